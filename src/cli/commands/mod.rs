@@ -1,0 +1,71 @@
+//! One module per command; [`dispatch`] routes to them.
+
+mod checkpoint;
+mod doctor;
+mod finish;
+mod generate_man;
+mod init;
+mod journal;
+mod list;
+mod prune;
+mod remove;
+mod rollback;
+mod start;
+mod status;
+mod undo;
+
+use clap::Subcommand;
+
+use super::error::CommandError;
+use super::Context;
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Set up git-bmad in this repository: .bmad/config.yaml and the notes config
+    Init(init::InitArgs),
+    /// Start a session: a branch and a worktree of its own, and a first checkpoint
+    Start(start::StartArgs),
+    /// Show one session: status, checkpoints, last event
+    Status(status::StatusArgs),
+    /// List all sessions
+    List(list::ListArgs),
+    /// Snapshot the session worktree as a checkpoint (index, HEAD and branch untouched)
+    Checkpoint(checkpoint::CheckpointArgs),
+    /// Show a session's journal, or append an event to it
+    Journal(journal::JournalArgs),
+    /// Restore the session worktree to a checkpoint, after saving the current state
+    Rollback(rollback::RollbackArgs),
+    /// Reverse the last rollback
+    Undo(undo::UndoArgs),
+    /// Mark a session completed (its worktree and branch stay for review)
+    Finish(finish::FinishArgs),
+    /// Delete a session: worktree, branch, checkpoints and journal
+    Remove(remove::RemoveArgs),
+    /// Record sessions whose worktrees were deleted by hand, and let git forget them
+    Prune(prune::PruneArgs),
+    /// Check every invariant of the stored state; exit 1 if something needs repair
+    Doctor(doctor::DoctorArgs),
+    /// Write the man pages (used by scripts/install.sh)
+    #[command(hide = true)]
+    GenerateMan(generate_man::GenerateManArgs),
+}
+
+/// Run a command; its exit code on success.
+pub fn dispatch(ctx: &Context, command: Command) -> Result<u8, CommandError> {
+    match command {
+        Command::Init(args) => init::cmd_init(ctx, &args),
+        Command::Start(args) => start::cmd_start(ctx, &args),
+        Command::Status(args) => status::cmd_status(ctx, &args),
+        Command::List(args) => list::cmd_list(ctx, &args),
+        Command::Checkpoint(args) => checkpoint::cmd_checkpoint(ctx, &args),
+        Command::Journal(args) => journal::cmd_journal(ctx, &args),
+        Command::Rollback(args) => rollback::cmd_rollback(ctx, &args),
+        Command::Undo(args) => undo::cmd_undo(ctx, &args),
+        Command::Finish(args) => finish::cmd_finish(ctx, &args),
+        Command::Remove(args) => remove::cmd_remove(ctx, &args),
+        Command::Prune(args) => prune::cmd_prune(ctx, &args),
+        Command::Doctor(args) => doctor::cmd_doctor(ctx, &args),
+        Command::GenerateMan(args) => generate_man::cmd_generate_man(ctx, &args),
+    }
+}

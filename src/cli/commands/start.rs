@@ -1,0 +1,62 @@
+//! `git bmad start`.
+
+use clap::Args;
+
+use crate::cli::error::{exit, CommandError};
+use crate::cli::ui::Style;
+use crate::cli::Context;
+use crate::session::{self, StartOptions};
+
+/// Start a session.
+///
+/// Creates branch <prefix><name> (default bmad/<name>) and the worktree ../<repo>.<name>,
+/// claims a session id, takes the first checkpoint and journals session_started. The current
+/// working tree must be clean.
+#[derive(Debug, Args)]
+pub struct StartArgs {
+    /// The session name: letters, digits, '-', '_' and '.'
+    pub name: String,
+    /// Start from this commit, branch or tag instead of HEAD
+    #[arg(long, value_name = "REV")]
+    pub base: Option<String>,
+}
+
+/// Run `start`.
+pub fn cmd_start(ctx: &Context, args: &StartArgs) -> Result<u8, CommandError> {
+    let repo = ctx.repo()?;
+    let started = session::start(
+        &repo,
+        &StartOptions {
+            name: args.name.clone(),
+            base: args.base.clone(),
+        },
+    )?;
+    if ctx.ui.json() {
+        ctx.ui.print_json(&started);
+        return Ok(exit::OK);
+    }
+    let s = &started.session;
+    let ui = &ctx.ui;
+    ui.line(format!(
+        "Started session {} ({})",
+        ui.paint(s.id.as_str(), Style::Bold),
+        s.name
+    ));
+    ui.line(format!("  branch    {}", s.short_branch()));
+    ui.line(format!("  worktree  {}", s.worktree.display()));
+    ui.line(format!("  checkpoint 1  {}", started.checkpoint.id.to_hex_with_len(10)));
+    ui.status(format!(
+        "\nNext:\n  cd {}\n  …let an agent work there…\n  git bmad checkpoint -m \"what was done\"\n  git bmad status",
+        shell_quote(&s.worktree.to_string_lossy())
+    ));
+    Ok(exit::OK)
+}
+
+/// Quote a path for copy-pasting into a POSIX shell.
+fn shell_quote(text: &str) -> String {
+    if text.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c)) {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}

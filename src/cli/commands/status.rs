@@ -1,0 +1,92 @@
+//! `git bmad status`.
+
+use clap::Args;
+use serde_json::json;
+
+use crate::cli::error::{exit, CommandError};
+use crate::cli::ui::{ago, Style};
+use crate::cli::Context;
+use crate::session::{self, SessionState};
+
+/// Show one session: status, step, checkpoints, last event.
+///
+/// Without an argument, shows the session of the worktree you are in.
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// Session id, id prefix or name (default: the current worktree's session)
+    pub session: Option<String>,
+    /// Show every checkpoint, not just the newest ten
+    #[arg(long)]
+    pub all: bool,
+}
+
+/// Run `status`.
+pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> {
+    let repo = ctx.repo()?;
+    let s = session::locate(&repo, args.session.as_deref())?;
+    let journal = session::read_journal(&repo, &s.id)?;
+    let state = SessionState::replay(journal.events());
+    let chain = session::chain(&repo, &s)?;
+    let last = journal.events().last();
+    if ctx.ui.json() {
+        ctx.ui.print_json(&json!({
+            "session": s,
+            "state": state,
+            "checkpoints": chain.iter().enumerate().map(|(i, c)| json!({
+                "number": chain.len() - i,
+                "checkpoint": c,
+            })).collect::<Vec<_>>(),
+            "last_event": last,
+        }));
+        return Ok(exit::OK);
+    }
+    let ui = &ctx.ui;
+    let status_style = match state.status {
+        session::Status::Running | session::Status::Completed => Style::Green,
+        session::Status::Gated => Style::Yellow,
+        session::Status::Failed | session::Status::Pruned => Style::Red,
+    };
+    ui.line(format!(
+        "Session {} ({})  {}",
+        ui.paint(s.id.as_str(), Style::Bold),
+        s.name,
+        ui.paint(state.status.as_str(), status_style)
+    ));
+    ui.line(format!("  branch       {}", s.short_branch()));
+    ui.line(format!(
+        "  worktree     {}{}",
+        s.worktree.display(),
+        if s.worktree_exists { "" } else { "  (missing: run git bmad prune)" }
+    ));
+    ui.line(format!("  step         {}", state.current_step.as_deref().unwrap_or("-")));
+    match last {
+        Some(e) => ui.line(format!(
+            "  journal      {} events; last #{} {} at {}",
+            state.events, e.seq, e.event, e.ts
+        )),
+        None => ui.line("  journal      empty"),
+    }
+    if !state.rolled_back.is_empty() {
+        ui.line(format!(
+            "  rollbacks    {} ({} events rolled back; `git bmad undo` reverses the last)",
+            state.rollbacks.len(),
+            state.rolled_back.len()
+        ));
+    }
+    ui.line(format!("  checkpoints  {} (newest first; roll back with `git bmad rollback <#>`)", chain.len()));
+    let shown = if args.all { chain.len() } else { chain.len().min(10) };
+    for (i, c) in chain.iter().take(shown).enumerate() {
+        ui.line(format!(
+            "    {:>4}  {}  {:>8}  {}{}",
+            chain.len() - i,
+            ui.paint(c.id.to_hex_with_len(10).to_string(), Style::Yellow),
+            ago(c.time),
+            c.label,
+            c.trailers.step.as_deref().map(|s| format!("  [step {s}]")).unwrap_or_default()
+        ));
+    }
+    if shown < chain.len() {
+        ui.line(ui.paint(format!("    … {} older (--all shows them)", chain.len() - shown), Style::Dim));
+    }
+    Ok(exit::OK)
+}

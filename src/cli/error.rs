@@ -1,0 +1,108 @@
+//! The one error type of the CLI, and the exit codes of `ARCHITECTURE.md` §4.
+
+use std::fmt::Write as _;
+
+use crate::git;
+use crate::session;
+
+/// Exit codes, all in one place.
+pub mod exit {
+    /// Success.
+    pub const OK: u8 = 0;
+    /// The operation failed; the message says why and what to do.
+    pub const FAILED: u8 = 1;
+    /// Usage or invalid input.
+    pub const USAGE: u8 = 2;
+    /// Halted at a gate, waiting for a human.
+    pub const GATED: u8 = 3;
+    /// Refused by policy.
+    pub const POLICY: u8 = 4;
+    /// A step failed under a `stop` policy.
+    pub const STEP_FAILED: u8 = 5;
+    /// Interrupted; state was saved.
+    pub const INTERRUPTED: u8 = 130;
+}
+
+/// A command's failure: a message, its causes, hints, and the exit code.
+#[derive(Debug)]
+pub struct CommandError {
+    /// The exit code.
+    pub code: u8,
+    /// The error, with its source chain.
+    pub error: Box<dyn std::error::Error + Send + Sync>,
+    /// What to try next.
+    pub hints: Vec<String>,
+}
+
+impl CommandError {
+    /// A failed operation (exit 1) with a plain message.
+    pub fn failed(message: impl Into<String>) -> Self {
+        CommandError {
+            code: exit::FAILED,
+            error: message.into().into(),
+            hints: Vec::new(),
+        }
+    }
+
+    /// Bad input (exit 2).
+    pub fn usage(message: impl Into<String>) -> Self {
+        CommandError {
+            code: exit::USAGE,
+            error: message.into().into(),
+            hints: Vec::new(),
+        }
+    }
+
+    /// Add a hint.
+    pub fn hinted(mut self, hint: impl Into<String>) -> Self {
+        self.hints.push(hint.into());
+        self
+    }
+
+    /// The text printed on stderr.
+    pub fn render(&self) -> String {
+        let mut text = format!("error: {}\n", self.error);
+        let mut source = self.error.source();
+        while let Some(cause) = source {
+            let _ = writeln!(text, "caused by: {cause}");
+            source = cause.source();
+        }
+        for hint in &self.hints {
+            let _ = writeln!(text, "hint: {hint}");
+        }
+        text
+    }
+
+    /// The error as JSON, for `--json` callers.
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut causes = Vec::new();
+        let mut source = self.error.source();
+        while let Some(cause) = source {
+            causes.push(cause.to_string());
+            source = cause.source();
+        }
+        serde_json::json!({
+            "error": self.error.to_string(),
+            "causes": causes,
+            "hints": self.hints,
+            "exit_code": self.code,
+        })
+    }
+}
+
+impl From<session::Error> for CommandError {
+    fn from(e: session::Error) -> Self {
+        let code = if e.is_usage() { exit::USAGE } else { exit::FAILED };
+        CommandError {
+            code,
+            error: Box::new(e),
+            hints: Vec::new(),
+        }
+    }
+}
+
+impl From<git::Error> for CommandError {
+    fn from(e: git::Error) -> Self {
+        session::Error::from(e).into()
+    }
+}

@@ -1,0 +1,123 @@
+//! The command line: parsing (clap), one file per command under `commands/`, printing through
+//! [`ui::Ui`], exit codes in [`error::exit`]. Commands are thin: they parse, call the library,
+//! print.
+
+pub mod commands;
+pub mod error;
+pub mod ui;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser};
+
+use crate::git::Repo;
+use error::{exit, CommandError};
+use ui::Ui;
+
+/// Run autonomous AI coding agents on a git repository, safely: each session gets its own
+/// branch and worktree, checkpoints on hidden refs, a journal in git notes, and rollback.
+#[derive(Debug, Parser)]
+#[command(name = "git-bmad", bin_name = "git bmad", version, propagate_version = true)]
+#[command(after_help = "Start with `git bmad init`, then `git bmad start <name>`.\nEverything git-bmad stores lives in this repository's git database.")]
+pub struct Cli {
+    /// Run as if started in PATH
+    #[arg(short = 'C', value_name = "PATH", global = true)]
+    pub directory: Option<PathBuf>,
+    /// Print machine-readable JSON on stdout instead of text
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Print only data, no progress or hints
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// The command
+    #[command(subcommand)]
+    pub command: commands::Command,
+}
+
+/// Everything a command needs from its surroundings, built once in [`run`].
+pub struct Context {
+    /// Output.
+    pub ui: Ui,
+    /// Where the command runs.
+    pub cwd: PathBuf,
+}
+
+impl Context {
+    /// Open the repository the command runs in.
+    pub fn repo(&self) -> Result<Repo, CommandError> {
+        Repo::discover(&self.cwd).map_err(|e| {
+            let not_repo = matches!(e, crate::git::Error::NotARepository { .. });
+            let err = CommandError::from(e);
+            if not_repo {
+                err.hinted("cd into a git repository, or pass -C <path>")
+            } else {
+                err
+            }
+        })
+    }
+}
+
+/// Parse the arguments, run the command, and turn the outcome into an exit code.
+pub fn run() -> ExitCode {
+    init_logging();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(match e.kind() {
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => exit::OK,
+                _ => exit::USAGE,
+            });
+        }
+    };
+    let ui = Ui::new(cli.json, cli.quiet, std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()));
+    let cwd = match resolve_cwd(cli.directory.as_deref()) {
+        Ok(cwd) => cwd,
+        Err(e) => return report(&ui, e),
+    };
+    let json = cli.json;
+    let ctx = Context { ui, cwd };
+    match commands::dispatch(&ctx, cli.command) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            let ui = Ui::new(json, false, true);
+            report(&ui, e)
+        }
+    }
+}
+
+fn report(ui: &Ui, e: CommandError) -> ExitCode {
+    if ui.json() {
+        eprintln!("{}", e.to_json());
+    } else {
+        eprint!("{}", e.render());
+    }
+    ExitCode::from(e.code)
+}
+
+fn resolve_cwd(directory: Option<&std::path::Path>) -> Result<PathBuf, CommandError> {
+    let here = std::env::current_dir()
+        .map_err(|e| CommandError::failed(format!("cannot read the current directory: {e}")))?;
+    Ok(match directory {
+        Some(dir) if dir.is_absolute() => dir.to_path_buf(),
+        Some(dir) => here.join(dir),
+        None => here,
+    })
+}
+
+/// `GIT_BMAD_LOG=debug` (or `RUST_LOG`) turns on logging to stderr; off by default.
+fn init_logging() {
+    let filter = std::env::var("GIT_BMAD_LOG").or_else(|_| std::env::var("RUST_LOG"));
+    if let Ok(filter) = filter {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .try_init();
+    }
+}
+
+/// The clap definition, for man pages and completions.
+pub fn command() -> clap::Command {
+    Cli::command()
+}

@@ -1,0 +1,289 @@
+//! The `git` binary, for what gix does not do (or not maturely): worktree add/remove/prune,
+//! `read-tree -m -u`, tree diffs and config writes.
+//!
+//! Every call gets an explicit environment: the repository is named with `--git-dir` and
+//! `--work-tree`, and the variables git exports to hooks (`GIT_DIR`, `GIT_INDEX_FILE`, …) are
+//! removed so a hook's context never redirects our commands. Messages are forced to English
+//! because some callers read them.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use super::error::{Error, Result};
+use super::ObjectId;
+
+/// Variables that would make a child git act on another repository, index or worktree.
+const REPO_REDIRECTING_VARS: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_COMMON_DIR",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_QUARANTINE_PATH",
+];
+
+/// The `git` executable, bound to one worktree.
+#[derive(Clone, Debug)]
+pub struct GitCli {
+    program: PathBuf,
+    git_dir: PathBuf,
+    workdir: PathBuf,
+}
+
+/// One changed path between two trees, from `git diff-tree --raw`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct TreeChange {
+    /// `A` added, `D` deleted, `M` modified, `T` type changed (file ↔ symlink ↔ submodule).
+    pub status: char,
+    /// The path, relative to the worktree root.
+    pub path: String,
+    /// Mode before (`000000` when added).
+    pub old_mode: String,
+    /// Mode after (`000000` when deleted).
+    pub new_mode: String,
+}
+
+impl GitCli {
+    /// Find `git` on PATH and bind it to a worktree.
+    pub fn new(git_dir: PathBuf, workdir: PathBuf) -> Result<GitCli> {
+        let program = which::which("git").map_err(|_| Error::GitNotFound)?;
+        Ok(GitCli {
+            program,
+            git_dir,
+            workdir,
+        })
+    }
+
+    /// A `git` command with the explicit environment described in the module docs.
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.program);
+        for var in REPO_REDIRECTING_VARS {
+            cmd.env_remove(var);
+        }
+        cmd.env("LC_ALL", "C")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .arg("--git-dir")
+            .arg(&self.git_dir)
+            .arg("--work-tree")
+            .arg(&self.workdir)
+            .arg("-c")
+            .arg("core.fsmonitor=false")
+            .current_dir(&self.workdir)
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Run git with `args`; its stdout on success, an error carrying stderr otherwise.
+    pub fn run<I, S>(&self, args: I) -> Result<Vec<u8>>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut cmd = self.command();
+        cmd.args(args);
+        run_checked(cmd)
+    }
+
+    /// Run git with a temporary index (`GIT_INDEX_FILE`).
+    fn run_with_index<I, S>(&self, index: &Path, args: I) -> Result<Vec<u8>>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut cmd = self.command();
+        cmd.env("GIT_INDEX_FILE", index).args(args);
+        run_checked(cmd)
+    }
+
+    /// `git worktree add -b <branch> <path> <base>`.
+    pub fn worktree_add(&self, path: &Path, branch: &str, base: ObjectId) -> Result<()> {
+        let mut cmd = self.command();
+        cmd.args(["worktree", "add", "--quiet", "-b", branch])
+            .arg(path)
+            .arg(base.to_string());
+        run_checked(cmd).map(drop)
+    }
+
+    /// `git worktree remove [--force] <path>`.
+    pub fn worktree_remove(&self, path: &Path, force: bool) -> Result<()> {
+        let mut cmd = self.command();
+        cmd.args(["worktree", "remove"]);
+        if force {
+            cmd.arg("--force");
+        }
+        cmd.arg(path);
+        run_checked(cmd).map(drop)
+    }
+
+    /// `git worktree prune`: forget worktrees whose directories are gone.
+    pub fn worktree_prune(&self) -> Result<()> {
+        self.run(["worktree", "prune"]).map(drop)
+    }
+
+    /// Stage everything (`add -A`) into `index` and return the tree it describes.
+    pub fn write_tree_of_worktree(&self, index: &Path) -> Result<ObjectId> {
+        self.run_with_index(index, ["add", "-A", "--", "."])?;
+        let out = self.run_with_index(index, ["write-tree"])?;
+        parse_id(&out)
+    }
+
+    /// Two-way merge `from` → `to` through `index`, updating the worktree (`read-tree -m -u`).
+    ///
+    /// git refuses, before touching anything, when a file differs from what `index` records:
+    /// that is how a rollback detects a worktree that changed under it.
+    pub fn read_tree_update(&self, index: &Path, from: ObjectId, to: ObjectId) -> Result<()> {
+        self.run_with_index(
+            index,
+            ["read-tree", "-m", "-u", &from.to_string(), &to.to_string()],
+        )
+        .map(drop)
+    }
+
+    /// The paths that differ between two trees.
+    pub fn diff_trees(&self, from: ObjectId, to: ObjectId) -> Result<Vec<TreeChange>> {
+        let out = self.run([
+            "diff-tree",
+            "-r",
+            "-z",
+            "--raw",
+            "--no-renames",
+            &from.to_string(),
+            &to.to_string(),
+        ])?;
+        Ok(parse_raw_diff(&out))
+    }
+
+    /// All values of a local config key.
+    pub fn config_get_all(&self, key: &str) -> Result<Vec<String>> {
+        let mut cmd = self.command();
+        cmd.args(["config", "--local", "--get-all", key]);
+        let out = output(cmd)?;
+        // Exit 1 means "no such key".
+        if out.status.code() == Some(1) {
+            return Ok(Vec::new());
+        }
+        check(&["config", "--get-all", key], &out)?;
+        Ok(String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(str::to_owned)
+            .collect())
+    }
+
+    /// Add a value to a local multi-valued config key.
+    pub fn config_add(&self, key: &str, value: &str) -> Result<()> {
+        self.run(["config", "--local", "--add", key, value]).map(drop)
+    }
+
+    /// Local branches and remote-tracking refs that contain `commit`, excluding `except`.
+    pub fn refs_containing(&self, commit: ObjectId, except: &str) -> Result<Vec<String>> {
+        let out = self.run([
+            "for-each-ref",
+            "--format=%(refname)",
+            "--contains",
+            &commit.to_string(),
+            "refs/heads/",
+            "refs/remotes/",
+        ])?;
+        Ok(String::from_utf8_lossy(&out)
+            .lines()
+            .filter(|r| *r != except && !r.ends_with("/HEAD"))
+            .map(str::to_owned)
+            .collect())
+    }
+
+    /// `git branch -D <name>` (the caller has already decided it is safe).
+    pub fn delete_branch(&self, short_name: &str) -> Result<()> {
+        self.run(["branch", "-D", "--quiet", short_name]).map(drop)
+    }
+}
+
+fn output(mut cmd: Command) -> Result<Output> {
+    tracing::debug!(?cmd, "spawning git");
+    cmd.output().map_err(|e| Error::Command {
+        args: describe(&cmd),
+        code: None,
+        stderr: e.to_string(),
+    })
+}
+
+fn run_checked(cmd: Command) -> Result<Vec<u8>> {
+    let args = describe(&cmd);
+    let out = output(cmd)?;
+    if out.status.success() {
+        Ok(out.stdout)
+    } else {
+        Err(Error::Command {
+            args,
+            code: out.status.code(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        })
+    }
+}
+
+fn check(args: &[&str], out: &Output) -> Result<()> {
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(Error::Command {
+        args: args.join(" "),
+        code: out.status.code(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    })
+}
+
+/// The user-facing part of a command line: what follows our fixed prefix.
+fn describe(cmd: &Command) -> String {
+    let args: Vec<String> = cmd
+        .get_args()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    // Skip `--git-dir X --work-tree Y -c core.fsmonitor=false`.
+    args.iter().skip(6).cloned().collect::<Vec<_>>().join(" ")
+}
+
+fn parse_id(out: &[u8]) -> Result<ObjectId> {
+    let text = String::from_utf8_lossy(out);
+    ObjectId::from_hex(text.trim().as_bytes())
+        .map_err(|_| Error::Corrupt(format!("git printed {:?} where an object id was expected", text.trim())))
+}
+
+/// Parse `diff-tree -z --raw`: `:<old mode> <new mode> <old> <new> <status>\0<path>\0`.
+fn parse_raw_diff(out: &[u8]) -> Vec<TreeChange> {
+    let mut fields = out.split(|b| *b == 0);
+    let mut changes = Vec::new();
+    while let (Some(meta), Some(path)) = (fields.next(), fields.next()) {
+        let meta = String::from_utf8_lossy(meta);
+        let parts: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
+        if parts.len() < 5 {
+            continue;
+        }
+        changes.push(TreeChange {
+            status: parts[4].chars().next().unwrap_or('M'),
+            path: String::from_utf8_lossy(path).into_owned(),
+            old_mode: parts[0].to_owned(),
+            new_mode: parts[1].to_owned(),
+        });
+    }
+    changes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_raw_diff() {
+        let out = b":100644 100755 aaaa bbbb M\0bin/run me\0:000000 120000 0000 cccc A\0l\xc3\xa9nk\0:100644 000000 dddd 0000 D\0gone\0";
+        let changes = parse_raw_diff(out);
+        assert_eq!(changes.len(), 3);
+        assert_eq!(changes[0].status, 'M');
+        assert_eq!(changes[0].path, "bin/run me");
+        assert_eq!(changes[0].new_mode, "100755");
+        assert_eq!(changes[1].path, "lénk");
+        assert_eq!(changes[2].status, 'D');
+    }
+}

@@ -1,0 +1,95 @@
+//! Errors of the git layer: each names the object or path and the operation that failed.
+
+use std::path::PathBuf;
+
+/// A result of the git layer.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong while talking to git.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No repository at or above the directory.
+    #[error("not inside a git repository: {}", path.display())]
+    NotARepository {
+        /// Where discovery started.
+        path: PathBuf,
+        /// What gix reported.
+        #[source]
+        source: Box<gix::Error>,
+    },
+    /// git itself would refuse this repository (`safe.directory`).
+    #[error("refusing to use {}: it is owned by someone else (git calls this dubious ownership); if you trust it, run: git config --global --add safe.directory {}", path.display(), path.display())]
+    DubiousOwnership {
+        /// The repository's git dir.
+        path: PathBuf,
+    },
+    /// A bare repository has no worktree to put sessions beside.
+    #[error("{} is a bare repository; git-bmad needs a repository with a working tree", path.display())]
+    Bare {
+        /// The repository's git dir.
+        path: PathBuf,
+    },
+    /// A gix operation failed.
+    #[error("{op}")]
+    Gix {
+        /// The operation, naming its object.
+        op: String,
+        /// What gix reported.
+        #[source]
+        source: Box<gix::Error>,
+    },
+    /// A compare-and-swap kept losing to other writers.
+    #[error("could not update {name}: it kept changing under us ({attempts} attempts); another git-bmad process is writing to it, try again")]
+    Contended {
+        /// The reference.
+        name: String,
+        /// How many times we tried.
+        attempts: u32,
+    },
+    /// The `git` executable is not on PATH.
+    #[error("the `git` executable was not found on PATH; install git 2.38 or newer")]
+    GitNotFound,
+    /// A `git` command failed.
+    #[error("`git {args}` failed{}: {}", code.map(|c| format!(" (exit {c})")).unwrap_or_default(), stderr.trim())]
+    Command {
+        /// The arguments, space-separated.
+        args: String,
+        /// Its exit code, if it exited.
+        code: Option<i32>,
+        /// What it printed on stderr.
+        stderr: String,
+    },
+    /// A file-system operation failed.
+    #[error("{op} {}", path.display())]
+    Io {
+        /// The operation.
+        op: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A stored object is not what it should be.
+    #[error("{0}")]
+    Corrupt(String),
+}
+
+impl Error {
+    /// Wrap a gix error with the operation it interrupted.
+    pub(crate) fn gix(op: impl Into<String>, source: impl Into<gix::Error>) -> Self {
+        Error::Gix {
+            op: op.into(),
+            source: Box::new(source.into()),
+        }
+    }
+
+    /// Wrap an I/O error with its operation and path.
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+}

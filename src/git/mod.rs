@@ -1,0 +1,21 @@
+//! The git layer: one [`Repo`] handle per process.
+//!
+//! Everything above this module talks to git through it. gix does objects, refs, notes and
+//! status in-process (fast, no fork); the `git` binary ([`GitCli`]) does what gix does not do
+//! or does not do maturely: worktree add/remove/prune, `read-tree -m -u`, tree diffs, config
+//! writes. Keeping both behind one type makes every git call auditable in one folder.
+
+mod cli;
+mod error;
+mod notes;
+mod refs;
+mod repo;
+mod snapshot;
+
+pub use cli::{GitCli, TreeChange};
+pub use error::{Error, Result};
+pub use gix::ObjectId;
+pub use notes::NotesTip;
+pub use refs::{CasOutcome, STALE_LOCK_AGE};
+pub use repo::{CommitInfo, Repo, WorktreeInfo};
+pub use snapshot::Dirt;

@@ -1,0 +1,162 @@
+//! References: reads, compare-and-swap updates, deletion, listing by prefix.
+//!
+//! Every state change of git-bmad is one of these CAS updates. A writer that loses the race
+//! gets [`CasOutcome::Conflict`] and re-reads, rebuilds and retries; nothing is overwritten
+//! blindly. A lock file left behind by a process killed mid-update would block every later
+//! writer forever, so a lock older than [`STALE_LOCK_AGE`] is treated as abandoned.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use gix::bstr::ByteSlice;
+use gix::refs::transaction::{Change, LogChange, PreviousValue, RefEdit, RefLog};
+use gix::refs::{FullName, Target};
+
+use super::error::{Error, Result};
+use super::repo::Repo;
+use super::ObjectId;
+
+/// A ref lock older than this belongs to a dead process: our updates hold locks for
+/// milliseconds.
+pub const STALE_LOCK_AGE: Duration = Duration::from_secs(10);
+
+/// The result of one compare-and-swap attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CasOutcome {
+    /// The ref now has the new value.
+    Updated,
+    /// The ref did not have the expected value (or was locked by a live writer).
+    Conflict,
+}
+
+impl Repo {
+    /// The object a ref points to (peeled through symbolic refs), or `None` if it does not exist.
+    pub fn read_ref(&self, name: &str) -> Result<Option<ObjectId>> {
+        let found = self
+            .gix()
+            .try_find_reference(name)
+            .map_err(|e| Error::gix(format!("could not read {name}"), e))?;
+        match found {
+            None => Ok(None),
+            Some(mut reference) => reference
+                .peel_to_id()
+                .map(|id| Some(id.detach()))
+                .map_err(|e| Error::gix(format!("could not resolve {name}"), e)),
+        }
+    }
+
+    /// Set `name` to `new` if it currently is `expected` (`None`: must not exist).
+    ///
+    /// Writes a reflog entry even for refs outside `refs/heads` (git would not), so the history
+    /// of `refs/bmad/*` survives in `logs/`.
+    pub fn cas_ref(
+        &self,
+        name: &str,
+        expected: Option<ObjectId>,
+        new: ObjectId,
+        message: &str,
+    ) -> Result<CasOutcome> {
+        let edit = RefEdit {
+            change: Change::Update {
+                log: LogChange {
+                    mode: RefLog::AndReference,
+                    force_create_reflog: true,
+                    message: message.into(),
+                },
+                expected: previous(expected),
+                new: Target::Object(new),
+            },
+            name: full_name(name)?,
+            deref: false,
+        };
+        self.apply(name, edit)
+    }
+
+    /// Delete `name` if it currently is `expected`.
+    pub fn delete_ref(&self, name: &str, expected: ObjectId) -> Result<CasOutcome> {
+        let edit = RefEdit {
+            change: Change::Delete {
+                expected: previous(Some(expected)),
+                log: RefLog::AndReference,
+            },
+            name: full_name(name)?,
+            deref: false,
+        };
+        self.apply(name, edit)
+    }
+
+    fn apply(&self, name: &str, edit: RefEdit) -> Result<CasOutcome> {
+        let mut cleared_stale_lock = false;
+        loop {
+            match self.gix().edit_reference(edit.clone()) {
+                Ok(_) => return Ok(CasOutcome::Updated),
+                Err(e) if e.dominant_class() == Some(gix::error::Class::Conflict) => {
+                    if !cleared_stale_lock && self.clear_stale_lock(name) {
+                        cleared_stale_lock = true;
+                        continue;
+                    }
+                    return Ok(CasOutcome::Conflict);
+                }
+                Err(e) => return Err(Error::gix(format!("could not update {name}"), e)),
+            }
+        }
+    }
+
+    /// Remove `<ref>.lock` if a dead process left it; true if one was removed.
+    fn clear_stale_lock(&self, name: &str) -> bool {
+        let lock = self.lock_path(name);
+        let Ok(meta) = std::fs::metadata(&lock) else {
+            return false;
+        };
+        let age = meta
+            .modified()
+            .ok()
+            .and_then(|m| m.elapsed().ok())
+            .unwrap_or_default();
+        if age < STALE_LOCK_AGE {
+            return false;
+        }
+        tracing::warn!(lock = %lock.display(), "removing a stale ref lock left by a dead process");
+        std::fs::remove_file(&lock).is_ok()
+    }
+
+    /// Where git keeps the lock file of a loose shared ref.
+    pub fn lock_path(&self, name: &str) -> PathBuf {
+        self.common_path(&format!("{name}.lock"))
+    }
+
+    /// All refs whose full name starts with `prefix` (which should end in `/`), with their
+    /// peeled targets, sorted by name.
+    pub fn refs_with_prefix(&self, prefix: &str) -> Result<Vec<(String, ObjectId)>> {
+        let platform = self
+            .gix()
+            .references()
+            .map_err(|e| Error::gix(format!("could not list {prefix}*"), e))?;
+        let iter = platform
+            .prefixed(prefix)
+            .map_err(|e| Error::gix(format!("could not list {prefix}*"), e))?;
+        let mut out = Vec::new();
+        for reference in iter {
+            let mut reference =
+                reference.map_err(|e| Error::gix(format!("could not read a ref under {prefix}"), e))?;
+            let name = reference.name().as_bstr().to_str_lossy().into_owned();
+            let id = reference
+                .peel_to_id()
+                .map_err(|e| Error::gix(format!("could not resolve {name}"), e))?;
+            out.push((name, id.detach()));
+        }
+        out.sort();
+        Ok(out)
+    }
+}
+
+fn previous(expected: Option<ObjectId>) -> PreviousValue {
+    match expected {
+        Some(id) => PreviousValue::MustExistAndMatch(Target::Object(id)),
+        None => PreviousValue::MustNotExist,
+    }
+}
+
+fn full_name(name: &str) -> Result<FullName> {
+    FullName::try_from(name).map_err(|e| Error::gix(format!("invalid ref name {name:?}"), gix::Error::from_error(e)))
+}

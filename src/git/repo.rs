@@ -1,0 +1,333 @@
+//! [`Repo`]: the repository handle, opened once per process.
+
+use std::path::{Path, PathBuf};
+
+use gix::bstr::ByteSlice;
+
+use super::cli::GitCli;
+use super::error::{Error, Result};
+use super::ObjectId;
+
+/// The repository, seen from the worktree the process runs in.
+///
+/// Paths are canonical, so comparing a worktree path from `git worktree list` with ours is
+/// a plain `==` (gix hands out `…/worktrees/x/../..`-style paths otherwise).
+pub struct Repo {
+    inner: gix::Repository,
+    workdir: PathBuf,
+    git_dir: PathBuf,
+    common_dir: PathBuf,
+    git: GitCli,
+}
+
+/// A decoded commit, as far as git-bmad needs it.
+#[derive(Clone, Debug)]
+pub struct CommitInfo {
+    /// The commit's id.
+    pub id: ObjectId,
+    /// Its tree.
+    pub tree: ObjectId,
+    /// Its parents, in order.
+    pub parents: Vec<ObjectId>,
+    /// Its full message.
+    pub message: String,
+    /// Committer time, seconds since the epoch.
+    pub time: i64,
+}
+
+/// A worktree as `git worktree list` reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WorktreeInfo {
+    /// Its directory (canonical when it exists).
+    pub path: PathBuf,
+    /// The checked-out branch, a full ref name, if not detached.
+    pub branch: Option<String>,
+    /// Set when git considers the worktree gone (its directory was deleted).
+    pub prunable: bool,
+    /// Whether this is the main worktree.
+    pub is_main: bool,
+}
+
+impl Repo {
+    /// Open the repository containing `cwd`, from any worktree or subdirectory.
+    ///
+    /// Honours `GIT_DIR` and friends, as git does inside hooks. Refuses bare repositories and
+    /// repositories git itself would refuse for dubious ownership.
+    pub fn discover(cwd: &Path) -> Result<Repo> {
+        let inner = gix::ThreadSafeRepository::discover_with_environment_overrides(cwd)
+            .map_err(|e| Error::NotARepository {
+                path: cwd.to_path_buf(),
+                source: Box::new(e),
+            })?
+            .to_thread_local();
+        Self::from_gix(inner)
+    }
+
+    /// Open another worktree of the same repository (for example a session's, from the main one).
+    pub fn open_worktree(&self, workdir: &Path) -> Result<Repo> {
+        let inner = gix::open(workdir).map_err(|e| Error::NotARepository {
+            path: workdir.to_path_buf(),
+            source: Box::new(e.into()),
+        })?;
+        let repo = Self::from_gix(inner)?;
+        if repo.common_dir != self.common_dir {
+            return Err(Error::Corrupt(format!(
+                "{} belongs to another repository ({})",
+                workdir.display(),
+                repo.common_dir.display()
+            )));
+        }
+        Ok(repo)
+    }
+
+    fn from_gix(mut inner: gix::Repository) -> Result<Repo> {
+        let git_dir = canonical(inner.git_dir())?;
+        if inner.git_dir_trust() != gix::sec::Trust::Full {
+            return Err(Error::DubiousOwnership { path: git_dir });
+        }
+        let Some(workdir) = inner.workdir() else {
+            return Err(Error::Bare { path: git_dir });
+        };
+        let workdir = canonical(workdir)?;
+        let common_dir = canonical(inner.common_dir())?;
+        // Checkpoints and notes must never fail for a missing user.name.
+        inner
+            .committer_or_set_fallback("git-bmad", "git-bmad@localhost")
+            .map_err(|e| Error::gix("could not set up the committer identity", e))?;
+        let git = GitCli::new(git_dir.clone(), workdir.clone())?;
+        Ok(Repo {
+            inner,
+            workdir,
+            git_dir,
+            common_dir,
+            git,
+        })
+    }
+
+    /// The gix repository, for the other modules of this layer.
+    pub(crate) fn gix(&self) -> &gix::Repository {
+        &self.inner
+    }
+
+    /// The root of the worktree this handle was opened in.
+    pub fn workdir(&self) -> &Path {
+        &self.workdir
+    }
+
+    /// This worktree's private git dir (`.git`, or `.git/worktrees/<id>` for a linked one).
+    pub fn git_dir(&self) -> &Path {
+        &self.git_dir
+    }
+
+    /// The git dir shared by all worktrees; refs and objects live here.
+    pub fn common_dir(&self) -> &Path {
+        &self.common_dir
+    }
+
+    /// Whether this handle was opened in a linked worktree rather than the main one.
+    pub fn is_linked_worktree(&self) -> bool {
+        self.git_dir != self.common_dir
+    }
+
+    /// The `git` binary, bound to this worktree.
+    pub fn git(&self) -> &GitCli {
+        &self.git
+    }
+
+    /// The root of the main worktree.
+    pub fn main_workdir(&self) -> Result<PathBuf> {
+        if !self.is_linked_worktree() {
+            return Ok(self.workdir.clone());
+        }
+        for wt in self.worktrees()? {
+            if wt.is_main {
+                return Ok(wt.path);
+            }
+        }
+        // The common dir of a non-bare repository sits in its main worktree.
+        match self.common_dir.parent() {
+            Some(parent) => Ok(parent.to_path_buf()),
+            None => Err(Error::Corrupt(format!(
+                "cannot find the main worktree of {}",
+                self.common_dir.display()
+            ))),
+        }
+    }
+
+    /// All worktrees, main first.
+    pub fn worktrees(&self) -> Result<Vec<WorktreeInfo>> {
+        let out = self.git.run(["worktree", "list", "--porcelain", "-z"])?;
+        Ok(parse_worktree_list(&out))
+    }
+
+    /// The commit HEAD points to in this worktree, if HEAD is born.
+    pub fn head_id(&self) -> Result<Option<ObjectId>> {
+        match self.inner.head_id() {
+            Ok(id) => Ok(Some(id.detach())),
+            Err(_) => {
+                let head = self
+                    .inner
+                    .head()
+                    .map_err(|e| Error::gix("could not read HEAD", e))?;
+                if head.is_unborn() {
+                    Ok(None)
+                } else {
+                    Err(Error::Corrupt("HEAD does not point to a commit".into()))
+                }
+            }
+        }
+    }
+
+    /// The full name of the branch HEAD points to here, if not detached.
+    pub fn head_branch(&self) -> Result<Option<String>> {
+        let name = self
+            .inner
+            .head_name()
+            .map_err(|e| Error::gix("could not read HEAD", e))?;
+        Ok(name.map(|n| n.as_bstr().to_str_lossy().into_owned()))
+    }
+
+    /// Resolve a revision (`main`, `HEAD~2`, an abbreviated id) to a commit id.
+    pub fn resolve_commit(&self, rev: &str) -> Result<Option<ObjectId>> {
+        let Ok(id) = self.inner.rev_parse_single(rev) else {
+            return Ok(None);
+        };
+        let object = id
+            .object()
+            .map_err(|e| Error::gix(format!("could not read {rev}"), e))?;
+        match object.peel_to_commit() {
+            Ok(commit) => Ok(Some(commit.id)),
+            Err(_) => Ok(None),
+        }
+    }
+
+    /// Decode a commit.
+    pub fn commit_info(&self, id: ObjectId) -> Result<CommitInfo> {
+        let commit = self
+            .inner
+            .find_commit(id)
+            .map_err(|e| Error::gix(format!("could not read commit {id}"), e))?;
+        let decoded = commit
+            .decode()
+            .map_err(|e| Error::gix(format!("could not decode commit {id}"), e))?;
+        Ok(CommitInfo {
+            id,
+            tree: decoded.tree(),
+            parents: decoded.parents().collect(),
+            message: decoded.message.to_str_lossy().into_owned(),
+            time: decoded.committer().map(|c| c.seconds()).unwrap_or_default(),
+        })
+    }
+
+    /// Whether an object exists in the object database.
+    pub fn has_object(&self, id: ObjectId) -> bool {
+        self.inner.has_object(id)
+    }
+
+    /// The bytes of a blob.
+    pub fn read_blob(&self, id: ObjectId) -> Result<Vec<u8>> {
+        let blob = self
+            .inner
+            .find_blob(id)
+            .map_err(|e| Error::gix(format!("could not read blob {id}"), e))?;
+        Ok(blob.data.clone())
+    }
+
+    /// Write a blob.
+    pub fn write_blob(&self, data: &[u8]) -> Result<ObjectId> {
+        self.inner
+            .write_blob(data)
+            .map(|id| id.detach())
+            .map_err(|e| Error::gix("could not write a blob", e))
+    }
+
+    /// The tree of a commit.
+    pub fn tree_of(&self, commit: ObjectId) -> Result<ObjectId> {
+        Ok(self.commit_info(commit)?.tree)
+    }
+
+    /// Write a commit as the user (or the git-bmad fallback identity); no ref moves.
+    pub fn write_commit(
+        &self,
+        tree: ObjectId,
+        parents: &[ObjectId],
+        message: &str,
+    ) -> Result<ObjectId> {
+        self.inner
+            .new_commit(message, tree, parents.iter().copied())
+            .map(|c| c.id)
+            .map_err(|e| Error::gix(format!("could not write a commit for tree {tree}"), e))
+    }
+
+    /// The empty tree's id.
+    pub fn empty_tree(&self) -> ObjectId {
+        ObjectId::empty_tree(self.inner.object_hash())
+    }
+
+    /// A config value as git would resolve it (local, global, system), if set.
+    pub fn config_string(&self, key: &str) -> Option<String> {
+        self.inner
+            .config_snapshot()
+            .string(key)
+            .map(|v| v.to_str_lossy().into_owned())
+    }
+
+    /// Path of a file in the common dir (for lock files and reflogs of shared refs).
+    pub(crate) fn common_path(&self, rela: &str) -> PathBuf {
+        self.common_dir.join(rela)
+    }
+}
+
+fn canonical(path: &Path) -> Result<PathBuf> {
+    std::fs::canonicalize(path).map_err(|e| Error::io("could not resolve", path, e))
+}
+
+/// Parse `git worktree list --porcelain -z`: records of NUL-terminated fields, each record
+/// ending with an empty field.
+fn parse_worktree_list(out: &[u8]) -> Vec<WorktreeInfo> {
+    let mut list = Vec::new();
+    let mut current: Option<WorktreeInfo> = None;
+    for field in out.split(|b| *b == 0) {
+        let field = String::from_utf8_lossy(field);
+        if field.is_empty() {
+            if let Some(wt) = current.take() {
+                list.push(wt);
+            }
+            continue;
+        }
+        if let Some(path) = field.strip_prefix("worktree ") {
+            let path = PathBuf::from(path);
+            let path = std::fs::canonicalize(&path).unwrap_or(path);
+            current = Some(WorktreeInfo {
+                path,
+                branch: None,
+                prunable: false,
+                is_main: list.is_empty(),
+            });
+        } else if let Some(wt) = current.as_mut() {
+            if let Some(branch) = field.strip_prefix("branch ") {
+                wt.branch = Some(branch.to_string());
+            } else if field == "prunable" || field.starts_with("prunable ") {
+                wt.prunable = true;
+            }
+        }
+    }
+    list.extend(current);
+    list
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_worktree_list() {
+        let out = b"worktree /nonexistent/a\0HEAD 1111111111111111111111111111111111111111\0branch refs/heads/main\0\0worktree /nonexistent/a.x\0HEAD 2222222222222222222222222222222222222222\0branch refs/heads/bmad/x\0prunable gitdir file points to non-existent location\0\0worktree /nonexistent/d\0HEAD 3333333333333333333333333333333333333333\0detached\0\0";
+        let list = parse_worktree_list(out);
+        assert_eq!(list.len(), 3);
+        assert!(list[0].is_main && !list[1].is_main);
+        assert_eq!(list[1].branch.as_deref(), Some("refs/heads/bmad/x"));
+        assert!(list[1].prunable && !list[0].prunable);
+        assert_eq!(list[2].branch, None);
+    }
+}

@@ -1,0 +1,147 @@
+//! Snapshots of a worktree as a tree object, without touching the index, HEAD or any branch.
+//!
+//! The tree starts from `HEAD^{tree}` and only the paths that `status` reports as different
+//! (staged, modified, deleted, untracked-not-ignored) are re-read from disk. With a valid stat
+//! cache the cost follows the number of changed files, not the size of the repository, and
+//! ignored files are never read. The index is only ever read: its stat cache is what makes
+//! status cheap, and writing it would race with the agent's own `git add`.
+
+use std::collections::BTreeSet;
+
+use gix::bstr::{BString, ByteSlice};
+use gix::bstr::BStr;
+use gix::status::{self, UntrackedFiles};
+
+use super::error::{Error, Result};
+use super::repo::Repo;
+use super::ObjectId;
+
+/// What makes a worktree dirty: a few of the paths, and how many there are in all.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Dirt {
+    /// Up to the requested number of paths, in status order.
+    pub sample: Vec<String>,
+    /// How many paths differ from HEAD (untracked directories count once).
+    pub count: usize,
+}
+
+impl Dirt {
+    /// Whether nothing differs.
+    pub fn is_clean(&self) -> bool {
+        self.count == 0
+    }
+}
+
+impl Repo {
+    /// The tree of this worktree as it is on disk: tracked and untracked files, `.gitignore`d
+    /// ones left out; executable bits, symlinks and clean filters as `git add -A` would record.
+    pub fn snapshot_tree(&self) -> Result<ObjectId> {
+        let repo = self.gix();
+        let base = repo
+            .head_tree_id_or_empty()
+            .map_err(|e| Error::gix("could not read HEAD's tree", e))?
+            .detach();
+        let changed = self.changed_paths()?;
+        if changed.is_empty() {
+            return Ok(base);
+        }
+        let (mut pipeline, index) = repo
+            .filter_pipeline(None)
+            .map_err(|e| Error::gix("could not set up the filter pipeline", e))?;
+        let mut editor = repo
+            .edit_tree(base)
+            .map_err(|e| Error::gix(format!("could not edit tree {base}"), e))?;
+        for path in &changed {
+            let found = pipeline
+                .worktree_file_to_object(BStr::new(path.as_bytes()), &index)
+                .map_err(|e| Error::gix(format!("could not read {path} from the worktree"), e))?;
+            let result = match found {
+                Some((id, kind, _)) => editor.upsert(path, kind, id).map(|_| ()),
+                None => match gitlink(&index, path) {
+                    // A submodule is a directory on disk; keep the commit the index records.
+                    Some(id) => editor
+                        .upsert(path, gix::object::tree::EntryKind::Commit, id)
+                        .map(|_| ()),
+                    None => editor.remove(path).map(|_| ()),
+                },
+            };
+            result.map_err(|e| Error::gix(format!("could not record {path} in the snapshot"), e))?;
+        }
+        editor
+            .write()
+            .map(|id| id.detach())
+            .map_err(|e| Error::gix("could not write the snapshot tree", e))
+    }
+
+    /// Whether the worktree differs from HEAD, untracked files included.
+    pub fn dirt(&self, sample: usize) -> Result<Dirt> {
+        let iter = self
+            .status_platform(UntrackedFiles::Collapsed)?
+            .into_iter(Vec::<BString>::new())
+            .map_err(|e| Error::gix("could not compute the status", e))?;
+        let mut dirt = Dirt::default();
+        let mut seen = BTreeSet::new();
+        for item in iter {
+            let item = item.map_err(|e| Error::gix("could not compute the status", e))?;
+            if let Some(path) = relevant_path(&item) {
+                if seen.insert(path.clone()) {
+                    dirt.count += 1;
+                    if dirt.sample.len() < sample {
+                        dirt.sample.push(path);
+                    }
+                }
+            }
+        }
+        Ok(dirt)
+    }
+
+    /// Every path that may differ between HEAD, the index and the worktree.
+    fn changed_paths(&self) -> Result<BTreeSet<String>> {
+        let iter = self
+            .status_platform(UntrackedFiles::Files)?
+            .into_iter(Vec::<BString>::new())
+            .map_err(|e| Error::gix("could not compute the status", e))?;
+        let mut paths = BTreeSet::new();
+        for item in iter {
+            let item = item.map_err(|e| Error::gix("could not compute the status", e))?;
+            if let status::Item::IndexWorktree(status::index_worktree::Item::Rewrite {
+                source, ..
+            }) = &item
+            {
+                paths.insert(source.rela_path().to_str_lossy().into_owned());
+            }
+            if let Some(path) = relevant_path(&item) {
+                paths.insert(path);
+            }
+        }
+        Ok(paths)
+    }
+
+    fn status_platform(
+        &self,
+        untracked: UntrackedFiles,
+    ) -> Result<status::Platform<'_, gix::progress::Discard>> {
+        Ok(self
+            .gix()
+            .status(gix::progress::Discard)
+            .map_err(|e| Error::gix("could not start a status", e))?
+            .untracked_files(untracked)
+            .index_worktree_rewrites(None))
+    }
+}
+
+/// The path a status item is about, if it reports a difference.
+fn relevant_path(item: &status::Item) -> Option<String> {
+    match item {
+        status::Item::TreeIndex(change) => Some(change.location().to_str_lossy().into_owned()),
+        status::Item::IndexWorktree(change) => change
+            .summary()
+            .map(|_| change.rela_path().to_str_lossy().into_owned()),
+    }
+}
+
+/// The commit a submodule entry records, if `path` is one in the index.
+fn gitlink(index: &gix::worktree::IndexPersistedOrInMemory, path: &str) -> Option<ObjectId> {
+    let entry = index.entry_by_path(path.as_bytes().as_bstr())?;
+    (entry.mode == gix::index::entry::Mode::COMMIT).then_some(entry.id)
+}

@@ -1,0 +1,281 @@
+//! Checkpoints: commits on `refs/bmad/sessions/<id>/checkpoints` that snapshot the session
+//! worktree without touching its index, HEAD or branch.
+//!
+//! Parents are `[previous checkpoint, session HEAD]` (the first checkpoint has only the session
+//! HEAD), so `git log` of the chain reaches the agent's own commits. The message is a one-line
+//! label and trailers that summarise the session, so `git bmad list` reads one commit per
+//! session instead of replaying journals.
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::error::{Error, Result};
+use super::event::{kind, Decision, Event, NewEvent};
+use super::journal::{self, backoff, seq_trailer};
+use super::state::Status;
+use super::store::Session;
+use super::{checkpoints_ref, notes_ref};
+use crate::git::{CasOutcome, ObjectId, Repo};
+
+const MAX_ATTEMPTS: u32 = 200;
+
+/// The session summary carried by every checkpoint commit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Trailers {
+    /// `Bmad-Session`.
+    pub session: String,
+    /// `Bmad-Seq`: the journal's last `seq` when the checkpoint was written.
+    pub seq: u64,
+    /// `Bmad-Status`.
+    pub status: Status,
+    /// `Bmad-Step` (`-` for none).
+    pub step: Option<String>,
+    /// `Bmad-Name`.
+    pub name: String,
+    /// `Bmad-Branch` (full ref name).
+    pub branch: String,
+    /// `Bmad-Worktree`.
+    pub worktree: String,
+}
+
+impl Trailers {
+    fn format(&self) -> String {
+        format!(
+            "Bmad-Session: {}\nBmad-Seq: {}\nBmad-Status: {}\nBmad-Step: {}\nBmad-Name: {}\nBmad-Branch: {}\nBmad-Worktree: {}\n",
+            self.session,
+            self.seq,
+            self.status,
+            self.step.as_deref().unwrap_or("-"),
+            self.name,
+            self.branch,
+            self.worktree
+        )
+    }
+
+    /// Read the trailers from a commit message; `None` if it is not a checkpoint.
+    pub fn parse(message: &str) -> Option<Trailers> {
+        let get = |key: &str| {
+            message
+                .lines()
+                .rev()
+                .find_map(|l| l.strip_prefix(key))
+                .map(|v| v.trim().to_owned())
+        };
+        Some(Trailers {
+            session: get("Bmad-Session: ")?,
+            seq: seq_trailer(message).unwrap_or(0),
+            status: Status::parse(&get("Bmad-Status: ").unwrap_or_default()),
+            step: get("Bmad-Step: ").filter(|s| s != "-" && !s.is_empty()),
+            name: get("Bmad-Name: ").unwrap_or_default(),
+            branch: get("Bmad-Branch: ").unwrap_or_default(),
+            worktree: get("Bmad-Worktree: ").unwrap_or_default(),
+        })
+    }
+}
+
+/// One checkpoint commit.
+#[derive(Clone, Debug, Serialize)]
+pub struct Checkpoint {
+    /// The commit.
+    #[serde(serialize_with = "as_hex")]
+    pub id: ObjectId,
+    /// The snapshot of the worktree.
+    #[serde(serialize_with = "as_hex")]
+    pub tree: ObjectId,
+    /// `[previous checkpoint, session HEAD]`, or `[session HEAD]` for the first.
+    #[serde(serialize_with = "all_as_hex")]
+    pub parents: Vec<ObjectId>,
+    /// The one-line label.
+    pub label: String,
+    /// The session summary.
+    pub trailers: Trailers,
+    /// Commit time, seconds since the epoch.
+    pub time: i64,
+}
+
+impl Checkpoint {
+    /// Read a checkpoint commit; `None` if the commit is not one.
+    pub fn read(repo: &Repo, id: ObjectId) -> Result<Option<Checkpoint>> {
+        let info = repo.commit_info(id)?;
+        let Some(trailers) = Trailers::parse(&info.message) else {
+            return Ok(None);
+        };
+        Ok(Some(Checkpoint {
+            id,
+            tree: info.tree,
+            parents: info.parents,
+            label: info.message.lines().next().unwrap_or_default().to_owned(),
+            trailers,
+            time: info.time,
+        }))
+    }
+
+    /// The previous checkpoint in the chain, if this is not the first.
+    pub fn previous(&self) -> Option<ObjectId> {
+        (self.parents.len() == 2).then(|| self.parents[0])
+    }
+
+    /// The session HEAD recorded when the checkpoint was taken.
+    pub fn session_head(&self) -> Option<ObjectId> {
+        self.parents.last().copied()
+    }
+}
+
+fn as_hex<S: serde::Serializer>(id: &ObjectId, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&id.to_string())
+}
+
+fn all_as_hex<S: serde::Serializer>(ids: &[ObjectId], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(ids.iter().map(|id| id.to_string()))
+}
+
+/// Write a checkpoint commit (objects only; no ref moves).
+pub(crate) fn write_commit(
+    repo: &Repo,
+    tree: ObjectId,
+    parents: &[ObjectId],
+    label: &str,
+    trailers: &Trailers,
+) -> Result<ObjectId> {
+    let label = one_line(label);
+    let message = format!("{label}\n\n{}", trailers.format());
+    Ok(repo.write_commit(tree, parents, &message)?)
+}
+
+/// A label that fits the first line of a commit message.
+pub(crate) fn one_line(label: &str) -> String {
+    let line = label.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("checkpoint");
+    line.chars().take(200).collect()
+}
+
+/// Take a checkpoint of a session: snapshot its worktree, extend the chain, journal it.
+///
+/// `status` and `step` default to those of the previous checkpoint. `repo` may be any
+/// worktree of the repository; the session's own worktree is snapshotted.
+pub fn checkpoint(
+    repo: &Repo,
+    session: &Session,
+    label: &str,
+    status: Option<Status>,
+    step: Option<String>,
+) -> Result<(Checkpoint, Event)> {
+    let worktree = session.open_worktree(repo)?;
+    let wt = worktree.as_ref().unwrap_or(repo);
+    let tree = wt.snapshot_tree()?;
+    let head = wt.head_id()?;
+    extend_chain(repo, session, Some(tree), head, label, status, step)
+}
+
+/// Add a checkpoint commit to the chain by compare-and-swap, then journal it.
+///
+/// `tree: None` reuses the previous checkpoint's tree: for bookkeeping checkpoints taken when
+/// there is no worktree to snapshot (a pruned session). `head: None` reuses the previous
+/// session HEAD.
+pub(crate) fn extend_chain(
+    repo: &Repo,
+    session: &Session,
+    tree: Option<ObjectId>,
+    head: Option<ObjectId>,
+    label: &str,
+    status: Option<Status>,
+    step: Option<String>,
+) -> Result<(Checkpoint, Event)> {
+    let chain = checkpoints_ref(&session.id);
+    let label = one_line(label);
+    for attempt in 0..MAX_ATTEMPTS {
+        let prev_id = repo.read_ref(&chain)?.ok_or_else(|| Error::NoCheckpoint {
+            session: session.id.to_string(),
+        })?;
+        let prev = Checkpoint::read(repo, prev_id)?.ok_or_else(|| {
+            crate::git::Error::Corrupt(format!("{chain} points to {prev_id}, which is not a checkpoint"))
+        })?;
+        let trailers = Trailers {
+            session: session.id.to_string(),
+            seq: seq_trailer(&repo.notes_tip(&notes_ref(&session.id))?.message).unwrap_or(prev.trailers.seq),
+            status: status.unwrap_or(prev.trailers.status),
+            step: step.clone().or_else(|| prev.trailers.step.clone()),
+            ..prev.trailers.clone()
+        };
+        let tree = tree.unwrap_or(prev.tree);
+        let parents: Vec<ObjectId> = std::iter::once(prev_id).chain(head.or(prev.session_head())).collect();
+        let id = write_commit(repo, tree, &parents, &label, &trailers)?;
+        match repo.cas_ref(&chain, Some(prev_id), id, &format!("bmad checkpoint: {label}"))? {
+            CasOutcome::Updated => {
+                let event = journal::append(
+                    repo,
+                    &session.id,
+                    NewEvent::new(kind::CHECKPOINT)
+                        .step(trailers.step.clone())
+                        .decision(Some(Decision::Auto))
+                        .detail(json!({
+                            "commit": id.to_string(),
+                            "tree": tree.to_string(),
+                            "label": label,
+                        })),
+                )?;
+                let checkpoint = Checkpoint {
+                    id,
+                    tree,
+                    parents,
+                    label,
+                    trailers,
+                    time: crate::time::Timestamp::now().secs() as i64,
+                };
+                return Ok((checkpoint, event));
+            }
+            CasOutcome::Conflict => backoff(attempt),
+        }
+    }
+    Err(crate::git::Error::Contended {
+        name: chain,
+        attempts: MAX_ATTEMPTS,
+    }
+    .into())
+}
+
+/// The session's checkpoints, newest first, following the chain's first parents.
+pub fn chain(repo: &Repo, session: &Session) -> Result<Vec<Checkpoint>> {
+    let mut out = Vec::new();
+    let mut next = repo.read_ref(&checkpoints_ref(&session.id))?;
+    while let Some(id) = next {
+        let Some(cp) = Checkpoint::read(repo, id)? else {
+            break;
+        };
+        if cp.trailers.session != session.id.as_str() {
+            break;
+        }
+        next = cp.previous();
+        out.push(cp);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trailers_round_trip() {
+        let t = Trailers {
+            session: "20261122-101500-abcdef".into(),
+            seq: 42,
+            status: Status::Gated,
+            step: Some("plan".into()),
+            name: "feature-x".into(),
+            branch: "refs/heads/bmad/feature-x".into(),
+            worktree: "/tmp/repo dir.feature-x".into(),
+        };
+        let message = format!("after plan\n\n{}", t.format());
+        assert_eq!(Trailers::parse(&message), Some(t.clone()));
+        let none = Trailers { step: None, ..t };
+        let message = format!("x\n\n{}", none.format());
+        assert_eq!(Trailers::parse(&message).unwrap().step, None);
+        assert_eq!(Trailers::parse("an ordinary commit\n"), None);
+    }
+
+    #[test]
+    fn labels_are_one_line() {
+        assert_eq!(one_line("\n  after plan \nmore"), "after plan");
+        assert_eq!(one_line(""), "checkpoint");
+    }
+}

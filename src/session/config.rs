@@ -1,0 +1,166 @@
+//! Project configuration: `.bmad/config.yaml` in the main worktree (committed, shared by the
+//! team), overridden per clone by `git config bmad.*`.
+//!
+//! Unknown keys are errors with their line and column: a misspelt key that is silently
+//! ignored is a setting the user believes in and does not have.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::error::{Error, Result};
+use crate::git::Repo;
+
+/// Where the project configuration lives, relative to the main worktree.
+pub const CONFIG_PATH: &str = ".bmad/config.yaml";
+
+/// The project configuration.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// The format version (1).
+    pub version: u32,
+    /// Where sessions go.
+    pub sessions: SessionsConfig,
+}
+
+/// The `sessions:` section.
+#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SessionsConfig {
+    /// Session branches are `<branch_prefix><name>` (git config `bmad.branchPrefix`).
+    pub branch_prefix: String,
+    /// Session worktrees go in this directory, relative to the main worktree
+    /// (git config `bmad.worktreeRoot`).
+    pub worktree_root: String,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            version: 1,
+            sessions: SessionsConfig::default(),
+        }
+    }
+}
+
+impl Default for SessionsConfig {
+    fn default() -> Self {
+        SessionsConfig {
+            branch_prefix: "bmad/".into(),
+            worktree_root: "..".into(),
+        }
+    }
+}
+
+impl Config {
+    /// Load the configuration of the repository: file, then git config overrides, then checks.
+    pub fn load(repo: &Repo, main_workdir: &Path) -> Result<Config> {
+        let path = main_workdir.join(CONFIG_PATH);
+        let mut config = match std::fs::read_to_string(&path) {
+            Ok(text) => Self::parse(&text, &path)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Config::default(),
+            Err(e) => return Err(Error::io("could not read", path, e)),
+        };
+        if let Some(prefix) = repo.config_string("bmad.branchPrefix") {
+            config.sessions.branch_prefix = prefix;
+        }
+        if let Some(root) = repo.config_string("bmad.worktreeRoot") {
+            config.sessions.worktree_root = root;
+        }
+        config.check(&path)?;
+        Ok(config)
+    }
+
+    /// Parse the YAML text of a config file.
+    pub fn parse(text: &str, path: &Path) -> Result<Config> {
+        if text.trim().is_empty() {
+            return Ok(Config::default());
+        }
+        serde_yaml::from_str(text).map_err(|e| Error::Config {
+            path: path.to_path_buf(),
+            location: e.location().map(|l| (l.line(), l.column())),
+            message: e.to_string(),
+        })
+    }
+
+    fn check(&mut self, path: &Path) -> Result<()> {
+        let bad = |message: String| Error::Config {
+            path: path.to_path_buf(),
+            location: None,
+            message,
+        };
+        if self.version != 1 {
+            return Err(bad(format!(
+                "version {} is not supported by this git-bmad (it reads version 1)",
+                self.version
+            )));
+        }
+        let prefix = &mut self.sessions.branch_prefix;
+        if !prefix.ends_with('/') {
+            prefix.push('/');
+        }
+        if prefix.len() < 2 || !prefix.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c)) || prefix.starts_with('/') || prefix.contains("//") || prefix.contains("..") {
+            return Err(bad(format!(
+                "sessions.branch_prefix {prefix:?} must be letters, digits, '-', '_', '.' and '/' (for example \"bmad/\")"
+            )));
+        }
+        if self.sessions.worktree_root.trim().is_empty() {
+            return Err(bad("sessions.worktree_root must not be empty (the default is \"..\")".into()));
+        }
+        Ok(())
+    }
+
+    /// The full branch name of a session.
+    pub fn branch_for(&self, name: &str) -> String {
+        format!("refs/heads/{}{name}", self.sessions.branch_prefix)
+    }
+
+    /// The worktree directory of a session: `<root>/<main dir name>.<name>`.
+    pub fn worktree_for(&self, main_workdir: &Path, name: &str) -> PathBuf {
+        let root = Path::new(&self.sessions.worktree_root);
+        let root = if root.is_absolute() {
+            root.to_path_buf()
+        } else {
+            main_workdir.join(root)
+        };
+        let root = std::fs::canonicalize(&root).unwrap_or(root);
+        let repo_dir = main_workdir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "repo".into());
+        root.join(format!("{repo_dir}.{name}"))
+    }
+}
+
+/// The commented configuration `git bmad init` writes.
+pub const TEMPLATE: &str = r#"# git-bmad project configuration. Commit this file: it is shared by everyone working here.
+# Any value can be overridden for one clone with `git config bmad.<key> <value>`.
+version: 1
+
+sessions:
+  # Session branches are named <branch_prefix><name>        (git config bmad.branchPrefix)
+  branch_prefix: "bmad/"
+  # Session worktrees go in <worktree_root>/<repo dir>.<name>, relative to this worktree
+  # (git config bmad.worktreeRoot)
+  worktree_root: ".."
+"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn template_parses_to_defaults() {
+        let config = Config::parse(TEMPLATE, Path::new("c.yaml")).unwrap();
+        assert_eq!(config, Config::default());
+    }
+
+    #[test]
+    fn unknown_keys_are_located() {
+        let err = Config::parse("version: 1\nsessions:\n  branch_prefx: x/\n", Path::new("c.yaml")).unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("c.yaml:3:"), "{text}");
+        assert!(text.contains("branch_prefix"), "names the allowed keys: {text}");
+    }
+}

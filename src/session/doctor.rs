@@ -1,0 +1,239 @@
+//! `git bmad doctor`: every invariant of the stored state, checked.
+//!
+//! Problems are states git-bmad would not leave behind by itself and that need a command to
+//! repair; warnings are harmless leftovers (a lock of a killed process that the next writer
+//! clears). A crash at any instant must leave only warnings.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+
+use super::checkpoint::Checkpoint;
+use super::config::{Config, CONFIG_PATH};
+use super::error::Result;
+use super::id::SessionId;
+use super::journal;
+use super::state::{SessionState, Status};
+use super::store::{self, session_id_of_ref};
+use super::{checkpoints_ref, notes_ref};
+use crate::git::{Repo, STALE_LOCK_AGE};
+
+/// How bad a finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// An invariant is broken; `doctor` exits 1.
+    Problem,
+    /// Worth knowing; nothing to repair.
+    Warning,
+}
+
+/// One thing `doctor` found.
+#[derive(Clone, Debug, Serialize)]
+pub struct Finding {
+    /// How bad it is.
+    pub severity: Severity,
+    /// The session concerned, if one.
+    pub session: Option<String>,
+    /// What is wrong.
+    pub message: String,
+    /// The command or action that repairs it.
+    pub fix: Option<String>,
+}
+
+struct Findings(Vec<Finding>);
+
+impl Findings {
+    fn add(&mut self, severity: Severity, session: Option<&SessionId>, message: String, fix: Option<String>) {
+        self.0.push(Finding {
+            severity,
+            session: session.map(ToString::to_string),
+            message,
+            fix,
+        });
+    }
+}
+
+/// Check every invariant; an empty list means all is well.
+pub fn doctor(repo: &Repo) -> Result<Vec<Finding>> {
+    let mut f = Findings(Vec::new());
+    let main = repo.main_workdir()?;
+    let config_exists = main.join(CONFIG_PATH).exists();
+    if let Err(e) = Config::load(repo, &main) {
+        f.add(Severity::Problem, None, e.to_string(), Some(format!("edit {CONFIG_PATH}")));
+    }
+    if config_exists
+        && !repo
+            .git()
+            .config_get_all("notes.displayRef")?
+            .iter()
+            .any(|v| v == "refs/notes/bmad/*")
+    {
+        f.add(
+            Severity::Warning,
+            None,
+            "git log does not show the journal (notes.displayRef is not set)".into(),
+            Some("git bmad init".into()),
+        );
+    }
+
+    let mut ids = BTreeSet::new();
+    for (name, _) in repo.refs_with_prefix("refs/bmad/sessions/")? {
+        match session_id_of_ref(&name) {
+            Some(id) => {
+                ids.insert(id);
+            }
+            None => f.add(
+                Severity::Problem,
+                None,
+                format!("unexpected ref {name} (git-bmad only writes refs/bmad/sessions/<id>/checkpoints)"),
+                Some(format!("inspect it, then: git update-ref -d {name}")),
+            ),
+        }
+    }
+    for id in &ids {
+        check_session(repo, id, &mut f)?;
+    }
+    for (name, _) in repo.refs_with_prefix("refs/notes/bmad/")? {
+        let orphan = name
+            .strip_prefix("refs/notes/bmad/")
+            .and_then(SessionId::parse)
+            .is_none_or(|id| !ids.contains(&id));
+        if orphan {
+            f.add(
+                Severity::Warning,
+                None,
+                format!("journal {name} belongs to no session"),
+                Some(format!("git update-ref -d {name}")),
+            );
+        }
+    }
+
+    let sessions = store::list(repo)?;
+    for wt in repo.worktrees()? {
+        let ours = sessions.iter().find(|s| Some(&s.branch) == wt.branch.as_ref());
+        if let (true, Some(s)) = (wt.prunable, ours) {
+            f.add(
+                Severity::Problem,
+                Some(&s.id),
+                format!("git still lists the deleted worktree {}", wt.path.display()),
+                Some("git bmad prune".into()),
+            );
+        }
+    }
+    check_locks(repo, &mut f);
+    Ok(f.0)
+}
+
+fn check_session(repo: &Repo, id: &SessionId, f: &mut Findings) -> Result<()> {
+    let chain_ref = checkpoints_ref(id);
+    let Some(head) = repo.read_ref(&chain_ref)? else {
+        return Ok(());
+    };
+    // The chain: every commit a checkpoint of this session, seq never going backwards.
+    let mut chain = Vec::new();
+    let mut next = Some(head);
+    while let Some(commit) = next {
+        if !repo.has_object(commit) {
+            f.add(Severity::Problem, Some(id), format!("checkpoint {commit} is missing from the object database"), Some("git fsck".into()));
+            break;
+        }
+        match Checkpoint::read(repo, commit)? {
+            Some(cp) if cp.trailers.session == id.as_str() => {
+                next = cp.previous();
+                chain.push(cp);
+            }
+            _ => {
+                if chain.is_empty() {
+                    f.add(Severity::Problem, Some(id), format!("{chain_ref} points to {commit}, which is not a checkpoint of this session"), Some(format!("git reflog show {chain_ref}, then git update-ref {chain_ref} <last good checkpoint>")));
+                }
+                break;
+            }
+        }
+    }
+    for pair in chain.windows(2) {
+        if pair[0].trailers.seq < pair[1].trailers.seq {
+            f.add(Severity::Problem, Some(id), format!("checkpoint {} records seq {} after {} recorded {}", pair[0].id, pair[0].trailers.seq, pair[1].id, pair[1].trailers.seq), None);
+        }
+    }
+    let Some(newest) = chain.first() else {
+        return Ok(());
+    };
+
+    // The journal: dense seq from 1, every note on a checkpoint of the chain.
+    if repo.read_ref(&notes_ref(id))?.is_none() {
+        f.add(Severity::Problem, Some(id), "the session has checkpoints but no journal: its start was interrupted".into(), Some(format!("git bmad remove {id} --force")));
+        return Ok(());
+    }
+    let journal = journal::read(repo, id)?;
+    for bad in &journal.malformed {
+        f.add(Severity::Problem, Some(id), format!("journal line is not an event: {bad}"), None);
+    }
+    let on_chain: BTreeSet<_> = chain.iter().map(|c| c.id).collect();
+    let mut expected = 1;
+    for entry in &journal.entries {
+        let e = &entry.event;
+        if e.seq != expected {
+            f.add(Severity::Problem, Some(id), format!("journal seq {} where {expected} was expected (events lost or duplicated)", e.seq), None);
+            expected = e.seq;
+        }
+        expected += 1;
+        if e.session != id.as_str() {
+            f.add(Severity::Problem, Some(id), format!("journal event #{} names session {}", e.seq, e.session), None);
+        }
+        if !on_chain.contains(&entry.checkpoint) {
+            f.add(Severity::Problem, Some(id), format!("journal event #{} hangs on {}, which is not in the checkpoint chain", e.seq, entry.checkpoint), None);
+        }
+    }
+    if let (Some(recorded), last) = (journal.recorded_last_seq, journal.last_seq()) {
+        if recorded != last {
+            f.add(Severity::Problem, Some(id), format!("the journal's notes commit records seq {recorded}, but its last event is #{last}"), None);
+        }
+    }
+    match journal.entries.first() {
+        Some(first) if first.event.event == super::event::kind::SESSION_STARTED => {}
+        _ => f.add(Severity::Problem, Some(id), "the journal does not begin with session_started".into(), None),
+    }
+
+    // The worktree and branch of a live session.
+    let state = SessionState::replay(journal.events());
+    let worktree = std::path::Path::new(&newest.trailers.worktree);
+    let live = !matches!(state.status, Status::Completed | Status::Pruned);
+    if live && !worktree.is_dir() {
+        f.add(Severity::Problem, Some(id), format!("the worktree {} is missing (deleted by hand?)", worktree.display()), Some("git bmad prune".into()));
+    }
+    if state.status != Status::Pruned && repo.read_ref(&newest.trailers.branch)?.is_none() {
+        f.add(Severity::Warning, Some(id), format!("branch {} no longer exists", newest.trailers.branch), None);
+    }
+    if state.status != newest.trailers.status && journal.last_seq() <= newest.trailers.seq {
+        f.add(Severity::Warning, Some(id), format!("the newest checkpoint says {} but the journal says {}", newest.trailers.status, state.status), Some("git bmad checkpoint".into()));
+    }
+    Ok(())
+}
+
+/// Lock files under our refs: a killed writer's leftovers, cleared by the next writer.
+fn check_locks(repo: &Repo, f: &mut Findings) {
+    for dir in ["refs/bmad", "refs/notes/bmad"] {
+        let mut stack = vec![repo.common_dir().join(dir)];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                } else if path.extension().is_some_and(|e| e == "lock") {
+                    let age = entry.metadata().ok().and_then(|m| m.modified().ok()).and_then(|m| m.elapsed().ok()).unwrap_or_default();
+                    let stale = age >= STALE_LOCK_AGE;
+                    f.add(
+                        Severity::Warning,
+                        None,
+                        format!("lock file {} ({}s old){}", path.display(), age.as_secs(), if stale { ", left by a process that died; the next git-bmad write removes it" } else { ", a write is in progress" }),
+                        None,
+                    );
+                }
+            }
+        }
+    }
+}

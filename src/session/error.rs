@@ -1,0 +1,178 @@
+//! Errors of the session layer. Each says what happened and the command to run next.
+
+use std::path::PathBuf;
+
+/// A result of the session layer.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong in a session operation.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The git layer failed.
+    #[error(transparent)]
+    Git(#[from] crate::git::Error),
+    /// The command needs a session and none was named or found here.
+    #[error("{} is not a git-bmad session worktree; run the command inside a session's worktree, or name the session (see `git bmad list`)", workdir.display())]
+    NotInSession {
+        /// Where the command ran.
+        workdir: PathBuf,
+    },
+    /// No session matches what the user typed.
+    #[error("no session matches {query:?}; `git bmad list` shows them all")]
+    UnknownSession {
+        /// What the user typed.
+        query: String,
+    },
+    /// More than one session matches.
+    #[error("{query:?} matches several sessions ({}); give more of the id", candidates.join(", "))]
+    AmbiguousSession {
+        /// What the user typed.
+        query: String,
+        /// The matching ids.
+        candidates: Vec<String>,
+    },
+    /// A session name that cannot become a branch and directory name.
+    #[error("invalid session name {name:?}: {reason}")]
+    InvalidName {
+        /// The name.
+        name: String,
+        /// Why it is refused.
+        reason: &'static str,
+    },
+    /// A live session already uses the name.
+    #[error("a session named {name:?} already exists ({id}); pick another name, or end it first with `git bmad remove {id}`")]
+    NameTaken {
+        /// The name.
+        name: String,
+        /// The existing session.
+        id: String,
+    },
+    /// The branch for a new session exists already.
+    #[error("branch {branch} already exists; pick another session name, or delete the branch if it is yours to lose")]
+    BranchExists {
+        /// The branch.
+        branch: String,
+    },
+    /// The worktree directory for a new session exists already.
+    #[error("{} already exists; pick another session name, or move that directory away", path.display())]
+    PathExists {
+        /// The directory.
+        path: PathBuf,
+    },
+    /// `start` needs a clean tree.
+    #[error("the working tree has uncommitted changes ({count} path{}: {}{}); a new session starts from a commit, so commit them (git commit -am …) or stash them (git stash --include-untracked) and run the command again", if *count == 1 { "" } else { "s" }, sample.join(", "), if *count > sample.len() { ", …" } else { "" })]
+    DirtyTree {
+        /// How many paths differ.
+        count: usize,
+        /// A few of them.
+        sample: Vec<String>,
+    },
+    /// The base revision does not name a commit.
+    #[error("{rev:?} does not name a commit; use a branch, tag or commit id")]
+    UnknownRevision {
+        /// What the user typed.
+        rev: String,
+    },
+    /// The repository has no commit to start from.
+    #[error("the repository has no commits yet; make a first commit, then start a session")]
+    NoCommits,
+    /// No checkpoint matches what the user typed.
+    #[error("no checkpoint of session {session} matches {query:?}; `git bmad status` lists them")]
+    UnknownCheckpoint {
+        /// The session.
+        session: String,
+        /// What the user typed.
+        query: String,
+    },
+    /// There is no rollback to undo.
+    #[error("session {session} has no rollback to undo")]
+    NothingToUndo {
+        /// The session.
+        session: String,
+    },
+    /// The worktree changed while a rollback ran.
+    #[error("the worktree changed while the rollback was running ({detail}); nothing was restored. Your current state is safe in checkpoint {safety}; run the rollback again when the agent is idle")]
+    WorktreeChanged {
+        /// The safety checkpoint taken before.
+        safety: String,
+        /// What git said.
+        detail: String,
+    },
+    /// The session's worktree is gone.
+    #[error("the worktree of session {session} ({}) is missing; run `git bmad prune` to record that, or restore the directory", path.display())]
+    WorktreeMissing {
+        /// The session.
+        session: String,
+        /// Where it was.
+        path: PathBuf,
+    },
+    /// `remove` would lose work.
+    #[error("refusing to remove session {session}: {}; pass --force to remove it anyway (its checkpoints and journal are deleted too)", reasons.join("; "))]
+    WouldLoseWork {
+        /// The session.
+        session: String,
+        /// Why.
+        reasons: Vec<String>,
+    },
+    /// The command would delete the directory it runs in.
+    #[error("cannot remove the session you are standing in; cd to the main worktree ({}) and run it again", main.display())]
+    InsideSession {
+        /// The main worktree.
+        main: PathBuf,
+    },
+    /// The session has no checkpoint yet (interrupted start).
+    #[error("session {session} has no checkpoint; its start was interrupted. Remove it with `git bmad remove {session} --force`")]
+    NoCheckpoint {
+        /// The session.
+        session: String,
+    },
+    /// `.bmad/config.yaml` cannot be used.
+    #[error("{}{}: {message}", path.display(), location.map(|(l, c)| format!(":{l}:{c}")).unwrap_or_default())]
+    Config {
+        /// The file.
+        path: PathBuf,
+        /// Line and column, when known.
+        location: Option<(usize, usize)>,
+        /// What is wrong and what is allowed.
+        message: String,
+    },
+    /// Input given on the command line is not acceptable.
+    #[error("{0}")]
+    InvalidInput(String),
+    /// A file-system operation failed.
+    #[error("{op} {}", path.display())]
+    Io {
+        /// The operation.
+        op: &'static str,
+        /// The path.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl Error {
+    /// Wrap an I/O error with its operation and path.
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// Whether the error is the user's input rather than a failed operation (exit code 2).
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            Error::UnknownSession { .. }
+                | Error::AmbiguousSession { .. }
+                | Error::InvalidName { .. }
+                | Error::UnknownRevision { .. }
+                | Error::UnknownCheckpoint { .. }
+                | Error::Config { .. }
+                | Error::InvalidInput(_)
+        )
+    }
+}

@@ -1,0 +1,55 @@
+//! `git bmad init`: the project configuration and the git config that shows the journal.
+
+use std::path::PathBuf;
+
+use super::config::{CONFIG_PATH, TEMPLATE};
+use super::error::{Error, Result};
+use crate::git::Repo;
+
+/// The notes refs git should display in `git log` and carry across amend and rebase.
+const NOTES_GLOB: &str = "refs/notes/bmad/*";
+
+/// What `init` did.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct InitOutcome {
+    /// The config file.
+    pub config_path: PathBuf,
+    /// Whether it was written now (false: it was there and was left alone).
+    pub config_written: bool,
+    /// The git config entries added now (`key=value`).
+    pub git_config_added: Vec<String>,
+}
+
+/// Scaffold `.bmad/config.yaml` (never overwriting one) and set the notes config.
+pub fn init(repo: &Repo) -> Result<InitOutcome> {
+    let main = repo.main_workdir()?;
+    let config_path = main.join(CONFIG_PATH);
+    let config_written = if config_path.exists() {
+        false
+    } else {
+        let dir = config_path.parent().unwrap_or(&main);
+        std::fs::create_dir_all(dir).map_err(|e| Error::io("could not create", dir, e))?;
+        super::render::write_atomically(&config_path, TEMPLATE.as_bytes())?;
+        true
+    };
+    let git_config_added = ensure_notes_config(repo)?;
+    Ok(InitOutcome {
+        config_path,
+        config_written,
+        git_config_added,
+    })
+}
+
+/// Make `git log` show the journal and `git commit --amend` / rebase carry it along.
+///
+/// Idempotent: values already present are not added twice.
+pub(crate) fn ensure_notes_config(repo: &Repo) -> Result<Vec<String>> {
+    let mut added = Vec::new();
+    for key in ["notes.displayRef", "notes.rewriteRef"] {
+        if !repo.git().config_get_all(key)?.iter().any(|v| v == NOTES_GLOB) {
+            repo.git().config_add(key, NOTES_GLOB)?;
+            added.push(format!("{key}={NOTES_GLOB}"));
+        }
+    }
+    Ok(added)
+}

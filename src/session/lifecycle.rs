@@ -1,0 +1,331 @@
+//! A session's life: `start`, `finish`, `remove`, and `prune` for worktrees deleted by hand.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::checkpoint::{self, extend_chain, write_commit, Checkpoint, Trailers};
+use super::config::Config;
+use super::error::{Error, Result};
+use super::event::{kind, Decision, NewEvent};
+use super::id::SessionId;
+use super::init::ensure_notes_config;
+use super::journal;
+use super::render::write_rendered;
+use super::state::Status;
+use super::store::{self, Session};
+use super::{checkpoints_ref, notes_ref};
+use crate::git::{CasOutcome, ObjectId, Repo};
+use crate::time::Timestamp;
+
+/// What `start` needs.
+#[derive(Clone, Debug, Default)]
+pub struct StartOptions {
+    /// The session name: becomes the branch `<prefix><name>` and the directory `<repo>.<name>`.
+    pub name: String,
+    /// What to start from (default: the current HEAD).
+    pub base: Option<String>,
+}
+
+/// A session that was just started.
+#[derive(Clone, Debug, Serialize)]
+pub struct Started {
+    /// The session.
+    pub session: Session,
+    /// Its first checkpoint.
+    pub checkpoint: Checkpoint,
+}
+
+/// Start a session: branch, linked worktree, first checkpoint, `session_started` event.
+///
+/// The current worktree must be clean, so nothing the user has not committed is silently
+/// left behind.
+pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
+    let name = options.name.as_str();
+    validate_name(name)?;
+    let main = repo.main_workdir()?;
+    let config = Config::load(repo, &main)?;
+    let dirt = repo.dirt(5)?;
+    if !dirt.is_clean() {
+        return Err(Error::DirtyTree {
+            count: dirt.count,
+            sample: dirt.sample,
+        });
+    }
+    let (base_commit, base_label) = resolve_base(repo, options.base.as_deref())?;
+    let branch = config.branch_for(name);
+    if repo.read_ref(&branch)?.is_some() {
+        return Err(Error::BranchExists {
+            branch: branch.trim_start_matches("refs/heads/").to_owned(),
+        });
+    }
+    if let Some(live) = store::list(repo)?
+        .into_iter()
+        .find(|s| s.name == name && s.status != Status::Pruned && s.worktree_exists)
+    {
+        return Err(Error::NameTaken {
+            name: name.to_owned(),
+            id: live.id.to_string(),
+        });
+    }
+    let worktree = config.worktree_for(&main, name);
+    if worktree.exists() {
+        return Err(Error::PathExists { path: worktree });
+    }
+    let worktree_text = worktree.to_string_lossy().into_owned();
+    if worktree_text.contains('\n') {
+        return Err(Error::InvalidInput(format!(
+            "the worktree path {worktree_text:?} contains a newline; set sessions.worktree_root to a plainer directory"
+        )));
+    }
+
+    // Claim an id: its checkpoint ref must not exist yet.
+    let tree = repo.tree_of(base_commit)?;
+    let label = format!("session {name} started from {base_label}");
+    let (id, first) = loop {
+        let id = SessionId::generate(Timestamp::now());
+        let trailers = Trailers {
+            session: id.to_string(),
+            seq: 0,
+            status: Status::Running,
+            step: None,
+            name: name.to_owned(),
+            branch: branch.clone(),
+            worktree: worktree_text.clone(),
+        };
+        let commit = write_commit(repo, tree, &[base_commit], &label, &trailers)?;
+        match repo.cas_ref(&checkpoints_ref(&id), None, commit, "bmad session started")? {
+            CasOutcome::Updated => break (id, commit),
+            CasOutcome::Conflict => continue,
+        }
+    };
+
+    let short_branch = branch.trim_start_matches("refs/heads/");
+    if let Err(e) = repo.git().worktree_add(&worktree, short_branch, base_commit) {
+        // Leave nothing half-made behind: the id is released again.
+        let _ = repo.delete_ref(&checkpoints_ref(&id), first);
+        return Err(e.into());
+    }
+    ensure_notes_config(repo)?;
+    let worktree = std::fs::canonicalize(&worktree).unwrap_or(worktree);
+    journal::append(
+        repo,
+        &id,
+        NewEvent::new(kind::SESSION_STARTED)
+            .decision(Some(Decision::Human))
+            .detail(json!({
+                "name": name,
+                "branch": branch,
+                "base": base_label,
+                "base_commit": base_commit.to_string(),
+                "worktree": worktree.to_string_lossy(),
+                "playbook": null,
+                "args": [],
+                "runner": null,
+            })),
+    )?;
+    journal::append(
+        repo,
+        &id,
+        NewEvent::new(kind::CHECKPOINT)
+            .decision(Some(Decision::Auto))
+            .detail(json!({"commit": first.to_string(), "tree": tree.to_string(), "label": label})),
+    )?;
+    let session = store::locate(repo, Some(id.as_str()))?;
+    write_rendered(&session, &journal::read(repo, &id)?)?;
+    let checkpoint = Checkpoint::read(repo, first)?.ok_or_else(|| {
+        crate::git::Error::Corrupt(format!("the first checkpoint {first} of {id} cannot be read back"))
+    })?;
+    Ok(Started {
+        session,
+        checkpoint,
+    })
+}
+
+/// Session names become branch and directory names: keep them plain.
+fn validate_name(name: &str) -> Result<()> {
+    let bad = |reason| Error::InvalidName {
+        name: name.to_owned(),
+        reason,
+    };
+    if name.is_empty() {
+        return Err(bad("it is empty"));
+    }
+    if name.len() > 64 {
+        return Err(bad("it is longer than 64 characters"));
+    }
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
+        return Err(bad("use letters, digits, '-', '_' and '.' only"));
+    }
+    if name.starts_with(['.', '-']) || name.ends_with('.') || name.contains("..") || name.ends_with(".lock") {
+        return Err(bad("it cannot start with '.' or '-', end with '.' or '.lock', or contain '..'"));
+    }
+    Ok(())
+}
+
+fn resolve_base(repo: &Repo, base: Option<&str>) -> Result<(ObjectId, String)> {
+    match base {
+        Some(rev) => {
+            let id = repo.resolve_commit(rev)?.ok_or_else(|| Error::UnknownRevision {
+                rev: rev.to_owned(),
+            })?;
+            Ok((id, rev.to_owned()))
+        }
+        None => {
+            let id = repo.head_id()?.ok_or(Error::NoCommits)?;
+            let label = repo
+                .head_branch()?
+                .map(|b| b.trim_start_matches("refs/heads/").to_owned())
+                .unwrap_or_else(|| id.to_hex_with_len(12).to_string());
+            Ok((id, label))
+        }
+    }
+}
+
+/// Finish a session: a final checkpoint marked completed, and `session_finished`.
+///
+/// The worktree and branch stay, for review and pushing; `remove` ends them.
+pub fn finish(repo: &Repo, session: &Session) -> Result<Checkpoint> {
+    let (cp, _) = checkpoint::checkpoint(repo, session, "session finished", Some(Status::Completed), None)?;
+    journal::append(
+        repo,
+        &session.id,
+        NewEvent::new(kind::SESSION_FINISHED).decision(Some(Decision::Human)),
+    )?;
+    write_rendered(session, &journal::read(repo, &session.id)?)?;
+    Ok(cp)
+}
+
+/// What `remove` may do.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RemoveOptions {
+    /// Remove even a dirty worktree or an unmerged, unpushed branch.
+    pub force: bool,
+}
+
+/// Delete a session: worktree, branch, checkpoints and journal.
+///
+/// Refuses, unless forced, when the worktree has uncommitted changes or the branch has
+/// commits that no other branch or remote-tracking ref contains.
+pub fn remove(repo: &Repo, session: &Session, options: RemoveOptions) -> Result<()> {
+    if repo.workdir().starts_with(&session.worktree) {
+        return Err(Error::InsideSession {
+            main: repo.main_workdir()?,
+        });
+    }
+    let mut reasons = Vec::new();
+    if session.worktree_exists {
+        let wt = repo.open_worktree(&session.worktree)?;
+        let dirt = wt.dirt(3)?;
+        if !dirt.is_clean() {
+            reasons.push(format!(
+                "its worktree has {} uncommitted change(s) ({}{})",
+                dirt.count,
+                dirt.sample.join(", "),
+                if dirt.count > dirt.sample.len() { ", …" } else { "" }
+            ));
+        }
+    }
+    let branch_tip = repo.read_ref(&session.branch)?;
+    if let Some(tip) = branch_tip {
+        if repo.git().refs_containing(tip, &session.branch)?.is_empty() {
+            reasons.push(format!(
+                "branch {} has commits that are neither merged into another branch nor pushed",
+                session.short_branch()
+            ));
+        }
+    }
+    if !reasons.is_empty() && !options.force {
+        return Err(Error::WouldLoseWork {
+            session: session.id.to_string(),
+            reasons,
+        });
+    }
+    if session.worktree_exists {
+        repo.git().worktree_remove(&session.worktree, options.force)?;
+    } else {
+        repo.git().worktree_prune()?;
+    }
+    if branch_tip.is_some() {
+        repo.git().delete_branch(session.short_branch())?;
+    }
+    // The checkpoint ref goes last: until then `list` still shows the session and `remove`
+    // can be run again after a crash.
+    let notes = notes_ref(&session.id);
+    if let Some(tip) = repo.read_ref(&notes)? {
+        repo.delete_ref(&notes, tip)?;
+    }
+    let chain = checkpoints_ref(&session.id);
+    if let Some(tip) = repo.read_ref(&chain)? {
+        repo.delete_ref(&chain, tip)?;
+    }
+    Ok(())
+}
+
+/// A session whose worktree was found deleted.
+#[derive(Clone, Debug, Serialize)]
+pub struct PruneOutcome {
+    /// The session.
+    pub session: SessionId,
+    /// Its name.
+    pub name: String,
+    /// Where its worktree was.
+    pub worktree: PathBuf,
+    /// Whether the journal now records it (false for finished sessions, which stay finished).
+    pub recorded: bool,
+}
+
+/// Record sessions whose worktrees were deleted by hand, and let git forget those worktrees.
+///
+/// The session's refs stay: its checkpoints still hold the work.
+pub fn prune(repo: &Repo) -> Result<Vec<PruneOutcome>> {
+    let gone: Vec<Session> = store::list(repo)?
+        .into_iter()
+        .filter(|s| !s.worktree_exists && s.status != Status::Pruned)
+        .collect();
+    let git_knows_gone = repo.worktrees()?.iter().any(|w| w.prunable);
+    if git_knows_gone || !gone.is_empty() {
+        repo.git().worktree_prune()?;
+    }
+    let mut outcomes = Vec::new();
+    for session in gone {
+        let record = session.status != Status::Completed;
+        if record {
+            let label = format!("worktree {} was deleted; pruned", session.worktree.display());
+            extend_chain(repo, &session, None, repo.read_ref(&session.branch)?, &label, Some(Status::Pruned), None)?;
+            journal::append(
+                repo,
+                &session.id,
+                NewEvent::new(kind::WORKTREE_PRUNED)
+                    .decision(Some(Decision::Human))
+                    .detail(json!({"worktree": session.worktree.to_string_lossy()})),
+            )?;
+        }
+        outcomes.push(PruneOutcome {
+            session: session.id.clone(),
+            name: session.name.clone(),
+            worktree: session.worktree.clone(),
+            recorded: record,
+        });
+    }
+    Ok(outcomes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::validate_name;
+
+    #[test]
+    fn names() {
+        for ok in ["feature-x", "fix_1", "v1.2"] {
+            assert!(validate_name(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "a b", "a/b", ".x", "-x", "x.", "a..b", "x.lock", "é"] {
+            assert!(validate_name(bad).is_err(), "{bad:?}");
+        }
+    }
+}

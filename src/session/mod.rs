@@ -1,0 +1,53 @@
+//! Sessions: a branch and a linked worktree per piece of agent work, a chain of checkpoint
+//! commits on a hidden ref, and a journal of events in git notes.
+//!
+//! Everything is stored in the repository's own git database (see `ARCHITECTURE.md` §3):
+//! - `refs/bmad/sessions/<id>/checkpoints`: the head of the session's checkpoint chain;
+//! - `refs/notes/bmad/<id>`: the journal, JSON lines in notes on the checkpoint commits;
+//! - `.bmad/sessions/<id>/journal.md` in the session worktree: the journal, rendered.
+//!
+//! The state of a session is a pure function of its journal ([`state::SessionState::replay`]);
+//! the trailers on the newest checkpoint summarise it so listing sessions reads one commit each.
+
+mod checkpoint;
+mod config;
+mod doctor;
+mod error;
+mod event;
+mod id;
+mod init;
+mod journal;
+mod lifecycle;
+mod render;
+mod rollback;
+mod state;
+mod store;
+
+pub use checkpoint::{checkpoint, chain, Checkpoint, Trailers};
+pub use config::Config;
+pub use doctor::{doctor, Finding, Severity};
+pub use error::{Error, Result};
+pub use event::{kind, Decision, Event, NewEvent};
+pub use id::SessionId;
+pub use init::{init, InitOutcome};
+pub use journal::{append, read as read_journal, Journal, JournalEntry};
+pub use lifecycle::{finish, prune, remove, start, PruneOutcome, RemoveOptions, StartOptions, Started};
+pub use render::{render_markdown, write_rendered};
+pub use rollback::{plan_rollback, rollback, undo, RollbackOutcome, RollbackPlan, Target};
+pub use state::{SessionState, Status};
+pub use store::{list, locate, Session};
+
+/// The ref holding the head of a session's checkpoint chain.
+pub fn checkpoints_ref(id: &SessionId) -> String {
+    format!("refs/bmad/sessions/{id}/checkpoints")
+}
+
+/// The notes ref holding a session's journal.
+pub fn notes_ref(id: &SessionId) -> String {
+    format!("refs/notes/bmad/{id}")
+}
+
+/// Where the rendered journal lives, relative to the session worktree.
+pub fn journal_md_path(id: &SessionId) -> String {
+    format!(".bmad/sessions/{id}/journal.md")
+}

@@ -1,0 +1,145 @@
+//! Finding sessions: all of them for `list`, one for every other command.
+//!
+//! A session exists when its checkpoint ref exists; the newest checkpoint's trailers say
+//! everything `list` shows, so listing N sessions reads N commits and no journal.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::checkpoint::Checkpoint;
+use super::error::{Error, Result};
+use super::id::SessionId;
+use super::state::Status;
+use crate::git::{ObjectId, Repo};
+
+const SESSIONS_PREFIX: &str = "refs/bmad/sessions/";
+
+/// A session, as its newest checkpoint describes it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Session {
+    /// Its id.
+    pub id: SessionId,
+    /// Its name.
+    pub name: String,
+    /// Its branch, as a full ref name.
+    pub branch: String,
+    /// Its worktree directory.
+    pub worktree: PathBuf,
+    /// Whether that directory exists.
+    pub worktree_exists: bool,
+    /// Its status at the newest checkpoint.
+    pub status: Status,
+    /// Its step at the newest checkpoint.
+    pub step: Option<String>,
+    /// The journal's last `seq` at the newest checkpoint.
+    pub seq: u64,
+    /// The newest checkpoint.
+    #[serde(serialize_with = "as_hex")]
+    pub head: ObjectId,
+    /// When the newest checkpoint was taken, seconds since the epoch.
+    pub updated: i64,
+}
+
+fn as_hex<S: serde::Serializer>(id: &ObjectId, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&id.to_string())
+}
+
+impl Session {
+    /// The branch without `refs/heads/`.
+    pub fn short_branch(&self) -> &str {
+        self.branch.strip_prefix("refs/heads/").unwrap_or(&self.branch)
+    }
+
+    /// A handle on the session's worktree, or `None` when `repo` already is that worktree.
+    pub fn open_worktree(&self, repo: &Repo) -> Result<Option<Repo>> {
+        if same_dir(repo.workdir(), &self.worktree) {
+            return Ok(None);
+        }
+        if !self.worktree.exists() {
+            return Err(Error::WorktreeMissing {
+                session: self.id.to_string(),
+                path: self.worktree.clone(),
+            });
+        }
+        Ok(Some(repo.open_worktree(&self.worktree)?))
+    }
+
+    fn from_checkpoint(id: SessionId, cp: Checkpoint) -> Session {
+        let worktree = PathBuf::from(&cp.trailers.worktree);
+        Session {
+            worktree_exists: worktree.is_dir(),
+            worktree,
+            id,
+            name: cp.trailers.name,
+            branch: cp.trailers.branch,
+            status: cp.trailers.status,
+            step: cp.trailers.step,
+            seq: cp.trailers.seq,
+            head: cp.id,
+            updated: cp.time,
+        }
+    }
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    a == b || std::fs::canonicalize(b).is_ok_and(|b| a == b)
+}
+
+/// Every session of the repository, oldest first.
+pub fn list(repo: &Repo) -> Result<Vec<Session>> {
+    let mut sessions = Vec::new();
+    for (name, head) in repo.refs_with_prefix(SESSIONS_PREFIX)? {
+        let Some(id) = session_id_of_ref(&name) else {
+            continue;
+        };
+        // A checkpoint ref that does not point to a checkpoint is for `doctor` to report.
+        if let Some(cp) = Checkpoint::read(repo, head)? {
+            sessions.push(Session::from_checkpoint(id, cp));
+        }
+    }
+    Ok(sessions)
+}
+
+/// The session id in `refs/bmad/sessions/<id>/checkpoints`.
+pub(crate) fn session_id_of_ref(name: &str) -> Option<SessionId> {
+    let rest = name.strip_prefix(SESSIONS_PREFIX)?;
+    let id = rest.strip_suffix("/checkpoints")?;
+    SessionId::parse(id)
+}
+
+/// Find one session: by id, unique id prefix or name when `query` is given, otherwise the
+/// session whose worktree `repo` was opened in.
+pub fn locate(repo: &Repo, query: Option<&str>) -> Result<Session> {
+    let sessions = list(repo)?;
+    let Some(query) = query else {
+        let here = repo.workdir();
+        return sessions
+            .into_iter()
+            .find(|s| same_dir(here, &s.worktree))
+            .ok_or_else(|| Error::NotInSession {
+                workdir: here.to_path_buf(),
+            });
+    };
+    if let Some(exact) = sessions.iter().find(|s| s.id.as_str() == query) {
+        return Ok(exact.clone());
+    }
+    // Names are reusable once a session is finished: prefer the newest with that name.
+    if let Some(named) = sessions.iter().rev().find(|s| s.name == query) {
+        return Ok(named.clone());
+    }
+    let matches: Vec<&Session> = sessions
+        .iter()
+        .filter(|s| query.len() >= 4 && s.id.as_str().starts_with(query))
+        .collect();
+    match matches.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => Err(Error::UnknownSession {
+            query: query.to_owned(),
+        }),
+        many => Err(Error::AmbiguousSession {
+            query: query.to_owned(),
+            candidates: many.iter().map(|s| s.id.to_string()).collect(),
+        }),
+    }
+}
