@@ -92,7 +92,11 @@ impl CommandError {
 
 impl From<session::Error> for CommandError {
     fn from(e: session::Error) -> Self {
-        let code = if e.is_usage() { exit::USAGE } else { exit::FAILED };
+        let code = if e.is_usage() {
+            exit::USAGE
+        } else {
+            exit::FAILED
+        };
         CommandError {
             code,
             error: Box::new(e),

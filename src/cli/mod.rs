@@ -18,8 +18,15 @@ use ui::Ui;
 /// Run autonomous AI coding agents on a git repository, safely: each session gets its own
 /// branch and worktree, checkpoints on hidden refs, a journal in git notes, and rollback.
 #[derive(Debug, Parser)]
-#[command(name = "git-bmad", bin_name = "git bmad", version, propagate_version = true)]
-#[command(after_help = "Start with `git bmad init`, then `git bmad start <name>`.\nEverything git-bmad stores lives in this repository's git database.")]
+#[command(
+    name = "git-bmad",
+    bin_name = "git bmad",
+    version,
+    propagate_version = true
+)]
+#[command(
+    after_help = "Start with `git bmad init`, then `git bmad start <name>`.\nEverything git-bmad stores lives in this repository's git database."
+)]
 pub struct Cli {
     /// Run as if started in PATH
     #[arg(short = 'C', value_name = "PATH", global = true)]
@@ -66,12 +73,18 @@ pub fn run() -> ExitCode {
         Err(e) => {
             let _ = e.print();
             return ExitCode::from(match e.kind() {
-                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => exit::OK,
+                clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                    exit::OK
+                }
                 _ => exit::USAGE,
             });
         }
     };
-    let ui = Ui::new(cli.json, cli.quiet, std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()));
+    let ui = Ui::new(
+        cli.json,
+        cli.quiet,
+        std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+    );
     let cwd = match resolve_cwd(cli.directory.as_deref()) {
         Ok(cwd) => cwd,
         Err(e) => return report(&ui, e),

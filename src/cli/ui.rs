@@ -50,7 +50,8 @@ impl Ui {
 
     /// Print a value as pretty JSON on stdout.
     pub fn print_json(&self, value: &impl Serialize) {
-        let text = serde_json::to_string_pretty(value).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+        let text = serde_json::to_string_pretty(value)
+            .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
         self.line(text);
     }
 
@@ -105,7 +106,10 @@ impl Ui {
                 .trim_end()
                 .to_owned()
         };
-        self.line(self.paint(format_row(header.iter().map(|h| h.to_string()).collect()), Style::Bold));
+        self.line(self.paint(
+            format_row(header.iter().map(|h| h.to_string()).collect()),
+            Style::Bold,
+        ));
         for row in rows {
             self.line(format_row(row.clone()));
         }

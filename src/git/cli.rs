@@ -175,7 +175,8 @@ impl GitCli {
 
     /// Add a value to a local multi-valued config key.
     pub fn config_add(&self, key: &str, value: &str) -> Result<()> {
-        self.run(["config", "--local", "--add", key, value]).map(drop)
+        self.run(["config", "--local", "--add", key, value])
+            .map(drop)
     }
 
     /// Local branches and remote-tracking refs that contain `commit`, excluding `except`.
@@ -247,8 +248,12 @@ fn describe(cmd: &Command) -> String {
 
 fn parse_id(out: &[u8]) -> Result<ObjectId> {
     let text = String::from_utf8_lossy(out);
-    ObjectId::from_hex(text.trim().as_bytes())
-        .map_err(|_| Error::Corrupt(format!("git printed {:?} where an object id was expected", text.trim())))
+    ObjectId::from_hex(text.trim().as_bytes()).map_err(|_| {
+        Error::Corrupt(format!(
+            "git printed {:?} where an object id was expected",
+            text.trim()
+        ))
+    })
 }
 
 /// Parse `diff-tree -z --raw`: `:<old mode> <new mode> <old> <new> <status>\0<path>\0`.

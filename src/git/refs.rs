@@ -18,7 +18,7 @@ use super::ObjectId;
 
 /// A ref lock older than this belongs to a dead process: our updates hold locks for
 /// milliseconds.
-pub const STALE_LOCK_AGE: Duration = Duration::from_secs(10);
+pub const STALE_LOCK_AGE: Duration = Duration::from_secs(3);
 
 /// The result of one compare-and-swap attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,14 +90,19 @@ impl Repo {
         loop {
             match self.gix().edit_reference(edit.clone()) {
                 Ok(_) => return Ok(CasOutcome::Updated),
-                Err(e) if e.dominant_class() == Some(gix::error::Class::Conflict) => {
-                    if !cleared_stale_lock && self.clear_stale_lock(name) {
+                Err(e) => {
+                    // gix reports a held lock as a plain error after its own short wait; to us
+                    // it is contention like any other, unless its owner is dead.
+                    let locked = self.lock_path(name).exists();
+                    if locked && !cleared_stale_lock && self.clear_stale_lock(name) {
                         cleared_stale_lock = true;
                         continue;
                     }
-                    return Ok(CasOutcome::Conflict);
+                    if locked || e.dominant_class() == Some(gix::error::Class::Conflict) {
+                        return Ok(CasOutcome::Conflict);
+                    }
+                    return Err(Error::gix(format!("could not update {name}"), e));
                 }
-                Err(e) => return Err(Error::gix(format!("could not update {name}"), e)),
             }
         }
     }
@@ -137,8 +142,8 @@ impl Repo {
             .map_err(|e| Error::gix(format!("could not list {prefix}*"), e))?;
         let mut out = Vec::new();
         for reference in iter {
-            let mut reference =
-                reference.map_err(|e| Error::gix(format!("could not read a ref under {prefix}"), e))?;
+            let mut reference = reference
+                .map_err(|e| Error::gix(format!("could not read a ref under {prefix}"), e))?;
             let name = reference.name().as_bstr().to_str_lossy().into_owned();
             let id = reference
                 .peel_to_id()
@@ -158,5 +163,10 @@ fn previous(expected: Option<ObjectId>) -> PreviousValue {
 }
 
 fn full_name(name: &str) -> Result<FullName> {
-    FullName::try_from(name).map_err(|e| Error::gix(format!("invalid ref name {name:?}"), gix::Error::from_error(e)))
+    FullName::try_from(name).map_err(|e| {
+        Error::gix(
+            format!("invalid ref name {name:?}"),
+            gix::Error::from_error(e),
+        )
+    })
 }

@@ -8,8 +8,8 @@
 
 use std::collections::BTreeSet;
 
-use gix::bstr::{BString, ByteSlice};
 use gix::bstr::BStr;
+use gix::bstr::{BString, ByteSlice};
 use gix::status::{self, UntrackedFiles};
 
 use super::error::{Error, Result};
@@ -65,7 +65,8 @@ impl Repo {
                     None => editor.remove(path).map(|_| ()),
                 },
             };
-            result.map_err(|e| Error::gix(format!("could not record {path} in the snapshot"), e))?;
+            result
+                .map_err(|e| Error::gix(format!("could not record {path} in the snapshot"), e))?;
         }
         editor
             .write()
@@ -105,7 +106,8 @@ impl Repo {
         for item in iter {
             let item = item.map_err(|e| Error::gix("could not compute the status", e))?;
             if let status::Item::IndexWorktree(status::index_worktree::Item::Rewrite {
-                source, ..
+                source,
+                ..
             }) = &item
             {
                 paths.insert(source.rela_path().to_str_lossy().into_owned());

@@ -17,7 +17,7 @@ use super::store::Session;
 use super::{checkpoints_ref, notes_ref};
 use crate::git::{CasOutcome, ObjectId, Repo};
 
-const MAX_ATTEMPTS: u32 = 200;
+const MAX_ATTEMPTS: u32 = 500;
 
 /// The session summary carried by every checkpoint commit.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -144,7 +144,11 @@ pub(crate) fn write_commit(
 
 /// A label that fits the first line of a commit message.
 pub(crate) fn one_line(label: &str) -> String {
-    let line = label.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("checkpoint");
+    let line = label
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("checkpoint");
     line.chars().take(200).collect()
 }
 
@@ -187,19 +191,29 @@ pub(crate) fn extend_chain(
             session: session.id.to_string(),
         })?;
         let prev = Checkpoint::read(repo, prev_id)?.ok_or_else(|| {
-            crate::git::Error::Corrupt(format!("{chain} points to {prev_id}, which is not a checkpoint"))
+            crate::git::Error::Corrupt(format!(
+                "{chain} points to {prev_id}, which is not a checkpoint"
+            ))
         })?;
         let trailers = Trailers {
             session: session.id.to_string(),
-            seq: seq_trailer(&repo.notes_tip(&notes_ref(&session.id))?.message).unwrap_or(prev.trailers.seq),
+            seq: seq_trailer(&repo.notes_tip(&notes_ref(&session.id))?.message)
+                .unwrap_or(prev.trailers.seq),
             status: status.unwrap_or(prev.trailers.status),
             step: step.clone().or_else(|| prev.trailers.step.clone()),
             ..prev.trailers.clone()
         };
         let tree = tree.unwrap_or(prev.tree);
-        let parents: Vec<ObjectId> = std::iter::once(prev_id).chain(head.or(prev.session_head())).collect();
+        let parents: Vec<ObjectId> = std::iter::once(prev_id)
+            .chain(head.or(prev.session_head()))
+            .collect();
         let id = write_commit(repo, tree, &parents, &label, &trailers)?;
-        match repo.cas_ref(&chain, Some(prev_id), id, &format!("bmad checkpoint: {label}"))? {
+        match repo.cas_ref(
+            &chain,
+            Some(prev_id),
+            id,
+            &format!("bmad checkpoint: {label}"),
+        )? {
             CasOutcome::Updated => {
                 let event = journal::append(
                     repo,

@@ -100,13 +100,22 @@ impl Config {
         if !prefix.ends_with('/') {
             prefix.push('/');
         }
-        if prefix.len() < 2 || !prefix.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c)) || prefix.starts_with('/') || prefix.contains("//") || prefix.contains("..") {
+        if prefix.len() < 2
+            || !prefix
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c))
+            || prefix.starts_with('/')
+            || prefix.contains("//")
+            || prefix.contains("..")
+        {
             return Err(bad(format!(
                 "sessions.branch_prefix {prefix:?} must be letters, digits, '-', '_', '.' and '/' (for example \"bmad/\")"
             )));
         }
         if self.sessions.worktree_root.trim().is_empty() {
-            return Err(bad("sessions.worktree_root must not be empty (the default is \"..\")".into()));
+            return Err(bad(
+                "sessions.worktree_root must not be empty (the default is \"..\")".into(),
+            ));
         }
         Ok(())
     }
@@ -158,9 +167,16 @@ mod tests {
 
     #[test]
     fn unknown_keys_are_located() {
-        let err = Config::parse("version: 1\nsessions:\n  branch_prefx: x/\n", Path::new("c.yaml")).unwrap_err();
+        let err = Config::parse(
+            "version: 1\nsessions:\n  branch_prefx: x/\n",
+            Path::new("c.yaml"),
+        )
+        .unwrap_err();
         let text = err.to_string();
         assert!(text.starts_with("c.yaml:3:"), "{text}");
-        assert!(text.contains("branch_prefix"), "names the allowed keys: {text}");
+        assert!(
+            text.contains("branch_prefix"),
+            "names the allowed keys: {text}"
+        );
     }
 }

@@ -44,7 +44,13 @@ pub struct Finding {
 struct Findings(Vec<Finding>);
 
 impl Findings {
-    fn add(&mut self, severity: Severity, session: Option<&SessionId>, message: String, fix: Option<String>) {
+    fn add(
+        &mut self,
+        severity: Severity,
+        session: Option<&SessionId>,
+        message: String,
+        fix: Option<String>,
+    ) {
         self.0.push(Finding {
             severity,
             session: session.map(ToString::to_string),
@@ -60,7 +66,12 @@ pub fn doctor(repo: &Repo) -> Result<Vec<Finding>> {
     let main = repo.main_workdir()?;
     let config_exists = main.join(CONFIG_PATH).exists();
     if let Err(e) = Config::load(repo, &main) {
-        f.add(Severity::Problem, None, e.to_string(), Some(format!("edit {CONFIG_PATH}")));
+        f.add(
+            Severity::Problem,
+            None,
+            e.to_string(),
+            Some(format!("edit {CONFIG_PATH}")),
+        );
     }
     if config_exists
         && !repo
@@ -111,7 +122,9 @@ pub fn doctor(repo: &Repo) -> Result<Vec<Finding>> {
 
     let sessions = store::list(repo)?;
     for wt in repo.worktrees()? {
-        let ours = sessions.iter().find(|s| Some(&s.branch) == wt.branch.as_ref());
+        let ours = sessions
+            .iter()
+            .find(|s| Some(&s.branch) == wt.branch.as_ref());
         if let (true, Some(s)) = (wt.prunable, ours) {
             f.add(
                 Severity::Problem,
@@ -135,7 +148,12 @@ fn check_session(repo: &Repo, id: &SessionId, f: &mut Findings) -> Result<()> {
     let mut next = Some(head);
     while let Some(commit) = next {
         if !repo.has_object(commit) {
-            f.add(Severity::Problem, Some(id), format!("checkpoint {commit} is missing from the object database"), Some("git fsck".into()));
+            f.add(
+                Severity::Problem,
+                Some(id),
+                format!("checkpoint {commit} is missing from the object database"),
+                Some("git fsck".into()),
+            );
             break;
         }
         match Checkpoint::read(repo, commit)? {
@@ -153,7 +171,15 @@ fn check_session(repo: &Repo, id: &SessionId, f: &mut Findings) -> Result<()> {
     }
     for pair in chain.windows(2) {
         if pair[0].trailers.seq < pair[1].trailers.seq {
-            f.add(Severity::Problem, Some(id), format!("checkpoint {} records seq {} after {} recorded {}", pair[0].id, pair[0].trailers.seq, pair[1].id, pair[1].trailers.seq), None);
+            f.add(
+                Severity::Problem,
+                Some(id),
+                format!(
+                    "checkpoint {} records seq {} after {} recorded {}",
+                    pair[0].id, pair[0].trailers.seq, pair[1].id, pair[1].trailers.seq
+                ),
+                None,
+            );
         }
     }
     let Some(newest) = chain.first() else {
@@ -162,27 +188,58 @@ fn check_session(repo: &Repo, id: &SessionId, f: &mut Findings) -> Result<()> {
 
     // The journal: dense seq from 1, every note on a checkpoint of the chain.
     if repo.read_ref(&notes_ref(id))?.is_none() {
-        f.add(Severity::Problem, Some(id), "the session has checkpoints but no journal: its start was interrupted".into(), Some(format!("git bmad remove {id} --force")));
+        f.add(
+            Severity::Problem,
+            Some(id),
+            "the session has checkpoints but no journal: its start was interrupted".into(),
+            Some(format!("git bmad remove {id} --force")),
+        );
         return Ok(());
     }
     let journal = journal::read(repo, id)?;
     for bad in &journal.malformed {
-        f.add(Severity::Problem, Some(id), format!("journal line is not an event: {bad}"), None);
+        f.add(
+            Severity::Problem,
+            Some(id),
+            format!("journal line is not an event: {bad}"),
+            None,
+        );
     }
     let on_chain: BTreeSet<_> = chain.iter().map(|c| c.id).collect();
     let mut expected = 1;
     for entry in &journal.entries {
         let e = &entry.event;
         if e.seq != expected {
-            f.add(Severity::Problem, Some(id), format!("journal seq {} where {expected} was expected (events lost or duplicated)", e.seq), None);
+            f.add(
+                Severity::Problem,
+                Some(id),
+                format!(
+                    "journal seq {} where {expected} was expected (events lost or duplicated)",
+                    e.seq
+                ),
+                None,
+            );
             expected = e.seq;
         }
         expected += 1;
         if e.session != id.as_str() {
-            f.add(Severity::Problem, Some(id), format!("journal event #{} names session {}", e.seq, e.session), None);
+            f.add(
+                Severity::Problem,
+                Some(id),
+                format!("journal event #{} names session {}", e.seq, e.session),
+                None,
+            );
         }
         if !on_chain.contains(&entry.checkpoint) {
-            f.add(Severity::Problem, Some(id), format!("journal event #{} hangs on {}, which is not in the checkpoint chain", e.seq, entry.checkpoint), None);
+            f.add(
+                Severity::Problem,
+                Some(id),
+                format!(
+                    "journal event #{} hangs on {}, which is not in the checkpoint chain",
+                    e.seq, entry.checkpoint
+                ),
+                None,
+            );
         }
     }
     if let (Some(recorded), last) = (journal.recorded_last_seq, journal.last_seq()) {
@@ -192,7 +249,12 @@ fn check_session(repo: &Repo, id: &SessionId, f: &mut Findings) -> Result<()> {
     }
     match journal.entries.first() {
         Some(first) if first.event.event == super::event::kind::SESSION_STARTED => {}
-        _ => f.add(Severity::Problem, Some(id), "the journal does not begin with session_started".into(), None),
+        _ => f.add(
+            Severity::Problem,
+            Some(id),
+            "the journal does not begin with session_started".into(),
+            None,
+        ),
     }
 
     // The worktree and branch of a live session.
@@ -200,13 +262,34 @@ fn check_session(repo: &Repo, id: &SessionId, f: &mut Findings) -> Result<()> {
     let worktree = std::path::Path::new(&newest.trailers.worktree);
     let live = !matches!(state.status, Status::Completed | Status::Pruned);
     if live && !worktree.is_dir() {
-        f.add(Severity::Problem, Some(id), format!("the worktree {} is missing (deleted by hand?)", worktree.display()), Some("git bmad prune".into()));
+        f.add(
+            Severity::Problem,
+            Some(id),
+            format!(
+                "the worktree {} is missing (deleted by hand?)",
+                worktree.display()
+            ),
+            Some("git bmad prune".into()),
+        );
     }
     if state.status != Status::Pruned && repo.read_ref(&newest.trailers.branch)?.is_none() {
-        f.add(Severity::Warning, Some(id), format!("branch {} no longer exists", newest.trailers.branch), None);
+        f.add(
+            Severity::Warning,
+            Some(id),
+            format!("branch {} no longer exists", newest.trailers.branch),
+            None,
+        );
     }
     if state.status != newest.trailers.status && journal.last_seq() <= newest.trailers.seq {
-        f.add(Severity::Warning, Some(id), format!("the newest checkpoint says {} but the journal says {}", newest.trailers.status, state.status), Some("git bmad checkpoint".into()));
+        f.add(
+            Severity::Warning,
+            Some(id),
+            format!(
+                "the newest checkpoint says {} but the journal says {}",
+                newest.trailers.status, state.status
+            ),
+            Some("git bmad checkpoint".into()),
+        );
     }
     Ok(())
 }
@@ -224,12 +307,26 @@ fn check_locks(repo: &Repo, f: &mut Findings) {
                 if path.is_dir() {
                     stack.push(path);
                 } else if path.extension().is_some_and(|e| e == "lock") {
-                    let age = entry.metadata().ok().and_then(|m| m.modified().ok()).and_then(|m| m.elapsed().ok()).unwrap_or_default();
+                    let age = entry
+                        .metadata()
+                        .ok()
+                        .and_then(|m| m.modified().ok())
+                        .and_then(|m| m.elapsed().ok())
+                        .unwrap_or_default();
                     let stale = age >= STALE_LOCK_AGE;
                     f.add(
                         Severity::Warning,
                         None,
-                        format!("lock file {} ({}s old){}", path.display(), age.as_secs(), if stale { ", left by a process that died; the next git-bmad write removes it" } else { ", a write is in progress" }),
+                        format!(
+                            "lock file {} ({}s old){}",
+                            path.display(),
+                            age.as_secs(),
+                            if stale {
+                                ", left by a process that died; the next git-bmad write removes it"
+                            } else {
+                                ", a write is in progress"
+                            }
+                        ),
                         None,
                     );
                 }

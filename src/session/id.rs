@@ -17,7 +17,11 @@ pub struct SessionId(String);
 impl SessionId {
     /// A fresh id for a session created at `now`.
     pub fn generate(now: Timestamp) -> SessionId {
-        SessionId(format!("{}-{:06x}", now.compact(), random_u32() & 0xff_ffff))
+        SessionId(format!(
+            "{}-{:06x}",
+            now.compact(),
+            random_u32() & 0xff_ffff
+        ))
     }
 
     /// Accept `text` if it has the id's exact shape.
@@ -73,7 +77,14 @@ mod tests {
 
     #[test]
     fn rejects_other_shapes() {
-        for bad in ["", "20261122-101500", "20261122-101500-ABCDEF", "2026112a-101500-abcdef", "20261122_101500-abcdef", "20261122-101500-abcdef0"] {
+        for bad in [
+            "",
+            "20261122-101500",
+            "20261122-101500-ABCDEF",
+            "2026112a-101500-abcdef",
+            "20261122_101500-abcdef",
+            "20261122-101500-abcdef0",
+        ] {
             assert_eq!(SessionId::parse(bad), None, "{bad}");
         }
     }

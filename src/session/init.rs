@@ -46,7 +46,12 @@ pub fn init(repo: &Repo) -> Result<InitOutcome> {
 pub(crate) fn ensure_notes_config(repo: &Repo) -> Result<Vec<String>> {
     let mut added = Vec::new();
     for key in ["notes.displayRef", "notes.rewriteRef"] {
-        if !repo.git().config_get_all(key)?.iter().any(|v| v == NOTES_GLOB) {
+        if !repo
+            .git()
+            .config_get_all(key)?
+            .iter()
+            .any(|v| v == NOTES_GLOB)
+        {
             repo.git().config_add(key, NOTES_GLOB)?;
             added.push(format!("{key}={NOTES_GLOB}"));
         }

@@ -109,10 +109,9 @@ pub fn read(repo: &Repo, id: &SessionId) -> Result<Journal> {
             }
             match serde_json::from_str::<Event>(line) {
                 Ok(event) => journal.entries.push(JournalEntry { event, checkpoint }),
-                Err(e) => journal.malformed.push(format!(
-                    "note on {checkpoint}, line {}: {e}",
-                    n + 1
-                )),
+                Err(e) => journal
+                    .malformed
+                    .push(format!("note on {checkpoint}, line {}: {e}", n + 1)),
             }
         }
     }
@@ -143,7 +142,10 @@ mod tests {
 
     #[test]
     fn reads_the_seq_trailer() {
-        assert_eq!(seq_trailer("journal: checkpoint #12\n\nBmad-Seq: 12\n"), Some(12));
+        assert_eq!(
+            seq_trailer("journal: checkpoint #12\n\nBmad-Seq: 12\n"),
+            Some(12)
+        );
         assert_eq!(seq_trailer("Notes added by 'git notes add'\n"), None);
         assert_eq!(seq_trailer(""), None);
     }

@@ -102,7 +102,10 @@ pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
     };
 
     let short_branch = branch.trim_start_matches("refs/heads/");
-    if let Err(e) = repo.git().worktree_add(&worktree, short_branch, base_commit) {
+    if let Err(e) = repo
+        .git()
+        .worktree_add(&worktree, short_branch, base_commit)
+    {
         // Leave nothing half-made behind: the id is released again.
         let _ = repo.delete_ref(&checkpoints_ref(&id), first);
         return Err(e.into());
@@ -135,7 +138,9 @@ pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
     let session = store::locate(repo, Some(id.as_str()))?;
     write_rendered(&session, &journal::read(repo, &id)?)?;
     let checkpoint = Checkpoint::read(repo, first)?.ok_or_else(|| {
-        crate::git::Error::Corrupt(format!("the first checkpoint {first} of {id} cannot be read back"))
+        crate::git::Error::Corrupt(format!(
+            "the first checkpoint {first} of {id} cannot be read back"
+        ))
     })?;
     Ok(Started {
         session,
@@ -161,8 +166,14 @@ fn validate_name(name: &str) -> Result<()> {
     {
         return Err(bad("use letters, digits, '-', '_' and '.' only"));
     }
-    if name.starts_with(['.', '-']) || name.ends_with('.') || name.contains("..") || name.ends_with(".lock") {
-        return Err(bad("it cannot start with '.' or '-', end with '.' or '.lock', or contain '..'"));
+    if name.starts_with(['.', '-'])
+        || name.ends_with('.')
+        || name.contains("..")
+        || name.ends_with(".lock")
+    {
+        return Err(bad(
+            "it cannot start with '.' or '-', end with '.' or '.lock', or contain '..'",
+        ));
     }
     Ok(())
 }
@@ -170,9 +181,11 @@ fn validate_name(name: &str) -> Result<()> {
 fn resolve_base(repo: &Repo, base: Option<&str>) -> Result<(ObjectId, String)> {
     match base {
         Some(rev) => {
-            let id = repo.resolve_commit(rev)?.ok_or_else(|| Error::UnknownRevision {
-                rev: rev.to_owned(),
-            })?;
+            let id = repo
+                .resolve_commit(rev)?
+                .ok_or_else(|| Error::UnknownRevision {
+                    rev: rev.to_owned(),
+                })?;
             Ok((id, rev.to_owned()))
         }
         None => {
@@ -190,7 +203,13 @@ fn resolve_base(repo: &Repo, base: Option<&str>) -> Result<(ObjectId, String)> {
 ///
 /// The worktree and branch stay, for review and pushing; `remove` ends them.
 pub fn finish(repo: &Repo, session: &Session) -> Result<Checkpoint> {
-    let (cp, _) = checkpoint::checkpoint(repo, session, "session finished", Some(Status::Completed), None)?;
+    let (cp, _) = checkpoint::checkpoint(
+        repo,
+        session,
+        "session finished",
+        Some(Status::Completed),
+        None,
+    )?;
     journal::append(
         repo,
         &session.id,
@@ -226,7 +245,11 @@ pub fn remove(repo: &Repo, session: &Session, options: RemoveOptions) -> Result<
                 "its worktree has {} uncommitted change(s) ({}{})",
                 dirt.count,
                 dirt.sample.join(", "),
-                if dirt.count > dirt.sample.len() { ", …" } else { "" }
+                if dirt.count > dirt.sample.len() {
+                    ", …"
+                } else {
+                    ""
+                }
             ));
         }
     }
@@ -246,7 +269,8 @@ pub fn remove(repo: &Repo, session: &Session, options: RemoveOptions) -> Result<
         });
     }
     if session.worktree_exists {
-        repo.git().worktree_remove(&session.worktree, options.force)?;
+        repo.git()
+            .worktree_remove(&session.worktree, options.force)?;
     } else {
         repo.git().worktree_prune()?;
     }
@@ -295,8 +319,19 @@ pub fn prune(repo: &Repo) -> Result<Vec<PruneOutcome>> {
     for session in gone {
         let record = session.status != Status::Completed;
         if record {
-            let label = format!("worktree {} was deleted; pruned", session.worktree.display());
-            extend_chain(repo, &session, None, repo.read_ref(&session.branch)?, &label, Some(Status::Pruned), None)?;
+            let label = format!(
+                "worktree {} was deleted; pruned",
+                session.worktree.display()
+            );
+            extend_chain(
+                repo,
+                &session,
+                None,
+                repo.read_ref(&session.branch)?,
+                &label,
+                Some(Status::Pruned),
+                None,
+            )?;
             journal::append(
                 repo,
                 &session.id,

@@ -23,7 +23,7 @@ mod rollback;
 mod state;
 mod store;
 
-pub use checkpoint::{checkpoint, chain, Checkpoint, Trailers};
+pub use checkpoint::{chain, checkpoint, Checkpoint, Trailers};
 pub use config::Config;
 pub use doctor::{doctor, Finding, Severity};
 pub use error::{Error, Result};
@@ -31,7 +31,9 @@ pub use event::{kind, Decision, Event, NewEvent};
 pub use id::SessionId;
 pub use init::{init, InitOutcome};
 pub use journal::{append, read as read_journal, Journal, JournalEntry};
-pub use lifecycle::{finish, prune, remove, start, PruneOutcome, RemoveOptions, StartOptions, Started};
+pub use lifecycle::{
+    finish, prune, remove, start, PruneOutcome, RemoveOptions, StartOptions, Started,
+};
 pub use render::{render_markdown, write_rendered};
 pub use rollback::{plan_rollback, rollback, undo, RollbackOutcome, RollbackPlan, Target};
 pub use state::{SessionState, Status};

@@ -8,20 +8,29 @@ use std::path::Path;
 use super::error::{Error, Result};
 use super::event::{kind, Event};
 use super::journal::Journal;
+use super::journal_md_path;
 use super::state::SessionState;
 use super::store::Session;
-use super::journal_md_path;
 
 /// The journal of a session as a Markdown document.
 pub fn render_markdown(session: &Session, journal: &Journal) -> String {
     let state = SessionState::replay(journal.events());
     let mut md = String::new();
-    let _ = writeln!(md, "# Journal of session `{}` ({})\n", session.id, cell(&session.name));
+    let _ = writeln!(
+        md,
+        "# Journal of session `{}` ({})\n",
+        session.id,
+        cell(&session.name)
+    );
     let _ = writeln!(
         md,
         "Branch `{}`{}. Status: **{}**; {} events, {} checkpoints{}.\n",
         session.short_branch(),
-        state.base.as_deref().map(|b| format!(" from `{b}`")).unwrap_or_default(),
+        state
+            .base
+            .as_deref()
+            .map(|b| format!(" from `{b}`"))
+            .unwrap_or_default(),
         state.status,
         state.events,
         state.checkpoints,
@@ -70,16 +79,27 @@ pub(crate) fn details(event: &Event) -> String {
             .unwrap_or_default()
     };
     match event.event.as_str() {
-        kind::CHECKPOINT => format!("{} {}", short("commit"), event.detail_str("label").unwrap_or_default()),
+        kind::CHECKPOINT => format!(
+            "{} {}",
+            short("commit"),
+            event.detail_str("label").unwrap_or_default()
+        ),
         kind::ROLLBACK => format!(
             "{} to {} (state before kept in {})",
-            if event.detail.get("undo_of").is_some() { "undo: restored" } else { "restored" },
+            if event.detail.get("undo_of").is_some() {
+                "undo: restored"
+            } else {
+                "restored"
+            },
             short("target"),
             short("safety")
         ),
         kind::SESSION_STARTED => format!(
             "branch `{}` from `{}`",
-            event.detail_str("branch").unwrap_or_default().trim_start_matches("refs/heads/"),
+            event
+                .detail_str("branch")
+                .unwrap_or_default()
+                .trim_start_matches("refs/heads/"),
             event.detail_str("base").unwrap_or_default()
         ),
         _ if event.detail.is_null() => String::new(),
@@ -112,16 +132,39 @@ pub fn write_rendered(session: &Session, journal: &Journal) -> Result<()> {
     let path = session.worktree.join(journal_md_path(&session.id));
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Error::io("could not create", dir, e))?;
+        remove_abandoned_temporaries(dir);
     }
     write_atomically(&path, render_markdown(session, journal).as_bytes())
 }
+
+/// A process killed between creating its temporary file and renaming it leaves the file in
+/// the worktree, where the next checkpoint would pick it up. Files a minute old belong to no
+/// live writer.
+fn remove_abandoned_temporaries(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let old = entry
+            .metadata()
+            .ok()
+            .and_then(|m| m.modified().ok())
+            .and_then(|m| m.elapsed().ok())
+            .is_some_and(|age| age.as_secs() >= 60);
+        if old && entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+const TEMP_PREFIX: &str = ".bmad-tmp-";
 
 /// Replace a file in one step (temporary file in the same directory, then rename), so a
 /// crash leaves the old content or the new, never half of it.
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut tmp = tempfile::Builder::new()
-        .prefix(".bmad-tmp-")
+        .prefix(TEMP_PREFIX)
         .tempfile_in(dir)
         .map_err(|e| Error::io("could not create a temporary file in", dir, e))?;
     tmp.write_all(bytes)

@@ -13,10 +13,10 @@ use super::checkpoint::{chain, extend_chain, Checkpoint};
 use super::error::{Error, Result};
 use super::event::{kind, Decision, Event, NewEvent};
 use super::journal::{self, Journal};
+use super::journal_md_path;
 use super::render::write_rendered;
 use super::state::SessionState;
 use super::store::Session;
-use super::journal_md_path;
 use crate::git::{ObjectId, Repo, TreeChange};
 
 /// Which checkpoint to go back to.

@@ -189,12 +189,20 @@ mod tests {
     #[test]
     fn rollback_marks_and_undo_unmarks() {
         let events = vec![
-            ev(1, kind::SESSION_STARTED, json!({"name": "x", "branch": "refs/heads/bmad/x"})),
+            ev(
+                1,
+                kind::SESSION_STARTED,
+                json!({"name": "x", "branch": "refs/heads/bmad/x"}),
+            ),
             ev(2, kind::CHECKPOINT, json!({})),
             ev(3, "step_started", json!({})),
             ev(4, kind::CHECKPOINT, json!({})),
             ev(5, kind::CHECKPOINT, json!({"label": "safety"})),
-            ev(6, kind::ROLLBACK, json!({"target": "a", "target_seq": 2, "safety": "s1"})),
+            ev(
+                6,
+                kind::ROLLBACK,
+                json!({"target": "a", "target_seq": 2, "safety": "s1"}),
+            ),
         ];
         let state = SessionState::replay(&events);
         assert_eq!(state.rolled_back, BTreeSet::from([3, 4, 5]));
@@ -203,7 +211,11 @@ mod tests {
 
         let mut more = events.clone();
         more.push(ev(7, kind::CHECKPOINT, json!({"label": "safety"})));
-        more.push(ev(8, kind::ROLLBACK, json!({"target": "s1", "target_seq": 5, "safety": "s2", "undo_of": 6})));
+        more.push(ev(
+            8,
+            kind::ROLLBACK,
+            json!({"target": "s1", "target_seq": 5, "safety": "s2", "undo_of": 6}),
+        ));
         let state = SessionState::replay(&more);
         // The undo restores 3..5 and rolls back the first rollback and its safety checkpoint.
         assert_eq!(state.rolled_back, BTreeSet::from([6, 7]));
@@ -219,7 +231,10 @@ mod tests {
             ev(2, kind::SESSION_FINISHED, json!({})),
         ];
         assert_eq!(SessionState::replay(&events).status, Status::Completed);
-        let events = vec![ev(1, kind::SESSION_STARTED, json!({})), ev(2, kind::WORKTREE_PRUNED, json!({}))];
+        let events = vec![
+            ev(1, kind::SESSION_STARTED, json!({})),
+            ev(2, kind::WORKTREE_PRUNED, json!({})),
+        ];
         assert_eq!(SessionState::replay(&events).status, Status::Pruned);
     }
 }

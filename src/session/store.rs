@@ -48,7 +48,9 @@ fn as_hex<S: serde::Serializer>(id: &ObjectId, s: S) -> Result<S::Ok, S::Error> 
 impl Session {
     /// The branch without `refs/heads/`.
     pub fn short_branch(&self) -> &str {
-        self.branch.strip_prefix("refs/heads/").unwrap_or(&self.branch)
+        self.branch
+            .strip_prefix("refs/heads/")
+            .unwrap_or(&self.branch)
     }
 
     /// A handle on the session's worktree, or `None` when `repo` already is that worktree.

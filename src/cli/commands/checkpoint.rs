@@ -32,12 +32,14 @@ pub fn cmd_checkpoint(ctx: &Context, args: &CheckpointArgs) -> Result<u8, Comman
     let (cp, event) = session::checkpoint(&repo, &s, &args.message, None, args.step.clone())?;
     session::write_rendered(&s, &session::read_journal(&repo, &s.id)?)?;
     if ctx.ui.json() {
-        ctx.ui.print_json(&json!({"checkpoint": cp, "event": event}));
+        ctx.ui
+            .print_json(&json!({"checkpoint": cp, "event": event}));
         return Ok(exit::OK);
     }
     ctx.ui.line(format!(
         "Checkpoint {} of session {}: {}",
-        ctx.ui.paint(cp.id.to_hex_with_len(10).to_string(), Style::Yellow),
+        ctx.ui
+            .paint(cp.id.to_hex_with_len(10).to_string(), Style::Yellow),
         s.id,
         cp.label
     ));

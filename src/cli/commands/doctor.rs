@@ -19,10 +19,18 @@ pub struct DoctorArgs {}
 pub fn cmd_doctor(ctx: &Context, _args: &DoctorArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
     let findings = session::doctor(&repo)?;
-    let problems = findings.iter().filter(|f| f.severity == Severity::Problem).count();
-    let code = if problems == 0 { exit::OK } else { exit::FAILED };
+    let problems = findings
+        .iter()
+        .filter(|f| f.severity == Severity::Problem)
+        .count();
+    let code = if problems == 0 {
+        exit::OK
+    } else {
+        exit::FAILED
+    };
     if ctx.ui.json() {
-        ctx.ui.print_json(&json!({"ok": problems == 0, "problems": problems, "findings": findings}));
+        ctx.ui
+            .print_json(&json!({"ok": problems == 0, "problems": problems, "findings": findings}));
         return Ok(code);
     }
     let ui = &ctx.ui;
@@ -31,7 +39,11 @@ pub fn cmd_doctor(ctx: &Context, _args: &DoctorArgs) -> Result<u8, CommandError>
             Severity::Problem => ui.paint("problem", Style::Red),
             Severity::Warning => ui.paint("warning", Style::Yellow),
         };
-        let who = f.session.as_deref().map(|s| format!("[{s}] ")).unwrap_or_default();
+        let who = f
+            .session
+            .as_deref()
+            .map(|s| format!("[{s}] "))
+            .unwrap_or_default();
         ui.line(format!("{tag}: {who}{}", f.message));
         if let Some(fix) = &f.fix {
             ui.line(format!("  fix: {fix}"));

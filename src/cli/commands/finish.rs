@@ -23,18 +23,24 @@ pub fn cmd_finish(ctx: &Context, args: &FinishArgs) -> Result<u8, CommandError> 
     let s = session::locate(&repo, args.session.as_deref())?;
     if s.status == Status::Completed {
         if ctx.ui.json() {
-            ctx.ui.print_json(&json!({"session": s, "already_finished": true}));
+            ctx.ui
+                .print_json(&json!({"session": s, "already_finished": true}));
         } else {
-            ctx.ui.line(format!("Session {} ({}) is already finished.", s.id, s.name));
+            ctx.ui.line(format!(
+                "Session {} ({}) is already finished.",
+                s.id, s.name
+            ));
         }
         return Ok(exit::OK);
     }
     let cp = session::finish(&repo, &s)?;
     if ctx.ui.json() {
-        ctx.ui.print_json(&json!({"session": s, "checkpoint": cp, "already_finished": false}));
+        ctx.ui
+            .print_json(&json!({"session": s, "checkpoint": cp, "already_finished": false}));
         return Ok(exit::OK);
     }
-    ctx.ui.line(format!("Finished session {} ({}).", s.id, s.name));
+    ctx.ui
+        .line(format!("Finished session {} ({}).", s.id, s.name));
     ctx.ui.status(format!(
         "Next: commit the work and its journal in {}, push the branch {} and open a pull request; then `git bmad remove {}`.",
         s.worktree.display(),

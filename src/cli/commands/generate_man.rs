@@ -16,12 +16,14 @@ pub struct GenerateManArgs {
 
 /// Run `generate-man`.
 pub fn cmd_generate_man(ctx: &Context, args: &GenerateManArgs) -> Result<u8, CommandError> {
-    std::fs::create_dir_all(&args.dir)
-        .map_err(|e| CommandError::failed(format!("could not create {}: {e}", args.dir.display())))?;
+    std::fs::create_dir_all(&args.dir).map_err(|e| {
+        CommandError::failed(format!("could not create {}: {e}", args.dir.display()))
+    })?;
     for (name, page) in man_pages() {
         let path = args.dir.join(&name);
-        std::fs::write(&path, page)
-            .map_err(|e| CommandError::failed(format!("could not write {}: {e}", path.display())))?;
+        std::fs::write(&path, page).map_err(|e| {
+            CommandError::failed(format!("could not write {}: {e}", path.display()))
+        })?;
         ctx.ui.line(path.display().to_string());
     }
     Ok(exit::OK)
@@ -39,7 +41,10 @@ pub fn man_pages() -> Vec<(String, Vec<u8>)> {
     };
     for sub in root.get_subcommands().filter(|s| !s.is_hide_set()) {
         let name = format!("git-bmad-{}", sub.get_name());
-        render(name.clone(), sub.clone().name(name).version(env!("CARGO_PKG_VERSION")));
+        render(
+            name.clone(),
+            sub.clone().name(name).version(env!("CARGO_PKG_VERSION")),
+        );
     }
     render("git-bmad".into(), root);
     pages

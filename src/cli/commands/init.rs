@@ -25,7 +25,10 @@ pub fn cmd_init(ctx: &Context, _args: &InitArgs) -> Result<u8, CommandError> {
     if outcome.config_written {
         ui.line(format!("Wrote {}", outcome.config_path.display()));
     } else {
-        ui.line(format!("Kept the existing {}", outcome.config_path.display()));
+        ui.line(format!(
+            "Kept the existing {}",
+            outcome.config_path.display()
+        ));
     }
     for entry in &outcome.git_config_added {
         ui.line(format!("Set git config {entry}"));

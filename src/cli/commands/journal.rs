@@ -90,7 +90,11 @@ fn show(ctx: &Context, args: &JournalArgs) -> Result<u8, CommandError> {
     let s = session::locate(&repo, args.session.as_deref())?;
     let journal = session::read_journal(&repo, &s.id)?;
     let state = SessionState::replay(journal.events());
-    let format = if ctx.ui.json() { Format::Json } else { args.format };
+    let format = if ctx.ui.json() {
+        Format::Json
+    } else {
+        args.format
+    };
     match format {
         Format::Json => {
             let events: Vec<_> = journal
@@ -105,14 +109,17 @@ fn show(ctx: &Context, args: &JournalArgs) -> Result<u8, CommandError> {
                 .collect();
             ctx.ui.print_json(&events);
         }
-        Format::Md => ctx.ui.line(session::render_markdown(&s, &journal).trim_end()),
+        Format::Md => ctx
+            .ui
+            .line(session::render_markdown(&s, &journal).trim_end()),
         Format::Text => {
             let rows: Vec<Vec<String>> = journal
                 .events()
                 .map(|e| {
                     let rolled_back = state.rolled_back.contains(&e.seq);
                     let name = if rolled_back {
-                        ctx.ui.paint(format!("{} (rolled back)", e.event), Style::Dim)
+                        ctx.ui
+                            .paint(format!("{} (rolled back)", e.event), Style::Dim)
                     } else {
                         e.event.clone()
                     };
@@ -121,16 +128,23 @@ fn show(ctx: &Context, args: &JournalArgs) -> Result<u8, CommandError> {
                         e.ts.clone(),
                         name,
                         e.step.clone().unwrap_or_else(|| "-".into()),
-                        e.decision.map(|d| d.as_str().to_owned()).unwrap_or_else(|| "-".into()),
+                        e.decision
+                            .map(|d| d.as_str().to_owned())
+                            .unwrap_or_else(|| "-".into()),
                         session_details(e),
                     ]
                 })
                 .collect();
-            ctx.ui.table(&["#", "TIME", "EVENT", "STEP", "DECISION", "DETAILS"], &rows);
+            ctx.ui.table(
+                &["#", "TIME", "EVENT", "STEP", "DECISION", "DETAILS"],
+                &rows,
+            );
         }
     }
     for bad in &journal.malformed {
-        ctx.ui.status(format!("warning: skipped a journal line that is not an event: {bad}"));
+        ctx.ui.status(format!(
+            "warning: skipped a journal line that is not an event: {bad}"
+        ));
     }
     Ok(exit::OK)
 }
@@ -146,7 +160,9 @@ fn session_details(e: &session::Event) -> String {
     if let Some(label) = e.detail_str("label") {
         parts.push(format!(
             "{} {label}",
-            e.detail_str("commit").map(|c| &c[..c.len().min(10)]).unwrap_or_default()
+            e.detail_str("commit")
+                .map(|c| &c[..c.len().min(10)])
+                .unwrap_or_default()
         ));
     } else if !e.detail.is_null() {
         parts.push(e.detail.to_string());

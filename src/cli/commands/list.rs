@@ -20,7 +20,8 @@ pub fn cmd_list(ctx: &Context, _args: &ListArgs) -> Result<u8, CommandError> {
         return Ok(exit::OK);
     }
     if sessions.is_empty() {
-        ctx.ui.status("No sessions yet. Start one with: git bmad start <name>");
+        ctx.ui
+            .status("No sessions yet. Start one with: git bmad start <name>");
         return Ok(exit::OK);
     }
     let rows: Vec<Vec<String>> = sessions
@@ -41,6 +42,11 @@ pub fn cmd_list(ctx: &Context, _args: &ListArgs) -> Result<u8, CommandError> {
             ]
         })
         .collect();
-    ctx.ui.table(&["ID", "NAME", "STATUS", "STEP", "UPDATED", "BRANCH", "WORKTREE"], &rows);
+    ctx.ui.table(
+        &[
+            "ID", "NAME", "STATUS", "STEP", "UPDATED", "BRANCH", "WORKTREE",
+        ],
+        &rows,
+    );
     Ok(exit::OK)
 }

@@ -22,7 +22,8 @@ pub fn cmd_prune(ctx: &Context, _args: &PruneArgs) -> Result<u8, CommandError> {
         return Ok(exit::OK);
     }
     if pruned.is_empty() {
-        ctx.ui.line("Nothing to prune: every session's worktree is there.");
+        ctx.ui
+            .line("Nothing to prune: every session's worktree is there.");
     }
     for p in &pruned {
         ctx.ui.line(format!(

@@ -70,7 +70,10 @@ pub fn report(ctx: &Context, outcome: &RollbackOutcome, verb: &str) -> Result<u8
     let ui = &ctx.ui;
     ui.line(format!(
         "{verb} {} ({}); {} file(s) changed:",
-        ui.paint(outcome.target.id.to_hex_with_len(10).to_string(), Style::Yellow),
+        ui.paint(
+            outcome.target.id.to_hex_with_len(10).to_string(),
+            Style::Yellow
+        ),
         outcome.target.label,
         outcome.changes.len()
     ));

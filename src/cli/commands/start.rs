@@ -44,7 +44,10 @@ pub fn cmd_start(ctx: &Context, args: &StartArgs) -> Result<u8, CommandError> {
     ));
     ui.line(format!("  branch    {}", s.short_branch()));
     ui.line(format!("  worktree  {}", s.worktree.display()));
-    ui.line(format!("  checkpoint 1  {}", started.checkpoint.id.to_hex_with_len(10)));
+    ui.line(format!(
+        "  checkpoint 1  {}",
+        started.checkpoint.id.to_hex_with_len(10)
+    ));
     ui.status(format!(
         "\nNext:\n  cd {}\n  …let an agent work there…\n  git bmad checkpoint -m \"what was done\"\n  git bmad status",
         shell_quote(&s.worktree.to_string_lossy())
@@ -54,7 +57,10 @@ pub fn cmd_start(ctx: &Context, args: &StartArgs) -> Result<u8, CommandError> {
 
 /// Quote a path for copy-pasting into a POSIX shell.
 fn shell_quote(text: &str) -> String {
-    if text.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c)) {
+    if text
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
+    {
         text.to_owned()
     } else {
         format!("'{}'", text.replace('\'', "'\\''"))

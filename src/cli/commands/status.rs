@@ -56,9 +56,16 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
     ui.line(format!(
         "  worktree     {}{}",
         s.worktree.display(),
-        if s.worktree_exists { "" } else { "  (missing: run git bmad prune)" }
+        if s.worktree_exists {
+            ""
+        } else {
+            "  (missing: run git bmad prune)"
+        }
     ));
-    ui.line(format!("  step         {}", state.current_step.as_deref().unwrap_or("-")));
+    ui.line(format!(
+        "  step         {}",
+        state.current_step.as_deref().unwrap_or("-")
+    ));
     match last {
         Some(e) => ui.line(format!(
             "  journal      {} events; last #{} {} at {}",
@@ -73,8 +80,15 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
             state.rolled_back.len()
         ));
     }
-    ui.line(format!("  checkpoints  {} (newest first; roll back with `git bmad rollback <#>`)", chain.len()));
-    let shown = if args.all { chain.len() } else { chain.len().min(10) };
+    ui.line(format!(
+        "  checkpoints  {} (newest first; roll back with `git bmad rollback <#>`)",
+        chain.len()
+    ));
+    let shown = if args.all {
+        chain.len()
+    } else {
+        chain.len().min(10)
+    };
     for (i, c) in chain.iter().take(shown).enumerate() {
         ui.line(format!(
             "    {:>4}  {}  {:>8}  {}{}",
@@ -82,11 +96,18 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
             ui.paint(c.id.to_hex_with_len(10).to_string(), Style::Yellow),
             ago(c.time),
             c.label,
-            c.trailers.step.as_deref().map(|s| format!("  [step {s}]")).unwrap_or_default()
+            c.trailers
+                .step
+                .as_deref()
+                .map(|s| format!("  [step {s}]"))
+                .unwrap_or_default()
         ));
     }
     if shown < chain.len() {
-        ui.line(ui.paint(format!("    … {} older (--all shows them)", chain.len() - shown), Style::Dim));
+        ui.line(ui.paint(
+            format!("    … {} older (--all shows them)", chain.len() - shown),
+            Style::Dim,
+        ));
     }
     Ok(exit::OK)
 }

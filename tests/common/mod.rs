@@ -1,0 +1,201 @@
+//! A hermetic world for end-to-end tests: its own HOME, no system or global git config, no
+//! inherited `GIT_*`, fixed identity and time zone; real git, the real `git-bmad` binary.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_git-bmad");
+
+/// A temporary directory with a HOME, in which repositories are made.
+pub struct TestEnv {
+    root: tempfile::TempDir,
+}
+
+/// What a command did. Either check its status or read its output: don't drop it.
+#[derive(Debug)]
+pub struct Run {
+    /// The exit code (-1 if killed).
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl Run {
+    fn from(output: Output) -> Run {
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    /// Assert exit 0.
+    #[track_caller]
+    pub fn success(self) -> Run {
+        assert_eq!(
+            self.code, 0,
+            "expected success\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// Assert a specific exit code.
+    #[track_caller]
+    pub fn code(self, code: i32) -> Run {
+        assert_eq!(
+            self.code, code,
+            "expected exit {code}\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// Parse stdout as JSON.
+    #[track_caller]
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout is not JSON ({e}):\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
+    }
+}
+
+impl TestEnv {
+    /// A fresh world.
+    pub fn new() -> TestEnv {
+        let root = tempfile::Builder::new()
+            .prefix("git-bmad-test-")
+            .tempdir()
+            .expect("temp dir");
+        std::fs::create_dir_all(root.path().join("home")).expect("home");
+        std::fs::write(root.path().join("home/.gitconfig"), "").expect("global config");
+        TestEnv { root }
+    }
+
+    /// The world's directory (canonical).
+    pub fn root(&self) -> PathBuf {
+        std::fs::canonicalize(self.root.path()).expect("canonical root")
+    }
+
+    fn hermetic(&self, cmd: &mut Command) {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let home = self.root().join("home");
+        cmd.env_clear()
+            .env("PATH", path)
+            .env("HOME", &home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", home.join(".gitconfig"))
+            .env("GIT_AUTHOR_NAME", "Test Author")
+            .env("GIT_AUTHOR_EMAIL", "author@example.com")
+            .env("GIT_COMMITTER_NAME", "Test Committer")
+            .env("GIT_COMMITTER_EMAIL", "committer@example.com")
+            .env("GIT_EDITOR", ":")
+            .env("LC_ALL", "C")
+            .env("TZ", "UTC")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null());
+    }
+
+    /// A `git` command in `dir`.
+    pub fn git_command(&self, dir: &Path) -> Command {
+        let mut cmd = Command::new("git");
+        self.hermetic(&mut cmd);
+        cmd.current_dir(dir);
+        cmd
+    }
+
+    /// Run git in `dir`, asserting success; its stdout.
+    #[track_caller]
+    pub fn git(&self, dir: &Path, args: &[&str]) -> String {
+        let run = Run::from(
+            self.git_command(dir)
+                .args(args)
+                .output()
+                .expect("spawn git"),
+        );
+        assert_eq!(run.code, 0, "git {args:?} failed: {}", run.stderr);
+        run.stdout
+    }
+
+    /// A `git-bmad` command in `dir`.
+    pub fn bmad_command(&self, dir: &Path) -> Command {
+        let mut cmd = Command::new(BIN);
+        self.hermetic(&mut cmd);
+        cmd.current_dir(dir);
+        cmd
+    }
+
+    /// Run `git-bmad` in `dir`.
+    #[must_use = "assert on the exit status with .success() or .code(n)"]
+    pub fn bmad(&self, dir: &Path, args: &[&str]) -> Run {
+        Run::from(
+            self.bmad_command(dir)
+                .args(args)
+                .output()
+                .expect("spawn git-bmad"),
+        )
+    }
+
+    /// A repository `name` with one commit (a README and a .gitignore ignoring `*.log`).
+    pub fn repo(&self, name: &str) -> PathBuf {
+        let dir = self.root().join(name);
+        std::fs::create_dir_all(&dir).expect("repo dir");
+        self.git(&dir, &["init", "-q", "-b", "main"]);
+        write(&dir, "README.md", "# project\n");
+        write(&dir, ".gitignore", "*.log\ntarget/\n");
+        self.git(&dir, &["add", "-A"]);
+        self.git(&dir, &["commit", "-q", "-m", "initial"]);
+        dir
+    }
+
+    /// Start a session and return (id, worktree).
+    #[track_caller]
+    pub fn start(&self, repo: &Path, name: &str) -> (String, PathBuf) {
+        let run = self.bmad(repo, &["start", name, "--json"]).success();
+        let v = run.json();
+        (
+            v["session"]["id"].as_str().expect("id").to_owned(),
+            PathBuf::from(v["session"]["worktree"].as_str().expect("worktree")),
+        )
+    }
+
+    /// The tree `git add -A` would record for a worktree, computed in a throwaway index.
+    pub fn worktree_tree(&self, dir: &Path) -> String {
+        let index = self
+            .root()
+            .join(format!("tmp-index-{}", std::process::id()));
+        let _ = std::fs::remove_file(&index);
+        let mut add = self.git_command(dir);
+        add.env("GIT_INDEX_FILE", &index).args(["add", "-A"]);
+        assert!(add.status().expect("git add").success());
+        let mut write = self.git_command(dir);
+        write.env("GIT_INDEX_FILE", &index).arg("write-tree");
+        let out = write.output().expect("git write-tree");
+        let _ = std::fs::remove_file(&index);
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+}
+
+/// Write a file (creating directories).
+pub fn write(dir: &Path, rela: &str, content: &str) {
+    let path = dir.join(rela);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).expect("parent dir");
+    }
+    std::fs::write(path, content).expect("write file");
+}
+
+/// Read a file.
+pub fn read(dir: &Path, rela: &str) -> String {
+    std::fs::read_to_string(dir.join(rela)).unwrap_or_else(|e| panic!("read {rela}: {e}"))
+}

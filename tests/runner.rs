@@ -1,0 +1,12 @@
+//! All end-to-end tests, in one binary (one link step, one shared build).
+
+mod common;
+
+mod test_checkpoint;
+mod test_crash;
+mod test_journal;
+mod test_json;
+mod test_lifecycle;
+mod test_man;
+mod test_rollback;
+mod test_start;

@@ -1,0 +1,175 @@
+//! `git bmad checkpoint`: snapshots that never touch the user's index, HEAD or branch.
+
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::Path;
+
+use crate::common::{read, write, TestEnv};
+
+#[test]
+fn checkpoint_leaves_index_head_and_branch_byte_for_byte_alone() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (id, wt) = env.start(&repo, "feature-x");
+    write(&wt, "staged.txt", "staged\n");
+    env.git(&wt, &["add", "staged.txt"]);
+    write(&wt, "README.md", "modified, not staged\n");
+    write(&wt, "untracked/new.txt", "untracked\n");
+    let git_dir = env.git(&wt, &["rev-parse", "--absolute-git-dir"]);
+    let index_path = Path::new(git_dir.trim()).join("index");
+    let index_before = std::fs::read(&index_path).unwrap();
+    let head_before = env.git(&wt, &["rev-parse", "HEAD"]);
+    let branch_before = env.git(&repo, &["rev-parse", "bmad/feature-x"]);
+
+    env.bmad(&wt.join("untracked"), &["checkpoint", "-m", "after plan"])
+        .success();
+
+    assert_eq!(
+        std::fs::read(&index_path).unwrap(),
+        index_before,
+        "index bytes changed"
+    );
+    assert_eq!(env.git(&wt, &["rev-parse", "HEAD"]), head_before);
+    assert_eq!(
+        env.git(&repo, &["rev-parse", "bmad/feature-x"]),
+        branch_before
+    );
+    // The snapshot is what `git add -A` records, except journal.md: it is re-rendered after
+    // the checkpoint's own event.
+    let chain = format!("refs/bmad/sessions/{id}/checkpoints");
+    let tree = env.git(&repo, &["rev-parse", &format!("{chain}^{{tree}}")]);
+    let diff = env.git(
+        &repo,
+        &[
+            "diff-tree",
+            "-r",
+            "--name-only",
+            tree.trim(),
+            &env.worktree_tree(&wt),
+        ],
+    );
+    assert_eq!(diff.trim(), format!(".bmad/sessions/{id}/journal.md"));
+    assert_eq!(
+        env.git(&repo, &["show", &format!("{chain}:untracked/new.txt")]),
+        "untracked\n"
+    );
+    // Parents: previous checkpoint, then the session HEAD. Trailers summarise the session.
+    let parents = env.git(&repo, &["rev-list", "--parents", "-n", "1", &chain]);
+    let parents: Vec<&str> = parents.split_whitespace().skip(1).collect();
+    assert_eq!(parents.len(), 2);
+    assert_eq!(parents[1], head_before.trim());
+    let message = env.git(&repo, &["log", "-1", "--format=%B", &chain]);
+    assert!(message.starts_with("after plan\n"), "{message}");
+    for trailer in [
+        format!("Bmad-Session: {id}"),
+        "Bmad-Status: running".into(),
+        "Bmad-Step: -".into(),
+        "Bmad-Seq: ".into(),
+    ] {
+        assert!(message.contains(&trailer), "missing {trailer} in {message}");
+    }
+    // A reflog is kept for the hidden ref.
+    let reflog = env.git(&repo, &["reflog", "show", &chain]);
+    assert_eq!(reflog.lines().count(), 2, "{reflog}");
+}
+
+#[test]
+fn checkpoint_reaches_agent_commits_and_records_deletions() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (id, wt) = env.start(&repo, "feature-x");
+    write(&wt, "feature.rs", "fn main() {}\n");
+    env.git(&wt, &["add", "feature.rs"]);
+    env.git(&wt, &["commit", "-q", "-m", "agent commit"]);
+    std::fs::remove_file(wt.join("README.md")).unwrap();
+    env.bmad(&wt, &["checkpoint"]).success();
+    let chain = format!("refs/bmad/sessions/{id}/checkpoints");
+    let files = env.git(&repo, &["ls-tree", "-r", "--name-only", &chain]);
+    assert!(
+        files.contains("feature.rs") && !files.contains("README.md"),
+        "{files}"
+    );
+    let log = env.git(&repo, &["log", "--format=%s", &chain]);
+    assert!(
+        log.contains("agent commit"),
+        "git log of the chain reaches the agent's commits: {log}"
+    );
+}
+
+/// Symlinks, executable bits, empty files, nested untracked directories, spaces and non-ASCII
+/// names survive checkpoint → change everything → rollback.
+#[test]
+fn every_kind_of_file_round_trips_through_checkpoint_and_rollback() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (_, wt) = env.start(&repo, "kinds");
+    write(&wt, "bin/run me.sh", "#!/bin/sh\necho hi\n");
+    std::fs::set_permissions(
+        wt.join("bin/run me.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    write(&wt, "empty", "");
+    write(&wt, "a/b/c/d/nested.txt", "deep\n");
+    write(&wt, "naïve résumé/日本語.txt", "unicode\n");
+    symlink("README.md", wt.join("link-to-readme")).unwrap();
+    symlink("a/b", wt.join("dir link")).unwrap();
+    env.git(&wt, &["add", "bin"]);
+    env.git(&wt, &["commit", "-q", "-m", "script"]);
+    let expected = env.worktree_tree(&wt);
+    let cp = env
+        .bmad(&wt, &["checkpoint", "-m", "all kinds", "--json"])
+        .success()
+        .json();
+    assert_eq!(
+        cp["checkpoint"]["tree"].as_str().unwrap(),
+        expected,
+        "gix snapshot equals git add -A"
+    );
+    let number = env.bmad(&wt, &["status", "--json"]).success().json()["checkpoints"][0]["number"]
+        .as_u64()
+        .unwrap();
+
+    // Wreck it: flip the exec bit, retarget and replace links, empty becomes full, delete the rest.
+    std::fs::set_permissions(
+        wt.join("bin/run me.sh"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    std::fs::remove_file(wt.join("link-to-readme")).unwrap();
+    write(&wt, "link-to-readme", "now a file\n");
+    std::fs::remove_file(wt.join("dir link")).unwrap();
+    write(&wt, "empty", "not empty\n");
+    std::fs::remove_dir_all(wt.join("a")).unwrap();
+    std::fs::remove_dir_all(wt.join("naïve résumé")).unwrap();
+    write(&wt, "added later.txt", "x\n");
+
+    env.bmad(&wt, &["rollback", &number.to_string()]).success();
+
+    let mode = std::fs::metadata(wt.join("bin/run me.sh"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o111, 0o111, "exec bit restored");
+    assert_eq!(
+        std::fs::read_link(wt.join("link-to-readme")).unwrap(),
+        Path::new("README.md")
+    );
+    assert_eq!(
+        std::fs::read_link(wt.join("dir link")).unwrap(),
+        Path::new("a/b")
+    );
+    assert_eq!(read(&wt, "empty"), "");
+    assert_eq!(read(&wt, "a/b/c/d/nested.txt"), "deep\n");
+    assert_eq!(read(&wt, "naïve résumé/日本語.txt"), "unicode\n");
+    assert!(
+        !wt.join("added later.txt").exists(),
+        "files not in the checkpoint are removed"
+    );
+    // Everything but the re-rendered journal is exactly the checkpoint.
+    let now = env.worktree_tree(&wt);
+    let diff = env.git(&wt, &["diff-tree", "-r", "--name-only", &expected, &now]);
+    assert!(
+        diff.lines().all(|l| l.ends_with("journal.md")),
+        "differs: {diff}"
+    );
+}

@@ -1,0 +1,67 @@
+//! kill -9 at any moment of `checkpoint` or `rollback` leaves consistent refs.
+
+use std::time::Duration;
+
+use crate::common::{write, TestEnv};
+
+#[test]
+fn kill_dash_nine_during_checkpoints_and_rollbacks_leaves_a_consistent_repository() {
+    const KILLS: u64 = 60;
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (id, wt) = env.start(&repo, "crashy");
+    for i in 0..50 {
+        write(&wt, &format!("files/f{i}.txt"), &format!("{i}\n"));
+    }
+    let mut killed_mid_run = 0;
+    for round in 0..KILLS {
+        write(
+            &wt,
+            &format!("files/f{}.txt", round % 50),
+            &format!("round {round}\n"),
+        );
+        write(&wt, &format!("new/{round}.txt"), "new\n");
+        let args: Vec<String> = if round % 4 == 3 {
+            vec!["rollback".into(), "1".into()]
+        } else {
+            vec!["checkpoint".into(), "-m".into(), format!("round {round}")]
+        };
+        let mut child = env.bmad_command(&wt).args(&args).spawn().expect("spawn");
+        // Spread the kills over the whole run: from right at start to well into it.
+        std::thread::sleep(Duration::from_micros((round * 797) % 40_000));
+        if child.try_wait().expect("try_wait").is_none() {
+            killed_mid_run += 1;
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    assert!(
+        killed_mid_run >= 20,
+        "only {killed_mid_run} kills landed mid-run; the test is not testing"
+    );
+
+    let fsck = env
+        .git_command(&repo)
+        .args(["fsck", "--no-progress"])
+        .output()
+        .unwrap();
+    let fsck_err = String::from_utf8_lossy(&fsck.stderr);
+    assert!(fsck.status.success(), "git fsck failed: {fsck_err}");
+    assert!(
+        !fsck_err.contains("error") && !fsck_err.contains("missing"),
+        "{fsck_err}"
+    );
+    let doctor = env.bmad(&repo, &["doctor", "--json"]).success().json();
+    assert_eq!(doctor["problems"], 0, "{doctor}");
+
+    // The chain is intact and the session still works: resume taking checkpoints.
+    env.bmad(&wt, &["checkpoint", "-m", "after the storm"])
+        .success();
+    let chain = format!("refs/bmad/sessions/{id}/checkpoints");
+    let count = env.git(&repo, &["rev-list", "--first-parent", "--count", &chain]);
+    let status = env.bmad(&wt, &["status", "--json"]).success().json();
+    let listed = status["checkpoints"].as_array().unwrap().len();
+    // rev-list also counts the base commit under the first checkpoint.
+    assert_eq!(count.trim().parse::<usize>().unwrap(), listed + 1);
+    env.bmad(&repo, &["doctor"]).success();
+}

@@ -1,0 +1,120 @@
+//! The journal: dense, lossless under concurrency, readable with plain git.
+
+use std::collections::BTreeSet;
+
+use crate::common::{TestEnv, BIN};
+
+#[test]
+fn concurrent_appenders_lose_nothing() {
+    const WRITERS: usize = 8;
+    const EVENTS: usize = 200;
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (_, wt) = env.start(&repo, "busy");
+    let script = format!(
+        "for i in $(seq 1 {EVENTS}); do \"{BIN}\" journal append note --detail \"{{\\\"w\\\":$W,\\\"i\\\":$i}}\" -q || exit 1; done"
+    );
+    let children: Vec<_> = (0..WRITERS)
+        .map(|w| {
+            let mut cmd = env.git_command(&wt);
+            cmd.env("W", w.to_string());
+            // git_command is only used for its hermetic environment; run the shell instead.
+            let mut sh = std::process::Command::new("sh");
+            sh.args(["-c", &script])
+                .current_dir(&wt)
+                .env_clear()
+                .stdout(std::process::Stdio::null());
+            for (k, v) in cmd.get_envs() {
+                if let Some(v) = v {
+                    sh.env(k, v);
+                }
+            }
+            sh.spawn().expect("spawn writer")
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().expect("wait").success(), "a writer failed");
+    }
+
+    let journal = env.bmad(&wt, &["journal", "--json"]).success().json();
+    let events = journal.as_array().unwrap();
+    let notes: Vec<_> = events.iter().filter(|e| e["event"] == "note").collect();
+    assert_eq!(notes.len(), WRITERS * EVENTS, "events lost");
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    let expected: Vec<u64> = (1..=events.len() as u64).collect();
+    assert_eq!(seqs, expected, "seq is dense and strictly increasing");
+    let pairs: BTreeSet<(u64, u64)> = notes
+        .iter()
+        .map(|e| {
+            (
+                e["detail"]["w"].as_u64().unwrap(),
+                e["detail"]["i"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(pairs.len(), WRITERS * EVENTS, "every event exactly once");
+    env.bmad(&repo, &["doctor"]).success();
+}
+
+#[test]
+fn plain_git_log_shows_the_journal() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (id, wt) = env.start(&repo, "visible");
+    env.bmad(&wt, &["checkpoint", "-m", "after plan"]).success();
+    let chain = format!("refs/bmad/sessions/{id}/checkpoints");
+    let log = env.git(&repo, &["log", "--notes=bmad/*", &chain]);
+    assert!(log.contains("\"event\":\"session_started\""), "{log}");
+    assert!(log.contains("\"label\":\"after plan\""), "{log}");
+    // start set notes.displayRef, so even a bare `git log` shows it.
+    let log = env.git(&repo, &["log", "-1", &chain]);
+    assert!(log.contains("Notes (bmad/"), "{log}");
+    assert!(log.contains("\"event\":\"checkpoint\""), "{log}");
+}
+
+#[test]
+fn journal_formats_and_append_validation() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (id, wt) = env.start(&repo, "fmt");
+    env.bmad(
+        &wt,
+        &[
+            "journal",
+            "append",
+            "gate_answered",
+            "--step",
+            "plan",
+            "--decision",
+            "human",
+            "--response",
+            "looks good | ship it",
+            "--duration-ms",
+            "1500",
+        ],
+    )
+    .success();
+    let md = env
+        .bmad(&wt, &["journal", "--format", "md"])
+        .success()
+        .stdout;
+    assert!(md.contains("| 3 |"), "{md}");
+    assert!(
+        md.contains("looks good \\| ship it"),
+        "pipes are escaped: {md}"
+    );
+    assert!(md.contains("1.5 s"), "{md}");
+    let rendered =
+        std::fs::read_to_string(wt.join(format!(".bmad/sessions/{id}/journal.md"))).unwrap();
+    assert_eq!(
+        rendered.trim_end(),
+        md.trim_end(),
+        "journal.md is rendered on every event"
+    );
+    let text = env.bmad(&wt, &["journal"]).success().stdout;
+    assert!(text.contains("gate_answered"), "{text}");
+    env.bmad(&wt, &["journal", "append", "x", "--detail", "{not json"])
+        .code(2);
+    env.bmad(&wt, &["journal", "append", "two words"]).code(2);
+    env.bmad(&wt, &["journal", "--format", "yaml"]).code(2);
+}

@@ -1,0 +1,120 @@
+//! finish, remove, prune, doctor: ending sessions without losing work.
+
+use crate::common::{write, TestEnv};
+
+#[test]
+fn worktree_deleted_by_hand_is_reported_and_pruned() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (id, wt) = env.start(&repo, "doomed");
+    write(&wt, "work.txt", "work\n");
+    env.bmad(&wt, &["checkpoint", "-m", "work"]).success();
+    std::fs::remove_dir_all(&wt).unwrap();
+
+    let doctor = env.bmad(&repo, &["doctor"]).code(1);
+    assert!(doctor.stdout.contains("missing"), "{}", doctor.stdout);
+    assert!(
+        doctor.stdout.contains("git bmad prune"),
+        "says the fix: {}",
+        doctor.stdout
+    );
+    let list = env.bmad(&repo, &["list"]).success();
+    assert!(list.stdout.contains("(missing)"), "{}", list.stdout);
+
+    let pruned = env.bmad(&repo, &["prune", "--json"]).success().json();
+    assert_eq!(pruned[0]["session"], id.as_str());
+    env.bmad(&repo, &["doctor"]).success();
+    let list = env.bmad(&repo, &["list", "--json"]).success().json();
+    assert_eq!(list[0]["status"], "pruned");
+    // git forgot the worktree; the work is still in the checkpoints.
+    let worktrees = env.git(&repo, &["worktree", "list", "--porcelain"]);
+    assert!(!worktrees.contains("doomed"), "{worktrees}");
+    let chain = format!("refs/bmad/sessions/{id}/checkpoints");
+    assert_eq!(
+        env.git(&repo, &["show", &format!("{chain}:work.txt")]),
+        "work\n"
+    );
+    // Pruning again has nothing to do.
+    let again = env.bmad(&repo, &["prune", "--json"]).success().json();
+    assert_eq!(again.as_array().unwrap().len(), 0);
+    // And the pruned session can be removed.
+    env.bmad(&repo, &["remove", &id, "--force"]).success();
+    assert_eq!(
+        env.git(&repo, &["for-each-ref", "refs/bmad/", "refs/notes/bmad/"]),
+        ""
+    );
+}
+
+#[test]
+fn remove_refuses_to_lose_work_unless_forced() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (id, wt) = env.start(&repo, "work");
+
+    // Standing inside the session is refused.
+    let run = env.bmad(&wt, &["remove", &id]).code(1);
+    assert!(run.stderr.contains("main worktree"), "{}", run.stderr);
+
+    // Uncommitted changes.
+    let run = env.bmad(&repo, &["remove", &id]).code(1);
+    assert!(
+        run.stderr.contains("uncommitted"),
+        "journal.md counts as work: {}",
+        run.stderr
+    );
+    env.git(&wt, &["add", "-A"]);
+    env.git(&wt, &["commit", "-q", "-m", "journal"]);
+
+    // Committed but neither merged nor pushed.
+    let run = env.bmad(&repo, &["remove", &id]).code(1);
+    assert!(run.stderr.contains("neither merged"), "{}", run.stderr);
+    assert!(run.stderr.contains("--force"), "{}", run.stderr);
+    assert!(wt.exists());
+
+    // Pushed to a remote: safe to remove.
+    let remote = env.root().join("remote.git");
+    env.git(
+        &env.root(),
+        &["init", "-q", "--bare", remote.to_str().unwrap()],
+    );
+    env.git(
+        &repo,
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
+    env.git(&wt, &["push", "-q", "origin", "bmad/work"]);
+    env.git(&repo, &["fetch", "-q", "origin"]);
+    env.bmad(&repo, &["remove", &id]).success();
+    assert!(!wt.exists());
+    assert_eq!(env.git(&repo, &["branch", "--list", "bmad/work"]), "");
+    assert_eq!(
+        env.git(&repo, &["for-each-ref", "refs/bmad/", "refs/notes/bmad/"]),
+        ""
+    );
+    env.bmad(&repo, &["doctor"]).success();
+}
+
+#[test]
+fn finish_then_force_remove() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (id, wt) = env.start(&repo, "done");
+    write(&wt, "result.txt", "result\n");
+    env.bmad(&wt, &["finish"]).success();
+    let status = env.bmad(&repo, &["status", &id, "--json"]).success().json();
+    assert_eq!(status["state"]["status"], "completed");
+    assert_eq!(status["session"]["status"], "completed");
+    let journal = env
+        .bmad(&repo, &["journal", &id, "--json"])
+        .success()
+        .json();
+    assert_eq!(
+        journal.as_array().unwrap().last().unwrap()["event"],
+        "session_finished"
+    );
+    // Finishing twice is harmless.
+    env.bmad(&wt, &["finish"]).success();
+    // The name can be reused once the old session is removed.
+    env.bmad(&repo, &["remove", "done", "--force"]).success();
+    assert!(!wt.exists());
+    env.start(&repo, "done");
+}

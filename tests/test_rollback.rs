@@ -1,0 +1,141 @@
+//! `git bmad rollback` and `undo`: nothing is ever lost.
+
+use crate::common::{read, write, TestEnv};
+
+fn checkpoint_number(env: &TestEnv, wt: &std::path::Path) -> String {
+    let status = env.bmad(wt, &["status", "--json"]).success().json();
+    status["checkpoints"][0]["number"].to_string()
+}
+
+#[test]
+fn rollback_then_undo_restores_the_exact_tree() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (id, wt) = env.start(&repo, "feature-x");
+    write(&wt, "plan.md", "the plan\n");
+    env.bmad(&wt, &["checkpoint", "-m", "plan"]).success();
+    let plan = checkpoint_number(&env, &wt);
+
+    write(&wt, "plan.md", "the plan, rewritten badly\n");
+    write(&wt, "src/lib.rs", "broken\n");
+    std::fs::remove_file(wt.join("README.md")).unwrap();
+    let before = env.worktree_tree(&wt);
+
+    // Dry run: lists the files, changes nothing.
+    let dry = env.bmad(&wt, &["rollback", "--dry-run", &plan]).success();
+    for expected in ["plan.md", "src/lib.rs", "README.md"] {
+        assert!(
+            dry.stdout.contains(expected),
+            "dry run lists {expected}: {}",
+            dry.stdout
+        );
+    }
+    assert_eq!(
+        env.worktree_tree(&wt),
+        before,
+        "dry run changed the worktree"
+    );
+
+    env.bmad(&wt, &["rollback", &plan]).success();
+    assert_eq!(read(&wt, "plan.md"), "the plan\n");
+    assert_eq!(read(&wt, "README.md"), "# project\n");
+    assert!(!wt.join("src/lib.rs").exists());
+
+    let undo = env.bmad(&wt, &["undo", "--json"]).success().json();
+    assert_eq!(undo["event"]["detail"]["undo_of"].as_u64().is_some(), true);
+    // Exactly the state before the rollback (journal.md is re-rendered, so compare the rest).
+    let after = env.worktree_tree(&wt);
+    let diff = env.git(&wt, &["diff-tree", "-r", "--name-only", &before, &after]);
+    assert_eq!(diff.trim(), format!(".bmad/sessions/{id}/journal.md"));
+    assert_eq!(read(&wt, "src/lib.rs"), "broken\n");
+
+    // The journal marks what was rolled back; undo of the undo is a redo.
+    let journal = env.bmad(&wt, &["journal", "--json"]).success().json();
+    let events = journal.as_array().unwrap();
+    let rollbacks: Vec<_> = events.iter().filter(|e| e["event"] == "rollback").collect();
+    assert_eq!(rollbacks.len(), 2);
+    assert_eq!(
+        rollbacks[0]["rolled_back"], true,
+        "the undone rollback is marked"
+    );
+    env.bmad(&wt, &["undo"]).success();
+    assert_eq!(read(&wt, "plan.md"), "the plan\n");
+    env.bmad(&repo, &["doctor"]).success();
+}
+
+#[test]
+fn rollback_never_touches_ignored_files() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (_, wt) = env.start(&repo, "feature-x");
+    let first = checkpoint_number(&env, &wt);
+    write(&wt, "build.log", "precious log\n");
+    write(&wt, "target/cache.bin", "cache\n");
+    write(&wt, "new.txt", "new\n");
+    let mtime = std::fs::metadata(wt.join("build.log"))
+        .unwrap()
+        .modified()
+        .unwrap();
+
+    env.bmad(&wt, &["rollback", &first]).success();
+
+    assert!(!wt.join("new.txt").exists());
+    assert_eq!(read(&wt, "build.log"), "precious log\n");
+    assert_eq!(read(&wt, "target/cache.bin"), "cache\n");
+    assert_eq!(
+        std::fs::metadata(wt.join("build.log"))
+            .unwrap()
+            .modified()
+            .unwrap(),
+        mtime
+    );
+}
+
+#[test]
+fn rollback_by_step_and_bad_targets() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (_, wt) = env.start(&repo, "steps");
+    write(&wt, "one.txt", "1\n");
+    env.bmad(&wt, &["checkpoint", "-m", "step one", "--step", "one"])
+        .success();
+    write(&wt, "two.txt", "2\n");
+    env.bmad(&wt, &["checkpoint", "-m", "step two", "--step", "two"])
+        .success();
+    write(&wt, "three.txt", "3\n");
+
+    env.bmad(&wt, &["rollback", "--step", "one"]).success();
+    assert!(wt.join("one.txt").exists());
+    assert!(!wt.join("two.txt").exists() && !wt.join("three.txt").exists());
+
+    let run = env.bmad(&wt, &["rollback", "--step", "nine"]).code(2);
+    assert!(run.stderr.contains("step nine"), "{}", run.stderr);
+    env.bmad(&wt, &["rollback", "999"]).code(2);
+    env.bmad(&wt, &["rollback", "zzzzzzz"]).code(2);
+    env.bmad(&wt, &["rollback"]).code(2);
+}
+
+#[test]
+fn undo_without_a_rollback_explains() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (_, wt) = env.start(&repo, "x");
+    let run = env.bmad(&wt, &["undo"]).code(1);
+    assert!(run.stderr.contains("no rollback to undo"), "{}", run.stderr);
+}
+
+#[test]
+fn rollback_works_from_the_main_worktree_with_session_flag() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (id, wt) = env.start(&repo, "remote-control");
+    write(&wt, "a.txt", "a\n");
+    env.bmad(
+        &repo,
+        &["checkpoint", "-s", "remote-control", "-m", "from main"],
+    )
+    .success();
+    write(&wt, "a.txt", "changed\n");
+    env.bmad(&repo, &["rollback", "-s", &id, "2"]).success();
+    assert_eq!(read(&wt, "a.txt"), "a\n");
+}

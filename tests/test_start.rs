@@ -1,0 +1,178 @@
+//! `git bmad start`: what a user sees when opening a session.
+
+use crate::common::{write, TestEnv};
+
+#[test]
+fn start_refuses_a_dirty_tree_and_changes_nothing() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    write(&repo, "notes.txt", "not committed\n");
+    let run = env.bmad(&repo, &["start", "feature-x"]).code(1);
+    assert!(run.stderr.contains("uncommitted changes"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("notes.txt"),
+        "names the path: {}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("git stash"),
+        "says what to do: {}",
+        run.stderr
+    );
+    assert!(!env.root().join("proj.feature-x").exists());
+    assert_eq!(env.git(&repo, &["branch", "--list", "bmad/*"]), "");
+    assert_eq!(env.git(&repo, &["for-each-ref", "refs/bmad/"]), "");
+
+    // A modified tracked file counts too.
+    std::fs::remove_file(repo.join("notes.txt")).unwrap();
+    write(&repo, "README.md", "changed\n");
+    env.bmad(&repo, &["start", "feature-x"]).code(1);
+}
+
+#[test]
+fn start_from_a_subdirectory_creates_branch_worktree_and_first_checkpoint() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    std::fs::create_dir_all(repo.join("src/deep")).unwrap();
+    let run = env
+        .bmad(&repo.join("src/deep"), &["start", "feature-x"])
+        .success();
+    let worktree = env.root().join("proj.feature-x");
+    assert!(
+        run.stdout.contains(&worktree.display().to_string()),
+        "prints the path: {}",
+        run.stdout
+    );
+    assert!(
+        run.stderr.contains("cd "),
+        "says what to do next: {}",
+        run.stderr
+    );
+    assert!(worktree.join("README.md").is_file());
+    assert_eq!(
+        env.git(&worktree, &["symbolic-ref", "HEAD"]).trim(),
+        "refs/heads/bmad/feature-x"
+    );
+
+    let list = env.bmad(&repo, &["list", "--json"]).success().json();
+    let sessions = list.as_array().unwrap();
+    assert_eq!(sessions.len(), 1);
+    let id = sessions[0]["id"].as_str().unwrap();
+    assert_eq!(id.len(), 22, "YYYYMMDD-HHMMSS-xxxxxx: {id}");
+    // The first checkpoint's only parent is the session HEAD.
+    let chain = format!("refs/bmad/sessions/{id}/checkpoints");
+    let parents = env.git(&repo, &["rev-list", "--parents", "-n", "1", &chain]);
+    let head = env.git(&repo, &["rev-parse", "main"]);
+    assert_eq!(parents.split_whitespace().nth(1), Some(head.trim()));
+    // session_started is journaled, and rendered into the worktree.
+    let journal = env.bmad(&worktree, &["journal", "--json"]).success().json();
+    assert_eq!(journal[0]["event"], "session_started");
+    assert_eq!(journal[0]["seq"], 1);
+    assert!(worktree
+        .join(format!(".bmad/sessions/{id}/journal.md"))
+        .is_file());
+    // The user's own worktree is untouched: still on main, still clean.
+    assert_eq!(env.git(&repo, &["status", "--porcelain"]), "");
+    assert_eq!(
+        env.git(&repo, &["symbolic-ref", "HEAD"]).trim(),
+        "refs/heads/main"
+    );
+}
+
+#[test]
+fn two_sessions_started_in_parallel_get_distinct_everything() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let children: Vec<_> = ["alpha", "beta"]
+        .iter()
+        .map(|name| {
+            env.bmad_command(&repo)
+                .args(["start", name, "--json"])
+                .output()
+        })
+        .map(|o| o.expect("spawn"))
+        .collect();
+    // Spawned one after the other above; now truly in parallel:
+    let handles: Vec<_> = ["gamma", "delta"]
+        .iter()
+        .map(|name| {
+            env.bmad_command(&repo)
+                .args(["start", name, "--json"])
+                .spawn()
+                .expect("spawn")
+        })
+        .collect();
+    for child in handles {
+        assert!(child.wait_with_output().expect("wait").status.success());
+    }
+    for out in children {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let list = env.bmad(&repo, &["list", "--json"]).success().json();
+    let sessions = list.as_array().unwrap();
+    assert_eq!(sessions.len(), 4);
+    let distinct = |key: &str| {
+        let mut values: Vec<String> = sessions.iter().map(|s| s[key].to_string()).collect();
+        values.sort();
+        values.dedup();
+        values.len()
+    };
+    assert_eq!(distinct("id"), 4);
+    assert_eq!(distinct("branch"), 4);
+    assert_eq!(distinct("worktree"), 4);
+    for s in sessions {
+        let wt = std::path::PathBuf::from(s["worktree"].as_str().unwrap());
+        let id = s["id"].as_str().unwrap();
+        assert!(wt.join(format!(".bmad/sessions/{id}/journal.md")).is_file());
+    }
+    env.bmad(&repo, &["doctor"]).success();
+}
+
+#[test]
+fn start_refuses_bad_names_and_taken_names() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let run = env.bmad(&repo, &["start", "../escape"]).code(2);
+    assert!(
+        run.stderr.contains("invalid session name"),
+        "{}",
+        run.stderr
+    );
+    env.bmad(&repo, &["start", "x"]).success();
+    let run = env.bmad(&repo, &["start", "x"]).code(1);
+    assert!(run.stderr.contains("already exists"), "{}", run.stderr);
+    let run = env
+        .bmad(&repo, &["start", "y", "--base", "no-such-branch"])
+        .code(2);
+    assert!(run.stderr.contains("no-such-branch"), "{}", run.stderr);
+}
+
+#[test]
+fn outside_a_repository_the_error_says_what_to_do() {
+    let env = TestEnv::new();
+    let run = env.bmad(&env.root(), &["list"]).code(1);
+    assert!(
+        run.stderr.contains("not inside a git repository"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("hint:"), "{}", run.stderr);
+}
+
+#[test]
+fn commands_that_need_a_session_explain_how_to_name_one() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let run = env.bmad(&repo, &["checkpoint"]).code(1);
+    assert!(
+        run.stderr.contains("not a git-bmad session worktree"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("git bmad list"), "{}", run.stderr);
+    env.bmad(&repo, &["status", "nope"]).code(2);
+}
