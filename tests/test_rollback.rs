@@ -42,7 +42,7 @@ fn rollback_then_undo_restores_the_exact_tree() {
     assert!(!wt.join("src/lib.rs").exists());
 
     let undo = env.bmad(&wt, &["undo", "--json"]).success().json();
-    assert_eq!(undo["event"]["detail"]["undo_of"].as_u64().is_some(), true);
+    assert!(undo["event"]["detail"]["undo_of"].as_u64().is_some());
     // Exactly the state before the rollback (journal.md is re-rendered, so compare the rest).
     let after = env.worktree_tree(&wt);
     let diff = env.git(&wt, &["diff-tree", "-r", "--name-only", &before, &after]);

@@ -67,7 +67,7 @@ impl Repo {
     pub fn open_worktree(&self, workdir: &Path) -> Result<Repo> {
         let inner = gix::open(workdir).map_err(|e| Error::NotARepository {
             path: workdir.to_path_buf(),
-            source: Box::new(e.into()),
+            source: Box::new(e),
         })?;
         let repo = Self::from_gix(inner)?;
         if repo.common_dir != self.common_dir {

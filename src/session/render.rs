@@ -64,14 +64,14 @@ pub fn render_markdown(session: &Session, journal: &Journal) -> String {
             event.decision.map(|d| d.as_str()).unwrap_or_default(),
             event.duration_ms.map(duration).unwrap_or_default(),
             event.response.as_deref().map(cell).unwrap_or_default(),
-            cell(&details(event)),
+            cell(&event_summary(event)),
         );
     }
     md
 }
 
 /// A short human summary of an event's detail.
-pub(crate) fn details(event: &Event) -> String {
+pub fn event_summary(event: &Event) -> String {
     let short = |key: &str| {
         event
             .detail_str(key)

@@ -149,6 +149,7 @@ fn show(ctx: &Context, args: &JournalArgs) -> Result<u8, CommandError> {
     Ok(exit::OK)
 }
 
+/// The DETAILS column: duration, response, then the same summary journal.md shows.
 fn session_details(e: &session::Event) -> String {
     let mut parts = Vec::new();
     if let Some(ms) = e.duration_ms {
@@ -157,15 +158,9 @@ fn session_details(e: &session::Event) -> String {
     if let Some(r) = &e.response {
         parts.push(format!("response: {r}"));
     }
-    if let Some(label) = e.detail_str("label") {
-        parts.push(format!(
-            "{} {label}",
-            e.detail_str("commit")
-                .map(|c| &c[..c.len().min(10)])
-                .unwrap_or_default()
-        ));
-    } else if !e.detail.is_null() {
-        parts.push(e.detail.to_string());
+    let summary = session::event_summary(e);
+    if !summary.is_empty() {
+        parts.push(summary.replace('`', ""));
     }
     parts.join("; ")
 }
