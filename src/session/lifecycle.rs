@@ -12,7 +12,7 @@ use super::event::{kind, Decision, NewEvent};
 use super::id::SessionId;
 use super::init::ensure_notes_config;
 use super::journal;
-use super::render::write_rendered;
+use super::render::{update_rendered, write_rendered};
 use super::state::Status;
 use super::store::{self, Session};
 use super::{checkpoints_ref, notes_ref};
@@ -210,12 +210,12 @@ pub fn finish(repo: &Repo, session: &Session) -> Result<Checkpoint> {
         Some(Status::Completed),
         None,
     )?;
-    journal::append(
+    let event = journal::append(
         repo,
         &session.id,
         NewEvent::new(kind::SESSION_FINISHED).decision(Some(Decision::Human)),
     )?;
-    write_rendered(session, &journal::read(repo, &session.id)?)?;
+    update_rendered(repo, session, &event)?;
     Ok(cp)
 }
 

@@ -34,7 +34,7 @@ pub use journal::{append, read as read_journal, Journal, JournalEntry};
 pub use lifecycle::{
     finish, prune, remove, start, PruneOutcome, RemoveOptions, StartOptions, Started,
 };
-pub use render::{event_summary, render_markdown, write_rendered};
+pub use render::{event_summary, render_markdown, update_rendered, write_rendered};
 pub use rollback::{plan_rollback, rollback, undo, RollbackOutcome, RollbackPlan, Target};
 pub use state::{SessionState, Status};
 pub use store::{list, locate, Session};

@@ -208,9 +208,7 @@ fn cmd_append(ctx: &Context, args: &AppendArgs) -> Result<u8, CommandError> {
             .response(args.response.clone())
             .detail(detail),
     )?;
-    if s.worktree_exists {
-        session::write_rendered(&s, &session::read_journal(&repo, &s.id)?)?;
-    }
+    session::update_rendered(&repo, &s, &event)?;
     if ctx.ui.json() {
         ctx.ui.print_json(&event);
     } else {

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# Benchmarks of the session substrate, each against its git baseline in the same run:
+#   1. checkpoint on a 10,000-file repository with 10 modified and 5 untracked files
+#      vs. the git plumbing recipe (cp index; add -A; write-tree; commit-tree; update-ref)
+#      goal: ratio <= 0.7
+#   2. `git bmad list` with 1,000 sessions (goal < 100 ms) vs. `git for-each-ref`
+#   3. peak memory of checkpoint (goal < 64 MB)
+#   4. journal append with 10,000 events: cargo bench --bench journal (goal < 10 ms)
+# Usage: scripts/bench-checkpoint.sh   (RUNS=N to change the sample count; default 21)
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+bin=${BIN:-$here/target/release/git-bmad}
+runs=${RUNS:-21}
+(cd "$here" && cargo build --release --quiet)
+
+real_home=$HOME   # cargo and rustup live there
+work=$(mktemp -d "${TMPDIR:-/tmp}/git-bmad-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+export HOME="$work/home" GIT_CONFIG_NOSYSTEM=1 NO_COLOR=1
+unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE
+mkdir -p "$HOME"
+git config --global user.name Bench
+git config --global user.email bench@example.com
+
+now_us() { local t=${EPOCHREALTIME/./}; echo "$t"; }
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ms() { awk -v us="$1" 'BEGIN {printf "%.1f ms", us/1000}'; }
+
+echo "== 1. checkpoint, 10,000 files, 10 modified + 5 untracked"
+repo="$work/big"
+mkdir -p "$repo" && cd "$repo" && git init -q -b main
+for d in $(seq -w 0 99); do
+  mkdir "d$d"
+  for f in $(seq -w 0 99); do printf 'file %s/%s\nline two\n' "$d" "$f" > "d$d/f$f.txt"; done
+done
+git add -A && git commit -q -m "10,000 files"
+"$bin" start bench --quiet >/dev/null
+wt="$work/big.bench"
+cd "$wt"
+for i in $(seq 0 9); do echo "modified" >> "d0$i/f00.txt"; done  # d00..d09
+for i in $(seq 1 5); do echo "untracked $i" > "untracked-$i.txt"; done
+# A valid stat cache for both sides: let the racy-git window pass, then refresh the index.
+sleep 1.1 && git update-index -q --refresh >/dev/null || true
+git_dir=$(git rev-parse --absolute-git-dir)
+tmp_index="$work/bench.index"
+prev=$(git commit-tree HEAD^{tree} -p HEAD -m "baseline chain start")
+git update-ref refs/bench/chain "$prev"
+baseline() {
+  cp "$git_dir/index" "$tmp_index"
+  GIT_INDEX_FILE="$tmp_index" git add -A
+  local tree commit
+  tree=$(GIT_INDEX_FILE="$tmp_index" git write-tree)
+  commit=$(git commit-tree "$tree" -p "$prev" -p HEAD -m bench)
+  git update-ref refs/bench/chain "$commit" "$prev"
+  prev=$commit
+}
+ours() { "$bin" checkpoint -m bench --quiet >/dev/null; }
+ours; baseline   # warm the caches
+: > "$work/ours" ; : > "$work/base"
+for _ in $(seq "$runs"); do
+  t0=$(now_us); ours; t1=$(now_us); baseline; t2=$(now_us)
+  echo $((t1 - t0)) >> "$work/ours"; echo $((t2 - t1)) >> "$work/base"
+done
+o=$(median < "$work/ours"); b=$(median < "$work/base")
+echo "git bmad checkpoint       median $(ms "$o")   ($runs runs)"
+echo "git plumbing baseline     median $(ms "$b")"
+awk -v o="$o" -v b="$b" 'BEGIN {printf "ratio ours/baseline       %.2f   (goal <= 0.70)\n", o/b}'
+
+echo
+echo "== 3. peak memory of one checkpoint on that repository"
+if [ -x /usr/bin/time ]; then
+  echo "another change" >> d50/f50.txt
+  kb=$( { /usr/bin/time -f '%M' "$bin" checkpoint -m mem --quiet >/dev/null; } 2>&1 | tail -1)
+  awk -v kb="$kb" 'BEGIN {printf "peak RSS                  %.1f MB   (goal < 64 MB)\n", kb/1024}'
+else
+  echo "(skipped: /usr/bin/time is not installed; apt-get install time)"
+fi
+
+echo
+echo "== 2. git bmad list with 1,000 sessions"
+many="$work/many"
+mkdir -p "$many" && cd "$many" && git init -q -b main
+echo "x" > README.md && git add -A && git commit -q -m base
+base=$(git rev-parse HEAD)
+tree=$(git rev-parse HEAD^{tree})
+# 1,000 sessions as start would leave them: a checkpoint commit with trailers per session,
+# written in one fast-import run (starting 1,000 real worktrees would only time git).
+{
+  for i in $(seq -w 0 999); do
+    id="20261122-10$(printf '%04d' $((10#$i)))-$(printf '%06x' $((10#$i * 7919)))"
+    msg="session s$i started from main
+
+Bmad-Session: $id
+Bmad-Seq: 2
+Bmad-Status: running
+Bmad-Step: -
+Bmad-Name: s$i
+Bmad-Branch: refs/heads/bmad/s$i
+Bmad-Worktree: $work/many.s$i
+"
+    printf 'commit refs/bmad/sessions/%s/checkpoints\n' "$id"
+    printf 'committer Bench <bench@example.com> 1795342500 +0000\n'
+    printf 'data %d\n%s\n' "${#msg}" "$msg"
+    printf 'from %s\n\n' "$base"
+  done
+} | git fast-import --quiet
+count=$("$bin" list --json | grep -c '"id"')
+echo "sessions listed: $count"
+: > "$work/ours" ; : > "$work/base"
+for _ in $(seq "$runs"); do
+  t0=$(now_us); "$bin" list --json >/dev/null; t1=$(now_us)
+  git for-each-ref --format='%(refname) %(contents:trailers)' refs/bmad/sessions/ >/dev/null; t2=$(now_us)
+  echo $((t1 - t0)) >> "$work/ours"; echo $((t2 - t1)) >> "$work/base"
+done
+o=$(median < "$work/ours"); b=$(median < "$work/base")
+echo "git bmad list --json      median $(ms "$o")   (goal < 100 ms)"
+echo "git for-each-ref baseline median $(ms "$b")"
+awk -v o="$o" -v b="$b" 'BEGIN {printf "ratio ours/baseline       %.2f\n", o/b}'
+
+echo
+echo "== 4. journal append with 10,000 events"
+(cd "$here" && HOME=$real_home cargo bench --quiet --bench journal)
