@@ -65,3 +65,39 @@ fn kill_dash_nine_during_checkpoints_and_rollbacks_leaves_a_consistent_repositor
     assert_eq!(count.trim().parse::<usize>().unwrap(), listed + 1);
     env.bmad(&repo, &["doctor"]).success();
 }
+
+/// A ref lock held by a live writer is contention (retry); one left by a dead process is
+/// cleared, so a `kill -9` in the middle of a ref update cannot block the session forever.
+#[test]
+fn ref_locks_are_contention_until_stale() {
+    use git_bmad::git::{CasOutcome, Repo};
+    let env = TestEnv::new();
+    let repo_dir = env.repo("proj");
+    let repo = Repo::discover(&repo_dir).unwrap();
+    let head = repo.head_id().unwrap().unwrap();
+    let name = "refs/bmad/test/locked";
+    let lock = repo.lock_path(name);
+    std::fs::create_dir_all(lock.parent().unwrap()).unwrap();
+
+    std::fs::write(&lock, "").unwrap();
+    assert_eq!(
+        repo.cas_ref(name, None, head, "test").unwrap(),
+        CasOutcome::Conflict
+    );
+    assert!(
+        lock.exists(),
+        "a fresh lock belongs to a live writer and stays"
+    );
+
+    let aged = std::process::Command::new("touch")
+        .args(["-d", "1 hour ago"])
+        .arg(&lock)
+        .status();
+    assert!(aged.unwrap().success(), "touch -d failed");
+    assert_eq!(
+        repo.cas_ref(name, None, head, "test").unwrap(),
+        CasOutcome::Updated
+    );
+    assert!(!lock.exists());
+    assert_eq!(repo.read_ref(name).unwrap(), Some(head));
+}

@@ -139,3 +139,30 @@ fn rollback_works_from_the_main_worktree_with_session_flag() {
     env.bmad(&repo, &["rollback", "-s", &id, "2"]).success();
     assert_eq!(read(&wt, "a.txt"), "a\n");
 }
+
+/// The restore step refuses, before writing anything, when a file changed after the state it
+/// restores from was taken: that is how a rollback notices an agent still writing.
+#[test]
+fn restore_refuses_when_a_file_changed_after_the_snapshot() {
+    use git_bmad::git::Repo;
+    let env = TestEnv::new();
+    let repo_dir = env.repo("proj");
+    write(&repo_dir, "work.txt", "v1\n");
+    let repo = Repo::discover(&repo_dir).unwrap();
+    let index = env.root().join("private.index");
+    std::fs::copy(repo_dir.join(".git/index"), &index).unwrap();
+    let now = repo.git().write_tree_of_worktree(&index).unwrap();
+    let target = repo.tree_of(repo.head_id().unwrap().unwrap()).unwrap();
+    // Someone writes after the snapshot (size differs, so the stat data betrays it).
+    write(&repo_dir, "work.txt", "v2, written by a busy agent\n");
+    let err = repo
+        .git()
+        .read_tree_update(&index, now, target)
+        .unwrap_err();
+    assert!(err.to_string().contains("work.txt"), "{err}");
+    assert_eq!(
+        read(&repo_dir, "work.txt"),
+        "v2, written by a busy agent\n",
+        "nothing was overwritten"
+    );
+}

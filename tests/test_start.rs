@@ -176,3 +176,29 @@ fn commands_that_need_a_session_explain_how_to_name_one() {
     assert!(run.stderr.contains("git bmad list"), "{}", run.stderr);
     env.bmad(&repo, &["status", "nope"]).code(2);
 }
+
+#[test]
+fn a_repository_git_would_refuse_as_dubious_is_refused() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    // Hand the repository to another user (the tests run as root here; elsewhere they cannot
+    // chown, and then there is nothing to test).
+    let chowned = std::process::Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(&repo)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !chowned {
+        eprintln!("skipping: cannot chown as this user");
+        return;
+    }
+    let git = env.git_command(&repo).args(["status"]).output().unwrap();
+    assert!(!git.status.success(), "git itself refuses this repository");
+    let run = env.bmad(&repo, &["list"]).code(1);
+    assert!(run.stderr.contains("dubious ownership"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("safe.directory"),
+        "says the fix: {}",
+        run.stderr
+    );
+}

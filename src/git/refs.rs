@@ -93,7 +93,7 @@ impl Repo {
                 Err(e) => {
                     // gix reports a held lock as a plain error after its own short wait; to us
                     // it is contention like any other, unless its owner is dead.
-                    let locked = self.lock_path(name).exists();
+                    let locked = is_lock_contention(&e);
                     if locked && !cleared_stale_lock && self.clear_stale_lock(name) {
                         cleared_stale_lock = true;
                         continue;
@@ -153,6 +153,21 @@ impl Repo {
         out.sort();
         Ok(out)
     }
+}
+
+/// Whether an update failed because another process held the ref's lock file: somewhere in
+/// the error chain is the lock file's "already exists".
+fn is_lock_contention(error: &gix::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::AlreadyExists)
+        {
+            return true;
+        }
+        source = e.source();
+    }
+    false
 }
 
 fn previous(expected: Option<ObjectId>) -> PreviousValue {
