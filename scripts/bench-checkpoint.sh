@@ -26,6 +26,14 @@ git config --global user.email bench@example.com
 now_us() { local t=${EPOCHREALTIME/./}; echo "$t"; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 ms() { awk -v us="$1" 'BEGIN {printf "%.1f ms", us/1000}'; }
+# compare "ours label" "baseline label" "goal text": medians of $work/ours and $work/base.
+compare() {
+  local o b
+  o=$(median < "$work/ours"); b=$(median < "$work/base")
+  printf '%-26s median %s   (%s runs; %s)\n' "$1" "$(ms "$o")" "$runs" "$3"
+  printf '%-26s median %s\n' "$2" "$(ms "$b")"
+  awk -v o="$o" -v b="$b" 'BEGIN {printf "ratio ours/baseline        %.2f\n", o/b}'
+}
 
 echo "== 1. checkpoint, 10,000 files, 10 modified + 5 untracked"
 repo="$work/big"
@@ -62,10 +70,7 @@ for _ in $(seq "$runs"); do
   t0=$(now_us); ours; t1=$(now_us); baseline; t2=$(now_us)
   echo $((t1 - t0)) >> "$work/ours"; echo $((t2 - t1)) >> "$work/base"
 done
-o=$(median < "$work/ours"); b=$(median < "$work/base")
-echo "git bmad checkpoint       median $(ms "$o")   ($runs runs)"
-echo "git plumbing baseline     median $(ms "$b")"
-awk -v o="$o" -v b="$b" 'BEGIN {printf "ratio ours/baseline       %.2f   (goal <= 0.70)\n", o/b}'
+compare "git bmad checkpoint" "git plumbing baseline" "goal: ratio <= 0.70"
 
 echo
 echo "== 3. peak memory of one checkpoint on that repository"
@@ -113,10 +118,7 @@ for _ in $(seq "$runs"); do
   git for-each-ref --format='%(refname) %(contents:trailers)' refs/bmad/sessions/ >/dev/null; t2=$(now_us)
   echo $((t1 - t0)) >> "$work/ours"; echo $((t2 - t1)) >> "$work/base"
 done
-o=$(median < "$work/ours"); b=$(median < "$work/base")
-echo "git bmad list --json      median $(ms "$o")   (goal < 100 ms)"
-echo "git for-each-ref baseline median $(ms "$b")"
-awk -v o="$o" -v b="$b" 'BEGIN {printf "ratio ours/baseline       %.2f\n", o/b}'
+compare "git bmad list --json" "git for-each-ref baseline" "goal < 100 ms"
 
 echo
 echo "== 4. journal append with 10,000 events"

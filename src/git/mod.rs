@@ -19,3 +19,19 @@ pub use notes::NotesTip;
 pub use refs::{CasOutcome, STALE_LOCK_AGE};
 pub use repo::{CommitInfo, Repo, WorktreeInfo};
 pub use snapshot::Dirt;
+
+/// Serialize an object id as its full hex string (for `--json` output).
+pub fn serialize_id<S: serde::Serializer>(
+    id: &ObjectId,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(&id.to_string())
+}
+
+/// Serialize a list of object ids as hex strings.
+pub fn serialize_ids<S: serde::Serializer>(
+    ids: &[ObjectId],
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    s.collect_seq(ids.iter().map(ToString::to_string))
+}

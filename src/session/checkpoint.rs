@@ -77,13 +77,13 @@ impl Trailers {
 #[derive(Clone, Debug, Serialize)]
 pub struct Checkpoint {
     /// The commit.
-    #[serde(serialize_with = "as_hex")]
+    #[serde(serialize_with = "crate::git::serialize_id")]
     pub id: ObjectId,
     /// The snapshot of the worktree.
-    #[serde(serialize_with = "as_hex")]
+    #[serde(serialize_with = "crate::git::serialize_id")]
     pub tree: ObjectId,
     /// `[previous checkpoint, session HEAD]`, or `[session HEAD]` for the first.
-    #[serde(serialize_with = "all_as_hex")]
+    #[serde(serialize_with = "crate::git::serialize_ids")]
     pub parents: Vec<ObjectId>,
     /// The one-line label.
     pub label: String,
@@ -119,14 +119,6 @@ impl Checkpoint {
     pub fn session_head(&self) -> Option<ObjectId> {
         self.parents.last().copied()
     }
-}
-
-fn as_hex<S: serde::Serializer>(id: &ObjectId, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&id.to_string())
-}
-
-fn all_as_hex<S: serde::Serializer>(ids: &[ObjectId], s: S) -> Result<S::Ok, S::Error> {
-    s.collect_seq(ids.iter().map(|id| id.to_string()))
 }
 
 /// Write a checkpoint commit (objects only; no ref moves).

@@ -80,7 +80,11 @@ impl Config {
         serde_yaml::from_str(text).map_err(|e| Error::Config {
             path: path.to_path_buf(),
             location: e.location().map(|l| (l.line(), l.column())),
-            message: e.to_string(),
+            // The location is already in front of the message.
+            message: match e.to_string().rsplit_once(" at line ") {
+                Some((message, _)) if e.location().is_some() => message.to_owned(),
+                _ => e.to_string(),
+            },
         })
     }
 

@@ -311,8 +311,15 @@ pub fn prune(repo: &Repo) -> Result<Vec<PruneOutcome>> {
         .into_iter()
         .filter(|s| !s.worktree_exists && s.status != Status::Pruned)
         .collect();
-    let git_knows_gone = repo.worktrees()?.iter().any(|w| w.prunable);
-    if git_knows_gone || !gone.is_empty() {
+    // Only our own sessions' worktrees are the business of this command; git prunes all the
+    // vanished ones at once, so run it only when one of ours is among them.
+    let ours_gone_for_git = repo.worktrees()?.iter().any(|w| {
+        w.prunable
+            && w.branch
+                .as_ref()
+                .is_some_and(|b| gone.iter().any(|s| &s.branch == b))
+    });
+    if ours_gone_for_git {
         repo.git().worktree_prune()?;
     }
     let mut outcomes = Vec::new();

@@ -35,14 +35,10 @@ pub struct Session {
     /// The journal's last `seq` at the newest checkpoint.
     pub seq: u64,
     /// The newest checkpoint.
-    #[serde(serialize_with = "as_hex")]
+    #[serde(serialize_with = "crate::git::serialize_id")]
     pub head: ObjectId,
     /// When the newest checkpoint was taken, seconds since the epoch.
     pub updated: i64,
-}
-
-fn as_hex<S: serde::Serializer>(id: &ObjectId, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&id.to_string())
 }
 
 impl Session {
