@@ -9,4 +9,5 @@ mod test_json;
 mod test_lifecycle;
 mod test_man;
 mod test_rollback;
+mod test_scan;
 mod test_start;

@@ -26,6 +26,7 @@ fn every_command_speaks_json() {
         env.bmad(&wt, &["undo", "--json"]),
         env.bmad(&repo, &["doctor", "--json"]),
         env.bmad(&repo, &["prune", "--json"]),
+        env.bmad(&repo, &["scan", "--json"]),
         env.bmad(&wt, &["finish", "--json"]),
         env.bmad(&repo, &["remove", &id, "--force", "--json"]),
     ];

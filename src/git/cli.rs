@@ -196,6 +196,63 @@ impl GitCli {
             .collect())
     }
 
+    /// What the index would add to HEAD, as a zero-context patch (for secret scanning).
+    pub fn staged_patch(&self) -> Result<Vec<u8>> {
+        self.run([
+            "-c",
+            "core.quotePath=false",
+            "diff",
+            "--cached",
+            "-U0",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-renames",
+        ])
+    }
+
+    /// The commits of `range` as zero-context patches, each introduced by `commit <id>`.
+    pub fn log_patch(&self, range: &str) -> Result<Vec<u8>> {
+        self.run([
+            "-c",
+            "core.quotePath=false",
+            "log",
+            "-p",
+            "-U0",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-renames",
+            "--format=commit %H",
+            range,
+            "--",
+        ])
+    }
+
+    /// Tracked and untracked-not-ignored files under `paths`, relative to the worktree root.
+    pub fn list_files(&self, paths: &[std::path::PathBuf]) -> Result<Vec<String>> {
+        let mut cmd = self.command();
+        cmd.args([
+            "-c",
+            "core.quotePath=false",
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+            "--",
+        ])
+        .args(paths);
+        let out = run_checked(cmd)?;
+        let mut files: Vec<String> = out
+            .split(|b| *b == 0)
+            .filter(|f| !f.is_empty())
+            .map(|f| String::from_utf8_lossy(f).into_owned())
+            .collect();
+        files.dedup();
+        Ok(files)
+    }
+
     /// `git branch -D <name>` (the caller has already decided it is safe).
     pub fn delete_branch(&self, short_name: &str) -> Result<()> {
         self.run(["branch", "-D", "--quiet", short_name]).map(drop)

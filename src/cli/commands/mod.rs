@@ -10,6 +10,7 @@ mod list;
 mod prune;
 mod remove;
 mod rollback;
+mod scan;
 mod start;
 mod status;
 mod undo;
@@ -46,6 +47,8 @@ pub enum Command {
     Prune(prune::PruneArgs),
     /// Check every invariant of the stored state; exit 1 if something needs repair
     Doctor(doctor::DoctorArgs),
+    /// Scan staged changes, files or commits for secrets; exit 4 if one is found
+    Scan(scan::ScanArgs),
     /// Write the man pages (used by scripts/install.sh)
     #[command(hide = true)]
     GenerateMan(generate_man::GenerateManArgs),
@@ -66,6 +69,7 @@ pub fn dispatch(ctx: &Context, command: Command) -> Result<u8, CommandError> {
         Command::Remove(args) => remove::cmd_remove(ctx, &args),
         Command::Prune(args) => prune::cmd_prune(ctx, &args),
         Command::Doctor(args) => doctor::cmd_doctor(ctx, &args),
+        Command::Scan(args) => scan::cmd_scan(ctx, &args),
         Command::GenerateMan(args) => generate_man::cmd_generate_man(ctx, &args),
     }
 }

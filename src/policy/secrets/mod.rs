@@ -1,0 +1,387 @@
+//! The secret scanner: credentials in text, in patches (staged changes, commits) and in file
+//! names, with entropy thresholds and placeholder filters to keep noise down.
+//!
+//! A rule's pattern is compiled only when one of its keywords occurs in the text, so clean
+//! text (the common case, on every commit) costs one lower-casing and a few substring
+//! searches. Findings carry a redacted excerpt, never the secret itself, so printing or
+//! journaling a finding cannot leak what it found.
+//!
+//! Allow comments (`bmad:allow` on the line) let a human accept a false positive in their own
+//! commit; they are not honoured for agents ([`Options::honour_allow_comments`]), because an
+//! agent that can write the secret can write the comment.
+
+mod rules;
+#[cfg(test)]
+mod vectors;
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde::Serialize;
+
+pub use rules::{all as rules, Confidence, Rule};
+
+/// The marker that suppresses a finding on its line, for humans only.
+pub const ALLOW_MARKER: &str = "bmad:allow";
+
+/// Substrings that mark a value as a documentation placeholder rather than a secret.
+const PLACEHOLDERS: &[&str] = &[
+    "example",
+    "xxxxxx",
+    "aaaaaa",
+    "abcde",
+    "00000",
+    "sample",
+    "*****",
+    "placeholder",
+    "dummy",
+    "changeme",
+    "your_",
+    "your-",
+    "redacted",
+    "${",
+    "{{",
+    "<",
+    ">",
+];
+
+/// How to scan.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    /// Skip findings on lines carrying [`ALLOW_MARKER`] (never for agents).
+    pub honour_allow_comments: bool,
+}
+
+/// One thing that looks like a secret.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// The rule that matched.
+    pub rule: &'static str,
+    /// What the rule detects.
+    pub description: &'static str,
+    /// High blocks; low warns.
+    pub confidence: Confidence,
+    /// The file, when known.
+    pub path: Option<String>,
+    /// 1-based line (in the file, for patches), 0 for a file-name finding.
+    pub line: usize,
+    /// 1-based column (in bytes).
+    pub column: usize,
+    /// The commit that added it, when scanning commits.
+    pub commit: Option<String>,
+    /// The first characters of the secret and its length; never the whole secret.
+    pub excerpt: String,
+}
+
+impl Finding {
+    /// `path:line:col` (or what is known of it).
+    pub fn location(&self) -> String {
+        let path = self.path.as_deref().unwrap_or("<input>");
+        match self.line {
+            0 => path.to_owned(),
+            line => format!("{path}:{line}:{}", self.column),
+        }
+    }
+}
+
+/// A match before it is tied to a file and line.
+struct Hit {
+    rule: &'static Rule,
+    start: usize,
+    end: usize,
+}
+
+/// Find secrets in `text`; `path` is only recorded in the findings.
+pub fn scan_text(text: &str, path: Option<&str>, options: Options) -> Vec<Finding> {
+    let lines = LineIndex::new(text);
+    hits(text)
+        .into_iter()
+        .filter_map(|hit| {
+            let (line, column) = lines.position(hit.start);
+            if options.honour_allow_comments && lines.line_text(text, line).contains(ALLOW_MARKER) {
+                return None;
+            }
+            Some(Finding {
+                rule: hit.rule.id,
+                description: hit.rule.description,
+                confidence: hit.rule.confidence,
+                path: path.map(str::to_owned),
+                line,
+                column,
+                commit: None,
+                excerpt: excerpt(&text[hit.start..hit.end]),
+            })
+        })
+        .collect()
+}
+
+/// Replace every secret in `text` by `[REDACTED:<rule>]` (for agent output bound for a
+/// journal note). Low-confidence matches are redacted too: a note is forever.
+pub fn redact(text: &str) -> String {
+    let hits = hits(text);
+    if hits.is_empty() {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for hit in hits {
+        if hit.start < at {
+            continue;
+        }
+        out.push_str(&text[at..hit.start]);
+        out.push_str(&format!("[REDACTED:{}]", hit.rule.id));
+        at = hit.end;
+    }
+    out.push_str(&text[at..]);
+    out
+}
+
+/// A finding for a file that should never be committed, whatever it contains.
+pub fn check_path(path: &str) -> Option<Finding> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let lower = name.to_ascii_lowercase();
+    let env_file = lower == ".env"
+        || (lower.starts_with(".env.")
+            && ![".example", ".sample", ".template", ".dist", ".defaults"]
+                .iter()
+                .any(|s| lower.ends_with(s)));
+    let key_file = [".pem", ".key", ".p12", ".pfx", ".jks", ".keystore"]
+        .iter()
+        .any(|ext| lower.ends_with(ext))
+        || ["id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"].contains(&lower.as_str());
+    let (rule, description) = if env_file {
+        (
+            "env-file",
+            "an environment file (.env): keep it out of git, commit a .env.example instead",
+        )
+    } else if key_file {
+        ("key-file", "a key or certificate store file")
+    } else {
+        return None;
+    };
+    Some(Finding {
+        rule,
+        description,
+        confidence: Confidence::High,
+        path: Some(path.to_owned()),
+        line: 0,
+        column: 0,
+        commit: None,
+        excerpt: String::new(),
+    })
+}
+
+/// Scan the lines a patch adds (`git diff -U0`, `git log -p -U0`), reporting file lines and
+/// commits; sensitive file names that the patch adds to are reported too.
+pub fn scan_patch(patch: &str, options: Options) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    let mut file = AddedLines::default();
+    let mut commit: Option<String> = None;
+    let mut in_hunk = false;
+    for line in patch.lines() {
+        if let Some(id) = line.strip_prefix("commit ") {
+            file.flush(&commit, options, &mut findings);
+            commit = id.split_whitespace().next().map(str::to_owned);
+            in_hunk = false;
+        } else if line.starts_with("diff --git ") {
+            file.flush(&commit, options, &mut findings);
+            in_hunk = false;
+        } else if let Some(path) = line.strip_prefix("+++ ").filter(|_| !in_hunk) {
+            file.path = path.strip_prefix("b/").map(str::to_owned);
+        } else if let Some(header) = line.strip_prefix("@@ ") {
+            in_hunk = true;
+            file.next_line = hunk_new_start(header).unwrap_or(1);
+        } else if in_hunk {
+            if let Some(added) = line.strip_prefix('+') {
+                file.push(added);
+            } else if line.starts_with(' ') {
+                file.next_line += 1;
+            }
+        }
+    }
+    file.flush(&commit, options, &mut findings);
+    findings
+}
+
+/// The added lines of one file of a patch, joined, with their line numbers in the new file.
+#[derive(Default)]
+struct AddedLines {
+    path: Option<String>,
+    text: String,
+    numbers: Vec<usize>,
+    next_line: usize,
+}
+
+impl AddedLines {
+    fn push(&mut self, line: &str) {
+        self.text.push_str(line);
+        self.text.push('\n');
+        self.numbers.push(self.next_line);
+        self.next_line += 1;
+    }
+
+    fn flush(&mut self, commit: &Option<String>, options: Options, out: &mut Vec<Finding>) {
+        let file = std::mem::take(self);
+        let Some(path) = file.path else {
+            return;
+        };
+        if !file.numbers.is_empty() || commit.is_none() {
+            if let Some(mut f) = check_path(&path) {
+                f.commit = commit.clone();
+                out.push(f);
+            }
+        }
+        for mut f in scan_text(&file.text, Some(&path), options) {
+            f.line = file.numbers.get(f.line - 1).copied().unwrap_or(f.line);
+            f.commit = commit.clone();
+            out.push(f);
+        }
+    }
+}
+
+/// The new-file start line of a hunk header `-a,b +c,d @@`.
+fn hunk_new_start(header: &str) -> Option<usize> {
+    let plus = header.split_whitespace().find(|p| p.starts_with('+'))?;
+    plus[1..].split(',').next()?.parse().ok()
+}
+
+/// All rule matches in `text`, by position, a low-confidence match dropped where it overlaps
+/// a high-confidence one.
+fn hits(text: &str) -> Vec<Hit> {
+    let lower = text.to_ascii_lowercase();
+    let mut hits: Vec<Hit> = Vec::new();
+    for (rule, regex) in rules::all().iter().zip(compiled()) {
+        if !rule.keywords.iter().any(|k| lower.contains(k)) {
+            continue;
+        }
+        let Some(regex) = regex.get_or_init(|| compile(rule)) else {
+            continue;
+        };
+        for caps in regex.captures_iter(text) {
+            let Some(m) = caps
+                .name("secret")
+                .or_else(|| caps.get(1))
+                .or_else(|| caps.get(0))
+            else {
+                continue;
+            };
+            if plausible(rule, m.as_str()) {
+                hits.push(Hit {
+                    rule,
+                    start: m.start(),
+                    end: m.end(),
+                });
+            }
+        }
+    }
+    hits.sort_by_key(|h| (h.start, std::cmp::Reverse(h.rule.confidence)));
+    let high: Vec<(usize, usize)> = hits
+        .iter()
+        .filter(|h| h.rule.confidence == Confidence::High)
+        .map(|h| (h.start, h.end))
+        .collect();
+    hits.retain(|h| {
+        h.rule.confidence == Confidence::High
+            || !high.iter().any(|(s, e)| h.start < *e && *s < h.end)
+    });
+    hits
+}
+
+/// One lazily compiled regex per rule, shared by every scan in the process.
+fn compiled() -> &'static [OnceLock<Option<Regex>>] {
+    static COMPILED: OnceLock<Vec<OnceLock<Option<Regex>>>> = OnceLock::new();
+    COMPILED.get_or_init(|| rules::all().iter().map(|_| OnceLock::new()).collect())
+}
+
+fn compile(rule: &Rule) -> Option<Regex> {
+    match regex::RegexBuilder::new(&rules::pattern_of(rule))
+        .size_limit(64 << 20)
+        .build()
+    {
+        Ok(regex) => Some(regex),
+        Err(e) => {
+            // A rule that does not compile is a bug of ours; the unit tests compile them all.
+            tracing::error!(rule = rule.id, error = %e, "secret rule does not compile");
+            None
+        }
+    }
+}
+
+/// Whether a match is worth reporting: entropy high enough, not a placeholder, and the
+/// rule's own exceptions.
+fn plausible(rule: &Rule, secret: &str) -> bool {
+    if let Some(min) = rule.entropy {
+        if shannon_entropy(secret) <= min {
+            return false;
+        }
+    }
+    let lower = secret.to_ascii_lowercase();
+    let masked = secret
+        .chars()
+        .all(|c| matches!(c, '*' | 'x' | 'X' | '.' | '#'));
+    if masked || PLACEHOLDERS.iter().any(|p| lower.contains(p)) {
+        return false;
+    }
+    match rule.id {
+        "aws-access-key-id" => !secret.ends_with("EXAMPLE"),
+        "url-with-password" | "database-url-with-password" | "jdbc-password" => {
+            !secret.starts_with('$')
+                && ![
+                    "password", "pass", "passwd", "pwd", "secret", "user", "test",
+                ]
+                .contains(&lower.as_str())
+        }
+        _ => true,
+    }
+}
+
+/// Shannon entropy in bits per character.
+pub fn shannon_entropy(text: &str) -> f64 {
+    if text.is_empty() {
+        return 0.0;
+    }
+    let mut counts = [0usize; 256];
+    for b in text.bytes() {
+        counts[b as usize] += 1;
+    }
+    let len = text.len() as f64;
+    counts
+        .iter()
+        .filter(|c| **c > 0)
+        .map(|c| {
+            let p = *c as f64 / len;
+            -p * p.log2()
+        })
+        .sum()
+}
+
+/// `ghp_…(40 chars)`: enough to find it, not enough to use it.
+fn excerpt(secret: &str) -> String {
+    let shown: String = secret.chars().take(4).collect();
+    format!("{shown}…({} chars)", secret.chars().count())
+}
+
+/// Byte offset → (line, column), both 1-based.
+struct LineIndex {
+    starts: Vec<usize>,
+}
+
+impl LineIndex {
+    fn new(text: &str) -> Self {
+        let starts = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        LineIndex { starts }
+    }
+
+    fn position(&self, offset: usize) -> (usize, usize) {
+        let line = self.starts.partition_point(|s| *s <= offset);
+        (line, offset - self.starts[line - 1] + 1)
+    }
+
+    fn line_text<'t>(&self, text: &'t str, line: usize) -> &'t str {
+        let start = self.starts[line - 1];
+        let end = self.starts.get(line).copied().unwrap_or(text.len());
+        &text[start..end]
+    }
+}
