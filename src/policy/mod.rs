@@ -1,7 +1,152 @@
 //! Policy: what agents may not do to a repository, and the checks that enforce it.
 //!
-//! So far: [`secrets`], the scanner behind `git bmad scan` (and, later, the pre-commit and
-//! pre-push hooks and the redaction of agent output before it reaches a journal note).
+//! - [`secrets`]: the scanner (also used to redact agent output before it is journaled);
+//! - [`scan`]: what `git bmad scan` reads;
+//! - [`hooks`]: installing the hook shims, chaining any hook that was there before;
+//! - [`push`], [`commit`], [`refs`]: the checks the hooks run (pre-push; pre-commit and the
+//!   `--no-verify` detector; reference-transaction).
+//!
+//! Hooks are guardrails, not a sandbox: `-c core.hooksPath=/dev/null`, plumbing and other git
+//! implementations go around them. The server's branch protection is the real wall; these
+//! checks stop the everyday accidents and record every refusal in the session journal.
 
+pub mod commit;
+pub mod hooks;
+pub mod push;
+pub mod refs;
 pub mod scan;
 pub mod secrets;
+
+use std::path::PathBuf;
+
+use crate::git::Repo;
+use crate::session::{self, Config};
+
+/// Errors of the policy layer.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The git layer failed.
+    #[error(transparent)]
+    Git(#[from] crate::git::Error),
+    /// The session layer failed.
+    #[error(transparent)]
+    Session(#[from] session::Error),
+    /// A hook file could not be read or written.
+    #[error("{op} {}", path.display())]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An earlier install's moved-aside hook is in the way.
+    #[error("{} exists and {} is not a git-bmad hook: two hooks cannot be chained into one slot; move one of them away and run `git bmad hooks install` again", backup.display(), hook.display())]
+    BackupInTheWay {
+        /// The foreign hook.
+        hook: PathBuf,
+        /// The existing backup.
+        backup: PathBuf,
+    },
+}
+
+impl Error {
+    fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Error::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// Every protected branch (full ref names): `main`, `master`, the configured ones, and the
+/// base branch of every session.
+pub fn protected_refs(repo: &Repo) -> Result<Vec<String>, Error> {
+    let main = repo.main_workdir()?;
+    let config = Config::load(repo, &main)?;
+    let mut refs = config.protected_refs();
+    for s in session::list(repo)? {
+        let base = format!("refs/heads/{}", s.base);
+        if !s.base.is_empty() && !refs.contains(&base) && repo.read_ref(&base)?.is_some() {
+            refs.push(base);
+        }
+    }
+    Ok(refs)
+}
+
+/// The session of the worktree `repo` was opened in, if it is a session worktree.
+pub fn current_session(repo: &Repo) -> Option<session::Session> {
+    if !repo.git_dir().join(session::SESSION_MARKER).exists() {
+        return None;
+    }
+    session::locate(repo, None).ok()
+}
+
+/// Record a refusal in the journal of the session it happened in (if any). A journal that
+/// cannot be written must not turn a refusal into an acceptance, so errors are only logged.
+pub fn record_violation(repo: &Repo, hook: &str, rule: &str, subject: &str, reason: &str) {
+    let Some(s) = current_session(repo) else {
+        return;
+    };
+    let event = session::NewEvent::new(session::kind::POLICY_VIOLATION)
+        .decision(Some(session::Decision::Auto))
+        .trigger(Some(rule.to_owned()))
+        .detail(serde_json::json!({"hook": hook, "rule": rule, "ref": subject, "reason": secrets::redact(reason)}));
+    match session::append(repo, &s.id, event) {
+        Ok(event) => {
+            let _ = session::update_rendered(repo, &s, &event);
+        }
+        Err(e) => tracing::warn!(error = %e, "could not journal a policy violation"),
+    }
+}
+
+/// The command line of the process that ran us (git, for a hook): the hook shims `exec`
+/// git-bmad, so our parent is the git command that fired the hook.
+pub fn parent_argv() -> Option<Vec<String>> {
+    let ppid = std::os::unix::process::parent_id();
+    let raw = std::fs::read(format!("/proc/{ppid}/cmdline")).ok()?;
+    Some(
+        raw.split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect(),
+    )
+}
+
+/// The git subcommand in an argv (`git -C x -c a=b commit -m …` → `commit`).
+pub fn git_subcommand(argv: &[String]) -> Option<&str> {
+    let mut args = argv.iter().skip(1);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "-C" | "-c" | "--git-dir" | "--work-tree" | "--namespace" | "--exec-path"
+            | "--config-env" => {
+                args.next();
+            }
+            a if a.starts_with('-') => {}
+            a => return Some(a),
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::git_subcommand;
+
+    #[test]
+    fn finds_the_subcommand() {
+        let argv = |s: &str| s.split(' ').map(str::to_owned).collect::<Vec<_>>();
+        assert_eq!(
+            git_subcommand(&argv("git -C /x -c a=b commit -m hi")),
+            Some("commit")
+        );
+        assert_eq!(
+            git_subcommand(&argv("git --no-pager merge topic")),
+            Some("merge")
+        );
+        assert_eq!(git_subcommand(&argv("git")), None);
+    }
+}

@@ -36,19 +36,22 @@ pub struct Trailers {
     pub branch: String,
     /// `Bmad-Worktree`.
     pub worktree: String,
+    /// `Bmad-Base`: what the session started from, as the user named it (a branch is protected).
+    pub base: String,
 }
 
 impl Trailers {
     fn format(&self) -> String {
         format!(
-            "Bmad-Session: {}\nBmad-Seq: {}\nBmad-Status: {}\nBmad-Step: {}\nBmad-Name: {}\nBmad-Branch: {}\nBmad-Worktree: {}\n",
+            "Bmad-Session: {}\nBmad-Seq: {}\nBmad-Status: {}\nBmad-Step: {}\nBmad-Name: {}\nBmad-Branch: {}\nBmad-Worktree: {}\nBmad-Base: {}\n",
             self.session,
             self.seq,
             self.status,
             self.step.as_deref().unwrap_or("-"),
             self.name,
             self.branch,
-            self.worktree
+            self.worktree,
+            self.base
         )
     }
 
@@ -69,6 +72,7 @@ impl Trailers {
             name: get("Bmad-Name: ").unwrap_or_default(),
             branch: get("Bmad-Branch: ").unwrap_or_default(),
             worktree: get("Bmad-Worktree: ").unwrap_or_default(),
+            base: get("Bmad-Base: ").unwrap_or_default(),
         })
     }
 }
@@ -270,6 +274,7 @@ mod tests {
             name: "feature-x".into(),
             branch: "refs/heads/bmad/feature-x".into(),
             worktree: "/tmp/repo dir.feature-x".into(),
+            base: "main".into(),
         };
         let message = format!("after plan\n\n{}", t.format());
         assert_eq!(Trailers::parse(&message), Some(t.clone()));

@@ -22,7 +22,59 @@ pub struct Config {
     pub version: u32,
     /// Where sessions go.
     pub sessions: SessionsConfig,
+    /// What agents may not do.
+    pub policy: PolicyConfig,
 }
+
+/// The `policy:` section. It can only add protection: `main`, `master` and every session's
+/// base are always protected, and keys that would switch a safety rule off are refused.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct PolicyConfig {
+    /// More branches (short names) that no push or session may move, rewrite or delete.
+    pub protected_branches: Vec<String>,
+}
+
+/// Branches that are protected whatever the configuration says.
+pub const ALWAYS_PROTECTED: &[&str] = &["main", "master"];
+
+/// Keys that would turn a safety rule off, and why they cannot exist.
+const SAFETY_OVERRIDES: &[(&str, &str)] = &[
+    (
+        "allow_force_push",
+        "force pushes rewrite shared history; agents never get to do that",
+    ),
+    (
+        "allow_push_to_protected",
+        "protected branches change only through reviewed pull requests",
+    ),
+    (
+        "allow_protected_push",
+        "protected branches change only through reviewed pull requests",
+    ),
+    (
+        "allow_delete_protected",
+        "protected branches are never deleted by an agent",
+    ),
+    (
+        "allow_no_verify",
+        "hooks are the guardrail; bypassing them is what they exist to stop",
+    ),
+    (
+        "disable_hooks",
+        "hooks are the guardrail; bypassing them is what they exist to stop",
+    ),
+    ("skip_secret_scan", "committed secrets cannot be taken back"),
+    (
+        "disable_secret_scan",
+        "committed secrets cannot be taken back",
+    ),
+    (
+        "unprotect",
+        "main, master and session bases are always protected",
+    ),
+    ("auto_merge", "no agent merges its own work"),
+];
 
 /// The `sessions:` section.
 #[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
@@ -40,6 +92,7 @@ impl Default for Config {
         Config {
             version: 1,
             sessions: SessionsConfig::default(),
+            policy: PolicyConfig::default(),
         }
     }
 }
@@ -77,6 +130,7 @@ impl Config {
         if text.trim().is_empty() {
             return Ok(Config::default());
         }
+        refuse_safety_overrides(text, path)?;
         serde_yaml::from_str(text).map_err(|e| Error::Config {
             path: path.to_path_buf(),
             location: e.location().map(|l| (l.line(), l.column())),
@@ -124,6 +178,24 @@ impl Config {
         Ok(())
     }
 
+    /// Every protected branch, as full ref names: the built-in ones, then the configured ones.
+    pub fn protected_refs(&self) -> Vec<String> {
+        let mut refs: Vec<String> = ALWAYS_PROTECTED
+            .iter()
+            .map(|b| b.to_string())
+            .chain(self.policy.protected_branches.iter().cloned())
+            .map(|b| {
+                if b.starts_with("refs/") {
+                    b
+                } else {
+                    format!("refs/heads/{b}")
+                }
+            })
+            .collect();
+        refs.dedup();
+        refs
+    }
+
     /// The full branch name of a session.
     pub fn branch_for(&self, name: &str) -> String {
         format!("refs/heads/{}{name}", self.sessions.branch_prefix)
@@ -146,6 +218,33 @@ impl Config {
     }
 }
 
+/// Reject, by name and with the reason, any key anywhere in the file that would switch a
+/// safety rule off: such a setting must fail loudly, not be ignored quietly.
+fn refuse_safety_overrides(text: &str, path: &Path) -> Result<()> {
+    for (n, line) in text.lines().enumerate() {
+        let key = line
+            .trim_start()
+            .trim_start_matches("- ")
+            .split(':')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .trim_matches(['"', '\'']);
+        if line.trim_start().starts_with('#') {
+            continue;
+        }
+        if let Some((key, why)) = SAFETY_OVERRIDES.iter().find(|(k, _)| *k == key) {
+            let column = line.len() - line.trim_start().len() + 1;
+            return Err(Error::Config {
+                path: path.to_path_buf(),
+                location: Some((n + 1, column)),
+                message: format!("safety_override_blocked: `{key}` cannot be configured: {why}"),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The commented configuration `git bmad init` writes.
 pub const TEMPLATE: &str = r#"# git-bmad project configuration. Commit this file: it is shared by everyone working here.
 # Any value can be overridden for one clone with `git config bmad.<key> <value>`.
@@ -157,6 +256,11 @@ sessions:
   # Session worktrees go in <worktree_root>/<repo dir>.<name>, relative to this worktree
   # (git config bmad.worktreeRoot)
   worktree_root: ".."
+
+policy:
+  # main, master and each session's base branch are always protected: no push may rewrite,
+  # move or delete them, and session worktrees may not move them locally. Add more here.
+  protected_branches: []
 "#;
 
 #[cfg(test)]
@@ -167,6 +271,38 @@ mod tests {
     fn template_parses_to_defaults() {
         let config = Config::parse(TEMPLATE, Path::new("c.yaml")).unwrap();
         assert_eq!(config, Config::default());
+    }
+
+    #[test]
+    fn safety_cannot_be_configured_away() {
+        let err = Config::parse(
+            "version: 1\npolicy:\n  allow_force_push: true\n",
+            Path::new("c.yaml"),
+        )
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.starts_with("c.yaml:3:3: safety_override_blocked: `allow_force_push`"),
+            "{text}"
+        );
+        let config = Config::parse(
+            "policy:\n  protected_branches: [release, refs/heads/prod]\n",
+            Path::new("c.yaml"),
+        )
+        .unwrap();
+        assert_eq!(
+            config.protected_refs(),
+            [
+                "refs/heads/main",
+                "refs/heads/master",
+                "refs/heads/release",
+                "refs/heads/prod"
+            ]
+        );
+        // An empty list still protects main and master.
+        let config =
+            Config::parse("policy:\n  protected_branches: []\n", Path::new("c.yaml")).unwrap();
+        assert_eq!(config.protected_refs().len(), 2);
     }
 
     #[test]

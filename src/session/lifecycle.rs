@@ -93,6 +93,7 @@ pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
             name: name.to_owned(),
             branch: branch.clone(),
             worktree: worktree_text.clone(),
+            base: base_label.clone(),
         };
         let commit = write_commit(repo, tree, &[base_commit], &label, &trailers)?;
         match repo.cas_ref(&checkpoints_ref(&id), None, commit, "bmad session started")? {
@@ -112,6 +113,7 @@ pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
     }
     ensure_notes_config(repo)?;
     let worktree = std::fs::canonicalize(&worktree).unwrap_or(worktree);
+    mark_session_worktree(repo, &worktree, &id)?;
     journal::append(
         repo,
         &id,
@@ -146,6 +148,19 @@ pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
         session,
         checkpoint,
     })
+}
+
+/// The file in a session worktree's private git dir that names its session.
+///
+/// Hooks run on every commit and ref update; this lets them tell a session worktree from the
+/// user's own with one `test -f`, without starting a process. `git worktree prune` and
+/// `remove` delete it with the worktree's git dir.
+pub const SESSION_MARKER: &str = "bmad-session";
+
+fn mark_session_worktree(repo: &Repo, worktree: &std::path::Path, id: &SessionId) -> Result<()> {
+    let wt = repo.open_worktree(worktree)?;
+    let path = wt.git_dir().join(SESSION_MARKER);
+    std::fs::write(&path, format!("{id}\n")).map_err(|e| Error::io("could not write", path, e))
 }
 
 /// Session names become branch and directory names: keep them plain.

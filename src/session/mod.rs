@@ -24,7 +24,7 @@ mod state;
 mod store;
 
 pub use checkpoint::{chain, checkpoint, Checkpoint, Trailers};
-pub use config::Config;
+pub use config::{Config, ALWAYS_PROTECTED};
 pub use doctor::{doctor, Finding, Severity};
 pub use error::{Error, Result};
 pub use event::{kind, Decision, Event, NewEvent};
@@ -33,6 +33,7 @@ pub use init::{init, InitOutcome};
 pub use journal::{append, read as read_journal, Journal, JournalEntry};
 pub use lifecycle::{
     finish, prune, remove, start, PruneOutcome, RemoveOptions, StartOptions, Started,
+    SESSION_MARKER,
 };
 pub use render::{event_summary, render_markdown, update_rendered, write_rendered};
 pub use rollback::{plan_rollback, rollback, undo, RollbackOutcome, RollbackPlan, Target};

@@ -26,6 +26,8 @@ pub struct Session {
     pub branch: String,
     /// Its worktree directory.
     pub worktree: PathBuf,
+    /// What it started from, as the user named it.
+    pub base: String,
     /// Whether that directory exists.
     pub worktree_exists: bool,
     /// Its status at the newest checkpoint.
@@ -70,6 +72,7 @@ impl Session {
             worktree,
             id,
             name: cp.trailers.name,
+            base: cp.trailers.base,
             branch: cp.trailers.branch,
             status: cp.trailers.status,
             step: cp.trailers.step,

@@ -4,6 +4,8 @@ mod checkpoint;
 mod doctor;
 mod finish;
 mod generate_man;
+mod hook;
+mod hooks;
 mod init;
 mod journal;
 mod list;
@@ -49,6 +51,11 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// Scan staged changes, files or commits for secrets; exit 4 if one is found
     Scan(scan::ScanArgs),
+    /// Install, remove or inspect the policy git hooks
+    Hooks(hooks::HooksArgs),
+    /// Run the check of a git hook (what the installed hooks call)
+    #[command(hide = true)]
+    Hook(hook::HookArgs),
     /// Write the man pages (used by scripts/install.sh)
     #[command(hide = true)]
     GenerateMan(generate_man::GenerateManArgs),
@@ -70,6 +77,8 @@ pub fn dispatch(ctx: &Context, command: Command) -> Result<u8, CommandError> {
         Command::Prune(args) => prune::cmd_prune(ctx, &args),
         Command::Doctor(args) => doctor::cmd_doctor(ctx, &args),
         Command::Scan(args) => scan::cmd_scan(ctx, &args),
+        Command::Hooks(args) => hooks::cmd_hooks(ctx, &args),
+        Command::Hook(args) => hook::cmd_hook(ctx, &args),
         Command::GenerateMan(args) => generate_man::cmd_generate_man(ctx, &args),
     }
 }

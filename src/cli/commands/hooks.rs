@@ -1,0 +1,81 @@
+//! `git bmad hooks install|uninstall|status`.
+
+use clap::{Args, Subcommand};
+
+use crate::cli::error::{exit, CommandError};
+use crate::cli::ui::Style;
+use crate::cli::Context;
+use crate::policy::hooks::{self, HooksStatus};
+
+/// Install, remove or inspect the git hooks that enforce the policy.
+///
+/// The hooks refuse force pushes, pushes to and deletions of protected branches, tag rewrites,
+/// `--no-verify` commits in session worktrees and committed secrets. An existing hook is
+/// chained, not replaced, and uninstall puts it back byte for byte.
+#[derive(Debug, Args)]
+pub struct HooksArgs {
+    /// What to do
+    #[command(subcommand)]
+    pub action: HooksAction,
+}
+
+/// The `hooks` actions.
+#[derive(Debug, Subcommand)]
+pub enum HooksAction {
+    /// Install (or refresh) the hooks; safe to run again
+    Install,
+    /// Remove the hooks and restore the ones they chained
+    Uninstall,
+    /// Show which hooks are installed where, what they chain, and how they could be bypassed
+    Status,
+}
+
+/// Run `hooks`.
+pub fn cmd_hooks(ctx: &Context, args: &HooksArgs) -> Result<u8, CommandError> {
+    let repo = ctx.repo()?;
+    let fail = |e: crate::policy::Error| CommandError::failed(e.to_string());
+    let status = match args.action {
+        HooksAction::Install => {
+            let binary = std::env::current_exe()
+                .and_then(std::fs::canonicalize)
+                .map_err(|e| {
+                    CommandError::failed(format!("cannot find the git-bmad binary: {e}"))
+                })?;
+            hooks::install(&repo, &binary).map_err(fail)?
+        }
+        HooksAction::Uninstall => hooks::uninstall(&repo).map_err(fail)?,
+        HooksAction::Status => hooks::status(&repo).map_err(fail)?,
+    };
+    if ctx.ui.json() {
+        ctx.ui.print_json(&status);
+        return Ok(exit::OK);
+    }
+    print(ctx, &status);
+    Ok(exit::OK)
+}
+
+fn print(ctx: &Context, status: &HooksStatus) {
+    let ui = &ctx.ui;
+    ui.line(format!("hooks directory: {}", status.dir.display()));
+    if let Some(p) = &status.hooks_path {
+        ui.line(format!("core.hooksPath: {p}"));
+    }
+    for h in &status.hooks {
+        let state = if h.installed {
+            ui.paint("installed", Style::Green)
+        } else if h.foreign {
+            ui.paint("foreign hook (install chains it)", Style::Yellow)
+        } else {
+            ui.paint("not installed", Style::Yellow)
+        };
+        let chained = h
+            .chained
+            .as_ref()
+            .map(|c| format!(", chains {}", c.display()))
+            .unwrap_or_default();
+        ui.line(format!("  {:<22} {state}{chained}", h.name));
+    }
+    for r in &status.risks {
+        ui.status(format!("note: {r}"));
+    }
+}

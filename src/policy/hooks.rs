@@ -1,0 +1,264 @@
+//! Installing the hook shims: into the directory git really uses (`core.hooksPath` honoured,
+//! linked worktrees sharing the common one), never overwriting a hook that is not ours.
+//!
+//! A foreign hook is moved to `<name>.bmad-orig` and chained: `git bmad hook` runs it after
+//! our check with the same arguments and the same stdin bytes, and its failure fails the
+//! hook. Uninstall renames it back, so it is restored byte for byte. Shims are tiny `sh`
+//! scripts calling `git-bmad hook <name>`, falling back to the absolute path of the binary
+//! that installed them when git-bmad is not on PATH.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::Error;
+use crate::git::Repo;
+use crate::session::SESSION_MARKER;
+
+/// The hooks git-bmad installs.
+pub const MANAGED: &[&str] = &[
+    "pre-commit",
+    "pre-merge-commit",
+    "prepare-commit-msg",
+    "pre-push",
+    "reference-transaction",
+];
+
+/// The line that marks a hook file as ours (the only files ever overwritten or removed).
+pub const MARKER: &str = "# git-bmad managed hook";
+
+/// Where a chained foreign hook is kept.
+pub const CHAINED_SUFFIX: &str = ".bmad-orig";
+
+/// One managed hook slot.
+#[derive(Clone, Debug, Serialize)]
+pub struct HookSlot {
+    /// The hook name.
+    pub name: String,
+    /// Its file.
+    pub path: PathBuf,
+    /// Whether our shim is there.
+    pub installed: bool,
+    /// A foreign hook occupies the slot (install would chain it).
+    pub foreign: bool,
+    /// The chained foreign hook, if any.
+    pub chained: Option<PathBuf>,
+}
+
+/// The state of the hooks of a repository.
+#[derive(Clone, Debug, Serialize)]
+pub struct HooksStatus {
+    /// The directory git runs hooks from, for this worktree.
+    pub dir: PathBuf,
+    /// `core.hooksPath`, if set (as configured, maybe relative).
+    pub hooks_path: Option<String>,
+    /// Each managed hook.
+    pub hooks: Vec<HookSlot>,
+    /// Ways the hooks could be skipped, in words.
+    pub risks: Vec<String>,
+}
+
+/// The effective hooks directory of the worktree `repo` was opened in.
+pub fn hooks_dir(repo: &Repo) -> Result<PathBuf, Error> {
+    let out = repo
+        .git()
+        .run(["rev-parse", "--path-format=absolute", "--git-path", "hooks"])?;
+    Ok(PathBuf::from(String::from_utf8_lossy(&out).trim()))
+}
+
+/// Install (or refresh) every shim; `binary` is the fallback path written into them.
+pub fn install(repo: &Repo, binary: &Path) -> Result<HooksStatus, Error> {
+    let dir = hooks_dir(repo)?;
+    install_into(&dir, binary)?;
+    status(repo)
+}
+
+fn install_into(dir: &Path, binary: &Path) -> Result<(), Error> {
+    std::fs::create_dir_all(dir).map_err(|e| Error::io("could not create", dir, e))?;
+    for name in MANAGED {
+        let path = dir.join(name);
+        let backup = chained_path(&path);
+        if exists(&path) && !is_ours(&path) {
+            if exists(&backup) {
+                return Err(Error::BackupInTheWay { hook: path, backup });
+            }
+            std::fs::rename(&path, &backup)
+                .map_err(|e| Error::io("could not move aside", &path, e))?;
+        }
+        write_executable(&path, &shim(name, binary))?;
+    }
+    Ok(())
+}
+
+/// Remove our shims and put back what they replaced.
+pub fn uninstall(repo: &Repo) -> Result<HooksStatus, Error> {
+    let dir = hooks_dir(repo)?;
+    for name in MANAGED {
+        let path = dir.join(name);
+        if exists(&path) && is_ours(&path) {
+            std::fs::remove_file(&path).map_err(|e| Error::io("could not remove", &path, e))?;
+        }
+        let backup = chained_path(&path);
+        if exists(&backup) && !exists(&path) {
+            std::fs::rename(&backup, &path)
+                .map_err(|e| Error::io("could not restore", &backup, e))?;
+        }
+    }
+    status(repo)
+}
+
+/// What is installed where, and what could bypass it.
+pub fn status(repo: &Repo) -> Result<HooksStatus, Error> {
+    let dir = hooks_dir(repo)?;
+    let hooks_path = repo.git().config_get_all("core.hooksPath")?.pop();
+    let hooks: Vec<HookSlot> = MANAGED
+        .iter()
+        .map(|name| {
+            let path = dir.join(name);
+            let backup = chained_path(&path);
+            let installed = exists(&path) && is_ours(&path);
+            HookSlot {
+                name: name.to_string(),
+                foreign: exists(&path) && !installed,
+                chained: exists(&backup).then_some(backup),
+                installed,
+                path,
+            }
+        })
+        .collect();
+    let mut risks = vec![
+        "`git -c core.hooksPath=/dev/null …` and plumbing (commit-tree, update-ref) run no hooks; only server-side branch protection stops those".to_owned(),
+    ];
+    if let Some(p) = &hooks_path {
+        if Path::new(p).is_relative() {
+            risks.push(format!(
+                "core.hooksPath={p} is relative: every worktree reads hooks from its own {p}; `git bmad start` copies them into new session worktrees"
+            ));
+        }
+    }
+    if hooks.iter().any(|h| !h.installed) {
+        risks.push("some hooks are not installed: run `git bmad hooks install`".to_owned());
+    }
+    Ok(HooksStatus {
+        dir,
+        hooks_path,
+        hooks,
+        risks,
+    })
+}
+
+/// Give a new session worktree the hooks of the main one when `core.hooksPath` is relative
+/// (husky's `.husky/_` is gitignored, so a fresh worktree would run no hooks at all).
+pub fn prepare_worktree(main: &Repo, worktree: &Path) -> Result<(), Error> {
+    let Some(configured) = main.git().config_get_all("core.hooksPath")?.pop() else {
+        return Ok(());
+    };
+    if Path::new(&configured).is_absolute() || configured.starts_with('~') {
+        return Ok(());
+    }
+    let from = main.main_workdir()?.join(&configured);
+    let to = worktree.join(&configured);
+    if !from.is_dir() || to.exists() {
+        return Ok(());
+    }
+    copy_dir(&from, &to)
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<(), Error> {
+    std::fs::create_dir_all(to).map_err(|e| Error::io("could not create", to, e))?;
+    let entries = std::fs::read_dir(from).map_err(|e| Error::io("could not read", from, e))?;
+    for entry in entries.flatten() {
+        let (src, dst) = (entry.path(), to.join(entry.file_name()));
+        if src.is_dir() {
+            copy_dir(&src, &dst)?;
+        } else {
+            std::fs::copy(&src, &dst).map_err(|e| Error::io("could not copy", &src, e))?;
+        }
+    }
+    Ok(())
+}
+
+/// The chained hook of a hook file.
+pub fn chained_path(hook: &Path) -> PathBuf {
+    let mut name = hook.as_os_str().to_owned();
+    name.push(CHAINED_SUFFIX);
+    PathBuf::from(name)
+}
+
+fn exists(path: &Path) -> bool {
+    path.symlink_metadata().is_ok()
+}
+
+fn is_ours(path: &Path) -> bool {
+    std::fs::read(path).is_ok_and(|bytes| {
+        String::from_utf8_lossy(&bytes)
+            .lines()
+            .take(3)
+            .any(|l| l.starts_with(MARKER))
+    })
+}
+
+fn write_executable(path: &Path, text: &str) -> Result<(), Error> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".bmad-hook-")
+        .tempfile_in(dir)
+        .map_err(|e| Error::io("could not create a file in", dir, e))?;
+    std::io::Write::write_all(&mut tmp, text.as_bytes())
+        .map_err(|e| Error::io("could not write", path, e))?;
+    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| Error::io("could not make executable", path, e))?;
+    tmp.persist(path)
+        .map_err(|e| Error::io("could not write", path, e.error))?;
+    Ok(())
+}
+
+/// The shim for one hook. reference-transaction runs on every ref update, so its shim
+/// decides with shell builtins alone (no process started) that a ref update outside a
+/// session worktree, or in a phase other than `prepared`, is none of our business.
+fn shim(name: &str, binary: &Path) -> String {
+    let fallback = shell_quote(&binary.to_string_lossy());
+    let fast_path = if name == "reference-transaction" {
+        format!(
+            r#"pass() {{ if [ -x "$0{CHAINED_SUFFIX}" ]; then exec "$0{CHAINED_SUFFIX}" "$@"; fi; exit 0; }}
+[ "$1" = prepared ] || pass "$@"
+gitdir=
+if [ -f .git ]; then read -r gitdir < .git; gitdir=${{gitdir#gitdir: }}; fi
+case "$gitdir" in "") pass "$@" ;; /*) ;; *) gitdir="$PWD/$gitdir" ;; esac
+[ -f "$gitdir/{SESSION_MARKER}" ] || pass "$@"
+"#
+        )
+    } else {
+        String::new()
+    };
+    format!(
+        r#"#!/bin/sh
+{MARKER} ({name}): installed by `git bmad hooks install`;
+# `git bmad hooks uninstall` restores what was here before. Edits are overwritten.
+{fast_path}export GIT_BMAD_HOOK_FILE="$0"
+if command -v git-bmad >/dev/null 2>&1; then exec git-bmad hook {name} "$@"; fi
+exec {fallback} hook {name} "$@"
+"#
+    )
+}
+
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shims_are_marked_and_fall_back_to_the_installer() {
+        let s = shim("pre-push", Path::new("/opt/it's/git-bmad"));
+        assert!(s.starts_with("#!/bin/sh\n# git-bmad managed hook (pre-push)"));
+        assert!(s.contains("exec '/opt/it'\\''s/git-bmad' hook pre-push \"$@\""));
+        assert!(!s.contains("prepared"));
+        let r = shim("reference-transaction", Path::new("/x"));
+        assert!(r.contains("[ \"$1\" = prepared ] || pass"));
+        assert!(r.contains("bmad-session"));
+    }
+}

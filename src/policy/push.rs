@@ -1,0 +1,275 @@
+//! The pre-push check: the algorithm of the research note (`git-hooks-notes.md` §1).
+//!
+//! What the hook sees: one stdin line per ref, `<local-ref> <local-oid> <remote-ref>
+//! <remote-oid>`, refspecs already resolved to full names. An unforced non-fast-forward never
+//! reaches the hook (git drops it), so a non-fast-forward line here was forced (`-f`, `+ref`,
+//! a passing lease, `--mirror`) or its remote commit is missing locally; both are refused.
+//! Whenever ancestry cannot be decided (shallow clone, odd objects) the push is refused:
+//! fail closed.
+
+use serde::Serialize;
+
+use super::secrets::{self, Confidence, Finding, Options};
+use super::Error;
+use crate::git::{ObjectId, Repo};
+
+/// One line of pre-push input.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PushLine {
+    /// The local ref (or `(delete)`, or an expression such as `HEAD`).
+    pub local_ref: String,
+    /// The commit pushed, zeros for a deletion.
+    pub local_oid: String,
+    /// The full name of the remote ref.
+    pub remote_ref: String,
+    /// What the remote has now, zeros for a new ref.
+    pub remote_oid: String,
+}
+
+/// A refused ref update: the rule, the ref, why, and what to do instead.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Refusal {
+    /// Short rule id.
+    pub rule: &'static str,
+    /// The ref concerned (or `*` for the whole push).
+    pub refname: String,
+    /// What is wrong.
+    pub reason: String,
+    /// The safe alternative.
+    pub instead: &'static str,
+}
+
+/// Everything the check found.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PushReport {
+    /// Refused updates; any refusal fails the whole push.
+    pub refusals: Vec<Refusal>,
+    /// Low-confidence secret findings in outgoing commits (warnings only).
+    pub warnings: Vec<Finding>,
+}
+
+const OPEN_PR: &str = "push your work to a feature branch (e.g. `git bmad push` or `git push origin HEAD:refs/heads/<feature>`) and open a pull request";
+const NO_FORCE: &str = "fetch, then rebase or merge onto the remote branch and push again without force; to publish rewritten history, push it under a new branch name";
+
+/// Parse the hook's stdin, splitting each line from the right (a local ref may hold spaces).
+pub fn parse_lines(stdin: &str) -> Vec<PushLine> {
+    stdin
+        .lines()
+        .filter_map(|line| {
+            let mut parts = line.rsplitn(4, ' ');
+            let remote_oid = parts.next()?.to_owned();
+            let remote_ref = parts.next()?.to_owned();
+            let local_oid = parts.next()?.to_owned();
+            let local_ref = parts.next()?.to_owned();
+            Some(PushLine {
+                local_ref,
+                local_oid,
+                remote_ref,
+                remote_oid,
+            })
+        })
+        .collect()
+}
+
+fn is_zero(oid: &str) -> bool {
+    !oid.is_empty() && oid.bytes().all(|b| b == b'0')
+}
+
+/// Check a push to `remote`; `argv` is the `git push` command line when known.
+pub fn check(
+    repo: &Repo,
+    remote: &str,
+    lines: &[PushLine],
+    argv: Option<&[String]>,
+    protected: &[String],
+) -> Result<PushReport, Error> {
+    let mut report = PushReport::default();
+    let mut refuse = |rule, refname: &str, reason: String, instead| {
+        report.refusals.push(Refusal {
+            rule,
+            refname: refname.to_owned(),
+            reason,
+            instead,
+        })
+    };
+    let mirror_config = repo
+        .config_string(&format!("remote.{remote}.mirror"))
+        .is_some_and(|v| v == "true");
+    let mirror_flag = argv.is_some_and(|a| a.iter().any(|x| x == "--mirror"));
+    if mirror_config || mirror_flag {
+        refuse(
+            "mirror",
+            "*",
+            "a mirror push overwrites and deletes every remote ref to match this repository".into(),
+            OPEN_PR,
+        );
+    }
+    if argv.is_some_and(asks_for_auto_merge) {
+        refuse(
+            "auto-merge",
+            "*",
+            "a push option asks the server to merge automatically; no agent merges its own work"
+                .into(),
+            OPEN_PR,
+        );
+    }
+    let is_protected = |r: &str| protected.iter().any(|p| p.eq_ignore_ascii_case(r));
+    let mut outgoing: Vec<(String, Option<String>)> = Vec::new();
+    for line in lines {
+        let r = line.remote_ref.as_str();
+        if is_zero(&line.local_oid) {
+            if is_protected(r) {
+                refuse(
+                    "delete-protected",
+                    r,
+                    format!("{r} is protected and cannot be deleted"),
+                    OPEN_PR,
+                );
+            }
+            continue;
+        }
+        if is_protected(r) {
+            refuse(
+                "push-to-protected",
+                r,
+                format!("{r} is protected: it changes only through reviewed pull requests"),
+                OPEN_PR,
+            );
+            continue;
+        }
+        if is_zero(&line.remote_oid) {
+            outgoing.push((line.local_oid.clone(), None));
+            continue;
+        }
+        if r.starts_with("refs/tags/") {
+            refuse("tag-rewrite", r, format!("tag {r} already exists on the remote with another value; published tags are never moved"), "create a new tag with a new name");
+            continue;
+        }
+        match ancestry(repo, &line.remote_oid, &line.local_oid)? {
+            Ancestry::FastForward => outgoing.push((line.local_oid.clone(), Some(line.remote_oid.clone()))),
+            Ancestry::RemoteMissing => refuse(
+                "remote-ahead",
+                r,
+                format!("the remote's {r} is at {}, a commit this repository does not have: pushing would overwrite it", short(&line.remote_oid)),
+                NO_FORCE,
+            ),
+            Ancestry::NotAncestor => refuse(
+                "force-push",
+                r,
+                format!("the remote's {} is not contained in what you push: this is a force push that would discard remote commits", short(&line.remote_oid)),
+                NO_FORCE,
+            ),
+            Ancestry::Unknown(why) => refuse(
+                "ancestry-unknown",
+                r,
+                format!("cannot tell whether this push is a fast-forward ({why}); refusing to be safe"),
+                "fetch the full history (git fetch --unshallow) and push again",
+            ),
+        }
+    }
+    // Secrets in the commits that would leave this repository.
+    for (local, remote_has) in outgoing {
+        let range = match &remote_has {
+            Some(theirs) => format!("{theirs}..{local}"),
+            None => local.clone(),
+        };
+        let mut args = vec![
+            "-c",
+            "core.quotePath=false",
+            "log",
+            "-p",
+            "-U0",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-renames",
+            "--format=commit %H",
+            &range,
+        ];
+        let remotes = format!("--remotes={remote}");
+        if remote_has.is_none() {
+            args.extend(["--not", &remotes]);
+        }
+        args.push("--");
+        let patch = repo.git().run(args)?;
+        for finding in secrets::scan_patch(&String::from_utf8_lossy(&patch), Options::default()) {
+            match finding.confidence {
+                Confidence::High => report.refusals.push(Refusal {
+                    rule: "secret",
+                    refname: finding.location(),
+                    reason: format!(
+                        "{} in commit {}: {}",
+                        finding.description,
+                        finding.commit.as_deref().map(short).unwrap_or("?"),
+                        finding.excerpt
+                    ),
+                    instead: "remove the secret from history (rewrite the unpushed commits), rotate it, and push again",
+                }),
+                Confidence::Low => report.warnings.push(finding),
+            }
+        }
+    }
+    Ok(report)
+}
+
+fn short(oid: &str) -> &str {
+    &oid[..oid.len().min(10)]
+}
+
+enum Ancestry {
+    FastForward,
+    NotAncestor,
+    RemoteMissing,
+    Unknown(String),
+}
+
+/// Is `theirs` an ancestor of `ours`? Never fetches (a partial clone would otherwise go to
+/// the network for the remote's commit).
+fn ancestry(repo: &Repo, theirs: &str, ours: &str) -> Result<Ancestry, Error> {
+    let Ok(theirs_id) = ObjectId::from_hex(theirs.as_bytes()) else {
+        return Ok(Ancestry::Unknown(format!("{theirs:?} is not an object id")));
+    };
+    if !repo.has_object(theirs_id) {
+        return Ok(Ancestry::RemoteMissing);
+    }
+    let mut cmd = repo.git().command();
+    cmd.env("GIT_NO_LAZY_FETCH", "1")
+        .args(["merge-base", "--is-ancestor", theirs, ours]);
+    let status = cmd
+        .output()
+        .map_err(|e| Error::io("could not run git merge-base for", repo.workdir(), e))?;
+    Ok(match status.status.code() {
+        Some(0) => Ancestry::FastForward,
+        Some(1) => Ancestry::NotAncestor,
+        _ => Ancestry::Unknown(String::from_utf8_lossy(&status.stderr).trim().to_owned()),
+    })
+}
+
+/// GitLab's merge-when-pipeline-succeeds and friends, asked for with `-o`/`--push-option`.
+fn asks_for_auto_merge(argv: &[String]) -> bool {
+    argv.iter().any(|a| {
+        let a = a.to_ascii_lowercase();
+        a.contains("merge_request.merge_when_pipeline_succeeds")
+            || a.contains("merge_request.auto_merge")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_split_from_the_right() {
+        let z = "0".repeat(40);
+        let a = "a".repeat(40);
+        let lines = parse_lines(&format!(
+            "refs/heads/my branch {a} refs/heads/x {z}\n(delete) {z} refs/heads/old {a}\n"
+        ));
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0].local_ref, "refs/heads/my branch");
+        assert!(is_zero(&lines[0].remote_oid));
+        assert!(is_zero(&lines[1].local_oid));
+        assert!(is_zero(&"0".repeat(64)));
+        assert!(!is_zero(""));
+    }
+}

@@ -1,0 +1,107 @@
+//! The reference-transaction check: a session worktree may not move or delete a protected
+//! branch locally (`git branch -f main`, `git push . HEAD:main`, `update-ref`, a merge while
+//! main is checked out elsewhere).
+//!
+//! The shim only starts us in a session worktree and in the `prepared` phase. What must keep
+//! working (research note §2): `git gc` / `pack-refs` (a packed create, then a loose delete of
+//! the same value), no-op updates, and everything in the user's own worktree.
+
+use super::push::Refusal;
+use crate::git::Repo;
+
+/// One line of reference-transaction input: `<old> <new> <ref>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefUpdate {
+    /// The old value as the caller gave it (zeros when it gave none).
+    pub old: String,
+    /// The new value (zeros for a deletion; `ref:<target>` for a symref).
+    pub new: String,
+    /// The ref.
+    pub name: String,
+}
+
+/// Parse the hook's stdin.
+pub fn parse(stdin: &str) -> Vec<RefUpdate> {
+    stdin
+        .lines()
+        .filter_map(|l| {
+            let mut parts = l.splitn(3, ' ');
+            Some(RefUpdate {
+                old: parts.next()?.to_owned(),
+                new: parts.next()?.to_owned(),
+                name: parts.next()?.to_owned(),
+            })
+        })
+        .collect()
+}
+
+fn is_zero(oid: &str) -> bool {
+    !oid.is_empty() && oid.bytes().all(|b| b == b'0')
+}
+
+/// The refusals for a transaction in a session worktree.
+pub fn check(repo: &Repo, updates: &[RefUpdate], protected: &[String]) -> Vec<Refusal> {
+    const INSTEAD: &str =
+        "work on the session branch; protected branches change through pull requests";
+    let mut refusals = Vec::new();
+    for u in updates {
+        if !protected.iter().any(|p| p == &u.name) {
+            continue;
+        }
+        if u.old.starts_with("ref:") || u.new.starts_with("ref:") {
+            refusals.push(Refusal {
+                rule: "protected-symref",
+                refname: u.name.clone(),
+                reason: format!("{} is protected and cannot become a symbolic ref", u.name),
+                instead: INSTEAD,
+            });
+            continue;
+        }
+        let current = repo
+            .read_ref(&u.name)
+            .ok()
+            .flatten()
+            .map(|id| id.to_string());
+        if current.as_deref() == Some(u.new.as_str()) {
+            continue; // a no-op, or pack-refs writing the packed copy
+        }
+        if is_zero(&u.new) {
+            if !is_zero(&u.old)
+                && current.as_deref() == Some(u.old.as_str())
+                && pack_refs_prune(repo, u)
+            {
+                continue;
+            }
+            refusals.push(Refusal {
+                rule: "delete-protected",
+                refname: u.name.clone(),
+                reason: format!(
+                    "{} is protected and cannot be deleted from a session worktree",
+                    u.name
+                ),
+                instead: INSTEAD,
+            });
+            continue;
+        }
+        refusals.push(Refusal {
+            rule: "move-protected",
+            refname: u.name.clone(),
+            reason: format!(
+                "{} is protected and cannot be moved from a session worktree",
+                u.name
+            ),
+            instead: INSTEAD,
+        });
+    }
+    refusals
+}
+
+/// pack-refs deletes a loose ref after writing the same value into packed-refs.
+fn pack_refs_prune(repo: &Repo, u: &RefUpdate) -> bool {
+    let common = repo.common_dir();
+    if common.join("packed-refs.lock").exists() {
+        return false;
+    }
+    std::fs::read_to_string(common.join("packed-refs"))
+        .is_ok_and(|packed| packed.lines().any(|l| l == format!("{} {}", u.old, u.name)))
+}
