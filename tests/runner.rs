@@ -4,10 +4,12 @@ mod common;
 
 mod test_checkpoint;
 mod test_crash;
+mod test_hooks;
 mod test_journal;
 mod test_json;
 mod test_lifecycle;
 mod test_man;
+mod test_push_policy;
 mod test_rollback;
 mod test_scan;
 mod test_start;

@@ -87,14 +87,52 @@ pub fn current_session(repo: &Repo) -> Option<session::Session> {
 
 /// Record a refusal in the journal of the session it happened in (if any). A journal that
 /// cannot be written must not turn a refusal into an acceptance, so errors are only logged.
+///
+/// In reference-transaction git holds ref locks (packed-refs among them) until the hook
+/// returns, so writing the journal there would wait on git and git on us. That hook hands the
+/// record to a detached `git bmad journal append`, which runs once git has let go.
 pub fn record_violation(repo: &Repo, hook: &str, rule: &str, subject: &str, reason: &str) {
     let Some(s) = current_session(repo) else {
         return;
     };
+    let detail = serde_json::json!({"hook": hook, "rule": rule, "ref": subject, "reason": secrets::redact(reason)});
+    if hook == "reference-transaction" {
+        let spawned = std::env::current_exe().and_then(|exe| {
+            std::process::Command::new(exe)
+                .arg("-C")
+                .arg(repo.workdir())
+                .args([
+                    "journal",
+                    "append",
+                    session::kind::POLICY_VIOLATION,
+                    "--quiet",
+                    "--decision",
+                    "auto",
+                ])
+                .args([
+                    "--trigger",
+                    rule,
+                    "--session",
+                    s.id.as_str(),
+                    "--detail",
+                    &detail.to_string(),
+                ])
+                .env_remove("GIT_DIR")
+                .env_remove("GIT_INDEX_FILE")
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+        });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "could not hand a policy violation to the journal");
+        }
+        return;
+    }
     let event = session::NewEvent::new(session::kind::POLICY_VIOLATION)
         .decision(Some(session::Decision::Auto))
         .trigger(Some(rule.to_owned()))
-        .detail(serde_json::json!({"hook": hook, "rule": rule, "ref": subject, "reason": secrets::redact(reason)}));
+        .detail(detail);
     match session::append(repo, &s.id, event) {
         Ok(event) => {
             let _ = session::update_rendered(repo, &s, &event);

@@ -182,7 +182,8 @@ pub(crate) fn extend_chain(
 ) -> Result<(Checkpoint, Event)> {
     let chain = checkpoints_ref(&session.id);
     let label = one_line(label);
-    for attempt in 0..MAX_ATTEMPTS {
+    let started = std::time::Instant::now();
+    for attempt in (0..MAX_ATTEMPTS).take_while(|_| started.elapsed() < journal::MAX_WAIT) {
         let prev_id = repo.read_ref(&chain)?.ok_or_else(|| Error::NoCheckpoint {
             session: session.id.to_string(),
         })?;

@@ -15,8 +15,9 @@ use super::{checkpoints_ref, notes_ref};
 use crate::git::{CasOutcome, ObjectId, Repo};
 use crate::time::Timestamp;
 
-/// How often an append retries against other writers before giving up.
+/// How often, and for how long, an append retries against other writers before giving up.
 const MAX_ATTEMPTS: u32 = 500;
+pub(crate) const MAX_WAIT: Duration = Duration::from_secs(30);
 
 /// One event and the checkpoint whose note holds it.
 #[derive(Clone, Debug)]
@@ -56,7 +57,8 @@ impl Journal {
 pub fn append(repo: &Repo, id: &SessionId, event: NewEvent) -> Result<Event> {
     let notes = notes_ref(id);
     let chain = checkpoints_ref(id);
-    for attempt in 0..MAX_ATTEMPTS {
+    let started = std::time::Instant::now();
+    for attempt in (0..MAX_ATTEMPTS).take_while(|_| started.elapsed() < MAX_WAIT) {
         let tip = repo.notes_tip(&notes)?;
         let last = match seq_trailer(&tip.message) {
             Some(seq) => seq,

@@ -1,0 +1,338 @@
+//! The installed hooks in everyday git use: commits, gc, chaining, husky, uninstall.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use crate::common::{read, write, TestEnv};
+
+fn install(env: &TestEnv, dir: &Path) {
+    env.bmad(dir, &["hooks", "install"]).success();
+}
+
+fn git_run(env: &TestEnv, dir: &Path, args: &[&str]) -> (i32, String) {
+    let out = env.git_command(dir).args(args).output().expect("spawn git");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn no_verify_is_refused_in_sessions_and_allowed_for_the_user() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    install(&env, &repo);
+    write(&repo, "mine.txt", "mine\n");
+    env.git(&repo, &["add", "mine.txt"]);
+    env.git(
+        &repo,
+        &[
+            "commit",
+            "-q",
+            "--no-verify",
+            "-m",
+            "the user's own business",
+        ],
+    );
+
+    let (_, wt) = env.start(&repo, "agent");
+    let head = env.git(&wt, &["rev-parse", "HEAD"]);
+    write(&wt, "a.txt", "a\n");
+    env.git(&wt, &["add", "a.txt"]);
+    for bypass in [
+        vec!["commit", "--no-verify", "-m", "x"],
+        vec!["commit", "-n", "-m", "x"],
+        vec!["commit", "--no-verif", "-m", "x"],
+    ] {
+        let (code, stderr) = git_run(&env, &wt, &bypass);
+        assert_ne!(code, 0, "{bypass:?} went through");
+        assert!(stderr.contains("[no-verify]"), "{stderr}");
+    }
+    assert_eq!(
+        env.git(&wt, &["rev-parse", "HEAD"]),
+        head,
+        "no commit was made"
+    );
+    // A normal commit works and names its session.
+    env.git(&wt, &["commit", "-q", "-m", "agent work"]);
+    let message = env.git(&wt, &["log", "-1", "--format=%B"]);
+    assert!(message.contains("Bmad-Session: "), "{message}");
+    let journal = env.bmad(&wt, &["journal", "--json"]).success().json();
+    let violations = journal
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "policy_violation")
+        .count();
+    assert_eq!(violations, 3, "every refusal is journaled");
+    // Merges are checked the same way.
+    env.git(&wt, &["checkout", "-q", "-b", "side"]);
+    write(&wt, "side.txt", "side\n");
+    env.git(&wt, &["add", "side.txt"]);
+    env.git(&wt, &["commit", "-q", "-m", "side"]);
+    env.git(&wt, &["checkout", "-q", "bmad/agent"]);
+    let (code, stderr) = git_run(
+        &env,
+        &wt,
+        &["merge", "--no-ff", "--no-verify", "-m", "m", "side"],
+    );
+    assert_ne!(code, 0, "{stderr}");
+    assert!(stderr.contains("`git merge` skipped"), "{stderr}");
+    // The merge is left in progress; concluding it normally goes through the hooks.
+    env.git(&wt, &["commit", "-q", "--no-edit"]);
+    assert_eq!(
+        env.git(&wt, &["rev-list", "--parents", "-n", "1", "HEAD"])
+            .split_whitespace()
+            .count(),
+        3
+    );
+}
+
+#[test]
+fn gc_pack_refs_and_local_work_keep_working_while_protected_branches_hold() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    install(&env, &repo);
+    let (_, wt) = env.start(&repo, "agent");
+    for dir in [&repo, &wt] {
+        env.git(dir, &["pack-refs", "--all"]);
+        env.git(dir, &["gc", "-q"]);
+    }
+    // The user moves main in their own worktree freely.
+    write(&repo, "u.txt", "u\n");
+    env.git(&repo, &["add", "u.txt"]);
+    env.git(&repo, &["commit", "-q", "-m", "user commit on main"]);
+    env.git(&repo, &["checkout", "-q", "-b", "scratch"]);
+    // The session may not move or delete it (main is checked out nowhere now, so only the
+    // hook stands in the way).
+    let main = env.git(&repo, &["rev-parse", "main"]);
+    for attempt in [
+        vec!["branch", "-f", "main", "HEAD"],
+        vec!["update-ref", "refs/heads/main", "HEAD"],
+        vec!["branch", "-D", "main"],
+        vec!["push", "-f", ".", "HEAD:main"],
+    ] {
+        let (code, stderr) = git_run(&env, &wt, &attempt);
+        assert_ne!(code, 0, "{attempt:?} moved main");
+        assert!(stderr.contains("protected"), "{attempt:?}: {stderr}");
+    }
+    assert_eq!(env.git(&repo, &["rev-parse", "main"]), main);
+    // Its own branch and everyday commands are untouched.
+    write(&wt, "w.txt", "w\n");
+    env.git(&wt, &["add", "w.txt"]);
+    env.git(&wt, &["commit", "-q", "-m", "work"]);
+    env.git(&wt, &["reset", "-q", "--hard", "HEAD~1"]);
+    env.git(&wt, &["stash", "list"]);
+    env.bmad(&repo, &["doctor"]).success();
+}
+
+#[test]
+fn an_existing_hook_is_chained_with_the_same_input_and_restored_on_uninstall() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let remote = env.root().join("remote.git");
+    env.git(
+        &env.root(),
+        &["init", "-q", "--bare", remote.to_str().unwrap()],
+    );
+    env.git(
+        &repo,
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
+    let log = env.root().join("hook.log");
+    let user_hook = format!(
+        "#!/bin/sh\necho \"args: $*\" >> '{}'\ncat >> '{}'\n[ -f '{}.fail' ] && exit 7\nexit 0\n",
+        log.display(),
+        log.display(),
+        log.display()
+    );
+    let hook_path = repo.join(".git/hooks/pre-push");
+    std::fs::write(&hook_path, &user_hook).unwrap();
+    std::fs::set_permissions(&hook_path, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    install(&env, &repo);
+    install(&env, &repo); // idempotent: still one chained hook, still ours in front
+    let status = env
+        .bmad(&repo, &["hooks", "status", "--json"])
+        .success()
+        .json();
+    let pre_push = status["hooks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|h| h["name"] == "pre-push")
+        .unwrap()
+        .clone();
+    assert_eq!(pre_push["installed"], true);
+    assert!(pre_push["chained"]
+        .as_str()
+        .unwrap()
+        .ends_with("pre-push.bmad-orig"));
+
+    env.git(&repo, &["checkout", "-q", "-b", "feat"]);
+    env.git(&repo, &["push", "-q", "origin", "feat"]);
+    let sha = env.git(&repo, &["rev-parse", "feat"]);
+    let logged = read(&env.root(), "hook.log");
+    assert!(
+        logged.contains(&format!("args: origin {}", remote.display())),
+        "{logged}"
+    );
+    assert!(
+        logged.contains(&format!(
+            "refs/heads/feat {} refs/heads/feat {}",
+            sha.trim(),
+            "0".repeat(40)
+        )),
+        "identical stdin: {logged}"
+    );
+
+    // The chained hook's failure fails the push.
+    std::fs::write(format!("{}.fail", log.display()), "").unwrap();
+    write(&repo, "x.txt", "x\n");
+    env.git(&repo, &["add", "x.txt"]);
+    env.git(&repo, &["commit", "-q", "-m", "x"]);
+    let (code, _) = git_run(&env, &repo, &["push", "-q", "origin", "feat"]);
+    assert_ne!(code, 0);
+
+    env.bmad(&repo, &["hooks", "uninstall"]).success();
+    assert_eq!(
+        std::fs::read_to_string(&hook_path).unwrap(),
+        user_hook,
+        "restored byte for byte"
+    );
+    assert_eq!(
+        std::fs::metadata(&hook_path).unwrap().permissions().mode() & 0o777,
+        0o755
+    );
+    assert!(
+        !repo.join(".git/hooks/pre-commit").exists(),
+        "our own shims are gone"
+    );
+    assert!(!repo.join(".git/hooks/pre-push.bmad-orig").exists());
+}
+
+#[test]
+fn husky_style_hooks_path_works_in_fresh_session_worktrees() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    write(&repo, ".gitignore", "*.log\ntarget/\n.husky/_\n");
+    write(
+        &repo,
+        ".husky/_/pre-commit",
+        "#!/bin/sh\necho husky-ran >> \"$(git rev-parse --show-toplevel)/husky.log\"\n",
+    );
+    std::fs::set_permissions(
+        repo.join(".husky/_/pre-commit"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    env.git(&repo, &["add", ".gitignore"]);
+    env.git(&repo, &["commit", "-q", "-m", "husky"]);
+    env.git(&repo, &["config", "core.hooksPath", ".husky/_"]);
+    install(&env, &repo);
+    assert!(
+        repo.join(".husky/_/pre-commit.bmad-orig").exists(),
+        "husky's hook is chained, not replaced"
+    );
+
+    let (_, wt) = env.start(&repo, "agent");
+    assert!(
+        wt.join(".husky/_/pre-push").exists(),
+        "the fresh worktree got the hooks"
+    );
+    write(&wt, "a.txt", "a\n");
+    env.git(&wt, &["add", "a.txt"]);
+    let (code, stderr) = git_run(&env, &wt, &["commit", "--no-verify", "-m", "x"]);
+    assert_ne!(code, 0, "{stderr}");
+    env.git(&wt, &["commit", "-q", "-m", "x"]);
+    assert!(
+        read(&wt, "husky.log").contains("husky-ran"),
+        "husky's own hook still runs"
+    );
+    assert_eq!(
+        env.git(&wt, &["status", "--porcelain", "--", ".husky"]),
+        "",
+        "the copy is ignored, the worktree stays clean"
+    );
+}
+
+#[test]
+fn pre_commit_blocks_staged_secrets_and_honours_allow_comments_only_for_humans() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    install(&env, &repo);
+    write(
+        &repo,
+        "keys.py",
+        "STRIPE = 'sk_live_4kR9tQ2mZ7xW1pL8vN3bH6cJ'\n",
+    );
+    env.git(&repo, &["add", "keys.py"]);
+    let (code, stderr) = git_run(&env, &repo, &["commit", "-m", "keys"]);
+    assert_ne!(code, 0);
+    assert!(
+        stderr.contains("keys.py:1:11") && stderr.contains("stripe-key"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("4kR9tQ2mZ7xW1pL8vN3bH6cJ"),
+        "the secret is not echoed: {stderr}"
+    );
+    write(
+        &repo,
+        "keys.py",
+        "STRIPE = 'sk_live_4kR9tQ2mZ7xW1pL8vN3bH6cJ'  # bmad:allow documented test key\n",
+    );
+    env.git(&repo, &["add", "keys.py"]);
+    env.git(
+        &repo,
+        &["commit", "-q", "-m", "a human's deliberate fixture"],
+    );
+    write(&repo, ".env", "MODE=dev\n");
+    env.git(&repo, &["add", "-f", ".env"]);
+    let (code, stderr) = git_run(&env, &repo, &["commit", "-m", "env"]);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("env-file"), "{stderr}");
+    env.git(&repo, &["reset", "-q"]);
+    std::fs::remove_file(repo.join(".env")).unwrap();
+
+    let (_, wt) = env.start(&repo, "agent");
+    write(
+        &wt,
+        "more.py",
+        "STRIPE = 'sk_live_4kR9tQ2mZ7xW1pL8vN3bH6cJ'  # bmad:allow\n",
+    );
+    env.git(&wt, &["add", "more.py"]);
+    let (code, stderr) = git_run(
+        &env,
+        &wt,
+        &["commit", "-m", "agent tries the allow comment"],
+    );
+    assert_ne!(code, 0, "agents cannot allowlist: {stderr}");
+}
+
+#[test]
+fn install_never_clobbers_two_foreign_hooks_and_config_cannot_switch_safety_off() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    write(&repo, ".git/hooks/pre-push", "#!/bin/sh\nexit 0\n");
+    write(
+        &repo,
+        ".git/hooks/pre-push.bmad-orig",
+        "#!/bin/sh\nexit 0\n",
+    );
+    let run = env.bmad(&repo, &["hooks", "install"]).code(1);
+    assert!(run.stderr.contains("pre-push.bmad-orig"), "{}", run.stderr);
+    assert_eq!(read(&repo, ".git/hooks/pre-push"), "#!/bin/sh\nexit 0\n");
+
+    write(
+        &repo,
+        ".bmad/config.yaml",
+        "version: 1\npolicy:\n  allow_force_push: true\n",
+    );
+    let run = env.bmad(&repo, &["doctor"]).code(1);
+    assert!(
+        run.stdout.contains("safety_override_blocked"),
+        "{}",
+        run.stdout
+    );
+}

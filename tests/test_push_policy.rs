@@ -1,0 +1,462 @@
+//! Pushes to a real local bare remote through the installed pre-push hook: one scenario per
+//! row, each asserting allowed or refused, the rule in the message, and on refusal that the
+//! remote did not move.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::{write, Run, TestEnv};
+
+/// A repository with hooks installed, pushed to a bare remote: `main` and `feat` on both.
+struct Fixture {
+    env: TestEnv,
+    repo: PathBuf,
+    remote: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let env = TestEnv::new();
+        let repo = env.repo("proj");
+        let remote = env.root().join("remote.git");
+        env.git(
+            &env.root(),
+            &[
+                "init",
+                "-q",
+                "--bare",
+                "-b",
+                "main",
+                remote.to_str().unwrap(),
+            ],
+        );
+        env.git(
+            &repo,
+            &["remote", "add", "origin", remote.to_str().unwrap()],
+        );
+        env.git(&repo, &["push", "-q", "origin", "main"]);
+        env.git(&repo, &["checkout", "-q", "-b", "feat"]);
+        commit(&env, &repo, "feat.txt", "one\n");
+        env.git(&repo, &["push", "-q", "origin", "feat"]);
+        env.bmad(&repo, &["hooks", "install"]).success();
+        Fixture { env, repo, remote }
+    }
+
+    fn push(&self, dir: &Path, args: &[&str]) -> Run {
+        let mut cmd = self.env.git_command(dir);
+        cmd.arg("push").args(args);
+        let out = cmd.output().expect("spawn git push");
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    fn remote_refs(&self) -> String {
+        self.env.git(
+            &self.remote,
+            &["for-each-ref", "--format=%(refname) %(objectname)"],
+        )
+    }
+
+    fn git(&self, args: &[&str]) -> String {
+        self.env.git(&self.repo, args)
+    }
+}
+
+fn commit(env: &TestEnv, dir: &Path, file: &str, content: &str) {
+    write(dir, file, content);
+    env.git(dir, &["add", file]);
+    env.git(dir, &["commit", "-q", "-m", &format!("change {file}")]);
+}
+
+/// The expected outcome of a scenario.
+enum Expect {
+    Allowed,
+    Refused(&'static str),
+}
+
+/// Run one scenario: `setup` prepares and returns the push arguments.
+fn scenario(name: &str, expect: Expect, setup: impl FnOnce(&Fixture) -> Vec<String>) {
+    let fx = Fixture::new();
+    let args = setup(&fx);
+    let before = fx.remote_refs();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = fx.push(&fx.repo, &args);
+    match expect {
+        Expect::Allowed => {
+            assert_eq!(
+                run.code, 0,
+                "{name}: expected the push to be allowed\n{}",
+                run.stderr
+            );
+            assert!(!run.stderr.contains("refused"), "{name}: {}", run.stderr);
+        }
+        Expect::Refused(rule) => {
+            assert_ne!(
+                run.code, 0,
+                "{name}: expected a refusal, the push went through\n{}",
+                run.stderr
+            );
+            assert!(
+                run.stderr.contains(&format!("[{rule}]")),
+                "{name}: expected rule {rule}\n{}",
+                run.stderr
+            );
+            assert!(
+                run.stderr.contains("instead:"),
+                "{name}: a refusal names the safe alternative\n{}",
+                run.stderr
+            );
+            assert_eq!(
+                fx.remote_refs(),
+                before,
+                "{name}: the remote changed despite the refusal"
+            );
+        }
+    }
+}
+
+fn s(args: &[&str]) -> Vec<String> {
+    args.iter().map(|a| a.to_string()).collect()
+}
+
+#[test]
+fn fast_forward_and_new_branches_are_allowed() {
+    scenario("fast-forward feature push", Expect::Allowed, |fx| {
+        commit(&fx.env, &fx.repo, "feat.txt", "two\n");
+        s(&["origin", "feat"])
+    });
+    scenario("new branch", Expect::Allowed, |fx| {
+        fx.git(&["checkout", "-q", "-b", "fresh"]);
+        commit(&fx.env, &fx.repo, "fresh.txt", "fresh\n");
+        s(&["origin", "fresh"])
+    });
+    scenario("new branch with -u from HEAD", Expect::Allowed, |_| {
+        s(&["-u", "origin", "HEAD:refs/heads/other"])
+    });
+    scenario("delete a feature branch", Expect::Allowed, |_| {
+        s(&["origin", ":feat"])
+    });
+    scenario(
+        "delete a feature branch with --delete",
+        Expect::Allowed,
+        |_| s(&["origin", "--delete", "feat"]),
+    );
+    scenario("new tag", Expect::Allowed, |fx| {
+        fx.git(&["tag", "v1"]);
+        s(&["origin", "v1"])
+    });
+    scenario("--all with main unchanged", Expect::Allowed, |fx| {
+        commit(&fx.env, &fx.repo, "feat.txt", "two\n");
+        s(&["--all", "origin"])
+    });
+    scenario("notes", Expect::Allowed, |fx| {
+        fx.git(&[
+            "notes",
+            "--ref=refs/notes/bmad/x",
+            "add",
+            "-m",
+            "journal",
+            "HEAD",
+        ]);
+        s(&["origin", "refs/notes/bmad/x"])
+    });
+    scenario("bmad refs", Expect::Allowed, |fx| {
+        fx.git(&["update-ref", "refs/bmad/sessions/x/checkpoints", "HEAD"]);
+        s(&["origin", "refs/bmad/sessions/x/checkpoints"])
+    });
+    scenario("nothing to push", Expect::Allowed, |_| {
+        s(&["origin", "feat"])
+    });
+    scenario(
+        "a low-confidence secret only warns",
+        Expect::Allowed,
+        |fx| {
+            commit(
+                &fx.env,
+                &fx.repo,
+                "conf.ini",
+                "client_secret = q8Zr3Lm0Xv7Tn2Wk5Pb9Hs4D\n",
+            );
+            s(&["origin", "feat"])
+        },
+    );
+}
+
+#[test]
+fn force_pushes_are_refused_in_every_spelling() {
+    let rewrite = |fx: &Fixture| {
+        fx.git(&["commit", "-q", "--amend", "-m", "rewritten"]);
+    };
+    scenario("-f", Expect::Refused("force-push"), |fx| {
+        rewrite(fx);
+        s(&["-f", "origin", "feat"])
+    });
+    scenario("--force", Expect::Refused("force-push"), |fx| {
+        rewrite(fx);
+        s(&["--force", "origin", "feat"])
+    });
+    scenario("+refspec", Expect::Refused("force-push"), |fx| {
+        rewrite(fx);
+        s(&["origin", "+feat"])
+    });
+    scenario("--force-with-lease", Expect::Refused("force-push"), |fx| {
+        rewrite(fx);
+        s(&["--force-with-lease", "origin", "feat"])
+    });
+    scenario(
+        "--force-with-lease --force-if-includes",
+        Expect::Refused("force-push"),
+        |fx| {
+            rewrite(fx);
+            s(&[
+                "--force-with-lease",
+                "--force-if-includes",
+                "origin",
+                "feat",
+            ])
+        },
+    );
+    scenario(
+        "a forced reset to an older commit",
+        Expect::Refused("force-push"),
+        |fx| {
+            fx.git(&["reset", "-q", "--hard", "HEAD~1"]);
+            s(&["-f", "origin", "feat"])
+        },
+    );
+    scenario(
+        "push.default with a + in remote.origin.push",
+        Expect::Refused("force-push"),
+        |fx| {
+            rewrite(fx);
+            fx.git(&[
+                "config",
+                "remote.origin.push",
+                "+refs/heads/feat:refs/heads/feat",
+            ]);
+            s(&["origin"])
+        },
+    );
+    scenario(
+        "--dry-run of a force push",
+        Expect::Refused("force-push"),
+        |fx| {
+            rewrite(fx);
+            s(&["--dry-run", "-f", "origin", "feat"])
+        },
+    );
+    scenario(
+        "remote has commits we lack (forced)",
+        Expect::Refused("remote-ahead"),
+        |fx| {
+            let other = fx.env.root().join("other");
+            fx.env.git(
+                &fx.env.root(),
+                &[
+                    "clone",
+                    "-q",
+                    "-b",
+                    "feat",
+                    fx.remote.to_str().unwrap(),
+                    other.to_str().unwrap(),
+                ],
+            );
+            commit(&fx.env, &other, "theirs.txt", "theirs\n");
+            fx.env.git(&other, &["push", "-q", "origin", "feat"]);
+            commit(&fx.env, &fx.repo, "ours.txt", "ours\n");
+            s(&["-f", "origin", "feat"])
+        },
+    );
+    scenario(
+        "remote has commits we lack (unforced)",
+        Expect::Refused("remote-ahead"),
+        |fx| {
+            let other = fx.env.root().join("other");
+            fx.env.git(
+                &fx.env.root(),
+                &[
+                    "clone",
+                    "-q",
+                    "-b",
+                    "feat",
+                    fx.remote.to_str().unwrap(),
+                    other.to_str().unwrap(),
+                ],
+            );
+            commit(&fx.env, &other, "theirs.txt", "theirs\n");
+            fx.env.git(&other, &["push", "-q", "origin", "feat"]);
+            commit(&fx.env, &fx.repo, "ours.txt", "ours\n");
+            s(&["origin", "feat"])
+        },
+    );
+}
+
+#[test]
+fn protected_branches_are_never_pushed_deleted_or_mirrored() {
+    scenario("main", Expect::Refused("push-to-protected"), |fx| {
+        fx.git(&["checkout", "-q", "main"]);
+        commit(&fx.env, &fx.repo, "m.txt", "m\n");
+        s(&["origin", "main"])
+    });
+    scenario("HEAD:main", Expect::Refused("push-to-protected"), |_| {
+        s(&["origin", "HEAD:main"])
+    });
+    scenario("main:master", Expect::Refused("push-to-protected"), |_| {
+        s(&["origin", "main:master"])
+    });
+    scenario("<sha>:main", Expect::Refused("push-to-protected"), |fx| {
+        let sha = fx.git(&["rev-parse", "feat"]);
+        s(&["origin", &format!("{}:refs/heads/main", sha.trim())])
+    });
+    scenario(
+        "HEAD:refs/heads/MAIN (case)",
+        Expect::Refused("push-to-protected"),
+        |_| s(&["origin", "HEAD:refs/heads/MAIN"]),
+    );
+    scenario("delete main", Expect::Refused("delete-protected"), |_| {
+        s(&["origin", ":main"])
+    });
+    scenario("--delete main", Expect::Refused("delete-protected"), |_| {
+        s(&["origin", "--delete", "main"])
+    });
+    scenario(
+        "--all with main ahead",
+        Expect::Refused("push-to-protected"),
+        |fx| {
+            fx.git(&["checkout", "-q", "main"]);
+            commit(&fx.env, &fx.repo, "m.txt", "m\n");
+            s(&["--all", "origin"])
+        },
+    );
+    scenario(
+        "one bad ref refuses the whole push",
+        Expect::Refused("push-to-protected"),
+        |fx| {
+            commit(&fx.env, &fx.repo, "feat.txt", "two\n");
+            s(&["origin", "feat", "HEAD:main"])
+        },
+    );
+    scenario("--mirror", Expect::Refused("mirror"), |_| {
+        s(&["--mirror", "origin"])
+    });
+    scenario("remote.origin.mirror", Expect::Refused("mirror"), |fx| {
+        fx.git(&["config", "remote.origin.mirror", "true"]);
+        s(&["origin"])
+    });
+    scenario(
+        "a configured protected branch",
+        Expect::Refused("push-to-protected"),
+        |fx| {
+            write(
+                &fx.repo,
+                ".bmad/config.yaml",
+                "version: 1\npolicy:\n  protected_branches: [release]\n",
+            );
+            s(&["origin", "HEAD:release"])
+        },
+    );
+    scenario(
+        "a moved tag with --tags -f",
+        Expect::Refused("tag-rewrite"),
+        |fx| {
+            fx.git(&["tag", "v1", "HEAD~1"]);
+            fx.git(&["push", "-q", "--no-verify", "origin", "v1"]);
+            fx.git(&["tag", "-f", "v1", "HEAD"]);
+            s(&["--tags", "-f", "origin"])
+        },
+    );
+    scenario(
+        "an auto-merge push option",
+        Expect::Refused("auto-merge"),
+        |fx| {
+            fx.env.git(
+                &fx.remote,
+                &["config", "receive.advertisePushOptions", "true"],
+            );
+            commit(&fx.env, &fx.repo, "feat.txt", "two\n");
+            s(&[
+                "-o",
+                "merge_request.merge_when_pipeline_succeeds",
+                "origin",
+                "feat",
+            ])
+        },
+    );
+    scenario(
+        "a secret committed past pre-commit",
+        Expect::Refused("secret"),
+        |fx| {
+            write(
+                &fx.repo,
+                "deploy.sh",
+                "export STRIPE=sk_live_4kR9tQ2mZ7xW1pL8vN3bH6cJ\n",
+            );
+            fx.git(&["add", "deploy.sh"]);
+            // Outside a session a human may skip pre-commit; the push still stops the secret.
+            fx.git(&["commit", "-q", "--no-verify", "-m", "deploy"]);
+            s(&["origin", "feat"])
+        },
+    );
+}
+
+#[test]
+fn shallow_clones_push_fast_forwards_and_fail_closed_on_force() {
+    let fx = Fixture::new();
+    let shallow = fx.env.root().join("shallow");
+    let url = format!("file://{}", fx.remote.display());
+    fx.env.git(
+        &fx.env.root(),
+        &[
+            "clone",
+            "-q",
+            "--depth",
+            "1",
+            "-b",
+            "feat",
+            &url,
+            shallow.to_str().unwrap(),
+        ],
+    );
+    fx.env.bmad(&shallow, &["hooks", "install"]).success();
+    commit(&fx.env, &shallow, "s.txt", "s\n");
+    fx.push(&shallow, &["origin", "feat"]);
+    let run = fx.push(&shallow, &["origin", "feat"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    fx.env
+        .git(&shallow, &["commit", "-q", "--amend", "-m", "rewritten"]);
+    let run = fx.push(&shallow, &["-f", "origin", "feat"]);
+    assert_ne!(run.code, 0);
+    assert!(
+        run.stderr.contains("[force-push]") || run.stderr.contains("[ancestry-unknown]"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_session_base_is_protected_and_refusals_are_journaled() {
+    let fx = Fixture::new();
+    let (id, wt) = fx.env.start(&fx.repo, "agent");
+    // The session started from `feat`: now nobody may push to it.
+    commit(&fx.env, &wt, "agent.txt", "agent\n");
+    let run = fx.push(&wt, &["origin", "HEAD:feat"]);
+    assert_ne!(run.code, 0);
+    assert!(
+        run.stderr.contains("[push-to-protected] refs/heads/feat"),
+        "{}",
+        run.stderr
+    );
+    let run = fx.push(&wt, &["origin", "HEAD:refs/heads/bmad/agent"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let journal = fx.env.bmad(&wt, &["journal", "--json"]).success().json();
+    let violation = journal
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["event"] == "policy_violation")
+        .expect("the refusal is journaled");
+    assert_eq!(violation["detail"]["rule"], "push-to-protected");
+    assert_eq!(violation["session"], id.as_str());
+}
