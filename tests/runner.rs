@@ -4,6 +4,7 @@ mod common;
 
 mod test_checkpoint;
 mod test_crash;
+mod test_guard;
 mod test_hooks;
 mod test_journal;
 mod test_json;

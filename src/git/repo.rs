@@ -219,6 +219,30 @@ impl Repo {
         })
     }
 
+    /// Whether `ancestor` is reachable from `descendant`; `None` when the history here cannot
+    /// tell (a shallow clone whose walk ended without finding it, or unreadable commits).
+    ///
+    /// A fast-forward is found in a step or two; a negative answer walks all of history,
+    /// which only happens when a push is being refused anyway.
+    pub fn is_ancestor(&self, ancestor: ObjectId, descendant: ObjectId) -> Result<Option<bool>> {
+        let walk = match self.inner.rev_walk([descendant]).all() {
+            Ok(walk) => walk,
+            Err(_) => return Ok(None),
+        };
+        for info in walk {
+            match info {
+                Ok(info) if info.id == ancestor => return Ok(Some(true)),
+                Ok(_) => {}
+                Err(_) => return Ok(None),
+            }
+        }
+        let shallow = self
+            .inner
+            .is_shallow()
+            .map_err(|e| Error::gix("could not tell whether the repository is shallow", e))?;
+        Ok(if shallow { None } else { Some(false) })
+    }
+
     /// Whether an object exists in the object database.
     pub fn has_object(&self, id: ObjectId) -> bool {
         self.inner.has_object(id)

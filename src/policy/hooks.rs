@@ -214,31 +214,47 @@ fn write_executable(path: &Path, text: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// The shim for one hook. reference-transaction runs on every ref update, so its shim
-/// decides with shell builtins alone (no process started) that a ref update outside a
-/// session worktree, or in a phase other than `prepared`, is none of our business.
+/// The shim for one hook.
+///
+/// reference-transaction runs on every ref update, so its shim decides with shell builtins
+/// alone (no process started) that an update is none of our business: any phase but
+/// `prepared`, any worktree that is not a session's, and in a session worktree any update
+/// that touches no local branch other than the session's own. Only the rest reaches git-bmad.
 fn shim(name: &str, binary: &Path) -> String {
     let fallback = shell_quote(&binary.to_string_lossy());
-    let fast_path = if name == "reference-transaction" {
-        format!(
-            r#"pass() {{ if [ -x "$0{CHAINED_SUFFIX}" ]; then exec "$0{CHAINED_SUFFIX}" "$@"; fi; exit 0; }}
+    let header = format!(
+        "#!/bin/sh\n{MARKER} ({name}): installed by `git bmad hooks install`;\n# `git bmad hooks uninstall` restores what was here before. Edits are overwritten.\n"
+    );
+    if name != "reference-transaction" {
+        return format!(
+            r#"{header}export GIT_BMAD_HOOK_FILE="$0"
+if command -v git-bmad >/dev/null 2>&1; then exec git-bmad hook {name} "$@"; fi
+exec {fallback} hook {name} "$@"
+"#
+        );
+    }
+    format!(
+        r#"{header}chained="$0{CHAINED_SUFFIX}"
+pass() {{ if [ -x "$chained" ]; then exec "$chained" "$@"; fi; exit 0; }}
 [ "$1" = prepared ] || pass "$@"
 gitdir=
 if [ -f .git ]; then read -r gitdir < .git; gitdir=${{gitdir#gitdir: }}; fi
 case "$gitdir" in "") pass "$@" ;; /*) ;; *) gitdir="$PWD/$gitdir" ;; esac
 [ -f "$gitdir/{SESSION_MARKER}" ] || pass "$@"
-"#
-        )
-    } else {
-        String::new()
-    };
-    format!(
-        r#"#!/bin/sh
-{MARKER} ({name}): installed by `git bmad hooks install`;
-# `git bmad hooks uninstall` restores what was here before. Edits are overwritten.
-{fast_path}export GIT_BMAD_HOOK_FILE="$0"
-if command -v git-bmad >/dev/null 2>&1; then exec git-bmad hook {name} "$@"; fi
-exec {fallback} hook {name} "$@"
+{{ read -r session; read -r own; }} < "$gitdir/{SESSION_MARKER}"
+input= check=
+while read -r old new ref; do
+  input="$input$old $new $ref
+"
+  case "$ref" in refs/heads/*) [ "$ref" = "$own" ] || check=1 ;; esac
+done
+if [ -z "$check" ]; then
+  if [ -x "$chained" ]; then printf '%s' "$input" | "$chained" "$@"; exit $?; fi
+  exit 0
+fi
+export GIT_BMAD_HOOK_FILE="$0"
+if command -v git-bmad >/dev/null 2>&1; then printf '%s' "$input" | git-bmad hook {name} "$@"; exit $?; fi
+printf '%s' "$input" | {fallback} hook {name} "$@"
 "#
     )
 }
@@ -260,5 +276,6 @@ mod tests {
         let r = shim("reference-transaction", Path::new("/x"));
         assert!(r.contains("[ \"$1\" = prepared ] || pass"));
         assert!(r.contains("bmad-session"));
+        assert!(r.contains("[ \"$ref\" = \"$own\" ] || check=1"));
     }
 }

@@ -10,7 +10,9 @@
 //! implementations go around them. The server's branch protection is the real wall; these
 //! checks stop the everyday accidents and record every refusal in the session journal.
 
+pub mod agent;
 pub mod commit;
+pub mod guard;
 pub mod hooks;
 pub mod push;
 pub mod refs;

@@ -223,25 +223,24 @@ enum Ancestry {
     Unknown(String),
 }
 
-/// Is `theirs` an ancestor of `ours`? Never fetches (a partial clone would otherwise go to
-/// the network for the remote's commit).
+/// Is `theirs` an ancestor of `ours`? Decided in-process from local objects only: a
+/// partial clone is never sent to the network for the remote's commit.
 fn ancestry(repo: &Repo, theirs: &str, ours: &str) -> Result<Ancestry, Error> {
-    let Ok(theirs_id) = ObjectId::from_hex(theirs.as_bytes()) else {
-        return Ok(Ancestry::Unknown(format!("{theirs:?} is not an object id")));
+    let (Ok(theirs_id), Ok(ours_id)) = (
+        ObjectId::from_hex(theirs.as_bytes()),
+        ObjectId::from_hex(ours.as_bytes()),
+    ) else {
+        return Ok(Ancestry::Unknown(format!(
+            "{theirs:?} or {ours:?} is not an object id"
+        )));
     };
     if !repo.has_object(theirs_id) {
         return Ok(Ancestry::RemoteMissing);
     }
-    let mut cmd = repo.git().command();
-    cmd.env("GIT_NO_LAZY_FETCH", "1")
-        .args(["merge-base", "--is-ancestor", theirs, ours]);
-    let status = cmd
-        .output()
-        .map_err(|e| Error::io("could not run git merge-base for", repo.workdir(), e))?;
-    Ok(match status.status.code() {
-        Some(0) => Ancestry::FastForward,
-        Some(1) => Ancestry::NotAncestor,
-        _ => Ancestry::Unknown(String::from_utf8_lossy(&status.stderr).trim().to_owned()),
+    Ok(match repo.is_ancestor(theirs_id, ours_id)? {
+        Some(true) => Ancestry::FastForward,
+        Some(false) => Ancestry::NotAncestor,
+        None => Ancestry::Unknown("the history here is shallow or incomplete".into()),
     })
 }
 

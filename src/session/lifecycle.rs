@@ -113,7 +113,7 @@ pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
     }
     ensure_notes_config(repo)?;
     let worktree = std::fs::canonicalize(&worktree).unwrap_or(worktree);
-    mark_session_worktree(repo, &worktree, &id)?;
+    mark_session_worktree(repo, &worktree, &id, &branch)?;
     journal::append(
         repo,
         &id,
@@ -150,17 +150,24 @@ pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
     })
 }
 
-/// The file in a session worktree's private git dir that names its session.
+/// The file in a session worktree's private git dir that names its session: its id on the
+/// first line, its branch (full ref name) on the second.
 ///
 /// Hooks run on every commit and ref update; this lets them tell a session worktree from the
-/// user's own with one `test -f`, without starting a process. `git worktree prune` and
-/// `remove` delete it with the worktree's git dir.
+/// user's own, and the session's own branch from others, with shell builtins alone, without
+/// starting a process. `git worktree prune` and `remove` delete it with the worktree's git dir.
 pub const SESSION_MARKER: &str = "bmad-session";
 
-fn mark_session_worktree(repo: &Repo, worktree: &std::path::Path, id: &SessionId) -> Result<()> {
+fn mark_session_worktree(
+    repo: &Repo,
+    worktree: &std::path::Path,
+    id: &SessionId,
+    branch: &str,
+) -> Result<()> {
     let wt = repo.open_worktree(worktree)?;
     let path = wt.git_dir().join(SESSION_MARKER);
-    std::fs::write(&path, format!("{id}\n")).map_err(|e| Error::io("could not write", path, e))
+    std::fs::write(&path, format!("{id}\n{branch}\n"))
+        .map_err(|e| Error::io("could not write", path, e))
 }
 
 /// Session names become branch and directory names: keep them plain.

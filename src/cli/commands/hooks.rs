@@ -5,6 +5,7 @@ use clap::{Args, Subcommand};
 use crate::cli::error::{exit, CommandError};
 use crate::cli::ui::Style;
 use crate::cli::Context;
+use crate::policy::agent;
 use crate::policy::hooks::{self, HooksStatus};
 
 /// Install, remove or inspect the git hooks that enforce the policy.
@@ -23,11 +24,26 @@ pub struct HooksArgs {
 #[derive(Debug, Subcommand)]
 pub enum HooksAction {
     /// Install (or refresh) the hooks; safe to run again
-    Install,
+    Install {
+        /// Also wire `git bmad guard` into this agent's hook settings
+        #[arg(long, value_enum)]
+        agent: Option<Agent>,
+    },
     /// Remove the hooks and restore the ones they chained
-    Uninstall,
+    Uninstall {
+        /// Also remove the guard from this agent's hook settings
+        #[arg(long, value_enum)]
+        agent: Option<Agent>,
+    },
     /// Show which hooks are installed where, what they chain, and how they could be bypassed
     Status,
+}
+
+/// Agents whose own hook settings git-bmad can wire the guard into.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum Agent {
+    /// Claude Code: a PreToolUse entry in .claude/settings.json
+    Claude,
 }
 
 /// Run `hooks`.
@@ -35,15 +51,32 @@ pub fn cmd_hooks(ctx: &Context, args: &HooksArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
     let fail = |e: crate::policy::Error| CommandError::failed(e.to_string());
     let status = match args.action {
-        HooksAction::Install => {
+        HooksAction::Install { agent } => {
             let binary = std::env::current_exe()
                 .and_then(std::fs::canonicalize)
                 .map_err(|e| {
                     CommandError::failed(format!("cannot find the git-bmad binary: {e}"))
                 })?;
-            hooks::install(&repo, &binary).map_err(fail)?
+            let status = hooks::install(&repo, &binary).map_err(fail)?;
+            if let Some(Agent::Claude) = agent {
+                let path = agent::install_claude(repo.workdir()).map_err(fail)?;
+                ctx.ui.status(format!(
+                    "Added `{}` as a PreToolUse hook in {}",
+                    agent::GUARD_COMMAND,
+                    path.display()
+                ));
+            }
+            status
         }
-        HooksAction::Uninstall => hooks::uninstall(&repo).map_err(fail)?,
+        HooksAction::Uninstall { agent } => {
+            if let Some(Agent::Claude) = agent {
+                if let Some(path) = agent::uninstall_claude(repo.workdir()).map_err(fail)? {
+                    ctx.ui
+                        .status(format!("Removed the guard from {}", path.display()));
+                }
+            }
+            hooks::uninstall(&repo).map_err(fail)?
+        }
         HooksAction::Status => hooks::status(&repo).map_err(fail)?,
     };
     if ctx.ui.json() {

@@ -4,6 +4,7 @@ mod checkpoint;
 mod doctor;
 mod finish;
 mod generate_man;
+mod guard;
 mod hook;
 mod hooks;
 mod init;
@@ -53,6 +54,8 @@ pub enum Command {
     Scan(scan::ScanArgs),
     /// Install, remove or inspect the policy git hooks
     Hooks(hooks::HooksArgs),
+    /// Judge an agent's shell command before it runs (Claude Code PreToolUse hook)
+    Guard(guard::GuardArgs),
     /// Run the check of a git hook (what the installed hooks call)
     #[command(hide = true)]
     Hook(hook::HookArgs),
@@ -78,6 +81,7 @@ pub fn dispatch(ctx: &Context, command: Command) -> Result<u8, CommandError> {
         Command::Doctor(args) => doctor::cmd_doctor(ctx, &args),
         Command::Scan(args) => scan::cmd_scan(ctx, &args),
         Command::Hooks(args) => hooks::cmd_hooks(ctx, &args),
+        Command::Guard(args) => guard::cmd_guard(ctx, &args),
         Command::Hook(args) => hook::cmd_hook(ctx, &args),
         Command::GenerateMan(args) => generate_man::cmd_generate_man(ctx, &args),
     }

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# What the policy hooks cost, against the same work without them, in one run:
+#   1. 50 fast-forward pushes to a local bare remote     goal: pre-push adds <= 10 ms (median)
+#   2. 300 `git update-ref` of unprotected refs, in the main worktree and in a session
+#      worktree                                          goal: the shim adds <= 1 ms per update
+# Usage: scripts/bench-hooks.sh   (PUSHES=N, UPDATES=N to change the counts)
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+bin=$here/target/release/git-bmad
+pushes=${PUSHES:-50}
+updates=${UPDATES:-300}
+(cd "$here" && cargo build --release --quiet)
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/git-bmad-bench-hooks.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+export HOME="$work/home" GIT_CONFIG_NOSYSTEM=1 NO_COLOR=1
+unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE
+mkdir -p "$HOME" "$work/bin"
+git config --global user.name Bench
+git config --global user.email bench@example.com
+ln -s "$bin" "$work/bin/git-bmad"
+export PATH="$work/bin:$PATH"
+
+now_us() { local t=${EPOCHREALTIME/./}; echo "$t"; }
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ms() { awk -v us="$1" 'BEGIN {printf "%.2f ms", us/1000}'; }
+
+# Two identical repositories, each with its own bare remote; only one has the hooks.
+setup() {
+  local name=$1
+  git init -q --bare -b main "$work/$name-remote.git"
+  git init -q -b main "$work/$name" && cd "$work/$name"
+  echo "$name" > README.md && git add -A && git commit -q -m initial
+  git remote add origin "$work/$name-remote.git"
+  git push -q origin main
+  git checkout -q -b feature && git push -q origin feature
+}
+setup plain
+setup guarded
+git bmad hooks install >/dev/null
+
+echo "== 1. $pushes fast-forward pushes"
+: > "$work/plain.t"; : > "$work/guarded.t"
+for i in $(seq "$pushes"); do
+  for name in plain guarded; do
+    cd "$work/$name"
+    echo "$i" >> README.md && git commit -q -am "change $i" --no-verify
+    t0=$(now_us); git push -q origin feature; t1=$(now_us)
+    echo $((t1 - t0)) >> "$work/$name.t"
+  done
+done
+p=$(median < "$work/plain.t"); g=$(median < "$work/guarded.t")
+echo "push without hooks   median $(ms "$p")"
+echo "push with hooks      median $(ms "$g")"
+awk -v p="$p" -v g="$g" 'BEGIN {printf "added by pre-push    %.2f ms (goal <= 10 ms); ratio %.2f\n", (g-p)/1000, g/p}'
+
+echo
+echo "== 2. $updates update-ref calls on unprotected refs"
+cd "$work/guarded"
+git bmad start bench --quiet >/dev/null
+session="$work/guarded.bench"
+head=$(git rev-parse HEAD)
+time_updates() {  # dir, hooks path, label
+  local dir=$1 hooks=$2 t0 t1
+  cd "$dir"
+  t0=$(now_us)
+  for i in $(seq "$updates"); do git -c core.hooksPath="$hooks" update-ref "refs/bench/r$i" "$head"; done
+  t1=$(now_us)
+  echo $(( (t1 - t0) / updates ))
+}
+hooks_dir=$(cd "$work/guarded" && git rev-parse --path-format=absolute --git-path hooks)
+empty="$work/no-hooks" && mkdir -p "$empty"
+for place in main session; do
+  dir="$work/guarded"; [ "$place" = session ] && dir="$session"
+  base=$(time_updates "$dir" "$empty")
+  with=$(time_updates "$dir" "$hooks_dir")
+  echo "$place worktree: update-ref $(ms "$base") without the shim, $(ms "$with") with it"
+  awk -v b="$base" -v w="$with" 'BEGIN {printf "  added per update  %.3f ms (goal <= 1 ms); ratio %.2f\n", (w-b)/1000, w/b}'
+done

@@ -1,0 +1,113 @@
+//! Wiring the guard into agents' own hook settings: Claude Code's `.claude/settings.json`.
+//!
+//! The file is the user's: git-bmad adds one PreToolUse entry and removes exactly that entry
+//! again, keeping every other setting and the order of keys as they were.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Map, Value};
+
+use super::Error;
+
+/// The command Claude Code runs before each shell tool call.
+pub const GUARD_COMMAND: &str = "git bmad guard";
+
+/// Where the project's Claude Code settings live, relative to a worktree.
+pub const CLAUDE_SETTINGS: &str = ".claude/settings.json";
+
+/// Add the guard to `<worktree>/.claude/settings.json` (idempotent); returns the file.
+pub fn install_claude(worktree: &Path) -> Result<PathBuf, Error> {
+    let path = worktree.join(CLAUDE_SETTINGS);
+    let mut settings = read(&path)?;
+    let root = object(&mut settings, &path)?;
+    let hooks = root.entry("hooks").or_insert_with(|| json!({}));
+    let Some(hooks) = hooks.as_object_mut() else {
+        return Err(malformed(&path, "`hooks` is not an object"));
+    };
+    let pre = hooks.entry("PreToolUse").or_insert_with(|| json!([]));
+    let Some(pre) = pre.as_array_mut() else {
+        return Err(malformed(&path, "`hooks.PreToolUse` is not a list"));
+    };
+    if !pre.iter().any(is_guard_group) {
+        pre.push(
+            json!({"matcher": "Bash", "hooks": [{"type": "command", "command": GUARD_COMMAND}]}),
+        );
+    }
+    write(&path, &settings)?;
+    Ok(path)
+}
+
+/// Remove the guard entry again, and the containers that only held it.
+pub fn uninstall_claude(worktree: &Path) -> Result<Option<PathBuf>, Error> {
+    let path = worktree.join(CLAUDE_SETTINGS);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let mut settings = read(&path)?;
+    let root = object(&mut settings, &path)?;
+    if let Some(hooks) = root.get_mut("hooks").and_then(Value::as_object_mut) {
+        if let Some(pre) = hooks.get_mut("PreToolUse").and_then(Value::as_array_mut) {
+            pre.retain(|group| !is_guard_group(group));
+            if pre.is_empty() {
+                hooks.remove("PreToolUse");
+            }
+        }
+        if hooks.is_empty() {
+            root.remove("hooks");
+        }
+    }
+    write(&path, &settings)?;
+    Ok(Some(path))
+}
+
+fn is_guard_group(group: &Value) -> bool {
+    group["hooks"].as_array().is_some_and(|hooks| {
+        hooks.iter().any(|h| {
+            h["command"]
+                .as_str()
+                .is_some_and(|c| c == GUARD_COMMAND || c.ends_with("git-bmad guard"))
+        })
+    })
+}
+
+fn read(path: &Path) -> Result<Value, Error> {
+    match std::fs::read_to_string(path) {
+        Ok(text) if text.trim().is_empty() => Ok(json!({})),
+        Ok(text) => serde_json::from_str(&text).map_err(|e| malformed(path, &e.to_string())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(json!({})),
+        Err(e) => Err(Error::io("could not read", path, e)),
+    }
+}
+
+fn object<'v>(value: &'v mut Value, path: &Path) -> Result<&'v mut Map<String, Value>, Error> {
+    value
+        .as_object_mut()
+        .ok_or_else(|| malformed(path, "the top level is not an object"))
+}
+
+fn malformed(path: &Path, why: &str) -> Error {
+    Error::io(
+        "refusing to edit",
+        path,
+        std::io::Error::other(format!(
+            "it is not settings JSON git-bmad understands ({why}); fix or move it first"
+        )),
+    )
+}
+
+fn write(path: &Path, value: &Value) -> Result<(), Error> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| Error::io("could not create", dir, e))?;
+    let mut text = serde_json::to_string_pretty(value)
+        .map_err(|e| Error::io("could not write", path, std::io::Error::other(e)))?;
+    text.push('\n');
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".bmad-tmp-")
+        .tempfile_in(dir)
+        .map_err(|e| Error::io("could not write in", dir, e))?;
+    std::io::Write::write_all(&mut tmp, text.as_bytes())
+        .map_err(|e| Error::io("could not write", path, e))?;
+    tmp.persist(path)
+        .map_err(|e| Error::io("could not replace", path, e.error))?;
+    Ok(())
+}
