@@ -75,6 +75,72 @@ fn is_zero(oid: &str) -> bool {
     !oid.is_empty() && oid.bytes().all(|b| b == b'0')
 }
 
+/// The secret scans of outgoing commits, started before the other checks so that git
+/// produces the patches on the second core while we decide (see [`start_scans`]).
+pub struct Scans {
+    children: Vec<(usize, std::process::Child)>,
+}
+
+/// Start `git log -p` for the commits each non-deleting line would send. The remote's
+/// commit may not even exist here (then the push is refused and the scan killed).
+pub fn start_scans(repo: &Repo, remote: &str, lines: &[PushLine]) -> Scans {
+    let mut children = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        if is_zero(&line.local_oid) {
+            continue;
+        }
+        let mut cmd = repo.git().command();
+        cmd.args(["-c", "core.quotePath=false", "log", "-p", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "--format=commit %H"]);
+        if is_zero(&line.remote_oid) {
+            cmd.args([line.local_oid.as_str(), "--not", &format!("--remotes={remote}")]);
+        } else {
+            cmd.arg(format!("{}..{}", line.remote_oid, line.local_oid));
+        }
+        cmd.arg("--")
+            .env("GIT_NO_LAZY_FETCH", "1")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        if let Ok(child) = cmd.spawn() {
+            children.push((i, child));
+        }
+    }
+    Scans { children }
+}
+
+impl Scans {
+    /// The patch for line `i`, if its scan was started and succeeded.
+    fn take(&mut self, i: usize) -> Option<Result<String, Error>> {
+        let at = self.children.iter().position(|(line, _)| *line == i)?;
+        let (_, child) = self.children.swap_remove(at);
+        Some(
+            child
+                .wait_with_output()
+                .map_err(|e| Error::io("could not read the commits to scan in", ".", e))
+                .and_then(|out| {
+                    if out.status.success() {
+                        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+                    } else {
+                        Err(Error::Git(crate::git::Error::Command {
+                            args: "log -p (outgoing commits)".into(),
+                            code: out.status.code(),
+                            stderr: String::new(),
+                        }))
+                    }
+                }),
+        )
+    }
+}
+
+impl Drop for Scans {
+    /// Scans of refused lines are not needed: stop them.
+    fn drop(&mut self) {
+        for (_, child) in &mut self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// Check a push to `remote`; `argv` is the `git push` command line when known.
 pub fn check(
     repo: &Repo,
@@ -82,6 +148,7 @@ pub fn check(
     lines: &[PushLine],
     argv: Option<&[String]>,
     protected: &[String],
+    mut scans: Scans,
 ) -> Result<PushReport, Error> {
     let mut report = PushReport::default();
     let mut refuse = |rule, refname: &str, reason: String, instead| {
@@ -114,8 +181,8 @@ pub fn check(
         );
     }
     let is_protected = |r: &str| protected.iter().any(|p| p.eq_ignore_ascii_case(r));
-    let mut outgoing: Vec<(String, Option<String>)> = Vec::new();
-    for line in lines {
+    let mut outgoing: Vec<usize> = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
         let r = line.remote_ref.as_str();
         if is_zero(&line.local_oid) {
             if is_protected(r) {
@@ -138,7 +205,7 @@ pub fn check(
             continue;
         }
         if is_zero(&line.remote_oid) {
-            outgoing.push((line.local_oid.clone(), None));
+            outgoing.push(i);
             continue;
         }
         if r.starts_with("refs/tags/") {
@@ -146,7 +213,7 @@ pub fn check(
             continue;
         }
         match ancestry(repo, &line.remote_oid, &line.local_oid)? {
-            Ancestry::FastForward => outgoing.push((line.local_oid.clone(), Some(line.remote_oid.clone()))),
+            Ancestry::FastForward => outgoing.push(i),
             Ancestry::RemoteMissing => refuse(
                 "remote-ahead",
                 r,
@@ -168,31 +235,16 @@ pub fn check(
         }
     }
     // Secrets in the commits that would leave this repository.
-    for (local, remote_has) in outgoing {
-        let range = match &remote_has {
-            Some(theirs) => format!("{theirs}..{local}"),
-            None => local.clone(),
+    for i in outgoing {
+        let patch = match scans.take(i) {
+            Some(patch) => patch?,
+            None => return Err(Error::Git(crate::git::Error::Command {
+                args: "log -p (outgoing commits)".into(),
+                code: None,
+                stderr: "the scan of the outgoing commits could not be started".into(),
+            })),
         };
-        let mut args = vec![
-            "-c",
-            "core.quotePath=false",
-            "log",
-            "-p",
-            "-U0",
-            "--no-color",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--no-renames",
-            "--format=commit %H",
-            &range,
-        ];
-        let remotes = format!("--remotes={remote}");
-        if remote_has.is_none() {
-            args.extend(["--not", &remotes]);
-        }
-        args.push("--");
-        let patch = repo.git().run(args)?;
-        for finding in secrets::scan_patch(&String::from_utf8_lossy(&patch), Options::default()) {
+        for finding in secrets::scan_patch(&patch, Options::default()) {
             match finding.confidence {
                 Confidence::High => report.refusals.push(Refusal {
                     rule: "secret",

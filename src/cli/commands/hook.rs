@@ -71,10 +71,12 @@ fn refuse(repo: &Repo, hook: &str, what: &str, refusals: &[push::Refusal]) -> u8
 fn pre_push(repo: &Repo, args: &HookArgs, input: &[u8]) -> Result<u8, CommandError> {
     let remote = args.args.first().map(String::as_str).unwrap_or("origin");
     let lines = push::parse_lines(&String::from_utf8_lossy(input));
+    // git produces the outgoing patches on the other core while the checks run.
+    let scans = push::start_scans(repo, remote, &lines);
     let argv = policy::parent_argv();
     let protected = policy::protected_refs(repo).map_err(policy_error)?;
-    let report =
-        push::check(repo, remote, &lines, argv.as_deref(), &protected).map_err(policy_error)?;
+    let report = push::check(repo, remote, &lines, argv.as_deref(), &protected, scans)
+        .map_err(policy_error)?;
     for w in &report.warnings {
         eprintln!(
             "git-bmad: warning: {}: {} [{}] {}",
