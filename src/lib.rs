@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod cli;
+pub mod fs;
 pub mod git;
 pub mod policy;
 pub mod session;

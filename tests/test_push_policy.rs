@@ -247,25 +247,23 @@ fn force_pushes_are_refused_in_every_spelling() {
             s(&["--dry-run", "-f", "origin", "feat"])
         },
     );
+    // Someone else pushed to feat, and we committed without fetching.
+    let diverge = |fx: &Fixture| {
+        let other = fx.env.root().join("other");
+        let (remote, clone) = (fx.remote.to_str().unwrap(), other.to_str().unwrap());
+        fx.env.git(
+            &fx.env.root(),
+            &["clone", "-q", "-b", "feat", remote, clone],
+        );
+        commit(&fx.env, &other, "theirs.txt", "theirs\n");
+        fx.env.git(&other, &["push", "-q", "origin", "feat"]);
+        commit(&fx.env, &fx.repo, "ours.txt", "ours\n");
+    };
     scenario(
         "remote has commits we lack (forced)",
         Expect::Refused("remote-ahead"),
         |fx| {
-            let other = fx.env.root().join("other");
-            fx.env.git(
-                &fx.env.root(),
-                &[
-                    "clone",
-                    "-q",
-                    "-b",
-                    "feat",
-                    fx.remote.to_str().unwrap(),
-                    other.to_str().unwrap(),
-                ],
-            );
-            commit(&fx.env, &other, "theirs.txt", "theirs\n");
-            fx.env.git(&other, &["push", "-q", "origin", "feat"]);
-            commit(&fx.env, &fx.repo, "ours.txt", "ours\n");
+            diverge(fx);
             s(&["-f", "origin", "feat"])
         },
     );
@@ -273,21 +271,7 @@ fn force_pushes_are_refused_in_every_spelling() {
         "remote has commits we lack (unforced)",
         Expect::Refused("remote-ahead"),
         |fx| {
-            let other = fx.env.root().join("other");
-            fx.env.git(
-                &fx.env.root(),
-                &[
-                    "clone",
-                    "-q",
-                    "-b",
-                    "feat",
-                    fx.remote.to_str().unwrap(),
-                    other.to_str().unwrap(),
-                ],
-            );
-            commit(&fx.env, &other, "theirs.txt", "theirs\n");
-            fx.env.git(&other, &["push", "-q", "origin", "feat"]);
-            commit(&fx.env, &fx.repo, "ours.txt", "ours\n");
+            diverge(fx);
             s(&["origin", "feat"])
         },
     );

@@ -96,18 +96,9 @@ fn malformed(path: &Path, why: &str) -> Error {
 }
 
 fn write(path: &Path, value: &Value) -> Result<(), Error> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| Error::io("could not create", dir, e))?;
     let mut text = serde_json::to_string_pretty(value)
         .map_err(|e| Error::io("could not write", path, std::io::Error::other(e)))?;
     text.push('\n');
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".bmad-tmp-")
-        .tempfile_in(dir)
-        .map_err(|e| Error::io("could not write in", dir, e))?;
-    std::io::Write::write_all(&mut tmp, text.as_bytes())
-        .map_err(|e| Error::io("could not write", path, e))?;
-    tmp.persist(path)
-        .map_err(|e| Error::io("could not replace", path, e.error))?;
-    Ok(())
+    crate::fs::write_atomically(path, text.as_bytes(), None)
+        .map_err(|e| Error::io("could not write", path, e))
 }

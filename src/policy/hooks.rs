@@ -7,7 +7,6 @@
 //! scripts calling `git-bmad hook <name>`, falling back to the absolute path of the binary
 //! that installed them when git-bmad is not on PATH.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -200,18 +199,8 @@ fn is_ours(path: &Path) -> bool {
 }
 
 fn write_executable(path: &Path, text: &str) -> Result<(), Error> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".bmad-hook-")
-        .tempfile_in(dir)
-        .map_err(|e| Error::io("could not create a file in", dir, e))?;
-    std::io::Write::write_all(&mut tmp, text.as_bytes())
-        .map_err(|e| Error::io("could not write", path, e))?;
-    std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| Error::io("could not make executable", path, e))?;
-    tmp.persist(path)
-        .map_err(|e| Error::io("could not write", path, e.error))?;
-    Ok(())
+    crate::fs::write_atomically(path, text.as_bytes(), Some(0o755))
+        .map_err(|e| Error::io("could not write", path, e))
 }
 
 /// The shim for one hook.

@@ -48,7 +48,7 @@ pub struct PushReport {
     pub warnings: Vec<Finding>,
 }
 
-const OPEN_PR: &str = "push your work to a feature branch (e.g. `git bmad push` or `git push origin HEAD:refs/heads/<feature>`) and open a pull request";
+const OPEN_PR: &str = "push your work to a feature branch (git push origin HEAD:refs/heads/<feature>) and open a pull request";
 const NO_FORCE: &str = "fetch, then rebase or merge onto the remote branch and push again without force; to publish rewritten history, push it under a new branch name";
 
 /// Parse the hook's stdin, splitting each line from the right (a local ref may hold spaces).
@@ -90,9 +90,24 @@ pub fn start_scans(repo: &Repo, remote: &str, lines: &[PushLine]) -> Scans {
             continue;
         }
         let mut cmd = repo.git().command();
-        cmd.args(["-c", "core.quotePath=false", "log", "-p", "-U0", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames", "--format=commit %H"]);
+        cmd.args([
+            "-c",
+            "core.quotePath=false",
+            "log",
+            "-p",
+            "-U0",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--no-renames",
+            "--format=commit %H",
+        ]);
         if is_zero(&line.remote_oid) {
-            cmd.args([line.local_oid.as_str(), "--not", &format!("--remotes={remote}")]);
+            cmd.args([
+                line.local_oid.as_str(),
+                "--not",
+                &format!("--remotes={remote}"),
+            ]);
         } else {
             cmd.arg(format!("{}..{}", line.remote_oid, line.local_oid));
         }
@@ -238,11 +253,13 @@ pub fn check(
     for i in outgoing {
         let patch = match scans.take(i) {
             Some(patch) => patch?,
-            None => return Err(Error::Git(crate::git::Error::Command {
-                args: "log -p (outgoing commits)".into(),
-                code: None,
-                stderr: "the scan of the outgoing commits could not be started".into(),
-            })),
+            None => {
+                return Err(Error::Git(crate::git::Error::Command {
+                    args: "log -p (outgoing commits)".into(),
+                    code: None,
+                    stderr: "the scan of the outgoing commits could not be started".into(),
+                }))
+            }
         };
         for finding in secrets::scan_patch(&patch, Options::default()) {
             match finding.confidence {

@@ -189,27 +189,21 @@ fn remove_abandoned_temporaries(dir: &Path) {
             .and_then(|m| m.modified().ok())
             .and_then(|m| m.elapsed().ok())
             .is_some_and(|age| age.as_secs() >= 60);
-        if old && entry.file_name().to_string_lossy().starts_with(TEMP_PREFIX) {
+        if old
+            && entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with(crate::fs::TEMP_PREFIX)
+        {
             let _ = std::fs::remove_file(entry.path());
         }
     }
 }
 
-const TEMP_PREFIX: &str = ".bmad-tmp-";
-
-/// Replace a file in one step (temporary file in the same directory, then rename), so a
-/// crash leaves the old content or the new, never half of it.
+/// Replace a file in one step (see [`crate::fs::write_atomically`]).
 pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut tmp = tempfile::Builder::new()
-        .prefix(TEMP_PREFIX)
-        .tempfile_in(dir)
-        .map_err(|e| Error::io("could not create a temporary file in", dir, e))?;
-    tmp.write_all(bytes)
-        .map_err(|e| Error::io("could not write", tmp.path().to_path_buf(), e))?;
-    tmp.persist(path)
-        .map_err(|e| Error::io("could not replace", path, e.error))?;
-    Ok(())
+    crate::fs::write_atomically(path, bytes, None)
+        .map_err(|e| Error::io("could not write", path, e))
 }
 
 #[cfg(test)]

@@ -158,6 +158,32 @@ impl TestEnv {
         dir
     }
 
+    /// A bare repository `remote.git` beside `repo`, added to it as `origin`.
+    pub fn bare_remote(&self, repo: &Path) -> PathBuf {
+        let remote = self.root().join("remote.git");
+        self.git(
+            &self.root(),
+            &[
+                "init",
+                "-q",
+                "--bare",
+                "-b",
+                "main",
+                remote.to_str().expect("utf-8 path"),
+            ],
+        );
+        self.git(
+            repo,
+            &[
+                "remote",
+                "add",
+                "origin",
+                remote.to_str().expect("utf-8 path"),
+            ],
+        );
+        remote
+    }
+
     /// Start a session and return (id, worktree).
     #[track_caller]
     pub fn start(&self, repo: &Path, name: &str) -> (String, PathBuf) {
