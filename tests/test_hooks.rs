@@ -287,6 +287,19 @@ fn pre_commit_blocks_staged_secrets_and_honours_allow_comments_only_for_humans()
         &repo,
         &["commit", "-q", "-m", "a human's deliberate fixture"],
     );
+    // `commit -a` commits a temporary index: that is the one scanned.
+    write(
+        &repo,
+        "README.md",
+        "token: ghp_Zq3Xr8Lm2Vt7Nw4Pk9Bs1Hd6Jf5Gc0Ya8Ue2\n",
+    );
+    let (code, stderr) = git_run(&env, &repo, &["commit", "-am", "readme"]);
+    assert_ne!(code, 0, "commit -a let a token through");
+    assert!(
+        stderr.contains("README.md:1:8") && stderr.contains("github-pat"),
+        "{stderr}"
+    );
+    env.git(&repo, &["checkout", "--", "README.md"]);
     write(&repo, ".env", "MODE=dev\n");
     env.git(&repo, &["add", "-f", ".env"]);
     let (code, stderr) = git_run(&env, &repo, &["commit", "-m", "env"]);

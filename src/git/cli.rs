@@ -197,8 +197,11 @@ impl GitCli {
     }
 
     /// What the index would add to HEAD, as a zero-context patch (for secret scanning).
-    pub fn staged_patch(&self) -> Result<Vec<u8>> {
-        self.run([
+    ///
+    /// `index` names another index file: inside pre-commit, git points `GIT_INDEX_FILE` at the
+    /// index it is about to commit (`commit -a` and `commit <paths>` build a temporary one).
+    pub fn staged_patch(&self, index: Option<&Path>) -> Result<Vec<u8>> {
+        let args = [
             "-c",
             "core.quotePath=false",
             "diff",
@@ -208,7 +211,11 @@ impl GitCli {
             "--no-ext-diff",
             "--no-textconv",
             "--no-renames",
-        ])
+        ];
+        match index {
+            Some(index) => self.run_with_index(index, args),
+            None => self.run(args),
+        }
     }
 
     /// The commits of `range` as zero-context patches, each introduced by `commit <id>`.

@@ -32,9 +32,14 @@ pub struct PreCommit {
 /// Scan the staged changes; when nothing blocks, stamp the commit as verified.
 pub fn pre_commit(repo: &Repo, git_pid: u32) -> Result<PreCommit, Error> {
     let in_session = current_session(repo).is_some();
+    // git commits this index, which for `commit -a` / `commit <paths>` is not .git/index.
+    let source = match std::env::var_os("GIT_INDEX_FILE") {
+        Some(index) => Source::StagedIn(repo.workdir().join(index)),
+        None => Source::Staged,
+    };
     let findings = scan::scan(
         repo,
-        &Source::Staged,
+        &source,
         Options {
             honour_allow_comments: !in_session,
         },

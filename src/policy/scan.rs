@@ -30,6 +30,8 @@ pub enum Error {
 pub enum Source {
     /// The lines the index adds to HEAD: what the next commit would contain.
     Staged,
+    /// The same, from another index file (the one a running `git commit` is committing).
+    StagedIn(PathBuf),
     /// Whole files (directories: their tracked and untracked-not-ignored files).
     Paths(Vec<PathBuf>),
     /// The lines added by each commit of a range.
@@ -59,8 +61,12 @@ const MAX_FILE_BYTES: u64 = 8 << 20;
 /// Scan `source` in the worktree of `repo`.
 pub fn scan(repo: &Repo, source: &Source, options: Options) -> Result<Vec<Finding>, Error> {
     match source {
-        Source::Staged => {
-            let patch = repo.git().staged_patch()?;
+        Source::Staged | Source::StagedIn(_) => {
+            let index = match source {
+                Source::StagedIn(index) => Some(index.as_path()),
+                _ => None,
+            };
+            let patch = repo.git().staged_patch(index)?;
             Ok(secrets::scan_patch(
                 &String::from_utf8_lossy(&patch),
                 options,
