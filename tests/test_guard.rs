@@ -141,4 +141,13 @@ fn claude_settings_are_merged_and_restored() {
         serde_json::from_str(&read(&repo, ".claude/settings.json")).unwrap();
     let expected: serde_json::Value = serde_json::from_str(original).unwrap();
     assert_eq!(restored, expected, "only our entry was removed");
+
+    // Where there were no settings, none are left behind.
+    let fresh = env.repo("fresh");
+    env.bmad(&fresh, &["hooks", "install", "--agent", "claude"])
+        .success();
+    assert!(fresh.join(".claude/settings.json").exists());
+    env.bmad(&fresh, &["hooks", "uninstall", "--agent", "claude"])
+        .success();
+    assert!(!fresh.join(".claude").exists());
 }

@@ -56,6 +56,14 @@ pub fn uninstall_claude(worktree: &Path) -> Result<Option<PathBuf>, Error> {
             root.remove("hooks");
         }
     }
+    if root.is_empty() {
+        // Nothing but our entry was there: leave no trace of it.
+        std::fs::remove_file(&path).map_err(|e| Error::io("could not remove", &path, e))?;
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::remove_dir(dir); // only succeeds when empty
+        }
+        return Ok(Some(path));
+    }
     write(&path, &settings)?;
     Ok(Some(path))
 }
