@@ -130,15 +130,7 @@ fn gc_pack_refs_and_local_work_keep_working_while_protected_branches_hold() {
 fn an_existing_hook_is_chained_with_the_same_input_and_restored_on_uninstall() {
     let env = TestEnv::new();
     let repo = env.repo("proj");
-    let remote = env.root().join("remote.git");
-    env.git(
-        &env.root(),
-        &["init", "-q", "--bare", remote.to_str().unwrap()],
-    );
-    env.git(
-        &repo,
-        &["remote", "add", "origin", remote.to_str().unwrap()],
-    );
+    let remote = env.bare_remote(&repo);
     let log = env.root().join("hook.log");
     let user_hook = format!(
         "#!/bin/sh\necho \"args: $*\" >> '{}'\ncat >> '{}'\n[ -f '{}.fail' ] && exit 7\nexit 0\n",

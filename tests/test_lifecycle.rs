@@ -72,15 +72,7 @@ fn remove_refuses_to_lose_work_unless_forced() {
     assert!(wt.exists());
 
     // Pushed to a remote: safe to remove.
-    let remote = env.root().join("remote.git");
-    env.git(
-        &env.root(),
-        &["init", "-q", "--bare", remote.to_str().unwrap()],
-    );
-    env.git(
-        &repo,
-        &["remote", "add", "origin", remote.to_str().unwrap()],
-    );
+    env.bare_remote(&repo);
     env.git(&wt, &["push", "-q", "origin", "bmad/work"]);
     env.git(&repo, &["fetch", "-q", "origin"]);
     env.bmad(&repo, &["remove", &id]).success();

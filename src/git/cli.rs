@@ -26,6 +26,16 @@ const REPO_REDIRECTING_VARS: &[&str] = &[
     "GIT_QUARANTINE_PATH",
 ];
 
+/// Options of every patch read for secret scanning: no context, colour, external diff,
+/// textconv or rename pairing, so added lines are exactly what was added.
+const PATCH_ARGS: [&str; 5] = [
+    "-U0",
+    "--no-color",
+    "--no-ext-diff",
+    "--no-textconv",
+    "--no-renames",
+];
+
 /// The `git` executable, bound to one worktree.
 #[derive(Clone, Debug)]
 pub struct GitCli {
@@ -201,39 +211,37 @@ impl GitCli {
     /// `index` names another index file: inside pre-commit, git points `GIT_INDEX_FILE` at the
     /// index it is about to commit (`commit -a` and `commit <paths>` build a temporary one).
     pub fn staged_patch(&self, index: Option<&Path>) -> Result<Vec<u8>> {
-        let args = [
-            "-c",
-            "core.quotePath=false",
-            "diff",
-            "--cached",
-            "-U0",
-            "--no-color",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--no-renames",
-        ];
-        match index {
-            Some(index) => self.run_with_index(index, args),
-            None => self.run(args),
+        let mut cmd = self.command();
+        cmd.args(["-c", "core.quotePath=false", "diff", "--cached"])
+            .args(PATCH_ARGS);
+        if let Some(index) = index {
+            cmd.env("GIT_INDEX_FILE", index);
         }
+        run_checked(cmd)
     }
 
-    /// The commits of `range` as zero-context patches, each introduced by `commit <id>`.
-    pub fn log_patch(&self, range: &str) -> Result<Vec<u8>> {
-        self.run([
+    /// `git log -p` of `revs` as zero-context patches, each commit introduced by
+    /// `commit <id>`; returned unstarted so a caller can run it in the background. Never
+    /// fetches missing objects (a partial clone would go to the network).
+    pub fn log_patch_command(&self, revs: &[&str]) -> Command {
+        let mut cmd = self.command();
+        cmd.args([
             "-c",
             "core.quotePath=false",
             "log",
             "-p",
-            "-U0",
-            "--no-color",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--no-renames",
             "--format=commit %H",
-            range,
-            "--",
         ])
+        .args(PATCH_ARGS)
+        .args(revs)
+        .arg("--")
+        .env("GIT_NO_LAZY_FETCH", "1");
+        cmd
+    }
+
+    /// The commits of `range` as patches (see [`Self::log_patch_command`]).
+    pub fn log_patch(&self, range: &str) -> Result<Vec<u8>> {
+        run_checked(self.log_patch_command(&[range]))
     }
 
     /// Tracked and untracked-not-ignored files under `paths`, relative to the worktree root.

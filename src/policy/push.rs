@@ -89,31 +89,15 @@ pub fn start_scans(repo: &Repo, remote: &str, lines: &[PushLine]) -> Scans {
         if is_zero(&line.local_oid) {
             continue;
         }
-        let mut cmd = repo.git().command();
-        cmd.args([
-            "-c",
-            "core.quotePath=false",
-            "log",
-            "-p",
-            "-U0",
-            "--no-color",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--no-renames",
-            "--format=commit %H",
-        ]);
-        if is_zero(&line.remote_oid) {
-            cmd.args([
-                line.local_oid.as_str(),
-                "--not",
-                &format!("--remotes={remote}"),
-            ]);
+        let remotes = format!("--remotes={remote}");
+        let range = format!("{}..{}", line.remote_oid, line.local_oid);
+        let revs: Vec<&str> = if is_zero(&line.remote_oid) {
+            vec![&line.local_oid, "--not", &remotes]
         } else {
-            cmd.arg(format!("{}..{}", line.remote_oid, line.local_oid));
-        }
-        cmd.arg("--")
-            .env("GIT_NO_LAZY_FETCH", "1")
-            .stdout(std::process::Stdio::piped())
+            vec![&range]
+        };
+        let mut cmd = repo.git().log_patch_command(&revs);
+        cmd.stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null());
         if let Ok(child) = cmd.spawn() {
             children.push((i, child));
