@@ -109,9 +109,35 @@ pub(crate) fn session_id_of_ref(name: &str) -> Option<SessionId> {
     SessionId::parse(id)
 }
 
+/// One session by its exact id, reading only its newest checkpoint.
+pub fn get(repo: &Repo, id: &SessionId) -> Result<Option<Session>> {
+    let Some(head) = repo.read_ref(&super::checkpoints_ref(id))? else {
+        return Ok(None);
+    };
+    Ok(Checkpoint::read(repo, head)?.map(|cp| Session::from_checkpoint(id.clone(), cp)))
+}
+
+/// The session the marker in this worktree's git dir names (see `SESSION_MARKER`).
+fn marked_session(repo: &Repo) -> Option<SessionId> {
+    let text = std::fs::read_to_string(repo.git_dir().join(super::SESSION_MARKER)).ok()?;
+    SessionId::parse(text.lines().next()?.trim())
+}
+
 /// Find one session: by id, unique id prefix or name when `query` is given, otherwise the
 /// session whose worktree `repo` was opened in.
+///
+/// An exact id, or the marker `start` leaves in a session worktree, is looked up directly
+/// (hooks do this on every commit); everything else scans the sessions.
 pub fn locate(repo: &Repo, query: Option<&str>) -> Result<Session> {
+    let direct = match query {
+        Some(query) => SessionId::parse(query),
+        None => marked_session(repo),
+    };
+    if let Some(session) = direct.map(|id| get(repo, &id)).transpose()?.flatten() {
+        if query.is_some() || same_dir(repo.workdir(), &session.worktree) {
+            return Ok(session);
+        }
+    }
     let sessions = list(repo)?;
     let Some(query) = query else {
         let here = repo.workdir();
