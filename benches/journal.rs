@@ -42,7 +42,7 @@ fn main() {
         &repo,
         &StartOptions {
             name: "bench".into(),
-            base: None,
+            ..Default::default()
         },
     )
     .expect("start");

@@ -3,13 +3,20 @@
 //! Layers, lowest first (each only calls the ones below it):
 //! - [`git`]: one `Repo` handle; gix in-process, the `git` binary for the rest;
 //! - [`session`]: sessions, checkpoints, the journal in git notes, rollback;
-//! - [`policy`]: what agents may not do; so far the secret scanner;
+//! - [`policy`]: what agents may not do: hooks, the tool-call guard, the secret scanner;
+//! - [`runner`]: agent CLIs and shell commands as processes with timeouts and output caps;
+//! - [`supervisor`]: playbook runs: steps, gates, error policies, parallel phases, resume;
+//! - [`bmad`]: the BMAD-Method and spec-kit file formats;
 //! - [`cli`]: argument parsing, printing, exit codes.
 #![warn(missing_docs)]
 
+pub mod bmad;
 pub mod cli;
 pub mod fs;
 pub mod git;
 pub mod policy;
+pub mod runner;
 pub mod session;
+pub mod supervisor;
 pub mod time;
+pub mod yaml;

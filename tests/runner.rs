@@ -14,3 +14,4 @@ mod test_push_policy;
 mod test_rollback;
 mod test_scan;
 mod test_start;
+mod test_supervisor;

@@ -7,7 +7,8 @@ fn every_command_speaks_json() {
     let env = TestEnv::new();
     let repo = env.repo("proj");
     let init = env.bmad(&repo, &["init", "--json"]).success().json();
-    assert_eq!(init["config_written"], true);
+    assert_eq!(init["config"]["config_written"], true);
+    assert_eq!(init["playbooks"].as_array().unwrap().len(), 4);
     env.git(&repo, &["add", "-A"]);
     env.git(&repo, &["commit", "-q", "-m", "bmad"]);
     let start = env.bmad(&repo, &["start", "j", "--json"]).success().json();
@@ -27,6 +28,8 @@ fn every_command_speaks_json() {
         env.bmad(&repo, &["doctor", "--json"]),
         env.bmad(&repo, &["prune", "--json"]),
         env.bmad(&repo, &["scan", "--json"]),
+        env.bmad(&repo, &["playbook", "list", "--json"]),
+        env.bmad(&repo, &["playbook", "validate", "template", "--json"]),
         env.bmad(&wt, &["finish", "--json"]),
         env.bmad(&repo, &["remove", &id, "--force", "--json"]),
     ];
@@ -36,6 +39,16 @@ fn every_command_speaks_json() {
         assert!(!value.is_null(), "{}", run.stdout);
         assert_eq!(run.stderr, "", "--json keeps stderr quiet");
     }
+    // A run parked at a gate answers in JSON too, with its exit code inside.
+    let (_, wt) = env.start(&repo, "r");
+    let gated = env.bmad(&wt, &["run", "template", "--json"]).code(3);
+    assert_eq!(gated.json()["result"]["outcome"], "gated");
+    assert_eq!(gated.json()["exit_code"], 3);
+    assert_eq!(gated.stderr, "");
+    let resumed = env.bmad(&wt, &["resume", "--json"]).code(3).json();
+    assert_eq!(resumed["result"]["gate"]["step"], "approve");
+    let done = env.bmad(&wt, &["answer", "continue", "--json"]).success().json();
+    assert_eq!(done["result"]["outcome"], "completed");
     // Errors under --json are JSON too, on stderr, with the exit code.
     let run = env.bmad(&repo, &["status", "nope", "--json"]).code(2);
     let err: serde_json::Value = serde_json::from_str(run.stderr.trim()).expect("error is JSON");

@@ -49,6 +49,13 @@ fn help_works_for_every_command() {
         "remove",
         "prune",
         "doctor",
+        "playbook",
+        "run",
+        "resume",
+        "answer",
+        "scan",
+        "hooks",
+        "guard",
     ] {
         let run = env.bmad(&env.root(), &[cmd, "--help"]).success();
         assert!(

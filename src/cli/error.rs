@@ -3,7 +3,9 @@
 use std::fmt::Write as _;
 
 use crate::git;
+use crate::runner;
 use crate::session;
+use crate::supervisor;
 
 /// Exit codes, all in one place.
 pub mod exit {
@@ -19,6 +21,10 @@ pub mod exit {
     pub const POLICY: u8 = 4;
     /// A step failed under a `stop` policy.
     pub const STEP_FAILED: u8 = 5;
+    /// A run reached its cap on agent invocations.
+    pub const INVOCATION_LIMIT: u8 = 6;
+    /// A run reached its time limit.
+    pub const RUN_TIME_LIMIT: u8 = 7;
     /// Interrupted; state was saved.
     pub const INTERRUPTED: u8 = 130;
 }
@@ -108,5 +114,55 @@ impl From<session::Error> for CommandError {
 impl From<git::Error> for CommandError {
     fn from(e: git::Error) -> Self {
         session::Error::from(e).into()
+    }
+}
+
+impl From<supervisor::Error> for CommandError {
+    fn from(e: supervisor::Error) -> Self {
+        use supervisor::Error as E;
+        let e = match e {
+            E::Session(inner) => return inner.into(),
+            other => other,
+        };
+        let (code, hint) = match &e {
+            E::Session(_) => (exit::FAILED, None),
+            E::Runner(runner::Error::NotInstalled { runner, .. }) => (
+                exit::FAILED,
+                Some(format!(
+                    "install it, name another executable with runners.{runner}.program in .bmad/config.yaml, or give the step another runner"
+                )),
+            ),
+            E::Runner(_) | E::Read { .. } | E::StoredPlaybook { .. } | E::Aborted { .. } => (exit::FAILED, None),
+            E::NoRun { .. } => (exit::FAILED, None),
+            E::Invalid { .. } => (
+                exit::USAGE,
+                Some("fix the lines above; `git bmad playbook validate <file>` checks again without running anything".into()),
+            ),
+            E::UnknownPlaybook { .. } => (exit::USAGE, Some("`git bmad playbook list` shows the playbooks there are".into())),
+            E::OtherPlaybook { .. } | E::NoGate { .. } => (exit::USAGE, None),
+            E::UnknownAnswer { gate, .. } => (
+                exit::GATED,
+                Some(format!(
+                    "answer one of: {} (e.g. git bmad answer {} -m \"why\")",
+                    gate.kind.options().iter().map(|a| a.as_str()).collect::<Vec<_>>().join(", "),
+                    gate.kind.options()[0].as_str()
+                )),
+            ),
+        };
+        let mut err = CommandError {
+            code,
+            error: Box::new(e),
+            hints: Vec::new(),
+        };
+        if let Some(hint) = hint {
+            err = err.hinted(hint);
+        }
+        err
+    }
+}
+
+impl From<runner::Error> for CommandError {
+    fn from(e: runner::Error) -> Self {
+        supervisor::Error::from(e).into()
     }
 }

@@ -55,6 +55,9 @@ pub struct TreeChange {
     pub old_mode: String,
     /// Mode after (`000000` when deleted).
     pub new_mode: String,
+    /// The object after (all zeros when deleted): two changes to one path with the same
+    /// `new_id` left the same content.
+    pub new_id: String,
 }
 
 impl GitCli {
@@ -343,6 +346,7 @@ fn parse_raw_diff(out: &[u8]) -> Vec<TreeChange> {
             path: String::from_utf8_lossy(path).into_owned(),
             old_mode: parts[0].to_owned(),
             new_mode: parts[1].to_owned(),
+            new_id: parts[3].to_owned(),
         });
     }
     changes
@@ -360,6 +364,7 @@ mod tests {
         assert_eq!(changes[0].status, 'M');
         assert_eq!(changes[0].path, "bin/run me");
         assert_eq!(changes[0].new_mode, "100755");
+        assert_eq!(changes[0].new_id, "bbbb");
         assert_eq!(changes[1].path, "lénk");
         assert_eq!(changes[2].status, 'D');
     }

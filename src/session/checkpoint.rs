@@ -166,6 +166,19 @@ pub fn checkpoint(
     extend_chain(repo, session, Some(tree), head, label, status, step)
 }
 
+/// Record a change of status (a gate opened, a run stopped) on the chain without taking a
+/// snapshot: the new checkpoint reuses the previous one's tree, so `list` shows the status
+/// from one commit.
+pub fn mark_status(
+    repo: &Repo,
+    session: &Session,
+    label: &str,
+    status: Status,
+    step: Option<String>,
+) -> Result<(Checkpoint, Event)> {
+    extend_chain(repo, session, None, None, label, Some(status), step)
+}
+
 /// Add a checkpoint commit to the chain by compare-and-swap, then journal it.
 ///
 /// `tree: None` reuses the previous checkpoint's tree: for bookkeeping checkpoints taken when

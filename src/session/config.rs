@@ -24,6 +24,18 @@ pub struct Config {
     pub sessions: SessionsConfig,
     /// What agents may not do.
     pub policy: PolicyConfig,
+    /// Which agent CLI runs a step, and how it is called.
+    pub runners: crate::runner::RunnersConfig,
+    /// How the supervisor's artifact checks run.
+    pub checks: ChecksConfig,
+}
+
+/// The `checks:` section.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ChecksConfig {
+    /// The command behind a bare `tests_pass` check (run with `sh -c` in the worktree).
+    pub test_command: Option<String>,
 }
 
 /// The `policy:` section. It can only add protection: `main`, `master` and every session's
@@ -93,6 +105,8 @@ impl Default for Config {
             version: 1,
             sessions: SessionsConfig::default(),
             policy: PolicyConfig::default(),
+            runners: crate::runner::RunnersConfig::default(),
+            checks: ChecksConfig::default(),
         }
     }
 }
@@ -261,6 +275,25 @@ policy:
   # main, master and each session's base branch are always protected: no push may rewrite,
   # move or delete them, and session worktrees may not move them locally. Add more here.
   protected_branches: []
+
+runners:
+  # The agent CLI of playbook steps that name none: claude, codex, gemini, shell or generic.
+  default: claude
+  # Runner per playbook role, e.g. `dev: codex`.
+  roles: {}
+  # Each CLI is found on PATH; `program:` names another executable, and `args:` replaces the
+  # permission arguments git-bmad passes by default:
+  #   claude: --permission-mode acceptEdits   codex: --sandbox workspace-write
+  #   gemini: --approval-mode auto_edit
+  # claude:
+  #   args: ["--permission-mode", "acceptEdits", "--max-turns", "40"]
+  # Any other agent: its command line, with {prompt} where the prompt goes (else on stdin).
+  # generic:
+  #   command: ["my-agent", "--task", "{prompt}"]
+
+checks:
+  # The command behind a bare `tests_pass` playbook check, run with `sh -c` in the worktree.
+  # test_command: "cargo test"
 "#;
 
 #[cfg(test)]

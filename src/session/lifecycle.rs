@@ -26,6 +26,8 @@ pub struct StartOptions {
     pub name: String,
     /// What to start from (default: the current HEAD).
     pub base: Option<String>,
+    /// The playbook `git bmad run` runs in this session when named no other.
+    pub playbook: Option<String>,
 }
 
 /// A session that was just started.
@@ -125,7 +127,7 @@ pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
                 "base": base_label,
                 "base_commit": base_commit.to_string(),
                 "worktree": worktree.to_string_lossy(),
-                "playbook": null,
+                "playbook": options.playbook,
                 "args": [],
                 "runner": null,
             })),

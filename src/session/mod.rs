@@ -23,8 +23,8 @@ mod rollback;
 mod state;
 mod store;
 
-pub use checkpoint::{chain, checkpoint, Checkpoint, Trailers};
-pub use config::{Config, ALWAYS_PROTECTED};
+pub use checkpoint::{chain, checkpoint, mark_status, Checkpoint, Trailers};
+pub use config::{ChecksConfig, Config, ALWAYS_PROTECTED};
 pub use doctor::{doctor, Finding, Severity};
 pub use error::{Error, Result};
 pub use event::{kind, Decision, Event, NewEvent};

@@ -140,15 +140,39 @@ pub fn event_summary(event: &Event) -> String {
                 .trim_start_matches("refs/heads/"),
             event.detail_str("base").unwrap_or_default()
         ),
-        _ if event.detail.is_null() => String::new(),
-        _ => {
-            let text = event.detail.to_string();
-            if text.chars().count() > 160 {
-                format!("{}…", text.chars().take(160).collect::<String>())
-            } else {
-                text
-            }
-        }
+        _ => generic_summary(event),
+    }
+}
+
+/// Fields other layers' events carry that a reviewer wants in the table, in this order.
+/// Bulky ones (agent output, checks) stay in the notes and in `git bmad journal --json`.
+const SUMMARY_FIELDS: &[&str] = &[
+    "question", "reason", "answer", "playbook", "command", "runner", "attempt", "verdict",
+    "next", "steps", "rule", "subject",
+];
+
+fn generic_summary(event: &Event) -> String {
+    let mut parts: Vec<String> = event
+        .trigger
+        .iter()
+        .map(|t| format!("trigger: {t}"))
+        .collect();
+    for key in SUMMARY_FIELDS {
+        let text = match event.detail.get(*key) {
+            None | Some(serde_json::Value::Null) => continue,
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+        };
+        parts.push(format!("{key}: {text}"));
+    }
+    if parts.is_empty() && !event.detail.is_null() {
+        parts.push(event.detail.to_string());
+    }
+    let text = parts.join("; ");
+    if text.chars().count() > 240 {
+        format!("{}…", text.chars().take(240).collect::<String>())
+    } else {
+        text
     }
 }
 

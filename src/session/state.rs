@@ -80,6 +80,8 @@ pub struct SessionState {
     pub base: Option<String>,
     /// The worktree directory recorded at start.
     pub worktree: Option<String>,
+    /// The playbook named at start.
+    pub playbook: Option<String>,
     /// Where it is in its life.
     pub status: Status,
     /// The step of the most recent event that named one.
@@ -102,6 +104,7 @@ impl SessionState {
             branch: None,
             base: None,
             worktree: None,
+            playbook: None,
             status: Status::Running,
             current_step: None,
             events: 0,
@@ -124,6 +127,7 @@ impl SessionState {
                     state.branch = s("branch");
                     state.base = s("base");
                     state.worktree = s("worktree");
+                    state.playbook = s("playbook");
                     state.status = Status::Running;
                 }
                 kind::CHECKPOINT => state.checkpoints += 1,

@@ -79,6 +79,7 @@ impl TestEnv {
             .expect("temp dir");
         std::fs::create_dir_all(root.path().join("home")).expect("home");
         std::fs::write(root.path().join("home/.gitconfig"), "").expect("global config");
+        std::fs::create_dir_all(root.path().join("bin")).expect("bin");
         TestEnv { root }
     }
 
@@ -88,7 +89,12 @@ impl TestEnv {
     }
 
     fn hermetic(&self, cmd: &mut Command) {
-        let path = std::env::var_os("PATH").unwrap_or_default();
+        // Fake agent CLIs go in <root>/bin, ahead of everything else.
+        let mut dirs = vec![self.root().join("bin")];
+        dirs.extend(std::env::split_paths(
+            &std::env::var_os("PATH").unwrap_or_default(),
+        ));
+        let path = std::env::join_paths(dirs).expect("PATH");
         let home = self.root().join("home");
         cmd.env_clear()
             .env("PATH", path)
@@ -209,6 +215,16 @@ impl TestEnv {
         let out = write.output().expect("git write-tree");
         let _ = std::fs::remove_file(&index);
         String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+}
+
+impl TestEnv {
+    /// An executable `name` in the world's `bin`, first on every command's PATH.
+    pub fn executable(&self, name: &str, script: &str) {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.root().join("bin").join(name);
+        std::fs::write(&path, script).expect("write executable");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     }
 }
 

@@ -1,15 +1,19 @@
 //! `git bmad init`.
 
 use clap::Args;
+use serde_json::json;
 
 use crate::cli::error::{exit, CommandError};
 use crate::cli::Context;
 use crate::session;
+use crate::supervisor;
 
 /// Set up git-bmad in this repository.
 ///
-/// Writes a commented .bmad/config.yaml (never overwriting one) and sets notes.displayRef and
-/// notes.rewriteRef so `git log` shows the journal and amend/rebase keep it. Safe to re-run.
+/// Writes a commented .bmad/config.yaml and .bmad/playbooks/ (an index, a template that
+/// documents every field, and the auto-feature and auto-validate playbooks), never
+/// overwriting a file that is there, and sets notes.displayRef and notes.rewriteRef so
+/// `git log` shows the journal and amend/rebase keep it. Safe to re-run.
 #[derive(Debug, Args)]
 pub struct InitArgs {}
 
@@ -17,8 +21,11 @@ pub struct InitArgs {}
 pub fn cmd_init(ctx: &Context, _args: &InitArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
     let outcome = session::init(&repo)?;
+    let playbooks = supervisor::scaffold(&repo.main_workdir()?)
+        .map_err(|e| CommandError::failed(format!("could not write .bmad/playbooks/: {e}")))?;
     if ctx.ui.json() {
-        ctx.ui.print_json(&outcome);
+        ctx.ui
+            .print_json(&json!({"config": outcome, "playbooks": playbooks}));
         return Ok(exit::OK);
     }
     let ui = &ctx.ui;
@@ -30,13 +37,18 @@ pub fn cmd_init(ctx: &Context, _args: &InitArgs) -> Result<u8, CommandError> {
             outcome.config_path.display()
         ));
     }
+    for file in &playbooks {
+        if file.written {
+            ui.line(format!("Wrote {}", file.path.display()));
+        }
+    }
     for entry in &outcome.git_config_added {
         ui.line(format!("Set git config {entry}"));
     }
-    if outcome.config_written {
-        ui.status("Next: commit it (git add .bmad && git commit -m 'Set up git-bmad'), then: git bmad start <name>");
+    if outcome.config_written || playbooks.iter().any(|f| f.written) {
+        ui.status("Next: commit it (git add .bmad && git commit -m 'Set up git-bmad'), then: git bmad start <name> [--playbook auto-feature]");
     } else {
-        ui.status("Next: git bmad start <name>");
+        ui.status("Next: git bmad start <name> [--playbook auto-feature]");
     }
     Ok(exit::OK)
 }

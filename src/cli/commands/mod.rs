@@ -1,5 +1,6 @@
 //! One module per command; [`dispatch`] routes to them.
 
+mod answer;
 mod checkpoint;
 mod doctor;
 mod finish;
@@ -10,9 +11,12 @@ mod hooks;
 mod init;
 mod journal;
 mod list;
+mod playbook;
 mod prune;
 mod remove;
+mod resume;
 mod rollback;
+mod run;
 mod scan;
 mod start;
 mod status;
@@ -52,6 +56,14 @@ pub enum Command {
     Doctor(doctor::DoctorArgs),
     /// Scan staged changes, files or commits for secrets; exit 4 if one is found
     Scan(scan::ScanArgs),
+    /// Check or list playbooks
+    Playbook(playbook::PlaybookArgs),
+    /// Run a playbook in the current session until a gate, a failure or the end
+    Run(run::RunArgs),
+    /// Continue the current session's run after a crash, a stop or an answered gate
+    Resume(resume::ResumeArgs),
+    /// Answer the gate the current session's run waits at, then continue
+    Answer(answer::AnswerArgs),
     /// Install, remove or inspect the policy git hooks
     Hooks(hooks::HooksArgs),
     /// Judge an agent's shell command before it runs (Claude Code PreToolUse hook)
@@ -80,6 +92,10 @@ pub fn dispatch(ctx: &Context, command: Command) -> Result<u8, CommandError> {
         Command::Prune(args) => prune::cmd_prune(ctx, &args),
         Command::Doctor(args) => doctor::cmd_doctor(ctx, &args),
         Command::Scan(args) => scan::cmd_scan(ctx, &args),
+        Command::Playbook(args) => playbook::cmd_playbook(ctx, &args),
+        Command::Run(args) => run::cmd_run(ctx, &args),
+        Command::Resume(args) => resume::cmd_resume(ctx, &args),
+        Command::Answer(args) => answer::cmd_answer(ctx, &args),
         Command::Hooks(args) => hooks::cmd_hooks(ctx, &args),
         Command::Guard(args) => guard::cmd_guard(ctx, &args),
         Command::Hook(args) => hook::cmd_hook(ctx, &args),

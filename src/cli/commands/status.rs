@@ -7,6 +7,7 @@ use crate::cli::error::{exit, CommandError};
 use crate::cli::ui::{ago, Style};
 use crate::cli::Context;
 use crate::session::{self, SessionState};
+use crate::supervisor;
 
 /// Show one session: status, step, checkpoints, last event.
 ///
@@ -26,12 +27,14 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
     let s = session::locate(&repo, args.session.as_deref())?;
     let journal = session::read_journal(&repo, &s.id)?;
     let state = SessionState::replay(journal.events());
+    let run = supervisor::RunState::replay(journal.events());
     let chain = session::chain(&repo, &s)?;
     let last = journal.events().last();
     if ctx.ui.json() {
         ctx.ui.print_json(&json!({
             "session": s,
             "state": state,
+            "run": run.manifest.is_some().then_some(&run),
             "checkpoints": chain.iter().enumerate().map(|(i, c)| json!({
                 "number": chain.len() - i,
                 "checkpoint": c,
@@ -66,6 +69,45 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
         "  step         {}",
         state.current_step.as_deref().unwrap_or("-")
     ));
+    if let Some(manifest) = &run.manifest {
+        let (done, total) = run.progress();
+        let remaining: Vec<&str> = manifest
+            .steps
+            .iter()
+            .filter(|st| !run.finished(st))
+            .map(String::as_str)
+            .collect();
+        let pct = if total == 0 { 100 } else { done * 100 / total };
+        ui.line(format!(
+            "  playbook     {}: {done}/{total} steps finished ({pct}%), {} invocation(s){}",
+            manifest.playbook,
+            run.invocations,
+            match &run.ended {
+                Some(supervisor::state::Ended::Completed) => ", completed".to_owned(),
+                Some(supervisor::state::Ended::Aborted) => ", aborted".to_owned(),
+                Some(supervisor::state::Ended::Stopped(why)) => format!(", stopped ({why}; `git bmad resume` goes on)"),
+                None => String::new(),
+            }
+        ));
+        if !remaining.is_empty() {
+            ui.line(format!("  remaining    {}", remaining.join(", ")));
+        }
+        if let Some((step, decision, event)) = &run.last_decision {
+            ui.line(format!("  last         {event} at {step} ({})", decision.as_str()));
+        }
+        if let Some(gate) = &run.gate {
+            ui.line(format!(
+                "  gate         {} at `{}`: {}",
+                ui.paint("waiting for you", Style::Yellow),
+                gate.step,
+                gate.question
+            ));
+            ui.line(format!(
+                "               answer with: git bmad answer <{}>",
+                gate.kind.options().iter().map(|a| a.as_str()).collect::<Vec<_>>().join("|")
+            ));
+        }
+    }
     match last {
         Some(e) => ui.line(format!(
             "  journal      {} events; last #{} {} at {}",

@@ -1,0 +1,50 @@
+//! `git bmad answer`.
+
+use clap::Args;
+
+use crate::cli::error::{exit, CommandError};
+use crate::cli::Context;
+use crate::session;
+use crate::supervisor::{self, Request};
+
+/// Answer the gate the current session's run is waiting at, then continue the run.
+///
+/// continue: run the gated step, or accept an escalated one as done; retry: run the step
+/// again; skip: skip it; abort: end the run. The answer and the message are journaled as the
+/// human's decision. An answer the gate does not take shows the gate again (exit 3).
+#[derive(Debug, Args)]
+pub struct AnswerArgs {
+    /// continue, retry, skip or abort (also: c, y, yes, r, s, a, n, no)
+    pub reply: String,
+    /// What you did or why, for the journal
+    #[arg(short, long, value_name = "TEXT")]
+    pub message: Option<String>,
+    /// Session id, id prefix or name (default: the current worktree's session)
+    #[arg(long, short = 's')]
+    pub session: Option<String>,
+}
+
+/// Run `answer`.
+pub fn cmd_answer(ctx: &Context, args: &AnswerArgs) -> Result<u8, CommandError> {
+    let repo = ctx.repo()?;
+    let s = session::locate(&repo, args.session.as_deref())?;
+    let request = Request::Answer {
+        reply: args.reply.clone(),
+        message: args.message.clone(),
+    };
+    match super::run::supervise_and_report(ctx, &repo, &s, request) {
+        Err(e) if e.code == exit::GATED && !ctx.ui.json() => {
+            // Show the gate again, so the right answer is on the screen.
+            let journal = session::read_journal(&repo, &s.id)?;
+            let state = supervisor::RunState::replay(journal.events());
+            if let Some(gate) = &state.gate {
+                eprint!("{}", e.render());
+                let (done, total) = state.progress();
+                super::run::print_gate(&ctx.ui, gate, done, total);
+                return Ok(exit::GATED);
+            }
+            Err(e)
+        }
+        other => other,
+    }
+}

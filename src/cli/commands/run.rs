@@ -1,0 +1,249 @@
+//! `git bmad run`, and the printing that `resume` and `answer` share with it.
+
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::json;
+
+use crate::cli::error::{exit, CommandError};
+use crate::cli::ui::{Style, Ui};
+use crate::cli::Context;
+use crate::runner::interrupt;
+use crate::session::{self, Config, Event, Session, SessionState};
+use crate::supervisor::{self, kind, Outcome, Request, RunOptions};
+
+/// Run a playbook in the current session: its steps one after the other, each in a fresh
+/// agent process, until a gate, a failure or the end.
+///
+/// The playbook is validated first; nothing runs if it has an error. A gate parks the run
+/// (exit 3) until `git bmad answer`; a crash or Ctrl-C is continued by `git bmad resume`.
+/// Exit codes: 0 done, 3 waiting at a gate, 5 a step failed under `stop`, 6 the invocation
+/// cap was reached, 7 the run's time limit was reached, 130 interrupted.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The playbook: a name in .bmad/playbooks/, a built-in (auto-feature, auto-validate), or
+    /// a file (default: the one named by `start --playbook`)
+    pub playbook: Option<String>,
+    /// Arguments for the steps ({args} in commands; appended to agent prompts)
+    #[arg(trailing_var_arg = true)]
+    pub args: Vec<String>,
+    /// Session id, id prefix or name (default: the current worktree's session)
+    #[arg(long, short = 's')]
+    pub session: Option<String>,
+}
+
+/// Run `run`.
+pub fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError> {
+    let repo = ctx.repo()?;
+    let s = session::locate(&repo, args.session.as_deref())?;
+    let query = match &args.playbook {
+        Some(p) => p.clone(),
+        None => {
+            let journal = session::read_journal(&repo, &s.id)?;
+            let named = SessionState::replay(journal.events()).playbook;
+            let running = supervisor::RunState::replay(journal.events())
+                .manifest
+                .map(|m| m.playbook);
+            running.or(named).ok_or_else(|| {
+                CommandError::usage(format!("session {} has no playbook; name one", s.id)).hinted(
+                    "git bmad run auto-feature   (or a file; `git bmad playbook list` shows them)",
+                )
+            })?
+        }
+    };
+    let dirs = [s.worktree.clone(), repo.main_workdir()?];
+    let source = supervisor::resolve(&query, &ctx.cwd, &dirs)?;
+    supervise_and_report(
+        ctx,
+        &repo,
+        &s,
+        Request::Start {
+            source,
+            args: args.args.clone(),
+        },
+    )
+}
+
+/// Drive the supervisor with progress on stderr, then print where the run stopped.
+pub(super) fn supervise_and_report(
+    ctx: &Context,
+    repo: &crate::git::Repo,
+    s: &Session,
+    request: Request,
+) -> Result<u8, CommandError> {
+    interrupt::install();
+    let config = Config::load(repo, &repo.main_workdir()?)?;
+    let ui = &ctx.ui;
+    let mut observer = |event: &Event| progress(ui, event);
+    let report = supervisor::supervise(
+        repo,
+        s,
+        request,
+        RunOptions {
+            config: &config,
+            feature_env: std::env::var("SPECIFY_FEATURE_DIRECTORY").ok(),
+            observer: &mut observer,
+        },
+    )?;
+    let code = match &report.outcome {
+        Outcome::Completed | Outcome::Aborted => exit::OK,
+        Outcome::Gated { .. } => exit::GATED,
+        Outcome::Failed { .. } => exit::STEP_FAILED,
+        Outcome::InvocationLimit { .. } => exit::INVOCATION_LIMIT,
+        Outcome::RunTimeLimit { .. } => exit::RUN_TIME_LIMIT,
+        Outcome::Interrupted => exit::INTERRUPTED,
+    };
+    if ui.json() {
+        ui.print_json(&json!({
+            "session": s.id,
+            "playbook": report.playbook.name,
+            "result": report.outcome,
+            "state": report.state,
+            "exit_code": code,
+        }));
+        return Ok(code);
+    }
+    let total = report.playbook.steps().count();
+    let done = report
+        .playbook
+        .steps()
+        .filter(|st| report.state.finished(&st.id))
+        .count();
+    match &report.outcome {
+        Outcome::Completed => {
+            ui.line(format!(
+                "{} playbook {}: {done}/{total} steps finished, {} invocation(s), {} in steps.",
+                ui.paint("Completed", Style::Green),
+                report.playbook.name,
+                report.state.invocations,
+                duration(report.state.run_time_ms)
+            ));
+            ui.status("Next: review the work and the journal (git bmad journal), then git bmad finish");
+        }
+        Outcome::Gated { gate } => print_gate(ui, gate, done, total),
+        Outcome::Failed { steps } => {
+            ui.line(format!(
+                "{} step(s) {} failed under on_error: stop ({done}/{total} steps finished).",
+                ui.paint("Stopped:", Style::Red),
+                steps.join(", ")
+            ));
+            ui.status("Next: read why (git bmad journal), fix it, then `git bmad resume` runs the failed step(s) again; `git bmad rollback --step <id>` undoes a step's changes");
+        }
+        Outcome::InvocationLimit { limit } => {
+            ui.line(format!("{} the run reached its cap of {limit} invocations ({done}/{total} steps finished).", ui.paint("Stopped:", Style::Red)));
+            ui.status("Next: look at why steps repeat (git bmad journal); raise limits.max_invocations in the playbook only if the work needs it");
+        }
+        Outcome::RunTimeLimit { limit_secs } => {
+            ui.line(format!("{} the run reached its time limit of {} ({done}/{total} steps finished).", ui.paint("Stopped:", Style::Red), duration(limit_secs * 1000)));
+            ui.status("Next: git bmad journal shows where the time went; raise limits.max_run_time in the playbook to go on");
+        }
+        Outcome::Interrupted => {
+            ui.line(format!("{} the running step was stopped; its state is saved ({done}/{total} steps finished).", ui.paint("Interrupted:", Style::Yellow)));
+            ui.status("Next: git bmad resume");
+        }
+        Outcome::Aborted => ui.line(format!("Run aborted ({done}/{total} steps finished). The session's work and journal stay; git bmad finish or remove ends it.")),
+    }
+    Ok(code)
+}
+
+/// Show a gate: what happened, the evidence, and how to answer.
+pub(super) fn print_gate(ui: &Ui, gate: &supervisor::Gate, done: usize, total: usize) {
+    ui.line(format!(
+        "{} at step `{}` ({}, {done}/{total} steps finished)\n",
+        ui.paint("Waiting for you", Style::Yellow),
+        gate.step,
+        gate.trigger
+    ));
+    ui.line(format!("  {}", gate.question));
+    if !gate.evidence.trim().is_empty() {
+        ui.line("\n  What happened:");
+        for line in gate.evidence.lines() {
+            ui.line(format!("    {line}"));
+        }
+    }
+    let options: Vec<&str> = gate.kind.options().iter().map(|a| a.as_str()).collect();
+    ui.line(format!(
+        "\n  Answer with: git bmad answer <{}> [-m \"what you did or why\"]",
+        options.join("|")
+    ));
+}
+
+/// One line per journaled step event while a run goes on.
+fn progress(ui: &Ui, event: &Event) {
+    let step = event.step.as_deref().unwrap_or("");
+    let text = match event.event.as_str() {
+        kind::RUN_STARTED => format!(
+            "Running playbook {} ({} steps)",
+            event.detail_str("playbook").unwrap_or_default(),
+            event.detail["steps"].as_array().map_or(0, |a| a.len())
+        ),
+        kind::RUN_RESUMED => "Resuming the run".into(),
+        session::kind::STEP_STARTED => format!(
+            "▸ {step}  {} ({}, attempt {})",
+            first_line(event.detail_str("command").unwrap_or_default()),
+            event.detail_str("runner").unwrap_or_default(),
+            event.detail_u64("attempt").unwrap_or(1)
+        ),
+        session::kind::STEP_COMPLETED => format!(
+            "  {} {step}{}",
+            ui.paint("✓", Style::Green),
+            match event.decision {
+                Some(session::Decision::Human) => " accepted by a human".to_owned(),
+                _ if event.trigger.as_deref() == Some("crash_recovery") =>
+                    " found done after the crash (postconditions met)".to_owned(),
+                _ => format!(" done in {}", duration(event.duration_ms.unwrap_or(0))),
+            }
+        ),
+        session::kind::STEP_FAILED => format!(
+            "  {} {step} {} → {}",
+            ui.paint("✗", Style::Red),
+            event.detail_str("reason").unwrap_or("failed"),
+            event.detail_str("next").unwrap_or("stop")
+        ),
+        kind::ESCALATED => format!(
+            "  {} {step} escalated ({}): {}",
+            ui.paint("!", Style::Yellow),
+            event.trigger.as_deref().unwrap_or_default(),
+            event.detail_str("reason").unwrap_or_default()
+        ),
+        session::kind::STEP_SKIPPED => format!(
+            "  – {step} skipped ({})",
+            event.detail_str("reason").unwrap_or_default()
+        ),
+        kind::RETRY => format!(
+            "  ↻ {step} runs again ({})",
+            event.trigger.as_deref().unwrap_or_default()
+        ),
+        kind::STALL_DETECTED => format!(
+            "  {} {step}: same output and same changes as the attempt before: a stall",
+            ui.paint("!", Style::Yellow)
+        ),
+        session::kind::GATE_ANSWERED => format!(
+            "Answered `{}` at {step}",
+            event.detail_str("answer").unwrap_or_default()
+        ),
+        _ => return,
+    };
+    ui.status(text);
+}
+
+fn first_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    if line.chars().count() > 70 {
+        format!("{}…", line.chars().take(70).collect::<String>())
+    } else {
+        line.to_owned()
+    }
+}
+
+/// `850ms`, `12.3s`, `4m05s`, `2h10m`.
+pub(super) fn duration(ms: u64) -> String {
+    let d = Duration::from_millis(ms);
+    let secs = d.as_secs();
+    match secs {
+        0 => format!("{ms}ms"),
+        1..=59 => format!("{:.1}s", d.as_secs_f64()),
+        60..=3599 => format!("{}m{:02}s", secs / 60, secs % 60),
+        _ => format!("{}h{:02}m", secs / 3600, (secs % 3600) / 60),
+    }
+}

@@ -1,0 +1,48 @@
+//! Errors of the runner layer.
+
+use std::path::PathBuf;
+
+/// Why an agent or command could not be run (a run that fails is a result, not an error).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The program is not installed.
+    #[error("runner `{runner}` needs `{program}`, which is not on PATH")]
+    NotInstalled {
+        /// The runner.
+        runner: String,
+        /// The program looked for.
+        program: String,
+    },
+    /// The runner name is not one git-bmad knows.
+    #[error("unknown runner `{runner}`; known runners: {known}")]
+    UnknownRunner {
+        /// The name.
+        runner: String,
+        /// The names git-bmad knows.
+        known: String,
+    },
+    /// The generic runner has no command configured.
+    #[error("runner `generic` has no command: set runners.generic.command in .bmad/config.yaml (e.g. [\"my-agent\", \"--prompt\", \"{{prompt}}\"])")]
+    GenericUnconfigured,
+    /// The process could not be started.
+    #[error("could not start {program}")]
+    Spawn {
+        /// The program.
+        program: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Waiting for the process failed.
+    #[error("could not wait for {program}")]
+    Wait {
+        /// The program.
+        program: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// The runner layer's result.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

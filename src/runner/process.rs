@@ -1,0 +1,363 @@
+//! One child process, run to the end or to its deadline.
+//!
+//! The child gets a process group of its own, so a timeout or an interrupt kills everything
+//! it started (an agent's shell, its test runner, a hung server) and not just the agent; on
+//! Linux it is also told to die with the thread that started it, so a supervisor killed with
+//! `kill -9` does not leave an agent writing into a worktree nobody watches. When the child
+//! exits, what is left of its group is killed too: each step is a fresh context, and a
+//! leftover that holds the output pipe open would otherwise keep the step from ending.
+//!
+//! Output is captured with a cap on memory ([`Captured`]); the journal keeps a smaller excerpt.
+
+use std::collections::VecDeque;
+use std::io::{Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::error::{Error, Result};
+use super::interrupt;
+
+/// How much of a stream is kept from its start (enough to parse an agent's JSON result).
+const HEAD_LIMIT: usize = 4 << 20;
+/// How much of a stream is kept from its end: what the journal shows of a long output
+/// (64 KiB), and a margin so that a secret cut by that edge can still be seen whole.
+const TAIL_LIMIT: usize = 80 << 10;
+/// How often the wait loop looks at the interrupt flag.
+const POLL: Duration = Duration::from_millis(20);
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct Spec {
+    /// The program (a path found with `which`, or a name on `PATH`).
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// The working directory.
+    pub cwd: PathBuf,
+    /// Variables to set on top of the inherited environment.
+    pub env: Vec<(String, String)>,
+    /// Inherited variables to remove (`GIT_DIR` and friends when called from a hook).
+    pub env_remove: Vec<String>,
+    /// Bytes for stdin; `None` gives the child an empty stdin.
+    pub stdin: Option<Vec<u8>>,
+    /// Wall-clock limit.
+    pub timeout: Duration,
+}
+
+/// How a child ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "how", content = "value")]
+pub enum Exit {
+    /// It exited with this code.
+    Code(i32),
+    /// A signal it did not get from us ended it.
+    Signal(i32),
+    /// It ran past its timeout and was killed.
+    TimedOut,
+    /// The user interrupted git-bmad, which killed it.
+    Interrupted,
+}
+
+impl Exit {
+    /// Exit code 0.
+    pub fn success(&self) -> bool {
+        *self == Exit::Code(0)
+    }
+}
+
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exit::Code(code) => write!(f, "exited with code {code}"),
+            Exit::Signal(signal) => write!(f, "was killed by signal {signal}"),
+            Exit::TimedOut => f.write_str("timed out and was killed"),
+            Exit::Interrupted => f.write_str("was interrupted"),
+        }
+    }
+}
+
+/// A captured stream: its start, its end, and its size.
+#[derive(Clone, Debug, Default)]
+pub struct Captured {
+    head: Vec<u8>,
+    tail: VecDeque<u8>,
+    total: u64,
+}
+
+impl Captured {
+    fn push(&mut self, bytes: &[u8]) {
+        self.total += bytes.len() as u64;
+        let room = HEAD_LIMIT.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&bytes[..room.min(bytes.len())]);
+        let keep = bytes.len().min(TAIL_LIMIT);
+        self.tail.extend(&bytes[bytes.len() - keep..]);
+        let excess = self.tail.len().saturating_sub(TAIL_LIMIT);
+        self.tail.drain(..excess);
+    }
+
+    /// How many bytes the stream had.
+    pub fn total(&self) -> u64 {
+        self.total
+    }
+
+    /// Whether every byte was kept.
+    pub fn complete(&self) -> bool {
+        self.total as usize == self.head.len()
+    }
+
+    /// The whole stream when it was kept whole, else its first bytes.
+    pub fn head(&self) -> &[u8] {
+        &self.head
+    }
+
+    /// The last bytes of the stream (at most 80 KiB).
+    pub fn tail(&self) -> Vec<u8> {
+        if self.complete() {
+            let start = self.head.len().saturating_sub(TAIL_LIMIT);
+            return self.head[start..].to_vec();
+        }
+        self.tail.iter().copied().collect()
+    }
+
+    /// The stream as text for the journal: whole when it fits in `limit` bytes, else its last
+    /// bytes after a line that says how big it was.
+    pub fn excerpt(&self, name: &str, limit: usize) -> String {
+        if self.complete() && self.head.len() <= limit {
+            return String::from_utf8_lossy(&self.head).into_owned();
+        }
+        let tail = self.tail();
+        let keep = limit.min(tail.len());
+        let text = String::from_utf8_lossy(&tail[tail.len() - keep..]).into_owned();
+        format!(
+            "[git-bmad: {name} truncated: {} bytes in all, the last {keep} kept]\n{text}",
+            self.total
+        )
+    }
+
+    /// Text from bytes (for tests and callers that build results by hand).
+    pub fn from_bytes(bytes: &[u8]) -> Captured {
+        let mut c = Captured::default();
+        c.push(bytes);
+        c
+    }
+}
+
+/// What a finished child left.
+#[derive(Clone, Debug)]
+pub struct Output {
+    /// How it ended.
+    pub exit: Exit,
+    /// Its stdout.
+    pub stdout: Captured,
+    /// Its stderr.
+    pub stderr: Captured,
+    /// How long it ran.
+    pub duration: Duration,
+}
+
+/// Run `spec` to its end, its timeout, or an interrupt.
+pub fn run(spec: &Spec) -> Result<Output> {
+    let started = Instant::now();
+    let mut command = Command::new(&spec.program);
+    command
+        .args(&spec.args)
+        .current_dir(&spec.cwd)
+        .stdin(if spec.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    for key in &spec.env_remove {
+        command.env_remove(key);
+    }
+    command.envs(spec.env.iter().map(|(k, v)| (k, v)));
+    die_with_parent(&mut command);
+    let mut child = command.spawn().map_err(|e| Error::Spawn {
+        program: spec.program.clone(),
+        source: e,
+    })?;
+    let group = child.id() as i32;
+
+    let stdin = child.stdin.take();
+    let input = spec.stdin.clone();
+    let writer = std::thread::spawn(move || {
+        if let (Some(mut pipe), Some(bytes)) = (stdin, input) {
+            // The child may not read it all; a broken pipe is its business.
+            let _ = pipe.write_all(&bytes);
+        }
+    });
+    let stdout = child.stdout.take().map(reader);
+    let stderr = child.stderr.take().map(reader);
+
+    let (done_tx, done_rx) = mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let _ = done_tx.send(child.wait());
+    });
+    let deadline = started + spec.timeout;
+    let mut killed: Option<Exit> = None;
+    let status = loop {
+        let wait = POLL.min(deadline.saturating_duration_since(Instant::now()));
+        match done_rx.recv_timeout(wait) {
+            Ok(status) => break status,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                break Err(std::io::Error::other("the child's waiter thread stopped"));
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if killed.is_none() {
+            if interrupt::requested() {
+                killed = Some(Exit::Interrupted);
+            } else if Instant::now() >= deadline {
+                killed = Some(Exit::TimedOut);
+            }
+            if killed.is_some() {
+                kill_group(group);
+            }
+        }
+    };
+    // Whatever the child left running goes with it.
+    kill_group(group);
+    let _ = waiter.join();
+    let _ = writer.join();
+    let stdout = stdout.map(join_reader).unwrap_or_default();
+    let stderr = stderr.map(join_reader).unwrap_or_default();
+    let status = status.map_err(|e| Error::Wait {
+        program: spec.program.clone(),
+        source: e,
+    })?;
+    let exit = killed.unwrap_or_else(|| match (status.code(), status.signal()) {
+        (Some(code), _) => Exit::Code(code),
+        (None, Some(signal)) => Exit::Signal(signal),
+        (None, None) => Exit::Code(-1),
+    });
+    Ok(Output {
+        exit,
+        stdout,
+        stderr,
+        duration: started.elapsed(),
+    })
+}
+
+fn reader<R: Read + Send + 'static>(mut pipe: R) -> std::thread::JoinHandle<Captured> {
+    std::thread::spawn(move || {
+        let mut captured = Captured::default();
+        let mut buf = vec![0u8; 64 << 10];
+        loop {
+            match pipe.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => captured.push(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
+            }
+        }
+        captured
+    })
+}
+
+fn join_reader(handle: std::thread::JoinHandle<Captured>) -> Captured {
+    handle.join().unwrap_or_default()
+}
+
+/// Kill a process group; a group that is already gone is fine.
+fn kill_group(group: i32) {
+    if group > 0 {
+        // SAFETY: killpg only sends a signal; the group id is our child's pid, which is its
+        // group id because the child was started with process_group(0).
+        unsafe {
+            libc::killpg(group, libc::SIGKILL);
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn die_with_parent(command: &mut Command) {
+    // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_command: &mut Command) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str, timeout: Duration) -> Output {
+        run(&Spec {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), script.into()],
+            cwd: std::env::temp_dir(),
+            env: vec![("GREETING".into(), "hi".into())],
+            env_remove: vec![],
+            stdin: Some(b"from stdin".to_vec()),
+            timeout,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn exit_output_and_env() {
+        let out = sh(
+            "cat; echo \" $GREETING\"; echo oops >&2; exit 3",
+            Duration::from_secs(10),
+        );
+        assert_eq!(out.exit, Exit::Code(3));
+        assert_eq!(out.stdout.head(), b"from stdin hi\n");
+        assert_eq!(out.stderr.excerpt("stderr", 100), "oops\n");
+    }
+
+    #[test]
+    fn timeout_kills_the_whole_group() {
+        let started = Instant::now();
+        // The grandchild holds stdout open; only killing the group ends the step.
+        let out = sh(
+            "sleep 30 & sleep 30; echo never",
+            Duration::from_millis(300),
+        );
+        assert_eq!(out.exit, Exit::TimedOut);
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert!(out.stdout.head().is_empty());
+    }
+
+    #[test]
+    fn leftovers_do_not_hold_a_finished_step() {
+        let started = Instant::now();
+        let out = sh("sleep 30 & echo done", Duration::from_secs(20));
+        assert_eq!(out.exit, Exit::Code(0));
+        assert_eq!(out.stdout.head(), b"done\n");
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn capture_keeps_head_tail_and_size() {
+        let mut c = Captured::default();
+        let chunk = vec![b'a'; 1 << 20];
+        for _ in 0..5 {
+            c.push(&chunk);
+        }
+        c.push(b"THE END");
+        assert_eq!(c.total(), (5 << 20) + 7);
+        assert!(!c.complete());
+        assert_eq!(c.head().len(), HEAD_LIMIT);
+        let excerpt = c.excerpt("stdout", 1000);
+        assert!(excerpt.starts_with(
+            "[git-bmad: stdout truncated: 5242887 bytes in all, the last 1000 kept]\n"
+        ));
+        assert!(excerpt.ends_with("THE END"));
+        assert_eq!(
+            Captured::from_bytes(b"short").excerpt("stdout", 1000),
+            "short"
+        );
+    }
+}

@@ -1,0 +1,249 @@
+//! Artifact checks, evaluated by git-bmad on disk, never taken from the agent's word.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::playbook::Check;
+use crate::bmad::speckit;
+use crate::runner;
+
+/// What a check needs to know about the worktree.
+#[derive(Clone, Debug)]
+pub struct CheckEnv<'a> {
+    /// The session worktree.
+    pub root: &'a Path,
+    /// `SPECIFY_FEATURE_DIRECTORY`, if set.
+    pub feature_env: Option<&'a str>,
+    /// The session branch, short name.
+    pub branch: Option<&'a str>,
+    /// `checks.test_command`.
+    pub test_command: Option<&'a str>,
+    /// The timeout of a test run.
+    pub timeout: Duration,
+    /// The paths the step changed, when known (for `diff_nonempty`).
+    pub changed: Option<&'a [String]>,
+}
+
+/// The result of one check.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CheckOutcome {
+    /// The check, as written.
+    pub check: String,
+    /// Whether it holds.
+    pub ok: bool,
+    /// The artifact it looked at, or what it ran.
+    pub artifact: String,
+    /// What was found.
+    pub detail: String,
+}
+
+/// Evaluate one check.
+pub fn evaluate(check: &Check, env: &CheckEnv<'_>) -> CheckOutcome {
+    let outcome = |ok: bool, artifact: String, detail: String| CheckOutcome {
+        check: check.to_string(),
+        ok,
+        artifact,
+        detail,
+    };
+    match check {
+        Check::SpecExists | Check::PlanExists | Check::TasksExist => {
+            let file = match check {
+                Check::SpecExists => "spec.md",
+                Check::PlanExists => "plan.md",
+                _ => "tasks.md",
+            };
+            match feature_file(env, file) {
+                Ok(path) => {
+                    let ok = env.root.join(&path).is_file();
+                    let shown = path.display().to_string();
+                    let detail = if ok {
+                        format!("{shown} exists")
+                    } else {
+                        format!("{shown} is missing")
+                    };
+                    outcome(ok, shown, detail)
+                }
+                Err(why) => outcome(false, format!("<feature>/{file}"), why),
+            }
+        }
+        Check::TasksAllChecked => match feature_file(env, "tasks.md") {
+            Ok(path) => {
+                let shown = path.display().to_string();
+                match std::fs::read_to_string(env.root.join(&path)) {
+                    Ok(text) => {
+                        let (done, total) = speckit::task_progress(&text);
+                        let ok = total > 0 && done == total;
+                        outcome(ok, shown, format!("{done} of {total} tasks checked"))
+                    }
+                    Err(_) => outcome(false, shown.clone(), format!("{shown} is missing")),
+                }
+            }
+            Err(why) => outcome(false, "<feature>/tasks.md".into(), why),
+        },
+        Check::FileExists(path) => {
+            let ok = inside(env.root, path).is_some_and(|p| p.exists());
+            let detail = if ok {
+                format!("{path} exists")
+            } else {
+                format!("{path} is missing")
+            };
+            outcome(ok, path.clone(), detail)
+        }
+        Check::DiffNonempty => match env.changed {
+            Some(changed) => {
+                let ok = !changed.is_empty();
+                let detail = match changed {
+                    [] => "the step changed no file".to_owned(),
+                    [one] => format!("changed {one}"),
+                    [first, rest @ ..] => format!("changed {first} and {} more", rest.len()),
+                };
+                outcome(ok, "the worktree".into(), detail)
+            }
+            None => outcome(
+                false,
+                "the worktree".into(),
+                "a diff is only known right after a step ran".into(),
+            ),
+        },
+        Check::TestsPass(command) => {
+            let Some(command) = command.as_deref().or(env.test_command) else {
+                return outcome(
+                    false,
+                    "tests".into(),
+                    "no test command: write `tests_pass: <command>` in the playbook or set checks.test_command in .bmad/config.yaml".into(),
+                );
+            };
+            tests_pass(command, env, outcome)
+        }
+    }
+}
+
+fn tests_pass(
+    command: &str,
+    env: &CheckEnv<'_>,
+    outcome: impl Fn(bool, String, String) -> CheckOutcome,
+) -> CheckOutcome {
+    let spec = runner::Spec {
+        program: "/bin/sh".into(),
+        args: vec!["-c".into(), command.to_owned()],
+        cwd: env.root.to_path_buf(),
+        env: Vec::new(),
+        env_remove: runner::GIT_ENV_TO_CLEAR
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        stdin: None,
+        timeout: env.timeout,
+    };
+    match runner::run_process(&spec) {
+        Ok(out) if out.exit.success() => {
+            outcome(true, command.to_owned(), format!("`{command}` passed"))
+        }
+        Ok(out) => {
+            let tail = out.stdout.excerpt("output", 1200);
+            let err = out.stderr.excerpt("stderr", 800);
+            let mut detail = format!("`{command}` {}", out.exit);
+            for part in [tail.trim(), err.trim()] {
+                if !part.is_empty() {
+                    detail.push_str("\n");
+                    detail.push_str(part);
+                }
+            }
+            outcome(false, command.to_owned(), detail)
+        }
+        Err(e) => outcome(
+            false,
+            command.to_owned(),
+            format!("`{command}` could not run: {e}"),
+        ),
+    }
+}
+
+/// A feature file's path relative to the worktree, or why the feature is unknown.
+fn feature_file(env: &CheckEnv<'_>, file: &str) -> Result<PathBuf, String> {
+    let feature = speckit::feature(env.root, env.feature_env, env.branch).ok_or_else(|| {
+        "no spec-kit feature found: set SPECIFY_FEATURE_DIRECTORY, write .specify/feature.json, or keep one feature under specs/".to_owned()
+    })?;
+    let path = feature.dir.join(file);
+    inside(env.root, &path.to_string_lossy()).ok_or_else(|| {
+        format!(
+            "the feature directory {} is outside the repository",
+            feature.dir.display()
+        )
+    })?;
+    Ok(path)
+}
+
+/// `root/path` if it stays inside `root`, symlinks followed as far as they exist.
+fn inside(root: &Path, path: &str) -> Option<PathBuf> {
+    super::playbook::check_inside_repo(path).ok()?;
+    let joined = root.join(path);
+    let real_root = std::fs::canonicalize(root).ok()?;
+    // The deepest existing ancestor decides where a symlink leads.
+    let mut probe = joined.as_path();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(probe) {
+            return real.starts_with(&real_root).then_some(joined);
+        }
+        probe = probe.parent()?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("specs/001-x")).unwrap();
+        std::fs::write(root.join("specs/001-x/spec.md"), "# spec").unwrap();
+        std::fs::write(
+            root.join("specs/001-x/tasks.md"),
+            "- [x] T001\n- [ ] T002\n",
+        )
+        .unwrap();
+        let changed = vec!["src/a.rs".to_owned()];
+        let env = CheckEnv {
+            root,
+            feature_env: None,
+            branch: None,
+            test_command: None,
+            timeout: Duration::from_secs(10),
+            changed: Some(&changed),
+        };
+        assert!(evaluate(&Check::SpecExists, &env).ok);
+        let plan = evaluate(&Check::PlanExists, &env);
+        assert_eq!(
+            (plan.ok, plan.detail.as_str()),
+            (false, "specs/001-x/plan.md is missing")
+        );
+        let tasks = evaluate(&Check::TasksAllChecked, &env);
+        assert_eq!(
+            (tasks.ok, tasks.detail.as_str()),
+            (false, "1 of 2 tasks checked")
+        );
+        assert!(evaluate(&Check::DiffNonempty, &env).ok);
+        assert!(!evaluate(&Check::FileExists("../x".into()), &env).ok);
+        std::os::unix::fs::symlink("/etc", root.join("escape")).unwrap();
+        assert!(!evaluate(&Check::FileExists("escape/passwd".into()), &env).ok);
+        assert!(evaluate(&Check::TestsPass(Some("true".into())), &env).ok);
+        let failing = evaluate(
+            &Check::TestsPass(Some("echo 'test x failed'; exit 101".into())),
+            &env,
+        );
+        assert!(!failing.ok);
+        assert!(
+            failing.detail.contains("exited with code 101")
+                && failing.detail.contains("test x failed"),
+            "{}",
+            failing.detail
+        );
+        assert!(evaluate(&Check::TestsPass(None), &env)
+            .detail
+            .contains("no test command"));
+    }
+}

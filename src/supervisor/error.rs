@@ -1,0 +1,116 @@
+//! Errors of the supervisor.
+
+use std::path::PathBuf;
+
+use super::playbook::{Diagnostic, Severity};
+use super::state::Gate;
+
+/// Why the supervisor could not do what was asked (a step that fails is an outcome, not this).
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The session layer failed.
+    #[error(transparent)]
+    Session(#[from] crate::session::Error),
+    /// An agent could not be started.
+    #[error(transparent)]
+    Runner(#[from] crate::runner::Error),
+    /// A playbook file could not be read.
+    #[error("could not read {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// No playbook by that name.
+    #[error("no playbook {query:?}: not a file, not in .bmad/playbooks/ ({}), not built in (auto-feature, auto-validate)", searched.join(", "))]
+    UnknownPlaybook {
+        /// What the user typed.
+        query: String,
+        /// Where it was looked for.
+        searched: Vec<String>,
+    },
+    /// The playbook has errors; nothing was run.
+    #[error(
+        "{origin} is not a valid playbook ({} error(s)); nothing was run:\n{}",
+        count_errors(diagnostics),
+        render(origin, diagnostics)
+    )]
+    Invalid {
+        /// Where it came from.
+        origin: String,
+        /// Every finding.
+        diagnostics: Vec<Diagnostic>,
+    },
+    /// `resume` or `answer` in a session where no run was started.
+    #[error("session {session} has no playbook run; start one with `git bmad run <playbook>`")]
+    NoRun {
+        /// The session.
+        session: String,
+    },
+    /// `run <other playbook>` in a session already running one.
+    #[error("session {session} already runs playbook {running}; `git bmad resume` continues it (start another session for {requested})")]
+    OtherPlaybook {
+        /// The session.
+        session: String,
+        /// The playbook it runs.
+        running: String,
+        /// The one asked for.
+        requested: String,
+    },
+    /// The run was aborted by a human.
+    #[error("the run in session {session} was aborted; start a new session to run again")]
+    Aborted {
+        /// The session.
+        session: String,
+    },
+    /// `answer` with no open gate.
+    #[error("session {session} is not waiting at a gate; `git bmad status` shows where it is")]
+    NoGate {
+        /// The session.
+        session: String,
+    },
+    /// An answer the open gate does not take; the gate is shown again.
+    #[error("{answer:?} is not an answer to this gate")]
+    UnknownAnswer {
+        /// What the human typed.
+        answer: String,
+        /// The gate, still open.
+        gate: Box<Gate>,
+    },
+    /// The playbook the run started with cannot be read back from git.
+    #[error("the playbook of session {session} (blob {blob}) cannot be read back: {why}")]
+    StoredPlaybook {
+        /// The session.
+        session: String,
+        /// The blob.
+        blob: String,
+        /// Why.
+        why: String,
+    },
+}
+
+fn count_errors(diagnostics: &[Diagnostic]) -> usize {
+    diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .count()
+}
+
+fn render(origin: &str, diagnostics: &[Diagnostic]) -> String {
+    diagnostics
+        .iter()
+        .map(|d| format!("  {}", d.render(origin)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+impl From<crate::git::Error> for Error {
+    fn from(e: crate::git::Error) -> Self {
+        Error::Session(e.into())
+    }
+}
+
+/// The supervisor's result.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

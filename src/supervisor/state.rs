@@ -1,0 +1,435 @@
+//! Where a playbook run stands, replayed from the session's journal.
+//!
+//! Like [`crate::session::SessionState`], a pure fold over events: the run keeps no state of
+//! its own, so a crash at any instant leaves exactly what the journal says, and `resume`
+//! continues from there.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::kind;
+use crate::session::{self, Decision, Event};
+
+/// What a step has come to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "status")]
+pub enum StepStatus {
+    /// Not run yet (or due to run again after a retry).
+    Pending,
+    /// Started and not finished: a crash, if no run is going on.
+    Running,
+    /// Finished well (or a human said so).
+    Done,
+    /// Skipped by its autonomy level or a human.
+    Skipped,
+    /// Failed; `next` is what the failure leads to.
+    Failed {
+        /// `retry`, `gate` or `stop`.
+        next: String,
+    },
+}
+
+/// A human's answer to a gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answer {
+    /// Go on: run the gated step, or accept the escalated one as done.
+    Continue,
+    /// Run the step again (or check its preconditions again).
+    Retry,
+    /// Skip the step.
+    Skip,
+    /// End the run.
+    Abort,
+}
+
+impl Answer {
+    /// Read a human's reply: the answer words, their first letters, and a few synonyms.
+    pub fn parse(text: &str) -> Option<Answer> {
+        Some(match text.trim().to_ascii_lowercase().as_str() {
+            "continue" | "c" | "yes" | "y" | "approve" | "ok" | "proceed" => Answer::Continue,
+            "retry" | "r" | "rerun" | "again" => Answer::Retry,
+            "skip" | "s" => Answer::Skip,
+            "abort" | "a" | "no" | "n" | "stop" | "quit" => Answer::Abort,
+            _ => return None,
+        })
+    }
+
+    /// The answer's word.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Answer::Continue => "continue",
+            Answer::Retry => "retry",
+            Answer::Skip => "skip",
+            Answer::Abort => "abort",
+        }
+    }
+}
+
+/// Why a gate is open.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateKind {
+    /// Before an `always_gate` step runs.
+    Before,
+    /// A precondition is not met.
+    Precondition,
+    /// After a step, escalated by a trigger or its error policy.
+    After,
+}
+
+impl GateKind {
+    fn parse(text: &str) -> GateKind {
+        match text {
+            "before" => GateKind::Before,
+            "precondition" => GateKind::Precondition,
+            _ => GateKind::After,
+        }
+    }
+
+    /// The name in the journal.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            GateKind::Before => "before",
+            GateKind::Precondition => "precondition",
+            GateKind::After => "after",
+        }
+    }
+
+    /// The answers a gate of this kind takes.
+    pub fn options(&self) -> &'static [Answer] {
+        match self {
+            GateKind::Before => &[Answer::Continue, Answer::Skip, Answer::Abort],
+            GateKind::Precondition => {
+                &[Answer::Retry, Answer::Continue, Answer::Skip, Answer::Abort]
+            }
+            GateKind::After => &[Answer::Continue, Answer::Retry, Answer::Skip, Answer::Abort],
+        }
+    }
+}
+
+/// An open gate.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Gate {
+    /// The step.
+    pub step: String,
+    /// Why it is open.
+    pub kind: GateKind,
+    /// What caused it.
+    pub trigger: String,
+    /// The question for the human.
+    pub question: String,
+    /// What happened, for the human.
+    pub evidence: String,
+    /// The `seq` of the `gate_opened` event.
+    pub seq: u64,
+}
+
+/// One step's record.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct StepState {
+    /// Where it stands.
+    #[serde(flatten)]
+    pub status: StepStatus,
+    /// Attempts started.
+    pub attempts: u32,
+    /// The stall hash of its last failed attempt.
+    pub last_hash: Option<String>,
+    /// A human approved running it (an `always_gate` step).
+    pub approved: bool,
+    /// A human said to run it despite unmet preconditions.
+    pub preconditions_waived: bool,
+    /// An answer not yet acted on, with the kind of gate it answered.
+    pub pending_answer: Option<(GateKind, Answer)>,
+    /// Automatic retries (`retry_once`) since a human last answered for it.
+    pub auto_retries: u32,
+    /// Its last failure or escalation: (trigger, reason, evidence).
+    pub last_failure: Option<(String, String, String)>,
+}
+
+impl Default for StepState {
+    fn default() -> Self {
+        StepState {
+            status: StepStatus::Pending,
+            attempts: 0,
+            last_hash: None,
+            approved: false,
+            preconditions_waived: false,
+            pending_answer: None,
+            auto_retries: 0,
+            last_failure: None,
+        }
+    }
+}
+
+/// How a run ended (for now: a stopped run can be resumed).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ended {
+    /// Every step is done or skipped.
+    Completed,
+    /// A human aborted it.
+    Aborted,
+    /// It stopped; the event name says why (`run_failed`, `limit_invocations_reached`, …).
+    Stopped(String),
+}
+
+/// The playbook a run executes, as `run_started` recorded it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Manifest {
+    /// Its name.
+    pub playbook: String,
+    /// Where it was read from.
+    pub origin: String,
+    /// The blob holding the exact text the run started with.
+    pub blob: String,
+    /// The run's arguments.
+    pub args: Vec<String>,
+    /// Its step ids, in order.
+    pub steps: Vec<String>,
+}
+
+/// A run, replayed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RunState {
+    /// The playbook; `None` when no run was started in this session.
+    pub manifest: Option<Manifest>,
+    /// Steps by id (those never mentioned are pending).
+    pub steps: BTreeMap<String, StepState>,
+    /// The open gate.
+    pub gate: Option<Gate>,
+    /// How it ended, if it did.
+    pub ended: Option<Ended>,
+    /// Steps started, retries included.
+    pub invocations: u32,
+    /// Time spent in steps.
+    pub run_time_ms: u64,
+    /// The newest event that recorded a decision on a step: (step, decision, event).
+    pub last_decision: Option<(String, Decision, String)>,
+}
+
+impl RunState {
+    /// Replay a session's events.
+    pub fn replay<'a>(events: impl IntoIterator<Item = &'a Event>) -> RunState {
+        let mut state = RunState::default();
+        for event in events {
+            state.apply(event);
+        }
+        state
+    }
+
+    /// The record of a step.
+    pub fn step(&self, id: &str) -> StepState {
+        self.steps.get(id).cloned().unwrap_or_default()
+    }
+
+    /// How many of the run's steps are finished, and how many it has.
+    pub fn progress(&self) -> (usize, usize) {
+        let steps = self
+            .manifest
+            .as_ref()
+            .map(|m| m.steps.as_slice())
+            .unwrap_or_default();
+        (
+            steps.iter().filter(|s| self.finished(s)).count(),
+            steps.len(),
+        )
+    }
+
+    /// Whether a step is finished (done or skipped).
+    pub fn finished(&self, id: &str) -> bool {
+        matches!(
+            self.steps.get(id).map(|s| &s.status),
+            Some(StepStatus::Done | StepStatus::Skipped)
+        )
+    }
+
+    /// Fold one event in.
+    pub fn apply(&mut self, event: &Event) {
+        if let (Some(step), Some(decision)) = (&event.step, event.decision) {
+            if event.event != session::kind::CHECKPOINT {
+                self.last_decision = Some((step.clone(), decision, event.event.clone()));
+            }
+        }
+        let step_id = event.step.clone().unwrap_or_default();
+        match event.event.as_str() {
+            kind::RUN_STARTED => {
+                let text = |k: &str| event.detail_str(k).unwrap_or_default().to_owned();
+                let list = |k: &str| -> Vec<String> {
+                    event.detail[k]
+                        .as_array()
+                        .map(|a| {
+                            a.iter()
+                                .filter_map(|v| v.as_str().map(str::to_owned))
+                                .collect()
+                        })
+                        .unwrap_or_default()
+                };
+                self.manifest = Some(Manifest {
+                    playbook: text("playbook"),
+                    origin: text("origin"),
+                    blob: text("blob"),
+                    args: list("args"),
+                    steps: list("steps"),
+                });
+                self.ended = None;
+            }
+            kind::RUN_RESUMED => self.ended = None,
+            session::kind::STEP_STARTED => {
+                self.invocations += 1;
+                let s = self.steps.entry(step_id).or_default();
+                s.status = StepStatus::Running;
+                s.attempts = event.detail_u64("attempt").unwrap_or(s.attempts as u64 + 1) as u32;
+                s.pending_answer = None;
+            }
+            session::kind::STEP_COMPLETED => {
+                self.run_time_ms += event.duration_ms.unwrap_or(0);
+                let s = self.steps.entry(step_id).or_default();
+                s.status = StepStatus::Done;
+                s.pending_answer = None;
+            }
+            session::kind::STEP_FAILED | kind::ESCALATED => {
+                self.run_time_ms += event.duration_ms.unwrap_or(0);
+                let s = self.steps.entry(step_id).or_default();
+                s.status = StepStatus::Failed {
+                    next: event.detail_str("next").unwrap_or("stop").to_owned(),
+                };
+                s.last_hash = event.detail_str("hash").map(str::to_owned);
+                s.last_failure = Some((
+                    event.trigger.clone().unwrap_or_default(),
+                    event.detail_str("reason").unwrap_or_default().to_owned(),
+                    event.detail_str("evidence").unwrap_or_default().to_owned(),
+                ));
+            }
+            session::kind::STEP_SKIPPED => {
+                let s = self.steps.entry(step_id).or_default();
+                s.status = StepStatus::Skipped;
+                s.pending_answer = None;
+            }
+            kind::RETRY => {
+                let s = self.steps.entry(step_id).or_default();
+                s.status = StepStatus::Pending;
+                s.pending_answer = None;
+                if event.trigger.as_deref() == Some("retry_once") {
+                    s.auto_retries += 1;
+                }
+            }
+            session::kind::GATE_OPENED => {
+                self.gate = Some(Gate {
+                    step: step_id,
+                    kind: GateKind::parse(event.detail_str("kind").unwrap_or_default()),
+                    trigger: event.trigger.clone().unwrap_or_default(),
+                    question: event.detail_str("question").unwrap_or_default().to_owned(),
+                    evidence: event.detail_str("evidence").unwrap_or_default().to_owned(),
+                    seq: event.seq,
+                });
+            }
+            session::kind::GATE_ANSWERED => {
+                let Some(gate) = self.gate.take() else {
+                    return;
+                };
+                let Some(answer) = event.detail_str("answer").and_then(Answer::parse) else {
+                    return;
+                };
+                let s = self.steps.entry(gate.step).or_default();
+                s.pending_answer = Some((gate.kind, answer));
+                s.auto_retries = 0;
+                match (gate.kind, answer) {
+                    (GateKind::Before, Answer::Continue | Answer::Retry) => s.approved = true,
+                    (GateKind::Precondition, Answer::Continue) => s.preconditions_waived = true,
+                    _ => {}
+                }
+            }
+            kind::RUN_COMPLETED => self.ended = Some(Ended::Completed),
+            kind::RUN_ABORTED => self.ended = Some(Ended::Aborted),
+            kind::RUN_FAILED
+            | kind::LIMIT_INVOCATIONS
+            | kind::LIMIT_RUN_TIME
+            | kind::RUN_INTERRUPTED => self.ended = Some(Ended::Stopped(event.event.clone())),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ev(seq: u64, event: &str, step: &str, detail: serde_json::Value) -> Event {
+        Event {
+            seq,
+            ts: "2026-11-22T10:15:00Z".into(),
+            session: "20261122-101500-abcdef".into(),
+            event: event.into(),
+            step: (!step.is_empty()).then(|| step.to_owned()),
+            decision: Some(Decision::Auto),
+            trigger: None,
+            duration_ms: Some(10),
+            response: None,
+            detail,
+        }
+    }
+
+    #[test]
+    fn a_run_replayed() {
+        let events = vec![
+            ev(
+                1,
+                kind::RUN_STARTED,
+                "",
+                json!({"playbook": "p", "blob": "b", "args": ["x"]}),
+            ),
+            ev(2, "step_started", "plan", json!({"attempt": 1})),
+            ev(3, "step_completed", "plan", json!({})),
+            ev(4, "step_started", "impl", json!({"attempt": 1})),
+            ev(
+                5,
+                "step_failed",
+                "impl",
+                json!({"next": "gate", "hash": "h1"}),
+            ),
+            ev(
+                6,
+                "gate_opened",
+                "impl",
+                json!({"kind": "after", "question": "q?"}),
+            ),
+        ];
+        let state = RunState::replay(&events);
+        assert_eq!(state.manifest.as_ref().unwrap().args, ["x"]);
+        assert!(state.finished("plan"));
+        assert_eq!(state.gate.as_ref().unwrap().step, "impl");
+        assert_eq!(state.invocations, 2);
+        assert_eq!(state.run_time_ms, 20);
+        assert_eq!(state.step("impl").last_hash.as_deref(), Some("h1"));
+
+        let mut more = events.clone();
+        more.push(ev(
+            7,
+            "gate_answered",
+            "impl",
+            json!({"answer": "continue"}),
+        ));
+        let state = RunState::replay(&more);
+        assert_eq!(state.gate, None);
+        assert_eq!(
+            state.step("impl").pending_answer,
+            Some((GateKind::After, Answer::Continue))
+        );
+        more.push(ev(8, "step_completed", "impl", json!({})));
+        let state = RunState::replay(&more);
+        assert!(state.finished("impl"));
+        assert_eq!(state.step("impl").pending_answer, None);
+        assert_eq!(state, RunState::replay(&more));
+    }
+
+    #[test]
+    fn answers() {
+        assert_eq!(Answer::parse(" Continue "), Some(Answer::Continue));
+        assert_eq!(Answer::parse("y"), Some(Answer::Continue));
+        assert_eq!(Answer::parse("s"), Some(Answer::Skip));
+        assert_eq!(Answer::parse("maybe"), None);
+    }
+}

@@ -1,0 +1,865 @@
+//! The playbook supervisor, end to end: real git, fake agent CLIs on PATH that print what the
+//! real ones print (Claude Code's `--output-format json` result object).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::{read, write, TestEnv};
+
+/// A fake `claude`: logs the call, then runs `$HOME/agent/<step>.sh` in the worktree if there
+/// is one, else creates `out/<step>`; `result TEXT` prints Claude's JSON result.
+const FAKE_CLAUDE: &str = r#"#!/bin/sh
+# Fake Claude Code for tests: `claude -p <prompt> --output-format json ...`
+prompt="$2"
+mkdir -p "$HOME/agent"
+echo "$BMAD_STEP $BMAD_ATTEMPT $prompt" >> "$HOME/agent/calls.log"
+result() {
+  printf '{"type":"result","subtype":"success","is_error":false,"result":"%s","session_id":"fake-%s","total_cost_usd":0.01,"usage":{"input_tokens":10,"output_tokens":5},"permission_denials":[]}\n' "$1" "$BMAD_STEP"
+}
+if [ -f "$HOME/agent/$BMAD_STEP.sh" ]; then
+  . "$HOME/agent/$BMAD_STEP.sh"
+else
+  mkdir -p out && touch "out/$BMAD_STEP"
+  result "did $BMAD_STEP"
+fi
+"#;
+
+fn agent_behaviour(env: &TestEnv, step: &str, script: &str) {
+    write(
+        &env.root().join("home/agent"),
+        &format!("{step}.sh"),
+        script,
+    );
+}
+
+fn calls(env: &TestEnv) -> Vec<String> {
+    std::fs::read_to_string(env.root().join("home/agent/calls.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn journal(env: &TestEnv, wt: &Path) -> Vec<Value> {
+    env.bmad(wt, &["journal", "--json"])
+        .success()
+        .json()
+        .as_array()
+        .expect("events")
+        .clone()
+}
+
+fn named<'a>(events: &'a [Value], name: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["event"] == name).collect()
+}
+
+fn steps_of(events: &[Value], name: &str) -> Vec<String> {
+    named(events, name)
+        .iter()
+        .map(|e| e["step"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+/// A project with spec-kit's commands installed for Claude, a finished spec, and git-bmad
+/// set up and committed.
+fn speckit_project(env: &TestEnv) -> PathBuf {
+    let repo = env.repo("proj");
+    for cmd in ["plan", "tasks", "analyze", "implement", "checklist"] {
+        write(
+            &repo,
+            &format!(".claude/commands/speckit.{cmd}.md"),
+            &format!("---\ndescription: {cmd}\n---\n$ARGUMENTS\n"),
+        );
+    }
+    write(&repo, "specs/001-demo/spec.md", "# Feature: demo\n");
+    env.bmad(&repo, &["init"]).success();
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "spec and git-bmad"]);
+    env.executable("claude", FAKE_CLAUDE);
+    env.executable(
+        "gh",
+        "#!/bin/sh\necho \"https://github.com/example/proj/pull/1 ($*)\"\n",
+    );
+    agent_behaviour(
+        env,
+        "plan",
+        "echo plan > specs/001-demo/plan.md\nresult 'plan written'\n",
+    );
+    agent_behaviour(
+        env,
+        "tasks",
+        "printf -- '- [ ] T001 build it\\n- [ ] T002 test it\\n' > specs/001-demo/tasks.md\nresult 'tasks written'\n",
+    );
+    agent_behaviour(
+        env,
+        "agreement",
+        "result 'spec, plan and tasks agree\\nVERDICT: PASS'\n",
+    );
+    agent_behaviour(
+        env,
+        "implement",
+        "mkdir -p src && echo 'fn main() {}' > src/main.rs\nsed -i 's/\\[ \\]/[x]/' specs/001-demo/tasks.md\nresult 'implemented'\n",
+    );
+    agent_behaviour(env, "qa-run", "result 'all green\\nVERDICT: PASS'\n");
+    repo
+}
+
+fn start_with(env: &TestEnv, repo: &Path, name: &str, playbook: &str) -> (String, PathBuf) {
+    let v = env
+        .bmad(repo, &["start", name, "--playbook", playbook, "--json"])
+        .success()
+        .json();
+    (
+        v["session"]["id"].as_str().expect("id").to_owned(),
+        PathBuf::from(v["session"]["worktree"].as_str().expect("worktree")),
+    )
+}
+
+#[test]
+fn auto_feature_chains_seven_auto_steps_then_gates_the_pull_request() {
+    let env = TestEnv::new();
+    let repo = speckit_project(&env);
+    let (id, wt) = start_with(&env, &repo, "demo", "auto-feature");
+
+    let run = env.bmad(&wt, &["run"]).code(3);
+    assert!(
+        run.stdout.contains("Waiting for you at step `pr`"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("needs your approval before it runs"));
+    assert!(run.stdout.contains("7/8 steps are done"));
+    assert!(run.stdout.contains("git bmad answer <continue|skip|abort>"));
+    let events = journal(&env, &wt);
+    let done = named(&events, "step_completed");
+    assert_eq!(
+        steps_of(&events, "step_completed"),
+        [
+            "plan",
+            "tasks",
+            "agreement",
+            "implement",
+            "agreement-check",
+            "qa-plan",
+            "qa-run"
+        ]
+    );
+    assert!(done.iter().all(|e| e["decision"] == "auto"), "{done:#?}");
+    // Every step was a fresh process given its slash command.
+    let c = calls(&env);
+    assert_eq!(c.len(), 7, "{c:#?}");
+    assert!(c[0].starts_with("plan 1 /speckit.plan"), "{c:#?}");
+    assert!(c[3].starts_with("implement 1 /speckit.implement"));
+    // The agent's JSON was read into the common result shape.
+    assert_eq!(done[0]["detail"]["agent_session_id"], "fake-plan");
+    assert_eq!(done[0]["detail"]["tokens_in"], 10);
+    assert_eq!(done[2]["detail"]["verdict"], "pass");
+    // A checkpoint before and after each step.
+    assert!(named(&events, "checkpoint").len() >= 14 + 1);
+    assert_eq!(
+        env.bmad(&wt, &["status", "--json"]).success().json()["state"]["status"],
+        "gated"
+    );
+
+    let run = env
+        .bmad(&wt, &["answer", "continue", "-m", "ship it"])
+        .success();
+    assert!(
+        run.stdout
+            .contains("Completed playbook auto-feature: 8/8 steps finished"),
+        "{}",
+        run.stdout
+    );
+    let events = journal(&env, &wt);
+    let pr = named(&events, "step_completed").last().unwrap().clone();
+    assert_eq!(pr["step"], "pr");
+    assert!(pr["detail"]["stdout"]
+        .as_str()
+        .unwrap()
+        .contains("pull/1 (pr create --fill --draft)"));
+    let answered = named(&events, "gate_answered")[0];
+    assert_eq!(
+        (answered["decision"].as_str(), answered["response"].as_str()),
+        (Some("human"), Some("ship it"))
+    );
+    assert_eq!(named(&events, "run_completed").len(), 1);
+    // The rendered journal is in the worktree, for the pull request diff.
+    let md = read(&wt, &format!(".bmad/sessions/{id}/journal.md"));
+    assert!(md.contains("| step_completed | implement | auto |"), "{md}");
+    assert!(
+        md.contains("| gate_answered | pr | human |") && md.contains("ship it"),
+        "{md}"
+    );
+    // Running again does nothing more.
+    let again = env.bmad(&wt, &["run"]).success();
+    assert!(again.stdout.contains("Completed"));
+    assert_eq!(calls(&env).len(), 7);
+}
+
+#[test]
+fn a_postcondition_failure_escalates_with_a_clear_question_and_continue_resumes() {
+    let env = TestEnv::new();
+    let repo = speckit_project(&env);
+    // The implementation leaves a task unchecked: "a test breaks".
+    agent_behaviour(
+        &env,
+        "implement",
+        "mkdir -p src && echo 'fn main() {}' > src/main.rs\nsed -i '0,/\\[ \\]/s//[x]/' specs/001-demo/tasks.md\nresult 'implemented, but T002 fails'\n",
+    );
+    let (id, wt) = start_with(&env, &repo, "demo", "auto-feature");
+    let run = env.bmad(&wt, &["run"]).code(3);
+    assert!(
+        run.stdout
+            .contains("Waiting for you at step `implement` (postcondition_failure"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("postcondition tasks_all_checked failed: 1 of 2 tasks checked"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("implemented, but T002 fails"),
+        "the agent's words are evidence"
+    );
+    assert!(run.stdout.contains("<continue|retry|skip|abort>"));
+
+    // The human fixes it and continues: the next step runs, and the run goes on to the PR gate.
+    std::fs::write(
+        wt.join("specs/001-demo/tasks.md"),
+        "- [x] T001 build it\n- [x] T002 test it\n",
+    )
+    .unwrap();
+    let run = env
+        .bmad(&wt, &["answer", "continue", "-m", "fixed the test"])
+        .code(3);
+    assert!(run.stdout.contains("at step `pr`"), "{}", run.stdout);
+    let events = journal(&env, &wt);
+    let escalated = named(&events, "escalated")[0];
+    assert_eq!(escalated["trigger"], "postcondition_failure");
+    assert_eq!(escalated["decision"], "escalated");
+    let implement_done = named(&events, "step_completed")
+        .into_iter()
+        .find(|e| e["step"] == "implement")
+        .unwrap();
+    assert_eq!(implement_done["decision"], "human");
+    let after: Vec<String> = steps_of(&events, "step_started");
+    assert_eq!(
+        after,
+        [
+            "plan",
+            "tasks",
+            "agreement",
+            "implement",
+            "agreement-check",
+            "qa-plan",
+            "qa-run"
+        ],
+        "continue accepts the step; it does not run it again"
+    );
+    let md = read(&wt, &format!(".bmad/sessions/{id}/journal.md"));
+    assert!(
+        md.contains("postcondition_failure") && md.contains("fixed the test"),
+        "{md}"
+    );
+}
+
+#[test]
+fn an_unknown_answer_shows_the_gate_again() {
+    let env = TestEnv::new();
+    let repo = speckit_project(&env);
+    let (_, wt) = start_with(&env, &repo, "demo", "auto-feature");
+    env.bmad(&wt, &["run"]).code(3);
+    let run = env.bmad(&wt, &["answer", "maybe"]).code(3);
+    assert!(
+        run.stderr
+            .contains("\"maybe\" is not an answer to this gate"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stderr.contains("answer one of: continue, skip, abort"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        run.stdout.contains("Waiting for you at step `pr`"),
+        "{}",
+        run.stdout
+    );
+    // Nothing was recorded; the gate is still open.
+    let events = journal(&env, &wt);
+    assert!(named(&events, "gate_answered").is_empty());
+    env.bmad(&wt, &["answer", "skip"]).success();
+    let events = journal(&env, &wt);
+    assert_eq!(steps_of(&events, "step_skipped"), ["pr"]);
+}
+
+/// A playbook of six Claude steps, each proving its work with `out/<step>`.
+const SIX: &str = "name: six\nsteps:\n  - {id: s1, command: do s1, postconditions: [{file_exists: out/s1}]}\n  - {id: s2, command: do s2, postconditions: [{file_exists: out/s2}]}\n  - {id: s3, command: do s3, postconditions: [{file_exists: out/s3}]}\n  - {id: s4, command: do s4, postconditions: [{file_exists: out/s4}]}\n  - {id: s5, command: do s5, postconditions: [{file_exists: out/s5}]}\n  - {id: s6, command: do s6, postconditions: [{file_exists: out/s6}]}\n";
+
+fn kill_during_step_five(env: &TestEnv, wt: &Path) {
+    let started = env.root().join("home/agent/s5-started");
+    let mut child = env
+        .bmad_command(wt)
+        .args(["run", "six"])
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !started.exists() {
+        assert!(Instant::now() < deadline, "step 5 never started");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before step 5"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    child.kill().expect("kill -9");
+    child.wait().expect("wait");
+}
+
+fn assert_each_step_completed_once(events: &[Value]) {
+    assert_eq!(
+        steps_of(events, "step_completed"),
+        ["s1", "s2", "s3", "s4", "s5", "s6"]
+    );
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(
+        seqs,
+        (1..=seqs.len() as u64).collect::<Vec<_>>(),
+        "dense, no duplicates"
+    );
+}
+
+#[test]
+fn kill_dash_nine_in_step_five_then_resume_advances_when_the_artifact_exists() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    env.executable("claude", FAKE_CLAUDE);
+    write(&repo, ".bmad/playbooks/six.yaml", SIX);
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
+    let (_, wt) = env.start(&repo, "crash");
+    // Step 5 does its work, then hangs.
+    agent_behaviour(
+        &env,
+        "s5",
+        "mkdir -p out && touch out/s5 && touch \"$HOME/agent/s5-started\"\nsleep 30\nresult late\n",
+    );
+    kill_during_step_five(&env, &wt);
+    let run = env.bmad(&wt, &["resume"]).success();
+    assert!(
+        run.stderr.contains("s5 found done after the crash"),
+        "{}",
+        run.stderr
+    );
+    let events = journal(&env, &wt);
+    assert_each_step_completed_once(&events);
+    let s5 = named(&events, "step_completed")
+        .into_iter()
+        .find(|e| e["step"] == "s5")
+        .unwrap();
+    assert_eq!(s5["trigger"], "crash_recovery");
+    assert_eq!(
+        steps_of(&events, "step_started")
+            .iter()
+            .filter(|s| *s == "s5")
+            .count(),
+        1
+    );
+    assert_eq!(
+        calls(&env).len(),
+        6,
+        "nothing ran twice: {:#?}",
+        calls(&env)
+    );
+}
+
+#[test]
+fn kill_dash_nine_in_step_five_then_resume_reruns_it_when_the_artifact_is_missing() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    env.executable("claude", FAKE_CLAUDE);
+    write(&repo, ".bmad/playbooks/six.yaml", SIX);
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
+    let (_, wt) = env.start(&repo, "crash");
+    // Step 5 hangs before its work on the first attempt.
+    agent_behaviour(
+        &env,
+        "s5",
+        "touch \"$HOME/agent/s5-started\"\nif [ \"$BMAD_ATTEMPT\" = 1 ]; then sleep 30; fi\nmkdir -p out && touch out/s5\nresult done\n",
+    );
+    kill_during_step_five(&env, &wt);
+    // The killed agent never finishes behind our back.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!wt.join("out/s5").exists());
+    let run = env.bmad(&wt, &["resume"]).success();
+    assert!(
+        run.stderr.contains("s5 runs again (crash_recovery)"),
+        "{}",
+        run.stderr
+    );
+    let events = journal(&env, &wt);
+    assert_each_step_completed_once(&events);
+    let s5_starts: Vec<u64> = named(&events, "step_started")
+        .iter()
+        .filter(|e| e["step"] == "s5")
+        .map(|e| e["detail"]["attempt"].as_u64().unwrap())
+        .collect();
+    assert_eq!(s5_starts, [1, 2]);
+    let c = calls(&env);
+    assert_eq!(c.iter().filter(|l| l.starts_with("s5 ")).count(), 2);
+    assert_eq!(c.iter().filter(|l| l.starts_with("s4 ")).count(), 1);
+}
+
+#[test]
+fn a_parallel_phase_waits_for_every_step_and_reports_all_results() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    write(
+        &repo,
+        ".bmad/playbooks/par.yaml",
+        "steps:\n  - phase: checks\n    parallel:\n      - {id: slow-a, runner: shell, command: 'sleep 1; echo a > a.txt'}\n      - {id: broken, runner: shell, command: 'echo boom >&2; exit 4'}\n      - {id: slow-c, runner: shell, command: 'sleep 1; echo c > c.txt'}\n  - {id: after, runner: shell, command: 'echo never'}\n",
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
+    let (_, wt) = env.start(&repo, "par");
+    let started = Instant::now();
+    let run = env.bmad(&wt, &["run", "par"]).code(5);
+    let took = started.elapsed();
+    assert!(
+        run.stdout.contains("step(s) broken failed"),
+        "{}",
+        run.stdout
+    );
+    // They ran at the same time: two 1-second steps in well under 2 seconds of steps.
+    assert!(took < Duration::from_secs(20));
+    let events = journal(&env, &wt);
+    let mut completed = steps_of(&events, "step_completed");
+    completed.sort();
+    assert_eq!(completed, ["slow-a", "slow-c"]);
+    let failed = named(&events, "step_failed");
+    assert_eq!(failed.len(), 1);
+    assert!(failed[0]["detail"]["stderr"]
+        .as_str()
+        .unwrap()
+        .contains("boom"));
+    assert!(failed[0]["detail"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("exited with code 4"));
+    let stop = named(&events, "run_failed");
+    assert_eq!(stop[0]["detail"]["steps"][0], "broken");
+    // The failure is reported only after both slow steps finished.
+    let seq = |e: &Value| e["seq"].as_u64().unwrap();
+    assert!(named(&events, "step_completed")
+        .iter()
+        .all(|c| seq(c) < seq(stop[0])));
+    assert!(wt.join("a.txt").exists() && wt.join("c.txt").exists());
+    assert!(!steps_of(&events, "step_started").contains(&"after".to_owned()));
+    let starts: Vec<u64> = named(&events, "step_started")
+        .iter()
+        .map(|e| seq(e))
+        .collect();
+    let first_end = named(&events, "step_completed")
+        .iter()
+        .map(|e| seq(e))
+        .min()
+        .unwrap();
+    assert!(
+        starts.iter().all(|s| *s < first_end),
+        "all three started before any ended"
+    );
+}
+
+#[test]
+fn an_unmet_precondition_after_a_skipped_step_halts_and_names_the_step() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    write(&repo, "specs/001-x/spec.md", "# spec\n");
+    write(
+        &repo,
+        ".bmad/playbooks/skip.yaml",
+        "steps:\n  - {id: plan, runner: shell, command: 'echo p > specs/001-x/plan.md', autonomy: skip, postconditions: [plan_exists]}\n  - {id: tasks, runner: shell, command: 'echo t', preconditions: [plan_exists]}\n",
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
+    let (_, wt) = env.start(&repo, "skip");
+    let run = env.bmad(&wt, &["run", "skip"]).code(3);
+    assert!(
+        run.stdout.contains("precondition plan_exists is not met (specs/001-x/plan.md is missing); step `plan` should have produced it, and it was skipped"),
+        "{}",
+        run.stdout
+    );
+    let events = journal(&env, &wt);
+    assert_eq!(steps_of(&events, "step_skipped"), ["plan"]);
+    assert!(named(&events, "step_started").is_empty(), "nothing ran");
+    // Create the artifact by hand and retry: the step runs.
+    write(&wt, "specs/001-x/plan.md", "by hand\n");
+    env.bmad(&wt, &["answer", "retry"]).success();
+    assert_eq!(steps_of(&journal(&env, &wt), "step_completed"), ["tasks"]);
+}
+
+#[test]
+fn validation_reports_every_violation_and_run_executes_nothing() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    write(&repo, "empty.yaml", "name: empty\nsteps: []\n");
+    let run = env
+        .bmad(&repo, &["playbook", "validate", "empty.yaml"])
+        .code(2);
+    assert!(
+        run.stdout
+            .contains("empty.yaml:2:8: error: steps: empty; a playbook needs at least one step"),
+        "{}",
+        run.stdout
+    );
+
+    write(
+        &repo,
+        "bad.yaml",
+        "steps:\n  - id: plan\n    command: /speckit.plan\n    autonomy: auto_always\n  - id: build\n    runner: shell\n",
+    );
+    let run = env
+        .bmad(&repo, &["playbook", "validate", "bad.yaml"])
+        .code(2);
+    assert!(run.stdout.contains("bad.yaml:4:15: error: steps[0].autonomy: \"auto_always\" is not allowed; allowed values: auto, gate_on_breaking, always_gate, skip"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("bad.yaml:5:5: error: steps[1].command: missing"),
+        "{}",
+        run.stdout
+    );
+    let json = env
+        .bmad(&repo, &["playbook", "validate", "bad.yaml", "--json"])
+        .code(2)
+        .json();
+    assert_eq!(json[0]["valid"], false);
+
+    // A slash command with no file in the project is an error before anything runs.
+    write(
+        &repo,
+        "slash.yaml",
+        "steps:\n  - {id: plan, command: /speckit.plan}\n",
+    );
+    let run = env
+        .bmad(&repo, &["playbook", "validate", "slash.yaml"])
+        .code(2);
+    assert!(run.stdout.contains("slash.yaml:2:25: error: plan.command: /speckit.plan does not exist in this project for runner claude"), "{}", run.stdout);
+
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "playbooks"]);
+    let (_, wt) = env.start(&repo, "v");
+    let run = env.bmad(&wt, &["run", "bad.yaml"]).code(2);
+    assert!(
+        run.stderr
+            .contains("is not a valid playbook (2 error(s)); nothing was run"),
+        "{}",
+        run.stderr
+    );
+    assert!(named(&journal(&env, &wt), "run_started").is_empty());
+}
+
+#[test]
+fn builtins_validate_clean_in_a_speckit_project() {
+    let env = TestEnv::new();
+    let repo = speckit_project(&env);
+    let run = env
+        .bmad(
+            &repo,
+            &[
+                "playbook",
+                "validate",
+                "auto-feature",
+                "auto-validate",
+                "template",
+            ],
+        )
+        .success();
+    assert_eq!(run.stdout.matches("valid ").count(), 3, "{}", run.stdout);
+    let list = env
+        .bmad(&repo, &["playbook", "list", "--json"])
+        .success()
+        .json();
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["auto-feature", "auto-validate", "template"]);
+    assert_eq!(
+        list[0]["origin"]
+            .as_str()
+            .unwrap()
+            .ends_with(".bmad/playbooks/auto-feature.yaml"),
+        true
+    );
+    // And the template runs as written (shell steps, one gate).
+    let (_, wt) = start_with(&env, &repo, "tpl", "template");
+    env.bmad(&wt, &["run"]).code(3);
+    env.bmad(&wt, &["answer", "continue"]).success();
+}
+
+#[test]
+fn resume_outside_a_session_says_so() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let run = env.bmad(&repo, &["resume"]).code(1);
+    assert!(
+        run.stderr.contains("no active session here"),
+        "{}",
+        run.stderr
+    );
+    let outside = env.root().join("home");
+    let run = env.bmad(&outside, &["resume"]).code(1);
+    assert!(
+        run.stderr.contains("not inside a git repository"),
+        "{}",
+        run.stderr
+    );
+    // In a session without a run, resume says how to start one.
+    let (_, wt) = env.start(&repo, "idle");
+    let run = env.bmad(&wt, &["resume"]).code(1);
+    assert!(
+        run.stderr
+            .contains("has no playbook run; start one with `git bmad run <playbook>`"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_missing_agent_cli_stops_the_run_before_its_first_step() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    write(
+        &repo,
+        ".bmad/playbooks/codex.yaml",
+        "steps:\n  - {id: first, runner: shell, command: 'touch ran'}\n  - {id: second, runner: codex, command: do it}\n",
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
+    let (_, wt) = env.start(&repo, "nocodex");
+    let run = env.bmad(&wt, &["run", "codex"]).code(1);
+    assert!(
+        run.stderr
+            .contains("runner `codex` needs `codex`, which is not on PATH"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("hint: install it"), "{}", run.stderr);
+    assert!(!wt.join("ran").exists());
+}
+
+#[test]
+fn a_hanging_agent_is_killed_at_its_timeout() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    env.executable("claude", FAKE_CLAUDE);
+    agent_behaviour(&env, "hang", "sleep 60 & sleep 60\nresult never\n");
+    write(
+        &repo,
+        ".bmad/playbooks/hang.yaml",
+        "steps:\n  - {id: hang, command: wait forever, timeout: 1s}\n",
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
+    let (_, wt) = env.start(&repo, "hang");
+    let started = Instant::now();
+    let run = env.bmad(&wt, &["run", "hang"]).code(5);
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(run.stdout.contains("step(s) hang failed"), "{}", run.stdout);
+    let events = journal(&env, &wt);
+    let failed = named(&events, "step_failed")[0];
+    assert_eq!(failed["detail"]["exit"]["how"], "timed_out");
+    assert!(failed["detail"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("claude timed out and was killed"));
+    assert_eq!(failed["trigger"], "subagent_error");
+}
+
+#[test]
+fn ten_megabytes_of_output_are_capped_and_a_planted_key_never_reaches_a_note() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let key = format!("AKIA{}", "Q7ZK2M4XW6RT5PLN");
+    write(
+        &repo,
+        ".bmad/playbooks/loud.yaml",
+        &format!(
+            "steps:\n  - {{id: loud, runner: shell, command: 'head -c 10485760 /dev/zero | tr \"\\\\0\" x; echo; echo aws_key={key}; echo done >&2'}}\n  - {{id: leak, command: leak}}\n"
+        ),
+    );
+    env.executable("claude", FAKE_CLAUDE);
+    agent_behaviour(
+        &env,
+        "leak",
+        &format!(
+            "echo 'ghp_{}' >&2\nresult 'configured key {key} for you'\n",
+            "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+        ),
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
+    let (id, wt) = env.start(&repo, "loud");
+    env.bmad(&wt, &["run", "loud"]).success();
+    let events = journal(&env, &wt);
+    let loud = named(&events, "step_completed")[0];
+    let stdout = loud["detail"]["stdout"].as_str().unwrap();
+    assert!(
+        stdout.starts_with(
+            "[git-bmad: stdout truncated: 10485790 bytes in all, the last 65536 kept]"
+        ),
+        "{}",
+        &stdout[..120]
+    );
+    assert!(stdout.len() < 66 * 1024);
+    assert_eq!(loud["detail"]["stdout_bytes"], 10485790u64);
+    assert!(
+        stdout.contains("[REDACTED:"),
+        "the key is redacted, not dropped"
+    );
+    // Nothing in the notes, the checkpoints' messages, or journal.md holds a secret.
+    let notes = env.git(&repo, &["log", "-p", &format!("refs/notes/bmad/{id}")]);
+    assert!(notes.contains("[REDACTED:"));
+    assert!(!notes.contains(&key), "the AWS key reached a note");
+    assert!(
+        !notes.contains("ghp_a1B2c3"),
+        "the GitHub token reached a note"
+    );
+    let md = read(&wt, &format!(".bmad/sessions/{id}/journal.md"));
+    assert!(!md.contains(&key));
+}
+
+#[test]
+fn retry_once_retries_exactly_once_and_a_stall_escalates_instead() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    write(
+        &repo,
+        ".bmad/playbooks/flaky.yaml",
+        "steps:\n  - {id: flaky, runner: shell, on_error: retry_once, command: 'n=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count; test $n -ge 2'}\n  - {id: stuck, runner: shell, on_error: retry_once, command: 'echo same; exit 1'}\n",
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
+    let (_, wt) = env.start(&repo, "flaky");
+    let run = env.bmad(&wt, &["run", "flaky"]).code(3);
+    let events = journal(&env, &wt);
+    // flaky: failed once, retried once, then done.
+    let retries: Vec<&Value> = named(&events, "retry");
+    assert_eq!(retries.len(), 2, "{retries:#?}");
+    assert_eq!(retries[0]["step"], "flaky");
+    assert_eq!(retries[0]["trigger"], "retry_once");
+    assert_eq!(steps_of(&events, "step_completed"), ["flaky"]);
+    // stuck: the retry printed the same and changed nothing: a stall, so a human is asked.
+    assert_eq!(steps_of(&events, "stall_detected"), ["stuck"]);
+    assert!(
+        run.stdout
+            .contains("same output and the same changes (a stall)"),
+        "{}",
+        run.stdout
+    );
+    assert_eq!(read(&wt, "count").trim(), "2");
+    // A human retry that fails the same way again escalates again, it does not loop.
+    let run = env.bmad(&wt, &["answer", "retry"]).code(3);
+    assert!(run.stdout.contains("stall"), "{}", run.stdout);
+    env.bmad(&wt, &["answer", "abort"]).success();
+    let run = env.bmad(&wt, &["resume"]).code(1);
+    assert!(run.stderr.contains("was aborted"), "{}", run.stderr);
+}
+
+#[test]
+fn the_invocation_cap_stops_the_run_with_its_own_exit_code() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    write(
+        &repo,
+        ".bmad/playbooks/capped.yaml",
+        "limits: {max_invocations: 2}\nsteps:\n  - {id: a, runner: shell, command: 'true'}\n  - {id: b, runner: shell, command: 'true'}\n  - {id: c, runner: shell, command: 'true'}\n",
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
+    let (_, wt) = env.start(&repo, "capped");
+    let run = env.bmad(&wt, &["run", "capped"]).code(6);
+    assert!(
+        run.stdout.contains("cap of 2 invocations"),
+        "{}",
+        run.stdout
+    );
+    let events = journal(&env, &wt);
+    assert_eq!(steps_of(&events, "step_completed"), ["a", "b"]);
+    assert_eq!(named(&events, "limit_invocations_reached").len(), 1);
+}
+
+#[test]
+fn a_stop_policy_failure_exits_five_and_resume_runs_the_step_again() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    write(
+        &repo,
+        ".bmad/playbooks/stop.yaml",
+        "steps:\n  - {id: build, runner: shell, command: 'test -f fixed', postconditions: [{file_exists: fixed}]}\n  - {id: ship, runner: shell, command: 'echo shipped'}\n",
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
+    let (_, wt) = env.start(&repo, "stop");
+    env.bmad(&wt, &["run", "stop"]).code(5);
+    assert_eq!(
+        env.bmad(&wt, &["status", "--json"]).success().json()["state"]["status"],
+        "failed"
+    );
+    write(&wt, "fixed", "yes\n");
+    let run = env.bmad(&wt, &["resume"]).success();
+    assert!(
+        run.stderr.contains("build runs again (resume)"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(
+        steps_of(&journal(&env, &wt), "step_completed"),
+        ["build", "ship"]
+    );
+}
+
+#[test]
+fn two_sessions_run_side_by_side_and_merge_back_without_conflicts() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    write(
+        &repo,
+        ".bmad/playbooks/work.yaml",
+        "steps:\n  - {id: work, runner: shell, command: 'echo \"$BMAD_SESSION\" > \"work-$BMAD_SESSION.txt\"'}\n",
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
+    let (id_a, wt_a) = start_with(&env, &repo, "feature-a", "work");
+    let (id_b, wt_b) = start_with(&env, &repo, "feature-b", "work");
+    let mut a = env.bmad_command(&wt_a).arg("run").spawn().unwrap();
+    let mut b = env.bmad_command(&wt_b).arg("run").spawn().unwrap();
+    assert!(a.wait().unwrap().success() && b.wait().unwrap().success());
+    for wt in [&wt_a, &wt_b] {
+        env.git(wt, &["add", "-A"]);
+        env.git(wt, &["commit", "-q", "-m", "work and journal"]);
+    }
+    env.git(&repo, &["merge", "-q", "--no-edit", "bmad/feature-a"]);
+    env.git(&repo, &["merge", "-q", "--no-edit", "bmad/feature-b"]);
+    for id in [&id_a, &id_b] {
+        assert!(repo
+            .join(format!(".bmad/sessions/{id}/journal.md"))
+            .is_file());
+        assert!(repo.join(format!("work-{id}.txt")).is_file());
+    }
+    assert_ne!(id_a, id_b);
+}
