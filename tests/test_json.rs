@@ -47,7 +47,10 @@ fn every_command_speaks_json() {
     assert_eq!(gated.stderr, "");
     let resumed = env.bmad(&wt, &["resume", "--json"]).code(3).json();
     assert_eq!(resumed["result"]["gate"]["step"], "approve");
-    let done = env.bmad(&wt, &["answer", "continue", "--json"]).success().json();
+    let done = env
+        .bmad(&wt, &["answer", "continue", "--json"])
+        .success()
+        .json();
     assert_eq!(done["result"]["outcome"], "completed");
     // Errors under --json are JSON too, on stderr, with the exit code.
     let run = env.bmad(&repo, &["status", "nope", "--json"]).code(2);

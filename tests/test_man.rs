@@ -53,6 +53,7 @@ fn help_works_for_every_command() {
         "run",
         "resume",
         "answer",
+        "demo",
         "scan",
         "hooks",
         "guard",

@@ -192,6 +192,8 @@ fn auto_feature_chains_seven_auto_steps_then_gates_the_pull_request() {
         md.contains("| gate_answered | pr | human |") && md.contains("ship it"),
         "{md}"
     );
+    // Every invariant still holds after a whole run.
+    env.bmad(&repo, &["doctor"]).success();
     // Running again does nothing more.
     let again = env.bmad(&wt, &["run"]).success();
     assert!(again.stdout.contains("Completed"));
@@ -862,4 +864,44 @@ fn two_sessions_run_side_by_side_and_merge_back_without_conflicts() {
         assert!(repo.join(format!("work-{id}.txt")).is_file());
     }
     assert_ne!(id_a, id_b);
+}
+
+#[test]
+fn the_demo_runs_a_playbook_end_to_end_with_a_simulated_agent() {
+    let env = TestEnv::new();
+    let run = env
+        .bmad(
+            &env.root(),
+            &["demo", "--dir", env.root().to_str().unwrap()],
+        )
+        .success();
+    assert!(
+        run.stdout.contains("The agent is SIMULATED"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("[simulated agent] T001 done"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("Waiting for you at step `implement`"));
+    assert!(run
+        .stdout
+        .contains("Completed playbook auto-feature: 8/8 steps finished"));
+    assert!(
+        run.stdout.contains("src/greeting.sh is gone")
+            && run.stdout.contains("src/greeting.sh is back")
+    );
+    // Nothing is left behind without --keep.
+    let left: Vec<_> = std::fs::read_dir(env.root())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("git-bmad-demo-")
+        })
+        .collect();
+    assert!(left.is_empty());
 }

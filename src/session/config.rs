@@ -184,6 +184,19 @@ impl Config {
                 "sessions.branch_prefix {prefix:?} must be letters, digits, '-', '_', '.' and '/' (for example \"bmad/\")"
             )));
         }
+        let runners = &self.runners;
+        for (field, name) in std::iter::once(("runners.default".to_owned(), &runners.default))
+            .chain(
+                runners
+                    .roles
+                    .iter()
+                    .map(|(role, r)| (format!("runners.roles.{role}"), r)),
+            )
+        {
+            if let Err(e) = crate::runner::Kind::parse(name) {
+                return Err(bad(format!("{field}: {e}")));
+            }
+        }
         if self.sessions.worktree_root.trim().is_empty() {
             return Err(bad(
                 "sessions.worktree_root must not be empty (the default is \"..\")".into(),
@@ -336,6 +349,24 @@ mod tests {
         let config =
             Config::parse("policy:\n  protected_branches: []\n", Path::new("c.yaml")).unwrap();
         assert_eq!(config.protected_refs().len(), 2);
+    }
+
+    #[test]
+    fn runner_names_are_checked() {
+        let mut config =
+            Config::parse("runners:\n  roles: {dev: cursor}\n", Path::new("c.yaml")).unwrap();
+        let err = config.check(Path::new("c.yaml")).unwrap_err().to_string();
+        assert!(
+            err.contains("runners.roles.dev: unknown runner `cursor`"),
+            "{err}"
+        );
+        let mut config = Config::parse(
+            "runners:\n  default: codex\n  generic: {command: [agent, \"{prompt}\"]}\nchecks: {test_command: cargo test}\n",
+            Path::new("c.yaml"),
+        )
+        .unwrap();
+        config.check(Path::new("c.yaml")).unwrap();
+        assert_eq!(config.checks.test_command.as_deref(), Some("cargo test"));
     }
 
     #[test]

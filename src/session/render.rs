@@ -147,8 +147,22 @@ pub fn event_summary(event: &Event) -> String {
 /// Fields other layers' events carry that a reviewer wants in the table, in this order.
 /// Bulky ones (agent output, checks) stay in the notes and in `git bmad journal --json`.
 const SUMMARY_FIELDS: &[&str] = &[
-    "question", "reason", "answer", "playbook", "command", "runner", "attempt", "verdict",
-    "next", "steps", "rule", "subject",
+    "question",
+    "reason",
+    "answer",
+    "accepted_by",
+    "playbook",
+    "command",
+    "runner",
+    "attempt",
+    "verdict",
+    "next",
+    "steps",
+    "done",
+    "skipped",
+    "invocations",
+    "rule",
+    "subject",
 ];
 
 fn generic_summary(event: &Event) -> String {

@@ -2,6 +2,7 @@
 
 mod answer;
 mod checkpoint;
+mod demo;
 mod doctor;
 mod finish;
 mod generate_man;
@@ -64,6 +65,8 @@ pub enum Command {
     Resume(resume::ResumeArgs),
     /// Answer the gate the current session's run waits at, then continue
     Answer(answer::AnswerArgs),
+    /// Watch a playbook run with a simulated agent in a throwaway repository
+    Demo(demo::DemoArgs),
     /// Install, remove or inspect the policy git hooks
     Hooks(hooks::HooksArgs),
     /// Judge an agent's shell command before it runs (Claude Code PreToolUse hook)
@@ -96,6 +99,7 @@ pub fn dispatch(ctx: &Context, command: Command) -> Result<u8, CommandError> {
         Command::Run(args) => run::cmd_run(ctx, &args),
         Command::Resume(args) => resume::cmd_resume(ctx, &args),
         Command::Answer(args) => answer::cmd_answer(ctx, &args),
+        Command::Demo(args) => demo::cmd_demo(ctx, &args),
         Command::Hooks(args) => hooks::cmd_hooks(ctx, &args),
         Command::Guard(args) => guard::cmd_guard(ctx, &args),
         Command::Hook(args) => hook::cmd_hook(ctx, &args),

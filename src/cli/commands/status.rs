@@ -85,7 +85,8 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
             match &run.ended {
                 Some(supervisor::state::Ended::Completed) => ", completed".to_owned(),
                 Some(supervisor::state::Ended::Aborted) => ", aborted".to_owned(),
-                Some(supervisor::state::Ended::Stopped(why)) => format!(", stopped ({why}; `git bmad resume` goes on)"),
+                Some(supervisor::state::Ended::Stopped(why)) =>
+                    format!(", stopped ({why}; `git bmad resume` goes on)"),
                 None => String::new(),
             }
         ));
@@ -93,7 +94,10 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
             ui.line(format!("  remaining    {}", remaining.join(", ")));
         }
         if let Some((step, decision, event)) = &run.last_decision {
-            ui.line(format!("  last         {event} at {step} ({})", decision.as_str()));
+            ui.line(format!(
+                "  last         {event} at {step} ({})",
+                decision.as_str()
+            ));
         }
         if let Some(gate) = &run.gate {
             ui.line(format!(
@@ -104,7 +108,12 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
             ));
             ui.line(format!(
                 "               answer with: git bmad answer <{}>",
-                gate.kind.options().iter().map(|a| a.as_str()).collect::<Vec<_>>().join("|")
+                gate.kind
+                    .options()
+                    .iter()
+                    .map(|a| a.as_str())
+                    .collect::<Vec<_>>()
+                    .join("|")
             ));
         }
     }

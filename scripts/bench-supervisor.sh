@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Benchmark of the playbook supervisor (issue 4): overhead per step, excluding the agent's
+# own time, on a 10-step playbook whose agent exits at once (a fake `claude` printing Claude
+# Code's JSON result). Goal: <= 50 ms median per step.
+#   ours:     `git bmad run` of the playbook in a fresh session, divided by 10
+#   baseline: the same fake agent run 10 times in a row from a shell loop, divided by 10
+# Overhead per step = ours - baseline: checkpoints before and after, journal events, the
+# rendered journal, the artifact checks, the diff for stall detection.
+# Usage: scripts/bench-supervisor.sh   (RUNS=N sessions; default 11)
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+bin=${BIN:-$here/target/release/git-bmad}
+runs=${RUNS:-11}
+(cd "$here" && cargo build --release --quiet)
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/git-bmad-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+export HOME="$work/home" GIT_CONFIG_NOSYSTEM=1 NO_COLOR=1
+unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE
+mkdir -p "$HOME" "$work/bin"
+git config --global user.name Bench
+git config --global user.email bench@example.com
+export PATH="$work/bin:$PATH"
+
+now_us() { local t=${EPOCHREALTIME/./}; echo "$t"; }
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ms() { awk -v us="$1" 'BEGIN {printf "%.1f ms", us/1000}'; }
+
+cat > "$work/bin/claude" <<'AGENT'
+#!/bin/sh
+mkdir -p out && : > "out/$BMAD_STEP"
+printf '{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"s","total_cost_usd":0,"usage":{"input_tokens":1,"output_tokens":1},"permission_denials":[]}\n'
+AGENT
+chmod +x "$work/bin/claude"
+
+repo="$work/proj"
+mkdir -p "$repo/src" && cd "$repo" && git init -q -b main
+for i in $(seq 1 200); do printf 'fn f%s() {}\n' "$i" > "src/f$i.rs"; done
+{
+  echo "name: ten"
+  echo "steps:"
+  for i in $(seq 1 10); do echo "  - {id: s$i, command: step $i, postconditions: [{file_exists: out/s$i}]}"; done
+} > ten.yaml
+mkdir -p .bmad/playbooks && mv ten.yaml .bmad/playbooks/
+git add -A && git commit -q -m "project"
+
+: > "$work/ours"; : > "$work/base"
+for r in $(seq 1 "$runs"); do
+  "$bin" start "b$r" --playbook ten --quiet >/dev/null 2>&1
+  cd "$work/proj.b$r"
+  t0=$(now_us); "$bin" run --quiet >/dev/null 2>&1; t1=$(now_us)
+  echo $(( (t1 - t0) / 10 )) >> "$work/ours"
+  t0=$(now_us)
+  for i in $(seq 1 10); do BMAD_STEP="x$i" claude -p "step $i" --output-format json >/dev/null; done
+  t1=$(now_us)
+  echo $(( (t1 - t0) / 10 )) >> "$work/base"
+  cd "$repo"
+done
+o=$(median < "$work/ours"); b=$(median < "$work/base")
+echo "== supervisor, 10-step playbook, agent exits at once ($runs runs)"
+printf 'git bmad run, per step        median %s\n' "$(ms "$o")"
+printf 'agent alone, per step         median %s\n' "$(ms "$b")"
+printf 'supervisor overhead per step  median %s   (goal <= 50 ms)\n' "$(ms $((o - b)))"
+awk -v o="$o" -v b="$b" 'BEGIN {printf "ratio run/agent-only          %.1f\n", o/b}'
