@@ -905,3 +905,64 @@ fn the_demo_runs_a_playbook_end_to_end_with_a_simulated_agent() {
         .collect();
     assert!(left.is_empty());
 }
+
+#[test]
+fn ctrl_c_kills_the_step_saves_the_state_and_resume_goes_on() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    env.executable("claude", FAKE_CLAUDE);
+    agent_behaviour(
+        &env,
+        "slow",
+        "touch \"$HOME/agent/slow-started\"\nif [ \"$BMAD_ATTEMPT\" = 1 ]; then sleep 60; fi\nmkdir -p out && touch out/slow\nresult done\n",
+    );
+    write(
+        &repo,
+        ".bmad/playbooks/slow.yaml",
+        "steps:\n  - {id: slow, command: take your time, postconditions: [{file_exists: out/slow}]}\n",
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
+    let (_, wt) = env.start(&repo, "slow");
+    let mut child = env
+        .bmad_command(&wt)
+        .args(["run", "slow"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let marker = env.root().join("home/agent/slow-started");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !marker.exists() {
+        assert!(Instant::now() < deadline, "the step never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // A second supervisor on the same session is refused while the first runs.
+    let second = env.bmad(&wt, &["resume"]).code(1);
+    assert!(
+        second
+            .stderr
+            .contains("a run is already going on in session"),
+        "{}",
+        second.stderr
+    );
+    let started = Instant::now();
+    let kill = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(kill.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the agent was not killed"
+    );
+    let events = journal(&env, &wt);
+    assert_eq!(named(&events, "run_interrupted").len(), 1);
+    assert_eq!(named(&events, "step_failed")[0]["trigger"], "interrupted");
+    env.bmad(&wt, &["resume"]).success();
+    let events = journal(&env, &wt);
+    assert_eq!(steps_of(&events, "step_completed"), ["slow"]);
+    assert_eq!(named(&events, "run_resumed").len(), 1);
+}

@@ -132,7 +132,12 @@ impl From<supervisor::Error> for CommandError {
                     "install it, name another executable with runners.{runner}.program in .bmad/config.yaml, or give the step another runner"
                 )),
             ),
-            E::Runner(_) | E::Read { .. } | E::StoredPlaybook { .. } | E::Aborted { .. } => (exit::FAILED, None),
+            E::Runner(_)
+            | E::Read { .. }
+            | E::StoredPlaybook { .. }
+            | E::Aborted { .. }
+            | E::Stuck { .. }
+            | E::RunInProgress { .. } => (exit::FAILED, None),
             E::NoRun { .. } => (exit::FAILED, None),
             E::Invalid { .. } => (
                 exit::USAGE,

@@ -121,6 +121,9 @@ pub fn supervise(
         }
         .into());
     }
+    let worktree = session.open_worktree(repo)?;
+    let git_dir = worktree.as_ref().unwrap_or(repo).git_dir().to_path_buf();
+    let _lock = super::lock::RunLock::acquire(&git_dir, session.id.as_str())?;
     let journal = session::read_journal(repo, &session.id)?;
     let state = RunState::replay(journal.events());
     let root = session.worktree.clone();
@@ -155,6 +158,7 @@ pub fn supervise(
         programs,
         state,
         observer: options.observer,
+        recorded: 0,
     };
     if let Some(source) = new_run {
         let blob = repo.write_blob(source.text.as_bytes())?;
@@ -253,6 +257,8 @@ struct Engine<'a> {
     programs: BTreeMap<Kind, PathBuf>,
     state: RunState,
     observer: &'a mut dyn FnMut(&Event),
+    /// Events journaled by this engine, to tell a loop that progresses from one that cannot.
+    recorded: u64,
 }
 
 /// One attempt of one step, finished.
@@ -276,6 +282,7 @@ impl<'a> Engine<'a> {
     fn seen(&mut self, event: &Event) -> Result<()> {
         session::update_rendered(self.repo, self.session, event)?;
         self.state.apply(event);
+        self.recorded += 1;
         (self.observer)(event);
         Ok(())
     }
@@ -355,10 +362,12 @@ impl<'a> Engine<'a> {
                 .iter()
                 .filter(|s| !self.state.finished(&s.id))
                 .collect();
+            let before = self.recorded;
             if let Some(outcome) = self.settle(&pending)? {
                 return Ok(outcome);
             }
-            if self.state.gate.is_some() || pending.iter().any(|s| self.state.finished(&s.id)) {
+            if self.recorded != before {
+                // Something changed (a skip, a recovery, a gate): look again from the top.
                 continue;
             }
             let runnable: Vec<&Step> = pending
@@ -370,8 +379,16 @@ impl<'a> Engine<'a> {
                 })
                 .collect();
             if runnable.is_empty() {
-                // Only steps waiting on something that settle() handles remain.
-                continue;
+                // settle() handles every other status; reaching this is a bug, not a reason
+                // to spin.
+                let stuck: Vec<String> = pending
+                    .iter()
+                    .map(|s| format!("{} ({:?})", s.id, self.state.step(&s.id).status))
+                    .collect();
+                return Err(Error::Stuck {
+                    session: self.session.id.to_string(),
+                    steps: stuck.join(", "),
+                });
             }
             if let Some(outcome) = self.limits(runnable.len())? {
                 return Ok(outcome);

@@ -79,6 +79,23 @@ pub enum Error {
         /// The gate, still open.
         gate: Box<Gate>,
     },
+    /// No step of the current phase can run and none waits on anything: a bug, reported
+    /// rather than looped on.
+    #[error("the run in session {session} cannot go on: {steps}; please report this with `git bmad journal --json`")]
+    Stuck {
+        /// The session.
+        session: String,
+        /// The steps and their states.
+        steps: String,
+    },
+    /// Another supervisor is running this session's playbook.
+    #[error("a run is already going on in session {session} (process {pid}); wait for it, or stop it with Ctrl-C / kill {pid}")]
+    RunInProgress {
+        /// The session.
+        session: String,
+        /// The process holding the lock.
+        pid: i32,
+    },
     /// The playbook the run started with cannot be read back from git.
     #[error("the playbook of session {session} (blob {blob}) cannot be read back: {why}")]
     StoredPlaybook {

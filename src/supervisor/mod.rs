@@ -13,6 +13,7 @@ mod checks;
 mod commands;
 mod engine;
 mod error;
+mod lock;
 pub mod playbook;
 pub mod state;
 
