@@ -157,7 +157,8 @@ fn auto_feature_chains_seven_auto_steps_then_gates_the_pull_request() {
     assert_eq!(done[0]["detail"]["tokens_in"], 10);
     assert_eq!(done[2]["detail"]["verdict"], "pass");
     // A checkpoint before and after each step.
-    assert!(named(&events, "checkpoint").len() >= 14 + 1);
+    // The first, one before and one after each step, and the gate's.
+    assert_eq!(named(&events, "checkpoint").len(), 1 + 14 + 1);
     assert_eq!(
         env.bmad(&wt, &["status", "--json"]).success().json()["state"]["status"],
         "gated"
@@ -173,7 +174,7 @@ fn auto_feature_chains_seven_auto_steps_then_gates_the_pull_request() {
         run.stdout
     );
     let events = journal(&env, &wt);
-    let pr = named(&events, "step_completed").last().unwrap().clone();
+    let pr = *named(&events, "step_completed").last().unwrap();
     assert_eq!(pr["step"], "pr");
     assert!(pr["detail"]["stdout"]
         .as_str()
@@ -596,12 +597,10 @@ fn builtins_validate_clean_in_a_speckit_project() {
         .map(|p| p["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["auto-feature", "auto-validate", "template"]);
-    assert_eq!(
-        list[0]["origin"]
-            .as_str()
-            .unwrap()
-            .ends_with(".bmad/playbooks/auto-feature.yaml"),
-        true
+    let origin = list[0]["origin"].as_str().unwrap();
+    assert!(
+        origin.ends_with(".bmad/playbooks/auto-feature.yaml"),
+        "{origin}"
     );
     // And the template runs as written (shell steps, one gate).
     let (_, wt) = start_with(&env, &repo, "tpl", "template");

@@ -147,7 +147,7 @@ fn tests_pass(
             let mut detail = format!("`{command}` {}", out.exit);
             for part in [tail.trim(), err.trim()] {
                 if !part.is_empty() {
-                    detail.push_str("\n");
+                    detail.push('\n');
                     detail.push_str(part);
                 }
             }

@@ -790,8 +790,12 @@ impl<'a> Engine<'a> {
                 handles
                     .into_iter()
                     .map(|h| {
-                        h.join()
-                            .unwrap_or_else(|_| Err(runner::Error::GenericUnconfigured))
+                        h.join().unwrap_or_else(|_| {
+                            Err(runner::Error::Wait {
+                                program: "agent".into(),
+                                source: std::io::Error::other("the thread running it panicked"),
+                            })
+                        })
                     })
                     .collect()
             });

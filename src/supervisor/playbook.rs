@@ -540,15 +540,11 @@ impl Parser {
             match key.as_str().unwrap_or_default() {
                 "name" => name = self.string(value, "name").unwrap_or(name),
                 "description" => description = self.string(value, "description"),
-                "version" => {
-                    if value.as_str() != Some("1") {
-                        self.error(
-                            value,
-                            "version",
-                            format!("{value} is not supported; allowed values: 1"),
-                        );
-                    }
-                }
+                "version" if value.as_str() != Some("1") => self.error(
+                    value,
+                    "version",
+                    format!("{value} is not supported; allowed values: 1"),
+                ),
                 "limits" => limits = self.limits(value),
                 "steps" => steps_node = Some(value),
                 _ => {}

@@ -77,7 +77,7 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
             .filter(|st| !run.finished(st))
             .map(String::as_str)
             .collect();
-        let pct = if total == 0 { 100 } else { done * 100 / total };
+        let pct = (done * 100).checked_div(total).unwrap_or(100);
         ui.line(format!(
             "  playbook     {}: {done}/{total} steps finished ({pct}%), {} invocation(s){}",
             manifest.playbook,
