@@ -151,7 +151,8 @@ fn tests_pass(
                     detail.push_str(part);
                 }
             }
-            outcome(false, command.to_owned(), detail)
+            // Test output can print anything, secrets included; it is bound for the journal.
+            outcome(false, command.to_owned(), crate::policy::secrets::redact(&detail))
         }
         Err(e) => outcome(
             false,
