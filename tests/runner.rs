@@ -14,4 +14,5 @@ mod test_push_policy;
 mod test_rollback;
 mod test_scan;
 mod test_start;
+mod test_stories;
 mod test_supervisor;

@@ -39,6 +39,27 @@ fn every_command_speaks_json() {
         assert!(!value.is_null(), "{}", run.stdout);
         assert_eq!(run.stderr, "", "--json keeps stderr quiet");
     }
+    // BMAD and spec-kit readers speak JSON too.
+    write(
+        &repo,
+        "docs/stories/1-1-a.md",
+        "# Story 1.1: A\n\nStatus: backlog\n",
+    );
+    write(&repo, "specs/001-a/spec.md", "# Spec\n");
+    for args in [
+        &["stories", "list", "--json"][..],
+        &["stories", "next", "--json"],
+        &["stories", "order", "--json"],
+        &["stories", "check", "--json"],
+        &["stories", "index", "--dry-run", "--json"],
+        &["speckit", "status", "--json"],
+    ] {
+        let run = env.bmad(&repo, args).success();
+        assert!(!run.json().is_null(), "{args:?}");
+        assert_eq!(run.stderr, "", "{args:?}");
+    }
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "story and spec"]);
     // A run parked at a gate answers in JSON too, with its exit code inside.
     let (_, wt) = env.start(&repo, "r");
     let gated = env.bmad(&wt, &["run", "template", "--json"]).code(3);

@@ -54,6 +54,8 @@ fn help_works_for_every_command() {
         "resume",
         "answer",
         "demo",
+        "stories",
+        "speckit",
         "scan",
         "hooks",
         "guard",

@@ -152,3 +152,112 @@ mod tests {
         );
     }
 }
+
+/// Files and folders a spec-kit feature may hold, in the order spec-kit writes them.
+pub const ARTIFACTS: &[&str] = &[
+    "spec.md",
+    "plan.md",
+    "tasks.md",
+    "research.md",
+    "data-model.md",
+    "quickstart.md",
+    "contracts",
+    "checklists",
+];
+
+/// One `## Phase …` of a tasks.md and its progress.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Phase {
+    /// The heading text.
+    pub name: String,
+    /// Checked tasks.
+    pub done: usize,
+    /// All tasks.
+    pub total: usize,
+}
+
+/// Progress per `## Phase` heading (tasks before any heading go under "(no phase)").
+pub fn phases(text: &str) -> Vec<Phase> {
+    let mut out: Vec<Phase> = Vec::new();
+    for line in text.lines() {
+        if let Some(heading) = line.strip_prefix("## ") {
+            out.push(Phase {
+                name: heading.trim().to_owned(),
+                done: 0,
+                total: 0,
+            });
+            continue;
+        }
+        let (done, total) = task_progress(line);
+        if total == 0 {
+            continue;
+        }
+        if out.is_empty() {
+            out.push(Phase {
+                name: "(no phase)".into(),
+                done: 0,
+                total: 0,
+            });
+        }
+        let last = out.last_mut().expect("pushed above");
+        last.done += done;
+        last.total += total;
+    }
+    out.retain(|p| p.total > 0);
+    out
+}
+
+/// A feature's state, for `git bmad speckit status`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FeatureStatus {
+    /// Where the feature is.
+    pub feature: Feature,
+    /// Which of [`ARTIFACTS`] exist.
+    pub artifacts: Vec<(String, bool)>,
+    /// Checked and total tasks.
+    pub tasks: Option<(usize, usize)>,
+    /// Per phase.
+    pub phases: Vec<Phase>,
+}
+
+/// The state of the current feature, if one is found.
+pub fn status(root: &Path, env_dir: Option<&str>, branch: Option<&str>) -> Option<FeatureStatus> {
+    let feature = feature(root, env_dir, branch)?;
+    let dir = root.join(&feature.dir);
+    let artifacts = ARTIFACTS
+        .iter()
+        .map(|a| (a.to_string(), dir.join(a).exists()))
+        .collect();
+    let tasks_text = std::fs::read_to_string(dir.join("tasks.md")).ok();
+    Some(FeatureStatus {
+        feature,
+        artifacts,
+        tasks: tasks_text.as_deref().map(task_progress),
+        phases: tasks_text.as_deref().map(phases).unwrap_or_default(),
+    })
+}
+
+#[cfg(test)]
+mod phase_tests {
+    use super::*;
+
+    #[test]
+    fn progress_per_phase() {
+        let text = "# Tasks\n\n## Phase 1: Setup\n- [X] T001 a\n- [x] T002 [P] b\n\n## Phase 2: Foundational\n- [ ] T003 [US1] c\n  wrapped line\n  - [x] T003a nested\n\n## Notes\nnone\n";
+        assert_eq!(
+            phases(text),
+            [
+                Phase {
+                    name: "Phase 1: Setup".into(),
+                    done: 2,
+                    total: 2
+                },
+                Phase {
+                    name: "Phase 2: Foundational".into(),
+                    done: 1,
+                    total: 2
+                },
+            ]
+        );
+    }
+}

@@ -171,3 +171,27 @@ impl From<runner::Error> for CommandError {
         supervisor::Error::from(e).into()
     }
 }
+
+impl From<crate::bmad::Error> for CommandError {
+    fn from(e: crate::bmad::Error) -> Self {
+        use crate::bmad::Error as E;
+        let (code, hint) = match &e {
+            E::IllegalTransition { .. } => (exit::POLICY, None),
+            E::ChangedMeanwhile { .. }
+            | E::NotEditable { .. }
+            | E::Io { .. }
+            | E::NothingFound { .. } => (exit::FAILED, None),
+            E::UnknownKey { .. } => (exit::USAGE, None::<&str>),
+            E::Parse { .. } | E::Cycle { .. } => (exit::USAGE, None),
+        };
+        let mut err = CommandError {
+            code,
+            error: Box::new(e),
+            hints: Vec::new(),
+        };
+        if let Some(hint) = hint {
+            err = err.hinted(hint);
+        }
+        err
+    }
+}

@@ -152,7 +152,11 @@ fn tests_pass(
                 }
             }
             // Test output can print anything, secrets included; it is bound for the journal.
-            outcome(false, command.to_owned(), crate::policy::secrets::redact(&detail))
+            outcome(
+                false,
+                command.to_owned(),
+                crate::policy::secrets::redact(&detail),
+            )
         }
         Err(e) => outcome(
             false,

@@ -2,6 +2,7 @@
 
 mod answer;
 mod checkpoint;
+mod conformance;
 mod demo;
 mod doctor;
 mod finish;
@@ -19,8 +20,10 @@ mod resume;
 mod rollback;
 mod run;
 mod scan;
+mod speckit;
 mod start;
 mod status;
+mod stories;
 mod undo;
 
 use clap::Subcommand;
@@ -65,6 +68,13 @@ pub enum Command {
     Resume(resume::ResumeArgs),
     /// Answer the gate the current session's run waits at, then continue
     Answer(answer::AnswerArgs),
+    /// BMAD stories: list, next, order, check drift, set a status in every file at once
+    Stories(stories::StoriesArgs),
+    /// spec-kit: the current feature, its artifacts and task progress
+    Speckit(speckit::SpeckitArgs),
+    /// Load every BMAD and spec-kit file under a directory; one line per file
+    #[command(hide = true)]
+    Conformance(conformance::ConformanceArgs),
     /// Watch a playbook run with a simulated agent in a throwaway repository
     Demo(demo::DemoArgs),
     /// Install, remove or inspect the policy git hooks
@@ -100,6 +110,9 @@ pub fn dispatch(ctx: &Context, command: Command) -> Result<u8, CommandError> {
         Command::Resume(args) => resume::cmd_resume(ctx, &args),
         Command::Answer(args) => answer::cmd_answer(ctx, &args),
         Command::Demo(args) => demo::cmd_demo(ctx, &args),
+        Command::Stories(args) => stories::cmd_stories(ctx, &args),
+        Command::Speckit(args) => speckit::cmd_speckit(ctx, &args),
+        Command::Conformance(args) => conformance::cmd_conformance(ctx, &args),
         Command::Hooks(args) => hooks::cmd_hooks(ctx, &args),
         Command::Guard(args) => guard::cmd_guard(ctx, &args),
         Command::Hook(args) => hook::cmd_hook(ctx, &args),

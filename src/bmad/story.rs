@@ -1,0 +1,614 @@
+//! Story files: v6 (`Status: x` line) and v4 (`## Status` heading), read for their status,
+//! dependencies, tasks and review; a status change rewrites the status value and appends a
+//! signed Change Log entry, and touches nothing else.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::sprint::write_unless_changed;
+use super::status::{legal_transition, Status};
+use super::{Error, Finding, Result};
+
+/// How the file writes its status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// `Status: ready-for-dev`.
+    V6,
+    /// `## Status` then the value on a line of its own.
+    V4,
+}
+
+/// A `[AI-Review][Severity]` follow-up.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FollowUp {
+    /// Checked?
+    pub done: bool,
+    /// High, Med, Low, Critical…
+    pub severity: String,
+    /// What to do.
+    pub text: String,
+    /// `file:line`, if given.
+    pub location: Option<String>,
+    /// 1-based line in the story.
+    pub line: usize,
+}
+
+/// A story file, read.
+#[derive(Clone, Debug, Serialize)]
+pub struct Story {
+    /// The file.
+    pub path: PathBuf,
+    /// The sprint-status key it matches by name (`1-2-account-management`), if its name is one.
+    pub key: Option<String>,
+    /// Epic and story number (`(1, "2")`), from the name or the title.
+    pub number: Option<(u32, String)>,
+    /// `# Story 1.2: <title>`.
+    pub title: Option<String>,
+    /// The status, normalised.
+    pub status: Option<Status>,
+    /// The status as written.
+    pub raw_status: Option<String>,
+    /// 1-based line of the status value.
+    pub status_line: usize,
+    /// v6 or v4.
+    pub format: Format,
+    /// `depends_on` from the frontmatter.
+    pub depends_on: Vec<String>,
+    /// `baseline_commit` from the frontmatter.
+    pub baseline_commit: Option<String>,
+    /// Checked and total task checkboxes (nested ones included).
+    pub tasks: (usize, usize),
+    /// `## Senior Developer Review (AI)` outcome, if reviewed.
+    pub review_outcome: Option<String>,
+    /// `[AI-Review]` follow-ups.
+    pub follow_ups: Vec<FollowUp>,
+    /// Problems that did not stop reading (malformed frontmatter, no status).
+    pub findings: Vec<Finding>,
+    #[serde(skip)]
+    text: String,
+    #[serde(skip)]
+    status_range: Option<Range<usize>>,
+    #[serde(skip)]
+    fingerprint: [u8; 32],
+}
+
+/// Whether a file name looks like a story: `1-2-slug.md`, `1.1.title.md`, `story-1.2.md`,
+/// `5.0.6-x.md`, `7b-3-x.md`.
+pub fn is_story_name(name: &str) -> bool {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| {
+        Regex::new(r"(?i)^(?:story[-_.]?)?\d+[a-z]?[-.]\d+[a-z]?(?:[-.].*)?\.md$")
+            .expect("story name")
+    })
+    .is_match(name)
+}
+
+fn number_in(text: &str) -> Option<(u32, String)> {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    let re = RE.get_or_init(|| {
+        Regex::new(r"(?i)^(?:story[-_. ]?)?(\d+)[a-z]?[-.](\d+[a-z]?)(?:[-.](\d+)\b)?")
+            .expect("number")
+    });
+    let c = re.captures(text)?;
+    let epic = c[1].parse().ok()?;
+    let number = match c.get(3) {
+        Some(third) => format!("{}.{}", &c[2], third.as_str()),
+        None => c[2].to_owned(),
+    };
+    Some((epic, number))
+}
+
+impl Story {
+    /// Read a story file.
+    pub fn load(path: &Path) -> Result<Story> {
+        let bytes = std::fs::read(path).map_err(|e| Error::io("could not read", path, e))?;
+        let text = String::from_utf8_lossy(&bytes).into_owned();
+        Ok(Self::parse(path, text))
+    }
+
+    /// Parse a story's text; never fails: what cannot be read is a finding.
+    pub fn parse(path: &Path, text: String) -> Story {
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let stem = name.strip_suffix(".md").unwrap_or(&name).to_owned();
+        let key = matches!(
+            super::sprint::classify(&stem),
+            super::sprint::KeyKind::Story { .. }
+        )
+        .then(|| stem.clone());
+        let mut story = Story {
+            path: path.to_path_buf(),
+            key,
+            number: number_in(&stem),
+            title: None,
+            status: None,
+            raw_status: None,
+            status_line: 0,
+            format: Format::V6,
+            depends_on: Vec::new(),
+            baseline_commit: None,
+            tasks: (0, 0),
+            review_outcome: None,
+            follow_ups: Vec::new(),
+            findings: Vec::new(),
+            fingerprint: Sha256::digest(text.as_bytes()).into(),
+            status_range: None,
+            text: String::new(),
+        };
+        let body_start = story.frontmatter(&text);
+        story.scan(&text, body_start);
+        if story.status.is_none() {
+            story.findings.push(Finding::warning(
+                0,
+                "no `Status:` line or `## Status` section".into(),
+            ));
+        }
+        story.text = text;
+        story
+    }
+
+    /// Read the `---` frontmatter; returns where the body starts.
+    fn frontmatter(&mut self, text: &str) -> usize {
+        let Some(rest) = text
+            .strip_prefix("---\n")
+            .or_else(|| text.strip_prefix("---\r\n"))
+        else {
+            return 0;
+        };
+        let open = text.len() - rest.len();
+        let Some(close) = rest.find("\n---").map(|i| open + i + 1) else {
+            self.findings.push(Finding::error(
+                1,
+                "frontmatter opened with --- is never closed".into(),
+            ));
+            return 0;
+        };
+        let yaml = &text[open..close];
+        let body_start = text[close..]
+            .find('\n')
+            .map_or(text.len(), |i| close + i + 1);
+        match serde_yaml::from_str::<serde_yaml::Value>(yaml) {
+            Ok(value) => {
+                let strings = |v: Option<&serde_yaml::Value>| -> Vec<String> {
+                    match v {
+                        Some(serde_yaml::Value::Sequence(items)) => {
+                            items.iter().filter_map(scalar).collect()
+                        }
+                        Some(other) => scalar(other)
+                            .into_iter()
+                            .flat_map(|s| {
+                                s.split(',')
+                                    .map(|p| p.trim().to_owned())
+                                    .collect::<Vec<_>>()
+                            })
+                            .filter(|s| !s.is_empty())
+                            .collect(),
+                        None => Vec::new(),
+                    }
+                };
+                self.depends_on = strings(
+                    value
+                        .get("depends_on")
+                        .or_else(|| value.get("dependencies")),
+                );
+                self.baseline_commit = value.get("baseline_commit").and_then(scalar);
+            }
+            Err(e) => {
+                let line = 1 + e.location().map_or(1, |l| l.line());
+                self.findings.push(Finding::error(
+                    line,
+                    format!(
+                        "malformed frontmatter: {}",
+                        e.to_string().split(" at line").next().unwrap_or_default()
+                    ),
+                ));
+            }
+        }
+        body_start
+    }
+
+    fn scan(&mut self, text: &str, body_start: usize) {
+        static TITLE: OnceLock<Regex> = OnceLock::new();
+        static FOLLOW: OnceLock<Regex> = OnceLock::new();
+        let title = TITLE.get_or_init(|| {
+            Regex::new(r"^#\s+Story\s+([0-9][0-9A-Za-z.\-]*)\s*[:.\-–]?\s*(.*)$").expect("title")
+        });
+        let follow = FOLLOW.get_or_init(|| {
+            Regex::new(r"^\s*[-*]\s+\[( |x|X)\]\s+\[AI-Review\]\[([^\]]+)\]\s*(.*?)\s*(?:\[([^\]\s]+:\d+(?:-\d+)?)\])?\s*$").expect("follow-up")
+        });
+        let mut offset = body_start;
+        let mut in_fence = false;
+        let mut section = String::new();
+        let mut v4_status_next = false;
+        let mut tasks_any = (0usize, 0usize);
+        let mut tasks_section = (0usize, 0usize);
+        let mut saw_tasks_section = false;
+        let first_line = text[..body_start].matches('\n').count();
+        for (i, line) in text[body_start..].split_inclusive('\n').enumerate() {
+            let n = first_line + i + 1;
+            let start = offset;
+            offset += line.len();
+            let body = line.trim_end_matches(['\n', '\r']);
+            if body.trim_start().starts_with("```") {
+                in_fence = !in_fence;
+                continue;
+            }
+            if in_fence {
+                continue;
+            }
+            if v4_status_next && !body.trim().is_empty() {
+                v4_status_next = false;
+                if self.status.is_none() && !body.starts_with('#') {
+                    let value = body.trim();
+                    let lead = body.len() - body.trim_start().len();
+                    self.set_found(
+                        value,
+                        n,
+                        start + lead..start + lead + value.len(),
+                        Format::V4,
+                    );
+                }
+            }
+            if let Some(heading) = body.strip_prefix("## ") {
+                section = heading.trim().to_ascii_lowercase();
+                if section == "status" {
+                    v4_status_next = true;
+                }
+                if section.starts_with("tasks") {
+                    saw_tasks_section = true;
+                }
+                continue;
+            }
+            if self.title.is_none() {
+                if let Some(c) = title.captures(body) {
+                    self.title = Some(c[2].trim().to_owned()).filter(|t| !t.is_empty());
+                    if self.number.is_none() {
+                        self.number = number_in(&c[1]);
+                    }
+                    continue;
+                }
+            }
+            if self.status.is_none() {
+                if let Some(rest) = body.strip_prefix("Status:") {
+                    let value = rest.trim();
+                    if !value.is_empty() {
+                        let at = start + body.len() - rest.trim_start().len();
+                        self.set_found(value, n, at..at + value.len(), Format::V6);
+                    }
+                    continue;
+                }
+            }
+            if section.starts_with("senior developer review") && self.review_outcome.is_none() {
+                let plain = body.replace("**", "");
+                if let Some(rest) = plain
+                    .trim_start_matches(['-', '*', ' '])
+                    .strip_prefix("Outcome:")
+                {
+                    self.review_outcome = Some(rest.trim().to_owned()).filter(|o| !o.is_empty());
+                }
+            }
+            if let Some(c) = follow.captures(body) {
+                self.follow_ups.push(FollowUp {
+                    done: &c[1] != " ",
+                    severity: c[2].trim().to_owned(),
+                    text: c[3].trim().to_owned(),
+                    location: c.get(4).map(|m| m.as_str().to_owned()),
+                    line: n,
+                });
+                continue;
+            }
+            let (done, total) = super::speckit::task_progress(body);
+            tasks_any = (tasks_any.0 + done, tasks_any.1 + total);
+            if section.starts_with("tasks") {
+                tasks_section = (tasks_section.0 + done, tasks_section.1 + total);
+            }
+        }
+        self.tasks = if saw_tasks_section {
+            tasks_section
+        } else {
+            tasks_any
+        };
+    }
+
+    fn set_found(&mut self, value: &str, line: usize, range: Range<usize>, format: Format) {
+        self.status = Some(Status::parse(value));
+        self.raw_status = Some(value.to_owned());
+        self.status_line = line;
+        self.status_range = Some(range);
+        self.format = format;
+    }
+
+    /// The text with the status set and a signed Change Log entry appended.
+    pub fn with_status(
+        &self,
+        to: &Status,
+        by: &str,
+        now: &crate::time::Timestamp,
+        force: bool,
+    ) -> Result<String> {
+        let (Some(range), Some(from)) = (&self.status_range, &self.status) else {
+            return Err(Error::Parse {
+                path: self.path.clone(),
+                line: 1,
+                message: "the story has no status line to change".into(),
+            });
+        };
+        if !force {
+            legal_transition(from, to).map_err(|why| Error::IllegalTransition {
+                key: self
+                    .key
+                    .clone()
+                    .unwrap_or_else(|| self.path.display().to_string()),
+                why,
+            })?;
+        }
+        let word = match self.format {
+            // v4 files keep v4 words.
+            Format::V4 => v4_word(to).to_owned(),
+            Format::V6 => to.as_str().to_owned(),
+        };
+        let mut text = self.text.clone();
+        text.replace_range(range.clone(), &word);
+        let entry = ChangeEntry {
+            when: now.rfc3339(),
+            what: format!(
+                "Status: {} → {word}",
+                self.raw_status.as_deref().unwrap_or_default()
+            ),
+            by: by.to_owned(),
+        };
+        Ok(append_change_log(&text, &entry))
+    }
+
+    /// Write a text produced by [`with_status`](Self::with_status), unless the file changed.
+    pub fn write(&self, text: &str) -> Result<()> {
+        write_unless_changed(&self.path, &self.fingerprint, text)
+    }
+}
+
+fn scalar(v: &serde_yaml::Value) -> Option<String> {
+    match v {
+        serde_yaml::Value::String(s) => Some(s.clone()),
+        serde_yaml::Value::Number(n) => Some(n.to_string()),
+        serde_yaml::Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// The v4 spelling of a status.
+fn v4_word(status: &Status) -> &str {
+    match status {
+        Status::Backlog => "Draft",
+        Status::ReadyForDev => "Approved",
+        Status::InProgress => "InProgress",
+        Status::Review => "Review",
+        Status::Done => "Done",
+        other => other.as_str(),
+    }
+}
+
+struct ChangeEntry {
+    when: String,
+    what: String,
+    by: String,
+}
+
+/// Append an entry to the `Change Log` section (a table row when it is a table, else a list
+/// item), or add the section at the end.
+fn append_change_log(text: &str, entry: &ChangeEntry) -> String {
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let heading = lines.iter().position(|l| {
+        let t = l.trim_end().trim_start_matches('#').trim();
+        l.starts_with("##") && t.eq_ignore_ascii_case("change log")
+    });
+    let Some(h) = heading else {
+        let mut out = text.to_owned();
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        out.push_str(&format!(
+            "\n## Change Log\n\n- {} {} (by {})\n",
+            entry.when, entry.what, entry.by
+        ));
+        return out;
+    };
+    let level = lines[h].chars().take_while(|c| *c == '#').count();
+    let end = lines[h + 1..]
+        .iter()
+        .position(|l| l.starts_with('#') && l.chars().take_while(|c| *c == '#').count() <= level)
+        .map_or(lines.len(), |i| h + 1 + i);
+    let last = (h + 1..end).rev().find(|i| !lines[*i].trim().is_empty());
+    let table_header = (h + 1..end).find(|i| lines[*i].trim_start().starts_with('|'));
+    let new_line = match (table_header, last) {
+        (Some(header), Some(_)) => {
+            let cells: Vec<String> = lines[header]
+                .trim()
+                .trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().to_ascii_lowercase())
+                .collect();
+            let row: Vec<String> = cells
+                .iter()
+                .map(|c| match c.as_str() {
+                    "date" | "when" | "time" => entry.when.clone(),
+                    "author" | "by" | "who" | "agent" => entry.by.clone(),
+                    "description" | "change" | "changes" | "what" => entry.what.clone(),
+                    _ => String::new(),
+                })
+                .collect();
+            format!("| {} |\n", row.join(" | "))
+        }
+        _ => format!("- {} {} (by {})\n", entry.when, entry.what, entry.by),
+    };
+    let insert_at = last.map_or(h + 1, |i| i + 1);
+    let mut out = String::with_capacity(text.len() + new_line.len() + 2);
+    for (i, line) in lines.iter().enumerate() {
+        if i == insert_at {
+            if last.is_none() {
+                out.push('\n');
+            }
+            out.push_str(&new_line);
+        }
+        out.push_str(line);
+        if i + 1 == insert_at && !line.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    if insert_at >= lines.len() {
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+        if last.is_none() {
+            out.push('\n');
+        }
+        out.push_str(&new_line);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const V6: &str = "---\nbaseline_commit: abc123\ndepends_on: [1-1-login]\n---\n# Story 1.2: Account Management\n\nStatus: ready-for-dev\n\n## Story\n\nAs a user,\nI want x.\n\n## Tasks / Subtasks\n\n- [x] Task 1 (AC: #1)\n  - [x] Subtask 1.1\n  - [ ] Subtask 1.2\n- [ ] Task 2\n  - [ ] [AI-Review][High] Null check missing [src/a.rs:42]\n\n```md\nStatus: not-this\n- [ ] not a task\n```\n\n## Senior Developer Review (AI)\n\n**Outcome:** Changes Requested\n\n## Change Log\n\n| Date | Version | Description | Author |\n|---|---|---|---|\n| 2026-01-01 | 0.1 | Drafted | SM |\n\n## Dev Agent Record\n\n### Status: Ready for Review\n";
+
+    fn parse(name: &str, text: &str) -> Story {
+        Story::parse(Path::new(name), text.to_owned())
+    }
+
+    #[test]
+    fn v6_story() {
+        let s = parse("1-2-account-management.md", V6);
+        assert_eq!(s.key.as_deref(), Some("1-2-account-management"));
+        assert_eq!(s.number, Some((1, "2".into())));
+        assert_eq!(s.title.as_deref(), Some("Account Management"));
+        assert_eq!(s.status, Some(Status::ReadyForDev));
+        assert_eq!(s.status_line, 7);
+        assert_eq!(s.depends_on, ["1-1-login"]);
+        assert_eq!(s.baseline_commit.as_deref(), Some("abc123"));
+        assert_eq!(s.tasks, (2, 4));
+        assert_eq!(s.review_outcome.as_deref(), Some("Changes Requested"));
+        assert_eq!(s.follow_ups[0].severity, "High");
+        assert_eq!(s.follow_ups[0].location.as_deref(), Some("src/a.rs:42"));
+        assert!(s.findings.is_empty(), "{:?}", s.findings);
+    }
+
+    #[test]
+    fn set_status_changes_the_value_and_appends_to_the_change_log() {
+        let s = parse("1-2-account-management.md", V6);
+        let now = crate::time::Timestamp::from_secs(1_795_000_000);
+        let text = s
+            .with_status(&Status::InProgress, "dev-agent", &now, false)
+            .unwrap();
+        let old: Vec<&str> = V6.lines().collect();
+        let new: Vec<&str> = text.lines().collect();
+        assert_eq!(new.len(), old.len() + 1);
+        assert_eq!(new[6], "Status: in-progress");
+        let row = new
+            .iter()
+            .position(|l| l.starts_with("| 2026-11-"))
+            .unwrap();
+        assert_eq!(new[row - 1], "| 2026-01-01 | 0.1 | Drafted | SM |");
+        assert!(
+            new[row].contains("| Status: ready-for-dev → in-progress | dev-agent |"),
+            "{}",
+            new[row]
+        );
+        // Everything else is byte for byte the same.
+        let mut without: Vec<&str> = new.clone();
+        without.remove(row);
+        let diffs: Vec<usize> = (0..old.len()).filter(|i| old[*i] != without[*i]).collect();
+        assert_eq!(diffs, [6]);
+        assert!(
+            s.with_status(&Status::Done, "x", &now, false).is_err(),
+            "skips review"
+        );
+    }
+
+    #[test]
+    fn v4_story_keeps_v4_words_and_gets_a_change_log() {
+        let text =
+            "# Story 1.1: Title\n\n## Status\n\nApproved\n\n## Story\n\nx\n\n## QA Results\n";
+        let s = parse("1.1.title.md", text);
+        assert_eq!(
+            (s.format, s.status.clone()),
+            (Format::V4, Some(Status::ReadyForDev))
+        );
+        assert_eq!(s.number, Some((1, "1".into())));
+        assert_eq!(s.key, None);
+        let now = crate::time::Timestamp::from_secs(0);
+        let out = s
+            .with_status(&Status::InProgress, "dev", &now, false)
+            .unwrap();
+        assert!(out.contains("## Status\n\nInProgress\n"));
+        assert!(out.ends_with("## QA Results\n\n## Change Log\n\n- 1970-01-01T00:00:00Z Status: Approved → InProgress (by dev)\n"), "{out}");
+    }
+
+    #[test]
+    fn malformed_frontmatter_is_a_finding_with_its_line() {
+        let s = parse(
+            "2-1-x.md",
+            "---\nok: 1\nbad: [unclosed\n---\nStatus: backlog\n",
+        );
+        assert_eq!(s.status, Some(Status::Backlog));
+        assert_eq!(s.findings[0].severity, "error");
+        assert!(s.findings[0].line >= 2, "{:?}", s.findings);
+    }
+
+    #[test]
+    fn names() {
+        for ok in [
+            "1-2-x.md",
+            "1.1.title.md",
+            "story-1.2.md",
+            "5.0.6-x.md",
+            "7b-3-x.md",
+            "1.1.x.md",
+        ] {
+            assert!(is_story_name(ok), "{ok}");
+        }
+        for no in [
+            "README.md",
+            "epics.md",
+            "sprint-status.yaml",
+            "1.md",
+            "notes-1-2.md",
+        ] {
+            assert!(!is_story_name(no), "{no}");
+        }
+        assert_eq!(number_in("5.0.6-x"), Some((5, "0.6".into())));
+        assert_eq!(number_in("story-1.2"), Some((1, "2".into())));
+    }
+
+    #[test]
+    fn no_panic_on_odd_input() {
+        for text in [
+            "",
+            "---",
+            "---\n",
+            "---\n---\n",
+            "## Status\n",
+            "Status:",
+            "Status: \n## Change Log",
+            "# Story",
+            "- [ ] [AI-Review][",
+            "```\nStatus: x",
+        ] {
+            let s = parse("1-1-x.md", text);
+            let _ = s.with_status(
+                &Status::Done,
+                "x",
+                &crate::time::Timestamp::from_secs(0),
+                true,
+            );
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! `git bmad conformance` (hidden; `scripts/conformance.sh` calls it): run git-bmad's
+//! loaders over every BMAD and spec-kit file under a directory, one line per file.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use crate::bmad::{
+    speckit,
+    sprint::SprintStatus,
+    stories_json,
+    story::{self, Story},
+    Finding,
+};
+use crate::cli::error::{exit, CommandError};
+use crate::cli::Context;
+
+/// Load every BMAD / spec-kit file under the directories: ok, warning or error (file:line).
+#[derive(Debug, Args)]
+pub struct ConformanceArgs {
+    /// Directories to walk
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+}
+
+/// Run `conformance`.
+pub fn cmd_conformance(ctx: &Context, args: &ConformanceArgs) -> Result<u8, CommandError> {
+    let mut files = Vec::new();
+    for dir in &args.dirs {
+        walk(&ctx.cwd.join(dir), &mut files);
+    }
+    files.sort();
+    let (mut loaded, mut skipped, mut errors, mut warnings) = (0, 0, 0, 0);
+    for path in &files {
+        let Some((kind, result)) = load(path) else {
+            skipped += 1;
+            continue;
+        };
+        loaded += 1;
+        let shown = path
+            .strip_prefix(&ctx.cwd)
+            .unwrap_or(path)
+            .display()
+            .to_string();
+        match result {
+            Ok(findings) if findings.is_empty() => {
+                ctx.ui.line(format!("ok       {shown} ({kind})"))
+            }
+            Ok(findings) => {
+                for f in findings {
+                    if f.severity == "error" {
+                        errors += 1;
+                    } else {
+                        warnings += 1;
+                    }
+                    ctx.ui.line(format!(
+                        "{:<8} {shown}:{}: {} ({kind})",
+                        f.severity, f.line, f.message
+                    ));
+                }
+            }
+            Err(message) => {
+                errors += 1;
+                ctx.ui.line(format!("error    {shown}: {message} ({kind})"));
+            }
+        }
+    }
+    ctx.ui.line(format!("{loaded} file(s) loaded, {skipped} not BMAD/spec-kit files; {errors} error(s), {warnings} warning(s)"));
+    Ok(if errors > 0 { exit::FAILED } else { exit::OK })
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        if dir.is_file() {
+            out.push(dir.to_path_buf());
+        }
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if entry.file_name() != ".git" {
+                walk(&path, out);
+            }
+        } else {
+            out.push(path);
+        }
+    }
+}
+
+type Loaded = Result<Vec<Finding>, String>;
+
+/// The loader for a file, by its name and place; `None` for files no loader claims.
+fn load(path: &Path) -> Option<(&'static str, Loaded)> {
+    let name = path.file_name()?.to_string_lossy().into_owned();
+    let in_dir = |d: &str| {
+        path.parent()
+            .and_then(|p| p.file_name())
+            .is_some_and(|n| n == d)
+    };
+    if name.contains("sprint-status") && (name.ends_with(".yaml") || name.ends_with(".yml")) {
+        return Some((
+            "sprint status",
+            SprintStatus::load(path)
+                .map(|s| s.warnings)
+                .map_err(|e| e.to_string()),
+        ));
+    }
+    if name == stories_json::FILE_NAME {
+        return Some((
+            "stories.json",
+            stories_json::load(path)
+                .map(|_| Vec::new())
+                .map_err(|e| e.to_string()),
+        ));
+    }
+    if name.ends_with(".md") && name.starts_with("tasks") && !in_dir("commands") {
+        return Some((
+            "spec-kit tasks",
+            std::fs::read_to_string(path)
+                .map(|t| {
+                    let _ = speckit::phases(&t);
+                    Vec::new()
+                })
+                .map_err(|e| e.to_string()),
+        ));
+    }
+    let text = std::fs::read_to_string(path).ok();
+    let story_like = name.ends_with(".md")
+        && (story::is_story_name(&name)
+            || in_dir("stories")
+            || text
+                .as_deref()
+                .is_some_and(|t| first_heading(t).is_some_and(|h| h.starts_with("# Story "))));
+    if story_like {
+        return Some((
+            "story",
+            Story::load(path)
+                .map(|s| s.findings)
+                .map_err(|e| e.to_string()),
+        ));
+    }
+    if name == "feature.json" && in_dir(".specify") {
+        return Some((
+            "spec-kit feature",
+            text.ok_or("unreadable".to_owned()).and_then(|t| {
+                serde_json::from_str::<serde_json::Value>(&t)
+                    .map(|_| Vec::new())
+                    .map_err(|e| e.to_string())
+            }),
+        ));
+    }
+    if name == "config.yaml" && in_dir("bmm") {
+        return Some((
+            "BMAD module config",
+            text.ok_or("unreadable".to_owned()).and_then(|t| {
+                serde_yaml::from_str::<serde_yaml::Value>(&t)
+                    .map(|_| Vec::new())
+                    .map_err(|e| e.to_string())
+            }),
+        ));
+    }
+    None
+}
+
+/// The first `# ` heading of a Markdown text, frontmatter skipped.
+fn first_heading(text: &str) -> Option<&str> {
+    text.lines().find(|l| l.starts_with("# "))
+}
