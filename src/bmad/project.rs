@@ -107,7 +107,7 @@ impl Project {
             .map(|e| e.path())
             .filter(|p| p.extension().is_some_and(|e| e == "md") && p.is_file())
             .collect();
-        paths.sort_by(|a, b| natural_key(a).cmp(&natural_key(b)));
+        paths.sort_by_key(|p| natural_key(p));
         for path in paths {
             let name = path
                 .file_name()

@@ -3,7 +3,7 @@
 //! their position (the order is the dependency order its authors chose), new stories are
 //! appended in file order, entries whose file is gone are kept and reported, never dropped.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
@@ -135,9 +135,9 @@ pub fn update(entries: &mut Vec<Entry>, found: &[Found], by: &str, now: &str) ->
 }
 
 /// Write entries as pretty JSON, atomically.
-pub fn write(path: &PathBuf, entries: &[Entry]) -> Result<()> {
+pub fn write(path: &Path, entries: &[Entry]) -> Result<()> {
     let mut text = serde_json::to_string_pretty(entries).map_err(|e| Error::Parse {
-        path: path.clone(),
+        path: path.to_path_buf(),
         line: 1,
         message: e.to_string(),
     })?;

@@ -177,24 +177,7 @@ impl Story {
             .map_or(text.len(), |i| close + i + 1);
         match serde_yaml::from_str::<serde_yaml::Value>(yaml) {
             Ok(value) => {
-                let strings = |v: Option<&serde_yaml::Value>| -> Vec<String> {
-                    match v {
-                        Some(serde_yaml::Value::Sequence(items)) => {
-                            items.iter().filter_map(scalar).collect()
-                        }
-                        Some(other) => scalar(other)
-                            .into_iter()
-                            .flat_map(|s| {
-                                s.split(',')
-                                    .map(|p| p.trim().to_owned())
-                                    .collect::<Vec<_>>()
-                            })
-                            .filter(|s| !s.is_empty())
-                            .collect(),
-                        None => Vec::new(),
-                    }
-                };
-                self.depends_on = strings(
+                self.depends_on = names(
                     value
                         .get("depends_on")
                         .or_else(|| value.get("dependencies")),
@@ -371,6 +354,22 @@ impl Story {
     /// Write a text produced by [`with_status`](Self::with_status), unless the file changed.
     pub fn write(&self, text: &str) -> Result<()> {
         write_unless_changed(&self.path, &self.fingerprint, text)
+    }
+}
+
+/// A list of names, or one comma-separated scalar.
+fn names(v: Option<&serde_yaml::Value>) -> Vec<String> {
+    match v {
+        Some(serde_yaml::Value::Sequence(items)) => items.iter().filter_map(scalar).collect(),
+        Some(other) => scalar(other)
+            .map(|s| {
+                s.split(',')
+                    .map(|p| p.trim().to_owned())
+                    .filter(|p| !p.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default(),
+        None => Vec::new(),
     }
 }
 
