@@ -7,25 +7,10 @@
 #   3. peak memory of checkpoint (goal < 64 MB)
 #   4. journal append with 10,000 events: cargo bench --bench journal (goal < 10 ms)
 # Usage: scripts/bench-checkpoint.sh   (RUNS=N to change the sample count; default 21)
-set -euo pipefail
-
-here=$(cd "$(dirname "$0")/.." && pwd)
-bin=${BIN:-$here/target/release/git-bmad}
 runs=${RUNS:-21}
-(cd "$here" && cargo build --release --quiet)
-
 real_home=$HOME   # cargo and rustup live there
-work=$(mktemp -d "${TMPDIR:-/tmp}/git-bmad-bench.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-export HOME="$work/home" GIT_CONFIG_NOSYSTEM=1 NO_COLOR=1
-unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE
-mkdir -p "$HOME"
-git config --global user.name Bench
-git config --global user.email bench@example.com
+source "$(dirname "$0")/bench-common.sh"
 
-now_us() { local t=${EPOCHREALTIME/./}; echo "$t"; }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-ms() { awk -v us="$1" 'BEGIN {printf "%.1f ms", us/1000}'; }
 # compare "ours label" "baseline label" "goal text": medians of $work/ours and $work/base.
 compare() {
   local o b

@@ -4,27 +4,10 @@
 #   2. 300 `git update-ref` of unprotected refs, in the main worktree and in a session
 #      worktree                                          goal: the shim adds <= 1 ms per update
 # Usage: scripts/bench-hooks.sh   (PUSHES=N, UPDATES=N to change the counts)
-set -euo pipefail
-
-here=$(cd "$(dirname "$0")/.." && pwd)
-bin=$here/target/release/git-bmad
 pushes=${PUSHES:-50}
 updates=${UPDATES:-300}
-(cd "$here" && cargo build --release --quiet)
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/git-bmad-bench-hooks.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-export HOME="$work/home" GIT_CONFIG_NOSYSTEM=1 NO_COLOR=1
-unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE
-mkdir -p "$HOME" "$work/bin"
-git config --global user.name Bench
-git config --global user.email bench@example.com
+source "$(dirname "$0")/bench-common.sh"
 ln -s "$bin" "$work/bin/git-bmad"
-export PATH="$work/bin:$PATH"
-
-now_us() { local t=${EPOCHREALTIME/./}; echo "$t"; }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-ms() { awk -v us="$1" 'BEGIN {printf "%.2f ms", us/1000}'; }
 
 # Two identical repositories, each with its own bare remote; only one has the hooks.
 setup() {

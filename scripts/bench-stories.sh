@@ -7,22 +7,9 @@
 #      (the ordering alone: `cargo bench --bench stories`, goal < 10 ms)
 #   3. peak memory of `stories list` (goal < 64 MB)
 # Usage: scripts/bench-stories.sh   (RUNS=N to change the sample count; default 21)
-set -euo pipefail
-
-here=$(cd "$(dirname "$0")/.." && pwd)
-bin=${BIN:-$here/target/release/git-bmad}
 runs=${RUNS:-21}
-(cd "$here" && cargo build --release --quiet)
+source "$(dirname "$0")/bench-common.sh"
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/git-bmad-bench.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-export HOME="$work/home" GIT_CONFIG_NOSYSTEM=1 NO_COLOR=1
-unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE
-mkdir -p "$HOME"
-
-now_us() { local t=${EPOCHREALTIME/./}; echo "$t"; }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-ms() { awk -v us="$1" 'BEGIN {printf "%.1f ms", us/1000}'; }
 time_runs() { # file command...
   local out=$1; shift
   : > "$out"

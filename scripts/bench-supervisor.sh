@@ -7,25 +7,8 @@
 # Overhead per step = ours - baseline: checkpoints before and after, journal events, the
 # rendered journal, the artifact checks, the diff for stall detection.
 # Usage: scripts/bench-supervisor.sh   (RUNS=N sessions; default 11)
-set -euo pipefail
-
-here=$(cd "$(dirname "$0")/.." && pwd)
-bin=${BIN:-$here/target/release/git-bmad}
 runs=${RUNS:-11}
-(cd "$here" && cargo build --release --quiet)
-
-work=$(mktemp -d "${TMPDIR:-/tmp}/git-bmad-bench.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-export HOME="$work/home" GIT_CONFIG_NOSYSTEM=1 NO_COLOR=1
-unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE
-mkdir -p "$HOME" "$work/bin"
-git config --global user.name Bench
-git config --global user.email bench@example.com
-export PATH="$work/bin:$PATH"
-
-now_us() { local t=${EPOCHREALTIME/./}; echo "$t"; }
-median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-ms() { awk -v us="$1" 'BEGIN {printf "%.1f ms", us/1000}'; }
+source "$(dirname "$0")/bench-common.sh"
 
 cat > "$work/bin/claude" <<'AGENT'
 #!/bin/sh

@@ -305,6 +305,24 @@ fn an_unknown_answer_shows_the_gate_again() {
 /// A playbook of six Claude steps, each proving its work with `out/<step>`.
 const SIX: &str = "name: six\nsteps:\n  - {id: s1, command: do s1, postconditions: [{file_exists: out/s1}]}\n  - {id: s2, command: do s2, postconditions: [{file_exists: out/s2}]}\n  - {id: s3, command: do s3, postconditions: [{file_exists: out/s3}]}\n  - {id: s4, command: do s4, postconditions: [{file_exists: out/s4}]}\n  - {id: s5, command: do s5, postconditions: [{file_exists: out/s5}]}\n  - {id: s6, command: do s6, postconditions: [{file_exists: out/s6}]}\n";
 
+/// Commit `.bmad/playbooks/<name>.yaml` to `repo` and start a session `<name>`; its worktree.
+fn with_playbook(env: &TestEnv, repo: &Path, name: &str, yaml: &str) -> PathBuf {
+    write(repo, &format!(".bmad/playbooks/{name}.yaml"), yaml);
+    env.git(repo, &["add", "-A"]);
+    env.git(repo, &["commit", "-q", "-m", "playbook"]);
+    env.start(repo, name).1
+}
+
+/// A session in a repository with the six-step playbook and the fake `claude`.
+fn six_step_session(env: &TestEnv) -> PathBuf {
+    let repo = env.repo("proj");
+    env.executable("claude", FAKE_CLAUDE);
+    write(&repo, ".bmad/playbooks/six.yaml", SIX);
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
+    env.start(&repo, "crash").1
+}
+
 fn kill_during_step_five(env: &TestEnv, wt: &Path) {
     let started = env.root().join("home/agent/s5-started");
     let mut child = env
@@ -342,12 +360,7 @@ fn assert_each_step_completed_once(events: &[Value]) {
 #[test]
 fn kill_dash_nine_in_step_five_then_resume_advances_when_the_artifact_exists() {
     let env = TestEnv::new();
-    let repo = env.repo("proj");
-    env.executable("claude", FAKE_CLAUDE);
-    write(&repo, ".bmad/playbooks/six.yaml", SIX);
-    env.git(&repo, &["add", "-A"]);
-    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
-    let (_, wt) = env.start(&repo, "crash");
+    let wt = six_step_session(&env);
     // Step 5 does its work, then hangs.
     agent_behaviour(
         &env,
@@ -386,12 +399,7 @@ fn kill_dash_nine_in_step_five_then_resume_advances_when_the_artifact_exists() {
 #[test]
 fn kill_dash_nine_in_step_five_then_resume_reruns_it_when_the_artifact_is_missing() {
     let env = TestEnv::new();
-    let repo = env.repo("proj");
-    env.executable("claude", FAKE_CLAUDE);
-    write(&repo, ".bmad/playbooks/six.yaml", SIX);
-    env.git(&repo, &["add", "-A"]);
-    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
-    let (_, wt) = env.start(&repo, "crash");
+    let wt = six_step_session(&env);
     // Step 5 hangs before its work on the first attempt.
     agent_behaviour(
         &env,
@@ -425,14 +433,7 @@ fn kill_dash_nine_in_step_five_then_resume_reruns_it_when_the_artifact_is_missin
 fn a_parallel_phase_waits_for_every_step_and_reports_all_results() {
     let env = TestEnv::new();
     let repo = env.repo("proj");
-    write(
-        &repo,
-        ".bmad/playbooks/par.yaml",
-        "steps:\n  - phase: checks\n    parallel:\n      - {id: slow-a, runner: shell, command: 'sleep 1; echo a > a.txt'}\n      - {id: broken, runner: shell, command: 'echo boom >&2; exit 4'}\n      - {id: slow-c, runner: shell, command: 'sleep 1; echo c > c.txt'}\n  - {id: after, runner: shell, command: 'echo never'}\n",
-    );
-    env.git(&repo, &["add", "-A"]);
-    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
-    let (_, wt) = env.start(&repo, "par");
+    let wt = with_playbook(&env, &repo, "par", "steps:\n  - phase: checks\n    parallel:\n      - {id: slow-a, runner: shell, command: 'sleep 1; echo a > a.txt'}\n      - {id: broken, runner: shell, command: 'echo boom >&2; exit 4'}\n      - {id: slow-c, runner: shell, command: 'sleep 1; echo c > c.txt'}\n  - {id: after, runner: shell, command: 'echo never'}\n");
     let started = Instant::now();
     let run = env.bmad(&wt, &["run", "par"]).code(5);
     let took = started.elapsed();
@@ -486,14 +487,7 @@ fn an_unmet_precondition_after_a_skipped_step_halts_and_names_the_step() {
     let env = TestEnv::new();
     let repo = env.repo("proj");
     write(&repo, "specs/001-x/spec.md", "# spec\n");
-    write(
-        &repo,
-        ".bmad/playbooks/skip.yaml",
-        "steps:\n  - {id: plan, runner: shell, command: 'echo p > specs/001-x/plan.md', autonomy: skip, postconditions: [plan_exists]}\n  - {id: tasks, runner: shell, command: 'echo t', preconditions: [plan_exists]}\n",
-    );
-    env.git(&repo, &["add", "-A"]);
-    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
-    let (_, wt) = env.start(&repo, "skip");
+    let wt = with_playbook(&env, &repo, "skip", "steps:\n  - {id: plan, runner: shell, command: 'echo p > specs/001-x/plan.md', autonomy: skip, postconditions: [plan_exists]}\n  - {id: tasks, runner: shell, command: 'echo t', preconditions: [plan_exists]}\n");
     let run = env.bmad(&wt, &["run", "skip"]).code(3);
     assert!(
         run.stdout.contains("precondition plan_exists is not met (specs/001-x/plan.md is missing); step `plan` should have produced it, and it was skipped"),
@@ -665,14 +659,12 @@ fn a_hanging_agent_is_killed_at_its_timeout() {
     let repo = env.repo("proj");
     env.executable("claude", FAKE_CLAUDE);
     agent_behaviour(&env, "hang", "sleep 60 & sleep 60\nresult never\n");
-    write(
+    let wt = with_playbook(
+        &env,
         &repo,
-        ".bmad/playbooks/hang.yaml",
+        "hang",
         "steps:\n  - {id: hang, command: wait forever, timeout: 1s}\n",
     );
-    env.git(&repo, &["add", "-A"]);
-    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
-    let (_, wt) = env.start(&repo, "hang");
     let started = Instant::now();
     let run = env.bmad(&wt, &["run", "hang"]).code(5);
     assert!(
@@ -748,14 +740,7 @@ fn ten_megabytes_of_output_are_capped_and_a_planted_key_never_reaches_a_note() {
 fn retry_once_retries_exactly_once_and_a_stall_escalates_instead() {
     let env = TestEnv::new();
     let repo = env.repo("proj");
-    write(
-        &repo,
-        ".bmad/playbooks/flaky.yaml",
-        "steps:\n  - {id: flaky, runner: shell, on_error: retry_once, command: 'n=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count; test $n -ge 2'}\n  - {id: stuck, runner: shell, on_error: retry_once, command: 'echo same; exit 1'}\n",
-    );
-    env.git(&repo, &["add", "-A"]);
-    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
-    let (_, wt) = env.start(&repo, "flaky");
+    let wt = with_playbook(&env, &repo, "flaky", "steps:\n  - {id: flaky, runner: shell, on_error: retry_once, command: 'n=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count; test $n -ge 2'}\n  - {id: stuck, runner: shell, on_error: retry_once, command: 'echo same; exit 1'}\n");
     let run = env.bmad(&wt, &["run", "flaky"]).code(3);
     let events = journal(&env, &wt);
     // flaky: failed once, retried once, then done.
@@ -785,14 +770,7 @@ fn retry_once_retries_exactly_once_and_a_stall_escalates_instead() {
 fn the_invocation_cap_stops_the_run_with_its_own_exit_code() {
     let env = TestEnv::new();
     let repo = env.repo("proj");
-    write(
-        &repo,
-        ".bmad/playbooks/capped.yaml",
-        "limits: {max_invocations: 2}\nsteps:\n  - {id: a, runner: shell, command: 'true'}\n  - {id: b, runner: shell, command: 'true'}\n  - {id: c, runner: shell, command: 'true'}\n",
-    );
-    env.git(&repo, &["add", "-A"]);
-    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
-    let (_, wt) = env.start(&repo, "capped");
+    let wt = with_playbook(&env, &repo, "capped", "limits: {max_invocations: 2}\nsteps:\n  - {id: a, runner: shell, command: 'true'}\n  - {id: b, runner: shell, command: 'true'}\n  - {id: c, runner: shell, command: 'true'}\n");
     let run = env.bmad(&wt, &["run", "capped"]).code(6);
     assert!(
         run.stdout.contains("cap of 2 invocations"),
@@ -808,14 +786,7 @@ fn the_invocation_cap_stops_the_run_with_its_own_exit_code() {
 fn a_stop_policy_failure_exits_five_and_resume_runs_the_step_again() {
     let env = TestEnv::new();
     let repo = env.repo("proj");
-    write(
-        &repo,
-        ".bmad/playbooks/stop.yaml",
-        "steps:\n  - {id: build, runner: shell, command: 'test -f fixed', postconditions: [{file_exists: fixed}]}\n  - {id: ship, runner: shell, command: 'echo shipped'}\n",
-    );
-    env.git(&repo, &["add", "-A"]);
-    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
-    let (_, wt) = env.start(&repo, "stop");
+    let wt = with_playbook(&env, &repo, "stop", "steps:\n  - {id: build, runner: shell, command: 'test -f fixed', postconditions: [{file_exists: fixed}]}\n  - {id: ship, runner: shell, command: 'echo shipped'}\n");
     env.bmad(&wt, &["run", "stop"]).code(5);
     assert_eq!(
         env.bmad(&wt, &["status", "--json"]).success().json()["state"]["status"],
@@ -915,14 +886,7 @@ fn ctrl_c_kills_the_step_saves_the_state_and_resume_goes_on() {
         "slow",
         "touch \"$HOME/agent/slow-started\"\nif [ \"$BMAD_ATTEMPT\" = 1 ]; then sleep 60; fi\nmkdir -p out && touch out/slow\nresult done\n",
     );
-    write(
-        &repo,
-        ".bmad/playbooks/slow.yaml",
-        "steps:\n  - {id: slow, command: take your time, postconditions: [{file_exists: out/slow}]}\n",
-    );
-    env.git(&repo, &["add", "-A"]);
-    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
-    let (_, wt) = env.start(&repo, "slow");
+    let wt = with_playbook(&env, &repo, "slow", "steps:\n  - {id: slow, command: take your time, postconditions: [{file_exists: out/slow}]}\n");
     let mut child = env
         .bmad_command(&wt)
         .args(["run", "slow"])

@@ -13,7 +13,7 @@ use super::sprint::{KeyKind, SprintChange, SprintStatus};
 use super::status::Status;
 use super::stories_json;
 use super::story::{self, Story};
-use super::{Error, Result};
+use super::{Error, Finding, Result};
 
 /// One story, from wherever it is known.
 #[derive(Clone, Debug, Serialize)]
@@ -49,6 +49,18 @@ pub struct Problem {
     pub line: usize,
     /// What is wrong and what to do.
     pub message: String,
+}
+
+impl Problem {
+    /// A file's finding as a problem.
+    fn of(file: &str, finding: &Finding) -> Problem {
+        Problem {
+            severity: finding.severity,
+            file: file.to_owned(),
+            line: finding.line,
+            message: finding.message.clone(),
+        }
+    }
 }
 
 /// Everything loaded.
@@ -154,14 +166,9 @@ impl Project {
             .collect();
         let mut stories = Vec::new();
         if let Some(sprint) = &self.sprint {
-            for w in &sprint.warnings {
-                self.problems.push(Problem {
-                    severity: w.severity,
-                    file: self.layout.shown(&sprint.path),
-                    line: w.line,
-                    message: w.message.clone(),
-                });
-            }
+            let file = self.layout.shown(&sprint.path);
+            self.problems
+                .extend(sprint.warnings.iter().map(|w| Problem::of(&file, w)));
             for entry in sprint.stories() {
                 let KeyKind::Story { epic, number } = &entry.kind else {
                     continue;
@@ -188,14 +195,9 @@ impl Project {
             }
         }
         for (i, story) in self.files.iter().enumerate() {
-            for f in &story.findings {
-                self.problems.push(Problem {
-                    severity: f.severity,
-                    file: self.layout.shown(&story.path),
-                    line: f.line,
-                    message: f.message.clone(),
-                });
-            }
+            let file = self.layout.shown(&story.path);
+            self.problems
+                .extend(story.findings.iter().map(|f| Problem::of(&file, f)));
             if used[i] {
                 continue;
             }

@@ -59,6 +59,19 @@ impl CommandError {
         }
     }
 
+    /// An error with its exit code and, maybe, a hint.
+    fn coded(
+        code: u8,
+        error: impl std::error::Error + Send + Sync + 'static,
+        hint: Option<String>,
+    ) -> Self {
+        CommandError {
+            code,
+            error: Box::new(error),
+            hints: hint.into_iter().collect(),
+        }
+    }
+
     /// Add a hint.
     pub fn hinted(mut self, hint: impl Into<String>) -> Self {
         self.hints.push(hint.into());
@@ -154,15 +167,7 @@ impl From<supervisor::Error> for CommandError {
                 )),
             ),
         };
-        let mut err = CommandError {
-            code,
-            error: Box::new(e),
-            hints: Vec::new(),
-        };
-        if let Some(hint) = hint {
-            err = err.hinted(hint);
-        }
-        err
+        CommandError::coded(code, e, hint)
     }
 }
 
@@ -181,17 +186,9 @@ impl From<crate::bmad::Error> for CommandError {
             | E::NotEditable { .. }
             | E::Io { .. }
             | E::NothingFound { .. } => (exit::FAILED, None),
-            E::UnknownKey { .. } => (exit::USAGE, None::<&str>),
+            E::UnknownKey { .. } => (exit::USAGE, None),
             E::Parse { .. } | E::Cycle { .. } => (exit::USAGE, None),
         };
-        let mut err = CommandError {
-            code,
-            error: Box::new(e),
-            hints: Vec::new(),
-        };
-        if let Some(hint) = hint {
-            err = err.hinted(hint);
-        }
-        err
+        CommandError::coded(code, e, hint)
     }
 }

@@ -1,0 +1,23 @@
+# Sourced by the scripts/bench-*.sh scripts: the release build, a hermetic throwaway world,
+# and the timing helpers. Sets: here, bin, work, HOME, PATH (with $work/bin first).
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bin=${BIN:-$here/target/release/git-bmad}
+(cd "$here" && cargo build --release --quiet)
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/git-bmad-bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+export HOME="$work/home" GIT_CONFIG_NOSYSTEM=1 NO_COLOR=1
+unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE
+mkdir -p "$HOME" "$work/bin"
+git config --global user.name Bench
+git config --global user.email bench@example.com
+export PATH="$work/bin:$PATH"
+
+# Microseconds since the epoch, without starting a process.
+now_us() { local t=${EPOCHREALTIME/./}; echo "$t"; }
+# The median of the numbers on stdin, one per line.
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# Microseconds as milliseconds.
+ms() { awk -v us="$1" 'BEGIN {printf "%.2f ms", us/1000}'; }
