@@ -18,5 +18,6 @@ pub mod policy;
 pub mod runner;
 pub mod session;
 pub mod supervisor;
+pub mod text;
 pub mod time;
 pub mod yaml;

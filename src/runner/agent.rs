@@ -32,6 +32,7 @@ use serde_json::Value;
 
 use super::error::{Error, Result};
 use super::process::{self, Captured, Exit, Spec};
+use crate::text::last_chars;
 
 /// The runners git-bmad knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -535,12 +536,6 @@ pub fn breaking_change_in(text: &str) -> bool {
         let l = l.trim_start_matches(|c: char| c.is_whitespace() || c == '*' || c == '-');
         l.starts_with("BREAKING CHANGE:") || l.starts_with("BREAKING-CHANGE:")
     })
-}
-
-/// The last `n` characters of a text.
-fn last_chars(text: &str, n: usize) -> String {
-    let count = text.chars().count();
-    text.chars().skip(count.saturating_sub(n)).collect()
 }
 
 #[cfg(test)]

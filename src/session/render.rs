@@ -56,7 +56,10 @@ fn row(event: &Event, rolled_back: bool) -> String {
         name,
         event.step.as_deref().map(cell).unwrap_or_default(),
         event.decision.map(|d| d.as_str()).unwrap_or_default(),
-        event.duration_ms.map(duration).unwrap_or_default(),
+        event
+            .duration_ms
+            .map(crate::text::duration)
+            .unwrap_or_default(),
         event.response.as_deref().map(cell).unwrap_or_default(),
         cell(&event_summary(event)),
     )
@@ -195,14 +198,6 @@ fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace(['\n', '\r'], " ")
 }
 
-fn duration(ms: u64) -> String {
-    match ms {
-        0..=999 => format!("{ms} ms"),
-        1000..=59_999 => format!("{:.1} s", ms as f64 / 1000.0),
-        _ => format!("{}m{:02}s", ms / 60_000, (ms / 1000) % 60),
-    }
-}
-
 /// Write the rendered journal into the session worktree.
 pub fn write_rendered(session: &Session, journal: &Journal) -> Result<()> {
     let path = session.worktree.join(journal_md_path(&session.id));
@@ -270,7 +265,5 @@ mod tests {
     #[test]
     fn cells_cannot_break_the_table() {
         assert_eq!(cell("a|b\nc"), "a\\|b c");
-        assert_eq!(duration(1500), "1.5 s");
-        assert_eq!(duration(125_000), "2m05s");
     }
 }

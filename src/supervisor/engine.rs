@@ -22,6 +22,7 @@ use crate::git::{ObjectId, Repo};
 use crate::policy::secrets::redact;
 use crate::runner::{self, interrupt, AgentResult, Captured, Exit, Invocation, Kind};
 use crate::session::{self, Config, Decision, Event, NewEvent, Session, Status};
+use crate::text::{first_line_within, last_chars};
 
 /// How much of an agent's stdout and stderr the journal keeps.
 const STDOUT_LIMIT: usize = 64 << 10;
@@ -477,7 +478,7 @@ impl<'a> Engine<'a> {
                     let question = format!(
                         "Step `{}` ({}) {reason}. Fix what is needed and answer `continue` to accept the step as done, `retry` to run it again, `skip` it, or `abort` the run.",
                         step.id,
-                        short(&step.command)
+                        first_line_within(&step.command, 60)
                     );
                     self.open_gate(step, GateKind::After, &trigger, question, evidence)?;
                     return Ok(None);
@@ -519,7 +520,7 @@ impl<'a> Engine<'a> {
                 let question = format!(
                     "Step `{}` ({}) needs your approval before it runs{}. {done}/{total} steps are done. Answer `continue` to run it, `skip` it, or `abort` the run.",
                     step.id,
-                    short(&step.command),
+                    first_line_within(&step.command, 60),
                     step.description.as_deref().map(|d| format!(": {d}")).unwrap_or_default(),
                 );
                 let evidence = self.summary();
@@ -1113,22 +1114,8 @@ fn stall_hash(stdout: Option<&Captured>, changes: &[(String, String)]) -> String
         .collect()
 }
 
-fn short(command: &str) -> String {
-    let line = command.lines().next().unwrap_or_default();
-    if line.chars().count() > 60 {
-        format!("{}…", line.chars().take(60).collect::<String>())
-    } else {
-        line.to_owned()
-    }
-}
-
 fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or_default()
-}
-
-fn last_chars(text: &str, n: usize) -> String {
-    let count = text.chars().count();
-    text.chars().skip(count.saturating_sub(n)).collect()
 }
 
 #[cfg(test)]

@@ -1,7 +1,5 @@
 //! `git bmad run`, and the printing that `resume` and `answer` share with it.
 
-use std::time::Duration;
-
 use clap::Args;
 use serde_json::json;
 
@@ -11,6 +9,7 @@ use crate::cli::Context;
 use crate::runner::interrupt;
 use crate::session::{self, Config, Event, Session, SessionState};
 use crate::supervisor::{self, kind, Outcome, Request, RunOptions};
+use crate::text::{duration, first_line_within};
 
 /// Run a playbook in the current session: its steps one after the other, each in a fresh
 /// agent process, until a gate, a failure or the end.
@@ -180,7 +179,7 @@ fn progress(ui: &Ui, event: &Event) {
         kind::RUN_RESUMED => "Resuming the run".into(),
         session::kind::STEP_STARTED => format!(
             "▸ {step}  {} ({}, attempt {})",
-            first_line(event.detail_str("command").unwrap_or_default()),
+            first_line_within(event.detail_str("command").unwrap_or_default(), 70),
             event.detail_str("runner").unwrap_or_default(),
             event.detail_u64("attempt").unwrap_or(1)
         ),
@@ -225,25 +224,4 @@ fn progress(ui: &Ui, event: &Event) {
         _ => return,
     };
     ui.status(text);
-}
-
-fn first_line(text: &str) -> String {
-    let line = text.lines().next().unwrap_or_default();
-    if line.chars().count() > 70 {
-        format!("{}…", line.chars().take(70).collect::<String>())
-    } else {
-        line.to_owned()
-    }
-}
-
-/// `850ms`, `12.3s`, `4m05s`, `2h10m`.
-pub(super) fn duration(ms: u64) -> String {
-    let d = Duration::from_millis(ms);
-    let secs = d.as_secs();
-    match secs {
-        0 => format!("{ms}ms"),
-        1..=59 => format!("{:.1}s", d.as_secs_f64()),
-        60..=3599 => format!("{}m{:02}s", secs / 60, secs % 60),
-        _ => format!("{}h{:02}m", secs / 3600, (secs % 3600) / 60),
-    }
 }

@@ -88,7 +88,7 @@ pub fn cmd_start(ctx: &Context, args: &StartArgs) -> Result<u8, CommandError> {
 }
 
 /// Quote a path for copy-pasting into a POSIX shell.
-pub(super) fn shell_quote(text: &str) -> String {
+fn shell_quote(text: &str) -> String {
     if text
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))

@@ -1,0 +1,43 @@
+//! Small text helpers shared by the layers that print or journal what agents say.
+
+/// The first line of a text, cut to `max` characters with `…` when longer.
+pub fn first_line_within(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    if line.chars().count() > max {
+        format!("{}…", line.chars().take(max).collect::<String>())
+    } else {
+        line.to_owned()
+    }
+}
+
+/// The last `n` characters of a text (an agent's final words are at its end).
+pub fn last_chars(text: &str, n: usize) -> String {
+    let count = text.chars().count();
+    text.chars().skip(count.saturating_sub(n)).collect()
+}
+
+/// A duration for people: `850 ms`, `12.3 s`, `4m05s`, `2h10m`.
+pub fn duration(ms: u64) -> String {
+    match ms {
+        0..=999 => format!("{ms} ms"),
+        1000..=59_999 => format!("{:.1} s", ms as f64 / 1000.0),
+        60_000..=3_599_999 => format!("{}m{:02}s", ms / 60_000, (ms / 1000) % 60),
+        _ => format!("{}h{:02}m", ms / 3_600_000, (ms / 60_000) % 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn helpers() {
+        assert_eq!(first_line_within("abcdef\nx", 3), "abc…");
+        assert_eq!(first_line_within("ab", 3), "ab");
+        assert_eq!(last_chars("héllo", 3), "llo");
+        assert_eq!(duration(850), "850 ms");
+        assert_eq!(duration(12_340), "12.3 s");
+        assert_eq!(duration(245_000), "4m05s");
+        assert_eq!(duration(7_800_000), "2h10m");
+    }
+}
