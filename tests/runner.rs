@@ -2,6 +2,7 @@
 
 mod common;
 
+mod test_analyze;
 mod test_checkpoint;
 mod test_crash;
 mod test_guard;

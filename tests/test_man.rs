@@ -56,6 +56,7 @@ fn help_works_for_every_command() {
         "demo",
         "stories",
         "speckit",
+        "analyze",
         "scan",
         "hooks",
         "guard",

@@ -1,6 +1,7 @@
 //! The BMAD-Method and spec-kit file formats, read as their tools write them, and written
 //! back so that a diff shows only what changed.
 //!
+//! - [`analysis`]: menus, confidence, loop and stall limits (the decision engine);
 //! - [`layout`]: where the BMAD install, its config, the sprint status and the stories are;
 //! - [`sprint`]: `sprint-status.yaml`, every era, edited in place;
 //! - [`story`]: story files (v6 and v4), their status and Change Log;
@@ -10,6 +11,7 @@
 //! - [`stories_json`]: the `stories.json` index (seed 001);
 //! - [`speckit`]: the spec-kit feature and its `tasks.md`.
 
+pub mod analysis;
 pub mod layout;
 pub mod project;
 pub mod queue;

@@ -1058,6 +1058,12 @@ fn attempt_detail(attempt: &Attempt<'_>) -> Value {
             detail["stdout"] = json!(journal_text(&r.stdout, "stdout", STDOUT_LIMIT));
             detail["stderr"] = json!(journal_text(&r.stderr, "stderr", STDERR_LIMIT));
             detail["stdout_bytes"] = json!(r.stdout.total());
+            // An agent that stopped at a menu did not finish: say so, with the choice the
+            // decision engine would make.
+            let menu = crate::bmad::analysis::menu::analyze(&r.final_text, "continue");
+            if menu.detected {
+                detail["menu"] = json!(menu);
+            }
             detail["stderr_bytes"] = json!(r.stderr.total());
         }
         Err(e) => detail["error"] = json!(redact(&e.to_string())),

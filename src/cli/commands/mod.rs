@@ -1,5 +1,6 @@
 //! One module per command; [`dispatch`] routes to them.
 
+mod analyze;
 mod answer;
 mod checkpoint;
 mod conformance;
@@ -75,6 +76,8 @@ pub enum Command {
     /// Load every BMAD and spec-kit file under a directory; one line per file
     #[command(hide = true)]
     Conformance(conformance::ConformanceArgs),
+    /// Decision engine: menus in agent output, confidence from signals
+    Analyze(analyze::AnalyzeArgs),
     /// Watch a playbook run with a simulated agent in a throwaway repository
     Demo(demo::DemoArgs),
     /// Install, remove or inspect the policy git hooks
@@ -110,6 +113,7 @@ pub fn dispatch(ctx: &Context, command: Command) -> Result<u8, CommandError> {
         Command::Resume(args) => resume::cmd_resume(ctx, &args),
         Command::Answer(args) => answer::cmd_answer(ctx, &args),
         Command::Demo(args) => demo::cmd_demo(ctx, &args),
+        Command::Analyze(args) => analyze::cmd_analyze(ctx, &args),
         Command::Stories(args) => stories::cmd_stories(ctx, &args),
         Command::Speckit(args) => speckit::cmd_speckit(ctx, &args),
         Command::Conformance(args) => conformance::cmd_conformance(ctx, &args),
