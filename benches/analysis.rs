@@ -30,10 +30,13 @@ fn main() {
     let mut output = String::new();
     let mut i = 0;
     while output.len() < 64 * 1024 {
-        output.push_str(&format!("Line {i}: wrote src/module_{i}.rs with tests; `cargo test` passed.\n"));
+        output.push_str(&format!(
+            "Line {i}: wrote src/module_{i}.rs with tests; `cargo test` passed.\n"
+        ));
         i += 1;
     }
-    output.push_str("\n**Select an Option:** [A] Advanced Elicitation [P] Party Mode [C] Continue\n");
+    output
+        .push_str("\n**Select an Option:** [A] Advanced Elicitation [P] Party Mode [C] Continue\n");
     let ours = time(|| assert!(menu::analyze(&output, "continue").detected));
     let base = time(|| assert!(output.lines().count() > 0));
     let conf = time(|| {
@@ -52,9 +55,16 @@ fn main() {
         }
     });
     let us = |d: Duration| d.as_secs_f64() * 1e6;
-    println!("menu analysis, {} KiB output  median {:.1} µs   (goal < 1000 µs)", output.len() / 1024, us(ours));
+    println!(
+        "menu analysis, {} KiB output  median {:.1} µs   (goal < 1000 µs)",
+        output.len() / 1024,
+        us(ours)
+    );
     println!("lines() over it (baseline)    median {:.1} µs", us(base));
     println!("ratio ours/baseline           {:.1}", us(ours) / us(base));
     println!("confidence, 4 signals         median {:.2} µs", us(conf));
-    println!("4 loop iterations recorded    median {:.2} µs", us(loop_check));
+    println!(
+        "4 loop iterations recorded    median {:.2} µs",
+        us(loop_check)
+    );
 }

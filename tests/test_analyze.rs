@@ -105,3 +105,78 @@ fn confidence_from_signals_with_the_seed_numbers() {
         bad.stderr
     );
 }
+
+#[test]
+fn validation_review_xref_and_project_from_files() {
+    let env = TestEnv::new();
+    let dir = env.root().join("docs");
+    crate::common::write(&dir, "gate.md", "---\nvalidation:\n  type: custom\n  success_pattern: \"Quality Gate: PASSED\"\n  failure_pattern: \"Quality Gate: FAILED\"\n---\nReport PASS or FAIL.\n");
+    crate::common::write(&dir, "out.txt", "lint ok\nQuality Gate: FAILED\n");
+    let v = env
+        .bmad(
+            &dir,
+            &[
+                "analyze",
+                "validation",
+                "gate.md",
+                "--output",
+                "out.txt",
+                "--json",
+            ],
+        )
+        .code(1)
+        .json();
+    assert_eq!(
+        (
+            v["detection"]["validation_type"].as_str(),
+            v["passed"].as_bool()
+        ),
+        (Some("custom"), Some(false))
+    );
+    crate::common::write(&dir, "bad.md", "---\nvalidation:\n  type: custom\n---\n");
+    let bad = env.bmad(&dir, &["analyze", "validation", "bad.md"]).code(2);
+    assert!(bad.stdout.contains("invalid_pattern"), "{}", bad.stdout);
+
+    crate::common::write(&dir, "review.md", "## Senior Developer Review (AI)\n\n**Outcome:** Blocked\n\n- [ ] [AI-Review][Critical] Secrets in logs [src/log.rs:7]\n");
+    let r = env
+        .bmad(&dir, &["analyze", "review", "review.md", "--json"])
+        .code(1)
+        .json();
+    assert_eq!(r["outcome"], "blocked");
+    assert_eq!(r["findings"][0]["location"], "src/log.rs:7");
+    assert_eq!(r["must_fix_open"], 1);
+
+    crate::common::write(&dir, "prd.md", "FR1 sign in\nFR2 sign out\nFR3 export\n");
+    crate::common::write(&dir, "arch.md", "FR1, FR2. ADR-001 use Postgres.\n");
+    crate::common::write(&dir, "stories/1-1-a.md", "Status: backlog\n");
+    let x = env
+        .bmad(
+            &dir,
+            &[
+                "analyze",
+                "xref",
+                "--prd",
+                "prd.md",
+                "--architecture",
+                "arch.md",
+                "--stories",
+                "stories",
+                "--json",
+            ],
+        )
+        .code(1)
+        .json();
+    assert_eq!(x["orphaned_requirements"], serde_json::json!(["FR3"]));
+    assert_eq!(x["unaddressed_decisions"], serde_json::json!(["ADR-001"]));
+    assert_eq!(x["issues"][0]["severity"], "HIGH");
+
+    let p = env
+        .bmad(
+            &dir,
+            &["analyze", "project", "--describe", "fix a typo", "--json"],
+        )
+        .success()
+        .json();
+    assert_eq!(p["project"]["project_type"], "greenfield");
+    assert_eq!(p["tier"]["tier"], 0);
+}

@@ -2,9 +2,15 @@
 //! agent's output and which option to take, confidence from several signals, and the loop
 //! and stall limits that end a stuck workflow with a named reason.
 //!
-//! So far: menus (2b.1–2b.5, 7.6), confidence (2b.7, 2b.11), loops and stalls (2b.10, 2b.12,
-//! 5.9, 5.10). Validation and review verdicts, cross-references and project tiers are to come.
+//! Menus (2b.1–2b.5, 7.6), confidence (2b.7, 2b.11), loops and stalls (2b.10, 2b.12, 5.9,
+//! 5.10), validation types (1.1, 1.4), review verdicts (5.13), cross-references (1.3),
+//! project type and tier (2a.3, 2a.4). Still to come: pre-flight checks (1.2) and tier
+//! overrides with their priority (7.1, 7.2).
 
 pub mod confidence;
 pub mod loops;
 pub mod menu;
+pub mod project;
+pub mod review;
+pub mod validation;
+pub mod xref;
