@@ -138,13 +138,13 @@ pub fn passed(detection: &Detection, output: &str) -> Option<bool> {
         "verdict-based" => {
             let last = output
                 .split(|c: char| !c.is_ascii_alphabetic())
-                .filter(|w| {
+                .rev()
+                .find(|w| {
                     matches!(
                         *w,
                         "PASS" | "PASSED" | "APPROVED" | "FAIL" | "FAILED" | "REJECTED"
                     )
-                })
-                .last()?;
+                })?;
             Some(matches!(last, "PASS" | "PASSED" | "APPROVED"))
         }
         "error-based" => {
