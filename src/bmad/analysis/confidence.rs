@@ -101,37 +101,35 @@ pub enum Format {
     Full,
 }
 
+/// The decision thresholds (≥ 80, 50–79, < 50), shared by actions and checkpoint formats.
+const DECISION_BANDS: (f64, f64) = (80.0, 50.0);
+/// The classification thresholds (≥ 70, 40–69, < 40).
+const CLASS_BANDS: (f64, f64) = (70.0, 40.0);
+
+/// Which of three bands a score is in: 0 at or above the top, 1 at or above the bottom, else 2.
+fn band(score: f64, (top, bottom): (f64, f64)) -> usize {
+    if score >= top {
+        0
+    } else if score >= bottom {
+        1
+    } else {
+        2
+    }
+}
+
 /// Action for a score.
 pub fn action(score: f64) -> Action {
-    if score >= 80.0 {
-        Action::Auto
-    } else if score >= 50.0 {
-        Action::AskWithHint
-    } else {
-        Action::Ask
-    }
+    [Action::Auto, Action::AskWithHint, Action::Ask][band(score, DECISION_BANDS)]
 }
 
 /// Checkpoint format for a score.
 pub fn format(score: f64) -> Format {
-    if score >= 80.0 {
-        Format::Minimal
-    } else if score >= 50.0 {
-        Format::Summary
-    } else {
-        Format::Full
-    }
+    [Format::Minimal, Format::Summary, Format::Full][band(score, DECISION_BANDS)]
 }
 
 /// Classification of a score.
 pub fn class(score: f64) -> Class {
-    if score >= 70.0 {
-        Class::High
-    } else if score >= 40.0 {
-        Class::Medium
-    } else {
-        Class::Low
-    }
+    [Class::High, Class::Medium, Class::Low][band(score, CLASS_BANDS)]
 }
 
 /// One signal's part in a score.
