@@ -87,7 +87,14 @@ pub fn resolve(query: &str, cwd: &Path, dirs: &[PathBuf]) -> Result<Source> {
             }
         }
     }
+    // The session worktree and the main one may be the same directory.
+    let mut unique: Vec<PathBuf> = Vec::new();
     for path in candidates {
+        if !unique.contains(&path) {
+            unique.push(path);
+        }
+    }
+    for path in unique {
         match std::fs::read_to_string(&path) {
             Ok(text) => {
                 let name = path

@@ -136,14 +136,16 @@ pub mod vocabulary {
 }
 
 impl Autonomy {
+    /// Every value, in the order of its vocabulary.
+    const ALL: [Autonomy; 4] = [
+        Autonomy::Auto,
+        Autonomy::GateOnBreaking,
+        Autonomy::AlwaysGate,
+        Autonomy::Skip,
+    ];
+
     fn parse(s: &str) -> Option<Autonomy> {
-        Some(match s {
-            "auto" => Autonomy::Auto,
-            "gate_on_breaking" => Autonomy::GateOnBreaking,
-            "always_gate" => Autonomy::AlwaysGate,
-            "skip" => Autonomy::Skip,
-            _ => return None,
-        })
+        Self::ALL.into_iter().find(|v| v.as_str() == s)
     }
 
     /// The name in playbooks and the journal.
@@ -153,13 +155,11 @@ impl Autonomy {
 }
 
 impl ErrorPolicy {
+    /// Every value, in the order of its vocabulary.
+    const ALL: [ErrorPolicy; 3] = [ErrorPolicy::Stop, ErrorPolicy::RetryOnce, ErrorPolicy::Gate];
+
     fn parse(s: &str) -> Option<ErrorPolicy> {
-        Some(match s {
-            "stop" => ErrorPolicy::Stop,
-            "retry_once" => ErrorPolicy::RetryOnce,
-            "gate" => ErrorPolicy::Gate,
-            _ => return None,
-        })
+        Self::ALL.into_iter().find(|v| v.as_str() == s)
     }
 
     /// The name in playbooks and the journal.
@@ -169,14 +169,16 @@ impl ErrorPolicy {
 }
 
 impl Trigger {
+    /// Every value, in the order of its vocabulary.
+    const ALL: [Trigger; 4] = [
+        Trigger::PostconditionFailure,
+        Trigger::VerdictFailure,
+        Trigger::AgreementBreakingChange,
+        Trigger::SubagentError,
+    ];
+
     fn parse(s: &str) -> Option<Trigger> {
-        Some(match s {
-            "postcondition_failure" => Trigger::PostconditionFailure,
-            "verdict_failure" => Trigger::VerdictFailure,
-            "agreement_breaking_change" => Trigger::AgreementBreakingChange,
-            "subagent_error" => Trigger::SubagentError,
-            _ => return None,
-        })
+        Self::ALL.into_iter().find(|v| v.as_str() == s)
     }
 
     /// The name in playbooks and the journal.

@@ -197,26 +197,20 @@ pub fn confidence(signals: &[(Signal, f64)]) -> Confidence {
     }
     let mut seen = Vec::new();
     for (signal, value) in signals {
-        if !value.is_finite() || !(0.0..=1.0).contains(value) {
+        let invalid = if !value.is_finite() || !(0.0..=1.0).contains(value) {
+            Some(format!("signal {signal:?} has value {value}, outside 0–1"))
+        } else if seen.contains(signal) {
+            Some(format!("signal {signal:?} given twice"))
+        } else {
+            None
+        };
+        if let Some(why) = invalid {
             return done(
                 FALLBACK,
                 Vec::new(),
                 false,
                 false,
-                Some(format!(
-                    "signal {signal:?} has value {value}, outside 0–1: fallback confidence"
-                )),
-            );
-        }
-        if seen.contains(signal) {
-            return done(
-                FALLBACK,
-                Vec::new(),
-                false,
-                false,
-                Some(format!(
-                    "signal {signal:?} given twice: fallback confidence"
-                )),
+                Some(format!("{why}: fallback confidence")),
             );
         }
         seen.push(*signal);

@@ -133,12 +133,14 @@ fn load(path: &Path) -> Option<(&'static str, Loaded)> {
                 .as_deref()
                 .is_some_and(|t| first_heading(t).is_some_and(|h| h.starts_with("# Story "))));
     if story_like {
-        return Some((
-            "story",
-            Story::load(path)
+        // The text was read above; only a file that is not UTF-8 is read again (lossily).
+        let loaded = match text {
+            Some(text) => Ok(Story::parse(path, text).findings),
+            None => Story::load(path)
                 .map(|s| s.findings)
                 .map_err(|e| e.to_string()),
-        ));
+        };
+        return Some(("story", loaded));
     }
     if name == "feature.json" && in_dir(".specify") {
         return Some((
