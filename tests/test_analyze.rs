@@ -180,3 +180,154 @@ fn validation_review_xref_and_project_from_files() {
     assert_eq!(p["project"]["project_type"], "greenfield");
     assert_eq!(p["tier"]["tier"], 0);
 }
+
+#[test]
+fn preflight_names_what_is_missing_and_how_to_fix_it() {
+    let env = TestEnv::new();
+    let root = env.root().join("proj");
+    crate::common::write(
+        &root,
+        "_bmad/bmm/config.yaml",
+        "user_name: Ada\noutput_folder: ''\n",
+    );
+    crate::common::write(&root, "docs/prd.md", "# PRD\n");
+    let args = [
+        "analyze",
+        "preflight",
+        "--key",
+        "output_folder",
+        "--key",
+        "user_name",
+        "--input",
+        "docs/*prd*.md",
+        "--input",
+        "docs/architecture.md",
+        "--json",
+    ];
+    let p = env.bmad(&root, &args).code(1).json();
+    assert_eq!(p["overall_status"], "FAILED");
+    assert_eq!(
+        p["missing"],
+        serde_json::json!(["output_folder", "docs/architecture.md"])
+    );
+    assert_eq!(
+        p["checks"][0]["remediation"],
+        "set output_folder in _bmad/bmm/config.yaml"
+    );
+    assert_eq!(
+        p["checks"][1]["validated_files"],
+        serde_json::json!(["docs/prd.md"])
+    );
+    // Fixed: READY, 100%.
+    crate::common::write(
+        &root,
+        "_bmad/bmm/config.yaml",
+        "user_name: Ada\noutput_folder: docs\n",
+    );
+    crate::common::write(&root, "docs/architecture.md", "# Architecture\n");
+    let p = env.bmad(&root, &args).success().json();
+    assert_eq!(
+        (
+            p["overall_status"].as_str(),
+            p["checks_passed_percent"].as_u64()
+        ),
+        (Some("READY"), Some(100))
+    );
+    let text = env
+        .bmad(
+            &root,
+            &["analyze", "preflight", "--command", "no-such-tool-here"],
+        )
+        .code(1);
+    assert!(
+        text.stdout
+            .contains("fix: install no-such-tool-here or put it on PATH"),
+        "{}",
+        text.stdout
+    );
+}
+
+#[test]
+fn tier_overrides_follow_their_priority_and_safety_is_refused() {
+    let env = TestEnv::new();
+    let r = env
+        .bmad(
+            &env.root(),
+            &[
+                "analyze",
+                "tier",
+                "--earlier",
+                "use tier 2",
+                "--earlier",
+                "profile: aggressive",
+                "write the tests [thorough]",
+                "--json",
+            ],
+        )
+        .success()
+        .json();
+    assert_eq!(r["settings"]["tier"], 2, "explicit tier beats the profile");
+    assert_eq!(r["settings"]["batch_size"], 5);
+    assert_eq!(
+        r["operation"]["tier"], 3,
+        "[thorough] raises this operation only"
+    );
+    assert_eq!(r["overrides"][1]["overruled_by"], "explicit_tier");
+    let blocked = env
+        .bmad(
+            &env.root(),
+            &["analyze", "tier", "skip final approval", "--json"],
+        )
+        .code(4)
+        .json();
+    assert_eq!(blocked["error"], "safety_override_blocked");
+    assert_eq!(blocked["behaviour"], "final approval");
+    let text = env
+        .bmad(&env.root(), &["analyze", "tier", "disable stall detection"])
+        .code(4);
+    assert!(
+        text.stderr.contains("stall detection cannot be bypassed"),
+        "{}",
+        text.stderr
+    );
+}
+
+#[test]
+fn bmb_results_route_and_tiers_change_what_confidence_triggers() {
+    let env = TestEnv::new();
+    let route = |args: &[&str]| {
+        let mut all = vec!["analyze", "bmb", "--json"];
+        all.extend_from_slice(args);
+        env.bmad(&env.root(), &all).success().json()["route"].clone()
+    };
+    assert_eq!(
+        route(&["--blocking", "4", "--compliance", "90"]),
+        "party_mode"
+    );
+    assert_eq!(route(&["--major", "6", "--compliance", "90"]), "party_mode");
+    assert_eq!(route(&["--compliance", "69"]), "advanced_elicitation");
+    assert_eq!(
+        route(&["--blocking", "3", "--major", "5", "--compliance", "70"]),
+        "continue"
+    );
+    let c = env
+        .bmad(
+            &env.root(),
+            &[
+                "analyze",
+                "confidence",
+                "--signal",
+                "verdict=0.5",
+                "--tier",
+                "3",
+                "--json",
+            ],
+        )
+        .success()
+        .json();
+    assert_eq!(c["score"], 50.0);
+    assert_eq!(
+        c["tier"],
+        serde_json::json!({"tier": 3, "party_mode": true, "pre_final_review": true})
+    );
+}

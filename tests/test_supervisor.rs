@@ -229,7 +229,15 @@ fn a_postcondition_failure_escalates_with_a_clear_question_and_continue_resumes(
         run.stdout.contains("implemented, but T002 fails"),
         "the agent's words are evidence"
     );
-    assert!(run.stdout.contains("<continue|retry|skip|abort>"));
+    // A failure is shown in full (confidence 0, seed 2b.7) and asks for a reason.
+    assert!(
+        run.stdout.contains("confidence 0)")
+            && run
+                .stdout
+                .contains("Answer explicitly: git bmad answer <continue|retry|skip|abort>"),
+        "{}",
+        run.stdout
+    );
 
     // The human fixes it and continues: the next step runs, and the run goes on to the PR gate.
     std::fs::write(
@@ -300,6 +308,58 @@ fn an_unknown_answer_shows_the_gate_again() {
     env.bmad(&wt, &["answer", "skip"]).success();
     let events = journal(&env, &wt);
     assert_eq!(steps_of(&events, "step_skipped"), ["pr"]);
+}
+
+#[test]
+fn gates_are_shown_as_their_confidence_says_and_status_expands_them() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    env.executable("claude", FAKE_CLAUDE);
+    let wt = with_playbook(
+        &env,
+        &repo,
+        "gated",
+        "name: gated\nsteps:\n  - {id: s1, command: do s1}\n  - {id: g1, command: do g1, autonomy: always_gate}\n  - {id: g2, command: do g2, autonomy: always_gate}\n",
+    );
+    // The run's own word only (a clean s1): capped at 60, a Summary.
+    let run = env.bmad(&wt, &["run", "gated"]).code(3);
+    assert!(
+        run.stdout
+            .contains("at step `g1` (always_gate, 1/3 steps finished, confidence 60)"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("What happened:") && run.stdout.contains("s1: done"));
+    assert!(run.stdout.contains("Details: git bmad status --gate"));
+    // The human approved, and everything ran clean: 100, Minimal — one line and a confirm.
+    let run = env.bmad(&wt, &["answer", "continue"]).code(3);
+    assert!(
+        run.stdout
+            .contains("at step `g2` (always_gate, 2/3 steps finished, confidence 100)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("Confirm: git bmad answer continue"),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("What happened:"), "{}", run.stdout);
+    // Any gate expands to full details.
+    let full = env.bmad(&wt, &["status", "--gate"]).success();
+    assert!(
+        full.stdout.contains("What happened:") && full.stdout.contains("g1: done"),
+        "{}",
+        full.stdout
+    );
+    assert!(full.stdout.contains("Answer explicitly"), "{}", full.stdout);
+    let events = journal(&env, &wt);
+    let formats: Vec<&Value> = named(&events, "gate_opened")
+        .iter()
+        .map(|e| &e["detail"]["confidence"]["checkpoint_format"])
+        .collect();
+    assert_eq!(formats, ["summary", "minimal"]);
+    env.bmad(&wt, &["answer", "continue"]).success();
 }
 
 /// A playbook of six Claude steps, each proving its work with `out/<step>`.

@@ -59,6 +59,15 @@ impl CommandError {
         }
     }
 
+    /// Refused by policy (exit 4).
+    pub fn policy(message: impl Into<String>) -> Self {
+        CommandError {
+            code: exit::POLICY,
+            error: message.into().into(),
+            hints: Vec::new(),
+        }
+    }
+
     /// An error with its exit code and, maybe, a hint.
     fn coded(
         code: u8,

@@ -16,8 +16,9 @@ use super::commands::missing_commands;
 use super::error::{Error, Result};
 use super::kind;
 use super::playbook::{self, Autonomy, ErrorPolicy, Playbook, Severity, Step, Trigger};
-use super::state::{Answer, Ended, Gate, GateKind, RunState, StepStatus};
+use super::state::{Answer, Ended, Gate, GateKind, RunState, StepState, StepStatus};
 use super::Source;
+use crate::bmad::analysis::confidence;
 use crate::git::{ObjectId, Repo};
 use crate::policy::secrets::redact;
 use crate::runner::{self, interrupt, AgentResult, Captured, Exit, Invocation, Kind};
@@ -601,6 +602,7 @@ impl<'a> Engine<'a> {
         } else {
             Decision::Escalated
         };
+        let confidence = confidence::confidence(&self.gate_signals(step, gate_kind));
         self.record(
             NewEvent::new(session::kind::GATE_OPENED)
                 .step(Some(step.id.clone()))
@@ -611,9 +613,57 @@ impl<'a> Engine<'a> {
                     "question": redact(&question),
                     "evidence": redact(&evidence),
                     "options": gate_kind.options().iter().map(|a| a.as_str()).collect::<Vec<_>>(),
+                    "confidence": confidence,
                 })),
         )?;
         Ok(())
+    }
+
+    /// What the run knows that bears on going on past a gate, as confidence signals (seed
+    /// 2b.11), which choose how the gate is shown (2b.7). Verdict: a failure is 0; before a
+    /// step, the share of finished steps that finished cleanly; for preconditions, the share
+    /// met. Memory: the share of the human's earlier answers in this run that were
+    /// `continue` — a human who keeps approving needs less shown. One signal alone is capped
+    /// at 60, so a gate is never shown minimally on the run's word only.
+    fn gate_signals(&self, step: &Step, gate_kind: GateKind) -> Vec<(confidence::Signal, f64)> {
+        let verdict = match gate_kind {
+            GateKind::After => 0.0,
+            GateKind::Before => {
+                let finished: Vec<StepState> = self
+                    .playbook
+                    .steps()
+                    .filter(|s| self.state.finished(&s.id))
+                    .map(|s| self.state.step(&s.id))
+                    .collect();
+                let clean = finished
+                    .iter()
+                    .filter(|s| s.status == StepStatus::Done && s.last_failure.is_none())
+                    .count();
+                if finished.is_empty() {
+                    1.0
+                } else {
+                    clean as f64 / finished.len() as f64
+                }
+            }
+            GateKind::Precondition => {
+                let met = step
+                    .preconditions
+                    .iter()
+                    .filter(|c| evaluate(c, &self.check_env(step, None)).ok)
+                    .count();
+                met as f64 / step.preconditions.len().max(1) as f64
+            }
+        };
+        let mut signals = vec![(confidence::Signal::Verdict, verdict)];
+        let answers = &self.state.answers;
+        if !answers.is_empty() {
+            let approved = answers.iter().filter(|a| **a == Answer::Continue).count();
+            signals.push((
+                confidence::Signal::Memory,
+                approved as f64 / answers.len() as f64,
+            ));
+        }
+        signals
     }
 
     /// A step found started but not finished: its postconditions say whether the crashed

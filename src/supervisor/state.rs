@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::kind;
+use crate::bmad::analysis::confidence::Format;
 use crate::session::{self, Decision, Event};
 
 /// What a step has come to.
@@ -124,6 +125,11 @@ pub struct Gate {
     pub evidence: String,
     /// The `seq` of the `gate_opened` event.
     pub seq: u64,
+    /// How sure the run is that going on is right, 0–100 (seed 2b.11), when recorded.
+    pub confidence: Option<u32>,
+    /// How to show it (seed 2b.7); `None` for gates journaled before formats existed,
+    /// which are shown in full.
+    pub format: Option<Format>,
 }
 
 /// One step's record.
@@ -207,6 +213,8 @@ pub struct RunState {
     pub run_time_ms: u64,
     /// The newest event that recorded a decision on a step: (step, decision, event).
     pub last_decision: Option<(String, Decision, String)>,
+    /// Every answer a human gave at a gate, oldest first.
+    pub answers: Vec<Answer>,
 }
 
 impl RunState {
@@ -323,6 +331,13 @@ impl RunState {
                     question: event.detail_str("question").unwrap_or_default().to_owned(),
                     evidence: event.detail_str("evidence").unwrap_or_default().to_owned(),
                     seq: event.seq,
+                    confidence: event.detail["confidence"]["score"]
+                        .as_f64()
+                        .map(|s| s.round() as u32),
+                    format: serde_json::from_value(
+                        event.detail["confidence"]["checkpoint_format"].clone(),
+                    )
+                    .ok(),
                 });
             }
             session::kind::GATE_ANSWERED => {
@@ -332,6 +347,7 @@ impl RunState {
                 let Some(answer) = event.detail_str("answer").and_then(Answer::parse) else {
                     return;
                 };
+                self.answers.push(answer);
                 let s = self.steps.entry(gate.step).or_default();
                 s.pending_answer = Some((gate.kind, answer));
                 s.auto_retries = 0;

@@ -12,7 +12,7 @@
 //! Note: the conflict rule switches formulas at the 30-point boundary, so the score is
 //! monotone in each signal on either side of it but can step at the boundary itself.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A signal source.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -90,7 +90,7 @@ pub enum Action {
 }
 
 /// How a checkpoint is shown (Minimal ≥ 80, Summary 50–79, Full < 50).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
     /// One or two lines, a single confirmation.

@@ -6,7 +6,10 @@ use clap::{Args, Subcommand};
 
 use std::path::PathBuf;
 
-use crate::bmad::analysis::{confidence, menu, project, review, validation, xref};
+use crate::bmad::analysis::{
+    batch, confidence, menu, preflight, project, review, tiers, validation, xref,
+};
+use crate::bmad::layout::Layout;
 use crate::cli::error::{exit, CommandError};
 use crate::cli::Context;
 
@@ -34,6 +37,53 @@ pub enum AnalyzeAction {
         /// A signal: NAME=VALUE, e.g. verdict=0.9 (repeatable)
         #[arg(long = "signal", value_name = "NAME=VALUE")]
         signals: Vec<String>,
+        /// The project tier (0–4): adds whether party mode starts (confidence below 60 at
+        /// tier 2 and up) and whether a pre-final review is due (tiers 3–4)
+        #[arg(long, value_parser = clap::value_parser!(u8).range(0..=4))]
+        tier: Option<u8>,
+    },
+    /// Is everything a workflow needs there? Config keys, input documents, commands on PATH:
+    /// READY, or FAILED with what is missing and how to fix it (exit 1)
+    Preflight {
+        /// The config to look keys up in (default: the BMAD install's bmm/config.yaml)
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// A config key that must be set (repeatable)
+        #[arg(long = "key", value_name = "KEY")]
+        keys: Vec<String>,
+        /// An input document, relative to the project; `*` and `?` in the file name
+        /// (repeatable)
+        #[arg(long = "input", value_name = "PATH")]
+        inputs: Vec<String>,
+        /// A program that must be on PATH (repeatable)
+        #[arg(long = "command", value_name = "NAME")]
+        commands: Vec<String>,
+    },
+    /// The tier settings after overrides: explicit tier > profile > specific settings >
+    /// natural language; inline modifiers ([thorough]) for this message only. Switching off
+    /// final approval, stall detection or the push policy is refused (exit 4)
+    Tier {
+        /// This operation's message, e.g. "draft the PRD [thorough]"
+        message: Option<String>,
+        /// The project's tier before overrides
+        #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u8).range(0..=4))]
+        base: u8,
+        /// An earlier override in this session, oldest first (repeatable), e.g. "use tier 3"
+        #[arg(long = "earlier", value_name = "TEXT")]
+        earlier: Vec<String>,
+    },
+    /// Where a BMB validation result sends the workflow: party mode (more than 3 blocking
+    /// errors or 5 major issues), advanced elicitation (compliance below 70), or continue
+    Bmb {
+        /// Blocking errors
+        #[arg(long, default_value_t = 0)]
+        blocking: u32,
+        /// Major issues
+        #[arg(long, default_value_t = 0)]
+        major: u32,
+        /// Compliance score, 0–100
+        #[arg(long, value_parser = clap::value_parser!(u32).range(0..=100))]
+        compliance: u32,
     },
     /// The validation type of a workflow or checklist (custom, verdict-, error- or
     /// checklist-based, or unknown), and with --output whether that output passed
@@ -127,7 +177,7 @@ pub fn cmd_analyze(ctx: &Context, args: &AnalyzeArgs) -> Result<u8, CommandError
                 ));
             }
         }
-        AnalyzeAction::Confidence { signals } => {
+        AnalyzeAction::Confidence { signals, tier } => {
             let mut parsed = Vec::new();
             for s in signals {
                 let (name, value) = s.split_once('=').ok_or_else(|| {
@@ -153,8 +203,20 @@ pub fn cmd_analyze(ctx: &Context, args: &AnalyzeArgs) -> Result<u8, CommandError
                 parsed.push((signal, value));
             }
             let c = confidence::confidence(&parsed);
+            let effects = tier.map(|t| {
+                let settings = tiers::Settings::for_tier(t);
+                serde_json::json!({
+                    "tier": t,
+                    "party_mode": settings.party_mode_below.is_some_and(|below| c.score < f64::from(below)),
+                    "pre_final_review": settings.pre_final_review,
+                })
+            });
             if ui.json() {
-                ui.print_json(&c);
+                let mut value = serde_json::json!(c);
+                if let Some(e) = &effects {
+                    value["tier"] = e.clone();
+                }
+                ui.print_json(&value);
                 return Ok(exit::OK);
             }
             let word = |v: serde_json::Value| v.as_str().map(str::to_owned).unwrap_or_default();
@@ -182,6 +244,58 @@ pub fn cmd_analyze(ctx: &Context, args: &AnalyzeArgs) -> Result<u8, CommandError
             }
             if let Some(why) = &c.fallback {
                 ui.line(format!("  {why}"));
+            }
+            if let Some(e) = effects {
+                ui.line(format!(
+                    "tier {}: party mode {}, pre-final review {}",
+                    e["tier"],
+                    if e["party_mode"] == true {
+                        "starts (below 60)"
+                    } else {
+                        "not needed"
+                    },
+                    if e["pre_final_review"] == true {
+                        "due"
+                    } else {
+                        "not needed"
+                    },
+                ));
+            }
+        }
+        AnalyzeAction::Preflight {
+            config,
+            keys,
+            inputs,
+            commands,
+        } => return preflight_cmd(ctx, config.as_deref(), keys, inputs, commands),
+        AnalyzeAction::Tier {
+            message,
+            base,
+            earlier,
+        } => return tier_cmd(ctx, message.as_deref(), *base, earlier),
+        AnalyzeAction::Bmb {
+            blocking,
+            major,
+            compliance,
+        } => {
+            let result = batch::BmbResult {
+                blocking_errors: *blocking,
+                major_issues: *major,
+                compliance_score: *compliance,
+            };
+            let (route, reason) = batch::route_bmb(&result);
+            if ui.json() {
+                ui.print_json(
+                    &serde_json::json!({"result": result, "route": route, "reason": reason}),
+                );
+            } else {
+                ui.line(format!(
+                    "{}: {reason}",
+                    serde_json::json!(route)
+                        .as_str()
+                        .unwrap_or_default()
+                        .replace('_', " ")
+                ));
             }
         }
         AnalyzeAction::Validation { file, output } => {
@@ -348,6 +462,149 @@ pub fn cmd_analyze(ctx: &Context, args: &AnalyzeArgs) -> Result<u8, CommandError
                 }
             }
         }
+    }
+    Ok(exit::OK)
+}
+
+fn preflight_cmd(
+    ctx: &Context,
+    config: Option<&std::path::Path>,
+    keys: &[String],
+    inputs: &[String],
+    commands: &[String],
+) -> Result<u8, CommandError> {
+    let ui = &ctx.ui;
+    let layout = Layout::discover(&ctx.cwd);
+    let file = match config {
+        Some(c) => Some(ctx.cwd.join(c)),
+        None => layout.config_file.clone(),
+    };
+    let values = match &file {
+        Some(f) => {
+            let text = read(ctx, f)?;
+            serde_yaml::from_str::<serde_yaml::Value>(&text)
+                .map_err(|e| CommandError::failed(format!("{}: {e}", f.display())))?
+                .as_mapping()
+                .cloned()
+                .unwrap_or_default()
+        }
+        None => serde_yaml::Mapping::new(),
+    };
+    let req = preflight::Requirements {
+        config_keys: keys.to_vec(),
+        inputs: inputs.to_vec(),
+        commands: commands.to_vec(),
+    };
+    if keys.is_empty() && inputs.is_empty() && commands.is_empty() {
+        return Err(CommandError::usage(
+            "nothing to check: give --key, --input or --command",
+        ));
+    }
+    let path_dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    let cfg = preflight::Config {
+        file: file.as_deref().map(|f| layout.shown(f)),
+        values: &values,
+    };
+    let p = preflight::run(&ctx.cwd, &cfg, &req, &path_dirs);
+    if ui.json() {
+        ui.print_json(&p);
+    } else {
+        let word = |v: serde_json::Value| v.as_str().map(str::to_owned).unwrap_or_default();
+        ui.line(format!(
+            "{} ({}% of checks passed)",
+            word(serde_json::json!(p.overall_status)),
+            p.checks_passed_percent
+        ));
+        for c in &p.checks {
+            ui.line(format!(
+                "  {:<16} {}",
+                c.check,
+                word(serde_json::json!(c.status))
+            ));
+            for f in &c.validated_files {
+                ui.line(format!("    found {f}"));
+            }
+            if !c.missing.is_empty() {
+                ui.line(format!("    missing: {}", c.missing.join(", ")));
+            }
+            if let Some(r) = &c.remediation {
+                ui.line(format!("    fix: {r}"));
+            }
+        }
+    }
+    Ok(match p.overall_status {
+        preflight::Overall::Ready => exit::OK,
+        preflight::Overall::Failed => exit::FAILED,
+    })
+}
+
+fn tier_cmd(
+    ctx: &Context,
+    message: Option<&str>,
+    base: u8,
+    earlier: &[String],
+) -> Result<u8, CommandError> {
+    let ui = &ctx.ui;
+    let parsed = earlier
+        .iter()
+        .map(String::as_str)
+        .chain(message)
+        .map(tiers::parse)
+        .collect::<Result<Vec<_>, _>>();
+    let parsed = match parsed {
+        Ok(p) => p,
+        Err(blocked) => {
+            if ui.json() {
+                ui.print_json(&blocked);
+                return Ok(exit::POLICY);
+            }
+            return Err(CommandError::policy(blocked.to_string()));
+        }
+    };
+    let (session, current) = if message.is_some() {
+        let (s, c) = parsed.split_at(parsed.len() - 1);
+        (s.concat(), c.concat())
+    } else {
+        (parsed.concat(), Vec::new())
+    };
+    let r = tiers::resolve(base, &session, &current);
+    if ui.json() {
+        ui.print_json(&r);
+        return Ok(exit::OK);
+    }
+    let describe = |s: &tiers::Settings| {
+        format!(
+            "tier {}, batch size {}, party mode below {}, pre-final review {}",
+            s.tier,
+            s.batch_size.map_or("all".to_owned(), |b| b.to_string()),
+            s.party_mode_below
+                .map_or("never".to_owned(), |p| p.to_string()),
+            if s.pre_final_review { "yes" } else { "no" }
+        )
+    };
+    ui.line(format!("session: {}", describe(&r.settings)));
+    if r.operation != r.settings {
+        ui.line(format!("this operation: {}", describe(&r.operation)));
+    }
+    for a in &r.overrides {
+        let source = serde_json::json!(a.by.source);
+        ui.line(format!(
+            "  {} {:?} ({}){}",
+            if a.applied { "applied  " } else { "overruled" },
+            a.by.text,
+            source.as_str().unwrap_or_default().replace('_', " "),
+            a.overruled_by
+                .map(|s| format!(
+                    " by the {}",
+                    serde_json::json!(s)
+                        .as_str()
+                        .unwrap_or_default()
+                        .replace('_', " ")
+                ))
+                .unwrap_or_default()
+        ));
     }
     Ok(exit::OK)
 }

@@ -40,7 +40,7 @@ pub fn cmd_answer(ctx: &Context, args: &AnswerArgs) -> Result<u8, CommandError> 
             if let Some(gate) = &state.gate {
                 eprint!("{}", e.render());
                 let (done, total) = state.progress();
-                super::run::print_gate(&ctx.ui, gate, done, total);
+                super::run::print_gate(&ctx.ui, gate, done, total, false);
                 return Ok(exit::GATED);
             }
             Err(e)

@@ -3,6 +3,7 @@
 use clap::Args;
 use serde_json::json;
 
+use crate::bmad::analysis::confidence::Format;
 use crate::cli::error::{exit, CommandError};
 use crate::cli::ui::{Style, Ui};
 use crate::cli::Context;
@@ -119,7 +120,7 @@ pub(super) fn supervise_and_report(
             ));
             ui.status("Next: review the work and the journal (git bmad journal), then git bmad finish");
         }
-        Outcome::Gated { gate } => print_gate(ui, gate, done, total),
+        Outcome::Gated { gate } => print_gate(ui, gate, done, total, false),
         Outcome::Failed { steps } => {
             ui.line(format!(
                 "{} step(s) {} failed under on_error: stop ({done}/{total} steps finished).",
@@ -146,25 +147,68 @@ pub(super) fn supervise_and_report(
 }
 
 /// Show a gate: what happened, the evidence, and how to answer.
-pub(super) fn print_gate(ui: &Ui, gate: &supervisor::Gate, done: usize, total: usize) {
+/// Evidence lines a Summary gate shows before pointing at the rest.
+const SUMMARY_LINES: usize = 8;
+
+/// Show a gate in the format its confidence chose (seed 2b.7): Minimal (≥ 80) is one line
+/// and the confirming answer; Summary (50–79) adds the first lines of what happened; Full
+/// (< 50, and gates journaled without a confidence) shows everything and asks for a reason.
+/// `full` forces the full form, which `git bmad status --gate` offers for every gate.
+pub(super) fn print_gate(ui: &Ui, gate: &supervisor::Gate, done: usize, total: usize, full: bool) {
+    let format = if full {
+        Format::Full
+    } else {
+        gate.format.unwrap_or(Format::Full)
+    };
+    let confidence = gate
+        .confidence
+        .map(|c| format!(", confidence {c}"))
+        .unwrap_or_default();
     ui.line(format!(
-        "{} at step `{}` ({}, {done}/{total} steps finished)\n",
+        "{} at step `{}` ({}, {done}/{total} steps finished{confidence})\n",
         ui.paint("Waiting for you", Style::Yellow),
         gate.step,
         gate.trigger
     ));
     ui.line(format!("  {}", gate.question));
-    if !gate.evidence.trim().is_empty() {
+    let options: Vec<&str> = gate.kind.options().iter().map(|a| a.as_str()).collect();
+    let details = "  Details: git bmad status --gate (everything), git bmad journal (the log)";
+    if format == Format::Minimal {
+        ui.line(format!(
+            "\n  Confirm: git bmad answer continue   (or <{}>)",
+            options.join("|")
+        ));
+        ui.line(details);
+        return;
+    }
+    let lines: Vec<&str> = gate.evidence.lines().collect();
+    if !lines.is_empty() && !gate.evidence.trim().is_empty() {
         ui.line("\n  What happened:");
-        for line in gate.evidence.lines() {
+        let shown = if format == Format::Summary {
+            SUMMARY_LINES.min(lines.len())
+        } else {
+            lines.len()
+        };
+        for line in &lines[..shown] {
             ui.line(format!("    {line}"));
         }
+        if shown < lines.len() {
+            ui.line(format!("    … {} more line(s)", lines.len() - shown));
+        }
     }
-    let options: Vec<&str> = gate.kind.options().iter().map(|a| a.as_str()).collect();
-    ui.line(format!(
-        "\n  Answer with: git bmad answer <{}> [-m \"what you did or why\"]",
-        options.join("|")
-    ));
+    if format == Format::Full {
+        ui.line(format!(
+            "\n  Answer explicitly: git bmad answer <{}> -m \"what you checked and why\"",
+            options.join("|")
+        ));
+        ui.line("  The complete log: git bmad journal");
+    } else {
+        ui.line(format!(
+            "\n  Answer with: git bmad answer <{}> [-m \"what you did or why\"]",
+            options.join("|")
+        ));
+        ui.line(details);
+    }
 }
 
 /// One line per journaled step event while a run goes on.

@@ -19,6 +19,9 @@ pub struct StatusArgs {
     /// Show every checkpoint, not just the newest ten
     #[arg(long)]
     pub all: bool,
+    /// Show the open gate in full, whatever format its confidence chose
+    #[arg(long)]
+    pub gate: bool,
 }
 
 /// Run `status`.
@@ -30,6 +33,18 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
     let run = supervisor::RunState::replay(journal.events());
     let chain = session::chain(&repo, &s)?;
     let last = journal.events().last();
+    if args.gate && !ctx.ui.json() {
+        let Some(gate) = &run.gate else {
+            return Err(CommandError::failed(format!(
+                "session {} is not waiting at a gate",
+                s.name
+            )));
+        };
+        let steps = run.manifest.as_ref().map_or(&[][..], |m| &m.steps[..]);
+        let done = steps.iter().filter(|id| run.finished(id)).count();
+        super::run::print_gate(&ctx.ui, gate, done, steps.len(), true);
+        return Ok(exit::OK);
+    }
     if ctx.ui.json() {
         ctx.ui.print_json(&json!({
             "session": s,
