@@ -17,3 +17,4 @@ mod test_scan;
 mod test_start;
 mod test_stories;
 mod test_supervisor;
+mod test_workflow;

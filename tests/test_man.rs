@@ -57,6 +57,8 @@ fn help_works_for_every_command() {
         "stories",
         "speckit",
         "analyze",
+        "workflow",
+        "template",
         "scan",
         "hooks",
         "guard",

@@ -3,20 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::common::{read, write, TestEnv};
-
-fn copy_dir(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.path().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
+use crate::common::{copy_dir, read, write, TestEnv};
 
 /// A repository holding one of the fixture projects, committed.
 fn project(env: &TestEnv, fixture: &str) -> PathBuf {
@@ -395,7 +382,7 @@ fn speckit_status_and_conformance_over_the_fixtures() {
     let run = env
         .bmad(&env.root(), &["conformance", fixtures.to_str().unwrap()])
         .code(1);
-    assert!(run.stdout.contains("16 file(s) loaded"), "{}", run.stdout);
+    assert!(run.stdout.contains("28 file(s) loaded"), "{}", run.stdout);
     assert!(
         run.stdout.contains("1 error(s)"),
         "the planted malformed frontmatter: {}",

@@ -9,7 +9,8 @@
 //! - [`project`]: the stories of a project as one list, checked and changed together;
 //! - [`queue`]: dependency order and what to work on next;
 //! - [`stories_json`]: the `stories.json` index (seed 001);
-//! - [`speckit`]: the spec-kit feature and its `tasks.md`.
+//! - [`speckit`]: the spec-kit feature and its `tasks.md`;
+//! - [`workflow`]: workflows (`workflow.yaml`, instructions, step files) and templates.
 
 pub mod analysis;
 pub mod layout;
@@ -20,6 +21,7 @@ pub mod sprint;
 pub mod status;
 pub mod stories_json;
 pub mod story;
+pub mod workflow;
 
 use std::path::{Path, PathBuf};
 

@@ -241,3 +241,17 @@ pub fn write(dir: &Path, rela: &str, content: &str) {
 pub fn read(dir: &Path, rela: &str) -> String {
     std::fs::read_to_string(dir.join(rela)).unwrap_or_else(|e| panic!("read {rela}: {e}"))
 }
+
+/// Copy a directory tree (fixtures into a test's repository).
+pub fn copy_dir(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}

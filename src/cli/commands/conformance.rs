@@ -10,6 +10,7 @@ use crate::bmad::{
     sprint::SprintStatus,
     stories_json,
     story::{self, Story},
+    workflow::{self, template},
     Finding,
 };
 use crate::cli::error::{exit, CommandError};
@@ -27,12 +28,15 @@ pub struct ConformanceArgs {
 pub fn cmd_conformance(ctx: &Context, args: &ConformanceArgs) -> Result<u8, CommandError> {
     let mut files = Vec::new();
     for dir in &args.dirs {
-        walk(&ctx.cwd.join(dir), &mut files);
+        let dir = ctx.cwd.join(dir);
+        let mut found = Vec::new();
+        walk(&dir, &mut found);
+        files.extend(found.into_iter().map(|f| (f, dir.clone())));
     }
     files.sort();
     let (mut loaded, mut skipped, mut errors, mut warnings) = (0, 0, 0, 0);
-    for path in &files {
-        let Some((kind, result)) = load(path) else {
+    for (path, root) in &files {
+        let Some((kind, result)) = load(path, root) else {
             skipped += 1;
             continue;
         };
@@ -91,7 +95,7 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
 type Loaded = Result<Vec<Finding>, String>;
 
 /// The loader for a file, by its name and place; `None` for files no loader claims.
-fn load(path: &Path) -> Option<(&'static str, Loaded)> {
+fn load(path: &Path, root: &Path) -> Option<(&'static str, Loaded)> {
     let name = path.file_name()?.to_string_lossy().into_owned();
     let in_dir = |d: &str| {
         path.parent()
@@ -123,6 +127,26 @@ fn load(path: &Path) -> Option<(&'static str, Loaded)> {
                     Vec::new()
                 })
                 .map_err(|e| e.to_string()),
+        ));
+    }
+    let workflow_file = matches!(
+        name.as_str(),
+        "workflow.yaml" | "workflow.md" | "SKILL.md" | "workflow.xml"
+    ) || name.starts_with("instructions.")
+        || (name.starts_with("step-") && name.ends_with(".md") && in_dir("steps"));
+    if workflow_file {
+        return Some(("workflow", load_workflow(path, root)));
+    }
+    if name == "template.md" {
+        return Some((
+            "template",
+            std::fs::read_to_string(path)
+                .map_err(|e| e.to_string())
+                .and_then(|t| {
+                    template::variables(&t)
+                        .map(|_| Vec::new())
+                        .map_err(|e| format!("line {}: {}", e.line, e.message))
+                }),
         ));
     }
     let text = std::fs::read_to_string(path).ok();
@@ -163,6 +187,33 @@ fn load(path: &Path) -> Option<(&'static str, Loaded)> {
         ));
     }
     None
+}
+
+/// Load a workflow file the way `git bmad workflow lint` does, except that a module config
+/// missing (BMAD's own sources have none) is a warning.
+fn load_workflow(path: &Path, root: &Path) -> Loaded {
+    let mut env = workflow::Env::new(root);
+    env.lenient_config = true;
+    let wf = workflow::load(path, &env).map_err(|e| e.to_string())?;
+    Ok(wf
+        .diagnostics
+        .into_iter()
+        .map(|d| {
+            let message = format!(
+                "{}{}",
+                if d.file == wf.file {
+                    String::new()
+                } else {
+                    format!("{}: ", d.file)
+                },
+                d.message
+            );
+            match d.severity {
+                workflow::Severity::Error => Finding::error(d.line, message),
+                workflow::Severity::Warning => Finding::warning(d.line, message),
+            }
+        })
+        .collect())
 }
 
 /// The first `# ` heading of a Markdown text, frontmatter skipped.

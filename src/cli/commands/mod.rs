@@ -25,7 +25,9 @@ mod speckit;
 mod start;
 mod status;
 mod stories;
+mod template;
 mod undo;
+mod workflow;
 
 use clap::Subcommand;
 
@@ -78,6 +80,10 @@ pub enum Command {
     Conformance(conformance::ConformanceArgs),
     /// Decision engine: menus in agent output, confidence from signals
     Analyze(analyze::AnalyzeArgs),
+    /// BMAD workflows: show one resolved with its ordered steps, or lint them
+    Workflow(workflow::WorkflowArgs),
+    /// BMAD templates: render {{placeholders}}, {{#if}} and {{#each}} from a YAML file
+    Template(template::TemplateArgs),
     /// Watch a playbook run with a simulated agent in a throwaway repository
     Demo(demo::DemoArgs),
     /// Install, remove or inspect the policy git hooks
@@ -114,6 +120,8 @@ pub fn dispatch(ctx: &Context, command: Command) -> Result<u8, CommandError> {
         Command::Answer(args) => answer::cmd_answer(ctx, &args),
         Command::Demo(args) => demo::cmd_demo(ctx, &args),
         Command::Analyze(args) => analyze::cmd_analyze(ctx, &args),
+        Command::Workflow(args) => workflow::cmd_workflow(ctx, &args),
+        Command::Template(args) => template::cmd_template(ctx, &args),
         Command::Stories(args) => stories::cmd_stories(ctx, &args),
         Command::Speckit(args) => speckit::cmd_speckit(ctx, &args),
         Command::Conformance(args) => conformance::cmd_conformance(ctx, &args),

@@ -1,0 +1,416 @@
+//! `workflow.yaml`: every field kept, every variable resolved, every path checked
+//! (research §1; seed 002 story 1.2; SEC-003).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::resolve::{self, Problem, Resolver};
+use super::{instructions, Diagnostic, Env, Format, Workflow};
+use crate::yaml::{self, Node};
+
+/// Fields every workflow.yaml must have (AC-1.2.2).
+const REQUIRED: &[&str] = &["name", "instructions", "config_source"];
+
+/// A resolved variable.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Variable {
+    /// Its name (the top-level key).
+    pub name: String,
+    /// As written.
+    pub raw: String,
+    /// Resolved (`{{…}}` left for run time).
+    pub value: String,
+    /// Where it is written.
+    pub line: usize,
+}
+
+/// What the workflow produces.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind", content = "path")]
+pub enum Template {
+    /// No `template` field.
+    None,
+    /// `template: false`: an action workflow, no document.
+    Action,
+    /// A template file.
+    File(String),
+}
+
+/// An `input_file_patterns` entry.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct InputPattern {
+    /// Its name (`architecture`, `epics`, …).
+    pub name: String,
+    /// Its fields (`whole`, `sharded`, `load_strategy`, …), resolved.
+    pub fields: Vec<(String, String)>,
+}
+
+/// A workflow.yaml, resolved.
+#[derive(Clone, Debug, Serialize)]
+pub struct WorkflowYaml {
+    /// The config file used, if one was found.
+    pub config_file: Option<String>,
+    /// `template`.
+    pub template: Template,
+    /// `instructions`, resolved.
+    pub instructions: Option<String>,
+    /// `validation`, resolved.
+    pub validation: Option<String>,
+    /// `default_output_file`, resolved.
+    pub default_output_file: Option<String>,
+    /// `standalone`.
+    pub standalone: Option<bool>,
+    /// `web_bundle`: `false`, or a mapping (kept as its kind).
+    pub web_bundle: Option<String>,
+    /// Every scalar top-level field, in file order (unknown ones included).
+    pub variables: Vec<Variable>,
+    /// `input_file_patterns`.
+    pub input_file_patterns: Vec<InputPattern>,
+    /// Other structured fields (`variables:`, `recommended_inputs`, …), by name and kind.
+    pub other_fields: Vec<(String, String)>,
+    /// `{{…}}` placeholders left for run time.
+    pub runtime_variables: Vec<String>,
+    /// `{name}` nothing defines.
+    pub unresolved: Vec<String>,
+}
+
+impl WorkflowYaml {
+    /// A resolved variable's value.
+    pub fn var(&self, name: &str) -> Option<&str> {
+        self.variables
+            .iter()
+            .find(|v| v.name == name)
+            .map(|v| v.value.as_str())
+    }
+}
+
+/// Load `workflow.yaml` at `path` (text already read), its config and its instructions.
+pub fn load(path: &Path, text: &str, env: &Env) -> Workflow {
+    let file = env.shown(path);
+    let mut diagnostics = Vec::new();
+    let mut wf = Workflow {
+        file: file.clone(),
+        format: Format::WorkflowYaml,
+        name: None,
+        config: None,
+        instructions_file: None,
+        instructions: None,
+        chain: None,
+        diagnostics: Vec::new(),
+    };
+    let root = match yaml::parse(text) {
+        Ok(Some(root)) if root.as_map().is_some() => root,
+        Ok(other) => {
+            diagnostics.push(Diagnostic::error(
+                &file,
+                1,
+                1,
+                format!(
+                    "a workflow.yaml is a mapping of fields; this is {}",
+                    other.as_ref().map_or("empty", |n| n.kind())
+                ),
+            ));
+            wf.diagnostics = diagnostics;
+            return wf;
+        }
+        Err(e) => {
+            diagnostics.push(
+                Diagnostic::error(
+                    &file,
+                    e.line,
+                    e.col,
+                    format!("not valid YAML: {}", e.message),
+                )
+                .hint("fix the YAML syntax at this position"),
+            );
+            wf.diagnostics = diagnostics;
+            return wf;
+        }
+    };
+    let entries = root.as_map().unwrap_or_default();
+    for key in REQUIRED {
+        if root.get(key).is_none() {
+            diagnostics.push(
+                Diagnostic::error(&file, 1, 1, format!("required field `{key}` is missing")).hint(
+                    format!("add `{key}:`; BMAD's engine cannot run the workflow without it"),
+                ),
+            );
+        }
+    }
+    let mut raw: BTreeMap<String, String> = BTreeMap::new();
+    let mut order = Vec::new();
+    let mut seen: Vec<&str> = Vec::new();
+    for (k, v) in entries {
+        let Some(key) = k.as_str() else { continue };
+        if seen.contains(&key) {
+            diagnostics.push(Diagnostic::warning(
+                &file,
+                k.line,
+                k.col,
+                format!("duplicate field `{key}`: the last value is used"),
+            ));
+        }
+        seen.push(key);
+        if let Some(s) = v.as_str() {
+            raw.insert(key.to_owned(), s.to_owned());
+            order.push((key.to_owned(), s.to_owned(), k.line, v.col));
+        } else if matches!(v.value, yaml::Value::Null) {
+            raw.insert(key.to_owned(), String::new());
+            order.push((key.to_owned(), String::new(), k.line, v.col));
+        }
+    }
+    let install = env.install_of(path);
+    let mut resolver = Resolver::new(env, install, raw.clone());
+    // The config: `--config` if given, else config_source.
+    let config_path = match &env.config_override {
+        Some(p) => Some(p.clone()),
+        None => raw
+            .get("config_source")
+            .and_then(|c| resolver.text(c).ok())
+            .map(PathBuf::from),
+    };
+    let mut config_file = None;
+    if let Some(cp) = &config_path {
+        match std::fs::read_to_string(cp) {
+            Ok(t) => match resolve::read_config(&t) {
+                Ok(values) => {
+                    resolver.config = Some(values);
+                    config_file = Some(env.shown(cp));
+                }
+                Err(e) => diagnostics.push(Diagnostic::error(
+                    &env.shown(cp),
+                    0,
+                    0,
+                    format!("the module config is not valid YAML: {e}"),
+                )),
+            },
+            Err(_) => {
+                let (line, col) = position(&root, "config_source");
+                let d = Diagnostic::error(
+                    &file,
+                    line,
+                    col,
+                    format!("config_source {} does not exist", env.shown(cp)),
+                )
+                .hint("install BMAD in this project, or pass --config with the module config");
+                diagnostics.push(if env.lenient_config {
+                    Diagnostic {
+                        severity: super::Severity::Warning,
+                        ..d
+                    }
+                } else {
+                    d
+                });
+            }
+        }
+    }
+    let mut variables = Vec::new();
+    for (name, raw_value, line, col) in &order {
+        let value = match resolver.var(name) {
+            Ok(v) => v,
+            Err(problem) => {
+                let (message, hint) = describe(&problem, config_file.as_deref());
+                // Without a config, the missing config is the one finding, already made.
+                if !matches!(problem, Problem::NoConfig(_)) {
+                    diagnostics.push(
+                        Diagnostic::error(&file, *line, *col, format!("`{name}`: {message}"))
+                            .hint(hint),
+                    );
+                }
+                raw_value.clone()
+            }
+        };
+        variables.push(Variable {
+            name: name.clone(),
+            raw: raw_value.clone(),
+            value,
+            line: *line,
+        });
+    }
+    let value_of = |name: &str| {
+        variables
+            .iter()
+            .find(|v| v.name == name)
+            .map(|v| v.value.clone())
+    };
+    // SEC-003: local files only, and outputs stay in the project.
+    for key in ["instructions", "template", "validation"] {
+        if let Some(v) = value_of(key).filter(|v| v.contains("://")) {
+            let (line, col) = position(&root, key);
+            diagnostics.push(
+                Diagnostic::error(
+                    &file,
+                    line,
+                    col,
+                    format!("`{key}` is a URL ({v}): only local files are allowed"),
+                )
+                .hint("download it into the install and point at the file"),
+            );
+        }
+    }
+    for v in &variables {
+        let is_output = v.name == "default_output_file"
+            || v.name.ends_with("_output_file")
+            || v.name == "output_folder";
+        if let Some(why) = is_output
+            .then(|| resolve::escapes(&v.value, &env.project_root))
+            .flatten()
+        {
+            let (line, col) = position(&root, &v.name);
+            diagnostics.push(
+                Diagnostic::error(
+                    &file,
+                    line,
+                    col,
+                    format!(
+                        "output path `{}` ({}) would leave the project: {why}",
+                        v.name, v.value
+                    ),
+                )
+                .hint("write outputs under the project, e.g. {output_folder}/…"),
+            );
+        }
+    }
+    let template = match root.get("template") {
+        None => Template::None,
+        Some(n) if n.as_str() == Some("false") => Template::Action,
+        Some(_) => match value_of("template") {
+            Some(t) if !t.is_empty() => Template::File(t),
+            _ => Template::None,
+        },
+    };
+    let mut input_file_patterns = Vec::new();
+    if let Some(patterns) = root.get("input_file_patterns").and_then(Node::as_map) {
+        for (k, v) in patterns {
+            let fields = v
+                .as_map()
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|(fk, fv)| {
+                    let text = fv.as_str()?;
+                    Some((
+                        fk.as_str().unwrap_or_default().to_owned(),
+                        resolver.text(text).unwrap_or_else(|_| text.to_owned()),
+                    ))
+                })
+                .collect();
+            input_file_patterns.push(InputPattern {
+                name: k.as_str().unwrap_or_default().to_owned(),
+                fields,
+            });
+        }
+    }
+    let other_fields = entries
+        .iter()
+        .filter(|(k, v)| {
+            v.as_str().is_none()
+                && !matches!(v.value, yaml::Value::Null)
+                && k.as_str() != Some("input_file_patterns")
+        })
+        .map(|(k, v)| {
+            (
+                k.as_str().unwrap_or_default().to_owned(),
+                v.kind().to_owned(),
+            )
+        })
+        .collect();
+    let instructions = value_of("instructions").filter(|i| !i.is_empty());
+    let mut config = WorkflowYaml {
+        config_file,
+        template,
+        instructions: instructions.clone(),
+        validation: value_of("validation").filter(|v| !v.is_empty()),
+        default_output_file: value_of("default_output_file"),
+        standalone: root
+            .get("standalone")
+            .and_then(Node::as_str)
+            .map(|s| s == "true"),
+        web_bundle: root.get("web_bundle").map(|n| match n.as_str() {
+            Some(s) => s.to_owned(),
+            None => n.kind().to_owned(),
+        }),
+        variables,
+        input_file_patterns,
+        other_fields,
+        runtime_variables: Vec::new(),
+        unresolved: Vec::new(),
+    };
+    // The instructions, read and parsed like any instruction file.
+    if let Some(i) = &instructions {
+        let ipath = PathBuf::from(i);
+        let (line, col) = position(&root, "instructions");
+        match std::fs::read_to_string(&ipath) {
+            Ok(t) => {
+                let shown = env.shown(&ipath);
+                let mut parsed = instructions::parse(&t, 1, &shown);
+                diagnostics.append(&mut parsed.diagnostics);
+                wf.instructions_file = Some(shown);
+                wf.instructions = Some(parsed);
+            }
+            Err(_) if !i.contains("://") => diagnostics.push(
+                Diagnostic::error(
+                    &file,
+                    line,
+                    col,
+                    format!("instructions file {} does not exist", env.shown(&ipath)),
+                )
+                .hint("check installed_path and instructions"),
+            ),
+            Err(_) => {}
+        }
+    }
+    if let Template::File(t) = &config.template {
+        if !Path::new(t).is_file() && !t.contains("://") {
+            let (line, col) = position(&root, "template");
+            diagnostics.push(Diagnostic::error(
+                &file,
+                line,
+                col,
+                format!("template {} does not exist", env.shown(Path::new(t))),
+            ));
+        }
+    }
+    config.runtime_variables = resolver.runtime.clone();
+    config.unresolved = resolver.unresolved.clone();
+    wf.name = config.var("name").map(str::to_owned);
+    wf.config = Some(config);
+    wf.diagnostics = diagnostics;
+    wf
+}
+
+/// Line and column of a top-level field's value.
+fn position(root: &Node, key: &str) -> (usize, usize) {
+    root.as_map()
+        .unwrap_or_default()
+        .iter()
+        .find(|(k, _)| k.as_str() == Some(key))
+        .map_or((1, 1), |(k, v)| {
+            if matches!(v.value, yaml::Value::Null) {
+                (k.line, k.col)
+            } else {
+                (v.line, v.col)
+            }
+        })
+}
+
+fn describe(problem: &Problem, config: Option<&str>) -> (String, String) {
+    match problem {
+        Problem::NoConfig(key) => (
+            format!("`{{config_source}}:{key}` cannot be resolved: no module config was loaded"),
+            "install BMAD in this project, or pass --config with the module config".into(),
+        ),
+        Problem::MissingKey(key) => (
+            format!(
+                "`{{config_source}}:{key}`: {} has no `{key}`",
+                config.unwrap_or("the config")
+            ),
+            format!("add `{key}:` to the module config"),
+        ),
+        Problem::Cycle(chain) => (
+            format!("variables refer to each other: {}", chain.join(" → ")),
+            "break the cycle by giving one of them a value of its own".into(),
+        ),
+    }
+}

@@ -1,0 +1,264 @@
+//! BMAD workflows as a model: `workflow.yaml` with its variables resolved, instruction files
+//! as ordered steps with their tags, step-file workflows as a chain of files, and the
+//! templates they fill (research bmad-formats.md §1–3; seed 002 stories 1.2, 1.7, 1.8).
+//!
+//! Three formats are in use at once (§0), so [`load`] takes any of them — `workflow.yaml`,
+//! `instructions.{xml,md}`, `workflow.md` (step chain or embedded `<workflow>`), `SKILL.md`,
+//! a step file — and returns one [`Workflow`]. Nothing here runs a workflow; a later runner
+//! executes this model step by step.
+//!
+//! - [`markup`]: the lenient tag reader;
+//! - [`instructions`]: steps, tags, jumps and calls;
+//! - [`frontmatter`]: markdown frontmatter, tolerant of BMAD's sloppy files;
+//! - [`resolve`]: where the install, the project and the config are, and variable resolution;
+//! - [`config`]: the `workflow.yaml` format;
+//! - [`steps`]: step-file chains and `stepsCompleted`;
+//! - [`lint`]: the problems a workflow author should fix;
+//! - [`template`]: `{{…}}` templates.
+
+pub mod config;
+pub mod frontmatter;
+pub mod instructions;
+pub mod lint;
+pub mod markup;
+pub mod resolve;
+pub mod steps;
+pub mod template;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+pub use resolve::Env;
+
+/// How bad a finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    /// Breaks the workflow.
+    Error,
+    /// Worth fixing; the workflow still loads.
+    Warning,
+}
+
+/// A finding with its place: `file:line:col: severity: message`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    /// Error or warning.
+    pub severity: Severity,
+    /// The file, as shown to the user.
+    pub file: String,
+    /// 1-based line (0: the file as a whole).
+    pub line: usize,
+    /// 1-based column (0: unknown).
+    pub col: usize,
+    /// What is wrong.
+    pub message: String,
+    /// How to fix it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+impl Diagnostic {
+    /// A warning.
+    pub fn warning(file: &str, line: usize, col: usize, message: String) -> Diagnostic {
+        Diagnostic {
+            severity: Severity::Warning,
+            file: file.to_owned(),
+            line,
+            col,
+            message,
+            hint: None,
+        }
+    }
+
+    /// An error.
+    pub fn error(file: &str, line: usize, col: usize, message: String) -> Diagnostic {
+        Diagnostic {
+            severity: Severity::Error,
+            ..Diagnostic::warning(file, line, col, message)
+        }
+    }
+
+    /// With a fix hint.
+    pub fn hint(mut self, hint: impl Into<String>) -> Diagnostic {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let severity = match self.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        };
+        write!(
+            f,
+            "{}:{}:{}: {severity}: {}",
+            self.file, self.line, self.col, self.message
+        )?;
+        if let Some(h) = &self.hint {
+            write!(f, " (fix: {h})")?;
+        }
+        Ok(())
+    }
+}
+
+/// Which format a file is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Format {
+    /// `workflow.yaml` (+ its instructions).
+    WorkflowYaml,
+    /// An instruction file on its own.
+    Instructions,
+    /// `workflow.md` / `SKILL.md` with an embedded `<workflow>`.
+    Embedded,
+    /// `workflow.md` pointing at step files.
+    StepFiles,
+}
+
+/// A loaded workflow, whatever its format.
+#[derive(Clone, Debug, Serialize)]
+pub struct Workflow {
+    /// The file loaded.
+    pub file: String,
+    /// Its format.
+    pub format: Format,
+    /// `name`, when known.
+    pub name: Option<String>,
+    /// The `workflow.yaml`, resolved.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<config::WorkflowYaml>,
+    /// The instruction file, when one was read (`workflow.yaml`'s `instructions`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions_file: Option<String>,
+    /// Steps and tags (instruction-based formats).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<instructions::Instructions>,
+    /// The step chain (step-file workflows).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chain: Option<steps::Chain>,
+    /// Everything noticed while loading, and lint findings once [`lint::lint`] ran.
+    pub diagnostics: Vec<Diagnostic>,
+}
+
+impl Workflow {
+    /// Whether any finding is an error.
+    pub fn has_errors(&self) -> bool {
+        self.diagnostics
+            .iter()
+            .any(|d| d.severity == Severity::Error)
+    }
+}
+
+/// Errors that stop a file from loading at all.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The file cannot be read.
+    #[error("could not read {}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Not a workflow format this knows.
+    #[error("{} is not a BMAD workflow file (workflow.yaml, instructions.xml|md, workflow.md, SKILL.md or a step file)", path.display())]
+    NotAWorkflow {
+        /// The file.
+        path: PathBuf,
+    },
+}
+
+/// Read a file as text.
+pub(crate) fn read_text(path: &Path) -> Result<String, Error> {
+    std::fs::read_to_string(path).map_err(|source| Error::Read {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// Load any workflow file, resolve it in `env`, and lint it.
+pub fn load(path: &Path, env: &Env) -> Result<Workflow, Error> {
+    let text = read_text(path)?;
+    // Canonical, so paths show relative to the (canonical) project root.
+    let canonical = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let path = canonical.as_path();
+    let shown = env.shown(path);
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let mut wf = if name.ends_with(".yaml") || name.ends_with(".yml") {
+        config::load(path, &text, env)
+    } else if name.ends_with(".md") || name.ends_with(".xml") {
+        let mut diagnostics = Vec::new();
+        let doc = frontmatter::read(&text, &shown, &mut diagnostics);
+        let whole_file = name.starts_with("instructions") || name.ends_with(".xml");
+        let block = if whole_file {
+            Some((0, 0))
+        } else {
+            embedded_workflow(doc.body)
+        };
+        if let Some((start, line)) = block.or_else(|| doc.body.contains("<step ").then_some((0, 0)))
+        {
+            let mut instructions =
+                instructions::parse(&doc.body[start..], doc.body_line + line, &shown);
+            diagnostics.append(&mut instructions.diagnostics);
+            Workflow {
+                file: shown,
+                format: if whole_file {
+                    Format::Instructions
+                } else {
+                    Format::Embedded
+                },
+                name: doc.str("name").map(str::to_owned),
+                config: None,
+                instructions_file: None,
+                instructions: Some(instructions),
+                chain: None,
+                diagnostics,
+            }
+        } else if doc.present || name.starts_with("step") || name == "workflow.md" {
+            let chain = steps::follow(path, &doc, env, &mut diagnostics);
+            Workflow {
+                file: shown,
+                format: Format::StepFiles,
+                name: doc.str("name").map(str::to_owned),
+                config: None,
+                instructions_file: None,
+                instructions: None,
+                chain: Some(chain),
+                diagnostics,
+            }
+        } else {
+            return Err(Error::NotAWorkflow {
+                path: path.to_path_buf(),
+            });
+        }
+    } else {
+        return Err(Error::NotAWorkflow {
+            path: path.to_path_buf(),
+        });
+    };
+    lint::lint(&mut wf, env);
+    Ok(wf)
+}
+
+/// Where a `<workflow>` block starts in a markdown body: (byte offset, line offset), skipping
+/// fenced code so a quoted example does not count.
+fn embedded_workflow(body: &str) -> Option<(usize, usize)> {
+    let mut offset = 0;
+    let mut fenced = false;
+    for (i, line) in body.split_inclusive('\n').enumerate() {
+        let t = line.trim_start();
+        if t.starts_with("```") || t.starts_with("~~~") {
+            fenced = !fenced;
+        } else if !fenced && (t.starts_with("<workflow>") || t.starts_with("<workflow ")) {
+            return Some((offset, i));
+        }
+        offset += line.len();
+    }
+    None
+}

@@ -1,0 +1,507 @@
+//! BMAD workflows and templates end to end: our fixtures in the real formats
+//! (fixtures/bmad/workflows/, a project with a `_bmad/` install), and BMAD's own files from the
+//! shared corpus when it is there.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{copy_dir, read, write, TestEnv};
+
+/// A repository holding the workflow fixtures, committed.
+fn project(env: &TestEnv) -> PathBuf {
+    let repo = env.repo("wf");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/bmad/workflows");
+    copy_dir(&src, &repo);
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "bmad install"]);
+    repo
+}
+
+fn show(env: &TestEnv, dir: &Path, file: &str) -> Value {
+    env.bmad(dir, &["workflow", "show", file, "--json"])
+        .success()
+        .json()
+}
+
+#[test]
+fn workflow_yaml_resolves_in_bmad_order_and_its_instructions_parse_tag_by_tag() {
+    let env = TestEnv::new();
+    let repo = project(&env);
+    let root = std::fs::canonicalize(&repo).unwrap();
+    let wf = show(&env, &repo, "_bmad/bmm/workflows/demo-story/workflow.yaml");
+    let var = |name: &str| -> String {
+        wf["config"]["variables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|v| v["name"] == name)
+            .unwrap_or_else(|| panic!("no variable {name}"))["value"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    let r = root.display();
+    // {config_source}:key, with the config's own {output_folder} chain.
+    assert_eq!(var("user_name"), "Ada");
+    assert_eq!(
+        var("sprint_status"),
+        format!("{r}/_bmad-output/implementation-artifacts/sprint-status.yaml")
+    );
+    // {bmad_folder} and {project-root}, {installed_path}.
+    assert_eq!(var("config_source"), format!("{r}/_bmad/bmm/config.yaml"));
+    assert_eq!(
+        var("instructions"),
+        format!("{r}/_bmad/bmm/workflows/demo-story/instructions.xml")
+    );
+    // Runtime placeholders stay and are listed; system-generated is a date.
+    assert_eq!(
+        var("default_output_file"),
+        format!("{r}/_bmad-output/implementation-artifacts/{{{{story_key}}}}.md")
+    );
+    assert_eq!(
+        wf["config"]["runtime_variables"],
+        serde_json::json!(["story_key"])
+    );
+    assert_eq!(var("date").len(), 10);
+    // Unknown fields are kept.
+    assert_eq!(var("custom_knob"), "kept-as-is");
+    assert_eq!(wf["config"]["template"]["kind"], "file");
+    assert_eq!(wf["config"]["standalone"], true);
+    assert_eq!(
+        wf["config"]["input_file_patterns"][0]["fields"][1][1],
+        format!("{r}/_bmad-output/planning-artifacts/*prd*.md")
+    );
+
+    let i = &wf["instructions"];
+    let steps: Vec<&str> = i["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["n"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        steps,
+        ["1", "0.5", "2b", "13a", "FINAL"],
+        "document order, labels as written"
+    );
+    assert_eq!(i["steps"][1]["optional"], "true");
+    assert_eq!(i["steps"][2]["elicit"], true);
+    assert_eq!(i["steps"][3]["repeat"], "until-approved");
+    assert_eq!(
+        i["counts"],
+        serde_json::json!({
+            "action": 5, "anchor": 1, "ask": 1, "check": 2, "critical": 2, "for-each": 1,
+            "goto": 2, "if": 2, "invoke-protocol": 1, "invoke-task": 1, "invoke-workflow": 1,
+            "mystery-tag": 1, "output": 2, "step": 5, "substep": 1, "template-output": 2,
+            "workflow": 1
+        }),
+        "the fenced step 99 is not counted"
+    );
+    assert_eq!(i["attribute_counts"]["action@if"], 1);
+    assert_eq!(i["attribute_counts"]["if@response"], 2);
+    assert_eq!(
+        i["template_outputs"],
+        serde_json::json!(["story_title", "tasks"])
+    );
+    assert_eq!(i["invocations"][1]["halt"], true);
+    // The unknown tag is kept and warned about; status is a template variable nothing sets.
+    let messages: Vec<String> = wf["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            format!(
+                "{}:{}: {}",
+                d["file"].as_str().unwrap(),
+                d["line"],
+                d["message"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "_bmad/bmm/workflows/demo-story/instructions.xml:39: unknown tag <mystery-tag> (1 time(s)): kept as written",
+            "_bmad/bmm/workflows/demo-story/template.md:3: template variable `{{status}}` is never set: no <template-output>, workflow variable or instruction mentions it",
+        ]
+    );
+    // Lint passes (warnings only), in text.
+    let lint = env
+        .bmad(
+            &repo,
+            &[
+                "workflow",
+                "lint",
+                "_bmad/bmm/workflows/demo-story/workflow.yaml",
+            ],
+        )
+        .success();
+    assert!(
+        lint.stdout.contains("1 file(s): 0 error(s), 2 warning(s)"),
+        "{}",
+        lint.stdout
+    );
+}
+
+#[test]
+fn step_files_chain_and_a_resumed_workflow_knows_its_next_step() {
+    let env = TestEnv::new();
+    let repo = project(&env);
+    let out = env
+        .bmad(
+            &repo,
+            &[
+                "workflow",
+                "show",
+                "_bmad/bmm/workflows/epics/workflow.md",
+                "--output-doc",
+                "docs/epics-output.md",
+                "--json",
+            ],
+        )
+        .success()
+        .json();
+    let chain = &out["chain"];
+    let names: Vec<&str> = chain["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "step-01-init",
+            "step-02-design",
+            "step-03-final",
+            "step-01b-continue"
+        ]
+    );
+    assert_eq!(chain["steps"][2]["terminal"], true);
+    assert_eq!(chain["steps"][0]["links"][1]["via"], "altStepFile");
+    assert_eq!(
+        out["resume"],
+        serde_json::json!({"completed": ["step-01-init", "step-02-design"], "next": "step-03-final", "unknown": []})
+    );
+    // BMAD's sloppy frontmatter loads, each with a warning and its line.
+    let warnings: Vec<String> = out["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            format!(
+                "{}:{} {}",
+                d["file"].as_str().unwrap(),
+                d["line"],
+                d["message"].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(
+        warnings,
+        [
+            "_bmad/bmm/workflows/epics/steps/step-01-init.md:9 duplicate key `template`: the last value is used",
+            "_bmad/bmm/workflows/epics/steps/step-02-design.md:4 tab in indentation: read as two spaces",
+            "_bmad/bmm/workflows/epics/steps/step-03-final.md:1 empty frontmatter",
+        ]
+    );
+    // A broken link and invalid YAML are errors with file:line:col; a loop is named.
+    write(
+        &repo,
+        "_bmad/bmm/workflows/epics/steps/step-03-final.md",
+        "---\nnextStepFile: './step-02-design.md'\nskipToStepFile: './step-09-missing.md'\n---\n",
+    );
+    write(
+        &repo,
+        "_bmad/bmm/workflows/epics/steps/step-01b-continue.md",
+        "---\nname: [unclosed\n---\n",
+    );
+    let lint = env
+        .bmad(
+            &repo,
+            &["workflow", "lint", "_bmad/bmm/workflows/epics/workflow.md"],
+        )
+        .code(1);
+    assert!(
+        lint.stdout.contains("_bmad/bmm/workflows/epics/steps/step-03-final.md:3:17: error: skipToStepFile _bmad/bmm/workflows/epics/steps/step-09-missing.md does not exist"),
+        "{}",
+        lint.stdout
+    );
+    assert!(
+        lint.stdout
+            .contains("step-01b-continue.md:3:1: error: the frontmatter is not valid YAML"),
+        "{}",
+        lint.stdout
+    );
+    let show = env
+        .bmad(
+            &repo,
+            &["workflow", "show", "_bmad/bmm/workflows/epics/workflow.md"],
+        )
+        .success();
+    assert!(
+        show.stdout.contains("loop: _bmad/bmm/workflows/epics/steps/step-03-final.md → _bmad/bmm/workflows/epics/steps/step-02-design.md"),
+        "{}",
+        show.stdout
+    );
+}
+
+#[test]
+fn a_skill_with_an_inlined_workflow_parses_like_instructions() {
+    let env = TestEnv::new();
+    let repo = project(&env);
+    let out = show(&env, &repo, ".claude/skills/bmad-demo/SKILL.md");
+    assert_eq!(out["format"], "embedded");
+    assert_eq!(out["name"], "bmad-demo");
+    let steps = out["instructions"]["steps"].as_array().unwrap();
+    assert_eq!(
+        steps.len(),
+        2,
+        "the fenced example before <workflow> is not a step"
+    );
+    assert_eq!(steps[0]["line"], 20, "lines count from the top of the file");
+    assert_eq!(out["instructions"]["counts"]["action"], 3);
+}
+
+#[test]
+fn lint_finds_escaping_outputs_missing_references_and_broken_jumps() {
+    let env = TestEnv::new();
+    let repo = project(&env);
+    let dir = "_bmad/bmm/workflows/bad";
+    write(&repo, &format!("{dir}/workflow.yaml"), "name: bad\nconfig_source: \"{project-root}/_bmad/bmm/config.yaml\"\nlost: \"{config_source}:no_such_key\"\ninstalled_path: \"{project-root}/_bmad/bmm/workflows/bad\"\ninstructions: \"{installed_path}/instructions.md\"\ndefault_output_file: \"{project-root}/../outside.md\"\nnotes_output_file: \"~/notes.md\"\ntemplate: \"https://example.com/t.md\"\n");
+    write(&repo, &format!("{dir}/instructions.md"), "# Bad\n\n<workflow>\n<step n=\"1\" goal=\"Load\">\n<goto step=\"7\">Nowhere</goto>\n</step>\n<step n=\"1\" goal=\"Again\">\n<goto anchor=\"missing\" />\n<invoke-workflow path=\"{installed_path}/../nope/workflow.yaml\" />\n</step>\n</workflow>\n");
+    let lint = env
+        .bmad(
+            &repo,
+            &[
+                "workflow",
+                "lint",
+                &format!("{dir}/workflow.yaml"),
+                "--json",
+            ],
+        )
+        .code(1)
+        .json();
+    let found: Vec<String> = lint["files"][0]["diagnostics"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            format!(
+                "{}:{}:{}: {}",
+                d["file"].as_str().unwrap(),
+                d["line"],
+                d["col"],
+                d["message"].as_str().unwrap()
+            )
+        })
+        .collect();
+    let expect = [
+        "_bmad/bmm/workflows/bad/workflow.yaml:3:7: `lost`: `{config_source}:no_such_key`: _bmad/bmm/config.yaml has no `no_such_key`",
+        "_bmad/bmm/workflows/bad/workflow.yaml:8:11: `template` is a URL (https://example.com/t.md): only local files are allowed",
+        "_bmad/bmm/workflows/bad/workflow.yaml:6:22: output path `default_output_file`",
+        "_bmad/bmm/workflows/bad/workflow.yaml:7:20: output path `notes_output_file` (~/notes.md) would leave the project: it starts with `~` (a home directory)",
+        "_bmad/bmm/workflows/bad/instructions.md:7:1: step 1 is numbered twice (first on line 4)",
+        "_bmad/bmm/workflows/bad/instructions.md:5:1: goto step=\"7\" goes to no step",
+        "_bmad/bmm/workflows/bad/instructions.md:8:1: goto anchor=\"missing\" goes to no <anchor id=\"missing\">",
+        "_bmad/bmm/workflows/bad/instructions.md:9:1: invoke-workflow {installed_path}/../nope/workflow.yaml does not resolve to a file",
+    ];
+    for e in expect {
+        assert!(
+            found.iter().any(|f| f.starts_with(e)),
+            "missing {e:?} in {found:#?}"
+        );
+    }
+    assert!(
+        found
+            .iter()
+            .any(|f| f.contains("step 1 is unreachable: step 1 always jumps away")),
+        "{found:#?}"
+    );
+    assert_eq!(lint["errors"], 8, "{found:#?}");
+    assert_eq!(lint["warnings"], 1, "{found:#?}");
+    // A workflow.yaml that is not YAML: error with its position.
+    write(
+        &repo,
+        "broken/workflow.yaml",
+        "name: x\ninstructions: [unclosed\n",
+    );
+    let lint = env
+        .bmad(&repo, &["workflow", "lint", "broken/workflow.yaml"])
+        .code(1);
+    assert!(
+        lint.stdout
+            .contains("broken/workflow.yaml:3:1: error: not valid YAML"),
+        "{}",
+        lint.stdout
+    );
+    // Not a workflow at all: a clear failure.
+    write(&repo, "notes.txt", "hello\n");
+    let run = env.bmad(&repo, &["workflow", "show", "notes.txt"]).code(1);
+    assert!(
+        run.stderr.contains("is not a BMAD workflow file"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn templates_render_exactly_and_undefined_variables_name_their_line() {
+    let env = TestEnv::new();
+    let repo = project(&env);
+    let out = env
+        .bmad(
+            &repo,
+            &[
+                "template",
+                "render",
+                "templates/story.md",
+                "--vars",
+                "templates/vars.yaml",
+            ],
+        )
+        .success();
+    assert_eq!(
+        out.stdout,
+        read(&repo, "templates/story.expected.md"),
+        "golden file, byte for byte"
+    );
+    env.bmad(
+        &repo,
+        &[
+            "template",
+            "render",
+            "templates/story.md",
+            "--vars",
+            "templates/vars.yaml",
+            "-o",
+            "out/story.md",
+        ],
+    )
+    .success();
+    assert_eq!(
+        read(&repo, "out/story.md"),
+        read(&repo, "templates/story.expected.md")
+    );
+    write(
+        &repo,
+        "templates/partial.yaml",
+        "story: {key: 1-2}\nstatus: done\n",
+    );
+    let fail = env
+        .bmad(
+            &repo,
+            &[
+                "template",
+                "render",
+                "templates/story.md",
+                "--vars",
+                "templates/partial.yaml",
+            ],
+        )
+        .code(1);
+    assert!(
+        fail.stderr
+            .contains("templates/story.md:1: `story.title` is not defined"),
+        "{}",
+        fail.stderr
+    );
+    let lenient = env
+        .bmad(
+            &repo,
+            &[
+                "template",
+                "render",
+                "templates/story.md",
+                "--vars",
+                "templates/partial.yaml",
+                "--allow-missing",
+            ],
+        )
+        .success();
+    assert!(
+        lenient.stdout.starts_with("# Story 1-2: {{story.title}}\n"),
+        "{}",
+        lenient.stdout
+    );
+    assert!(
+        lenient
+            .stderr
+            .contains("templates/story.md:4: `owner.name` is not defined: left as written"),
+        "{}",
+        lenient.stderr
+    );
+}
+
+#[test]
+fn the_corpus_dev_story_has_exactly_its_tags() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/bmad");
+    if !corpus.is_dir() {
+        // The shared corpus is not part of the repository; CI's conformance step covers it.
+        eprintln!("skipped: no corpus at {}", corpus.display());
+        return;
+    }
+    let env = TestEnv::new();
+    let wf = show(
+        &env,
+        &corpus,
+        "v6.0.4/src/bmm/workflows/4-implementation/dev-story/workflow.yaml",
+    );
+    let i = &wf["instructions"];
+    assert_eq!(i["steps"].as_array().unwrap().len(), 10);
+    for (tag, n) in [
+        ("action", 124),
+        ("check", 30),
+        ("critical", 18),
+        ("output", 14),
+        ("ask", 4),
+        ("goto", 6),
+        ("anchor", 1),
+    ] {
+        assert_eq!(i["counts"][tag], n, "{tag}");
+    }
+    assert_eq!(i["attribute_counts"]["goto@step"], 3);
+    assert_eq!(i["attribute_counts"]["goto@anchor"], 3);
+    assert_eq!(i["attribute_counts"]["action@if"], 14);
+    let sprint = show(
+        &env,
+        &corpus,
+        "v6.0.4/src/bmm/workflows/4-implementation/sprint-planning/instructions.md",
+    );
+    let order: Vec<&str> = sprint["instructions"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["n"].as_str().unwrap())
+        .collect();
+    assert_eq!(order, ["1", "0.5", "2", "3", "4", "5"]);
+    let skill = show(
+        &env,
+        &corpus,
+        "HEAD-67d876f1/src/bmm-skills/v6-shims/bmad-dev-story/SKILL.md",
+    );
+    assert_eq!(skill["instructions"]["steps"].as_array().unwrap().len(), 10);
+    assert_eq!(skill["instructions"]["counts"]["action"], 132);
+    let epics = show(
+        &env,
+        &corpus,
+        "v6.0.4/src/bmm/workflows/3-solutioning/create-epics-and-stories/workflow.md",
+    );
+    let chain: Vec<&str> = epics["chain"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        chain,
+        [
+            "step-01-validate-prerequisites",
+            "step-02-design-epics",
+            "step-03-create-stories",
+            "step-04-final-validation"
+        ]
+    );
+    assert_eq!(epics["chain"]["steps"][3]["terminal"], true);
+}
