@@ -989,3 +989,103 @@ fn ctrl_c_kills_the_step_saves_the_state_and_resume_goes_on() {
     assert_eq!(steps_of(&events, "step_completed"), ["slow"]);
     assert_eq!(named(&events, "run_resumed").len(), 1);
 }
+
+/// A fake `claude` that logs its arguments and whether it got a key, then reports a cost.
+const COSTLY_CLAUDE: &str = r#"#!/bin/sh
+echo "$BMAD_STEP start $* key=${ANTHROPIC_API_KEY:-none}" >> "$HOME/agent.log"
+mkdir -p out && touch "out/$BMAD_STEP"
+echo "$BMAD_STEP end" >> "$HOME/agent.log"
+printf '{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"s","total_cost_usd":0.01,"usage":{"input_tokens":1,"output_tokens":1},"permission_denials":[]}\n'
+"#;
+
+#[test]
+fn roles_get_their_agent_model_and_key_and_the_budget_and_concurrency_hold() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    env.executable("claude", COSTLY_CLAUDE);
+    write(
+        &repo,
+        ".bmad/config.yaml",
+        "version: 1\norchestration:\n  agents:\n    dev: {runner: claude, model: claude-sonnet-4-5, api_key_env: DEV_KEY}\n  max_concurrent_agents: 1\n  budget_usd: 0.025\n",
+    );
+    let wt = with_playbook(
+        &env,
+        &repo,
+        "team",
+        "name: team\nsteps:\n  - {id: a, command: do a, role: dev}\n  - parallel:\n      - {id: b, command: do b, role: dev}\n      - {id: c, command: do c, role: dev}\n  - {id: d, command: do d, role: dev}\n",
+    );
+    // The key's variable is not set: nothing runs, and the message names the variable.
+    let run = env.bmad(&wt, &["run", "team"]);
+    assert_ne!(run.code, 0);
+    assert!(
+        run.stderr
+            .contains("role `dev` takes its API key from $DEV_KEY, which is not set"),
+        "{}",
+        run.stderr
+    );
+    assert!(!env.root().join("home/agent.log").exists());
+
+    let run = env
+        .bmad_command(&wt)
+        .args(["run", "team"])
+        .env("DEV_KEY", "sk-test-dev-0123456789")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert_eq!(run.status.code(), Some(6), "{stdout}");
+    assert!(
+        stdout.contains("spent $0.03 of the $0.03 budget"),
+        "{stdout}"
+    );
+    let log = std::fs::read_to_string(env.root().join("home/agent.log")).unwrap();
+    let lines: Vec<&str> = log.lines().collect();
+    // One agent at a time in the parallel phase; the model and the key reach the agent.
+    assert_eq!(lines.len(), 6, "{log}");
+    assert!(
+        lines[0].starts_with("a start -p do a --output-format json")
+            && lines[0].contains("--model claude-sonnet-4-5 key=sk-test-dev-0123456789"),
+        "{log}"
+    );
+    let order: Vec<&str> = lines
+        .iter()
+        .map(|l| {
+            l.split(" key=")
+                .next()
+                .unwrap()
+                .split(" -p")
+                .next()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        order,
+        ["a start", "a end", "b start", "b end", "c start", "c end"]
+    );
+    // Three steps cost 0.03 ≥ 0.025: d never starts, and the key is in no event.
+    let events = journal(&env, &wt);
+    assert_eq!(named(&events, "limit_budget_reached").len(), 1);
+    assert_eq!(steps_of(&events, "step_started"), ["a", "b", "c"]);
+    assert_eq!(
+        named(&events, "step_started")[0]["detail"]["model"],
+        "claude-sonnet-4-5"
+    );
+    assert!(!serde_json::to_string(&events)
+        .unwrap()
+        .contains("sk-test-dev"));
+
+    // A key written into the config is refused, and not repeated back.
+    write(
+        &repo,
+        ".bmad/config.yaml",
+        "version: 1\norchestration:\n  agents:\n    qa: {api_key: sk-live-SECRET}\n",
+    );
+    let bad = env.bmad(&repo, &["start", "another"]);
+    assert_ne!(bad.code, 0);
+    assert!(
+        bad.stderr
+            .contains("orchestration.agents.qa.api_key: API keys are never stored"),
+        "{}",
+        bad.stderr
+    );
+    assert!(!bad.stderr.contains("SECRET"), "{}", bad.stderr);
+}

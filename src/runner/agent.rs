@@ -189,8 +189,29 @@ impl RunnersConfig {
         })
     }
 
-    /// The argument list for one invocation, and the bytes for stdin.
-    pub fn arguments(&self, kind: Kind, prompt: &str) -> (Vec<String>, Option<Vec<u8>>) {
+    /// The argument list for one invocation, and the bytes for stdin. A model goes in as
+    /// `--model`, which Claude Code, Codex and Gemini CLI all take.
+    pub fn arguments(
+        &self,
+        kind: Kind,
+        prompt: &str,
+        model: Option<&str>,
+    ) -> (Vec<String>, Option<Vec<u8>>) {
+        let (mut args, stdin) = self.base_arguments(kind, prompt);
+        if let Some(m) = model.filter(|_| matches!(kind, Kind::Claude | Kind::Codex | Kind::Gemini))
+        {
+            // Before codex's trailing prompt; anywhere for the others.
+            let at = if kind == Kind::Codex {
+                args.len().saturating_sub(1)
+            } else {
+                args.len()
+            };
+            args.splice(at..at, ["--model".to_owned(), m.to_owned()]);
+        }
+        (args, stdin)
+    }
+
+    fn base_arguments(&self, kind: Kind, prompt: &str) -> (Vec<String>, Option<Vec<u8>>) {
         let extra = |c: &CliConfig| c.args.clone().unwrap_or_else(|| default_args(kind));
         let strings = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         match kind {
@@ -300,6 +321,8 @@ pub struct Invocation {
     pub program: PathBuf,
     /// The prompt (or shell command).
     pub prompt: String,
+    /// `--model`, if the step's role has one.
+    pub model: Option<String>,
     /// The worktree.
     pub cwd: PathBuf,
     /// Extra environment (the session and step, for hooks and the agent).
@@ -321,7 +344,11 @@ pub const GIT_ENV_TO_CLEAR: &[&str] = &[
 
 /// Run one invocation (a fresh process, so a fresh context) and read its result.
 pub fn invoke(config: &RunnersConfig, invocation: &Invocation) -> Result<AgentResult> {
-    let (args, stdin) = config.arguments(invocation.kind, &invocation.prompt);
+    let (args, stdin) = config.arguments(
+        invocation.kind,
+        &invocation.prompt,
+        invocation.model.as_deref(),
+    );
     let output = process::run(&Spec {
         program: invocation.program.clone(),
         args,
@@ -633,7 +660,7 @@ mod tests {
     #[test]
     fn arguments_per_runner() {
         let mut config = RunnersConfig::default();
-        let (args, stdin) = config.arguments(Kind::Codex, "/speckit.plan x");
+        let (args, stdin) = config.arguments(Kind::Codex, "/speckit.plan x", None);
         assert_eq!(
             args,
             [
@@ -644,13 +671,22 @@ mod tests {
                 "/speckit.plan x"
             ]
         );
+        // A role's model: before codex's prompt, after the others' flags.
+        let (args, _) = config.arguments(Kind::Codex, "go", Some("gpt-5-codex"));
+        assert_eq!(args[args.len() - 3..], ["--model", "gpt-5-codex", "go"]);
+        let (args, _) = config.arguments(Kind::Claude, "go", Some("claude-haiku"));
+        assert_eq!(args[args.len() - 2..], ["--model", "claude-haiku"]);
+        assert_eq!(
+            config.arguments(Kind::Shell, "ls", Some("m")).0,
+            ["-c", "ls"]
+        );
         assert!(stdin.is_none());
         config.generic.command = vec!["agent".into(), "--task".into()];
-        let (args, stdin) = config.arguments(Kind::Generic, "do it");
+        let (args, stdin) = config.arguments(Kind::Generic, "do it", None);
         assert_eq!(args, ["--task"]);
         assert_eq!(stdin.as_deref(), Some(&b"do it"[..]));
         config.claude.args = Some(vec!["--max-turns".into(), "3".into()]);
-        let (args, _) = config.arguments(Kind::Claude, "p");
+        let (args, _) = config.arguments(Kind::Claude, "p", None);
         assert_eq!(
             args,
             ["-p", "p", "--output-format", "json", "--max-turns", "3"]

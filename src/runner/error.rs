@@ -21,6 +21,14 @@ pub enum Error {
         /// The names git-bmad knows.
         known: String,
     },
+    /// A role's API key variable is not set.
+    #[error("role `{role}` takes its API key from ${variable}, which is not set; export it (the key is never stored in the config)")]
+    KeyNotSet {
+        /// The role.
+        role: String,
+        /// The variable.
+        variable: String,
+    },
     /// The generic runner has no command configured.
     #[error("runner `generic` has no command: set runners.generic.command in .bmad/config.yaml (e.g. [\"my-agent\", \"--prompt\", \"{{prompt}}\"])")]
     GenericUnconfigured,

@@ -8,6 +8,7 @@
 mod agent;
 mod error;
 pub mod interrupt;
+pub mod orchestration;
 mod process;
 
 pub use agent::{
@@ -15,4 +16,5 @@ pub use agent::{
     GenericConfig, Invocation, Kind, RunnersConfig, Verdict, GIT_ENV_TO_CLEAR,
 };
 pub use error::{Error, Result};
+pub use orchestration::OrchestrationConfig;
 pub use process::{run as run_process, Captured, Exit, Output, Spec};

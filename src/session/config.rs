@@ -15,7 +15,7 @@ use crate::git::Repo;
 pub const CONFIG_PATH: &str = ".bmad/config.yaml";
 
 /// The project configuration.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// The format version (1).
@@ -28,6 +28,8 @@ pub struct Config {
     pub runners: crate::runner::RunnersConfig,
     /// How the supervisor's artifact checks run.
     pub checks: ChecksConfig,
+    /// Agents per role, concurrency, budget, escalation (seed 002 story 1.1).
+    pub orchestration: crate::runner::OrchestrationConfig,
 }
 
 /// The `checks:` section.
@@ -107,6 +109,7 @@ impl Default for Config {
             policy: PolicyConfig::default(),
             runners: crate::runner::RunnersConfig::default(),
             checks: ChecksConfig::default(),
+            orchestration: crate::runner::OrchestrationConfig::default(),
         }
     }
 }
@@ -196,6 +199,10 @@ impl Config {
             if let Err(e) = crate::runner::Kind::parse(name) {
                 return Err(bad(format!("{field}: {e}")));
             }
+        }
+        let problems = self.orchestration.problems();
+        if !problems.is_empty() {
+            return Err(bad(problems.join("; ")));
         }
         if self.sessions.worktree_root.trim().is_empty() {
             return Err(bad(
@@ -307,6 +314,21 @@ runners:
 checks:
   # The command behind a bare `tests_pass` playbook check, run with `sh -c` in the worktree.
   # test_command: "cargo test"
+
+orchestration:
+  # The agent and model per BMAD role (sm, dev, qa, reviewer, architect, pm, analyst, ...).
+  # A step's own `runner:` wins over its role's. API keys are never written here: name the
+  # environment variable that holds the key, and the agent gets it under the name its CLI
+  # reads (ANTHROPIC_API_KEY, OPENAI_API_KEY, GEMINI_API_KEY).
+  agents: {}
+  #   dev: {runner: codex, model: gpt-5-codex, api_key_env: OPENAI_API_KEY_DEV}
+  #   qa:  {runner: claude, model: claude-sonnet-4-5}
+  # Steps of a parallel phase that run at once.
+  max_concurrent_agents: 4
+  # Stop a run once the agents have reported spending this much (US dollars).
+  # budget_usd: 20
+  # Gates whose confidence is below this (0-1) are shown in full.
+  escalation_threshold: 0.5
 "#;
 
 #[cfg(test)]

@@ -7,19 +7,21 @@
 use std::path::{Path, PathBuf};
 
 use super::playbook::{Diagnostic, Playbook, Severity};
-use crate::runner::{Kind, RunnersConfig};
+use crate::runner::{Kind, OrchestrationConfig, RunnersConfig};
 
 /// Errors for steps whose runner is unknown or whose slash command has no file in the project.
 pub fn missing_commands(
     playbook: &Playbook,
     root: &Path,
     runners: &RunnersConfig,
+    orchestration: &OrchestrationConfig,
 ) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for step in playbook.steps() {
         let (line, col) = step.command_at;
-        let kind = match runners.choose(step.runner.as_deref(), step.role.as_deref()) {
-            Ok(kind) => kind,
+        let kind = match orchestration.agent(runners, step.runner.as_deref(), step.role.as_deref())
+        {
+            Ok(agent) => agent.kind,
             Err(e) => {
                 out.push(Diagnostic {
                     severity: Severity::Error,
@@ -27,7 +29,7 @@ pub fn missing_commands(
                     col: 1,
                     field: format!("{}.runner", step.id),
                     message: format!(
-                        "{e} (from the step, its role, or runners.default in .bmad/config.yaml)"
+                        "{e} (from the step, its role's orchestration.agents or runners.roles entry, or runners.default in .bmad/config.yaml)"
                     ),
                 });
                 continue;
@@ -113,7 +115,12 @@ mod tests {
         let text = "steps:\n  - {id: a, command: /speckit.plan now}\n  - {id: b, command: /bmad:bmm:dev-story}\n  - {id: c, command: /speckit.tasks}\n  - {id: d, command: /speckit.plna}\n  - {id: e, command: /speckit.plan, runner: codex}\n  - {id: f, command: /anything, runner: shell}\n  - {id: g, command: write a poem}\n";
         let (playbook, diags) = super::super::playbook::parse(text, "t");
         assert!(diags.is_empty(), "{diags:?}");
-        let missing = missing_commands(&playbook.unwrap(), root, &RunnersConfig::default());
+        let missing = missing_commands(
+            &playbook.unwrap(),
+            root,
+            &RunnersConfig::default(),
+            &OrchestrationConfig::default(),
+        );
         let fields: Vec<&str> = missing.iter().map(|d| d.field.as_str()).collect();
         assert_eq!(fields, ["d.command", "e.command"]);
         assert_eq!((missing[0].line, missing[0].col), (5, 22));

@@ -86,6 +86,13 @@ pub enum Outcome {
         /// The cap.
         limit: u32,
     },
+    /// The budget was spent.
+    BudgetLimit {
+        /// The budget, in cents.
+        limit_cents: u64,
+        /// Spent, in cents.
+        spent_cents: u64,
+    },
     /// The run's time limit was reached.
     RunTimeLimit {
         /// The limit in seconds.
@@ -193,7 +200,12 @@ pub fn supervise(
 pub fn validate(source: &Source, root: &Path, config: &Config) -> Result<Playbook> {
     let (playbook, mut diagnostics) = playbook::parse(&source.text, &source.name);
     if let Some(p) = &playbook {
-        diagnostics.extend(missing_commands(p, root, &config.runners));
+        diagnostics.extend(missing_commands(
+            p,
+            root,
+            &config.runners,
+            &config.orchestration,
+        ));
     }
     match playbook {
         Some(p) if !diagnostics.iter().any(|d| d.severity == Severity::Error) => Ok(p),
@@ -238,11 +250,22 @@ fn preflight(
         if step.autonomy == Autonomy::Skip {
             continue;
         }
-        let kind = config
-            .runners
-            .choose(step.runner.as_deref(), step.role.as_deref())?;
-        if let std::collections::btree_map::Entry::Vacant(slot) = programs.entry(kind) {
-            slot.insert(config.runners.locate(kind, root)?);
+        let agent = config.orchestration.agent(
+            &config.runners,
+            step.runner.as_deref(),
+            step.role.as_deref(),
+        )?;
+        if let Some(var) = &agent.api_key_env {
+            if std::env::var_os(var).is_none_or(|v| v.is_empty()) {
+                return Err(runner::Error::KeyNotSet {
+                    role: step.role.clone().unwrap_or_default(),
+                    variable: var.clone(),
+                }
+                .into());
+            }
+        }
+        if let std::collections::btree_map::Entry::Vacant(slot) = programs.entry(agent.kind) {
+            slot.insert(config.runners.locate(agent.kind, root)?);
         }
     }
     Ok(programs)
@@ -602,7 +625,11 @@ impl<'a> Engine<'a> {
         } else {
             Decision::Escalated
         };
-        let confidence = confidence::confidence(&self.gate_signals(step, gate_kind));
+        let mut confidence = confidence::confidence(&self.gate_signals(step, gate_kind));
+        // Below the project's escalation threshold a gate is shown in full.
+        if confidence.score < self.config.orchestration.escalation_threshold * 100.0 {
+            confidence.checkpoint_format = confidence::Format::Full;
+        }
         self.record(
             NewEvent::new(session::kind::GATE_OPENED)
                 .step(Some(step.id.clone()))
@@ -713,6 +740,21 @@ impl<'a> Engine<'a> {
                 limit: limits.max_invocations,
             }));
         }
+        if let Some(budget) = self.config.orchestration.budget_usd {
+            let limit_cents = (budget * 100.0).round() as u64;
+            let spent_cents = self.state.cost_micro_usd / 10_000;
+            if self.state.cost_micro_usd as f64 >= budget * 1e6 {
+                self.record(
+                    NewEvent::new(kind::LIMIT_BUDGET)
+                        .decision(Some(Decision::Auto))
+                        .detail(json!({"budget_usd": budget, "spent_usd": self.state.cost_micro_usd as f64 / 1e6})),
+                )?;
+                return Ok(Some(Outcome::BudgetLimit {
+                    limit_cents,
+                    spent_cents,
+                }));
+            }
+        }
         if self.state.run_time_ms >= limits.max_run_time.as_millis() as u64 {
             self.record(
                 NewEvent::new(kind::LIMIT_RUN_TIME)
@@ -786,10 +828,12 @@ impl<'a> Engine<'a> {
         self.seen(&ev)?;
         let mut invocations = Vec::new();
         for step in steps {
-            let kind = self
-                .config
-                .runners
-                .choose(step.runner.as_deref(), step.role.as_deref())?;
+            let agent = self.config.orchestration.agent(
+                &self.config.runners,
+                step.runner.as_deref(),
+                step.role.as_deref(),
+            )?;
+            let kind = agent.kind;
             let number = self.state.step(&step.id).attempts + 1;
             let prompt = self.prompt(step, kind);
             self.record(
@@ -799,6 +843,7 @@ impl<'a> Engine<'a> {
                     .detail(json!({
                         "attempt": number,
                         "runner": kind.as_str(),
+                        "model": agent.model,
                         "command": redact(&prompt),
                         "autonomy": step.autonomy.as_str(),
                         "phase": (steps.len() > 1).then_some(phase),
@@ -812,6 +857,23 @@ impl<'a> Engine<'a> {
                         runner: kind.as_str().to_owned(),
                         program: kind.as_str().to_owned(),
                     })?;
+            let mut env = vec![
+                ("BMAD_SESSION".into(), self.session.id.to_string()),
+                ("BMAD_STEP".into(), step.id.clone()),
+                ("BMAD_ATTEMPT".into(), number.to_string()),
+                ("BMAD_PLAYBOOK".into(), self.playbook.name.clone()),
+                ("BMAD_ARGS".into(), self.args.join(" ")),
+            ];
+            // The role's key, under the name its CLI reads; only ever in the agent's
+            // environment, never in an event.
+            if let (Some(var), Some(target)) = (
+                &agent.api_key_env,
+                runner::orchestration::key_variable(kind),
+            ) {
+                if let Ok(key) = std::env::var(var) {
+                    env.push((target.to_owned(), key));
+                }
+            }
             invocations.push((
                 *step,
                 number,
@@ -819,37 +881,33 @@ impl<'a> Engine<'a> {
                     kind,
                     program,
                     prompt,
+                    model: agent.model.clone(),
                     cwd: self.root.clone(),
-                    env: vec![
-                        ("BMAD_SESSION".into(), self.session.id.to_string()),
-                        ("BMAD_STEP".into(), step.id.clone()),
-                        ("BMAD_ATTEMPT".into(), number.to_string()),
-                        ("BMAD_PLAYBOOK".into(), self.playbook.name.clone()),
-                        ("BMAD_ARGS".into(), self.args.join(" ")),
-                    ],
+                    env,
                     timeout: step.timeout,
                 },
             ));
         }
         let runners = &self.config.runners;
-        let results: Vec<std::result::Result<AgentResult, runner::Error>> =
+        // A phase runs at most `max_concurrent_agents` agents at once, in document order.
+        let width = self.config.orchestration.max_concurrent_agents.max(1) as usize;
+        let mut results: Vec<std::result::Result<AgentResult, runner::Error>> = Vec::new();
+        for batch in invocations.chunks(width) {
             std::thread::scope(|scope| {
-                let handles: Vec<_> = invocations
+                let handles: Vec<_> = batch
                     .iter()
                     .map(|(_, _, inv)| scope.spawn(move || runner::invoke(runners, inv)))
                     .collect();
-                handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join().unwrap_or_else(|_| {
-                            Err(runner::Error::Wait {
-                                program: "agent".into(),
-                                source: std::io::Error::other("the thread running it panicked"),
-                            })
+                results.extend(handles.into_iter().map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(runner::Error::Wait {
+                            program: "agent".into(),
+                            source: std::io::Error::other("the thread running it panicked"),
                         })
                     })
-                    .collect()
+                }));
             });
+        }
         let (after, ev) = session::checkpoint(
             self.repo,
             self.session,

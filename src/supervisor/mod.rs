@@ -43,6 +43,8 @@ pub mod kind {
     pub const RUN_INTERRUPTED: &str = "run_interrupted";
     /// The run's cap on invocations was reached (exit 6).
     pub const LIMIT_INVOCATIONS: &str = "limit_invocations_reached";
+    /// The budget (`orchestration.budget_usd`) is spent.
+    pub const LIMIT_BUDGET: &str = "limit_budget_reached";
     /// The run's time limit was reached (exit 7).
     pub const LIMIT_RUN_TIME: &str = "limit_run_time_reached";
     /// A step will run again; `trigger`: retry_once, human, resume or crash_recovery.

@@ -215,6 +215,8 @@ pub struct RunState {
     pub last_decision: Option<(String, Decision, String)>,
     /// Every answer a human gave at a gate, oldest first.
     pub answers: Vec<Answer>,
+    /// What the agents reported spending, in millionths of a US dollar.
+    pub cost_micro_usd: u64,
 }
 
 impl RunState {
@@ -225,6 +227,16 @@ impl RunState {
             state.apply(event);
         }
         state
+    }
+
+    /// An attempt's reported cost (`detail.cost_usd`), added up.
+    fn add_cost(&mut self, event: &Event) {
+        if let Some(usd) = event.detail["cost_usd"]
+            .as_f64()
+            .filter(|c| c.is_finite() && *c > 0.0)
+        {
+            self.cost_micro_usd += (usd * 1e6).round() as u64;
+        }
     }
 
     /// The record of a step.
@@ -293,12 +305,14 @@ impl RunState {
             }
             session::kind::STEP_COMPLETED => {
                 self.run_time_ms += event.duration_ms.unwrap_or(0);
+                self.add_cost(event);
                 let s = self.steps.entry(step_id).or_default();
                 s.status = StepStatus::Done;
                 s.pending_answer = None;
             }
             session::kind::STEP_FAILED | kind::ESCALATED => {
                 self.run_time_ms += event.duration_ms.unwrap_or(0);
+                self.add_cost(event);
                 let s = self.steps.entry(step_id).or_default();
                 s.status = StepStatus::Failed {
                     next: event.detail_str("next").unwrap_or("stop").to_owned(),
@@ -361,6 +375,7 @@ impl RunState {
             kind::RUN_ABORTED => self.ended = Some(Ended::Aborted),
             kind::RUN_FAILED
             | kind::LIMIT_INVOCATIONS
+            | kind::LIMIT_BUDGET
             | kind::LIMIT_RUN_TIME
             | kind::RUN_INTERRUPTED => self.ended = Some(Ended::Stopped(event.event.clone())),
             _ => {}

@@ -73,6 +73,7 @@ fn validate(ctx: &Context, queries: &[String]) -> Result<u8, CommandError> {
                 p,
                 repo.workdir(),
                 &config.runners,
+                &config.orchestration,
             ));
             commands_checked = true;
         }

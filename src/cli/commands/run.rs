@@ -89,7 +89,7 @@ pub(super) fn supervise_and_report(
         Outcome::Completed | Outcome::Aborted => exit::OK,
         Outcome::Gated { .. } => exit::GATED,
         Outcome::Failed { .. } => exit::STEP_FAILED,
-        Outcome::InvocationLimit { .. } => exit::INVOCATION_LIMIT,
+        Outcome::InvocationLimit { .. } | Outcome::BudgetLimit { .. } => exit::INVOCATION_LIMIT,
         Outcome::RunTimeLimit { .. } => exit::RUN_TIME_LIMIT,
         Outcome::Interrupted => exit::INTERRUPTED,
     };
@@ -132,6 +132,11 @@ pub(super) fn supervise_and_report(
         Outcome::InvocationLimit { limit } => {
             ui.line(format!("{} the run reached its cap of {limit} invocations ({done}/{total} steps finished).", ui.paint("Stopped:", Style::Red)));
             ui.status("Next: look at why steps repeat (git bmad journal); raise limits.max_invocations in the playbook only if the work needs it");
+        }
+        Outcome::BudgetLimit { limit_cents, spent_cents } => {
+            let usd = |c: &u64| format!("${}.{:02}", c / 100, c % 100);
+            ui.line(format!("{} the agents have spent {} of the {} budget ({done}/{total} steps finished).", ui.paint("Stopped:", Style::Red), usd(spent_cents), usd(limit_cents)));
+            ui.status("Next: git bmad journal shows each step's cost; raise orchestration.budget_usd in .bmad/config.yaml to go on");
         }
         Outcome::RunTimeLimit { limit_secs } => {
             ui.line(format!("{} the run reached its time limit of {} ({done}/{total} steps finished).", ui.paint("Stopped:", Style::Red), duration(limit_secs * 1000)));

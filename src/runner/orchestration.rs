@@ -1,0 +1,222 @@
+//! The `orchestration:` section of `.bmad/config.yaml` (seed 002, story 1.1): which agent
+//! and model plays each BMAD role, how many agents run at once, the budget, and when a
+//! decision goes to a human.
+//!
+//! ```yaml
+//! orchestration:
+//!   agents:
+//!     sm:  {runner: claude, model: claude-sonnet-4-5}
+//!     dev: {runner: codex, model: gpt-5-codex, api_key_env: OPENAI_API_KEY_DEV}
+//!   max_concurrent_agents: 2
+//!   budget_usd: 20
+//!   escalation_threshold: 0.5
+//! ```
+//!
+//! API keys are named by environment variable, never written here: a config file is
+//! committed and journaled runs are shared, so a key in it would leak. A literal `api_key`
+//! is refused (its value is never echoed), and the variable's value goes only into the
+//! agent's environment, under the name its CLI reads.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::agent::Kind;
+
+/// The section.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct OrchestrationConfig {
+    /// Agent per role (`sm`, `dev`, `qa`, `reviewer`, `architect`, `pm`, `analyst`, …).
+    pub agents: BTreeMap<String, Assignment>,
+    /// Steps of a parallel phase running at once, at most (1–16).
+    pub max_concurrent_agents: u32,
+    /// Stop the run once agents have reported this much cost, in US dollars.
+    pub budget_usd: Option<f64>,
+    /// Confidence (0–1) below which a gate is shown in full, whatever its format.
+    pub escalation_threshold: f64,
+}
+
+impl Default for OrchestrationConfig {
+    fn default() -> Self {
+        OrchestrationConfig {
+            agents: BTreeMap::new(),
+            max_concurrent_agents: 4,
+            budget_usd: None,
+            escalation_threshold: 0.5,
+        }
+    }
+}
+
+/// One role's agent.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct Assignment {
+    /// `claude`, `codex`, `gemini`, `shell` or `generic`.
+    pub runner: Option<String>,
+    /// The model, passed as `--model`.
+    pub model: Option<String>,
+    /// The environment variable holding this agent's API key.
+    pub api_key_env: Option<String>,
+    /// Refused: present only to say so clearly.
+    #[serde(default, deserialize_with = "present")]
+    pub api_key: bool,
+}
+
+/// Records that a field was written, without keeping its value.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    serde::de::IgnoredAny::deserialize(d).map(|_| true)
+}
+
+/// What runs a step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Agent {
+    /// The runner.
+    pub kind: Kind,
+    /// `--model`, if assigned.
+    pub model: Option<String>,
+    /// The variable holding its API key, if assigned.
+    pub api_key_env: Option<String>,
+}
+
+/// The variable each CLI reads its key from.
+pub fn key_variable(kind: Kind) -> Option<&'static str> {
+    match kind {
+        Kind::Claude => Some("ANTHROPIC_API_KEY"),
+        Kind::Codex => Some("OPENAI_API_KEY"),
+        Kind::Gemini => Some("GEMINI_API_KEY"),
+        Kind::Shell | Kind::Generic => None,
+    }
+}
+
+impl OrchestrationConfig {
+    /// Everything wrong with the section, one message per problem (field path first).
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (role, a) in &self.agents {
+            let field = format!("orchestration.agents.{role}");
+            if role.is_empty()
+                || !role
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+            {
+                out.push(format!("{field}: a role is lowercase letters, digits, '-' and '_' (sm, dev, qa, reviewer, architect, …)"));
+            }
+            if let Some(r) = &a.runner {
+                if let Err(e) = Kind::parse(r) {
+                    out.push(format!("{field}.runner: {e}"));
+                }
+            }
+            if a.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
+                out.push(format!(
+                    "{field}.model: empty; name a model or leave the field out"
+                ));
+            }
+            if a.api_key {
+                out.push(format!("{field}.api_key: API keys are never stored in the config (it is committed and shared); export the key and name the variable: api_key_env: MY_KEY_VARIABLE"));
+            }
+            if let Some(v) = &a.api_key_env {
+                let valid = !v.is_empty()
+                    && !v.starts_with(|c: char| c.is_ascii_digit())
+                    && v.chars()
+                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+                if !valid {
+                    out.push(format!("{field}.api_key_env: {v:?} is not an environment variable name (UPPER_CASE_WITH_UNDERSCORES); write the variable's name, not the key"));
+                }
+            }
+        }
+        if !(1..=16).contains(&self.max_concurrent_agents) {
+            out.push(format!(
+                "orchestration.max_concurrent_agents: {} is outside 1–16",
+                self.max_concurrent_agents
+            ));
+        }
+        if let Some(b) = self.budget_usd {
+            if !(b.is_finite() && b > 0.0) {
+                out.push(format!(
+                    "orchestration.budget_usd: {b} must be a positive amount in US dollars"
+                ));
+            }
+        }
+        if !(0.0..=1.0).contains(&self.escalation_threshold) {
+            out.push(format!(
+                "orchestration.escalation_threshold: {} is outside 0–1 (0.5 shows gates below 50% confidence in full)",
+                self.escalation_threshold
+            ));
+        }
+        out
+    }
+
+    /// The agent of a step: its own runner, else its role's assignment, else the runners'
+    /// role table, else the default. The model and key follow the role's assignment.
+    pub fn agent(
+        &self,
+        runners: &super::RunnersConfig,
+        runner: Option<&str>,
+        role: Option<&str>,
+    ) -> super::Result<Agent> {
+        let assigned = role.and_then(|r| self.agents.get(r));
+        let kind = match (runner, assigned.and_then(|a| a.runner.as_deref())) {
+            (Some(r), _) | (None, Some(r)) => Kind::parse(r)?,
+            (None, None) => runners.choose(None, role)?,
+        };
+        Ok(Agent {
+            kind,
+            model: assigned.and_then(|a| a.model.clone()),
+            api_key_env: assigned.and_then(|a| a.api_key_env.clone()),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(yaml: &str) -> OrchestrationConfig {
+        serde_yaml::from_str(yaml).unwrap()
+    }
+
+    #[test]
+    fn a_valid_section_assigns_agents_by_role() {
+        let o = parse("agents:\n  dev: {runner: codex, model: gpt-5-codex, api_key_env: OPENAI_KEY_DEV}\n  qa: {model: claude-haiku}\nmax_concurrent_agents: 2\nbudget_usd: 12.5\nescalation_threshold: 0.7\n");
+        assert!(o.problems().is_empty(), "{:?}", o.problems());
+        let runners = super::super::RunnersConfig::default();
+        let dev = o.agent(&runners, None, Some("dev")).unwrap();
+        assert_eq!(
+            dev,
+            Agent {
+                kind: Kind::Codex,
+                model: Some("gpt-5-codex".into()),
+                api_key_env: Some("OPENAI_KEY_DEV".into())
+            }
+        );
+        // No runner for qa: the default, with qa's model.
+        let qa = o.agent(&runners, None, Some("qa")).unwrap();
+        assert_eq!(
+            (qa.kind, qa.model.as_deref()),
+            (Kind::Claude, Some("claude-haiku"))
+        );
+        // A step's own runner wins.
+        assert_eq!(
+            o.agent(&runners, Some("shell"), Some("dev")).unwrap().kind,
+            Kind::Shell
+        );
+    }
+
+    #[test]
+    fn every_problem_is_named_and_keys_are_never_echoed() {
+        let o = parse("agents:\n  Dev: {runner: gpt}\n  qa: {api_key: sk-ant-SECRET123, api_key_env: sk-live}\nmax_concurrent_agents: 0\nbudget_usd: -1\nescalation_threshold: 2\n");
+        let p = o.problems();
+        assert_eq!(p.len(), 7, "{p:#?}");
+        assert!(p[0].starts_with("orchestration.agents.Dev: a role is lowercase"));
+        assert!(p[1].starts_with("orchestration.agents.Dev.runner:"));
+        assert!(p[2].starts_with("orchestration.agents.qa.api_key: API keys are never stored"));
+        assert!(p[3].starts_with(
+            "orchestration.agents.qa.api_key_env: \"sk-live\" is not an environment variable name"
+        ));
+        assert!(!p.join("\n").contains("SECRET123"));
+        let e = serde_yaml::from_str::<OrchestrationConfig>("agents:\n  dev: {modle: x}\n")
+            .unwrap_err();
+        assert!(e.to_string().contains("unknown field `modle`"), "{e}");
+    }
+}
