@@ -145,6 +145,30 @@ fn workflow_yaml_resolves_in_bmad_order_and_its_instructions_parse_tag_by_tag() 
 }
 
 #[test]
+fn preflight_derives_the_config_keys_a_workflow_reads() {
+    let env = TestEnv::new();
+    let repo = project(&env);
+    let wf = "_bmad/bmm/workflows/demo-story/workflow.yaml";
+    let ready = env
+        .bmad(&repo, &["analyze", "preflight", "--workflow", wf, "--json"])
+        .success()
+        .json();
+    assert_eq!(ready["overall_status"], "READY");
+    // The config loses a key the workflow reads: FAILED, naming it and where to set it.
+    let config = read(&repo, "_bmad/bmm/config.yaml").replace("user_name: Ada\n", "");
+    write(&repo, "_bmad/bmm/config.yaml", &config);
+    let failed = env
+        .bmad(&repo, &["analyze", "preflight", "--workflow", wf, "--json"])
+        .code(1)
+        .json();
+    assert_eq!(failed["missing"], serde_json::json!(["user_name"]));
+    assert_eq!(
+        failed["checks"][0]["remediation"],
+        "set user_name in _bmad/bmm/config.yaml"
+    );
+}
+
+#[test]
 fn step_files_chain_and_a_resumed_workflow_knows_its_next_step() {
     let env = TestEnv::new();
     let repo = project(&env);

@@ -45,9 +45,13 @@ pub enum AnalyzeAction {
     /// Is everything a workflow needs there? Config keys, input documents, commands on PATH:
     /// READY, or FAILED with what is missing and how to fix it (exit 1)
     Preflight {
-        /// The config to look keys up in (default: the BMAD install's bmm/config.yaml)
+        /// The config to look keys up in (default: the workflow's config_source, else the
+        /// BMAD install's bmm/config.yaml)
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
+        /// A workflow.yaml: every `{config_source}:key` it uses is a required key
+        #[arg(long, value_name = "FILE")]
+        workflow: Option<PathBuf>,
         /// A config key that must be set (repeatable)
         #[arg(long = "key", value_name = "KEY")]
         keys: Vec<String>,
@@ -264,10 +268,24 @@ pub fn cmd_analyze(ctx: &Context, args: &AnalyzeArgs) -> Result<u8, CommandError
         }
         AnalyzeAction::Preflight {
             config,
+            workflow,
             keys,
             inputs,
             commands,
-        } => return preflight_cmd(ctx, config.as_deref(), keys, inputs, commands),
+        } => {
+            let mut keys = keys.clone();
+            let mut config = config.clone();
+            if let Some(w) = workflow {
+                let (needed, source) = workflow_requirements(ctx, w)?;
+                for k in needed {
+                    if !keys.contains(&k) {
+                        keys.push(k);
+                    }
+                }
+                config = config.or(source);
+            }
+            return preflight_cmd(ctx, config.as_deref(), &keys, inputs, commands);
+        }
         AnalyzeAction::Tier {
             message,
             base,
@@ -464,6 +482,49 @@ pub fn cmd_analyze(ctx: &Context, args: &AnalyzeArgs) -> Result<u8, CommandError
         }
     }
     Ok(exit::OK)
+}
+
+/// The config keys a workflow.yaml reads with `{config_source}:key`, and its config file.
+fn workflow_requirements(
+    ctx: &Context,
+    file: &std::path::Path,
+) -> Result<(Vec<String>, Option<PathBuf>), CommandError> {
+    let path = ctx.cwd.join(file);
+    let root = ctx
+        .repo()
+        .map(|r| r.workdir().to_path_buf())
+        .unwrap_or_else(|_| ctx.cwd.clone());
+    let mut env = crate::bmad::workflow::Env::new(&root);
+    env.lenient_config = true;
+    let wf = crate::bmad::workflow::load(&path, &env)
+        .map_err(|e| CommandError::failed(e.to_string()))?;
+    let Some(config) = wf.config else {
+        return Err(CommandError::usage(format!(
+            "{} is not a workflow.yaml; --workflow reads the config keys a workflow.yaml uses",
+            file.display()
+        )));
+    };
+    let mut keys = Vec::new();
+    for v in &config.variables {
+        let mut rest = v.raw.as_str();
+        while let Some(at) = rest.find("{config_source}:") {
+            rest = &rest[at + "{config_source}:".len()..];
+            let key: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '-')
+                .collect();
+            if !key.is_empty() && !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+    }
+    let source = config
+        .variables
+        .iter()
+        .find(|v| v.name == "config_source")
+        .map(|v| PathBuf::from(&v.value))
+        .filter(|p| p.is_file());
+    Ok((keys, source))
 }
 
 fn preflight_cmd(
