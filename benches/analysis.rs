@@ -3,27 +3,16 @@
 //! loop checks in microseconds. Baseline: one pass of `str::lines` over the same output,
 //! the least any analysis must read. Run: cargo bench --bench analysis
 
-use std::time::{Duration, Instant};
+mod common;
+
+use std::time::Duration;
 
 use git_bmad::bmad::analysis::{confidence, loops, menu};
 
 const SAMPLES: usize = 201;
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn time(mut f: impl FnMut()) -> Duration {
-    median(
-        (0..SAMPLES)
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                t.elapsed()
-            })
-            .collect(),
-    )
+fn time(f: impl FnMut()) -> Duration {
+    common::median_time(SAMPLES, f)
 }
 
 fn main() {

@@ -4,27 +4,16 @@
 //! Run: cargo bench --bench workflow
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+mod common;
+
+use std::time::Duration;
 
 use git_bmad::bmad::workflow::{self, Env};
 
 const SAMPLES: usize = 51;
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn time(mut f: impl FnMut()) -> Duration {
-    median(
-        (0..SAMPLES)
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                t.elapsed()
-            })
-            .collect(),
-    )
+fn time(f: impl FnMut()) -> Duration {
+    common::median_time(SAMPLES, f)
 }
 
 fn write(root: &Path, rel: &str, text: &str) -> PathBuf {

@@ -12,6 +12,7 @@
 
 pub mod bmad;
 pub mod cli;
+pub mod diagnostic;
 pub mod fs;
 pub mod git;
 pub mod policy;

@@ -294,15 +294,7 @@ impl Playbook {
     }
 }
 
-/// How bad a finding is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// The playbook cannot run.
-    Error,
-    /// It can run, but probably not as meant.
-    Warning,
-}
+pub use crate::diagnostic::Severity;
 
 /// One finding, with where it is.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -322,10 +314,7 @@ pub struct Diagnostic {
 impl Diagnostic {
     /// `file:line:col: severity: field: message`.
     pub fn render(&self, file: &str) -> String {
-        let severity = match self.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        };
+        let severity = self.severity.as_str();
         format!(
             "{file}:{}:{}: {severity}: {}: {}",
             self.line, self.col, self.field, self.message

@@ -426,6 +426,7 @@ fn shift(tier: u8, by: i8) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diagnostic::testing::random_strings;
 
     fn say(message: &str) -> Vec<Override> {
         parse(message).unwrap()
@@ -544,20 +545,15 @@ mod tests {
 
     #[test]
     fn no_panic_on_arbitrary_text() {
-        let mut seed = 7u64;
-        let alphabet: Vec<char> = "tier 0123456789:=[]profile batch_size thorough é "
-            .chars()
-            .collect();
-        for _ in 0..2000 {
-            let mut s = String::new();
-            for _ in 0..(seed % 40) {
-                seed = seed
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                s.push(alphabet[(seed >> 33) as usize % alphabet.len()]);
-            }
-            if let Ok(o) = parse(&s) {
-                let r = resolve((seed % 9) as u8, &o, &o);
+        let texts = random_strings(
+            "tier 0123456789:=[]profile batch_size thorough é ",
+            7,
+            2000,
+            40,
+        );
+        for (i, s) in texts.iter().enumerate() {
+            if let Ok(o) = parse(s) {
+                let r = resolve((i % 9) as u8, &o, &o);
                 assert!(r.settings.tier <= 4 && r.operation.tier <= 4);
             }
         }

@@ -335,6 +335,7 @@ fn parse_tag(s: &str) -> Option<Tag> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diagnostic::testing::random_strings;
 
     #[test]
     fn tags_text_and_traps() {
@@ -380,16 +381,7 @@ mod tests {
 
     #[test]
     fn never_panics() {
-        let alphabet: Vec<char> = "<>/=\"' \n`-!abstepn1é".chars().collect();
-        let mut seed = 42u64;
-        for _ in 0..3000 {
-            let mut s = String::new();
-            for _ in 0..(seed % 60) {
-                seed = seed
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                s.push(alphabet[(seed >> 33) as usize % alphabet.len()]);
-            }
+        for s in random_strings("<>/=\"' \n`-!abstepn1é", 42, 3000, 60) {
             let _ = read(&s, 1);
         }
     }

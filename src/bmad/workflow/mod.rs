@@ -32,15 +32,7 @@ use serde::Serialize;
 
 pub use resolve::Env;
 
-/// How bad a finding is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    /// Breaks the workflow.
-    Error,
-    /// Worth fixing; the workflow still loads.
-    Warning,
-}
+pub use crate::diagnostic::Severity;
 
 /// A finding with its place: `file:line:col: severity: message`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -90,14 +82,14 @@ impl Diagnostic {
 
 impl fmt::Display for Diagnostic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let severity = match self.severity {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-        };
         write!(
             f,
-            "{}:{}:{}: {severity}: {}",
-            self.file, self.line, self.col, self.message
+            "{}:{}:{}: {}: {}",
+            self.file,
+            self.line,
+            self.col,
+            self.severity.as_str(),
+            self.message
         )?;
         if let Some(h) = &self.hint {
             write!(f, " (fix: {h})")?;

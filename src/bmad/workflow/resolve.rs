@@ -275,6 +275,7 @@ pub fn escapes(path: &str, project_root: &Path) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diagnostic::testing::random_strings;
 
     fn resolver<'a>(env: &'a Env, vars: &[(&str, &str)]) -> Resolver<'a> {
         Resolver::new(
@@ -385,16 +386,7 @@ mod tests {
     #[test]
     fn never_panics_on_braces() {
         let env = Env::new(Path::new("/p"));
-        let alphabet: Vec<char> = "{}:_-ab é/config_source".chars().collect();
-        let mut seed = 3u64;
-        for _ in 0..3000 {
-            let mut s = String::new();
-            for _ in 0..(seed % 40) {
-                seed = seed
-                    .wrapping_mul(6364136223846793005)
-                    .wrapping_add(1442695040888963407);
-                s.push(alphabet[(seed >> 33) as usize % alphabet.len()]);
-            }
+        for s in random_strings("{}:_-ab é/config_source", 3, 3000, 40) {
             let mut r = resolver(&env, &[("a", "{b}"), ("b", "x")]);
             r.config = Some(BTreeMap::new());
             let _ = r.text(&s);
