@@ -362,7 +362,7 @@ fn lint_finds_escaping_outputs_missing_references_and_broken_jumps() {
     );
     // Not a workflow at all: a clear failure.
     write(&repo, "notes.txt", "hello\n");
-    let run = env.bmad(&repo, &["workflow", "show", "notes.txt"]).code(1);
+    let run = env.bmad(&repo, &["workflow", "show", "notes.txt"]).code(2);
     assert!(
         run.stderr.contains("is not a BMAD workflow file"),
         "{}",

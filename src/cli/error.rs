@@ -186,6 +186,17 @@ impl From<runner::Error> for CommandError {
     }
 }
 
+impl From<crate::bmad::workflow::Error> for CommandError {
+    fn from(e: crate::bmad::workflow::Error) -> Self {
+        use crate::bmad::workflow::Error as E;
+        let (code, hint) = match &e {
+            E::Read { .. } => (exit::FAILED, None),
+            E::NotAWorkflow { .. } => (exit::USAGE, None),
+        };
+        CommandError::coded(code, e, hint)
+    }
+}
+
 impl From<crate::bmad::Error> for CommandError {
     fn from(e: crate::bmad::Error) -> Self {
         use crate::bmad::Error as E;

@@ -90,16 +90,7 @@ impl WorkflowYaml {
 pub fn load(path: &Path, text: &str, env: &Env) -> Workflow {
     let file = env.shown(path);
     let mut diagnostics = Vec::new();
-    let mut wf = Workflow {
-        file: file.clone(),
-        format: Format::WorkflowYaml,
-        name: None,
-        config: None,
-        instructions_file: None,
-        instructions: None,
-        chain: None,
-        diagnostics: Vec::new(),
-    };
+    let mut wf = Workflow::new(file.clone(), Format::WorkflowYaml, None);
     let root = match yaml::parse(text) {
         Ok(Some(root)) if root.as_map().is_some() => root,
         Ok(other) => {

@@ -138,6 +138,20 @@ pub struct Workflow {
 }
 
 impl Workflow {
+    /// An empty model of `file`, to be filled by its loader.
+    pub fn new(file: String, format: Format, name: Option<String>) -> Workflow {
+        Workflow {
+            file,
+            format,
+            name,
+            config: None,
+            instructions_file: None,
+            instructions: None,
+            chain: None,
+            diagnostics: Vec::new(),
+        }
+    }
+
     /// Whether any finding is an error.
     pub fn has_errors(&self) -> bool {
         self.diagnostics
@@ -182,57 +196,44 @@ pub fn load(path: &Path, env: &Env) -> Result<Workflow, Error> {
     let path = canonical.as_path();
     let shown = env.shown(path);
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let not_a_workflow = || Error::NotAWorkflow {
+        path: path.to_path_buf(),
+    };
     let mut wf = if name.ends_with(".yaml") || name.ends_with(".yml") {
         config::load(path, &text, env)
     } else if name.ends_with(".md") || name.ends_with(".xml") {
         let mut diagnostics = Vec::new();
         let doc = frontmatter::read(&text, &shown, &mut diagnostics);
+        let doc_name = doc.str("name").map(str::to_owned);
+        // Instruction files are read whole; a workflow.md or SKILL.md from its <workflow>.
         let whole_file = name.starts_with("instructions") || name.ends_with(".xml");
         let block = if whole_file {
             Some((0, 0))
         } else {
             embedded_workflow(doc.body)
         };
-        if let Some((start, line)) = block.or_else(|| doc.body.contains("<step ").then_some((0, 0)))
-        {
-            let mut instructions =
-                instructions::parse(&doc.body[start..], doc.body_line + line, &shown);
-            diagnostics.append(&mut instructions.diagnostics);
-            Workflow {
-                file: shown,
-                format: if whole_file {
-                    Format::Instructions
-                } else {
-                    Format::Embedded
-                },
-                name: doc.str("name").map(str::to_owned),
-                config: None,
-                instructions_file: None,
-                instructions: Some(instructions),
-                chain: None,
-                diagnostics,
-            }
+        let mut wf = if let Some((start, line)) = block {
+            let format = if whole_file {
+                Format::Instructions
+            } else {
+                Format::Embedded
+            };
+            let mut wf = Workflow::new(shown.clone(), format, doc_name);
+            let mut parsed = instructions::parse(&doc.body[start..], doc.body_line + line, &shown);
+            diagnostics.append(&mut parsed.diagnostics);
+            wf.instructions = Some(parsed);
+            wf
         } else if doc.present || name.starts_with("step") || name == "workflow.md" {
-            let chain = steps::follow(path, &doc, env, &mut diagnostics);
-            Workflow {
-                file: shown,
-                format: Format::StepFiles,
-                name: doc.str("name").map(str::to_owned),
-                config: None,
-                instructions_file: None,
-                instructions: None,
-                chain: Some(chain),
-                diagnostics,
-            }
+            let mut wf = Workflow::new(shown.clone(), Format::StepFiles, doc_name);
+            wf.chain = Some(steps::follow(path, &doc, env, &mut diagnostics));
+            wf
         } else {
-            return Err(Error::NotAWorkflow {
-                path: path.to_path_buf(),
-            });
-        }
+            return Err(not_a_workflow());
+        };
+        wf.diagnostics = diagnostics;
+        wf
     } else {
-        return Err(Error::NotAWorkflow {
-            path: path.to_path_buf(),
-        });
+        return Err(not_a_workflow());
     };
     lint::lint(&mut wf, env);
     Ok(wf)

@@ -55,10 +55,13 @@ impl Env {
     pub fn install_of(&self, file: &Path) -> Option<PathBuf> {
         let mut dir = file.parent();
         while let Some(d) = dir {
-            if MODULES.iter().filter(|m| d.join(m).is_dir()).count() >= 1
-                && (INSTALL_DIRS.iter().any(|n| d.ends_with(n))
-                    || MODULES.iter().any(|m| d.join(m).join("workflows").is_dir()))
-            {
+            // An install dir with a module, or any dir whose module has workflows (BMAD's
+            // source tree keeps them under `src/`).
+            let named = INSTALL_DIRS.iter().any(|n| d.ends_with(n));
+            if MODULES.iter().any(|m| {
+                let module = d.join(m);
+                module.is_dir() && (named || module.join("workflows").is_dir())
+            }) {
                 return Some(d.to_path_buf());
             }
             dir = d.parent();

@@ -496,8 +496,7 @@ fn workflow_requirements(
         .unwrap_or_else(|_| ctx.cwd.clone());
     let mut env = crate::bmad::workflow::Env::new(&root);
     env.lenient_config = true;
-    let wf = crate::bmad::workflow::load(&path, &env)
-        .map_err(|e| CommandError::failed(e.to_string()))?;
+    let wf = crate::bmad::workflow::load(&path, &env)?;
     let Some(config) = wf.config else {
         return Err(CommandError::usage(format!(
             "{} is not a workflow.yaml; --workflow reads the config keys a workflow.yaml uses",

@@ -58,8 +58,14 @@ pub fn cmd_template(ctx: &Context, args: &TemplateArgs) -> Result<u8, CommandErr
         ))
     })?;
     let rendered = template::render(&text, &values, *allow_missing).map_err(|e| {
-        CommandError::failed(format!("{}:{}: {}", path.display(), e.line, e.message))
-            .hinted("define it in the --vars file, or pass --allow-missing to leave it as written")
+        let err = CommandError::failed(format!("{}:{}: {}", path.display(), e.line, e.message));
+        if e.message.contains("is not defined") {
+            err.hinted(
+                "define it in the --vars file, or pass --allow-missing to leave it as written",
+            )
+        } else {
+            err
+        }
     })?;
     if ctx.ui.json() {
         ctx.ui.print_json(&rendered);

@@ -66,7 +66,7 @@ pub(super) fn env(ctx: &Context, resolve: &ResolveArgs) -> Env {
 }
 
 fn load(ctx: &Context, env: &Env, file: &Path) -> Result<Workflow, CommandError> {
-    workflow::load(&ctx.cwd.join(file), env).map_err(|e| CommandError::failed(e.to_string()))
+    Ok(workflow::load(&ctx.cwd.join(file), env)?)
 }
 
 /// Run `workflow`.
