@@ -201,15 +201,14 @@ pub fn load(path: &Path, text: &str, env: &Env) -> Workflow {
     for (name, raw_value, line, col) in &order {
         let value = match resolver.var(name) {
             Ok(v) => v,
+            // Without a config, the missing config is the one finding, already made.
+            Err(Problem::NoConfig(_)) => raw_value.clone(),
             Err(problem) => {
                 let (message, hint) = describe(&problem, config_file.as_deref());
-                // Without a config, the missing config is the one finding, already made.
-                if !matches!(problem, Problem::NoConfig(_)) {
-                    diagnostics.push(
-                        Diagnostic::error(&file, *line, *col, format!("`{name}`: {message}"))
-                            .hint(hint),
-                    );
-                }
+                diagnostics.push(
+                    Diagnostic::error(&file, *line, *col, format!("`{name}`: {message}"))
+                        .hint(hint),
+                );
                 raw_value.clone()
             }
         };
