@@ -353,6 +353,18 @@ fn gates_are_shown_as_their_confidence_says_and_status_expands_them() {
         full.stdout
     );
     assert!(full.stdout.contains("Answer explicitly"), "{}", full.stdout);
+    let gate = env
+        .bmad(&wt, &["status", "--gate", "--json"])
+        .success()
+        .json();
+    assert_eq!(
+        (
+            gate["step"].as_str(),
+            gate["format"].as_str(),
+            gate["confidence"].as_u64()
+        ),
+        (Some("g2"), Some("minimal"), Some(100))
+    );
     let events = journal(&env, &wt);
     let formats: Vec<&Value> = named(&events, "gate_opened")
         .iter()
@@ -1034,7 +1046,7 @@ fn roles_get_their_agent_model_and_key_and_the_budget_and_concurrency_hold() {
     let stdout = String::from_utf8_lossy(&run.stdout);
     assert_eq!(run.status.code(), Some(6), "{stdout}");
     assert!(
-        stdout.contains("spent $0.03 of the $0.03 budget"),
+        stdout.contains("spent $0.03 of the $0.025 budget"),
         "{stdout}"
     );
     let log = std::fs::read_to_string(env.root().join("home/agent.log")).unwrap();

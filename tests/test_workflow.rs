@@ -345,6 +345,36 @@ fn lint_finds_escaping_outputs_missing_references_and_broken_jumps() {
     );
     assert_eq!(lint["errors"], 8, "{found:#?}");
     assert_eq!(lint["warnings"], 1, "{found:#?}");
+    // A cycle is reported where it is, and its paths are not checked again; a field written
+    // twice is one variable with the last value.
+    write(&repo, "cycle/workflow.yaml", "name: x\nname: y\nconfig_source: \"{project-root}/_bmad/bmm/config.yaml\"\ninstructions: \"{installed_path}/i.xml\"\ninstalled_path: \"{a}\"\na: \"{installed_path}\"\n");
+    let cycle = env
+        .bmad(&repo, &["workflow", "lint", "cycle/workflow.yaml"])
+        .code(1);
+    assert!(
+        cycle.stdout.contains("cycle/workflow.yaml:5:17: error: `installed_path`: variables refer to each other: installed_path → a → installed_path"),
+        "{}",
+        cycle.stdout
+    );
+    assert!(!cycle.stdout.contains("does not exist"), "{}", cycle.stdout);
+    let shown = show(&env, &repo, "cycle/workflow.yaml");
+    let names: Vec<&str> = shown["config"]["variables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "name",
+            "config_source",
+            "instructions",
+            "installed_path",
+            "a"
+        ]
+    );
+    assert_eq!(shown["name"], "y");
     // A workflow.yaml that is not YAML: error with its position.
     write(
         &repo,

@@ -88,10 +88,10 @@ pub enum Outcome {
     },
     /// The budget was spent.
     BudgetLimit {
-        /// The budget, in cents.
-        limit_cents: u64,
-        /// Spent, in cents.
-        spent_cents: u64,
+        /// The budget, in millionths of a dollar.
+        limit_micro_usd: u64,
+        /// Spent, in millionths of a dollar.
+        spent_micro_usd: u64,
     },
     /// The run's time limit was reached.
     RunTimeLimit {
@@ -741,17 +741,17 @@ impl<'a> Engine<'a> {
             }));
         }
         if let Some(budget) = self.config.orchestration.budget_usd {
-            let limit_cents = (budget * 100.0).round() as u64;
-            let spent_cents = self.state.cost_micro_usd / 10_000;
-            if self.state.cost_micro_usd as f64 >= budget * 1e6 {
+            let limit_micro_usd = (budget * 1e6).round() as u64;
+            let spent_micro_usd = self.state.cost_micro_usd;
+            if spent_micro_usd >= limit_micro_usd {
                 self.record(
                     NewEvent::new(kind::LIMIT_BUDGET)
                         .decision(Some(Decision::Auto))
-                        .detail(json!({"budget_usd": budget, "spent_usd": self.state.cost_micro_usd as f64 / 1e6})),
+                        .detail(json!({"budget_usd": budget, "spent_usd": spent_micro_usd as f64 / 1e6})),
                 )?;
                 return Ok(Some(Outcome::BudgetLimit {
-                    limit_cents,
-                    spent_cents,
+                    limit_micro_usd,
+                    spent_micro_usd,
                 }));
             }
         }

@@ -86,8 +86,9 @@ impl WorkflowYaml {
     }
 }
 
-/// Load `workflow.yaml` at `path` (text already read), its config and its instructions.
-pub fn load(path: &Path, text: &str, env: &Env) -> Workflow {
+/// Load `workflow.yaml` at `path` (text already read, `install` found), its config and its
+/// instructions.
+pub fn load(path: &Path, text: &str, env: &Env, install: Option<PathBuf>) -> Workflow {
     let file = env.shown(path);
     let mut diagnostics = Vec::new();
     let mut wf = Workflow::new(file.clone(), Format::WorkflowYaml, None);
@@ -130,29 +131,32 @@ pub fn load(path: &Path, text: &str, env: &Env) -> Workflow {
             );
         }
     }
-    let mut raw: BTreeMap<String, String> = BTreeMap::new();
-    let mut order = Vec::new();
-    let mut seen: Vec<&str> = Vec::new();
+    // Scalar fields in file order; a duplicate keeps its first place and takes the last value.
+    let mut order: Vec<(String, String, usize, usize)> = Vec::new();
     for (k, v) in entries {
         let Some(key) = k.as_str() else { continue };
-        if seen.contains(&key) {
-            diagnostics.push(Diagnostic::warning(
-                &file,
-                k.line,
-                k.col,
-                format!("duplicate field `{key}`: the last value is used"),
-            ));
-        }
-        seen.push(key);
-        if let Some(s) = v.as_str() {
-            raw.insert(key.to_owned(), s.to_owned());
-            order.push((key.to_owned(), s.to_owned(), k.line, v.col));
-        } else if matches!(v.value, yaml::Value::Null) {
-            raw.insert(key.to_owned(), String::new());
-            order.push((key.to_owned(), String::new(), k.line, v.col));
+        let value = match (&v.value, v.as_str()) {
+            (_, Some(s)) => s.to_owned(),
+            (yaml::Value::Null, _) => String::new(),
+            _ => continue,
+        };
+        match order.iter_mut().find(|(name, ..)| name == key) {
+            Some(slot) => {
+                diagnostics.push(Diagnostic::warning(
+                    &file,
+                    k.line,
+                    k.col,
+                    format!("duplicate field `{key}`: the last value is used"),
+                ));
+                *slot = (key.to_owned(), value, k.line, v.col);
+            }
+            None => order.push((key.to_owned(), value, k.line, v.col)),
         }
     }
-    let install = env.install_of(path);
+    let raw: BTreeMap<String, String> = order
+        .iter()
+        .map(|(name, value, ..)| (name.clone(), value.clone()))
+        .collect();
     let mut resolver = Resolver::new(env, install, raw.clone());
     // The config: `--config` if given, else config_source.
     let config_path = match &env.config_override {
@@ -198,12 +202,18 @@ pub fn load(path: &Path, text: &str, env: &Env) -> Workflow {
         }
     }
     let mut variables = Vec::new();
+    // Variables already reported as unresolvable: their paths are not checked again.
+    let mut unresolvable: Vec<&str> = Vec::new();
     for (name, raw_value, line, col) in &order {
         let value = match resolver.var(name) {
             Ok(v) => v,
             // Without a config, the missing config is the one finding, already made.
-            Err(Problem::NoConfig(_)) => raw_value.clone(),
+            Err(Problem::NoConfig(_)) => {
+                unresolvable.push(name);
+                raw_value.clone()
+            }
             Err(problem) => {
+                unresolvable.push(name);
                 let (message, hint) = describe(&problem, config_file.as_deref());
                 diagnostics.push(
                     Diagnostic::error(&file, *line, *col, format!("`{name}`: {message}"))
@@ -306,7 +316,8 @@ pub fn load(path: &Path, text: &str, env: &Env) -> Workflow {
             )
         })
         .collect();
-    let instructions = value_of("instructions").filter(|i| !i.is_empty());
+    let instructions = value_of("instructions")
+        .filter(|i| !i.is_empty() && !unresolvable.contains(&"instructions"));
     let mut config = WorkflowYaml {
         config_file,
         template,
@@ -351,7 +362,7 @@ pub fn load(path: &Path, text: &str, env: &Env) -> Workflow {
             Err(_) => {}
         }
     }
-    if let Template::File(t) = &config.template {
+    if let (Template::File(t), false) = (&config.template, unresolvable.contains(&"template")) {
         if !Path::new(t).is_file() && !t.contains("://") {
             let (line, col) = position(&root, "template");
             diagnostics.push(Diagnostic::error(

@@ -48,8 +48,7 @@ pub fn lint(wf: &mut Workflow, env: &Env) {
                     .collect()
             })
             .unwrap_or_default();
-        let install = env.install_of(&env.project_root.join(&file));
-        let mut resolver = Resolver::new(env, install, vars);
+        let mut resolver = Resolver::new(env, wf.install.clone(), vars);
         for call in i.invocations.iter().filter(|c| c.kind == "invoke-workflow") {
             if call.target.contains("{{") || call.target.trim().is_empty() {
                 continue;

@@ -135,6 +135,10 @@ pub struct Workflow {
     pub chain: Option<steps::Chain>,
     /// Everything noticed while loading, and lint findings once [`lint::lint`] ran.
     pub diagnostics: Vec<Diagnostic>,
+    /// The BMAD install the file sits in (found once per load; every resolver maps
+    /// `{project-root}/_bmad/…` to it).
+    #[serde(skip)]
+    pub install: Option<PathBuf>,
 }
 
 impl Workflow {
@@ -149,6 +153,7 @@ impl Workflow {
             instructions: None,
             chain: None,
             diagnostics: Vec::new(),
+            install: None,
         }
     }
 
@@ -196,11 +201,12 @@ pub fn load(path: &Path, env: &Env) -> Result<Workflow, Error> {
     let path = canonical.as_path();
     let shown = env.shown(path);
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let install = env.install_of(path);
     let not_a_workflow = || Error::NotAWorkflow {
         path: path.to_path_buf(),
     };
     let mut wf = if name.ends_with(".yaml") || name.ends_with(".yml") {
-        config::load(path, &text, env)
+        config::load(path, &text, env, install.clone())
     } else if name.ends_with(".md") || name.ends_with(".xml") {
         let mut diagnostics = Vec::new();
         let doc = frontmatter::read(&text, &shown, &mut diagnostics);
@@ -225,7 +231,13 @@ pub fn load(path: &Path, env: &Env) -> Result<Workflow, Error> {
             wf
         } else if doc.present || name.starts_with("step") || name == "workflow.md" {
             let mut wf = Workflow::new(shown.clone(), Format::StepFiles, doc_name);
-            wf.chain = Some(steps::follow(path, &doc, env, &mut diagnostics));
+            wf.chain = Some(steps::follow(
+                path,
+                &doc,
+                env,
+                install.clone(),
+                &mut diagnostics,
+            ));
             wf
         } else {
             return Err(not_a_workflow());
@@ -235,6 +247,7 @@ pub fn load(path: &Path, env: &Env) -> Result<Workflow, Error> {
     } else {
         return Err(not_a_workflow());
     };
+    wf.install = install;
     lint::lint(&mut wf, env);
     Ok(wf)
 }

@@ -66,9 +66,9 @@ pub fn follow(
     path: &Path,
     doc: &Document<'_>,
     env: &Env,
+    install: Option<PathBuf>,
     diagnostics: &mut Vec<Diagnostic>,
 ) -> Chain {
-    let install = env.install_of(path);
     let dir = path.parent().unwrap_or(Path::new("."));
     let mut chain = Chain::default();
     let is_step = path
@@ -413,7 +413,8 @@ mod tests {
         let mut d = Vec::new();
         let text = std::fs::read_to_string(root.join("wf/workflow.md")).unwrap();
         let doc = frontmatter::read(&text, "wf/workflow.md", &mut d);
-        let chain = follow(&root.join("wf/workflow.md"), &doc, &env, &mut d);
+        let wf = root.join("wf/workflow.md");
+        let chain = follow(&wf, &doc, &env, env.install_of(&wf), &mut d);
         let names: Vec<&str> = chain.steps.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(
             names,

@@ -534,6 +534,11 @@ fn preflight_cmd(
     commands: &[String],
 ) -> Result<u8, CommandError> {
     let ui = &ctx.ui;
+    if keys.is_empty() && inputs.is_empty() && commands.is_empty() {
+        return Err(CommandError::usage(
+            "nothing to check: give --workflow, --key, --input or --command",
+        ));
+    }
     let layout = Layout::discover(&ctx.cwd);
     let file = match config {
         Some(c) => Some(ctx.cwd.join(c)),
@@ -555,11 +560,6 @@ fn preflight_cmd(
         inputs: inputs.to_vec(),
         commands: commands.to_vec(),
     };
-    if keys.is_empty() && inputs.is_empty() && commands.is_empty() {
-        return Err(CommandError::usage(
-            "nothing to check: give --key, --input or --command",
-        ));
-    }
     let path_dirs: Vec<PathBuf> = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).collect())
         .unwrap_or_default();

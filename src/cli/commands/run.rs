@@ -133,9 +133,8 @@ pub(super) fn supervise_and_report(
             ui.line(format!("{} the run reached its cap of {limit} invocations ({done}/{total} steps finished).", ui.paint("Stopped:", Style::Red)));
             ui.status("Next: look at why steps repeat (git bmad journal); raise limits.max_invocations in the playbook only if the work needs it");
         }
-        Outcome::BudgetLimit { limit_cents, spent_cents } => {
-            let usd = |c: &u64| format!("${}.{:02}", c / 100, c % 100);
-            ui.line(format!("{} the agents have spent {} of the {} budget ({done}/{total} steps finished).", ui.paint("Stopped:", Style::Red), usd(spent_cents), usd(limit_cents)));
+        Outcome::BudgetLimit { limit_micro_usd, spent_micro_usd } => {
+            ui.line(format!("{} the agents have spent {} of the {} budget ({done}/{total} steps finished).", ui.paint("Stopped:", Style::Red), dollars(*spent_micro_usd), dollars(*limit_micro_usd)));
             ui.status("Next: git bmad journal shows each step's cost; raise orchestration.budget_usd in .bmad/config.yaml to go on");
         }
         Outcome::RunTimeLimit { limit_secs } => {
@@ -151,7 +150,14 @@ pub(super) fn supervise_and_report(
     Ok(code)
 }
 
-/// Show a gate: what happened, the evidence, and how to answer.
+/// Millionths of a dollar as `$1.50` (cents at least; more digits only when they matter).
+fn dollars(micro_usd: u64) -> String {
+    let text = format!("{:.6}", micro_usd as f64 / 1e6);
+    let trimmed = text.trim_end_matches('0');
+    let decimals = trimmed.split_once('.').map_or(0, |(_, d)| d.len());
+    format!("${:.*}", decimals.max(2), micro_usd as f64 / 1e6)
+}
+
 /// Evidence lines a Summary gate shows before pointing at the rest.
 const SUMMARY_LINES: usize = 8;
 
@@ -187,7 +193,7 @@ pub(super) fn print_gate(ui: &Ui, gate: &supervisor::Gate, done: usize, total: u
         return;
     }
     let lines: Vec<&str> = gate.evidence.lines().collect();
-    if !lines.is_empty() && !gate.evidence.trim().is_empty() {
+    if !gate.evidence.trim().is_empty() {
         ui.line("\n  What happened:");
         let shown = if format == Format::Summary {
             SUMMARY_LINES.min(lines.len())
@@ -273,4 +279,15 @@ fn progress(ui: &Ui, event: &Event) {
         _ => return,
     };
     ui.status(text);
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn dollars_show_cents_and_more_only_when_needed() {
+        assert_eq!(super::dollars(30_000), "$0.03");
+        assert_eq!(super::dollars(25_000), "$0.025");
+        assert_eq!(super::dollars(20_000_000), "$20.00");
+        assert_eq!(super::dollars(1_234_567), "$1.234567");
+    }
 }

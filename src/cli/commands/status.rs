@@ -33,13 +33,17 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
     let run = supervisor::RunState::replay(journal.events());
     let chain = session::chain(&repo, &s)?;
     let last = journal.events().last();
-    if args.gate && !ctx.ui.json() {
+    if args.gate {
         let Some(gate) = &run.gate else {
             return Err(CommandError::failed(format!(
                 "session {} is not waiting at a gate",
                 s.name
             )));
         };
+        if ctx.ui.json() {
+            ctx.ui.print_json(gate);
+            return Ok(exit::OK);
+        }
         let steps = run.manifest.as_ref().map_or(&[][..], |m| &m.steps[..]);
         let done = steps.iter().filter(|id| run.finished(id)).count();
         super::run::print_gate(&ctx.ui, gate, done, steps.len(), true);
