@@ -3,6 +3,8 @@
 //! loop checks in microseconds. Baseline: one pass of `str::lines` over the same output,
 //! the least any analysis must read. Run: cargo bench --bench analysis
 
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 use std::time::Duration;

@@ -6,6 +6,8 @@
 //! start, append, and the journal.md re-render). Baseline: `git notes append` on the same
 //! repository. Run: cargo bench --bench journal
 
+#![allow(clippy::unwrap_used)]
+
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};

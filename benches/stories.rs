@@ -2,6 +2,8 @@
 //! 100 ms). Baseline: sorting the same keys by name, the least any ordering must do.
 //! Run: cargo bench --bench stories
 
+#![allow(clippy::unwrap_used)]
+
 use std::time::{Duration, Instant};
 
 use git_bmad::bmad::queue::{self, Item};

@@ -3,6 +3,8 @@
 //! same bytes and counting `<step` in them, the least any loader must do.
 //! Run: cargo bench --bench workflow
 
+#![allow(clippy::unwrap_used)]
+
 use std::path::{Path, PathBuf};
 mod common;
 

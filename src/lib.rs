@@ -1,6 +1,8 @@
 //! git-bmad: run autonomous AI coding agents on a git repository safely.
 //!
-//! Layers, lowest first (each only calls the ones below it):
+//! Layers, lowest first (each only calls the ones below it; `ARCHITECTURE.md` §2, checked by
+//! `tests/test_layers.rs`):
+//! - [`config`]: `.bmad/config.yaml` and `git config bmad.*`, and bounded YAML reading;
 //! - [`git`]: one `Repo` handle; gix in-process, the `git` binary for the rest;
 //! - [`session`]: sessions, checkpoints, the journal in git notes, rollback;
 //! - [`policy`]: what agents may not do: hooks, the tool-call guard, the secret scanner;
@@ -9,10 +11,13 @@
 //! - [`bmad`]: the BMAD-Method and spec-kit file formats;
 //! - [`cli`]: argument parsing, printing, exit codes.
 #![warn(missing_docs)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod bmad;
 pub mod cli;
+pub mod config;
 pub mod diagnostic;
+pub mod env;
 pub mod fs;
 pub mod git;
 pub mod policy;
@@ -21,4 +26,3 @@ pub mod session;
 pub mod supervisor;
 pub mod text;
 pub mod time;
-pub mod yaml;

@@ -1,5 +1,8 @@
 //! All end-to-end tests, in one binary (one link step, one shared build).
 
+// Tests and fixtures: a panic is how an assertion fails.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 
 mod test_analyze;
@@ -8,6 +11,7 @@ mod test_crash;
 mod test_guard;
 mod test_hooks;
 mod test_journal;
+mod test_layers;
 mod test_json;
 mod test_lifecycle;
 mod test_man;

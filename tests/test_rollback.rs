@@ -151,14 +151,11 @@ fn restore_refuses_when_a_file_changed_after_the_snapshot() {
     let repo = Repo::discover(&repo_dir).unwrap();
     let index = env.root().join("private.index");
     std::fs::copy(repo_dir.join(".git/index"), &index).unwrap();
-    let now = repo.git().write_tree_of_worktree(&index).unwrap();
+    let now = repo.write_tree_of_worktree(&index).unwrap();
     let target = repo.tree_of(repo.head_id().unwrap().unwrap()).unwrap();
     // Someone writes after the snapshot (size differs, so the stat data betrays it).
     write(&repo_dir, "work.txt", "v2, written by a busy agent\n");
-    let err = repo
-        .git()
-        .read_tree_update(&index, now, target)
-        .unwrap_err();
+    let err = repo.read_tree_update(&index, now, target).unwrap_err();
     assert!(err.to_string().contains("work.txt"), "{err}");
     assert_eq!(
         read(&repo_dir, "work.txt"),

@@ -56,7 +56,7 @@ impl Layout {
     }
 
     fn read_config(&mut self, text: &str) {
-        let Ok(serde_yaml::Value::Mapping(map)) = serde_yaml::from_str::<serde_yaml::Value>(text)
+        let Ok(crate::config::yaml::Data::Mapping(map)) = crate::config::yaml::from_str::<crate::config::yaml::Data>(text)
         else {
             return;
         };

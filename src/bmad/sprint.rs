@@ -181,18 +181,16 @@ impl SprintStatus {
 
     /// Parse the text of a file.
     pub fn parse(path: &Path, text: String) -> Result<SprintStatus> {
-        let doc: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|e| Error::Parse {
+        let doc: crate::config::yaml::Data = crate::config::yaml::from_str(&text).map_err(|e| Error::Parse {
             path: path.to_path_buf(),
-            line: e.location().map_or(1, |l| l.line()),
+            line: e.location.map_or(1, |l| l.0),
             message: e.to_string(),
         })?;
         let scalar = |key: &str| -> Option<String> {
             match doc.get(key)? {
-                serde_yaml::Value::String(s) => Some(s.clone()),
-                serde_yaml::Value::Null => None,
-                other => serde_yaml::to_string(other)
-                    .ok()
-                    .map(|s| s.trim().to_owned()),
+                crate::config::yaml::Data::String(s) => Some(s.clone()),
+                crate::config::yaml::Data::Null => None,
+                other => Some(crate::config::yaml::to_string(other).trim().to_owned()),
             }
         };
         let mut status = SprintStatus {
@@ -222,8 +220,8 @@ impl SprintStatus {
         if let Some(items) = doc.get("action_items").and_then(|v| v.as_sequence()) {
             for item in items {
                 let field = |k: &str| match item.get(k) {
-                    Some(serde_yaml::Value::String(s)) => Some(s.clone()),
-                    Some(serde_yaml::Value::Number(n)) => Some(n.to_string()),
+                    Some(crate::config::yaml::Data::String(s)) => Some(s.clone()),
+                    Some(crate::config::yaml::Data::Number(n)) => Some(n.to_string()),
                     _ => None,
                 };
                 status.action_items.push(ActionItem {
@@ -307,7 +305,7 @@ impl SprintStatus {
     }
 
     /// The line reading must agree with the YAML reading, or the file is read-only.
-    fn cross_check(&mut self, doc: &serde_yaml::Value) {
+    fn cross_check(&mut self, doc: &crate::config::yaml::Data) {
         let Some(section) = doc.get("development_status") else {
             self.editable = false;
             return;
@@ -325,12 +323,9 @@ impl SprintStatus {
         let yaml: Vec<(String, String)> = map
             .iter()
             .map(|(k, v)| {
-                let text = |v: &serde_yaml::Value| match v {
-                    serde_yaml::Value::String(s) => s.clone(),
-                    other => serde_yaml::to_string(other)
-                        .unwrap_or_default()
-                        .trim()
-                        .to_owned(),
+                let text = |v: &crate::config::yaml::Data| match v {
+                    crate::config::yaml::Data::String(s) => s.clone(),
+                    other => crate::config::yaml::to_string(other).trim().to_owned(),
                 };
                 (text(k), text(v))
             })

@@ -175,7 +175,7 @@ impl Story {
         let body_start = text[close..]
             .find('\n')
             .map_or(text.len(), |i| close + i + 1);
-        match serde_yaml::from_str::<serde_yaml::Value>(yaml) {
+        match crate::config::yaml::from_str::<crate::config::yaml::Data>(yaml) {
             Ok(value) => {
                 self.depends_on = names(
                     value
@@ -185,7 +185,7 @@ impl Story {
                 self.baseline_commit = value.get("baseline_commit").and_then(scalar);
             }
             Err(e) => {
-                let line = 1 + e.location().map_or(1, |l| l.line());
+                let line = 1 + e.location.map_or(1, |l| l.0);
                 self.findings.push(Finding::error(
                     line,
                     format!(
@@ -358,9 +358,9 @@ impl Story {
 }
 
 /// A list of names, or one comma-separated scalar.
-fn names(v: Option<&serde_yaml::Value>) -> Vec<String> {
+fn names(v: Option<&crate::config::yaml::Data>) -> Vec<String> {
     match v {
-        Some(serde_yaml::Value::Sequence(items)) => items.iter().filter_map(scalar).collect(),
+        Some(crate::config::yaml::Data::Sequence(items)) => items.iter().filter_map(scalar).collect(),
         Some(other) => scalar(other)
             .map(|s| {
                 s.split(',')
@@ -373,11 +373,11 @@ fn names(v: Option<&serde_yaml::Value>) -> Vec<String> {
     }
 }
 
-fn scalar(v: &serde_yaml::Value) -> Option<String> {
+fn scalar(v: &crate::config::yaml::Data) -> Option<String> {
     match v {
-        serde_yaml::Value::String(s) => Some(s.clone()),
-        serde_yaml::Value::Number(n) => Some(n.to_string()),
-        serde_yaml::Value::Bool(b) => Some(b.to_string()),
+        crate::config::yaml::Data::String(s) => Some(s.clone()),
+        crate::config::yaml::Data::Number(n) => Some(n.to_string()),
+        crate::config::yaml::Data::Bool(b) => Some(b.to_string()),
         _ => None,
     }
 }

@@ -63,6 +63,23 @@ impl Context {
             }
         })
     }
+
+    /// The project configuration, with the runner names it uses checked against the
+    /// registered runners (the config layer cannot know them).
+    pub fn config(&self, repo: &Repo) -> Result<crate::config::Config, CommandError> {
+        let config = crate::session::load_config(repo)?;
+        let problems = crate::runner::config_problems(&config);
+        if problems.is_empty() {
+            return Ok(config);
+        }
+        let path = repo.main_workdir()?.join(crate::config::CONFIG_PATH);
+        Err(crate::session::Error::from(crate::config::Error::Invalid {
+            path,
+            location: None,
+            message: problems.join("; "),
+        })
+        .into())
+    }
 }
 
 /// Parse the arguments, run the command, and turn the outcome into an exit code.

@@ -12,19 +12,7 @@ use std::process::{Command, Output, Stdio};
 
 use super::error::{Error, Result};
 use super::ObjectId;
-
-/// Variables that would make a child git act on another repository, index or worktree.
-const REPO_REDIRECTING_VARS: &[&str] = &[
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_COMMON_DIR",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_NAMESPACE",
-    "GIT_PREFIX",
-    "GIT_QUARANTINE_PATH",
-];
+use crate::env::REPO_REDIRECTING_VARS;
 
 /// Options of every patch read for secret scanning: no context, colour, external diff,
 /// textconv or rename pairing, so added lines are exactly what was added.
@@ -38,7 +26,7 @@ const PATCH_ARGS: [&str; 5] = [
 
 /// The `git` executable, bound to one worktree.
 #[derive(Clone, Debug)]
-pub struct GitCli {
+pub(super) struct GitCli {
     program: PathBuf,
     git_dir: PathBuf,
     workdir: PathBuf,
@@ -62,7 +50,7 @@ pub struct TreeChange {
 
 impl GitCli {
     /// Find `git` on PATH and bind it to a worktree.
-    pub fn new(git_dir: PathBuf, workdir: PathBuf) -> Result<GitCli> {
+    pub(super) fn new(git_dir: PathBuf, workdir: PathBuf) -> Result<GitCli> {
         let program = which::which("git").map_err(|_| Error::GitNotFound)?;
         Ok(GitCli {
             program,
@@ -72,7 +60,7 @@ impl GitCli {
     }
 
     /// A `git` command with the explicit environment described in the module docs.
-    pub fn command(&self) -> Command {
+    fn command(&self) -> Command {
         let mut cmd = Command::new(&self.program);
         for var in REPO_REDIRECTING_VARS {
             cmd.env_remove(var);
@@ -91,7 +79,7 @@ impl GitCli {
     }
 
     /// Run git with `args`; its stdout on success, an error carrying stderr otherwise.
-    pub fn run<I, S>(&self, args: I) -> Result<Vec<u8>>
+    pub(super) fn run<I, S>(&self, args: I) -> Result<Vec<u8>>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -113,7 +101,7 @@ impl GitCli {
     }
 
     /// `git worktree add -b <branch> <path> <base>`.
-    pub fn worktree_add(&self, path: &Path, branch: &str, base: ObjectId) -> Result<()> {
+    pub(super) fn worktree_add(&self, path: &Path, branch: &str, base: ObjectId) -> Result<()> {
         let mut cmd = self.command();
         cmd.args(["worktree", "add", "--quiet", "-b", branch])
             .arg(path)
@@ -122,7 +110,7 @@ impl GitCli {
     }
 
     /// `git worktree remove [--force] <path>`.
-    pub fn worktree_remove(&self, path: &Path, force: bool) -> Result<()> {
+    pub(super) fn worktree_remove(&self, path: &Path, force: bool) -> Result<()> {
         let mut cmd = self.command();
         cmd.args(["worktree", "remove"]);
         if force {
@@ -133,12 +121,12 @@ impl GitCli {
     }
 
     /// `git worktree prune`: forget worktrees whose directories are gone.
-    pub fn worktree_prune(&self) -> Result<()> {
+    pub(super) fn worktree_prune(&self) -> Result<()> {
         self.run(["worktree", "prune"]).map(drop)
     }
 
     /// Stage everything (`add -A`) into `index` and return the tree it describes.
-    pub fn write_tree_of_worktree(&self, index: &Path) -> Result<ObjectId> {
+    pub(super) fn write_tree_of_worktree(&self, index: &Path) -> Result<ObjectId> {
         self.run_with_index(index, ["add", "-A", "--", "."])?;
         let out = self.run_with_index(index, ["write-tree"])?;
         parse_id(&out)
@@ -148,7 +136,7 @@ impl GitCli {
     ///
     /// git refuses, before touching anything, when a file differs from what `index` records:
     /// that is how a rollback detects a worktree that changed under it.
-    pub fn read_tree_update(&self, index: &Path, from: ObjectId, to: ObjectId) -> Result<()> {
+    pub(super) fn read_tree_update(&self, index: &Path, from: ObjectId, to: ObjectId) -> Result<()> {
         self.run_with_index(
             index,
             ["read-tree", "-m", "-u", &from.to_string(), &to.to_string()],
@@ -157,7 +145,7 @@ impl GitCli {
     }
 
     /// The paths that differ between two trees.
-    pub fn diff_trees(&self, from: ObjectId, to: ObjectId) -> Result<Vec<TreeChange>> {
+    pub(super) fn diff_trees(&self, from: ObjectId, to: ObjectId) -> Result<Vec<TreeChange>> {
         let out = self.run([
             "diff-tree",
             "-r",
@@ -171,7 +159,7 @@ impl GitCli {
     }
 
     /// All values of a local config key.
-    pub fn config_get_all(&self, key: &str) -> Result<Vec<String>> {
+    pub(super) fn config_get_all(&self, key: &str) -> Result<Vec<String>> {
         let mut cmd = self.command();
         cmd.args(["config", "--local", "--get-all", key]);
         let out = output(cmd)?;
@@ -187,13 +175,13 @@ impl GitCli {
     }
 
     /// Add a value to a local multi-valued config key.
-    pub fn config_add(&self, key: &str, value: &str) -> Result<()> {
+    pub(super) fn config_add(&self, key: &str, value: &str) -> Result<()> {
         self.run(["config", "--local", "--add", key, value])
             .map(drop)
     }
 
     /// Local branches and remote-tracking refs that contain `commit`, excluding `except`.
-    pub fn refs_containing(&self, commit: ObjectId, except: &str) -> Result<Vec<String>> {
+    pub(super) fn refs_containing(&self, commit: ObjectId, except: &str) -> Result<Vec<String>> {
         let out = self.run([
             "for-each-ref",
             "--format=%(refname)",
@@ -213,7 +201,7 @@ impl GitCli {
     ///
     /// `index` names another index file: inside pre-commit, git points `GIT_INDEX_FILE` at the
     /// index it is about to commit (`commit -a` and `commit <paths>` build a temporary one).
-    pub fn staged_patch(&self, index: Option<&Path>) -> Result<Vec<u8>> {
+    pub(super) fn staged_patch(&self, index: Option<&Path>) -> Result<Vec<u8>> {
         let mut cmd = self.command();
         cmd.args(["-c", "core.quotePath=false", "diff", "--cached"])
             .args(PATCH_ARGS);
@@ -226,7 +214,7 @@ impl GitCli {
     /// `git log -p` of `revs` as zero-context patches, each commit introduced by
     /// `commit <id>`; returned unstarted so a caller can run it in the background. Never
     /// fetches missing objects (a partial clone would go to the network).
-    pub fn log_patch_command(&self, revs: &[&str]) -> Command {
+    pub(super) fn log_patch_command(&self, revs: &[&str]) -> Command {
         let mut cmd = self.command();
         cmd.args([
             "-c",
@@ -243,12 +231,12 @@ impl GitCli {
     }
 
     /// The commits of `range` as patches (see [`Self::log_patch_command`]).
-    pub fn log_patch(&self, range: &str) -> Result<Vec<u8>> {
+    pub(super) fn log_patch(&self, range: &str) -> Result<Vec<u8>> {
         run_checked(self.log_patch_command(&[range]))
     }
 
     /// Tracked and untracked-not-ignored files under `paths`, relative to the worktree root.
-    pub fn list_files(&self, paths: &[std::path::PathBuf]) -> Result<Vec<String>> {
+    pub(super) fn list_files(&self, paths: &[std::path::PathBuf]) -> Result<Vec<String>> {
         let mut cmd = self.command();
         cmd.args([
             "-c",
@@ -272,7 +260,7 @@ impl GitCli {
     }
 
     /// `git branch -D <name>` (the caller has already decided it is safe).
-    pub fn delete_branch(&self, short_name: &str) -> Result<()> {
+    pub(super) fn delete_branch(&self, short_name: &str) -> Result<()> {
         self.run(["branch", "-D", "--quiet", short_name]).map(drop)
     }
 }

@@ -1,18 +1,21 @@
 //! The git layer: one [`Repo`] handle per process.
 //!
 //! Everything above this module talks to git through it. gix does objects, refs, notes and
-//! status in-process (fast, no fork); the `git` binary ([`GitCli`]) does what gix does not do
-//! or does not do maturely: worktree add/remove/prune, `read-tree -m -u`, tree diffs, config
-//! writes. Keeping both behind one type makes every git call auditable in one folder.
+//! status in-process (fast, no fork); the `git` binary does what gix does not do or does not
+//! do maturely: worktree add/remove/prune, `read-tree -m -u`, tree diffs, config writes.
+//! The binary's runner is private: other layers call named operations (`commands.rs`), so
+//! every git command line git-bmad runs is written, and can be audited, in this folder.
 
 mod cli;
+mod commands;
 mod error;
 mod notes;
 mod refs;
 mod repo;
 mod snapshot;
 
-pub use cli::{GitCli, TreeChange};
+pub use cli::TreeChange;
+pub use commands::PatchStream;
 pub use error::{Error, Result};
 pub use gix::ObjectId;
 pub use notes::NotesTip;

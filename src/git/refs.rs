@@ -125,6 +125,17 @@ impl Repo {
         std::fs::remove_file(&lock).is_ok()
     }
 
+    /// Whether `packed-refs` records `name` at `value` while no `pack-refs` holds its lock:
+    /// `git pack-refs` deletes a loose ref only after writing that same line.
+    pub fn is_packed_at(&self, name: &str, value: &str) -> bool {
+        if self.common_path("packed-refs.lock").exists() {
+            return false;
+        }
+        let line = format!("{value} {name}");
+        std::fs::read_to_string(self.common_path("packed-refs"))
+            .is_ok_and(|packed| packed.lines().any(|l| l == line))
+    }
+
     /// Where git keeps the lock file of a loose shared ref.
     pub fn lock_path(&self, name: &str) -> PathBuf {
         self.common_path(&format!("{name}.lock"))

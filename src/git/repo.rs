@@ -129,8 +129,8 @@ impl Repo {
         self.git_dir != self.common_dir
     }
 
-    /// The `git` binary, bound to this worktree.
-    pub fn git(&self) -> &GitCli {
+    /// The `git` binary, bound to this worktree; private to this layer (see `commands.rs`).
+    pub(super) fn git(&self) -> &GitCli {
         &self.git
     }
 

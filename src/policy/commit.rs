@@ -103,14 +103,6 @@ pub fn prepare_commit_msg(
     if !stamped && matches!(command.as_str(), "commit" | "merge") {
         return Ok(Prepared::Bypassed { command });
     }
-    repo.git().run([
-        std::ffi::OsStr::new("interpret-trailers"),
-        "--in-place".as_ref(),
-        "--if-exists".as_ref(),
-        "addIfDifferent".as_ref(),
-        "--trailer".as_ref(),
-        format!("Bmad-Session: {}", session.id).as_ref(),
-        message_file.as_os_str(),
-    ])?;
+    repo.add_trailer(message_file, &format!("Bmad-Session: {}", session.id))?;
     Ok(Prepared::Verified)
 }

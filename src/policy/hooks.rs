@@ -60,10 +60,7 @@ pub struct HooksStatus {
 
 /// The effective hooks directory of the worktree `repo` was opened in.
 pub fn hooks_dir(repo: &Repo) -> Result<PathBuf, Error> {
-    let out = repo
-        .git()
-        .run(["rev-parse", "--path-format=absolute", "--git-path", "hooks"])?;
-    Ok(PathBuf::from(String::from_utf8_lossy(&out).trim()))
+    Ok(repo.hooks_dir()?)
 }
 
 /// Install (or refresh) every shim; `binary` is the fallback path written into them.
@@ -110,7 +107,7 @@ pub fn uninstall(repo: &Repo) -> Result<HooksStatus, Error> {
 /// What is installed where, and what could bypass it.
 pub fn status(repo: &Repo) -> Result<HooksStatus, Error> {
     let dir = hooks_dir(repo)?;
-    let hooks_path = repo.git().config_get_all("core.hooksPath")?.pop();
+    let hooks_path = repo.local_config_values("core.hooksPath")?.pop();
     let hooks: Vec<HookSlot> = MANAGED
         .iter()
         .map(|name| {
@@ -150,7 +147,7 @@ pub fn status(repo: &Repo) -> Result<HooksStatus, Error> {
 /// Give a new session worktree the hooks of the main one when `core.hooksPath` is relative
 /// (husky's `.husky/_` is gitignored, so a fresh worktree would run no hooks at all).
 pub fn prepare_worktree(main: &Repo, worktree: &Path) -> Result<(), Error> {
-    let Some(configured) = main.git().config_get_all("core.hooksPath")?.pop() else {
+    let Some(configured) = main.local_config_values("core.hooksPath")?.pop() else {
         return Ok(());
     };
     if Path::new(&configured).is_absolute() || configured.starts_with('~') {

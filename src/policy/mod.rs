@@ -22,7 +22,7 @@ pub mod secrets;
 use std::path::PathBuf;
 
 use crate::git::Repo;
-use crate::session::{self, Config};
+use crate::session;
 
 /// Errors of the policy layer.
 #[derive(Debug, thiserror::Error)]
@@ -67,8 +67,7 @@ impl Error {
 /// Every protected branch (full ref names): `main`, `master`, the configured ones, and the
 /// base branch of every session.
 pub fn protected_refs(repo: &Repo) -> Result<Vec<String>, Error> {
-    let main = repo.main_workdir()?;
-    let config = Config::load(repo, &main)?;
+    let config = session::load_config(repo)?;
     let mut refs = config.protected_refs();
     for s in session::list(repo)? {
         let base = format!("refs/heads/{}", s.base);

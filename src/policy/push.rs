@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use super::secrets::{self, Confidence, Finding, Options};
 use super::Error;
-use crate::git::{ObjectId, Repo};
+use crate::git::{ObjectId, PatchStream, Repo};
 
 /// One line of pre-push input.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -78,7 +78,7 @@ fn is_zero(oid: &str) -> bool {
 /// The secret scans of outgoing commits, started before the other checks so that git
 /// produces the patches on the second core while we decide (see [`start_scans`]).
 pub struct Scans {
-    children: Vec<(usize, std::process::Child)>,
+    children: Vec<(usize, PatchStream)>,
 }
 
 /// Start `git log -p` for the commits each non-deleting line would send. The remote's
@@ -96,11 +96,8 @@ pub fn start_scans(repo: &Repo, remote: &str, lines: &[PushLine]) -> Scans {
         } else {
             vec![&range]
         };
-        let mut cmd = repo.git().log_patch_command(&revs);
-        cmd.stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null());
-        if let Ok(child) = cmd.spawn() {
-            children.push((i, child));
+        if let Ok(stream) = repo.start_log_patch(&revs) {
+            children.push((i, stream));
         }
     }
     Scans { children }
@@ -110,33 +107,13 @@ impl Scans {
     /// The patch for line `i`, if its scan was started and succeeded.
     fn take(&mut self, i: usize) -> Option<Result<String, Error>> {
         let at = self.children.iter().position(|(line, _)| *line == i)?;
-        let (_, child) = self.children.swap_remove(at);
+        let (_, stream) = self.children.swap_remove(at);
         Some(
-            child
-                .wait_with_output()
-                .map_err(|e| Error::io("could not read the commits to scan in", ".", e))
-                .and_then(|out| {
-                    if out.status.success() {
-                        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-                    } else {
-                        Err(Error::Git(crate::git::Error::Command {
-                            args: "log -p (outgoing commits)".into(),
-                            code: out.status.code(),
-                            stderr: String::new(),
-                        }))
-                    }
-                }),
+            stream
+                .finish()
+                .map(|patch| String::from_utf8_lossy(&patch).into_owned())
+                .map_err(Error::Git),
         )
-    }
-}
-
-impl Drop for Scans {
-    /// Scans of refused lines are not needed: stop them.
-    fn drop(&mut self) {
-        for (_, child) in &mut self.children {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
     }
 }
 

@@ -98,10 +98,5 @@ pub fn check(repo: &Repo, updates: &[RefUpdate], protected: &[String]) -> Vec<Re
 
 /// pack-refs deletes a loose ref after writing the same value into packed-refs.
 fn pack_refs_prune(repo: &Repo, u: &RefUpdate) -> bool {
-    let common = repo.common_dir();
-    if common.join("packed-refs.lock").exists() {
-        return false;
-    }
-    std::fs::read_to_string(common.join("packed-refs"))
-        .is_ok_and(|packed| packed.lines().any(|l| l == format!("{} {}", u.old, u.name)))
+    repo.is_packed_at(&u.name, &u.old)
 }

@@ -66,7 +66,7 @@ pub fn scan(repo: &Repo, source: &Source, options: Options) -> Result<Vec<Findin
                 Source::StagedIn(index) => Some(index.as_path()),
                 _ => None,
             };
-            let patch = repo.git().staged_patch(index)?;
+            let patch = repo.staged_patch(index)?;
             Ok(secrets::scan_patch(
                 &String::from_utf8_lossy(&patch),
                 options,
@@ -77,7 +77,6 @@ pub fn scan(repo: &Repo, source: &Source, options: Options) -> Result<Vec<Findin
                 return Err(Error::NotAPathOrRange(range.clone()));
             }
             let patch = repo
-                .git()
                 .log_patch(range)
                 .map_err(|_| Error::NotAPathOrRange(range.clone()))?;
             Ok(secrets::scan_patch(
@@ -87,7 +86,7 @@ pub fn scan(repo: &Repo, source: &Source, options: Options) -> Result<Vec<Findin
         }
         Source::Paths(paths) => {
             let mut findings = Vec::new();
-            for file in repo.git().list_files(paths)? {
+            for file in repo.list_files(paths)? {
                 findings.extend(secrets::check_path(&file));
                 let path = repo.workdir().join(&file);
                 let Ok(meta) = std::fs::symlink_metadata(&path) else {

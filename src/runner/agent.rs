@@ -1,19 +1,5 @@
-//! Adapters for the agent CLIs: how each is invoked headless, and how its output is read
-//! into one [`AgentResult`].
-//!
-//! Output shapes (what the parsers below expect):
-//! - `claude -p <prompt> --output-format json`: one JSON object, `{"type":"result",
-//!   "subtype":"success"|"error_…", "is_error":bool, "result":"<final text>", "session_id":…,
-//!   "total_cost_usd":…, "usage":{"input_tokens":…,"output_tokens":…},
-//!   "permission_denials":[{"tool_name":…,"tool_input":{…}}], "structured_output":{…}}`;
-//! - `codex exec --json <prompt>`: JSON lines, `{"type":"thread.started","thread_id":…}`,
-//!   `{"type":"item.completed","item":{"type":"agent_message","text":…}}`,
-//!   `{"type":"turn.completed","usage":{"input_tokens":…,"output_tokens":…}}`,
-//!   `{"type":"turn.failed","error":{"message":…}}`, `{"type":"error","message":…}`;
-//! - `gemini -p <prompt> --output-format json`: one JSON object, `{"response":…,
-//!   "stats":{"models":{"<model>":{"tokens":{"prompt":…,"candidates":…}}}},"error":{…}}`;
-//!   exit 42 is bad input, 53 the turn limit;
-//! - `shell` and `generic`: plain text; the final text is the end of stdout.
+//! One invocation of one agent CLI: the command line from its adapter, a fresh process, and
+//! its output read into one [`AgentResult`].
 //!
 //! Exit 0 alone is never success: a denied tool call or an error the CLI reports in its JSON
 //! fails the invocation, and the supervisor's postconditions decide whether the step did
@@ -21,226 +7,19 @@
 //! text, or `structured_output.verdict`); a breaking change is claimed with a
 //! `BREAKING CHANGE:` line, the Conventional Commits footer.
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use regex::Regex;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde::Serialize;
 
-use super::error::{Error, Result};
+use super::adapter::Kind;
+use super::error::Result;
 use super::process::{self, Captured, Exit, Spec};
+use crate::config::RunnersConfig;
+use crate::env::REPO_REDIRECTING_VARS;
 use crate::text::last_chars;
-
-/// The runners git-bmad knows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    /// Claude Code.
-    Claude,
-    /// OpenAI Codex CLI.
-    Codex,
-    /// Gemini CLI.
-    Gemini,
-    /// `sh -c <command>`.
-    Shell,
-    /// Any command, configured in `runners.generic.command`.
-    Generic,
-}
-
-impl Kind {
-    /// Every runner, for messages.
-    pub const ALL: [Kind; 5] = [
-        Kind::Claude,
-        Kind::Codex,
-        Kind::Gemini,
-        Kind::Shell,
-        Kind::Generic,
-    ];
-
-    /// Parse a runner name.
-    pub fn parse(name: &str) -> Result<Kind> {
-        Kind::ALL
-            .into_iter()
-            .find(|k| k.as_str() == name)
-            .ok_or_else(|| Error::UnknownRunner {
-                runner: name.to_owned(),
-                known: Kind::names(),
-            })
-    }
-
-    /// The runner's name.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Kind::Claude => "claude",
-            Kind::Codex => "codex",
-            Kind::Gemini => "gemini",
-            Kind::Shell => "shell",
-            Kind::Generic => "generic",
-        }
-    }
-
-    /// `claude, codex, …`.
-    pub fn names() -> String {
-        Kind::ALL.map(|k| k.as_str()).join(", ")
-    }
-
-    /// Whether the runner is an AI agent (so a slash command means something to it).
-    pub fn is_agent(&self) -> bool {
-        !matches!(self, Kind::Shell)
-    }
-}
-
-/// The `runners:` section of `.bmad/config.yaml`.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
-#[serde(default, deny_unknown_fields)]
-pub struct RunnersConfig {
-    /// The runner of steps that name neither a runner nor a role with one.
-    pub default: String,
-    /// Runner per role (`dev: codex`, `qa: claude`).
-    pub roles: BTreeMap<String, String>,
-    /// Claude Code.
-    pub claude: CliConfig,
-    /// Codex.
-    pub codex: CliConfig,
-    /// Gemini.
-    pub gemini: CliConfig,
-    /// Any other agent.
-    pub generic: GenericConfig,
-}
-
-impl Default for RunnersConfig {
-    fn default() -> Self {
-        RunnersConfig {
-            default: "claude".into(),
-            roles: BTreeMap::new(),
-            claude: CliConfig::default(),
-            codex: CliConfig::default(),
-            gemini: CliConfig::default(),
-            generic: GenericConfig::default(),
-        }
-    }
-}
-
-/// How to call one of the known agent CLIs.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
-#[serde(default, deny_unknown_fields)]
-pub struct CliConfig {
-    /// The program (default: the runner's name, found on PATH).
-    pub program: Option<String>,
-    /// Arguments that replace git-bmad's default permission arguments (see [`default_args`]).
-    pub args: Option<Vec<String>>,
-}
-
-/// How to call an agent git-bmad has no adapter for.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
-#[serde(default, deny_unknown_fields)]
-pub struct GenericConfig {
-    /// Program and arguments; `{prompt}` is replaced by the prompt, else it goes on stdin.
-    pub command: Vec<String>,
-}
-
-/// The permission arguments each agent gets unless configured otherwise: edits inside the
-/// worktree allowed, nothing else granted. The guard hook and git hooks still apply.
-pub fn default_args(kind: Kind) -> Vec<String> {
-    let args: &[&str] = match kind {
-        Kind::Claude => &["--permission-mode", "acceptEdits"],
-        Kind::Codex => &["--sandbox", "workspace-write"],
-        Kind::Gemini => &["--approval-mode", "auto_edit"],
-        Kind::Shell | Kind::Generic => &[],
-    };
-    args.iter().map(|s| s.to_string()).collect()
-}
-
-impl RunnersConfig {
-    /// The runner for a step: its own, else its role's, else the default.
-    pub fn choose(&self, runner: Option<&str>, role: Option<&str>) -> Result<Kind> {
-        let name = runner
-            .or_else(|| role.and_then(|r| self.roles.get(r)).map(String::as_str))
-            .unwrap_or(&self.default);
-        Kind::parse(name)
-    }
-
-    fn program(&self, kind: Kind) -> Result<String> {
-        let configured = match kind {
-            Kind::Claude => self.claude.program.clone(),
-            Kind::Codex => self.codex.program.clone(),
-            Kind::Gemini => self.gemini.program.clone(),
-            Kind::Shell => Some("sh".into()),
-            Kind::Generic => Some(
-                self.generic
-                    .command
-                    .first()
-                    .cloned()
-                    .ok_or(Error::GenericUnconfigured)?,
-            ),
-        };
-        Ok(configured.unwrap_or_else(|| kind.as_str().to_owned()))
-    }
-
-    /// Find the runner's program now, so a missing CLI stops a run before its first step.
-    pub fn locate(&self, kind: Kind, cwd: &Path) -> Result<PathBuf> {
-        let program = self.program(kind)?;
-        which::which_in(&program, std::env::var_os("PATH"), cwd).map_err(|_| Error::NotInstalled {
-            runner: kind.as_str().to_owned(),
-            program,
-        })
-    }
-
-    /// The argument list for one invocation, and the bytes for stdin. A model goes in as
-    /// `--model`, which Claude Code, Codex and Gemini CLI all take.
-    pub fn arguments(
-        &self,
-        kind: Kind,
-        prompt: &str,
-        model: Option<&str>,
-    ) -> (Vec<String>, Option<Vec<u8>>) {
-        let (mut args, stdin) = self.base_arguments(kind, prompt);
-        if let Some(m) = model.filter(|_| matches!(kind, Kind::Claude | Kind::Codex | Kind::Gemini))
-        {
-            // Before codex's trailing prompt; anywhere for the others.
-            let at = if kind == Kind::Codex {
-                args.len().saturating_sub(1)
-            } else {
-                args.len()
-            };
-            args.splice(at..at, ["--model".to_owned(), m.to_owned()]);
-        }
-        (args, stdin)
-    }
-
-    fn base_arguments(&self, kind: Kind, prompt: &str) -> (Vec<String>, Option<Vec<u8>>) {
-        let extra = |c: &CliConfig| c.args.clone().unwrap_or_else(|| default_args(kind));
-        let strings = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        match kind {
-            Kind::Claude => {
-                let mut args = strings(&["-p", prompt, "--output-format", "json"]);
-                args.extend(extra(&self.claude));
-                (args, None)
-            }
-            Kind::Codex => {
-                let mut args = strings(&["exec", "--json"]);
-                args.extend(extra(&self.codex));
-                args.push(prompt.to_owned());
-                (args, None)
-            }
-            Kind::Gemini => {
-                let mut args = strings(&["-p", prompt, "--output-format", "json"]);
-                args.extend(extra(&self.gemini));
-                (args, None)
-            }
-            Kind::Shell => (strings(&["-c", prompt]), None),
-            Kind::Generic => {
-                let rest = self.generic.command.get(1..).unwrap_or_default();
-                let templated = rest.iter().any(|a| a.contains("{prompt}"));
-                let args = rest.iter().map(|a| a.replace("{prompt}", prompt)).collect();
-                (args, (!templated).then(|| prompt.as_bytes().to_vec()))
-            }
-        }
-    }
-}
 
 /// What the agent said it thought of its own work.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -317,7 +96,7 @@ impl AgentResult {
 pub struct Invocation {
     /// The runner.
     pub kind: Kind,
-    /// Its program, found with [`RunnersConfig::locate`].
+    /// Its program, found with [`locate`](super::locate).
     pub program: PathBuf,
     /// The prompt (or shell command).
     pub prompt: String,
@@ -331,21 +110,15 @@ pub struct Invocation {
     pub timeout: Duration,
 }
 
-/// Variables that must not leak from a hook's environment into an agent's: they would point
-/// its git at another repository or index.
-pub const GIT_ENV_TO_CLEAR: &[&str] = &[
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_INDEX_FILE",
-    "GIT_COMMON_DIR",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_PREFIX",
-];
-
 /// Run one invocation (a fresh process, so a fresh context) and read its result.
-pub fn invoke(config: &RunnersConfig, invocation: &Invocation) -> Result<AgentResult> {
-    let (args, stdin) = config.arguments(
-        invocation.kind,
+pub fn invoke(
+    config: &RunnersConfig,
+    invocation: &Invocation,
+    interrupt: &std::sync::atomic::AtomicBool,
+) -> Result<AgentResult> {
+    let adapter = invocation.kind.adapter();
+    let (args, stdin) = adapter.command_line(
+        &config.cli(invocation.kind.as_str()),
         &invocation.prompt,
         invocation.model.as_deref(),
     );
@@ -354,10 +127,10 @@ pub fn invoke(config: &RunnersConfig, invocation: &Invocation) -> Result<AgentRe
         args,
         cwd: invocation.cwd.clone(),
         env: invocation.env.clone(),
-        env_remove: GIT_ENV_TO_CLEAR.iter().map(|s| s.to_string()).collect(),
+        env_remove: REPO_REDIRECTING_VARS.iter().map(|s| s.to_string()).collect(),
         stdin,
         timeout: invocation.timeout,
-    })?;
+    }, interrupt)?;
     Ok(interpret(
         invocation.kind,
         output.exit,
@@ -391,13 +164,7 @@ pub fn interpret(
         stdout,
         stderr,
     };
-    let parsed = match kind {
-        Kind::Claude => read_claude(&mut result),
-        Kind::Codex => read_codex(&mut result),
-        Kind::Gemini => read_gemini(&mut result),
-        Kind::Shell | Kind::Generic => false,
-    };
-    if !parsed {
+    if !kind.adapter().read_output(&mut result) {
         let tail = result.stdout.tail();
         let text = String::from_utf8_lossy(&tail);
         result.final_text = last_chars(text.trim_end(), 4000);
@@ -407,135 +174,8 @@ pub fn interpret(
     result
 }
 
-/// The whole of stdout when it was kept whole; a parser reads nothing from a torn JSON.
-fn whole_stdout(result: &AgentResult) -> Option<String> {
-    result
-        .stdout
-        .complete()
-        .then(|| String::from_utf8_lossy(result.stdout.head()).into_owned())
-}
-
-fn read_claude(result: &mut AgentResult) -> bool {
-    let Some(text) = whole_stdout(result) else {
-        return false;
-    };
-    // `--output-format json` prints one object; with `--verbose` some versions print the
-    // whole message array, whose last element is the result.
-    let value: Value = match serde_json::from_str(text.trim()) {
-        Ok(Value::Array(items)) => match items.into_iter().rev().find(|v| v["type"] == "result") {
-            Some(v) => v,
-            None => return false,
-        },
-        Ok(v @ Value::Object(_)) => v,
-        _ => return false,
-    };
-    result.final_text = value["result"].as_str().unwrap_or_default().to_owned();
-    result.agent_session_id = value["session_id"].as_str().map(str::to_owned);
-    result.cost_usd = value["total_cost_usd"].as_f64();
-    result.tokens_in = value["usage"]["input_tokens"].as_u64();
-    result.tokens_out = value["usage"]["output_tokens"].as_u64();
-    if value["is_error"].as_bool() == Some(true) {
-        let subtype = value["subtype"].as_str().unwrap_or("error");
-        result.reported_error = Some(subtype.to_owned());
-    }
-    if let Some(denials) = value["permission_denials"].as_array() {
-        result.permission_denials = denials.iter().map(describe_denial).collect();
-    }
-    result.verdict = match value["structured_output"]["verdict"].as_str() {
-        Some(v) => verdict_word(v),
-        None => None,
-    };
-    true
-}
-
-fn describe_denial(denial: &Value) -> String {
-    let tool = denial["tool_name"].as_str().unwrap_or("a tool");
-    let input = &denial["tool_input"];
-    let what = input["command"]
-        .as_str()
-        .or_else(|| input["file_path"].as_str())
-        .map(|s| format!(" ({})", last_chars(s, 200)))
-        .unwrap_or_default();
-    format!("{tool}{what}")
-}
-
-fn read_codex(result: &mut AgentResult) -> bool {
-    // JSON lines: a torn first line is skipped, so a long run is read from its end.
-    let text = whole_stdout(result)
-        .unwrap_or_else(|| String::from_utf8_lossy(&result.stdout.tail()).into_owned());
-    let mut any = false;
-    let (mut tokens_in, mut tokens_out) = (0u64, 0u64);
-    for line in text.lines() {
-        let Ok(event) = serde_json::from_str::<Value>(line) else {
-            continue;
-        };
-        any = true;
-        match event["type"].as_str().unwrap_or_default() {
-            "thread.started" => {
-                result.agent_session_id = event["thread_id"].as_str().map(str::to_owned);
-            }
-            "item.completed" if event["item"]["type"] == "agent_message" => {
-                if let Some(text) = event["item"]["text"].as_str() {
-                    result.final_text = text.to_owned();
-                }
-            }
-            "turn.completed" => {
-                tokens_in += event["usage"]["input_tokens"].as_u64().unwrap_or(0);
-                tokens_out += event["usage"]["output_tokens"].as_u64().unwrap_or(0);
-                result.tokens_in = Some(tokens_in);
-                result.tokens_out = Some(tokens_out);
-            }
-            "turn.failed" => {
-                result.reported_error = event["error"]["message"]
-                    .as_str()
-                    .map(str::to_owned)
-                    .or(Some("turn failed".into()));
-            }
-            "error" => {
-                result.reported_error = event["message"]
-                    .as_str()
-                    .map(str::to_owned)
-                    .or(Some("error".into()));
-            }
-            _ => {}
-        }
-    }
-    any
-}
-
-fn read_gemini(result: &mut AgentResult) -> bool {
-    let Some(text) = whole_stdout(result) else {
-        return false;
-    };
-    let Ok(value) = serde_json::from_str::<Value>(text.trim()) else {
-        return false;
-    };
-    if !value.is_object() {
-        return false;
-    }
-    result.final_text = value["response"].as_str().unwrap_or_default().to_owned();
-    if let Some(models) = value["stats"]["models"].as_object() {
-        let sum = |field: &str| {
-            models
-                .values()
-                .filter_map(|m| m["tokens"][field].as_u64())
-                .sum::<u64>()
-        };
-        result.tokens_in = Some(sum("prompt"));
-        result.tokens_out = Some(sum("candidates"));
-    }
-    if value["error"].is_object() {
-        result.reported_error = Some(
-            value["error"]["message"]
-                .as_str()
-                .unwrap_or("error")
-                .to_owned(),
-        );
-    }
-    true
-}
-
-fn verdict_word(word: &str) -> Option<Verdict> {
+/// A verdict word (`pass`, `rejected`, …) as a verdict.
+pub(crate) fn verdict_word(word: &str) -> Option<Verdict> {
     match word.trim().to_ascii_lowercase().as_str() {
         "pass" | "passed" | "approve" | "approved" | "ok" | "success" => Some(Verdict::Pass),
         "fail" | "failed" | "reject" | "rejected" | "blocked" | "changes requested" => {
@@ -569,9 +209,13 @@ pub fn breaking_change_in(text: &str) -> bool {
 mod tests {
     use super::*;
 
-    fn result(kind: Kind, stdout: &str) -> AgentResult {
+    fn k(name: &str) -> Kind {
+        Kind::parse(name).unwrap()
+    }
+
+    fn result(kind: &str, stdout: &str) -> AgentResult {
         interpret(
-            kind,
+            k(kind),
             Exit::Code(0),
             Captured::from_bytes(stdout.as_bytes()),
             Captured::default(),
@@ -582,7 +226,7 @@ mod tests {
     #[test]
     fn claude_json() {
         let r = result(
-            Kind::Claude,
+            "claude",
             r#"{"type":"result","subtype":"success","is_error":false,"result":"Plan written.\nVERDICT: PASS","session_id":"abc","total_cost_usd":0.12,"usage":{"input_tokens":10,"output_tokens":20},"permission_denials":[]}"#,
         );
         assert_eq!(r.final_text, "Plan written.\nVERDICT: PASS");
@@ -595,14 +239,14 @@ mod tests {
         assert_eq!(r.failure(), None);
 
         let denied = result(
-            Kind::Claude,
+            "claude",
             r#"{"type":"result","subtype":"success","is_error":false,"result":"done","permission_denials":[{"tool_name":"Bash","tool_input":{"command":"rm -rf build"}}]}"#,
         );
         assert_eq!(denied.permission_denials, vec!["Bash (rm -rf build)"]);
         assert!(denied.failure().unwrap().contains("refused 1 tool call"));
 
         let error = result(
-            Kind::Claude,
+            "claude",
             r#"{"type":"result","subtype":"error_max_turns","is_error":true,"result":""}"#,
         );
         assert!(error.failure().unwrap().contains("error_max_turns"));
@@ -618,13 +262,13 @@ mod tests {
             r#"{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":5,"output_tokens":7}}"#,
         ]
         .join("\n");
-        let r = result(Kind::Codex, &out);
+        let r = result("codex", &out);
         assert_eq!(r.agent_session_id.as_deref(), Some("th_1"));
         assert!(r.final_text.starts_with("All done."));
         assert!(r.breaking_change);
         assert_eq!((r.tokens_in, r.tokens_out), (Some(100), Some(7)));
         let failed = result(
-            Kind::Codex,
+            "codex",
             r#"{"type":"turn.failed","error":{"message":"quota exceeded"}}"#,
         );
         assert_eq!(failed.reported_error.as_deref(), Some("quota exceeded"));
@@ -633,13 +277,13 @@ mod tests {
     #[test]
     fn gemini_json() {
         let r = result(
-            Kind::Gemini,
+            "gemini",
             r#"{"response":"ok\n**Verdict:** FAIL","stats":{"models":{"gemini-2.5-pro":{"tokens":{"prompt":50,"candidates":5,"total":55}},"flash":{"tokens":{"prompt":1,"candidates":1}}}}}"#,
         );
         assert_eq!(r.verdict, Some(Verdict::Fail));
         assert_eq!((r.tokens_in, r.tokens_out), (Some(51), Some(6)));
         let e = result(
-            Kind::Gemini,
+            "gemini",
             r#"{"response":null,"error":{"type":"ApiError","message":"bad key","code":1}}"#,
         );
         assert_eq!(e.reported_error.as_deref(), Some("bad key"));
@@ -647,12 +291,12 @@ mod tests {
 
     #[test]
     fn plain_text_and_garbage() {
-        let r = result(Kind::Shell, "building\nverdict = passed\n");
+        let r = result("shell", "building\nverdict = passed\n");
         assert_eq!(r.verdict, Some(Verdict::Pass));
         // A CLI that prints something else is read as text, never a panic.
-        let r = result(Kind::Claude, "not json at all\n");
+        let r = result("claude", "not json at all\n");
         assert_eq!(r.final_text, "not json at all");
-        assert_eq!(result(Kind::Gemini, "[1,2]").final_text, "[1,2]");
+        assert_eq!(result("gemini", "[1,2]").final_text, "[1,2]");
         assert_eq!(verdict_in("the verdict: maybe"), None);
         assert!(!breaking_change_in("no BREAKING CHANGE: here"));
     }
@@ -660,9 +304,14 @@ mod tests {
     #[test]
     fn arguments_per_runner() {
         let mut config = RunnersConfig::default();
-        let (args, stdin) = config.arguments(Kind::Codex, "/speckit.plan x", None);
+        let args = |config: &RunnersConfig, kind: &str, prompt: &str, model: Option<&str>| {
+            k(kind)
+                .adapter()
+                .command_line(&config.cli(kind), prompt, model)
+        };
+        let (codex, stdin) = args(&config, "codex", "/speckit.plan x", None);
         assert_eq!(
-            args,
+            codex,
             [
                 "exec",
                 "--json",
@@ -672,31 +321,33 @@ mod tests {
             ]
         );
         // A role's model: before codex's prompt, after the others' flags.
-        let (args, _) = config.arguments(Kind::Codex, "go", Some("gpt-5-codex"));
-        assert_eq!(args[args.len() - 3..], ["--model", "gpt-5-codex", "go"]);
-        let (args, _) = config.arguments(Kind::Claude, "go", Some("claude-haiku"));
-        assert_eq!(args[args.len() - 2..], ["--model", "claude-haiku"]);
-        assert_eq!(
-            config.arguments(Kind::Shell, "ls", Some("m")).0,
-            ["-c", "ls"]
-        );
+        let (codex, _) = args(&config, "codex", "go", Some("gpt-5-codex"));
+        assert_eq!(codex[codex.len() - 3..], ["--model", "gpt-5-codex", "go"]);
+        let (claude, _) = args(&config, "claude", "go", Some("claude-haiku"));
+        assert_eq!(claude[claude.len() - 2..], ["--model", "claude-haiku"]);
+        assert_eq!(args(&config, "shell", "ls", Some("m")).0, ["-c", "ls"]);
         assert!(stdin.is_none());
-        config.generic.command = vec!["agent".into(), "--task".into()];
-        let (args, stdin) = config.arguments(Kind::Generic, "do it", None);
-        assert_eq!(args, ["--task"]);
+        config.clis.insert(
+            "generic".into(),
+            crate::config::CliConfig {
+                command: vec!["agent".into(), "--task".into()],
+                ..Default::default()
+            },
+        );
+        let (generic, stdin) = args(&config, "generic", "do it", None);
+        assert_eq!(generic, ["--task"]);
         assert_eq!(stdin.as_deref(), Some(&b"do it"[..]));
-        config.claude.args = Some(vec!["--max-turns".into(), "3".into()]);
-        let (args, _) = config.arguments(Kind::Claude, "p", None);
+        config.clis.insert(
+            "claude".into(),
+            crate::config::CliConfig {
+                args: Some(vec!["--max-turns".into(), "3".into()]),
+                ..Default::default()
+            },
+        );
+        let (claude, _) = args(&config, "claude", "p", None);
         assert_eq!(
-            args,
+            claude,
             ["-p", "p", "--output-format", "json", "--max-turns", "3"]
         );
-        config.roles.insert("dev".into(), "codex".into());
-        assert_eq!(config.choose(None, Some("dev")).unwrap(), Kind::Codex);
-        assert_eq!(
-            config.choose(Some("shell"), Some("dev")).unwrap(),
-            Kind::Shell
-        );
-        assert!(config.choose(Some("cursor"), None).is_err());
     }
 }

@@ -2,30 +2,21 @@
 //!
 //! Agents run in process groups of their own (so a timeout can kill all of them), which also
 //! means the terminal's Ctrl-C reaches only git-bmad. Once [`install`] has run, SIGINT, SIGTERM
-//! and SIGHUP set a flag instead of killing git-bmad at an arbitrary instant: the running
-//! child's group is killed, the interruption is journaled, and the command exits 130 with its
-//! state saved. This is the one piece of process-wide state in git-bmad, because a signal
-//! handler can reach nothing else.
+//! and SIGHUP set the flag it returns instead of killing git-bmad at an arbitrary instant: the
+//! running child's group is killed, the interruption is journaled, and the command exits 130
+//! with its state saved. As in gitoxide, the flag is passed to the operations that wait
+//! (`&AtomicBool`), never read from a global, so a test injects its own.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
-static REQUESTED: AtomicBool = AtomicBool::new(false);
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
-extern "C" fn on_signal(_signal: libc::c_int) {
-    REQUESTED.store(true, Ordering::SeqCst);
-}
-
-/// Catch SIGINT, SIGTERM and SIGHUP from now on (for commands that supervise agents).
-pub fn install() {
-    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-        // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-        unsafe {
-            libc::signal(signal, on_signal as *const () as libc::sighandler_t);
-        }
+/// Catch SIGINT, SIGTERM and SIGHUP from now on; the flag turns true when one arrives.
+pub fn install() -> std::io::Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for signal in [SIGINT, SIGTERM, SIGHUP] {
+        signal_hook::flag::register(signal, Arc::clone(&flag))?;
     }
-}
-
-/// Whether an interrupt has arrived.
-pub fn requested() -> bool {
-    REQUESTED.load(Ordering::SeqCst)
+    Ok(flag)
 }

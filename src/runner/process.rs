@@ -18,7 +18,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::error::{Error, Result};
-use super::interrupt;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How much of a stream is kept from its start (enough to parse an agent's JSON result).
 const HEAD_LIMIT: usize = 4 << 20;
@@ -159,7 +159,7 @@ pub struct Output {
 }
 
 /// Run `spec` to its end, its timeout, or an interrupt.
-pub fn run(spec: &Spec) -> Result<Output> {
+pub fn run(spec: &Spec, interrupt: &AtomicBool) -> Result<Output> {
     let started = Instant::now();
     let mut command = Command::new(&spec.program);
     command
@@ -211,7 +211,7 @@ pub fn run(spec: &Spec) -> Result<Output> {
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
         if killed.is_none() {
-            if interrupt::requested() {
+            if interrupt.load(Ordering::SeqCst) {
                 killed = Some(Exit::Interrupted);
             } else if Instant::now() >= deadline {
                 killed = Some(Exit::TimedOut);
@@ -302,7 +302,7 @@ mod tests {
             env_remove: vec![],
             stdin: Some(b"from stdin".to_vec()),
             timeout,
-        })
+        }, &AtomicBool::new(false))
         .unwrap()
     }
 

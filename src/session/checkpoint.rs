@@ -97,7 +97,25 @@ pub struct Checkpoint {
     pub time: i64,
 }
 
+/// Where git-bmad's own per-session files live in a worktree.
+pub(crate) const SESSION_FILES: &str = ".bmad/sessions/";
+
 impl Checkpoint {
+    /// The work that changed from `self` to `later`: each changed path with its new blob
+    /// (all zeros when deleted). git-bmad's own files (the rendered journals) are left out:
+    /// they change with every event and are no step's work.
+    pub fn work_changed_to(&self, repo: &Repo, later: &Checkpoint) -> Result<Vec<(String, String)>> {
+        if self.tree == later.tree {
+            return Ok(Vec::new());
+        }
+        Ok(repo
+            .diff_trees(self.tree, later.tree)?
+            .into_iter()
+            .filter(|c| !c.path.starts_with(SESSION_FILES))
+            .map(|c| (c.path, c.new_id))
+            .collect())
+    }
+
     /// Read a checkpoint commit; `None` if the commit is not one.
     pub fn read(repo: &Repo, id: ObjectId) -> Result<Option<Checkpoint>> {
         let info = repo.commit_info(id)?;

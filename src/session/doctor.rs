@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use super::checkpoint::Checkpoint;
-use super::config::{Config, CONFIG_PATH};
+use crate::config::CONFIG_PATH;
 use super::error::Result;
 use super::id::SessionId;
 use super::journal;
@@ -65,7 +65,7 @@ pub fn doctor(repo: &Repo) -> Result<Vec<Finding>> {
     let mut f = Findings(Vec::new());
     let main = repo.main_workdir()?;
     let config_exists = main.join(CONFIG_PATH).exists();
-    if let Err(e) = Config::load(repo, &main) {
+    if let Err(e) = super::load_config(repo) {
         f.add(
             Severity::Problem,
             None,
@@ -75,8 +75,7 @@ pub fn doctor(repo: &Repo) -> Result<Vec<Finding>> {
     }
     if config_exists
         && !repo
-            .git()
-            .config_get_all("notes.displayRef")?
+            .local_config_values("notes.displayRef")?
             .iter()
             .any(|v| v == "refs/notes/bmad/*")
     {

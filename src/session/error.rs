@@ -127,15 +127,8 @@ pub enum Error {
         session: String,
     },
     /// `.bmad/config.yaml` cannot be used.
-    #[error("{}{}: {message}", path.display(), location.map(|(l, c)| format!(":{l}:{c}")).unwrap_or_default())]
-    Config {
-        /// The file.
-        path: PathBuf,
-        /// Line and column, when known.
-        location: Option<(usize, usize)>,
-        /// What is wrong and what is allowed.
-        message: String,
-    },
+    #[error(transparent)]
+    Config(#[from] crate::config::Error),
     /// Input given on the command line is not acceptable.
     #[error("{0}")]
     InvalidInput(String),
@@ -171,7 +164,7 @@ impl Error {
                 | Error::InvalidName { .. }
                 | Error::UnknownRevision { .. }
                 | Error::UnknownCheckpoint { .. }
-                | Error::Config { .. }
+                | Error::Config(crate::config::Error::Invalid { .. })
                 | Error::InvalidInput(_)
         )
     }

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use super::config::{CONFIG_PATH, TEMPLATE};
+use crate::config::{CONFIG_PATH, TEMPLATE};
 use super::error::{Error, Result};
 use crate::git::Repo;
 
@@ -47,12 +47,11 @@ pub(crate) fn ensure_notes_config(repo: &Repo) -> Result<Vec<String>> {
     let mut added = Vec::new();
     for key in ["notes.displayRef", "notes.rewriteRef"] {
         if !repo
-            .git()
-            .config_get_all(key)?
+            .local_config_values(key)?
             .iter()
             .any(|v| v == NOTES_GLOB)
         {
-            repo.git().config_add(key, NOTES_GLOB)?;
+            repo.add_local_config(key, NOTES_GLOB)?;
             added.push(format!("{key}={NOTES_GLOB}"));
         }
     }

@@ -6,7 +6,6 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::checkpoint::{self, extend_chain, write_commit, Checkpoint, Trailers};
-use super::config::Config;
 use super::error::{Error, Result};
 use super::event::{kind, Decision, NewEvent};
 use super::id::SessionId;
@@ -47,7 +46,7 @@ pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
     let name = options.name.as_str();
     validate_name(name)?;
     let main = repo.main_workdir()?;
-    let config = Config::load(repo, &main)?;
+    let config = super::load_config(repo)?;
     let dirt = repo.dirt(5)?;
     if !dirt.is_clean() {
         return Err(Error::DirtyTree {
@@ -105,9 +104,7 @@ pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
     };
 
     let short_branch = branch.trim_start_matches("refs/heads/");
-    if let Err(e) = repo
-        .git()
-        .worktree_add(&worktree, short_branch, base_commit)
+    if let Err(e) = repo.add_worktree(&worktree, short_branch, base_commit)
     {
         // Leave nothing half-made behind: the id is released again.
         let _ = repo.delete_ref(&checkpoints_ref(&id), first);
@@ -279,7 +276,7 @@ pub fn remove(repo: &Repo, session: &Session, options: RemoveOptions) -> Result<
     }
     let branch_tip = repo.read_ref(&session.branch)?;
     if let Some(tip) = branch_tip {
-        if repo.git().refs_containing(tip, &session.branch)?.is_empty() {
+        if repo.refs_containing(tip, &session.branch)?.is_empty() {
             reasons.push(format!(
                 "branch {} has commits that are neither merged into another branch nor pushed",
                 session.short_branch()
@@ -293,13 +290,12 @@ pub fn remove(repo: &Repo, session: &Session, options: RemoveOptions) -> Result<
         });
     }
     if session.worktree_exists {
-        repo.git()
-            .worktree_remove(&session.worktree, options.force)?;
+        repo.remove_worktree(&session.worktree, options.force)?;
     } else {
-        repo.git().worktree_prune()?;
+        repo.prune_worktrees()?;
     }
     if branch_tip.is_some() {
-        repo.git().delete_branch(session.short_branch())?;
+        repo.delete_branch(session.short_branch())?;
     }
     // The checkpoint ref goes last: until then `list` still shows the session and `remove`
     // can be run again after a crash.
@@ -344,7 +340,7 @@ pub fn prune(repo: &Repo) -> Result<Vec<PruneOutcome>> {
                 .is_some_and(|b| gone.iter().any(|s| &s.branch == b))
     });
     if ours_gone_for_git {
-        repo.git().worktree_prune()?;
+        repo.prune_worktrees()?;
     }
     let mut outcomes = Vec::new();
     for session in gone {

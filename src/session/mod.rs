@@ -10,7 +10,6 @@
 //! the trailers on the newest checkpoint summarise it so listing sessions reads one commit each.
 
 mod checkpoint;
-mod config;
 mod doctor;
 mod error;
 mod event;
@@ -24,7 +23,6 @@ mod state;
 mod store;
 
 pub use checkpoint::{chain, checkpoint, mark_status, Checkpoint, Trailers};
-pub use config::{ChecksConfig, Config, ALWAYS_PROTECTED};
 pub use doctor::{doctor, Finding, Severity};
 pub use error::{Error, Result};
 pub use event::{kind, Decision, Event, NewEvent};
@@ -39,6 +37,32 @@ pub use render::{event_summary, render_markdown, update_rendered, write_rendered
 pub use rollback::{plan_rollback, rollback, undo, RollbackOutcome, RollbackPlan, Target};
 pub use state::{SessionState, Status};
 pub use store::{list, locate, Session};
+
+/// The repository handle sessions live in. Layers above the session layer hold it only to
+/// hand it back to session operations; they never call git through it.
+pub use crate::git::Repo;
+
+/// Store a text (a run's playbook) in the object database; its id names it in the journal.
+pub fn store_text(repo: &Repo, text: &str) -> Result<String> {
+    Ok(repo.write_blob(text.as_bytes())?.to_string())
+}
+
+/// A text stored with [`store_text`], by the id the journal recorded.
+pub fn read_stored_text(repo: &Repo, id: &str) -> Result<String> {
+    let object = crate::git::ObjectId::from_hex(id.as_bytes())
+        .map_err(|e| Error::InvalidInput(format!("{id:?} is not an object id: {e}")))?;
+    let bytes = repo.read_blob(object)?;
+    String::from_utf8(bytes)
+        .map_err(|e| Error::InvalidInput(format!("object {id} is not UTF-8 text: {e}")))
+}
+
+/// The project configuration, with this clone's `git config bmad.*` overrides.
+pub fn load_config(repo: &crate::git::Repo) -> Result<crate::config::Config> {
+    let main = repo.main_workdir()?;
+    Ok(crate::config::Config::load(&main, &|key| {
+        repo.config_string(key)
+    })?)
+}
 
 /// The ref holding the head of a session's checkpoint chain.
 pub fn checkpoints_ref(id: &SessionId) -> String {

@@ -58,7 +58,7 @@ pub fn plan_rollback(repo: &Repo, session: &Session, target: &Target) -> Result<
     let worktree = session.open_worktree(repo)?;
     let wt = worktree.as_ref().unwrap_or(repo);
     let now = wt.snapshot_tree()?;
-    let changes = visible_changes(session, wt.git().diff_trees(now, target.tree)?);
+    let changes = visible_changes(session, wt.diff_trees(now, target.tree)?);
     Ok(RollbackPlan {
         target,
         number,
@@ -112,15 +112,15 @@ fn restore(
         std::fs::copy(&real_index, tmp.path())
             .map_err(|e| Error::io("could not copy the index", &real_index, e))?;
     }
-    let now = wt.git().write_tree_of_worktree(tmp.path())?;
+    let now = wt.write_tree_of_worktree(tmp.path())?;
     let short = target.id.to_hex_with_len(10).to_string();
     let label = match undo_of {
         Some(seq) => format!("before undoing rollback #{seq}"),
         None => format!("before rollback to {short}"),
     };
     let (safety, _) = extend_chain(repo, session, Some(now), wt.head_id()?, &label, None, None)?;
-    let changes = visible_changes(session, wt.git().diff_trees(now, target.tree)?);
-    if let Err(e) = wt.git().read_tree_update(tmp.path(), now, target.tree) {
+    let changes = visible_changes(session, wt.diff_trees(now, target.tree)?);
+    if let Err(e) = wt.read_tree_update(tmp.path(), now, target.tree) {
         return Err(Error::WorktreeChanged {
             safety: safety.id.to_hex_with_len(10).to_string(),
             detail: match e {

@@ -24,6 +24,8 @@ pub struct CheckEnv<'a> {
     pub timeout: Duration,
     /// The paths the step changed, when known (for `diff_nonempty`).
     pub changed: Option<&'a [String]>,
+    /// Set when the user interrupts: a running test command is stopped.
+    pub interrupt: &'a std::sync::atomic::AtomicBool,
 }
 
 /// The result of one check.
@@ -130,14 +132,14 @@ fn tests_pass(
         args: vec!["-c".into(), command.to_owned()],
         cwd: env.root.to_path_buf(),
         env: Vec::new(),
-        env_remove: runner::GIT_ENV_TO_CLEAR
+        env_remove: crate::env::REPO_REDIRECTING_VARS
             .iter()
             .map(|s| s.to_string())
             .collect(),
         stdin: None,
         timeout: env.timeout,
     };
-    match runner::run_process(&spec) {
+    match runner::run_process(&spec, env.interrupt) {
         Ok(out) if out.exit.success() => {
             outcome(true, command.to_owned(), format!("`{command}` passed"))
         }
@@ -219,6 +221,7 @@ mod tests {
             test_command: None,
             timeout: Duration::from_secs(10),
             changed: Some(&changed),
+            interrupt: &std::sync::atomic::AtomicBool::new(false),
         };
         assert!(evaluate(&Check::SpecExists, &env).ok);
         let plan = evaluate(&Check::PlanExists, &env);

@@ -4,23 +4,22 @@
 //! command's file where each agent CLI looks for project commands and skills, and a missing
 //! one is an error before anything runs.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::playbook::{Diagnostic, Playbook, Severity};
-use crate::runner::{Kind, OrchestrationConfig, RunnersConfig};
+use crate::config::Config;
+use crate::runner;
 
 /// Errors for steps whose runner is unknown or whose slash command has no file in the project.
 pub fn missing_commands(
     playbook: &Playbook,
     root: &Path,
-    runners: &RunnersConfig,
-    orchestration: &OrchestrationConfig,
+    config: &Config,
 ) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for step in playbook.steps() {
         let (line, col) = step.command_at;
-        let kind = match orchestration.agent(runners, step.runner.as_deref(), step.role.as_deref())
-        {
+        let kind = match runner::agent(config, step.runner.as_deref(), step.role.as_deref()) {
             Ok(agent) => agent.kind,
             Err(e) => {
                 out.push(Diagnostic {
@@ -41,7 +40,7 @@ pub fn missing_commands(
         if !kind.is_agent() {
             continue;
         }
-        let candidates = candidates(kind, name);
+        let candidates = kind.adapter().command_files(name);
         if !candidates.iter().any(|c| root.join(c).is_file()) {
             let shown: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
             out.push(Diagnostic {
@@ -67,38 +66,6 @@ fn slash_command(command: &str) -> Option<&str> {
     (!name.is_empty()).then_some(name)
 }
 
-/// Where each agent CLI looks for a project command or skill called `name`.
-fn candidates(kind: Kind, name: &str) -> Vec<PathBuf> {
-    // Namespaces: `bmad:bmm:dev-story` lives in bmad/bmm/dev-story.md; skills use dashes.
-    let nested = name.replace(':', "/");
-    let dashed = name.replace([':', '.'], "-");
-    let claude = vec![
-        PathBuf::from(format!(".claude/commands/{nested}.md")),
-        PathBuf::from(format!(".claude/skills/{name}/SKILL.md")),
-        PathBuf::from(format!(".claude/skills/{dashed}/SKILL.md")),
-    ];
-    let codex_name = name.strip_prefix("prompts:").unwrap_or(name);
-    let codex = vec![
-        PathBuf::from(format!(".codex/prompts/{codex_name}.md")),
-        PathBuf::from(format!(".agents/skills/{name}/SKILL.md")),
-        PathBuf::from(format!(".agents/skills/{dashed}/SKILL.md")),
-    ];
-    let gemini = vec![PathBuf::from(format!(".gemini/commands/{nested}.toml"))];
-    match kind {
-        Kind::Claude => claude,
-        Kind::Codex => codex,
-        Kind::Gemini => gemini,
-        Kind::Shell => Vec::new(),
-        Kind::Generic => {
-            let mut all = claude;
-            all.extend(codex);
-            all.extend(gemini);
-            all.push(PathBuf::from(format!(".github/prompts/{name}.prompt.md")));
-            all
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,8 +85,7 @@ mod tests {
         let missing = missing_commands(
             &playbook.unwrap(),
             root,
-            &RunnersConfig::default(),
-            &OrchestrationConfig::default(),
+            &Config::default(),
         );
         let fields: Vec<&str> = missing.iter().map(|d| d.field.as_str()).collect();
         assert_eq!(fields, ["d.command", "e.command"]);

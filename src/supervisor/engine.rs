@@ -19,10 +19,10 @@ use super::playbook::{self, Autonomy, ErrorPolicy, Playbook, Severity, Step, Tri
 use super::state::{Answer, Ended, Gate, GateKind, RunState, StepState, StepStatus};
 use super::Source;
 use crate::bmad::analysis::confidence;
-use crate::git::{ObjectId, Repo};
 use crate::policy::secrets::redact;
-use crate::runner::{self, interrupt, AgentResult, Captured, Exit, Invocation, Kind};
-use crate::session::{self, Config, Decision, Event, NewEvent, Session, Status};
+use crate::runner::{self, AgentResult, Captured, Exit, Invocation, Kind};
+use crate::config::Config;
+use crate::session::{self, Decision, Event, NewEvent, Repo, Session, Status};
 use crate::text::{first_line_within, last_chars};
 
 /// How much of an agent's stdout and stderr the journal keeps.
@@ -31,8 +31,6 @@ const STDERR_LIMIT: usize = 16 << 10;
 /// How much of an agent's final answer an event and a gate show.
 const FINAL_TEXT_LIMIT: usize = 4000;
 const EVIDENCE_LIMIT: usize = 1500;
-/// Rendered journals live here; they change with every event and are no step's work.
-const SESSION_FILES: &str = ".bmad/sessions/";
 
 /// What the caller wants.
 #[derive(Clone, Debug)]
@@ -63,6 +61,8 @@ pub struct RunOptions<'a> {
     pub feature_env: Option<String>,
     /// Called with every event as it is journaled (for progress output).
     pub observer: &'a mut dyn FnMut(&Event),
+    /// Set when the user interrupts (see [`runner::interrupt`]).
+    pub interrupt: &'a std::sync::atomic::AtomicBool,
 }
 
 /// Where a run stopped this time.
@@ -167,10 +167,11 @@ pub fn supervise(
         programs,
         state,
         observer: options.observer,
+        interrupt: options.interrupt,
         recorded: 0,
     };
     if let Some(source) = new_run {
-        let blob = repo.write_blob(source.text.as_bytes())?;
+        let blob = session::store_text(repo, &source.text)?;
         engine.record(
             NewEvent::new(kind::RUN_STARTED)
                 .decision(Some(Decision::Human))
@@ -200,12 +201,7 @@ pub fn supervise(
 pub fn validate(source: &Source, root: &Path, config: &Config) -> Result<Playbook> {
     let (playbook, mut diagnostics) = playbook::parse(&source.text, &source.name);
     if let Some(p) = &playbook {
-        diagnostics.extend(missing_commands(
-            p,
-            root,
-            &config.runners,
-            &config.orchestration,
-        ));
+        diagnostics.extend(missing_commands(p, root, config));
     }
     match playbook {
         Some(p) if !diagnostics.iter().any(|d| d.severity == Severity::Error) => Ok(p),
@@ -223,9 +219,7 @@ fn stored_playbook(repo: &Repo, session: &Session, m: &super::state::Manifest) -
         blob: m.blob.clone(),
         why,
     };
-    let id = ObjectId::from_hex(m.blob.as_bytes()).map_err(|e| failure(e.to_string()))?;
-    let bytes = repo.read_blob(id).map_err(|e| failure(e.to_string()))?;
-    let text = String::from_utf8(bytes).map_err(|e| failure(e.to_string()))?;
+    let text = session::read_stored_text(repo, &m.blob).map_err(|e| failure(e.to_string()))?;
     let (playbook, diagnostics) = playbook::parse(&text, &m.playbook);
     playbook.ok_or_else(|| {
         failure(
@@ -250,11 +244,7 @@ fn preflight(
         if step.autonomy == Autonomy::Skip {
             continue;
         }
-        let agent = config.orchestration.agent(
-            &config.runners,
-            step.runner.as_deref(),
-            step.role.as_deref(),
-        )?;
+        let agent = runner::agent(config, step.runner.as_deref(), step.role.as_deref())?;
         if let Some(var) = &agent.api_key_env {
             if std::env::var_os(var).is_none_or(|v| v.is_empty()) {
                 return Err(runner::Error::KeyNotSet {
@@ -265,7 +255,7 @@ fn preflight(
             }
         }
         if let std::collections::btree_map::Entry::Vacant(slot) = programs.entry(agent.kind) {
-            slot.insert(config.runners.locate(agent.kind, root)?);
+            slot.insert(runner::locate(config, agent.kind, root)?);
         }
     }
     Ok(programs)
@@ -282,6 +272,7 @@ struct Engine<'a> {
     programs: BTreeMap<Kind, PathBuf>,
     state: RunState,
     observer: &'a mut dyn FnMut(&Event),
+    interrupt: &'a std::sync::atomic::AtomicBool,
     /// Events journaled by this engine, to tell a loop that progresses from one that cannot.
     recorded: u64,
 }
@@ -367,7 +358,7 @@ impl<'a> Engine<'a> {
             _ => {}
         }
         loop {
-            if interrupt::requested() {
+            if self.interrupt.load(std::sync::atomic::Ordering::SeqCst) {
                 self.record(NewEvent::new(kind::RUN_INTERRUPTED).decision(Some(Decision::Human)))?;
                 return Ok(Outcome::Interrupted);
             }
@@ -425,7 +416,7 @@ impl<'a> Engine<'a> {
                     stopped.push(attempt.step.id.clone());
                 }
             }
-            if interrupt::requested() {
+            if self.interrupt.load(std::sync::atomic::Ordering::SeqCst) {
                 self.record(NewEvent::new(kind::RUN_INTERRUPTED).decision(Some(Decision::Human)))?;
                 return Ok(Outcome::Interrupted);
             }
@@ -796,6 +787,7 @@ impl<'a> Engine<'a> {
             test_command: self.config.checks.test_command.as_deref(),
             timeout: step.timeout,
             changed,
+            interrupt: self.interrupt,
         }
     }
 
@@ -828,8 +820,8 @@ impl<'a> Engine<'a> {
         self.seen(&ev)?;
         let mut invocations = Vec::new();
         for step in steps {
-            let agent = self.config.orchestration.agent(
-                &self.config.runners,
+            let agent = runner::agent(
+                self.config,
                 step.runner.as_deref(),
                 step.role.as_deref(),
             )?;
@@ -868,7 +860,7 @@ impl<'a> Engine<'a> {
             // environment, never in an event.
             if let (Some(var), Some(target)) = (
                 &agent.api_key_env,
-                runner::orchestration::key_variable(kind),
+                kind.adapter().key_variable(),
             ) {
                 if let Ok(key) = std::env::var(var) {
                     env.push((target.to_owned(), key));
@@ -889,6 +881,7 @@ impl<'a> Engine<'a> {
             ));
         }
         let runners = &self.config.runners;
+        let interrupt = self.interrupt;
         // A phase runs at most `max_concurrent_agents` agents at once, in document order.
         let width = self.config.orchestration.max_concurrent_agents.max(1) as usize;
         let mut results: Vec<std::result::Result<AgentResult, runner::Error>> = Vec::new();
@@ -896,7 +889,7 @@ impl<'a> Engine<'a> {
             std::thread::scope(|scope| {
                 let handles: Vec<_> = batch
                     .iter()
-                    .map(|(_, _, inv)| scope.spawn(move || runner::invoke(runners, inv)))
+                    .map(|(_, _, inv)| scope.spawn(move || runner::invoke(runners, inv, interrupt)))
                     .collect();
                 results.extend(handles.into_iter().map(|h| {
                     h.join().unwrap_or_else(|_| {
@@ -916,17 +909,7 @@ impl<'a> Engine<'a> {
             Some(tag),
         )?;
         self.seen(&ev)?;
-        let changes: Vec<(String, String)> = if before.tree == after.tree {
-            Vec::new()
-        } else {
-            self.repo
-                .git()
-                .diff_trees(before.tree, after.tree)?
-                .into_iter()
-                .filter(|c| !c.path.starts_with(SESSION_FILES))
-                .map(|c| (c.path, c.new_id))
-                .collect()
-        };
+        let changes = before.work_changed_to(self.repo, &after)?;
         let changed_paths: Vec<String> = changes.iter().map(|(p, _)| p.clone()).collect();
         let mut attempts = Vec::new();
         for ((step, number, _), result) in invocations.into_iter().zip(results) {

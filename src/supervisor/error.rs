@@ -123,11 +123,5 @@ fn render(origin: &str, diagnostics: &[Diagnostic]) -> String {
         .join("\n")
 }
 
-impl From<crate::git::Error> for Error {
-    fn from(e: crate::git::Error) -> Self {
-        Error::Session(e.into())
-    }
-}
-
 /// The supervisor's result.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

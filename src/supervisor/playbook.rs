@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::yaml::{self, Node, Value};
+use crate::config::yaml::{self, Node, Value};
 
 /// How much a step may do without a human.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

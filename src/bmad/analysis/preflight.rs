@@ -76,7 +76,7 @@ pub struct Config<'a> {
     /// Where it was read from, as shown to the user; `None` when there is no config file.
     pub file: Option<String>,
     /// Its top-level mapping.
-    pub values: &'a serde_yaml::Mapping,
+    pub values: &'a crate::config::yaml::Mapping,
 }
 
 /// Run the checks. `path_dirs` is `PATH` split, so tests control where programs are found.
@@ -241,8 +241,8 @@ fn wildcard(pattern: &[u8], name: &[u8]) -> bool {
 mod tests {
     use super::*;
 
-    fn config(yaml: &str) -> serde_yaml::Mapping {
-        serde_yaml::from_str(yaml).unwrap()
+    fn config(yaml: &str) -> crate::config::yaml::Mapping {
+        crate::config::yaml::from_str(yaml).unwrap()
     }
 
     #[test]

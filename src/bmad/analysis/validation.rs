@@ -97,7 +97,7 @@ pub fn detect(text: &str) -> Detection {
 fn custom_definition(text: &str) -> Option<Result<(String, String), Vec<String>>> {
     let rest = text.strip_prefix("---\n")?;
     let end = rest.find("\n---")?;
-    let yaml: serde_yaml::Value = serde_yaml::from_str(&rest[..end]).ok()?;
+    let yaml: crate::config::yaml::Data = crate::config::yaml::from_str(&rest[..end]).ok()?;
     let v = yaml.get("validation")?;
     if v.get("type").and_then(|t| t.as_str()) != Some("custom") {
         return None;

@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::resolve::{self, Problem, Resolver};
 use super::{instructions, Diagnostic, Env, Format, Workflow};
-use crate::yaml::{self, Node};
+use crate::config::yaml::{self, Node};
 
 /// Fields every workflow.yaml must have (AC-1.2.2).
 const REQUIRED: &[&str] = &["name", "instructions", "config_source"];

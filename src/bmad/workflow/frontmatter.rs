@@ -5,7 +5,7 @@
 //! not YAML at all is an error with its line and column in the file.
 
 use super::Diagnostic;
-use crate::yaml::{self, Node};
+use crate::config::yaml::{self, Node};
 
 /// A document split into frontmatter and body.
 #[derive(Clone, Debug, Default)]

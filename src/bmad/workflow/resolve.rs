@@ -235,9 +235,9 @@ impl<'a> Resolver<'a> {
 
 /// Read a module config's scalar values (strings, numbers, booleans as text).
 pub fn read_config(text: &str) -> Result<BTreeMap<String, String>, String> {
-    let value: serde_yaml::Value = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+    let value: crate::config::yaml::Data = crate::config::yaml::from_str(text).map_err(|e| e.to_string())?;
     let mut out = BTreeMap::new();
-    if let serde_yaml::Value::Mapping(map) = value {
+    if let crate::config::yaml::Data::Mapping(map) = value {
         for (k, v) in map {
             let (Some(k), Some(v)) = (k.as_str(), scalar_text(&v)) else {
                 continue;
@@ -248,11 +248,11 @@ pub fn read_config(text: &str) -> Result<BTreeMap<String, String>, String> {
     Ok(out)
 }
 
-fn scalar_text(v: &serde_yaml::Value) -> Option<String> {
+fn scalar_text(v: &crate::config::yaml::Data) -> Option<String> {
     match v {
-        serde_yaml::Value::String(s) => Some(s.clone()),
-        serde_yaml::Value::Number(n) => Some(n.to_string()),
-        serde_yaml::Value::Bool(b) => Some(b.to_string()),
+        crate::config::yaml::Data::String(s) => Some(s.clone()),
+        crate::config::yaml::Data::Number(n) => Some(n.to_string()),
+        crate::config::yaml::Data::Bool(b) => Some(b.to_string()),
         _ => None,
     }
 }

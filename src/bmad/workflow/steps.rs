@@ -17,7 +17,7 @@ use serde::Serialize;
 use super::frontmatter::{self, Document};
 use super::resolve::Resolver;
 use super::{Diagnostic, Env};
-use crate::yaml::{self, Node};
+use crate::config::yaml::{self, Node};
 
 /// The most step files followed from one workflow (a guard against generated chains).
 const MAX_STEPS: usize = 500;

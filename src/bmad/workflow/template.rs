@@ -8,7 +8,7 @@
 //! allowed, is left as written and listed.
 
 use serde::Serialize;
-use serde_yaml::Value;
+use crate::config::yaml::Data as Value;
 
 /// A template that cannot be rendered.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -416,7 +416,7 @@ mod tests {
     use crate::diagnostic::testing::random_strings;
 
     fn vars(yaml: &str) -> Value {
-        serde_yaml::from_str(yaml).unwrap()
+        crate::config::yaml::from_str(yaml).unwrap()
     }
 
     #[test]

@@ -547,13 +547,13 @@ fn preflight_cmd(
     let values = match &file {
         Some(f) => {
             let text = read(ctx, f)?;
-            serde_yaml::from_str::<serde_yaml::Value>(&text)
+            crate::config::yaml::from_str::<crate::config::yaml::Data>(&text)
                 .map_err(|e| CommandError::failed(format!("{}: {e}", f.display())))?
                 .as_mapping()
                 .cloned()
                 .unwrap_or_default()
         }
-        None => serde_yaml::Mapping::new(),
+        None => crate::config::yaml::Mapping::new(),
     };
     let req = preflight::Requirements {
         config_keys: keys.to_vec(),

@@ -180,7 +180,7 @@ fn load(path: &Path, root: &Path) -> Option<(&'static str, Loaded)> {
         return Some((
             "BMAD module config",
             text.ok_or("unreadable".to_owned()).and_then(|t| {
-                serde_yaml::from_str::<serde_yaml::Value>(&t)
+                crate::config::yaml::from_str::<crate::config::yaml::Data>(&t)
                     .map(|_| Vec::new())
                     .map_err(|e| e.to_string())
             }),

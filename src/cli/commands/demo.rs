@@ -140,7 +140,7 @@ impl<'a> Demo<'a> {
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("NO_COLOR", "1")
             .env_remove("SPECIFY_FEATURE_DIRECTORY");
-        for key in crate::runner::GIT_ENV_TO_CLEAR {
+        for key in crate::env::REPO_REDIRECTING_VARS {
             cmd.env_remove(key);
         }
         cmd

@@ -9,7 +9,7 @@ use crate::cli::error::{exit, CommandError};
 use crate::cli::Context;
 use crate::git::Repo;
 use crate::policy::{self, guard};
-use crate::session::Config;
+use crate::config::Config;
 
 /// Judge an agent's shell command before it runs (Claude Code PreToolUse protocol).
 ///

@@ -8,7 +8,6 @@ use serde_json::json;
 use crate::cli::error::{exit, CommandError};
 use crate::cli::ui::Style;
 use crate::cli::Context;
-use crate::session::Config;
 use crate::supervisor::{self, Severity};
 
 /// Check or list playbooks.
@@ -59,7 +58,7 @@ fn search_dirs(ctx: &Context) -> (Option<crate::git::Repo>, Vec<PathBuf>) {
 fn validate(ctx: &Context, queries: &[String]) -> Result<u8, CommandError> {
     let (repo, dirs) = search_dirs(ctx);
     let config = match &repo {
-        Some(repo) => Some(Config::load(repo, &repo.main_workdir()?)?),
+        Some(repo) => Some(ctx.config(repo)?),
         None => None,
     };
     let mut reports = Vec::new();
@@ -69,12 +68,7 @@ fn validate(ctx: &Context, queries: &[String]) -> Result<u8, CommandError> {
         let (playbook, mut diagnostics) = supervisor::parse_playbook(&source.text, &source.name);
         let mut commands_checked = false;
         if let (Some(p), Some(repo), Some(config)) = (&playbook, &repo, &config) {
-            diagnostics.extend(supervisor::missing_commands(
-                p,
-                repo.workdir(),
-                &config.runners,
-                &config.orchestration,
-            ));
+            diagnostics.extend(supervisor::missing_commands(p, repo.workdir(), config));
             commands_checked = true;
         }
         let errors = diagnostics

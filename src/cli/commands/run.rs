@@ -8,7 +8,7 @@ use crate::cli::error::{exit, CommandError};
 use crate::cli::ui::{Style, Ui};
 use crate::cli::Context;
 use crate::runner::interrupt;
-use crate::session::{self, Config, Event, Session, SessionState};
+use crate::session::{self, Event, Session, SessionState};
 use crate::supervisor::{self, kind, Outcome, Request, RunOptions};
 use crate::text::{duration, first_line_within};
 
@@ -71,8 +71,9 @@ pub(super) fn supervise_and_report(
     s: &Session,
     request: Request,
 ) -> Result<u8, CommandError> {
-    interrupt::install();
-    let config = Config::load(repo, &repo.main_workdir()?)?;
+    let interrupt = interrupt::install()
+        .map_err(|e| CommandError::failed(format!("could not catch Ctrl-C: {e}")))?;
+    let config = ctx.config(repo)?;
     let ui = &ctx.ui;
     let mut observer = |event: &Event| progress(ui, event);
     let report = supervisor::supervise(
@@ -83,6 +84,7 @@ pub(super) fn supervise_and_report(
             config: &config,
             feature_env: std::env::var("SPECIFY_FEATURE_DIRECTORY").ok(),
             observer: &mut observer,
+            interrupt: &interrupt,
         },
     )?;
     let code = match &report.outcome {

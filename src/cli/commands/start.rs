@@ -5,7 +5,7 @@ use clap::Args;
 use crate::cli::error::{exit, CommandError};
 use crate::cli::ui::Style;
 use crate::cli::Context;
-use crate::session::{self, Config, StartOptions};
+use crate::session::{self, StartOptions};
 use crate::supervisor;
 
 /// Start a session.
@@ -37,7 +37,7 @@ pub fn cmd_start(ctx: &Context, args: &StartArgs) -> Result<u8, CommandError> {
                 &ctx.cwd,
                 &[repo.workdir().to_path_buf(), main.clone()],
             )?;
-            let config = Config::load(&repo, &main)?;
+            let config = ctx.config(&repo)?;
             supervisor::validate(&source, repo.workdir(), &config)?;
             Some(source.name)
         }

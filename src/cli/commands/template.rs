@@ -51,7 +51,7 @@ pub fn cmd_template(ctx: &Context, args: &TemplateArgs) -> Result<u8, CommandErr
             .map_err(|e| CommandError::failed(format!("could not read {}: {e}", p.display())))
     };
     let text = read(path)?;
-    let values: serde_yaml::Value = serde_yaml::from_str(&read(vars)?).map_err(|e| {
+    let values: crate::config::yaml::Data = crate::config::yaml::from_str(&read(vars)?).map_err(|e| {
         CommandError::usage(format!(
             "{}: the variables are not YAML: {e}",
             vars.display()

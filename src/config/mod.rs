@@ -1,15 +1,25 @@
 //! Project configuration: `.bmad/config.yaml` in the main worktree (committed, shared by the
 //! team), overridden per clone by `git config bmad.*`.
 //!
+//! This is the lowest layer: every other layer reads its own section from here, so the
+//! session layer never names a runner type and the runner layer never opens a repository.
+//! Loading takes the git config values as a lookup function for the same reason.
+//!
 //! Unknown keys are errors with their line and column: a misspelt key that is silently
 //! ignored is a setting the user believes in and does not have.
+
+mod error;
+mod orchestration;
+mod runners;
+pub mod yaml;
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::error::{Error, Result};
-use crate::git::Repo;
+pub use error::{Error, Result};
+pub use orchestration::{Assignment, OrchestrationConfig};
+pub use runners::{CliConfig, RunnersConfig};
 
 /// Where the project configuration lives, relative to the main worktree.
 pub const CONFIG_PATH: &str = ".bmad/config.yaml";
@@ -25,11 +35,11 @@ pub struct Config {
     /// What agents may not do.
     pub policy: PolicyConfig,
     /// Which agent CLI runs a step, and how it is called.
-    pub runners: crate::runner::RunnersConfig,
+    pub runners: RunnersConfig,
     /// How the supervisor's artifact checks run.
     pub checks: ChecksConfig,
     /// Agents per role, concurrency, budget, escalation (seed 002 story 1.1).
-    pub orchestration: crate::runner::OrchestrationConfig,
+    pub orchestration: OrchestrationConfig,
 }
 
 /// The `checks:` section.
@@ -107,9 +117,9 @@ impl Default for Config {
             version: 1,
             sessions: SessionsConfig::default(),
             policy: PolicyConfig::default(),
-            runners: crate::runner::RunnersConfig::default(),
+            runners: RunnersConfig::default(),
             checks: ChecksConfig::default(),
-            orchestration: crate::runner::OrchestrationConfig::default(),
+            orchestration: OrchestrationConfig::default(),
         }
     }
 }
@@ -124,18 +134,20 @@ impl Default for SessionsConfig {
 }
 
 impl Config {
-    /// Load the configuration of the repository: file, then git config overrides, then checks.
-    pub fn load(repo: &Repo, main_workdir: &Path) -> Result<Config> {
+    /// Load the configuration of a project: file, then git config overrides, then checks.
+    ///
+    /// `git_value` answers a git config key (`bmad.branchPrefix`) as git would resolve it.
+    pub fn load(main_workdir: &Path, git_value: &dyn Fn(&str) -> Option<String>) -> Result<Config> {
         let path = main_workdir.join(CONFIG_PATH);
         let mut config = match std::fs::read_to_string(&path) {
             Ok(text) => Self::parse(&text, &path)?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Config::default(),
-            Err(e) => return Err(Error::io("could not read", path, e)),
+            Err(source) => return Err(Error::Read { path, source }),
         };
-        if let Some(prefix) = repo.config_string("bmad.branchPrefix") {
+        if let Some(prefix) = git_value("bmad.branchPrefix") {
             config.sessions.branch_prefix = prefix;
         }
-        if let Some(root) = repo.config_string("bmad.worktreeRoot") {
+        if let Some(root) = git_value("bmad.worktreeRoot") {
             config.sessions.worktree_root = root;
         }
         config.check(&path)?;
@@ -148,19 +160,15 @@ impl Config {
             return Ok(Config::default());
         }
         refuse_safety_overrides(text, path)?;
-        serde_yaml::from_str(text).map_err(|e| Error::Config {
+        yaml::from_str(text).map_err(|e| Error::Invalid {
             path: path.to_path_buf(),
-            location: e.location().map(|l| (l.line(), l.column())),
-            // The location is already in front of the message.
-            message: match e.to_string().rsplit_once(" at line ") {
-                Some((message, _)) if e.location().is_some() => message.to_owned(),
-                _ => e.to_string(),
-            },
+            location: e.location,
+            message: e.message,
         })
     }
 
     fn check(&mut self, path: &Path) -> Result<()> {
-        let bad = |message: String| Error::Config {
+        let bad = |message: String| Error::Invalid {
             path: path.to_path_buf(),
             location: None,
             message,
@@ -186,19 +194,6 @@ impl Config {
             return Err(bad(format!(
                 "sessions.branch_prefix {prefix:?} must be letters, digits, '-', '_', '.' and '/' (for example \"bmad/\")"
             )));
-        }
-        let runners = &self.runners;
-        for (field, name) in std::iter::once(("runners.default".to_owned(), &runners.default))
-            .chain(
-                runners
-                    .roles
-                    .iter()
-                    .map(|(role, r)| (format!("runners.roles.{role}"), r)),
-            )
-        {
-            if let Err(e) = crate::runner::Kind::parse(name) {
-                return Err(bad(format!("{field}: {e}")));
-            }
         }
         let problems = self.orchestration.problems();
         if !problems.is_empty() {
@@ -269,7 +264,7 @@ fn refuse_safety_overrides(text: &str, path: &Path) -> Result<()> {
         }
         if let Some((key, why)) = SAFETY_OVERRIDES.iter().find(|(k, _)| *k == key) {
             let column = line.len() - line.trim_start().len() + 1;
-            return Err(Error::Config {
+            return Err(Error::Invalid {
                 path: path.to_path_buf(),
                 location: Some((n + 1, column)),
                 message: format!("safety_override_blocked: `{key}` cannot be configured: {why}"),
@@ -374,14 +369,7 @@ mod tests {
     }
 
     #[test]
-    fn runner_names_are_checked() {
-        let mut config =
-            Config::parse("runners:\n  roles: {dev: cursor}\n", Path::new("c.yaml")).unwrap();
-        let err = config.check(Path::new("c.yaml")).unwrap_err().to_string();
-        assert!(
-            err.contains("runners.roles.dev: unknown runner `cursor`"),
-            "{err}"
-        );
+    fn runner_sections_are_kept_for_the_runner_layer() {
         let mut config = Config::parse(
             "runners:\n  default: codex\n  generic: {command: [agent, \"{prompt}\"]}\nchecks: {test_command: cargo test}\n",
             Path::new("c.yaml"),
@@ -389,6 +377,21 @@ mod tests {
         .unwrap();
         config.check(Path::new("c.yaml")).unwrap();
         assert_eq!(config.checks.test_command.as_deref(), Some("cargo test"));
+        assert_eq!(config.runners.default, "codex");
+        assert_eq!(config.runners.cli("generic").command, ["agent", "{prompt}"]);
+        // A misspelt field inside a CLI's section is still an error.
+        let err = Config::parse("runners:\n  claude: {progam: x}\n", Path::new("c.yaml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("progam"), "{err}");
+    }
+
+    #[test]
+    fn deep_nesting_fails_fast_with_its_line() {
+        let text = format!("orchestration: {}", "{a: ".repeat(100_000));
+        let err = Config::parse(&text, Path::new("c.yaml")).unwrap_err().to_string();
+        assert!(err.starts_with("c.yaml:1:"), "{err}");
+        assert!(err.contains("nested"), "{err}");
     }
 
     #[test]

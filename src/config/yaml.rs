@@ -1,14 +1,98 @@
-//! YAML with positions: every node knows its line and column.
+//! YAML, bounded: every document git-bmad reads goes through here.
 //!
-//! serde_yaml reports where the *first* error is; a playbook validator must report *every*
-//! violation with its `file:line:col`, so it walks a tree whose nodes carry their positions.
-//! Built from yaml-rust2's marked parser events; anchors and aliases are not expanded (a
+//! Two readers share one bound. [`from_str`] deserializes into serde types (serde_norway, the
+//! maintained fork of the deprecated serde_yaml, which says where the first error is);
+//! [`parse`] builds a tree whose nodes carry their positions, for validators that report
+//! *every* violation with its `file:line:col` (anchors and aliases are not expanded there: a
 //! playbook has no use for them, and an alias is reported where it is used).
+//!
+//! The bound: a document nested deeper than [`MAX_DEPTH`] is refused at the line where it
+//! goes too deep, before any parser builds anything. Without it, 30,000 nested `- ` overflow
+//! the stack and 100,000 nested `{a: ` keep a parser busy for seconds, and config files are
+//! read by every hook.
 
 use std::fmt;
 
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
+
+pub use serde_norway::{Mapping, Value as Data};
+
+/// How deeply collections may nest. Real configs, playbooks and BMAD files stay under 10.
+pub const MAX_DEPTH: usize = 64;
+
+/// A document that cannot be deserialized, and where, when the parser knows.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{}{message}", location.map(|(l, c)| format!("{l}:{c}: ")).unwrap_or_default())]
+pub struct DeError {
+    /// 1-based line and column.
+    pub location: Option<(usize, usize)>,
+    /// What is wrong (without the location).
+    pub message: String,
+}
+
+impl From<SyntaxError> for DeError {
+    fn from(e: SyntaxError) -> Self {
+        DeError {
+            location: Some((e.line, e.col)),
+            message: e.message,
+        }
+    }
+}
+
+/// Deserialize a document into `T`, within the nesting bound.
+pub fn from_str<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, DeError> {
+    check_depth(text)?;
+    serde_norway::from_str(text).map_err(|e| {
+        let location = e.location().map(|l| (l.line(), l.column()));
+        let text = e.to_string();
+        // serde_norway puts the location at the end of its message; we put it in front.
+        let message = match text.rsplit_once(" at line ") {
+            Some((message, _)) if location.is_some() => message.to_owned(),
+            _ => text,
+        };
+        DeError { location, message }
+    })
+}
+
+/// Serialize a value back to YAML text (for messages that quote a value).
+pub fn to_string(value: &Data) -> String {
+    serde_norway::to_string(value).unwrap_or_default()
+}
+
+/// Refuse a document nested deeper than [`MAX_DEPTH`], stopping at the first event past it.
+pub fn check_depth(text: &str) -> Result<(), SyntaxError> {
+    let mut parser = Parser::new_from_str(text);
+    let mut depth = 0usize;
+    loop {
+        let (event, mark) = parser.next_token().map_err(|e| SyntaxError {
+            line: e.marker().line(),
+            col: e.marker().col() + 1,
+            message: e.info().to_owned(),
+        })?;
+        match event {
+            Event::SequenceStart(..) | Event::MappingStart(..) => {
+                depth += 1;
+                if depth > MAX_DEPTH {
+                    return Err(too_deep(&mark));
+                }
+            }
+            Event::SequenceEnd | Event::MappingEnd => depth = depth.saturating_sub(1),
+            Event::StreamEnd => return Ok(()),
+            _ => {}
+        }
+    }
+}
+
+fn too_deep(mark: &Marker) -> SyntaxError {
+    SyntaxError {
+        line: mark.line(),
+        col: mark.col() + 1,
+        message: format!(
+            "collections are nested more than {MAX_DEPTH} deep here; no git-bmad or BMAD file needs that, so the file is refused rather than read"
+        ),
+    }
+}
 
 /// One node of a YAML document.
 #[derive(Clone, Debug, PartialEq)]
@@ -106,12 +190,22 @@ impl fmt::Display for Node {
 pub fn parse(text: &str) -> Result<Option<Node>, SyntaxError> {
     let mut builder = Builder::default();
     let mut parser = Parser::new_from_str(text);
-    parser.load(&mut builder, false).map_err(|e| SyntaxError {
-        line: e.marker().line(),
-        col: e.marker().col() + 1,
-        message: e.info().to_owned(),
-    })?;
-    Ok(builder.root)
+    loop {
+        let (event, mark) = parser.next_token().map_err(|e| SyntaxError {
+            line: e.marker().line(),
+            col: e.marker().col() + 1,
+            message: e.info().to_owned(),
+        })?;
+        match event {
+            Event::StreamEnd | Event::DocumentEnd => return Ok(builder.root),
+            Event::SequenceStart(..) | Event::MappingStart(..)
+                if builder.stack.len() >= MAX_DEPTH =>
+            {
+                return Err(too_deep(&mark));
+            }
+            event => builder.on_event(event, mark),
+        }
+    }
 }
 
 /// Turns the event stream into a tree.
@@ -215,5 +309,20 @@ mod tests {
         for text in ["- [", "{a: b", ":", "\t- x", "a: *nope", "- ? - x"] {
             let _ = parse(text);
         }
+    }
+
+    #[test]
+    fn depth_is_bounded_for_both_readers() {
+        let deep_block = format!("steps:\n{}x\n", "- ".repeat(30_000));
+        let e = parse(&deep_block).unwrap_err();
+        assert_eq!(e.line, 2, "{e}");
+        assert!(e.message.contains("nested more than 64"), "{e}");
+        let deep_flow = "{a: ".repeat(100_000);
+        let e = from_str::<Data>(&deep_flow).unwrap_err();
+        assert_eq!(e.location.map(|l| l.0), Some(1), "{e}");
+        // 64 levels are fine.
+        let ok = format!("{}x{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert!(from_str::<Data>(&ok).is_ok());
+        assert!(parse(&ok).is_ok());
     }
 }

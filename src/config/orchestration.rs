@@ -21,7 +21,6 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::agent::Kind;
 
 /// The section.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
@@ -68,27 +67,6 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
     serde::de::IgnoredAny::deserialize(d).map(|_| true)
 }
 
-/// What runs a step.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Agent {
-    /// The runner.
-    pub kind: Kind,
-    /// `--model`, if assigned.
-    pub model: Option<String>,
-    /// The variable holding its API key, if assigned.
-    pub api_key_env: Option<String>,
-}
-
-/// The variable each CLI reads its key from.
-pub fn key_variable(kind: Kind) -> Option<&'static str> {
-    match kind {
-        Kind::Claude => Some("ANTHROPIC_API_KEY"),
-        Kind::Codex => Some("OPENAI_API_KEY"),
-        Kind::Gemini => Some("GEMINI_API_KEY"),
-        Kind::Shell | Kind::Generic => None,
-    }
-}
-
 impl OrchestrationConfig {
     /// Everything wrong with the section, one message per problem (field path first).
     pub fn problems(&self) -> Vec<String> {
@@ -101,11 +79,6 @@ impl OrchestrationConfig {
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
             {
                 out.push(format!("{field}: a role is lowercase letters, digits, '-' and '_' (sm, dev, qa, reviewer, architect, …)"));
-            }
-            if let Some(r) = &a.runner {
-                if let Err(e) = Kind::parse(r) {
-                    out.push(format!("{field}.runner: {e}"));
-                }
             }
             if a.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
                 out.push(format!(
@@ -147,25 +120,6 @@ impl OrchestrationConfig {
         out
     }
 
-    /// The agent of a step: its own runner, else its role's assignment, else the runners'
-    /// role table, else the default. The model and key follow the role's assignment.
-    pub fn agent(
-        &self,
-        runners: &super::RunnersConfig,
-        runner: Option<&str>,
-        role: Option<&str>,
-    ) -> super::Result<Agent> {
-        let assigned = role.and_then(|r| self.agents.get(r));
-        let kind = match (runner, assigned.and_then(|a| a.runner.as_deref())) {
-            (Some(r), _) | (None, Some(r)) => Kind::parse(r)?,
-            (None, None) => runners.choose(None, role)?,
-        };
-        Ok(Agent {
-            kind,
-            model: assigned.and_then(|a| a.model.clone()),
-            api_key_env: assigned.and_then(|a| a.api_key_env.clone()),
-        })
-    }
 }
 
 #[cfg(test)]
@@ -173,50 +127,31 @@ mod tests {
     use super::*;
 
     fn parse(yaml: &str) -> OrchestrationConfig {
-        serde_yaml::from_str(yaml).unwrap()
+        super::super::yaml::from_str(yaml).unwrap()
     }
 
     #[test]
     fn a_valid_section_assigns_agents_by_role() {
         let o = parse("agents:\n  dev: {runner: codex, model: gpt-5-codex, api_key_env: OPENAI_KEY_DEV}\n  qa: {model: claude-haiku}\nmax_concurrent_agents: 2\nbudget_usd: 12.5\nescalation_threshold: 0.7\n");
         assert!(o.problems().is_empty(), "{:?}", o.problems());
-        let runners = super::super::RunnersConfig::default();
-        let dev = o.agent(&runners, None, Some("dev")).unwrap();
-        assert_eq!(
-            dev,
-            Agent {
-                kind: Kind::Codex,
-                model: Some("gpt-5-codex".into()),
-                api_key_env: Some("OPENAI_KEY_DEV".into())
-            }
-        );
-        // No runner for qa: the default, with qa's model.
-        let qa = o.agent(&runners, None, Some("qa")).unwrap();
-        assert_eq!(
-            (qa.kind, qa.model.as_deref()),
-            (Kind::Claude, Some("claude-haiku"))
-        );
-        // A step's own runner wins.
-        assert_eq!(
-            o.agent(&runners, Some("shell"), Some("dev")).unwrap().kind,
-            Kind::Shell
-        );
+        assert_eq!(o.agents["dev"].model.as_deref(), Some("gpt-5-codex"));
+        assert_eq!(o.max_concurrent_agents, 2);
     }
 
     #[test]
     fn every_problem_is_named_and_keys_are_never_echoed() {
         let o = parse("agents:\n  Dev: {runner: gpt}\n  qa: {api_key: sk-ant-SECRET123, api_key_env: sk-live}\nmax_concurrent_agents: 0\nbudget_usd: -1\nescalation_threshold: 2\n");
         let p = o.problems();
-        assert_eq!(p.len(), 7, "{p:#?}");
+        // The runner's name is the runner layer's to check (it knows which exist).
+        assert_eq!(p.len(), 6, "{p:#?}");
         assert!(p[0].starts_with("orchestration.agents.Dev: a role is lowercase"));
-        assert!(p[1].starts_with("orchestration.agents.Dev.runner:"));
-        assert!(p[2].starts_with("orchestration.agents.qa.api_key: API keys are never stored"));
-        assert!(p[3].starts_with(
+        assert!(p[1].starts_with("orchestration.agents.qa.api_key: API keys are never stored"));
+        assert!(p[2].starts_with(
             "orchestration.agents.qa.api_key_env: \"sk-live\" is not an environment variable name"
         ));
         assert!(!p.join("\n").contains("SECRET123"));
-        let e = serde_yaml::from_str::<OrchestrationConfig>("agents:\n  dev: {modle: x}\n")
+        let e = super::super::yaml::from_str::<OrchestrationConfig>("agents:\n  dev: {modle: x}\n")
             .unwrap_err();
-        assert!(e.to_string().contains("unknown field `modle`"), "{e}");
+        assert!(e.message.contains("unknown field `modle`"), "{e}");
     }
 }

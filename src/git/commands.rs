@@ -1,0 +1,164 @@
+//! Named operations that run the `git` binary: the only way other layers reach it.
+//!
+//! The raw runner ([`GitCli`](super::cli::GitCli)) is private to this layer, so every git
+//! command line git-bmad runs is written in this folder, with its environment cleared the
+//! same way, and can be audited here.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+
+use super::cli::TreeChange;
+use super::error::{Error, Result};
+use super::repo::Repo;
+use super::ObjectId;
+
+impl Repo {
+    /// The effective hooks directory of this worktree (`core.hooksPath` honoured).
+    pub fn hooks_dir(&self) -> Result<PathBuf> {
+        let out = self
+            .git()
+            .run(["rev-parse", "--path-format=absolute", "--git-path", "hooks"])?;
+        Ok(PathBuf::from(String::from_utf8_lossy(&out).trim()))
+    }
+
+    /// All values of a key in the repository's own config file (`--local`).
+    pub fn local_config_values(&self, key: &str) -> Result<Vec<String>> {
+        self.git().config_get_all(key)
+    }
+
+    /// Add a value to a multi-valued key of the repository's own config file.
+    pub fn add_local_config(&self, key: &str, value: &str) -> Result<()> {
+        self.git().config_add(key, value)
+    }
+
+    /// Add `Key: value` to the trailers of a commit message file, unless that exact trailer
+    /// is there already (`git interpret-trailers --if-exists addIfDifferent`).
+    pub fn add_trailer(&self, message_file: &Path, trailer: &str) -> Result<()> {
+        self.git()
+            .run([
+                std::ffi::OsStr::new("interpret-trailers"),
+                "--in-place".as_ref(),
+                "--if-exists".as_ref(),
+                "addIfDifferent".as_ref(),
+                "--trailer".as_ref(),
+                trailer.as_ref(),
+                message_file.as_os_str(),
+            ])
+            .map(drop)
+    }
+
+    /// What an index would add to HEAD, as a zero-context patch (for secret scanning).
+    /// `index` names another index file than this worktree's.
+    pub fn staged_patch(&self, index: Option<&Path>) -> Result<Vec<u8>> {
+        self.git().staged_patch(index)
+    }
+
+    /// The commits of `range` as zero-context patches, each introduced by `commit <id>`.
+    pub fn log_patch(&self, range: &str) -> Result<Vec<u8>> {
+        self.git().log_patch(range)
+    }
+
+    /// Start `git log -p` of `revs` in the background (see [`Self::log_patch`]); dropping the
+    /// handle stops it.
+    pub fn start_log_patch(&self, revs: &[&str]) -> Result<PatchStream> {
+        let mut cmd = self.git().log_patch_command(revs);
+        cmd.stdout(Stdio::piped()).stderr(Stdio::null());
+        let child = cmd.spawn().map_err(|e| Error::Command {
+            args: "log -p".into(),
+            code: None,
+            stderr: e.to_string(),
+        })?;
+        Ok(PatchStream { child: Some(child) })
+    }
+
+    /// Tracked and untracked-not-ignored files under `paths`, relative to the worktree root.
+    pub fn list_files(&self, paths: &[PathBuf]) -> Result<Vec<String>> {
+        self.git().list_files(paths)
+    }
+
+    /// The paths that differ between two trees.
+    pub fn diff_trees(&self, from: ObjectId, to: ObjectId) -> Result<Vec<TreeChange>> {
+        self.git().diff_trees(from, to)
+    }
+
+    /// Stage this whole worktree (`add -A`) into the index file `index` and return its tree.
+    pub fn write_tree_of_worktree(&self, index: &Path) -> Result<ObjectId> {
+        self.git().write_tree_of_worktree(index)
+    }
+
+    /// Two-way merge `from` → `to` through `index`, updating this worktree (`read-tree -m
+    /// -u`). git refuses, before touching anything, when a file differs from what `index`
+    /// records: that is how a rollback detects a worktree that changed under it.
+    pub fn read_tree_update(&self, index: &Path, from: ObjectId, to: ObjectId) -> Result<()> {
+        self.git().read_tree_update(index, from, to)
+    }
+
+    /// Local branches and remote-tracking refs that contain `commit`, except `except`.
+    pub fn refs_containing(&self, commit: ObjectId, except: &str) -> Result<Vec<String>> {
+        self.git().refs_containing(commit, except)
+    }
+
+    /// `git worktree add -b <branch> <path> <base>`.
+    pub fn add_worktree(&self, path: &Path, branch: &str, base: ObjectId) -> Result<()> {
+        self.git().worktree_add(path, branch, base)
+    }
+
+    /// `git worktree remove [--force] <path>`.
+    pub fn remove_worktree(&self, path: &Path, force: bool) -> Result<()> {
+        self.git().worktree_remove(path, force)
+    }
+
+    /// `git worktree prune`: forget worktrees whose directories are gone.
+    pub fn prune_worktrees(&self) -> Result<()> {
+        self.git().worktree_prune()
+    }
+
+    /// `git branch -D <name>` (the caller has already decided it is safe).
+    pub fn delete_branch(&self, short_name: &str) -> Result<()> {
+        self.git().delete_branch(short_name)
+    }
+}
+
+/// A `git log -p` running in the background.
+#[derive(Debug)]
+pub struct PatchStream {
+    child: Option<Child>,
+}
+
+impl PatchStream {
+    /// Wait for the whole patch.
+    pub fn finish(mut self) -> Result<Vec<u8>> {
+        let Some(mut child) = self.child.take() else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        if let Some(mut stdout) = child.stdout.take() {
+            stdout
+                .read_to_end(&mut out)
+                .map_err(|e| Error::io("could not read the output of", "git log -p", e))?;
+        }
+        let status = child
+            .wait()
+            .map_err(|e| Error::io("could not wait for", "git log -p", e))?;
+        if status.success() {
+            Ok(out)
+        } else {
+            Err(Error::Command {
+                args: "log -p (outgoing commits)".into(),
+                code: status.code(),
+                stderr: String::new(),
+            })
+        }
+    }
+}
+
+impl Drop for PatchStream {
+    /// A patch nobody waits for is not needed: stop it.
+    fn drop(&mut self) {
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}

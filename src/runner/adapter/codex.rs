@@ -1,0 +1,100 @@
+//! OpenAI Codex CLI, headless: `codex exec --json <prompt>`.
+//!
+//! Output: JSON lines, `{"type":"thread.started","thread_id":…}`,
+//! `{"type":"item.completed","item":{"type":"agent_message","text":…}}`,
+//! `{"type":"turn.completed","usage":{"input_tokens":…,"output_tokens":…}}`,
+//! `{"type":"turn.failed","error":{"message":…}}`, `{"type":"error","message":…}`.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use super::{dashed, permission_args, strings, whole_stdout, Adapter};
+use crate::config::CliConfig;
+use crate::runner::agent::AgentResult;
+
+/// The adapter.
+pub struct Codex;
+
+impl Adapter for Codex {
+    fn name(&self) -> &'static str {
+        "codex"
+    }
+
+    fn key_variable(&self) -> Option<&'static str> {
+        Some("OPENAI_API_KEY")
+    }
+
+    fn default_args(&self) -> &'static [&'static str] {
+        &["--sandbox", "workspace-write"]
+    }
+
+    fn command_line(
+        &self,
+        cli: &CliConfig,
+        prompt: &str,
+        model: Option<&str>,
+    ) -> (Vec<String>, Option<Vec<u8>>) {
+        let mut args = strings(&["exec", "--json"]);
+        args.extend(permission_args(self, cli));
+        if let Some(m) = model {
+            args.extend(strings(&["--model", m]));
+        }
+        // The prompt is codex's last, positional argument.
+        args.push(prompt.to_owned());
+        (args, None)
+    }
+
+    fn read_output(&self, result: &mut AgentResult) -> bool {
+        // JSON lines: a torn first line is skipped, so a long run is read from its end.
+        let text = whole_stdout(result)
+            .unwrap_or_else(|| String::from_utf8_lossy(&result.stdout.tail()).into_owned());
+        let mut any = false;
+        let (mut tokens_in, mut tokens_out) = (0u64, 0u64);
+        for line in text.lines() {
+            let Ok(event) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            any = true;
+            match event["type"].as_str().unwrap_or_default() {
+                "thread.started" => {
+                    result.agent_session_id = event["thread_id"].as_str().map(str::to_owned);
+                }
+                "item.completed" if event["item"]["type"] == "agent_message" => {
+                    if let Some(text) = event["item"]["text"].as_str() {
+                        result.final_text = text.to_owned();
+                    }
+                }
+                "turn.completed" => {
+                    tokens_in += event["usage"]["input_tokens"].as_u64().unwrap_or(0);
+                    tokens_out += event["usage"]["output_tokens"].as_u64().unwrap_or(0);
+                    result.tokens_in = Some(tokens_in);
+                    result.tokens_out = Some(tokens_out);
+                }
+                "turn.failed" => {
+                    result.reported_error = event["error"]["message"]
+                        .as_str()
+                        .map(str::to_owned)
+                        .or(Some("turn failed".into()));
+                }
+                "error" => {
+                    result.reported_error = event["message"]
+                        .as_str()
+                        .map(str::to_owned)
+                        .or(Some("error".into()));
+                }
+                _ => {}
+            }
+        }
+        any
+    }
+
+    fn command_files(&self, name: &str) -> Vec<PathBuf> {
+        let prompt = name.strip_prefix("prompts:").unwrap_or(name);
+        vec![
+            PathBuf::from(format!(".codex/prompts/{prompt}.md")),
+            PathBuf::from(format!(".agents/skills/{name}/SKILL.md")),
+            PathBuf::from(format!(".agents/skills/{}/SKILL.md", dashed(name))),
+        ]
+    }
+}

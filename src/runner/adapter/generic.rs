@@ -1,0 +1,52 @@
+//! Any agent git-bmad has no adapter for, from `runners.generic.command`: `{prompt}` in an
+//! argument is replaced by the prompt, else the prompt goes on stdin. Plain text output.
+
+use std::path::PathBuf;
+
+use super::Adapter;
+use crate::config::CliConfig;
+use crate::runner::error::{Error, Result};
+
+/// The adapter.
+pub struct Generic;
+
+impl Adapter for Generic {
+    fn name(&self) -> &'static str {
+        "generic"
+    }
+
+    fn program(&self, cli: &CliConfig) -> Result<String> {
+        cli.command.first().cloned().ok_or(Error::GenericUnconfigured)
+    }
+
+    fn command_line(
+        &self,
+        cli: &CliConfig,
+        prompt: &str,
+        _model: Option<&str>,
+    ) -> (Vec<String>, Option<Vec<u8>>) {
+        let rest = cli.command.get(1..).unwrap_or_default();
+        let templated = rest.iter().any(|a| a.contains("{prompt}"));
+        let args = rest.iter().map(|a| a.replace("{prompt}", prompt)).collect();
+        (args, (!templated).then(|| prompt.as_bytes().to_vec()))
+    }
+
+    /// Any of the places the known CLIs look, and GitHub's prompt files.
+    fn command_files(&self, name: &str) -> Vec<PathBuf> {
+        let mut all: Vec<PathBuf> = ["claude", "codex", "gemini"]
+            .into_iter()
+            .filter_map(|n| super::Kind::parse(n).ok())
+            .flat_map(|k| k.adapter().command_files(name))
+            .collect();
+        all.push(PathBuf::from(format!(".github/prompts/{name}.prompt.md")));
+        all
+    }
+
+    fn config_problems(&self, cli: &CliConfig) -> Vec<String> {
+        if cli.program.is_some() || cli.args.is_some() {
+            vec!["runners.generic: give the whole command line as `command: [program, args…]`".into()]
+        } else {
+            Vec::new()
+        }
+    }
+}

@@ -1,0 +1,207 @@
+//! One adapter per agent CLI: everything git-bmad knows about a CLI lives in its file.
+//!
+//! An adapter says how to build the command line (prompt, permissions, model), which
+//! variable the CLI reads its API key from, how to read its stdout into the one
+//! [`AgentResult`] shape, and where it looks for a project's slash commands. Adding a CLI
+//! (OpenHands, Aider, opencode, Copilot CLI) is one new file here and one line in
+//! [`ADAPTERS`].
+
+mod claude;
+mod codex;
+mod gemini;
+mod generic;
+mod shell;
+
+use std::fmt;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::agent::AgentResult;
+use super::error::{Error, Result};
+use crate::config::CliConfig;
+
+/// Every runner git-bmad knows, in the order messages list them.
+static ADAPTERS: &[&dyn Adapter] = &[
+    &claude::Claude,
+    &codex::Codex,
+    &gemini::Gemini,
+    &shell::Shell,
+    &generic::Generic,
+];
+
+/// What git-bmad needs to know about one agent CLI.
+pub trait Adapter: Sync {
+    /// The runner's name in configs and playbooks (`claude`).
+    fn name(&self) -> &'static str;
+
+    /// Whether it is an AI agent (so a slash command or trailing arguments mean something).
+    fn is_agent(&self) -> bool {
+        true
+    }
+
+    /// The variable the CLI reads its API key from, if it reads one.
+    fn key_variable(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The permission arguments it gets unless `runners.<name>.args` replaces them.
+    fn default_args(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// The program to look for on PATH.
+    fn program(&self, cli: &CliConfig) -> Result<String> {
+        Ok(cli.program.clone().unwrap_or_else(|| self.name().to_owned()))
+    }
+
+    /// The argument list for one invocation, and the bytes for its stdin.
+    fn command_line(
+        &self,
+        cli: &CliConfig,
+        prompt: &str,
+        model: Option<&str>,
+    ) -> (Vec<String>, Option<Vec<u8>>);
+
+    /// Read the CLI's output into `result`; `false` when it printed nothing the adapter
+    /// understands (the end of stdout then becomes the final text).
+    fn read_output(&self, _result: &mut AgentResult) -> bool {
+        false
+    }
+
+    /// Where the CLI looks for a project command or skill called `name` (relative paths).
+    fn command_files(&self, _name: &str) -> Vec<PathBuf> {
+        Vec::new()
+    }
+
+    /// What is wrong with its section of `runners:` (field path first).
+    fn config_problems(&self, cli: &CliConfig) -> Vec<String> {
+        if cli.command.is_empty() {
+            Vec::new()
+        } else {
+            vec![format!(
+                "runners.{}.command: only `generic` takes a whole command line; use `program:` and `args:`",
+                self.name()
+            )]
+        }
+    }
+}
+
+/// A registered runner: a small copyable handle on its adapter.
+#[derive(Clone, Copy)]
+pub struct Kind(&'static dyn Adapter);
+
+impl Kind {
+    /// The runner called `name`.
+    pub fn parse(name: &str) -> Result<Kind> {
+        ADAPTERS
+            .iter()
+            .find(|a| a.name() == name)
+            .map(|a| Kind(*a))
+            .ok_or_else(|| Error::UnknownRunner {
+                runner: name.to_owned(),
+                known: Kind::names(),
+            })
+    }
+
+    /// Every runner.
+    pub fn all() -> impl Iterator<Item = Kind> {
+        ADAPTERS.iter().map(|a| Kind(*a))
+    }
+
+    /// `claude, codex, …`, for messages.
+    pub fn names() -> String {
+        ADAPTERS
+            .iter()
+            .map(|a| a.name())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The runner's name.
+    pub fn as_str(&self) -> &'static str {
+        self.0.name()
+    }
+
+    /// Its adapter.
+    pub fn adapter(&self) -> &'static dyn Adapter {
+        self.0
+    }
+
+    /// Whether it is an AI agent.
+    pub fn is_agent(&self) -> bool {
+        self.0.is_agent()
+    }
+}
+
+impl PartialEq for Kind {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for Kind {}
+
+impl PartialOrd for Kind {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Kind {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl fmt::Debug for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Display for Kind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Kind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// The adapter's permission arguments, unless the config replaces them.
+fn permission_args(adapter: &dyn Adapter, cli: &CliConfig) -> Vec<String> {
+    cli.args.clone().unwrap_or_else(|| {
+        adapter
+            .default_args()
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    })
+}
+
+/// Owned strings from literals.
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+/// The whole of stdout when it was kept whole; a parser reads nothing from a torn JSON.
+fn whole_stdout(result: &AgentResult) -> Option<String> {
+    result
+        .stdout
+        .complete()
+        .then(|| String::from_utf8_lossy(result.stdout.head()).into_owned())
+}
+
+/// Namespaced command names as paths: `bmad:bmm:dev-story` → `bmad/bmm/dev-story`; skills
+/// use dashes (`speckit-plan`).
+fn nested(name: &str) -> String {
+    name.replace(':', "/")
+}
+
+fn dashed(name: &str) -> String {
+    name.replace([':', '.'], "-")
+}

@@ -1,0 +1,122 @@
+//! Which runner, model and key a step gets, and whether the runners the config names exist.
+//!
+//! The config layer holds the `runners:` and `orchestration:` sections as written; only this
+//! layer knows which runners are registered, so their names are checked here.
+
+use std::path::{Path, PathBuf};
+
+use super::adapter::Kind;
+use super::error::{Error, Result};
+use crate::config::Config;
+
+/// What runs a step.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Agent {
+    /// The runner.
+    pub kind: Kind,
+    /// `--model`, if assigned.
+    pub model: Option<String>,
+    /// The variable holding its API key, if assigned.
+    pub api_key_env: Option<String>,
+}
+
+/// The agent of a step: its own runner, else its role's assignment, else the runners' role
+/// table, else the default. The model and key follow the role's assignment.
+pub fn agent(config: &Config, runner: Option<&str>, role: Option<&str>) -> Result<Agent> {
+    let assigned = role.and_then(|r| config.orchestration.agents.get(r));
+    let name = match (runner, assigned.and_then(|a| a.runner.as_deref())) {
+        (Some(r), _) | (None, Some(r)) => r,
+        (None, None) => config.runners.choose(None, role),
+    };
+    Ok(Agent {
+        kind: Kind::parse(name)?,
+        model: assigned.and_then(|a| a.model.clone()),
+        api_key_env: assigned.and_then(|a| a.api_key_env.clone()),
+    })
+}
+
+/// Find a runner's program now, so a missing CLI stops a run before its first step.
+pub fn locate(config: &Config, kind: Kind, cwd: &Path) -> Result<PathBuf> {
+    let program = kind
+        .adapter()
+        .program(&config.runners.cli(kind.as_str()))?;
+    which::which_in(&program, std::env::var_os("PATH"), cwd).map_err(|_| Error::NotInstalled {
+        runner: kind.as_str().to_owned(),
+        program,
+    })
+}
+
+/// Everything wrong with the runner names and runner sections of a config, field path first.
+pub fn config_problems(config: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    let runners = &config.runners;
+    let named = std::iter::once(("runners.default".to_owned(), &runners.default))
+        .chain(
+            runners
+                .roles
+                .iter()
+                .map(|(role, r)| (format!("runners.roles.{role}"), r)),
+        )
+        .chain(config.orchestration.agents.iter().filter_map(|(role, a)| {
+            a.runner
+                .as_ref()
+                .map(|r| (format!("orchestration.agents.{role}.runner"), r))
+        }));
+    for (field, name) in named {
+        if let Err(e) = Kind::parse(name) {
+            out.push(format!("{field}: {e}"));
+        }
+    }
+    for (name, cli) in &runners.clis {
+        match Kind::parse(name) {
+            Ok(kind) => out.extend(kind.adapter().config_problems(cli)),
+            Err(_) => out.push(format!(
+                "runners.{name}: not a runner git-bmad knows ({}); an agent without an adapter goes under runners.generic.command",
+                Kind::names()
+            )),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(yaml: &str) -> Config {
+        Config::parse(yaml, Path::new("c.yaml")).unwrap()
+    }
+
+    #[test]
+    fn agents_are_assigned_by_role() {
+        let c = config("orchestration:\n  agents:\n    dev: {runner: codex, model: gpt-5-codex, api_key_env: OPENAI_KEY_DEV}\n    qa: {model: claude-haiku}\n");
+        assert!(config_problems(&c).is_empty());
+        let dev = agent(&c, None, Some("dev")).unwrap();
+        assert_eq!(dev.kind.as_str(), "codex");
+        assert_eq!(dev.model.as_deref(), Some("gpt-5-codex"));
+        assert_eq!(dev.api_key_env.as_deref(), Some("OPENAI_KEY_DEV"));
+        // No runner for qa: the default, with qa's model.
+        let qa = agent(&c, None, Some("qa")).unwrap();
+        assert_eq!(
+            (qa.kind.as_str(), qa.model.as_deref()),
+            ("claude", Some("claude-haiku"))
+        );
+        // A step's own runner wins.
+        assert_eq!(
+            agent(&c, Some("shell"), Some("dev")).unwrap().kind.as_str(),
+            "shell"
+        );
+    }
+
+    #[test]
+    fn unknown_runners_are_named_with_their_field() {
+        let c = config("runners:\n  roles: {dev: cursor}\n  aider: {program: aider}\n  shell: {program: bash}\n  claude: {command: [x]}\norchestration:\n  agents:\n    Dev: {runner: gpt}\n");
+        let p = config_problems(&c);
+        assert_eq!(p.len(), 5, "{p:#?}");
+        assert!(p[0].starts_with("runners.roles.dev: unknown runner `cursor`"), "{p:?}");
+        assert!(p[1].starts_with("orchestration.agents.Dev.runner: unknown runner `gpt`"));
+        assert!(p.iter().any(|m| m.starts_with("runners.aider: not a runner")));
+        assert!(p.iter().any(|m| m.starts_with("runners.shell:")));
+        assert!(p.iter().any(|m| m.starts_with("runners.claude.command:")));
+    }
+}
