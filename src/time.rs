@@ -1,7 +1,7 @@
-//! UTC timestamps in RFC 3339, without a calendar crate.
+//! UTC timestamps, as the journal, session ids and reports write them.
 //!
-//! Journal events, session ids and reports only ever need "now, in UTC, as text", so a
-//! forty-line civil-date conversion is cheaper than a dependency and has no time-zone database.
+//! The calendar arithmetic is jiff's (already compiled in through gix); this type only fixes
+//! the two text forms git-bmad uses, always in UTC, so no time-zone database is read.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -41,39 +41,19 @@ impl Timestamp {
 
     /// `2026-11-22T10:15:00Z`: RFC 3339, second precision, always UTC.
     pub fn rfc3339(&self) -> String {
-        let (y, mo, d, h, mi, s) = self.civil();
-        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
+        self.civil().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
     }
 
     /// `20261122-101500`: the compact form used in session ids.
     pub fn compact(&self) -> String {
-        let (y, mo, d, h, mi, s) = self.civil();
-        format!("{y:04}{mo:02}{d:02}-{h:02}{mi:02}{s:02}")
+        self.civil().strftime("%Y%m%d-%H%M%S").to_string()
     }
 
-    /// (year, month, day, hour, minute, second) in UTC.
-    fn civil(&self) -> (i64, u32, u32, u32, u32, u32) {
-        let secs = self.secs() as i64;
-        let days = secs.div_euclid(86_400);
-        let rem = secs.rem_euclid(86_400);
-        // Howard Hinnant's days-to-civil algorithm.
-        let z = days + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z.rem_euclid(146_097);
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-        let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-        let year = yoe + era * 400 + i64::from(month <= 2);
-        (
-            year,
-            month,
-            day,
-            (rem / 3600) as u32,
-            ((rem % 3600) / 60) as u32,
-            (rem % 60) as u32,
-        )
+    /// The same instant in jiff's calendar, in UTC.
+    fn civil(&self) -> jiff::civil::DateTime {
+        let at = jiff::Timestamp::from_millisecond(self.millis as i64)
+            .unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+        at.to_zoned(jiff::tz::TimeZone::UTC).datetime()
     }
 }
 

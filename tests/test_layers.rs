@@ -128,6 +128,18 @@ fn the_reader_sees_grouped_and_inline_paths() {
     assert_eq!(names, ["git", "session", "runner"]);
 }
 
+/// Files still over the limit, each with the most lines it may have: a ratchet. The
+/// supervisor's split into deciding and doing (issue 13) takes `engine.rs` and
+/// `playbook.rs` apart; a file leaves this list when it is split, and none may grow.
+const STILL_LARGE: &[(&str, usize)] = &[
+    ("supervisor/engine.rs", 1270),
+    ("supervisor/playbook.rs", 1056),
+    ("cli/commands/analyze.rs", 670),
+    ("bmad/sprint.rs", 638),
+    ("bmad/analysis/menu.rs", 619),
+    ("bmad/story.rs", 613),
+];
+
 #[test]
 fn no_source_file_is_large_without_a_reason() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -137,9 +149,14 @@ fn no_source_file_is_large_without_a_reason() {
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
         let lines = text.lines().count();
+        let rel = file.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+        let limit = STILL_LARGE
+            .iter()
+            .find(|(name, _)| *name == rel)
+            .map_or(600, |(_, max)| *max);
         // A file may be larger when its opening doc says why (`Why this file is long:`).
-        if lines > 600 && !text.contains("Why this file is long:") {
-            large.push(format!("{} ({lines} lines)", file.display()));
+        if lines > limit && !text.contains("Why this file is long:") {
+            large.push(format!("src/{rel} ({lines} lines, at most {limit})"));
         }
     }
     assert!(large.is_empty(), "split these files or say why they are long: {large:?}");

@@ -62,6 +62,8 @@ fn help_works_for_every_command() {
         "scan",
         "hooks",
         "guard",
+        "completions",
+        "install-man",
     ] {
         let run = env.bmad(&env.root(), &[cmd, "--help"]).success();
         assert!(
@@ -70,4 +72,64 @@ fn help_works_for_every_command() {
             run.stdout
         );
     }
+}
+
+#[test]
+fn a_cargo_install_alone_gets_its_man_pages_on_first_use() {
+    let env = TestEnv::new();
+    // A binary installed the way `cargo install` does: <prefix>/bin/git-bmad.
+    let prefix = env.root().join("cargo-home");
+    std::fs::create_dir_all(prefix.join("bin")).unwrap();
+    let bin = prefix.join("bin/git-bmad");
+    std::fs::copy(crate::common::BIN, &bin).unwrap();
+    // The hermetic environment, with our copy instead of the test binary.
+    let cmd = env.bmad_command(&env.root());
+    let out = std::process::Command::new(&bin)
+        .envs(cmd.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
+        .env_remove("GIT_BMAD_LOG")
+        .arg("--version")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let page = prefix.join("share/man/man1/git-bmad.1");
+    let text = std::fs::read_to_string(&page).expect("git-bmad.1 written beside the binary");
+    assert!(text.contains(env!("CARGO_PKG_VERSION")));
+    assert!(prefix.join("share/man/man1/git-bmad-rollback.1").exists());
+    // `man` finds it from PATH alone, as `git bmad --help` will ask it to.
+    if let Ok(man) = std::process::Command::new("man")
+        .args(["-w", "git-bmad"])
+        .env("PATH", format!("{}:/usr/bin:/bin", prefix.join("bin").display()))
+        .env_remove("MANPATH")
+        .output()
+    {
+        if man.status.code() != Some(127) && !String::from_utf8_lossy(&man.stderr).contains("not found") {
+            assert!(
+                String::from_utf8_lossy(&man.stdout).contains("git-bmad.1"),
+                "man -w: {}",
+                String::from_utf8_lossy(&man.stderr)
+            );
+        }
+    }
+}
+
+#[test]
+fn install_man_writes_into_a_named_directory() {
+    let env = TestEnv::new();
+    let dir = env.root().join("mine/man1");
+    let run = env
+        .bmad(&env.root(), &["install-man", dir.to_str().unwrap(), "--json"])
+        .success();
+    assert!(run.json()["pages"].as_u64().unwrap() > 20);
+    assert!(dir.join("git-bmad.1").exists());
+}
+
+#[test]
+fn completions_come_from_the_same_definitions() {
+    let env = TestEnv::new();
+    let bash = env.bmad(&env.root(), &["completions", "bash"]).success();
+    assert!(bash.stdout.contains("rollback"), "{}", bash.stdout);
+    assert!(bash.stdout.contains("--dry-run"));
+    let zsh = env.bmad(&env.root(), &["completions", "zsh"]).success();
+    assert!(zsh.stdout.contains("#compdef git-bmad"));
+    env.bmad(&env.root(), &["completions", "tcsh"]).code(2);
 }

@@ -505,17 +505,23 @@ fn kill_dash_nine_in_step_five_then_resume_reruns_it_when_the_artifact_is_missin
 fn a_parallel_phase_waits_for_every_step_and_reports_all_results() {
     let env = TestEnv::new();
     let repo = env.repo("proj");
-    let wt = with_playbook(&env, &repo, "par", "steps:\n  - phase: checks\n    parallel:\n      - {id: slow-a, runner: shell, command: 'sleep 1; echo a > a.txt'}\n      - {id: broken, runner: shell, command: 'echo boom >&2; exit 4'}\n      - {id: slow-c, runner: shell, command: 'sleep 1; echo c > c.txt'}\n  - {id: after, runner: shell, command: 'echo never'}\n");
-    let started = Instant::now();
+    // Each slow step waits (up to 10 s) for the other's marker: run one after the other,
+    // the first would give up and fail; only steps that run at the same time both succeed.
+    let waits_for = |me: &str, other: &str| {
+        format!("touch {me}.ready; i=0; while [ ! -f {other}.ready ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done; test -f {other}.ready && echo {me} > {me}.txt")
+    };
+    let playbook = format!(
+        "steps:\n  - phase: checks\n    parallel:\n      - {{id: slow-a, runner: shell, command: '{}'}}\n      - {{id: broken, runner: shell, command: 'echo boom >&2; exit 4'}}\n      - {{id: slow-c, runner: shell, command: '{}'}}\n  - {{id: after, runner: shell, command: 'echo never'}}\n",
+        waits_for("a", "c"),
+        waits_for("c", "a")
+    );
+    let wt = with_playbook(&env, &repo, "par", &playbook);
     let run = env.bmad(&wt, &["run", "par"]).code(5);
-    let took = started.elapsed();
     assert!(
         run.stdout.contains("step(s) broken failed"),
         "{}",
         run.stdout
     );
-    // They ran at the same time: two 1-second steps in well under 2 seconds of steps.
-    assert!(took < Duration::from_secs(20));
     let events = journal(&env, &wt);
     let mut completed = steps_of(&events, "step_completed");
     completed.sort();

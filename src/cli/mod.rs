@@ -85,6 +85,7 @@ impl Context {
 /// Parse the arguments, run the command, and turn the outcome into an exit code.
 pub fn run() -> ExitCode {
     init_logging();
+    commands::ensure_man_pages();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -9,6 +9,8 @@
 
 use serde::Serialize;
 
+use super::is_protected;
+
 /// Why a command is blocked.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Block {
@@ -305,15 +307,6 @@ fn check_gh(args: &[String]) -> Option<Block> {
         reason: "agents do not merge pull requests".into(),
         instead: "leave the pull request for a human to review and merge",
     })
-}
-
-fn is_protected(name: &str, protected: &[String]) -> bool {
-    let full = if name.starts_with("refs/") {
-        name.to_owned()
-    } else {
-        format!("refs/heads/{name}")
-    };
-    protected.iter().any(|p| p.eq_ignore_ascii_case(&full))
 }
 
 /// The letters of a short-option cluster, up to the first one that takes a value.

@@ -14,10 +14,13 @@ pub mod agent;
 pub mod commit;
 pub mod guard;
 pub mod hooks;
+mod protected;
 pub mod push;
 pub mod refs;
 pub mod scan;
 pub mod secrets;
+
+pub use protected::{is_protected, protected_refs};
 
 use std::path::PathBuf;
 
@@ -62,20 +65,6 @@ impl Error {
             source,
         }
     }
-}
-
-/// Every protected branch (full ref names): `main`, `master`, the configured ones, and the
-/// base branch of every session.
-pub fn protected_refs(repo: &Repo) -> Result<Vec<String>, Error> {
-    let config = session::load_config(repo)?;
-    let mut refs = config.protected_refs();
-    for s in session::list(repo)? {
-        let base = format!("refs/heads/{}", s.base);
-        if !s.base.is_empty() && !refs.contains(&base) && repo.read_ref(&base)?.is_some() {
-            refs.push(base);
-        }
-    }
-    Ok(refs)
 }
 
 /// The session of the worktree `repo` was opened in, if it is a session worktree.

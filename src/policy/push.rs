@@ -156,7 +156,7 @@ pub fn check(
             OPEN_PR,
         );
     }
-    let is_protected = |r: &str| protected.iter().any(|p| p.eq_ignore_ascii_case(r));
+    let is_protected = |r: &str| super::is_protected(r, protected);
     let mut outgoing: Vec<usize> = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         let r = line.remote_ref.as_str();

@@ -45,7 +45,7 @@ pub fn check(repo: &Repo, updates: &[RefUpdate], protected: &[String]) -> Vec<Re
         "work on the session branch; protected branches change through pull requests";
     let mut refusals = Vec::new();
     for u in updates {
-        if !protected.iter().any(|p| p == &u.name) {
+        if !super::is_protected(&u.name, protected) {
             continue;
         }
         if u.old.starts_with("ref:") || u.new.starts_with("ref:") {

@@ -1,78 +1,59 @@
 //! One supervisor per session at a time.
 //!
 //! Two `git bmad run`s in one worktree would run the same step twice, into the same files. The
-//! lock is a file in the session worktree's private git dir holding the owner's pid, created
-//! with `O_EXCL`; a lock whose process is gone (a `kill -9`, a crash) is taken over, so resume
-//! never needs a manual cleanup.
+//! lock is an advisory lock (`flock`) on a file in the session worktree's private git dir:
+//! the kernel holds it for exactly as long as the process lives, so a `kill -9` or a crash
+//! releases it and two supervisors can never both hold it (a pidfile checked and taken over
+//! by hand had that race). The file keeps the owner's pid, for the message only.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read, Seek, Write};
+use std::path::Path;
 
 use super::error::{Error, Result};
 
 /// The lock file's name in the worktree's git dir.
 const LOCK_FILE: &str = "bmad-run.lock";
 
-/// A held run lock; released when dropped.
+/// A held run lock; released when dropped (or when the process dies).
 #[derive(Debug)]
 pub struct RunLock {
-    path: PathBuf,
+    _file: File,
 }
 
 impl RunLock {
     /// Take the lock of the worktree whose private git dir is `git_dir`.
     pub fn acquire(git_dir: &Path, session: &str) -> Result<RunLock> {
         let path = git_dir.join(LOCK_FILE);
-        for _ in 0..3 {
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&path)
-            {
-                Ok(mut file) => {
-                    let _ = writeln!(file, "{}", std::process::id());
-                    return Ok(RunLock { path });
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    let owner = std::fs::read_to_string(&path)
-                        .ok()
-                        .and_then(|t| t.trim().parse::<i32>().ok());
-                    match owner {
-                        Some(pid) if alive(pid) => {
-                            return Err(Error::RunInProgress {
-                                session: session.to_owned(),
-                                pid,
-                            })
-                        }
-                        // Its owner is gone (or it is being written this instant): take over.
-                        _ => {
-                            let _ = std::fs::remove_file(&path);
-                        }
-                    }
-                }
-                Err(e) => return Err(Error::Read { path, source: e }),
+        let read_error = |source| Error::Read {
+            path: path.clone(),
+            source,
+        };
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(read_error)?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(TryLockError::WouldBlock) => {
+                let mut owner = String::new();
+                let _ = file.read_to_string(&mut owner);
+                return Err(Error::RunInProgress {
+                    session: session.to_owned(),
+                    pid: owner.trim().parse().unwrap_or(0),
+                });
             }
+            Err(TryLockError::Error(e)) => return Err(read_error(e)),
         }
-        Err(Error::RunInProgress {
-            session: session.to_owned(),
-            pid: 0,
-        })
+        // Ours now: record who holds it.
+        let _ = file.set_len(0);
+        let _ = file.rewind();
+        let _ = writeln!(file, "{}", std::process::id());
+        Ok(RunLock { _file: file })
     }
-}
-
-impl Drop for RunLock {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-fn alive(pid: i32) -> bool {
-    if pid <= 0 || pid as u32 == std::process::id() {
-        return pid > 0;
-    }
-    // SAFETY: signal 0 only asks whether the process exists.
-    let rc = unsafe { libc::kill(pid, 0) };
-    rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
 #[cfg(test)]
@@ -80,15 +61,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn held_then_released_and_stale_taken_over() {
+    fn held_then_released_and_a_dead_owners_file_is_no_lock() {
         let dir = tempfile::tempdir().unwrap();
         let lock = RunLock::acquire(dir.path(), "s").unwrap();
-        assert!(matches!(
-            RunLock::acquire(dir.path(), "s"),
-            Err(Error::RunInProgress { .. })
-        ));
+        match RunLock::acquire(dir.path(), "s") {
+            Err(Error::RunInProgress { pid, .. }) => assert_eq!(pid, std::process::id() as i32),
+            other => panic!("expected the lock to be held: {other:?}"),
+        }
         drop(lock);
-        // A lock left by a process that no longer exists.
+        // A file left by a process that no longer exists holds no lock.
         std::fs::write(dir.path().join(LOCK_FILE), "999999999\n").unwrap();
         let _lock = RunLock::acquire(dir.path(), "s").unwrap();
     }

@@ -1,4 +1,10 @@
-//! `git bmad generate-man <dir>` (hidden): the man pages, from the clap definitions.
+//! The man pages, from the clap definitions: `git bmad generate-man <dir>` (hidden, for
+//! packagers) and the user's own copy.
+//!
+//! `git bmad --help` is answered by git with `man git-bmad`, which never runs us. man finds
+//! pages beside the binary (`<prefix>/bin` → `<prefix>/share/man`), so a binary installed by
+//! `cargo install` alone (in `~/.cargo/bin`) gets its pages in `~/.cargo/share/man` the first
+//! time it runs, or by `git bmad install-man`; no root needed.
 
 use std::path::PathBuf;
 
@@ -27,6 +33,42 @@ pub fn cmd_generate_man(ctx: &Context, args: &GenerateManArgs) -> Result<u8, Com
         ctx.ui.line(path.display().to_string());
     }
     Ok(exit::OK)
+}
+
+/// `<prefix>/share/man/man1` for the running binary in `<prefix>/bin`.
+pub fn man_dir_beside_binary() -> Option<PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
+    Some(exe.parent()?.parent()?.join("share/man/man1"))
+}
+
+/// Write every page into `dir`; the paths written.
+pub fn install_pages(dir: &std::path::Path) -> std::io::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let mut written = Vec::new();
+    for (name, page) in man_pages() {
+        let path = dir.join(name);
+        crate::fs::write_atomically(&path, &page, Some(0o644))?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
+/// Put this version's pages beside the binary unless they are there already. Best effort
+/// and silent: a read-only prefix (a system package) has its pages installed by the package.
+pub fn ensure_installed() {
+    let Some(dir) = man_dir_beside_binary() else {
+        return;
+    };
+    let stamp = format!("git-bmad {}", env!("CARGO_PKG_VERSION"));
+    let current = std::fs::read(dir.join("git-bmad.1"))
+        .is_ok_and(|page| page.windows(stamp.len()).any(|w| w == stamp.as_bytes()));
+    if current {
+        return;
+    }
+    if let Err(e) = install_pages(&dir) {
+        tracing::debug!(error = %e, dir = %dir.display(), "man pages not installed");
+    }
 }
 
 /// Every man page: (file name, roff text).

@@ -3,6 +3,7 @@
 mod analyze;
 mod answer;
 mod checkpoint;
+mod completions;
 mod conformance;
 mod demo;
 mod doctor;
@@ -12,6 +13,7 @@ mod guard;
 mod hook;
 mod hooks;
 mod init;
+mod install_man;
 mod journal;
 mod list;
 mod playbook;
@@ -86,6 +88,10 @@ pub enum Command {
     Template(template::TemplateArgs),
     /// Watch a playbook run with a simulated agent in a throwaway repository
     Demo(demo::DemoArgs),
+    /// Print shell completions (bash, zsh, fish, elvish, powershell)
+    Completions(completions::CompletionsArgs),
+    /// Install the man pages so that `git bmad --help` works
+    InstallMan(install_man::InstallManArgs),
     /// Install, remove or inspect the policy git hooks
     Hooks(hooks::HooksArgs),
     /// Judge an agent's shell command before it runs (Claude Code PreToolUse hook)
@@ -96,6 +102,11 @@ pub enum Command {
     /// Write the man pages (used by scripts/install.sh)
     #[command(hide = true)]
     GenerateMan(generate_man::GenerateManArgs),
+}
+
+/// Put the man pages beside the binary on first use (see `generate_man`).
+pub fn ensure_man_pages() {
+    generate_man::ensure_installed();
 }
 
 /// Run a command; its exit code on success.
@@ -129,5 +140,7 @@ pub fn dispatch(ctx: &Context, command: Command) -> Result<u8, CommandError> {
         Command::Guard(args) => guard::cmd_guard(ctx, &args),
         Command::Hook(args) => hook::cmd_hook(ctx, &args),
         Command::GenerateMan(args) => generate_man::cmd_generate_man(ctx, &args),
+        Command::Completions(args) => completions::cmd_completions(ctx, &args),
+        Command::InstallMan(args) => install_man::cmd_install_man(ctx, &args),
     }
 }
