@@ -123,11 +123,8 @@ pub fn record_violation(repo: &Repo, hook: &str, rule: &str, subject: &str, reas
         .decision(Some(session::Decision::Auto))
         .trigger(Some(rule.to_owned()))
         .detail(detail);
-    match session::append(repo, &s.id, event) {
-        Ok(event) => {
-            let _ = session::update_rendered(repo, &s, &event);
-        }
-        Err(e) => tracing::warn!(error = %e, "could not journal a policy violation"),
+    if let Err(e) = session::record(repo, &s, event) {
+        tracing::warn!(error = %e, "could not journal a policy violation");
     }
 }
 

@@ -37,6 +37,8 @@ pub mod kind {
     pub const GATE_ANSWERED: &str = "gate_answered";
     /// A policy refused something.
     pub const POLICY_VIOLATION: &str = "policy_violation";
+    /// A BMAD story's status was set (`git bmad stories set`) in the session.
+    pub const STORY_STATUS: &str = "story_status";
 }
 
 /// Who decided what an event records.

@@ -96,6 +96,14 @@ pub fn append(repo: &Repo, id: &SessionId, event: NewEvent) -> Result<Event> {
     .into())
 }
 
+/// Append one event to a session's journal and keep its rendered `journal.md` current: the
+/// one way every layer records an event.
+pub fn record(repo: &Repo, session: &super::Session, event: NewEvent) -> Result<Event> {
+    let event = append(repo, &session.id, event)?;
+    super::render::update_rendered(repo, session, &event)?;
+    Ok(event)
+}
+
 /// Read a session's whole journal, oldest event first.
 pub fn read(repo: &Repo, id: &SessionId) -> Result<Journal> {
     let tip = repo.notes_tip(&notes_ref(id))?;

@@ -11,7 +11,7 @@ use super::event::{kind, Decision, NewEvent};
 use super::id::SessionId;
 use super::init::ensure_notes_config;
 use super::journal;
-use super::render::{update_rendered, write_rendered};
+use super::render::write_rendered;
 use super::state::Status;
 use super::store::{self, Session};
 use super::{checkpoints_ref, notes_ref};
@@ -231,12 +231,11 @@ pub fn finish(repo: &Repo, session: &Session) -> Result<Checkpoint> {
         Some(Status::Completed),
         None,
     )?;
-    let event = journal::append(
+    journal::record(
         repo,
-        &session.id,
+        session,
         NewEvent::new(kind::SESSION_FINISHED).decision(Some(Decision::Human)),
     )?;
-    update_rendered(repo, session, &event)?;
     Ok(cp)
 }
 

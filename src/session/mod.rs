@@ -28,7 +28,7 @@ pub use error::{Error, Result};
 pub use event::{kind, Decision, Event, NewEvent};
 pub use id::SessionId;
 pub use init::{init, InitOutcome};
-pub use journal::{append, read as read_journal, Journal, JournalEntry};
+pub use journal::{append, read as read_journal, record, Journal, JournalEntry};
 pub use lifecycle::{
     finish, prune, remove, start, PruneOutcome, RemoveOptions, StartOptions, Started,
     SESSION_MARKER,

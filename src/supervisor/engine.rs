@@ -290,17 +290,22 @@ struct Attempt<'s> {
 impl<'a> Engine<'a> {
     /// Journal an event, render it, fold it into the state, show it.
     fn record(&mut self, event: NewEvent) -> Result<Event> {
-        let event = session::append(self.repo, &self.session.id, event)?;
-        self.seen(&event)?;
+        let event = session::record(self.repo, self.session, event)?;
+        self.fold(&event);
         Ok(event)
     }
 
+    /// An event the session layer recorded for us (a checkpoint): render it, then fold it.
     fn seen(&mut self, event: &Event) -> Result<()> {
         session::update_rendered(self.repo, self.session, event)?;
+        self.fold(event);
+        Ok(())
+    }
+
+    fn fold(&mut self, event: &Event) {
         self.state.apply(event);
         self.recorded += 1;
         (self.observer)(event);
-        Ok(())
     }
 
     fn answer(&mut self, reply: &str, message: Option<&str>) -> Result<()> {

@@ -197,9 +197,9 @@ fn cmd_append(ctx: &Context, args: &AppendArgs) -> Result<u8, CommandError> {
     });
     let repo = ctx.repo()?;
     let s = session::locate(&repo, args.session.as_deref())?;
-    let event = session::append(
+    let event = session::record(
         &repo,
-        &s.id,
+        &s,
         NewEvent::new(args.event.clone())
             .step(args.step.clone())
             .decision(decision)
@@ -208,7 +208,6 @@ fn cmd_append(ctx: &Context, args: &AppendArgs) -> Result<u8, CommandError> {
             .response(args.response.clone())
             .detail(detail),
     )?;
-    session::update_rendered(&repo, &s, &event)?;
     if ctx.ui.json() {
         ctx.ui.print_json(&event);
     } else {

@@ -186,16 +186,15 @@ pub fn cmd_stories(ctx: &Context, args: &StoriesArgs) -> Result<u8, CommandError
             if let Some(repo) = &repo {
                 // In a session, the change is part of its journal too.
                 if let Ok(s) = session::locate(repo, None) {
-                    let event = session::append(
+                    session::record(
                         repo,
-                        &s.id,
-                        NewEvent::new("story_status")
+                        &s,
+                        NewEvent::new(session::kind::STORY_STATUS)
                             .step(Some(change.key.clone()))
                             .decision(Some(Decision::Human))
                             .response(Some(format!("{} by {}", change.to, change.by)))
                             .detail(json!(change)),
                     )?;
-                    session::update_rendered(repo, &s, &event)?;
                 }
             }
             if ui.json() {
