@@ -65,11 +65,7 @@ pub fn check_depth(text: &str) -> Result<(), SyntaxError> {
     let mut parser = Parser::new_from_str(text);
     let mut depth = 0usize;
     loop {
-        let (event, mark) = parser.next_token().map_err(|e| SyntaxError {
-            line: e.marker().line(),
-            col: e.marker().col() + 1,
-            message: e.info().to_owned(),
-        })?;
+        let (event, mark) = parser.next_token().map_err(scan_error)?;
         match event {
             Event::SequenceStart(..) | Event::MappingStart(..) => {
                 depth += 1;
@@ -81,6 +77,14 @@ pub fn check_depth(text: &str) -> Result<(), SyntaxError> {
             Event::StreamEnd => return Ok(()),
             _ => {}
         }
+    }
+}
+
+fn scan_error(e: yaml_rust2::ScanError) -> SyntaxError {
+    SyntaxError {
+        line: e.marker().line(),
+        col: e.marker().col() + 1,
+        message: e.info().to_owned(),
     }
 }
 
@@ -191,11 +195,7 @@ pub fn parse(text: &str) -> Result<Option<Node>, SyntaxError> {
     let mut builder = Builder::default();
     let mut parser = Parser::new_from_str(text);
     loop {
-        let (event, mark) = parser.next_token().map_err(|e| SyntaxError {
-            line: e.marker().line(),
-            col: e.marker().col() + 1,
-            message: e.info().to_owned(),
-        })?;
+        let (event, mark) = parser.next_token().map_err(scan_error)?;
         match event {
             Event::StreamEnd | Event::DocumentEnd => return Ok(builder.root),
             Event::SequenceStart(..) | Event::MappingStart(..)

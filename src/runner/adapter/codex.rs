@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::{dashed, permission_args, strings, whole_stdout, Adapter};
+use super::{agent_args, dashed, whole_stdout, Adapter};
 use crate::config::CliConfig;
 use crate::runner::agent::AgentResult;
 
@@ -35,11 +35,7 @@ impl Adapter for Codex {
         prompt: &str,
         model: Option<&str>,
     ) -> (Vec<String>, Option<Vec<u8>>) {
-        let mut args = strings(&["exec", "--json"]);
-        args.extend(permission_args(self, cli));
-        if let Some(m) = model {
-            args.extend(strings(&["--model", m]));
-        }
+        let mut args = agent_args(&["exec", "--json"], self, cli, model);
         // The prompt is codex's last, positional argument.
         args.push(prompt.to_owned());
         (args, None)

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::{nested, permission_args, strings, whole_stdout, Adapter};
+use super::{nested, agent_args, whole_stdout, Adapter};
 use crate::config::CliConfig;
 use crate::runner::agent::AgentResult;
 
@@ -33,12 +33,7 @@ impl Adapter for Gemini {
         prompt: &str,
         model: Option<&str>,
     ) -> (Vec<String>, Option<Vec<u8>>) {
-        let mut args = strings(&["-p", prompt, "--output-format", "json"]);
-        args.extend(permission_args(self, cli));
-        if let Some(m) = model {
-            args.extend(strings(&["--model", m]));
-        }
-        (args, None)
+        (agent_args(&["-p", prompt, "--output-format", "json"], self, cli, model), None)
     }
 
     fn read_output(&self, result: &mut AgentResult) -> bool {

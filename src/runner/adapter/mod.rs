@@ -172,15 +172,23 @@ impl Serialize for Kind {
     }
 }
 
-/// The adapter's permission arguments, unless the config replaces them.
-fn permission_args(adapter: &dyn Adapter, cli: &CliConfig) -> Vec<String> {
-    cli.args.clone().unwrap_or_else(|| {
-        adapter
-            .default_args()
-            .iter()
-            .map(|s| s.to_string())
-            .collect()
-    })
+/// `head`, then the adapter's permission arguments (unless the config replaces them), then
+/// `--model`, which Claude Code, Codex and Gemini CLI all take.
+fn agent_args(
+    head: &[&str],
+    adapter: &dyn Adapter,
+    cli: &CliConfig,
+    model: Option<&str>,
+) -> Vec<String> {
+    let mut args = strings(head);
+    match &cli.args {
+        Some(configured) => args.extend(configured.iter().cloned()),
+        None => args.extend(strings(adapter.default_args())),
+    }
+    if let Some(m) = model {
+        args.extend(strings(&["--model", m]));
+    }
+    args
 }
 
 /// Owned strings from literals.
