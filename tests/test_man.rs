@@ -78,7 +78,7 @@ fn help_works_for_every_command() {
 fn a_cargo_install_alone_gets_its_man_pages_on_first_use() {
     let env = TestEnv::new();
     // A binary installed the way `cargo install` does: <prefix>/bin/git-bmad.
-    let prefix = env.root().join("cargo-home");
+    let prefix = env.root().join("home/.cargo");
     std::fs::create_dir_all(prefix.join("bin")).unwrap();
     let bin = prefix.join("bin/git-bmad");
     std::fs::copy(crate::common::BIN, &bin).unwrap();

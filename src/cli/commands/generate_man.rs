@@ -55,11 +55,17 @@ pub fn install_pages(dir: &std::path::Path) -> std::io::Result<Vec<PathBuf>> {
 }
 
 /// Put this version's pages beside the binary unless they are there already. Best effort
-/// and silent: a read-only prefix (a system package) has its pages installed by the package.
+/// and silent, and only in a prefix under `$HOME` (`~/.cargo`, `~/.local`): a system prefix
+/// gets its pages from its package or from `git bmad install-man`, never behind root's back.
 pub fn ensure_installed() {
     let Some(dir) = man_dir_beside_binary() else {
         return;
     };
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let home = home.map(|h| std::fs::canonicalize(&h).unwrap_or(h));
+    if !home.is_some_and(|h| h.as_os_str().len() > 1 && dir.starts_with(&h)) {
+        return;
+    }
     let stamp = format!("git-bmad {}", env!("CARGO_PKG_VERSION"));
     let current = std::fs::read(dir.join("git-bmad.1"))
         .is_ok_and(|page| page.windows(stamp.len()).any(|w| w == stamp.as_bytes()));
