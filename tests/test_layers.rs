@@ -18,8 +18,14 @@ fn allowed() -> BTreeMap<&'static str, &'static [&'static str]> {
         ("runner", &["config"][..]),
         ("policy", &["session", "git", "config"][..]),
         ("bmad", &["config"][..]),
-        ("supervisor", &["runner", "bmad", "policy", "session", "config"][..]),
-        ("epic", &["supervisor", "bmad", "session", "policy", "config"][..]),
+        (
+            "supervisor",
+            &["runner", "bmad", "policy", "session", "config"][..],
+        ),
+        (
+            "epic",
+            &["supervisor", "bmad", "session", "policy", "config"][..],
+        ),
         ("report", &["session", "bmad", "config"][..]),
         (
             "cli",
@@ -92,12 +98,20 @@ fn every_layer_imports_only_what_the_contract_allows() {
     let mut checked = 0;
     for file in &files {
         let rel = file.strip_prefix(&src).unwrap();
-        let first = rel.components().next().unwrap().as_os_str().to_string_lossy();
+        let first = rel
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy();
         let module = first.trim_end_matches(".rs").to_owned();
         let permitted: Vec<&str> = if HELPERS.contains(&module.as_str()) {
             Vec::new()
         } else if let Some(list) = allowed.get(module.as_str()) {
-            list.iter().copied().chain(HELPERS.iter().copied()).collect()
+            list.iter()
+                .copied()
+                .chain(HELPERS.iter().copied())
+                .collect()
         } else {
             // lib.rs and main.rs only declare and call.
             continue;
@@ -149,7 +163,11 @@ fn no_source_file_is_large_without_a_reason() {
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
         let lines = text.lines().count();
-        let rel = file.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+        let rel = file
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
         let limit = STILL_LARGE
             .iter()
             .find(|(name, _)| *name == rel)
@@ -159,5 +177,8 @@ fn no_source_file_is_large_without_a_reason() {
             large.push(format!("src/{rel} ({lines} lines, at most {limit})"));
         }
     }
-    assert!(large.is_empty(), "split these files or say why they are long: {large:?}");
+    assert!(
+        large.is_empty(),
+        "split these files or say why they are long: {large:?}"
+    );
 }

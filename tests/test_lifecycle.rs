@@ -115,16 +115,28 @@ fn finish_then_force_remove() {
 fn an_unknown_runner_in_the_config_is_named_by_doctor_and_validate() {
     let env = TestEnv::new();
     let repo = env.repo("proj");
-    write(&repo, ".bmad/config.yaml", "runners:\n  roles: {dev: cursor}\n");
+    write(
+        &repo,
+        ".bmad/config.yaml",
+        "runners:\n  roles: {dev: cursor}\n",
+    );
     let doctor = env.bmad(&repo, &["doctor"]).code(1);
     assert!(
-        doctor.stdout.contains("runners.roles.dev: unknown runner `cursor`"),
+        doctor
+            .stdout
+            .contains("runners.roles.dev: unknown runner `cursor`"),
         "{}{}",
         doctor.stdout,
         doctor.stderr
     );
-    let run = env.bmad(&repo, &["playbook", "validate", "auto-feature"]).code(2);
-    assert!(run.stderr.contains("unknown runner `cursor`"), "{}", run.stderr);
+    let run = env
+        .bmad(&repo, &["playbook", "validate", "auto-feature"])
+        .code(2);
+    assert!(
+        run.stderr.contains("unknown runner `cursor`"),
+        "{}",
+        run.stderr
+    );
     // Commands that run no agent still read the rest of the config.
     env.git(&repo, &["add", "-A"]);
     env.git(&repo, &["commit", "-q", "-m", "config"]);

@@ -98,11 +98,16 @@ fn a_cargo_install_alone_gets_its_man_pages_on_first_use() {
     // `man` finds it from PATH alone, as `git bmad --help` will ask it to.
     if let Ok(man) = std::process::Command::new("man")
         .args(["-w", "git-bmad"])
-        .env("PATH", format!("{}:/usr/bin:/bin", prefix.join("bin").display()))
+        .env(
+            "PATH",
+            format!("{}:/usr/bin:/bin", prefix.join("bin").display()),
+        )
         .env_remove("MANPATH")
         .output()
     {
-        if man.status.code() != Some(127) && !String::from_utf8_lossy(&man.stderr).contains("not found") {
+        if man.status.code() != Some(127)
+            && !String::from_utf8_lossy(&man.stderr).contains("not found")
+        {
             assert!(
                 String::from_utf8_lossy(&man.stdout).contains("git-bmad.1"),
                 "man -w: {}",
@@ -117,7 +122,10 @@ fn install_man_writes_into_a_named_directory() {
     let env = TestEnv::new();
     let dir = env.root().join("mine/man1");
     let run = env
-        .bmad(&env.root(), &["install-man", dir.to_str().unwrap(), "--json"])
+        .bmad(
+            &env.root(),
+            &["install-man", dir.to_str().unwrap(), "--json"],
+        )
         .success();
     assert!(run.json()["pages"].as_u64().unwrap() > 20);
     assert!(dir.join("git-bmad.1").exists());

@@ -56,7 +56,8 @@ impl Layout {
     }
 
     fn read_config(&mut self, text: &str) {
-        let Ok(crate::config::yaml::Data::Mapping(map)) = crate::config::yaml::from_str::<crate::config::yaml::Data>(text)
+        let Ok(crate::config::yaml::Data::Mapping(map)) =
+            crate::config::yaml::from_str::<crate::config::yaml::Data>(text)
         else {
             return;
         };

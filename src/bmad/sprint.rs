@@ -181,11 +181,12 @@ impl SprintStatus {
 
     /// Parse the text of a file.
     pub fn parse(path: &Path, text: String) -> Result<SprintStatus> {
-        let doc: crate::config::yaml::Data = crate::config::yaml::from_str(&text).map_err(|e| Error::Parse {
-            path: path.to_path_buf(),
-            line: e.location.map_or(1, |l| l.0),
-            message: e.to_string(),
-        })?;
+        let doc: crate::config::yaml::Data =
+            crate::config::yaml::from_str(&text).map_err(|e| Error::Parse {
+                path: path.to_path_buf(),
+                line: e.location.map_or(1, |l| l.0),
+                message: e.to_string(),
+            })?;
         let scalar = |key: &str| -> Option<String> {
             match doc.get(key)? {
                 crate::config::yaml::Data::String(s) => Some(s.clone()),

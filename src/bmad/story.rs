@@ -360,7 +360,9 @@ impl Story {
 /// A list of names, or one comma-separated scalar.
 fn names(v: Option<&crate::config::yaml::Data>) -> Vec<String> {
     match v {
-        Some(crate::config::yaml::Data::Sequence(items)) => items.iter().filter_map(scalar).collect(),
+        Some(crate::config::yaml::Data::Sequence(items)) => {
+            items.iter().filter_map(scalar).collect()
+        }
         Some(other) => scalar(other)
             .map(|s| {
                 s.split(',')

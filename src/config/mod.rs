@@ -389,7 +389,9 @@ mod tests {
     #[test]
     fn deep_nesting_fails_fast_with_its_line() {
         let text = format!("orchestration: {}", "{a: ".repeat(100_000));
-        let err = Config::parse(&text, Path::new("c.yaml")).unwrap_err().to_string();
+        let err = Config::parse(&text, Path::new("c.yaml"))
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("c.yaml:1:"), "{err}");
         assert!(err.contains("nested"), "{err}");
     }

@@ -21,7 +21,6 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-
 /// The section.
 #[derive(Clone, Debug, Deserialize, PartialEq)]
 #[serde(default, deny_unknown_fields)]
@@ -119,7 +118,6 @@ impl OrchestrationConfig {
         }
         out
     }
-
 }
 
 #[cfg(test)]

@@ -136,7 +136,12 @@ impl GitCli {
     ///
     /// git refuses, before touching anything, when a file differs from what `index` records:
     /// that is how a rollback detects a worktree that changed under it.
-    pub(super) fn read_tree_update(&self, index: &Path, from: ObjectId, to: ObjectId) -> Result<()> {
+    pub(super) fn read_tree_update(
+        &self,
+        index: &Path,
+        from: ObjectId,
+        to: ObjectId,
+    ) -> Result<()> {
         self.run_with_index(
             index,
             ["read-tree", "-m", "-u", &from.to_string(), &to.to_string()],

@@ -39,11 +39,25 @@ mod tests {
 
     #[test]
     fn one_answer_for_every_spelling() {
-        let protected = vec!["refs/heads/main".to_owned(), "refs/heads/release".to_owned()];
-        for name in ["main", "refs/heads/main", "MAIN", "refs/heads/Main", "Release"] {
+        let protected = vec![
+            "refs/heads/main".to_owned(),
+            "refs/heads/release".to_owned(),
+        ];
+        for name in [
+            "main",
+            "refs/heads/main",
+            "MAIN",
+            "refs/heads/Main",
+            "Release",
+        ] {
             assert!(is_protected(name, &protected), "{name}");
         }
-        for name in ["mainline", "refs/tags/main", "feature/main", "refs/remotes/origin/main"] {
+        for name in [
+            "mainline",
+            "refs/tags/main",
+            "feature/main",
+            "refs/remotes/origin/main",
+        ] {
             assert!(!is_protected(name, &protected), "{name}");
         }
     }

@@ -122,15 +122,21 @@ pub fn invoke(
         &invocation.prompt,
         invocation.model.as_deref(),
     );
-    let output = process::run(&Spec {
-        program: invocation.program.clone(),
-        args,
-        cwd: invocation.cwd.clone(),
-        env: invocation.env.clone(),
-        env_remove: REPO_REDIRECTING_VARS.iter().map(|s| s.to_string()).collect(),
-        stdin,
-        timeout: invocation.timeout,
-    }, interrupt)?;
+    let output = process::run(
+        &Spec {
+            program: invocation.program.clone(),
+            args,
+            cwd: invocation.cwd.clone(),
+            env: invocation.env.clone(),
+            env_remove: REPO_REDIRECTING_VARS
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+            stdin,
+            timeout: invocation.timeout,
+        },
+        interrupt,
+    )?;
     Ok(interpret(
         invocation.kind,
         output.exit,

@@ -294,15 +294,18 @@ mod tests {
     use super::*;
 
     fn sh(script: &str, timeout: Duration) -> Output {
-        run(&Spec {
-            program: "/bin/sh".into(),
-            args: vec!["-c".into(), script.into()],
-            cwd: std::env::temp_dir(),
-            env: vec![("GREETING".into(), "hi".into())],
-            env_remove: vec![],
-            stdin: Some(b"from stdin".to_vec()),
-            timeout,
-        }, &AtomicBool::new(false))
+        run(
+            &Spec {
+                program: "/bin/sh".into(),
+                args: vec!["-c".into(), script.into()],
+                cwd: std::env::temp_dir(),
+                env: vec![("GREETING".into(), "hi".into())],
+                env_remove: vec![],
+                stdin: Some(b"from stdin".to_vec()),
+                timeout,
+            },
+            &AtomicBool::new(false),
+        )
         .unwrap()
     }
 

@@ -37,9 +37,7 @@ pub fn agent(config: &Config, runner: Option<&str>, role: Option<&str>) -> Resul
 
 /// Find a runner's program now, so a missing CLI stops a run before its first step.
 pub fn locate(config: &Config, kind: Kind, cwd: &Path) -> Result<PathBuf> {
-    let program = kind
-        .adapter()
-        .program(&config.runners.cli(kind.as_str()))?;
+    let program = kind.adapter().program(&config.runners.cli(kind.as_str()))?;
     which::which_in(&program, std::env::var_os("PATH"), cwd).map_err(|_| Error::NotInstalled {
         runner: kind.as_str().to_owned(),
         program,
@@ -113,9 +111,14 @@ mod tests {
         let c = config("runners:\n  roles: {dev: cursor}\n  aider: {program: aider}\n  shell: {program: bash}\n  claude: {command: [x]}\norchestration:\n  agents:\n    Dev: {runner: gpt}\n");
         let p = config_problems(&c);
         assert_eq!(p.len(), 5, "{p:#?}");
-        assert!(p[0].starts_with("runners.roles.dev: unknown runner `cursor`"), "{p:?}");
+        assert!(
+            p[0].starts_with("runners.roles.dev: unknown runner `cursor`"),
+            "{p:?}"
+        );
         assert!(p[1].starts_with("orchestration.agents.Dev.runner: unknown runner `gpt`"));
-        assert!(p.iter().any(|m| m.starts_with("runners.aider: not a runner")));
+        assert!(p
+            .iter()
+            .any(|m| m.starts_with("runners.aider: not a runner")));
         assert!(p.iter().any(|m| m.starts_with("runners.shell:")));
         assert!(p.iter().any(|m| m.starts_with("runners.claude.command:")));
     }

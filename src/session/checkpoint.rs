@@ -104,7 +104,11 @@ impl Checkpoint {
     /// The work that changed from `self` to `later`: each changed path with its new blob
     /// (all zeros when deleted). git-bmad's own files (the rendered journals) are left out:
     /// they change with every event and are no step's work.
-    pub fn work_changed_to(&self, repo: &Repo, later: &Checkpoint) -> Result<Vec<(String, String)>> {
+    pub fn work_changed_to(
+        &self,
+        repo: &Repo,
+        later: &Checkpoint,
+    ) -> Result<Vec<(String, String)>> {
         if self.tree == later.tree {
             return Ok(Vec::new());
         }

@@ -9,13 +9,13 @@ use std::collections::BTreeSet;
 use serde::Serialize;
 
 use super::checkpoint::Checkpoint;
-use crate::config::CONFIG_PATH;
 use super::error::Result;
 use super::id::SessionId;
 use super::journal;
 use super::state::{SessionState, Status};
 use super::store::{self, session_id_of_ref};
 use super::{checkpoints_ref, notes_ref};
+use crate::config::CONFIG_PATH;
 use crate::git::{Repo, STALE_LOCK_AGE};
 
 /// How bad a finding is.

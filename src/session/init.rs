@@ -2,8 +2,8 @@
 
 use std::path::PathBuf;
 
-use crate::config::{CONFIG_PATH, TEMPLATE};
 use super::error::{Error, Result};
+use crate::config::{CONFIG_PATH, TEMPLATE};
 use crate::git::Repo;
 
 /// The notes refs git should display in `git log` and carry across amend and rebase.

@@ -104,8 +104,7 @@ pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
     };
 
     let short_branch = branch.trim_start_matches("refs/heads/");
-    if let Err(e) = repo.add_worktree(&worktree, short_branch, base_commit)
-    {
+    if let Err(e) = repo.add_worktree(&worktree, short_branch, base_commit) {
         // Leave nothing half-made behind: the id is released again.
         let _ = repo.delete_ref(&checkpoints_ref(&id), first);
         return Err(e.into());

@@ -11,11 +11,7 @@ use crate::config::Config;
 use crate::runner;
 
 /// Errors for steps whose runner is unknown or whose slash command has no file in the project.
-pub fn missing_commands(
-    playbook: &Playbook,
-    root: &Path,
-    config: &Config,
-) -> Vec<Diagnostic> {
+pub fn missing_commands(playbook: &Playbook, root: &Path, config: &Config) -> Vec<Diagnostic> {
     let mut out = Vec::new();
     for step in playbook.steps() {
         let (line, col) = step.command_at;
@@ -82,11 +78,7 @@ mod tests {
         let text = "steps:\n  - {id: a, command: /speckit.plan now}\n  - {id: b, command: /bmad:bmm:dev-story}\n  - {id: c, command: /speckit.tasks}\n  - {id: d, command: /speckit.plna}\n  - {id: e, command: /speckit.plan, runner: codex}\n  - {id: f, command: /anything, runner: shell}\n  - {id: g, command: write a poem}\n";
         let (playbook, diags) = super::super::playbook::parse(text, "t");
         assert!(diags.is_empty(), "{diags:?}");
-        let missing = missing_commands(
-            &playbook.unwrap(),
-            root,
-            &Config::default(),
-        );
+        let missing = missing_commands(&playbook.unwrap(), root, &Config::default());
         let fields: Vec<&str> = missing.iter().map(|d| d.field.as_str()).collect();
         assert_eq!(fields, ["d.command", "e.command"]);
         assert_eq!((missing[0].line, missing[0].col), (5, 22));

@@ -19,9 +19,9 @@ use super::playbook::{self, Autonomy, ErrorPolicy, Playbook, Severity, Step, Tri
 use super::state::{Answer, Ended, Gate, GateKind, RunState, StepState, StepStatus};
 use super::Source;
 use crate::bmad::analysis::confidence;
+use crate::config::Config;
 use crate::policy::secrets::redact;
 use crate::runner::{self, AgentResult, Captured, Exit, Invocation, Kind};
-use crate::config::Config;
 use crate::session::{self, Decision, Event, NewEvent, Repo, Session, Status};
 use crate::text::{first_line_within, last_chars};
 
@@ -825,11 +825,7 @@ impl<'a> Engine<'a> {
         self.seen(&ev)?;
         let mut invocations = Vec::new();
         for step in steps {
-            let agent = runner::agent(
-                self.config,
-                step.runner.as_deref(),
-                step.role.as_deref(),
-            )?;
+            let agent = runner::agent(self.config, step.runner.as_deref(), step.role.as_deref())?;
             let kind = agent.kind;
             let number = self.state.step(&step.id).attempts + 1;
             let prompt = self.prompt(step, kind);
@@ -863,10 +859,7 @@ impl<'a> Engine<'a> {
             ];
             // The role's key, under the name its CLI reads; only ever in the agent's
             // environment, never in an event.
-            if let (Some(var), Some(target)) = (
-                &agent.api_key_env,
-                kind.adapter().key_variable(),
-            ) {
+            if let (Some(var), Some(target)) = (&agent.api_key_env, kind.adapter().key_variable()) {
                 if let Ok(key) = std::env::var(var) {
                     env.push((target.to_owned(), key));
                 }

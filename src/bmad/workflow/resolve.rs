@@ -235,7 +235,8 @@ impl<'a> Resolver<'a> {
 
 /// Read a module config's scalar values (strings, numbers, booleans as text).
 pub fn read_config(text: &str) -> Result<BTreeMap<String, String>, String> {
-    let value: crate::config::yaml::Data = crate::config::yaml::from_str(text).map_err(|e| e.to_string())?;
+    let value: crate::config::yaml::Data =
+        crate::config::yaml::from_str(text).map_err(|e| e.to_string())?;
     let mut out = BTreeMap::new();
     if let crate::config::yaml::Data::Mapping(map) = value {
         for (k, v) in map {

@@ -7,8 +7,8 @@
 //! blank lines behind. A variable nothing defines is an error naming its line, or, when
 //! allowed, is left as written and listed.
 
-use serde::Serialize;
 use crate::config::yaml::Data as Value;
+use serde::Serialize;
 
 /// A template that cannot be rendered.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

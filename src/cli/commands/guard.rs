@@ -7,9 +7,9 @@ use serde_json::Value;
 
 use crate::cli::error::{exit, CommandError};
 use crate::cli::Context;
+use crate::config::Config;
 use crate::git::Repo;
 use crate::policy::{self, guard};
-use crate::config::Config;
 
 /// Judge an agent's shell command before it runs (Claude Code PreToolUse protocol).
 ///

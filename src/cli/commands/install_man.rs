@@ -30,14 +30,23 @@ pub fn cmd_install_man(ctx: &Context, args: &InstallManArgs) -> Result<u8, Comma
         }
     };
     let written = install_pages(&dir).map_err(|e| {
-        CommandError::failed(format!("could not write the man pages into {}: {e}", dir.display()))
-            .hinted("name a directory you can write: git bmad install-man ~/.local/share/man/man1")
+        CommandError::failed(format!(
+            "could not write the man pages into {}: {e}",
+            dir.display()
+        ))
+        .hinted("name a directory you can write: git bmad install-man ~/.local/share/man/man1")
     })?;
     if ctx.ui.json() {
-        ctx.ui.print_json(&serde_json::json!({"dir": dir, "pages": written.len()}));
+        ctx.ui
+            .print_json(&serde_json::json!({"dir": dir, "pages": written.len()}));
     } else {
-        ctx.ui.line(format!("Installed {} man pages in {}.", written.len(), dir.display()));
-        ctx.ui.status("`git bmad --help` now opens them (`man git-bmad`).");
+        ctx.ui.line(format!(
+            "Installed {} man pages in {}.",
+            written.len(),
+            dir.display()
+        ));
+        ctx.ui
+            .status("`git bmad --help` now opens them (`man git-bmad`).");
     }
     Ok(exit::OK)
 }

@@ -51,12 +51,13 @@ pub fn cmd_template(ctx: &Context, args: &TemplateArgs) -> Result<u8, CommandErr
             .map_err(|e| CommandError::failed(format!("could not read {}: {e}", p.display())))
     };
     let text = read(path)?;
-    let values: crate::config::yaml::Data = crate::config::yaml::from_str(&read(vars)?).map_err(|e| {
-        CommandError::usage(format!(
-            "{}: the variables are not YAML: {e}",
-            vars.display()
-        ))
-    })?;
+    let values: crate::config::yaml::Data =
+        crate::config::yaml::from_str(&read(vars)?).map_err(|e| {
+            CommandError::usage(format!(
+                "{}: the variables are not YAML: {e}",
+                vars.display()
+            ))
+        })?;
     let rendered = template::render(&text, &values, *allow_missing).map_err(|e| {
         let err = CommandError::failed(format!("{}:{}: {}", path.display(), e.line, e.message));
         if e.message.contains("is not defined") {

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::{dashed, nested, agent_args, whole_stdout, Adapter};
+use super::{agent_args, dashed, nested, whole_stdout, Adapter};
 use crate::config::CliConfig;
 use crate::runner::agent::{verdict_word, AgentResult};
 use crate::text::last_chars;
@@ -37,7 +37,10 @@ impl Adapter for Claude {
         prompt: &str,
         model: Option<&str>,
     ) -> (Vec<String>, Option<Vec<u8>>) {
-        (agent_args(&["-p", prompt, "--output-format", "json"], self, cli, model), None)
+        (
+            agent_args(&["-p", prompt, "--output-format", "json"], self, cli, model),
+            None,
+        )
     }
 
     fn read_output(&self, result: &mut AgentResult) -> bool {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::{nested, agent_args, whole_stdout, Adapter};
+use super::{agent_args, nested, whole_stdout, Adapter};
 use crate::config::CliConfig;
 use crate::runner::agent::AgentResult;
 
@@ -33,7 +33,10 @@ impl Adapter for Gemini {
         prompt: &str,
         model: Option<&str>,
     ) -> (Vec<String>, Option<Vec<u8>>) {
-        (agent_args(&["-p", prompt, "--output-format", "json"], self, cli, model), None)
+        (
+            agent_args(&["-p", prompt, "--output-format", "json"], self, cli, model),
+            None,
+        )
     }
 
     fn read_output(&self, result: &mut AgentResult) -> bool {

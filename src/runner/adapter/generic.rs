@@ -16,7 +16,10 @@ impl Adapter for Generic {
     }
 
     fn program(&self, cli: &CliConfig) -> Result<String> {
-        cli.command.first().cloned().ok_or(Error::GenericUnconfigured)
+        cli.command
+            .first()
+            .cloned()
+            .ok_or(Error::GenericUnconfigured)
     }
 
     fn command_line(
@@ -44,7 +47,10 @@ impl Adapter for Generic {
 
     fn config_problems(&self, cli: &CliConfig) -> Vec<String> {
         if cli.program.is_some() || cli.args.is_some() {
-            vec!["runners.generic: give the whole command line as `command: [program, args…]`".into()]
+            vec![
+                "runners.generic: give the whole command line as `command: [program, args…]`"
+                    .into(),
+            ]
         } else {
             Vec::new()
         }

@@ -52,7 +52,10 @@ pub trait Adapter: Sync {
 
     /// The program to look for on PATH.
     fn program(&self, cli: &CliConfig) -> Result<String> {
-        Ok(cli.program.clone().unwrap_or_else(|| self.name().to_owned()))
+        Ok(cli
+            .program
+            .clone()
+            .unwrap_or_else(|| self.name().to_owned()))
     }
 
     /// The argument list for one invocation, and the bytes for its stdin.
