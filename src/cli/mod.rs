@@ -85,10 +85,10 @@ impl Context {
 /// Parse the arguments, run the command, and turn the outcome into an exit code.
 pub fn run() -> ExitCode {
     init_logging();
-    commands::ensure_man_pages();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
+            commands::ensure_man_pages();
             let _ = e.print();
             return ExitCode::from(match e.kind() {
                 clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
@@ -108,6 +108,10 @@ pub fn run() -> ExitCode {
         Err(e) => return report(&ui, e),
     };
     let json = cli.json;
+    // Not on the hook path: hooks run on every commit and push.
+    if !cli.command.is_hook() {
+        commands::ensure_man_pages();
+    }
     let ctx = Context { ui, cwd };
     match commands::dispatch(&ctx, cli.command) {
         Ok(code) => ExitCode::from(code),

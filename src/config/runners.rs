@@ -41,8 +41,13 @@ impl Default for RunnersConfig {
 
 impl RunnersConfig {
     /// The section of one runner (empty when not configured).
-    pub fn cli(&self, runner: &str) -> CliConfig {
-        self.clis.get(runner).cloned().unwrap_or_default()
+    pub fn cli(&self, runner: &str) -> &CliConfig {
+        static UNCONFIGURED: CliConfig = CliConfig {
+            program: None,
+            args: None,
+            command: Vec::new(),
+        };
+        self.clis.get(runner).unwrap_or(&UNCONFIGURED)
     }
 
     /// The runner name a step gets: its own, else its role's, else the default.

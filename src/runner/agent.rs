@@ -118,7 +118,7 @@ pub fn invoke(
 ) -> Result<AgentResult> {
     let adapter = invocation.kind.adapter();
     let (args, stdin) = adapter.command_line(
-        &config.cli(invocation.kind.as_str()),
+        config.cli(invocation.kind.as_str()),
         &invocation.prompt,
         invocation.model.as_deref(),
     );
@@ -313,7 +313,7 @@ mod tests {
         let args = |config: &RunnersConfig, kind: &str, prompt: &str, model: Option<&str>| {
             k(kind)
                 .adapter()
-                .command_line(&config.cli(kind), prompt, model)
+                .command_line(config.cli(kind), prompt, model)
         };
         let (codex, stdin) = args(&config, "codex", "/speckit.plan x", None);
         assert_eq!(

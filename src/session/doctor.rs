@@ -61,15 +61,25 @@ impl Findings {
 }
 
 /// Check every invariant; an empty list means all is well.
-pub fn doctor(repo: &Repo) -> Result<Vec<Finding>> {
+///
+/// `config_problems` checks what this layer cannot judge in a config that loads (the runner
+/// layer's runner names), one message per problem.
+pub fn doctor(
+    repo: &Repo,
+    config_problems: &dyn Fn(&crate::config::Config) -> Vec<String>,
+) -> Result<Vec<Finding>> {
     let mut f = Findings(Vec::new());
     let main = repo.main_workdir()?;
     let config_exists = main.join(CONFIG_PATH).exists();
-    if let Err(e) = super::load_config(repo) {
+    let problems = match super::load_config(repo) {
+        Ok(config) => config_problems(&config),
+        Err(e) => vec![e.to_string()],
+    };
+    for problem in problems {
         f.add(
             Severity::Problem,
             None,
-            e.to_string(),
+            problem,
             Some(format!("edit {CONFIG_PATH}")),
         );
     }

@@ -18,20 +18,7 @@ pub struct DoctorArgs {}
 /// Run `doctor`.
 pub fn cmd_doctor(ctx: &Context, _args: &DoctorArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let mut findings = session::doctor(&repo)?;
-    // Runner names are the runner layer's to check; the session layer cannot know them.
-    if let Ok(config) = session::load_config(&repo) {
-        findings.extend(
-            crate::runner::config_problems(&config)
-                .into_iter()
-                .map(|message| session::Finding {
-                    severity: Severity::Problem,
-                    session: None,
-                    message,
-                    fix: Some(format!("edit {}", crate::config::CONFIG_PATH)),
-                }),
-        );
-    }
+    let findings = session::doctor(&repo, &crate::runner::config_problems)?;
     let problems = findings
         .iter()
         .filter(|f| f.severity == Severity::Problem)

@@ -104,6 +104,13 @@ pub enum Command {
     GenerateMan(generate_man::GenerateManArgs),
 }
 
+impl Command {
+    /// Whether git or an agent CLI runs this on every commit, push or tool call.
+    pub fn is_hook(&self) -> bool {
+        matches!(self, Command::Hook(_) | Command::Guard(_))
+    }
+}
+
 /// Put the man pages beside the binary on first use (see `generate_man`).
 pub fn ensure_man_pages() {
     generate_man::ensure_installed();

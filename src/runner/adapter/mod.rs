@@ -90,9 +90,10 @@ pub trait Adapter: Sync {
     }
 }
 
-/// A registered runner: a small copyable handle on its adapter.
-#[derive(Clone, Copy)]
-pub struct Kind(&'static dyn Adapter);
+/// A registered runner, by its name: small, copyable, ordered, and serialized as the name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct Kind(&'static str);
 
 impl Kind {
     /// The runner called `name`.
@@ -100,16 +101,11 @@ impl Kind {
         ADAPTERS
             .iter()
             .find(|a| a.name() == name)
-            .map(|a| Kind(*a))
+            .map(|a| Kind(a.name()))
             .ok_or_else(|| Error::UnknownRunner {
                 runner: name.to_owned(),
                 known: Kind::names(),
             })
-    }
-
-    /// Every runner.
-    pub fn all() -> impl Iterator<Item = Kind> {
-        ADAPTERS.iter().map(|a| Kind(*a))
     }
 
     /// `claude, codex, …`, for messages.
@@ -123,55 +119,27 @@ impl Kind {
 
     /// The runner's name.
     pub fn as_str(&self) -> &'static str {
-        self.0.name()
+        self.0
     }
 
-    /// Its adapter.
+    /// Its adapter (a `Kind` is only ever made from a registered name).
     pub fn adapter(&self) -> &'static dyn Adapter {
-        self.0
+        ADAPTERS
+            .iter()
+            .copied()
+            .find(|a| a.name() == self.0)
+            .unwrap_or(ADAPTERS[0])
     }
 
     /// Whether it is an AI agent.
     pub fn is_agent(&self) -> bool {
-        self.0.is_agent()
-    }
-}
-
-impl PartialEq for Kind {
-    fn eq(&self, other: &Self) -> bool {
-        self.as_str() == other.as_str()
-    }
-}
-
-impl Eq for Kind {}
-
-impl PartialOrd for Kind {
-    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Kind {
-    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
-        self.as_str().cmp(other.as_str())
-    }
-}
-
-impl fmt::Debug for Kind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        self.adapter().is_agent()
     }
 }
 
 impl fmt::Display for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Serialize for Kind {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
+        f.write_str(self.0)
     }
 }
 
