@@ -13,7 +13,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use git_bmad::git::Repo;
-use git_bmad::session::{self, NewEvent, StartOptions};
+use git_bmad::session::{self, Body, NewEvent, StartOptions};
 
 const EVENTS: usize = 10_000;
 const EVENTS_PER_CHECKPOINT: usize = 10;
@@ -58,7 +58,7 @@ fn main() {
             session::append(
                 &repo,
                 &s.id,
-                NewEvent::new("note").detail(serde_json::json!({"i": i})),
+                NewEvent::new(Body::from_parts("note".into(), serde_json::json!({"i": i}))),
             )
             .expect("append");
         }
@@ -74,7 +74,10 @@ fn main() {
         session::append(
             &repo,
             &s.id,
-            NewEvent::new("note").detail(serde_json::json!({"sample": i})),
+            NewEvent::new(Body::from_parts(
+                "note".into(),
+                serde_json::json!({"sample": i}),
+            )),
         )
         .expect("append");
         library.push(t.elapsed());

@@ -85,7 +85,13 @@ pub fn record_violation(repo: &Repo, hook: &str, rule: &str, subject: &str, reas
     let Some(s) = current_session(repo) else {
         return;
     };
-    let detail = serde_json::json!({"hook": hook, "rule": rule, "ref": subject, "reason": secrets::redact(reason)});
+    let violation = session::schema::PolicyViolation {
+        hook: hook.to_owned(),
+        rule: rule.to_owned(),
+        subject: subject.to_owned(),
+        reason: secrets::redact(reason),
+    };
+    let body = session::Body::PolicyViolation(violation);
     if hook == "reference-transaction" {
         let spawned = std::env::current_exe().and_then(|exe| {
             std::process::Command::new(exe)
@@ -94,7 +100,7 @@ pub fn record_violation(repo: &Repo, hook: &str, rule: &str, subject: &str, reas
                 .args([
                     "journal",
                     "append",
-                    session::kind::POLICY_VIOLATION,
+                    body.name(),
                     "--quiet",
                     "--decision",
                     "auto",
@@ -105,7 +111,7 @@ pub fn record_violation(repo: &Repo, hook: &str, rule: &str, subject: &str, reas
                     "--session",
                     s.id.as_str(),
                     "--detail",
-                    &detail.to_string(),
+                    &body.detail().to_string(),
                 ])
                 .env_remove("GIT_DIR")
                 .env_remove("GIT_INDEX_FILE")
@@ -119,10 +125,9 @@ pub fn record_violation(repo: &Repo, hook: &str, rule: &str, subject: &str, reas
         }
         return;
     }
-    let event = session::NewEvent::new(session::kind::POLICY_VIOLATION)
+    let event = session::NewEvent::new(body)
         .decision(Some(session::Decision::Auto))
-        .trigger(Some(rule.to_owned()))
-        .detail(detail);
+        .trigger(Some(rule.to_owned()));
     if let Err(e) = session::record(repo, &s, event) {
         tracing::warn!(error = %e, "could not journal a policy violation");
     }

@@ -7,11 +7,11 @@
 //! session instead of replaying journals.
 
 use serde::Serialize;
-use serde_json::json;
 
 use super::error::{Error, Result};
-use super::event::{kind, Decision, Event, NewEvent};
+use super::event::{Decision, Event, NewEvent};
 use super::journal::{self, backoff, seq_trailer};
+use super::schema::{Body, CheckpointTaken};
 use super::state::Status;
 use super::store::Session;
 use super::{checkpoints_ref, notes_ref};
@@ -170,7 +170,8 @@ pub(crate) fn one_line(label: &str) -> String {
     line.chars().take(200).collect()
 }
 
-/// Take a checkpoint of a session: snapshot its worktree, extend the chain, journal it.
+/// Take a checkpoint of a session: snapshot its worktree, extend the chain, journal it, and
+/// bring `journal.md` up to date.
 ///
 /// `status` and `step` default to those of the previous checkpoint. `repo` may be any
 /// worktree of the repository; the session's own worktree is snapshotted.
@@ -185,7 +186,9 @@ pub fn checkpoint(
     let wt = worktree.as_ref().unwrap_or(repo);
     let tree = wt.snapshot_tree()?;
     let head = wt.head_id()?;
-    extend_chain(repo, session, Some(tree), head, label, status, step)
+    let (checkpoint, event) = extend_chain(repo, session, Some(tree), head, label, status, step)?;
+    super::render::update_rendered(repo, session, &event)?;
+    Ok((checkpoint, event))
 }
 
 /// Record a change of status (a gate opened, a run stopped) on the chain without taking a
@@ -198,10 +201,13 @@ pub fn mark_status(
     status: Status,
     step: Option<String>,
 ) -> Result<(Checkpoint, Event)> {
-    extend_chain(repo, session, None, None, label, Some(status), step)
+    let (checkpoint, event) = extend_chain(repo, session, None, None, label, Some(status), step)?;
+    super::render::update_rendered(repo, session, &event)?;
+    Ok((checkpoint, event))
 }
 
-/// Add a checkpoint commit to the chain by compare-and-swap, then journal it.
+/// Add a checkpoint commit to the chain by compare-and-swap, then journal it. The caller
+/// renders `journal.md` (a rollback renders it whole once it is done).
 ///
 /// `tree: None` reuses the previous checkpoint's tree: for bookkeeping checkpoints taken when
 /// there is no worktree to snapshot (a pruned session). `head: None` reuses the previous
@@ -250,14 +256,13 @@ pub(crate) fn extend_chain(
                 let event = journal::append(
                     repo,
                     &session.id,
-                    NewEvent::new(kind::CHECKPOINT)
-                        .step(trailers.step.clone())
-                        .decision(Some(Decision::Auto))
-                        .detail(json!({
-                            "commit": id.to_string(),
-                            "tree": tree.to_string(),
-                            "label": label,
-                        })),
+                    NewEvent::new(Body::Checkpoint(CheckpointTaken {
+                        commit: id.to_string(),
+                        tree: tree.to_string(),
+                        label: label.clone(),
+                    }))
+                    .step(trailers.step.clone())
+                    .decision(Some(Decision::Auto)),
                 )?;
                 let checkpoint = Checkpoint {
                     id,

@@ -239,6 +239,19 @@ fn check_session(repo: &Repo, id: &SessionId, f: &mut Findings) -> Result<()> {
                 None,
             );
         }
+        if let super::schema::Body::Other(other) = &e.body {
+            if let Some(why) = &other.unreadable {
+                f.add(
+                    Severity::Warning,
+                    Some(id),
+                    format!(
+                        "journal event #{} ({}) has a detail this version cannot read, so replays skip it: {why}",
+                        e.seq, other.event
+                    ),
+                    None,
+                );
+            }
+        }
         if !on_chain.contains(&entry.checkpoint) {
             f.add(
                 Severity::Problem,
@@ -257,7 +270,7 @@ fn check_session(repo: &Repo, id: &SessionId, f: &mut Findings) -> Result<()> {
         }
     }
     match journal.entries.first() {
-        Some(first) if first.event.event == super::event::kind::SESSION_STARTED => {}
+        Some(first) if matches!(first.event.body, super::schema::Body::SessionStarted(_)) => {}
         _ => f.add(
             Severity::Problem,
             Some(id),

@@ -1,45 +1,15 @@
 //! Journal events: one JSON object per line in a checkpoint's note.
 //!
-//! Optional fields are left out when empty, so a note stays short; readers treat a missing
-//! field as null. Unknown event names are kept and shown as they are: later layers (the
-//! supervisor, the BMAD runner) add their own without changing this one.
+//! An event is an envelope (its place, time, step, who decided) around a [`Body`], the typed
+//! kind and detail from [`super::schema`]. Optional fields are left out when empty, so a note
+//! stays short; readers treat a missing field as null.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::id::SessionId;
+use super::schema::Body;
 use crate::time::Timestamp;
-
-/// Event names this layer writes or interprets.
-pub mod kind {
-    /// A session was created; `detail` carries its manifest.
-    pub const SESSION_STARTED: &str = "session_started";
-    /// A checkpoint commit was written; `detail.commit`, `detail.tree`, `detail.label`.
-    pub const CHECKPOINT: &str = "checkpoint";
-    /// The worktree was restored to a checkpoint; `detail.target`, `detail.target_seq`,
-    /// `detail.safety`, and `detail.undo_of` when it reversed an earlier rollback.
-    pub const ROLLBACK: &str = "rollback";
-    /// The session was finished.
-    pub const SESSION_FINISHED: &str = "session_finished";
-    /// The session's worktree was found deleted and pruned.
-    pub const WORKTREE_PRUNED: &str = "worktree_pruned";
-    /// A step began.
-    pub const STEP_STARTED: &str = "step_started";
-    /// A step ended well.
-    pub const STEP_COMPLETED: &str = "step_completed";
-    /// A step ended badly.
-    pub const STEP_FAILED: &str = "step_failed";
-    /// A step was skipped.
-    pub const STEP_SKIPPED: &str = "step_skipped";
-    /// A human gate opened.
-    pub const GATE_OPENED: &str = "gate_opened";
-    /// A human answered a gate.
-    pub const GATE_ANSWERED: &str = "gate_answered";
-    /// A policy refused something.
-    pub const POLICY_VIOLATION: &str = "policy_violation";
-    /// A BMAD story's status was set (`git bmad stories set`) in the session.
-    pub const STORY_STATUS: &str = "story_status";
-}
 
 /// Who decided what an event records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,7 +35,7 @@ impl Decision {
 }
 
 /// One journal event, as stored.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Event {
     /// Position in the session's journal: 1, 2, 3, … with no gaps.
     pub seq: u64,
@@ -73,46 +43,104 @@ pub struct Event {
     pub ts: String,
     /// The session id.
     pub session: String,
-    /// What happened (see [`kind`]).
-    pub event: String,
     /// The playbook step it belongs to.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<String>,
     /// Who decided.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<Decision>,
     /// What caused it (for escalations and retries).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger: Option<String>,
     /// How long the thing took.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
     /// A human's answer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response: Option<String>,
-    /// Anything else, event-specific.
+    /// What happened.
+    pub body: Body,
+}
+
+/// An event as it is written: the kind's name in `event`, its detail as JSON.
+#[derive(Serialize, Deserialize)]
+struct Wire {
+    seq: u64,
+    ts: String,
+    session: String,
+    event: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    step: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    decision: Option<Decision>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    trigger: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    duration_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    response: Option<String>,
     #[serde(default, skip_serializing_if = "Value::is_null")]
-    pub detail: Value,
+    detail: Value,
+}
+
+impl Serialize for Event {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        Wire {
+            seq: self.seq,
+            ts: self.ts.clone(),
+            session: self.session.clone(),
+            event: self.body.name().to_owned(),
+            step: self.step.clone(),
+            decision: self.decision,
+            trigger: self.trigger.clone(),
+            duration_ms: self.duration_ms,
+            response: self.response.clone(),
+            detail: self.body.detail(),
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Event {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let wire = Wire::deserialize(deserializer)?;
+        Ok(Event {
+            seq: wire.seq,
+            ts: wire.ts,
+            session: wire.session,
+            step: wire.step,
+            decision: wire.decision,
+            trigger: wire.trigger,
+            duration_ms: wire.duration_ms,
+            response: wire.response,
+            body: Body::from_parts(wire.event, wire.detail),
+        })
+    }
+}
+
+impl Event {
+    /// The kind's name.
+    pub fn kind(&self) -> &str {
+        self.body.name()
+    }
 }
 
 /// An event before the journal has given it a `seq` and a time.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct NewEvent {
-    event: String,
+    body: Body,
     step: Option<String>,
     decision: Option<Decision>,
     trigger: Option<String>,
     duration_ms: Option<u64>,
     response: Option<String>,
-    detail: Value,
 }
 
 impl NewEvent {
-    /// An event named `event` with nothing else set.
-    pub fn new(event: impl Into<String>) -> Self {
+    /// An event of this kind and detail, with nothing else set.
+    pub fn new(body: Body) -> Self {
         NewEvent {
-            event: event.into(),
-            ..Default::default()
+            body,
+            step: None,
+            decision: None,
+            trigger: None,
+            duration_ms: None,
+            response: None,
         }
     }
 
@@ -146,15 +174,14 @@ impl NewEvent {
         self
     }
 
-    /// Set the event-specific detail.
-    pub fn detail(mut self, detail: Value) -> Self {
-        self.detail = detail;
-        self
+    /// The kind's name.
+    pub fn name(&self) -> &str {
+        self.body.name()
     }
 
-    /// The event name.
-    pub fn name(&self) -> &str {
-        &self.event
+    /// What it records.
+    pub fn body(&self) -> &Body {
+        &self.body
     }
 
     /// The stored event, with its place in the journal.
@@ -163,26 +190,13 @@ impl NewEvent {
             seq,
             ts: now.rfc3339(),
             session: session.to_string(),
-            event: self.event,
             step: self.step,
             decision: self.decision,
             trigger: self.trigger,
             duration_ms: self.duration_ms,
             response: self.response,
-            detail: self.detail,
+            body: self.body,
         }
-    }
-}
-
-impl Event {
-    /// A string field of `detail`.
-    pub fn detail_str(&self, key: &str) -> Option<&str> {
-        self.detail.get(key).and_then(Value::as_str)
-    }
-
-    /// An integer field of `detail`.
-    pub fn detail_u64(&self, key: &str) -> Option<u64> {
-        self.detail.get(key).and_then(Value::as_u64)
     }
 }
 
@@ -193,10 +207,12 @@ mod tests {
     #[test]
     fn round_trips_and_omits_empty_fields() {
         let id = SessionId::parse("20261122-101500-abcdef").unwrap();
-        let event = NewEvent::new(kind::CHECKPOINT)
-            .decision(Some(Decision::Auto))
-            .detail(serde_json::json!({"label": "after plan"}))
-            .into_event(7, &id, Timestamp::from_secs(1_795_342_500));
+        let event = NewEvent::new(Body::Checkpoint(super::super::schema::CheckpointTaken {
+            label: "after plan".into(),
+            ..Default::default()
+        }))
+        .decision(Some(Decision::Auto))
+        .into_event(7, &id, Timestamp::from_secs(1_795_342_500));
         let line = serde_json::to_string(&event).unwrap();
         assert_eq!(
             line,

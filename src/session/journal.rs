@@ -80,10 +80,12 @@ pub fn append(repo: &Repo, id: &SessionId, event: NewEvent) -> Result<Event> {
         note.push(b'\n');
         let message = format!(
             "journal: {} #{}\n\nBmad-Seq: {}\n",
-            stored.event, stored.seq, stored.seq
+            stored.kind(),
+            stored.seq,
+            stored.seq
         );
         let commit = repo.notes_commit_with(&tip, head, &note, &message)?;
-        let reflog = format!("bmad journal: {} #{}", stored.event, stored.seq);
+        let reflog = format!("bmad journal: {} #{}", stored.kind(), stored.seq);
         match repo.cas_ref(&notes, tip.commit, commit, &reflog)? {
             CasOutcome::Updated => return Ok(stored),
             CasOutcome::Conflict => backoff(attempt),

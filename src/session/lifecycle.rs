@@ -3,15 +3,15 @@
 use std::path::PathBuf;
 
 use serde::Serialize;
-use serde_json::json;
 
 use super::checkpoint::{self, extend_chain, write_commit, Checkpoint, Trailers};
 use super::error::{Error, Result};
-use super::event::{kind, Decision, NewEvent};
+use super::event::{Decision, NewEvent};
 use super::id::SessionId;
 use super::init::ensure_notes_config;
 use super::journal;
 use super::render::write_rendered;
+use super::schema::{self, Body, CheckpointTaken, NoDetail};
 use super::state::Status;
 use super::store::{self, Session};
 use super::{checkpoints_ref, notes_ref};
@@ -115,25 +115,27 @@ pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
     journal::append(
         repo,
         &id,
-        NewEvent::new(kind::SESSION_STARTED)
-            .decision(Some(Decision::Human))
-            .detail(json!({
-                "name": name,
-                "branch": branch,
-                "base": base_label,
-                "base_commit": base_commit.to_string(),
-                "worktree": worktree.to_string_lossy(),
-                "playbook": options.playbook,
-                "args": [],
-                "runner": null,
-            })),
+        NewEvent::new(Body::SessionStarted(schema::SessionStarted {
+            name: name.to_owned(),
+            branch: branch.clone(),
+            base: base_label.clone(),
+            base_commit: base_commit.to_string(),
+            worktree: worktree.to_string_lossy().into_owned(),
+            playbook: options.playbook.clone(),
+            args: Vec::new(),
+            runner: None,
+        }))
+        .decision(Some(Decision::Human)),
     )?;
     journal::append(
         repo,
         &id,
-        NewEvent::new(kind::CHECKPOINT)
-            .decision(Some(Decision::Auto))
-            .detail(json!({"commit": first.to_string(), "tree": tree.to_string(), "label": label})),
+        NewEvent::new(Body::Checkpoint(CheckpointTaken {
+            commit: first.to_string(),
+            tree: tree.to_string(),
+            label: label.to_string(),
+        }))
+        .decision(Some(Decision::Auto)),
     )?;
     let session = store::locate(repo, Some(id.as_str()))?;
     write_rendered(&session, &journal::read(repo, &id)?)?;
@@ -233,7 +235,7 @@ pub fn finish(repo: &Repo, session: &Session) -> Result<Checkpoint> {
     journal::record(
         repo,
         session,
-        NewEvent::new(kind::SESSION_FINISHED).decision(Some(Decision::Human)),
+        NewEvent::new(Body::SessionFinished(NoDetail)).decision(Some(Decision::Human)),
     )?;
     Ok(cp)
 }
@@ -360,9 +362,10 @@ pub fn prune(repo: &Repo) -> Result<Vec<PruneOutcome>> {
             journal::append(
                 repo,
                 &session.id,
-                NewEvent::new(kind::WORKTREE_PRUNED)
-                    .decision(Some(Decision::Human))
-                    .detail(json!({"worktree": session.worktree.to_string_lossy()})),
+                NewEvent::new(Body::WorktreePruned(schema::WorktreePruned {
+                    worktree: session.worktree.to_string_lossy().into_owned(),
+                }))
+                .decision(Some(Decision::Human)),
             )?;
         }
         outcomes.push(PruneOutcome {

@@ -19,13 +19,14 @@ mod journal;
 mod lifecycle;
 mod render;
 mod rollback;
+pub mod schema;
 mod state;
 mod store;
 
 pub use checkpoint::{chain, checkpoint, mark_status, Checkpoint, Trailers};
 pub use doctor::{doctor, Finding, Severity};
 pub use error::{Error, Result};
-pub use event::{kind, Decision, Event, NewEvent};
+pub use event::{Decision, Event, NewEvent};
 pub use id::SessionId;
 pub use init::{init, InitOutcome};
 pub use journal::{append, read as read_journal, record, Journal, JournalEntry};
@@ -33,8 +34,9 @@ pub use lifecycle::{
     finish, prune, remove, start, PruneOutcome, RemoveOptions, StartOptions, Started,
     SESSION_MARKER,
 };
-pub use render::{event_summary, render_markdown, update_rendered, write_rendered};
+pub use render::{event_summary, render_markdown, write_rendered};
 pub use rollback::{plan_rollback, rollback, undo, RollbackOutcome, RollbackPlan, Target};
+pub use schema::Body;
 pub use state::{SessionState, Status};
 pub use store::{list, locate, Session};
 

@@ -6,9 +6,10 @@ use std::io::Write as _;
 use std::path::Path;
 
 use super::error::{Error, Result};
-use super::event::{kind, Event};
+use super::event::Event;
 use super::journal::{self, Journal};
 use super::journal_md_path;
+use super::schema::Body;
 use super::state::SessionState;
 use super::store::Session;
 use crate::git::Repo;
@@ -45,9 +46,9 @@ pub fn render_markdown(session: &Session, journal: &Journal) -> String {
 /// One table row.
 fn row(event: &Event, rolled_back: bool) -> String {
     let name = if rolled_back {
-        format!("~~{}~~ (rolled back)", event.event)
+        format!("~~{}~~ (rolled back)", event.kind())
     } else {
-        event.event.clone()
+        event.kind().to_owned()
     };
     format!(
         "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
@@ -65,19 +66,19 @@ fn row(event: &Event, rolled_back: bool) -> String {
     )
 }
 
-/// Bring journal.md up to date after `event` was appended.
+/// Bring journal.md up to date after `event` was appended (see [`super::record`]).
 ///
 /// When the file ends exactly one event earlier, the new row is appended (constant cost, so
 /// a long journal stays cheap to extend); otherwise, and after a rollback (which marks
 /// earlier rows), the whole file is rendered again from the notes. The notes are the truth:
 /// under concurrent writers the file may briefly lag, and the next event or
 /// `git bmad journal export` catches it up.
-pub fn update_rendered(repo: &Repo, session: &Session, event: &Event) -> Result<()> {
+pub(crate) fn update_rendered(repo: &Repo, session: &Session, event: &Event) -> Result<()> {
     if !session.worktree_exists {
         return Ok(());
     }
     let path = session.worktree.join(journal_md_path(&session.id));
-    let extends = event.event != kind::ROLLBACK
+    let extends = !matches!(event.body, Body::Rollback(_))
         && last_rendered_seq(&path) == Some(event.seq.saturating_sub(1));
     if extends {
         let appended = std::fs::OpenOptions::new()
@@ -113,35 +114,26 @@ fn last_rendered_seq(path: &Path) -> Option<u64> {
 
 /// A short human summary of an event's detail.
 pub fn event_summary(event: &Event) -> String {
-    let short = |key: &str| {
-        event
-            .detail_str(key)
-            .map(|s| format!("`{}`", &s[..s.len().min(10)]))
-            .unwrap_or_default()
+    let short = |id: &str| match id {
+        "" => String::new(),
+        id => format!("`{}`", id.chars().take(10).collect::<String>()),
     };
-    match event.event.as_str() {
-        kind::CHECKPOINT => format!(
-            "{} {}",
-            short("commit"),
-            event.detail_str("label").unwrap_or_default()
-        ),
-        kind::ROLLBACK => format!(
+    match &event.body {
+        Body::Checkpoint(c) => format!("{} {}", short(&c.commit), c.label),
+        Body::Rollback(r) => format!(
             "{} to {} (state before kept in {})",
-            if event.detail.get("undo_of").is_some() {
+            if r.undo_of.is_some() {
                 "undo: restored"
             } else {
                 "restored"
             },
-            short("target"),
-            short("safety")
+            short(&r.target),
+            short(&r.safety)
         ),
-        kind::SESSION_STARTED => format!(
+        Body::SessionStarted(s) => format!(
             "branch `{}` from `{}`",
-            event
-                .detail_str("branch")
-                .unwrap_or_default()
-                .trim_start_matches("refs/heads/"),
-            event.detail_str("base").unwrap_or_default()
+            s.branch.trim_start_matches("refs/heads/"),
+            s.base
         ),
         _ => generic_summary(event),
     }
@@ -174,16 +166,17 @@ fn generic_summary(event: &Event) -> String {
         .iter()
         .map(|t| format!("trigger: {t}"))
         .collect();
+    let detail = event.body.detail();
     for key in SUMMARY_FIELDS {
-        let text = match event.detail.get(*key) {
+        let text = match detail.get(*key) {
             None | Some(serde_json::Value::Null) => continue,
             Some(serde_json::Value::String(s)) => s.clone(),
             Some(other) => other.to_string(),
         };
         parts.push(format!("{key}: {text}"));
     }
-    if parts.is_empty() && !event.detail.is_null() {
-        parts.push(event.detail.to_string());
+    if parts.is_empty() && !detail.is_null() {
+        parts.push(detail.to_string());
     }
     let text = parts.join("; ");
     if text.chars().count() > 240 {

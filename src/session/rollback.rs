@@ -7,14 +7,14 @@
 //! writing anything, if a file changed after the safety snapshot was taken.
 
 use serde::Serialize;
-use serde_json::json;
 
 use super::checkpoint::{chain, extend_chain, Checkpoint};
 use super::error::{Error, Result};
-use super::event::{kind, Decision, Event, NewEvent};
+use super::event::{Decision, Event, NewEvent};
 use super::journal::{self, Journal};
 use super::journal_md_path;
 use super::render::write_rendered;
+use super::schema::{Body, RolledBack};
 use super::state::SessionState;
 use super::store::Session;
 use crate::git::{ObjectId, Repo, TreeChange};
@@ -132,21 +132,17 @@ fn restore(
     drop(tmp);
 
     let journal = journal::read(repo, &session.id)?;
-    let mut detail = json!({
-        "target": target.id.to_string(),
-        "target_seq": checkpoint_seq(&journal, &target),
-        "safety": safety.id.to_string(),
-        "files": changes.len(),
-    });
-    if let Some(seq) = undo_of {
-        detail["undo_of"] = json!(seq);
-    }
+    let detail = RolledBack {
+        target: target.id.to_string(),
+        target_seq: checkpoint_seq(&journal, &target),
+        safety: safety.id.to_string(),
+        files: changes.len(),
+        undo_of,
+    };
     let event = journal::append(
         repo,
         &session.id,
-        NewEvent::new(kind::ROLLBACK)
-            .decision(Some(Decision::Human))
-            .detail(detail),
+        NewEvent::new(Body::Rollback(detail)).decision(Some(Decision::Human)),
     )?;
     write_rendered(session, &journal::read(repo, &session.id)?)?;
     Ok(RollbackOutcome {
@@ -171,7 +167,7 @@ fn checkpoint_seq(journal: &Journal, cp: &Checkpoint) -> u64 {
     let id = cp.id.to_string();
     journal
         .events()
-        .find(|e| e.event == kind::CHECKPOINT && e.detail_str("commit") == Some(id.as_str()))
+        .find(|e| matches!(&e.body, Body::Checkpoint(c) if c.commit == id))
         .map_or(cp.trailers.seq, |e| e.seq)
 }
 

@@ -8,7 +8,8 @@ use std::fmt;
 
 use serde::Serialize;
 
-use super::event::{kind, Event};
+use super::event::Event;
+use super::schema::Body;
 
 /// Where a session is in its life.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -120,21 +121,19 @@ impl SessionState {
             if event.step.is_some() {
                 state.current_step = event.step.clone();
             }
-            match event.event.as_str() {
-                kind::SESSION_STARTED => {
-                    let s = |k: &str| event.detail_str(k).map(str::to_owned);
-                    state.name = s("name");
-                    state.branch = s("branch");
-                    state.base = s("base");
-                    state.worktree = s("worktree");
-                    state.playbook = s("playbook");
+            match &event.body {
+                Body::SessionStarted(started) => {
+                    let s = |v: &str| (!v.is_empty()).then(|| v.to_owned());
+                    state.name = s(&started.name);
+                    state.branch = s(&started.branch);
+                    state.base = s(&started.base);
+                    state.worktree = s(&started.worktree);
+                    state.playbook = started.playbook.clone();
                     state.status = Status::Running;
                 }
-                kind::CHECKPOINT => state.checkpoints += 1,
-                kind::ROLLBACK => {
-                    let target_seq = event.detail_u64("target_seq").unwrap_or(0);
-                    let undo_of = event.detail_u64("undo_of");
-                    if let Some(undone) = undo_of.and_then(|u| marked_by.get(&u)) {
+                Body::Checkpoint(_) => state.checkpoints += 1,
+                Body::Rollback(rollback) => {
+                    if let Some(undone) = rollback.undo_of.and_then(|u| marked_by.get(&u)) {
                         for seq in undone {
                             state.rolled_back.remove(seq);
                         }
@@ -142,26 +141,26 @@ impl SessionState {
                     let marked: BTreeSet<u64> = seen
                         .iter()
                         .copied()
-                        .filter(|s| *s > target_seq && *s < event.seq)
+                        .filter(|s| *s > rollback.target_seq && *s < event.seq)
                         .collect();
                     state.rolled_back.extend(marked.iter().copied());
                     marked_by.insert(event.seq, marked);
                     state.rollbacks.push(RollbackRecord {
                         seq: event.seq,
-                        target: event.detail_str("target").unwrap_or_default().to_owned(),
-                        safety: event.detail_str("safety").unwrap_or_default().to_owned(),
-                        undo_of,
+                        target: rollback.target.clone(),
+                        safety: rollback.safety.clone(),
+                        undo_of: rollback.undo_of,
                     });
                 }
-                kind::SESSION_FINISHED => state.status = Status::Completed,
-                kind::WORKTREE_PRUNED => state.status = Status::Pruned,
-                kind::GATE_OPENED => state.status = Status::Gated,
-                kind::GATE_ANSWERED | kind::STEP_STARTED => {
+                Body::SessionFinished(_) => state.status = Status::Completed,
+                Body::WorktreePruned(_) => state.status = Status::Pruned,
+                Body::GateOpened(_) => state.status = Status::Gated,
+                Body::GateAnswered(_) | Body::StepStarted(_) => {
                     if matches!(state.status, Status::Gated | Status::Failed) {
                         state.status = Status::Running;
                     }
                 }
-                kind::STEP_FAILED => state.status = Status::Failed,
+                Body::StepFailed(_) => state.status = Status::Failed,
                 _ => {}
             }
             seen.push(event.seq);
@@ -180,13 +179,12 @@ mod tests {
             seq,
             ts: "2026-11-22T10:15:00Z".into(),
             session: "20261122-101500-abcdef".into(),
-            event: event.into(),
             step: None,
             decision: None,
             trigger: None,
             duration_ms: None,
             response: None,
-            detail,
+            body: Body::from_parts(event.into(), detail),
         }
     }
 
@@ -195,16 +193,16 @@ mod tests {
         let events = vec![
             ev(
                 1,
-                kind::SESSION_STARTED,
+                "session_started",
                 json!({"name": "x", "branch": "refs/heads/bmad/x"}),
             ),
-            ev(2, kind::CHECKPOINT, json!({})),
+            ev(2, "checkpoint", json!({})),
             ev(3, "step_started", json!({})),
-            ev(4, kind::CHECKPOINT, json!({})),
-            ev(5, kind::CHECKPOINT, json!({"label": "safety"})),
+            ev(4, "checkpoint", json!({})),
+            ev(5, "checkpoint", json!({"label": "safety"})),
             ev(
                 6,
-                kind::ROLLBACK,
+                "rollback",
                 json!({"target": "a", "target_seq": 2, "safety": "s1"}),
             ),
         ];
@@ -214,10 +212,10 @@ mod tests {
         assert_eq!(state.name.as_deref(), Some("x"));
 
         let mut more = events.clone();
-        more.push(ev(7, kind::CHECKPOINT, json!({"label": "safety"})));
+        more.push(ev(7, "checkpoint", json!({"label": "safety"})));
         more.push(ev(
             8,
-            kind::ROLLBACK,
+            "rollback",
             json!({"target": "s1", "target_seq": 5, "safety": "s2", "undo_of": 6}),
         ));
         let state = SessionState::replay(&more);
@@ -231,13 +229,13 @@ mod tests {
     #[test]
     fn lifecycle_statuses() {
         let events = vec![
-            ev(1, kind::SESSION_STARTED, json!({})),
-            ev(2, kind::SESSION_FINISHED, json!({})),
+            ev(1, "session_started", json!({})),
+            ev(2, "session_finished", json!({})),
         ];
         assert_eq!(SessionState::replay(&events).status, Status::Completed);
         let events = vec![
-            ev(1, kind::SESSION_STARTED, json!({})),
-            ev(2, kind::WORKTREE_PRUNED, json!({})),
+            ev(1, "session_started", json!({})),
+            ev(2, "worktree_pruned", json!({})),
         ];
         assert_eq!(SessionState::replay(&events).status, Status::Pruned);
     }

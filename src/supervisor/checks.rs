@@ -3,8 +3,6 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Serialize;
-
 use super::playbook::Check;
 use crate::bmad::speckit;
 use crate::runner;
@@ -28,18 +26,8 @@ pub struct CheckEnv<'a> {
     pub interrupt: &'a std::sync::atomic::AtomicBool,
 }
 
-/// The result of one check.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct CheckOutcome {
-    /// The check, as written.
-    pub check: String,
-    /// Whether it holds.
-    pub ok: bool,
-    /// The artifact it looked at, or what it ran.
-    pub artifact: String,
-    /// What was found.
-    pub detail: String,
-}
+/// A check as evaluated; the journal stores it as it is.
+pub use crate::session::schema::CheckOutcome;
 
 /// Evaluate one check.
 pub fn evaluate(check: &Check, env: &CheckEnv<'_>) -> CheckOutcome {

@@ -3,57 +3,35 @@
 //! park the run for a human, error policies, parallel phases, limits, stall detection and
 //! resume after a crash.
 //!
-//! The run has no state of its own: everything is a journal event ([`kind`]), and
-//! [`state::RunState`] replays them. A crash at any instant leaves the journal as it was after
+//! The run has no state of its own: everything is a journal event (the kinds are in
+//! [`crate::session::schema`]), and [`state::RunState`] replays them. The rules live in
+//! [`decide`], pure functions from the replayed state to the events that follow; the loop in
+//! `engine.rs` records those events, spawns agents and takes checkpoints. A crash at any instant leaves the journal as it was after
 //! its last complete event; `resume` reads it and goes on, re-running only a step that was
 //! in flight and whose postconditions are not met.
 
+mod attempt;
 mod builtin;
 mod checks;
 mod commands;
+mod decide;
 mod engine;
 mod error;
 mod lock;
+mod outcome;
 pub mod playbook;
 pub mod state;
 
 pub use builtin::{builtin, scaffold, Scaffolded, BUILTINS, INDEX, TEMPLATE};
 pub use checks::{evaluate, CheckEnv, CheckOutcome};
 pub use commands::missing_commands;
-pub use engine::{supervise, validate, Outcome, Report, Request, RunOptions};
+pub use engine::{supervise, validate, Request, RunOptions};
 pub use error::{Error, Result};
+pub use outcome::{Outcome, Report};
 pub use playbook::{parse as parse_playbook, Diagnostic, Playbook, Severity};
 pub use state::{Answer, Gate, GateKind, RunState};
 
 use std::path::{Path, PathBuf};
-
-/// Event names the supervisor writes, besides the session layer's `step_*` and `gate_*`.
-pub mod kind {
-    /// A run began; `detail`: playbook, origin, blob (its exact text), args, limits.
-    pub const RUN_STARTED: &str = "run_started";
-    /// A stopped run was taken up again.
-    pub const RUN_RESUMED: &str = "run_resumed";
-    /// Every step is done or skipped.
-    pub const RUN_COMPLETED: &str = "run_completed";
-    /// A step failed under its `stop` policy (exit 5).
-    pub const RUN_FAILED: &str = "run_failed";
-    /// A human answered `abort`.
-    pub const RUN_ABORTED: &str = "run_aborted";
-    /// Ctrl-C or a signal; the running step was killed (exit 130).
-    pub const RUN_INTERRUPTED: &str = "run_interrupted";
-    /// The run's cap on invocations was reached (exit 6).
-    pub const LIMIT_INVOCATIONS: &str = "limit_invocations_reached";
-    /// The budget (`orchestration.budget_usd`) is spent.
-    pub const LIMIT_BUDGET: &str = "limit_budget_reached";
-    /// The run's time limit was reached (exit 7).
-    pub const LIMIT_RUN_TIME: &str = "limit_run_time_reached";
-    /// A step will run again; `trigger`: retry_once, human, resume or crash_recovery.
-    pub const RETRY: &str = "retry";
-    /// A step was promoted to a gate by a trigger.
-    pub const ESCALATED: &str = "escalated";
-    /// Two attempts of a step in a row produced the same output and diff.
-    pub const STALL_DETECTED: &str = "stall_detected";
-}
 
 /// Where playbooks are looked up, and where `init` writes them.
 pub const PLAYBOOK_DIR: &str = ".bmad/playbooks";

@@ -8,9 +8,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::kind;
 use crate::bmad::analysis::confidence::Format;
-use crate::session::{self, Decision, Event};
+use crate::session::schema::Body;
+pub use crate::session::schema::{Answer, GateKind, Next};
+use crate::session::{Decision, Event};
 
 /// What a step has come to.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -26,23 +27,9 @@ pub enum StepStatus {
     Skipped,
     /// Failed; `next` is what the failure leads to.
     Failed {
-        /// `retry`, `gate` or `stop`.
-        next: String,
+        /// Run again, ask a human, or stop.
+        next: Next,
     },
-}
-
-/// A human's answer to a gate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Answer {
-    /// Go on: run the gated step, or accept the escalated one as done.
-    Continue,
-    /// Run the step again (or check its preconditions again).
-    Retry,
-    /// Skip the step.
-    Skip,
-    /// End the run.
-    Abort,
 }
 
 impl Answer {
@@ -56,48 +43,9 @@ impl Answer {
             _ => return None,
         })
     }
-
-    /// The answer's word.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Answer::Continue => "continue",
-            Answer::Retry => "retry",
-            Answer::Skip => "skip",
-            Answer::Abort => "abort",
-        }
-    }
-}
-
-/// Why a gate is open.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum GateKind {
-    /// Before an `always_gate` step runs.
-    Before,
-    /// A precondition is not met.
-    Precondition,
-    /// After a step, escalated by a trigger or its error policy.
-    After,
 }
 
 impl GateKind {
-    fn parse(text: &str) -> GateKind {
-        match text {
-            "before" => GateKind::Before,
-            "precondition" => GateKind::Precondition,
-            _ => GateKind::After,
-        }
-    }
-
-    /// The name in the journal.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            GateKind::Before => "before",
-            GateKind::Precondition => "precondition",
-            GateKind::After => "after",
-        }
-    }
-
     /// The answers a gate of this kind takes.
     pub fn options(&self) -> &'static [Answer] {
         match self {
@@ -229,12 +177,9 @@ impl RunState {
         state
     }
 
-    /// An attempt's reported cost (`detail.cost_usd`), added up.
-    fn add_cost(&mut self, event: &Event) {
-        if let Some(usd) = event.detail["cost_usd"]
-            .as_f64()
-            .filter(|c| c.is_finite() && *c > 0.0)
-        {
+    /// An attempt's reported cost, added up.
+    fn add_cost(&mut self, cost_usd: Option<f64>) {
+        if let Some(usd) = cost_usd.filter(|c| c.is_finite() && *c > 0.0) {
             self.cost_micro_usd += (usd * 1e6).round() as u64;
         }
     }
@@ -268,68 +213,60 @@ impl RunState {
     /// Fold one event in.
     pub fn apply(&mut self, event: &Event) {
         if let (Some(step), Some(decision)) = (&event.step, event.decision) {
-            if event.event != session::kind::CHECKPOINT {
-                self.last_decision = Some((step.clone(), decision, event.event.clone()));
+            if !matches!(event.body, Body::Checkpoint(_)) {
+                self.last_decision = Some((step.clone(), decision, event.kind().to_owned()));
             }
         }
         let step_id = event.step.clone().unwrap_or_default();
-        match event.event.as_str() {
-            kind::RUN_STARTED => {
-                let text = |k: &str| event.detail_str(k).unwrap_or_default().to_owned();
-                let list = |k: &str| -> Vec<String> {
-                    event.detail[k]
-                        .as_array()
-                        .map(|a| {
-                            a.iter()
-                                .filter_map(|v| v.as_str().map(str::to_owned))
-                                .collect()
-                        })
-                        .unwrap_or_default()
-                };
+        match &event.body {
+            Body::RunStarted(run) => {
                 self.manifest = Some(Manifest {
-                    playbook: text("playbook"),
-                    origin: text("origin"),
-                    blob: text("blob"),
-                    args: list("args"),
-                    steps: list("steps"),
+                    playbook: run.playbook.clone(),
+                    origin: run.origin.clone(),
+                    blob: run.blob.clone(),
+                    args: run.args.clone(),
+                    steps: run.steps.clone(),
                 });
                 self.ended = None;
             }
-            kind::RUN_RESUMED => self.ended = None,
-            session::kind::STEP_STARTED => {
+            Body::RunResumed(_) => self.ended = None,
+            Body::StepStarted(started) => {
                 self.invocations += 1;
                 let s = self.steps.entry(step_id).or_default();
                 s.status = StepStatus::Running;
-                s.attempts = event.detail_u64("attempt").unwrap_or(s.attempts as u64 + 1) as u32;
+                s.attempts = match started.attempt {
+                    0 => s.attempts + 1,
+                    n => n,
+                };
                 s.pending_answer = None;
             }
-            session::kind::STEP_COMPLETED => {
+            Body::StepCompleted(outcome) => {
                 self.run_time_ms += event.duration_ms.unwrap_or(0);
-                self.add_cost(event);
+                self.add_cost(outcome.cost_usd);
                 let s = self.steps.entry(step_id).or_default();
                 s.status = StepStatus::Done;
                 s.pending_answer = None;
             }
-            session::kind::STEP_FAILED | kind::ESCALATED => {
+            Body::StepFailed(outcome) | Body::Escalated(outcome) => {
                 self.run_time_ms += event.duration_ms.unwrap_or(0);
-                self.add_cost(event);
+                self.add_cost(outcome.cost_usd);
                 let s = self.steps.entry(step_id).or_default();
                 s.status = StepStatus::Failed {
-                    next: event.detail_str("next").unwrap_or("stop").to_owned(),
+                    next: outcome.next.unwrap_or(Next::Stop),
                 };
-                s.last_hash = event.detail_str("hash").map(str::to_owned);
+                s.last_hash = outcome.hash.clone();
                 s.last_failure = Some((
                     event.trigger.clone().unwrap_or_default(),
-                    event.detail_str("reason").unwrap_or_default().to_owned(),
-                    event.detail_str("evidence").unwrap_or_default().to_owned(),
+                    outcome.reason.clone().unwrap_or_default(),
+                    outcome.evidence.clone().unwrap_or_default(),
                 ));
             }
-            session::kind::STEP_SKIPPED => {
+            Body::StepSkipped(_) => {
                 let s = self.steps.entry(step_id).or_default();
                 s.status = StepStatus::Skipped;
                 s.pending_answer = None;
             }
-            kind::RETRY => {
+            Body::Retry(_) => {
                 let s = self.steps.entry(step_id).or_default();
                 s.status = StepStatus::Pending;
                 s.pending_answer = None;
@@ -337,28 +274,25 @@ impl RunState {
                     s.auto_retries += 1;
                 }
             }
-            session::kind::GATE_OPENED => {
+            Body::GateOpened(gate) => {
                 self.gate = Some(Gate {
                     step: step_id,
-                    kind: GateKind::parse(event.detail_str("kind").unwrap_or_default()),
+                    kind: gate.kind,
                     trigger: event.trigger.clone().unwrap_or_default(),
-                    question: event.detail_str("question").unwrap_or_default().to_owned(),
-                    evidence: event.detail_str("evidence").unwrap_or_default().to_owned(),
+                    question: gate.question.clone(),
+                    evidence: gate.evidence.clone(),
                     seq: event.seq,
-                    confidence: event.detail["confidence"]["score"]
-                        .as_f64()
-                        .map(|s| s.round() as u32),
-                    format: serde_json::from_value(
-                        event.detail["confidence"]["checkpoint_format"].clone(),
-                    )
-                    .ok(),
+                    confidence: gate.confidence_score().map(|s| s.round() as u32),
+                    format: gate
+                        .checkpoint_format()
+                        .and_then(|f| serde_json::from_value(f.into()).ok()),
                 });
             }
-            session::kind::GATE_ANSWERED => {
+            Body::GateAnswered(answered) => {
                 let Some(gate) = self.gate.take() else {
                     return;
                 };
-                let Some(answer) = event.detail_str("answer").and_then(Answer::parse) else {
+                let Some(answer) = answered.answer else {
                     return;
                 };
                 self.answers.push(answer);
@@ -371,13 +305,13 @@ impl RunState {
                     _ => {}
                 }
             }
-            kind::RUN_COMPLETED => self.ended = Some(Ended::Completed),
-            kind::RUN_ABORTED => self.ended = Some(Ended::Aborted),
-            kind::RUN_FAILED
-            | kind::LIMIT_INVOCATIONS
-            | kind::LIMIT_BUDGET
-            | kind::LIMIT_RUN_TIME
-            | kind::RUN_INTERRUPTED => self.ended = Some(Ended::Stopped(event.event.clone())),
+            Body::RunCompleted(_) => self.ended = Some(Ended::Completed),
+            Body::RunAborted(_) => self.ended = Some(Ended::Aborted),
+            Body::RunFailed(_)
+            | Body::LimitInvocations(_)
+            | Body::LimitBudget(_)
+            | Body::LimitRunTime(_)
+            | Body::RunInterrupted(_) => self.ended = Some(Ended::Stopped(event.kind().to_owned())),
             _ => {}
         }
     }
@@ -393,13 +327,12 @@ mod tests {
             seq,
             ts: "2026-11-22T10:15:00Z".into(),
             session: "20261122-101500-abcdef".into(),
-            event: event.into(),
             step: (!step.is_empty()).then(|| step.to_owned()),
             decision: Some(Decision::Auto),
             trigger: None,
             duration_ms: Some(10),
             response: None,
-            detail,
+            body: Body::from_parts(event.into(), detail),
         }
     }
 
@@ -408,7 +341,7 @@ mod tests {
         let events = vec![
             ev(
                 1,
-                kind::RUN_STARTED,
+                "run_started",
                 "",
                 json!({"playbook": "p", "blob": "b", "args": ["x"]}),
             ),

@@ -30,7 +30,6 @@ pub fn cmd_checkpoint(ctx: &Context, args: &CheckpointArgs) -> Result<u8, Comman
     let repo = ctx.repo()?;
     let s = session::locate(&repo, args.session.as_deref())?;
     let (cp, event) = session::checkpoint(&repo, &s, &args.message, None, args.step.clone())?;
-    session::update_rendered(&repo, &s, &event)?;
     if ctx.ui.json() {
         ctx.ui
             .print_json(&json!({"checkpoint": cp, "event": event}));

@@ -6,7 +6,7 @@ use serde_json::json;
 use crate::cli::error::{exit, CommandError};
 use crate::cli::ui::Style;
 use crate::cli::Context;
-use crate::session::{self, Decision, NewEvent, SessionState};
+use crate::session::{self, Body, Decision, NewEvent, SessionState};
 
 /// Show a session's journal, oldest event first.
 ///
@@ -119,9 +119,9 @@ fn show(ctx: &Context, args: &JournalArgs) -> Result<u8, CommandError> {
                     let rolled_back = state.rolled_back.contains(&e.seq);
                     let name = if rolled_back {
                         ctx.ui
-                            .paint(format!("{} (rolled back)", e.event), Style::Dim)
+                            .paint(format!("{} (rolled back)", e.kind()), Style::Dim)
                     } else {
-                        e.event.clone()
+                        e.kind().to_owned()
                     };
                     vec![
                         e.seq.to_string(),
@@ -200,18 +200,17 @@ fn cmd_append(ctx: &Context, args: &AppendArgs) -> Result<u8, CommandError> {
     let event = session::record(
         &repo,
         &s,
-        NewEvent::new(args.event.clone())
+        NewEvent::new(Body::from_parts(args.event.clone(), detail))
             .step(args.step.clone())
             .decision(decision)
             .trigger(args.trigger.clone())
             .duration_ms(args.duration_ms)
-            .response(args.response.clone())
-            .detail(detail),
+            .response(args.response.clone()),
     )?;
     if ctx.ui.json() {
         ctx.ui.print_json(&event);
     } else {
-        ctx.ui.line(format!("#{} {}", event.seq, event.event));
+        ctx.ui.line(format!("#{} {}", event.seq, event.kind()));
     }
     Ok(exit::OK)
 }

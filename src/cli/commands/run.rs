@@ -8,8 +8,9 @@ use crate::cli::error::{exit, CommandError};
 use crate::cli::ui::{Style, Ui};
 use crate::cli::Context;
 use crate::runner::interrupt;
-use crate::session::{self, Event, Session, SessionState};
-use crate::supervisor::{self, kind, Outcome, Request, RunOptions};
+use crate::session::schema::Next;
+use crate::session::{self, Body, Event, Session, SessionState};
+use crate::supervisor::{self, Outcome, Request, RunOptions};
 use crate::text::{duration, first_line_within};
 
 /// Run a playbook in the current session: its steps one after the other, each in a fresh
@@ -227,20 +228,20 @@ pub(super) fn print_gate(ui: &Ui, gate: &supervisor::Gate, done: usize, total: u
 /// One line per journaled step event while a run goes on.
 fn progress(ui: &Ui, event: &Event) {
     let step = event.step.as_deref().unwrap_or("");
-    let text = match event.event.as_str() {
-        kind::RUN_STARTED => format!(
+    let text = match &event.body {
+        Body::RunStarted(run) => format!(
             "Running playbook {} ({} steps)",
-            event.detail_str("playbook").unwrap_or_default(),
-            event.detail["steps"].as_array().map_or(0, |a| a.len())
+            run.playbook,
+            run.steps.len()
         ),
-        kind::RUN_RESUMED => "Resuming the run".into(),
-        session::kind::STEP_STARTED => format!(
+        Body::RunResumed(_) => "Resuming the run".into(),
+        Body::StepStarted(started) => format!(
             "▸ {step}  {} ({}, attempt {})",
-            first_line_within(event.detail_str("command").unwrap_or_default(), 70),
-            event.detail_str("runner").unwrap_or_default(),
-            event.detail_u64("attempt").unwrap_or(1)
+            first_line_within(&started.command, 70),
+            started.runner,
+            started.attempt.max(1)
         ),
-        session::kind::STEP_COMPLETED => format!(
+        Body::StepCompleted(_) => format!(
             "  {} {step}{}",
             ui.paint("✓", Style::Green),
             match event.decision {
@@ -250,33 +251,30 @@ fn progress(ui: &Ui, event: &Event) {
                 _ => format!(" done in {}", duration(event.duration_ms.unwrap_or(0))),
             }
         ),
-        session::kind::STEP_FAILED => format!(
+        Body::StepFailed(failed) => format!(
             "  {} {step} {} → {}",
             ui.paint("✗", Style::Red),
-            event.detail_str("reason").unwrap_or("failed"),
-            event.detail_str("next").unwrap_or("stop")
+            failed.reason.as_deref().unwrap_or("failed"),
+            failed.next.unwrap_or(Next::Stop).as_str()
         ),
-        kind::ESCALATED => format!(
+        Body::Escalated(escalated) => format!(
             "  {} {step} escalated ({}): {}",
             ui.paint("!", Style::Yellow),
             event.trigger.as_deref().unwrap_or_default(),
-            event.detail_str("reason").unwrap_or_default()
+            escalated.reason.as_deref().unwrap_or_default()
         ),
-        session::kind::STEP_SKIPPED => format!(
-            "  – {step} skipped ({})",
-            event.detail_str("reason").unwrap_or_default()
-        ),
-        kind::RETRY => format!(
+        Body::StepSkipped(skipped) => format!("  – {step} skipped ({})", skipped.reason),
+        Body::Retry(_) => format!(
             "  ↻ {step} runs again ({})",
             event.trigger.as_deref().unwrap_or_default()
         ),
-        kind::STALL_DETECTED => format!(
+        Body::StallDetected(_) => format!(
             "  {} {step}: same output and same changes as the attempt before: a stall",
             ui.paint("!", Style::Yellow)
         ),
-        session::kind::GATE_ANSWERED => format!(
+        Body::GateAnswered(answered) => format!(
             "Answered `{}` at {step}",
-            event.detail_str("answer").unwrap_or_default()
+            answered.answer.map(|a| a.as_str()).unwrap_or_default()
         ),
         _ => return,
     };

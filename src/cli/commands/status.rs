@@ -139,7 +139,10 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
     match last {
         Some(e) => ui.line(format!(
             "  journal      {} events; last #{} {} at {}",
-            state.events, e.seq, e.event, e.ts
+            state.events,
+            e.seq,
+            e.kind(),
+            e.ts
         )),
         None => ui.line("  journal      empty"),
     }

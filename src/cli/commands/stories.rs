@@ -11,7 +11,8 @@ use crate::bmad::{queue, stories_json};
 use crate::cli::error::{exit, CommandError};
 use crate::cli::ui::Style;
 use crate::cli::Context;
-use crate::session::{self, Decision, NewEvent};
+use crate::session::schema::StoryStatus;
+use crate::session::{self, Body, Decision, NewEvent};
 
 /// BMAD stories: the sprint status and the story files, read together.
 ///
@@ -189,11 +190,18 @@ pub fn cmd_stories(ctx: &Context, args: &StoriesArgs) -> Result<u8, CommandError
                     session::record(
                         repo,
                         &s,
-                        NewEvent::new(session::kind::STORY_STATUS)
-                            .step(Some(change.key.clone()))
-                            .decision(Some(Decision::Human))
-                            .response(Some(format!("{} by {}", change.to, change.by)))
-                            .detail(json!(change)),
+                        NewEvent::new(Body::StoryStatus(StoryStatus {
+                            key: change.key.clone(),
+                            to: change.to.clone(),
+                            by: change.by.clone(),
+                            at: change.at.clone(),
+                            sprint: json!(change.sprint),
+                            story_file: change.story_file.clone(),
+                            stories_json: change.stories_json.clone(),
+                        }))
+                        .step(Some(change.key.clone()))
+                        .decision(Some(Decision::Human))
+                        .response(Some(format!("{} by {}", change.to, change.by))),
                     )?;
                 }
             }

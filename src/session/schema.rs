@@ -1,0 +1,704 @@
+//! The journal's schema: every event kind git-bmad writes, and the detail each one carries.
+//!
+//! This is the one place that says what an event means. Writers build a [`Body`] variant and
+//! readers match on it, so a field cannot be written under one name and read under another.
+//! On disk an event is still `{"event": "<kind>", "detail": {…}}` (see `ARCHITECTURE.md` §3):
+//! detail fields that are unset are left out, and a missing field reads as its default, so
+//! older journals read as they always did.
+//!
+//! Kinds this version does not know (a newer git-bmad's, a script's own from
+//! `git bmad journal append`) are kept as [`Body::Other`], name and detail untouched, and
+//! render as they are; reading them never fails a session.
+//!
+//! Why this file is long: the schema is meant to be read in one place. Splitting the detail
+//! types over files would bring back what this file exists to end, a kind's fields written
+//! in one file and looked up in another.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Declares [`Body`] with one variant per kind, and the table between kinds and names.
+macro_rules! kinds {
+    ($( $(#[$doc:meta])* $name:literal => $variant:ident($detail:ty), )*) => {
+        /// What an event records: its kind and that kind's detail.
+        #[derive(Clone, Debug, PartialEq)]
+        pub enum Body {
+            $( $(#[$doc])* $variant($detail), )*
+            /// A kind this version does not know, or whose detail it cannot read.
+            Other(OtherEvent),
+        }
+
+        impl Body {
+            /// Every kind name git-bmad itself writes.
+            pub const KINDS: &'static [&'static str] = &[$($name),*];
+
+            /// The kind's name, as stored in `event`.
+            pub fn name(&self) -> &str {
+                match self {
+                    $( Body::$variant(_) => $name, )*
+                    Body::Other(other) => &other.event,
+                }
+            }
+
+            /// The detail as JSON; `Null` when there is nothing to say.
+            pub fn detail(&self) -> Value {
+                let value = match self {
+                    $( Body::$variant(detail) => serde_json::to_value(detail), )*
+                    Body::Other(other) => return other.detail.clone(),
+                };
+                match value {
+                    Ok(Value::Object(map)) if map.is_empty() => Value::Null,
+                    Ok(value) => value,
+                    // Detail types are plain data: serializing them cannot fail.
+                    Err(_) => Value::Null,
+                }
+            }
+
+            /// Read a stored kind and detail. A known kind whose detail does not fit its
+            /// type is kept as [`Body::Other`] with the reason, for `doctor` to report.
+            pub fn from_parts(event: String, detail: Value) -> Body {
+                let fields = if detail.is_null() {
+                    Value::Object(Map::new())
+                } else {
+                    detail.clone()
+                };
+                let unreadable = match event.as_str() {
+                    $( $name => match serde_json::from_value::<$detail>(fields) {
+                        Ok(detail) => return Body::$variant(detail),
+                        Err(e) => Some(e.to_string()),
+                    }, )*
+                    _ => None,
+                };
+                Body::Other(OtherEvent { event, detail, unreadable })
+            }
+        }
+    };
+}
+
+kinds! {
+    /// A session was created; carries its manifest.
+    "session_started" => SessionStarted(SessionStarted),
+    /// A checkpoint commit was written.
+    "checkpoint" => Checkpoint(CheckpointTaken),
+    /// The worktree was restored to a checkpoint (or a rollback was undone).
+    "rollback" => Rollback(RolledBack),
+    /// The session was finished.
+    "session_finished" => SessionFinished(NoDetail),
+    /// The session's worktree was found deleted and pruned.
+    "worktree_pruned" => WorktreePruned(WorktreePruned),
+    /// A policy refused something (a hook, the guard).
+    "policy_violation" => PolicyViolation(PolicyViolation),
+    /// A BMAD story's status was set in the session (`git bmad stories set`).
+    "story_status" => StoryStatus(StoryStatus),
+    /// A playbook run began.
+    "run_started" => RunStarted(RunStarted),
+    /// A stopped run was taken up again.
+    "run_resumed" => RunResumed(RunResumed),
+    /// Every step is done or skipped.
+    "run_completed" => RunCompleted(RunCompleted),
+    /// Steps failed under their `stop` policy (exit 5).
+    "run_failed" => RunFailed(RunFailed),
+    /// A human answered `abort`.
+    "run_aborted" => RunAborted(NoDetail),
+    /// Ctrl-C or a signal; the running step was killed (exit 130).
+    "run_interrupted" => RunInterrupted(NoDetail),
+    /// The run's cap on invocations was reached (exit 6).
+    "limit_invocations_reached" => LimitInvocations(InvocationLimit),
+    /// The budget (`orchestration.budget_usd`) is spent.
+    "limit_budget_reached" => LimitBudget(BudgetLimit),
+    /// The run's time limit was reached (exit 7).
+    "limit_run_time_reached" => LimitRunTime(RunTimeLimit),
+    /// A step began an attempt.
+    "step_started" => StepStarted(StepStarted),
+    /// A step ended well (or a human accepted it, or a crashed attempt was found done).
+    "step_completed" => StepCompleted(StepOutcome),
+    /// A step ended badly; `next` says what follows.
+    "step_failed" => StepFailed(StepOutcome),
+    /// A step's outcome was handed to a human by a trigger.
+    "escalated" => Escalated(StepOutcome),
+    /// A step was skipped.
+    "step_skipped" => StepSkipped(StepSkipped),
+    /// A step will run again; the event's `trigger` says why (retry_once, human, resume,
+    /// crash_recovery).
+    "retry" => Retry(Retry),
+    /// Two attempts of a step in a row produced the same output and the same changes.
+    "stall_detected" => StallDetected(StallDetected),
+    /// A human gate opened.
+    "gate_opened" => GateOpened(GateOpened),
+    /// A human answered a gate.
+    "gate_answered" => GateAnswered(GateAnswered),
+}
+
+impl Body {
+    /// Whether only git-bmad may write this kind: the session's and the supervisor's own
+    /// (`ARCHITECTURE.md` §3, journal integrity).
+    pub fn is_reserved(name: &str) -> bool {
+        Body::KINDS.contains(&name) && !matches!(name, "policy_violation" | "story_status")
+    }
+}
+
+/// An event of a kind this version does not read, kept as it was written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OtherEvent {
+    /// Its kind.
+    pub event: String,
+    /// Its detail, untouched.
+    pub detail: Value,
+    /// For a kind this version knows: why its detail could not be read.
+    pub unreadable: Option<String>,
+}
+
+/// The detail of a kind that carries none.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct NoDetail;
+
+impl<'de> Deserialize<'de> for NoDetail {
+    /// Whatever was written is accepted: the kind is what counts.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        serde::de::IgnoredAny::deserialize(deserializer)?;
+        Ok(NoDetail)
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The session layer's kinds.
+
+/// `session_started`: the session's manifest.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SessionStarted {
+    /// The session's name.
+    pub name: String,
+    /// Its branch, `refs/heads/…`.
+    pub branch: String,
+    /// What it was started from, as the user named it.
+    pub base: String,
+    /// The commit that was.
+    pub base_commit: String,
+    /// The linked worktree.
+    pub worktree: String,
+    /// The playbook it was started for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub playbook: Option<String>,
+    /// The playbook's arguments.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+    /// The runner it was started with, when one was chosen.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runner: Option<String>,
+}
+
+/// `checkpoint`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CheckpointTaken {
+    /// The checkpoint commit.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub commit: String,
+    /// Its tree.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub tree: String,
+    /// Its one-line label.
+    pub label: String,
+}
+
+/// `rollback`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RolledBack {
+    /// The checkpoint restored.
+    pub target: String,
+    /// The `seq` of that checkpoint's event: later events are marked rolled back.
+    pub target_seq: u64,
+    /// The checkpoint that keeps the state from before.
+    pub safety: String,
+    /// How many files changed.
+    pub files: usize,
+    /// The `seq` of the rollback this one reverses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub undo_of: Option<u64>,
+}
+
+/// `worktree_pruned`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WorktreePruned {
+    /// Where the worktree was.
+    pub worktree: String,
+}
+
+/// `policy_violation`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PolicyViolation {
+    /// The hook (or `guard`) that refused.
+    pub hook: String,
+    /// The rule's id in the policy catalogue.
+    pub rule: String,
+    /// What was refused: a ref, a path, a command.
+    #[serde(rename = "ref")]
+    pub subject: String,
+    /// Why, redacted.
+    pub reason: String,
+}
+
+/// `story_status`: what `git bmad stories set` wrote.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StoryStatus {
+    /// The story or epic key.
+    pub key: String,
+    /// The new status.
+    pub to: String,
+    /// Who set it.
+    pub by: String,
+    /// When (RFC 3339).
+    pub at: String,
+    /// The sprint-status change, as the BMAD layer describes it.
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub sprint: Value,
+    /// The story file changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub story_file: Option<String>,
+    /// `stories.json`, if it was updated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stories_json: Option<String>,
+}
+
+// ---------------------------------------------------------------------------------------
+// The supervisor's kinds.
+
+/// `run_started`: the playbook a run executes.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunStarted {
+    /// Its name.
+    pub playbook: String,
+    /// Where it was read from.
+    pub origin: String,
+    /// The blob holding the exact text the run started with.
+    pub blob: String,
+    /// The run's arguments.
+    pub args: Vec<String>,
+    /// Its limits, as the playbook states them.
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub limits: Value,
+    /// Its step ids, in order.
+    pub steps: Vec<String>,
+}
+
+/// `run_resumed`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunResumed {
+    /// The kind of the event that had stopped it.
+    pub after: String,
+}
+
+/// `run_completed`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunCompleted {
+    /// Steps done.
+    pub done: usize,
+    /// Steps skipped.
+    pub skipped: usize,
+    /// Steps started, retries included.
+    pub invocations: u32,
+}
+
+/// `run_failed`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunFailed {
+    /// The steps that stopped it.
+    pub steps: Vec<String>,
+}
+
+/// `limit_invocations_reached`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct InvocationLimit {
+    /// The cap.
+    pub limit: u32,
+    /// Used so far.
+    pub used: u32,
+    /// Wanted by the next round.
+    pub wanted: usize,
+}
+
+/// `limit_budget_reached`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BudgetLimit {
+    /// The budget, in US dollars.
+    pub budget_usd: f64,
+    /// What the agents reported spending.
+    pub spent_usd: f64,
+}
+
+/// `limit_run_time_reached`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RunTimeLimit {
+    /// The limit.
+    pub limit_secs: u64,
+    /// Time spent in steps.
+    pub used_ms: u64,
+}
+
+/// `step_started`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StepStarted {
+    /// 1 for the first attempt.
+    pub attempt: u32,
+    /// The runner's name.
+    pub runner: String,
+    /// The model, when the config names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The prompt or command, redacted.
+    pub command: String,
+    /// The step's autonomy level.
+    pub autonomy: String,
+    /// The parallel phase it runs in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+}
+
+/// What follows a failed or escalated step.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Next {
+    /// It runs again.
+    Retry,
+    /// A human decides.
+    Gate,
+    /// The run stops.
+    #[default]
+    Stop,
+}
+
+impl Next {
+    /// The name in the journal.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Next::Retry => "retry",
+            Next::Gate => "gate",
+            Next::Stop => "stop",
+        }
+    }
+}
+
+/// A check as evaluated: a postcondition or precondition and what was found.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CheckOutcome {
+    /// The check, as written.
+    pub check: String,
+    /// Whether it holds.
+    pub ok: bool,
+    /// The artifact it looked at, or what it ran.
+    pub artifact: String,
+    /// What was found.
+    pub detail: String,
+}
+
+/// `step_completed`, `step_failed`, `escalated`: what an attempt came to.
+///
+/// The agent's part is the runner's result shape, redacted and capped before it is stored.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StepOutcome {
+    /// Which attempt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    /// Postconditions, evaluated after the attempt.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckOutcome>,
+    /// Files the attempt changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub changed_files: Option<usize>,
+    /// Hash of the output and the changes: the same twice in a row is a stall.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hash: Option<String>,
+    /// The runner that ran it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runner: Option<String>,
+    /// How the process ended (`{"how": "code", "value": 0}`, …).
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub exit: Value,
+    /// The end of the agent's final answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub final_text: Option<String>,
+    /// The agent's `VERDICT:` line, `pass` or `fail`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
+    /// The agent reported a breaking change.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub breaking_change: bool,
+    /// The agent CLI's own session id.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent_session_id: Option<String>,
+    /// Tokens in, as reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_in: Option<u64>,
+    /// Tokens out, as reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens_out: Option<u64>,
+    /// Cost in US dollars, as reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// Tool uses the agent CLI refused.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub permission_denials: Vec<String>,
+    /// An error the agent CLI reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reported_error: Option<String>,
+    /// Standard output, redacted and capped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stdout: Option<String>,
+    /// Standard error, redacted and capped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stderr: Option<String>,
+    /// Standard output's full size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stdout_bytes: Option<u64>,
+    /// Standard error's full size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stderr_bytes: Option<u64>,
+    /// The menu the agent stopped at, as the decision engine read it.
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub menu: Value,
+    /// Why the agent could not be run at all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// What follows a failure or escalation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next: Option<Next>,
+    /// Why it failed or was escalated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// What a human needs to judge it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
+    /// The step's error policy, when that chose `next`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<String>,
+    /// A crashed attempt was found done by its postconditions.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub recovered: bool,
+    /// Who accepted the step as done, when not the checks (`human`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub accepted_by: Option<String>,
+    /// The failure a human accepted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
+}
+
+/// `step_skipped`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StepSkipped {
+    /// Why.
+    pub reason: String,
+}
+
+/// `retry`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Retry {
+    /// Why, when the trigger alone does not say.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The checks that decided it (crash recovery).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<CheckOutcome>,
+}
+
+/// `stall_detected`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StallDetected {
+    /// The hash seen twice.
+    pub hash: String,
+    /// The attempt that repeated it.
+    pub attempt: u32,
+}
+
+/// Why a gate is open.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateKind {
+    /// Before an `always_gate` step runs.
+    Before,
+    /// A precondition is not met.
+    Precondition,
+    /// After a step, escalated by a trigger or its error policy.
+    #[default]
+    After,
+}
+
+impl GateKind {
+    /// The name in the journal.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            GateKind::Before => "before",
+            GateKind::Precondition => "precondition",
+            GateKind::After => "after",
+        }
+    }
+}
+
+/// A human's answer to a gate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answer {
+    /// Go on: run the gated step, or accept the escalated one as done.
+    Continue,
+    /// Run the step again (or check its preconditions again).
+    Retry,
+    /// Skip the step.
+    Skip,
+    /// End the run.
+    Abort,
+}
+
+impl Answer {
+    /// The answer's word.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Answer::Continue => "continue",
+            Answer::Retry => "retry",
+            Answer::Skip => "skip",
+            Answer::Abort => "abort",
+        }
+    }
+}
+
+/// `gate_opened`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GateOpened {
+    /// Why it is open.
+    pub kind: GateKind,
+    /// The question for the human, redacted.
+    pub question: String,
+    /// What happened, redacted.
+    pub evidence: String,
+    /// The answers it takes.
+    pub options: Vec<Answer>,
+    /// The decision engine's confidence, as it serialized it (`score`, `checkpoint_format`, …).
+    #[serde(skip_serializing_if = "Value::is_null")]
+    pub confidence: Value,
+}
+
+impl GateOpened {
+    /// The confidence score, 0–100, when one was recorded.
+    pub fn confidence_score(&self) -> Option<f64> {
+        self.confidence["score"].as_f64()
+    }
+
+    /// How the gate is to be shown (`minimal`, `summary`, `full`), when recorded.
+    pub fn checkpoint_format(&self) -> Option<&str> {
+        self.confidence["checkpoint_format"].as_str()
+    }
+}
+
+/// `gate_answered`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GateAnswered {
+    /// The answer; `None` when a script journaled one without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<Answer>,
+    /// The kind of the gate it answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<GateKind>,
+    /// The `seq` of the `gate_opened` event it answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gate_seq: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn every_kind_reads_back_what_it_wrote() {
+        let bodies = [
+            Body::Checkpoint(CheckpointTaken {
+                commit: "c".into(),
+                tree: "t".into(),
+                label: "after plan".into(),
+            }),
+            Body::RunAborted(NoDetail),
+            Body::StepFailed(StepOutcome {
+                attempt: Some(2),
+                next: Some(Next::Gate),
+                reason: Some("failed: tests".into()),
+                exit: json!({"how": "code", "value": 1}),
+                ..Default::default()
+            }),
+            Body::GateAnswered(GateAnswered {
+                answer: Some(Answer::Continue),
+                kind: Some(GateKind::Before),
+                gate_seq: Some(7),
+            }),
+        ];
+        for body in bodies {
+            let back = Body::from_parts(body.name().to_owned(), body.detail());
+            assert_eq!(back, body);
+        }
+    }
+
+    #[test]
+    fn unknown_kinds_and_unreadable_details_are_kept() {
+        let note = Body::from_parts("note".into(), json!({"w": 1}));
+        assert_eq!(note.name(), "note");
+        assert_eq!(note.detail(), json!({"w": 1}));
+        let Body::Other(other) = &note else {
+            panic!("{note:?}")
+        };
+        assert_eq!(other.unreadable, None);
+
+        let odd = Body::from_parts("step_started".into(), json!({"attempt": "two"}));
+        let Body::Other(other) = &odd else {
+            panic!("{odd:?}")
+        };
+        assert_eq!(odd.name(), "step_started");
+        assert_eq!(other.detail, json!({"attempt": "two"}));
+        assert!(other
+            .unreadable
+            .as_deref()
+            .is_some_and(|e| e.contains("attempt") || e.contains("invalid type")));
+    }
+
+    #[test]
+    fn missing_detail_reads_as_defaults_and_empty_detail_is_left_out() {
+        assert_eq!(
+            Body::from_parts("step_completed".into(), Value::Null),
+            Body::StepCompleted(StepOutcome::default())
+        );
+        assert_eq!(
+            Body::StepCompleted(StepOutcome::default()).detail(),
+            Value::Null
+        );
+        assert_eq!(Body::SessionFinished(NoDetail).detail(), Value::Null);
+        // An event written with a detail of its own before the kind had none still reads.
+        assert_eq!(
+            Body::from_parts("run_aborted".into(), json!({"x": 1})),
+            Body::RunAborted(NoDetail)
+        );
+    }
+
+    #[test]
+    fn reserved_kinds_are_the_supervisors_and_the_sessions() {
+        assert!(Body::is_reserved("step_completed"));
+        assert!(Body::is_reserved("checkpoint"));
+        assert!(!Body::is_reserved("policy_violation"));
+        assert!(!Body::is_reserved("note"));
+    }
+}

@@ -1,0 +1,304 @@
+//! Everything in a phase that is not "run these steps": answers to act on, gates to open,
+//! crashed steps to recover, steps to skip.
+
+use super::super::checks::CheckOutcome;
+use super::super::playbook::{Autonomy, Check, Playbook, Step};
+use super::super::state::{Answer, GateKind, RunState, StepStatus};
+use super::gate::{self, GateRequest};
+use crate::session::schema::{Body, Next, Retry, RunFailed, StepOutcome, StepSkipped};
+use crate::session::{Decision, NewEvent};
+
+/// What a phase needs before its steps can run.
+#[derive(Debug)]
+pub enum Settlement {
+    /// Nothing: run the steps that are pending.
+    Run,
+    /// Journal these, then look again.
+    Record(Vec<NewEvent>),
+    /// Open this gate (the run parks there).
+    Gate(Box<GateRequest>),
+    /// A human aborted the run: journal this and end it.
+    Abort(Box<NewEvent>),
+    /// A step's failure stops the run (journaled before a crash lost the run's record).
+    Stop(Vec<String>),
+}
+
+/// Settle the first step of `pending` that needs it. `evaluate` checks one condition of a
+/// step against the worktree (passed in, so deciding stays apart from looking).
+pub fn settle(
+    playbook: &Playbook,
+    state: &RunState,
+    pending: &[&Step],
+    evaluate: &mut dyn FnMut(&Step, &Check) -> CheckOutcome,
+) -> Settlement {
+    for step in pending {
+        let record = state.step(&step.id);
+        let id = Some(step.id.clone());
+        if let Some((gate_kind, answer)) = record.pending_answer {
+            let event = match (gate_kind, answer) {
+                (_, Answer::Abort) => {
+                    return Settlement::Abort(Box::new(
+                        NewEvent::new(Body::RunAborted(Default::default()))
+                            .step(id)
+                            .decision(Some(Decision::Human)),
+                    ))
+                }
+                (_, Answer::Skip) => NewEvent::new(Body::StepSkipped(StepSkipped {
+                    reason: "skipped by a human at a gate".into(),
+                })),
+                (GateKind::After, Answer::Continue) => {
+                    NewEvent::new(Body::StepCompleted(StepOutcome {
+                        accepted_by: Some("human".into()),
+                        after: record.last_failure.map(|f| f.1),
+                        ..Default::default()
+                    }))
+                }
+                (GateKind::After | GateKind::Precondition, Answer::Retry) => {
+                    NewEvent::new(Body::Retry(Retry::default())).trigger(Some("human".into()))
+                }
+                // Approved or waived: the step runs next, which clears the answer.
+                _ => continue,
+            };
+            return Settlement::Record(vec![event.step(id).decision(Some(Decision::Human))]);
+        }
+        match record.status {
+            StepStatus::Failed { next: Next::Gate } => {
+                return Settlement::Gate(Box::new(gate::after_failure(step, &record, state)))
+            }
+            // Only reachable when a stop was journaled and the run's record was lost (a
+            // crash between the two events): stop again.
+            StepStatus::Failed { next: Next::Stop } => {
+                return Settlement::Stop(vec![step.id.clone()])
+            }
+            StepStatus::Running => {
+                let checks: Vec<CheckOutcome> = step
+                    .postconditions
+                    .iter()
+                    .filter(|c| **c != Check::DiffNonempty)
+                    .map(|c| evaluate(step, c))
+                    .collect();
+                return Settlement::Record(vec![recover(step, checks)]);
+            }
+            _ => {}
+        }
+        if step.autonomy == Autonomy::Skip && record.status == StepStatus::Pending {
+            return Settlement::Record(vec![NewEvent::new(Body::StepSkipped(StepSkipped {
+                reason: "autonomy: skip".into(),
+            }))
+            .step(id)
+            .decision(Some(Decision::Auto))]);
+        }
+        if step.autonomy == Autonomy::AlwaysGate && !record.approved {
+            return Settlement::Gate(Box::new(gate::before(step, playbook, state)));
+        }
+        if !record.preconditions_waived && record.status == StepStatus::Pending {
+            let checks: Vec<CheckOutcome> = step
+                .preconditions
+                .iter()
+                .map(|c| evaluate(step, c))
+                .collect();
+            if let Some(gate) = gate::precondition(step, &checks, playbook, state) {
+                return Settlement::Gate(Box::new(gate));
+            }
+        }
+    }
+    Settlement::Run
+}
+
+/// The run's record of a stop, when the failure that caused it was journaled without it.
+pub fn stopped(steps: &[String]) -> NewEvent {
+    NewEvent::new(Body::RunFailed(RunFailed {
+        steps: steps.to_vec(),
+    }))
+    .decision(Some(Decision::Auto))
+}
+
+/// A step found started but not finished (a crash): its postconditions say whether the
+/// crashed attempt did its work. `checks` leaves out `diff_nonempty`, which only the
+/// attempt's own round can answer.
+fn recover(step: &Step, checks: Vec<CheckOutcome>) -> NewEvent {
+    let met = !checks.is_empty() && checks.iter().all(|c| c.ok);
+    let body = if met {
+        Body::StepCompleted(StepOutcome {
+            recovered: true,
+            checks,
+            ..Default::default()
+        })
+    } else {
+        let why = if checks.is_empty() {
+            "the step has no postcondition to show its work was done"
+        } else {
+            "its postconditions are not met"
+        };
+        Body::Retry(Retry {
+            reason: Some(format!("an attempt was interrupted and {why}")),
+            checks,
+        })
+    };
+    NewEvent::new(body)
+        .step(Some(step.id.clone()))
+        .decision(Some(Decision::Auto))
+        .trigger(Some("crash_recovery".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::supervisor::decide::tests::{playbook, replay};
+    use serde_json::json;
+
+    fn everything_holds(_: &Step, check: &Check) -> CheckOutcome {
+        CheckOutcome {
+            check: check.to_string(),
+            ok: true,
+            artifact: String::new(),
+            detail: "found".into(),
+        }
+    }
+
+    fn nothing_holds(_: &Step, check: &Check) -> CheckOutcome {
+        CheckOutcome {
+            ok: false,
+            detail: "missing".into(),
+            ..everything_holds(&dummy(), check)
+        }
+    }
+
+    fn dummy() -> Step {
+        playbook("steps:\n  - {id: d, command: x, runner: shell}\n")
+            .step("d")
+            .cloned()
+            .unwrap()
+    }
+
+    /// Settle the first unfinished phase, as the loop does.
+    fn settle_all(p: &Playbook, state: &RunState, holds: bool) -> Settlement {
+        let phase = p
+            .phases
+            .iter()
+            .find(|phase| phase.steps.iter().any(|s| !state.finished(&s.id)))
+            .unwrap();
+        let pending: Vec<&Step> = phase
+            .steps
+            .iter()
+            .filter(|s| !state.finished(&s.id))
+            .collect();
+        let mut evaluate = if holds {
+            everything_holds
+        } else {
+            nothing_holds
+        };
+        settle(p, state, &pending, &mut evaluate)
+    }
+
+    fn names(events: &[NewEvent]) -> Vec<&str> {
+        events.iter().map(|e| e.name()).collect()
+    }
+
+    const TWO_STEPS: &str = "steps:\n  - {id: plan, command: x, runner: shell, preconditions: [spec_exists], postconditions: [plan_exists]}\n  - {id: pr, command: y, runner: shell, autonomy: always_gate}\n";
+
+    #[test]
+    fn a_fresh_run_with_its_preconditions_met_runs() {
+        let p = playbook(TWO_STEPS);
+        assert!(matches!(
+            settle_all(&p, &RunState::default(), true),
+            Settlement::Run
+        ));
+    }
+
+    #[test]
+    fn an_unmet_precondition_opens_a_gate_before_anything_runs() {
+        let p = playbook(TWO_STEPS);
+        let Settlement::Gate(gate) = settle_all(&p, &RunState::default(), false) else {
+            panic!("no gate")
+        };
+        assert_eq!(
+            (gate.step.as_str(), gate.kind),
+            ("plan", GateKind::Precondition)
+        );
+    }
+
+    #[test]
+    fn an_always_gate_step_waits_for_approval_and_runs_after_it() {
+        let p = playbook(TWO_STEPS);
+        let plan_done = [
+            ("step_started", "plan", json!({"attempt": 1})),
+            ("step_completed", "plan", json!({})),
+        ];
+        let Settlement::Gate(gate) = settle_all(&p, &replay(&plan_done), true) else {
+            panic!("no gate")
+        };
+        assert_eq!((gate.step.as_str(), gate.kind), ("pr", GateKind::Before));
+        let mut approved = plan_done.to_vec();
+        approved.push(("gate_opened", "pr", json!({"kind": "before"})));
+        approved.push(("gate_answered", "pr", json!({"answer": "continue"})));
+        assert!(matches!(
+            settle_all(&p, &replay(&approved), true),
+            Settlement::Run
+        ));
+    }
+
+    #[test]
+    fn answers_become_events() {
+        let p = playbook(TWO_STEPS);
+        let failed = [
+            ("step_started", "plan", json!({"attempt": 1})),
+            (
+                "step_failed",
+                "plan",
+                json!({"next": "gate", "reason": "failed: x"}),
+            ),
+            ("gate_opened", "plan", json!({"kind": "after"})),
+        ];
+        let answered = |answer: &str| {
+            let mut events = failed.to_vec();
+            events.push(("gate_answered", "plan", json!({"answer": answer})));
+            settle_all(&p, &replay(&events), true)
+        };
+        let Settlement::Record(events) = answered("continue") else {
+            panic!()
+        };
+        assert_eq!(names(&events), ["step_completed"]);
+        assert_eq!(events[0].body().detail()["after"], "failed: x");
+        let Settlement::Record(events) = answered("retry") else {
+            panic!()
+        };
+        assert_eq!(names(&events), ["retry"]);
+        let Settlement::Record(events) = answered("skip") else {
+            panic!()
+        };
+        assert_eq!(names(&events), ["step_skipped"]);
+        assert!(matches!(answered("abort"), Settlement::Abort(_)));
+        // Unanswered, the failure opens the gate (again, after a crash).
+        assert!(matches!(
+            settle_all(&p, &replay(&failed[..2]), true),
+            Settlement::Gate(gate) if gate.kind == GateKind::After
+        ));
+    }
+
+    #[test]
+    fn a_crashed_step_is_done_only_if_its_postconditions_say_so() {
+        let p = playbook(TWO_STEPS);
+        let crashed = replay(&[("step_started", "plan", json!({"attempt": 1}))]);
+        let Settlement::Record(events) = settle_all(&p, &crashed, true) else {
+            panic!()
+        };
+        assert_eq!(names(&events), ["step_completed"]);
+        assert_eq!(events[0].body().detail()["recovered"], true);
+        let Settlement::Record(events) = settle_all(&p, &crashed, false) else {
+            panic!()
+        };
+        assert_eq!(names(&events), ["retry"]);
+    }
+
+    #[test]
+    fn skip_steps_are_skipped_and_stops_stop_again() {
+        let p = playbook("steps:\n  - {id: lint, command: x, runner: shell, autonomy: skip}\n");
+        let Settlement::Record(events) = settle_all(&p, &RunState::default(), true) else {
+            panic!()
+        };
+        assert_eq!(names(&events), ["step_skipped"]);
+        let stopped = replay(&[("step_failed", "lint", json!({"next": "stop"}))]);
+        assert!(matches!(settle_all(&p, &stopped, true), Settlement::Stop(s) if s == ["lint"]));
+    }
+}

@@ -1,0 +1,57 @@
+//! Where a run stopped, as the supervisor reports it to its caller.
+
+use serde::Serialize;
+
+use super::playbook::Playbook;
+use super::state::{Gate, RunState};
+
+/// Where a run stopped this time.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "outcome")]
+pub enum Outcome {
+    /// Every step is done or skipped.
+    Completed,
+    /// Parked at a gate, waiting for `git bmad answer`.
+    Gated {
+        /// The gate.
+        gate: Gate,
+    },
+    /// Steps failed under their `stop` policy.
+    Failed {
+        /// The steps.
+        steps: Vec<String>,
+    },
+    /// The cap on invocations was reached.
+    InvocationLimit {
+        /// The cap.
+        limit: u32,
+    },
+    /// The budget was spent.
+    BudgetLimit {
+        /// The budget, in millionths of a dollar.
+        limit_micro_usd: u64,
+        /// Spent, in millionths of a dollar.
+        spent_micro_usd: u64,
+    },
+    /// The run's time limit was reached.
+    RunTimeLimit {
+        /// The limit in seconds.
+        limit_secs: u64,
+    },
+    /// Interrupted; the state is saved.
+    Interrupted,
+    /// A human aborted the run.
+    Aborted,
+}
+
+/// The outcome, with the playbook and the state it left.
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    /// Where it stopped.
+    #[serde(flatten)]
+    pub outcome: Outcome,
+    /// The playbook.
+    pub playbook: Playbook,
+    /// The run's state.
+    pub state: RunState,
+}
