@@ -7,25 +7,9 @@
 //! Out of scope, and said so: git aliases, scripts in files, and anything obfuscated further
 //! (base64, variables holding commands). The git hooks stay the second line behind this one.
 
-use serde::Serialize;
-
 use super::is_protected;
-
-/// Why a command is blocked.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Block {
-    /// Short rule id.
-    pub rule: &'static str,
-    /// What the command would do.
-    pub reason: String,
-    /// What to do instead.
-    pub instead: &'static str,
-}
-
-const NO_FORCE: &str =
-    "fetch and rebase or merge, then push without force; never rewrite published history";
-const USE_PR: &str = "push to your session branch and open a pull request; a human merges";
-const KEEP_HOOKS: &str = "run the command without bypassing the hooks and fix what they report";
+use super::rules;
+pub use super::rules::Block;
 
 /// Judge one shell command line; `protected` holds full ref names.
 pub fn check_command(command: &str, protected: &[String]) -> Option<Block> {
@@ -34,11 +18,7 @@ pub fn check_command(command: &str, protected: &[String]) -> Option<Block> {
 
 fn check_script(script: &str, protected: &[String], depth: usize) -> Option<Block> {
     if depth > 4 {
-        return Some(Block {
-            rule: "too-nested",
-            reason: "the command nests shells too deeply to judge".into(),
-            instead: "run the git command directly",
-        });
+        return Some(rules::TOO_NESTED.block("the command nests shells too deeply to judge"));
     }
     for words in split_commands(script) {
         if let Some(block) = check_simple(&words, protected, depth) {
@@ -121,11 +101,7 @@ fn check_env(name: &str, value: &str) -> Option<Block> {
         || name == "SKIP_HOOKS"
         || name == "GIT_BMAD_SKIP"
         || name == "LEFTHOOK" && off;
-    bypass.then(|| Block {
-        rule: "hook-bypass",
-        reason: format!("{name}={value} switches the git hooks off"),
-        instead: KEEP_HOOKS,
-    })
+    bypass.then(|| rules::HOOK_BYPASS.block(format!("{name}={value} switches the git hooks off")))
 }
 
 fn check_git(args: &[String], protected: &[String]) -> Option<Block> {
@@ -161,18 +137,16 @@ fn check_git(args: &[String], protected: &[String]) -> Option<Block> {
                         && !a.starts_with("--")
                         && short_flags(a).contains('n'))
             });
-            no_verify.then(|| Block {
-                rule: "hook-bypass",
-                reason: format!("`git {sub}` with --no-verify skips the commit checks"),
-                instead: KEEP_HOOKS,
+            no_verify.then(|| {
+                rules::HOOK_BYPASS.block(format!(
+                    "`git {sub}` with --no-verify skips the commit checks"
+                ))
             })
         }
         "config" => {
             let key = rest.iter().find(|a| !a.starts_with('-'))?;
-            key.eq_ignore_ascii_case("core.hooksPath").then(|| Block {
-                rule: "hook-bypass",
-                reason: "changing core.hooksPath moves the hooks out of the way".into(),
-                instead: KEEP_HOOKS,
+            key.eq_ignore_ascii_case("core.hooksPath").then(|| {
+                rules::HOOK_BYPASS.block("changing core.hooksPath moves the hooks out of the way")
             })
         }
         "branch" => {
@@ -194,10 +168,10 @@ fn check_git(args: &[String], protected: &[String]) -> Option<Block> {
                 .iter()
                 .filter(|a| !a.starts_with('-'))
                 .find(|a| is_protected(a, protected))?;
-            destructive.then(|| Block {
-                rule: "protected-branch",
-                reason: format!("`git branch` would move or delete the protected branch {target}"),
-                instead: USE_PR,
+            destructive.then(|| {
+                rules::PROTECTED_BRANCH.block(format!(
+                    "`git branch` would move or delete the protected branch {target}"
+                ))
             })
         }
         "update-ref" => {
@@ -205,11 +179,9 @@ fn check_git(args: &[String], protected: &[String]) -> Option<Block> {
                 .iter()
                 .filter(|a| !a.starts_with('-'))
                 .find(|a| is_protected(a, protected))?;
-            Some(Block {
-                rule: "protected-branch",
-                reason: format!("`git update-ref` would rewrite the protected branch {target}"),
-                instead: USE_PR,
-            })
+            Some(rules::PROTECTED_BRANCH.block(format!(
+                "`git update-ref` would rewrite the protected branch {target}"
+            )))
         }
         _ => None,
     }
@@ -217,11 +189,8 @@ fn check_git(args: &[String], protected: &[String]) -> Option<Block> {
 
 fn check_config(kv: &str) -> Option<Block> {
     let key = kv.split('=').next().unwrap_or(kv);
-    key.eq_ignore_ascii_case("core.hooksPath").then(|| Block {
-        rule: "hook-bypass",
-        reason: format!("`-c {kv}` runs git without the hooks"),
-        instead: KEEP_HOOKS,
-    })
+    key.eq_ignore_ascii_case("core.hooksPath")
+        .then(|| rules::HOOK_BYPASS.block(format!("`-c {kv}` runs git without the hooks")))
 }
 
 fn check_push(args: &[String], protected: &[String]) -> Option<Block> {
@@ -231,28 +200,24 @@ fn check_push(args: &[String], protected: &[String]) -> Option<Block> {
         match a.as_str() {
             "-f" | "--force" | "--force-if-includes" => return Some(force()),
             "--mirror" => {
-                return Some(Block {
-                    rule: "mirror",
-                    reason: "`git push --mirror` overwrites and deletes every remote ref".into(),
-                    instead: USE_PR,
-                })
+                return Some(
+                    rules::MIRROR
+                        .block("`git push --mirror` overwrites and deletes every remote ref"),
+                )
             }
             "--no-verify" => {
-                return Some(Block {
-                    rule: "hook-bypass",
-                    reason: "`git push --no-verify` skips the pre-push checks".into(),
-                    instead: KEEP_HOOKS,
-                })
+                return Some(
+                    rules::HOOK_BYPASS.block("`git push --no-verify` skips the pre-push checks"),
+                )
             }
             "-d" | "--delete" => delete = true,
             a if a.starts_with("--force-with-lease") => return Some(force()),
             a if a.starts_with("-o") || a.starts_with("--push-option") => {
                 if a.contains("merge_when_pipeline_succeeds") || a.contains("auto_merge") {
-                    return Some(Block {
-                        rule: "auto-merge",
-                        reason: "a push option asks the server to merge automatically".into(),
-                        instead: USE_PR,
-                    });
+                    return Some(
+                        rules::AUTO_MERGE
+                            .block("a push option asks the server to merge automatically"),
+                    );
                 }
             }
             a if a.starts_with('-') && !a.starts_with("--") && short_flags(a).contains('f') => {
@@ -276,22 +241,17 @@ fn check_push(args: &[String], protected: &[String]) -> Option<Block> {
             } else {
                 "push to"
             };
-            return Some(Block {
-                rule: "protected-branch",
-                reason: format!("this would {what} the protected branch {dst}"),
-                instead: USE_PR,
-            });
+            return Some(
+                rules::PROTECTED_BRANCH
+                    .block(format!("this would {what} the protected branch {dst}")),
+            );
         }
     }
     None
 }
 
 fn force() -> Block {
-    Block {
-        rule: "force-push",
-        reason: "a force push rewrites published history".into(),
-        instead: NO_FORCE,
-    }
+    rules::FORCE_PUSH.block("a force push rewrites published history")
 }
 
 fn check_gh(args: &[String]) -> Option<Block> {
@@ -302,11 +262,7 @@ fn check_gh(args: &[String]) -> Option<Block> {
         .collect();
     let merges = matches!(words.as_slice(), ["pr", "merge", ..])
         || (words.first() == Some(&"api") && args.iter().any(|a| a.contains("/merge")));
-    merges.then(|| Block {
-        rule: "merge",
-        reason: "agents do not merge pull requests".into(),
-        instead: "leave the pull request for a human to review and merge",
-    })
+    merges.then(|| rules::MERGE.block("agents do not merge pull requests"))
 }
 
 /// The letters of a short-option cluster, up to the first one that takes a value.

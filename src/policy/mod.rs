@@ -12,11 +12,13 @@
 
 pub mod agent;
 pub mod commit;
+pub mod dispatch;
 pub mod guard;
 pub mod hooks;
 mod protected;
 pub mod push;
 pub mod refs;
+pub mod rules;
 pub mod scan;
 pub mod secrets;
 

@@ -9,6 +9,8 @@
 
 use serde::Serialize;
 
+pub use super::rules::Refusal;
+use super::rules::{self, Rule};
 use super::secrets::{self, Confidence, Finding, Options};
 use super::Error;
 use crate::git::{ObjectId, PatchStream, Repo};
@@ -26,19 +28,6 @@ pub struct PushLine {
     pub remote_oid: String,
 }
 
-/// A refused ref update: the rule, the ref, why, and what to do instead.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Refusal {
-    /// Short rule id.
-    pub rule: &'static str,
-    /// The ref concerned (or `*` for the whole push).
-    pub refname: String,
-    /// What is wrong.
-    pub reason: String,
-    /// The safe alternative.
-    pub instead: &'static str,
-}
-
 /// Everything the check found.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct PushReport {
@@ -47,9 +36,6 @@ pub struct PushReport {
     /// Low-confidence secret findings in outgoing commits (warnings only).
     pub warnings: Vec<Finding>,
 }
-
-const OPEN_PR: &str = "push your work to a feature branch (git push origin HEAD:refs/heads/<feature>) and open a pull request";
-const NO_FORCE: &str = "fetch, then rebase or merge onto the remote branch and push again without force; to publish rewritten history, push it under a new branch name";
 
 /// Parse the hook's stdin, splitting each line from the right (a local ref may hold spaces).
 pub fn parse_lines(stdin: &str) -> Vec<PushLine> {
@@ -127,33 +113,22 @@ pub fn check(
     mut scans: Scans,
 ) -> Result<PushReport, Error> {
     let mut report = PushReport::default();
-    let mut refuse = |rule, refname: &str, reason: String, instead| {
-        report.refusals.push(Refusal {
-            rule,
-            refname: refname.to_owned(),
-            reason,
-            instead,
-        })
+    let mut refuse = |rule: &Rule, refname: &str, reason: String| {
+        report.refusals.push(rule.refuse(refname, reason))
     };
     let mirror_config = repo
         .config_string(&format!("remote.{remote}.mirror"))
         .is_some_and(|v| v == "true");
     let mirror_flag = argv.is_some_and(|a| a.iter().any(|x| x == "--mirror"));
     if mirror_config || mirror_flag {
-        refuse(
-            "mirror",
-            "*",
-            "a mirror push overwrites and deletes every remote ref to match this repository".into(),
-            OPEN_PR,
-        );
+        refuse(&rules::MIRROR, "*", rules::MIRROR.why.into());
     }
     if argv.is_some_and(asks_for_auto_merge) {
         refuse(
-            "auto-merge",
+            &rules::AUTO_MERGE,
             "*",
             "a push option asks the server to merge automatically; no agent merges its own work"
                 .into(),
-            OPEN_PR,
         );
     }
     let is_protected = |r: &str| super::is_protected(r, protected);
@@ -163,20 +138,18 @@ pub fn check(
         if is_zero(&line.local_oid) {
             if is_protected(r) {
                 refuse(
-                    "delete-protected",
+                    &rules::DELETE_PROTECTED,
                     r,
                     format!("{r} is protected and cannot be deleted"),
-                    OPEN_PR,
                 );
             }
             continue;
         }
         if is_protected(r) {
             refuse(
-                "push-to-protected",
+                &rules::PUSH_TO_PROTECTED,
                 r,
                 format!("{r} is protected: it changes only through reviewed pull requests"),
-                OPEN_PR,
             );
             continue;
         }
@@ -185,28 +158,25 @@ pub fn check(
             continue;
         }
         if r.starts_with("refs/tags/") {
-            refuse("tag-rewrite", r, format!("tag {r} already exists on the remote with another value; published tags are never moved"), "create a new tag with a new name");
+            refuse(&rules::TAG_REWRITE, r, format!("tag {r} already exists on the remote with another value; published tags are never moved"));
             continue;
         }
         match ancestry(repo, &line.remote_oid, &line.local_oid)? {
             Ancestry::FastForward => outgoing.push(i),
             Ancestry::RemoteMissing => refuse(
-                "remote-ahead",
+                &rules::REMOTE_AHEAD,
                 r,
                 format!("the remote's {r} is at {}, a commit this repository does not have: pushing would overwrite it", short(&line.remote_oid)),
-                NO_FORCE,
             ),
             Ancestry::NotAncestor => refuse(
-                "force-push",
+                &rules::FORCE_PUSH,
                 r,
                 format!("the remote's {} is not contained in what you push: this is a force push that would discard remote commits", short(&line.remote_oid)),
-                NO_FORCE,
             ),
             Ancestry::Unknown(why) => refuse(
-                "ancestry-unknown",
+                &rules::ANCESTRY_UNKNOWN,
                 r,
                 format!("cannot tell whether this push is a fast-forward ({why}); refusing to be safe"),
-                "fetch the full history (git fetch --unshallow) and push again",
             ),
         }
     }
@@ -224,17 +194,15 @@ pub fn check(
         };
         for finding in secrets::scan_patch(&patch, Options::default()) {
             match finding.confidence {
-                Confidence::High => report.refusals.push(Refusal {
-                    rule: "secret",
-                    refname: finding.location(),
-                    reason: format!(
+                Confidence::High => report.refusals.push(rules::SECRET.refuse(
+                    finding.location(),
+                    format!(
                         "{} in commit {}: {}",
                         finding.description,
                         finding.commit.as_deref().map(short).unwrap_or("?"),
                         finding.excerpt
                     ),
-                    instead: "remove the secret from history (rewrite the unpushed commits), rotate it, and push again",
-                }),
+                )),
                 Confidence::Low => report.warnings.push(finding),
             }
         }

@@ -6,7 +6,7 @@
 //! working (research note §2): `git gc` / `pack-refs` (a packed create, then a loose delete of
 //! the same value), no-op updates, and everything in the user's own worktree.
 
-use super::push::Refusal;
+use super::rules::{self, Refusal};
 use crate::git::Repo;
 
 /// One line of reference-transaction input: `<old> <new> <ref>`.
@@ -41,20 +41,16 @@ fn is_zero(oid: &str) -> bool {
 
 /// The refusals for a transaction in a session worktree.
 pub fn check(repo: &Repo, updates: &[RefUpdate], protected: &[String]) -> Vec<Refusal> {
-    const INSTEAD: &str =
-        "work on the session branch; protected branches change through pull requests";
     let mut refusals = Vec::new();
     for u in updates {
         if !super::is_protected(&u.name, protected) {
             continue;
         }
         if u.old.starts_with("ref:") || u.new.starts_with("ref:") {
-            refusals.push(Refusal {
-                rule: "protected-symref",
-                refname: u.name.clone(),
-                reason: format!("{} is protected and cannot become a symbolic ref", u.name),
-                instead: INSTEAD,
-            });
+            refusals.push(rules::PROTECTED_SYMREF.refuse(
+                &u.name,
+                format!("{} is protected and cannot become a symbolic ref", u.name),
+            ));
             continue;
         }
         let current = repo
@@ -72,26 +68,22 @@ pub fn check(repo: &Repo, updates: &[RefUpdate], protected: &[String]) -> Vec<Re
             {
                 continue;
             }
-            refusals.push(Refusal {
-                rule: "delete-protected",
-                refname: u.name.clone(),
-                reason: format!(
+            refusals.push(rules::DELETE_PROTECTED.refuse(
+                &u.name,
+                format!(
                     "{} is protected and cannot be deleted from a session worktree",
                     u.name
                 ),
-                instead: INSTEAD,
-            });
+            ));
             continue;
         }
-        refusals.push(Refusal {
-            rule: "move-protected",
-            refname: u.name.clone(),
-            reason: format!(
+        refusals.push(rules::MOVE_PROTECTED.refuse(
+            &u.name,
+            format!(
                 "{} is protected and cannot be moved from a session worktree",
                 u.name
             ),
-            instead: INSTEAD,
-        });
+        ));
     }
     refusals
 }

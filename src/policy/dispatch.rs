@@ -1,0 +1,146 @@
+//! What each installed hook checks when git fires it, and the hook it replaced.
+//!
+//! The shims `exec` git-bmad with the hook's name; this decides which check runs, records
+//! every refusal in the session journal, and then runs the hook that was there before
+//! (`<hook>.bmad-orig`) with the same arguments and input. The caller only prints.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use super::rules::{self, Refusal};
+use super::secrets::Finding;
+use super::{commit, hooks, push, refs, Error};
+use crate::git::Repo;
+
+/// What a hook run found.
+#[derive(Debug, Default)]
+pub struct HookReport {
+    /// What the hook guards, for messages: `push`, `ref update`, `commit`.
+    pub what: &'static str,
+    /// Refusals; any one fails the hook. Already journaled.
+    pub refusals: Vec<Refusal>,
+    /// Secrets in a commit (pre-commit), one refusal each in `refusals` too.
+    pub secrets: Vec<Finding>,
+    /// Lower-confidence findings, reported only.
+    pub warnings: Vec<Finding>,
+    /// A human may mark a false positive (not in a session worktree, where agents work).
+    pub may_allow: bool,
+}
+
+impl HookReport {
+    /// The hook lets git go on.
+    pub fn passed(&self) -> bool {
+        self.refusals.is_empty()
+    }
+}
+
+/// Only these hooks get input on stdin; reading it in the others could wait on a terminal.
+pub fn reads_input(hook: &str) -> bool {
+    matches!(hook, "pre-push" | "reference-transaction" | "post-rewrite")
+}
+
+/// Run git-bmad's check for `hook`. `args` are the hook's arguments, `input` its stdin, and
+/// `git_pid` the git process that fired it (the shim `exec`s us, so it is our parent).
+pub fn check(
+    repo: &Repo,
+    hook: &str,
+    args: &[String],
+    input: &[u8],
+    git_pid: u32,
+) -> Result<HookReport, Error> {
+    let argv = super::parent_argv();
+    let mut report = match hook {
+        "pre-push" => {
+            let remote = args.first().map(String::as_str).unwrap_or("origin");
+            let lines = push::parse_lines(&String::from_utf8_lossy(input));
+            // git produces the outgoing patches on the other core while the checks run.
+            let scans = push::start_scans(repo, remote, &lines);
+            let protected = super::protected_refs(repo)?;
+            let found = push::check(repo, remote, &lines, argv.as_deref(), &protected, scans)?;
+            HookReport {
+                what: "push",
+                refusals: found.refusals,
+                warnings: found.warnings,
+                ..Default::default()
+            }
+        }
+        "reference-transaction" => {
+            let updates = refs::parse(&String::from_utf8_lossy(input));
+            let protected = super::protected_refs(repo)?;
+            HookReport {
+                what: "ref update",
+                refusals: refs::check(repo, &updates, &protected),
+                ..Default::default()
+            }
+        }
+        "pre-commit" => {
+            let found = commit::pre_commit(repo, git_pid)?;
+            HookReport {
+                what: "commit",
+                refusals: found
+                    .blocking
+                    .iter()
+                    .map(|f| rules::SECRET.refuse(f.location(), f.description))
+                    .collect(),
+                secrets: found.blocking,
+                warnings: found.warnings,
+                may_allow: !found.in_session,
+            }
+        }
+        "pre-merge-commit" => {
+            commit::stamp(repo, git_pid)?;
+            HookReport::default()
+        }
+        "prepare-commit-msg" => {
+            let mut report = HookReport {
+                what: "commit",
+                ..Default::default()
+            };
+            if let Some(message_file) = args.first() {
+                let path = repo.workdir().join(message_file);
+                if let commit::Prepared::Bypassed { command } =
+                    commit::prepare_commit_msg(repo, git_pid, argv.as_deref(), &path)?
+                {
+                    report.refusals.push(rules::NO_VERIFY.refuse(
+                        "HEAD",
+                        format!("`git {command}` skipped the pre-commit checks (--no-verify); in a session worktree every commit goes through them"),
+                    ));
+                }
+            }
+            report
+        }
+        _ => HookReport::default(),
+    };
+    for r in &report.refusals {
+        super::record_violation(repo, hook, r.rule, &r.refname, &r.reason);
+    }
+    if report.what.is_empty() {
+        report.what = "operation";
+    }
+    Ok(report)
+}
+
+/// Run the hook our shim replaced, with the same arguments and stdin bytes; its exit code,
+/// `None` when there is none to run.
+pub fn run_chained(hook_file: &Path, args: &[String], input: &[u8]) -> Result<Option<i32>, Error> {
+    let chained = hooks::chained_path(hook_file);
+    if !chained.is_file() {
+        return Ok(None);
+    }
+    let mut child = Command::new(&chained)
+        .args(args)
+        .env_remove("GIT_BMAD_HOOK_FILE")
+        .stdin(Stdio::piped())
+        .spawn()
+        .map_err(|e| Error::io("could not run the chained hook", &chained, e))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // A hook that does not read its input is fine.
+        let _ = stdin.write_all(input);
+    }
+    let status = child
+        .wait()
+        .map_err(|e| Error::io("the chained hook did not finish:", &chained, e))?;
+    // Killed by a signal: a failure like any other.
+    Ok(Some(status.code().unwrap_or(1)))
+}

@@ -1,0 +1,201 @@
+//! The rule catalogue: every rule the hooks and the agent guard enforce, with its id (as
+//! journaled and printed in brackets), why it exists, and what to do instead.
+//!
+//! Checks refer to a rule here and add only what they found (which ref, which command), so a
+//! rule's advice is the same wherever it fires, and adding a rule is one entry plus its check.
+
+use serde::Serialize;
+
+/// One rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Rule {
+    /// Short id: `force-push`, `secret`, …
+    pub id: &'static str,
+    /// Why the rule exists.
+    pub why: &'static str,
+    /// The safe alternative, told to whoever was refused.
+    pub instead: &'static str,
+}
+
+/// A refused ref update or commit: the rule, what it concerned, why, and what to do instead.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Refusal {
+    /// The rule's id.
+    pub rule: &'static str,
+    /// The ref concerned (`*` for the whole push, `HEAD` for a commit, a file for a secret).
+    pub refname: String,
+    /// What is wrong.
+    pub reason: String,
+    /// The safe alternative.
+    pub instead: &'static str,
+}
+
+/// Why the agent guard blocks a command.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Block {
+    /// The rule's id.
+    pub rule: &'static str,
+    /// What the command would do.
+    pub reason: String,
+    /// What to do instead.
+    pub instead: &'static str,
+}
+
+impl Rule {
+    /// A refusal of `refname` under this rule.
+    pub fn refuse(&self, refname: impl Into<String>, reason: impl Into<String>) -> Refusal {
+        Refusal {
+            rule: self.id,
+            refname: refname.into(),
+            reason: reason.into(),
+            instead: self.instead,
+        }
+    }
+
+    /// A guard block under this rule.
+    pub fn block(&self, reason: impl Into<String>) -> Block {
+        Block {
+            rule: self.id,
+            reason: reason.into(),
+            instead: self.instead,
+        }
+    }
+}
+
+const OPEN_PR: &str = "push your work to a feature branch (git push origin HEAD:refs/heads/<feature>) and open a pull request; a human merges";
+const ON_THE_SESSION_BRANCH: &str =
+    "work on the session branch; protected branches change through pull requests";
+const KEEP_HOOKS: &str = "run the command without bypassing the hooks and fix what they report";
+
+/// Rewriting published history.
+pub const FORCE_PUSH: Rule = Rule {
+    id: "force-push",
+    why: "a forced update discards commits others may have built on",
+    instead: "fetch, then rebase or merge onto the remote branch and push again without force; to publish rewritten history, push it under a new branch name",
+};
+/// The remote has commits this repository does not.
+pub const REMOTE_AHEAD: Rule = Rule {
+    id: "remote-ahead",
+    instead: FORCE_PUSH.instead,
+    why: "pushing over a remote commit this repository does not have would discard it",
+};
+/// Fast-forward or not cannot be told (shallow or partial history).
+pub const ANCESTRY_UNKNOWN: Rule = Rule {
+    id: "ancestry-unknown",
+    why: "a push that might be forced is refused rather than guessed at (fail closed)",
+    instead: "fetch the full history (git fetch --unshallow) and push again",
+};
+/// Pushing to a protected branch.
+pub const PUSH_TO_PROTECTED: Rule = Rule {
+    id: "push-to-protected",
+    why: "protected branches change only through reviewed pull requests",
+    instead: OPEN_PR,
+};
+/// Deleting a protected branch.
+pub const DELETE_PROTECTED: Rule = Rule {
+    id: "delete-protected",
+    why: "a protected branch is never deleted by an agent or a session",
+    instead: OPEN_PR,
+};
+/// Moving a protected branch locally from a session worktree.
+pub const MOVE_PROTECTED: Rule = Rule {
+    id: "move-protected",
+    why: "a session works on its own branch; moving main locally is a push waiting to happen",
+    instead: ON_THE_SESSION_BRANCH,
+};
+/// Turning a protected branch into a symbolic ref.
+pub const PROTECTED_SYMREF: Rule = Rule {
+    id: "protected-symref",
+    why: "a symbolic ref would let another branch's moves move the protected one",
+    instead: ON_THE_SESSION_BRANCH,
+};
+/// A command that would move, delete or push to a protected branch (the guard).
+pub const PROTECTED_BRANCH: Rule = Rule {
+    id: "protected-branch",
+    why: "protected branches change only through reviewed pull requests",
+    instead: OPEN_PR,
+};
+/// `git push --mirror` or a mirror remote.
+pub const MIRROR: Rule = Rule {
+    id: "mirror",
+    why: "a mirror push overwrites and deletes every remote ref to match this repository",
+    instead: OPEN_PR,
+};
+/// Push options that make the server merge.
+pub const AUTO_MERGE: Rule = Rule {
+    id: "auto-merge",
+    why: "no agent merges its own work",
+    instead: OPEN_PR,
+};
+/// Merging a pull request from an agent.
+pub const MERGE: Rule = Rule {
+    id: "merge",
+    why: "agents do not merge pull requests; a human reviews and merges",
+    instead: "leave the pull request for a human to review and merge",
+};
+/// Moving a published tag.
+pub const TAG_REWRITE: Rule = Rule {
+    id: "tag-rewrite",
+    why: "published tags are never moved: others have fetched them",
+    instead: "create a new tag with a new name",
+};
+/// Switching the hooks off (`--no-verify` on the command line, `core.hooksPath`, `HUSKY=0`).
+pub const HOOK_BYPASS: Rule = Rule {
+    id: "hook-bypass",
+    why: "the hooks are the checks; a command that skips them skips the policy",
+    instead: KEEP_HOOKS,
+};
+/// A commit in a session worktree that skipped pre-commit.
+pub const NO_VERIFY: Rule = Rule {
+    id: "no-verify",
+    why: "in a session worktree every commit goes through the secret scan",
+    instead: "commit again without --no-verify, and fix what the hooks report",
+};
+/// A credential in a commit or a push.
+pub const SECRET: Rule = Rule {
+    id: "secret",
+    why: "a credential that reaches a commit reaches every clone and every remote",
+    instead: "take the secret out (unstage it, or rewrite the unpushed commits that hold it), keep credentials out of the repository, and rotate it",
+};
+/// A command the guard cannot read to the end.
+pub const TOO_NESTED: Rule = Rule {
+    id: "too-nested",
+    why: "a command nested too deeply to judge is refused rather than guessed at",
+    instead: "run the git command directly",
+};
+
+/// Every rule, for `--help`, documentation and tests.
+pub const CATALOGUE: &[Rule] = &[
+    FORCE_PUSH,
+    REMOTE_AHEAD,
+    ANCESTRY_UNKNOWN,
+    PUSH_TO_PROTECTED,
+    DELETE_PROTECTED,
+    MOVE_PROTECTED,
+    PROTECTED_SYMREF,
+    PROTECTED_BRANCH,
+    MIRROR,
+    AUTO_MERGE,
+    MERGE,
+    TAG_REWRITE,
+    HOOK_BYPASS,
+    NO_VERIFY,
+    SECRET,
+    TOO_NESTED,
+];
+
+#[cfg(test)]
+mod tests {
+    use super::CATALOGUE;
+
+    #[test]
+    fn ids_are_unique_and_every_rule_says_why_and_what_instead() {
+        let mut ids: Vec<&str> = CATALOGUE.iter().map(|r| r.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), CATALOGUE.len());
+        for rule in CATALOGUE {
+            assert!(!rule.why.is_empty() && !rule.instead.is_empty(), "{rule:?}");
+        }
+    }
+}
