@@ -18,6 +18,7 @@ pub mod cli;
 pub mod config;
 pub mod diagnostic;
 pub mod env;
+pub mod epic;
 pub mod fs;
 pub mod git;
 pub mod policy;

@@ -166,6 +166,10 @@ impl From<supervisor::Error> for CommandError {
                 Some("fix the lines above; `git bmad playbook validate <file>` checks again without running anything".into()),
             ),
             E::UnknownPlaybook { .. } => (exit::USAGE, Some("`git bmad playbook list` shows the playbooks there are".into())),
+            E::NoPlaybook { .. } => (
+                exit::USAGE,
+                Some("git bmad run auto-feature   (or a file; `git bmad playbook list` shows them)".into()),
+            ),
             E::OtherPlaybook { .. } | E::NoGate { .. } => (exit::USAGE, None),
             E::UnknownAnswer { gate, .. } => (
                 exit::GATED,
@@ -194,6 +198,15 @@ impl From<crate::bmad::workflow::Error> for CommandError {
             E::NotAWorkflow { .. } => (exit::USAGE, None),
         };
         CommandError::coded(code, e, hint)
+    }
+}
+
+impl From<crate::epic::Error> for CommandError {
+    fn from(e: crate::epic::Error) -> Self {
+        match e {
+            crate::epic::Error::Bmad(e) => e.into(),
+            crate::epic::Error::Session(e) => e.into(),
+        }
     }
 }
 

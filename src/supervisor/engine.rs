@@ -10,13 +10,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::attempt::{stall_hash, Attempt};
 use super::checks::{evaluate, CheckEnv};
-use super::commands::missing_commands;
 use super::decide::{self, GateRequest, Settlement};
 use super::error::{Error, Result};
+use super::library::{validate, Source};
 use super::outcome::{Outcome, Report};
-use super::playbook::{self, Autonomy, Playbook, Severity, Step};
+use super::playbook::{self, Autonomy, Playbook, Step};
 use super::state::{Ended, RunState, StepStatus};
-use super::Source;
 use crate::config::Config;
 use crate::policy::secrets::redact;
 use crate::runner::{self, AgentResult, Invocation, Kind};
@@ -138,22 +137,6 @@ pub fn supervise(
         playbook: engine.playbook,
         state: engine.state,
     })
-}
-
-/// Parse a playbook and check its commands against the session worktree; any error stops
-/// everything before the first step.
-pub fn validate(source: &Source, root: &Path, config: &Config) -> Result<Playbook> {
-    let (playbook, mut diagnostics) = playbook::parse(&source.text, &source.name);
-    if let Some(p) = &playbook {
-        diagnostics.extend(missing_commands(p, root, config));
-    }
-    match playbook {
-        Some(p) if !diagnostics.iter().any(|d| d.severity == Severity::Error) => Ok(p),
-        _ => Err(Error::Invalid {
-            origin: source.origin.clone(),
-            diagnostics,
-        }),
-    }
 }
 
 /// The exact playbook text the run started with, from git.

@@ -49,6 +49,12 @@ pub enum Error {
         /// The session.
         session: String,
     },
+    /// `run` without a playbook in a session that names none.
+    #[error("session {session} has no playbook; name one")]
+    NoPlaybook {
+        /// The session.
+        session: String,
+    },
     /// `run <other playbook>` in a session already running one.
     #[error("session {session} already runs playbook {running}; `git bmad resume` continues it (start another session for {requested})")]
     OtherPlaybook {

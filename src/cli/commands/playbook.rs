@@ -8,7 +8,7 @@ use serde_json::json;
 use crate::cli::error::{exit, CommandError};
 use crate::cli::ui::Style;
 use crate::cli::Context;
-use crate::supervisor::{self, Severity};
+use crate::supervisor;
 
 /// Check or list playbooks.
 #[derive(Debug, Args)]
@@ -61,128 +61,94 @@ fn validate(ctx: &Context, queries: &[String]) -> Result<u8, CommandError> {
         Some(repo) => Some(ctx.config(repo)?),
         None => None,
     };
+    let worktree = repo.as_ref().zip(config.as_ref());
     let mut reports = Vec::new();
-    let mut failed = false;
     for query in queries {
         let source = supervisor::resolve(query, &ctx.cwd, &dirs)?;
-        let (playbook, mut diagnostics) = supervisor::parse_playbook(&source.text, &source.name);
-        let mut commands_checked = false;
-        if let (Some(p), Some(repo), Some(config)) = (&playbook, &repo, &config) {
-            diagnostics.extend(supervisor::missing_commands(p, repo.workdir(), config));
-            commands_checked = true;
-        }
-        let errors = diagnostics
-            .iter()
-            .filter(|d| d.severity == Severity::Error)
-            .count();
-        failed |= errors > 0;
-        reports.push((source, playbook, diagnostics, errors, commands_checked));
+        let checked = supervisor::check(&source, worktree.map(|(r, c)| (r.workdir(), c)));
+        reports.push((source, checked));
     }
+    let failed = reports.iter().any(|(_, checked)| checked.errors() > 0);
+    let code = if failed { exit::USAGE } else { exit::OK };
     if ctx.ui.json() {
         ctx.ui.print_json(&json!(reports
             .iter()
-            .map(|(source, playbook, diagnostics, errors, checked)| json!({
+            .map(|(source, checked)| json!({
                 "playbook": source.name,
                 "origin": source.origin,
-                "valid": *errors == 0,
-                "steps": playbook.as_ref().map(|p| p.steps().count()),
-                "commands_checked": checked,
-                "diagnostics": diagnostics,
+                "valid": checked.errors() == 0,
+                "steps": checked.playbook.as_ref().map(|p| p.steps().count()),
+                "commands_checked": checked.commands_checked,
+                "diagnostics": checked.diagnostics,
             }))
             .collect::<Vec<_>>()));
-        return Ok(if failed { exit::USAGE } else { exit::OK });
+        return Ok(code);
     }
     let ui = &ctx.ui;
-    for (source, playbook, diagnostics, errors, checked) in &reports {
-        for d in diagnostics {
+    for (source, checked) in &reports {
+        for d in &checked.diagnostics {
             ui.line(d.render(&source.origin));
         }
-        match playbook {
-            Some(p) if *errors == 0 => ui.line(format!(
+        match &checked.playbook {
+            Some(p) if checked.errors() == 0 => ui.line(format!(
                 "{} {} ({}): {} step(s) in {} phase(s){}",
                 ui.paint("valid", Style::Green),
                 source.name,
                 source.origin,
                 p.steps().count(),
                 p.phases.len(),
-                if *checked {
+                if checked.commands_checked {
                     ""
                 } else {
                     "; slash commands not checked (not in a repository)"
                 }
             )),
             _ => ui.line(format!(
-                "{} {} ({}): {errors} error(s)",
+                "{} {} ({}): {} error(s)",
                 ui.paint("invalid", Style::Red),
                 source.name,
-                source.origin
+                source.origin,
+                checked.errors()
             )),
         }
     }
-    Ok(if failed { exit::USAGE } else { exit::OK })
+    Ok(code)
 }
 
 fn list(ctx: &Context) -> Result<u8, CommandError> {
     let (_, dirs) = search_dirs(ctx);
-    let mut rows: Vec<(String, String, String, String)> = Vec::new();
-    for dir in &dirs {
-        let dir = dir.join(supervisor::PLAYBOOK_DIR);
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
-        files.sort();
-        for path in files {
-            let name = path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let is_yaml = matches!(
-                path.extension().and_then(|e| e.to_str()),
-                Some("yaml" | "yml")
-            );
-            if !is_yaml || name == "index" || rows.iter().any(|r| r.0 == name) {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path).unwrap_or_default();
-            rows.push(describe(&name, &path.display().to_string(), &text));
-        }
-    }
-    for (name, text) in supervisor::BUILTINS {
-        if !rows.iter().any(|r| r.0 == *name) {
-            rows.push(describe(name, "built-in", text));
-        }
-    }
+    let listed = supervisor::list(&dirs);
     if ctx.ui.json() {
-        ctx.ui.print_json(&json!(rows
+        ctx.ui.print_json(&json!(listed
             .iter()
-            .map(|(name, origin, steps, description)| json!({"name": name, "origin": origin, "steps": steps, "description": description}))
+            .map(|l| json!({
+                "name": l.name,
+                "origin": l.origin,
+                "steps": l.steps.map_or("-".to_owned(), |n| n.to_string()),
+                "description": description(l),
+            }))
             .collect::<Vec<_>>()));
         return Ok(exit::OK);
     }
-    let table: Vec<Vec<String>> = rows
-        .into_iter()
-        .map(|(a, b, c, d)| vec![a, c, d, b])
+    let table: Vec<Vec<String>> = listed
+        .iter()
+        .map(|l| {
+            vec![
+                l.name.clone(),
+                l.steps.map_or("-".to_owned(), |n| n.to_string()),
+                description(l),
+                l.origin.clone(),
+            ]
+        })
         .collect();
     ctx.ui
         .table(&["NAME", "STEPS", "DESCRIPTION", "FROM"], &table);
     Ok(exit::OK)
 }
 
-fn describe(name: &str, origin: &str, text: &str) -> (String, String, String, String) {
-    let (playbook, _) = supervisor::parse_playbook(text, name);
-    match playbook {
-        Some(p) => (
-            name.to_owned(),
-            origin.to_owned(),
-            p.steps().count().to_string(),
-            p.description.unwrap_or_default(),
-        ),
-        None => (
-            name.to_owned(),
-            origin.to_owned(),
-            "-".into(),
-            "invalid: git bmad playbook validate shows why".into(),
-        ),
+fn description(l: &supervisor::Listed) -> String {
+    match (&l.steps, &l.description) {
+        (None, _) => "invalid: git bmad playbook validate shows why".into(),
+        (Some(_), d) => d.clone().unwrap_or_default(),
     }
 }

@@ -9,7 +9,7 @@ use crate::cli::ui::{Style, Ui};
 use crate::cli::Context;
 use crate::runner::interrupt;
 use crate::session::schema::Next;
-use crate::session::{self, Body, Event, Session, SessionState};
+use crate::session::{self, Body, Event, Session};
 use crate::supervisor::{self, Outcome, Request, RunOptions};
 use crate::text::{duration, first_line_within};
 
@@ -37,23 +37,13 @@ pub struct RunArgs {
 pub fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
     let s = session::locate(&repo, args.session.as_deref())?;
-    let query = match &args.playbook {
-        Some(p) => p.clone(),
-        None => {
-            let journal = session::read_journal(&repo, &s.id)?;
-            let named = SessionState::replay(journal.events()).playbook;
-            let running = supervisor::RunState::replay(journal.events())
-                .manifest
-                .map(|m| m.playbook);
-            running.or(named).ok_or_else(|| {
-                CommandError::usage(format!("session {} has no playbook; name one", s.id)).hinted(
-                    "git bmad run auto-feature   (or a file; `git bmad playbook list` shows them)",
-                )
-            })?
+    let source = match &args.playbook {
+        Some(query) => {
+            let dirs = supervisor::playbook_dirs(&repo, &s)?;
+            supervisor::resolve(query, &ctx.cwd, &dirs)?
         }
+        None => supervisor::playbook_of_session(&repo, &s, &ctx.cwd)?,
     };
-    let dirs = [s.worktree.clone(), repo.main_workdir()?];
-    let source = supervisor::resolve(&query, &ctx.cwd, &dirs)?;
     supervise_and_report(
         ctx,
         &repo,

@@ -11,8 +11,7 @@ use crate::bmad::{queue, stories_json};
 use crate::cli::error::{exit, CommandError};
 use crate::cli::ui::Style;
 use crate::cli::Context;
-use crate::session::schema::StoryStatus;
-use crate::session::{self, Body, Decision, NewEvent};
+use crate::epic;
 
 /// BMAD stories: the sprint status and the story files, read together.
 ///
@@ -183,28 +182,7 @@ pub fn cmd_stories(ctx: &Context, args: &StoriesArgs) -> Result<u8, CommandError
         } => {
             let to = Status::parse(status);
             let by = signer(by);
-            let change = project.set_status(key, &to, &by, *force)?;
-            if let Some(repo) = &repo {
-                // In a session, the change is part of its journal too.
-                if let Ok(s) = session::locate(repo, None) {
-                    session::record(
-                        repo,
-                        &s,
-                        NewEvent::new(Body::StoryStatus(StoryStatus {
-                            key: change.key.clone(),
-                            to: change.to.clone(),
-                            by: change.by.clone(),
-                            at: change.at.clone(),
-                            sprint: json!(change.sprint),
-                            story_file: change.story_file.clone(),
-                            stories_json: change.stories_json.clone(),
-                        }))
-                        .step(Some(change.key.clone()))
-                        .decision(Some(Decision::Human))
-                        .response(Some(format!("{} by {}", change.to, change.by))),
-                    )?;
-                }
-            }
+            let change = epic::set_story_status(&project, repo.as_ref(), key, &to, &by, *force)?;
             if ui.json() {
                 ui.print_json(&change);
                 return Ok(exit::OK);

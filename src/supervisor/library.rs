@@ -1,0 +1,214 @@
+//! Where playbooks come from (files in `.bmad/playbooks/`, the built-ins) and how they are
+//! found, listed and checked before anything runs.
+
+use std::path::{Path, PathBuf};
+
+use super::builtin::{builtin, BUILTINS};
+use super::commands::missing_commands;
+use super::error::{Error, Result};
+use super::playbook::{self, Diagnostic, Playbook, Severity};
+use super::state::RunState;
+use crate::config::Config;
+use crate::session::{self, Repo, Session, SessionState};
+
+/// Where playbooks are looked up, and where `init` writes them.
+pub const PLAYBOOK_DIR: &str = ".bmad/playbooks";
+
+/// A playbook's text and where it came from.
+#[derive(Clone, Debug)]
+pub struct Source {
+    /// Its name (the file stem, or the built-in's name).
+    pub name: String,
+    /// The file it was read from, or `built-in`.
+    pub origin: String,
+    /// Its text.
+    pub text: String,
+}
+
+/// The playbook `git bmad run` means in a session when none is named: the one its run
+/// executes, else the one `start --playbook` named, looked up as [`resolve`] does from the
+/// session worktree, then the main one.
+pub fn playbook_of_session(repo: &Repo, session: &Session, cwd: &Path) -> Result<Source> {
+    let journal = session::read_journal(repo, &session.id)?;
+    let running = RunState::replay(journal.events())
+        .manifest
+        .map(|m| m.playbook);
+    let named = SessionState::replay(journal.events()).playbook;
+    let query = running.or(named).ok_or_else(|| Error::NoPlaybook {
+        session: session.id.to_string(),
+    })?;
+    resolve(&query, cwd, &playbook_dirs(repo, session)?)
+}
+
+/// Where a session's playbooks are looked up: its worktree, then the main worktree.
+pub fn playbook_dirs(repo: &Repo, session: &Session) -> Result<Vec<PathBuf>> {
+    let main = repo.main_workdir().map_err(session::Error::from)?;
+    Ok(vec![session.worktree.clone(), main])
+}
+
+/// Find a playbook: a file path, else `<name>.yaml` in the session worktree's and then the
+/// main worktree's `.bmad/playbooks/`, else a built-in.
+pub fn resolve(query: &str, cwd: &Path, dirs: &[PathBuf]) -> Result<Source> {
+    let as_path = cwd.join(query);
+    let looks_like_path =
+        query.contains('/') || query.ends_with(".yaml") || query.ends_with(".yml");
+    let mut searched = Vec::new();
+    let mut candidates = Vec::new();
+    if looks_like_path {
+        candidates.push(as_path);
+    }
+    if !query.contains('/') {
+        for dir in dirs {
+            let dir = dir.join(PLAYBOOK_DIR);
+            for ext in ["yaml", "yml"] {
+                let stem = query.trim_end_matches(".yaml").trim_end_matches(".yml");
+                candidates.push(dir.join(format!("{stem}.{ext}")));
+            }
+        }
+    }
+    // The session worktree and the main one may be the same directory.
+    let mut unique: Vec<PathBuf> = Vec::new();
+    for path in candidates {
+        if !unique.contains(&path) {
+            unique.push(path);
+        }
+    }
+    for path in unique {
+        match std::fs::read_to_string(&path) {
+            Ok(text) => {
+                let name = path
+                    .file_stem()
+                    .map(|s| s.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| query.to_owned());
+                return Ok(Source {
+                    name,
+                    origin: path.display().to_string(),
+                    text,
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                searched.push(path.display().to_string())
+            }
+            Err(e) => return Err(Error::Read { path, source: e }),
+        }
+    }
+    if let Some(text) = builtin(query) {
+        return Ok(Source {
+            name: query.to_owned(),
+            origin: "built-in".into(),
+            text: text.to_owned(),
+        });
+    }
+    Err(Error::UnknownPlaybook {
+        query: query.to_owned(),
+        searched,
+    })
+}
+
+/// A playbook checked without running it.
+#[derive(Clone, Debug)]
+pub struct Checked {
+    /// The playbook, when it parsed.
+    pub playbook: Option<Playbook>,
+    /// Every violation and warning, with its place.
+    pub diagnostics: Vec<Diagnostic>,
+    /// Whether its slash commands were looked up in a worktree.
+    pub commands_checked: bool,
+}
+
+impl Checked {
+    /// How many of the diagnostics are errors.
+    pub fn errors(&self) -> usize {
+        self.diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .count()
+    }
+}
+
+/// Parse a playbook strictly and, given a worktree and its config, check that its slash
+/// commands exist there.
+pub fn check(source: &Source, worktree: Option<(&Path, &Config)>) -> Checked {
+    let (playbook, mut diagnostics) = playbook::parse(&source.text, &source.name);
+    let mut commands_checked = false;
+    if let (Some(p), Some((root, config))) = (&playbook, worktree) {
+        diagnostics.extend(missing_commands(p, root, config));
+        commands_checked = true;
+    }
+    Checked {
+        playbook,
+        diagnostics,
+        commands_checked,
+    }
+}
+
+/// Parse a playbook and check its commands against the session worktree; any error stops
+/// everything before the first step.
+pub fn validate(source: &Source, root: &Path, config: &Config) -> Result<Playbook> {
+    let checked = check(source, Some((root, config)));
+    let errors = checked.errors();
+    match checked.playbook {
+        Some(p) if errors == 0 => Ok(p),
+        _ => Err(Error::Invalid {
+            origin: source.origin.clone(),
+            diagnostics: checked.diagnostics,
+        }),
+    }
+}
+
+/// One playbook there is, for `git bmad playbook list`.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Listed {
+    /// Its name.
+    pub name: String,
+    /// Its file, or `built-in`.
+    pub origin: String,
+    /// How many steps it has; `None` when it does not parse.
+    pub steps: Option<usize>,
+    /// What it does.
+    pub description: Option<String>,
+}
+
+/// The playbooks in `dirs` (a name found twice is the first one's) and then the built-ins
+/// no file overrides.
+pub fn list(dirs: &[PathBuf]) -> Vec<Listed> {
+    let mut listed: Vec<Listed> = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir.join(PLAYBOOK_DIR)) else {
+            continue;
+        };
+        let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+        files.sort();
+        for path in files {
+            let name = path
+                .file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let is_yaml = matches!(
+                path.extension().and_then(|e| e.to_str()),
+                Some("yaml" | "yml")
+            );
+            if !is_yaml || name == "index" || listed.iter().any(|l| l.name == name) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            listed.push(describe(&name, &path.display().to_string(), &text));
+        }
+    }
+    for (name, text) in BUILTINS {
+        if !listed.iter().any(|l| l.name == *name) {
+            listed.push(describe(name, "built-in", text));
+        }
+    }
+    listed
+}
+
+fn describe(name: &str, origin: &str, text: &str) -> Listed {
+    let (playbook, _) = playbook::parse(text, name);
+    Listed {
+        name: name.to_owned(),
+        origin: origin.to_owned(),
+        steps: playbook.as_ref().map(|p| p.steps().count()),
+        description: playbook.and_then(|p| p.description),
+    }
+}
