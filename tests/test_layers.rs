@@ -145,7 +145,6 @@ fn the_reader_sees_grouped_and_inline_paths() {
 /// Files still over the limit, each with the most lines it may have: a ratchet. A file
 /// leaves this list when it is split, and none may grow.
 const STILL_LARGE: &[(&str, usize)] = &[
-    ("cli/commands/analyze.rs", 670),
     ("bmad/sprint.rs", 639),
     ("bmad/analysis/menu.rs", 619),
     ("bmad/story.rs", 615),

@@ -43,6 +43,23 @@ impl Signal {
         })
     }
 
+    /// `NAME=VALUE` with a value from 0 to 1 (`verdict=0.9`), as the command line gives it.
+    pub fn parse_assignment(text: &str) -> Result<(Signal, f64), String> {
+        let (name, value) = text
+            .split_once('=')
+            .ok_or_else(|| format!("{text:?}: write NAME=VALUE, e.g. verdict=0.9"))?;
+        let signal = Signal::parse(name).ok_or_else(|| {
+            format!("{text:?}: unknown signal {name:?}; signals: verdict, memory, reviewer, party, model")
+        })?;
+        let value = value
+            .trim()
+            .parse()
+            .ok()
+            .filter(|v: &f64| (0.0..=1.0).contains(v))
+            .ok_or_else(|| format!("{text:?}: the value is a number from 0 to 1"))?;
+        Ok((signal, value))
+    }
+
     /// Points at most, before the 100/110 scaling.
     pub fn base_weight(&self) -> f64 {
         match self {

@@ -79,6 +79,15 @@ pub struct Config<'a> {
     pub values: &'a crate::config::yaml::Mapping,
 }
 
+/// A config file's top-level mapping, the values [`Config`] looks keys up in (empty when the
+/// file's top level is not a mapping).
+pub fn config_values(
+    text: &str,
+) -> Result<crate::config::yaml::Mapping, crate::config::yaml::DeError> {
+    let data = crate::config::yaml::from_str::<crate::config::yaml::Data>(text)?;
+    Ok(data.as_mapping().cloned().unwrap_or_default())
+}
+
 /// Run the checks. `path_dirs` is `PATH` split, so tests control where programs are found.
 pub fn run(
     root: &Path,

@@ -46,6 +46,22 @@ fn canonical_adr(id: &str) -> String {
     format!("ADR-{}", id.trim_start_matches("ADR"))
 }
 
+/// Every story of a stories folder (each `.md` in it), as one text for [`compare`].
+pub fn read_stories(dir: &std::path::Path) -> std::io::Result<String> {
+    let mut paths: Vec<std::path::PathBuf> = std::fs::read_dir(dir)?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    paths.sort();
+    let mut text = String::new();
+    for path in paths {
+        text.push_str(&std::fs::read_to_string(&path).unwrap_or_default());
+        text.push('\n');
+    }
+    Ok(text)
+}
+
 /// Compare a PRD, an architecture and the stories' text.
 pub fn compare(prd: &str, architecture: &str, stories: &str) -> Alignment {
     static FR: OnceLock<Regex> = OnceLock::new();

@@ -77,6 +77,27 @@ pub struct WorkflowYaml {
 }
 
 impl WorkflowYaml {
+    /// The config keys the workflow reads with `{config_source}:key`, in the order it first
+    /// uses them: what a preflight must find set.
+    pub fn config_source_keys(&self) -> Vec<String> {
+        const MARK: &str = "{config_source}:";
+        let mut keys: Vec<String> = Vec::new();
+        for v in &self.variables {
+            let mut rest = v.raw.as_str();
+            while let Some(at) = rest.find(MARK) {
+                rest = &rest[at + MARK.len()..];
+                let key: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == '-')
+                    .collect();
+                if !key.is_empty() && !keys.contains(&key) {
+                    keys.push(key);
+                }
+            }
+        }
+        keys
+    }
+
     /// A resolved variable's value.
     pub fn var(&self, name: &str) -> Option<&str> {
         self.variables
