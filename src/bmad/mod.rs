@@ -13,6 +13,8 @@
 //! - [`workflow`]: workflows (`workflow.yaml`, instructions, step files) and templates.
 
 pub mod analysis;
+mod change_log;
+mod key;
 pub mod layout;
 pub mod project;
 pub mod queue;

@@ -10,86 +10,13 @@
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
-use regex::Regex;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+pub use super::key::{classify, KeyKind};
 use super::status::{legal_transition, Status};
 use super::{Error, Finding, Result};
-
-/// What a `development_status` key names.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub enum KeyKind {
-    /// `epic-N`.
-    Epic {
-        /// N.
-        epic: u32,
-    },
-    /// `epic-N-retrospective`.
-    Retrospective {
-        /// N.
-        epic: u32,
-    },
-    /// `epic-N-retro-item-M-slug` (bmad-loop).
-    RetroItem {
-        /// N.
-        epic: u32,
-        /// M.
-        item: u32,
-    },
-    /// `N-M-slug`, `N-Ma-slug`, `N-M-K-slug`.
-    Story {
-        /// N.
-        epic: u32,
-        /// `M`, `Ma` or `M.K`.
-        number: String,
-    },
-    /// Anything else (kept, warned about).
-    Unknown,
-}
-
-/// Classify a key by BMAD's grammar (`sprint_plan.py`, plus bmad-loop's retro items and the
-/// three-number and letter-suffixed keys real projects use).
-pub fn classify(key: &str) -> KeyKind {
-    static RE: OnceLock<[Regex; 4]> = OnceLock::new();
-    let [epic, retro, item, story] = RE.get_or_init(|| {
-        [
-            Regex::new(r"^epic-(\d+)$").expect("epic"),
-            Regex::new(r"^epic-(\d+)-retrospective$").expect("retro"),
-            Regex::new(r"^epic-(\d+)-retro-item-(\d+)(?:-.*)?$").expect("item"),
-            Regex::new(r"^(\d+)-(\d+[a-z]?)(?:-(\d+))?-(.+)$").expect("story"),
-        ]
-    });
-    let n = |s: &str| s.parse::<u32>().ok();
-    if let Some(c) = epic.captures(key) {
-        if let Some(e) = n(&c[1]) {
-            return KeyKind::Epic { epic: e };
-        }
-    }
-    if let Some(c) = retro.captures(key) {
-        if let Some(e) = n(&c[1]) {
-            return KeyKind::Retrospective { epic: e };
-        }
-    }
-    if let Some(c) = item.captures(key) {
-        if let (Some(e), Some(i)) = (n(&c[1]), n(&c[2])) {
-            return KeyKind::RetroItem { epic: e, item: i };
-        }
-    }
-    if let Some(c) = story.captures(key) {
-        if let Some(e) = n(&c[1]) {
-            let number = match c.get(3) {
-                Some(third) => format!("{}.{}", &c[2], third.as_str()),
-                None => c[2].to_owned(),
-            };
-            return KeyKind::Story { epic: e, number };
-        }
-    }
-    KeyKind::Unknown
-}
 
 /// One `development_status` entry.
 #[derive(Clone, Debug, Serialize)]

@@ -10,6 +10,7 @@ use regex::Regex;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use super::change_log::{append_change_log, ChangeEntry};
 use super::sprint::write_unless_changed;
 use super::status::{legal_transition, Status};
 use super::{Error, Finding, Result};
@@ -394,85 +395,6 @@ fn v4_word(status: &Status) -> &str {
         Status::Done => "Done",
         other => other.as_str(),
     }
-}
-
-struct ChangeEntry {
-    when: String,
-    what: String,
-    by: String,
-}
-
-/// Append an entry to the `Change Log` section (a table row when it is a table, else a list
-/// item), or add the section at the end.
-fn append_change_log(text: &str, entry: &ChangeEntry) -> String {
-    let lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let heading = lines.iter().position(|l| {
-        let t = l.trim_end().trim_start_matches('#').trim();
-        l.starts_with("##") && t.eq_ignore_ascii_case("change log")
-    });
-    let Some(h) = heading else {
-        let mut out = text.to_owned();
-        if !out.ends_with('\n') {
-            out.push('\n');
-        }
-        out.push_str(&format!(
-            "\n## Change Log\n\n- {} {} (by {})\n",
-            entry.when, entry.what, entry.by
-        ));
-        return out;
-    };
-    let level = lines[h].chars().take_while(|c| *c == '#').count();
-    let end = lines[h + 1..]
-        .iter()
-        .position(|l| l.starts_with('#') && l.chars().take_while(|c| *c == '#').count() <= level)
-        .map_or(lines.len(), |i| h + 1 + i);
-    let last = (h + 1..end).rev().find(|i| !lines[*i].trim().is_empty());
-    let table_header = (h + 1..end).find(|i| lines[*i].trim_start().starts_with('|'));
-    let new_line = match (table_header, last) {
-        (Some(header), Some(_)) => {
-            let cells: Vec<String> = lines[header]
-                .trim()
-                .trim_matches('|')
-                .split('|')
-                .map(|c| c.trim().to_ascii_lowercase())
-                .collect();
-            let row: Vec<String> = cells
-                .iter()
-                .map(|c| match c.as_str() {
-                    "date" | "when" | "time" => entry.when.clone(),
-                    "author" | "by" | "who" | "agent" => entry.by.clone(),
-                    "description" | "change" | "changes" | "what" => entry.what.clone(),
-                    _ => String::new(),
-                })
-                .collect();
-            format!("| {} |\n", row.join(" | "))
-        }
-        _ => format!("- {} {} (by {})\n", entry.when, entry.what, entry.by),
-    };
-    let insert_at = last.map_or(h + 1, |i| i + 1);
-    let mut out = String::with_capacity(text.len() + new_line.len() + 2);
-    for (i, line) in lines.iter().enumerate() {
-        if i == insert_at {
-            if last.is_none() {
-                out.push('\n');
-            }
-            out.push_str(&new_line);
-        }
-        out.push_str(line);
-        if i + 1 == insert_at && !line.ends_with('\n') {
-            out.push('\n');
-        }
-    }
-    if insert_at >= lines.len() {
-        if !out.ends_with('\n') {
-            out.push('\n');
-        }
-        if last.is_none() {
-            out.push('\n');
-        }
-        out.push_str(&new_line);
-    }
-    out
 }
 
 #[cfg(test)]
