@@ -53,7 +53,8 @@ impl Journal {
 
 /// Append one event to a session's journal; returns it with its `seq` and time.
 ///
-/// The event is attached to the session's newest checkpoint, which must exist.
+/// The event is attached to the session's newest checkpoint, which must exist. This does not
+/// touch `journal.md`: callers outside this layer use [`record`], which does.
 pub fn append(repo: &Repo, id: &SessionId, event: NewEvent) -> Result<Event> {
     let notes = notes_ref(id);
     let chain = checkpoints_ref(id);
