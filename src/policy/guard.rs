@@ -11,6 +11,43 @@ use super::is_protected;
 use super::rules;
 pub use super::rules::Block;
 
+/// A shell tool call, as an agent CLI's pre-tool hook sends it (JSON on stdin).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolCall {
+    /// The command line the agent wants to run.
+    pub command: String,
+    /// Where it would run, when the call says.
+    pub cwd: Option<std::path::PathBuf>,
+}
+
+impl ToolCall {
+    /// The shell command in a tool call; `None` for other tools (they pass). The tool names
+    /// are Claude Code's `Bash`, Codex's `shell` and Gemini CLI's `run_shell_command`.
+    pub fn from_json(call: &serde_json::Value) -> Option<ToolCall> {
+        let tool = call["tool_name"].as_str().unwrap_or_default();
+        if !matches!(tool, "Bash" | "shell" | "run_shell_command") {
+            return None;
+        }
+        Some(ToolCall {
+            command: call["tool_input"]["command"].as_str()?.to_owned(),
+            cwd: call["cwd"].as_str().map(std::path::PathBuf::from),
+        })
+    }
+}
+
+/// Judge a tool call in `repo` (the protected branches of its config; the defaults outside a
+/// repository) and journal a block in the session it happened in.
+pub fn judge(repo: Option<&crate::git::Repo>, command: &str) -> Option<Block> {
+    let protected = repo
+        .and_then(|r| super::protected_refs(r).ok())
+        .unwrap_or_else(|| crate::config::Config::default().protected_refs());
+    let block = check_command(command, &protected)?;
+    if let Some(repo) = repo {
+        super::record_violation(repo, "guard", block.rule, command, &block.reason);
+    }
+    Some(block)
+}
+
 /// Judge one shell command line; `protected` holds full ref names.
 pub fn check_command(command: &str, protected: &[String]) -> Option<Block> {
     check_script(command, protected, 0)

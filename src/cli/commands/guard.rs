@@ -7,9 +7,8 @@ use serde_json::Value;
 
 use crate::cli::error::{exit, CommandError};
 use crate::cli::Context;
-use crate::config::Config;
 use crate::git::Repo;
-use crate::policy::{self, guard};
+use crate::policy::guard;
 
 /// Judge an agent's shell command before it runs (Claude Code PreToolUse protocol).
 ///
@@ -37,31 +36,17 @@ pub fn cmd_guard(ctx: &Context, _args: &GuardArgs) -> Result<u8, CommandError> {
             return Ok(BLOCK);
         }
     };
-    let tool = call["tool_name"].as_str().unwrap_or_default();
-    let Some(command) = call["tool_input"]["command"]
-        .as_str()
-        .filter(|_| matches!(tool, "Bash" | "shell" | "run_shell_command"))
-    else {
+    let Some(call) = guard::ToolCall::from_json(&call) else {
         return Ok(exit::OK);
     };
-    let cwd = call["cwd"]
-        .as_str()
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| ctx.cwd.clone());
+    let cwd = call.cwd.clone().unwrap_or_else(|| ctx.cwd.clone());
     let repo = Repo::discover(&cwd).ok();
-    let protected = repo
-        .as_ref()
-        .and_then(|r| policy::protected_refs(r).ok())
-        .unwrap_or_else(|| Config::default().protected_refs());
-    let Some(block) = guard::check_command(command, &protected) else {
+    let Some(block) = guard::judge(repo.as_ref(), &call.command) else {
         return Ok(exit::OK);
     };
     eprintln!(
         "git-bmad guard blocked this command [{}]: {}. Instead: {}.",
         block.rule, block.reason, block.instead
     );
-    if let Some(repo) = &repo {
-        policy::record_violation(repo, "guard", block.rule, command, &block.reason);
-    }
     Ok(BLOCK)
 }

@@ -120,23 +120,11 @@ mod tests {
     use crate::supervisor::checks::CheckOutcome;
     use crate::supervisor::decide::tests::step;
 
-    fn ran(exit: Exit, final_text: &str) -> AgentResult {
-        AgentResult {
-            runner: Kind::parse("shell").unwrap(),
-            exit,
-            final_text: final_text.into(),
-            verdict: None,
-            breaking_change: false,
-            agent_session_id: None,
-            tokens_in: None,
-            tokens_out: None,
-            cost_usd: None,
-            permission_denials: Vec::new(),
-            reported_error: None,
-            duration_ms: 5,
-            stdout: Captured::from_bytes(final_text.as_bytes()),
-            stderr: Captured::default(),
-        }
+    /// A shell step that printed `stdout` and ended with `exit`, read as the runner reads it.
+    fn ran(exit: Exit, stdout: &str) -> AgentResult {
+        let shell = Kind::parse("shell").unwrap();
+        let stdout = Captured::from_bytes(stdout.as_bytes());
+        crate::runner::interpret(shell, exit, stdout, Captured::default(), 5)
     }
 
     fn attempt<'s>(
