@@ -82,7 +82,7 @@ fn journal_formats_and_append_validation() {
         &[
             "journal",
             "append",
-            "gate_answered",
+            "review_note",
             "--step",
             "plan",
             "--decision",
@@ -112,9 +112,35 @@ fn journal_formats_and_append_validation() {
         "journal.md is rendered on every event"
     );
     let text = env.bmad(&wt, &["journal"]).success().stdout;
-    assert!(text.contains("gate_answered"), "{text}");
+    assert!(text.contains("review_note"), "{text}");
     env.bmad(&wt, &["journal", "append", "x", "--detail", "{not json"])
         .code(2);
+    // git-bmad's own kinds are written by git-bmad only: an agent cannot forge a "done".
+    for kind in [
+        "step_completed",
+        "gate_answered",
+        "run_completed",
+        "rollback",
+        "checkpoint",
+    ] {
+        let refused = env
+            .bmad(&wt, &["journal", "append", kind, "--step", "plan"])
+            .code(4);
+        assert!(
+            refused.stderr.contains("own event kinds"),
+            "{kind}: {}",
+            refused.stderr
+        );
+    }
+    let journal = env.bmad(&wt, &["journal", "--json"]).success().json();
+    assert!(
+        journal
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["event"] != "step_completed"),
+        "{journal}"
+    );
     env.bmad(&wt, &["journal", "append", "two words"]).code(2);
     env.bmad(&wt, &["journal", "--format", "yaml"]).code(2);
 }

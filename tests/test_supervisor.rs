@@ -845,6 +845,44 @@ fn retry_once_retries_exactly_once_and_a_stall_escalates_instead() {
 }
 
 #[test]
+fn a_running_step_is_cut_at_the_runs_time_limit_whatever_its_own_timeout() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let wt = with_playbook(
+        &env,
+        &repo,
+        "slow",
+        "limits: {max_run_time: 3s}\nsteps:\n  - {id: slow, runner: shell, command: 'sleep 30', timeout: 20s, on_error: retry_once}\n",
+    );
+    let started = Instant::now();
+    let run = env.bmad(&wt, &["run", "slow"]).code(7);
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "took {:?}",
+        started.elapsed()
+    );
+    let events = journal(&env, &wt);
+    let spent: u64 = events
+        .iter()
+        .filter_map(|e| {
+            e["duration_ms"]
+                .as_u64()
+                .filter(|_| e["event"] != "run_completed")
+        })
+        .sum();
+    assert!(
+        spent <= 4_500,
+        "{spent} ms spent in steps under a 3 s limit: {}",
+        run.stdout
+    );
+    assert_eq!(
+        named(&events, "step_failed")[0]["detail"]["exit"]["how"],
+        "timed_out"
+    );
+    assert_eq!(named(&events, "limit_run_time_reached").len(), 1);
+}
+
+#[test]
 fn the_invocation_cap_stops_the_run_with_its_own_exit_code() {
     let env = TestEnv::new();
     let repo = env.repo("proj");

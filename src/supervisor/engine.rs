@@ -404,6 +404,11 @@ impl Engine<'_> {
             Some(tag.clone()),
         )?;
         self.fold(&ev);
+        // The run's limit is on time spent in steps, summed: a round's steps share what is
+        // left of it, so no step runs past the limit however its own timeout is set.
+        let spent = std::time::Duration::from_millis(self.state.run_time_ms);
+        let left = self.playbook.limits.max_run_time.saturating_sub(spent);
+        let share = (left / steps.len().max(1) as u32).max(std::time::Duration::from_secs(1));
         let mut invocations = Vec::new();
         for step in steps {
             let agent = runner::agent(self.config, step.runner.as_deref(), step.role.as_deref())?;
@@ -454,7 +459,7 @@ impl Engine<'_> {
                     model: agent.model.clone(),
                     cwd: self.root.clone(),
                     env,
-                    timeout: step.timeout,
+                    timeout: step.timeout.min(share),
                 },
             ));
         }

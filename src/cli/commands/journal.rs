@@ -190,6 +190,13 @@ fn cmd_append(ctx: &Context, args: &AppendArgs) -> Result<u8, CommandError> {
             args.event
         )));
     }
+    if Body::is_reserved(&args.event) {
+        return Err(CommandError::policy(format!(
+            "{} is one of git-bmad's own event kinds; only git-bmad writes those",
+            args.event
+        ))
+        .hinted("journal a kind of your own, for example note or review_note"));
+    }
     let decision = args.decision.as_deref().map(|d| match d {
         "auto" => Decision::Auto,
         "escalated" => Decision::Escalated,
