@@ -90,7 +90,8 @@ pub fn record_violation(repo: &Repo, hook: &str, rule: &str, subject: &str, reas
     let violation = session::schema::PolicyViolation {
         hook: hook.to_owned(),
         rule: rule.to_owned(),
-        subject: subject.to_owned(),
+        // A blocked command or a pushed URL may carry a token.
+        subject: secrets::redact(subject),
         reason: secrets::redact(reason),
     };
     let body = session::Body::PolicyViolation(violation);

@@ -6,6 +6,7 @@ use serde_json::json;
 use crate::cli::error::{exit, CommandError};
 use crate::cli::ui::Style;
 use crate::cli::Context;
+use crate::policy::secrets::redact;
 use crate::session;
 
 /// Snapshot the session worktree as a checkpoint.
@@ -29,7 +30,9 @@ pub struct CheckpointArgs {
 pub fn cmd_checkpoint(ctx: &Context, args: &CheckpointArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
     let s = session::locate(&repo, args.session.as_deref())?;
-    let (cp, event) = session::checkpoint(&repo, &s, &args.message, None, args.step.clone())?;
+    // The label goes into a commit message and a note: no secret in it is ever stored.
+    let label = redact(&args.message);
+    let (cp, event) = session::checkpoint(&repo, &s, &label, None, args.step.clone())?;
     if ctx.ui.json() {
         ctx.ui
             .print_json(&json!({"checkpoint": cp, "event": event}));

@@ -6,6 +6,7 @@ use serde_json::json;
 use crate::cli::error::{exit, CommandError};
 use crate::cli::ui::Style;
 use crate::cli::Context;
+use crate::policy::secrets::{redact, redact_json};
 use crate::session::{self, Body, Decision, NewEvent, SessionState};
 
 /// Show a session's journal, oldest event first.
@@ -207,12 +208,13 @@ fn cmd_append(ctx: &Context, args: &AppendArgs) -> Result<u8, CommandError> {
     let event = session::record(
         &repo,
         &s,
-        NewEvent::new(Body::from_parts(args.event.clone(), detail))
-            .step(args.step.clone())
+        // Nothing a script hands over is stored unredacted.
+        NewEvent::new(Body::from_parts(args.event.clone(), redact_json(detail)))
+            .step(args.step.as_deref().map(redact))
             .decision(decision)
-            .trigger(args.trigger.clone())
+            .trigger(args.trigger.as_deref().map(redact))
             .duration_ms(args.duration_ms)
-            .response(args.response.clone()),
+            .response(args.response.as_deref().map(redact)),
     )?;
     if ctx.ui.json() {
         ctx.ui.print_json(&event);

@@ -115,6 +115,22 @@ pub fn scan_text(text: &str, path: Option<&str>, options: Options) -> Vec<Findin
         .collect()
 }
 
+/// Every string in a JSON value, redacted (keys too): what a script hands the journal is
+/// stored only after this.
+pub fn redact_json(value: serde_json::Value) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => Value::String(redact(&s)),
+        Value::Array(items) => Value::Array(items.into_iter().map(redact_json).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (redact(&k), redact_json(v)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 /// Replace every secret in `text` by `[REDACTED:<rule>]` (for agent output bound for a
 /// journal note). Low-confidence matches are redacted too: a note is forever.
 pub fn redact(text: &str) -> String {
@@ -319,11 +335,27 @@ fn plausible(rule: &Rule, secret: &str) -> bool {
     let masked = secret
         .chars()
         .all(|c| matches!(c, '*' | 'x' | 'X' | '.' | '#'));
-    if masked || PLACEHOLDERS.iter().any(|p| lower.contains(p)) {
+    // A key block's base64 is long enough to hold any short run by chance (every OpenSSH
+    // key body has `AAAAAA`): only words mark it as an example.
+    let placeholders: &[&str] = if rule.id == "private-key" {
+        &[
+            "example",
+            "placeholder",
+            "redacted",
+            "dummy",
+            "xxxxxx",
+            "...",
+        ]
+    } else {
+        PLACEHOLDERS
+    };
+    if masked || placeholders.iter().any(|p| lower.contains(p)) {
         return false;
     }
     match rule.id {
         "aws-access-key-id" => !secret.ends_with("EXAMPLE"),
+        // The token every JWT tutorial shows (jwt.io's "John Doe"), not a credential.
+        "jwt" => !secret.contains("SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"),
         "url-with-password" | "database-url-with-password" | "jdbc-password" => {
             !secret.starts_with('$')
                 && ![

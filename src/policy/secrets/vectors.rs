@@ -37,6 +37,22 @@ fn pem(kind: &str, seed: u64) -> String {
     )
 }
 
+/// An OpenSSH private key as `ssh-keygen -t ed25519` writes it: the fixed header of every
+/// such key (`openssh-key-v1`, `none`, `ssh-ed25519`, full of `AAAA`) and a random body.
+fn openssh_key(seed: u64) -> String {
+    let header = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW";
+    let lines = [
+        format!("{header}{}", body(B64, 70 - header.len().min(70), seed)),
+        body(B64, 70, seed + 1),
+        body(B64, 70, seed + 2),
+        format!("{}AAAAAAECAwQF", body(B64, 20, seed + 3)),
+    ];
+    format!(
+        "-----BEGIN OPENSSH PRIVATE KEY-----\n{}\n-----END OPENSSH PRIVATE KEY-----\n",
+        lines.join("\n")
+    )
+}
+
 fn positives() -> Vec<(String, &'static str)> {
     let b = body;
     vec![
@@ -208,6 +224,54 @@ fn positives() -> Vec<(String, &'static str)> {
             format!("db.password={}", b(ALNUM, 20, 42)),
             "generic-secret-assignment",
         ),
+        (openssh_key(70), "private-key"),
+        (
+            format!(
+                "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={}==;EndpointSuffix=core.windows.net",
+                b(B64, 86, 71)
+            ),
+            "azure-storage-key",
+        ),
+        (format!("SHOPIFY_TOKEN=shpat_{}", b("0123456789abcdef", 32, 72)), "shopify-token"),
+        (format!("shpss_{}", b("0123456789abcdef", 32, 73)), "shopify-token"),
+        (format!("DO_TOKEN=dop_v1_{}", b("0123456789abcdef", 64, 74)), "digitalocean-token"),
+        (
+            format!(
+                "DISCORD_BOT_TOKEN=\"M{}.{}.{}\"",
+                b(ALNUM, 25, 75),
+                b(URLSAFE, 6, 76),
+                b(URLSAFE, 38, 77)
+            ),
+            "discord-bot-token",
+        ),
+        (
+            format!(
+                "https://discord.com/api/webhooks/123456789012345678/{}",
+                b(URLSAFE, 68, 78)
+            ),
+            "discord-webhook",
+        ),
+        (format!("bot = Bot(\"5123456789:AA{}\")", b(URLSAFE, 33, 79)), "telegram-bot-token"),
+        (format!("MAILGUN_API_KEY=key-{}", b("0123456789abcdef", 32, 80)), "mailgun-key"),
+        (format!("DD_API_KEY={}", b("0123456789abcdef", 32, 81)), "datadog-key"),
+        (format!("datadog_app_key: \"{}\"", b("0123456789abcdef", 40, 82)), "datadog-key"),
+        (format!("TWILIO_API_KEY=SK{}", b("0123456789abcdef", 32, 83)), "twilio-api-key"),
+        (
+            format!("curl -H 'Authorization: Basic {}=='", b(B64, 30, 84)),
+            "basic-auth-header",
+        ),
+        (
+            format!("REDIS_URL=redis://:{}@cache.internal:6379/0", b(ALNUM, 20, 85)),
+            "database-url-with-password",
+        ),
+        (
+            format!("ftp://deploy:{}@files.example.org/upload", b(ALNUM, 18, 86)),
+            "url-with-password",
+        ),
+        (
+            format!("db_password = \"{}!{}#{}\"", b(ALNUM, 8, 87), b(ALNUM, 6, 88), b(ALNUM, 5, 89)),
+            "generic-secret-assignment",
+        ),
     ]
 }
 
@@ -256,6 +320,20 @@ fn negatives() -> Vec<String> {
         "secret_name = \"prod-db\"  # the name of the secret in the vault, not its value".into(),
         "const TOKEN_PLACEHOLDER: &str = \"<your token here>\";".into(),
         "aws_secret_access_key = <YOUR_SECRET_ACCESS_KEY_GOES_HERE_PLEASE_ADD>".into(),
+        "-----BEGIN OPENSSH PRIVATE KEY-----\n...\n-----END OPENSSH PRIVATE KEY-----".into(),
+        "AccountKey=your-account-key==".into(),
+        "shpat_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx".into(),
+        "dop_v1_short".into(),
+        "https://discord.com/api/webhooks/123/short".into(),
+        "at 12:34:56:AA the build ran".into(),
+        "key-value store with key-based lookups".into(),
+        "DD_API_KEY=${DD_API_KEY}".into(),
+        "SKIP_TESTS=1 and SK_LIMIT=32".into(),
+        "Authorization: Bearer ${TOKEN}".into(),
+        "Authorization: Basic <credentials>".into(),
+        "REDIS_URL=redis://cache.internal:6379/0".into(),
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c".into(),
+        "git clone ssh://git@github.com/org/repo.git".into(),
     ]
 }
 
