@@ -144,3 +144,53 @@ fn journal_formats_and_append_validation() {
     env.bmad(&wt, &["journal", "append", "two words"]).code(2);
     env.bmad(&wt, &["journal", "--format", "yaml"]).code(2);
 }
+
+#[test]
+fn what_scripts_and_labels_hand_over_is_stored_redacted() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (_, wt) = env.start(&repo, "leaky");
+    // Built at run time so this file holds no token the scanner would flag.
+    let token = format!("ghp_{}", "Zq4Lm9Vt3Kw8Xr2Pn7Bd5Hs1Jf6Gc0Ya8Eu4");
+    let url = format!("https://bot:{token}@github.com/org/repo.git");
+    env.bmad(&wt, &["checkpoint", "-m", &format!("pushed to {url}")])
+        .success();
+    let detail = format!("{{\"cmd\": \"git push {url}\", \"{token}\": [\"{token}\"]}}");
+    env.bmad(
+        &wt,
+        &[
+            "journal",
+            "append",
+            "note",
+            "--detail",
+            &detail,
+            "--response",
+            &token,
+            "--trigger",
+            &token,
+        ],
+    )
+    .success();
+    // Nothing reachable from any ref, nor any reflog, holds it.
+    let everything = env.git(
+        &repo,
+        &[
+            "log",
+            "--all",
+            "--reflog",
+            "-p",
+            "--format=%H%n%B",
+            "--notes=*",
+        ],
+    );
+    let notes = env.git(&repo, &["log", "-p", "--format=%B", "--glob=refs/notes/bmad/*"]);
+    assert!(everything.contains("[REDACTED:"), "{everything}");
+    let leaks: Vec<&str> = everything.lines().filter(|l| l.contains(&token)).collect();
+    assert!(leaks.is_empty(), "the token reached a commit: {leaks:?}");
+    assert!(!notes.contains(&token), "the token reached a note");
+    let shown = env.bmad(&wt, &["journal", "--json"]).success().stdout;
+    assert!(
+        !shown.contains(&token) && shown.contains("[REDACTED:github-pat]"),
+        "{shown}"
+    );
+}
