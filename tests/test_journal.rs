@@ -183,7 +183,10 @@ fn what_scripts_and_labels_hand_over_is_stored_redacted() {
             "--notes=*",
         ],
     );
-    let notes = env.git(&repo, &["log", "-p", "--format=%B", "--glob=refs/notes/bmad/*"]);
+    let notes = env.git(
+        &repo,
+        &["log", "-p", "--format=%B", "--glob=refs/notes/bmad/*"],
+    );
     assert!(everything.contains("[REDACTED:"), "{everything}");
     let leaks: Vec<&str> = everything.lines().filter(|l| l.contains(&token)).collect();
     assert!(leaks.is_empty(), "the token reached a commit: {leaks:?}");

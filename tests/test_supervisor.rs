@@ -102,6 +102,11 @@ fn speckit_project(env: &TestEnv) -> PathBuf {
         "implement",
         "mkdir -p src && echo 'fn main() {}' > src/main.rs\nsed -i 's/\\[ \\]/[x]/' specs/001-demo/tasks.md\nresult 'implemented'\n",
     );
+    agent_behaviour(
+        env,
+        "agreement-check",
+        "result 'the code still matches\\nVERDICT: PASS'\n",
+    );
     agent_behaviour(env, "qa-run", "result 'all green\\nVERDICT: PASS'\n");
     repo
 }
@@ -199,6 +204,30 @@ fn auto_feature_chains_seven_auto_steps_then_gates_the_pull_request() {
     let again = env.bmad(&wt, &["run"]).success();
     assert!(again.stdout.contains("Completed"));
     assert_eq!(calls(&env).len(), 7);
+}
+
+#[test]
+fn a_judging_step_that_gives_no_verdict_is_never_done() {
+    let env = TestEnv::new();
+    let repo = speckit_project(&env);
+    // The QA agent runs nothing, writes nothing and says all is well, without a verdict.
+    agent_behaviour(&env, "qa-run", "result 'Looks great to me!'\n");
+    let (_, wt) = start_with(&env, &repo, "lazy-qa", "auto-validate");
+    let run = env.bmad(&wt, &["run"]).code(3);
+    assert!(
+        run.stdout.contains("Waiting for you at step `qa-run`"),
+        "{}",
+        run.stdout
+    );
+    let events = journal(&env, &wt);
+    assert!(!steps_of(&events, "step_completed").contains(&"qa-run".to_owned()));
+    let escalated = named(&events, "escalated");
+    assert_eq!(escalated.len(), 1, "{events:#?}");
+    assert_eq!(escalated[0]["trigger"], "verdict_missing");
+    assert!(escalated[0]["detail"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("must end with a verdict"));
 }
 
 #[test]

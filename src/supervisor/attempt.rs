@@ -4,7 +4,7 @@
 use sha2::{Digest, Sha256};
 
 use super::checks::CheckOutcome;
-use super::playbook::{Step, Trigger};
+use super::playbook::{Step, Trigger, VerdictRule};
 use crate::policy::secrets::redact;
 use crate::runner::{self, AgentResult, Captured, Exit};
 use crate::session::schema::StepOutcome;
@@ -59,11 +59,16 @@ impl Attempt<'_> {
                 if let Some(why) = r.failure() {
                     reasons.push((Trigger::SubagentError, why));
                 }
-                if r.verdict == Some(runner::Verdict::Fail) {
-                    reasons.push((
+                match r.verdict {
+                    Some(runner::Verdict::Fail) => reasons.push((
                         Trigger::VerdictFailure,
                         "the agent's verdict is FAIL".into(),
-                    ));
+                    )),
+                    None if self.step.verdict == VerdictRule::Required => reasons.push((
+                        Trigger::VerdictMissing,
+                        "the step must end with a verdict (VERDICT: PASS or VERDICT: FAIL) and the agent gave none".into(),
+                    )),
+                    _ => {}
                 }
             }
             Err(e) => reasons.push((Trigger::SubagentError, format!("could not run: {e}"))),

@@ -234,6 +234,29 @@ mod tests {
     }
 
     #[test]
+    fn a_step_that_must_judge_fails_without_a_verdict() {
+        let s = step("verdict: required\nescalate_on: [verdict_missing]");
+        let silent = judge(
+            &attempt(&s, ran(Exit::Code(0), "all good"), vec![]),
+            &StepState::default(),
+        );
+        assert_eq!(kinds(&silent), ["escalated"]);
+        assert_eq!(silent.events[0].body().detail()["next"], "gate");
+        let judged = judge(
+            &attempt(&s, ran(Exit::Code(0), "all good\nVERDICT: PASS"), vec![]),
+            &StepState::default(),
+        );
+        assert_eq!(kinds(&judged), ["step_completed"]);
+        // Without `verdict: required`, silence is no failure.
+        let plain = step("");
+        let quiet = judge(
+            &attempt(&plain, ran(Exit::Code(0), "ok"), vec![]),
+            &StepState::default(),
+        );
+        assert_eq!(kinds(&quiet), ["step_completed"]);
+    }
+
+    #[test]
     fn an_interrupted_attempt_runs_again() {
         let s = step("");
         let verdict = judge(

@@ -62,6 +62,17 @@ words! {
 }
 
 words! {
+    /// Whether a step must end with the agent's verdict (`VERDICT: PASS` or `FAIL`).
+    pub enum VerdictRule {
+        /// A verdict counts when given; none is no failure.
+        Optional = "optional",
+        /// The step judges something: no verdict is a failure (`verdict_missing`), never a
+        /// pass.
+        Required = "required",
+    }
+}
+
+words! {
     /// What happens when a step fails and no escalation trigger applies.
     pub enum ErrorPolicy {
         /// The run halts (exit 5).
@@ -84,6 +95,8 @@ words! {
         AgreementBreakingChange = "agreement_breaking_change",
         /// The agent process failed: exit status, timeout, reported error, refused tool calls.
         SubagentError = "subagent_error",
+        /// A step that must judge (`verdict: required`) ended without a verdict.
+        VerdictMissing = "verdict_missing",
     }
 }
 
@@ -138,6 +151,7 @@ pub mod vocabulary {
         "postconditions",
         "on_error",
         "escalate_on",
+        "verdict",
         "timeout",
     ];
     /// Fields of a parallel phase.
@@ -224,6 +238,8 @@ pub struct Step {
     pub on_error: ErrorPolicy,
     /// What promotes it to a gate.
     pub escalate_on: Vec<Trigger>,
+    /// Whether it must end with a verdict.
+    pub verdict: VerdictRule,
     /// Wall-clock limit of one attempt.
     #[serde(serialize_with = "serialize_secs")]
     pub timeout: Duration,

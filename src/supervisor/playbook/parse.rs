@@ -5,7 +5,7 @@ use std::time::Duration;
 use super::fields::{join, Parser};
 use super::{
     check_inside_repo, vocabulary, Autonomy, Check, Diagnostic, ErrorPolicy, Limits, Phase,
-    Playbook, Severity, Step, Trigger, DEFAULT_STEP_TIMEOUT,
+    Playbook, Severity, Step, Trigger, VerdictRule, DEFAULT_STEP_TIMEOUT,
 };
 use crate::config::yaml::{self, Node, Value};
 
@@ -287,6 +287,7 @@ impl Parser {
             postconditions: Vec::new(),
             on_error: defaults.on_error,
             escalate_on: defaults.escalate_on.clone(),
+            verdict: VerdictRule::Optional,
             timeout: defaults.timeout,
             line: node.line,
             command_at: (node.line, node.col),
@@ -327,6 +328,10 @@ impl Parser {
                     }
                 }
                 "escalate_on" => step.escalate_on = self.triggers(value, &f),
+                "verdict" => match self.word(value, &f, VerdictRule::WORDS, VerdictRule::parse) {
+                    Some(v) => step.verdict = v,
+                    None => ok = false,
+                },
                 "timeout" => match self.duration(value, &f) {
                     Some(d) => step.timeout = d,
                     None => ok = false,
