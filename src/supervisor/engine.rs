@@ -217,7 +217,8 @@ impl Engine<'_> {
         Ok(())
     }
 
-    /// An event the session layer journaled for us (a checkpoint).
+    /// Fold a journaled event into the state and show it; checkpoints come here straight
+    /// from the session layer, which journaled them itself.
     fn fold(&mut self, event: &Event) {
         self.state.apply(event);
         (self.observer)(event);

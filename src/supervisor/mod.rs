@@ -5,7 +5,7 @@
 //!
 //! The run has no state of its own: everything is a journal event (the kinds are in
 //! [`crate::session::schema`]), and [`state::RunState`] replays them. The rules live in
-//! [`decide`], pure functions from the replayed state to the events that follow; the loop in
+//! `decide/`, pure functions from the replayed state to the events that follow; the loop in
 //! `engine.rs` records those events, spawns agents and takes checkpoints. A crash at any
 //! instant leaves the journal as it was after its last complete event; `resume` reads it and goes on, re-running only a step that was
 //! in flight and whose postconditions are not met.
