@@ -111,6 +111,41 @@ fn blocked_calls_in_a_session_are_journaled() {
 }
 
 #[test]
+fn a_block_during_a_step_is_journaled_with_the_step_and_no_token() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (id, wt) = env.start(&repo, "agent");
+    let token = format!("ghp_{}", "Zq4Lm9Vt3Kw8Xr2Pn7Bd5Hs1Jf6Gc0Ya8Eu4");
+    let call = bash_call(
+        &wt,
+        &format!("git push --force https://x:{token}@github.com/o/r.git HEAD:feat"),
+    );
+    // What the supervisor puts in the agent's environment, which its hooks inherit.
+    let mut child = env
+        .bmad_command(&wt)
+        .arg("guard")
+        .env("BMAD_SESSION", &id)
+        .env("BMAD_STEP", "implement")
+        .stdin(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn guard");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(call.as_bytes())
+        .unwrap();
+    assert_eq!(child.wait().unwrap().code(), Some(2));
+    let journal = env.bmad(&wt, &["journal", "--json"]).success().json();
+    let last = journal.as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["event"], "policy_violation");
+    assert_eq!(last["step"], "implement");
+    assert_eq!(last["detail"]["rule"], "force-push");
+    assert!(!last.to_string().contains(&token), "{last}");
+}
+
+#[test]
 fn claude_settings_are_merged_and_restored() {
     let env = TestEnv::new();
     let repo = env.repo("proj");

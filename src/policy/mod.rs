@@ -95,6 +95,10 @@ pub fn record_violation(repo: &Repo, hook: &str, rule: &str, subject: &str, reas
         reason: secrets::redact(reason),
     };
     let body = session::Body::PolicyViolation(violation);
+    // Inside a run, the agent's environment names its step: the violation belongs to it.
+    let step = std::env::var("BMAD_STEP")
+        .ok()
+        .filter(|_| std::env::var("BMAD_SESSION").is_ok_and(|id| id == s.id.as_str()));
     if hook == "reference-transaction" {
         let spawned = std::env::current_exe().and_then(|exe| {
             std::process::Command::new(exe)
@@ -116,6 +120,7 @@ pub fn record_violation(repo: &Repo, hook: &str, rule: &str, subject: &str, reas
                     "--detail",
                     &body.detail().to_string(),
                 ])
+                .args(step.iter().flat_map(|step| ["--step", step.as_str()]))
                 .env_remove("GIT_DIR")
                 .env_remove("GIT_INDEX_FILE")
                 .stdin(std::process::Stdio::null())
@@ -129,6 +134,7 @@ pub fn record_violation(repo: &Repo, hook: &str, rule: &str, subject: &str, reas
         return;
     }
     let event = session::NewEvent::new(body)
+        .step(step)
         .decision(Some(session::Decision::Auto))
         .trigger(Some(rule.to_owned()));
     if let Err(e) = session::record(repo, &s, event) {
