@@ -7,9 +7,15 @@ use std::process::Stdio;
 use crate::common::{read, write, Run, TestEnv};
 
 fn guard(env: &TestEnv, dir: &Path, input: &str) -> Run {
+    guard_with(env, dir, input, &[])
+}
+
+/// The guard with `vars` in its environment, as an agent's hooks inherit them.
+fn guard_with(env: &TestEnv, dir: &Path, input: &str, vars: &[(&str, &str)]) -> Run {
     let mut child = env
         .bmad_command(dir)
         .arg("guard")
+        .envs(vars.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -121,22 +127,8 @@ fn a_block_during_a_step_is_journaled_with_the_step_and_no_token() {
         &format!("git push --force https://x:{token}@github.com/o/r.git HEAD:feat"),
     );
     // What the supervisor puts in the agent's environment, which its hooks inherit.
-    let mut child = env
-        .bmad_command(&wt)
-        .arg("guard")
-        .env("BMAD_SESSION", &id)
-        .env("BMAD_STEP", "implement")
-        .stdin(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn guard");
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(call.as_bytes())
-        .unwrap();
-    assert_eq!(child.wait().unwrap().code(), Some(2));
+    let vars = [("BMAD_SESSION", id.as_str()), ("BMAD_STEP", "implement")];
+    assert_eq!(guard_with(&env, &wt, &call, &vars).code, 2);
     let journal = env.bmad(&wt, &["journal", "--json"]).success().json();
     let last = journal.as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["event"], "policy_violation");
