@@ -49,14 +49,16 @@ pub fn check(
     input: &[u8],
     git_pid: u32,
 ) -> Result<HookReport, Error> {
-    let argv = super::parent_argv();
-    let mut report = match hook {
+    // The command line of the git that fired the hook is read (from /proc) only by the
+    // checks that need it: reference-transaction runs on every ref update.
+    let report = match hook {
         "pre-push" => {
             let remote = args.first().map(String::as_str).unwrap_or("origin");
             let lines = push::parse_lines(&String::from_utf8_lossy(input));
             // git produces the outgoing patches on the other core while the checks run.
             let scans = push::start_scans(repo, remote, &lines);
             let protected = super::protected_refs(repo)?;
+            let argv = super::parent_argv();
             let found = push::check(repo, remote, &lines, argv.as_deref(), &protected, scans)?;
             HookReport {
                 what: "push",
@@ -99,6 +101,7 @@ pub fn check(
             };
             if let Some(message_file) = args.first() {
                 let path = repo.workdir().join(message_file);
+                let argv = super::parent_argv();
                 if let commit::Prepared::Bypassed { command } =
                     commit::prepare_commit_msg(repo, git_pid, argv.as_deref(), &path)?
                 {
@@ -114,9 +117,6 @@ pub fn check(
     };
     for r in &report.refusals {
         super::record_violation(repo, hook, r.rule, &r.refname, &r.reason);
-    }
-    if report.what.is_empty() {
-        report.what = "operation";
     }
     Ok(report)
 }

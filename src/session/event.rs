@@ -57,23 +57,24 @@ pub struct Event {
     pub body: Body,
 }
 
-/// An event as it is written: the kind's name in `event`, its detail as JSON.
+/// An event as it is written: the kind's name in `event`, its detail as JSON. Read with
+/// owned strings, written from borrowed ones (`T` is `String` or `&str`).
 #[derive(Serialize, Deserialize)]
-struct Wire {
+struct Wire<T> {
     seq: u64,
-    ts: String,
-    session: String,
-    event: String,
+    ts: T,
+    session: T,
+    event: T,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    step: Option<String>,
+    step: Option<T>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     decision: Option<Decision>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    trigger: Option<String>,
+    trigger: Option<T>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     duration_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    response: Option<String>,
+    response: Option<T>,
     #[serde(default, skip_serializing_if = "Value::is_null")]
     detail: Value,
 }
@@ -82,14 +83,14 @@ impl Serialize for Event {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         Wire {
             seq: self.seq,
-            ts: self.ts.clone(),
-            session: self.session.clone(),
-            event: self.body.name().to_owned(),
-            step: self.step.clone(),
+            ts: self.ts.as_str(),
+            session: self.session.as_str(),
+            event: self.body.name(),
+            step: self.step.as_deref(),
             decision: self.decision,
-            trigger: self.trigger.clone(),
+            trigger: self.trigger.as_deref(),
             duration_ms: self.duration_ms,
-            response: self.response.clone(),
+            response: self.response.as_deref(),
             detail: self.body.detail(),
         }
         .serialize(serializer)
@@ -98,7 +99,7 @@ impl Serialize for Event {
 
 impl<'de> Deserialize<'de> for Event {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let wire = Wire::deserialize(deserializer)?;
+        let wire = Wire::<String>::deserialize(deserializer)?;
         Ok(Event {
             seq: wire.seq,
             ts: wire.ts,

@@ -57,13 +57,11 @@ macro_rules! kinds {
             /// Read a stored kind and detail. A known kind whose detail does not fit its
             /// type is kept as [`Body::Other`] with the reason, for `doctor` to report.
             pub fn from_parts(event: String, detail: Value) -> Body {
-                let fields = if detail.is_null() {
-                    Value::Object(Map::new())
-                } else {
-                    detail.clone()
-                };
+                // Read from a borrow, so the detail is copied only when it is kept as it is.
+                let empty = Value::Object(Map::new());
+                let fields = if detail.is_null() { &empty } else { &detail };
                 let unreadable = match event.as_str() {
-                    $( $name => match serde_json::from_value::<$detail>(fields) {
+                    $( $name => match <$detail>::deserialize(fields) {
                         Ok(detail) => return Body::$variant(detail),
                         Err(e) => Some(e.to_string()),
                     }, )*

@@ -19,7 +19,7 @@ use super::state::{Ended, RunState, StepStatus};
 use crate::config::Config;
 use crate::policy::secrets::redact;
 use crate::runner::{self, AgentResult, Invocation, Kind};
-use crate::session::schema::{Body, Next, RunFailed, RunStarted, StepStarted};
+use crate::session::schema::{Body, Next, RunStarted, StepStarted};
 use crate::session::{self, Decision, Event, NewEvent, Repo, Session, Status};
 
 /// What the caller wants.
@@ -341,13 +341,7 @@ impl Engine<'_> {
             if !stopped.is_empty() {
                 let label = format!("run stopped: {} failed", stopped.join(", "));
                 self.mark(&label, Status::Failed, &stopped[0])?;
-                self.record(
-                    NewEvent::new(Body::RunFailed(RunFailed {
-                        steps: stopped.clone(),
-                    }))
-                    .decision(Some(Decision::Auto))
-                    .trigger(Some("stop".into())),
-                )?;
+                self.record(decide::stopped(&stopped).trigger(Some("stop".into())))?;
                 return Ok(Outcome::Failed { steps: stopped });
             }
         }
