@@ -140,4 +140,17 @@ fn completions_come_from_the_same_definitions() {
     let zsh = env.bmad(&env.root(), &["completions", "zsh"]).success();
     assert!(zsh.stdout.contains("#compdef git-bmad"));
     env.bmad(&env.root(), &["completions", "tcsh"]).code(2);
+    // A reader that stops at the first line (`| head -1`) is no crash.
+    let mut child = env
+        .bmad_command(&env.root())
+        .args(["completions", "bash"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
 }

@@ -1,6 +1,8 @@
 //! `git bmad completions <shell>`: shell completions from the same clap definitions as the
 //! help text and the man pages.
 
+use std::io::Write;
+
 use clap::Args;
 use clap_complete::Shell;
 
@@ -22,7 +24,10 @@ pub struct CompletionsArgs {
 /// Run `completions`.
 pub fn cmd_completions(_ctx: &Context, args: &CompletionsArgs) -> Result<u8, CommandError> {
     let mut cmd = crate::cli::command().name("git-bmad");
-    let mut out = std::io::stdout().lock();
-    clap_complete::generate(args.shell, &mut cmd, "git-bmad", &mut out);
+    // clap_complete panics when its writer fails, so it writes to memory; a reader that
+    // stops early (`| head`) is then no error, as for every other command.
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut cmd, "git-bmad", &mut script);
+    let _ = std::io::stdout().lock().write_all(&script);
     Ok(exit::OK)
 }
