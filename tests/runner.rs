@@ -16,6 +16,7 @@ mod test_layers;
 mod test_lifecycle;
 mod test_man;
 mod test_push_policy;
+mod test_real_cli;
 mod test_rollback;
 mod test_scan;
 mod test_start;

@@ -14,7 +14,7 @@ use std::time::Duration;
 use regex::Regex;
 use serde::Serialize;
 
-use super::adapter::Kind;
+use super::adapter::{Call, Kind};
 use super::error::Result;
 use super::process::{self, Captured, Exit, Spec};
 use crate::config::RunnersConfig;
@@ -108,6 +108,8 @@ pub struct Invocation {
     pub env: Vec<(String, String)>,
     /// Wall-clock limit.
     pub timeout: Duration,
+    /// Commands the step's checks run, which the agent may run too.
+    pub allowed_commands: Vec<String>,
 }
 
 /// Run one invocation (a fresh process, so a fresh context) and read its result.
@@ -119,15 +121,24 @@ pub fn invoke(
     let adapter = invocation.kind.adapter();
     let (args, stdin) = adapter.command_line(
         config.cli(invocation.kind.as_str()),
-        &invocation.prompt,
-        invocation.model.as_deref(),
+        &Call {
+            prompt: &invocation.prompt,
+            model: invocation.model.as_deref(),
+            allowed_commands: &invocation.allowed_commands,
+        },
     );
+    let mut env: Vec<(String, String)> = adapter
+        .env()
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    env.extend(invocation.env.iter().cloned());
     let output = process::run(
         &Spec {
             program: invocation.program.clone(),
             args,
             cwd: invocation.cwd.clone(),
-            env: invocation.env.clone(),
+            env,
             env_remove: REPO_REDIRECTING_VARS
                 .iter()
                 .map(|s| s.to_string())
@@ -174,6 +185,12 @@ pub fn interpret(
         let tail = result.stdout.tail();
         let text = String::from_utf8_lossy(&tail);
         result.final_text = last_chars(text.trim_end(), 4000);
+        // Blind to its errors, denials and cost: never a success on exit 0 alone.
+        if kind.adapter().structured() && result.exit.success() {
+            result.reported_error = Some(format!(
+                "{kind} printed no result git-bmad can read (check `runners.{kind}.args`)"
+            ));
+        }
     }
     result.verdict = result.verdict.or_else(|| verdict_in(&result.final_text));
     result.breaking_change = breaking_change_in(&result.final_text);
@@ -256,6 +273,24 @@ mod tests {
             r#"{"type":"result","subtype":"error_max_turns","is_error":true,"result":""}"#,
         );
         assert!(error.failure().unwrap().contains("error_max_turns"));
+
+        // An API failure says "success" in `subtype`; its message is what counts.
+        let api = result(
+            "claude",
+            r#"{"type":"result","subtype":"success","is_error":true,"api_error":"overloaded","result":"API Error: 529 Overloaded"}"#,
+        );
+        assert_eq!(
+            api.reported_error.as_deref(),
+            Some("API Error: 529 Overloaded")
+        );
+        // stream-json: one message per line, the `result` line read; cache tokens count.
+        let stream = result(
+            "claude",
+            "{\"type\":\"system\",\"subtype\":\"init\"}\n{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"ok\",\"usage\":{\"input_tokens\":12,\"cache_read_input_tokens\":61000,\"cache_creation_input_tokens\":500,\"output_tokens\":3}}\n",
+        );
+        assert_eq!(stream.final_text, "ok");
+        assert_eq!((stream.tokens_in, stream.tokens_out), (Some(61_512), Some(3)));
+        assert_eq!(stream.failure(), None);
     }
 
     #[test]
@@ -302,6 +337,11 @@ mod tests {
         // A CLI that prints something else is read as text, never a panic.
         let r = result("claude", "not json at all\n");
         assert_eq!(r.final_text, "not json at all");
+        // ...but an agent CLI whose result cannot be read never passes on exit 0 alone.
+        assert!(r
+            .failure()
+            .unwrap()
+            .contains("printed no result git-bmad can read"));
         assert_eq!(result("gemini", "[1,2]").final_text, "[1,2]");
         assert_eq!(verdict_in("the verdict: maybe"), None);
         assert!(!breaking_change_in("no BREAKING CHANGE: here"));
@@ -309,11 +349,18 @@ mod tests {
 
     #[test]
     fn arguments_per_runner() {
+        use super::super::adapter::Call;
         let mut config = RunnersConfig::default();
+        let tests = vec!["cargo test && npm test".to_owned()];
         let args = |config: &RunnersConfig, kind: &str, prompt: &str, model: Option<&str>| {
-            k(kind)
-                .adapter()
-                .command_line(config.cli(kind), prompt, model)
+            k(kind).adapter().command_line(
+                config.cli(kind),
+                &Call {
+                    prompt,
+                    model,
+                    allowed_commands: &tests,
+                },
+            )
         };
         let (codex, stdin) = args(&config, "codex", "/speckit.plan x", None);
         assert_eq!(
@@ -323,14 +370,30 @@ mod tests {
                 "--json",
                 "--sandbox",
                 "workspace-write",
+                "--",
                 "/speckit.plan x"
             ]
         );
-        // A role's model: before codex's prompt, after the others' flags.
-        let (codex, _) = args(&config, "codex", "go", Some("gpt-5-codex"));
-        assert_eq!(codex[codex.len() - 3..], ["--model", "gpt-5-codex", "go"]);
-        let (claude, _) = args(&config, "claude", "go", Some("claude-haiku"));
-        assert_eq!(claude[claude.len() - 2..], ["--model", "claude-haiku"]);
+        // A role's model: before the prompt; the prompt after `--`, so `--help` is a prompt.
+        let (codex, _) = args(&config, "codex", "--help", Some("gpt-5-codex"));
+        assert_eq!(
+            codex[codex.len() - 4..],
+            ["--model", "gpt-5-codex", "--", "--help"]
+        );
+        let (claude, _) = args(&config, "claude", "-v", Some("claude-haiku"));
+        assert_eq!(claude[claude.len() - 2..], ["--", "-v"]);
+        assert!(claude.windows(2).any(|w| w == ["--model", "claude-haiku"]));
+        // Claude may run the step's tests (each part of the chain) and commit, not push.
+        for rule in ["Bash(cargo test && npm test)", "Bash(npm test:*)", "Bash(git commit:*)"] {
+            assert!(claude.iter().any(|a| a == rule), "{rule} in {claude:?}");
+        }
+        assert!(!claude.iter().any(|a| a.contains("push")));
+        assert!(claude.iter().any(|a| a == "--settings"));
+        let (gemini, _) = args(&config, "gemini", "--help", None);
+        assert_eq!(gemini.last().map(String::as_str), Some("--prompt=--help"));
+        assert!(gemini
+            .iter()
+            .any(|a| a == "--allowed-tools=run_shell_command(npm test)"));
         assert_eq!(args(&config, "shell", "ls", Some("m")).0, ["-c", "ls"]);
         assert!(stdin.is_none());
         config.clis.insert(
@@ -350,10 +413,12 @@ mod tests {
                 ..Default::default()
             },
         );
+        // Configured arguments replace the permissions; the guard stays.
         let (claude, _) = args(&config, "claude", "p", None);
         assert_eq!(
-            claude,
-            ["-p", "p", "--output-format", "json", "--max-turns", "3"]
+            claude[..6],
+            ["-p", "--output-format", "json", "--max-turns", "3", "--settings"]
         );
+        assert_eq!(claude[claude.len() - 2..], ["--", "p"]);
     }
 }

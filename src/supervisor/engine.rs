@@ -14,7 +14,7 @@ use super::decide::{self, GateRequest, Settlement};
 use super::error::{Error, Result};
 use super::library::{validate, Source};
 use super::outcome::{Outcome, Report};
-use super::playbook::{self, Autonomy, Playbook, Step};
+use super::playbook::{self, Autonomy, Check, Playbook, Step};
 use super::state::{Ended, RunState, StepStatus};
 use crate::config::Config;
 use crate::policy::secrets::redact;
@@ -372,6 +372,22 @@ impl Engine<'_> {
         }
     }
 
+    /// The test commands `step`'s checks run, and the project's: an agent may run them.
+    fn test_commands(&self, step: &Step) -> Vec<String> {
+        let project = self.config.checks.test_command.clone();
+        let mut commands: Vec<String> = step
+            .postconditions
+            .iter()
+            .filter_map(|check| match check {
+                Check::TestsPass(Some(command)) => Some(command.clone()),
+                _ => None,
+            })
+            .collect();
+        commands.extend(project);
+        commands.dedup();
+        commands
+    }
+
     fn prompt(&self, step: &Step, kind: Kind) -> String {
         let args = self.args.join(" ");
         if step.command.contains("{args}") {
@@ -455,6 +471,7 @@ impl Engine<'_> {
                     cwd: self.root.clone(),
                     env,
                     timeout: step.timeout.min(share),
+                    allowed_commands: self.test_commands(step),
                 },
             ));
         }

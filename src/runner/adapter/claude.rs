@@ -1,16 +1,26 @@
-//! Claude Code, headless: `claude -p <prompt> --output-format json`.
+//! Claude Code, headless: `claude -p --output-format json … -- <prompt>`.
 //!
 //! Output: one JSON object, `{"type":"result", "subtype":"success"|"error_…",
 //! "is_error":bool, "result":"<final text>", "session_id":…, "total_cost_usd":…,
-//! "usage":{"input_tokens":…,"output_tokens":…}, "permission_denials":[{"tool_name":…,
-//! "tool_input":{…}}], "structured_output":{…}}`; with `--verbose` some versions print the
-//! whole message array, whose last `result` element is the one read.
+//! "usage":{…}, "modelUsage":{<model>:{…}}, "permission_denials":[{"tool_name":…,
+//! "tool_input":{…}}], "structured_output":{…}}`. With `--verbose` some versions print the
+//! whole message array, and `--output-format stream-json` prints one message per line; the
+//! last `result` element is the one read either way.
+//!
+//! An API failure is `is_error: true` with `subtype: "success"`: the message is in `result`
+//! (and `api_error`), which is what gets journaled.
+//!
+//! Permissions: `acceptEdits` lets the agent edit files but asks before every shell command,
+//! and headless nobody answers, so an honest agent could not run the tests it must pass.
+//! The defaults therefore allow the commands the step's checks run, read-only commands and
+//! `git add`/`git commit`, and put the guard (`git-bmad guard`) in front of every shell
+//! command through `--settings`, which leaves the project's own settings file untouched.
 
 use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::{agent_args, dashed, nested, whole_stdout, Adapter};
+use super::{agent_args, configured_value, dashed, json_values, nested, whole_stdout, Adapter, Call};
 use crate::config::CliConfig;
 use crate::runner::agent::{verdict_word, AgentResult};
 use crate::text::last_chars;
@@ -31,40 +41,52 @@ impl Adapter for Claude {
         &["--permission-mode", "acceptEdits"]
     }
 
-    fn command_line(
-        &self,
-        cli: &CliConfig,
-        prompt: &str,
-        model: Option<&str>,
-    ) -> (Vec<String>, Option<Vec<u8>>) {
-        (
-            agent_args(&["-p", prompt, "--output-format", "json"], self, cli, model),
-            None,
-        )
+    fn command_line(&self, cli: &CliConfig, call: &Call) -> (Vec<String>, Option<Vec<u8>>) {
+        let mut args = agent_args(&["-p", "--output-format", "json"], self, cli, call);
+        if cli.args.is_none() {
+            args.push("--allowedTools".into());
+            args.extend(allowed_tools(call.allowed_commands));
+        }
+        if configured_value(cli, &["--settings"]).is_none() {
+            args.extend(["--settings".into(), guard_settings()]);
+        }
+        // `stream-json` headless needs `--verbose`; it changes nothing else.
+        if configured_value(cli, &["--output-format"]) == Some("stream-json")
+            && !args.iter().any(|a| a == "--verbose")
+        {
+            args.push("--verbose".into());
+        }
+        args.extend(["--".into(), call.prompt.to_owned()]);
+        (args, None)
+    }
+
+    fn structured(&self) -> bool {
+        true
     }
 
     fn read_output(&self, result: &mut AgentResult) -> bool {
         let Some(text) = whole_stdout(result) else {
             return false;
         };
-        let value: Value = match serde_json::from_str(text.trim()) {
-            Ok(Value::Array(items)) => {
-                match items.into_iter().rev().find(|v| v["type"] == "result") {
-                    Some(v) => v,
-                    None => return false,
-                }
-            }
-            Ok(v @ Value::Object(_)) => v,
-            _ => return false,
+        let Some(value) = json_values(&text)
+            .into_iter()
+            .flat_map(|v| match v {
+                Value::Array(items) => items,
+                other => vec![other],
+            })
+            .filter(|v| v["type"] == "result")
+            .last()
+        else {
+            return false;
         };
         result.final_text = value["result"].as_str().unwrap_or_default().to_owned();
         result.agent_session_id = value["session_id"].as_str().map(str::to_owned);
         result.cost_usd = value["total_cost_usd"].as_f64();
-        result.tokens_in = value["usage"]["input_tokens"].as_u64();
-        result.tokens_out = value["usage"]["output_tokens"].as_u64();
+        let (tokens_in, tokens_out) = tokens(&value);
+        result.tokens_in = Some(tokens_in);
+        result.tokens_out = Some(tokens_out);
         if value["is_error"].as_bool() == Some(true) {
-            let subtype = value["subtype"].as_str().unwrap_or("error");
-            result.reported_error = Some(subtype.to_owned());
+            result.reported_error = Some(error_message(&value));
         }
         if let Some(denials) = value["permission_denials"].as_array() {
             result.permission_denials = denials.iter().map(describe_denial).collect();
@@ -75,6 +97,24 @@ impl Adapter for Claude {
         true
     }
 
+    fn config_problems(&self, cli: &CliConfig) -> Vec<String> {
+        let mut problems = Vec::new();
+        if !cli.command.is_empty() {
+            problems.push(
+                "runners.claude.command: only `generic` takes a whole command line; use `program:` and `args:`"
+                    .into(),
+            );
+        }
+        if let Some(format) = configured_value(cli, &["--output-format"])
+            .filter(|f| !matches!(*f, "json" | "stream-json"))
+        {
+            problems.push(format!(
+                "runners.claude.args: `--output-format {format}` would hide Claude's errors, denials and cost from git-bmad; use json (the default) or stream-json"
+            ));
+        }
+        problems
+    }
+
     fn command_files(&self, name: &str) -> Vec<PathBuf> {
         vec![
             PathBuf::from(format!(".claude/commands/{}.md", nested(name))),
@@ -82,6 +122,99 @@ impl Adapter for Claude {
             PathBuf::from(format!(".claude/skills/{}/SKILL.md", dashed(name))),
         ]
     }
+}
+
+/// Everything the model processed: fresh input, cache reads and writes, of every model the
+/// session used (subagents included, in `modelUsage`), else of the top-level `usage`.
+fn tokens(value: &Value) -> (u64, u64) {
+    let n = |v: &Value, key: &str| v[key].as_u64().unwrap_or(0);
+    match value["modelUsage"].as_object().filter(|m| !m.is_empty()) {
+        Some(models) => models.values().fold((0, 0), |(i, o), m| {
+            (
+                i + n(m, "inputTokens") + n(m, "cacheReadInputTokens")
+                    + n(m, "cacheCreationInputTokens"),
+                o + n(m, "outputTokens"),
+            )
+        }),
+        None => {
+            let usage = &value["usage"];
+            (
+                n(usage, "input_tokens")
+                    + n(usage, "cache_read_input_tokens")
+                    + n(usage, "cache_creation_input_tokens"),
+                n(usage, "output_tokens"),
+            )
+        }
+    }
+}
+
+/// What went wrong, in words: the API's message when there is one (Claude reports an API
+/// failure with `subtype: "success"`), else the subtype (`error_max_turns`).
+fn error_message(value: &Value) -> String {
+    let subtype = value["subtype"].as_str().unwrap_or("error");
+    let text = value["result"]
+        .as_str()
+        .filter(|t| !t.trim().is_empty())
+        .or_else(|| value["api_error"].as_str())
+        .or_else(|| value["errors"][0].as_str());
+    match (subtype, text) {
+        ("success", Some(text)) => last_chars(text.trim(), 500),
+        (_, Some(text)) => format!("{subtype}: {}", last_chars(text.trim(), 500)),
+        (_, None) => subtype.to_owned(),
+    }
+}
+
+/// Read-only commands and committing: what an honest agent runs besides the tests.
+const ALWAYS_ALLOWED: &[&str] = &[
+    "Bash(git status:*)",
+    "Bash(git diff:*)",
+    "Bash(git log:*)",
+    "Bash(git show:*)",
+    "Bash(git add:*)",
+    "Bash(git commit:*)",
+    "Bash(ls:*)",
+    "Bash(cat:*)",
+    "Bash(head:*)",
+    "Bash(tail:*)",
+    "Bash(wc:*)",
+    "Bash(grep:*)",
+    "Bash(rg:*)",
+    "Bash(pwd)",
+];
+
+/// Permission rules for the always-allowed commands and the step's test commands: each
+/// command as given and with arguments, and each part of a `&&`/`;` chain on its own
+/// (Claude Code judges the parts of a compound command one by one).
+fn allowed_tools(commands: &[String]) -> Vec<String> {
+    let mut rules: Vec<String> = ALWAYS_ALLOWED.iter().map(|r| r.to_string()).collect();
+    for command in commands {
+        let parts = command
+            .split("&&")
+            .flat_map(|p| p.split("||"))
+            .flat_map(|p| p.split(';'))
+            .map(str::trim)
+            .filter(|p| !p.is_empty());
+        for part in std::iter::once(command.trim()).chain(parts) {
+            for rule in [format!("Bash({part})"), format!("Bash({part}:*)")] {
+                if !rules.contains(&rule) {
+                    rules.push(rule);
+                }
+            }
+        }
+    }
+    rules
+}
+
+/// Settings that put this very binary's guard before every shell command.
+fn guard_settings() -> String {
+    let program = std::env::current_exe()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| "git-bmad".into());
+    let command = format!("'{}' guard", program.replace('\'', "'\\''"));
+    serde_json::json!({"hooks": {"PreToolUse": [
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": command}]}
+    ]}})
+    .to_string()
 }
 
 fn describe_denial(denial: &Value) -> String {

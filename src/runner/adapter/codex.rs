@@ -1,15 +1,23 @@
-//! OpenAI Codex CLI, headless: `codex exec --json <prompt>`.
+//! OpenAI Codex CLI, headless: `codex exec --json … -- <prompt>`.
 //!
 //! Output: JSON lines, `{"type":"thread.started","thread_id":…}`,
 //! `{"type":"item.completed","item":{"type":"agent_message","text":…}}`,
 //! `{"type":"turn.completed","usage":{"input_tokens":…,"output_tokens":…}}`,
 //! `{"type":"turn.failed","error":{"message":…}}`, `{"type":"error","message":…}`.
+//!
+//! The default sandbox, `workspace-write`, keeps every `.git` read-only, so an agent cannot
+//! commit in a session worktree (`--add-dir` of the git directory does not lift that); it
+//! does not need to, git-bmad's checkpoints keep its work.
+//!
+//! An `error` line is not always the end: while Codex retries a dropped stream it prints
+//! `{"type":"error","message":"Reconnecting... 1/5 …"}` and may then finish the turn. So an
+//! error counts only when no turn completed after it.
 
 use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::{agent_args, dashed, whole_stdout, Adapter};
+use super::{agent_args, dashed, whole_stdout, Adapter, Call};
 use crate::config::CliConfig;
 use crate::runner::agent::AgentResult;
 
@@ -29,16 +37,14 @@ impl Adapter for Codex {
         &["--sandbox", "workspace-write"]
     }
 
-    fn command_line(
-        &self,
-        cli: &CliConfig,
-        prompt: &str,
-        model: Option<&str>,
-    ) -> (Vec<String>, Option<Vec<u8>>) {
-        let mut args = agent_args(&["exec", "--json"], self, cli, model);
-        // The prompt is codex's last, positional argument.
-        args.push(prompt.to_owned());
+    fn command_line(&self, cli: &CliConfig, call: &Call) -> (Vec<String>, Option<Vec<u8>>) {
+        let mut args = agent_args(&["exec", "--json"], self, cli, call);
+        args.extend(["--".into(), call.prompt.to_owned()]);
         (args, None)
+    }
+
+    fn structured(&self) -> bool {
+        true
     }
 
     fn read_output(&self, result: &mut AgentResult) -> bool {
@@ -62,6 +68,8 @@ impl Adapter for Codex {
                     }
                 }
                 "turn.completed" => {
+                    // Whatever failed before was retried and recovered.
+                    result.reported_error = None;
                     tokens_in += event["usage"]["input_tokens"].as_u64().unwrap_or(0);
                     tokens_out += event["usage"]["output_tokens"].as_u64().unwrap_or(0);
                     result.tokens_in = Some(tokens_in);
@@ -73,6 +81,7 @@ impl Adapter for Codex {
                         .map(str::to_owned)
                         .or(Some("turn failed".into()));
                 }
+                "error" if is_reconnecting(&event) => {}
                 "error" => {
                     result.reported_error = event["message"]
                         .as_str()
@@ -93,4 +102,11 @@ impl Adapter for Codex {
             PathBuf::from(format!(".agents/skills/{}/SKILL.md", dashed(name))),
         ]
     }
+}
+
+/// `Reconnecting... 2/5 (…)`: a retry in progress, not a failure.
+fn is_reconnecting(event: &Value) -> bool {
+    event["message"]
+        .as_str()
+        .is_some_and(|m| m.trim_start().starts_with("Reconnecting"))
 }

@@ -1,13 +1,24 @@
-//! Gemini CLI, headless: `gemini -p <prompt> --output-format json`.
+//! Gemini CLI, headless: `gemini --prompt=<prompt> --output-format json`.
 //!
 //! Output: one JSON object, `{"response":…, "stats":{"models":{"<model>":{"tokens":
 //! {"prompt":…,"candidates":…}}}}, "error":{…}}`; exit 42 is bad input, 53 the turn limit.
+//! When it fails before the model answers (authentication, a bad flag) the error object is
+//! printed on stderr instead, so that is read too.
+//!
+//! `auto_edit` approves file edits and refuses every other tool call headless, silently, so
+//! the defaults allow the step's test commands, read-only commands and `git add`/`git
+//! commit` (`--allowed-tools`), as for Claude Code.
+//!
+//! Gemini CLI refuses to act in a folder the user has not trusted (exit 55, or approval
+//! mode forced back to `default`), and every session worktree is a new folder: git-bmad
+//! trusts the worktree it made for this one run (`GEMINI_CLI_TRUST_WORKSPACE`), which
+//! writes nothing to the user's trusted-folders list.
 
 use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::{agent_args, nested, whole_stdout, Adapter};
+use super::{agent_args, configured_value, nested, whole_stdout, Adapter, Call};
 use crate::config::CliConfig;
 use crate::runner::agent::AgentResult;
 
@@ -27,28 +38,39 @@ impl Adapter for Gemini {
         &["--approval-mode", "auto_edit"]
     }
 
-    fn command_line(
-        &self,
-        cli: &CliConfig,
-        prompt: &str,
-        model: Option<&str>,
-    ) -> (Vec<String>, Option<Vec<u8>>) {
-        (
-            agent_args(&["-p", prompt, "--output-format", "json"], self, cli, model),
-            None,
-        )
+    fn command_line(&self, cli: &CliConfig, call: &Call) -> (Vec<String>, Option<Vec<u8>>) {
+        let mut args = agent_args(&["--output-format", "json"], self, cli, call);
+        // One `--allowed-tools=…` per rule: a bare value after the flag can be read as the
+        // positional prompt.
+        if cli.args.is_none() {
+            args.extend(
+                allowed_tools(call.allowed_commands)
+                    .into_iter()
+                    .map(|rule| format!("--allowed-tools={rule}")),
+            );
+        }
+        // One argument, `--prompt=…`: a prompt starting with `-` stays a prompt.
+        args.push(format!("--prompt={}", call.prompt));
+        (args, None)
+    }
+
+    fn env(&self) -> &'static [(&'static str, &'static str)] {
+        &[("GEMINI_CLI_TRUST_WORKSPACE", "true")]
+    }
+
+    fn structured(&self) -> bool {
+        true
     }
 
     fn read_output(&self, result: &mut AgentResult) -> bool {
-        let Some(text) = whole_stdout(result) else {
-            return false;
+        let stdout = whole_stdout(result).and_then(|t| object(&t));
+        let value = match stdout {
+            Some(value) => value,
+            None => match object(&String::from_utf8_lossy(&result.stderr.tail())) {
+                Some(value) if value["error"].is_object() => value,
+                _ => return false,
+            },
         };
-        let Ok(value) = serde_json::from_str::<Value>(text.trim()) else {
-            return false;
-        };
-        if !value.is_object() {
-            return false;
-        }
         result.final_text = value["response"].as_str().unwrap_or_default().to_owned();
         if let Some(models) = value["stats"]["models"].as_object() {
             let sum = |field: &str| {
@@ -77,4 +99,58 @@ impl Adapter for Gemini {
             nested(name)
         ))]
     }
+
+    fn config_problems(&self, cli: &CliConfig) -> Vec<String> {
+        let mut problems = Vec::new();
+        if !cli.command.is_empty() {
+            problems.push(
+                "runners.gemini.command: only `generic` takes a whole command line; use `program:` and `args:`"
+                    .into(),
+            );
+        }
+        if let Some(format) = configured_value(cli, &["--output-format", "-o"]).filter(|f| *f != "json") {
+            problems.push(format!(
+                "runners.gemini.args: `--output-format {format}` would hide Gemini's errors and denials from git-bmad; leave the output format to it (json)"
+            ));
+        }
+        problems
+    }
+}
+
+/// Read-only commands and committing, then the step's test commands: Gemini CLI matches a
+/// shell command by prefix and judges each part of a chain on its own.
+fn allowed_tools(commands: &[String]) -> Vec<String> {
+    const ALWAYS: &[&str] = &[
+        "git status", "git diff", "git log", "git show", "git add", "git commit", "ls", "cat",
+        "head", "tail", "wc", "grep", "rg", "pwd",
+    ];
+    let mut prefixes: Vec<String> = ALWAYS.iter().map(|p| p.to_string()).collect();
+    for command in commands {
+        for part in command
+            .split("&&")
+            .flat_map(|p| p.split("||"))
+            .flat_map(|p| p.split(';'))
+            .map(str::trim)
+            .filter(|p| !p.is_empty())
+        {
+            if !prefixes.iter().any(|p| p == part) {
+                prefixes.push(part.to_owned());
+            }
+        }
+    }
+    prefixes
+        .into_iter()
+        .map(|p| format!("run_shell_command({p})"))
+        .collect()
+}
+
+/// The JSON object in a text: the whole text, else from its first `{` line on (stderr may
+/// hold warnings before it).
+fn object(text: &str) -> Option<Value> {
+    let text = text.trim();
+    let parsed = serde_json::from_str::<Value>(text).ok().or_else(|| {
+        let start = text.find("\n{").map(|i| i + 1)?;
+        serde_json::from_str::<Value>(&text[start..]).ok()
+    });
+    parsed.filter(Value::is_object)
 }

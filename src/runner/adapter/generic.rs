@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use super::Adapter;
+use super::{Adapter, Call};
 use crate::config::CliConfig;
 use crate::runner::error::{Error, Result};
 
@@ -22,16 +22,14 @@ impl Adapter for Generic {
             .ok_or(Error::GenericUnconfigured)
     }
 
-    fn command_line(
-        &self,
-        cli: &CliConfig,
-        prompt: &str,
-        _model: Option<&str>,
-    ) -> (Vec<String>, Option<Vec<u8>>) {
+    fn command_line(&self, cli: &CliConfig, call: &Call) -> (Vec<String>, Option<Vec<u8>>) {
         let rest = cli.command.get(1..).unwrap_or_default();
         let templated = rest.iter().any(|a| a.contains("{prompt}"));
-        let args = rest.iter().map(|a| a.replace("{prompt}", prompt)).collect();
-        (args, (!templated).then(|| prompt.as_bytes().to_vec()))
+        let args = rest
+            .iter()
+            .map(|a| a.replace("{prompt}", call.prompt))
+            .collect();
+        (args, (!templated).then(|| call.prompt.as_bytes().to_vec()))
     }
 
     /// Any of the places the known CLIs look, and GitHub's prompt files.

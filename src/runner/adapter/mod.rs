@@ -58,17 +58,24 @@ pub trait Adapter: Sync {
             .unwrap_or_else(|| self.name().to_owned()))
     }
 
-    /// The argument list for one invocation, and the bytes for its stdin.
-    fn command_line(
-        &self,
-        cli: &CliConfig,
-        prompt: &str,
-        model: Option<&str>,
-    ) -> (Vec<String>, Option<Vec<u8>>);
+    /// The argument list for one invocation, and the bytes for its stdin. The prompt is
+    /// always passed so that the CLI cannot read it as an option (`--help`, `-v`).
+    fn command_line(&self, cli: &CliConfig, call: &Call) -> (Vec<String>, Option<Vec<u8>>);
+
+    /// Variables the CLI needs to run unattended in a fresh session worktree.
+    fn env(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
 
     /// Read the CLI's output into `result`; `false` when it printed nothing the adapter
     /// understands (the end of stdout then becomes the final text).
     fn read_output(&self, _result: &mut AgentResult) -> bool {
+        false
+    }
+
+    /// Whether the CLI always prints a result the adapter reads: when it prints none, every
+    /// check on its output (errors, denials, cost) would be blind, so the call fails.
+    fn structured(&self) -> bool {
         false
     }
 
@@ -88,6 +95,18 @@ pub trait Adapter: Sync {
             )]
         }
     }
+}
+
+/// One call of a runner: what its command line is built from.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Call<'a> {
+    /// The prompt (or, for `shell`, the command).
+    pub prompt: &'a str,
+    /// `--model`, if the step's role has one.
+    pub model: Option<&'a str>,
+    /// Commands the step's own checks run (the project's tests): an agent may run them
+    /// too, so a CLI that asks before each shell command is told they are allowed.
+    pub allowed_commands: &'a [String],
 }
 
 /// A registered runner, by its name: small, copyable, ordered, and serialized as the name.
@@ -145,21 +164,43 @@ impl fmt::Display for Kind {
 
 /// `head`, then the adapter's permission arguments (unless the config replaces them), then
 /// `--model`, which Claude Code, Codex and Gemini CLI all take.
-fn agent_args(
-    head: &[&str],
-    adapter: &dyn Adapter,
-    cli: &CliConfig,
-    model: Option<&str>,
-) -> Vec<String> {
+fn agent_args(head: &[&str], adapter: &dyn Adapter, cli: &CliConfig, call: &Call) -> Vec<String> {
     let mut args = strings(head);
     match &cli.args {
         Some(configured) => args.extend(configured.iter().cloned()),
         None => args.extend(strings(adapter.default_args())),
     }
-    if let Some(m) = model {
+    if let Some(m) = call.model {
         args.extend(strings(&["--model", m]));
     }
     args
+}
+
+/// The value that follows `flag` in configured arguments (`--output-format json` or
+/// `--output-format=json`), the last one winning as it does for the CLIs.
+fn configured_value<'c>(cli: &'c CliConfig, flags: &[&str]) -> Option<&'c str> {
+    let args = cli.args.as_deref().unwrap_or_default();
+    let mut found = None;
+    for (i, arg) in args.iter().enumerate() {
+        for flag in flags {
+            if arg == flag {
+                found = args.get(i + 1).map(String::as_str);
+            } else if let Some(value) = arg.strip_prefix(flag).and_then(|r| r.strip_prefix('=')) {
+                found = Some(value);
+            }
+        }
+    }
+    found
+}
+
+/// The JSON values of a CLI's stdout: one document, or one per line (`stream-json`).
+fn json_values(text: &str) -> Vec<serde_json::Value> {
+    if let Ok(value) = serde_json::from_str(text.trim()) {
+        return vec![value];
+    }
+    text.lines()
+        .filter_map(|line| serde_json::from_str(line.trim()).ok())
+        .collect()
 }
 
 /// Owned strings from literals.

@@ -1,7 +1,7 @@
 //! `sh -c <command>`: a step that is a shell command, not an agent. Plain text output; the
 //! final text is the end of stdout.
 
-use super::{strings, Adapter};
+use super::{strings, Adapter, Call};
 use crate::config::CliConfig;
 use crate::runner::error::Result;
 
@@ -21,13 +21,8 @@ impl Adapter for Shell {
         Ok("sh".into())
     }
 
-    fn command_line(
-        &self,
-        _cli: &CliConfig,
-        prompt: &str,
-        _model: Option<&str>,
-    ) -> (Vec<String>, Option<Vec<u8>>) {
-        (strings(&["-c", prompt]), None)
+    fn command_line(&self, _cli: &CliConfig, call: &Call) -> (Vec<String>, Option<Vec<u8>>) {
+        (strings(&["-c", call.prompt]), None)
     }
 
     fn config_problems(&self, cli: &CliConfig) -> Vec<String> {

@@ -1,0 +1,206 @@
+//! The real Claude Code, Codex and Gemini CLIs (pinned, installed from the npm registry by
+//! `scripts/install-agent-clis.sh`) driven through `git bmad run` against the scripted model
+//! API of `common::model_api`: an honest agent with the default config ends "done"; a lying,
+//! failing, blocked or hanging one never does.
+//!
+//! Why this file is long: one scenario per behaviour and CLI, each a short session, and the
+//! world they share (installing the CLIs, pointing each at the model, reading the journal).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+use crate::common::model_api::{ModelApi, Turn};
+use crate::common::{read, write, Run, TestEnv};
+
+/// The three CLIs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Cli {
+    Claude,
+    Codex,
+    Gemini,
+}
+
+const ALL: [Cli; 3] = [Cli::Claude, Cli::Codex, Cli::Gemini];
+
+impl Cli {
+    fn name(self) -> &'static str {
+        match self {
+            Cli::Claude => "claude",
+            Cli::Codex => "codex",
+            Cli::Gemini => "gemini",
+        }
+    }
+}
+
+/// Where the pinned CLIs are: installed on first use, once per test binary.
+fn installed() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let status = Command::new(root.join("scripts/install-agent-clis.sh"))
+            .status()
+            .expect("run scripts/install-agent-clis.sh");
+        assert!(
+            status.success(),
+            "the real agent CLIs could not be installed from the npm registry; \
+             run scripts/install-agent-clis.sh to see why"
+        );
+        root.join("target/agent-clis/node_modules/.bin")
+    })
+}
+
+/// A repository with a playbook, a session, the CLI on PATH and its settings in HOME
+/// pointing at `api`.
+struct World {
+    env: TestEnv,
+    api: ModelApi,
+    cli: Cli,
+    worktree: PathBuf,
+}
+
+impl World {
+    fn new(cli: Cli, script: Vec<Turn>, playbook: &str) -> World {
+        let env = TestEnv::new();
+        let api = ModelApi::start(script);
+        std::os::unix::fs::symlink(
+            installed().join(cli.name()),
+            env.root().join("bin").join(cli.name()),
+        )
+        .expect("link the CLI");
+        let home = env.root().join("home");
+        match cli {
+            Cli::Claude => {}
+            Cli::Codex => write(
+                &home,
+                ".codex/config.toml",
+                &format!(
+                    "model = \"test-model\"\nmodel_provider = \"scripted\"\n\
+                     [model_providers.scripted]\nname = \"scripted\"\n\
+                     base_url = \"{}/v1\"\nwire_api = \"responses\"\n\
+                     env_key = \"OPENAI_API_KEY\"\nrequest_max_retries = 0\n\
+                     stream_max_retries = 2\n",
+                    api.url()
+                ),
+            ),
+            Cli::Gemini => write(
+                &home,
+                ".gemini/settings.json",
+                r#"{"security":{"auth":{"selectedType":"gemini-api-key"}}}"#,
+            ),
+        }
+        let repo = env.repo("project");
+        write(&repo, "test.sh", "#!/bin/sh\ntest -f src/hello.txt\n");
+        write(
+            &repo,
+            ".bmad/config.yaml",
+            &format!(
+                "runners:\n  default: {}\nchecks:\n  test_command: sh test.sh\n",
+                cli.name()
+            ),
+        );
+        write(&repo, ".bmad/playbooks/scenario.yaml", playbook);
+        env.git(&repo, &["add", "-A"]);
+        env.git(&repo, &["commit", "-q", "-m", "project"]);
+        let (_, worktree) = env.start(&repo, "scenario");
+        World {
+            env,
+            api,
+            cli,
+            worktree,
+        }
+    }
+
+    /// `git bmad <args>` in the session, with the model API in the environment.
+    fn bmad(&self, args: &[&str]) -> Run {
+        let mut cmd = self.env.bmad_command(&self.worktree);
+        let url = self.api.url();
+        cmd.env("ANTHROPIC_BASE_URL", &url)
+            .env("ANTHROPIC_API_KEY", "sk-ant-test-key")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("CLAUDE_CODE_MAX_RETRIES", "1")
+            .env("OPENAI_API_KEY", "sk-openai-test-key")
+            .env("GEMINI_API_KEY", "gemini-test-key")
+            .env("GOOGLE_GEMINI_BASE_URL", &url)
+            .args(args);
+        let output = cmd.output().expect("spawn git-bmad");
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+
+    fn run(&self) -> Run {
+        self.bmad(&["run", "scenario"])
+    }
+
+    /// The journal's events.
+    fn journal(&self) -> Vec<Value> {
+        let run = self.bmad(&["journal", "--json"]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let v: Value = serde_json::from_str(&run.stdout).expect("journal JSON");
+        v.as_array().cloned().unwrap_or_default()
+    }
+
+    fn named(&self, name: &str) -> Vec<Value> {
+        self.journal()
+            .into_iter()
+            .filter(|e| e["event"] == name)
+            .collect()
+    }
+
+    /// What the run printed and journaled, for failure messages.
+    fn explain(&self, run: &Run) -> String {
+        format!(
+            "{:?}: exit {}\nstdout:\n{}\nstderr:\n{}\njournal:\n{:#?}\nrequests: {}",
+            self.cli,
+            run.code,
+            run.stdout,
+            run.stderr,
+            self.journal(),
+            self.api.seen().len()
+        )
+    }
+}
+
+/// One step that must leave `src/hello.txt` and pass the project's tests.
+const IMPLEMENT: &str = "name: scenario\nsteps:\n  - id: implement\n    command: Create src/hello.txt, run the tests and commit\n    timeout: 120s\n    postconditions: [{file_exists: src/hello.txt}, tests_pass]\n";
+
+/// What an honest agent does: writes the file, runs the tests, commits, answers.
+fn honest() -> Vec<Turn> {
+    vec![
+        Turn::Write {
+            path: "src/hello.txt".into(),
+            content: "hello\n".into(),
+        },
+        Turn::Shell("sh test.sh".into()),
+        Turn::Shell("git add src/hello.txt && git commit -q -m 'add hello'".into()),
+        Turn::Answer("Created src/hello.txt; the tests pass.".into()),
+    ]
+}
+
+#[test]
+fn an_honest_agent_finishes_with_the_default_config() {
+    for cli in ALL {
+        let world = World::new(cli, honest(), IMPLEMENT);
+        let run = world.run();
+        assert_eq!(run.code, 0, "{}", world.explain(&run));
+        assert_eq!(read(&world.worktree, "src/hello.txt"), "hello\n");
+        // Its own commit (allowed, never a push) is on the session branch; Codex's sandbox
+        // keeps `.git` read-only, so there the checkpoint alone holds the work.
+        let log = world.env.git(&world.worktree, &["log", "--format=%s"]);
+        assert_eq!(
+            log.contains("add hello"),
+            cli != Cli::Codex,
+            "{log}\n{}",
+            world.explain(&run)
+        );
+        let done = world.named("step_completed");
+        assert_eq!(done.len(), 1, "{}", world.explain(&run));
+        assert!(world.named("policy_violation").is_empty(), "{}", world.explain(&run));
+    }
+}
