@@ -104,6 +104,7 @@ impl World {
         write(&repo, ".bmad/playbooks/scenario.yaml", playbook);
         env.git(&repo, &["add", "-A"]);
         env.git(&repo, &["commit", "-q", "-m", "project"]);
+        env.bmad(&repo, &["hooks", "install"]).success();
         let (_, worktree) = env.start(&repo, "scenario");
         World {
             env,
@@ -203,4 +204,147 @@ fn an_honest_agent_finishes_with_the_default_config() {
         assert_eq!(done.len(), 1, "{}", world.explain(&run));
         assert!(world.named("policy_violation").is_empty(), "{}", world.explain(&run));
     }
+}
+
+/// The step never ended "done", and the journal says why.
+#[track_caller]
+fn assert_not_done(world: &World, run: &Run, why: &str) {
+    assert_ne!(run.code, 0, "{}", world.explain(run));
+    assert!(
+        world.named("step_completed").is_empty(),
+        "{}",
+        world.explain(run)
+    );
+    let journal = serde_json::to_string(&world.journal()).unwrap();
+    assert!(
+        journal.contains(why),
+        "the journal does not say `{why}`\n{}",
+        world.explain(run)
+    );
+}
+
+#[test]
+fn an_agent_that_only_claims_done_is_not_done() {
+    for cli in ALL {
+        let world = World::new(
+            cli,
+            vec![Turn::Answer(
+                "Done: created src/hello.txt and every test passes.".into(),
+            )],
+            IMPLEMENT,
+        );
+        let run = world.run();
+        assert_not_done(&world, &run, "src/hello.txt is missing");
+    }
+}
+
+#[test]
+fn api_errors_fail_the_step_with_the_apis_own_message() {
+    let cases: &[(Cli, u16)] = &[
+        (Cli::Claude, 401),
+        (Cli::Claude, 429),
+        (Cli::Claude, 500),
+        (Cli::Claude, 529),
+        (Cli::Codex, 401),
+        (Cli::Codex, 500),
+        (Cli::Gemini, 401),
+        (Cli::Gemini, 400),
+    ];
+    for &(cli, status) in cases {
+        let message = format!("scripted failure {status}");
+        let world = World::new(
+            cli,
+            vec![Turn::Fail {
+                status,
+                message: message.clone(),
+                times: u32::MAX,
+            }],
+            IMPLEMENT,
+        );
+        let run = world.run();
+        assert_not_done(&world, &run, "step_failed");
+        let failed = &world.named("step_failed")[0];
+        let reason = failed["detail"]["reason"].as_str().unwrap_or_default();
+        // Codex words a 5xx its own way and keeps the server's message to itself: its
+        // words are what there is to journal.
+        let expected = match (cli, status) {
+            (Cli::Codex, 500) => "high demand",
+            _ => message.as_str(),
+        };
+        assert!(
+            reason.contains(expected),
+            "{cli:?} {status}: the reason does not carry the API's error: {reason}"
+        );
+        assert!(
+            !reason.contains("reported an error: success"),
+            "{cli:?} {status}: {reason}"
+        );
+    }
+}
+
+#[test]
+fn a_prompt_that_starts_with_a_dash_reaches_the_model_as_a_prompt() {
+    let playbook = "name: scenario\nsteps:\n  - id: implement\n    command: --help me create src/hello.txt\n    timeout: 120s\n    postconditions: [{file_exists: src/hello.txt}]\n";
+    for cli in ALL {
+        let world = World::new(cli, honest(), playbook);
+        let run = world.run();
+        assert_eq!(run.code, 0, "{}", world.explain(&run));
+        let asked = world
+            .api
+            .seen()
+            .iter()
+            .any(|s| s.body.to_string().contains("--help me create"));
+        assert!(asked, "{cli:?}: the prompt never reached the model");
+    }
+}
+
+/// Gemini CLI refuses the push itself, silently: `git push` is not among the commands its
+/// defaults allow, and its JSON counts the refusal as a failed tool call like any other, so
+/// for Gemini the test can only show that nothing was pushed.
+#[test]
+fn a_force_push_the_policy_blocks_fails_the_step_whatever_the_cli_says() {
+    for cli in ALL {
+        let world = World::new(
+            cli,
+            vec![
+                Turn::Write {
+                    path: "src/hello.txt".into(),
+                    content: "hello\n".into(),
+                },
+                Turn::Shell("git push --force origin HEAD:main".into()),
+                Turn::Answer("Created src/hello.txt and pushed it.".into()),
+            ],
+            IMPLEMENT,
+        );
+        world.env.bare_remote(&world.env.root().join("project"));
+        let run = world.run();
+        if cli != Cli::Gemini {
+            assert_not_done(&world, &run, "policy_violation");
+        }
+        let remote_log = world
+            .env
+            .git(&world.env.root().join("remote.git"), &["log", "--all", "--oneline"]);
+        assert!(remote_log.is_empty(), "{cli:?} pushed: {remote_log}");
+    }
+}
+
+#[test]
+fn a_force_push_inside_a_claude_subagent_is_caught_too() {
+    let world = World::new(
+        Cli::Claude,
+        vec![
+            Turn::Write {
+                path: "src/hello.txt".into(),
+                content: "hello\n".into(),
+            },
+            Turn::SubagentShell("git push --force origin HEAD:main".into()),
+            Turn::Answer("Created src/hello.txt.".into()),
+        ],
+        IMPLEMENT,
+    );
+    world.env.bare_remote(&world.env.root().join("project"));
+    let run = world.run();
+    assert_not_done(&world, &run, "policy_violation");
+    let violation = &world.named("policy_violation")[0];
+    assert_eq!(violation["step"], "implement", "{violation:#}");
 }

@@ -71,7 +71,11 @@ impl AgentResult {
     /// reported, or refused tool calls. `None` does not mean the step succeeded.
     pub fn failure(&self) -> Option<String> {
         if !self.exit.success() {
-            return Some(format!("{} {}", self.runner.as_str(), self.exit));
+            // The CLI's own words first: "exited with code 1" alone says nothing.
+            return Some(match &self.reported_error {
+                Some(error) => format!("{} {}: {error}", self.runner.as_str(), self.exit),
+                None => format!("{} {}", self.runner.as_str(), self.exit),
+            });
         }
         if let Some(error) = &self.reported_error {
             return Some(format!(

@@ -372,6 +372,30 @@ impl Engine<'_> {
         }
     }
 
+    /// Policy violations the hooks and the guard journaled since event `seq`, by step: each
+    /// fails its step like a refused tool call, whatever the agent CLI reported (a call
+    /// blocked in a subagent, a push the pre-push hook refused). One without a step belongs
+    /// to the round's only step.
+    fn violations_since(&self, seq: u64, ids: &[&str]) -> Result<BTreeMap<String, Vec<String>>> {
+        let journal = session::read_journal(self.repo, &self.session.id)?;
+        let mut found: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for event in journal.events().filter(|e| e.seq > seq) {
+            let Body::PolicyViolation(v) = &event.body else {
+                continue;
+            };
+            let step = match (&event.step, ids) {
+                (Some(step), _) => step.clone(),
+                (None, [only]) => only.to_string(),
+                (None, _) => continue,
+            };
+            found
+                .entry(step)
+                .or_default()
+                .push(format!("policy {} ({}): {}", v.rule, v.hook, v.subject));
+        }
+        Ok(found)
+    }
+
     /// The test commands `step`'s checks run, and the project's: an agent may run them.
     fn test_commands(&self, step: &Step) -> Vec<String> {
         let project = self.config.checks.test_command.clone();
@@ -415,6 +439,7 @@ impl Engine<'_> {
             Some(tag.clone()),
         )?;
         self.fold(&ev);
+        let round_start = ev.seq;
         // The run's limit is on time spent in steps, summed: a round's steps share what is
         // left of it, so no step runs past the limit however its own timeout is set.
         let spent = std::time::Duration::from_millis(self.state.run_time_ms);
@@ -495,6 +520,12 @@ impl Engine<'_> {
                     })
                 }));
             });
+        }
+        let violations = self.violations_since(round_start, &ids)?;
+        for ((step, _, _), result) in invocations.iter().zip(results.iter_mut()) {
+            if let (Ok(result), Some(found)) = (result, violations.get(step.id.as_str())) {
+                result.permission_denials.extend(found.iter().cloned());
+            }
         }
         let (after, ev) = session::checkpoint(
             self.repo,
