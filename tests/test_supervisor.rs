@@ -11,8 +11,8 @@ use crate::common::{read, write, TestEnv};
 /// A fake `claude`: logs the call, then runs `$HOME/agent/<step>.sh` in the worktree if there
 /// is one, else creates `out/<step>`; `result TEXT` prints Claude's JSON result.
 const FAKE_CLAUDE: &str = r#"#!/bin/sh
-# Fake Claude Code for tests: `claude -p <prompt> --output-format json ...`
-prompt="$2"
+# Fake Claude Code for tests: `claude -p --output-format json ... -- <prompt>`
+for prompt; do :; done
 mkdir -p "$HOME/agent"
 echo "$BMAD_STEP $BMAD_ATTEMPT $prompt" >> "$HOME/agent/calls.log"
 result() {
@@ -1127,8 +1127,9 @@ fn roles_get_their_agent_model_and_key_and_the_budget_and_concurrency_hold() {
     // One agent at a time in the parallel phase; the model and the key reach the agent.
     assert_eq!(lines.len(), 6, "{log}");
     assert!(
-        lines[0].starts_with("a start -p do a --output-format json")
-            && lines[0].contains("--model claude-sonnet-4-5 key=sk-test-dev-0123456789"),
+        lines[0].starts_with("a start -p --output-format json")
+            && lines[0].contains("--model claude-sonnet-4-5")
+            && lines[0].ends_with("-- do a key=sk-test-dev-0123456789"),
         "{log}"
     );
     let order: Vec<&str> = lines
