@@ -791,6 +791,49 @@ fn a_hanging_agent_is_killed_at_its_timeout() {
 }
 
 #[test]
+fn a_key_written_into_a_file_never_enters_the_object_database_and_the_run_parks() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    env.executable("claude", FAKE_CLAUDE);
+    let key = format!("AKIA{}", "Q7ZK2M4XW6RT5PLN");
+    agent_behaviour(
+        &env,
+        "configure",
+        &format!(
+            "mkdir -p config out && printf 'DEBUG = True\\nAWS_KEY = \"{key}\"\\n' > config/settings.py && touch out/configure\nresult 'configured'\n"
+        ),
+    );
+    // `on_error: stop` would end the run; a secret parks it at a gate instead.
+    let wt = with_playbook(
+        &env,
+        &repo,
+        "leaky",
+        "steps:\n  - {id: configure, command: configure, on_error: stop, postconditions: [{file_exists: out/configure}]}\n  - {id: next, command: next}\n",
+    );
+    let run = env.bmad(&wt, &["run", "leaky"]).code(3);
+    let events = journal(&env, &wt);
+    assert!(named(&events, "step_completed").is_empty(), "{events:#?}");
+    let violation = named(&events, "policy_violation")[0];
+    assert_eq!(violation["step"], "configure");
+    assert_eq!(violation["detail"]["hook"], "checkpoint");
+    assert_eq!(violation["detail"]["ref"], "config/settings.py:2:12");
+    assert_eq!(violation["detail"]["rule"], "aws-access-key-id");
+    let escalated = named(&events, "escalated")[0];
+    assert_eq!(escalated["trigger"], "policy_violation", "{escalated:#}");
+    assert!(run.stdout.contains("config/settings.py"), "{}", run.stdout);
+    // The file is still on disk, for a human to fix; no blob, tree, commit or note has it.
+    assert!(read(&wt, "config/settings.py").contains(&key));
+    assert!(!env.all_objects(&repo).contains(&key[4..]), "the key is in the object database");
+    // Taking a checkpoint by hand refuses it too.
+    let manual = env.bmad(&wt, &["checkpoint", "-m", "by hand"]).code(4);
+    assert!(manual.stderr.contains("config/settings.py:2:12"), "{}", manual.stderr);
+    assert!(!env.all_objects(&repo).contains(&key[4..]));
+    // Removed, the work goes on.
+    std::fs::remove_file(wt.join("config/settings.py")).unwrap();
+    env.bmad(&wt, &["checkpoint", "-m", "clean"]).success();
+}
+
+#[test]
 fn ten_megabytes_of_output_are_capped_and_a_planted_key_never_reaches_a_note() {
     let env = TestEnv::new();
     let repo = env.repo("proj");

@@ -21,7 +21,7 @@ pub use gix::ObjectId;
 pub use notes::NotesTip;
 pub use refs::{CasOutcome, STALE_LOCK_AGE};
 pub use repo::{CommitInfo, Repo, WorktreeInfo};
-pub use snapshot::Dirt;
+pub use snapshot::{Dirt, Vet, Vetted, VET_LIMIT};
 
 /// Serialize an object id as its full hex string (for `--json` output).
 pub fn serialize_id<S: serde::Serializer>(

@@ -32,18 +32,58 @@ impl Dirt {
     }
 }
 
+/// Judges one changed file (its path, its bytes) before it may enter the object database.
+pub type Vet<'a> = &'a mut dyn FnMut(&str, &[u8]) -> bool;
+
+/// How much of a file a vet sees: a secret past the first 8 MiB of a file is not looked for.
+pub const VET_LIMIT: u64 = 8 << 20;
+
+/// A snapshot and the files that were kept out of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Vetted {
+    /// The snapshot's tree.
+    pub tree: ObjectId,
+    /// Changed files the vet refused, as `HEAD` has them in `tree`.
+    pub refused: Vec<String>,
+}
+
 impl Repo {
     /// The tree of this worktree as it is on disk: tracked and untracked files, `.gitignore`d
     /// ones left out; executable bits, symlinks and clean filters as `git add -A` would record.
     pub fn snapshot_tree(&self) -> Result<ObjectId> {
+        Ok(self.snapshot_tree_vetted(None)?.tree)
+    }
+
+    /// [`snapshot_tree`](Self::snapshot_tree), showing every changed file's bytes on disk
+    /// (the first [`VET_LIMIT`] of them) to `vet` before any object is written. A file `vet`
+    /// refuses never enters the object database: the snapshot keeps the path as `HEAD` has
+    /// it (absent, for a new file) and names it in [`Vetted::refused`].
+    pub fn snapshot_tree_vetted(&self, mut vet: Option<Vet<'_>>) -> Result<Vetted> {
         let repo = self.gix();
         let base = repo
             .head_tree_id_or_empty()
             .map_err(|e| Error::gix("could not read HEAD's tree", e))?
             .detach();
-        let changed = self.changed_paths()?;
+        let mut changed = self.changed_paths()?;
+        let mut refused = Vec::new();
+        if let Some(vet) = vet.as_mut() {
+            for path in &changed {
+                let Some(bytes) = self.file_head(path)? else {
+                    continue;
+                };
+                if !vet(path, &bytes) {
+                    refused.push(path.clone());
+                }
+            }
+            for path in &refused {
+                changed.remove(path);
+            }
+        }
         if changed.is_empty() {
-            return Ok(base);
+            return Ok(Vetted {
+                tree: base,
+                refused,
+            });
         }
         let (mut pipeline, index) = repo
             .filter_pipeline(None)
@@ -68,10 +108,34 @@ impl Repo {
             result
                 .map_err(|e| Error::gix(format!("could not record {path} in the snapshot"), e))?;
         }
-        editor
+        let tree = editor
             .write()
             .map(|id| id.detach())
-            .map_err(|e| Error::gix("could not write the snapshot tree", e))
+            .map_err(|e| Error::gix("could not write the snapshot tree", e))?;
+        Ok(Vetted { tree, refused })
+    }
+
+    /// The first [`VET_LIMIT`] bytes of a regular file of the worktree (a symlink: its
+    /// target); `None` for what is gone or is a directory (a submodule).
+    fn file_head(&self, path: &str) -> Result<Option<Vec<u8>>> {
+        use std::io::Read;
+        let full = self.workdir().join(path);
+        let Ok(meta) = std::fs::symlink_metadata(&full) else {
+            return Ok(None);
+        };
+        if meta.file_type().is_symlink() {
+            return Ok(std::fs::read_link(&full)
+                .ok()
+                .map(|t| t.to_string_lossy().into_owned().into_bytes()));
+        }
+        if !meta.is_file() {
+            return Ok(None);
+        }
+        let mut bytes = Vec::new();
+        std::fs::File::open(&full)
+            .and_then(|f| f.take(VET_LIMIT).read_to_end(&mut bytes))
+            .map_err(|e| Error::io("could not read (to check it)", &full, e))?;
+        Ok(Some(bytes))
     }
 
     /// Whether the worktree differs from HEAD, untracked files included.

@@ -15,7 +15,7 @@ use super::schema::{Body, CheckpointTaken};
 use super::state::Status;
 use super::store::Session;
 use super::{checkpoints_ref, notes_ref};
-use crate::git::{CasOutcome, ObjectId, Repo};
+use crate::git::{CasOutcome, ObjectId, Repo, Vet};
 
 const MAX_ATTEMPTS: u32 = 500;
 
@@ -182,13 +182,28 @@ pub fn checkpoint(
     status: Option<Status>,
     step: Option<String>,
 ) -> Result<(Checkpoint, Event)> {
+    let (checkpoint, event, _) = checkpoint_vetted(repo, session, label, status, step, None)?;
+    Ok((checkpoint, event))
+}
+
+/// [`checkpoint`], with every changed file shown to `vet` first: what it refuses is kept out
+/// of the object database (the snapshot has the path as `HEAD` has it) and returned.
+pub fn checkpoint_vetted(
+    repo: &Repo,
+    session: &Session,
+    label: &str,
+    status: Option<Status>,
+    step: Option<String>,
+    vet: Option<Vet<'_>>,
+) -> Result<(Checkpoint, Event, Vec<String>)> {
     let worktree = session.open_worktree(repo)?;
     let wt = worktree.as_ref().unwrap_or(repo);
-    let tree = wt.snapshot_tree()?;
+    let snapshot = wt.snapshot_tree_vetted(vet)?;
     let head = wt.head_id()?;
-    let (checkpoint, event) = extend_chain(repo, session, Some(tree), head, label, status, step)?;
+    let (checkpoint, event) =
+        extend_chain(repo, session, Some(snapshot.tree), head, label, status, step)?;
     super::render::update_rendered(repo, session, &event)?;
-    Ok((checkpoint, event))
+    Ok((checkpoint, event, snapshot.refused))
 }
 
 /// Record a change of status (a gate opened, a run stopped) on the chain without taking a

@@ -23,7 +23,7 @@ pub mod schema;
 mod state;
 mod store;
 
-pub use checkpoint::{chain, checkpoint, mark_status, Checkpoint, Trailers};
+pub use checkpoint::{chain, checkpoint, checkpoint_vetted, mark_status, Checkpoint, Trailers};
 pub use doctor::{doctor, Finding, Severity};
 pub use error::{Error, Result};
 pub use event::{Decision, Event, NewEvent};

@@ -31,6 +31,8 @@ pub(super) struct Attempt<'s> {
     pub hash: String,
     /// Files the round changed.
     pub changed: usize,
+    /// What the policy refused during the attempt (hooks, the guard, the secret scan).
+    pub violations: Vec<String>,
 }
 
 impl Attempt<'_> {
@@ -72,6 +74,9 @@ impl Attempt<'_> {
                 }
             }
             Err(e) => reasons.push((Trigger::SubagentError, format!("could not run: {e}"))),
+        }
+        for violation in &self.violations {
+            reasons.push((Trigger::PolicyViolation, violation.clone()));
         }
         for check in self.checks.iter().filter(|c| !c.ok) {
             let first_line = check.detail.lines().next().unwrap_or_default();

@@ -17,10 +17,10 @@ use super::outcome::{Outcome, Report};
 use super::playbook::{self, Autonomy, Check, Playbook, Step};
 use super::state::{Ended, RunState, StepStatus};
 use crate::config::Config;
-use crate::policy::secrets::redact;
+use crate::policy::secrets::{self, redact};
 use crate::runner::{self, AgentResult, Invocation, Kind};
-use crate::session::schema::{Body, Next, RunStarted, StepStarted};
-use crate::session::{self, Decision, Event, NewEvent, Repo, Session, Status};
+use crate::session::schema::{Body, Next, PolicyViolation, RunStarted, StepStarted};
+use crate::session::{self, Checkpoint, Decision, Event, NewEvent, Repo, Session, Status};
 
 /// What the caller wants.
 #[derive(Clone, Debug)]
@@ -372,10 +372,53 @@ impl Engine<'_> {
         }
     }
 
-    /// Policy violations the hooks and the guard journaled since event `seq`, by step: each
-    /// fails its step like a refused tool call, whatever the agent CLI reported (a call
-    /// blocked in a subagent, a push the pre-push hook refused). One without a step belongs
-    /// to the round's only step.
+    /// A checkpoint of the round's steps (`tag`) whose every changed file was scanned before
+    /// it could enter the object database: a secret is kept out of it and journaled,
+    /// redacted, as a policy violation of the round's step. Returns it and its event's seq.
+    fn vetted_checkpoint(&mut self, label: &str, tag: &str, ids: &[&str]) -> Result<(Checkpoint, u64)> {
+        let mut found = Vec::new();
+        let mut vet = |path: &str, bytes: &[u8]| {
+            let secrets = secrets::scan_file(path, bytes);
+            let clean = secrets.is_empty();
+            found.extend(secrets);
+            clean
+        };
+        let (checkpoint, ev, _) = session::checkpoint_vetted(
+            self.repo,
+            self.session,
+            label,
+            Some(Status::Running),
+            Some(tag.to_owned()),
+            Some(&mut vet),
+        )?;
+        self.fold(&ev);
+        let step = match ids {
+            [only] => Some(only.to_string()),
+            _ => None,
+        };
+        for finding in &found {
+            let ev = self.record(
+                NewEvent::new(Body::PolicyViolation(PolicyViolation {
+                    hook: "checkpoint".into(),
+                    rule: finding.rule.to_owned(),
+                    subject: finding.location(),
+                    reason: format!(
+                        "{} ({}) kept out of the checkpoint; remove it from the worktree",
+                        finding.description, finding.excerpt
+                    ),
+                }))
+                .step(step.clone())
+                .decision(Some(Decision::Auto)),
+            )?;
+            self.fold(&ev);
+        }
+        Ok((checkpoint, ev.seq))
+    }
+
+    /// Policy violations journaled since event `seq` (by the hooks, the guard, the
+    /// checkpoint's secret scan), by step: each gates its step whatever the agent CLI
+    /// reported (a call blocked in a subagent, a push the pre-push hook refused). One
+    /// without a step belongs to every step of the round.
     fn violations_since(&self, seq: u64, ids: &[&str]) -> Result<BTreeMap<String, Vec<String>>> {
         let journal = session::read_journal(self.repo, &self.session.id)?;
         let mut found: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -383,15 +426,16 @@ impl Engine<'_> {
             let Body::PolicyViolation(v) = &event.body else {
                 continue;
             };
-            let step = match (&event.step, ids) {
-                (Some(step), _) => step.clone(),
-                (None, [only]) => only.to_string(),
-                (None, _) => continue,
+            let steps = match &event.step {
+                Some(step) => vec![step.clone()],
+                None => ids.iter().map(|id| id.to_string()).collect(),
             };
-            found
-                .entry(step)
-                .or_default()
-                .push(format!("policy {} ({}): {}", v.rule, v.hook, v.subject));
+            for step in steps {
+                found.entry(step).or_default().push(format!(
+                    "{} refused {} ({}): {}",
+                    v.hook, v.subject, v.rule, v.reason
+                ));
+            }
         }
         Ok(found)
     }
@@ -431,15 +475,8 @@ impl Engine<'_> {
         } else {
             phase.to_owned()
         };
-        let (before, ev) = session::checkpoint(
-            self.repo,
-            self.session,
-            &format!("before {}", ids.join(", ")),
-            Some(Status::Running),
-            Some(tag.clone()),
-        )?;
-        self.fold(&ev);
-        let round_start = ev.seq;
+        let (before, round_start) =
+            self.vetted_checkpoint(&format!("before {}", ids.join(", ")), &tag, &ids)?;
         // The run's limit is on time spent in steps, summed: a round's steps share what is
         // left of it, so no step runs past the limit however its own timeout is set.
         let spent = std::time::Duration::from_millis(self.state.run_time_ms);
@@ -521,20 +558,8 @@ impl Engine<'_> {
                 }));
             });
         }
-        let violations = self.violations_since(round_start, &ids)?;
-        for ((step, _, _), result) in invocations.iter().zip(results.iter_mut()) {
-            if let (Ok(result), Some(found)) = (result, violations.get(step.id.as_str())) {
-                result.permission_denials.extend(found.iter().cloned());
-            }
-        }
-        let (after, ev) = session::checkpoint(
-            self.repo,
-            self.session,
-            &format!("after {}", ids.join(", ")),
-            Some(Status::Running),
-            Some(tag),
-        )?;
-        self.fold(&ev);
+        let (after, _) = self.vetted_checkpoint(&format!("after {}", ids.join(", ")), &tag, &ids)?;
+        let mut violations = self.violations_since(round_start, &ids)?;
         let changes = before.work_changed_to(self.repo, &after)?;
         let changed_paths: Vec<String> = changes.iter().map(|(p, _)| p.clone()).collect();
         let mut attempts = Vec::new();
@@ -552,6 +577,7 @@ impl Engine<'_> {
                 checks,
                 hash,
                 changed: changes.len(),
+                violations: violations.remove(step.id.as_str()).unwrap_or_default(),
             });
         }
         Ok(attempts)

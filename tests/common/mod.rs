@@ -221,6 +221,18 @@ impl TestEnv {
 }
 
 impl TestEnv {
+    /// Every object in `repo`'s database, reachable or not, as text (`cat-file --batch`):
+    /// what must never hold a secret.
+    pub fn all_objects(&self, repo: &Path) -> String {
+        let out = self
+            .git_command(repo)
+            .args(["cat-file", "--batch-all-objects", "--batch", "--unordered"])
+            .output()
+            .expect("git cat-file");
+        assert!(out.status.success());
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
     /// An executable `name` in the world's `bin`, first on every command's PATH.
     pub fn executable(&self, name: &str, script: &str) {
         use std::os::unix::fs::PermissionsExt;

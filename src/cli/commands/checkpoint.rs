@@ -6,13 +6,15 @@ use serde_json::json;
 use crate::cli::error::{exit, CommandError};
 use crate::cli::ui::Style;
 use crate::cli::Context;
-use crate::policy::secrets::redact;
+use crate::policy::secrets::{self, redact};
 use crate::session;
 
 /// Snapshot the session worktree as a checkpoint.
 ///
 /// Records tracked and untracked (not ignored) files as a commit on
 /// refs/bmad/sessions/<id>/checkpoints; the index, HEAD and branch are not touched.
+/// Changed files are scanned first: one holding a secret is kept out of the checkpoint
+/// (exit 4), so the secret never enters the object database.
 #[derive(Debug, Args)]
 pub struct CheckpointArgs {
     /// A one-line label
@@ -32,11 +34,36 @@ pub fn cmd_checkpoint(ctx: &Context, args: &CheckpointArgs) -> Result<u8, Comman
     let s = session::locate(&repo, args.session.as_deref())?;
     // The label goes into a commit message and a note: no secret in it is ever stored.
     let label = redact(&args.message);
-    let (cp, event) = session::checkpoint(&repo, &s, &label, None, args.step.clone())?;
+    // Every changed file is scanned first: a secret never enters the object database.
+    let mut found = Vec::new();
+    let mut vet = |path: &str, bytes: &[u8]| {
+        let secrets = secrets::scan_file(path, bytes);
+        let clean = secrets.is_empty();
+        found.extend(secrets);
+        clean
+    };
+    let (cp, event, refused) =
+        session::checkpoint_vetted(&repo, &s, &label, None, args.step.clone(), Some(&mut vet))?;
+    let code = if refused.is_empty() {
+        exit::OK
+    } else {
+        exit::POLICY
+    };
     if ctx.ui.json() {
-        ctx.ui
-            .print_json(&json!({"checkpoint": cp, "event": event}));
-        return Ok(exit::OK);
+        ctx.ui.print_json(
+            &json!({"checkpoint": cp, "event": event, "kept_out": refused, "secrets": found}),
+        );
+        return Ok(code);
+    }
+    for finding in &found {
+        // On stderr even with --quiet: the checkpoint is not what was asked for.
+        eprintln!(
+            "{}: {} ({}, {}): kept out of the checkpoint; remove it, then checkpoint again",
+            finding.location(),
+            finding.description,
+            finding.rule,
+            finding.excerpt
+        );
     }
     ctx.ui.line(format!(
         "Checkpoint {} of session {}: {}",
@@ -45,5 +72,5 @@ pub fn cmd_checkpoint(ctx: &Context, args: &CheckpointArgs) -> Result<u8, Comman
         s.id,
         cp.label
     ));
-    Ok(exit::OK)
+    Ok(code)
 }

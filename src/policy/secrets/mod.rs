@@ -152,6 +152,17 @@ pub fn redact(text: &str) -> String {
     out
 }
 
+/// The blocking findings in one file about to be stored: its name, then its bytes (binary
+/// files are read as text too: a key in a `.sqlite` or a `.pyc` is still a key).
+pub fn scan_file(path: &str, bytes: &[u8]) -> Vec<Finding> {
+    let text = String::from_utf8_lossy(bytes);
+    check_path(path)
+        .into_iter()
+        .chain(scan_text(&text, Some(path), Options::default()))
+        .filter(|f| f.confidence == Confidence::High)
+        .collect()
+}
+
 /// A finding for a file that should never be committed, whatever it contains.
 pub fn check_path(path: &str) -> Option<Finding> {
     let name = path.rsplit('/').next().unwrap_or(path);

@@ -61,7 +61,10 @@ pub fn judge(attempt: &Attempt<'_>, record: &StepState) -> Verdict {
         .join("; ");
     outcome.reason = Some(format!("failed: {reason}"));
     outcome.evidence = Some(evidence);
-    if let Some((trigger, _)) = reasons.iter().find(|(t, _)| step.escalate_on.contains(t)) {
+    if let Some((trigger, _)) = reasons
+        .iter()
+        .find(|(t, _)| *t == Trigger::PolicyViolation || step.escalate_on.contains(t))
+    {
         outcome.next = Some(Next::Gate);
         return goes_on(vec![event(Body::Escalated(outcome))
             .decision(Some(Decision::Escalated))
@@ -139,6 +142,7 @@ mod tests {
             checks,
             hash: "h".into(),
             changed: 1,
+            violations: Vec::new(),
         }
     }
 
@@ -254,6 +258,20 @@ mod tests {
             &StepState::default(),
         );
         assert_eq!(kinds(&quiet), ["step_completed"]);
+    }
+
+    #[test]
+    fn a_policy_violation_gates_whatever_the_error_policy() {
+        let s = step("on_error: stop");
+        let mut a = attempt(&s, ran(Exit::Code(0), "done\n"), vec![]);
+        a.violations = vec!["pre-push refused refs/heads/main (no-force-push)".into()];
+        let v = judge(&a, &StepState::default());
+        assert_eq!(kinds(&v), ["escalated"]);
+        assert!(!v.stops);
+        let Body::Escalated(outcome) = v.events[0].body() else {
+            panic!("not an escalation");
+        };
+        assert!(outcome.reason.as_deref().unwrap().contains("no-force-push"));
     }
 
     #[test]

@@ -97,6 +97,9 @@ words! {
         SubagentError = "subagent_error",
         /// A step that must judge (`verdict: required`) ended without a verdict.
         VerdictMissing = "verdict_missing",
+        /// A hook, the guard or the checkpoint's secret scan refused something during the
+        /// step. Always a gate, whatever the step's `on_error` and `escalate_on`.
+        PolicyViolation = "policy_violation",
     }
 }
 
