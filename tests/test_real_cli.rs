@@ -139,6 +139,11 @@ impl World {
         self.bmad(&["run", "scenario"])
     }
 
+    /// Replace the project's `.bmad/config.yaml` (read from the main worktree).
+    fn configure(&self, yaml: &str) {
+        write(&self.env.root().join("project"), ".bmad/config.yaml", yaml);
+    }
+
     /// The journal's events.
     fn journal(&self) -> Vec<Value> {
         let run = self.bmad(&["journal", "--json"]);
@@ -347,4 +352,102 @@ fn a_force_push_inside_a_claude_subagent_is_caught_too() {
     assert_not_done(&world, &run, "policy_violation");
     let violation = &world.named("policy_violation")[0];
     assert_eq!(violation["step"], "implement", "{violation:#}");
+}
+
+#[test]
+fn a_key_the_agent_writes_and_echoes_is_stored_nowhere() {
+    let key = format!("AKIA{}", "Q7ZK2M4XW6RT5PLN");
+    for cli in ALL {
+        let world = World::new(
+            cli,
+            vec![
+                Turn::Write {
+                    path: "src/hello.txt".into(),
+                    content: "hello\n".into(),
+                },
+                Turn::Write {
+                    path: "config/settings.py".into(),
+                    content: format!("AWS_ACCESS_KEY_ID = \"{key}\"\n"),
+                },
+                Turn::Shell("cat config/settings.py".into()),
+                Turn::Answer(format!("Done; I configured the key {key} for you.")),
+            ],
+            IMPLEMENT,
+        );
+        let run = world.run();
+        assert_eq!(run.code, 3, "{}", world.explain(&run));
+        assert_not_done(&world, &run, "config/settings.py:1:");
+        let repo = world.env.root().join("project");
+        assert!(
+            !world.env.all_objects(&repo).contains(&key[4..]),
+            "{cli:?}: the key is in the object database"
+        );
+        assert!(!run.stdout.contains(&key[4..]) && !run.stderr.contains(&key[4..]));
+    }
+}
+
+#[test]
+fn a_failing_verdict_and_a_hanging_model_never_end_done() {
+    let judge = "name: scenario\nsteps:\n  - id: review\n    command: Review the change\n    verdict: required\n    timeout: 120s\n";
+    let hang = "name: scenario\nsteps:\n  - id: implement\n    command: Create src/hello.txt\n    timeout: 5s\n";
+    for cli in ALL {
+        let world = World::new(
+            cli,
+            vec![Turn::Answer("Two tests fail.\nVERDICT: FAIL".into())],
+            judge,
+        );
+        let run = world.run();
+        assert_not_done(&world, &run, "verdict is FAIL");
+        let world = World::new(cli, vec![Turn::Answer("Looks fine to me.".into())], judge);
+        let run = world.run();
+        assert_not_done(&world, &run, "verdict_missing");
+        let world = World::new(cli, vec![Turn::Hang], hang);
+        let started = std::time::Instant::now();
+        let run = world.run();
+        assert!(started.elapsed() < std::time::Duration::from_secs(60));
+        assert_not_done(&world, &run, "timed_out");
+    }
+}
+
+#[test]
+fn stream_json_output_is_read_for_claude_and_refused_for_gemini() {
+    let world = World::new(Cli::Claude, honest(), IMPLEMENT);
+    world.configure(
+        "runners:\n  default: claude\n  claude: {args: [--permission-mode, acceptEdits, --allowedTools, 'Bash(sh test.sh)', 'Bash(git add:*)', 'Bash(git commit:*)', --output-format, stream-json]}\nchecks:\n  test_command: sh test.sh\n",
+    );
+    let run = world.run();
+    assert_eq!(run.code, 0, "{}", world.explain(&run));
+    let started = &world.named("step_started")[0];
+    assert!(world.api.seen().len() >= 4, "{started:#}");
+    let done = &world.named("step_completed")[0];
+    // Read from the stream: the answer, and every token the model processed.
+    assert_eq!(done["detail"]["final_text"], "Created src/hello.txt; the tests pass.");
+    let stdout = done["detail"]["stdout"].as_str().unwrap_or_default();
+    assert!(stdout.starts_with("{\"type\":\"system\""), "not a stream: {stdout}");
+    // Four model calls, each 100 fresh + 1000 cache-read + 500 cache-write input tokens.
+    assert_eq!(done["detail"]["tokens_in"], 6400, "{done:#}");
+    // The same with an API error in the stream: the step fails.
+    let failing = World::new(
+        Cli::Claude,
+        vec![Turn::Fail {
+            status: 401,
+            message: "stream says no".into(),
+            times: u32::MAX,
+        }],
+        IMPLEMENT,
+    );
+    failing.configure(
+        "runners:\n  default: claude\n  claude: {args: [--output-format, stream-json]}\n",
+    );
+    let run = failing.run();
+    assert_not_done(&failing, &run, "stream says no");
+    // Gemini's stream is not read: refused before anything runs.
+    let gemini = World::new(Cli::Gemini, honest(), IMPLEMENT);
+    gemini.configure(
+        "runners:\n  default: gemini\n  gemini: {args: [--output-format, stream-json]}\n",
+    );
+    let run = gemini.run();
+    assert_ne!(run.code, 0);
+    assert!(run.stderr.contains("--output-format stream-json"), "{}", run.stderr);
+    assert!(gemini.api.seen().is_empty(), "Gemini ran anyway");
 }
