@@ -207,7 +207,11 @@ fn an_honest_agent_finishes_with_the_default_config() {
         );
         let done = world.named("step_completed");
         assert_eq!(done.len(), 1, "{}", world.explain(&run));
-        assert!(world.named("policy_violation").is_empty(), "{}", world.explain(&run));
+        assert!(
+            world.named("policy_violation").is_empty(),
+            "{}",
+            world.explain(&run)
+        );
     }
 }
 
@@ -326,9 +330,10 @@ fn a_force_push_the_policy_blocks_fails_the_step_whatever_the_cli_says() {
         if cli != Cli::Gemini {
             assert_not_done(&world, &run, "policy_violation");
         }
-        let remote_log = world
-            .env
-            .git(&world.env.root().join("remote.git"), &["log", "--all", "--oneline"]);
+        let remote_log = world.env.git(
+            &world.env.root().join("remote.git"),
+            &["log", "--all", "--oneline"],
+        );
         assert!(remote_log.is_empty(), "{cli:?} pushed: {remote_log}");
     }
 }
@@ -421,9 +426,15 @@ fn stream_json_output_is_read_for_claude_and_refused_for_gemini() {
     assert!(world.api.seen().len() >= 4, "{started:#}");
     let done = &world.named("step_completed")[0];
     // Read from the stream: the answer, and every token the model processed.
-    assert_eq!(done["detail"]["final_text"], "Created src/hello.txt; the tests pass.");
+    assert_eq!(
+        done["detail"]["final_text"],
+        "Created src/hello.txt; the tests pass."
+    );
     let stdout = done["detail"]["stdout"].as_str().unwrap_or_default();
-    assert!(stdout.starts_with("{\"type\":\"system\""), "not a stream: {stdout}");
+    assert!(
+        stdout.starts_with("{\"type\":\"system\""),
+        "not a stream: {stdout}"
+    );
     // Four model calls, each 100 fresh + 1000 cache-read + 500 cache-write input tokens.
     assert_eq!(done["detail"]["tokens_in"], 6400, "{done:#}");
     // The same with an API error in the stream: the step fails.
@@ -448,6 +459,10 @@ fn stream_json_output_is_read_for_claude_and_refused_for_gemini() {
     );
     let run = gemini.run();
     assert_ne!(run.code, 0);
-    assert!(run.stderr.contains("--output-format stream-json"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("--output-format stream-json"),
+        "{}",
+        run.stderr
+    );
     assert!(gemini.api.seen().is_empty(), "Gemini ran anyway");
 }

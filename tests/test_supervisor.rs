@@ -823,10 +823,17 @@ fn a_key_written_into_a_file_never_enters_the_object_database_and_the_run_parks(
     assert!(run.stdout.contains("config/settings.py"), "{}", run.stdout);
     // The file is still on disk, for a human to fix; no blob, tree, commit or note has it.
     assert!(read(&wt, "config/settings.py").contains(&key));
-    assert!(!env.all_objects(&repo).contains(&key[4..]), "the key is in the object database");
+    assert!(
+        !env.all_objects(&repo).contains(&key[4..]),
+        "the key is in the object database"
+    );
     // Taking a checkpoint by hand refuses it too.
     let manual = env.bmad(&wt, &["checkpoint", "-m", "by hand"]).code(4);
-    assert!(manual.stderr.contains("config/settings.py:2:12"), "{}", manual.stderr);
+    assert!(
+        manual.stderr.contains("config/settings.py:2:12"),
+        "{}",
+        manual.stderr
+    );
     assert!(!env.all_objects(&repo).contains(&key[4..]));
     // Removed, the work goes on.
     std::fs::remove_file(wt.join("config/settings.py")).unwrap();

@@ -293,7 +293,10 @@ mod tests {
             "{\"type\":\"system\",\"subtype\":\"init\"}\n{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"ok\",\"usage\":{\"input_tokens\":12,\"cache_read_input_tokens\":61000,\"cache_creation_input_tokens\":500,\"output_tokens\":3}}\n",
         );
         assert_eq!(stream.final_text, "ok");
-        assert_eq!((stream.tokens_in, stream.tokens_out), (Some(61_512), Some(3)));
+        assert_eq!(
+            (stream.tokens_in, stream.tokens_out),
+            (Some(61_512), Some(3))
+        );
         assert_eq!(stream.failure(), None);
     }
 
@@ -388,7 +391,11 @@ mod tests {
         assert_eq!(claude[claude.len() - 2..], ["--", "-v"]);
         assert!(claude.windows(2).any(|w| w == ["--model", "claude-haiku"]));
         // Claude may run the step's tests (each part of the chain) and commit, not push.
-        for rule in ["Bash(cargo test && npm test)", "Bash(npm test:*)", "Bash(git commit:*)"] {
+        for rule in [
+            "Bash(cargo test && npm test)",
+            "Bash(npm test:*)",
+            "Bash(git commit:*)",
+        ] {
             assert!(claude.iter().any(|a| a == rule), "{rule} in {claude:?}");
         }
         assert!(!claude.iter().any(|a| a.contains("push")));
@@ -421,7 +428,14 @@ mod tests {
         let (claude, _) = args(&config, "claude", "p", None);
         assert_eq!(
             claude[..6],
-            ["-p", "--output-format", "json", "--max-turns", "3", "--settings"]
+            [
+                "-p",
+                "--output-format",
+                "json",
+                "--max-turns",
+                "3",
+                "--settings"
+            ]
         );
         assert_eq!(claude[claude.len() - 2..], ["--", "p"]);
     }

@@ -200,8 +200,15 @@ pub fn checkpoint_vetted(
     let wt = worktree.as_ref().unwrap_or(repo);
     let snapshot = wt.snapshot_tree_vetted(vet)?;
     let head = wt.head_id()?;
-    let (checkpoint, event) =
-        extend_chain(repo, session, Some(snapshot.tree), head, label, status, step)?;
+    let (checkpoint, event) = extend_chain(
+        repo,
+        session,
+        Some(snapshot.tree),
+        head,
+        label,
+        status,
+        step,
+    )?;
     super::render::update_rendered(repo, session, &event)?;
     Ok((checkpoint, event, snapshot.refused))
 }

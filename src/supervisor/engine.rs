@@ -375,7 +375,12 @@ impl Engine<'_> {
     /// A checkpoint of the round's steps (`tag`) whose every changed file was scanned before
     /// it could enter the object database: a secret is kept out of it and journaled,
     /// redacted, as a policy violation of the round's step. Returns it and its event's seq.
-    fn vetted_checkpoint(&mut self, label: &str, tag: &str, ids: &[&str]) -> Result<(Checkpoint, u64)> {
+    fn vetted_checkpoint(
+        &mut self,
+        label: &str,
+        tag: &str,
+        ids: &[&str],
+    ) -> Result<(Checkpoint, u64)> {
         let mut found = Vec::new();
         let mut vet = |path: &str, bytes: &[u8]| {
             let secrets = secrets::scan_file(path, bytes);
@@ -558,7 +563,8 @@ impl Engine<'_> {
                 }));
             });
         }
-        let (after, _) = self.vetted_checkpoint(&format!("after {}", ids.join(", ")), &tag, &ids)?;
+        let (after, _) =
+            self.vetted_checkpoint(&format!("after {}", ids.join(", ")), &tag, &ids)?;
         let mut violations = self.violations_since(round_start, &ids)?;
         let changes = before.work_changed_to(self.repo, &after)?;
         let changed_paths: Vec<String> = changes.iter().map(|(p, _)| p.clone()).collect();

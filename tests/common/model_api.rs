@@ -553,11 +553,22 @@ fn gemini(stream: &mut TcpStream, streamed: bool, parts: &[Part]) -> std::io::Re
     }
 }
 
-fn respond_error(stream: &mut TcpStream, api: Api, status: u16, message: &str) -> std::io::Result<()> {
+fn respond_error(
+    stream: &mut TcpStream,
+    api: Api,
+    status: u16,
+    message: &str,
+) -> std::io::Result<()> {
     let body = match api {
-        Api::Anthropic => json!({"type": "error", "error": {"type": error_type(status), "message": message}}),
-        Api::OpenAi => json!({"error": {"type": error_type(status), "message": message, "code": error_type(status)}}),
-        Api::Gemini => json!({"error": {"code": status, "message": message, "status": error_type(status)}}),
+        Api::Anthropic => {
+            json!({"type": "error", "error": {"type": error_type(status), "message": message}})
+        }
+        Api::OpenAi => {
+            json!({"error": {"type": error_type(status), "message": message, "code": error_type(status)}})
+        }
+        Api::Gemini => {
+            json!({"error": {"code": status, "message": message, "status": error_type(status)}})
+        }
     };
     respond_json(stream, status, &body)
 }

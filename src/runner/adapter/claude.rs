@@ -20,7 +20,9 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::{agent_args, configured_value, dashed, json_values, nested, whole_stdout, Adapter, Call};
+use super::{
+    agent_args, configured_value, dashed, json_values, nested, whole_stdout, Adapter, Call,
+};
 use crate::config::CliConfig;
 use crate::runner::agent::{verdict_word, AgentResult};
 use crate::text::last_chars;
@@ -74,8 +76,8 @@ impl Adapter for Claude {
                 Value::Array(items) => items,
                 other => vec![other],
             })
-            .filter(|v| v["type"] == "result")
-            .last()
+            .rev()
+            .find(|v| v["type"] == "result")
         else {
             return false;
         };
@@ -131,7 +133,8 @@ fn tokens(value: &Value) -> (u64, u64) {
     match value["modelUsage"].as_object().filter(|m| !m.is_empty()) {
         Some(models) => models.values().fold((0, 0), |(i, o), m| {
             (
-                i + n(m, "inputTokens") + n(m, "cacheReadInputTokens")
+                i + n(m, "inputTokens")
+                    + n(m, "cacheReadInputTokens")
                     + n(m, "cacheCreationInputTokens"),
                 o + n(m, "outputTokens"),
             )

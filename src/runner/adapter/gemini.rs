@@ -108,7 +108,9 @@ impl Adapter for Gemini {
                     .into(),
             );
         }
-        if let Some(format) = configured_value(cli, &["--output-format", "-o"]).filter(|f| *f != "json") {
+        if let Some(format) =
+            configured_value(cli, &["--output-format", "-o"]).filter(|f| *f != "json")
+        {
             problems.push(format!(
                 "runners.gemini.args: `--output-format {format}` would hide Gemini's errors and denials from git-bmad; leave the output format to it (json)"
             ));
@@ -121,8 +123,20 @@ impl Adapter for Gemini {
 /// shell command by prefix and judges each part of a chain on its own.
 fn allowed_tools(commands: &[String]) -> Vec<String> {
     const ALWAYS: &[&str] = &[
-        "git status", "git diff", "git log", "git show", "git add", "git commit", "ls", "cat",
-        "head", "tail", "wc", "grep", "rg", "pwd",
+        "git status",
+        "git diff",
+        "git log",
+        "git show",
+        "git add",
+        "git commit",
+        "ls",
+        "cat",
+        "head",
+        "tail",
+        "wc",
+        "grep",
+        "rg",
+        "pwd",
     ];
     let mut prefixes: Vec<String> = ALWAYS.iter().map(|p| p.to_string()).collect();
     for command in commands {
