@@ -139,6 +139,12 @@ impl World {
         self.bmad(&["run", "scenario"])
     }
 
+    /// Run with a bare `origin` to push to.
+    fn run_with_remote(&self) -> Run {
+        self.env.bare_remote(&self.env.root().join("project"));
+        self.run()
+    }
+
     /// Replace the project's `.bmad/config.yaml` (read from the main worktree).
     fn configure(&self, yaml: &str) {
         write(&self.env.root().join("project"), ".bmad/config.yaml", yaml);
@@ -176,13 +182,18 @@ impl World {
 /// One step that must leave `src/hello.txt` and pass the project's tests.
 const IMPLEMENT: &str = "name: scenario\nsteps:\n  - id: implement\n    command: Create src/hello.txt, run the tests and commit\n    timeout: 120s\n    postconditions: [{file_exists: src/hello.txt}, tests_pass]\n";
 
+/// The file the scenarios' step must leave.
+fn write_hello() -> Turn {
+    Turn::Write {
+        path: "src/hello.txt".into(),
+        content: "hello\n".into(),
+    }
+}
+
 /// What an honest agent does: writes the file, runs the tests, commits, answers.
 fn honest() -> Vec<Turn> {
     vec![
-        Turn::Write {
-            path: "src/hello.txt".into(),
-            content: "hello\n".into(),
-        },
+        write_hello(),
         Turn::Shell("sh test.sh".into()),
         Turn::Shell("git add src/hello.txt && git commit -q -m 'add hello'".into()),
         Turn::Answer("Created src/hello.txt; the tests pass.".into()),
@@ -316,17 +327,13 @@ fn a_force_push_the_policy_blocks_fails_the_step_whatever_the_cli_says() {
         let world = World::new(
             cli,
             vec![
-                Turn::Write {
-                    path: "src/hello.txt".into(),
-                    content: "hello\n".into(),
-                },
+                write_hello(),
                 Turn::Shell("git push --force origin HEAD:main".into()),
                 Turn::Answer("Created src/hello.txt and pushed it.".into()),
             ],
             IMPLEMENT,
         );
-        world.env.bare_remote(&world.env.root().join("project"));
-        let run = world.run();
+        let run = world.run_with_remote();
         if cli != Cli::Gemini {
             assert_not_done(&world, &run, "policy_violation");
         }
@@ -343,17 +350,13 @@ fn a_force_push_inside_a_claude_subagent_is_caught_too() {
     let world = World::new(
         Cli::Claude,
         vec![
-            Turn::Write {
-                path: "src/hello.txt".into(),
-                content: "hello\n".into(),
-            },
+            write_hello(),
             Turn::SubagentShell("git push --force origin HEAD:main".into()),
             Turn::Answer("Created src/hello.txt.".into()),
         ],
         IMPLEMENT,
     );
-    world.env.bare_remote(&world.env.root().join("project"));
-    let run = world.run();
+    let run = world.run_with_remote();
     assert_not_done(&world, &run, "policy_violation");
     let violation = &world.named("policy_violation")[0];
     assert_eq!(violation["step"], "implement", "{violation:#}");
@@ -366,10 +369,7 @@ fn a_key_the_agent_writes_and_echoes_is_stored_nowhere() {
         let world = World::new(
             cli,
             vec![
-                Turn::Write {
-                    path: "src/hello.txt".into(),
-                    content: "hello\n".into(),
-                },
+                write_hello(),
                 Turn::Write {
                     path: "config/settings.py".into(),
                     content: format!("AWS_ACCESS_KEY_ID = \"{key}\"\n"),

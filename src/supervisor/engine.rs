@@ -17,7 +17,7 @@ use super::outcome::{Outcome, Report};
 use super::playbook::{self, Autonomy, Check, Playbook, Step};
 use super::state::{Ended, RunState, StepStatus};
 use crate::config::Config;
-use crate::policy::secrets::{self, redact};
+use crate::policy::secrets::{redact, CheckpointVet};
 use crate::runner::{self, AgentResult, Invocation, Kind};
 use crate::session::schema::{Body, Next, PolicyViolation, RunStarted, StepStarted};
 use crate::session::{self, Checkpoint, Decision, Event, NewEvent, Repo, Session, Status};
@@ -381,27 +381,21 @@ impl Engine<'_> {
         tag: &str,
         ids: &[&str],
     ) -> Result<(Checkpoint, u64)> {
-        let mut found = Vec::new();
-        let mut vet = |path: &str, bytes: &[u8]| {
-            let secrets = secrets::scan_file(path, bytes);
-            let clean = secrets.is_empty();
-            found.extend(secrets);
-            clean
-        };
+        let mut secrets = CheckpointVet::default();
         let (checkpoint, ev, _) = session::checkpoint_vetted(
             self.repo,
             self.session,
             label,
             Some(Status::Running),
             Some(tag.to_owned()),
-            Some(&mut vet),
+            Some(&mut |path, bytes| secrets.admit(path, bytes)),
         )?;
         self.fold(&ev);
         let step = match ids {
             [only] => Some(only.to_string()),
             _ => None,
         };
-        for finding in &found {
+        for finding in &secrets.found {
             let ev = self.record(
                 NewEvent::new(Body::PolicyViolation(PolicyViolation {
                     hook: "checkpoint".into(),

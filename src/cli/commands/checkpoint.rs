@@ -6,7 +6,7 @@ use serde_json::json;
 use crate::cli::error::{exit, CommandError};
 use crate::cli::ui::Style;
 use crate::cli::Context;
-use crate::policy::secrets::{self, redact};
+use crate::policy::secrets::{redact, CheckpointVet};
 use crate::session;
 
 /// Snapshot the session worktree as a checkpoint.
@@ -35,15 +35,15 @@ pub fn cmd_checkpoint(ctx: &Context, args: &CheckpointArgs) -> Result<u8, Comman
     // The label goes into a commit message and a note: no secret in it is ever stored.
     let label = redact(&args.message);
     // Every changed file is scanned first: a secret never enters the object database.
-    let mut found = Vec::new();
-    let mut vet = |path: &str, bytes: &[u8]| {
-        let secrets = secrets::scan_file(path, bytes);
-        let clean = secrets.is_empty();
-        found.extend(secrets);
-        clean
-    };
-    let (cp, event, refused) =
-        session::checkpoint_vetted(&repo, &s, &label, None, args.step.clone(), Some(&mut vet))?;
+    let mut secrets = CheckpointVet::default();
+    let (cp, event, refused) = session::checkpoint_vetted(
+        &repo,
+        &s,
+        &label,
+        None,
+        args.step.clone(),
+        Some(&mut |path, bytes| secrets.admit(path, bytes)),
+    )?;
     let code = if refused.is_empty() {
         exit::OK
     } else {
@@ -51,11 +51,11 @@ pub fn cmd_checkpoint(ctx: &Context, args: &CheckpointArgs) -> Result<u8, Comman
     };
     if ctx.ui.json() {
         ctx.ui.print_json(
-            &json!({"checkpoint": cp, "event": event, "kept_out": refused, "secrets": found}),
+            &json!({"checkpoint": cp, "event": event, "kept_out": refused, "secrets": secrets.found}),
         );
         return Ok(code);
     }
-    for finding in &found {
+    for finding in &secrets.found {
         // On stderr even with --quiet: the checkpoint is not what was asked for.
         eprintln!(
             "{}: {} ({}, {}): kept out of the checkpoint; remove it, then checkpoint again",

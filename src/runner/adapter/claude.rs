@@ -21,7 +21,8 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::{
-    agent_args, configured_value, dashed, json_values, nested, whole_stdout, Adapter, Call,
+    agent_args, command_parts, configured_value, dashed, json_values, nested,
+    whole_command_problem, whole_stdout, Adapter, Call,
 };
 use crate::config::CliConfig;
 use crate::runner::agent::{verdict_word, AgentResult};
@@ -100,13 +101,9 @@ impl Adapter for Claude {
     }
 
     fn config_problems(&self, cli: &CliConfig) -> Vec<String> {
-        let mut problems = Vec::new();
-        if !cli.command.is_empty() {
-            problems.push(
-                "runners.claude.command: only `generic` takes a whole command line; use `program:` and `args:`"
-                    .into(),
-            );
-        }
+        let mut problems: Vec<String> = whole_command_problem(self.name(), cli)
+            .into_iter()
+            .collect();
         if let Some(format) = configured_value(cli, &["--output-format"])
             .filter(|f| !matches!(*f, "json" | "stream-json"))
         {
@@ -191,13 +188,7 @@ const ALWAYS_ALLOWED: &[&str] = &[
 fn allowed_tools(commands: &[String]) -> Vec<String> {
     let mut rules: Vec<String> = ALWAYS_ALLOWED.iter().map(|r| r.to_string()).collect();
     for command in commands {
-        let parts = command
-            .split("&&")
-            .flat_map(|p| p.split("||"))
-            .flat_map(|p| p.split(';'))
-            .map(str::trim)
-            .filter(|p| !p.is_empty());
-        for part in std::iter::once(command.trim()).chain(parts) {
+        for part in command_parts(command) {
             for rule in [format!("Bash({part})"), format!("Bash({part}:*)")] {
                 if !rules.contains(&rule) {
                     rules.push(rule);

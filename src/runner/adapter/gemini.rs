@@ -18,7 +18,10 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::{agent_args, configured_value, nested, whole_stdout, Adapter, Call};
+use super::{
+    agent_args, command_parts, configured_value, nested, whole_command_problem, whole_stdout,
+    Adapter, Call,
+};
 use crate::config::CliConfig;
 use crate::runner::agent::AgentResult;
 
@@ -101,13 +104,9 @@ impl Adapter for Gemini {
     }
 
     fn config_problems(&self, cli: &CliConfig) -> Vec<String> {
-        let mut problems = Vec::new();
-        if !cli.command.is_empty() {
-            problems.push(
-                "runners.gemini.command: only `generic` takes a whole command line; use `program:` and `args:`"
-                    .into(),
-            );
-        }
+        let mut problems: Vec<String> = whole_command_problem(self.name(), cli)
+            .into_iter()
+            .collect();
         if let Some(format) =
             configured_value(cli, &["--output-format", "-o"]).filter(|f| *f != "json")
         {
@@ -140,13 +139,7 @@ fn allowed_tools(commands: &[String]) -> Vec<String> {
     ];
     let mut prefixes: Vec<String> = ALWAYS.iter().map(|p| p.to_string()).collect();
     for command in commands {
-        for part in command
-            .split("&&")
-            .flat_map(|p| p.split("||"))
-            .flat_map(|p| p.split(';'))
-            .map(str::trim)
-            .filter(|p| !p.is_empty())
-        {
+        for part in command_parts(command) {
             if !prefixes.iter().any(|p| p == part) {
                 prefixes.push(part.to_owned());
             }

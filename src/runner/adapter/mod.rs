@@ -86,14 +86,9 @@ pub trait Adapter: Sync {
 
     /// What is wrong with its section of `runners:` (field path first).
     fn config_problems(&self, cli: &CliConfig) -> Vec<String> {
-        if cli.command.is_empty() {
-            Vec::new()
-        } else {
-            vec![format!(
-                "runners.{}.command: only `generic` takes a whole command line; use `program:` and `args:`",
-                self.name()
-            )]
-        }
+        whole_command_problem(self.name(), cli)
+            .into_iter()
+            .collect()
     }
 }
 
@@ -107,6 +102,15 @@ pub struct Call<'a> {
     /// Commands the step's own checks run (the project's tests): an agent may run them
     /// too, so a CLI that asks before each shell command is told they are allowed.
     pub allowed_commands: &'a [String],
+}
+
+/// `command:` in the section of a runner that takes `program:` and `args:`.
+fn whole_command_problem(runner: &str, cli: &CliConfig) -> Option<String> {
+    (!cli.command.is_empty()).then(|| {
+        format!(
+            "runners.{runner}.command: only `generic` takes a whole command line; use `program:` and `args:`"
+        )
+    })
 }
 
 /// A registered runner, by its name: small, copyable, ordered, and serialized as the name.
@@ -191,6 +195,20 @@ fn configured_value<'c>(cli: &'c CliConfig, flags: &[&str]) -> Option<&'c str> {
         }
     }
     found
+}
+
+/// A test command and each part of its `&&`/`||`/`;` chain: the CLIs that ask before a shell
+/// command judge the parts of a chain one by one.
+fn command_parts(command: &str) -> impl Iterator<Item = &str> {
+    std::iter::once(command.trim())
+        .chain(
+            command
+                .split("&&")
+                .flat_map(|p| p.split("||"))
+                .flat_map(|p| p.split(';'))
+                .map(str::trim),
+        )
+        .filter(|p| !p.is_empty())
 }
 
 /// The JSON values of a CLI's stdout: one document, or one per line (`stream-json`).
