@@ -44,6 +44,15 @@ pub fn locate(config: &Config, kind: Kind, cwd: &Path) -> Result<PathBuf> {
     })
 }
 
+/// The agent runners that report what they cost, for messages.
+fn cost_reporters() -> String {
+    ["claude", "codex", "gemini", "generic"]
+        .into_iter()
+        .filter(|n| Kind::parse(n).is_ok_and(|k| k.adapter().reports_cost()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// Everything wrong with the runner names and runner sections of a config, field path first.
 pub fn config_problems(config: &Config) -> Vec<String> {
     let mut out = Vec::new();
@@ -60,9 +69,19 @@ pub fn config_problems(config: &Config) -> Vec<String> {
                 .as_ref()
                 .map(|r| (format!("orchestration.agents.{role}.runner"), r))
         }));
+    let budget = config.orchestration.budget_usd;
     for (field, name) in named {
-        if let Err(e) = Kind::parse(name) {
-            out.push(format!("{field}: {e}"));
+        match Kind::parse(name) {
+            Err(e) => out.push(format!("{field}: {e}")),
+            // A dollar budget counts only what a CLI reports: one that reports no cost
+            // would run past it unseen.
+            Ok(kind) if budget.is_some() && kind.is_agent() && !kind.adapter().reports_cost() => {
+                out.push(format!(
+                    "{field}: {kind} reports no cost, so orchestration.budget_usd cannot limit it; use {} for that role, or drop the budget and cap the run with limits.max_invocations",
+                    cost_reporters()
+                ))
+            }
+            Ok(_) => {}
         }
     }
     for (name, cli) in &runners.clis {
@@ -121,5 +140,19 @@ mod tests {
             .any(|m| m.starts_with("runners.aider: not a runner")));
         assert!(p.iter().any(|m| m.starts_with("runners.shell:")));
         assert!(p.iter().any(|m| m.starts_with("runners.claude.command:")));
+    }
+
+    #[test]
+    fn a_dollar_budget_needs_runners_that_report_cost() {
+        let c = config("runners:\n  default: claude\n  roles: {dev: codex, qa: gemini}\norchestration:\n  budget_usd: 5\n");
+        let p = config_problems(&c);
+        assert_eq!(p.len(), 2, "{p:#?}");
+        assert!(
+            p[0].starts_with("runners.roles.dev: codex reports no cost"),
+            "{p:?}"
+        );
+        assert!(p[1].contains("use claude for that role"), "{p:?}");
+        let c = config("runners:\n  roles: {dev: codex}\n");
+        assert!(config_problems(&c).is_empty());
     }
 }

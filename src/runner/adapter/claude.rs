@@ -67,6 +67,10 @@ impl Adapter for Claude {
         true
     }
 
+    fn reports_cost(&self) -> bool {
+        true
+    }
+
     fn read_output(&self, result: &mut AgentResult) -> bool {
         let Some(text) = whole_stdout(result) else {
             return false;

@@ -73,6 +73,11 @@ pub trait Adapter: Sync {
         false
     }
 
+    /// Whether the CLI reports what an invocation cost (so a dollar budget can apply).
+    fn reports_cost(&self) -> bool {
+        false
+    }
+
     /// Whether the CLI always prints a result the adapter reads: when it prints none, every
     /// check on its output (errors, denials, cost) would be blind, so the call fails.
     fn structured(&self) -> bool {
