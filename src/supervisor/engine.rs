@@ -450,8 +450,9 @@ impl Engine<'_> {
                 _ => None,
             })
             .collect();
-        commands.extend(project);
-        commands.dedup();
+        if let Some(project) = project.filter(|p| !commands.contains(p)) {
+            commands.push(project);
+        }
         commands
     }
 
