@@ -10,6 +10,19 @@ pub fn first_line_within(text: &str, max: usize) -> String {
     }
 }
 
+/// A word for a POSIX shell: as it is when it is plain, else single-quoted.
+pub fn shell_quote(text: &str) -> String {
+    if !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
+    {
+        text.to_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
+    }
+}
+
 /// The last `n` characters of a text (an agent's final words are at its end).
 pub fn last_chars(text: &str, n: usize) -> String {
     let count = text.chars().count();

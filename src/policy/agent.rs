@@ -68,12 +68,36 @@ pub fn uninstall_claude(worktree: &Path) -> Result<Option<PathBuf>, Error> {
     Ok(Some(path))
 }
 
+/// Whether the project's Claude Code settings in `worktree` already run the guard (shared
+/// or local settings), so a run need not add it a second time.
+pub fn claude_guard_installed(worktree: &Path) -> bool {
+    [CLAUDE_SETTINGS, ".claude/settings.local.json"]
+        .iter()
+        .filter_map(|rela| read(&worktree.join(rela)).ok())
+        .any(|settings| {
+            settings["hooks"]["PreToolUse"]
+                .as_array()
+                .is_some_and(|groups| groups.iter().any(is_guard_group))
+        })
+}
+
+/// The guard as a hook command that runs `binary` itself, not whichever `git-bmad` PATH
+/// finds first.
+pub fn guard_command_for(binary: &Path) -> String {
+    format!(
+        "{} guard",
+        crate::text::shell_quote(&binary.to_string_lossy())
+    )
+}
+
 fn is_guard_group(group: &Value) -> bool {
     group["hooks"].as_array().is_some_and(|hooks| {
         hooks.iter().any(|h| {
-            h["command"]
-                .as_str()
-                .is_some_and(|c| c == GUARD_COMMAND || c.ends_with("git-bmad guard"))
+            h["command"].as_str().is_some_and(|c| {
+                c == GUARD_COMMAND
+                    || c.ends_with("git-bmad guard")
+                    || c.ends_with("git-bmad' guard")
+            })
         })
     })
 }
@@ -109,4 +133,31 @@ fn write(path: &Path, value: &Value) -> Result<(), Error> {
     text.push('\n');
     crate::fs::write_atomically(path, text.as_bytes(), None)
         .map_err(|e| Error::io("could not write", path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_run_knows_when_the_project_already_runs_the_guard() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        assert!(!claude_guard_installed(dir.path()));
+        install_claude(dir.path()).expect("install");
+        assert!(claude_guard_installed(dir.path()));
+        uninstall_claude(dir.path()).expect("uninstall");
+        // Written by hand with this binary's own path, in the local settings: found too.
+        let command = guard_command_for(Path::new("/opt/it's/git-bmad"));
+        assert_eq!(command, "'/opt/it'\\''s/git-bmad' guard");
+        let local = json!({"hooks": {"PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": command}]}
+        ]}});
+        std::fs::create_dir_all(dir.path().join(".claude")).expect("dir");
+        std::fs::write(
+            dir.path().join(".claude/settings.local.json"),
+            local.to_string(),
+        )
+        .expect("write");
+        assert!(claude_guard_installed(dir.path()));
+    }
 }

@@ -207,7 +207,7 @@ fn write_executable(path: &Path, text: &str) -> Result<(), Error> {
 /// `prepared`, any worktree that is not a session's, and in a session worktree any update
 /// that touches no local branch other than the session's own. Only the rest reaches git-bmad.
 fn shim(name: &str, binary: &Path) -> String {
-    let fallback = shell_quote(&binary.to_string_lossy());
+    let fallback = crate::text::shell_quote(&binary.to_string_lossy());
     let header = format!(
         "#!/bin/sh\n{MARKER} ({name}): installed by `git bmad hooks install`;\n# `git bmad hooks uninstall` restores what was here before. Edits are overwritten.\n"
     );
@@ -243,10 +243,6 @@ if command -v git-bmad >/dev/null 2>&1; then printf '%s' "$input" | git-bmad hoo
 printf '%s' "$input" | {fallback} hook {name} "$@"
 "#
     )
-}
-
-fn shell_quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "'\\''"))
 }
 
 #[cfg(test)]

@@ -114,6 +114,8 @@ pub struct Invocation {
     pub timeout: Duration,
     /// Commands the step's checks run, which the agent may run too.
     pub allowed_commands: Vec<String>,
+    /// The guard's hook command, when the project does not run it itself.
+    pub guard: Option<String>,
 }
 
 /// Run one invocation (a fresh process, so a fresh context) and read its result.
@@ -129,6 +131,7 @@ pub fn invoke(
             prompt: &invocation.prompt,
             model: invocation.model.as_deref(),
             allowed_commands: &invocation.allowed_commands,
+            guard: invocation.guard.as_deref(),
         },
     );
     let mut env: Vec<(String, String)> = adapter
@@ -366,6 +369,7 @@ mod tests {
                     prompt,
                     model,
                     allowed_commands: &tests,
+                    guard: Some("'/opt/git-bmad' guard"),
                 },
             )
         };

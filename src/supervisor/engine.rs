@@ -17,6 +17,7 @@ use super::outcome::{Outcome, Report};
 use super::playbook::{self, Autonomy, Check, Playbook, Step};
 use super::state::{Ended, RunState, StepStatus};
 use crate::config::Config;
+use crate::policy::agent;
 use crate::policy::secrets::{redact, CheckpointVet};
 use crate::runner::{self, AgentResult, Invocation, Kind};
 use crate::session::schema::{Body, Next, PolicyViolation, RunStarted, StepStarted};
@@ -396,7 +397,7 @@ impl Engine<'_> {
             _ => None,
         };
         for finding in &secrets.found {
-            let ev = self.record(
+            self.record(
                 NewEvent::new(Body::PolicyViolation(PolicyViolation {
                     hook: "checkpoint".into(),
                     rule: finding.rule.to_owned(),
@@ -409,7 +410,6 @@ impl Engine<'_> {
                 .step(step.clone())
                 .decision(Some(Decision::Auto)),
             )?;
-            self.fold(&ev);
         }
         Ok((checkpoint, ev.seq))
     }
@@ -482,6 +482,13 @@ impl Engine<'_> {
         let spent = std::time::Duration::from_millis(self.state.run_time_ms);
         let left = self.playbook.limits.max_run_time.saturating_sub(spent);
         let share = (left / steps.len().max(1) as u32).max(std::time::Duration::from_secs(1));
+        // Agents whose CLI takes a hook get the guard, unless the project's settings run it.
+        let guard = match std::env::current_exe() {
+            Ok(exe) if !agent::claude_guard_installed(&self.root) => {
+                Some(agent::guard_command_for(&exe))
+            }
+            _ => None,
+        };
         let mut invocations = Vec::new();
         for step in steps {
             let agent = runner::agent(self.config, step.runner.as_deref(), step.role.as_deref())?;
@@ -534,6 +541,7 @@ impl Engine<'_> {
                     env,
                     timeout: step.timeout.min(share),
                     allowed_commands: self.test_commands(step),
+                    guard: guard.clone(),
                 },
             ));
         }

@@ -157,18 +157,20 @@ fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
         return respond_json(&mut stream, 500, &json!({"error": "request limit"}));
     }
     let path = line.split_whitespace().nth(1).unwrap_or_default();
+    // Token counting (Anthropic's and Gemini's) needs no script.
+    if path.contains("count_tokens") || path.contains("countTokens") {
+        return respond_json(
+            &mut stream,
+            200,
+            &json!({"input_tokens": 10, "totalTokens": 10}),
+        );
+    }
     let api = if path.contains("/messages") {
         Api::Anthropic
     } else if path.contains("/responses") {
         Api::OpenAi
     } else if path.to_ascii_lowercase().contains("generatecontent") {
         Api::Gemini
-    } else if path.contains("count_tokens") || path.contains("countTokens") {
-        return respond_json(
-            &mut stream,
-            200,
-            &json!({"input_tokens": 10, "totalTokens": 10}),
-        );
     } else {
         return respond_json(
             &mut stream,
@@ -176,9 +178,6 @@ fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             &json!({"error": format!("the scripted model API has no {path}")}),
         );
     };
-    if path.contains("count_tokens") {
-        return respond_json(&mut stream, 200, &json!({"input_tokens": 10}));
-    }
     let streamed = match api {
         Api::Gemini => path.contains(":streamGenerateContent"),
         _ => body["stream"].as_bool().unwrap_or(false),
@@ -189,13 +188,13 @@ fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     }
     if api == Api::Anthropic {
         if let Some(command) = subagent_command(&body) {
-            let parts = if tool_results(api, &body) == 0 {
-                vec![shell_call(api, &command)]
+            let ran = tool_results(api, &body) > 0;
+            let part = if ran {
+                Part::Text("ran it".into())
             } else {
-                vec![Part::Text("ran it".into())]
+                shell_call(api, &command)
             };
-            let tool = matches!(parts[0], Part::Call(..));
-            return reply(&mut stream, api, streamed, &parts, tool);
+            return reply(&mut stream, api, streamed, &[part], !ran);
         }
     }
     let index = tool_results(api, &body);
@@ -297,31 +296,26 @@ fn has_tools(api: Api, body: &Value) -> bool {
 
 /// How many tool results the conversation holds so far.
 fn tool_results(api: Api, body: &Value) -> usize {
-    let items = |key: &str| body[key].as_array().cloned().unwrap_or_default();
-    match api {
-        Api::Anthropic => {
-            let messages = items("messages");
-            messages
-                .iter()
-                .filter_map(|m| m["content"].as_array())
-                .flatten()
-                .filter(|b| b["type"] == "tool_result")
-                .count()
-        }
-        Api::OpenAi => items("input")
-            .iter()
-            .filter(|i| {
-                i["type"]
-                    .as_str()
-                    .is_some_and(|t| t.ends_with("call_output"))
-            })
-            .count(),
-        Api::Gemini => items("contents")
-            .iter()
-            .filter_map(|c| c["parts"].as_array())
+    // Where each API keeps its conversation, and what a tool result looks like in it.
+    let (list, parts, is_result): (&str, Option<&str>, fn(&Value) -> bool) = match api {
+        Api::Anthropic => ("messages", Some("content"), |b| b["type"] == "tool_result"),
+        Api::OpenAi => ("input", None, |i| {
+            i["type"]
+                .as_str()
+                .is_some_and(|t| t.ends_with("call_output"))
+        }),
+        Api::Gemini => ("contents", Some("parts"), |p| {
+            p.get("functionResponse").is_some()
+        }),
+    };
+    let items = body[list].as_array().into_iter().flatten();
+    match parts {
+        Some(key) => items
+            .filter_map(|m| m[key].as_array())
             .flatten()
-            .filter(|p| p.get("functionResponse").is_some())
+            .filter(|b| is_result(b))
             .count(),
+        None => items.filter(|i| is_result(i)).count(),
     }
 }
 

@@ -74,7 +74,7 @@ pub fn cmd_start(ctx: &Context, args: &StartArgs) -> Result<u8, CommandError> {
         "  checkpoint 1  {}",
         started.checkpoint.id.to_hex_with_len(10)
     ));
-    let cd = shell_quote(&s.worktree.to_string_lossy());
+    let cd = crate::text::shell_quote(&s.worktree.to_string_lossy());
     if playbook.is_some() {
         ui.status(format!(
             "\nNext, in another terminal if you like (sessions run side by side):\n  cd {cd}\n  git bmad run          # runs the playbook until a gate, a failure or the end\n  git bmad status       # where it stands; `git bmad answer …` at a gate"
@@ -85,16 +85,4 @@ pub fn cmd_start(ctx: &Context, args: &StartArgs) -> Result<u8, CommandError> {
         ));
     }
     Ok(exit::OK)
-}
-
-/// Quote a path for copy-pasting into a POSIX shell.
-fn shell_quote(text: &str) -> String {
-    if text
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
-    {
-        text.to_owned()
-    } else {
-        format!("'{}'", text.replace('\'', "'\\''"))
-    }
 }

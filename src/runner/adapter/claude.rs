@@ -13,15 +13,16 @@
 //! Permissions: `acceptEdits` lets the agent edit files but asks before every shell command,
 //! and headless nobody answers, so an honest agent could not run the tests it must pass.
 //! The defaults therefore allow the commands the step's checks run, read-only commands and
-//! `git add`/`git commit`, and put the guard (`git-bmad guard`) in front of every shell
-//! command through `--settings`, which leaves the project's own settings file untouched.
+//! `git add`/`git commit`, and put the guard in front of every shell command through
+//! `--settings` (unless the project's settings already run it), which leaves the project's
+//! own settings file untouched.
 
 use std::path::PathBuf;
 
 use serde_json::Value;
 
 use super::{
-    agent_args, command_parts, configured_value, dashed, json_values, nested,
+    agent_args, allowed_prefixes, configured_value, dashed, json_values, nested,
     whole_command_problem, whole_stdout, Adapter, Call,
 };
 use crate::config::CliConfig;
@@ -50,8 +51,8 @@ impl Adapter for Claude {
             args.push("--allowedTools".into());
             args.extend(allowed_tools(call.allowed_commands));
         }
-        if configured_value(cli, &["--settings"]).is_none() {
-            args.extend(["--settings".into(), guard_settings()]);
+        if let (Some(guard), None) = (call.guard, configured_value(cli, &["--settings"])) {
+            args.extend(["--settings".into(), guard_settings(guard)]);
         }
         // `stream-json` headless needs `--verbose`; it changes nothing else.
         if configured_value(cli, &["--output-format"]) == Some("stream-json")
@@ -168,49 +169,19 @@ fn error_message(value: &Value) -> String {
     }
 }
 
-/// Read-only commands and committing: what an honest agent runs besides the tests.
-const ALWAYS_ALLOWED: &[&str] = &[
-    "Bash(git status:*)",
-    "Bash(git diff:*)",
-    "Bash(git log:*)",
-    "Bash(git show:*)",
-    "Bash(git add:*)",
-    "Bash(git commit:*)",
-    "Bash(ls:*)",
-    "Bash(cat:*)",
-    "Bash(head:*)",
-    "Bash(tail:*)",
-    "Bash(wc:*)",
-    "Bash(grep:*)",
-    "Bash(rg:*)",
-    "Bash(pwd)",
-];
-
-/// Permission rules for the always-allowed commands and the step's test commands: each
-/// command as given and with arguments, and each part of a `&&`/`;` chain on its own
-/// (Claude Code judges the parts of a compound command one by one).
-fn allowed_tools(commands: &[String]) -> Vec<String> {
-    let mut rules: Vec<String> = ALWAYS_ALLOWED.iter().map(|r| r.to_string()).collect();
-    for command in commands {
-        for part in command_parts(command) {
-            for rule in [format!("Bash({part})"), format!("Bash({part}:*)")] {
-                if !rules.contains(&rule) {
-                    rules.push(rule);
-                }
-            }
-        }
-    }
-    rules
+/// Permission rules for the allowed prefixes: each command as given and with arguments
+/// (`pwd`, `Bash(cargo test:*)`).
+fn allowed_tools(tests: &[String]) -> Vec<String> {
+    allowed_prefixes(tests)
+        .into_iter()
+        .flat_map(|p| [format!("Bash({p})"), format!("Bash({p}:*)")])
+        .collect()
 }
 
-/// Settings that put this very binary's guard before every shell command.
-fn guard_settings() -> String {
-    let program = std::env::current_exe()
-        .map(|p| p.to_string_lossy().into_owned())
-        .unwrap_or_else(|_| "git-bmad".into());
-    let command = format!("'{}' guard", program.replace('\'', "'\\''"));
+/// Settings that run `guard` before every shell command.
+fn guard_settings(guard: &str) -> String {
     serde_json::json!({"hooks": {"PreToolUse": [
-        {"matcher": "Bash", "hooks": [{"type": "command", "command": command}]}
+        {"matcher": "Bash", "hooks": [{"type": "command", "command": guard}]}
     ]}})
     .to_string()
 }

@@ -19,8 +19,8 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use super::{
-    agent_args, command_parts, configured_value, nested, whole_command_problem, whole_stdout,
-    Adapter, Call,
+    agent_args, allowed_prefixes, configured_value, json_values, nested, whole_command_problem,
+    whole_stdout, Adapter, Call,
 };
 use crate::config::CliConfig;
 use crate::runner::agent::AgentResult;
@@ -66,8 +66,8 @@ impl Adapter for Gemini {
     }
 
     fn read_output(&self, result: &mut AgentResult) -> bool {
-        let stdout = whole_stdout(result).and_then(|t| object(&t));
-        let value = match stdout {
+        let object = |text: &str| json_values(text).into_iter().find(Value::is_object);
+        let value = match whole_stdout(result).and_then(|t| object(&t)) {
             Some(value) => value,
             None => match object(&String::from_utf8_lossy(&result.stderr.tail())) {
                 Some(value) if value["error"].is_object() => value,
@@ -118,46 +118,10 @@ impl Adapter for Gemini {
     }
 }
 
-/// Read-only commands and committing, then the step's test commands: Gemini CLI matches a
-/// shell command by prefix and judges each part of a chain on its own.
-fn allowed_tools(commands: &[String]) -> Vec<String> {
-    const ALWAYS: &[&str] = &[
-        "git status",
-        "git diff",
-        "git log",
-        "git show",
-        "git add",
-        "git commit",
-        "ls",
-        "cat",
-        "head",
-        "tail",
-        "wc",
-        "grep",
-        "rg",
-        "pwd",
-    ];
-    let mut prefixes: Vec<String> = ALWAYS.iter().map(|p| p.to_string()).collect();
-    for command in commands {
-        for part in command_parts(command) {
-            if !prefixes.iter().any(|p| p == part) {
-                prefixes.push(part.to_owned());
-            }
-        }
-    }
-    prefixes
+/// Gemini CLI's rules for the allowed prefixes (it matches a shell command by prefix).
+fn allowed_tools(tests: &[String]) -> Vec<String> {
+    allowed_prefixes(tests)
         .into_iter()
         .map(|p| format!("run_shell_command({p})"))
         .collect()
-}
-
-/// The JSON object in a text: the whole text, else from its first `{` line on (stderr may
-/// hold warnings before it).
-fn object(text: &str) -> Option<Value> {
-    let text = text.trim();
-    let parsed = serde_json::from_str::<Value>(text).ok().or_else(|| {
-        let start = text.find("\n{").map(|i| i + 1)?;
-        serde_json::from_str::<Value>(&text[start..]).ok()
-    });
-    parsed.filter(Value::is_object)
 }

@@ -107,6 +107,9 @@ pub struct Call<'a> {
     /// Commands the step's own checks run (the project's tests): an agent may run them
     /// too, so a CLI that asks before each shell command is told they are allowed.
     pub allowed_commands: &'a [String],
+    /// The command that judges each shell call before it runs, for a CLI that takes such a
+    /// hook; `None` when the project's own settings already run it.
+    pub guard: Option<&'a str>,
 }
 
 /// `command:` in the section of a runner that takes `program:` and `args:`.
@@ -202,27 +205,61 @@ fn configured_value<'c>(cli: &'c CliConfig, flags: &[&str]) -> Option<&'c str> {
     found
 }
 
-/// A test command and each part of its `&&`/`||`/`;` chain: the CLIs that ask before a shell
-/// command judge the parts of a chain one by one.
-fn command_parts(command: &str) -> impl Iterator<Item = &str> {
-    std::iter::once(command.trim())
-        .chain(
-            command
-                .split("&&")
-                .flat_map(|p| p.split("||"))
-                .flat_map(|p| p.split(';'))
-                .map(str::trim),
-        )
-        .filter(|p| !p.is_empty())
+/// Commands an honest agent runs besides the tests: reading, and committing (never pushing).
+const SAFE_COMMANDS: &[&str] = &[
+    "git status",
+    "git diff",
+    "git log",
+    "git show",
+    "git add",
+    "git commit",
+    "ls",
+    "cat",
+    "head",
+    "tail",
+    "wc",
+    "grep",
+    "rg",
+    "pwd",
+];
+
+/// What a CLI that asks before each shell command is told to allow, as command prefixes:
+/// [`SAFE_COMMANDS`], then each test command and each part of its `&&`/`||`/`;` chain (the
+/// CLIs judge the parts of a chain one by one), each once.
+fn allowed_prefixes(tests: &[String]) -> Vec<String> {
+    let mut prefixes: Vec<String> = SAFE_COMMANDS.iter().map(|c| c.to_string()).collect();
+    for command in tests {
+        let parts = command
+            .split("&&")
+            .flat_map(|p| p.split("||"))
+            .flat_map(|p| p.split(';'));
+        for part in std::iter::once(command.as_str()).chain(parts) {
+            let part = part.trim();
+            if !part.is_empty() && !prefixes.iter().any(|p| p == part) {
+                prefixes.push(part.to_owned());
+            }
+        }
+    }
+    prefixes
 }
 
-/// The JSON values of a CLI's stdout: one document, or one per line (`stream-json`).
+/// The JSON values in a CLI's output: one document; else one per line (`stream-json`);
+/// else one document from the first line that opens an object on (warnings before it).
 fn json_values(text: &str) -> Vec<serde_json::Value> {
-    if let Ok(value) = serde_json::from_str(text.trim()) {
+    let text = text.trim();
+    if let Ok(value) = serde_json::from_str(text) {
         return vec![value];
     }
-    text.lines()
+    let lines: Vec<serde_json::Value> = text
+        .lines()
         .filter_map(|line| serde_json::from_str(line.trim()).ok())
+        .collect();
+    if !lines.is_empty() {
+        return lines;
+    }
+    text.find("\n{")
+        .and_then(|at| serde_json::from_str(&text[at + 1..]).ok())
+        .into_iter()
         .collect()
 }
 
