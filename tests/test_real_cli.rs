@@ -466,3 +466,20 @@ fn stream_json_output_is_read_for_claude_and_refused_for_gemini() {
     );
     assert!(gemini.api.seen().is_empty(), "Gemini ran anyway");
 }
+
+#[test]
+fn a_codex_stream_that_reconnects_and_recovers_passes() {
+    let mut script = vec![Turn::Fail {
+        status: 500,
+        message: "try again".into(),
+        times: 1,
+    }];
+    script.extend(honest());
+    let world = World::new(Cli::Codex, script, IMPLEMENT);
+    let run = world.run();
+    assert_eq!(run.code, 0, "{}", world.explain(&run));
+    let done = &world.named("step_completed")[0];
+    // It did print the retry; that alone is not a failure.
+    let stdout = done["detail"]["stdout"].as_str().unwrap_or_default();
+    assert!(stdout.contains("Reconnecting"), "{stdout}");
+}

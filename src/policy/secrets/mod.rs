@@ -152,15 +152,35 @@ pub fn redact(text: &str) -> String {
     out
 }
 
-/// The blocking findings in one file about to be stored: its name, then its bytes (binary
-/// files are read as text too: a key in a `.sqlite` or a `.pyc` is still a key).
+/// The blocking findings in one file about to be stored: its name, then its bytes. A key
+/// in a `.sqlite` or a `.pyc` is still a key, so a binary file (a NUL in its first 8 KiB, as
+/// git decides) is scanned too, as its printable runs of 8 or more characters, one per line
+/// (`strings`): the line of a finding there is the run's number.
 pub fn scan_file(path: &str, bytes: &[u8]) -> Vec<Finding> {
-    let text = String::from_utf8_lossy(bytes);
+    let head = &bytes[..bytes.len().min(8000)];
+    let text = if head.contains(&0) {
+        std::borrow::Cow::Owned(printable_runs(bytes))
+    } else {
+        String::from_utf8_lossy(bytes)
+    };
     check_path(path)
         .into_iter()
         .chain(scan_text(&text, Some(path), Options::default()))
         .filter(|f| f.confidence == Confidence::High)
         .collect()
+}
+
+/// The runs of 8 or more printable ASCII characters of binary bytes, one per line.
+fn printable_runs(bytes: &[u8]) -> String {
+    let mut out = String::new();
+    for run in bytes
+        .split(|b| !(b.is_ascii_graphic() || *b == b' ' || *b == b'\t'))
+        .filter(|run| run.len() >= 8)
+    {
+        out.push_str(&String::from_utf8_lossy(run));
+        out.push('\n');
+    }
+    out
 }
 
 /// A checkpoint's gatekeeper: refuses every file with a secret in it and keeps what it

@@ -485,3 +485,20 @@ fn entropy_is_sane_and_never_panics() {
         );
     }
 }
+
+#[test]
+fn files_about_to_be_stored_binary_ones_too() {
+    let key = format!("AKIA{}", "Q7ZK2M4XW6RT5PLN");
+    // A key inside a binary file (NULs, random bytes around it) is found in its printable run.
+    let mut binary = vec![0u8, 1, 2, 0xff, 0];
+    binary.extend_from_slice(format!("aws={key}").as_bytes());
+    binary.extend_from_slice(&[0, 0x80, 7]);
+    let found = scan_file("data/cache.bin", &binary);
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].rule, "aws-access-key-id");
+    // Only what blocks: a low-confidence look-alike is not a reason to keep a file out.
+    assert!(scan_file("notes.txt", b"password = hunter2\n").is_empty());
+    // A file that must never be stored, whatever it holds.
+    assert_eq!(scan_file("deploy/.env", b"X=1\n")[0].rule, "env-file");
+    assert!(scan_file("src/main.rs", b"fn main() {}\n").is_empty());
+}
