@@ -448,14 +448,14 @@ fn stream_json_output_is_read_for_claude_and_refused_for_gemini() {
         IMPLEMENT,
     );
     failing.configure(
-        "runners:\n  default: claude\n  claude: {args: [--output-format, stream-json]}\n",
+        "runners:\n  default: claude\n  claude: {args: [--output-format, stream-json]}\nchecks:\n  test_command: sh test.sh\n",
     );
     let run = failing.run();
     assert_not_done(&failing, &run, "stream says no");
     // Gemini's stream is not read: refused before anything runs.
     let gemini = World::new(Cli::Gemini, honest(), IMPLEMENT);
     gemini.configure(
-        "runners:\n  default: gemini\n  gemini: {args: [--output-format, stream-json]}\n",
+        "runners:\n  default: gemini\n  gemini: {args: [--output-format, stream-json]}\nchecks:\n  test_command: sh test.sh\n",
     );
     let run = gemini.run();
     assert_ne!(run.code, 0);

@@ -74,7 +74,20 @@ fn speckit_project(env: &TestEnv) -> PathBuf {
         );
     }
     write(&repo, "specs/001-demo/spec.md", "# Feature: demo\n");
-    env.bmad(&repo, &["init"]).success();
+    // The project's tests pass once the implementation exists; `init` finds `make test`.
+    write(&repo, "Makefile", "test:\n\tsh test.sh\n");
+    write(
+        &repo,
+        "test.sh",
+        "test -f src/main.rs || { echo 'FAIL: no src/main.rs'; exit 1; }\n",
+    );
+    let init = env.bmad(&repo, &["init"]).success();
+    assert!(
+        init.stdout
+            .contains("checks.test_command: make test (found Makefile with a test target)"),
+        "{}",
+        init.stdout
+    );
     env.git(&repo, &["add", "-A"]);
     env.git(&repo, &["commit", "-q", "-m", "spec and git-bmad"]);
     env.executable("claude", FAKE_CLAUDE);
@@ -106,6 +119,11 @@ fn speckit_project(env: &TestEnv) -> PathBuf {
         env,
         "agreement-check",
         "result 'the code still matches\\nVERDICT: PASS'\n",
+    );
+    agent_behaviour(
+        env,
+        "qa-plan",
+        "mkdir -p specs/001-demo/checklists\necho '- [ ] it builds' > specs/001-demo/checklists/qa.md\nresult 'checklist written'\n",
     );
     agent_behaviour(env, "qa-run", "result 'all green\\nVERDICT: PASS'\n");
     repo
@@ -228,6 +246,109 @@ fn a_judging_step_that_gives_no_verdict_is_never_done() {
         .as_str()
         .unwrap()
         .contains("must end with a verdict"));
+}
+
+#[test]
+fn an_agent_that_ticks_every_task_while_the_tests_fail_is_not_done() {
+    let env = TestEnv::new();
+    let repo = speckit_project(&env);
+    // Every task ticked, a diff, "all tests pass": but the code the tests need is missing.
+    agent_behaviour(
+        &env,
+        "implement",
+        "echo wip > notes.txt\nsed -i 's/\\[ \\]/[x]/' specs/001-demo/tasks.md\nresult 'All tasks done, all tests pass.'\n",
+    );
+    let (_, wt) = start_with(&env, &repo, "liar", "auto-feature");
+    let run = env.bmad(&wt, &["run"]).code(3);
+    assert!(
+        run.stdout
+            .contains("Waiting for you at step `implement` (postcondition_failure"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("postcondition tests_pass failed")
+            && run.stdout.contains("FAIL: no src/main.rs"),
+        "git-bmad ran the tests itself and shows their output:\n{}",
+        run.stdout
+    );
+    let events = journal(&env, &wt);
+    assert!(!steps_of(&events, "step_completed").contains(&"implement".to_owned()));
+}
+
+#[test]
+fn a_qa_planner_that_writes_no_checklist_is_not_done() {
+    let env = TestEnv::new();
+    let repo = speckit_project(&env);
+    // An old checklist is already there: it is no evidence of this step's work.
+    write(&repo, "specs/001-demo/checklists/old.md", "- [x] old\n");
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "an old checklist"]);
+    agent_behaviour(&env, "qa-plan", "result 'Checklist written.'\n");
+    let (_, wt) = start_with(&env, &repo, "no-list", "auto-validate");
+    // Twice the same nothing is a stall: a human is asked.
+    let run = env.bmad(&wt, &["run"]).code(3);
+    assert!(
+        run.stdout
+            .contains("Waiting for you at step `qa-plan` (stall")
+            && run.stdout.contains("the step wrote no checklist"),
+        "{}",
+        run.stdout
+    );
+    let events = journal(&env, &wt);
+    assert_eq!(steps_of(&events, "step_started"), ["qa-plan", "qa-plan"]);
+    assert!(steps_of(&events, "step_completed").is_empty());
+}
+
+#[test]
+fn validate_warns_about_steps_nothing_checks_and_strict_refuses_them() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    env.bmad(&repo, &["init"]).success();
+    write(
+        &repo,
+        ".bmad/playbooks/trusting.yaml",
+        "steps:\n  - {id: build, command: build the feature}\n  - {id: check, command: make check, runner: shell}\n",
+    );
+    let run = env
+        .bmad(&repo, &["playbook", "validate", "trusting"])
+        .success();
+    assert!(
+        run.stdout
+            .contains("warning: build: nothing checks this step")
+            && run.stdout.contains("valid trusting"),
+        "{}",
+        run.stdout
+    );
+    let strict = env
+        .bmad(&repo, &["playbook", "validate", "--strict", "trusting"])
+        .code(2);
+    assert!(
+        strict
+            .stdout
+            .contains("error: build: nothing checks this step")
+            && strict.stdout.contains("invalid trusting"),
+        "{}",
+        strict.stdout
+    );
+    assert!(!strict.stdout.contains("check:"), "{}", strict.stdout);
+
+    // No test command anywhere: a bare tests_pass cannot run, so nothing runs at all.
+    write(
+        &repo,
+        ".bmad/playbooks/tested.yaml",
+        "steps:\n  - {id: build, command: build it, postconditions: [tests_pass]}\n",
+    );
+    let start = env
+        .bmad(&repo, &["start", "t", "--playbook", "tested"])
+        .code(2);
+    let all = format!("{}{}", start.stdout, start.stderr);
+    assert!(
+        all.contains(
+            "tests_pass has no command to run: set checks.test_command in .bmad/config.yaml"
+        ),
+        "{all}"
+    );
 }
 
 #[test]
@@ -680,6 +801,7 @@ fn builtins_validate_clean_in_a_speckit_project() {
             &[
                 "playbook",
                 "validate",
+                "--strict",
                 "auto-feature",
                 "auto-validate",
                 "template",
@@ -687,6 +809,7 @@ fn builtins_validate_clean_in_a_speckit_project() {
         )
         .success();
     assert_eq!(run.stdout.matches("valid ").count(), 3, "{}", run.stdout);
+    assert!(!run.stdout.contains("warning"), "{}", run.stdout);
     let list = env
         .bmad(&repo, &["playbook", "list", "--json"])
         .success()

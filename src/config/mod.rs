@@ -8,6 +8,7 @@
 //! Unknown keys are errors with their line and column: a misspelt key that is silently
 //! ignored is a setting the user believes in and does not have.
 
+mod detect;
 mod error;
 mod orchestration;
 mod runners;
@@ -17,6 +18,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use detect::{detect_test_command, DetectedTests};
 pub use error::{Error, Result};
 pub use orchestration::{Assignment, OrchestrationConfig};
 pub use runners::{CliConfig, RunnersConfig};
@@ -274,6 +276,22 @@ fn refuse_safety_overrides(text: &str, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The commented configuration `git bmad init` writes, with the project's test command when
+/// its build files name one.
+pub fn template_for(tests: Option<&DetectedTests>) -> String {
+    const PLACEHOLDER: &str = "  # test_command: \"cargo test\"\n";
+    let Some(tests) = tests else {
+        return TEMPLATE.to_owned();
+    };
+    // A JSON string is a YAML double-quoted scalar.
+    let quoted = serde_json::Value::from(tests.command.as_str()).to_string();
+    let found = format!(
+        "  # Found by `git bmad init` from {}; change it if the project tests another way.\n  test_command: {quoted}\n",
+        tests.found.replace('\n', " ")
+    );
+    TEMPLATE.replacen(PLACEHOLDER, &found, 1)
+}
+
 /// The commented configuration `git bmad init` writes.
 pub const TEMPLATE: &str = r#"# git-bmad project configuration. Commit this file: it is shared by everyone working here.
 # Any value can be overridden for one clone with `git config bmad.<key> <value>`.
@@ -329,6 +347,22 @@ orchestration:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_detected_test_command_is_written_with_what_found_it() {
+        let tests = DetectedTests {
+            command: "npm test -- --run \"x\"".into(),
+            found: "package.json with a test script".into(),
+        };
+        let text = template_for(Some(&tests));
+        assert!(text.contains("# Found by `git bmad init` from package.json with a test script"));
+        let config = Config::parse(&text, Path::new("c.yaml")).unwrap();
+        assert_eq!(
+            config.checks.test_command.as_deref(),
+            Some("npm test -- --run \"x\"")
+        );
+        assert_eq!(template_for(None), TEMPLATE);
+    }
 
     #[test]
     fn template_parses_to_defaults() {

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::error::{Error, Result};
-use crate::config::{CONFIG_PATH, TEMPLATE};
+use crate::config::{detect_test_command, template_for, DetectedTests, CONFIG_PATH};
 use crate::git::Repo;
 
 /// The notes refs git should display in `git log` and carry across amend and rebase.
@@ -18,18 +18,23 @@ pub struct InitOutcome {
     pub config_written: bool,
     /// The git config entries added now (`key=value`).
     pub git_config_added: Vec<String>,
+    /// The test command written into a new config, when the build files name one.
+    pub test_command: Option<DetectedTests>,
 }
 
 /// Scaffold `.bmad/config.yaml` (never overwriting one) and set the notes config.
 pub fn init(repo: &Repo) -> Result<InitOutcome> {
     let main = repo.main_workdir()?;
     let config_path = main.join(CONFIG_PATH);
+    let mut test_command = None;
     let config_written = if config_path.exists() {
         false
     } else {
+        test_command = detect_test_command(&main);
         let dir = config_path.parent().unwrap_or(&main);
         std::fs::create_dir_all(dir).map_err(|e| Error::io("could not create", dir, e))?;
-        super::render::write_atomically(&config_path, TEMPLATE.as_bytes())?;
+        let text = template_for(test_command.as_ref());
+        super::render::write_atomically(&config_path, text.as_bytes())?;
         true
     };
     let git_config_added = ensure_notes_config(repo)?;
@@ -37,6 +42,7 @@ pub fn init(repo: &Repo) -> Result<InitOutcome> {
         config_path,
         config_written,
         git_config_added,
+        test_command,
     })
 }
 

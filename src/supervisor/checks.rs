@@ -72,6 +72,38 @@ pub fn evaluate(check: &Check, env: &CheckEnv<'_>) -> CheckOutcome {
             }
             Err(why) => outcome(false, "<feature>/tasks.md".into(), why),
         },
+        Check::ChecklistWritten => {
+            let shown = "<feature>/checklists/*.md".to_owned();
+            let dir = match feature_file(env, "checklists") {
+                Ok(dir) => dir,
+                Err(why) => return outcome(false, shown, why),
+            };
+            let Some(changed) = env.changed else {
+                return outcome(
+                    false,
+                    shown,
+                    "a checklist written by the step is only known right after it ran".into(),
+                );
+            };
+            let written: Vec<&String> = changed
+                .iter()
+                .filter(|p| {
+                    let p = Path::new(p.as_str());
+                    p.parent() == Some(dir.as_path())
+                        && p.extension().is_some_and(|e| e == "md")
+                        && env.root.join(p).is_file()
+                })
+                .collect();
+            let shown = format!("{}/*.md", dir.display());
+            match written.first() {
+                Some(first) => outcome(true, shown, format!("wrote {first}")),
+                None => outcome(
+                    false,
+                    shown.clone(),
+                    format!("the step wrote no checklist: nothing new or changed in {shown}"),
+                ),
+            }
+        }
         Check::FileExists(path) => {
             let ok = inside(env.root, path).is_some_and(|p| p.exists());
             let detail = if ok {
@@ -238,6 +270,25 @@ mod tests {
             "{}",
             failing.detail
         );
+        let checklist = evaluate(&Check::ChecklistWritten, &env);
+        assert!(!checklist.ok);
+        assert!(
+            checklist.detail.contains("specs/001-x/checklists/*.md"),
+            "{}",
+            checklist.detail
+        );
+        std::fs::create_dir_all(root.join("specs/001-x/checklists")).unwrap();
+        std::fs::write(root.join("specs/001-x/checklists/ux.md"), "- [ ] a\n").unwrap();
+        assert!(
+            !evaluate(&Check::ChecklistWritten, &env).ok,
+            "written before"
+        );
+        let with_checklist = vec!["specs/001-x/checklists/ux.md".to_owned()];
+        let env_after = CheckEnv {
+            changed: Some(&with_checklist),
+            ..env.clone()
+        };
+        assert!(evaluate(&Check::ChecklistWritten, &env_after).ok);
         assert!(evaluate(&Check::TestsPass(None), &env)
             .detail
             .contains("no test command"));

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use super::builtin::{builtin, BUILTINS};
 use super::commands::missing_commands;
 use super::error::{Error, Result};
+use super::evidence::evidence_problems;
 use super::playbook::{self, Diagnostic, Playbook, Severity};
 use super::state::RunState;
 use crate::config::Config;
@@ -127,13 +128,22 @@ impl Checked {
 }
 
 /// Parse a playbook strictly and, given a worktree and its config, check that its slash
-/// commands exist there.
-pub fn check(source: &Source, worktree: Option<(&Path, &Config)>) -> Checked {
+/// commands exist there and its bare `tests_pass` has a command. `strict` makes warnings
+/// (a step nothing checks) errors.
+pub fn check(source: &Source, worktree: Option<(&Path, &Config)>, strict: bool) -> Checked {
     let (playbook, mut diagnostics) = playbook::parse(&source.text, &source.name);
     let mut commands_checked = false;
-    if let (Some(p), Some((root, config))) = (&playbook, worktree) {
-        diagnostics.extend(missing_commands(p, root, config));
-        commands_checked = true;
+    if let Some(p) = &playbook {
+        if let Some((root, config)) = worktree {
+            diagnostics.extend(missing_commands(p, root, config));
+            commands_checked = true;
+        }
+        diagnostics.extend(evidence_problems(p, worktree.map(|(_, c)| c)));
+    }
+    if strict {
+        for d in &mut diagnostics {
+            d.severity = Severity::Error;
+        }
     }
     Checked {
         playbook,
@@ -145,7 +155,7 @@ pub fn check(source: &Source, worktree: Option<(&Path, &Config)>) -> Checked {
 /// Parse a playbook and check its commands against the session worktree; any error stops
 /// everything before the first step.
 pub fn validate(source: &Source, root: &Path, config: &Config) -> Result<Playbook> {
-    let checked = check(source, Some((root, config)));
+    let checked = check(source, Some((root, config)), false);
     let errors = checked.errors();
     match checked.playbook {
         Some(p) if errors == 0 => Ok(p),

@@ -17,6 +17,7 @@ mod commands;
 mod decide;
 mod engine;
 mod error;
+mod evidence;
 mod library;
 mod lock;
 mod outcome;

@@ -205,6 +205,7 @@ impl<'a> Demo<'a> {
         ));
         self.git(&repo, &["init", "-q", "-b", "main"])?;
         write(&repo.join("README.md"), "# greeting\n")?;
+        write(&repo.join("Makefile"), "test:\n\tsh tests/greeting.sh\n")?;
         write(
             &repo.join("specs/001-greeting/spec.md"),
             "# Feature: greeting\n\nThe program prints `hello, world`.\n",
@@ -236,7 +237,7 @@ impl<'a> Demo<'a> {
             "parked at a gate; nothing waits on a terminal",
         )?;
 
-        self.say("A human does what the agent could not, then answers. The answer is journaled.");
+        self.say("A human does what the agent could not (the test git-bmad ran itself failed), then answers. The answer is journaled.");
         write(
             &wt.join("tests/greeting.sh"),
             "#!/bin/sh\n[ \"$(sh src/greeting.sh)\" = \"hello, world\" ]\n",

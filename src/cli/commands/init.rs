@@ -10,7 +10,9 @@ use crate::supervisor;
 
 /// Set up git-bmad in this repository.
 ///
-/// Writes a commented .bmad/config.yaml and .bmad/playbooks/ (an index, a template that
+/// Writes a commented .bmad/config.yaml, with the project's test command when its build
+/// files name one (Cargo, npm/pnpm/yarn/bun, go, mix, pytest, gradle, maven, dotnet, make),
+/// and .bmad/playbooks/ (an index, a template that
 /// documents every field, and the auto-feature and auto-validate playbooks), never
 /// overwriting a file that is there, and sets notes.displayRef and notes.rewriteRef so
 /// `git log` shows the journal and amend/rebase keep it. Safe to re-run.
@@ -31,6 +33,15 @@ pub fn cmd_init(ctx: &Context, _args: &InitArgs) -> Result<u8, CommandError> {
     let ui = &ctx.ui;
     if outcome.config_written {
         ui.line(format!("Wrote {}", outcome.config_path.display()));
+        match &outcome.test_command {
+            Some(tests) => ui.line(format!(
+                "  checks.test_command: {} (found {})",
+                tests.command, tests.found
+            )),
+            None => ui.line(
+                "  No test command found: set checks.test_command in it, or `tests_pass` checks (implement, QA) cannot run",
+            ),
+        }
     } else {
         ui.line(format!(
             "Kept the existing {}",

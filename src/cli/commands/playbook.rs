@@ -23,10 +23,16 @@ pub struct PlaybookArgs {
 pub enum PlaybookAction {
     /// Check playbooks strictly: every violation with file:line:col, the field and the
     /// allowed values; slash commands must exist in this project. Exit 2 on any error
+    ///
+    /// A step nothing checks (an agent step with no postcondition and no `verdict: required`)
+    /// is a warning: the agent's word alone would make it done
     Validate {
         /// Playbook files or names
         #[arg(required = true)]
         playbooks: Vec<String>,
+        /// Make warnings errors
+        #[arg(long)]
+        strict: bool,
     },
     /// The playbooks of this repository and the built-in ones
     List,
@@ -35,7 +41,7 @@ pub enum PlaybookAction {
 /// Run `playbook`.
 pub fn cmd_playbook(ctx: &Context, args: &PlaybookArgs) -> Result<u8, CommandError> {
     match &args.action {
-        PlaybookAction::Validate { playbooks } => validate(ctx, playbooks),
+        PlaybookAction::Validate { playbooks, strict } => validate(ctx, playbooks, *strict),
         PlaybookAction::List => list(ctx),
     }
 }
@@ -55,7 +61,7 @@ fn search_dirs(ctx: &Context) -> (Option<crate::git::Repo>, Vec<PathBuf>) {
     }
 }
 
-fn validate(ctx: &Context, queries: &[String]) -> Result<u8, CommandError> {
+fn validate(ctx: &Context, queries: &[String], strict: bool) -> Result<u8, CommandError> {
     let (repo, dirs) = search_dirs(ctx);
     let config = match &repo {
         Some(repo) => Some(ctx.config(repo)?),
@@ -65,7 +71,7 @@ fn validate(ctx: &Context, queries: &[String]) -> Result<u8, CommandError> {
     let mut reports = Vec::new();
     for query in queries {
         let source = supervisor::resolve(query, &ctx.cwd, &dirs)?;
-        let checked = supervisor::check(&source, worktree.map(|(r, c)| (r.workdir(), c)));
+        let checked = supervisor::check(&source, worktree.map(|(r, c)| (r.workdir(), c)), strict);
         reports.push((source, checked));
     }
     let failed = reports.iter().any(|(_, checked)| checked.errors() > 0);

@@ -115,6 +115,9 @@ pub enum Check {
     TasksExist,
     /// Every task in the feature's `tasks.md` is checked.
     TasksAllChecked,
+    /// The step wrote or changed a checklist (`checklists/*.md`) in the feature directory,
+    /// as `/speckit.checklist` does: an older checklist left from before is no evidence.
+    ChecklistWritten,
     /// A file or directory exists (path relative to the worktree).
     FileExists(String),
     /// The test command exits 0 (`checks.test_command` when none is given).
@@ -137,6 +140,7 @@ pub mod vocabulary {
         "plan_exists",
         "tasks_exist",
         "tasks_all_checked",
+        "checklist_written",
         "file_exists: <path>",
         "tests_pass",
         "tests_pass: <command>",
@@ -188,6 +192,7 @@ impl fmt::Display for Check {
             Check::PlanExists => f.write_str("plan_exists"),
             Check::TasksExist => f.write_str("tasks_exist"),
             Check::TasksAllChecked => f.write_str("tasks_all_checked"),
+            Check::ChecklistWritten => f.write_str("checklist_written"),
             Check::FileExists(path) => write!(f, "file_exists: {path}"),
             Check::TestsPass(None) => f.write_str("tests_pass"),
             Check::TestsPass(Some(cmd)) => write!(f, "tests_pass: {cmd}"),

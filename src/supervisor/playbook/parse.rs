@@ -391,6 +391,7 @@ impl Parser {
             ("plan_exists", None) => Check::PlanExists,
             ("tasks_exist", None) => Check::TasksExist,
             ("tasks_all_checked", None) => Check::TasksAllChecked,
+            ("checklist_written", None) => Check::ChecklistWritten,
             ("diff_nonempty", None) => Check::DiffNonempty,
             ("tests_pass", None) => Check::TestsPass(None),
             ("tests_pass", Some(cmd)) => Check::TestsPass(Some(self.string(cmd, field)?)),
