@@ -205,7 +205,7 @@ fn write_executable(path: &Path, text: &str) -> Result<(), Error> {
 /// reference-transaction runs on every ref update, so its shim decides with shell builtins
 /// alone (no process started) that an update is none of our business: any phase but
 /// `prepared`, any worktree that is not a session's, and in a session worktree any update
-/// that touches no local branch other than the session's own. Only the rest reaches git-bmad.
+/// that touches no local branch other than the session's own and none of git-bmad's refs. Only the rest reaches git-bmad.
 fn shim(name: &str, binary: &Path) -> String {
     let fallback = crate::text::shell_quote(&binary.to_string_lossy());
     let header = format!(
@@ -232,7 +232,10 @@ input= check=
 while read -r old new ref; do
   input="$input$old $new $ref
 "
-  case "$ref" in refs/heads/*) [ "$ref" = "$own" ] || check=1 ;; esac
+  case "$ref" in
+    refs/heads/*) [ "$ref" = "$own" ] || check=1 ;;
+    refs/bmad/*|refs/notes/bmad/*) check=1 ;;
+  esac
 done
 if [ -z "$check" ]; then
   if [ -x "$chained" ]; then printf '%s' "$input" | "$chained" "$@"; exit $?; fi

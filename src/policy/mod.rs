@@ -81,8 +81,9 @@ pub fn current_session(repo: &Repo) -> Option<session::Session> {
 /// cannot be written must not turn a refusal into an acceptance, so errors are only logged.
 ///
 /// In reference-transaction git holds ref locks (packed-refs among them) until the hook
-/// returns, so writing the journal there would wait on git and git on us. That hook hands the
-/// record to a detached `git bmad journal append`, which runs once git has let go.
+/// returns, so writing the journal there would wait on git and git on us. That hook keeps the
+/// record in a file ([`session::defer`]) for the next journal write, and starts a detached
+/// `git bmad journal flush` that makes it once git has let go.
 pub fn record_violation(repo: &Repo, hook: &str, rule: &str, subject: &str, reason: &str) {
     let Some(s) = current_session(repo) else {
         return;
@@ -100,36 +101,28 @@ pub fn record_violation(repo: &Repo, hook: &str, rule: &str, subject: &str, reas
         .ok()
         .filter(|_| std::env::var("BMAD_SESSION").is_ok_and(|id| id == s.id.as_str()));
     if hook == "reference-transaction" {
+        // Kept in a file now, before git returns; a detached flusher (its own process group,
+        // so a step's cleanup does not kill it) journals it once git lets go of the refs.
+        if let Err(e) = session::defer(repo, &s.id, &body, step, Some(rule.to_owned())) {
+            tracing::warn!(error = %e, "could not keep a policy violation for the journal");
+            return;
+        }
         let spawned = std::env::current_exe().and_then(|exe| {
+            use std::os::unix::process::CommandExt;
             std::process::Command::new(exe)
                 .arg("-C")
                 .arg(repo.workdir())
-                .args([
-                    "journal",
-                    "append",
-                    body.name(),
-                    "--quiet",
-                    "--decision",
-                    "auto",
-                ])
-                .args([
-                    "--trigger",
-                    rule,
-                    "--session",
-                    s.id.as_str(),
-                    "--detail",
-                    &body.detail().to_string(),
-                ])
-                .args(step.iter().flat_map(|step| ["--step", step.as_str()]))
+                .args(["journal", "flush", s.id.as_str()])
                 .env_remove("GIT_DIR")
                 .env_remove("GIT_INDEX_FILE")
                 .stdin(std::process::Stdio::null())
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::null())
+                .process_group(0)
                 .spawn()
         });
         if let Err(e) = spawned {
-            tracing::warn!(error = %e, "could not hand a policy violation to the journal");
+            tracing::warn!(error = %e, "could not start the journal flusher");
         }
         return;
     }

@@ -1,5 +1,5 @@
-//! The reference-transaction check: a session worktree may not move or delete a protected
-//! branch locally (`git branch -f main`, `git push . HEAD:main`, `update-ref`, a merge while
+//! The reference-transaction check: a session worktree may not write git-bmad's own refs
+//! (`refs/bmad/*`, `refs/notes/bmad/*`), nor move or delete a protected branch locally (`git branch -f main`, `git push . HEAD:main`, `update-ref`, a merge while
 //! main is checked out elsewhere).
 //!
 //! The shim only starts us in a session worktree and in the `prepared` phase. What must keep
@@ -39,14 +39,21 @@ fn is_zero(oid: &str) -> bool {
     !oid.is_empty() && oid.bytes().all(|b| b == b'0')
 }
 
+/// git-bmad's own refs: it writes them itself (without git, so without this hook), and a
+/// git command that writes them from a session worktree is a step rewriting its record.
+fn is_bmad_state(name: &str) -> bool {
+    name.starts_with("refs/bmad/") || name.starts_with("refs/notes/bmad/")
+}
+
 /// The refusals for a transaction in a session worktree.
 pub fn check(repo: &Repo, updates: &[RefUpdate], protected: &[String]) -> Vec<Refusal> {
     let mut refusals = Vec::new();
     for u in updates {
-        if !super::is_protected(&u.name, protected) {
+        let bmad_state = is_bmad_state(&u.name);
+        if !bmad_state && !super::is_protected(&u.name, protected) {
             continue;
         }
-        if u.old.starts_with("ref:") || u.new.starts_with("ref:") {
+        if !bmad_state && (u.old.starts_with("ref:") || u.new.starts_with("ref:")) {
             refusals.push(rules::PROTECTED_SYMREF.refuse(
                 &u.name,
                 format!("{} is protected and cannot become a symbolic ref", u.name),
@@ -61,29 +68,39 @@ pub fn check(repo: &Repo, updates: &[RefUpdate], protected: &[String]) -> Vec<Re
         if current.as_deref() == Some(u.new.as_str()) {
             continue; // a no-op, or pack-refs writing the packed copy
         }
-        if is_zero(&u.new) {
-            if !is_zero(&u.old)
-                && current.as_deref() == Some(u.old.as_str())
-                && pack_refs_prune(repo, u)
-            {
-                continue;
-            }
-            refusals.push(rules::DELETE_PROTECTED.refuse(
+        if is_zero(&u.new)
+            && !is_zero(&u.old)
+            && current.as_deref() == Some(u.old.as_str())
+            && pack_refs_prune(repo, u)
+        {
+            continue;
+        }
+        let refusal = if bmad_state {
+            rules::BMAD_STATE.refuse(
+                &u.name,
+                format!(
+                    "{} is git-bmad's record of the session and cannot be written from a session worktree",
+                    u.name
+                ),
+            )
+        } else if is_zero(&u.new) {
+            rules::DELETE_PROTECTED.refuse(
                 &u.name,
                 format!(
                     "{} is protected and cannot be deleted from a session worktree",
                     u.name
                 ),
-            ));
-            continue;
-        }
-        refusals.push(rules::MOVE_PROTECTED.refuse(
-            &u.name,
-            format!(
-                "{} is protected and cannot be moved from a session worktree",
-                u.name
-            ),
-        ));
+            )
+        } else {
+            rules::MOVE_PROTECTED.refuse(
+                &u.name,
+                format!(
+                    "{} is protected and cannot be moved from a session worktree",
+                    u.name
+                ),
+            )
+        };
+        refusals.push(refusal);
     }
     refusals
 }

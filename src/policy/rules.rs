@@ -157,6 +157,19 @@ pub const SECRET: Rule = Rule {
     why: "a credential that reaches a commit reaches every clone and every remote",
     instead: "take the secret out (unstage it, or rewrite the unpushed commits that hold it), keep credentials out of the repository, and rotate it",
 };
+/// A git command in a session worktree writing git-bmad's own refs (journal, checkpoints).
+pub const BMAD_STATE: Rule = Rule {
+    id: "bmad-state",
+    why: "the journal and checkpoints are git-bmad's record of what happened; a step that writes them could forge its own \"done\"",
+    instead: "leave refs/bmad/* and refs/notes/bmad/* to git-bmad; add a note of your own with `git bmad journal append <kind>`",
+};
+/// The journal holds an event git-bmad did not write (found by its hash chain).
+pub const JOURNAL_FORGED: Rule = Rule {
+    id: "journal-forged",
+    why: "an event git-bmad did not write could claim a step done or a gate answered",
+    instead:
+        "git-bmad ignores it; a human checks the session (`git bmad doctor`) and answers the gate",
+};
 /// A command the guard cannot read to the end.
 pub const TOO_NESTED: Rule = Rule {
     id: "too-nested",
@@ -181,6 +194,8 @@ pub const CATALOGUE: &[Rule] = &[
     HOOK_BYPASS,
     NO_VERIFY,
     SECRET,
+    BMAD_STATE,
+    JOURNAL_FORGED,
     TOO_NESTED,
 ];
 

@@ -214,10 +214,32 @@ fn check_session(repo: &Repo, id: &SessionId, f: &mut Findings) -> Result<()> {
             None,
         );
     }
+    for forged in &journal.unsealed {
+        f.add(
+            Severity::Problem,
+            Some(id),
+            format!(
+                "journal event #{} ({}{}) on checkpoint {} was not written by git-bmad: it does not continue the journal's hash chain, so status, resume and undo ignore it",
+                forged.seq,
+                forged.kind,
+                forged.step.as_deref().map(|s| format!(", step {s}")).unwrap_or_default(),
+                &forged.checkpoint[..forged.checkpoint.len().min(10)]
+            ),
+            Some(format!(
+                "see who wrote it: git reflog show {}",
+                super::notes_ref(id)
+            )),
+        );
+    }
+    let forged_seqs: BTreeSet<u64> = journal.unsealed.iter().map(|u| u.seq).collect();
     let on_chain: BTreeSet<_> = chain.iter().map(|c| c.id).collect();
     let mut expected = 1;
     for entry in &journal.entries {
         let e = &entry.event;
+        // A forged line took its number: the next real event comes after it.
+        while forged_seqs.contains(&expected) && e.seq != expected {
+            expected += 1;
+        }
         if e.seq != expected {
             f.add(
                 Severity::Problem,

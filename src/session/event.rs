@@ -55,6 +55,9 @@ pub struct Event {
     pub response: Option<String>,
     /// What happened.
     pub body: Body,
+    /// The journal's hash chain before this event (see [`super::journal`]); `None` only in
+    /// journals written before the chain existed, or in a line git-bmad did not write.
+    pub prev: Option<String>,
 }
 
 /// An event as it is written: the kind's name in `event`, its detail as JSON. Read with
@@ -77,6 +80,8 @@ struct Wire<T> {
     response: Option<T>,
     #[serde(default, skip_serializing_if = "Value::is_null")]
     detail: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    prev: Option<T>,
 }
 
 impl Serialize for Event {
@@ -92,6 +97,7 @@ impl Serialize for Event {
             duration_ms: self.duration_ms,
             response: self.response.as_deref(),
             detail: self.body.detail(),
+            prev: self.prev.as_deref(),
         }
         .serialize(serializer)
     }
@@ -110,6 +116,7 @@ impl<'de> Deserialize<'de> for Event {
             duration_ms: wire.duration_ms,
             response: wire.response,
             body: Body::from_parts(wire.event, wire.detail),
+            prev: wire.prev,
         })
     }
 }
@@ -185,8 +192,14 @@ impl NewEvent {
         &self.body
     }
 
-    /// The stored event, with its place in the journal.
-    pub(crate) fn into_event(self, seq: u64, session: &SessionId, now: Timestamp) -> Event {
+    /// The stored event, with its place in the journal and the chain before it.
+    pub(crate) fn into_event(
+        self,
+        seq: u64,
+        session: &SessionId,
+        now: Timestamp,
+        prev: Option<String>,
+    ) -> Event {
         Event {
             seq,
             ts: now.rfc3339(),
@@ -197,6 +210,7 @@ impl NewEvent {
             duration_ms: self.duration_ms,
             response: self.response,
             body: self.body,
+            prev,
         }
     }
 }
@@ -213,11 +227,16 @@ mod tests {
             ..Default::default()
         }))
         .decision(Some(Decision::Auto))
-        .into_event(7, &id, Timestamp::from_secs(1_795_342_500));
+        .into_event(
+            7,
+            &id,
+            Timestamp::from_secs(1_795_342_500),
+            Some("ab".into()),
+        );
         let line = serde_json::to_string(&event).unwrap();
         assert_eq!(
             line,
-            r#"{"seq":7,"ts":"2026-11-22T10:15:00Z","session":"20261122-101500-abcdef","event":"checkpoint","decision":"auto","detail":{"label":"after plan"}}"#
+            r#"{"seq":7,"ts":"2026-11-22T10:15:00Z","session":"20261122-101500-abcdef","event":"checkpoint","decision":"auto","detail":{"label":"after plan"},"prev":"ab"}"#
         );
         let back: Event = serde_json::from_str(&line).unwrap();
         assert_eq!(back, event);

@@ -5,8 +5,19 @@
 //! of from every note; the notes ref then moves by compare-and-swap from exactly the commit
 //! that was read. Two writers that read the same tip cannot both win, and the loser retries
 //! with the next number: `seq` stays dense and no event is lost.
+//!
+//! Events form a hash chain: each carries `prev`, the chain before it, and the chain moves on
+//! as `sha256(prev, line)`; the notes commit carries the newest value (`Bmad-Chain: …`) so an
+//! append reads it from one commit. A line that does not continue the chain (written with
+//! `git notes`, by hand, or forged with a made-up `seq`) is not an event git-bmad wrote: it
+//! is kept out of [`Journal::events`], so no replay (status, resume, undo) believes it, and
+//! listed in [`Journal::unsealed`] for `doctor`, `status` and the supervisor to name. The
+//! chain is no signature: it tells git-bmad's writes from everything else, and the
+//! reference-transaction hook refuses git's own writes to these refs from a session.
 
 use std::time::Duration;
+
+use sha2::{Digest, Sha256};
 
 use super::error::{Error, Result};
 use super::event::{Event, NewEvent};
@@ -28,11 +39,29 @@ pub struct JournalEntry {
     pub checkpoint: ObjectId,
 }
 
+/// A line in the journal's notes that git-bmad did not write.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Unsealed {
+    /// The `seq` it claims.
+    pub seq: u64,
+    /// The kind it claims.
+    pub kind: String,
+    /// The step it names.
+    pub step: Option<String>,
+    /// The checkpoint whose note holds it.
+    pub checkpoint: String,
+}
+
 /// A session's journal, read from its notes.
 #[derive(Clone, Debug, Default)]
 pub struct Journal {
-    /// The events, sorted by `seq`.
+    /// The events git-bmad wrote, sorted by `seq`.
     pub entries: Vec<JournalEntry>,
+    /// Lines that parse as events but do not continue the hash chain: not written by
+    /// git-bmad, and ignored.
+    pub unsealed: Vec<Unsealed>,
+    /// The chain after the last event git-bmad wrote.
+    pub chain: String,
     /// Lines that are not events, with where they were found (for `doctor`).
     pub malformed: Vec<String>,
     /// The last `seq` recorded in the notes commit message, if there is one.
@@ -45,10 +74,26 @@ impl Journal {
         self.entries.iter().map(|e| &e.event)
     }
 
-    /// The highest `seq`, 0 for an empty journal.
+    /// The highest `seq`, 0 for an empty journal; a forged line's `seq` counts too, so the
+    /// next event never shares its number.
     pub fn last_seq(&self) -> u64 {
-        self.entries.last().map_or(0, |e| e.event.seq)
+        let sealed = self.entries.last().map_or(0, |e| e.event.seq);
+        self.unsealed.iter().map(|u| u.seq).fold(sealed, u64::max)
     }
+}
+
+/// Where a session's chain starts.
+fn genesis(id: &SessionId) -> String {
+    link("bmad-journal", id.as_str().as_bytes())
+}
+
+/// The chain after `line`, given the chain before it.
+fn link(prev: &str, line: &[u8]) -> String {
+    let mut hash = Sha256::new();
+    hash.update(prev.as_bytes());
+    hash.update(b"\n");
+    hash.update(line);
+    format!("{:x}", hash.finalize())
 }
 
 /// Append one event to a session's journal; returns it with its `seq` and time.
@@ -57,20 +102,28 @@ impl Journal {
 /// touch `journal.md`: callers outside this layer use [`record`], which does.
 pub fn append(repo: &Repo, id: &SessionId, event: NewEvent) -> Result<Event> {
     let notes = notes_ref(id);
-    let chain = checkpoints_ref(id);
+    let checkpoints = checkpoints_ref(id);
     let started = std::time::Instant::now();
     for attempt in (0..MAX_ATTEMPTS).take_while(|_| started.elapsed() < MAX_WAIT) {
         let tip = repo.notes_tip(&notes)?;
-        let last = match seq_trailer(&tip.message) {
-            Some(seq) => seq,
-            // Written by something else (`git notes append`, a notes merge): count the hard way.
-            None if tip.commit.is_some() => read(repo, id)?.last_seq(),
-            None => 0,
+        let (last, chain) = match (seq_trailer(&tip.message), chain_trailer(&tip.message)) {
+            (Some(seq), Some(chain)) => (seq, chain),
+            // Written by something else (`git notes append`, a notes merge) or before the
+            // chain existed: read it the hard way.
+            _ if tip.commit.is_some() => {
+                let journal = read(repo, id)?;
+                (journal.last_seq(), journal.chain)
+            }
+            _ => (0, genesis(id)),
         };
-        let head = repo.read_ref(&chain)?.ok_or_else(|| Error::NoCheckpoint {
-            session: id.to_string(),
-        })?;
-        let stored = event.clone().into_event(last + 1, id, Timestamp::now());
+        let head = repo
+            .read_ref(&checkpoints)?
+            .ok_or_else(|| Error::NoCheckpoint {
+                session: id.to_string(),
+            })?;
+        let stored = event
+            .clone()
+            .into_event(last + 1, id, Timestamp::now(), Some(chain.clone()));
         let mut note = repo.note_in(tip.tree, head)?.unwrap_or_default();
         if !note.is_empty() && !note.ends_with(b"\n") {
             note.push(b'\n');
@@ -80,10 +133,11 @@ pub fn append(repo: &Repo, id: &SessionId, event: NewEvent) -> Result<Event> {
         note.extend_from_slice(line.as_bytes());
         note.push(b'\n');
         let message = format!(
-            "journal: {} #{}\n\nBmad-Seq: {}\n",
+            "journal: {} #{}\n\nBmad-Seq: {}\nBmad-Chain: {}\n",
             stored.kind(),
             stored.seq,
-            stored.seq
+            stored.seq,
+            link(&chain, line.as_bytes())
         );
         let commit = repo.notes_commit_with(&tip, head, &note, &message)?;
         let reflog = format!("bmad journal: {} #{}", stored.kind(), stored.seq);
@@ -101,10 +155,26 @@ pub fn append(repo: &Repo, id: &SessionId, event: NewEvent) -> Result<Event> {
 
 /// Append one event to a session's journal and keep its rendered `journal.md` current: the
 /// one way every layer records an event.
+///
+/// Events a hook kept for later are journaled first, so they come before anything that
+/// happened after them.
 pub fn record(repo: &Repo, session: &super::Session, event: NewEvent) -> Result<Event> {
+    flush_deferred(repo, session)?;
     let event = append(repo, &session.id, event)?;
     super::render::update_rendered(repo, session, &event)?;
     Ok(event)
+}
+
+/// Journal the events a hook kept for later ([`super::deferred`]); returns them as stored.
+pub fn flush_deferred(repo: &Repo, session: &super::Session) -> Result<Vec<Event>> {
+    let mut flushed = Vec::new();
+    for (waiting, file) in super::deferred::take(repo, &session.id) {
+        let event = append(repo, &session.id, waiting)?;
+        super::render::update_rendered(repo, session, &event)?;
+        let _ = std::fs::remove_file(file);
+        flushed.push(event);
+    }
+    Ok(flushed)
 }
 
 /// Read a session's whole journal, oldest event first.
@@ -114,6 +184,7 @@ pub fn read(repo: &Repo, id: &SessionId) -> Result<Journal> {
         recorded_last_seq: seq_trailer(&tip.message),
         ..Default::default()
     };
+    let mut lines = Vec::new();
     for (checkpoint, blob) in repo.notes_list(tip.tree)? {
         let data = repo.read_blob(blob)?;
         for (n, line) in String::from_utf8_lossy(&data).lines().enumerate() {
@@ -121,14 +192,36 @@ pub fn read(repo: &Repo, id: &SessionId) -> Result<Journal> {
                 continue;
             }
             match serde_json::from_str::<Event>(line) {
-                Ok(event) => journal.entries.push(JournalEntry { event, checkpoint }),
+                Ok(event) => lines.push((event, checkpoint, line.to_owned())),
                 Err(e) => journal
                     .malformed
                     .push(format!("note on {checkpoint}, line {}: {e}", n + 1)),
             }
         }
     }
-    journal.entries.sort_by_key(|e| e.event.seq);
+    lines.sort_by_key(|(event, _, _)| event.seq);
+    let mut chain = genesis(id);
+    // Journals from before the chain: their events have no `prev` until the first that has.
+    let mut sealed_from_here = false;
+    for (event, checkpoint, line) in lines {
+        let continues = match &event.prev {
+            Some(prev) => *prev == chain,
+            None => !sealed_from_here,
+        };
+        if continues {
+            sealed_from_here |= event.prev.is_some();
+            chain = link(&chain, line.as_bytes());
+            journal.entries.push(JournalEntry { event, checkpoint });
+        } else {
+            journal.unsealed.push(Unsealed {
+                seq: event.seq,
+                kind: event.kind().to_owned(),
+                step: event.step.clone(),
+                checkpoint: checkpoint.to_string(),
+            });
+        }
+    }
+    journal.chain = chain;
     Ok(journal)
 }
 
@@ -139,6 +232,15 @@ pub(crate) fn seq_trailer(message: &str) -> Option<u64> {
         .rev()
         .find_map(|l| l.strip_prefix("Bmad-Seq: "))
         .and_then(|v| v.trim().parse().ok())
+}
+
+/// The `Bmad-Chain: <hash>` trailer of a message.
+fn chain_trailer(message: &str) -> Option<String> {
+    message
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("Bmad-Chain: "))
+        .map(|v| v.trim().to_owned())
 }
 
 /// Wait a little before retrying a lost compare-and-swap, longer the more often we lost,

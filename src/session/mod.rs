@@ -10,6 +10,7 @@
 //! the trailers on the newest checkpoint summarise it so listing sessions reads one commit each.
 
 mod checkpoint;
+mod deferred;
 mod doctor;
 mod error;
 mod event;
@@ -24,12 +25,15 @@ mod state;
 mod store;
 
 pub use checkpoint::{chain, checkpoint, checkpoint_vetted, mark_status, Checkpoint, Trailers};
+pub use deferred::defer;
 pub use doctor::{doctor, Finding, Severity};
 pub use error::{Error, Result};
 pub use event::{Decision, Event, NewEvent};
 pub use id::SessionId;
 pub use init::{init, InitOutcome};
-pub use journal::{append, read as read_journal, record, Journal, JournalEntry};
+pub use journal::{
+    append, flush_deferred, read as read_journal, record, Journal, JournalEntry, Unsealed,
+};
 pub use lifecycle::{
     finish, prune, remove, start, PruneOutcome, RemoveOptions, StartOptions, Started,
     SESSION_MARKER,

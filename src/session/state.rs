@@ -185,6 +185,7 @@ mod tests {
             duration_ms: None,
             response: None,
             body: Body::from_parts(event.into(), detail),
+            prev: None,
         }
     }
 

@@ -5,6 +5,8 @@
 //! any point (by `run`, `resume` or `answer`) and continues where the journal says.
 
 use std::collections::BTreeMap;
+
+mod round;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -18,10 +20,10 @@ use super::playbook::{self, Autonomy, Check, Playbook, Step};
 use super::state::{Ended, RunState, StepStatus};
 use crate::config::Config;
 use crate::policy::agent;
-use crate::policy::secrets::{redact, CheckpointVet};
+use crate::policy::secrets::redact;
 use crate::runner::{self, AgentResult, Invocation, Kind};
-use crate::session::schema::{Body, Next, PolicyViolation, RunStarted, StepStarted};
-use crate::session::{self, Checkpoint, Decision, Event, NewEvent, Repo, Session, Status};
+use crate::session::schema::{Body, Next, RunStarted, StepStarted};
+use crate::session::{self, Decision, Event, NewEvent, Repo, Session, Status};
 
 /// What the caller wants.
 #[derive(Clone, Debug)]
@@ -250,6 +252,20 @@ impl Engine<'_> {
         }
         let resumed = decide::resume(&self.playbook, &self.state);
         self.record_all(resumed)?;
+        // Lines written into the journal while no step ran (or before a crash) park the run
+        // before anything else happens; those written during a step gate that step.
+        let forged = self.report_forgeries(None)?;
+        if !forged.is_empty() && self.state.gate.is_none() {
+            let next = self
+                .playbook
+                .steps()
+                .find(|s| !self.state.finished(&s.id))
+                .cloned();
+            if let Some(step) = next {
+                let gate = decide::forged_journal(&step, &forged, &self.state);
+                self.open_gate(&gate)?;
+            }
+        }
         loop {
             if self.interrupt.load(Ordering::SeqCst) {
                 return self.interrupted();
@@ -371,72 +387,6 @@ impl Engine<'_> {
             changed,
             interrupt: self.interrupt,
         }
-    }
-
-    /// A checkpoint of the round's steps (`tag`) whose every changed file was scanned before
-    /// it could enter the object database: a secret is kept out of it and journaled,
-    /// redacted, as a policy violation of the round's step. Returns it and its event's seq.
-    fn vetted_checkpoint(
-        &mut self,
-        label: &str,
-        tag: &str,
-        ids: &[&str],
-    ) -> Result<(Checkpoint, u64)> {
-        let mut secrets = CheckpointVet::default();
-        let (checkpoint, ev, _) = session::checkpoint_vetted(
-            self.repo,
-            self.session,
-            label,
-            Some(Status::Running),
-            Some(tag.to_owned()),
-            Some(&mut |path, bytes| secrets.admit(path, bytes)),
-        )?;
-        self.fold(&ev);
-        let step = match ids {
-            [only] => Some(only.to_string()),
-            _ => None,
-        };
-        for finding in &secrets.found {
-            self.record(
-                NewEvent::new(Body::PolicyViolation(PolicyViolation {
-                    hook: "checkpoint".into(),
-                    rule: finding.rule.to_owned(),
-                    subject: finding.location(),
-                    reason: format!(
-                        "{} ({}) kept out of the checkpoint; remove it from the worktree",
-                        finding.description, finding.excerpt
-                    ),
-                }))
-                .step(step.clone())
-                .decision(Some(Decision::Auto)),
-            )?;
-        }
-        Ok((checkpoint, ev.seq))
-    }
-
-    /// Policy violations journaled since event `seq` (by the hooks, the guard, the
-    /// checkpoint's secret scan), by step: each gates its step whatever the agent CLI
-    /// reported (a call blocked in a subagent, a push the pre-push hook refused). One
-    /// without a step belongs to every step of the round.
-    fn violations_since(&self, seq: u64, ids: &[&str]) -> Result<BTreeMap<String, Vec<String>>> {
-        let journal = session::read_journal(self.repo, &self.session.id)?;
-        let mut found: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for event in journal.events().filter(|e| e.seq > seq) {
-            let Body::PolicyViolation(v) = &event.body else {
-                continue;
-            };
-            let steps = match &event.step {
-                Some(step) => vec![step.clone()],
-                None => ids.iter().map(|id| id.to_string()).collect(),
-            };
-            for step in steps {
-                found.entry(step).or_default().push(format!(
-                    "{} refused {} ({}): {}",
-                    v.hook, v.subject, v.rule, v.reason
-                ));
-            }
-        }
-        Ok(found)
     }
 
     /// The test commands `step`'s checks run, and the project's: an agent may run them.
@@ -568,6 +518,15 @@ impl Engine<'_> {
         }
         let (after, _) =
             self.vetted_checkpoint(&format!("after {}", ids.join(", ")), &tag, &ids)?;
+        let round_step = match ids.as_slice() {
+            [only] => Some(only.to_string()),
+            _ => None,
+        };
+        // What the hooks kept for later (a ref update they refused) is journaled now.
+        for event in session::flush_deferred(self.repo, self.session)? {
+            self.fold(&event);
+        }
+        self.report_forgeries(round_step)?;
         let mut violations = self.violations_since(round_start, &ids)?;
         let changes = before.work_changed_to(self.repo, &after)?;
         let changed_paths: Vec<String> = changes.iter().map(|(p, _)| p.clone()).collect();

@@ -333,6 +333,7 @@ mod tests {
             duration_ms: Some(10),
             response: None,
             body: Body::from_parts(event.into(), detail),
+            prev: None,
         }
     }
 

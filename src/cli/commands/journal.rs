@@ -47,6 +47,12 @@ pub enum JournalAction {
     },
     /// Append an event (for scripts and agents' hooks)
     Append(AppendArgs),
+    /// Journal the events the reference-transaction hook kept for later (the hook runs this)
+    #[command(hide = true)]
+    Flush {
+        /// Session id, id prefix or name (default: the current worktree's session)
+        session: Option<String>,
+    },
 }
 
 /// Arguments of `journal append`.
@@ -83,6 +89,12 @@ pub fn cmd_journal(ctx: &Context, args: &JournalArgs) -> Result<u8, CommandError
         None => show(ctx, args),
         Some(JournalAction::Export { session }) => export(ctx, session.as_deref()),
         Some(JournalAction::Append(append)) => cmd_append(ctx, append),
+        Some(JournalAction::Flush { session }) => {
+            let repo = ctx.repo()?;
+            let s = session::locate(&repo, session.as_deref())?;
+            session::flush_deferred(&repo, &s)?;
+            Ok(exit::OK)
+        }
     }
 }
 

@@ -59,6 +59,7 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
                 "checkpoint": c,
             })).collect::<Vec<_>>(),
             "last_event": last,
+            "not_written_by_git_bmad": journal.unsealed,
         }));
         return Ok(exit::OK);
     }
@@ -145,6 +146,15 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
             e.ts
         )),
         None => ui.line("  journal      empty"),
+    }
+    for forged in &journal.unsealed {
+        ui.line(ui.paint(
+            format!(
+                "  journal      #{} ({}) was NOT written by git-bmad and is ignored; `git bmad doctor` says more",
+                forged.seq, forged.kind
+            ),
+            Style::Red,
+        ));
     }
     if !state.rolled_back.is_empty() {
         ui.line(format!(

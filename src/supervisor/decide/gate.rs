@@ -103,6 +103,23 @@ pub fn before(step: &Step, playbook: &Playbook, state: &RunState) -> GateRequest
     }
 }
 
+/// The journal holds events git-bmad did not write (`forged`, one line each): before the
+/// next step runs, a human looks. The forged events are already ignored by every replay.
+pub fn forged_journal(step: &Step, forged: &[String], state: &RunState) -> GateRequest {
+    GateRequest {
+        step: step.id.clone(),
+        kind: GateKind::Before,
+        trigger: "policy_violation".into(),
+        question: format!(
+            "The journal holds {} event(s) git-bmad did not write (something wrote its notes behind its back); they are ignored. Check the session (`git bmad doctor`), then answer `continue` to run step `{}`, `skip` it, or `abort` the run.",
+            forged.len(),
+            step.id
+        ),
+        evidence: forged.join("\n"),
+        signals: signals(0.0, state),
+    }
+}
+
 /// A precondition is not met: the human creates it, waives it, or skips the step.
 /// `checks` are the step's preconditions, evaluated; at least one is unmet.
 pub fn precondition(
