@@ -258,6 +258,35 @@ fn an_agent_that_only_claims_done_is_not_done() {
     }
 }
 
+/// The same lie twice from a real CLI (new session id, timings and token counts each run) is
+/// a stall: a human is asked, the step is not run a third time.
+#[test]
+fn the_same_failure_twice_from_a_real_cli_is_a_stall() {
+    let retried = "name: scenario\nsteps:\n  - id: implement\n    command: Create src/hello.txt\n    timeout: 120s\n    on_error: retry_once\n    postconditions: [{file_exists: src/hello.txt}]\n";
+    for cli in ALL {
+        let world = World::new(
+            cli,
+            vec![Turn::Answer("Done: created src/hello.txt.".into())],
+            retried,
+        );
+        let run = world.run();
+        assert_not_done(&world, &run, "stall");
+        assert_eq!(run.code, 3, "{}", world.explain(&run));
+        assert_eq!(
+            world.named("stall_detected").len(),
+            1,
+            "{}",
+            world.explain(&run)
+        );
+        assert_eq!(
+            world.named("step_started").len(),
+            2,
+            "{}",
+            world.explain(&run)
+        );
+    }
+}
+
 #[test]
 fn api_errors_fail_the_step_with_the_apis_own_message() {
     let cases: &[(Cli, u16)] = &[

@@ -184,16 +184,29 @@ pub(super) fn journal_text(captured: &Captured, name: &str, limit: usize) -> Str
     )
 }
 
-/// SHA-256 over an attempt's output and its changes: the same hash twice in a row is a stall.
-pub(super) fn stall_hash(stdout: Option<&Captured>, changes: &[(String, String)]) -> String {
+/// SHA-256 over what an attempt said and what it changed: the same hash twice in a row is a
+/// stall. What it said is the agent's final answer when its CLI gives one (else its output),
+/// normalised: a real CLI's raw output holds a new session id, uuids, timings and token
+/// counts every run, so two identical failures would never hash the same.
+pub(super) fn stall_hash(
+    result: Option<&AgentResult>,
+    error: Option<&str>,
+    changes: &[(String, String)],
+) -> String {
     let mut hasher = Sha256::new();
-    if let Some(out) = stdout {
-        hasher.update(out.head());
-        hasher.update(out.total().to_le_bytes());
-        if !out.complete() {
-            hasher.update(out.tail());
+    let said = match (result, error) {
+        (Some(r), _) if !r.final_text.is_empty() => r.final_text.clone(),
+        (Some(r), _) => {
+            let mut text = String::from_utf8_lossy(r.stdout.head()).into_owned();
+            if !r.stdout.complete() {
+                text.push_str(&String::from_utf8_lossy(&r.stdout.tail()));
+            }
+            text
         }
-    }
+        (None, Some(error)) => error.to_owned(),
+        (None, None) => String::new(),
+    };
+    hasher.update(normalise(&said).as_bytes());
     hasher.update(b"\0diff\0");
     for (path, id) in changes {
         hasher.update(path.as_bytes());
@@ -208,9 +221,37 @@ pub(super) fn stall_hash(stdout: Option<&Captured>, changes: &[(String, String)]
         .collect()
 }
 
+/// Text with what changes between two runs of the same failure taken out: numbers, hex ids
+/// and uuids become `#`, whitespace runs one space, case folded.
+fn normalise(text: &str) -> String {
+    static VOLATILE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let volatile = VOLATILE.get_or_init(|| {
+        regex::Regex::new(r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}|\b[0-9a-fA-F]*[0-9][0-9a-fA-F]*\b|[0-9]+(?:\.[0-9]+)?")
+            .expect("a valid pattern")
+    });
+    let replaced = volatile.replace_all(text, "#");
+    replaced
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stall_text_ignores_ids_timings_and_spacing() {
+        let a = "Session 3f2a9c1e-1b2c-4d5e-8f90-123456789abc: tests failed after 12.5s (run 41)\n";
+        let b = "session 0a1b2c3d-4e5f-4a6b-8c7d-0e1f2a3b4c5d:  tests failed after 9.1s (run 42)";
+        assert_eq!(normalise(a), normalise(b));
+        assert_ne!(normalise("tests failed"), normalise("tests passed"));
+        assert_eq!(
+            normalise("commit deadbeef1 failed"),
+            normalise("commit 0badc0de2 failed")
+        );
+    }
 
     #[test]
     fn journal_text_is_capped_and_redacted() {
@@ -240,17 +281,29 @@ mod tests {
     }
 
     #[test]
-    fn stall_hash_sees_output_and_changes() {
-        let out = Captured::from_bytes(b"same");
-        let a = stall_hash(Some(&out), &[("a.rs".into(), "1".into())]);
-        assert_eq!(a, stall_hash(Some(&out), &[("a.rs".into(), "1".into())]));
-        assert_ne!(a, stall_hash(Some(&out), &[("a.rs".into(), "2".into())]));
+    fn stall_hash_sees_the_answer_the_error_and_the_changes() {
+        let said = |text: &str| {
+            runner::interpret(
+                runner::Kind::parse("shell").expect("shell runner"),
+                Exit::Code(1),
+                Captured::from_bytes(text.as_bytes()),
+                Captured::default(),
+                5,
+            )
+        };
+        let same = said("run 7f3a21b0: 3 tests failed in 1.2s");
+        let again = said("run 09c4d2e1: 3 tests failed in 0.9s");
+        let change = [("a.rs".to_owned(), "1".to_owned())];
+        let a = stall_hash(Some(&same), None, &change);
+        assert_eq!(a, stall_hash(Some(&again), None, &change));
         assert_ne!(
             a,
-            stall_hash(
-                Some(&Captured::from_bytes(b"other")),
-                &[("a.rs".into(), "1".into())]
-            )
+            stall_hash(Some(&same), None, &[("a.rs".into(), "2".into())])
+        );
+        assert_ne!(a, stall_hash(Some(&said("all tests pass")), None, &change));
+        assert_ne!(
+            stall_hash(None, Some("claude was not found"), &change),
+            stall_hash(None, Some("claude timed out"), &change)
         );
         assert_eq!(a.len(), 64);
     }

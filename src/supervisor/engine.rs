@@ -537,7 +537,8 @@ impl Engine<'_> {
                 .iter()
                 .map(|c| evaluate(c, &self.check_env(step, Some(&changed_paths))))
                 .collect();
-            let hash = stall_hash(result.as_ref().ok().map(|r| &r.stdout), &changes);
+            let error = result.as_ref().err().map(|e| e.to_string());
+            let hash = stall_hash(result.as_ref().ok(), error.as_deref(), &changes);
             attempts.push(Attempt {
                 step,
                 number,
