@@ -248,17 +248,12 @@ fn a_judging_step_that_gives_no_verdict_is_never_done() {
         .contains("must end with a verdict"));
 }
 
-#[test]
-fn an_agent_that_ticks_every_task_while_the_tests_fail_is_not_done() {
-    let env = TestEnv::new();
-    let repo = speckit_project(&env);
-    // Every task ticked, a diff, "all tests pass": but the code the tests need is missing.
-    agent_behaviour(
-        &env,
-        "implement",
-        "echo wip > notes.txt\nsed -i 's/\\[ \\]/[x]/' specs/001-demo/tasks.md\nresult 'All tasks done, all tests pass.'\n",
-    );
-    let (_, wt) = start_with(&env, &repo, "liar", "auto-feature");
+/// Run auto-feature with `implement` doing `behaviour`; it must park at implement, escalated
+/// for a postcondition. Returns the session and what `run` printed.
+fn implement_escalated(env: &TestEnv, behaviour: &str, name: &str) -> (String, PathBuf, String) {
+    let repo = speckit_project(env);
+    agent_behaviour(env, "implement", behaviour);
+    let (id, wt) = start_with(env, &repo, name, "auto-feature");
     let run = env.bmad(&wt, &["run"]).code(3);
     assert!(
         run.stdout
@@ -266,11 +261,22 @@ fn an_agent_that_ticks_every_task_while_the_tests_fail_is_not_done() {
         "{}",
         run.stdout
     );
+    (id, wt, run.stdout)
+}
+
+#[test]
+fn an_agent_that_ticks_every_task_while_the_tests_fail_is_not_done() {
+    let env = TestEnv::new();
+    // Every task ticked, a diff, "all tests pass": but the code the tests need is missing.
+    let (_, wt, stdout) = implement_escalated(
+        &env,
+        "echo wip > notes.txt\nsed -i 's/\\[ \\]/[x]/' specs/001-demo/tasks.md\nresult 'All tasks done, all tests pass.'\n",
+        "liar",
+    );
     assert!(
-        run.stdout.contains("postcondition tests_pass failed")
-            && run.stdout.contains("FAIL: no src/main.rs"),
-        "git-bmad ran the tests itself and shows their output:\n{}",
-        run.stdout
+        stdout.contains("postcondition tests_pass failed")
+            && stdout.contains("FAIL: no src/main.rs"),
+        "git-bmad ran the tests itself and shows their output:\n{stdout}"
     );
     let events = journal(&env, &wt);
     assert!(!steps_of(&events, "step_completed").contains(&"implement".to_owned()));
@@ -354,39 +360,27 @@ fn validate_warns_about_steps_nothing_checks_and_strict_refuses_them() {
 #[test]
 fn a_postcondition_failure_escalates_with_a_clear_question_and_continue_resumes() {
     let env = TestEnv::new();
-    let repo = speckit_project(&env);
     // The implementation leaves a task unchecked: "a test breaks".
-    agent_behaviour(
+    let (id, wt, stdout) = implement_escalated(
         &env,
-        "implement",
         "mkdir -p src && echo 'fn main() {}' > src/main.rs\nsed -i '0,/\\[ \\]/s//[x]/' specs/001-demo/tasks.md\nresult 'implemented, but T002 fails'\n",
+        "demo",
     );
-    let (id, wt) = start_with(&env, &repo, "demo", "auto-feature");
-    let run = env.bmad(&wt, &["run"]).code(3);
     assert!(
-        run.stdout
-            .contains("Waiting for you at step `implement` (postcondition_failure"),
+        stdout.contains("postcondition tasks_all_checked failed: 1 of 2 tasks checked"),
         "{}",
-        run.stdout
+        stdout
     );
     assert!(
-        run.stdout
-            .contains("postcondition tasks_all_checked failed: 1 of 2 tasks checked"),
-        "{}",
-        run.stdout
-    );
-    assert!(
-        run.stdout.contains("implemented, but T002 fails"),
+        stdout.contains("implemented, but T002 fails"),
         "the agent's words are evidence"
     );
     // A failure is shown in full (confidence 0, seed 2b.7) and asks for a reason.
     assert!(
-        run.stdout.contains("confidence 0)")
-            && run
-                .stdout
-                .contains("Answer explicitly: git bmad answer <continue|retry|skip|abort>"),
+        stdout.contains("confidence 0)")
+            && stdout.contains("Answer explicitly: git bmad answer <continue|retry|skip|abort>"),
         "{}",
-        run.stdout
+        stdout
     );
 
     // The human fixes it and continues: the next step runs, and the run goes on to the PR gate.
