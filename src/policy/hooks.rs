@@ -205,7 +205,8 @@ fn write_executable(path: &Path, text: &str) -> Result<(), Error> {
 /// reference-transaction runs on every ref update, so its shim decides with shell builtins
 /// alone (no process started) that an update is none of our business: any phase but
 /// `prepared`, any worktree that is not a session's, and in a session worktree any update
-/// that touches no local branch other than the session's own and none of git-bmad's refs. Only the rest reaches git-bmad.
+/// that touches no local branch other than the session's own and none of git-bmad's refs.
+/// Only the rest reaches git-bmad.
 fn shim(name: &str, binary: &Path) -> String {
     let fallback = crate::text::shell_quote(&binary.to_string_lossy());
     let header = format!(

@@ -1,6 +1,7 @@
 //! The reference-transaction check: a session worktree may not write git-bmad's own refs
-//! (`refs/bmad/*`, `refs/notes/bmad/*`), nor move or delete a protected branch locally (`git branch -f main`, `git push . HEAD:main`, `update-ref`, a merge while
-//! main is checked out elsewhere).
+//! (`refs/bmad/*`, `refs/notes/bmad/*`), nor move or delete a protected branch locally
+//! (`git branch -f main`, `git push . HEAD:main`, `update-ref`, a merge while main is checked
+//! out elsewhere).
 //!
 //! The shim only starts us in a session worktree and in the `prepared` phase. What must keep
 //! working (research note §2): `git gc` / `pack-refs` (a packed create, then a loose delete of

@@ -17,13 +17,12 @@ use super::id::SessionId;
 use super::schema::Body;
 use crate::git::Repo;
 
-/// An event on its way to the journal.
+/// An event on its way to the journal (a violation: git-bmad decided it, `auto`).
 #[derive(Serialize, Deserialize)]
 struct Deferred {
     event: String,
     detail: Value,
     step: Option<String>,
-    decision: Option<Decision>,
     trigger: Option<String>,
 }
 
@@ -43,7 +42,6 @@ pub fn defer(
         event: body.name().to_owned(),
         detail: body.detail(),
         step,
-        decision: Some(Decision::Auto),
         trigger,
     };
     let bytes = serde_json::to_vec(&deferred)
@@ -57,15 +55,22 @@ pub fn defer(
 }
 
 /// Take the events waiting for session `id`, oldest first, each with the file to remove once
-/// it is journaled. Each file is claimed by renaming it, so two processes never both take
-/// the same event.
+/// it is journaled. Each file is claimed by renaming it (`<name>.claimed-<pid>`), so two
+/// processes never both take the same event; a claim whose process died before it
+/// journaled the event is taken over.
 pub(super) fn take(repo: &Repo, id: &SessionId) -> Vec<(NewEvent, PathBuf)> {
     let Ok(entries) = std::fs::read_dir(dir(repo, id)) else {
         return Vec::new();
     };
     let mut paths: Vec<PathBuf> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter(|p| match p.extension().and_then(|x| x.to_str()) {
+            Some("json") => true,
+            Some(x) => x
+                .strip_prefix("claimed-")
+                .is_some_and(|pid| !std::path::Path::new("/proc").join(pid).exists()),
+            None => false,
+        })
         .collect();
     paths.sort();
     let mut taken = Vec::new();
@@ -81,7 +86,7 @@ pub(super) fn take(repo: &Repo, id: &SessionId) -> Vec<(NewEvent, PathBuf)> {
             Some(d) => taken.push((
                 NewEvent::new(Body::from_parts(d.event, d.detail))
                     .step(d.step)
-                    .decision(d.decision)
+                    .decision(Some(Decision::Auto))
                     .trigger(d.trigger),
                 claimed,
             )),

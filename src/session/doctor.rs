@@ -219,11 +219,8 @@ fn check_session(repo: &Repo, id: &SessionId, f: &mut Findings) -> Result<()> {
             Severity::Problem,
             Some(id),
             format!(
-                "journal event #{} ({}{}) on checkpoint {} was not written by git-bmad: it does not continue the journal's hash chain, so status, resume and undo ignore it",
-                forged.seq,
-                forged.kind,
-                forged.step.as_deref().map(|s| format!(", step {s}")).unwrap_or_default(),
-                &forged.checkpoint[..forged.checkpoint.len().min(10)]
+                "{} was not written by git-bmad: it does not continue the journal's hash chain, so status, resume and undo ignore it",
+                forged.describe()
             ),
             Some(format!(
                 "see who wrote it: git reflog show {}",

@@ -52,6 +52,22 @@ pub struct Unsealed {
     pub checkpoint: String,
 }
 
+impl Unsealed {
+    /// `journal #7 (a step_completed event for step review, on checkpoint 1a2b3c4d5e)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "journal #{} (a {} event{}, on checkpoint {})",
+            self.seq,
+            self.kind,
+            self.step
+                .as_deref()
+                .map(|s| format!(" for step {s}"))
+                .unwrap_or_default(),
+            &self.checkpoint[..self.checkpoint.len().min(10)]
+        )
+    }
+}
+
 /// A session's journal, read from its notes.
 #[derive(Clone, Debug, Default)]
 pub struct Journal {
@@ -106,8 +122,12 @@ pub fn append(repo: &Repo, id: &SessionId, event: NewEvent) -> Result<Event> {
     let started = std::time::Instant::now();
     for attempt in (0..MAX_ATTEMPTS).take_while(|_| started.elapsed() < MAX_WAIT) {
         let tip = repo.notes_tip(&notes)?;
-        let (last, chain) = match (seq_trailer(&tip.message), chain_trailer(&tip.message)) {
-            (Some(seq), Some(chain)) => (seq, chain),
+        let recorded = (
+            seq_trailer(&tip.message),
+            trailer(&tip.message, "Bmad-Chain"),
+        );
+        let (last, chain) = match recorded {
+            (Some(seq), Some(chain)) => (seq, chain.to_owned()),
             // Written by something else (`git notes append`, a notes merge) or before the
             // chain existed: read it the hard way.
             _ if tip.commit.is_some() => {
@@ -200,16 +220,27 @@ pub fn read(repo: &Repo, id: &SessionId) -> Result<Journal> {
         }
     }
     lines.sort_by_key(|(event, _, _)| event.seq);
+    // A journal from before the chain has events without `prev`; one upgraded since has them
+    // up to its first chained event, whose `prev` then covers exactly them. Anything else
+    // without `prev` (a forged line that sorts first, say) is not git-bmad's.
+    let legacy = match lines.iter().position(|(event, _, _)| event.prev.is_some()) {
+        None => lines.len(),
+        Some(first) => {
+            let before = lines[..first]
+                .iter()
+                .fold(genesis(id), |chain, (_, _, line)| {
+                    link(&chain, line.as_bytes())
+                });
+            if lines[first].0.prev.as_deref() == Some(before.as_str()) {
+                first
+            } else {
+                0
+            }
+        }
+    };
     let mut chain = genesis(id);
-    // Journals from before the chain: their events have no `prev` until the first that has.
-    let mut sealed_from_here = false;
-    for (event, checkpoint, line) in lines {
-        let continues = match &event.prev {
-            Some(prev) => *prev == chain,
-            None => !sealed_from_here,
-        };
-        if continues {
-            sealed_from_here |= event.prev.is_some();
+    for (n, (event, checkpoint, line)) in lines.into_iter().enumerate() {
+        if n < legacy || event.prev.as_deref() == Some(chain.as_str()) {
             chain = link(&chain, line.as_bytes());
             journal.entries.push(JournalEntry { event, checkpoint });
         } else {
@@ -225,22 +256,18 @@ pub fn read(repo: &Repo, id: &SessionId) -> Result<Journal> {
     Ok(journal)
 }
 
-/// The `Bmad-Seq: N` trailer of a message.
-pub(crate) fn seq_trailer(message: &str) -> Option<u64> {
-    message
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("Bmad-Seq: "))
-        .and_then(|v| v.trim().parse().ok())
+/// The value of the last `key: value` trailer of a message.
+fn trailer<'m>(message: &'m str, key: &str) -> Option<&'m str> {
+    message.lines().rev().find_map(|l| {
+        l.strip_prefix(key)
+            .and_then(|rest| rest.strip_prefix(": "))
+            .map(str::trim)
+    })
 }
 
-/// The `Bmad-Chain: <hash>` trailer of a message.
-fn chain_trailer(message: &str) -> Option<String> {
-    message
-        .lines()
-        .rev()
-        .find_map(|l| l.strip_prefix("Bmad-Chain: "))
-        .map(|v| v.trim().to_owned())
+/// The `Bmad-Seq: N` trailer of a message.
+pub(crate) fn seq_trailer(message: &str) -> Option<u64> {
+    trailer(message, "Bmad-Seq").and_then(|v| v.parse().ok())
 }
 
 /// Wait a little before retrying a lost compare-and-swap, longer the more often we lost,

@@ -73,11 +73,11 @@ pub fn evaluate(check: &Check, env: &CheckEnv<'_>) -> CheckOutcome {
             Err(why) => outcome(false, "<feature>/tasks.md".into(), why),
         },
         Check::ChecklistWritten => {
-            let shown = "<feature>/checklists/*.md".to_owned();
             let dir = match feature_file(env, "checklists") {
                 Ok(dir) => dir,
-                Err(why) => return outcome(false, shown, why),
+                Err(why) => return outcome(false, "<feature>/checklists/*.md".into(), why),
             };
+            let shown = format!("{}/*.md", dir.display());
             let Some(changed) = env.changed else {
                 return outcome(
                     false,
@@ -85,23 +85,19 @@ pub fn evaluate(check: &Check, env: &CheckEnv<'_>) -> CheckOutcome {
                     "a checklist written by the step is only known right after it ran".into(),
                 );
             };
-            let written: Vec<&String> = changed
-                .iter()
-                .filter(|p| {
-                    let p = Path::new(p.as_str());
-                    p.parent() == Some(dir.as_path())
-                        && p.extension().is_some_and(|e| e == "md")
-                        && env.root.join(p).is_file()
-                })
-                .collect();
-            let shown = format!("{}/*.md", dir.display());
-            match written.first() {
-                Some(first) => outcome(true, shown, format!("wrote {first}")),
-                None => outcome(
-                    false,
-                    shown.clone(),
-                    format!("the step wrote no checklist: nothing new or changed in {shown}"),
-                ),
+            let written = changed.iter().find(|p| {
+                let p = Path::new(p.as_str());
+                p.parent() == Some(dir.as_path())
+                    && p.extension().is_some_and(|e| e == "md")
+                    && env.root.join(p).is_file()
+            });
+            match written {
+                Some(file) => outcome(true, shown, format!("wrote {file}")),
+                None => {
+                    let detail =
+                        format!("the step wrote no checklist: nothing new or changed in {shown}");
+                    outcome(false, shown, detail)
+                }
             }
         }
         Check::FileExists(path) => {

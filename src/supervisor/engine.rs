@@ -254,7 +254,8 @@ impl Engine<'_> {
         self.record_all(resumed)?;
         // Lines written into the journal while no step ran (or before a crash) park the run
         // before anything else happens; those written during a step gate that step.
-        let forged = self.report_forgeries(None)?;
+        let journal = session::read_journal(self.repo, &self.session.id)?;
+        let forged = self.report_forgeries(&journal, None)?;
         if !forged.is_empty() && self.state.gate.is_none() {
             let next = self
                 .playbook
@@ -518,16 +519,7 @@ impl Engine<'_> {
         }
         let (after, _) =
             self.vetted_checkpoint(&format!("after {}", ids.join(", ")), &tag, &ids)?;
-        let round_step = match ids.as_slice() {
-            [only] => Some(only.to_string()),
-            _ => None,
-        };
-        // What the hooks kept for later (a ref update they refused) is journaled now.
-        for event in session::flush_deferred(self.repo, self.session)? {
-            self.fold(&event);
-        }
-        self.report_forgeries(round_step)?;
-        let mut violations = self.violations_since(round_start, &ids)?;
+        let mut violations = self.round_violations(round_start, &ids)?;
         let changes = before.work_changed_to(self.repo, &after)?;
         let changed_paths: Vec<String> = changes.iter().map(|(p, _)| p.clone()).collect();
         let mut attempts = Vec::new();

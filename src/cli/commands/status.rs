@@ -150,8 +150,8 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
     for forged in &journal.unsealed {
         ui.line(ui.paint(
             format!(
-                "  journal      #{} ({}) was NOT written by git-bmad and is ignored; `git bmad doctor` says more",
-                forged.seq, forged.kind
+                "  journal      {} was NOT written by git-bmad and is ignored; `git bmad doctor` says more",
+                forged.describe()
             ),
             Style::Red,
         ));

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::Engine;
 use crate::policy::secrets::CheckpointVet;
 use crate::session::schema::{Body, PolicyViolation};
-use crate::session::{self, Checkpoint, Decision, NewEvent, Status};
+use crate::session::{self, Checkpoint, Decision, Journal, NewEvent, Status};
 use crate::supervisor::error::Result;
 
 impl Engine<'_> {
@@ -30,10 +30,7 @@ impl Engine<'_> {
             Some(&mut |path, bytes| secrets.admit(path, bytes)),
         )?;
         self.fold(&ev);
-        let step = match ids {
-            [only] => Some(only.to_string()),
-            _ => None,
-        };
+        let step = round_step(ids);
         for finding in &secrets.found {
             self.record(
                 NewEvent::new(Body::PolicyViolation(PolicyViolation {
@@ -54,9 +51,12 @@ impl Engine<'_> {
 
     /// Journal lines git-bmad did not write (see [`session::Journal::unsealed`]) that no
     /// violation names yet: each is journaled now as a policy violation of `step` (none: of
-    /// every step of the round). Returns them, one line each.
-    pub(super) fn report_forgeries(&mut self, step: Option<String>) -> Result<Vec<String>> {
-        let journal = session::read_journal(self.repo, &self.session.id)?;
+    /// every step of the round). Returns them, described.
+    pub(super) fn report_forgeries(
+        &mut self,
+        journal: &Journal,
+        step: Option<String>,
+    ) -> Result<Vec<String>> {
         let rule = crate::policy::rules::JOURNAL_FORGED.id;
         let reported: Vec<&str> = journal
             .events()
@@ -71,59 +71,72 @@ impl Engine<'_> {
             if reported.contains(&subject.as_str()) {
                 continue;
             }
-            let line = format!(
-                "{subject}: a {} event{} on checkpoint {}",
-                forged.kind,
-                forged
-                    .step
-                    .as_deref()
-                    .map(|s| format!(" for step {s}"))
-                    .unwrap_or_default(),
-                &forged.checkpoint[..forged.checkpoint.len().min(10)]
-            );
+            let described = forged.describe();
             self.record(
                 NewEvent::new(Body::PolicyViolation(PolicyViolation {
                     hook: "journal".into(),
                     rule: rule.into(),
                     subject,
                     reason: format!(
-                        "{line} that git-bmad did not write (it breaks the journal's hash chain); ignored"
+                        "{described}: git-bmad did not write it (it breaks the journal's hash chain); ignored"
                     ),
                 }))
                 .step(step.clone())
                 .decision(Some(Decision::Auto)),
             )?;
-            found.push(line);
+            found.push(described);
         }
         Ok(found)
     }
 
-    /// Policy violations journaled since event `seq` (by the hooks, the guard, the
-    /// checkpoint's secret scan), by step: each gates its step whatever the agent CLI
-    /// reported (a call blocked in a subagent, a push the pre-push hook refused). One
-    /// without a step belongs to every step of the round.
-    pub(super) fn violations_since(
-        &self,
+    /// Policy violations since event `seq` (the hooks' and the guard's, the checkpoint's
+    /// secret scan's, journal lines git-bmad did not write), by step: each gates its step
+    /// whatever the agent CLI reported (a call blocked in a subagent, a push the pre-push
+    /// hook refused). One without a step belongs to every step of the round.
+    pub(super) fn round_violations(
+        &mut self,
         seq: u64,
         ids: &[&str],
     ) -> Result<BTreeMap<String, Vec<String>>> {
+        // What the hooks kept for later (a ref update they refused) is journaled first.
+        for event in session::flush_deferred(self.repo, self.session)? {
+            self.fold(&event);
+        }
         let journal = session::read_journal(self.repo, &self.session.id)?;
         let mut found: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for event in journal.events().filter(|e| e.seq > seq) {
-            let Body::PolicyViolation(v) = &event.body else {
-                continue;
-            };
-            let steps = match &event.step {
+        let mut add = |step: &Option<String>, text: String| {
+            let steps = match step {
                 Some(step) => vec![step.clone()],
                 None => ids.iter().map(|id| id.to_string()).collect(),
             };
             for step in steps {
-                found.entry(step).or_default().push(format!(
+                found.entry(step).or_default().push(text.clone());
+            }
+        };
+        for event in journal.events().filter(|e| e.seq > seq) {
+            if let Body::PolicyViolation(v) = &event.body {
+                let text = format!(
                     "{} refused {} ({}): {}",
                     v.hook, v.subject, v.rule, v.reason
-                ));
+                );
+                add(&event.step, text);
             }
         }
+        let step = round_step(ids);
+        for forged in self.report_forgeries(&journal, step.clone())? {
+            add(
+                &step,
+                format!("the journal holds {forged}, which git-bmad did not write"),
+            );
+        }
         Ok(found)
+    }
+}
+
+/// The step a round's events belong to: its only step, or none for a parallel phase.
+pub(super) fn round_step(ids: &[&str]) -> Option<String> {
+    match ids {
+        [only] => Some((*only).to_owned()),
+        _ => None,
     }
 }
