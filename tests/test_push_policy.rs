@@ -444,3 +444,89 @@ fn a_session_base_is_protected_and_refusals_are_journaled() {
     assert_eq!(violation["detail"]["rule"], "push-to-protected");
     assert_eq!(violation["session"], id.as_str());
 }
+
+#[test]
+fn secrets_are_found_wherever_a_push_carries_them() {
+    const STRIPE: &str = "sk_live_4kR9tQ2mZ7xW1pL8vN3bH6cJ";
+    /// A merge of a side branch into `feat`; `evil` is written while resolving it.
+    fn merge(fx: &Fixture, evil: Option<&str>) {
+        fx.git(&["checkout", "-q", "-b", "side"]);
+        commit(&fx.env, &fx.repo, "side.txt", "side\n");
+        fx.git(&["checkout", "-q", "feat"]);
+        commit(&fx.env, &fx.repo, "feat2.txt", "two\n");
+        fx.git(&["merge", "-q", "--no-ff", "--no-commit", "side"]);
+        if let Some(content) = evil {
+            write(&fx.repo, "side.txt", content);
+            fx.git(&["add", "side.txt"]);
+        }
+        fx.git(&["commit", "-q", "--no-verify", "-m", "merge side"]);
+    }
+    scenario("a clean merge", Expect::Allowed, |fx| {
+        merge(fx, None);
+        s(&["origin", "feat"])
+    });
+    scenario(
+        "a secret written while resolving a merge",
+        Expect::Refused("secret"),
+        |fx| {
+            merge(fx, Some(&format!("side\nkey = \"{STRIPE}\"\n")));
+            s(&["origin", "feat"])
+        },
+    );
+    scenario(
+        "a secret inside a binary file",
+        Expect::Refused("secret"),
+        |fx| {
+            write(
+                &fx.repo,
+                "cache.db",
+                "SQLite\0\u{1}\u{2}aws=AKIAQ7ZK2M4XW6RT5PLN\0\u{7}",
+            );
+            fx.git(&["add", "cache.db"]);
+            fx.git(&["commit", "-q", "--no-verify", "-m", "cache"]);
+            s(&["origin", "feat"])
+        },
+    );
+    scenario(
+        "a secret in a commit message",
+        Expect::Refused("secret"),
+        |fx| {
+            fx.git(&[
+                "commit",
+                "-q",
+                "--no-verify",
+                "--allow-empty",
+                "-m",
+                &format!("deploy\n\nused {STRIPE} for the test"),
+            ]);
+            s(&["origin", "feat"])
+        },
+    );
+    scenario(
+        "a secret in an annotated tag's message",
+        Expect::Refused("secret"),
+        |fx| {
+            fx.git(&["tag", "-a", "v1", "-m", &format!("release, key {STRIPE}")]);
+            s(&["origin", "v1"])
+        },
+    );
+    scenario("a clean annotated tag", Expect::Allowed, |fx| {
+        fx.git(&["tag", "-a", "v1", "-m", "release one"]);
+        s(&["origin", "v1"])
+    });
+    scenario(
+        "a secret on a hidden ref",
+        Expect::Refused("secret"),
+        |fx| {
+            write(&fx.repo, "deploy.sh", &format!("export K={STRIPE}\n"));
+            fx.git(&["add", "deploy.sh"]);
+            let tree = fx.git(&["write-tree"]);
+            let commit = fx.git(&["commit-tree", tree.trim(), "-m", "checkpoint"]);
+            fx.git(&["reset", "-q"]);
+            s(&[
+                "origin",
+                &format!("{}:refs/bmad/checkpoints/x", commit.trim()),
+            ])
+        },
+    );
+}

@@ -15,9 +15,11 @@ use super::ObjectId;
 use crate::env::REPO_REDIRECTING_VARS;
 
 /// Options of every patch read for secret scanning: no context, colour, external diff,
-/// textconv or rename pairing, so added lines are exactly what was added.
-const PATCH_ARGS: [&str; 5] = [
+/// textconv or rename pairing, so added lines are exactly what was added; binary files as
+/// text, because a key in a `.sqlite` is still a key.
+const PATCH_ARGS: [&str; 6] = [
     "-U0",
+    "--text",
     "--no-color",
     "--no-ext-diff",
     "--no-textconv",
@@ -217,8 +219,10 @@ impl GitCli {
     }
 
     /// `git log -p` of `revs` as zero-context patches, each commit introduced by
-    /// `commit <id>`; returned unstarted so a caller can run it in the background. Never
-    /// fetches missing objects (a partial clone would go to the network).
+    /// `commit <id>` and its message indented by four spaces, merges as dense combined diffs
+    /// (plain `-p` shows a merge no diff at all); returned unstarted so a caller can run it
+    /// in the background. Never fetches missing objects (a partial clone would go to the
+    /// network).
     pub(super) fn log_patch_command(&self, revs: &[&str]) -> Command {
         let mut cmd = self.command();
         cmd.args([
@@ -226,7 +230,8 @@ impl GitCli {
             "core.quotePath=false",
             "log",
             "-p",
-            "--format=commit %H",
+            "--cc",
+            "--format=commit %H%n%w(0,4,4)%B",
         ])
         .args(PATCH_ARGS)
         .args(revs)

@@ -243,6 +243,30 @@ impl Repo {
         Ok(if shallow { None } else { Some(false) })
     }
 
+    /// The messages of an annotated tag and of the tags it points to, outermost first; empty
+    /// for anything that is not a tag.
+    pub fn tag_messages(&self, id: ObjectId) -> Result<Vec<String>> {
+        let mut messages = Vec::new();
+        let mut next = id;
+        // A tag of a tag of… is legal; a bound keeps a crafted chain from running forever.
+        for _ in 0..64 {
+            let object = self
+                .inner
+                .find_object(next)
+                .map_err(|e| Error::gix(format!("could not read object {next}"), e))?;
+            if object.kind != gix::object::Kind::Tag {
+                break;
+            }
+            let tag = object.into_tag();
+            let decoded = tag
+                .decode()
+                .map_err(|e| Error::gix(format!("could not decode tag {next}"), e))?;
+            messages.push(decoded.message.to_str_lossy().into_owned());
+            next = decoded.target();
+        }
+        Ok(messages)
+    }
+
     /// Whether an object exists in the object database.
     pub fn has_object(&self, id: ObjectId) -> bool {
         self.inner.has_object(id)

@@ -192,7 +192,9 @@ pub fn check(
                 }))
             }
         };
-        for finding in secrets::scan_patch(&patch, Options::default()) {
+        let mut findings = secrets::scan_patch(&patch, Options::default());
+        findings.extend(tag_message_findings(repo, &lines[i].local_oid)?);
+        for finding in findings {
             match finding.confidence {
                 Confidence::High => report.refusals.push(rules::SECRET.refuse(
                     finding.location(),
@@ -209,6 +211,24 @@ pub fn check(
     }
     Ok(report)
 }
+
+/// Secrets in the message of a pushed annotated tag (`git log` shows only its commit's).
+fn tag_message_findings(repo: &Repo, oid: &str) -> Result<Vec<Finding>, Error> {
+    let Ok(id) = ObjectId::from_hex(oid.as_bytes()) else {
+        return Ok(Vec::new());
+    };
+    let mut findings = Vec::new();
+    for message in repo.tag_messages(id)? {
+        for mut f in secrets::scan_text(&message, Some(TAG_MESSAGE), Options::default()) {
+            f.commit = Some(oid.to_owned());
+            findings.push(f);
+        }
+    }
+    Ok(findings)
+}
+
+/// The `path` of a finding in a tag's message.
+const TAG_MESSAGE: &str = "(tag message)";
 
 fn short(oid: &str) -> &str {
     &oid[..oid.len().min(10)]

@@ -10,6 +10,7 @@
 //! commit; they are not honoured for agents ([`Options::honour_allow_comments`]), because an
 //! agent that can write the secret can write the comment.
 
+mod patch;
 mod rules;
 #[cfg(test)]
 mod vectors;
@@ -19,6 +20,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde::Serialize;
 
+pub use patch::scan_patch;
 pub use rules::{all as rules, Confidence, Rule};
 
 /// The marker that suppresses a finding on its line, for humans only.
@@ -234,80 +236,6 @@ pub fn check_path(path: &str) -> Option<Finding> {
         commit: None,
         excerpt: String::new(),
     })
-}
-
-/// Scan the lines a patch adds (`git diff -U0`, `git log -p -U0`), reporting file lines and
-/// commits; sensitive file names that the patch adds to are reported too.
-pub fn scan_patch(patch: &str, options: Options) -> Vec<Finding> {
-    let mut findings = Vec::new();
-    let mut file = AddedLines::default();
-    let mut commit: Option<String> = None;
-    let mut in_hunk = false;
-    for line in patch.lines() {
-        if let Some(id) = line.strip_prefix("commit ") {
-            file.flush(&commit, options, &mut findings);
-            commit = id.split_whitespace().next().map(str::to_owned);
-            in_hunk = false;
-        } else if line.starts_with("diff --git ") {
-            file.flush(&commit, options, &mut findings);
-            in_hunk = false;
-        } else if let Some(path) = line.strip_prefix("+++ ").filter(|_| !in_hunk) {
-            file.path = path.strip_prefix("b/").map(str::to_owned);
-        } else if let Some(header) = line.strip_prefix("@@ ") {
-            in_hunk = true;
-            file.next_line = hunk_new_start(header).unwrap_or(1);
-        } else if in_hunk {
-            if let Some(added) = line.strip_prefix('+') {
-                file.push(added);
-            } else if line.starts_with(' ') {
-                file.next_line += 1;
-            }
-        }
-    }
-    file.flush(&commit, options, &mut findings);
-    findings
-}
-
-/// The added lines of one file of a patch, joined, with their line numbers in the new file.
-#[derive(Default)]
-struct AddedLines {
-    path: Option<String>,
-    text: String,
-    numbers: Vec<usize>,
-    next_line: usize,
-}
-
-impl AddedLines {
-    fn push(&mut self, line: &str) {
-        self.text.push_str(line);
-        self.text.push('\n');
-        self.numbers.push(self.next_line);
-        self.next_line += 1;
-    }
-
-    fn flush(&mut self, commit: &Option<String>, options: Options, out: &mut Vec<Finding>) {
-        let file = std::mem::take(self);
-        let Some(path) = file.path else {
-            return;
-        };
-        if !file.numbers.is_empty() || commit.is_none() {
-            if let Some(mut f) = check_path(&path) {
-                f.commit = commit.clone();
-                out.push(f);
-            }
-        }
-        for mut f in scan_text(&file.text, Some(&path), options) {
-            f.line = file.numbers.get(f.line - 1).copied().unwrap_or(f.line);
-            f.commit = commit.clone();
-            out.push(f);
-        }
-    }
-}
-
-/// The new-file start line of a hunk header `-a,b +c,d @@`.
-fn hunk_new_start(header: &str) -> Option<usize> {
-    let plus = header.split_whitespace().find(|p| p.starts_with('+'))?;
-    plus[1..].split(',').next()?.parse().ok()
 }
 
 /// All rule matches in `text`, by position, a low-confidence match dropped where it overlaps
