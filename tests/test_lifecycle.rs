@@ -12,7 +12,16 @@ fn worktree_deleted_by_hand_is_reported_and_pruned() {
     std::fs::remove_dir_all(&wt).unwrap();
 
     let doctor = env.bmad(&repo, &["doctor"]).code(1);
-    assert!(doctor.stdout.contains("missing"), "{}", doctor.stdout);
+    assert!(
+        doctor.stdout.contains("worktree") && doctor.stdout.contains("was deleted"),
+        "{}",
+        doctor.stdout
+    );
+    assert!(
+        doctor.stdout.contains("1 problem"),
+        "reported once: {}",
+        doctor.stdout
+    );
     assert!(
         doctor.stdout.contains("git bmad prune"),
         "says the fix: {}",

@@ -1495,3 +1495,98 @@ fn a_journal_forged_between_runs_parks_the_run_before_its_next_step() {
     let doctor = env.bmad(&repo, &["doctor", "--json"]).json();
     assert_eq!(doctor["problems"], 3, "{doctor}");
 }
+
+/// An agent that deletes, replaces or unlinks its worktree's `.git`, or the worktree itself:
+/// the step fails on a policy violation, the run parks, `doctor` names what happened and the
+/// repair, and after that repair the run goes on.
+#[test]
+fn a_step_that_destroys_or_unlinks_its_worktree_is_never_done() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    env.executable("claude", FAKE_CLAUDE);
+    let main = repo.display().to_string();
+    let cases = [
+        (
+            "gitfile",
+            "rm -f .git",
+            "was deleted: git no longer sees it",
+        ),
+        ("newrepo", "rm -f .git && git init -q", "was replaced"),
+        (
+            "forgotten",
+            &*format!("rm -f .git && git -C '{main}' worktree prune"),
+            "git no longer lists",
+        ),
+        ("gone", "cd .. && rm -rf \"$OLDPWD\"", "was deleted"),
+    ];
+    write(
+        &repo,
+        ".bmad/playbooks/wreck.yaml",
+        "steps:\n  - {id: work, command: do the work, postconditions: [{file_exists: out/work}]}\n  - {id: next, command: next}\n",
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
+    for (name, damage, said) in cases {
+        agent_behaviour(
+            &env,
+            "work",
+            &format!("mkdir -p out && touch out/work\n{damage}\nresult 'all done'\n"),
+        );
+        let (id, wt) = start_with(&env, &repo, name, "wreck");
+        let run = env.bmad(&repo, &["run", "-s", &id]).code(3);
+        assert!(
+            run.stdout
+                .contains("Waiting for you at step `work` (policy_violation"),
+            "{name}: {}\n{}",
+            run.stdout,
+            run.stderr
+        );
+        let events = env
+            .bmad(&repo, &["journal", &id, "--json"])
+            .success()
+            .json()
+            .as_array()
+            .expect("events")
+            .clone();
+        assert!(
+            !steps_of(&events, "step_completed").contains(&"work".to_owned()),
+            "{name}: {events:#?}"
+        );
+        let violation = named(&events, "policy_violation")
+            .into_iter()
+            .find(|v| v["detail"]["rule"] == "worktree-damaged")
+            .unwrap_or_else(|| panic!("{name}: {events:#?}"));
+        assert_eq!(violation["step"], "work");
+        // doctor says what happened and how to repair it; never "prune" for work on disk.
+        let doctor = env.bmad(&repo, &["doctor", "--json"]).json();
+        let problem = doctor
+            .as_array()
+            .or_else(|| doctor["findings"].as_array())
+            .unwrap()
+            .iter()
+            .find(|f| f["message"].as_str().is_some_and(|m| m.contains(said)))
+            .unwrap_or_else(|| panic!("{name}: {doctor:#}"))
+            .clone();
+        let fix = problem["fix"].as_str().unwrap().to_owned();
+        if name == "gone" {
+            assert!(fix.starts_with("git bmad prune"), "{fix}");
+            continue;
+        }
+        assert!(!fix.contains("bmad prune"), "{name}: {fix}");
+        // Resuming before the repair refuses and repeats the repair.
+        let refused = env.bmad(&repo, &["answer", "continue", "-s", &id]);
+        assert_ne!(refused.code, 0, "{name}: {}", refused.stdout);
+        assert!(refused.stderr.contains(&fix), "{name}: {}", refused.stderr);
+        let repaired = env.sh(&repo, &fix);
+        assert_eq!(repaired.code, 0, "{name}: {fix}\n{}", repaired.stderr);
+        let doctor = env.bmad(&repo, &["doctor", "--json"]).json();
+        assert!(!doctor.to_string().contains(said), "{name}: {doctor:#}");
+        assert_eq!(read(&wt, "out/work"), "", "{name}: the work is still there");
+        env.bmad(&wt, &["answer", "continue", "-m", "repaired"])
+            .success();
+        assert!(
+            steps_of(&journal(&env, &wt), "step_completed").contains(&"next".to_owned()),
+            "{name}"
+        );
+    }
+}

@@ -170,6 +170,12 @@ pub const JOURNAL_FORGED: Rule = Rule {
     instead:
         "git-bmad ignores it; a human checks the session (`git bmad doctor`) and answers the gate",
 };
+/// A step deleted, unlinked or replaced its session's worktree (or its `.git` file).
+pub const WORKTREE_DAMAGED: Rule = Rule {
+    id: "worktree-damaged",
+    why: "a worktree git no longer tracks can neither be checkpointed nor checked, so nothing in it is evidence",
+    instead: "leave the worktree's .git file and directory alone; `git bmad doctor` names the repair",
+};
 /// A command the guard cannot read to the end.
 pub const TOO_NESTED: Rule = Rule {
     id: "too-nested",
@@ -196,6 +202,7 @@ pub const CATALOGUE: &[Rule] = &[
     SECRET,
     BMAD_STATE,
     JOURNAL_FORGED,
+    WORKTREE_DAMAGED,
     TOO_NESTED,
 ];
 

@@ -134,7 +134,10 @@ pub fn doctor(
         let ours = sessions
             .iter()
             .find(|s| Some(&s.branch) == wt.branch.as_ref());
-        if let (true, Some(s)) = (wt.prunable, ours) {
+        // A live session's worktree is checked with the session, which names the repair
+        // (for a directory still there, `prune` would unlink the work).
+        let live = ours.is_some_and(|s| !matches!(s.status, Status::Completed | Status::Pruned));
+        if let (true, false, Some(s)) = (wt.prunable && !wt.path.is_dir(), live, ours) {
             f.add(
                 Severity::Problem,
                 Some(&s.id),
@@ -302,16 +305,15 @@ fn check_session(repo: &Repo, id: &SessionId, f: &mut Findings) -> Result<()> {
     let state = SessionState::replay(journal.events());
     let worktree = std::path::Path::new(&newest.trailers.worktree);
     let live = !matches!(state.status, Status::Completed | Status::Pruned);
-    if live && !worktree.is_dir() {
-        f.add(
-            Severity::Problem,
-            Some(id),
-            format!(
-                "the worktree {} is missing (deleted by hand?)",
-                worktree.display()
-            ),
-            Some("git bmad prune".into()),
-        );
+    if live {
+        if let Some(damage) = super::worktree_damage(repo, worktree, &newest.trailers.branch)? {
+            f.add(
+                Severity::Problem,
+                Some(id),
+                damage.describe(),
+                Some(damage.fix()),
+            );
+        }
     }
     if state.status != Status::Pruned && repo.read_ref(&newest.trailers.branch)?.is_none() {
         f.add(

@@ -106,6 +106,16 @@ pub enum Error {
         /// Where it was.
         path: PathBuf,
     },
+    /// The session's worktree was damaged (see [`super::WorktreeDamage`]).
+    #[error("session {session}: {what}; nothing runs there until it is repaired: {fix}")]
+    WorktreeDamaged {
+        /// The session.
+        session: String,
+        /// What happened.
+        what: String,
+        /// The commands that repair it.
+        fix: String,
+    },
     /// `remove` would lose work.
     #[error("refusing to remove session {session}: {}; pass --force to remove it anyway (its checkpoints and journal are deleted too)", reasons.join("; "))]
     WouldLoseWork {

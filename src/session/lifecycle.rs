@@ -340,6 +340,11 @@ pub fn prune(repo: &Repo) -> Result<Vec<PruneOutcome>> {
                 .is_some_and(|b| gone.iter().any(|s| &s.branch == b))
     });
     if ours_gone_for_git {
+        // git prunes every worktree whose `.git` file is gone, directory or not: one of ours
+        // that still holds the work must be repaired first, or it is unlinked with the rest.
+        for session in store::list(repo)?.iter().filter(|s| s.worktree_exists) {
+            super::ensure_worktree_intact(repo, session)?;
+        }
         repo.prune_worktrees()?;
     }
     let mut outcomes = Vec::new();

@@ -193,6 +193,11 @@ fn cell(text: &str) -> String {
 
 /// Write the rendered journal into the session worktree.
 pub fn write_rendered(session: &Session, journal: &Journal) -> Result<()> {
+    // A deleted worktree stays deleted: recreating its directory for this file would make
+    // it look like a worktree whose `.git` file alone was lost.
+    if !session.worktree.is_dir() {
+        return Ok(());
+    }
     let path = session.worktree.join(journal_md_path(&session.id));
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Error::io("could not create", dir, e))?;

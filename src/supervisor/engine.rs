@@ -65,13 +65,8 @@ pub fn supervise(
     request: Request,
     options: RunOptions<'_>,
 ) -> Result<Report> {
-    if !session.worktree_exists {
-        return Err(session::Error::WorktreeMissing {
-            session: session.id.to_string(),
-            path: session.worktree.clone(),
-        }
-        .into());
-    }
+    // Nothing runs, and no gate is answered, in a worktree git no longer tracks.
+    session::ensure_worktree_intact(repo, session)?;
     let worktree = session.open_worktree(repo)?;
     let git_dir = worktree.as_ref().unwrap_or(repo).git_dir().to_path_buf();
     let _lock = super::lock::RunLock::acquire(&git_dir, session.id.as_str())?;
@@ -426,6 +421,7 @@ impl Engine<'_> {
         } else {
             phase.to_owned()
         };
+        session::ensure_worktree_intact(self.repo, self.session)?;
         let (before, round_start) =
             self.vetted_checkpoint(&format!("before {}", ids.join(", ")), &tag, &ids)?;
         // The run's limit is on time spent in steps, summed: a round's steps share what is
@@ -517,8 +513,18 @@ impl Engine<'_> {
                 }));
             });
         }
-        let (after, _) =
-            self.vetted_checkpoint(&format!("after {}", ids.join(", ")), &tag, &ids)?;
+        // A worktree the round deleted or unlinked cannot be checkpointed or checked: its
+        // steps fail on that, with nothing changed to show.
+        let after = match self.worktree_damage()? {
+            Some(damage) => {
+                self.report_damage(&damage, &ids)?;
+                before.clone()
+            }
+            None => {
+                self.vetted_checkpoint(&format!("after {}", ids.join(", ")), &tag, &ids)?
+                    .0
+            }
+        };
         let mut violations = self.round_violations(round_start, &ids)?;
         let changes = before.work_changed_to(self.repo, &after)?;
         let changed_paths: Vec<String> = changes.iter().map(|(p, _)| p.clone()).collect();

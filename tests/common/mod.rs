@@ -135,6 +135,18 @@ impl TestEnv {
         run.stdout
     }
 
+    /// Run a shell script in `dir`, as a user would type it.
+    pub fn sh(&self, dir: &Path, script: &str) -> Run {
+        let mut cmd = Command::new("sh");
+        self.hermetic(&mut cmd);
+        Run::from(
+            cmd.current_dir(dir)
+                .args(["-c", script])
+                .output()
+                .expect("spawn sh"),
+        )
+    }
+
     /// A `git-bmad` command in `dir`.
     pub fn bmad_command(&self, dir: &Path) -> Command {
         let mut cmd = Command::new(BIN);

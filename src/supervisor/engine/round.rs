@@ -49,6 +49,36 @@ impl Engine<'_> {
         Ok((checkpoint, ev.seq))
     }
 
+    /// What a round did to the session's worktree, if it damaged it.
+    pub(super) fn worktree_damage(&self) -> Result<Option<session::WorktreeDamage>> {
+        Ok(session::worktree_damage(
+            self.repo,
+            &self.session.worktree,
+            &self.session.branch,
+        )?)
+    }
+
+    /// Journal a worktree the round damaged as a policy violation of its steps; the round's
+    /// violations then gate them.
+    pub(super) fn report_damage(
+        &mut self,
+        damage: &session::WorktreeDamage,
+        ids: &[&str],
+    ) -> Result<()> {
+        let rule = &crate::policy::rules::WORKTREE_DAMAGED;
+        self.record(
+            NewEvent::new(Body::PolicyViolation(PolicyViolation {
+                hook: "supervisor".into(),
+                rule: rule.id.into(),
+                subject: damage.path.display().to_string(),
+                reason: format!("{}; repair: {}", damage.describe(), damage.fix()),
+            }))
+            .step(round_step(ids))
+            .decision(Some(Decision::Auto)),
+        )?;
+        Ok(())
+    }
+
     /// Journal lines git-bmad did not write (see [`session::Journal::unsealed`]) that no
     /// violation names yet: each is journaled now as a policy violation of `step` (none: of
     /// every step of the round). Returns them, described.
