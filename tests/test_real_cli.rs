@@ -512,3 +512,54 @@ fn a_codex_stream_that_reconnects_and_recovers_passes() {
     let stdout = done["detail"]["stdout"].as_str().unwrap_or_default();
     assert!(stdout.contains("Reconnecting"), "{stdout}");
 }
+
+/// Codex and Gemini report no cost, so a dollar budget is refused for them; a token budget
+/// counts what every CLI reports (cache included) and stops the run between steps.
+#[test]
+fn a_token_budget_stops_every_cli_between_steps() {
+    let two_steps = format!("{IMPLEMENT}  - {{id: again, command: Do it again, timeout: 120s}}\n");
+    for cli in ALL {
+        let world = World::new(cli, honest(), &two_steps);
+        let config = |budget: &str| {
+            format!(
+                "runners:\n  default: {}\nchecks:\n  test_command: sh test.sh\norchestration:\n  {budget}\n",
+                cli.name()
+            )
+        };
+        if cli != Cli::Claude {
+            world.configure(&config("budget_usd: 1"));
+            let refused = world.run();
+            assert_ne!(refused.code, 0, "{}", world.explain(&refused));
+            assert!(
+                refused.stderr.contains("reports no cost")
+                    && refused.stderr.contains("budget_tokens"),
+                "{}",
+                refused.stderr
+            );
+        }
+        world.configure(&config("budget_tokens: 500"));
+        let run = world.run();
+        assert_eq!(run.code, 6, "{}", world.explain(&run));
+        assert!(
+            run.stdout.contains("of the 500 tokens budgeted"),
+            "{}",
+            world.explain(&run)
+        );
+        let done = world.named("step_completed");
+        assert_eq!(done.len(), 1, "{}", world.explain(&run));
+        let tokens = done[0]["detail"]["tokens_in"].as_u64().unwrap_or(0)
+            + done[0]["detail"]["tokens_out"].as_u64().unwrap_or(0);
+        assert!(
+            tokens >= 1100,
+            "{cli:?}: {tokens} tokens\n{}",
+            world.explain(&run)
+        );
+        assert_eq!(world.named("limit_tokens_reached").len(), 1);
+        let started: Vec<Value> = world.named("step_started");
+        assert!(
+            started.iter().all(|e| e["step"] == "implement"),
+            "{}",
+            world.explain(&run)
+        );
+    }
+}

@@ -338,8 +338,11 @@ orchestration:
   #   qa:  {runner: claude, model: claude-sonnet-4-5}
   # Steps of a parallel phase that run at once.
   max_concurrent_agents: 4
-  # Stop a run once the agents have reported spending this much (US dollars).
+  # Stop a run once the agents have reported spending this much (US dollars; only
+  # Claude Code reports cost).
   # budget_usd: 20
+  # Or once they have used this many tokens, cache included (Claude, Codex, Gemini).
+  # budget_tokens: 5000000
   # Gates whose confidence is below this (0-1) are shown in full.
   escalation_threshold: 0.5
 "#;

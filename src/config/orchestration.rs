@@ -8,7 +8,8 @@
 //!     sm:  {runner: claude, model: claude-sonnet-4-5}
 //!     dev: {runner: codex, model: gpt-5-codex, api_key_env: OPENAI_API_KEY_DEV}
 //!   max_concurrent_agents: 2
-//!   budget_usd: 20
+//!   budget_usd: 20        # for CLIs that report cost (Claude Code)
+//!   budget_tokens: 2000000  # for any that reports tokens (Claude, Codex, Gemini)
 //!   escalation_threshold: 0.5
 //! ```
 //!
@@ -31,6 +32,9 @@ pub struct OrchestrationConfig {
     pub max_concurrent_agents: u32,
     /// Stop the run once agents have reported this much cost, in US dollars.
     pub budget_usd: Option<f64>,
+    /// Stop the run once agents have reported this many tokens (input, cache and output):
+    /// the budget that applies to CLIs that report no cost.
+    pub budget_tokens: Option<u64>,
     /// Confidence (0–1) below which a gate is shown in full, whatever its format.
     pub escalation_threshold: f64,
 }
@@ -41,6 +45,7 @@ impl Default for OrchestrationConfig {
             agents: BTreeMap::new(),
             max_concurrent_agents: 4,
             budget_usd: None,
+            budget_tokens: None,
             escalation_threshold: 0.5,
         }
     }
@@ -109,6 +114,9 @@ impl OrchestrationConfig {
                     "orchestration.budget_usd: {b} must be a positive amount in US dollars"
                 ));
             }
+        }
+        if self.budget_tokens == Some(0) {
+            out.push("orchestration.budget_tokens: 0 would stop the run before its first step; give a positive number of tokens".into());
         }
         if !(0.0..=1.0).contains(&self.escalation_threshold) {
             out.push(format!(

@@ -45,10 +45,11 @@ pub fn locate(config: &Config, kind: Kind, cwd: &Path) -> Result<PathBuf> {
 }
 
 /// The agent runners that report what they cost, for messages.
-fn cost_reporters() -> String {
+/// The runners whose CLI reports what `reports` asks, by name.
+fn reporters(reports: fn(&Kind) -> bool) -> String {
     ["claude", "codex", "gemini", "generic"]
         .into_iter()
-        .filter(|n| Kind::parse(n).is_ok_and(|k| k.adapter().reports_cost()))
+        .filter(|n| Kind::parse(n).is_ok_and(|k| reports(&k)))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -69,19 +70,30 @@ pub fn config_problems(config: &Config) -> Vec<String> {
                 .as_ref()
                 .map(|r| (format!("orchestration.agents.{role}.runner"), r))
         }));
-    let budget = config.orchestration.budget_usd;
+    let budget_usd = config.orchestration.budget_usd.is_some();
+    let budget_tokens = config.orchestration.budget_tokens.is_some();
     for (field, name) in named {
-        match Kind::parse(name) {
-            Err(e) => out.push(format!("{field}: {e}")),
-            // A dollar budget counts only what a CLI reports: one that reports no cost
-            // would run past it unseen.
-            Ok(kind) if budget.is_some() && kind.is_agent() && !kind.adapter().reports_cost() => {
-                out.push(format!(
-                    "{field}: {kind} reports no cost, so orchestration.budget_usd cannot limit it; use {} for that role, or drop the budget and cap the run with limits.max_invocations",
-                    cost_reporters()
-                ))
+        let kind = match Kind::parse(name) {
+            Err(e) => {
+                out.push(format!("{field}: {e}"));
+                continue;
             }
-            Ok(_) => {}
+            Ok(kind) if kind.is_agent() => kind,
+            Ok(_) => continue,
+        };
+        // A budget counts only what a CLI reports: one that reports nothing would run past
+        // it unseen.
+        if budget_usd && !kind.adapter().reports_cost() {
+            out.push(format!(
+                "{field}: {kind} reports no cost, so orchestration.budget_usd cannot limit it; use {} for that role, or replace budget_usd with orchestration.budget_tokens",
+                reporters(|k| k.adapter().reports_cost())
+            ))
+        }
+        if budget_tokens && !kind.adapter().reports_tokens() {
+            out.push(format!(
+                "{field}: {kind} reports no token counts, so orchestration.budget_tokens cannot limit it; use {} for that role, or drop the budget and cap the run with limits.max_invocations",
+                reporters(|k| k.adapter().reports_tokens())
+            ))
         }
     }
     for (name, cli) in &runners.clis {
@@ -154,5 +166,22 @@ mod tests {
         assert!(p[1].contains("use claude for that role"), "{p:?}");
         let c = config("runners:\n  roles: {dev: codex}\n");
         assert!(config_problems(&c).is_empty());
+    }
+
+    #[test]
+    fn a_token_budget_applies_to_every_agent_cli_but_not_to_a_generic_one() {
+        let c = config("runners:\n  default: claude\n  roles: {dev: codex, qa: gemini}\norchestration:\n  budget_tokens: 100000\n");
+        assert!(config_problems(&c).is_empty(), "{:?}", config_problems(&c));
+        let c = config("runners:\n  default: claude\n  roles: {dev: generic}\n  generic: {command: [my-agent]}\norchestration:\n  budget_tokens: 100000\n");
+        let p = config_problems(&c);
+        assert_eq!(p.len(), 1, "{p:#?}");
+        assert!(
+            p[0].starts_with("runners.roles.dev: generic reports no token counts"),
+            "{p:?}"
+        );
+        assert!(
+            p[0].contains("use claude, codex, gemini for that role"),
+            "{p:?}"
+        );
     }
 }

@@ -104,6 +104,8 @@ kinds! {
     "limit_invocations_reached" => LimitInvocations(InvocationLimit),
     /// The budget (`orchestration.budget_usd`) is spent.
     "limit_budget_reached" => LimitBudget(BudgetLimit),
+    /// The token budget (`orchestration.budget_tokens`) is spent.
+    "limit_tokens_reached" => LimitTokens(TokenLimit),
     /// The run's time limit was reached (exit 7).
     "limit_run_time_reached" => LimitRunTime(RunTimeLimit),
     /// A step began an attempt.
@@ -333,6 +335,16 @@ pub struct BudgetLimit {
     pub budget_usd: f64,
     /// What the agents reported spending.
     pub spent_usd: f64,
+}
+
+/// `limit_tokens_reached`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TokenLimit {
+    /// The budget, in tokens.
+    pub budget_tokens: u64,
+    /// What the agents reported using (input, cache and output).
+    pub spent_tokens: u64,
 }
 
 /// `limit_run_time_reached`.

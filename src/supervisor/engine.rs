@@ -332,9 +332,9 @@ impl Engine<'_> {
                     steps: stuck.join(", "),
                 });
             }
-            let budget = self.config.orchestration.budget_usd;
+            let budgets = &self.config.orchestration;
             if let Some((event, outcome)) =
-                decide::limit_reached(&playbook.limits, budget, &self.state, runnable.len())
+                decide::limit_reached(&playbook.limits, budgets, &self.state, runnable.len())
             {
                 self.record(event)?;
                 return Ok(outcome);

@@ -33,6 +33,13 @@ pub enum Outcome {
         /// Spent, in millionths of a dollar.
         spent_micro_usd: u64,
     },
+    /// The token budget was spent.
+    TokenLimit {
+        /// The budget, in tokens.
+        limit: u64,
+        /// Used so far.
+        spent: u64,
+    },
     /// The run's time limit was reached.
     RunTimeLimit {
         /// The limit in seconds.

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::bmad::analysis::confidence::Format;
-use crate::session::schema::Body;
 pub use crate::session::schema::{Answer, GateKind, Next};
+use crate::session::schema::{Body, StepOutcome};
 use crate::session::{Decision, Event};
 
 /// What a step has come to.
@@ -165,6 +165,8 @@ pub struct RunState {
     pub answers: Vec<Answer>,
     /// What the agents reported spending, in millionths of a US dollar.
     pub cost_micro_usd: u64,
+    /// The tokens the agents reported using.
+    pub tokens: u64,
 }
 
 impl RunState {
@@ -177,11 +179,13 @@ impl RunState {
         state
     }
 
-    /// An attempt's reported cost, added up.
-    fn add_cost(&mut self, cost_usd: Option<f64>) {
-        if let Some(usd) = cost_usd.filter(|c| c.is_finite() && *c > 0.0) {
+    /// An attempt's reported cost and tokens, added up.
+    fn add_cost(&mut self, outcome: &StepOutcome) {
+        if let Some(usd) = outcome.cost_usd.filter(|c| c.is_finite() && *c > 0.0) {
             self.cost_micro_usd += (usd * 1e6).round() as u64;
         }
+        let tokens = outcome.tokens_in.unwrap_or(0) + outcome.tokens_out.unwrap_or(0);
+        self.tokens = self.tokens.saturating_add(tokens);
     }
 
     /// The record of a step.
@@ -242,14 +246,14 @@ impl RunState {
             }
             Body::StepCompleted(outcome) => {
                 self.run_time_ms += event.duration_ms.unwrap_or(0);
-                self.add_cost(outcome.cost_usd);
+                self.add_cost(outcome);
                 let s = self.steps.entry(step_id).or_default();
                 s.status = StepStatus::Done;
                 s.pending_answer = None;
             }
             Body::StepFailed(outcome) | Body::Escalated(outcome) => {
                 self.run_time_ms += event.duration_ms.unwrap_or(0);
-                self.add_cost(outcome.cost_usd);
+                self.add_cost(outcome);
                 let s = self.steps.entry(step_id).or_default();
                 s.status = StepStatus::Failed {
                     next: outcome.next.unwrap_or(Next::Stop),
@@ -310,6 +314,7 @@ impl RunState {
             Body::RunFailed(_)
             | Body::LimitInvocations(_)
             | Body::LimitBudget(_)
+            | Body::LimitTokens(_)
             | Body::LimitRunTime(_)
             | Body::RunInterrupted(_) => self.ended = Some(Ended::Stopped(event.kind().to_owned())),
             _ => {}

@@ -82,7 +82,9 @@ pub(super) fn supervise_and_report(
         Outcome::Completed | Outcome::Aborted => exit::OK,
         Outcome::Gated { .. } => exit::GATED,
         Outcome::Failed { .. } => exit::STEP_FAILED,
-        Outcome::InvocationLimit { .. } | Outcome::BudgetLimit { .. } => exit::INVOCATION_LIMIT,
+        Outcome::InvocationLimit { .. }
+        | Outcome::BudgetLimit { .. }
+        | Outcome::TokenLimit { .. } => exit::INVOCATION_LIMIT,
         Outcome::RunTimeLimit { .. } => exit::RUN_TIME_LIMIT,
         Outcome::Interrupted => exit::INTERRUPTED,
     };
@@ -129,6 +131,10 @@ pub(super) fn supervise_and_report(
         Outcome::BudgetLimit { limit_micro_usd, spent_micro_usd } => {
             ui.line(format!("{} the agents have spent {} of the {} budget ({done}/{total} steps finished).", ui.paint("Stopped:", Style::Red), dollars(*spent_micro_usd), dollars(*limit_micro_usd)));
             ui.status("Next: git bmad journal shows each step's cost; raise orchestration.budget_usd in .bmad/config.yaml to go on");
+        }
+        Outcome::TokenLimit { limit, spent } => {
+            ui.line(format!("{} the agents have used {spent} of the {limit} tokens budgeted ({done}/{total} steps finished).", ui.paint("Stopped:", Style::Red)));
+            ui.status("Next: git bmad journal shows each step's tokens; raise orchestration.budget_tokens in .bmad/config.yaml to go on");
         }
         Outcome::RunTimeLimit { limit_secs } => {
             ui.line(format!("{} the run reached its time limit of {} ({done}/{total} steps finished).", ui.paint("Stopped:", Style::Red), duration(limit_secs * 1000)));

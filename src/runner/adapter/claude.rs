@@ -68,6 +68,10 @@ impl Adapter for Claude {
         true
     }
 
+    fn reports_tokens(&self) -> bool {
+        true
+    }
+
     fn reports_cost(&self) -> bool {
         true
     }

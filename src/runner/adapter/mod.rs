@@ -78,6 +78,11 @@ pub trait Adapter: Sync {
         false
     }
 
+    /// Whether the CLI reports the tokens an invocation used (so a token budget can apply).
+    fn reports_tokens(&self) -> bool {
+        false
+    }
+
     /// Whether the CLI always prints a result the adapter reads: when it prints none, every
     /// check on its output (errors, denials, cost) would be blind, so the call fails.
     fn structured(&self) -> bool {

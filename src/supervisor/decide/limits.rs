@@ -1,16 +1,17 @@
-//! The run's caps: invocations, money, time. Checked before a round starts, so a cap stops
+//! The run's caps: invocations, money, tokens, time. Checked before a round starts, so a cap stops
 //! the run between steps rather than killing one.
 
 use super::super::outcome::Outcome;
 use super::super::playbook::Limits;
 use super::super::state::RunState;
-use crate::session::schema::{Body, BudgetLimit, InvocationLimit, RunTimeLimit};
+use crate::config::OrchestrationConfig;
+use crate::session::schema::{Body, BudgetLimit, InvocationLimit, RunTimeLimit, TokenLimit};
 use crate::session::{Decision, NewEvent};
 
 /// The cap that starting `starting` more steps would break, as an event and an outcome.
 pub fn reached(
     limits: &Limits,
-    budget_usd: Option<f64>,
+    budgets: &OrchestrationConfig,
     state: &RunState,
     starting: usize,
 ) -> Option<(NewEvent, Outcome)> {
@@ -29,7 +30,7 @@ pub fn reached(
             },
         );
     }
-    if let Some(budget) = budget_usd {
+    if let Some(budget) = budgets.budget_usd {
         let limit_micro_usd = (budget * 1e6).round() as u64;
         let spent_micro_usd = state.cost_micro_usd;
         if spent_micro_usd >= limit_micro_usd {
@@ -44,6 +45,18 @@ pub fn reached(
                 },
             );
         }
+    }
+    if let Some(budget) = budgets.budget_tokens.filter(|b| state.tokens >= *b) {
+        return hit(
+            Body::LimitTokens(TokenLimit {
+                budget_tokens: budget,
+                spent_tokens: state.tokens,
+            }),
+            Outcome::TokenLimit {
+                limit: budget,
+                spent: state.tokens,
+            },
+        );
     }
     if state.run_time_ms >= limits.max_run_time.as_millis() as u64 {
         return hit(
@@ -64,34 +77,53 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    fn budgets(usd: Option<f64>, tokens: Option<u64>) -> OrchestrationConfig {
+        OrchestrationConfig {
+            budget_usd: usd,
+            budget_tokens: tokens,
+            ..Default::default()
+        }
+    }
+
     #[test]
     fn each_cap_stops_the_run_before_it_is_broken() {
         let limits = Limits {
             max_invocations: 3,
             max_run_time: Duration::from_secs(60),
         };
+        let none = budgets(None, None);
         let state = RunState {
             invocations: 2,
             ..Default::default()
         };
-        assert!(reached(&limits, None, &state, 1).is_none());
-        let (event, outcome) = reached(&limits, None, &state, 2).unwrap();
+        assert!(reached(&limits, &none, &state, 1).is_none());
+        let (event, outcome) = reached(&limits, &none, &state, 2).unwrap();
         assert_eq!(event.name(), "limit_invocations_reached");
         assert_eq!(outcome, Outcome::InvocationLimit { limit: 3 });
 
         let spent = RunState {
             cost_micro_usd: 30_000,
+            tokens: 5_000,
             ..Default::default()
         };
-        assert!(reached(&limits, Some(0.05), &spent, 1).is_none());
-        let (event, _) = reached(&limits, Some(0.025), &spent, 1).unwrap();
+        assert!(reached(&limits, &budgets(Some(0.05), Some(6_000)), &spent, 1).is_none());
+        let (event, _) = reached(&limits, &budgets(Some(0.025), None), &spent, 1).unwrap();
         assert_eq!(event.name(), "limit_budget_reached");
+        let (event, outcome) = reached(&limits, &budgets(None, Some(5_000)), &spent, 1).unwrap();
+        assert_eq!(event.name(), "limit_tokens_reached");
+        assert_eq!(
+            outcome,
+            Outcome::TokenLimit {
+                limit: 5_000,
+                spent: 5_000
+            }
+        );
 
         let late = RunState {
             run_time_ms: 60_000,
             ..Default::default()
         };
-        let (event, outcome) = reached(&limits, None, &late, 1).unwrap();
+        let (event, outcome) = reached(&limits, &none, &late, 1).unwrap();
         assert_eq!(event.name(), "limit_run_time_reached");
         assert_eq!(outcome, Outcome::RunTimeLimit { limit_secs: 60 });
     }
