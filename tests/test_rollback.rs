@@ -163,3 +163,42 @@ fn restore_refuses_when_a_file_changed_after_the_snapshot() {
         "nothing was overwritten"
     );
 }
+
+#[test]
+fn a_secret_in_the_worktree_stops_rollback_and_undo_before_anything_is_stored() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (_, wt) = env.start(&repo, "leaky");
+    write(&wt, "plan.md", "the plan\n");
+    env.bmad(&wt, &["checkpoint", "-m", "plan"]).success();
+    let plan = checkpoint_number(&env, &wt);
+    let key = format!("AKIA{}", "Q7ZK2M4XW6RT5PLN");
+    write(&wt, "plan.md", "the plan, rewritten\n");
+    write(&wt, "config/settings.py", &format!("AWS = \"{key}\"\n"));
+
+    let refused = env.bmad(&wt, &["rollback", &plan]).code(4);
+    assert!(
+        refused.stderr.contains("config/settings.py:1:8")
+            && refused.stderr.contains("aws-access-key-id")
+            && refused.stderr.contains("Remove it"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!refused.stderr.contains(&key), "{}", refused.stderr);
+    // Nothing moved (read from disk: hashing the tree would store the key), and the key
+    // is in no object.
+    assert_eq!(read(&wt, "plan.md"), "the plan, rewritten\n");
+    assert!(read(&wt, "config/settings.py").contains(&key));
+    assert!(!env.all_objects(&repo).contains(&key[4..]));
+
+    // Without it, the rollback goes through; a key written afterwards stops `undo` too.
+    std::fs::remove_file(wt.join("config/settings.py")).unwrap();
+    env.bmad(&wt, &["rollback", &plan]).success();
+    assert_eq!(read(&wt, "plan.md"), "the plan\n");
+    write(&wt, "notes.txt", &format!("key {key}\n"));
+    env.bmad(&wt, &["undo"]).code(4);
+    assert!(!env.all_objects(&repo).contains(&key[4..]));
+    std::fs::remove_file(wt.join("notes.txt")).unwrap();
+    env.bmad(&wt, &["undo"]).success();
+    assert_eq!(read(&wt, "plan.md"), "the plan, rewritten\n");
+}

@@ -122,6 +122,8 @@ impl From<session::Error> for CommandError {
     fn from(e: session::Error) -> Self {
         let code = if e.is_usage() {
             exit::USAGE
+        } else if matches!(e, session::Error::SecretInWorktree { .. }) {
+            exit::POLICY
         } else {
             exit::FAILED
         };

@@ -67,14 +67,7 @@ impl Repo {
         let mut changed = self.changed_paths()?;
         let mut refused = Vec::new();
         if let Some(vet) = vet.as_mut() {
-            for path in &changed {
-                let Some(bytes) = self.file_head(path)? else {
-                    continue;
-                };
-                if !vet(path, &bytes) {
-                    refused.push(path.clone());
-                }
-            }
+            refused = self.vet_paths(&changed, *vet)?;
             for path in &refused {
                 changed.remove(path);
             }
@@ -113,6 +106,26 @@ impl Repo {
             .map(|id| id.detach())
             .map_err(|e| Error::gix("could not write the snapshot tree", e))?;
         Ok(Vetted { tree, refused })
+    }
+
+    /// Show every file that differs from `HEAD` to `vet`, writing nothing; the ones it
+    /// refused. For what must store the whole worktree or nothing (a rollback's safety
+    /// snapshot).
+    pub fn vet_changes(&self, vet: Vet<'_>) -> Result<Vec<String>> {
+        self.vet_paths(&self.changed_paths()?, vet)
+    }
+
+    fn vet_paths(&self, paths: &BTreeSet<String>, vet: Vet<'_>) -> Result<Vec<String>> {
+        let mut refused = Vec::new();
+        for path in paths {
+            let Some(bytes) = self.file_head(path)? else {
+                continue;
+            };
+            if !vet(path, &bytes) {
+                refused.push(path.clone());
+            }
+        }
+        Ok(refused)
     }
 
     /// The first [`VET_LIMIT`] bytes of a regular file of the worktree (a symlink: its

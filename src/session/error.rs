@@ -116,6 +116,12 @@ pub enum Error {
         /// The commands that repair it.
         fix: String,
     },
+    /// A changed file holds a secret, so the worktree cannot be saved before a rollback.
+    #[error("{} hold(s) a secret: a rollback first saves the worktree, and a secret never enters the repository. Remove it (or move it out of the worktree), then run the command again", paths.join(", "))]
+    SecretInWorktree {
+        /// The files.
+        paths: Vec<String>,
+    },
     /// `remove` would lose work.
     #[error("refusing to remove session {session}: {}; pass --force to remove it anyway (its checkpoints and journal are deleted too)", reasons.join("; "))]
     WouldLoseWork {

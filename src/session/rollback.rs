@@ -4,7 +4,9 @@
 //! loses anything and can itself be undone. The restore is git's own two-way merge
 //! (`read-tree -m -u <now> <target>`) through a temporary index: it only touches paths that
 //! are in one of the two snapshots (ignored files are in neither), and it refuses, before
-//! writing anything, if a file changed after the safety snapshot was taken.
+//! writing anything, if a file changed after the safety snapshot was taken. A worktree with
+//! a secret in a changed file cannot be saved (a secret never enters the repository), so it
+//! is not rolled back either until the secret is gone.
 
 use serde::Serialize;
 
@@ -17,7 +19,7 @@ use super::render::write_rendered;
 use super::schema::{Body, RolledBack};
 use super::state::SessionState;
 use super::store::Session;
-use crate::git::{ObjectId, Repo, TreeChange};
+use crate::git::{ObjectId, Repo, TreeChange, Vet};
 
 /// Which checkpoint to go back to.
 #[derive(Clone, Debug)]
@@ -67,13 +69,21 @@ pub fn plan_rollback(repo: &Repo, session: &Session, target: &Target) -> Result<
 }
 
 /// Restore the session worktree to a checkpoint, after a safety checkpoint of the current state.
-pub fn rollback(repo: &Repo, session: &Session, target: &Target) -> Result<RollbackOutcome> {
+///
+/// `vet` sees every changed file first (see [`crate::git::Repo::vet_changes`]); one it refuses
+/// stops the rollback before anything is written.
+pub fn rollback(
+    repo: &Repo,
+    session: &Session,
+    target: &Target,
+    vet: Vet<'_>,
+) -> Result<RollbackOutcome> {
     let (target, _) = resolve(repo, session, target)?;
-    restore(repo, session, target, None)
+    restore(repo, session, target, None, vet)
 }
 
 /// Reverse the most recent rollback (running it again redoes it).
-pub fn undo(repo: &Repo, session: &Session) -> Result<RollbackOutcome> {
+pub fn undo(repo: &Repo, session: &Session, vet: Vet<'_>) -> Result<RollbackOutcome> {
     let journal = journal::read(repo, &session.id)?;
     let state = SessionState::replay(journal.events());
     let last = state.rollbacks.last().ok_or_else(|| Error::NothingToUndo {
@@ -89,7 +99,7 @@ pub fn undo(repo: &Repo, session: &Session) -> Result<RollbackOutcome> {
                 last.seq, last.safety
             ))
         })?;
-    restore(repo, session, safety, Some(last.seq))
+    restore(repo, session, safety, Some(last.seq), vet)
 }
 
 fn restore(
@@ -97,9 +107,14 @@ fn restore(
     session: &Session,
     target: Checkpoint,
     undo_of: Option<u64>,
+    vet: Vet<'_>,
 ) -> Result<RollbackOutcome> {
     let worktree = session.open_worktree(repo)?;
     let wt = worktree.as_ref().unwrap_or(repo);
+    let refused = wt.vet_changes(vet)?;
+    if !refused.is_empty() {
+        return Err(Error::SecretInWorktree { paths: refused });
+    }
 
     // A private copy of the worktree's index keeps its stat cache (so `add -A` is cheap and
     // read-tree can tell which files changed since) while the real index stays untouched.

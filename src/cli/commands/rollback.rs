@@ -7,6 +7,7 @@ use crate::cli::error::{exit, CommandError};
 use crate::cli::ui::{Style, Ui};
 use crate::cli::Context;
 use crate::git::TreeChange;
+use crate::policy::secrets::CheckpointVet;
 use crate::session::{self, RollbackOutcome, Target};
 
 /// Restore the session worktree to a checkpoint.
@@ -57,8 +58,25 @@ pub fn cmd_rollback(ctx: &Context, args: &RollbackArgs) -> Result<u8, CommandErr
         ctx.ui.status("Nothing was changed (dry run). The current state would be saved as a checkpoint first.");
         return Ok(exit::OK);
     }
-    let outcome = session::rollback(&repo, &s, &target)?;
-    report(ctx, &outcome, "Rolled back to")
+    let mut secrets = CheckpointVet::default();
+    let outcome = session::rollback(&repo, &s, &target, &mut |path, bytes| {
+        secrets.admit(path, bytes)
+    });
+    report_secrets(&secrets);
+    report(ctx, &outcome?, "Rolled back to")
+}
+
+/// Name each secret that stopped a rollback or an undo, redacted, on stderr.
+pub fn report_secrets(secrets: &CheckpointVet) {
+    for finding in &secrets.found {
+        eprintln!(
+            "{}: {} ({}, {})",
+            finding.location(),
+            finding.description,
+            finding.rule,
+            finding.excerpt
+        );
+    }
 }
 
 /// Print a rollback's outcome (shared with `undo`).

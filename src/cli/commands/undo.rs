@@ -4,6 +4,7 @@ use clap::Args;
 
 use crate::cli::error::CommandError;
 use crate::cli::Context;
+use crate::policy::secrets::CheckpointVet;
 use crate::session;
 
 /// Reverse the last rollback: back to exactly the state before it.
@@ -20,6 +21,8 @@ pub struct UndoArgs {
 pub fn cmd_undo(ctx: &Context, args: &UndoArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
     let s = session::locate(&repo, args.session.as_deref())?;
-    let outcome = session::undo(&repo, &s)?;
-    super::rollback::report(ctx, &outcome, "Undid the last rollback: back to")
+    let mut secrets = CheckpointVet::default();
+    let outcome = session::undo(&repo, &s, &mut |path, bytes| secrets.admit(path, bytes));
+    super::rollback::report_secrets(&secrets);
+    super::rollback::report(ctx, &outcome?, "Undid the last rollback: back to")
 }
