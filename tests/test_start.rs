@@ -202,3 +202,36 @@ fn a_repository_git_would_refuse_as_dubious_is_refused() {
         run.stderr
     );
 }
+
+#[test]
+fn start_and_run_warn_when_the_policy_hooks_are_not_installed() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let unguarded = env.bmad(&repo, &["start", "bare"]).success();
+    assert!(
+        unguarded
+            .stderr
+            .contains("warning: the policy hooks are not installed (pre-commit, pre-merge-commit, prepare-commit-msg, pre-push, reference-transaction missing)")
+            && unguarded.stderr.contains("git bmad hooks install"),
+        "{}",
+        unguarded.stderr
+    );
+    let list = env.bmad(&repo, &["list", "--json"]).success().json();
+    let wt = std::path::PathBuf::from(list[0]["worktree"].as_str().unwrap());
+    let run = env.bmad(&wt, &["run", "auto-validate"]);
+    assert!(
+        run.stderr.contains("the policy hooks are not installed"),
+        "{}",
+        run.stderr
+    );
+
+    env.bmad(&repo, &["hooks", "install"]).success();
+    let guarded = env.bmad(&repo, &["start", "guarded"]).success();
+    assert!(!guarded.stderr.contains("warning"), "{}", guarded.stderr);
+    let run = env.bmad(&wt, &["run", "auto-validate"]);
+    assert!(
+        !run.stderr.contains("hooks are not installed"),
+        "{}",
+        run.stderr
+    );
+}

@@ -62,6 +62,12 @@ impl Ui {
         }
     }
 
+    /// Print a warning on stderr (silenced, like a status message, by `--quiet` and
+    /// `--json`).
+    pub fn warn(&self, text: impl AsRef<str>) {
+        self.status(format!("warning: {}", text.as_ref()));
+    }
+
     /// Paint text, if colour is on.
     pub fn paint(&self, text: impl AsRef<str>, style: Style) -> String {
         let text = text.as_ref();

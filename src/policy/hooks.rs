@@ -104,6 +104,20 @@ pub fn uninstall(repo: &Repo) -> Result<HooksStatus, Error> {
     status(repo)
 }
 
+/// The managed hooks that are not ours in the worktree `repo` was opened in (none missing:
+/// an empty list).
+pub fn missing(repo: &Repo) -> Result<Vec<&'static str>, Error> {
+    let dir = hooks_dir(repo)?;
+    Ok(MANAGED
+        .iter()
+        .copied()
+        .filter(|name| {
+            let path = dir.join(name);
+            !(exists(&path) && is_ours(&path))
+        })
+        .collect())
+}
+
 /// What is installed where, and what could bypass it.
 pub fn status(repo: &Repo) -> Result<HooksStatus, Error> {
     let dir = hooks_dir(repo)?;

@@ -87,6 +87,20 @@ pub fn cmd_hooks(ctx: &Context, args: &HooksArgs) -> Result<u8, CommandError> {
     Ok(exit::OK)
 }
 
+/// Warn, before agents run in `worktree`, when the policy hooks are not all installed there:
+/// without them nothing refuses an agent's force push, push to a protected branch or
+/// committed secret.
+pub fn warn_if_unguarded(ctx: &Context, worktree: &crate::git::Repo) {
+    match hooks::missing(worktree) {
+        Ok(missing) if missing.is_empty() => {}
+        Ok(missing) => ctx.ui.warn(format!(
+            "the policy hooks are not installed ({} missing): nothing refuses an agent's force push, push to a protected branch or committed secret. Run `git bmad hooks install` in the main worktree",
+            missing.join(", ")
+        )),
+        Err(e) => ctx.ui.warn(format!("could not check the policy hooks: {e}")),
+    }
+}
+
 fn print(ctx: &Context, status: &HooksStatus) {
     let ui = &ctx.ui;
     ui.line(format!("hooks directory: {}", status.dir.display()));

@@ -65,6 +65,9 @@ pub(super) fn supervise_and_report(
     let interrupt = interrupt::install()
         .map_err(|e| CommandError::failed(format!("could not catch Ctrl-C: {e}")))?;
     let config = ctx.config(repo)?;
+    if let Ok(worktree) = s.open_worktree(repo) {
+        super::hooks::warn_if_unguarded(ctx, worktree.as_ref().unwrap_or(repo));
+    }
     let ui = &ctx.ui;
     let mut observer = |event: &Event| progress(ui, event);
     let report = supervisor::supervise(
