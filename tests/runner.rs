@@ -15,6 +15,7 @@ mod test_json;
 mod test_layers;
 mod test_lifecycle;
 mod test_man;
+mod test_misbehaving;
 mod test_push_policy;
 mod test_real_cli;
 mod test_rollback;

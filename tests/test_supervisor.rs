@@ -10,7 +10,7 @@ use crate::common::{read, write, TestEnv};
 
 /// A fake `claude`: logs the call, then runs `$HOME/agent/<step>.sh` in the worktree if there
 /// is one, else creates `out/<step>`; `result TEXT` prints Claude's JSON result.
-const FAKE_CLAUDE: &str = r#"#!/bin/sh
+pub(crate) const FAKE_CLAUDE: &str = r#"#!/bin/sh
 # Fake Claude Code for tests: `claude -p --output-format json ... -- <prompt>`
 for prompt; do :; done
 mkdir -p "$HOME/agent"
@@ -26,7 +26,7 @@ else
 fi
 "#;
 
-fn agent_behaviour(env: &TestEnv, step: &str, script: &str) {
+pub(crate) fn agent_behaviour(env: &TestEnv, step: &str, script: &str) {
     write(
         &env.root().join("home/agent"),
         &format!("{step}.sh"),
@@ -42,7 +42,7 @@ fn calls(env: &TestEnv) -> Vec<String> {
         .collect()
 }
 
-fn journal(env: &TestEnv, wt: &Path) -> Vec<Value> {
+pub(crate) fn journal(env: &TestEnv, wt: &Path) -> Vec<Value> {
     env.bmad(wt, &["journal", "--json"])
         .success()
         .json()
@@ -51,11 +51,11 @@ fn journal(env: &TestEnv, wt: &Path) -> Vec<Value> {
         .clone()
 }
 
-fn named<'a>(events: &'a [Value], name: &str) -> Vec<&'a Value> {
+pub(crate) fn named<'a>(events: &'a [Value], name: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["event"] == name).collect()
 }
 
-fn steps_of(events: &[Value], name: &str) -> Vec<String> {
+pub(crate) fn steps_of(events: &[Value], name: &str) -> Vec<String> {
     named(events, name)
         .iter()
         .map(|e| e["step"].as_str().unwrap_or_default().to_owned())
@@ -64,7 +64,7 @@ fn steps_of(events: &[Value], name: &str) -> Vec<String> {
 
 /// A project with spec-kit's commands installed for Claude, a finished spec, and git-bmad
 /// set up and committed.
-fn speckit_project(env: &TestEnv) -> PathBuf {
+pub(crate) fn speckit_project(env: &TestEnv) -> PathBuf {
     let repo = env.repo("proj");
     for cmd in ["plan", "tasks", "analyze", "implement", "checklist"] {
         write(
@@ -129,7 +129,12 @@ fn speckit_project(env: &TestEnv) -> PathBuf {
     repo
 }
 
-fn start_with(env: &TestEnv, repo: &Path, name: &str, playbook: &str) -> (String, PathBuf) {
+pub(crate) fn start_with(
+    env: &TestEnv,
+    repo: &Path,
+    name: &str,
+    playbook: &str,
+) -> (String, PathBuf) {
     let v = env
         .bmad(repo, &["start", name, "--playbook", playbook, "--json"])
         .success()

@@ -157,6 +157,7 @@ impl From<supervisor::Error> for CommandError {
                 )),
             ),
             E::Runner(_)
+            | E::Policy(_)
             | E::Read { .. }
             | E::StoredPlaybook { .. }
             | E::Aborted { .. }

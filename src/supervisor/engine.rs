@@ -422,6 +422,7 @@ impl Engine<'_> {
             phase.to_owned()
         };
         session::ensure_worktree_intact(self.repo, self.session)?;
+        let protected = self.protected_tips()?;
         let (before, round_start) =
             self.vetted_checkpoint(&format!("before {}", ids.join(", ")), &tag, &ids)?;
         // The run's limit is on time spent in steps, summed: a round's steps share what is
@@ -513,6 +514,7 @@ impl Engine<'_> {
                 }));
             });
         }
+        self.report_moved_protected(&protected, &ids)?;
         // A worktree the round deleted or unlinked cannot be checkpointed or checked: its
         // steps fail on that, with nothing changed to show.
         let after = match self.worktree_damage()? {

@@ -14,6 +14,9 @@ pub enum Error {
     /// An agent could not be started.
     #[error(transparent)]
     Runner(#[from] crate::runner::Error),
+    /// The policy could not be read (its protected branches).
+    #[error(transparent)]
+    Policy(#[from] crate::policy::Error),
     /// A playbook file could not be read.
     #[error("could not read {}", path.display())]
     Read {
