@@ -563,3 +563,42 @@ fn a_token_budget_stops_every_cli_between_steps() {
         );
     }
 }
+
+/// Claude Code refuses a command its permissions do not allow (here `curl`, which neither
+/// the project's tests nor read-only work need) and stops at its turn limit: neither ends
+/// "done", even with the file written and the tests passing.
+#[test]
+fn a_denied_call_and_the_turn_limit_never_end_done() {
+    let world = World::new(
+        Cli::Claude,
+        vec![
+            write_hello(),
+            Turn::Shell("curl -s http://127.0.0.1:9/upload".into()),
+            Turn::Answer("Created src/hello.txt; the tests pass.".into()),
+        ],
+        IMPLEMENT,
+    );
+    let run = world.run();
+    assert_not_done(&world, &run, "refused 1 tool call(s): Bash (curl");
+    assert_eq!(read(&world.worktree, "src/hello.txt"), "hello\n");
+
+    let write = |path: &str| Turn::Write {
+        path: path.into(),
+        content: "x\n".into(),
+    };
+    let world = World::new(
+        Cli::Claude,
+        vec![
+            write_hello(),
+            write("src/a.txt"),
+            write("src/b.txt"),
+            Turn::Answer("Done.".into()),
+        ],
+        IMPLEMENT,
+    );
+    world.configure(
+        "runners:\n  default: claude\n  claude: {args: [\"--permission-mode\", \"acceptEdits\", \"--max-turns\", \"2\"]}\nchecks:\n  test_command: sh test.sh\n",
+    );
+    let run = world.run();
+    assert_not_done(&world, &run, "error_max_turns");
+}
