@@ -23,6 +23,7 @@ mod rollback;
 pub mod schema;
 mod state;
 mod store;
+mod tips;
 mod worktree;
 
 pub use checkpoint::{chain, checkpoint, checkpoint_vetted, mark_status, Checkpoint, Trailers};
@@ -44,6 +45,7 @@ pub use rollback::{plan_rollback, rollback, undo, RollbackOutcome, RollbackPlan,
 pub use schema::Body;
 pub use state::{SessionState, Status};
 pub use store::{list, locate, Session};
+pub use tips::{MovedRef, RefTips};
 pub use worktree::{ensure_worktree_intact, worktree_damage, Damage, WorktreeDamage};
 
 /// The repository handle sessions live in. Layers above the session layer hold it only to

@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 
 use super::Engine;
-use crate::git::ObjectId;
 use crate::policy::secrets::CheckpointVet;
 use crate::session::schema::{Body, PolicyViolation};
 use crate::session::{self, Checkpoint, Decision, Journal, NewEvent, Status};
@@ -52,49 +51,36 @@ impl Engine<'_> {
 
     /// The protected branches and where they point, taken before a round (see
     /// [`Self::report_moved_protected`]).
-    pub(super) fn protected_tips(&self) -> Result<Vec<(String, Option<ObjectId>)>> {
-        let mut tips = Vec::new();
-        for name in crate::policy::protected_refs(self.repo)? {
-            let tip = self.repo.read_ref(&name).map_err(session::Error::from)?;
-            tips.push((name, tip));
-        }
-        Ok(tips)
+    pub(super) fn protected_tips(&self) -> Result<session::RefTips> {
+        let names = crate::policy::protected_refs(self.repo)?;
+        Ok(session::RefTips::take(self.repo, names)?)
     }
 
     /// Journal each protected branch that moved during a round as a policy violation of its
     /// steps. The reference-transaction hook refuses such a move; this catches one made with
-    /// the hooks switched off (`git -c core.hooksPath=/dev/null branch -f main`). Nothing is
-    /// moved back: a human decides, from the journal.
+    /// the hooks switched off (`git -c core.hooksPath=/dev/null update-ref refs/heads/main …`).
+    /// Nothing is moved back: a human decides, from the journal.
     pub(super) fn report_moved_protected(
         &mut self,
-        before: &[(String, Option<ObjectId>)],
+        before: &session::RefTips,
         ids: &[&str],
     ) -> Result<()> {
-        let short = |id: &Option<ObjectId>| {
-            id.map_or("nothing".to_owned(), |id| {
-                id.to_hex_with_len(10).to_string()
-            })
+        let short = |id: &Option<String>| match id {
+            Some(id) => id[..id.len().min(10)].to_owned(),
+            None => "nothing".to_owned(),
         };
-        for (name, was) in before {
-            let now = self.repo.read_ref(name).map_err(session::Error::from)?;
-            if now == *was {
-                continue;
-            }
-            let undo = match (was, now) {
-                (Some(was), Some(now)) => format!("git update-ref {name} {was} {now}"),
-                (Some(was), None) => format!("git update-ref {name} {was}"),
-                (None, Some(now)) => format!("git update-ref -d {name} {now}"),
-                (None, None) => continue,
-            };
+        for moved in before.moved(self.repo)? {
             self.record(
                 NewEvent::new(Body::PolicyViolation(PolicyViolation {
                     hook: "supervisor".into(),
                     rule: crate::policy::rules::MOVE_PROTECTED.id.into(),
-                    subject: name.clone(),
+                    subject: moved.name.clone(),
                     reason: format!(
-                        "{name} moved from {} to {} while the step ran; if that was not you, put it back: {undo}",
-                        short(was),
-                        short(&now)
+                        "{} moved from {} to {} while the step ran; if that was not you, put it back: {}",
+                        moved.name,
+                        short(&moved.was),
+                        short(&moved.now),
+                        moved.undo()
                     ),
                 }))
                 .step(round_step(ids))
