@@ -10,24 +10,29 @@ use std::time::{Duration, Instant};
 
 use crate::common::{write, TestEnv};
 use crate::test_supervisor::{
-    agent_behaviour, journal, named, speckit_project, start_with, steps_of,
+    agent_behaviour, journal, named, speckit_project, start_with, steps_of, FAKE_CLAUDE,
 };
 
 /// A key the agents plant; its body must never be stored.
 const KEY: &str = "AKIAQ7ZK2M4XW6RT5PLN";
 
 /// A fake agent for `runners.generic`: the fake Claude's behaviours, answering in plain text.
-const FAKE_GENERIC: &str = r#"#!/bin/sh
-mkdir -p "$HOME/agent"
-echo "$BMAD_STEP $BMAD_ATTEMPT" >> "$HOME/agent/calls.log"
-result() { printf '%s\n' "$1"; }
-if [ -f "$HOME/agent/$BMAD_STEP.sh" ]; then
-  . "$HOME/agent/$BMAD_STEP.sh"
-else
-  mkdir -p out && touch "out/$BMAD_STEP"
-  result "did $BMAD_STEP"
-fi
-"#;
+fn fake_generic() -> String {
+    FAKE_CLAUDE
+        .lines()
+        .map(|line| {
+            if line
+                .trim_start()
+                .starts_with("printf '{\"type\":\"result\"")
+            {
+                "  printf '%s\\n' \"$1\""
+            } else {
+                line
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
 
 /// One misbehaviour: its name, the agent's script, and what the journal must say about it
 /// (any one of these).
@@ -110,7 +115,7 @@ fn misbehaviours(claude: bool) -> Vec<Misbehaviour> {
 /// Where a case runs: the project, the playbook to start and the step that misbehaves.
 struct Stage {
     repo: PathBuf,
-    playbook: &'static str,
+    playbook: String,
     step: &'static str,
     max_invocations: usize,
 }
@@ -118,7 +123,7 @@ struct Stage {
 /// Run one misbehaviour and assert the four promises.
 fn assert_never_done(env: &TestEnv, stage: &Stage, m: &Misbehaviour, session: &str) {
     agent_behaviour(env, stage.step, &m.script);
-    let (_, wt) = start_with(env, &stage.repo, session, stage.playbook);
+    let (_, wt) = start_with(env, &stage.repo, session, &stage.playbook);
     let started = Instant::now();
     let run = env.bmad(&wt, &["run"]);
     let took = started.elapsed();
@@ -157,9 +162,26 @@ fn assert_never_done(env: &TestEnv, stage: &Stage, m: &Misbehaviour, session: &s
     assert!(took < Duration::from_secs(60), "{case}: took {took:?}");
 }
 
-/// A built-in's text with every step's timeout cut to 3 s (for the hanging agent).
-fn with_short_timeouts(builtin: &str) -> String {
-    let text = builtin
+/// The built-in `name`; for the hanging agent, a copy in the project whose steps time out
+/// after 3 s (`<name>-short`).
+fn builtin(env: &TestEnv, repo: &Path, name: &str, hangs: bool) -> String {
+    if !hangs {
+        return name.to_owned();
+    }
+    let text = match name {
+        "auto-feature" => include_str!("../src/supervisor/playbooks/auto-feature.yaml"),
+        _ => include_str!("../src/supervisor/playbooks/auto-validate.yaml"),
+    };
+    let short = format!("{name}-short");
+    let text =
+        with_short_timeouts(text).replace(&format!("name: {name}"), &format!("name: {short}"));
+    commit_playbook(env, repo, &short, &text);
+    short
+}
+
+/// A playbook's text with every step's timeout cut to 3 s.
+fn with_short_timeouts(playbook: &str) -> String {
+    let text = playbook
         .replace("timeout: 30m", "timeout: 3s")
         .replace("timeout: 2h", "timeout: 3s");
     if text.contains("\ndefaults:") {
@@ -190,20 +212,7 @@ fn each_misbehaviour(claude: bool, stage: impl Fn(&TestEnv, bool) -> Stage) {
 fn misbehaving_agents_never_finish_auto_feature() {
     each_misbehaviour(true, |env, hangs| {
         let repo = speckit_project(env);
-        let playbook = if hangs {
-            commit_playbook(
-                env,
-                &repo,
-                "auto-feature-short",
-                &with_short_timeouts(include_str!(
-                    "../src/supervisor/playbooks/auto-feature.yaml"
-                ))
-                .replace("name: auto-feature", "name: auto-feature-short"),
-            );
-            "auto-feature-short"
-        } else {
-            "auto-feature"
-        };
+        let playbook = builtin(env, &repo, "auto-feature", hangs);
         Stage {
             repo,
             playbook,
@@ -221,20 +230,7 @@ fn misbehaving_agents_never_finish_auto_validate() {
         write(&repo, "src/main.rs", "fn main() {}\n");
         env.git(&repo, &["add", "-A"]);
         env.git(&repo, &["commit", "-q", "-m", "implemented"]);
-        let playbook = if hangs {
-            commit_playbook(
-                env,
-                &repo,
-                "auto-validate-short",
-                &with_short_timeouts(include_str!(
-                    "../src/supervisor/playbooks/auto-validate.yaml"
-                ))
-                .replace("name: auto-validate", "name: auto-validate-short"),
-            );
-            "auto-validate-short"
-        } else {
-            "auto-validate"
-        };
+        let playbook = builtin(env, &repo, "auto-validate", hangs);
         Stage {
             repo,
             playbook,
@@ -248,7 +244,7 @@ fn misbehaving_agents_never_finish_auto_validate() {
 fn misbehaving_agents_never_finish_a_generic_runner_playbook() {
     each_misbehaviour(false, |env, _| {
         let repo = speckit_project(env);
-        env.executable("my-agent", FAKE_GENERIC);
+        env.executable("my-agent", &fake_generic());
         write(
             &repo,
             ".bmad/config.yaml",
@@ -262,7 +258,7 @@ fn misbehaving_agents_never_finish_a_generic_runner_playbook() {
         );
         Stage {
             repo,
-            playbook: "generic",
+            playbook: "generic".into(),
             step: "work",
             max_invocations: 5,
         }
