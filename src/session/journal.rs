@@ -219,6 +219,13 @@ pub fn read(repo: &Repo, id: &SessionId) -> Result<Journal> {
             }
         }
     }
+    seal(&mut journal, id, lines);
+    Ok(journal)
+}
+
+/// Sort the lines of a journal by `seq` and keep those that continue its hash chain; the
+/// others go to [`Journal::unsealed`].
+fn seal(journal: &mut Journal, id: &SessionId, mut lines: Vec<(Event, ObjectId, String)>) {
     lines.sort_by_key(|(event, _, _)| event.seq);
     // A journal from before the chain has events without `prev`; one upgraded since has them
     // up to its first chained event, whose `prev` then covers exactly them. Anything else
@@ -253,7 +260,6 @@ pub fn read(repo: &Repo, id: &SessionId) -> Result<Journal> {
         }
     }
     journal.chain = chain;
-    Ok(journal)
 }
 
 /// The value of the last `key: value` trailer of a message.
@@ -280,7 +286,83 @@ pub(crate) fn backoff(attempt: u32) {
 
 #[cfg(test)]
 mod tests {
-    use super::seq_trailer;
+    use super::*;
+
+    const ID: &str = "20261123-230523-dbccaf";
+
+    /// Journal lines as git-bmad writes them: `legacy` first without `prev` (a journal from
+    /// before the chain), then `chained` with it; `forged` lines are added as they are.
+    fn journal_of(legacy: &[u64], chained: &[u64], forged: &[&str]) -> Journal {
+        let id = SessionId::parse(ID).unwrap();
+        let line = |seq: u64, prev: Option<&str>| {
+            let prev = prev.map_or(String::new(), |p| format!(",\"prev\":\"{p}\""));
+            format!("{{\"seq\":{seq},\"ts\":\"2026-11-23T00:00:00Z\",\"session\":\"{ID}\",\"event\":\"run_interrupted\"{prev}}}")
+        };
+        let mut texts = Vec::new();
+        let mut chain = genesis(&id);
+        for &seq in legacy {
+            texts.push(line(seq, None));
+            chain = link(&chain, texts.last().unwrap().as_bytes());
+        }
+        for &seq in chained {
+            texts.push(line(seq, Some(&chain)));
+            chain = link(&chain, texts.last().unwrap().as_bytes());
+        }
+        texts.extend(forged.iter().map(|f| f.to_string()));
+        let lines = texts
+            .into_iter()
+            .map(|t| {
+                let event = serde_json::from_str::<Event>(&t).unwrap();
+                (event, ObjectId::from_hex(&[b'0'; 40]).unwrap(), t)
+            })
+            .collect();
+        let mut journal = Journal::default();
+        seal(&mut journal, &id, lines);
+        journal
+    }
+
+    fn seqs(journal: &Journal) -> Vec<u64> {
+        journal.entries.iter().map(|e| e.event.seq).collect()
+    }
+
+    #[test]
+    fn a_journal_from_before_the_chain_and_one_upgraded_since_are_whole() {
+        let old = journal_of(&[1, 2, 3], &[], &[]);
+        assert_eq!(seqs(&old), [1, 2, 3]);
+        assert!(old.unsealed.is_empty());
+        let upgraded = journal_of(&[1, 2], &[3, 4], &[]);
+        assert_eq!(seqs(&upgraded), [1, 2, 3, 4]);
+        assert!(upgraded.unsealed.is_empty());
+        let new = journal_of(&[], &[1, 2], &[]);
+        assert_eq!(seqs(&new), [1, 2]);
+    }
+
+    #[test]
+    fn lines_that_break_the_chain_are_set_aside_wherever_they_sort() {
+        let forged = |seq: u64| {
+            format!("{{\"seq\":{seq},\"ts\":\"2026-11-23T00:00:00Z\",\"session\":\"{ID}\",\"event\":\"step_completed\",\"step\":\"review\"}}")
+        };
+        // After the chain, and before every real event (seq 0): the real ones all stand.
+        for seq in [90, 0] {
+            let text = forged(seq);
+            let j = journal_of(&[], &[1, 2, 3], &[&text]);
+            assert_eq!(seqs(&j), [1, 2, 3], "seq {seq}");
+            assert_eq!(j.unsealed.len(), 1);
+            assert_eq!(j.unsealed[0].seq, seq);
+            assert_eq!(j.unsealed[0].step.as_deref(), Some("review"));
+        }
+        // After an upgraded journal's chain, the legacy prefix still stands.
+        let text = forged(90);
+        let j = journal_of(&[1, 2], &[3], &[&text]);
+        assert_eq!(seqs(&j), [1, 2, 3]);
+        assert_eq!(j.unsealed.len(), 1);
+        // Inside its legacy prefix, the prefix no longer hashes to the first `prev`: nothing
+        // is trusted (fail closed), so every line is named and the run parks.
+        let text = forged(0);
+        let j = journal_of(&[1, 2], &[3], &[&text]);
+        assert!(seqs(&j).is_empty());
+        assert_eq!(j.unsealed.len(), 4);
+    }
 
     #[test]
     fn reads_the_seq_trailer() {
