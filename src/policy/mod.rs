@@ -22,7 +22,7 @@ pub mod rules;
 pub mod scan;
 pub mod secrets;
 
-pub use protected::{is_protected, protected_refs};
+pub use protected::{is_protected, protected_refs, protected_refs_with};
 
 use std::path::PathBuf;
 

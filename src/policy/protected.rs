@@ -1,13 +1,18 @@
 //! Which refs are protected: one answer for push, guard and reference-transaction alike.
 
 use super::Error;
+use crate::config::Config;
 use crate::git::Repo;
 use crate::session;
 
 /// Every protected branch (full ref names): `main`, `master`, the configured ones, and the
 /// base branch of every session.
 pub fn protected_refs(repo: &Repo) -> Result<Vec<String>, Error> {
-    let config = session::load_config(repo)?;
+    protected_refs_with(repo, &session::load_config(repo)?)
+}
+
+/// [`protected_refs`] with the configuration already loaded (the supervisor has it).
+pub fn protected_refs_with(repo: &Repo, config: &Config) -> Result<Vec<String>, Error> {
     let mut refs = config.protected_refs();
     for s in session::list(repo)? {
         let base = format!("refs/heads/{}", s.base);

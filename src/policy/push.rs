@@ -217,14 +217,11 @@ fn tag_message_findings(repo: &Repo, oid: &str) -> Result<Vec<Finding>, Error> {
     let Ok(id) = ObjectId::from_hex(oid.as_bytes()) else {
         return Ok(Vec::new());
     };
-    let mut findings = Vec::new();
-    for message in repo.tag_messages(id)? {
-        for mut f in secrets::scan_text(&message, Some(TAG_MESSAGE), Options::default()) {
-            f.commit = Some(oid.to_owned());
-            findings.push(f);
-        }
-    }
-    Ok(findings)
+    Ok(repo
+        .tag_messages(id)?
+        .iter()
+        .flat_map(|m| secrets::scan_message(m, TAG_MESSAGE, Some(oid), Options::default()))
+        .collect())
 }
 
 /// The `path` of a finding in a tag's message.

@@ -16,7 +16,7 @@ use super::state::{SessionState, Status};
 use super::store::{self, session_id_of_ref};
 use super::{checkpoints_ref, notes_ref};
 use crate::config::CONFIG_PATH;
-use crate::git::{Repo, STALE_LOCK_AGE};
+use crate::git::{Repo, WorktreeInfo, STALE_LOCK_AGE};
 
 /// How bad a finding is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -111,8 +111,9 @@ pub fn doctor(
             ),
         }
     }
+    let worktrees = repo.worktrees()?;
     for id in &ids {
-        check_session(repo, id, &mut f)?;
+        check_session(repo, id, &worktrees, &mut f)?;
     }
     for (name, _) in repo.refs_with_prefix("refs/notes/bmad/")? {
         let orphan = name
@@ -130,7 +131,7 @@ pub fn doctor(
     }
 
     let sessions = store::list(repo)?;
-    for wt in repo.worktrees()? {
+    for wt in &worktrees {
         let ours = sessions
             .iter()
             .find(|s| Some(&s.branch) == wt.branch.as_ref());
@@ -150,7 +151,12 @@ pub fn doctor(
     Ok(f.0)
 }
 
-fn check_session(repo: &Repo, id: &SessionId, f: &mut Findings) -> Result<()> {
+fn check_session(
+    repo: &Repo,
+    id: &SessionId,
+    worktrees: &[WorktreeInfo],
+    f: &mut Findings,
+) -> Result<()> {
     let chain_ref = checkpoints_ref(id);
     let Some(head) = repo.read_ref(&chain_ref)? else {
         return Ok(());
@@ -306,7 +312,9 @@ fn check_session(repo: &Repo, id: &SessionId, f: &mut Findings) -> Result<()> {
     let worktree = std::path::Path::new(&newest.trailers.worktree);
     let live = !matches!(state.status, Status::Completed | Status::Pruned);
     if live {
-        if let Some(damage) = super::worktree_damage(repo, worktree, &newest.trailers.branch)? {
+        if let Some(damage) =
+            super::worktree::damage_among(worktrees, repo, worktree, &newest.trailers.branch)?
+        {
             f.add(
                 Severity::Problem,
                 Some(id),

@@ -342,8 +342,9 @@ pub fn prune(repo: &Repo) -> Result<Vec<PruneOutcome>> {
     if ours_gone_for_git {
         // git prunes every worktree whose `.git` file is gone, directory or not: one of ours
         // that still holds the work must be repaired first, or it is unlinked with the rest.
+        let worktrees = repo.worktrees()?;
         for session in store::list(repo)?.iter().filter(|s| s.worktree_exists) {
-            super::ensure_worktree_intact(repo, session)?;
+            super::worktree::intact_among(&worktrees, repo, session)?;
         }
         repo.prune_worktrees()?;
     }

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::{Error, Result, Session};
-use crate::git::Repo;
+use crate::git::{Repo, WorktreeInfo};
 use crate::text::shell_quote;
 
 /// What happened to a session's worktree.
@@ -89,7 +89,16 @@ impl WorktreeDamage {
 /// An error naming the damage and its repair when the session's worktree is damaged: what
 /// every command that would run or record something there checks first.
 pub fn ensure_worktree_intact(repo: &Repo, session: &Session) -> Result<()> {
-    match worktree_damage(repo, &session.worktree, &session.branch)? {
+    intact_among(&repo.worktrees()?, repo, session)
+}
+
+/// [`ensure_worktree_intact`] against `worktrees`, read once for many sessions.
+pub(super) fn intact_among(
+    worktrees: &[WorktreeInfo],
+    repo: &Repo,
+    session: &Session,
+) -> Result<()> {
+    match damage_among(worktrees, repo, &session.worktree, &session.branch)? {
         Some(damage) => Err(Error::WorktreeDamaged {
             session: session.id.to_string(),
             what: damage.describe(),
@@ -101,6 +110,17 @@ pub fn ensure_worktree_intact(repo: &Repo, session: &Session) -> Result<()> {
 
 /// What is wrong with the worktree at `path` of the session on `branch`, if anything.
 pub fn worktree_damage(repo: &Repo, path: &Path, branch: &str) -> Result<Option<WorktreeDamage>> {
+    damage_among(&repo.worktrees()?, repo, path, branch)
+}
+
+/// [`worktree_damage`] against `worktrees` (`git worktree list`, read once by a caller that
+/// checks every session).
+pub(super) fn damage_among(
+    worktrees: &[WorktreeInfo],
+    repo: &Repo,
+    path: &Path,
+    branch: &str,
+) -> Result<Option<WorktreeDamage>> {
     let damaged = |damage| {
         Some(WorktreeDamage {
             path: path.to_owned(),
@@ -112,9 +132,8 @@ pub fn worktree_damage(repo: &Repo, path: &Path, branch: &str) -> Result<Option<
         return Ok(damaged(Damage::Deleted));
     }
     let here = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
-    let listed = repo
-        .worktrees()?
-        .into_iter()
+    let listed = worktrees
+        .iter()
         .find(|w| w.path == here || std::fs::canonicalize(&w.path).is_ok_and(|p| p == here));
     let dot_git = path.join(".git");
     let meta = match std::fs::symlink_metadata(&dot_git) {

@@ -20,7 +20,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 use serde::Serialize;
 
-pub use patch::scan_patch;
+pub use patch::{scan_message, scan_patch};
 pub use rules::{all as rules, Confidence, Rule};
 
 /// The marker that suppresses a finding on its line, for humans only.

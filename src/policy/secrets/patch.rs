@@ -27,6 +27,20 @@ pub fn scan_patch(patch: &str, options: Options) -> Vec<Finding> {
     reader.findings
 }
 
+/// Secrets in the message of commit or tag `object`; `what` stands for the file in findings.
+pub fn scan_message(
+    text: &str,
+    what: &str,
+    object: Option<&str>,
+    options: Options,
+) -> Vec<Finding> {
+    let mut findings = scan_text(text, Some(what), options);
+    for f in &mut findings {
+        f.commit = object.map(str::to_owned);
+    }
+    findings
+}
+
 /// Where a patch reader is, and what it has found so far.
 #[derive(Default)]
 struct Reader {
@@ -86,10 +100,12 @@ impl Reader {
         self.in_hunk = false;
         self.in_message = false;
         let message = std::mem::take(&mut self.message);
-        for mut f in scan_text(&message, Some(COMMIT_MESSAGE), self.options) {
-            f.commit = self.commit.clone();
-            self.findings.push(f);
-        }
+        self.findings.extend(scan_message(
+            &message,
+            COMMIT_MESSAGE,
+            self.commit.as_deref(),
+            self.options,
+        ));
         let file = std::mem::take(&mut self.file);
         let Some(path) = file.path else {
             return;

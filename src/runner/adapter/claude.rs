@@ -68,10 +68,6 @@ impl Adapter for Claude {
         true
     }
 
-    fn reports_tokens(&self) -> bool {
-        true
-    }
-
     fn reports_cost(&self) -> bool {
         true
     }

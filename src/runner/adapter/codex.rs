@@ -47,10 +47,6 @@ impl Adapter for Codex {
         true
     }
 
-    fn reports_tokens(&self) -> bool {
-        true
-    }
-
     fn read_output(&self, result: &mut AgentResult) -> bool {
         // JSON lines: a torn first line is skipped, so a long run is read from its end.
         let text = whole_stdout(result)

@@ -65,10 +65,6 @@ impl Adapter for Gemini {
         true
     }
 
-    fn reports_tokens(&self) -> bool {
-        true
-    }
-
     fn read_output(&self, result: &mut AgentResult) -> bool {
         let object = |text: &str| json_values(text).into_iter().find(Value::is_object);
         let value = match whole_stdout(result).and_then(|t| object(&t)) {

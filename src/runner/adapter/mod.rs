@@ -78,9 +78,10 @@ pub trait Adapter: Sync {
         false
     }
 
-    /// Whether the CLI reports the tokens an invocation used (so a token budget can apply).
+    /// Whether the CLI reports the tokens an invocation used (so a token budget can apply):
+    /// every structured result the adapters read (Claude, Codex, Gemini) carries its usage.
     fn reports_tokens(&self) -> bool {
-        false
+        self.structured()
     }
 
     /// Whether the CLI always prints a result the adapter reads: when it prints none, every

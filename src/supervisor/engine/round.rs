@@ -52,7 +52,7 @@ impl Engine<'_> {
     /// The protected branches and where they point, taken before a round (see
     /// [`Self::report_moved_protected`]).
     pub(super) fn protected_tips(&self) -> Result<session::RefTips> {
-        let names = crate::policy::protected_refs(self.repo)?;
+        let names = crate::policy::protected_refs_with(self.repo, self.config)?;
         Ok(session::RefTips::take(self.repo, names)?)
     }
 
