@@ -33,21 +33,10 @@ fn checkpoint_leaves_index_head_and_branch_byte_for_byte_alone() {
         env.git(&repo, &["rev-parse", "bmad/feature-x"]),
         branch_before
     );
-    // The snapshot is what `git add -A` records, except journal.md: it is re-rendered after
-    // the checkpoint's own event.
+    // The snapshot is exactly what `git add -A` records.
     let chain = format!("refs/bmad/sessions/{id}/checkpoints");
     let tree = env.git(&repo, &["rev-parse", &format!("{chain}^{{tree}}")]);
-    let diff = env.git(
-        &repo,
-        &[
-            "diff-tree",
-            "-r",
-            "--name-only",
-            tree.trim(),
-            &env.worktree_tree(&wt),
-        ],
-    );
-    assert_eq!(diff.trim(), format!(".bmad/sessions/{id}/journal.md"));
+    assert_eq!(tree.trim(), env.worktree_tree(&wt));
     assert_eq!(
         env.git(&repo, &["show", &format!("{chain}:untracked/new.txt")]),
         "untracked\n"
@@ -165,11 +154,6 @@ fn every_kind_of_file_round_trips_through_checkpoint_and_rollback() {
         !wt.join("added later.txt").exists(),
         "files not in the checkpoint are removed"
     );
-    // Everything but the re-rendered journal is exactly the checkpoint.
-    let now = env.worktree_tree(&wt);
-    let diff = env.git(&wt, &["diff-tree", "-r", "--name-only", &expected, &now]);
-    assert!(
-        diff.lines().all(|l| l.ends_with("journal.md")),
-        "differs: {diff}"
-    );
+    // Exactly the checkpoint.
+    assert_eq!(env.worktree_tree(&wt), expected);
 }

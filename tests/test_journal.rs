@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::common::{TestEnv, BIN};
+use crate::common::{write, TestEnv, BIN};
 
 #[test]
 fn concurrent_appenders_lose_nothing() {
@@ -104,13 +104,26 @@ fn journal_formats_and_append_validation() {
         "pipes are escaped: {md}"
     );
     assert!(md.contains("1.5 s"), "{md}");
-    let rendered =
-        std::fs::read_to_string(wt.join(format!(".bmad/sessions/{id}/journal.md"))).unwrap();
-    assert_eq!(
-        rendered.trim_end(),
-        md.trim_end(),
-        "journal.md is rendered on every event"
-    );
+    // Events leave the worktree clean; the session's next commit carries journal.md, with
+    // every event up to it, and leaves it clean again.
+    assert_eq!(env.git(&wt, &["status", "--porcelain"]), "");
+    env.bmad(&repo, &["hooks", "install"]).success();
+    write(&wt, "work.txt", "work\n");
+    env.git(&wt, &["add", "work.txt"]);
+    env.git(&wt, &["commit", "-q", "-m", "work"]);
+    let committed = env.git(&wt, &["show", &format!("HEAD:.bmad/sessions/{id}/journal.md")]);
+    assert_eq!(committed.trim_end(), md.trim_end(), "journal.md is in the commit");
+    assert_eq!(env.git(&wt, &["status", "--porcelain"]), "");
+    // A commit with nothing staged still has nothing to commit.
+    let empty = env.git_command(&wt).args(["commit", "-m", "nothing"]).output().unwrap();
+    assert!(!empty.status.success(), "an empty commit is not filled with the journal");
+    // So does `git commit -a`, through the index git builds for it.
+    write(&wt, "work.txt", "more work\n");
+    env.bmad(&wt, &["checkpoint", "-m", "more"]).success();
+    env.git(&wt, &["commit", "-qam", "more work"]);
+    let committed = env.git(&wt, &["show", &format!("HEAD:.bmad/sessions/{id}/journal.md")]);
+    assert!(committed.contains(" more |"), "{committed}");
+    assert_eq!(env.git(&wt, &["status", "--porcelain"]), "");
     let text = env.bmad(&wt, &["journal"]).success().stdout;
     assert!(text.contains("review_note"), "{text}");
     env.bmad(&wt, &["journal", "append", "x", "--detail", "{not json"])

@@ -65,14 +65,15 @@ fn remove_refuses_to_lose_work_unless_forced() {
     assert!(run.stderr.contains("main worktree"), "{}", run.stderr);
 
     // Uncommitted changes.
+    write(&wt, "work.txt", "the agent's work\n");
     let run = env.bmad(&repo, &["remove", &id]).code(1);
     assert!(
-        run.stderr.contains("uncommitted"),
-        "journal.md counts as work: {}",
+        run.stderr.contains("uncommitted") && run.stderr.contains("work.txt"),
+        "{}",
         run.stderr
     );
     env.git(&wt, &["add", "-A"]);
-    env.git(&wt, &["commit", "-q", "-m", "journal"]);
+    env.git(&wt, &["commit", "-q", "-m", "work"]);
 
     // Committed but neither merged nor pushed.
     let run = env.bmad(&repo, &["remove", &id]).code(1);

@@ -1,32 +1,47 @@
 //! `git bmad start`: what a user sees when opening a session.
 
-use crate::common::{write, TestEnv};
+use crate::common::{read, write, TestEnv};
 
 #[test]
-fn start_refuses_a_dirty_tree_and_changes_nothing() {
+fn start_refuses_uncommitted_tracked_changes_and_changes_nothing() {
     let env = TestEnv::new();
     let repo = env.repo("proj");
-    write(&repo, "notes.txt", "not committed\n");
+    write(&repo, "README.md", "changed\n");
     let run = env.bmad(&repo, &["start", "feature-x"]).code(1);
     assert!(run.stderr.contains("uncommitted changes"), "{}", run.stderr);
     assert!(
-        run.stderr.contains("notes.txt"),
+        run.stderr.contains("README.md"),
         "names the path: {}",
         run.stderr
     );
-    assert!(
-        run.stderr.contains("git stash"),
-        "says what to do: {}",
-        run.stderr
-    );
+    for hint in ["git commit -am", "git stash", "--base HEAD"] {
+        assert!(run.stderr.contains(hint), "says {hint}: {}", run.stderr);
+    }
     assert!(!env.root().join("proj.feature-x").exists());
     assert_eq!(env.git(&repo, &["branch", "--list", "bmad/*"]), "");
     assert_eq!(env.git(&repo, &["for-each-ref", "refs/bmad/"]), "");
 
-    // A modified tracked file counts too.
-    std::fs::remove_file(repo.join("notes.txt")).unwrap();
-    write(&repo, "README.md", "changed\n");
+    // A staged change counts too; `--base` says what to start from, so it goes ahead and
+    // leaves the change where it is.
+    env.git(&repo, &["add", "README.md"]);
     env.bmad(&repo, &["start", "feature-x"]).code(1);
+    env.bmad(&repo, &["start", "feature-x", "--base", "HEAD"])
+        .success();
+    assert_eq!(env.git(&repo, &["status", "--porcelain"]), "M  README.md\n");
+    assert_eq!(read(&env.root().join("proj.feature-x"), "README.md"), "# project\n");
+}
+
+#[test]
+fn untracked_files_and_hooks_own_files_do_not_block_a_start() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    write(&repo, "notes.txt", "not committed\n");
+    // git-bmad's own agent hooks leave `.claude/` untracked in the main worktree.
+    env.bmad(&repo, &["hooks", "install", "--agent", "claude"])
+        .success();
+    let (_, wt) = env.start(&repo, "feature-x");
+    assert!(!wt.join("notes.txt").exists(), "the session starts from the commit");
+    assert_eq!(read(&repo, "notes.txt"), "not committed\n");
 }
 
 #[test]
@@ -64,13 +79,12 @@ fn start_from_a_subdirectory_creates_branch_worktree_and_first_checkpoint() {
     let parents = env.git(&repo, &["rev-list", "--parents", "-n", "1", &chain]);
     let head = env.git(&repo, &["rev-parse", "main"]);
     assert_eq!(parents.split_whitespace().nth(1), Some(head.trim()));
-    // session_started is journaled, and rendered into the worktree.
+    // session_started is journaled; the worktree stays clean (journal.md arrives with the
+    // first commit).
     let journal = env.bmad(&worktree, &["journal", "--json"]).success().json();
     assert_eq!(journal[0]["event"], "session_started");
     assert_eq!(journal[0]["seq"], 1);
-    assert!(worktree
-        .join(format!(".bmad/sessions/{id}/journal.md"))
-        .is_file());
+    assert_eq!(env.git(&worktree, &["status", "--porcelain"]), "");
     // The user's own worktree is untouched: still on main, still clean.
     assert_eq!(env.git(&repo, &["status", "--porcelain"]), "");
     assert_eq!(
@@ -126,8 +140,7 @@ fn two_sessions_started_in_parallel_get_distinct_everything() {
     assert_eq!(distinct("worktree"), 4);
     for s in sessions {
         let wt = std::path::PathBuf::from(s["worktree"].as_str().unwrap());
-        let id = s["id"].as_str().unwrap();
-        assert!(wt.join(format!(".bmad/sessions/{id}/journal.md")).is_file());
+        assert_eq!(env.git(&wt, &["status", "--porcelain"]), "");
     }
     env.bmad(&repo, &["doctor"]).success();
 }

@@ -51,6 +51,11 @@ pub(crate) fn journal(env: &TestEnv, wt: &Path) -> Vec<Value> {
         .clone()
 }
 
+/// The journal as `journal.md` renders it into each commit of the session.
+fn rendered_journal(env: &TestEnv, wt: &Path) -> String {
+    env.bmad(wt, &["journal", "--format", "md"]).success().stdout
+}
+
 pub(crate) fn named<'a>(events: &'a [Value], name: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["event"] == name).collect()
 }
@@ -149,7 +154,7 @@ pub(crate) fn start_with(
 fn auto_feature_chains_seven_auto_steps_then_gates_the_pull_request() {
     let env = TestEnv::new();
     let repo = speckit_project(&env);
-    let (id, wt) = start_with(&env, &repo, "demo", "auto-feature");
+    let (_, wt) = start_with(&env, &repo, "demo", "auto-feature");
 
     let run = env.bmad(&wt, &["run"]).code(3);
     assert!(
@@ -214,8 +219,8 @@ fn auto_feature_chains_seven_auto_steps_then_gates_the_pull_request() {
         (Some("human"), Some("ship it"))
     );
     assert_eq!(named(&events, "run_completed").len(), 1);
-    // The rendered journal is in the worktree, for the pull request diff.
-    let md = read(&wt, &format!(".bmad/sessions/{id}/journal.md"));
+    // The rendered journal, as the session's commits carry it for the pull request diff.
+    let md = rendered_journal(&env, &wt);
     assert!(md.contains("| step_completed | implement | auto |"), "{md}");
     assert!(
         md.contains("| gate_answered | pr | human |") && md.contains("ship it"),
@@ -366,7 +371,7 @@ fn validate_warns_about_steps_nothing_checks_and_strict_refuses_them() {
 fn a_postcondition_failure_escalates_with_a_clear_question_and_continue_resumes() {
     let env = TestEnv::new();
     // The implementation leaves a task unchecked: "a test breaks".
-    let (id, wt, stdout) = implement_escalated(
+    let (_, wt, stdout) = implement_escalated(
         &env,
         "mkdir -p src && echo 'fn main() {}' > src/main.rs\nsed -i '0,/\\[ \\]/s//[x]/' specs/001-demo/tasks.md\nresult 'implemented, but T002 fails'\n",
         "demo",
@@ -421,7 +426,7 @@ fn a_postcondition_failure_escalates_with_a_clear_question_and_continue_resumes(
         ],
         "continue accepts the step; it does not run it again"
     );
-    let md = read(&wt, &format!(".bmad/sessions/{id}/journal.md"));
+    let md = rendered_journal(&env, &wt);
     assert!(
         md.contains("postcondition_failure") && md.contains("fixed the test"),
         "{md}"
@@ -1011,7 +1016,7 @@ fn ten_megabytes_of_output_are_capped_and_a_planted_key_never_reaches_a_note() {
         !notes.contains("ghp_a1B2c3"),
         "the GitHub token reached a note"
     );
-    let md = read(&wt, &format!(".bmad/sessions/{id}/journal.md"));
+    let md = rendered_journal(&env, &wt);
     assert!(!md.contains(&key));
 }
 
@@ -1133,6 +1138,7 @@ fn two_sessions_run_side_by_side_and_merge_back_without_conflicts() {
     );
     env.git(&repo, &["add", "-A"]);
     env.git(&repo, &["commit", "-q", "-m", "playbook"]);
+    env.bmad(&repo, &["hooks", "install"]).success();
     let (id_a, wt_a) = start_with(&env, &repo, "feature-a", "work");
     let (id_b, wt_b) = start_with(&env, &repo, "feature-b", "work");
     let mut a = env.bmad_command(&wt_a).arg("run").spawn().unwrap();
@@ -1141,6 +1147,7 @@ fn two_sessions_run_side_by_side_and_merge_back_without_conflicts() {
     for wt in [&wt_a, &wt_b] {
         env.git(wt, &["add", "-A"]);
         env.git(wt, &["commit", "-q", "-m", "work and journal"]);
+        assert_eq!(env.git(wt, &["status", "--porcelain"]), "", "the commit leaves it clean");
     }
     env.git(&repo, &["merge", "-q", "--no-edit", "bmad/feature-a"]);
     env.git(&repo, &["merge", "-q", "--no-edit", "bmad/feature-b"]);

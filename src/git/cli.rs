@@ -127,6 +127,38 @@ impl GitCli {
         self.run(["worktree", "prune"]).map(drop)
     }
 
+    /// A command on `index`, or on this worktree's own index when `None`.
+    fn run_on_index<I, S>(&self, index: Option<&Path>, args: I) -> Result<Vec<u8>>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        match index {
+            Some(index) => self.run_with_index(index, args),
+            None => self.run(args),
+        }
+    }
+
+    /// Whether `index` records a change from `HEAD` to any path but `except`.
+    pub(super) fn staged_besides(&self, index: Option<&Path>, except: &str) -> Result<bool> {
+        let exclude = format!(":(exclude,literal){except}");
+        let out = self.run_on_index(
+            index,
+            ["diff-index", "--cached", "--name-only", "-z", "HEAD", "--", ".", &exclude],
+        );
+        match out {
+            Ok(names) => Ok(!names.is_empty()),
+            // No HEAD yet (an unborn branch): anything in the index is a change.
+            Err(_) => Ok(!self.run_on_index(index, ["ls-files", "-z"])?.is_empty()),
+        }
+    }
+
+    /// `git add -- <path>` into `index` (ignore rules respected).
+    pub(super) fn stage_path(&self, index: Option<&Path>, path: &str) -> Result<()> {
+        let literal = format!(":(literal){path}");
+        self.run_on_index(index, ["add", "--", &literal]).map(drop)
+    }
+
     /// Stage everything (`add -A`) into `index` and return the tree it describes.
     pub(super) fn write_tree_of_worktree(&self, index: &Path) -> Result<ObjectId> {
         self.run_with_index(index, ["add", "-A", "--", "."])?;

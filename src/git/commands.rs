@@ -82,6 +82,17 @@ impl Repo {
         self.git().diff_trees(from, to)
     }
 
+    /// Whether `index` (this worktree's own when `None`) stages a change to any path but
+    /// `except`.
+    pub fn staged_besides(&self, index: Option<&Path>, except: &str) -> Result<bool> {
+        self.git().staged_besides(index, except)
+    }
+
+    /// Stage one file of this worktree into `index` (its own when `None`); ignore rules hold.
+    pub fn stage_path(&self, index: Option<&Path>, path: &str) -> Result<()> {
+        self.git().stage_path(index, path)
+    }
+
     /// Stage this whole worktree (`add -A`) into the index file `index` and return its tree.
     pub fn write_tree_of_worktree(&self, index: &Path) -> Result<ObjectId> {
         self.git().write_tree_of_worktree(index)

@@ -153,8 +153,17 @@ impl Repo {
 
     /// Whether the worktree differs from HEAD, untracked files included.
     pub fn dirt(&self, sample: usize) -> Result<Dirt> {
+        self.dirt_of(UntrackedFiles::Collapsed, sample)
+    }
+
+    /// Whether tracked files differ from HEAD (staged or not); untracked files do not count.
+    pub fn tracked_dirt(&self, sample: usize) -> Result<Dirt> {
+        self.dirt_of(UntrackedFiles::None, sample)
+    }
+
+    fn dirt_of(&self, untracked: UntrackedFiles, sample: usize) -> Result<Dirt> {
         let iter = self
-            .status_platform(UntrackedFiles::Collapsed)?
+            .status_platform(untracked)?
             .into_iter(Vec::<BString>::new())
             .map_err(|e| Error::gix("could not compute the status", e))?;
         let mut dirt = Dirt::default();
@@ -182,13 +191,6 @@ impl Repo {
         let mut paths = BTreeSet::new();
         for item in iter {
             let item = item.map_err(|e| Error::gix("could not compute the status", e))?;
-            if let status::Item::IndexWorktree(status::index_worktree::Item::Rewrite {
-                source,
-                ..
-            }) = &item
-            {
-                paths.insert(source.rela_path().to_str_lossy().into_owned());
-            }
             if let Some(path) = relevant_path(&item) {
                 paths.insert(path);
             }
@@ -205,6 +207,9 @@ impl Repo {
             .status(gix::progress::Discard)
             .map_err(|e| Error::gix("could not start a status", e))?
             .untracked_files(untracked)
+            // No rename pairing: a rename is its source deleted and its destination added,
+            // and both paths must be re-read (`git mv a b` staged shows only `b` otherwise).
+            .tree_index_track_renames(gix::status::tree_index::TrackRenames::Disabled)
             .index_worktree_rewrites(None))
     }
 }

@@ -170,8 +170,7 @@ pub(crate) fn one_line(label: &str) -> String {
     line.chars().take(200).collect()
 }
 
-/// Take a checkpoint of a session: snapshot its worktree, extend the chain, journal it, and
-/// bring `journal.md` up to date.
+/// Take a checkpoint of a session: snapshot its worktree, extend the chain, journal it.
 ///
 /// `status` and `step` default to those of the previous checkpoint. `repo` may be any
 /// worktree of the repository; the session's own worktree is snapshotted.
@@ -209,7 +208,6 @@ pub fn checkpoint_vetted(
         status,
         step,
     )?;
-    super::render::update_rendered(repo, session, &event)?;
     Ok((checkpoint, event, snapshot.refused))
 }
 
@@ -223,13 +221,10 @@ pub fn mark_status(
     status: Status,
     step: Option<String>,
 ) -> Result<(Checkpoint, Event)> {
-    let (checkpoint, event) = extend_chain(repo, session, None, None, label, Some(status), step)?;
-    super::render::update_rendered(repo, session, &event)?;
-    Ok((checkpoint, event))
+    extend_chain(repo, session, None, None, label, Some(status), step)
 }
 
-/// Add a checkpoint commit to the chain by compare-and-swap, then journal it. The caller
-/// renders `journal.md` (a rollback renders it whole once it is done).
+/// Add a checkpoint commit to the chain by compare-and-swap, then journal it.
 ///
 /// `tree: None` reuses the previous checkpoint's tree: for bookkeeping checkpoints taken when
 /// there is no worktree to snapshot (a pruned session). `head: None` reuses the previous

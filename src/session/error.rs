@@ -59,8 +59,8 @@ pub enum Error {
         /// The directory.
         path: PathBuf,
     },
-    /// `start` needs a clean tree.
-    #[error("the working tree has uncommitted changes ({count} path{}: {}{}); a new session starts from a commit, so commit them (git commit -am …) or stash them (git stash --include-untracked) and run the command again", if *count == 1 { "" } else { "s" }, sample.join(", "), if *count > sample.len() { ", …" } else { "" })]
+    /// `start` without `--base` needs committed tracked files.
+    #[error("tracked files have uncommitted changes ({count} path{}: {}{}); a new session starts from a commit and would not have them: commit them (git commit -am …), stash them (git stash), or pass --base HEAD to start from the last commit without them", if *count == 1 { "" } else { "s" }, sample.join(", "), if *count > sample.len() { ", …" } else { "" })]
     DirtyTree {
         /// How many paths differ.
         count: usize,

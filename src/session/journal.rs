@@ -114,8 +114,8 @@ fn link(prev: &str, line: &[u8]) -> String {
 
 /// Append one event to a session's journal; returns it with its `seq` and time.
 ///
-/// The event is attached to the session's newest checkpoint, which must exist. This does not
-/// touch `journal.md`: callers outside this layer use [`record`], which does.
+/// The event is attached to the session's newest checkpoint, which must exist. Callers
+/// outside this layer use [`record`], which journals a hook's deferred events first.
 pub fn append(repo: &Repo, id: &SessionId, event: NewEvent) -> Result<Event> {
     let notes = notes_ref(id);
     let checkpoints = checkpoints_ref(id);
@@ -173,16 +173,13 @@ pub fn append(repo: &Repo, id: &SessionId, event: NewEvent) -> Result<Event> {
     .into())
 }
 
-/// Append one event to a session's journal and keep its rendered `journal.md` current: the
-/// one way every layer records an event.
+/// Append one event to a session's journal: the one way every layer records an event.
 ///
 /// Events a hook kept for later are journaled first, so they come before anything that
 /// happened after them.
 pub fn record(repo: &Repo, session: &super::Session, event: NewEvent) -> Result<Event> {
     flush_deferred(repo, session)?;
-    let event = append(repo, &session.id, event)?;
-    super::render::update_rendered(repo, session, &event)?;
-    Ok(event)
+    append(repo, &session.id, event)
 }
 
 /// Journal the events a hook kept for later ([`super::deferred`]); returns them as stored.
@@ -190,7 +187,6 @@ pub fn flush_deferred(repo: &Repo, session: &super::Session) -> Result<Vec<Event
     let mut flushed = Vec::new();
     for (waiting, file) in super::deferred::take(repo, &session.id) {
         let event = append(repo, &session.id, waiting)?;
-        super::render::update_rendered(repo, session, &event)?;
         let _ = std::fs::remove_file(file);
         flushed.push(event);
     }

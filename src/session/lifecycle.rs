@@ -10,7 +10,6 @@ use super::event::{Decision, NewEvent};
 use super::id::SessionId;
 use super::init::ensure_notes_config;
 use super::journal;
-use super::render::write_rendered;
 use super::schema::{self, Body, CheckpointTaken, NoDetail};
 use super::state::Status;
 use super::store::{self, Session};
@@ -40,19 +39,22 @@ pub struct Started {
 
 /// Start a session: branch, linked worktree, first checkpoint, `session_started` event.
 ///
-/// The current worktree must be clean, so nothing the user has not committed is silently
-/// left behind.
+/// A session starts from a commit. Without `--base`, uncommitted changes to tracked files
+/// refuse the start, so no one believes they went along; untracked files never do (they stay
+/// where they are, like any other file outside the commit).
 pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
     let name = options.name.as_str();
     validate_name(name)?;
     let main = repo.main_workdir()?;
     let config = super::load_config(repo)?;
-    let dirt = repo.dirt(5)?;
-    if !dirt.is_clean() {
-        return Err(Error::DirtyTree {
-            count: dirt.count,
-            sample: dirt.sample,
-        });
+    if options.base.is_none() {
+        let dirt = repo.tracked_dirt(5)?;
+        if !dirt.is_clean() {
+            return Err(Error::DirtyTree {
+                count: dirt.count,
+                sample: dirt.sample,
+            });
+        }
     }
     let (base_commit, base_label) = resolve_base(repo, options.base.as_deref())?;
     let branch = config.branch_for(name);
@@ -138,7 +140,6 @@ pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
         .decision(Some(Decision::Auto)),
     )?;
     let session = store::locate(repo, Some(id.as_str()))?;
-    write_rendered(&session, &journal::read(repo, &id)?)?;
     let checkpoint = Checkpoint::read(repo, first)?.ok_or_else(|| {
         crate::git::Error::Corrupt(format!(
             "the first checkpoint {first} of {id} cannot be read back"

@@ -4,7 +4,8 @@
 //! Everything is stored in the repository's own git database (see `ARCHITECTURE.md` §3):
 //! - `refs/bmad/sessions/<id>/checkpoints`: the head of the session's checkpoint chain;
 //! - `refs/notes/bmad/<id>`: the journal, JSON lines in notes on the checkpoint commits;
-//! - `.bmad/sessions/<id>/journal.md` in the session worktree: the journal, rendered.
+//! - `.bmad/sessions/<id>/journal.md` in the session worktree: the journal, rendered into
+//!   each commit the session makes.
 //!
 //! The state of a session is a pure function of its journal ([`state::SessionState::replay`]);
 //! the trailers on the newest checkpoint summarise it so listing sessions reads one commit each.
@@ -40,7 +41,7 @@ pub use lifecycle::{
     finish, prune, remove, start, PruneOutcome, RemoveOptions, StartOptions, Started,
     SESSION_MARKER,
 };
-pub use render::{event_summary, render_markdown, write_rendered};
+pub use render::{event_summary, render_markdown, stage_for_commit, write_rendered};
 pub use rollback::{plan_rollback, rollback, undo, RollbackOutcome, RollbackPlan, Target};
 pub use schema::Body;
 pub use state::{SessionState, Status};

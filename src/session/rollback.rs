@@ -15,7 +15,6 @@ use super::error::{Error, Result};
 use super::event::{Decision, Event, NewEvent};
 use super::journal::{self, Journal};
 use super::journal_md_path;
-use super::render::write_rendered;
 use super::schema::{Body, RolledBack};
 use super::state::SessionState;
 use super::store::Session;
@@ -159,7 +158,6 @@ fn restore(
         &session.id,
         NewEvent::new(Body::Rollback(detail)).decision(Some(Decision::Human)),
     )?;
-    write_rendered(session, &journal::read(repo, &session.id)?)?;
     Ok(RollbackOutcome {
         target,
         safety,
@@ -168,8 +166,8 @@ fn restore(
     })
 }
 
-/// The changes a user cares about: the session's own journal.md is re-rendered after every
-/// rollback, so listing it would only be noise.
+/// The changes a user cares about: the session's own journal.md is rendered at the next
+/// commit, so listing it would only be noise.
 fn visible_changes(session: &Session, mut changes: Vec<TreeChange>) -> Vec<TreeChange> {
     let journal_md = journal_md_path(&session.id);
     changes.retain(|c| c.path != journal_md);

@@ -118,7 +118,7 @@ pub fn get(repo: &Repo, id: &SessionId) -> Result<Option<Session>> {
 }
 
 /// The session the marker in this worktree's git dir names (see `SESSION_MARKER`).
-fn marked_session(repo: &Repo) -> Option<SessionId> {
+pub(super) fn marked_session(repo: &Repo) -> Option<SessionId> {
     let text = std::fs::read_to_string(repo.git_dir().join(super::SESSION_MARKER)).ok()?;
     SessionId::parse(text.lines().next()?.trim())
 }
