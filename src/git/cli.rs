@@ -128,7 +128,7 @@ impl GitCli {
     }
 
     /// A command on `index`, or on this worktree's own index when `None`.
-    fn run_on_index<I, S>(&self, index: Option<&Path>, args: I) -> Result<Vec<u8>>
+    pub(super) fn run_on_index<I, S>(&self, index: Option<&Path>, args: I) -> Result<Vec<u8>>
     where
         I: IntoIterator<Item = S>,
         S: AsRef<OsStr>,
@@ -159,11 +159,15 @@ impl GitCli {
         self.run_on_index(index, ["add", "--", &literal]).map(drop)
     }
 
+    /// The tree `index` describes (`write-tree`).
+    pub(super) fn write_tree_of_index(&self, index: &Path) -> Result<ObjectId> {
+        parse_id(&self.run_with_index(index, ["write-tree"])?)
+    }
+
     /// Stage everything (`add -A`) into `index` and return the tree it describes.
     pub(super) fn write_tree_of_worktree(&self, index: &Path) -> Result<ObjectId> {
         self.run_with_index(index, ["add", "-A", "--", "."])?;
-        let out = self.run_with_index(index, ["write-tree"])?;
-        parse_id(&out)
+        self.write_tree_of_index(index)
     }
 
     /// Two-way merge `from` → `to` through `index`, updating the worktree (`read-tree -m -u`).
@@ -277,6 +281,23 @@ impl GitCli {
         run_checked(self.log_patch_command(&[range]))
     }
 
+    /// Untracked files that the ignore rules on disk do not exclude.
+    pub(super) fn untracked_files(&self) -> Result<Vec<String>> {
+        let out = self.run([
+            "-c",
+            "core.quotePath=false",
+            "ls-files",
+            "-z",
+            "--others",
+            "--exclude-standard",
+        ])?;
+        Ok(out
+            .split(|b| *b == 0)
+            .filter(|f| !f.is_empty())
+            .map(|f| String::from_utf8_lossy(f).into_owned())
+            .collect())
+    }
+
     /// Tracked and untracked-not-ignored files under `paths`, relative to the worktree root.
     pub(super) fn list_files(&self, paths: &[std::path::PathBuf]) -> Result<Vec<String>> {
         let mut cmd = self.command();
@@ -351,7 +372,7 @@ fn describe(cmd: &Command) -> String {
     args.iter().skip(6).cloned().collect::<Vec<_>>().join(" ")
 }
 
-fn parse_id(out: &[u8]) -> Result<ObjectId> {
+pub(super) fn parse_id(out: &[u8]) -> Result<ObjectId> {
     let text = String::from_utf8_lossy(out);
     ObjectId::from_hex(text.trim().as_bytes()).map_err(|_| {
         Error::Corrupt(format!(

@@ -72,6 +72,11 @@ impl Repo {
         Ok(PatchStream { child: Some(child) })
     }
 
+    /// Untracked files that the ignore rules on disk do not exclude.
+    pub fn untracked_files(&self) -> Result<Vec<String>> {
+        self.git().untracked_files()
+    }
+
     /// Tracked and untracked-not-ignored files under `paths`, relative to the worktree root.
     pub fn list_files(&self, paths: &[PathBuf]) -> Result<Vec<String>> {
         self.git().list_files(paths)
@@ -98,11 +103,34 @@ impl Repo {
         self.git().write_tree_of_worktree(index)
     }
 
+    /// The tree the index file `index` describes.
+    pub fn write_tree_of_index(&self, index: &Path) -> Result<ObjectId> {
+        self.git().write_tree_of_index(index)
+    }
+
     /// Two-way merge `from` → `to` through `index`, updating this worktree (`read-tree -m
     /// -u`). git refuses, before touching anything, when a file differs from what `index`
     /// records: that is how a rollback detects a worktree that changed under it.
     pub fn read_tree_update(&self, index: &Path, from: ObjectId, to: ObjectId) -> Result<()> {
         self.git().read_tree_update(index, from, to)
+    }
+
+    /// The commits reachable from `to` but not from `from`: how many, and how many of those
+    /// some remote-tracking ref already has (pushed or fetched).
+    pub fn commits_after(&self, from: ObjectId, to: ObjectId) -> Result<(usize, usize)> {
+        let count = |extra: &[&str]| -> Result<usize> {
+            let (from, to) = (format!("^{from}"), to.to_string());
+            let mut args = vec!["rev-list", "--count", to.as_str(), from.as_str()];
+            args.extend_from_slice(extra);
+            let out = self.git().run(args)?;
+            Ok(String::from_utf8_lossy(&out).trim().parse().unwrap_or(0))
+        };
+        let total = count(&[])?;
+        if total == 0 {
+            return Ok((0, 0));
+        }
+        let unpushed = count(&["--not", "--remotes"])?;
+        Ok((total, total - unpushed.min(total)))
     }
 
     /// Local branches and remote-tracking refs that contain `commit`, except `except`.

@@ -9,6 +9,7 @@
 mod cli;
 mod commands;
 mod error;
+mod index;
 mod notes;
 mod refs;
 mod repo;
@@ -18,6 +19,7 @@ pub use cli::TreeChange;
 pub use commands::PatchStream;
 pub use error::{Error, Result};
 pub use gix::ObjectId;
+pub use index::SavedIndex;
 pub use notes::NotesTip;
 pub use refs::{CasOutcome, STALE_LOCK_AGE};
 pub use repo::{CommitInfo, Repo, WorktreeInfo};

@@ -7,6 +7,7 @@
 //! status cheap, and writing it would race with the agent's own `git add`.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
 use gix::bstr::BStr;
 use gix::bstr::{BString, ByteSlice};
@@ -45,6 +46,9 @@ pub struct Vetted {
     pub tree: ObjectId,
     /// Changed files the vet refused, as `HEAD` has them in `tree`.
     pub refused: Vec<String>,
+    /// Whether the index differs from `HEAD` (staged changes, conflicts), so a checkpoint
+    /// must save it too.
+    pub staged: bool,
 }
 
 impl Repo {
@@ -64,7 +68,7 @@ impl Repo {
             .head_tree_id_or_empty()
             .map_err(|e| Error::gix("could not read HEAD's tree", e))?
             .detach();
-        let mut changed = self.changed_paths()?;
+        let (mut changed, staged) = self.changed_paths()?;
         let mut refused = Vec::new();
         if let Some(vet) = vet.as_mut() {
             refused = self.vet_paths(&changed, *vet)?;
@@ -76,6 +80,7 @@ impl Repo {
             return Ok(Vetted {
                 tree: base,
                 refused,
+                staged,
             });
         }
         let (mut pipeline, index) = repo
@@ -105,14 +110,18 @@ impl Repo {
             .write()
             .map(|id| id.detach())
             .map_err(|e| Error::gix("could not write the snapshot tree", e))?;
-        Ok(Vetted { tree, refused })
+        Ok(Vetted {
+            tree,
+            refused,
+            staged,
+        })
     }
 
     /// Show every file that differs from `HEAD` to `vet`, writing nothing; the ones it
     /// refused. For what must store the whole worktree or nothing (a rollback's safety
     /// snapshot).
     pub fn vet_changes(&self, vet: Vet<'_>) -> Result<Vec<String>> {
-        self.vet_paths(&self.changed_paths()?, vet)
+        self.vet_paths(&self.changed_paths()?.0, vet)
     }
 
     fn vet_paths(&self, paths: &BTreeSet<String>, vet: Vet<'_>) -> Result<Vec<String>> {
@@ -151,6 +160,78 @@ impl Repo {
         Ok(Some(bytes))
     }
 
+    /// `tree` without `paths` (a path absent from it is no error).
+    pub fn tree_without(&self, tree: ObjectId, paths: &[String]) -> Result<ObjectId> {
+        if paths.is_empty() {
+            return Ok(tree);
+        }
+        let mut editor = self
+            .gix()
+            .edit_tree(tree)
+            .map_err(|e| Error::gix(format!("could not edit tree {tree}"), e))?;
+        for path in paths {
+            editor
+                .remove(path)
+                .map_err(|e| Error::gix(format!("could not drop {path} from tree {tree}"), e))?;
+        }
+        editor
+            .write()
+            .map(|id| id.detach())
+            .map_err(|e| Error::gix(format!("could not write tree {tree} without some paths"), e))
+    }
+
+    /// Those of `paths` (files, relative to the worktree root) that the ignore rules of
+    /// `tree` exclude: its `.gitignore` files as the tree has them (not as they are on
+    /// disk), plus `info/exclude` and `core.excludesFile`. A file inside an excluded
+    /// directory is excluded, as git has it.
+    pub fn ignored_under(&self, tree: ObjectId, paths: &[String]) -> Result<Vec<String>> {
+        if paths.is_empty() {
+            return Ok(Vec::new());
+        }
+        use gix::index::entry::Mode;
+        let repo = self.gix();
+        let index = repo
+            .index_from_tree(&tree)
+            .map_err(|e| Error::gix(format!("could not read tree {tree} as an index"), e))?;
+        let mut stack = repo
+            .excludes(
+                &index,
+                None,
+                gix::worktree::stack::state::ignore::Source::IdMapping,
+            )
+            .map_err(|e| Error::gix(format!("could not load the ignore rules of tree {tree}"), e))?;
+        let mut excluded_dirs = BTreeSet::new();
+        let mut ignored = Vec::new();
+        for path in paths {
+            let mut hit = false;
+            for (end, _) in path.match_indices('/') {
+                let dir = &path[..end];
+                if excluded_dirs.contains(dir) {
+                    hit = true;
+                    break;
+                }
+                let platform = stack.at_path(Path::new(dir), Some(Mode::DIR)).map_err(|e| {
+                    Error::gix(format!("could not check {dir} against the ignore rules"), e)
+                })?;
+                if platform.is_excluded() {
+                    excluded_dirs.insert(dir.to_owned());
+                    hit = true;
+                    break;
+                }
+            }
+            if !hit {
+                hit = stack
+                    .at_path(Path::new(path), Some(Mode::FILE))
+                    .map_err(|e| Error::gix(format!("could not check {path} against the ignore rules"), e))?
+                    .is_excluded();
+            }
+            if hit {
+                ignored.push(path.clone());
+            }
+        }
+        Ok(ignored)
+    }
+
     /// Whether the worktree differs from HEAD, untracked files included.
     pub fn dirt(&self, sample: usize) -> Result<Dirt> {
         self.dirt_of(UntrackedFiles::Collapsed, sample)
@@ -182,20 +263,29 @@ impl Repo {
         Ok(dirt)
     }
 
-    /// Every path that may differ between HEAD, the index and the worktree.
-    fn changed_paths(&self) -> Result<BTreeSet<String>> {
+    /// Every path that may differ between HEAD, the index and the worktree; and whether the
+    /// index differs from HEAD.
+    fn changed_paths(&self) -> Result<(BTreeSet<String>, bool)> {
         let iter = self
             .status_platform(UntrackedFiles::Files)?
             .into_iter(Vec::<BString>::new())
             .map_err(|e| Error::gix("could not compute the status", e))?;
         let mut paths = BTreeSet::new();
+        let mut staged = false;
         for item in iter {
             let item = item.map_err(|e| Error::gix("could not compute the status", e))?;
+            staged |= match &item {
+                status::Item::TreeIndex(_) => true,
+                status::Item::IndexWorktree(change) => matches!(
+                    change.summary(),
+                    Some(status::index_worktree::iter::Summary::Conflict)
+                ),
+            };
             if let Some(path) = relevant_path(&item) {
                 paths.insert(path);
             }
         }
-        Ok(paths)
+        Ok((paths, staged))
     }
 
     fn status_platform(

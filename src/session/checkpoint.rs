@@ -2,9 +2,11 @@
 //! worktree without touching its index, HEAD or branch.
 //!
 //! Parents are `[previous checkpoint, session HEAD]` (the first checkpoint has only the session
-//! HEAD), so `git log` of the chain reaches the agent's own commits. The message is a one-line
-//! label and trailers that summarise the session, so `git bmad list` reads one commit per
-//! session instead of replaying journals.
+//! HEAD), so `git log` of the chain reaches the agent's own commits. When the index differs
+//! from HEAD, the saved index (see [`crate::git::SavedIndex`]) is a last parent, named by a
+//! `Bmad-Index` trailer: a checkpoint is the whole session state, files, index and HEAD. The
+//! message is a one-line label and trailers that summarise the session, so `git bmad list`
+//! reads one commit per session instead of replaying journals.
 
 use serde::Serialize;
 
@@ -15,7 +17,7 @@ use super::schema::{Body, CheckpointTaken};
 use super::state::Status;
 use super::store::Session;
 use super::{checkpoints_ref, notes_ref};
-use crate::git::{CasOutcome, ObjectId, Repo, Vet};
+use crate::git::{CasOutcome, ObjectId, Repo, SavedIndex, Vet};
 
 const MAX_ATTEMPTS: u32 = 500;
 
@@ -93,6 +95,9 @@ pub struct Checkpoint {
     pub label: String,
     /// The session summary.
     pub trailers: Trailers,
+    /// The saved index, when it differed from the session HEAD (one of `parents`).
+    #[serde(serialize_with = "serialize_optional_id")]
+    pub index: Option<ObjectId>,
     /// Commit time, seconds since the epoch.
     pub time: i64,
 }
@@ -126,38 +131,124 @@ impl Checkpoint {
         let Some(trailers) = Trailers::parse(&info.message) else {
             return Ok(None);
         };
+        let index = info
+            .message
+            .lines()
+            .rev()
+            .find_map(|l| l.strip_prefix(INDEX_TRAILER))
+            .and_then(|hex| ObjectId::from_hex(hex.trim().as_bytes()).ok())
+            .filter(|id| info.parents.last() == Some(id));
         Ok(Some(Checkpoint {
             id,
             tree: info.tree,
             parents: info.parents,
             label: info.message.lines().next().unwrap_or_default().to_owned(),
             trailers,
+            index,
             time: info.time,
         }))
     }
 
+    /// The parents that are checkpoints or session commits (the saved index left out).
+    fn chain_parents(&self) -> &[ObjectId] {
+        match self.index {
+            Some(_) => &self.parents[..self.parents.len() - 1],
+            None => &self.parents,
+        }
+    }
+
     /// The previous checkpoint in the chain, if this is not the first.
     pub fn previous(&self) -> Option<ObjectId> {
-        (self.parents.len() == 2).then(|| self.parents[0])
+        let parents = self.chain_parents();
+        (parents.len() == 2).then(|| parents[0])
     }
 
     /// The session HEAD recorded when the checkpoint was taken.
     pub fn session_head(&self) -> Option<ObjectId> {
-        self.parents.last().copied()
+        self.chain_parents().last().copied()
+    }
+
+    /// The index recorded with the checkpoint: the saved one, or else the session HEAD's
+    /// tree (nothing was staged).
+    pub fn saved_index(&self, repo: &Repo) -> Result<SavedIndex> {
+        Ok(match (self.index, self.session_head()) {
+            (Some(commit), _) => repo.read_saved_index(commit)?,
+            (None, Some(head)) => SavedIndex::Tree(repo.tree_of(head)?),
+            (None, None) => SavedIndex::Tree(repo.empty_tree()),
+        })
     }
 }
 
-/// Write a checkpoint commit (objects only; no ref moves).
+/// The trailer naming a checkpoint's saved index.
+const INDEX_TRAILER: &str = "Bmad-Index: ";
+
+fn serialize_optional_id<S: serde::Serializer>(
+    id: &Option<ObjectId>,
+    s: S,
+) -> std::result::Result<S::Ok, S::Error> {
+    match id {
+        Some(id) => s.serialize_str(&id.to_string()),
+        None => s.serialize_none(),
+    }
+}
+
+/// What a new checkpoint records of the session.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Recorded {
+    /// The previous checkpoint's files, index and HEAD (a change of status only).
+    Same,
+    /// The previous checkpoint's files and index, with this session HEAD (a pruned session:
+    /// its worktree is gone, its branch is not).
+    Head(Option<ObjectId>),
+    /// A snapshot: the worktree's tree, its HEAD, and its saved index when that differs
+    /// from HEAD.
+    State {
+        tree: ObjectId,
+        head: Option<ObjectId>,
+        index: Option<ObjectId>,
+    },
+}
+
+impl Recorded {
+    /// The session state of `wt` now; `tree` is its snapshot, `staged` whether its index
+    /// differs from HEAD (`None`: find out by saving it).
+    pub(crate) fn of(wt: &Repo, tree: ObjectId, staged: Option<bool>) -> Result<Recorded> {
+        let head = wt.head_id()?;
+        let index = match staged {
+            Some(false) => None,
+            Some(true) => Some(wt.save_index()?),
+            None => {
+                let saved = wt.save_index()?;
+                let head_tree = match head {
+                    Some(head) => wt.tree_of(head)?,
+                    None => wt.empty_tree(),
+                };
+                (saved != SavedIndex::Tree(head_tree)).then_some(saved)
+            }
+        };
+        let index = index.map(|saved| wt.write_saved_index(saved)).transpose()?;
+        Ok(Recorded::State { tree, head, index })
+    }
+}
+
+/// Write a checkpoint commit (objects only; no ref moves); a saved index becomes its last
+/// parent.
 pub(crate) fn write_commit(
     repo: &Repo,
     tree: ObjectId,
     parents: &[ObjectId],
+    index: Option<ObjectId>,
     label: &str,
     trailers: &Trailers,
 ) -> Result<ObjectId> {
     let label = one_line(label);
-    let message = format!("{label}\n\n{}", trailers.format());
-    Ok(repo.write_commit(tree, parents, &message)?)
+    let mut message = format!("{label}\n\n{}", trailers.format());
+    let mut parents = parents.to_vec();
+    if let Some(index) = index {
+        message.push_str(&format!("{INDEX_TRAILER}{index}\n"));
+        parents.push(index);
+    }
+    Ok(repo.write_commit(tree, &parents, &message)?)
 }
 
 /// A label that fits the first line of a commit message.
@@ -198,16 +289,8 @@ pub fn checkpoint_vetted(
     let worktree = session.open_worktree(repo)?;
     let wt = worktree.as_ref().unwrap_or(repo);
     let snapshot = wt.snapshot_tree_vetted(vet)?;
-    let head = wt.head_id()?;
-    let (checkpoint, event) = extend_chain(
-        repo,
-        session,
-        Some(snapshot.tree),
-        head,
-        label,
-        status,
-        step,
-    )?;
+    let state = Recorded::of(wt, snapshot.tree, Some(snapshot.staged))?;
+    let (checkpoint, event) = extend_chain(repo, session, state, label, status, step)?;
     Ok((checkpoint, event, snapshot.refused))
 }
 
@@ -221,19 +304,14 @@ pub fn mark_status(
     status: Status,
     step: Option<String>,
 ) -> Result<(Checkpoint, Event)> {
-    extend_chain(repo, session, None, None, label, Some(status), step)
+    extend_chain(repo, session, Recorded::Same, label, Some(status), step)
 }
 
 /// Add a checkpoint commit to the chain by compare-and-swap, then journal it.
-///
-/// `tree: None` reuses the previous checkpoint's tree: for bookkeeping checkpoints taken when
-/// there is no worktree to snapshot (a pruned session). `head: None` reuses the previous
-/// session HEAD.
 pub(crate) fn extend_chain(
     repo: &Repo,
     session: &Session,
-    tree: Option<ObjectId>,
-    head: Option<ObjectId>,
+    recorded: Recorded,
     label: &str,
     status: Option<Status>,
     step: Option<String>,
@@ -258,11 +336,13 @@ pub(crate) fn extend_chain(
             step: step.clone().or_else(|| prev.trailers.step.clone()),
             ..prev.trailers.clone()
         };
-        let tree = tree.unwrap_or(prev.tree);
-        let parents: Vec<ObjectId> = std::iter::once(prev_id)
-            .chain(head.or(prev.session_head()))
-            .collect();
-        let id = write_commit(repo, tree, &parents, &label, &trailers)?;
+        let (tree, head, index) = match recorded {
+            Recorded::Same => (prev.tree, prev.session_head(), prev.index),
+            Recorded::Head(head) => (prev.tree, head.or(prev.session_head()), prev.index),
+            Recorded::State { tree, head, index } => (tree, head.or(prev.session_head()), index),
+        };
+        let parents: Vec<ObjectId> = std::iter::once(prev_id).chain(head).collect();
+        let id = write_commit(repo, tree, &parents, index, &label, &trailers)?;
         match repo.cas_ref(
             &chain,
             Some(prev_id),
@@ -284,9 +364,10 @@ pub(crate) fn extend_chain(
                 let checkpoint = Checkpoint {
                     id,
                     tree,
-                    parents,
+                    parents: parents.into_iter().chain(index).collect(),
                     label,
                     trailers,
+                    index,
                     time: crate::time::Timestamp::now().secs() as i64,
                 };
                 return Ok((checkpoint, event));

@@ -90,6 +90,20 @@ pub enum Error {
         /// The session.
         session: String,
     },
+    /// A rollback was interrupted and must be finished or undone first.
+    #[error("a rollback of session {session} to {target} was interrupted; run `git bmad rollback --continue` to finish it, or `git bmad undo` to return to the state before it")]
+    RollbackInterrupted {
+        /// The session.
+        session: String,
+        /// The checkpoint it was restoring.
+        target: String,
+    },
+    /// `rollback --continue` with no interrupted rollback.
+    #[error("no rollback of session {session} was interrupted; there is nothing to continue")]
+    NothingToContinue {
+        /// The session.
+        session: String,
+    },
     /// The worktree changed while a rollback ran.
     #[error("the worktree changed while the rollback was running ({detail}); nothing was restored. Your current state is safe in checkpoint {safety}; run the rollback again when the agent is idle")]
     WorktreeChanged {

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::checkpoint::{self, extend_chain, write_commit, Checkpoint, Trailers};
+use super::checkpoint::{self, extend_chain, write_commit, Checkpoint, Recorded, Trailers};
 use super::error::{Error, Result};
 use super::event::{Decision, NewEvent};
 use super::id::SessionId;
@@ -98,7 +98,7 @@ pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
             worktree: worktree_text.clone(),
             base: base_label.clone(),
         };
-        let commit = write_commit(repo, tree, &[base_commit], &label, &trailers)?;
+        let commit = write_commit(repo, tree, &[base_commit], None, &label, &trailers)?;
         match repo.cas_ref(&checkpoints_ref(&id), None, commit, "bmad session started")? {
             CasOutcome::Updated => break (id, commit),
             CasOutcome::Conflict => continue,
@@ -360,8 +360,7 @@ pub fn prune(repo: &Repo) -> Result<Vec<PruneOutcome>> {
             extend_chain(
                 repo,
                 &session,
-                None,
-                repo.read_ref(&session.branch)?,
+                Recorded::Head(repo.read_ref(&session.branch)?),
                 &label,
                 Some(Status::Pruned),
                 None,

@@ -42,7 +42,10 @@ pub use lifecycle::{
     SESSION_MARKER,
 };
 pub use render::{event_summary, render_markdown, stage_for_commit, write_rendered};
-pub use rollback::{plan_rollback, rollback, undo, RollbackOutcome, RollbackPlan, Target};
+pub use rollback::{
+    continue_rollback, interrupted, plan_rollback, rollback, undo, Intent, RollbackOutcome,
+    RollbackPlan, Target,
+};
 pub use schema::Body;
 pub use state::{SessionState, Status};
 pub use store::{list, locate, Session};

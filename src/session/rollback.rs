@@ -1,24 +1,36 @@
-//! Rollback: restore a session worktree to a checkpoint, and `undo` to reverse that.
+//! Rollback: restore a session to a checkpoint, and `undo` to reverse that.
+//!
+//! A checkpoint is the whole session state (files, index, HEAD); a rollback restores all of
+//! it: the files, the index, and the session branch moved back when the commits it drops are
+//! on no remote (pushed commits stay, and the outcome says so). `files_only` restores the
+//! files alone.
 //!
 //! The state being left is always saved first as a safety checkpoint, so a rollback never
-//! loses anything and can itself be undone. The restore is git's own two-way merge
-//! (`read-tree -m -u <now> <target>`) through a temporary index: it only touches paths that
-//! are in one of the two snapshots (ignored files are in neither), and it refuses, before
-//! writing anything, if a file changed after the safety snapshot was taken. A worktree with
-//! a secret in a changed file cannot be saved (a secret never enters the repository), so it
-//! is not rolled back either until the secret is gone.
+//! loses anything and can itself be undone. Before a file is touched, an intent ref names the
+//! target and the safety checkpoint; a rollback killed half-way leaves it, and `rollback
+//! --continue` finishes the job or `undo` returns to exactly the state before (see
+//! [`interrupted`]). The files are restored by git's own two-way merge (`read-tree -m -u
+//! <now> <target>`) through a temporary index: it only touches paths in one of the two
+//! snapshots, and it refuses, before writing anything, if a file changed after the safety
+//! snapshot was taken. Ignored files are in neither snapshot; and a file that became
+//! visible because the agent edited `.gitignore`, or that the target has but today's rules
+//! ignore, is left alone too. A worktree with a secret in a changed file cannot be saved (a
+//! secret never enters the repository), so it is not rolled back either until the secret is
+//! gone.
+
+use std::path::Path;
 
 use serde::Serialize;
 
-use super::checkpoint::{chain, extend_chain, Checkpoint};
+use super::checkpoint::{chain, extend_chain, Checkpoint, Recorded};
 use super::error::{Error, Result};
 use super::event::{Decision, Event, NewEvent};
 use super::journal::{self, Journal};
 use super::journal_md_path;
-use super::schema::{Body, RolledBack};
+use super::schema::{Body, BranchOutcome, RolledBack};
 use super::state::SessionState;
 use super::store::Session;
-use crate::git::{ObjectId, Repo, TreeChange, Vet};
+use crate::git::{CasOutcome, ObjectId, Repo, TreeChange, Vet};
 
 /// Which checkpoint to go back to.
 #[derive(Clone, Debug)]
@@ -38,6 +50,8 @@ pub struct RollbackPlan {
     pub number: usize,
     /// The files that would change, from the current state to the target's.
     pub changes: Vec<TreeChange>,
+    /// Files left alone because ignore rules cover them.
+    pub protected: Vec<String>,
 }
 
 /// What a rollback did.
@@ -49,7 +63,7 @@ pub struct RollbackOutcome {
     pub safety: Checkpoint,
     /// The files that changed.
     pub changes: Vec<TreeChange>,
-    /// The journal event.
+    /// The journal event (its detail says what became of the index and the branch).
     pub event: Event,
 }
 
@@ -58,16 +72,21 @@ pub fn plan_rollback(repo: &Repo, session: &Session, target: &Target) -> Result<
     let (target, number) = resolve(repo, session, target)?;
     let worktree = session.open_worktree(repo)?;
     let wt = worktree.as_ref().unwrap_or(repo);
-    let now = wt.snapshot_tree()?;
-    let changes = visible_changes(session, wt.diff_trees(now, target.tree)?);
+    let uncovered = uncovered_by_target(wt, target.tree)?;
+    let scratch = ScratchIndex::of(wt)?;
+    let now = scratch.snapshot(wt, &uncovered)?;
+    let changes = wt.diff_trees(now, target.tree)?;
+    let protected = protected_paths(wt, &changes, uncovered);
+    let changes = visible_changes(session, changes, &protected);
     Ok(RollbackPlan {
         target,
         number,
         changes,
+        protected,
     })
 }
 
-/// Restore the session worktree to a checkpoint, after a safety checkpoint of the current state.
+/// Restore the session to a checkpoint, after a safety checkpoint of the current state.
 ///
 /// `vet` sees every changed file first (see [`crate::git::Repo::vet_changes`]); one it refuses
 /// stops the rollback before anything is written.
@@ -75,66 +94,189 @@ pub fn rollback(
     repo: &Repo,
     session: &Session,
     target: &Target,
+    files_only: bool,
     vet: Vet<'_>,
 ) -> Result<RollbackOutcome> {
+    refuse_if_interrupted(repo, session)?;
     let (target, _) = resolve(repo, session, target)?;
-    restore(repo, session, target, None, vet)
+    let worktree = session.open_worktree(repo)?;
+    let wt = worktree.as_ref().unwrap_or(repo);
+    let intent = begin(repo, wt, session, target, None, files_only, vet)?;
+    finish(repo, wt, session, intent)
 }
 
-/// Reverse the most recent rollback (running it again redoes it).
+/// Reverse the most recent rollback (running it again redoes it). A rollback that was
+/// interrupted is finished first, then reversed: the result is exactly the state before it.
 pub fn undo(repo: &Repo, session: &Session, vet: Vet<'_>) -> Result<RollbackOutcome> {
+    let worktree = session.open_worktree(repo)?;
+    let wt = worktree.as_ref().unwrap_or(repo);
+    if let Some(intent) = interrupted(repo, session)? {
+        finish(repo, wt, session, intent)?;
+    }
     let journal = journal::read(repo, &session.id)?;
     let state = SessionState::replay(journal.events());
     let last = state.rollbacks.last().ok_or_else(|| Error::NothingToUndo {
         session: session.id.to_string(),
     })?;
-    let safety = ObjectId::from_hex(last.safety.as_bytes())
-        .ok()
-        .and_then(|id| Checkpoint::read(repo, id).transpose())
-        .transpose()?
-        .ok_or_else(|| {
-            crate::git::Error::Corrupt(format!(
-                "rollback #{} names safety checkpoint {:?}, which cannot be read",
-                last.seq, last.safety
-            ))
-        })?;
-    restore(repo, session, safety, Some(last.seq), vet)
+    let safety = read_checkpoint(repo, &last.safety, || {
+        format!("rollback #{} names safety checkpoint", last.seq)
+    })?;
+    let intent = begin(
+        repo,
+        wt,
+        session,
+        safety,
+        Some(last.seq),
+        last.files_only,
+        vet,
+    )?;
+    finish(repo, wt, session, intent)
 }
 
-fn restore(
+/// Finish a rollback that was interrupted (`rollback --continue`).
+pub fn continue_rollback(repo: &Repo, session: &Session) -> Result<RollbackOutcome> {
+    let intent = interrupted(repo, session)?.ok_or_else(|| Error::NothingToContinue {
+        session: session.id.to_string(),
+    })?;
+    let worktree = session.open_worktree(repo)?;
+    let wt = worktree.as_ref().unwrap_or(repo);
+    finish(repo, wt, session, intent)
+}
+
+/// A rollback that was started and not finished: the intent ref `begin` left.
+#[derive(Clone, Debug)]
+pub struct Intent {
+    /// The intent commit (parents: safety checkpoint, target checkpoint).
+    id: ObjectId,
+    /// The checkpoint being restored.
+    pub target: Checkpoint,
+    /// The state before, saved.
+    pub safety: Checkpoint,
+    /// The rollback an undo reverses.
+    pub undo_of: Option<u64>,
+    /// Files only.
+    pub files_only: bool,
+}
+
+/// The ref a rollback holds while it changes files.
+fn intent_ref(session: &Session) -> String {
+    format!("refs/bmad/sessions/{}/rollback-intent", session.id)
+}
+
+/// The rollback of `session` that was interrupted, if one was.
+pub fn interrupted(repo: &Repo, session: &Session) -> Result<Option<Intent>> {
+    let Some(id) = repo.read_ref(&intent_ref(session))? else {
+        return Ok(None);
+    };
+    let info = repo.commit_info(id)?;
+    let corrupt = || {
+        crate::git::Error::Corrupt(format!(
+            "{} points to {id}, which is not a rollback intent",
+            intent_ref(session)
+        ))
+    };
+    let [safety, target] = info.parents.as_slice() else {
+        return Err(corrupt().into());
+    };
+    let read = |id: &ObjectId| -> Result<Checkpoint> {
+        Ok(Checkpoint::read(repo, *id)?.ok_or_else(corrupt)?)
+    };
+    let trailer = |key: &str| {
+        info.message
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .map(str::trim)
+    };
+    Ok(Some(Intent {
+        id,
+        target: read(target)?,
+        safety: read(safety)?,
+        undo_of: trailer("Bmad-Undo-Of: ").and_then(|v| v.parse().ok()),
+        files_only: trailer("Bmad-Files-Only: ") == Some("yes"),
+    }))
+}
+
+fn refuse_if_interrupted(repo: &Repo, session: &Session) -> Result<()> {
+    match interrupted(repo, session)? {
+        Some(intent) => Err(Error::RollbackInterrupted {
+            session: session.id.to_string(),
+            target: intent.target.id.to_hex_with_len(10).to_string(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Save the state being left as a safety checkpoint, then write the intent ref: from here on
+/// a crash is recoverable.
+fn begin(
     repo: &Repo,
+    wt: &Repo,
     session: &Session,
     target: Checkpoint,
     undo_of: Option<u64>,
+    files_only: bool,
     vet: Vet<'_>,
-) -> Result<RollbackOutcome> {
-    let worktree = session.open_worktree(repo)?;
-    let wt = worktree.as_ref().unwrap_or(repo);
-    let refused = wt.vet_changes(vet)?;
+) -> Result<Intent> {
+    // A file the target's rules ignore is left alone, so it is neither vetted nor saved: a
+    // `.env` revealed by a deleted `.gitignore` must not stop the rollback or enter a commit.
+    let uncovered = uncovered_by_target(wt, target.tree)?;
+    let refused = wt.vet_changes(&mut |path, bytes| uncovered.iter().any(|u| u == path) || vet(path, bytes))?;
     if !refused.is_empty() {
         return Err(Error::SecretInWorktree { paths: refused });
     }
-
-    // A private copy of the worktree's index keeps its stat cache (so `add -A` is cheap and
-    // read-tree can tell which files changed since) while the real index stays untouched.
-    let tmp = tempfile::Builder::new()
-        .prefix("bmad-rollback-index-")
-        .tempfile_in(wt.git_dir())
-        .map_err(|e| Error::io("could not create a temporary index in", wt.git_dir(), e))?;
-    let real_index = wt.git_dir().join("index");
-    if real_index.exists() {
-        std::fs::copy(&real_index, tmp.path())
-            .map_err(|e| Error::io("could not copy the index", &real_index, e))?;
-    }
-    let now = wt.write_tree_of_worktree(tmp.path())?;
+    let scratch = ScratchIndex::of(wt)?;
+    let now = scratch.snapshot(wt, &uncovered)?;
     let short = target.id.to_hex_with_len(10).to_string();
     let label = match undo_of {
         Some(seq) => format!("before undoing rollback #{seq}"),
         None => format!("before rollback to {short}"),
     };
-    let (safety, _) = extend_chain(repo, session, Some(now), wt.head_id()?, &label, None, None)?;
-    let changes = visible_changes(session, wt.diff_trees(now, target.tree)?);
-    if let Err(e) = wt.read_tree_update(tmp.path(), now, target.tree) {
+    let state = Recorded::of(wt, now, None)?;
+    let (safety, _) = extend_chain(repo, session, state, &label, None, None)?;
+    let message = format!(
+        "rollback intent: {short}\n\nBmad-Files-Only: {}\n{}",
+        if files_only { "yes" } else { "no" },
+        undo_of
+            .map(|seq| format!("Bmad-Undo-Of: {seq}\n"))
+            .unwrap_or_default()
+    );
+    let id = repo.write_commit(target.tree, &[safety.id, target.id], &message)?;
+    let name = intent_ref(session);
+    if repo.cas_ref(&name, None, id, "bmad rollback: intent")? != CasOutcome::Updated {
+        return Err(Error::RollbackInterrupted {
+            session: session.id.to_string(),
+            target: short,
+        });
+    }
+    Ok(Intent {
+        id,
+        target,
+        safety,
+        undo_of,
+        files_only,
+    })
+}
+
+/// Restore files, then index and branch; journal it; drop the intent. Each part brings the
+/// worktree to the target from wherever it is, so running it again after a crash is exact.
+fn finish(repo: &Repo, wt: &Repo, session: &Session, intent: Intent) -> Result<RollbackOutcome> {
+    let Intent {
+        id: intent_id,
+        target,
+        safety,
+        undo_of,
+        files_only,
+    } = intent;
+    let uncovered = uncovered_by_target(wt, target.tree)?;
+    let scratch = ScratchIndex::of(wt)?;
+    let from = scratch.snapshot(wt, &uncovered)?;
+    let all_changes = wt.diff_trees(from, target.tree)?;
+    let protected = protected_paths(wt, &all_changes, uncovered);
+    // Out of both sides of the merge, a path is out of its reach.
+    let to = wt.tree_without(target.tree, &protected)?;
+    if let Err(e) = wt.read_tree_update(scratch.path(), from, to) {
+        // git refused before writing anything: the rollback did not happen.
+        let _ = repo.delete_ref(&intent_ref(session), intent_id);
         return Err(Error::WorktreeChanged {
             safety: safety.id.to_hex_with_len(10).to_string(),
             detail: match e {
@@ -143,8 +285,16 @@ fn restore(
             },
         });
     }
-    drop(tmp);
+    drop(scratch);
+    let branch = if files_only {
+        None
+    } else {
+        let branch = move_branch(wt, session, &target)?;
+        wt.restore_index(target.saved_index(repo)?)?;
+        Some(branch)
+    };
 
+    let changes = visible_changes(session, all_changes, &protected);
     let journal = journal::read(repo, &session.id)?;
     let detail = RolledBack {
         target: target.id.to_string(),
@@ -152,12 +302,16 @@ fn restore(
         safety: safety.id.to_string(),
         files: changes.len(),
         undo_of,
+        files_only,
+        branch,
+        protected,
     };
     let event = journal::append(
         repo,
         &session.id,
         NewEvent::new(Body::Rollback(detail)).decision(Some(Decision::Human)),
     )?;
+    repo.delete_ref(&intent_ref(session), intent_id)?;
     Ok(RollbackOutcome {
         target,
         safety,
@@ -166,11 +320,120 @@ fn restore(
     })
 }
 
-/// The changes a user cares about: the session's own journal.md is rendered at the next
-/// commit, so listing it would only be noise.
-fn visible_changes(session: &Session, mut changes: Vec<TreeChange>) -> Vec<TreeChange> {
+/// Move the session branch to the target's session HEAD, unless that drops commits a remote
+/// has (then it stays, and the outcome says so) or HEAD is elsewhere.
+fn move_branch(wt: &Repo, session: &Session, target: &Checkpoint) -> Result<BranchOutcome> {
+    let (Some(to), Some(from)) = (target.session_head(), wt.head_id()?) else {
+        return Ok(BranchOutcome::LeftDetached);
+    };
+    if wt.head_branch()?.as_deref() != Some(session.branch.as_str()) {
+        return Ok(BranchOutcome::LeftDetached);
+    }
+    let moved = BranchOutcome::Moved {
+        branch: session.branch.clone(),
+        from: from.to_string(),
+        to: to.to_string(),
+        dropped: 0,
+    };
+    if from == to {
+        return Ok(moved);
+    }
+    let (dropped, pushed) = wt.commits_after(to, from)?;
+    if pushed > 0 {
+        return Ok(BranchOutcome::LeftPushed {
+            branch: session.branch.clone(),
+            pushed,
+        });
+    }
+    let message = format!("bmad rollback to {}", target.id.to_hex_with_len(10));
+    match wt.cas_ref(&session.branch, Some(from), to, &message)? {
+        CasOutcome::Updated => Ok(BranchOutcome::Moved {
+            branch: session.branch.clone(),
+            from: from.to_string(),
+            to: to.to_string(),
+            dropped,
+        }),
+        CasOutcome::Conflict => Err(Error::WorktreeChanged {
+            safety: target.id.to_hex_with_len(10).to_string(),
+            detail: format!("{} moved while the rollback ran", session.short_branch()),
+        }),
+    }
+}
+
+/// Untracked files the target's own ignore rules exclude: visible today only because a
+/// `.gitignore` changed since (a `.env`, build output). A rollback leaves them alone.
+fn uncovered_by_target(wt: &Repo, target: ObjectId) -> Result<Vec<String>> {
+    Ok(wt.ignored_under(target, &wt.untracked_files()?)?)
+}
+
+/// The paths a rollback leaves alone: `uncovered` (see [`uncovered_by_target`]), and the
+/// ones the target has that exist on disk outside today's snapshot (ignored today).
+fn protected_paths(wt: &Repo, changes: &[TreeChange], mut uncovered: Vec<String>) -> Vec<String> {
+    for change in changes {
+        let on_disk = || {
+            std::fs::symlink_metadata(wt.workdir().join(&change.path)).is_ok_and(|m| !m.is_dir())
+        };
+        if change.status == 'A' && on_disk() {
+            uncovered.push(change.path.clone());
+        }
+    }
+    uncovered.sort();
+    uncovered.dedup();
+    uncovered
+}
+
+/// A private copy of the worktree's index: its stat cache makes `add -A` cheap and lets
+/// read-tree tell which files changed since, while the real index stays untouched.
+struct ScratchIndex(tempfile::NamedTempFile);
+
+impl ScratchIndex {
+    fn of(wt: &Repo) -> Result<ScratchIndex> {
+        let tmp = tempfile::Builder::new()
+            .prefix("bmad-rollback-index-")
+            .tempfile_in(wt.git_dir())
+            .map_err(|e| Error::io("could not create a temporary index in", wt.git_dir(), e))?;
+        let real_index = wt.git_dir().join("index");
+        if real_index.exists() {
+            std::fs::copy(&real_index, tmp.path())
+                .map_err(|e| Error::io("could not copy the index", &real_index, e))?;
+        }
+        Ok(ScratchIndex(tmp))
+    }
+
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+
+    /// Stage the worktree as `add -A` sees it, less `leave_out`; the tree that describes.
+    fn snapshot(&self, wt: &Repo, leave_out: &[String]) -> Result<ObjectId> {
+        let tree = wt.write_tree_of_worktree(self.path())?;
+        if leave_out.is_empty() {
+            return Ok(tree);
+        }
+        wt.forget_paths(self.path(), leave_out)?;
+        Ok(wt.write_tree_of_index(self.path())?)
+    }
+}
+
+fn read_checkpoint(repo: &Repo, hex: &str, what: impl Fn() -> String) -> Result<Checkpoint> {
+    ObjectId::from_hex(hex.as_bytes())
+        .ok()
+        .and_then(|id| Checkpoint::read(repo, id).transpose())
+        .transpose()?
+        .ok_or_else(|| {
+            crate::git::Error::Corrupt(format!("{} {hex:?}, which cannot be read", what())).into()
+        })
+}
+
+/// The changes a rollback makes that a user cares about: not the protected paths it leaves
+/// alone, nor the session's own journal.md (rendered at the next commit).
+fn visible_changes(
+    session: &Session,
+    mut changes: Vec<TreeChange>,
+    protected: &[String],
+) -> Vec<TreeChange> {
     let journal_md = journal_md_path(&session.id);
-    changes.retain(|c| c.path != journal_md);
+    changes.retain(|c| c.path != journal_md && protected.binary_search(&c.path).is_err());
     changes
 }
 

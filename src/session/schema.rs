@@ -217,6 +217,42 @@ pub struct RolledBack {
     /// The `seq` of the rollback this one reverses.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub undo_of: Option<u64>,
+    /// Only files were restored; the index and the branch were left as they were.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub files_only: bool,
+    /// What became of the session branch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<BranchOutcome>,
+    /// Paths left alone because ignore rules (of the state left or of the target) cover them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub protected: Vec<String>,
+}
+
+/// What a rollback did to the session branch.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "outcome")]
+pub enum BranchOutcome {
+    /// Moved to the checkpoint's commit; `dropped` commits left the branch (kept in the
+    /// safety checkpoint).
+    Moved {
+        /// The branch (full ref name).
+        branch: String,
+        /// Its tip before.
+        from: String,
+        /// Its tip after.
+        to: String,
+        /// Commits no longer on the branch.
+        dropped: usize,
+    },
+    /// Left where it was: some commits it would drop are on a remote.
+    LeftPushed {
+        /// The branch (full ref name).
+        branch: String,
+        /// Commits it would drop that a remote-tracking ref has.
+        pushed: usize,
+    },
+    /// Left where it was: the worktree's HEAD is not on the session branch.
+    LeftDetached,
 }
 
 /// `worktree_pruned`.

@@ -68,6 +68,8 @@ pub struct RollbackRecord {
     pub safety: String,
     /// The rollback this one reversed, if it was an undo.
     pub undo_of: Option<u64>,
+    /// Whether only files were restored (the index and branch left as they were).
+    pub files_only: bool,
 }
 
 /// Everything known about a session, replayed from its journal.
@@ -150,6 +152,7 @@ impl SessionState {
                         target: rollback.target.clone(),
                         safety: rollback.safety.clone(),
                         undo_of: rollback.undo_of,
+                        files_only: rollback.files_only,
                     });
                 }
                 Body::SessionFinished(_) => state.status = Status::Completed,

@@ -8,19 +8,29 @@ use crate::cli::ui::{Style, Ui};
 use crate::cli::Context;
 use crate::git::TreeChange;
 use crate::policy::secrets::CheckpointVet;
+use crate::session::schema::{Body, BranchOutcome};
 use crate::session::{self, RollbackOutcome, Target};
 
-/// Restore the session worktree to a checkpoint.
+/// Restore the session to a checkpoint: files, index and branch.
 ///
 /// The current state is saved as a safety checkpoint first, so nothing is lost and
 /// `git bmad undo` can come back. Files are restored, re-created or removed to match the
-/// checkpoint; ignored files are never touched; HEAD, the branch and the index stay as they
-/// are. Name the checkpoint by its number in `git bmad status` (1 = the first) or by its id.
+/// checkpoint, the index is what it was, and the session branch moves back to the
+/// checkpoint's commit when the commits it drops are on no remote (pushed commits stay on
+/// it, and the output says so). Ignored files are never touched, by the rules of the state
+/// being left or of the checkpoint. Name the checkpoint by its number in `git bmad status`
+/// (1 = the first) or by its id.
 #[derive(Debug, Args)]
 pub struct RollbackArgs {
     /// Checkpoint number (as in `git bmad status`) or commit id prefix
-    #[arg(required_unless_present = "step", conflicts_with = "step")]
+    #[arg(required_unless_present_any = ["step", "continue_"], conflicts_with = "step")]
     pub checkpoint: Option<String>,
+    /// Restore the files only; the index and the branch stay as they are
+    #[arg(long)]
+    pub files_only: bool,
+    /// Finish a rollback that was interrupted (`git bmad doctor` names one)
+    #[arg(long = "continue", conflicts_with_all = ["checkpoint", "step", "dry_run", "files_only"])]
+    pub continue_: bool,
     /// Roll back to the first checkpoint of this step
     #[arg(long)]
     pub step: Option<String>,
@@ -36,6 +46,10 @@ pub struct RollbackArgs {
 pub fn cmd_rollback(ctx: &Context, args: &RollbackArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
     let s = session::locate(&repo, args.session.as_deref())?;
+    if args.continue_ {
+        let outcome = session::continue_rollback(&repo, &s)?;
+        return report(ctx, &outcome, "Finished the interrupted rollback to");
+    }
     let target = match (&args.checkpoint, &args.step) {
         (_, Some(step)) => Target::Step(step.clone()),
         (Some(cp), None) => Target::Checkpoint(cp.clone()),
@@ -55,11 +69,12 @@ pub fn cmd_rollback(ctx: &Context, args: &RollbackArgs) -> Result<u8, CommandErr
             plan.changes.len()
         ));
         print_changes(&ctx.ui, &plan.changes);
-        ctx.ui.status("Nothing was changed (dry run). The current state would be saved as a checkpoint first.");
+        print_kept(&ctx.ui, &plan.protected);
+        ctx.ui.status("Nothing was changed (dry run). The current state would be saved as a checkpoint first; the index and the branch would follow the checkpoint unless --files-only.");
         return Ok(exit::OK);
     }
     let mut secrets = CheckpointVet::default();
-    let outcome = session::rollback(&repo, &s, &target, &mut |path, bytes| {
+    let outcome = session::rollback(&repo, &s, &target, args.files_only, &mut |path, bytes| {
         secrets.admit(path, bytes)
     });
     report_secrets(&secrets);
@@ -96,11 +111,58 @@ pub fn report(ctx: &Context, outcome: &RollbackOutcome, verb: &str) -> Result<u8
         outcome.changes.len()
     ));
     print_changes(ui, &outcome.changes);
+    if let Body::Rollback(detail) = &outcome.event.body {
+        print_kept(ui, &detail.protected);
+        ui.status(branch_sentence(detail.files_only, detail.branch.as_ref()));
+    }
     ui.status(format!(
-        "The previous state is saved as checkpoint {}; `git bmad undo` goes back to it.\nHEAD, the branch and the index were not moved: commits made after the checkpoint are still on the branch.",
+        "The previous state is saved as checkpoint {}; `git bmad undo` goes back to it.",
         outcome.safety.id.to_hex_with_len(10)
     ));
     Ok(exit::OK)
+}
+
+/// What became of the index and the branch, in one sentence.
+fn branch_sentence(files_only: bool, branch: Option<&BranchOutcome>) -> String {
+    let short = |b: &str| b.trim_start_matches("refs/heads/").to_owned();
+    match branch {
+        _ if files_only => {
+            "Files only: the index and the branch were left as they were.".to_owned()
+        }
+        None => "The index is restored.".to_owned(),
+        Some(BranchOutcome::Moved { from, to, .. }) if from == to => {
+            "The index is restored; the branch did not need to move.".to_owned()
+        }
+        Some(BranchOutcome::Moved {
+            branch,
+            to,
+            dropped,
+            ..
+        }) => format!(
+            "The index is restored and {} is back at {}{}.",
+            short(branch),
+            &to[..to.len().min(10)],
+            if *dropped > 0 {
+                format!(" ({dropped} later commit(s) left it; the safety checkpoint keeps them)")
+            } else {
+                String::new()
+            }
+        ),
+        Some(BranchOutcome::LeftPushed { branch, pushed }) => format!(
+            "The index is restored; {} was left where it is: {pushed} of the commits after the checkpoint are on a remote (revert them with `git revert` instead).",
+            short(branch)
+        ),
+        Some(BranchOutcome::LeftDetached) => {
+            "The index is restored; HEAD is not on the session branch, so no branch was moved."
+                .to_owned()
+        }
+    }
+}
+
+fn print_kept(ui: &Ui, protected: &[String]) {
+    for path in protected {
+        ui.line(format!("  {} {path} (ignored)", ui.paint("keep   ", Style::Dim)));
+    }
 }
 
 fn print_changes(ui: &Ui, changes: &[TreeChange]) {

@@ -1,0 +1,148 @@
+//! A worktree's index as part of its state: saved with a checkpoint, put back by a rollback.
+//!
+//! The index is saved as the tree it describes (`write-tree` of a copy, so the real one is
+//! never written while an agent may be staging). An index in the middle of a merge has
+//! conflict stages no tree can hold; it is saved whole, as a blob of the index file.
+
+use std::path::Path;
+
+use super::cli::parse_id;
+use super::error::{Error, Result};
+use super::repo::Repo;
+use super::ObjectId;
+
+/// A saved index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SavedIndex {
+    /// The tree the index describes.
+    Tree(ObjectId),
+    /// The index file itself, as a blob: it has unmerged entries.
+    Raw(ObjectId),
+}
+
+/// The trailer that tells a saved index's kind.
+const KIND_TRAILER: &str = "Bmad-Index-Kind: ";
+
+/// The entry holding a raw index file in a saved index's tree.
+const RAW_ENTRY: &str = "index";
+
+impl Repo {
+    /// The index of this worktree, saved (see the module docs).
+    pub fn save_index(&self) -> Result<SavedIndex> {
+        let real = self.git_dir().join("index");
+        let Ok(bytes) = std::fs::read(&real) else {
+            // No index yet: nothing is staged.
+            return Ok(SavedIndex::Tree(self.empty_tree()));
+        };
+        let copy = tempfile::Builder::new()
+            .prefix("bmad-index-")
+            .tempfile_in(self.git_dir())
+            .map_err(|e| Error::io("could not create a temporary index in", self.git_dir(), e))?;
+        std::fs::write(copy.path(), &bytes)
+            .map_err(|e| Error::io("could not copy the index to", copy.path(), e))?;
+        match self.git().run_on_index(Some(copy.path()), ["write-tree"]) {
+            Ok(out) => Ok(SavedIndex::Tree(parse_id(&out)?)),
+            Err(Error::Command { stderr, .. }) if stderr.contains("unmerged") => {
+                Ok(SavedIndex::Raw(self.write_blob(&bytes)?))
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Make this worktree's index what `saved` describes; files on disk are not touched.
+    /// Entries whose content did not change keep their stat data, so `status` stays cheap.
+    pub fn restore_index(&self, saved: SavedIndex) -> Result<()> {
+        match saved {
+            SavedIndex::Tree(tree) => self
+                .git()
+                .run(["read-tree", "--reset", &tree.to_string()])
+                .map(drop),
+            SavedIndex::Raw(blob) => {
+                let bytes = self.read_blob(blob)?;
+                let index = self.git_dir().join("index");
+                write_locked(&index, &bytes)?;
+                // The saved stat data describes files as they were: refresh it (a failure
+                // only means some entries stay marked as changed).
+                let _ = self.git().run(["update-index", "-q", "--refresh"]);
+                Ok(())
+            }
+        }
+    }
+
+    /// Keep a saved index in the object database as a commit (so a checkpoint can name it as
+    /// a parent and it stays reachable): its tree is the index's tree, or holds the raw index
+    /// file as `index`.
+    pub fn write_saved_index(&self, saved: SavedIndex) -> Result<ObjectId> {
+        let (tree, kind) = match saved {
+            SavedIndex::Tree(tree) => (tree, "tree"),
+            SavedIndex::Raw(blob) => {
+                let mut editor = self
+                    .gix()
+                    .edit_tree(self.empty_tree())
+                    .map_err(|e| Error::gix("could not start a tree for a saved index", e))?;
+                editor
+                    .upsert(RAW_ENTRY, gix::object::tree::EntryKind::Blob, blob)
+                    .map_err(|e| Error::gix("could not record a saved index", e))?;
+                let tree = editor
+                    .write()
+                    .map_err(|e| Error::gix("could not write a saved index's tree", e))?
+                    .detach();
+                (tree, "raw")
+            }
+        };
+        self.write_commit(
+            tree,
+            &[],
+            &format!("git-bmad: saved index\n\n{KIND_TRAILER}{kind}\n"),
+        )
+    }
+
+    /// A saved index written by [`Self::write_saved_index`].
+    pub fn read_saved_index(&self, commit: ObjectId) -> Result<SavedIndex> {
+        let info = self.commit_info(commit)?;
+        if !info.message.contains(&format!("{KIND_TRAILER}raw")) {
+            return Ok(SavedIndex::Tree(info.tree));
+        }
+        let tree = self
+            .gix()
+            .find_tree(info.tree)
+            .map_err(|e| Error::gix(format!("could not read the saved index {commit}"), e))?;
+        let entry = tree
+            .find_entry(RAW_ENTRY)
+            .ok_or_else(|| Error::Corrupt(format!("saved index {commit} has no `{RAW_ENTRY}`")))?;
+        Ok(SavedIndex::Raw(entry.oid().to_owned()))
+    }
+
+    /// Remove `paths` from the index file `index` (not from disk).
+    pub fn forget_paths(&self, index: &Path, paths: &[String]) -> Result<()> {
+        for chunk in paths.chunks(500) {
+            let mut args = vec!["update-index", "--force-remove", "--"];
+            args.extend(chunk.iter().map(String::as_str));
+            self.git().run_on_index(Some(index), args)?;
+        }
+        Ok(())
+    }
+}
+
+/// Replace a file the way git does: through `<file>.lock`, created exclusively, so a git
+/// command holding the lock is never overwritten under it.
+fn write_locked(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut lock_name = path.as_os_str().to_owned();
+    lock_name.push(".lock");
+    let lock = std::path::PathBuf::from(lock_name);
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&lock)
+        .map_err(|e| Error::io("could not take the lock", &lock, e))?;
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .and_then(|()| std::fs::rename(&lock, path));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&lock);
+        return Err(Error::io("could not write", path, e));
+    }
+    Ok(())
+}
