@@ -9,16 +9,92 @@ use std::path::Path;
 pub const TEMP_PREFIX: &str = ".bmad-tmp-";
 
 /// Replace `path` with `bytes`, creating its directory; `mode` sets permissions (for hooks).
+///
+/// Without `mode`, an existing file keeps its permissions and a new one gets what the umask
+/// gives any new file (not the 0600 of a private temporary file). A symlink stays a symlink:
+/// the file it points to is replaced.
 pub fn write_atomically(path: &Path, bytes: &[u8], mode: Option<u32>) -> std::io::Result<()> {
+    let path = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => std::fs::canonicalize(path)?,
+        _ => path.to_path_buf(),
+    };
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir)?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(TEMP_PREFIX)
-        .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    if let Some(mode) = mode {
-        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(mode))?;
+    let existing = std::fs::metadata(&path).ok().map(|m| m.permissions());
+    let (tmp_path, mut file) = create_temporary(dir)?;
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .and_then(|()| match (mode, existing) {
+            (Some(mode), _) => {
+                std::fs::set_permissions(&tmp_path, std::fs::Permissions::from_mode(mode))
+            }
+            (None, Some(perms)) => std::fs::set_permissions(&tmp_path, perms),
+            (None, None) => Ok(()),
+        })
+        .and_then(|()| std::fs::rename(&tmp_path, &path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp_path);
     }
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    written
+}
+
+/// A new file named `TEMP_PREFIX…` in `dir`, created exclusively with the default mode
+/// (0666 less the umask).
+fn create_temporary(dir: &Path) -> std::io::Result<(std::path::PathBuf, std::fs::File)> {
+    let mut last = None;
+    for attempt in 0..100u32 {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or_default();
+        let name = format!("{TEMP_PREFIX}{}-{nanos:x}-{attempt}", std::process::id());
+        let path = dir.join(name);
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(file) => return Ok((path, file)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no free temporary file name")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_modes_and_symlinks() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("shared.md");
+        std::fs::write(&file, "old").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
+        write_atomically(&file, b"new", None).unwrap();
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
+        assert_eq!((std::fs::read_to_string(&file).unwrap().as_str(), mode), ("new", 0o640));
+
+        let link = dir.path().join("link.md");
+        std::os::unix::fs::symlink("shared.md", &link).unwrap();
+        write_atomically(&link, b"through the link", None).unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "through the link");
+
+        // A new file gets the mode any new file gets under the umask (as `std::fs::write`
+        // makes one), never the 0600 of a private temporary file.
+        let fresh = dir.path().join("fresh.md");
+        write_atomically(&fresh, b"x", None).unwrap();
+        let probe = dir.path().join("probe");
+        std::fs::write(&probe, "x").unwrap();
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&fresh), mode(&probe));
+        std::fs::remove_file(&probe).unwrap();
+        assert!(std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .all(|e| !e.file_name().to_string_lossy().starts_with(TEMP_PREFIX)));
+    }
 }

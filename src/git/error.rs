@@ -46,6 +46,16 @@ pub enum Error {
         /// How many times we tried.
         attempts: u32,
     },
+    /// A lock file blocks updates of a ref, and its owner may be dead.
+    #[error("could not update {name}: {} has been locking it for {}s; if no git command is running, remove it: rm '{}'", lock.display(), age.as_secs(), lock.display())]
+    Locked {
+        /// The reference.
+        name: String,
+        /// The lock file.
+        lock: std::path::PathBuf,
+        /// How long it has existed.
+        age: std::time::Duration,
+    },
     /// The `git` executable is not on PATH.
     #[error("the `git` executable was not found on PATH; install git 2.38 or newer")]
     GitNotFound,

@@ -21,7 +21,7 @@ pub use error::{Error, Result};
 pub use gix::ObjectId;
 pub use index::SavedIndex;
 pub use notes::NotesTip;
-pub use refs::{CasOutcome, STALE_LOCK_AGE};
+pub use refs::{lock_age, CasOutcome, ABANDONED_GIT_LOCK, STALE_LOCK_AGE};
 pub use repo::{CommitInfo, Repo, WorktreeInfo};
 pub use snapshot::{Dirt, Vet, Vetted, VET_LIMIT};
 

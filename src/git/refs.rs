@@ -20,6 +20,10 @@ use super::ObjectId;
 /// milliseconds.
 pub const STALE_LOCK_AGE: Duration = Duration::from_secs(3);
 
+/// A lock file of git's own (`packed-refs.lock`, `index.lock`) older than this has no live
+/// owner: git holds them for the length of one command.
+pub const ABANDONED_GIT_LOCK: Duration = Duration::from_secs(10);
+
 /// The result of one compare-and-swap attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CasOutcome {
@@ -30,7 +34,8 @@ pub enum CasOutcome {
 }
 
 impl Repo {
-    /// The object a ref points to (peeled through symbolic refs), or `None` if it does not exist.
+    /// The object a ref points to (through symbolic refs, not through annotated tags: the
+    /// value a compare-and-swap compares), or `None` if it does not exist.
     pub fn read_ref(&self, name: &str) -> Result<Option<ObjectId>> {
         let found = self
             .gix()
@@ -39,7 +44,7 @@ impl Repo {
         match found {
             None => Ok(None),
             Some(mut reference) => reference
-                .peel_to_id()
+                .follow_to_object()
                 .map(|id| Some(id.detach()))
                 .map_err(|e| Error::gix(format!("could not resolve {name}"), e)),
         }
@@ -98,6 +103,12 @@ impl Repo {
                         cleared_stale_lock = true;
                         continue;
                     }
+                    // A `packed-refs.lock` is git's, not ours to remove; one this old has no
+                    // live owner, and waiting for it would only spin.
+                    let packed_lock = self.common_path("packed-refs.lock");
+                    if locked && lock_age(&packed_lock).is_some_and(|age| age >= ABANDONED_GIT_LOCK) {
+                        return Err(self.contention(name, 1));
+                    }
                     if locked || e.dominant_class() == Some(gix::error::Class::Conflict) {
                         return Ok(CasOutcome::Conflict);
                     }
@@ -107,18 +118,29 @@ impl Repo {
         }
     }
 
+    /// Why updates of `name` kept failing after `attempts`: a lock file that is still there
+    /// ([`Error::Locked`], naming it), or else other writers ([`Error::Contended`]).
+    pub fn contention(&self, name: &str, attempts: u32) -> Error {
+        let locks = [self.lock_path(name), self.common_path("packed-refs.lock")];
+        for lock in locks {
+            if let Some(age) = lock_age(&lock) {
+                return Error::Locked {
+                    name: name.to_owned(),
+                    lock,
+                    age,
+                };
+            }
+        }
+        Error::Contended {
+            name: name.to_owned(),
+            attempts,
+        }
+    }
+
     /// Remove `<ref>.lock` if a dead process left it; true if one was removed.
     fn clear_stale_lock(&self, name: &str) -> bool {
         let lock = self.lock_path(name);
-        let Ok(meta) = std::fs::metadata(&lock) else {
-            return false;
-        };
-        let age = meta
-            .modified()
-            .ok()
-            .and_then(|m| m.elapsed().ok())
-            .unwrap_or_default();
-        if age < STALE_LOCK_AGE {
+        if lock_age(&lock).is_none_or(|age| age < STALE_LOCK_AGE) {
             return false;
         }
         tracing::warn!(lock = %lock.display(), "removing a stale ref lock left by a dead process");
@@ -164,6 +186,17 @@ impl Repo {
         out.sort();
         Ok(out)
     }
+}
+
+/// How long ago a lock file was made; `None` if there is none.
+pub fn lock_age(lock: &std::path::Path) -> Option<Duration> {
+    let meta = std::fs::metadata(lock).ok()?;
+    Some(
+        meta.modified()
+            .ok()
+            .and_then(|m| m.elapsed().ok())
+            .unwrap_or_default(),
+    )
 }
 
 /// Whether an update failed because another process held the ref's lock file: somewhere in

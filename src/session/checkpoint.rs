@@ -375,11 +375,7 @@ pub(crate) fn extend_chain(
             CasOutcome::Conflict => backoff(attempt),
         }
     }
-    Err(crate::git::Error::Contended {
-        name: chain,
-        attempts: MAX_ATTEMPTS,
-    }
-    .into())
+    Err(repo.contention(&chain, MAX_ATTEMPTS).into())
 }
 
 /// The session's checkpoints, newest first, following the chain's first parents.

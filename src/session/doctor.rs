@@ -16,7 +16,7 @@ use super::state::{SessionState, Status};
 use super::store::{self, session_id_of_ref};
 use super::{checkpoints_ref, notes_ref};
 use crate::config::CONFIG_PATH;
-use crate::git::{Repo, WorktreeInfo, STALE_LOCK_AGE};
+use crate::git::{lock_age, Repo, WorktreeInfo, ABANDONED_GIT_LOCK, STALE_LOCK_AGE};
 
 /// How bad a finding is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -103,6 +103,7 @@ pub fn doctor(
             Some(id) => {
                 ids.insert(id);
             }
+            None if is_session_side_ref(&name) => {}
             None => f.add(
                 Severity::Problem,
                 None,
@@ -148,6 +149,7 @@ pub fn doctor(
         }
     }
     check_locks(repo, &mut f);
+    check_git_locks(repo, &worktrees, &mut f);
     Ok(f.0)
 }
 
@@ -307,6 +309,21 @@ fn check_session(
         ),
     }
 
+    if let Some(intent) = super::rollback::interrupted(repo, id)? {
+        f.add(
+            Severity::Problem,
+            Some(id),
+            format!(
+                "a rollback to checkpoint {} was interrupted: files may be half restored (the state before is safe in checkpoint {})",
+                intent.target.id.to_hex_with_len(10),
+                intent.safety.id.to_hex_with_len(10)
+            ),
+            Some(format!(
+                "git bmad rollback --continue -s {id} (or git bmad undo -s {id} to return to the state before)"
+            )),
+        );
+    }
+
     // The worktree and branch of a live session.
     let state = SessionState::replay(journal.events());
     let worktree = std::path::Path::new(&newest.trailers.worktree);
@@ -343,6 +360,52 @@ fn check_session(
         );
     }
     Ok(())
+}
+
+/// Refs a session keeps besides its chain: an interrupted rollback's intent, stored texts.
+fn is_session_side_ref(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("refs/bmad/sessions/") else {
+        return false;
+    };
+    let Some((id, side)) = rest.split_once('/') else {
+        return false;
+    };
+    SessionId::parse(id).is_some()
+        && (side == "rollback-intent"
+            || side
+                .strip_prefix("texts/")
+                .is_some_and(|t| t.bytes().all(|b| b.is_ascii_hexdigit())))
+}
+
+/// git's own lock files (`packed-refs.lock`, each worktree's `index.lock`): one a dead
+/// process left blocks every later git command until someone removes it.
+fn check_git_locks(repo: &Repo, worktrees: &[WorktreeInfo], f: &mut Findings) {
+    let mut locks = vec![repo.common_dir().join("packed-refs.lock")];
+    for wt in worktrees.iter().filter(|w| w.path.is_dir()) {
+        if let Ok(wt) = repo.open_worktree(&wt.path) {
+            locks.push(wt.git_dir().join("index.lock"));
+        }
+    }
+    for lock in locks {
+        let Some(age) = lock_age(&lock) else {
+            continue;
+        };
+        if age >= ABANDONED_GIT_LOCK {
+            f.add(
+                Severity::Problem,
+                None,
+                format!(
+                    "lock file {} is {}s old: its git process is gone, and every command that needs it fails until it is removed",
+                    lock.display(),
+                    age.as_secs()
+                ),
+                Some(format!(
+                    "if no git command is running: rm '{}'",
+                    lock.display()
+                )),
+            );
+        }
+    }
 }
 
 /// Lock files under our refs: a killed writer's leftovers, cleared by the next writer.

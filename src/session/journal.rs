@@ -166,11 +166,7 @@ pub fn append(repo: &Repo, id: &SessionId, event: NewEvent) -> Result<Event> {
             CasOutcome::Conflict => backoff(attempt),
         }
     }
-    Err(crate::git::Error::Contended {
-        name: notes,
-        attempts: MAX_ATTEMPTS,
-    }
-    .into())
+    Err(repo.contention(&notes, MAX_ATTEMPTS).into())
 }
 
 /// Append one event to a session's journal: the one way every layer records an event.

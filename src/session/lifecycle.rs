@@ -17,6 +17,9 @@ use super::{checkpoints_ref, notes_ref};
 use crate::git::{CasOutcome, ObjectId, Repo};
 use crate::time::Timestamp;
 
+/// How many fresh session ids `start` tries to claim before it blames a lock.
+const CLAIM_ATTEMPTS: u32 = 20;
+
 /// What `start` needs.
 #[derive(Clone, Debug, Default)]
 pub struct StartOptions {
@@ -86,7 +89,8 @@ pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
     // Claim an id: its checkpoint ref must not exist yet.
     let tree = repo.tree_of(base_commit)?;
     let label = format!("session {name} started from {base_label}");
-    let (id, first) = loop {
+    let mut claimed = None;
+    for attempt in 0..CLAIM_ATTEMPTS {
         let id = SessionId::generate(Timestamp::now());
         let trailers = Trailers {
             session: id.to_string(),
@@ -100,10 +104,17 @@ pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
         };
         let commit = write_commit(repo, tree, &[base_commit], None, &label, &trailers)?;
         match repo.cas_ref(&checkpoints_ref(&id), None, commit, "bmad session started")? {
-            CasOutcome::Updated => break (id, commit),
-            CasOutcome::Conflict => continue,
+            CasOutcome::Updated => {
+                claimed = Some((id, commit));
+                break;
+            }
+            CasOutcome::Conflict => journal::backoff(attempt),
         }
-    };
+    }
+    // Ids are random: failing to claim one means something blocks every ref write.
+    let (id, first) = claimed.ok_or_else(|| {
+        repo.contention("refs/bmad/sessions/<new id>/checkpoints", CLAIM_ATTEMPTS)
+    })?;
 
     let short_branch = branch.trim_start_matches("refs/heads/");
     if let Err(e) = repo.add_worktree(&worktree, short_branch, base_commit) {
@@ -300,13 +311,19 @@ pub fn remove(repo: &Repo, session: &Session, options: RemoveOptions) -> Result<
     }
     // The checkpoint ref goes last: until then `list` still shows the session and `remove`
     // can be run again after a crash.
-    let notes = notes_ref(&session.id);
-    if let Some(tip) = repo.read_ref(&notes)? {
-        repo.delete_ref(&notes, tip)?;
-    }
     let chain = checkpoints_ref(&session.id);
-    if let Some(tip) = repo.read_ref(&chain)? {
-        repo.delete_ref(&chain, tip)?;
+    let side_refs = repo
+        .refs_with_prefix(&format!("refs/bmad/sessions/{}/", session.id))?
+        .into_iter()
+        .filter(|(name, _)| *name != chain);
+    let notes = notes_ref(&session.id);
+    for (name, tip) in side_refs
+        .chain(repo.read_ref(&notes)?.map(|tip| (notes.clone(), tip)))
+        .chain(repo.read_ref(&chain)?.map(|tip| (chain.clone(), tip)))
+    {
+        if repo.delete_ref(&name, tip)? != CasOutcome::Updated {
+            return Err(repo.contention(&name, 1).into());
+        }
     }
     Ok(())
 }

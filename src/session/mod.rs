@@ -56,9 +56,17 @@ pub use worktree::{ensure_worktree_intact, worktree_damage, Damage, WorktreeDama
 /// hand it back to session operations; they never call git through it.
 pub use crate::git::Repo;
 
-/// Store a text (a run's playbook) in the object database; its id names it in the journal.
-pub fn store_text(repo: &Repo, text: &str) -> Result<String> {
-    Ok(repo.write_blob(text.as_bytes())?.to_string())
+/// Store a text (a run's playbook) in the object database for `session`; its id names it in
+/// the journal. A ref (`refs/bmad/sessions/<id>/texts/<blob>`) keeps it reachable: a run
+/// parked at a gate for weeks must survive `git gc --prune=now`.
+pub fn store_text(repo: &Repo, session: &SessionId, text: &str) -> Result<String> {
+    let blob = repo.write_blob(text.as_bytes())?;
+    let name = format!("refs/bmad/sessions/{session}/texts/{blob}");
+    if repo.read_ref(&name)? != Some(blob) {
+        // Created once, never moved: a conflict means another writer made the same ref.
+        repo.cas_ref(&name, None, blob, "bmad: keep a run's playbook")?;
+    }
+    Ok(blob.to_string())
 }
 
 /// A text stored with [`store_text`], by the id the journal recorded.

@@ -24,6 +24,7 @@ use serde::Serialize;
 
 use super::checkpoint::{chain, extend_chain, Checkpoint, Recorded};
 use super::error::{Error, Result};
+use super::id::SessionId;
 use super::event::{Decision, Event, NewEvent};
 use super::journal::{self, Journal};
 use super::journal_md_path;
@@ -110,7 +111,7 @@ pub fn rollback(
 pub fn undo(repo: &Repo, session: &Session, vet: Vet<'_>) -> Result<RollbackOutcome> {
     let worktree = session.open_worktree(repo)?;
     let wt = worktree.as_ref().unwrap_or(repo);
-    if let Some(intent) = interrupted(repo, session)? {
+    if let Some(intent) = interrupted(repo, &session.id)? {
         finish(repo, wt, session, intent)?;
     }
     let journal = journal::read(repo, &session.id)?;
@@ -135,7 +136,7 @@ pub fn undo(repo: &Repo, session: &Session, vet: Vet<'_>) -> Result<RollbackOutc
 
 /// Finish a rollback that was interrupted (`rollback --continue`).
 pub fn continue_rollback(repo: &Repo, session: &Session) -> Result<RollbackOutcome> {
-    let intent = interrupted(repo, session)?.ok_or_else(|| Error::NothingToContinue {
+    let intent = interrupted(repo, &session.id)?.ok_or_else(|| Error::NothingToContinue {
         session: session.id.to_string(),
     })?;
     let worktree = session.open_worktree(repo)?;
@@ -159,12 +160,12 @@ pub struct Intent {
 }
 
 /// The ref a rollback holds while it changes files.
-fn intent_ref(session: &Session) -> String {
-    format!("refs/bmad/sessions/{}/rollback-intent", session.id)
+pub(crate) fn intent_ref(id: &SessionId) -> String {
+    format!("refs/bmad/sessions/{id}/rollback-intent")
 }
 
-/// The rollback of `session` that was interrupted, if one was.
-pub fn interrupted(repo: &Repo, session: &Session) -> Result<Option<Intent>> {
+/// The rollback of a session that was interrupted, if one was.
+pub fn interrupted(repo: &Repo, session: &SessionId) -> Result<Option<Intent>> {
     let Some(id) = repo.read_ref(&intent_ref(session))? else {
         return Ok(None);
     };
@@ -197,7 +198,7 @@ pub fn interrupted(repo: &Repo, session: &Session) -> Result<Option<Intent>> {
 }
 
 fn refuse_if_interrupted(repo: &Repo, session: &Session) -> Result<()> {
-    match interrupted(repo, session)? {
+    match interrupted(repo, &session.id)? {
         Some(intent) => Err(Error::RollbackInterrupted {
             session: session.id.to_string(),
             target: intent.target.id.to_hex_with_len(10).to_string(),
@@ -241,7 +242,7 @@ fn begin(
             .unwrap_or_default()
     );
     let id = repo.write_commit(target.tree, &[safety.id, target.id], &message)?;
-    let name = intent_ref(session);
+    let name = intent_ref(&session.id);
     if repo.cas_ref(&name, None, id, "bmad rollback: intent")? != CasOutcome::Updated {
         return Err(Error::RollbackInterrupted {
             session: session.id.to_string(),
@@ -276,7 +277,7 @@ fn finish(repo: &Repo, wt: &Repo, session: &Session, intent: Intent) -> Result<R
     let to = wt.tree_without(target.tree, &protected)?;
     if let Err(e) = wt.read_tree_update(scratch.path(), from, to) {
         // git refused before writing anything: the rollback did not happen.
-        let _ = repo.delete_ref(&intent_ref(session), intent_id);
+        let _ = repo.delete_ref(&intent_ref(&session.id), intent_id);
         return Err(Error::WorktreeChanged {
             safety: safety.id.to_hex_with_len(10).to_string(),
             detail: match e {
@@ -311,7 +312,7 @@ fn finish(repo: &Repo, wt: &Repo, session: &Session, intent: Intent) -> Result<R
         &session.id,
         NewEvent::new(Body::Rollback(detail)).decision(Some(Decision::Human)),
     )?;
-    repo.delete_ref(&intent_ref(session), intent_id)?;
+    repo.delete_ref(&intent_ref(&session.id), intent_id)?;
     Ok(RollbackOutcome {
         target,
         safety,

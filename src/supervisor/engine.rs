@@ -107,7 +107,7 @@ pub fn supervise(
         interrupt: options.interrupt,
     };
     if let Some(source) = new_run {
-        let blob = session::store_text(repo, &source.text)?;
+        let blob = session::store_text(repo, &session.id, &source.text)?;
         engine.record(
             NewEvent::new(Body::RunStarted(RunStarted {
                 playbook: source.name,
