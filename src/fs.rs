@@ -75,12 +75,18 @@ mod tests {
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
         write_atomically(&file, b"new", None).unwrap();
         let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
-        assert_eq!((std::fs::read_to_string(&file).unwrap().as_str(), mode), ("new", 0o640));
+        assert_eq!(
+            (std::fs::read_to_string(&file).unwrap().as_str(), mode),
+            ("new", 0o640)
+        );
 
         let link = dir.path().join("link.md");
         std::os::unix::fs::symlink("shared.md", &link).unwrap();
         write_atomically(&link, b"through the link", None).unwrap();
-        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "through the link");
 
         // A new file gets the mode any new file gets under the umask (as `std::fs::write`

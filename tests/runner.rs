@@ -20,6 +20,7 @@ mod test_push_policy;
 mod test_real_cli;
 mod test_rollback;
 mod test_scan;
+mod test_session_state;
 mod test_start;
 mod test_stories;
 mod test_supervisor;

@@ -41,12 +41,22 @@ fn checkpoint_leaves_index_head_and_branch_byte_for_byte_alone() {
         env.git(&repo, &["show", &format!("{chain}:untracked/new.txt")]),
         "untracked\n"
     );
-    // Parents: previous checkpoint, then the session HEAD. Trailers summarise the session.
+    // Parents: previous checkpoint, the session HEAD, and (something is staged) the saved
+    // index, whose tree is what `git write-tree` makes of the index. Trailers summarise the
+    // session.
     let parents = env.git(&repo, &["rev-list", "--parents", "-n", "1", &chain]);
     let parents: Vec<&str> = parents.split_whitespace().skip(1).collect();
-    assert_eq!(parents.len(), 2);
+    assert_eq!(parents.len(), 3);
     assert_eq!(parents[1], head_before.trim());
+    assert_eq!(
+        env.git(&repo, &["rev-parse", &format!("{}^{{tree}}", parents[2])]),
+        env.git(&wt, &["write-tree"])
+    );
     let message = env.git(&repo, &["log", "-1", "--format=%B", &chain]);
+    assert!(
+        message.contains(&format!("Bmad-Index: {}", parents[2])),
+        "{message}"
+    );
     assert!(message.starts_with("after plan\n"), "{message}");
     for trailer in [
         format!("Bmad-Session: {id}"),

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::{write, TestEnv};
+use crate::common::{kill_group, write, TestEnv};
 
 #[test]
 fn kill_dash_nine_during_checkpoints_and_rollbacks_leaves_a_consistent_repository() {
@@ -44,14 +44,22 @@ fn kill_dash_nine_during_checkpoints_and_rollbacks_leaves_a_consistent_repositor
                 checkpoint_takes,
             )
         };
-        let mut child = env.bmad_command(&wt).args(&args).spawn().expect("spawn");
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut child = env.spawn_group(&wt, &args);
         // From right at the start to a little past the usual end.
         std::thread::sleep(takes.mul_f64(((round * 37) % 60) as f64 / 50.0));
         if child.try_wait().expect("try_wait").is_none() {
             killed_mid_run += 1;
         }
-        let _ = child.kill();
-        let _ = child.wait();
+        kill_group(&mut child);
+        // A rollback killed half-way is finished with the fix doctor names.
+        let doctor = env.bmad(&repo, &["doctor", "--json"]).json();
+        if doctor["findings"]
+            .to_string()
+            .contains("rollback --continue")
+        {
+            env.bmad(&wt, &["rollback", "--continue"]).success();
+        }
     }
     assert!(
         killed_mid_run >= KILLS / 2,

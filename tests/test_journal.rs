@@ -111,17 +111,34 @@ fn journal_formats_and_append_validation() {
     write(&wt, "work.txt", "work\n");
     env.git(&wt, &["add", "work.txt"]);
     env.git(&wt, &["commit", "-q", "-m", "work"]);
-    let committed = env.git(&wt, &["show", &format!("HEAD:.bmad/sessions/{id}/journal.md")]);
-    assert_eq!(committed.trim_end(), md.trim_end(), "journal.md is in the commit");
+    let committed = env.git(
+        &wt,
+        &["show", &format!("HEAD:.bmad/sessions/{id}/journal.md")],
+    );
+    assert_eq!(
+        committed.trim_end(),
+        md.trim_end(),
+        "journal.md is in the commit"
+    );
     assert_eq!(env.git(&wt, &["status", "--porcelain"]), "");
     // A commit with nothing staged still has nothing to commit.
-    let empty = env.git_command(&wt).args(["commit", "-m", "nothing"]).output().unwrap();
-    assert!(!empty.status.success(), "an empty commit is not filled with the journal");
+    let empty = env
+        .git_command(&wt)
+        .args(["commit", "-m", "nothing"])
+        .output()
+        .unwrap();
+    assert!(
+        !empty.status.success(),
+        "an empty commit is not filled with the journal"
+    );
     // So does `git commit -a`, through the index git builds for it.
     write(&wt, "work.txt", "more work\n");
     env.bmad(&wt, &["checkpoint", "-m", "more"]).success();
     env.git(&wt, &["commit", "-qam", "more work"]);
-    let committed = env.git(&wt, &["show", &format!("HEAD:.bmad/sessions/{id}/journal.md")]);
+    let committed = env.git(
+        &wt,
+        &["show", &format!("HEAD:.bmad/sessions/{id}/journal.md")],
+    );
     assert!(committed.contains(" more |"), "{committed}");
     assert_eq!(env.git(&wt, &["status", "--porcelain"]), "");
     let text = env.bmad(&wt, &["journal"]).success().stdout;

@@ -28,7 +28,10 @@ fn start_refuses_uncommitted_tracked_changes_and_changes_nothing() {
     env.bmad(&repo, &["start", "feature-x", "--base", "HEAD"])
         .success();
     assert_eq!(env.git(&repo, &["status", "--porcelain"]), "M  README.md\n");
-    assert_eq!(read(&env.root().join("proj.feature-x"), "README.md"), "# project\n");
+    assert_eq!(
+        read(&env.root().join("proj.feature-x"), "README.md"),
+        "# project\n"
+    );
 }
 
 #[test]
@@ -40,7 +43,10 @@ fn untracked_files_and_hooks_own_files_do_not_block_a_start() {
     env.bmad(&repo, &["hooks", "install", "--agent", "claude"])
         .success();
     let (_, wt) = env.start(&repo, "feature-x");
-    assert!(!wt.join("notes.txt").exists(), "the session starts from the commit");
+    assert!(
+        !wt.join("notes.txt").exists(),
+        "the session starts from the commit"
+    );
     assert_eq!(read(&repo, "notes.txt"), "not committed\n");
 }
 

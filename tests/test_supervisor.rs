@@ -53,7 +53,9 @@ pub(crate) fn journal(env: &TestEnv, wt: &Path) -> Vec<Value> {
 
 /// The journal as `journal.md` renders it into each commit of the session.
 fn rendered_journal(env: &TestEnv, wt: &Path) -> String {
-    env.bmad(wt, &["journal", "--format", "md"]).success().stdout
+    env.bmad(wt, &["journal", "--format", "md"])
+        .success()
+        .stdout
 }
 
 pub(crate) fn named<'a>(events: &'a [Value], name: &str) -> Vec<&'a Value> {
@@ -526,6 +528,29 @@ fn gates_are_shown_as_their_confidence_says_and_status_expands_them() {
         .collect();
     assert_eq!(formats, ["summary", "minimal"]);
     env.bmad(&wt, &["answer", "continue"]).success();
+}
+
+#[test]
+fn a_run_parked_at_a_gate_survives_gc_prune_now() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    env.executable("claude", FAKE_CLAUDE);
+    let (_, wt) = env.start(&repo, "parked");
+    // A playbook file outside the repository: its text is in no commit and no checkpoint,
+    // only in the object the run stored.
+    write(
+        &env.root(),
+        "parked.yaml",
+        "name: parked\nsteps:\n  - {id: g1, command: do g1, autonomy: always_gate}\n  - {id: s2, command: do s2}\n",
+    );
+    let file = env.root().join("parked.yaml");
+    env.bmad(&wt, &["run", file.to_str().unwrap()]).code(3);
+    std::fs::remove_file(&file).unwrap();
+    env.git(&repo, &["gc", "-q", "--prune=now"]);
+    env.bmad(&repo, &["doctor"]).success();
+    env.bmad(&wt, &["answer", "continue"]).success();
+    let events = journal(&env, &wt);
+    assert_eq!(named(&events, "run_completed").len(), 1);
 }
 
 /// A playbook of six Claude steps, each proving its work with `out/<step>`.
@@ -1147,7 +1172,11 @@ fn two_sessions_run_side_by_side_and_merge_back_without_conflicts() {
     for wt in [&wt_a, &wt_b] {
         env.git(wt, &["add", "-A"]);
         env.git(wt, &["commit", "-q", "-m", "work and journal"]);
-        assert_eq!(env.git(wt, &["status", "--porcelain"]), "", "the commit leaves it clean");
+        assert_eq!(
+            env.git(wt, &["status", "--porcelain"]),
+            "",
+            "the commit leaves it clean"
+        );
     }
     env.git(&repo, &["merge", "-q", "--no-edit", "bmad/feature-a"]);
     env.git(&repo, &["merge", "-q", "--no-edit", "bmad/feature-b"]);

@@ -144,7 +144,16 @@ impl GitCli {
         let exclude = format!(":(exclude,literal){except}");
         let out = self.run_on_index(
             index,
-            ["diff-index", "--cached", "--name-only", "-z", "HEAD", "--", ".", &exclude],
+            [
+                "diff-index",
+                "--cached",
+                "--name-only",
+                "-z",
+                "HEAD",
+                "--",
+                ".",
+                &exclude,
+            ],
         );
         match out {
             Ok(names) => Ok(!names.is_empty()),

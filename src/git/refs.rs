@@ -106,7 +106,8 @@ impl Repo {
                     // A `packed-refs.lock` is git's, not ours to remove; one this old has no
                     // live owner, and waiting for it would only spin.
                     let packed_lock = self.common_path("packed-refs.lock");
-                    if locked && lock_age(&packed_lock).is_some_and(|age| age >= ABANDONED_GIT_LOCK) {
+                    if locked && lock_age(&packed_lock).is_some_and(|age| age >= ABANDONED_GIT_LOCK)
+                    {
                         return Err(self.contention(name, 1));
                     }
                     if locked || e.dominant_class() == Some(gix::error::Class::Conflict) {

@@ -199,7 +199,9 @@ impl Repo {
                 None,
                 gix::worktree::stack::state::ignore::Source::IdMapping,
             )
-            .map_err(|e| Error::gix(format!("could not load the ignore rules of tree {tree}"), e))?;
+            .map_err(|e| {
+                Error::gix(format!("could not load the ignore rules of tree {tree}"), e)
+            })?;
         let mut excluded_dirs = BTreeSet::new();
         let mut ignored = Vec::new();
         for path in paths {
@@ -210,9 +212,11 @@ impl Repo {
                     hit = true;
                     break;
                 }
-                let platform = stack.at_path(Path::new(dir), Some(Mode::DIR)).map_err(|e| {
-                    Error::gix(format!("could not check {dir} against the ignore rules"), e)
-                })?;
+                let platform = stack
+                    .at_path(Path::new(dir), Some(Mode::DIR))
+                    .map_err(|e| {
+                        Error::gix(format!("could not check {dir} against the ignore rules"), e)
+                    })?;
                 if platform.is_excluded() {
                     excluded_dirs.insert(dir.to_owned());
                     hit = true;
@@ -222,7 +226,12 @@ impl Repo {
             if !hit {
                 hit = stack
                     .at_path(Path::new(path), Some(Mode::FILE))
-                    .map_err(|e| Error::gix(format!("could not check {path} against the ignore rules"), e))?
+                    .map_err(|e| {
+                        Error::gix(
+                            format!("could not check {path} against the ignore rules"),
+                            e,
+                        )
+                    })?
                     .is_excluded();
             }
             if hit {

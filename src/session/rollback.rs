@@ -24,8 +24,8 @@ use serde::Serialize;
 
 use super::checkpoint::{chain, extend_chain, Checkpoint, Recorded};
 use super::error::{Error, Result};
-use super::id::SessionId;
 use super::event::{Decision, Event, NewEvent};
+use super::id::SessionId;
 use super::journal::{self, Journal};
 use super::journal_md_path;
 use super::schema::{Body, BranchOutcome, RolledBack};
@@ -221,7 +221,8 @@ fn begin(
     // A file the target's rules ignore is left alone, so it is neither vetted nor saved: a
     // `.env` revealed by a deleted `.gitignore` must not stop the rollback or enter a commit.
     let uncovered = uncovered_by_target(wt, target.tree)?;
-    let refused = wt.vet_changes(&mut |path, bytes| uncovered.iter().any(|u| u == path) || vet(path, bytes))?;
+    let refused =
+        wt.vet_changes(&mut |path, bytes| uncovered.iter().any(|u| u == path) || vet(path, bytes))?;
     if !refused.is_empty() {
         return Err(Error::SecretInWorktree { paths: refused });
     }
@@ -243,11 +244,21 @@ fn begin(
     );
     let id = repo.write_commit(target.tree, &[safety.id, target.id], &message)?;
     let name = intent_ref(&session.id);
-    if repo.cas_ref(&name, None, id, "bmad rollback: intent")? != CasOutcome::Updated {
-        return Err(Error::RollbackInterrupted {
-            session: session.id.to_string(),
-            target: short,
-        });
+    // A lock a killed rollback left on the intent ref clears once stale: wait that long.
+    let started = std::time::Instant::now();
+    let mut attempt = 0;
+    while repo.cas_ref(&name, None, id, "bmad rollback: intent")? != CasOutcome::Updated {
+        if repo.read_ref(&name)?.is_some() {
+            return Err(Error::RollbackInterrupted {
+                session: session.id.to_string(),
+                target: short,
+            });
+        }
+        if started.elapsed() > crate::git::STALE_LOCK_AGE * 2 {
+            return Err(repo.contention(&name, attempt).into());
+        }
+        journal::backoff(attempt);
+        attempt += 1;
     }
     Ok(Intent {
         id,

@@ -155,6 +155,19 @@ impl TestEnv {
         cmd
     }
 
+    /// Start `git-bmad` in `dir` as the leader of its own process group, for
+    /// [`kill_group`]: a crash kills git-bmad and the git commands it runs alike.
+    pub fn spawn_group(&self, dir: &Path, args: &[&str]) -> std::process::Child {
+        use std::os::unix::process::CommandExt;
+        self.bmad_command(dir)
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .process_group(0)
+            .spawn()
+            .expect("spawn git-bmad")
+    }
+
     /// Run `git-bmad` in `dir`.
     #[must_use = "assert on the exit status with .success() or .code(n)"]
     pub fn bmad(&self, dir: &Path, args: &[&str]) -> Run {
@@ -261,6 +274,15 @@ pub fn write(dir: &Path, rela: &str, content: &str) {
         std::fs::create_dir_all(parent).expect("parent dir");
     }
     std::fs::write(path, content).expect("write file");
+}
+
+/// SIGKILL a process group started by [`TestEnv::spawn_group`], and reap its leader.
+pub fn kill_group(child: &mut std::process::Child) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", child.id())])
+        .stderr(Stdio::null())
+        .status();
+    let _ = child.wait();
 }
 
 /// Read a file.

@@ -161,7 +161,10 @@ fn branch_sentence(files_only: bool, branch: Option<&BranchOutcome>) -> String {
 
 fn print_kept(ui: &Ui, protected: &[String]) {
     for path in protected {
-        ui.line(format!("  {} {path} (ignored)", ui.paint("keep   ", Style::Dim)));
+        ui.line(format!(
+            "  {} {path} (ignored)",
+            ui.paint("keep   ", Style::Dim)
+        ));
     }
 }
 
