@@ -49,9 +49,11 @@ pub fn cmd_checkpoint(ctx: &Context, args: &CheckpointArgs) -> Result<u8, Comman
     } else {
         exit::POLICY
     };
+    // The number `rollback` and `status` use (1 = the first).
+    let number = session::chain(&repo, &s)?.len();
     if ctx.ui.json() {
         ctx.ui.print_json(
-            &json!({"checkpoint": cp, "event": event, "kept_out": refused, "secrets": secrets.found}),
+            &json!({"checkpoint": cp, "number": number, "event": event, "kept_out": refused, "secrets": secrets.found}),
         );
         return Ok(code);
     }
@@ -66,11 +68,14 @@ pub fn cmd_checkpoint(ctx: &Context, args: &CheckpointArgs) -> Result<u8, Comman
         );
     }
     ctx.ui.line(format!(
-        "Checkpoint {} of session {}: {}",
+        "Checkpoint {number} ({}) of session {}: {}",
         ctx.ui
             .paint(cp.id.to_hex_with_len(10).to_string(), Style::Yellow),
         s.id,
         cp.label
+    ));
+    ctx.ui.status(format!(
+        "Back to this state at any time: git bmad rollback {number}"
     ));
     Ok(code)
 }

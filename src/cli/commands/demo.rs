@@ -261,7 +261,7 @@ impl<'a> Demo<'a> {
             "done",
         )?;
 
-        self.say("The journal: every step, decision, duration and answer (also in .bmad/sessions/<id>/journal.md, for the pull request).");
+        self.say("The journal: every step, decision, duration and answer (each commit of the session carries it as .bmad/sessions/<id>/journal.md, for the pull request).");
         self.bmad(&wt, &["journal"], exit::OK, "")?;
 
         self.say("Anything can be undone: roll the worktree back to before the implementation, then undo that.");
