@@ -2,11 +2,6 @@
 
 use crate::common::{read, write, TestEnv};
 
-fn checkpoint_number(env: &TestEnv, wt: &std::path::Path) -> String {
-    let status = env.bmad(wt, &["status", "--json"]).success().json();
-    status["checkpoints"][0]["number"].to_string()
-}
-
 #[test]
 fn rollback_then_undo_restores_the_exact_tree() {
     let env = TestEnv::new();
@@ -14,7 +9,7 @@ fn rollback_then_undo_restores_the_exact_tree() {
     let (_, wt) = env.start(&repo, "feature-x");
     write(&wt, "plan.md", "the plan\n");
     env.bmad(&wt, &["checkpoint", "-m", "plan"]).success();
-    let plan = checkpoint_number(&env, &wt);
+    let plan = env.last_checkpoint(&wt);
 
     write(&wt, "plan.md", "the plan, rewritten badly\n");
     write(&wt, "src/lib.rs", "broken\n");
@@ -66,7 +61,7 @@ fn rollback_never_touches_ignored_files() {
     let env = TestEnv::new();
     let repo = env.repo("proj");
     let (_, wt) = env.start(&repo, "feature-x");
-    let first = checkpoint_number(&env, &wt);
+    let first = env.last_checkpoint(&wt);
     write(&wt, "build.log", "precious log\n");
     write(&wt, "target/cache.bin", "cache\n");
     write(&wt, "new.txt", "new\n");
@@ -169,7 +164,7 @@ fn a_secret_in_the_worktree_stops_rollback_and_undo_before_anything_is_stored() 
     let (_, wt) = env.start(&repo, "leaky");
     write(&wt, "plan.md", "the plan\n");
     env.bmad(&wt, &["checkpoint", "-m", "plan"]).success();
-    let plan = checkpoint_number(&env, &wt);
+    let plan = env.last_checkpoint(&wt);
     let key = format!("AKIA{}", "Q7ZK2M4XW6RT5PLN");
     write(&wt, "plan.md", "the plan, rewritten\n");
     write(&wt, "config/settings.py", &format!("AWS = \"{key}\"\n"));

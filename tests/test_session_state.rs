@@ -25,11 +25,6 @@ fn state_of(env: &TestEnv, wt: &Path) -> SessionState {
     }
 }
 
-fn last_checkpoint(env: &TestEnv, wt: &Path) -> String {
-    let status = env.bmad(wt, &["status", "--json"]).success().json();
-    status["checkpoints"][0]["number"].to_string()
-}
-
 #[test]
 fn renames_modes_symlinks_and_staged_work_round_trip_through_rollback_and_undo() {
     let env = TestEnv::new();
@@ -55,7 +50,7 @@ fn renames_modes_symlinks_and_staged_work_round_trip_through_rollback_and_undo()
     write(&wt, "staged.md", "staged, then changed\n");
     env.bmad(&wt, &["checkpoint", "-m", "mixed"]).success();
     let at_checkpoint = state_of(&env, &wt);
-    let number = last_checkpoint(&env, &wt);
+    let number = env.last_checkpoint(&wt);
     let chain = format!("refs/bmad/sessions/{id}/checkpoints");
     let stored = env.git(&repo, &["ls-tree", "-r", "--name-only", &chain]);
     assert!(
@@ -119,7 +114,7 @@ fn conflict_stages_are_part_of_a_checkpoint() {
     env.bmad(&wt, &["checkpoint", "-m", "mid-merge"]).success();
     let conflicted = env.git(&wt, &["ls-files", "--stage"]);
     assert!(conflicted.contains(" 3\tREADME.md"), "{conflicted}");
-    let number = last_checkpoint(&env, &wt);
+    let number = env.last_checkpoint(&wt);
 
     write(&wt, "README.md", "resolved\n");
     env.git(&wt, &["add", "README.md"]);
@@ -134,7 +129,7 @@ fn a_branch_with_pushed_commits_stays_and_files_only_leaves_the_branch() {
     let repo = env.repo("proj");
     env.bare_remote(&repo);
     let (_, wt) = env.start(&repo, "work");
-    let number = last_checkpoint(&env, &wt);
+    let number = env.last_checkpoint(&wt);
     write(&wt, "pushed.md", "pushed\n");
     env.git(&wt, &["add", "pushed.md"]);
     env.git(&wt, &["commit", "-q", "-m", "pushed"]);
@@ -177,7 +172,7 @@ fn ignored_files_survive_a_rollback_whatever_happened_to_gitignore() {
     let (_, wt) = env.start(&repo, "work");
     write(&wt, ".env", "API_TOKEN=local-only\n");
     write(&wt, "build/out.o", "object\n");
-    let number = last_checkpoint(&env, &wt);
+    let number = env.last_checkpoint(&wt);
     // The agent deletes .gitignore: .env and build/ become visible.
     std::fs::remove_file(wt.join(".gitignore")).unwrap();
     write(&wt, "work.md", "work\n");
@@ -196,7 +191,7 @@ fn ignored_files_survive_a_rollback_whatever_happened_to_gitignore() {
     // file on disk alone instead of failing or overwriting it.
     write(&wt, "notes.md", "checkpointed\n");
     env.bmad(&wt, &["checkpoint", "-m", "notes"]).success();
-    let notes = last_checkpoint(&env, &wt);
+    let notes = env.last_checkpoint(&wt);
     std::fs::remove_file(wt.join("notes.md")).unwrap();
     env.bmad(&wt, &["checkpoint", "-m", "no notes"]).success();
     write(&wt, ".gitignore", ".env\nbuild/\nnotes.md\n");
@@ -215,7 +210,7 @@ fn a_killed_rollback_is_finished_or_undone_exactly() {
         write(&wt, &format!("old/{i}.txt"), &format!("old {i}\n"));
     }
     env.bmad(&wt, &["checkpoint", "-m", "old"]).success();
-    let target = last_checkpoint(&env, &wt);
+    let target = env.last_checkpoint(&wt);
     let target_state = state_of(&env, &wt);
     let timed = {
         let started = Instant::now();

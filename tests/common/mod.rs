@@ -228,6 +228,12 @@ impl TestEnv {
         )
     }
 
+    /// The number of a session's newest checkpoint, as `rollback` takes it.
+    pub fn last_checkpoint(&self, wt: &Path) -> String {
+        let status = self.bmad(wt, &["status", "--json"]).success().json();
+        status["checkpoints"][0]["number"].to_string()
+    }
+
     /// The tree `git add -A` would record for a worktree, computed in a throwaway index.
     pub fn worktree_tree(&self, dir: &Path) -> String {
         let index = self
