@@ -92,6 +92,14 @@ fn renames_modes_symlinks_and_staged_work_round_trip_through_rollback_and_undo()
     env.bmad(&wt, &["undo"]).success();
     assert_eq!(state_of(&env, &wt), at_checkpoint, "undo again redoes");
     env.bmad(&repo, &["doctor"]).success();
+    // The commit the rollback took off the branch lives only in a safety checkpoint now:
+    // removing the session would lose it.
+    let refused = env.bmad(&repo, &["remove", &id]).code(1);
+    assert!(
+        refused.stderr.contains("1 commit(s) that no branch has"),
+        "{}",
+        refused.stderr
+    );
 }
 
 #[test]

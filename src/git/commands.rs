@@ -133,6 +133,19 @@ impl Repo {
         Ok((total, total - unpushed.min(total)))
     }
 
+    /// How many commits reachable from `heads` no branch, remote-tracking ref or tag has.
+    pub fn commits_on_no_ref(&self, heads: &[ObjectId]) -> Result<usize> {
+        if heads.is_empty() {
+            return Ok(0);
+        }
+        let heads: Vec<String> = heads.iter().map(ToString::to_string).collect();
+        let mut args = vec!["rev-list", "--count"];
+        args.extend(heads.iter().map(String::as_str));
+        args.extend(["--not", "--branches", "--remotes", "--tags"]);
+        let out = self.git().run(args)?;
+        Ok(String::from_utf8_lossy(&out).trim().parse().unwrap_or(0))
+    }
+
     /// Local branches and remote-tracking refs that contain `commit`, except `except`.
     pub fn refs_containing(&self, commit: ObjectId, except: &str) -> Result<Vec<String>> {
         self.git().refs_containing(commit, except)

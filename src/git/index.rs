@@ -27,22 +27,30 @@ const KIND_TRAILER: &str = "Bmad-Index-Kind: ";
 const RAW_ENTRY: &str = "index";
 
 impl Repo {
-    /// The index of this worktree, saved (see the module docs).
-    pub fn save_index(&self) -> Result<SavedIndex> {
-        let real = self.git_dir().join("index");
-        let Ok(bytes) = std::fs::read(&real) else {
-            // No index yet: nothing is staged.
-            return Ok(SavedIndex::Tree(self.empty_tree()));
-        };
+    /// A private copy of this worktree's index in its git dir (empty when there is none):
+    /// its stat cache keeps `add -A` and `read-tree -u` cheap, and the real index, which an
+    /// agent may be staging into, is never written. Deleted when dropped.
+    pub fn copy_index(&self) -> Result<tempfile::NamedTempFile> {
         let copy = tempfile::Builder::new()
             .prefix("bmad-index-")
             .tempfile_in(self.git_dir())
             .map_err(|e| Error::io("could not create a temporary index in", self.git_dir(), e))?;
-        std::fs::write(copy.path(), &bytes)
-            .map_err(|e| Error::io("could not copy the index to", copy.path(), e))?;
+        let real = self.git_dir().join("index");
+        if real.exists() {
+            std::fs::copy(&real, copy.path())
+                .map_err(|e| Error::io("could not copy the index", &real, e))?;
+        }
+        Ok(copy)
+    }
+
+    /// The index of this worktree, saved (see the module docs).
+    pub fn save_index(&self) -> Result<SavedIndex> {
+        let copy = self.copy_index()?;
         match self.git().run_on_index(Some(copy.path()), ["write-tree"]) {
             Ok(out) => Ok(SavedIndex::Tree(parse_id(&out)?)),
             Err(Error::Command { stderr, .. }) if stderr.contains("unmerged") => {
+                let bytes = std::fs::read(copy.path())
+                    .map_err(|e| Error::io("could not read the index copy", copy.path(), e))?;
                 Ok(SavedIndex::Raw(self.write_blob(&bytes)?))
             }
             Err(e) => Err(e),

@@ -295,6 +295,19 @@ pub fn remove(repo: &Repo, session: &Session, options: RemoveOptions) -> Result<
             ));
         }
     }
+    // A rollback that moved the branch back left the dropped commits in its safety
+    // checkpoint alone: deleting the chain would lose them.
+    let heads: Vec<ObjectId> = checkpoint::chain(repo, session)?
+        .iter()
+        .filter_map(Checkpoint::session_head)
+        .collect();
+    let orphans = repo.commits_on_no_ref(&heads)?;
+    if orphans > 0 {
+        reasons.push(format!(
+            "its checkpoints keep {orphans} commit(s) that no branch has (a rollback took them off {}; `git bmad undo` brings them back)",
+            session.short_branch()
+        ));
+    }
     if !reasons.is_empty() && !options.force {
         return Err(Error::WouldLoseWork {
             session: session.id.to_string(),

@@ -62,9 +62,13 @@ pub use crate::git::Repo;
 pub fn store_text(repo: &Repo, session: &SessionId, text: &str) -> Result<String> {
     let blob = repo.write_blob(text.as_bytes())?;
     let name = format!("refs/bmad/sessions/{session}/texts/{blob}");
-    if repo.read_ref(&name)? != Some(blob) {
-        // Created once, never moved: a conflict means another writer made the same ref.
-        repo.cas_ref(&name, None, blob, "bmad: keep a run's playbook")?;
+    // Created once, never moved: after a conflict, another writer may have made it.
+    if repo.read_ref(&name)? != Some(blob)
+        && repo.cas_ref(&name, None, blob, "bmad: keep a run's playbook")?
+            != crate::git::CasOutcome::Updated
+        && repo.read_ref(&name)? != Some(blob)
+    {
+        return Err(repo.contention(&name, 1).into());
     }
     Ok(blob.to_string())
 }

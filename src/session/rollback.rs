@@ -18,8 +18,6 @@
 //! secret never enters the repository), so it is not rolled back either until the secret is
 //! gone.
 
-use std::path::Path;
-
 use serde::Serialize;
 
 use super::checkpoint::{chain, extend_chain, Checkpoint, Recorded};
@@ -73,11 +71,9 @@ pub fn plan_rollback(repo: &Repo, session: &Session, target: &Target) -> Result<
     let (target, number) = resolve(repo, session, target)?;
     let worktree = session.open_worktree(repo)?;
     let wt = worktree.as_ref().unwrap_or(repo);
-    let uncovered = uncovered_by_target(wt, target.tree)?;
-    let scratch = ScratchIndex::of(wt)?;
-    let now = scratch.snapshot(wt, &uncovered)?;
-    let changes = wt.diff_trees(now, target.tree)?;
-    let protected = protected_paths(wt, &changes, uncovered);
+    let leaving = Leaving::take(wt, target.tree, None)?;
+    let changes = wt.diff_trees(leaving.tree, target.tree)?;
+    let protected = protected_paths(wt, &changes, leaving.uncovered);
     let changes = visible_changes(session, changes, &protected);
     Ok(RollbackPlan {
         target,
@@ -102,8 +98,8 @@ pub fn rollback(
     let (target, _) = resolve(repo, session, target)?;
     let worktree = session.open_worktree(repo)?;
     let wt = worktree.as_ref().unwrap_or(repo);
-    let intent = begin(repo, wt, session, target, None, files_only, vet)?;
-    finish(repo, wt, session, intent)
+    let (intent, leaving) = begin(repo, wt, session, target, None, files_only, vet)?;
+    finish(repo, wt, session, intent, Some(leaving))
 }
 
 /// Reverse the most recent rollback (running it again redoes it). A rollback that was
@@ -112,7 +108,7 @@ pub fn undo(repo: &Repo, session: &Session, vet: Vet<'_>) -> Result<RollbackOutc
     let worktree = session.open_worktree(repo)?;
     let wt = worktree.as_ref().unwrap_or(repo);
     if let Some(intent) = interrupted(repo, &session.id)? {
-        finish(repo, wt, session, intent)?;
+        finish(repo, wt, session, intent, None)?;
     }
     let journal = journal::read(repo, &session.id)?;
     let state = SessionState::replay(journal.events());
@@ -122,7 +118,7 @@ pub fn undo(repo: &Repo, session: &Session, vet: Vet<'_>) -> Result<RollbackOutc
     let safety = read_checkpoint(repo, &last.safety, || {
         format!("rollback #{} names safety checkpoint", last.seq)
     })?;
-    let intent = begin(
+    let (intent, leaving) = begin(
         repo,
         wt,
         session,
@@ -131,7 +127,7 @@ pub fn undo(repo: &Repo, session: &Session, vet: Vet<'_>) -> Result<RollbackOutc
         last.files_only,
         vet,
     )?;
-    finish(repo, wt, session, intent)
+    finish(repo, wt, session, intent, Some(leaving))
 }
 
 /// Finish a rollback that was interrupted (`rollback --continue`).
@@ -141,7 +137,7 @@ pub fn continue_rollback(repo: &Repo, session: &Session) -> Result<RollbackOutco
     })?;
     let worktree = session.open_worktree(repo)?;
     let wt = worktree.as_ref().unwrap_or(repo);
-    finish(repo, wt, session, intent)
+    finish(repo, wt, session, intent, None)
 }
 
 /// A rollback that was started and not finished: the intent ref `begin` left.
@@ -208,7 +204,7 @@ fn refuse_if_interrupted(repo: &Repo, session: &Session) -> Result<()> {
 }
 
 /// Save the state being left as a safety checkpoint, then write the intent ref: from here on
-/// a crash is recoverable.
+/// a crash is recoverable. The state left, staged, goes on to [`finish`].
 fn begin(
     repo: &Repo,
     wt: &Repo,
@@ -217,23 +213,14 @@ fn begin(
     undo_of: Option<u64>,
     files_only: bool,
     vet: Vet<'_>,
-) -> Result<Intent> {
-    // A file the target's rules ignore is left alone, so it is neither vetted nor saved: a
-    // `.env` revealed by a deleted `.gitignore` must not stop the rollback or enter a commit.
-    let uncovered = uncovered_by_target(wt, target.tree)?;
-    let refused =
-        wt.vet_changes(&mut |path, bytes| uncovered.iter().any(|u| u == path) || vet(path, bytes))?;
-    if !refused.is_empty() {
-        return Err(Error::SecretInWorktree { paths: refused });
-    }
-    let scratch = ScratchIndex::of(wt)?;
-    let now = scratch.snapshot(wt, &uncovered)?;
+) -> Result<(Intent, Leaving)> {
+    let leaving = Leaving::take(wt, target.tree, Some(vet))?;
     let short = target.id.to_hex_with_len(10).to_string();
     let label = match undo_of {
         Some(seq) => format!("before undoing rollback #{seq}"),
         None => format!("before rollback to {short}"),
     };
-    let state = Recorded::of(wt, now, None)?;
+    let state = Recorded::of(wt, leaving.tree, None)?;
     let (safety, _) = extend_chain(repo, session, state, &label, None, None)?;
     let message = format!(
         "rollback intent: {short}\n\nBmad-Files-Only: {}\n{}",
@@ -260,18 +247,26 @@ fn begin(
         journal::backoff(attempt);
         attempt += 1;
     }
-    Ok(Intent {
+    let intent = Intent {
         id,
         target,
         safety,
         undo_of,
         files_only,
-    })
+    };
+    Ok((intent, leaving))
 }
 
 /// Restore files, then index and branch; journal it; drop the intent. Each part brings the
-/// worktree to the target from wherever it is, so running it again after a crash is exact.
-fn finish(repo: &Repo, wt: &Repo, session: &Session, intent: Intent) -> Result<RollbackOutcome> {
+/// worktree to the target from wherever it is, so running it again after a crash is exact:
+/// `leaving` is the state `begin` staged, or `None` to stage the worktree as a crash left it.
+fn finish(
+    repo: &Repo,
+    wt: &Repo,
+    session: &Session,
+    intent: Intent,
+    leaving: Option<Leaving>,
+) -> Result<RollbackOutcome> {
     let Intent {
         id: intent_id,
         target,
@@ -279,9 +274,14 @@ fn finish(repo: &Repo, wt: &Repo, session: &Session, intent: Intent) -> Result<R
         undo_of,
         files_only,
     } = intent;
-    let uncovered = uncovered_by_target(wt, target.tree)?;
-    let scratch = ScratchIndex::of(wt)?;
-    let from = scratch.snapshot(wt, &uncovered)?;
+    let Leaving {
+        scratch,
+        tree: from,
+        uncovered,
+    } = match leaving {
+        Some(leaving) => leaving,
+        None => Leaving::take(wt, target.tree, None)?,
+    };
     let all_changes = wt.diff_trees(from, target.tree)?;
     let protected = protected_paths(wt, &all_changes, uncovered);
     // Out of both sides of the merge, a path is out of its reach.
@@ -394,36 +394,42 @@ fn protected_paths(wt: &Repo, changes: &[TreeChange], mut uncovered: Vec<String>
     uncovered
 }
 
-/// A private copy of the worktree's index: its stat cache makes `add -A` cheap and lets
-/// read-tree tell which files changed since, while the real index stays untouched.
-struct ScratchIndex(tempfile::NamedTempFile);
+/// The state a rollback leaves, staged in a private copy of the index (see
+/// [`crate::git::Repo::copy_index`]), less what the target's ignore rules leave alone.
+struct Leaving {
+    scratch: tempfile::NamedTempFile,
+    /// The tree of that state.
+    tree: ObjectId,
+    /// See [`uncovered_by_target`].
+    uncovered: Vec<String>,
+}
 
-impl ScratchIndex {
-    fn of(wt: &Repo) -> Result<ScratchIndex> {
-        let tmp = tempfile::Builder::new()
-            .prefix("bmad-rollback-index-")
-            .tempfile_in(wt.git_dir())
-            .map_err(|e| Error::io("could not create a temporary index in", wt.git_dir(), e))?;
-        let real_index = wt.git_dir().join("index");
-        if real_index.exists() {
-            std::fs::copy(&real_index, tmp.path())
-                .map_err(|e| Error::io("could not copy the index", &real_index, e))?;
+impl Leaving {
+    /// Stage the worktree as `add -A` sees it. `vet` sees every changed file first (one it
+    /// refuses stops here, before any object is written); files the target's rules ignore
+    /// are neither vetted nor staged: a `.env` revealed by a deleted `.gitignore` must not
+    /// stop the rollback or enter a commit.
+    fn take(wt: &Repo, target: ObjectId, vet: Option<Vet<'_>>) -> Result<Leaving> {
+        let uncovered = uncovered_by_target(wt, target)?;
+        if let Some(vet) = vet {
+            let refused = wt.vet_changes(&mut |path, bytes| {
+                uncovered.iter().any(|u| u == path) || vet(path, bytes)
+            })?;
+            if !refused.is_empty() {
+                return Err(Error::SecretInWorktree { paths: refused });
+            }
         }
-        Ok(ScratchIndex(tmp))
-    }
-
-    fn path(&self) -> &Path {
-        self.0.path()
-    }
-
-    /// Stage the worktree as `add -A` sees it, less `leave_out`; the tree that describes.
-    fn snapshot(&self, wt: &Repo, leave_out: &[String]) -> Result<ObjectId> {
-        let tree = wt.write_tree_of_worktree(self.path())?;
-        if leave_out.is_empty() {
-            return Ok(tree);
+        let scratch = wt.copy_index()?;
+        let mut tree = wt.write_tree_of_worktree(scratch.path())?;
+        if !uncovered.is_empty() {
+            wt.forget_paths(scratch.path(), &uncovered)?;
+            tree = wt.write_tree_of_index(scratch.path())?;
         }
-        wt.forget_paths(self.path(), leave_out)?;
-        Ok(wt.write_tree_of_index(self.path())?)
+        Ok(Leaving {
+            scratch,
+            tree,
+            uncovered,
+        })
     }
 }
 
