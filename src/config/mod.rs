@@ -111,6 +111,9 @@ pub struct SessionsConfig {
     /// Session worktrees go in this directory, relative to the main worktree
     /// (git config `bmad.worktreeRoot`).
     pub worktree_root: String,
+    /// How many days `remove` and `prune` keep a session restorable (`git bmad restore`)
+    /// before `git bmad gc` may delete it (git config `bmad.keepRemovedDays`).
+    pub keep_removed_days: u32,
 }
 
 impl Default for Config {
@@ -131,6 +134,7 @@ impl Default for SessionsConfig {
         SessionsConfig {
             branch_prefix: "bmad/".into(),
             worktree_root: "..".into(),
+            keep_removed_days: 14,
         }
     }
 }
@@ -151,6 +155,15 @@ impl Config {
         }
         if let Some(root) = git_value("bmad.worktreeRoot") {
             config.sessions.worktree_root = root;
+        }
+        if let Some(days) = git_value("bmad.keepRemovedDays") {
+            config.sessions.keep_removed_days = days.trim().parse().map_err(|_| Error::Invalid {
+                path: path.clone(),
+                location: None,
+                message: format!(
+                    "git config bmad.keepRemovedDays is {days:?}; it must be a whole number of days"
+                ),
+            })?;
         }
         config.check(&path)?;
         Ok(config)

@@ -111,6 +111,15 @@ impl GitCli {
         run_checked(cmd).map(drop)
     }
 
+    /// `git worktree add <path> <branch>`: a worktree on a branch that exists.
+    pub(super) fn worktree_add_existing(&self, path: &Path, short_branch: &str) -> Result<()> {
+        let mut cmd = self.command();
+        cmd.args(["worktree", "add", "--quiet"])
+            .arg(path)
+            .arg(short_branch);
+        run_checked(cmd).map(drop)
+    }
+
     /// `git worktree remove [--force] <path>`.
     pub(super) fn worktree_remove(&self, path: &Path, force: bool) -> Result<()> {
         let mut cmd = self.command();
@@ -120,6 +129,12 @@ impl GitCli {
         }
         cmd.arg(path);
         run_checked(cmd).map(drop)
+    }
+
+    /// `git worktree repair`, run without paths: with one, git 2.47 rewrites the `.git`
+    /// file and still exits 1.
+    pub(super) fn worktree_repair(&self) -> Result<()> {
+        self.run(["worktree", "repair"]).map(drop)
     }
 
     /// `git worktree prune`: forget worktrees whose directories are gone.

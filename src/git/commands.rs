@@ -156,9 +156,19 @@ impl Repo {
         self.git().worktree_add(path, branch, base)
     }
 
+    /// `git worktree add <path> <branch>`: a worktree on a branch that exists (short name).
+    pub fn add_worktree_on(&self, path: &Path, short_branch: &str) -> Result<()> {
+        self.git().worktree_add_existing(path, short_branch)
+    }
+
     /// `git worktree remove [--force] <path>`.
     pub fn remove_worktree(&self, path: &Path, force: bool) -> Result<()> {
         self.git().worktree_remove(path, force)
+    }
+
+    /// `git worktree repair`: rewrite the links between worktrees and the repository.
+    pub fn repair_worktrees(&self) -> Result<()> {
+        self.git().worktree_repair()
     }
 
     /// `git worktree prune`: forget worktrees whose directories are gone.

@@ -272,6 +272,13 @@ impl Repo {
         self.inner.has_object(id)
     }
 
+    /// Whether `id` names a commit (and not a blob, tree or tag).
+    pub fn is_commit(&self, id: ObjectId) -> bool {
+        self.inner
+            .find_header(id)
+            .is_ok_and(|h| h.kind() == gix::object::Kind::Commit)
+    }
+
     /// The bytes of a blob.
     pub fn read_blob(&self, id: ObjectId) -> Result<Vec<u8>> {
         let blob = self

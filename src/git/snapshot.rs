@@ -180,6 +180,24 @@ impl Repo {
             .map_err(|e| Error::gix(format!("could not write tree {tree} without some paths"), e))
     }
 
+    /// A tree holding `blobs`, each at its path.
+    pub fn tree_of_blobs(&self, blobs: &[(String, ObjectId)]) -> Result<ObjectId> {
+        let empty = self.empty_tree();
+        let mut editor = self
+            .gix()
+            .edit_tree(empty)
+            .map_err(|e| Error::gix("could not start a tree", e))?;
+        for (path, id) in blobs {
+            editor
+                .upsert(path, gix::object::tree::EntryKind::Blob, *id)
+                .map_err(|e| Error::gix(format!("could not add {path} ({id}) to a tree"), e))?;
+        }
+        editor
+            .write()
+            .map(|id| id.detach())
+            .map_err(|e| Error::gix("could not write a tree of blobs", e))
+    }
+
     /// Those of `paths` (files, relative to the worktree root) that the ignore rules of
     /// `tree` exclude: its `.gitignore` files as the tree has them (not as they are on
     /// disk), plus `info/exclude` and `core.excludesFile`. A file inside an excluded

@@ -334,6 +334,8 @@ pub(crate) fn extend_chain(
                 .unwrap_or(prev.trailers.seq),
             status: status.unwrap_or(prev.trailers.status),
             step: step.clone().or_else(|| prev.trailers.step.clone()),
+            // The caller's idea of where the worktree is: a moved one is recorded this way.
+            worktree: session.worktree.to_string_lossy().into_owned(),
             ..prev.trailers.clone()
         };
         let (tree, head, index) = match recorded {

@@ -12,6 +12,8 @@ use super::checkpoint::Checkpoint;
 use super::error::Result;
 use super::id::SessionId;
 use super::journal;
+use super::removed::removed_ref;
+use super::repair::{git_running_in, Repair};
 use super::state::{SessionState, Status};
 use super::store::{self, session_id_of_ref};
 use super::{checkpoints_ref, notes_ref};
@@ -39,6 +41,9 @@ pub struct Finding {
     pub message: String,
     /// The command or action that repairs it.
     pub fix: Option<String>,
+    /// The repair `doctor --fix` applies, when it is a safe one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repair: Option<Repair>,
 }
 
 struct Findings(Vec<Finding>);
@@ -56,7 +61,15 @@ impl Findings {
             session: session.map(ToString::to_string),
             message,
             fix,
+            repair: None,
         });
+    }
+
+    /// Make the last finding's fix one `doctor --fix` applies.
+    fn repaired_by(&mut self, repair: Repair) {
+        if let Some(last) = self.0.last_mut() {
+            last.repair = Some(repair);
+        }
     }
 }
 
@@ -95,6 +108,7 @@ pub fn doctor(
             "git log does not show the journal (notes.displayRef is not set)".into(),
             Some("git bmad init".into()),
         );
+        f.repaired_by(Repair::NotesConfig);
     }
 
     let mut ids = BTreeSet::new();
@@ -114,7 +128,31 @@ pub fn doctor(
     }
     let worktrees = repo.worktrees()?;
     for id in &ids {
+        // A session both live and kept: its `remove` was interrupted half-way through
+        // deleting it, so the checks of a live session do not apply.
+        if repo.read_ref(&removed_ref(id))?.is_some() {
+            f.add(
+                Severity::Problem,
+                Some(id),
+                "its removal was interrupted: the session is kept (restorable), but some of its worktree, branch or refs are already gone".into(),
+                Some(format!(
+                    "git bmad remove --force {id} to finish removing it (it stays restorable), or git bmad restore {id} to bring it all back"
+                )),
+            );
+            continue;
+        }
         check_session(repo, id, &worktrees, &mut f)?;
+    }
+    for (name, keep) in repo.refs_with_prefix("refs/bmad/removed/")? {
+        let id = name.strip_prefix("refs/bmad/removed/").and_then(SessionId::parse);
+        if id.is_none() || !repo.is_commit(keep) {
+            f.add(
+                Severity::Problem,
+                None,
+                format!("unexpected ref {name} (git-bmad only writes refs/bmad/removed/<id> for removed sessions)"),
+                Some(format!("inspect it, then: git update-ref -d {name}")),
+            );
+        }
     }
     for (name, _) in repo.refs_with_prefix("refs/notes/bmad/")? {
         let orphan = name
@@ -146,6 +184,7 @@ pub fn doctor(
                 format!("git still lists the deleted worktree {}", wt.path.display()),
                 Some("git bmad prune".into()),
             );
+            f.repaired_by(Repair::Prune);
         }
     }
     check_locks(repo, &mut f);
@@ -322,6 +361,9 @@ fn check_session(
                 "git bmad rollback --continue -s {id} (or git bmad undo -s {id} to return to the state before)"
             )),
         );
+        f.repaired_by(Repair::ContinueRollback {
+            session: id.to_string(),
+        });
     }
 
     // The worktree and branch of a live session.
@@ -330,7 +372,7 @@ fn check_session(
     let live = !matches!(state.status, Status::Completed | Status::Pruned);
     if live {
         if let Some(damage) =
-            super::worktree::damage_among(worktrees, repo, worktree, &newest.trailers.branch)?
+            super::worktree::damage_among(worktrees, repo, id.as_str(), worktree, &newest.trailers.branch)?
         {
             f.add(
                 Severity::Problem,
@@ -338,6 +380,11 @@ fn check_session(
                 damage.describe(),
                 Some(damage.fix()),
             );
+            match damage.damage {
+                super::worktree::Damage::Moved { .. } => f.repaired_by(Repair::Prune),
+                super::worktree::Damage::GitFileMissing => f.repaired_by(Repair::RepairWorktrees),
+                _ => {}
+            }
         }
     }
     if state.status != Status::Pruned && repo.read_ref(&newest.trailers.branch)?.is_none() {
@@ -380,6 +427,7 @@ fn is_session_side_ref(name: &str) -> bool {
 /// git's own lock files (`packed-refs.lock`, each worktree's `index.lock`): one a dead
 /// process left blocks every later git command until someone removes it.
 fn check_git_locks(repo: &Repo, worktrees: &[WorktreeInfo], f: &mut Findings) {
+    let running = git_running_in(repo);
     let mut locks = vec![repo.common_dir().join("packed-refs.lock")];
     for wt in worktrees.iter().filter(|w| w.path.is_dir()) {
         if let Ok(wt) = repo.open_worktree(&wt.path) {
@@ -404,6 +452,9 @@ fn check_git_locks(repo: &Repo, worktrees: &[WorktreeInfo], f: &mut Findings) {
                     lock.display()
                 )),
             );
+            if running.is_none() {
+                f.repaired_by(Repair::RemoveLock { path: lock });
+            }
         }
     }
 }

@@ -47,6 +47,18 @@ pub enum Error {
         /// The existing session.
         id: String,
     },
+    /// A ref a removed session needs back now points elsewhere.
+    #[error("cannot restore session {session}: {reference} now points to {now}, not to {kept} as when the session was removed; rename or delete it (for a branch: git branch -m), then run restore again")]
+    RestoreConflict {
+        /// The session.
+        session: String,
+        /// The ref.
+        reference: String,
+        /// What it points to now.
+        now: String,
+        /// What the keep holds.
+        kept: String,
+    },
     /// The branch for a new session exists already.
     #[error("branch {branch} already exists; pick another session name, or delete the branch if it is yours to lose")]
     BranchExists {

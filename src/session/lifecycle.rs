@@ -10,11 +10,12 @@ use super::event::{Decision, NewEvent};
 use super::id::SessionId;
 use super::init::ensure_notes_config;
 use super::journal;
+use super::removed::{self, RemovedSession};
 use super::schema::{self, Body, CheckpointTaken, NoDetail};
 use super::state::Status;
 use super::store::{self, Session};
 use super::{checkpoints_ref, notes_ref};
-use crate::git::{CasOutcome, ObjectId, Repo};
+use crate::git::{CasOutcome, ObjectId, Repo, Vet};
 use crate::time::Timestamp;
 
 /// How many fresh session ids `start` tries to claim before it blames a lock.
@@ -170,7 +171,7 @@ pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
 /// starting a process. `git worktree prune` and `remove` delete it with the worktree's git dir.
 pub const SESSION_MARKER: &str = "bmad-session";
 
-fn mark_session_worktree(
+pub(super) fn mark_session_worktree(
     repo: &Repo,
     worktree: &std::path::Path,
     id: &SessionId,
@@ -259,16 +260,82 @@ pub struct RemoveOptions {
     pub force: bool,
 }
 
-/// Delete a session: worktree, branch, checkpoints and journal.
+/// Delete a session: worktree, branch, checkpoints and journal, after keeping all of it
+/// restorable for `sessions.keep_removed_days` (see [`super::removed`]).
 ///
 /// Refuses, unless forced, when the worktree has uncommitted changes or the branch has
-/// commits that no other branch or remote-tracking ref contains.
-pub fn remove(repo: &Repo, session: &Session, options: RemoveOptions) -> Result<()> {
+/// commits that no other branch or remote-tracking ref contains. `vet` sees the worktree's
+/// changed files before the last checkpoint takes them; the ones it refuses (a secret) are
+/// not kept, and [`RemovedSession::left_out`] names them.
+pub fn remove(
+    repo: &Repo,
+    session: &Session,
+    options: RemoveOptions,
+    vet: Option<Vet<'_>>,
+) -> Result<RemovedSession> {
     if repo.workdir().starts_with(&session.worktree) {
         return Err(Error::InsideSession {
             main: repo.main_workdir()?,
         });
     }
+    let reasons = work_remove_would_lose(repo, session)?;
+    if !reasons.is_empty() && !options.force {
+        return Err(Error::WouldLoseWork {
+            session: session.id.to_string(),
+            reasons,
+        });
+    }
+    let keep_days = super::load_config(repo)?.sessions.keep_removed_days;
+    // The worktree's last state (files, untracked files, index) becomes the newest
+    // checkpoint, so the keep holds it.
+    let left_out = if session.worktree_exists {
+        checkpoint::checkpoint_vetted(repo, session, "session removed", None, None, vet)?.2
+    } else {
+        Vec::new()
+    };
+    let keep_until = Timestamp::now().secs() + u64::from(keep_days) * 24 * 60 * 60;
+    journal::append(
+        repo,
+        &session.id,
+        NewEvent::new(Body::SessionRemoved(schema::SessionRemoved {
+            forced: options.force,
+            keep_until: Timestamp::from_secs(keep_until).rfc3339(),
+            left_out: left_out.clone(),
+        }))
+        .decision(Some(Decision::Human)),
+    )?;
+    let kept = removed::keep(repo, session, options.force, keep_days, &left_out)?;
+    if session.worktree_exists {
+        repo.remove_worktree(&session.worktree, options.force)?;
+    } else {
+        forget_vanished_worktrees(repo, Some(&session.worktree))?;
+    }
+    if let Some(tip) = repo.read_ref(&session.branch)? {
+        if repo.delete_ref(&session.branch, tip)? != CasOutcome::Updated {
+            return Err(repo.contention(&session.branch, 1).into());
+        }
+    }
+    // The checkpoint ref goes last: until then `list` still shows the session and `remove`
+    // can be run again after a crash.
+    let chain = checkpoints_ref(&session.id);
+    let side_refs = repo
+        .refs_with_prefix(&format!("refs/bmad/sessions/{}/", session.id))?
+        .into_iter()
+        .filter(|(name, _)| *name != chain);
+    let notes = notes_ref(&session.id);
+    for (name, tip) in side_refs
+        .chain(repo.read_ref(&notes)?.map(|tip| (notes.clone(), tip)))
+        .chain(repo.read_ref(&chain)?.map(|tip| (chain.clone(), tip)))
+    {
+        if repo.delete_ref(&name, tip)? != CasOutcome::Updated {
+            return Err(repo.contention(&name, 1).into());
+        }
+    }
+    Ok(kept)
+}
+
+/// Why removing `session` would lose work no other ref has (empty: nothing would be lost).
+fn work_remove_would_lose(repo: &Repo, session: &Session) -> Result<Vec<String>> {
     let mut reasons = Vec::new();
     if session.worktree_exists {
         let wt = repo.open_worktree(&session.worktree)?;
@@ -286,8 +353,7 @@ pub fn remove(repo: &Repo, session: &Session, options: RemoveOptions) -> Result<
             ));
         }
     }
-    let branch_tip = repo.read_ref(&session.branch)?;
-    if let Some(tip) = branch_tip {
+    if let Some(tip) = repo.read_ref(&session.branch)? {
         if repo.refs_containing(tip, &session.branch)?.is_empty() {
             reasons.push(format!(
                 "branch {} has commits that are neither merged into another branch nor pushed",
@@ -308,35 +374,30 @@ pub fn remove(repo: &Repo, session: &Session, options: RemoveOptions) -> Result<
             session.short_branch()
         ));
     }
-    if !reasons.is_empty() && !options.force {
-        return Err(Error::WouldLoseWork {
-            session: session.id.to_string(),
-            reasons,
-        });
-    }
-    if session.worktree_exists {
-        repo.remove_worktree(&session.worktree, options.force)?;
-    } else {
-        repo.prune_worktrees()?;
-    }
-    if branch_tip.is_some() {
-        repo.delete_branch(session.short_branch())?;
-    }
-    // The checkpoint ref goes last: until then `list` still shows the session and `remove`
-    // can be run again after a crash.
-    let chain = checkpoints_ref(&session.id);
-    let side_refs = repo
-        .refs_with_prefix(&format!("refs/bmad/sessions/{}/", session.id))?
-        .into_iter()
-        .filter(|(name, _)| *name != chain);
-    let notes = notes_ref(&session.id);
-    for (name, tip) in side_refs
-        .chain(repo.read_ref(&notes)?.map(|tip| (notes.clone(), tip)))
-        .chain(repo.read_ref(&chain)?.map(|tip| (chain.clone(), tip)))
-    {
-        if repo.delete_ref(&name, tip)? != CasOutcome::Updated {
-            return Err(repo.contention(&name, 1).into());
+    Ok(reasons)
+}
+
+/// `git worktree prune`, when git still lists one of our sessions' worktrees whose directory
+/// is gone (or the one at `path`): only those are this tool's business.
+pub(super) fn forget_vanished_worktrees(repo: &Repo, path: Option<&std::path::Path>) -> Result<()> {
+    let sessions = store::list(repo)?;
+    let worktrees = repo.worktrees()?;
+    let ours_gone_for_git = worktrees.iter().any(|w| {
+        w.prunable
+            && (path.is_some_and(|p| w.path == p)
+                || w.branch.as_ref().is_some_and(|b| {
+                    sessions
+                        .iter()
+                        .any(|s| !s.worktree_exists && &s.branch == b)
+                }))
+    });
+    if ours_gone_for_git {
+        // git prunes every worktree whose `.git` file is gone, directory or not: one of ours
+        // that still holds the work must be repaired first, or it is unlinked with the rest.
+        for session in sessions.iter().filter(|s| s.worktree_exists) {
+            super::worktree::intact_among(&worktrees, repo, session)?;
         }
+        repo.prune_worktrees()?;
     }
     Ok(())
 }
@@ -352,6 +413,9 @@ pub struct PruneOutcome {
     pub worktree: PathBuf,
     /// Whether the journal now records it (false for finished sessions, which stay finished).
     pub recorded: bool,
+    /// Where the worktree was found moved to, if it was moved rather than deleted: the
+    /// session now names that path and is not pruned.
+    pub moved_to: Option<PathBuf>,
 }
 
 /// Record sessions whose worktrees were deleted by hand, and let git forget those worktrees.
@@ -362,25 +426,27 @@ pub fn prune(repo: &Repo) -> Result<Vec<PruneOutcome>> {
         .into_iter()
         .filter(|s| !s.worktree_exists && s.status != Status::Pruned)
         .collect();
-    // Only our own sessions' worktrees are the business of this command; git prunes all the
-    // vanished ones at once, so run it only when one of ours is among them.
-    let ours_gone_for_git = repo.worktrees()?.iter().any(|w| {
-        w.prunable
-            && w.branch
-                .as_ref()
-                .is_some_and(|b| gone.iter().any(|s| &s.branch == b))
-    });
-    if ours_gone_for_git {
-        // git prunes every worktree whose `.git` file is gone, directory or not: one of ours
-        // that still holds the work must be repaired first, or it is unlinked with the rest.
-        let worktrees = repo.worktrees()?;
-        for session in store::list(repo)?.iter().filter(|s| s.worktree_exists) {
-            super::worktree::intact_among(&worktrees, repo, session)?;
-        }
-        repo.prune_worktrees()?;
-    }
+    let worktrees = repo.worktrees()?;
     let mut outcomes = Vec::new();
+    let mut deleted = Vec::new();
     for session in gone {
+        let damage =
+            super::worktree::damage_among(
+                &worktrees,
+                repo,
+                session.id.as_str(),
+                &session.worktree,
+                &session.branch,
+            )?;
+        match damage.map(|d| d.damage) {
+            Some(super::worktree::Damage::Moved { to }) => {
+                outcomes.push(follow_move(repo, session, to)?);
+            }
+            _ => deleted.push(session),
+        }
+    }
+    forget_vanished_worktrees(repo, None)?;
+    for session in deleted {
         let record = session.status != Status::Completed;
         if record {
             let label = format!(
@@ -409,9 +475,33 @@ pub fn prune(repo: &Repo) -> Result<Vec<PruneOutcome>> {
             name: session.name.clone(),
             worktree: session.worktree.clone(),
             recorded: record,
+            moved_to: None,
         });
     }
     Ok(outcomes)
+}
+
+/// Record that `session`'s worktree is now at `to` (`git worktree move`).
+fn follow_move(repo: &Repo, mut session: Session, to: PathBuf) -> Result<PruneOutcome> {
+    let from = std::mem::replace(&mut session.worktree, to.clone());
+    journal::append(
+        repo,
+        &session.id,
+        NewEvent::new(Body::WorktreeMoved(schema::WorktreeMoved {
+            from: from.to_string_lossy().into_owned(),
+            to: to.to_string_lossy().into_owned(),
+        }))
+        .decision(Some(Decision::Human)),
+    )?;
+    let label = format!("worktree moved to {}", to.display());
+    extend_chain(repo, &session, Recorded::Same, &label, None, None)?;
+    Ok(PruneOutcome {
+        session: session.id,
+        name: session.name,
+        worktree: from,
+        recorded: true,
+        moved_to: Some(to),
+    })
 }
 
 #[cfg(test)]

@@ -19,7 +19,9 @@ mod id;
 mod init;
 mod journal;
 mod lifecycle;
+mod removed;
 mod render;
+mod repair;
 mod rollback;
 pub mod schema;
 mod state;
@@ -41,6 +43,8 @@ pub use lifecycle::{
     finish, prune, remove, start, PruneOutcome, RemoveOptions, StartOptions, Started,
     SESSION_MARKER,
 };
+pub use removed::{gc, list_removed, removed_ref, restore, RemovedSession, Restored};
+pub use repair::{apply_repair, Repair};
 pub use render::{event_summary, render_markdown, stage_for_commit, write_rendered};
 pub use rollback::{
     continue_rollback, interrupted, plan_rollback, rollback, undo, Intent, RollbackOutcome,

@@ -332,6 +332,19 @@ fn finish(
     })
 }
 
+/// Bring a worktree's files and index to `target` (a restored session's newest checkpoint),
+/// from whatever state it is in, leaving ignored files alone as a rollback does; the paths
+/// left alone. No safety checkpoint, no journal: the caller records what it did.
+pub(crate) fn restore_state(repo: &Repo, wt: &Repo, target: &Checkpoint) -> Result<Vec<String>> {
+    let leaving = Leaving::take(wt, target.tree, None)?;
+    let changes = wt.diff_trees(leaving.tree, target.tree)?;
+    let protected = protected_paths(wt, &changes, leaving.uncovered);
+    let to = wt.tree_without(target.tree, &protected)?;
+    wt.read_tree_update(leaving.scratch.path(), leaving.tree, to)?;
+    wt.restore_index(target.saved_index(repo)?)?;
+    Ok(protected)
+}
+
 /// Move the session branch to the target's session HEAD, unless that drops commits a remote
 /// has (then it stays, and the outcome says so) or HEAD is elsewhere.
 fn move_branch(wt: &Repo, session: &Session, target: &Checkpoint) -> Result<BranchOutcome> {

@@ -84,6 +84,12 @@ kinds! {
     "session_finished" => SessionFinished(NoDetail),
     /// The session's worktree was found deleted and pruned.
     "worktree_pruned" => WorktreePruned(WorktreePruned),
+    /// The session's worktree was found moved (`git worktree move`); the session follows it.
+    "worktree_moved" => WorktreeMoved(WorktreeMoved),
+    /// The session was removed; a snapshot keeps it restorable for a while.
+    "session_removed" => SessionRemoved(SessionRemoved),
+    /// A removed or pruned session was brought back (`git bmad restore`).
+    "session_restored" => SessionRestored(SessionRestored),
     /// A policy refused something (a hook, the guard).
     "policy_violation" => PolicyViolation(PolicyViolation),
     /// A BMAD story's status was set in the session (`git bmad stories set`).
@@ -261,6 +267,41 @@ pub enum BranchOutcome {
 pub struct WorktreePruned {
     /// Where the worktree was.
     pub worktree: String,
+}
+
+/// `worktree_moved`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WorktreeMoved {
+    /// Where the worktree was.
+    pub from: String,
+    /// Where it is now.
+    pub to: String,
+}
+
+/// `session_removed`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SessionRemoved {
+    /// Whether `--force` was given (work that was neither merged nor pushed went too).
+    pub forced: bool,
+    /// Until when the snapshot is kept (RFC 3339); `git bmad gc` deletes it after.
+    pub keep_until: String,
+    /// Changed files the snapshot could not keep (a secret in them).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<String>,
+}
+
+/// `session_restored`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SessionRestored {
+    /// What it came back from: `removed` or `pruned`.
+    pub from: String,
+    /// Where its worktree is now.
+    pub worktree: String,
+    /// The status it has again.
+    pub status: String,
 }
 
 /// `policy_violation`.

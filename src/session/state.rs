@@ -157,6 +157,8 @@ impl SessionState {
                 }
                 Body::SessionFinished(_) => state.status = Status::Completed,
                 Body::WorktreePruned(_) => state.status = Status::Pruned,
+                Body::WorktreeMoved(moved) => state.worktree = Some(moved.to.clone()),
+                Body::SessionRestored(restored) => state.status = Status::parse(&restored.status),
                 Body::GateOpened(_) => state.status = Status::Gated,
                 Body::GateAnswered(_) | Body::StepStarted(_) => {
                     if matches!(state.status, Status::Gated | Status::Failed) {

@@ -23,6 +23,12 @@ pub enum Damage {
     GitFileMissing,
     /// The `.git` file was replaced (by a repository of its own, or one pointing elsewhere).
     GitFileReplaced,
+    /// The directory is gone, and git lists the session branch's worktree elsewhere
+    /// (`git worktree move`): the session only needs to learn the new path.
+    Moved {
+        /// Where the worktree is now.
+        to: PathBuf,
+    },
     /// git no longer lists the directory as a worktree: its administrative files were
     /// removed (`git worktree prune` after the `.git` file went, or by hand).
     Unregistered,
@@ -31,6 +37,8 @@ pub enum Damage {
 /// A damaged session worktree.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct WorktreeDamage {
+    /// The session's id.
+    pub session: String,
     /// The worktree directory.
     pub path: PathBuf,
     /// The session's branch, a full ref name.
@@ -45,6 +53,10 @@ impl WorktreeDamage {
         let path = self.path.display();
         match self.damage {
             Damage::Deleted => format!("the session worktree {path} was deleted"),
+            Damage::Moved { ref to } => format!(
+                "the session worktree {path} was moved to {} (git worktree move); the session still names the old path",
+                to.display()
+            ),
             Damage::GitFileMissing => format!(
                 "the .git file of the session worktree {path} was deleted: git no longer sees it as a worktree of this repository"
             ),
@@ -66,9 +78,10 @@ impl WorktreeDamage {
             .unwrap_or(&self.branch);
         match self.damage {
             Damage::Deleted => format!(
-                "git bmad prune (records it; the branch and checkpoints keep the work), then git worktree add {path} {}",
-                shell_quote(branch)
+                "git bmad restore {} (a new worktree with the last checkpoint's files and index; the branch and checkpoints kept the work), or git bmad prune to record it gone",
+                self.session
             ),
+            Damage::Moved { .. } => "git bmad prune (records the new path)".to_owned(),
             // Run without a path: `repair <path>` rewrites the file but exits 1 (git 2.47).
             Damage::GitFileMissing => "git worktree repair".to_owned(),
             Damage::GitFileReplaced => {
@@ -98,7 +111,7 @@ pub(super) fn intact_among(
     repo: &Repo,
     session: &Session,
 ) -> Result<()> {
-    match damage_among(worktrees, repo, &session.worktree, &session.branch)? {
+    match damage_among(worktrees, repo, session.id.as_str(), &session.worktree, &session.branch)? {
         Some(damage) => Err(Error::WorktreeDamaged {
             session: session.id.to_string(),
             what: damage.describe(),
@@ -108,9 +121,15 @@ pub(super) fn intact_among(
     }
 }
 
-/// What is wrong with the worktree at `path` of the session on `branch`, if anything.
-pub fn worktree_damage(repo: &Repo, path: &Path, branch: &str) -> Result<Option<WorktreeDamage>> {
-    damage_among(&repo.worktrees()?, repo, path, branch)
+/// What is wrong with the session's worktree, if anything.
+pub fn worktree_damage(repo: &Repo, session: &Session) -> Result<Option<WorktreeDamage>> {
+    damage_among(
+        &repo.worktrees()?,
+        repo,
+        session.id.as_str(),
+        &session.worktree,
+        &session.branch,
+    )
 }
 
 /// [`worktree_damage`] against `worktrees` (`git worktree list`, read once by a caller that
@@ -118,18 +137,26 @@ pub fn worktree_damage(repo: &Repo, path: &Path, branch: &str) -> Result<Option<
 pub(super) fn damage_among(
     worktrees: &[WorktreeInfo],
     repo: &Repo,
+    session: &str,
     path: &Path,
     branch: &str,
 ) -> Result<Option<WorktreeDamage>> {
     let damaged = |damage| {
         Some(WorktreeDamage {
+            session: session.to_owned(),
             path: path.to_owned(),
             branch: branch.to_owned(),
             damage,
         })
     };
     if !path.is_dir() {
-        return Ok(damaged(Damage::Deleted));
+        let moved = worktrees.iter().find(|w| {
+            !w.is_main && !w.prunable && w.branch.as_deref() == Some(branch) && w.path.is_dir()
+        });
+        return Ok(damaged(match moved {
+            Some(w) => Damage::Moved { to: w.path.clone() },
+            None => Damage::Deleted,
+        }));
     }
     let here = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
     let listed = worktrees

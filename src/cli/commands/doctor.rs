@@ -12,13 +12,34 @@ use crate::session::{self, Severity};
 ///
 /// Checkpoint chains, journals (dense seq, every note on a checkpoint), worktrees, branches,
 /// locks and config. Exits 1 when something needs repair, and says how.
+///
+/// With --fix, the safe repairs are applied first: locks whose git process is gone are
+/// removed, interrupted rollbacks finished, moved worktrees recorded, `.git` links repaired.
+/// What needs a choice (restore a deleted worktree or record it gone) is only reported.
 #[derive(Debug, Args)]
-pub struct DoctorArgs {}
+pub struct DoctorArgs {
+    /// Apply the safe repairs, then check again
+    #[arg(long)]
+    pub fix: bool,
+}
 
 /// Run `doctor`.
-pub fn cmd_doctor(ctx: &Context, _args: &DoctorArgs) -> Result<u8, CommandError> {
+pub fn cmd_doctor(ctx: &Context, args: &DoctorArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let findings = session::doctor(&repo, &crate::runner::config_problems)?;
+    let mut findings = session::doctor(&repo, &crate::runner::config_problems)?;
+    let mut applied = Vec::new();
+    if args.fix {
+        let mut repairs: Vec<&session::Repair> =
+            findings.iter().filter_map(|f| f.repair.as_ref()).collect();
+        repairs.dedup();
+        for repair in repairs {
+            let outcome = session::apply_repair(&repo, repair).map_err(|e| e.to_string());
+            applied.push((repair.clone(), outcome));
+        }
+        if !applied.is_empty() {
+            findings = session::doctor(&repo, &crate::runner::config_problems)?;
+        }
+    }
     let problems = findings
         .iter()
         .filter(|f| f.severity == Severity::Problem)
@@ -29,11 +50,31 @@ pub fn cmd_doctor(ctx: &Context, _args: &DoctorArgs) -> Result<u8, CommandError>
         exit::FAILED
     };
     if ctx.ui.json() {
-        ctx.ui
-            .print_json(&json!({"ok": problems == 0, "problems": problems, "findings": findings}));
+        let repairs: Vec<_> = applied
+            .iter()
+            .map(|(repair, outcome)| {
+                json!({"repair": repair, "done": outcome.is_ok(), "error": outcome.as_ref().err()})
+            })
+            .collect();
+        ctx.ui.print_json(&json!({
+            "ok": problems == 0,
+            "problems": problems,
+            "findings": findings,
+            "repairs": repairs,
+        }));
         return Ok(code);
     }
     let ui = &ctx.ui;
+    for (repair, outcome) in &applied {
+        match outcome {
+            Ok(()) => ui.line(format!("{}: {}", ui.paint("fixed", Style::Green), repair.describe())),
+            Err(e) => ui.line(format!(
+                "{}: {}: {e}",
+                ui.paint("not fixed", Style::Red),
+                repair.describe()
+            )),
+        }
+    }
     for f in &findings {
         let tag = match f.severity {
             Severity::Problem => ui.paint("problem", Style::Red),
@@ -46,7 +87,12 @@ pub fn cmd_doctor(ctx: &Context, _args: &DoctorArgs) -> Result<u8, CommandError>
             .unwrap_or_default();
         ui.line(format!("{tag}: {who}{}", f.message));
         if let Some(fix) = &f.fix {
-            ui.line(format!("  fix: {fix}"));
+            let auto = if f.repair.is_some() && !args.fix {
+                " (git bmad doctor --fix does it)"
+            } else {
+                ""
+            };
+            ui.line(format!("  fix: {fix}{auto}"));
         }
     }
     if problems == 0 {

@@ -8,6 +8,7 @@ mod conformance;
 mod demo;
 mod doctor;
 mod finish;
+mod gc;
 mod generate_man;
 mod guard;
 mod hook;
@@ -19,6 +20,7 @@ mod list;
 mod playbook;
 mod prune;
 mod remove;
+mod restore;
 mod resume;
 mod rollback;
 mod run;
@@ -61,6 +63,10 @@ pub enum Command {
     Remove(remove::RemoveArgs),
     /// Record sessions whose worktrees were deleted by hand, and let git forget them
     Prune(prune::PruneArgs),
+    /// Bring back a removed session, or the worktree of a pruned one
+    Restore(restore::RestoreArgs),
+    /// Delete removed sessions whose keep time has passed
+    Gc(gc::GcArgs),
     /// Check every invariant of the stored state; exit 1 if something needs repair
     Doctor(doctor::DoctorArgs),
     /// Scan staged changes, files or commits for secrets; exit 4 if one is found
@@ -130,6 +136,8 @@ pub fn dispatch(ctx: &Context, command: Command) -> Result<u8, CommandError> {
         Command::Finish(args) => finish::cmd_finish(ctx, &args),
         Command::Remove(args) => remove::cmd_remove(ctx, &args),
         Command::Prune(args) => prune::cmd_prune(ctx, &args),
+        Command::Restore(args) => restore::cmd_restore(ctx, &args),
+        Command::Gc(args) => gc::cmd_gc(ctx, &args),
         Command::Doctor(args) => doctor::cmd_doctor(ctx, &args),
         Command::Scan(args) => scan::cmd_scan(ctx, &args),
         Command::Playbook(args) => playbook::cmd_playbook(ctx, &args),

@@ -9,7 +9,9 @@ use crate::session;
 /// Record sessions whose worktrees were deleted by hand, and let git forget those worktrees.
 ///
 /// Their branches, checkpoints and journals are kept: the work is still there. To bring a
-/// worktree back: git worktree add <path> <branch>. To delete the session: git bmad remove.
+/// worktree back with its last checkpoint's files: git bmad restore <name>. To delete the
+/// session: git bmad remove. A worktree moved with `git worktree move` is not pruned: the
+/// session records its new path.
 #[derive(Debug, Args)]
 pub struct PruneArgs {}
 
@@ -26,6 +28,16 @@ pub fn cmd_prune(ctx: &Context, _args: &PruneArgs) -> Result<u8, CommandError> {
             .line("Nothing to prune: every session's worktree is there.");
     }
     for p in &pruned {
+        if let Some(to) = &p.moved_to {
+            ctx.ui.line(format!(
+                "Session {} ({}): worktree moved from {} to {}; recorded.",
+                p.session,
+                p.name,
+                p.worktree.display(),
+                to.display()
+            ));
+            continue;
+        }
         ctx.ui.line(format!(
             "Pruned session {} ({}): worktree {} is gone; its branch, checkpoints and journal are kept.",
             p.session,
@@ -33,8 +45,8 @@ pub fn cmd_prune(ctx: &Context, _args: &PruneArgs) -> Result<u8, CommandError> {
             p.worktree.display()
         ));
     }
-    if !pruned.is_empty() {
-        ctx.ui.status("To delete such a session: git bmad remove <id>. To restore its worktree: git worktree add <path> <branch>.");
+    if pruned.iter().any(|p| p.moved_to.is_none()) {
+        ctx.ui.status("To bring a worktree back: git bmad restore <name>. To delete such a session: git bmad remove <id>.");
     }
     Ok(exit::OK)
 }

@@ -5,9 +5,16 @@ use serde_json::json;
 
 use crate::cli::error::{exit, CommandError};
 use crate::cli::Context;
+use crate::policy::secrets::CheckpointVet;
 use crate::session::{self, RemoveOptions};
+use crate::time::Timestamp;
 
 /// Delete a session: its worktree, branch, checkpoints and journal.
+///
+/// Everything is kept first, restorable with `git bmad restore <name>` for
+/// sessions.keep_removed_days (14 by default): the worktree's files, untracked files and
+/// index as a last checkpoint, and every ref of the session. Ignored files are not kept.
+/// `git bmad gc` deletes what has expired.
 ///
 /// Refuses when the worktree has uncommitted changes, or when the branch has commits that are
 /// neither merged into another branch nor pushed, unless --force is given.
@@ -15,7 +22,7 @@ use crate::session::{self, RemoveOptions};
 pub struct RemoveArgs {
     /// Session id, id prefix or name
     pub session: String,
-    /// Remove even if work would be lost
+    /// Remove even if the worktree is dirty or the work is unmerged (it is still kept)
     #[arg(long, short = 'f')]
     pub force: bool,
 }
@@ -24,17 +31,32 @@ pub struct RemoveArgs {
 pub fn cmd_remove(ctx: &Context, args: &RemoveArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
     let s = session::locate(&repo, Some(&args.session))?;
-    session::remove(&repo, &s, RemoveOptions { force: args.force })?;
+    // A secret in a changed file stays out of the last checkpoint, as in any checkpoint.
+    let mut secrets = CheckpointVet::default();
+    let kept = session::remove(
+        &repo,
+        &s,
+        RemoveOptions { force: args.force },
+        Some(&mut |path, bytes| secrets.admit(path, bytes)),
+    )?;
     if ctx.ui.json() {
-        ctx.ui.print_json(&json!({"removed": s}));
-    } else {
-        ctx.ui.line(format!(
-            "Removed session {} ({}): worktree {}, branch {}, checkpoints and journal.",
-            s.id,
-            s.name,
-            s.worktree.display(),
-            s.short_branch()
-        ));
+        ctx.ui.print_json(&json!({"removed": s, "kept": kept}));
+        return Ok(exit::OK);
     }
+    ctx.ui.line(format!(
+        "Removed session {} ({}): worktree {}, branch {}, checkpoints and journal.",
+        s.id,
+        s.name,
+        s.worktree.display(),
+        s.short_branch()
+    ));
+    for path in &kept.left_out {
+        eprintln!("{path}: holds a secret, so it was not kept (it is gone with the worktree)");
+    }
+    ctx.ui.status(format!(
+        "Kept until {}: git bmad restore {} (git bmad gc deletes it after)",
+        Timestamp::from_secs(kept.keep_until.max(0) as u64).rfc3339(),
+        s.name
+    ));
     Ok(exit::OK)
 }

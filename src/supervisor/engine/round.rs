@@ -92,11 +92,7 @@ impl Engine<'_> {
 
     /// What a round did to the session's worktree, if it damaged it.
     pub(super) fn worktree_damage(&self) -> Result<Option<session::WorktreeDamage>> {
-        Ok(session::worktree_damage(
-            self.repo,
-            &self.session.worktree,
-            &self.session.branch,
-        )?)
+        Ok(session::worktree_damage(self.repo, self.session)?)
     }
 
     /// Journal a worktree the round damaged as a policy violation of its steps; the round's

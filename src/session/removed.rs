@@ -1,0 +1,394 @@
+//! Removed sessions stay restorable: `remove` first keeps every ref of the session in one
+//! commit on `refs/bmad/removed/<id>`, and `restore` brings it all back.
+//!
+//! That commit (the "keep") lists each ref it stands for (`Bmad-Ref: <object> <name>`) and
+//! has every commit among them as a parent, blobs (a run's playbook) in its tree, so nothing
+//! the session had is unreachable while it exists: not the checkpoints (whose newest one is
+//! taken by `remove` itself, so it holds the worktree's last files and index), not the
+//! journal, not the branch. One ref is written in one compare-and-swap: a `remove` killed
+//! after it leaves a session that is both live and kept, which `remove` finishes and
+//! `restore` takes back. Keeps are deleted only by `git bmad gc`, once expired
+//! (`sessions.keep_removed_days`, 14 days by default).
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::checkpoint::{chain, extend_chain, Checkpoint, Recorded};
+use super::error::{Error, Result};
+use super::event::{Decision, NewEvent};
+use super::id::SessionId;
+use super::journal;
+use super::schema::{Body, SessionRestored};
+use super::state::Status;
+use super::store::{self, Session};
+use super::{checkpoints_ref, notes_ref};
+use crate::git::{CasOutcome, ObjectId, Repo};
+use crate::time::Timestamp;
+
+const REMOVED_PREFIX: &str = "refs/bmad/removed/";
+const SECONDS_PER_DAY: i64 = 24 * 60 * 60;
+
+/// The ref that keeps a removed session.
+pub fn removed_ref(id: &SessionId) -> String {
+    format!("{REMOVED_PREFIX}{id}")
+}
+
+/// A removed session, as its keep commit describes it.
+#[derive(Clone, Debug, Serialize)]
+pub struct RemovedSession {
+    /// Its id.
+    pub id: SessionId,
+    /// Its name.
+    pub name: String,
+    /// Its branch (full ref name).
+    pub branch: String,
+    /// Where its worktree was.
+    pub worktree: PathBuf,
+    /// When it was removed, seconds since the epoch.
+    pub removed: i64,
+    /// Until when it is kept, seconds since the epoch; `gc` deletes it after.
+    pub keep_until: i64,
+    /// Whether `--force` removed it.
+    pub forced: bool,
+    /// Changed files its snapshot could not keep (a secret in them).
+    pub left_out: Vec<String>,
+    /// The keep commit.
+    #[serde(serialize_with = "crate::git::serialize_id")]
+    pub keep: ObjectId,
+    /// The refs it stands for, and their objects.
+    #[serde(skip)]
+    refs: Vec<(String, ObjectId)>,
+}
+
+impl RemovedSession {
+    /// Whether `gc` may delete it at `now` (seconds since the epoch).
+    pub fn expired(&self, now: i64) -> bool {
+        self.keep_until <= now
+    }
+
+    fn read(repo: &Repo, keep: ObjectId) -> Result<Option<RemovedSession>> {
+        let info = repo.commit_info(keep)?;
+        let values = |key: &str| -> Vec<&str> {
+            info.message
+                .lines()
+                .filter_map(|l| l.strip_prefix(key))
+                .map(str::trim)
+                .collect()
+        };
+        let one = |key: &str| values(key).first().map(|v| v.to_string());
+        let Some(id) = one("Bmad-Removed-Session: ").and_then(|v| SessionId::parse(&v)) else {
+            return Ok(None);
+        };
+        let refs = values("Bmad-Ref: ")
+            .iter()
+            .filter_map(|v| {
+                let (object, name) = v.split_once(' ')?;
+                Some((name.to_owned(), ObjectId::from_hex(object.as_bytes()).ok()?))
+            })
+            .collect();
+        Ok(Some(RemovedSession {
+            id,
+            name: one("Bmad-Name: ").unwrap_or_default(),
+            branch: one("Bmad-Branch: ").unwrap_or_default(),
+            worktree: PathBuf::from(one("Bmad-Worktree: ").unwrap_or_default()),
+            removed: info.time,
+            keep_until: one("Bmad-Keep-Until: ")
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(info.time),
+            forced: one("Bmad-Forced: ").as_deref() == Some("yes"),
+            left_out: values("Bmad-Left-Out: ")
+                .iter()
+                .filter_map(|v| serde_json::from_str(v).ok())
+                .collect(),
+            keep,
+            refs,
+        }))
+    }
+}
+
+/// Keep every ref of `session` in one commit on its [`removed_ref`], for `keep_days` days.
+/// Called by `remove` after its last checkpoint and before it deletes anything; a keep left
+/// by an interrupted `remove` is extended with the refs it named that are gone since.
+pub(crate) fn keep(
+    repo: &Repo,
+    session: &Session,
+    forced: bool,
+    keep_days: u32,
+    left_out: &[String],
+) -> Result<RemovedSession> {
+    let name = removed_ref(&session.id);
+    let mut refs = repo.refs_with_prefix(&format!("refs/bmad/sessions/{}/", session.id))?;
+    let notes = notes_ref(&session.id);
+    refs.extend(repo.read_ref(&notes)?.map(|tip| (notes, tip)));
+    refs.extend(
+        repo.read_ref(&session.branch)?
+            .map(|tip| (session.branch.clone(), tip)),
+    );
+    let earlier = repo.read_ref(&name)?;
+    if let Some(earlier) = earlier.map(|id| RemovedSession::read(repo, id)).transpose()? {
+        for (old, object) in earlier.into_iter().flat_map(|e| e.refs) {
+            if !refs.iter().any(|(n, _)| *n == old) {
+                refs.push((old, object));
+            }
+        }
+    }
+    let now = Timestamp::now().secs() as i64;
+    let keep_until = now + i64::from(keep_days) * SECONDS_PER_DAY;
+    let mut parents: Vec<ObjectId> = Vec::new();
+    let mut blobs = Vec::new();
+    for (_, object) in &refs {
+        if repo.is_commit(*object) {
+            if !parents.contains(object) {
+                parents.push(*object);
+            }
+        } else {
+            blobs.push((object.to_string(), *object));
+        }
+    }
+    let tree = repo.tree_of_blobs(&blobs)?;
+    let mut message = format!(
+        "removed session {} ({})\n\nBmad-Removed-Session: {}\nBmad-Name: {}\nBmad-Branch: {}\nBmad-Worktree: {}\nBmad-Forced: {}\nBmad-Keep-Until: {keep_until}\n",
+        session.name,
+        session.id,
+        session.id,
+        session.name,
+        session.branch,
+        session.worktree.display(),
+        if forced { "yes" } else { "no" },
+    );
+    for (ref_name, object) in &refs {
+        message.push_str(&format!("Bmad-Ref: {object} {ref_name}\n"));
+    }
+    for path in left_out {
+        message.push_str(&format!(
+            "Bmad-Left-Out: {}\n",
+            serde_json::Value::from(path.as_str())
+        ));
+    }
+    let commit = repo.write_commit(tree, &parents, &message)?;
+    if repo.cas_ref(&name, earlier, commit, "bmad remove: keep the session")?
+        != CasOutcome::Updated
+    {
+        return Err(repo.contention(&name, 1).into());
+    }
+    RemovedSession::read(repo, commit)?.ok_or_else(|| {
+        crate::git::Error::Corrupt(format!("the keep {commit} of {} cannot be read back", session.id))
+            .into()
+    })
+}
+
+/// Every removed session still kept, oldest removal first.
+pub fn list_removed(repo: &Repo) -> Result<Vec<RemovedSession>> {
+    let mut removed = Vec::new();
+    for (_, keep) in repo.refs_with_prefix(REMOVED_PREFIX)? {
+        // A ref that does not hold a keep is for `doctor` to report.
+        if repo.is_commit(keep) {
+            removed.extend(RemovedSession::read(repo, keep)?);
+        }
+    }
+    removed.sort_by_key(|r| r.removed);
+    Ok(removed)
+}
+
+/// The removed session a user means: by id, name (the most recently removed) or id prefix.
+fn find_removed(repo: &Repo, query: &str) -> Result<Option<RemovedSession>> {
+    let removed = list_removed(repo)?;
+    if let Some(exact) = removed.iter().find(|r| r.id.as_str() == query) {
+        return Ok(Some(exact.clone()));
+    }
+    if let Some(named) = removed.iter().rev().find(|r| r.name == query) {
+        return Ok(Some(named.clone()));
+    }
+    let matches: Vec<&RemovedSession> = removed
+        .iter()
+        .filter(|r| query.len() >= 4 && r.id.as_str().starts_with(query))
+        .collect();
+    match matches.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some((*one).clone())),
+        many => Err(Error::AmbiguousSession {
+            query: query.to_owned(),
+            candidates: many.iter().map(|r| r.id.to_string()).collect(),
+        }),
+    }
+}
+
+/// What `restore` did.
+#[derive(Clone, Debug, Serialize)]
+pub struct Restored {
+    /// The session, live again.
+    pub session: Session,
+    /// What it came back from: `removed` or `pruned`.
+    pub from: &'static str,
+    /// The checkpoint whose files and index the worktree has again.
+    pub checkpoint: Checkpoint,
+    /// Files left alone because ignore rules cover them.
+    pub protected: Vec<String>,
+}
+
+/// Bring back a removed session (its refs, then its worktree with the files and index of its
+/// last checkpoint), or give a pruned one its worktree again. Running it again after a crash
+/// goes on from where it stopped.
+pub fn restore(repo: &Repo, query: &str) -> Result<Restored> {
+    if let Some(removed) = find_removed(repo, query)? {
+        return restore_removed(repo, removed);
+    }
+    let session = store::locate(repo, Some(query))?;
+    if session.worktree_exists {
+        return Err(Error::InvalidInput(format!(
+            "session {} ({}) is not removed: its worktree is {}",
+            session.name,
+            session.id,
+            session.worktree.display()
+        )));
+    }
+    restore_worktree(repo, session, "pruned")
+}
+
+fn restore_removed(repo: &Repo, removed: RemovedSession) -> Result<Restored> {
+    let mut missing = Vec::new();
+    for (name, object) in &removed.refs {
+        match repo.read_ref(name)? {
+            None => missing.push((name, *object)),
+            Some(now) if now == *object => {}
+            Some(now) => {
+                return Err(Error::RestoreConflict {
+                    session: removed.id.to_string(),
+                    reference: name.clone(),
+                    now: now.to_hex_with_len(10).to_string(),
+                    kept: object.to_hex_with_len(10).to_string(),
+                })
+            }
+        }
+    }
+    let chain = checkpoints_ref(&removed.id);
+    // The checkpoint ref last: until it exists, the session is not listed as live.
+    missing.sort_by_key(|(name, _)| **name == chain);
+    for (name, object) in missing {
+        if repo.cas_ref(name, None, object, "bmad restore")? != CasOutcome::Updated
+            && repo.read_ref(name)? != Some(object)
+        {
+            return Err(repo.contention(name, 1).into());
+        }
+    }
+    let session = store::get(repo, &removed.id)?.ok_or_else(|| Error::NoCheckpoint {
+        session: removed.id.to_string(),
+    })?;
+    let restored = if session.worktree_exists && restored_already(repo, &session)? {
+        let checkpoint = chain_head(repo, &session)?;
+        Restored {
+            session,
+            from: "removed",
+            checkpoint,
+            protected: Vec::new(),
+        }
+    } else {
+        restore_worktree(repo, session, "removed")?
+    };
+    // The keep goes last: until then, `restore` can be run again.
+    repo.delete_ref(&removed_ref(&removed.id), removed.keep)?;
+    Ok(restored)
+}
+
+/// Whether the newest checkpoint is the one `restore` ends with.
+fn restored_already(repo: &Repo, session: &Session) -> Result<bool> {
+    Ok(chain_head(repo, session)?.label.starts_with(RESTORED_LABEL))
+}
+
+const RESTORED_LABEL: &str = "session restored";
+
+fn chain_head(repo: &Repo, session: &Session) -> Result<Checkpoint> {
+    chain(repo, session)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::NoCheckpoint {
+            session: session.id.to_string(),
+        })
+}
+
+/// Give `session` its worktree back, on its branch, with the files and index of its newest
+/// checkpoint; record that, with the status it had before it was removed or pruned.
+fn restore_worktree(repo: &Repo, session: Session, from: &'static str) -> Result<Restored> {
+    let checkpoints = chain(repo, &session)?;
+    let target = checkpoints.first().cloned().ok_or_else(|| Error::NoCheckpoint {
+        session: session.id.to_string(),
+    })?;
+    if !session.worktree_exists {
+        if std::fs::symlink_metadata(&session.worktree).is_ok() {
+            return Err(Error::PathExists {
+                path: session.worktree.clone(),
+            });
+        }
+        super::lifecycle::forget_vanished_worktrees(repo, Some(&session.worktree))?;
+        if repo.read_ref(&session.branch)?.is_none() {
+            // The branch was deleted since: it starts again where the session left it.
+            let head = target.session_head().ok_or_else(|| Error::NoCheckpoint {
+                session: session.id.to_string(),
+            })?;
+            if repo.cas_ref(&session.branch, None, head, "bmad restore: branch")?
+                != CasOutcome::Updated
+            {
+                return Err(repo.contention(&session.branch, 1).into());
+            }
+        }
+        repo.add_worktree_on(&session.worktree, session.short_branch())?;
+        super::lifecycle::mark_session_worktree(
+            repo,
+            &session.worktree,
+            &session.id,
+            &session.branch,
+        )?;
+    }
+    let wt = repo.open_worktree(&session.worktree)?;
+    let protected = super::rollback::restore_state(repo, &wt, &target)?;
+    // The status before removal or pruning: a pruned session is running again.
+    let status = checkpoints
+        .iter()
+        .map(|c| c.trailers.status)
+        .find(|s| *s != Status::Pruned)
+        .unwrap_or(Status::Running);
+    journal::append(
+        repo,
+        &session.id,
+        NewEvent::new(Body::SessionRestored(SessionRestored {
+            from: from.to_owned(),
+            worktree: session.worktree.to_string_lossy().into_owned(),
+            status: status.as_str().to_owned(),
+        }))
+        .decision(Some(Decision::Human)),
+    )?;
+    let (checkpoint, _) = extend_chain(
+        repo,
+        &session,
+        Recorded::Same,
+        &format!("{RESTORED_LABEL} (was {from})"),
+        Some(status),
+        None,
+    )?;
+    let session = store::get(repo, &session.id)?.unwrap_or(session);
+    Ok(Restored {
+        session,
+        from,
+        checkpoint,
+        protected,
+    })
+}
+
+/// Delete the keeps that expired by `now` (seconds since the epoch), or all of them; the
+/// ones deleted (or, with `dry_run`, that would be).
+pub fn gc(repo: &Repo, now: i64, all: bool, dry_run: bool) -> Result<Vec<RemovedSession>> {
+    let due: Vec<RemovedSession> = list_removed(repo)?
+        .into_iter()
+        .filter(|r| all || r.expired(now))
+        .collect();
+    if !dry_run {
+        for removed in &due {
+            let name = removed_ref(&removed.id);
+            if repo.delete_ref(&name, removed.keep)? != CasOutcome::Updated {
+                return Err(repo.contention(&name, 1).into());
+            }
+        }
+    }
+    Ok(due)
+}

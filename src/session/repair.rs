@@ -1,0 +1,119 @@
+//! The repairs `git bmad doctor --fix` applies: only the safe ones, each finishing what a
+//! command began or clearing what a dead process left. Anything that needs a choice
+//! (restore a deleted worktree or record it gone; finish a removal or undo it) is left to the
+//! fix `doctor` prints.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::error::{Error, Result};
+use super::id::SessionId;
+use crate::git::Repo;
+
+/// A repair `doctor --fix` may apply.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Repair {
+    /// Delete a git lock file whose process is gone.
+    RemoveLock {
+        /// The lock file.
+        path: PathBuf,
+    },
+    /// Finish an interrupted rollback (`git bmad rollback --continue`).
+    ContinueRollback {
+        /// The session.
+        session: String,
+    },
+    /// Record sessions' moved worktrees, and deleted ones git still lists (`git bmad prune`).
+    Prune,
+    /// Rewrite worktrees' `.git` files (`git worktree repair`).
+    RepairWorktrees,
+    /// Show the journal in `git log` (the notes config `git bmad init` sets).
+    NotesConfig,
+}
+
+impl Repair {
+    /// What it does, for the report.
+    pub fn describe(&self) -> String {
+        match self {
+            Repair::RemoveLock { path } => format!("removed {}", path.display()),
+            Repair::ContinueRollback { session } => {
+                format!("finished the interrupted rollback of {session}")
+            }
+            Repair::Prune => "recorded moved and deleted worktrees (git bmad prune)".into(),
+            Repair::RepairWorktrees => "git worktree repair".into(),
+            Repair::NotesConfig => "set notes.displayRef and notes.rewriteRef".into(),
+        }
+    }
+}
+
+/// Apply one repair.
+pub fn apply_repair(repo: &Repo, repair: &Repair) -> Result<()> {
+    match repair {
+        Repair::RemoveLock { path } => {
+            // Checked again now: a git command may have started since doctor looked.
+            if let Some(pid) = git_running_in(repo) {
+                return Err(Error::InvalidInput(format!(
+                    "git (pid {pid}) is running in this repository; {} may be its lock",
+                    path.display()
+                )));
+            }
+            std::fs::remove_file(path).or_else(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => Ok(()),
+                _ => Err(Error::io("could not remove", path.clone(), e)),
+            })
+        }
+        Repair::ContinueRollback { session } => {
+            let id = SessionId::parse(session).ok_or_else(|| Error::UnknownSession {
+                query: session.clone(),
+            })?;
+            let session = super::store::get(repo, &id)?.ok_or_else(|| Error::UnknownSession {
+                query: session.clone(),
+            })?;
+            super::rollback::continue_rollback(repo, &session).map(drop)
+        }
+        Repair::Prune => super::lifecycle::prune(repo).map(drop),
+        // From the main worktree: run in a linked one, git repairs that one only.
+        Repair::RepairWorktrees => Ok(repo.open_worktree(&repo.main_workdir()?)?.repair_worktrees()?),
+        Repair::NotesConfig => super::init::ensure_notes_config(repo).map(drop),
+    }
+}
+
+/// A live `git` process working in this repository (its current directory in one of the
+/// worktrees or the git dir), if there is one: its lock is no leftover. Linux `/proc` only;
+/// elsewhere nothing is found and the lock's age alone decides.
+pub(super) fn git_running_in(repo: &Repo) -> Option<u32> {
+    let mut roots: Vec<PathBuf> = vec![repo.common_dir().to_path_buf()];
+    if let Ok(worktrees) = repo.worktrees() {
+        roots.extend(worktrees.into_iter().map(|w| w.path));
+    }
+    let roots: Vec<PathBuf> = roots
+        .into_iter()
+        .map(|r| std::fs::canonicalize(&r).unwrap_or(r))
+        .collect();
+    let entries = std::fs::read_dir("/proc").ok()?;
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let dir = entry.path();
+        // git's helpers are `git-*` processes; git-bmad (this one, and its hooks) is not git.
+        let is_git = std::fs::read_to_string(dir.join("comm")).is_ok_and(|comm| {
+            let comm = comm.trim();
+            comm == "git" || (comm.starts_with("git-") && !comm.starts_with("git-bmad"))
+        });
+        if !is_git || pid == std::process::id() {
+            continue;
+        }
+        let cwd = std::fs::read_link(dir.join("cwd")).unwrap_or_default();
+        if roots.iter().any(|root| inside(&cwd, root)) {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+fn inside(path: &Path, root: &Path) -> bool {
+    !path.as_os_str().is_empty() && path.starts_with(root)
+}
