@@ -18,6 +18,7 @@ mod test_man;
 mod test_misbehaving;
 mod test_push_policy;
 mod test_real_cli;
+mod test_removed;
 mod test_rollback;
 mod test_scan;
 mod test_session_state;

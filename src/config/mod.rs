@@ -157,13 +157,14 @@ impl Config {
             config.sessions.worktree_root = root;
         }
         if let Some(days) = git_value("bmad.keepRemovedDays") {
-            config.sessions.keep_removed_days = days.trim().parse().map_err(|_| Error::Invalid {
-                path: path.clone(),
-                location: None,
-                message: format!(
+            config.sessions.keep_removed_days =
+                days.trim().parse().map_err(|_| Error::Invalid {
+                    path: path.clone(),
+                    location: None,
+                    message: format!(
                     "git config bmad.keepRemovedDays is {days:?}; it must be a whole number of days"
                 ),
-            })?;
+                })?;
         }
         config.check(&path)?;
         Ok(config)

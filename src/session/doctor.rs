@@ -144,7 +144,9 @@ pub fn doctor(
         check_session(repo, id, &worktrees, &mut f)?;
     }
     for (name, keep) in repo.refs_with_prefix("refs/bmad/removed/")? {
-        let id = name.strip_prefix("refs/bmad/removed/").and_then(SessionId::parse);
+        let id = name
+            .strip_prefix("refs/bmad/removed/")
+            .and_then(SessionId::parse);
         if id.is_none() || !repo.is_commit(keep) {
             f.add(
                 Severity::Problem,
@@ -371,9 +373,13 @@ fn check_session(
     let worktree = std::path::Path::new(&newest.trailers.worktree);
     let live = !matches!(state.status, Status::Completed | Status::Pruned);
     if live {
-        if let Some(damage) =
-            super::worktree::damage_among(worktrees, repo, id.as_str(), worktree, &newest.trailers.branch)?
-        {
+        if let Some(damage) = super::worktree::damage_among(
+            worktrees,
+            repo,
+            id.as_str(),
+            worktree,
+            &newest.trailers.branch,
+        )? {
             f.add(
                 Severity::Problem,
                 Some(id),

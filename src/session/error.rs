@@ -59,6 +59,16 @@ pub enum Error {
         /// What the keep holds.
         kept: String,
     },
+    /// Another session uses what a removed session needs back.
+    #[error("cannot restore session {session}: session {by} uses {what} now; remove that session first (it stays restorable too), then run restore again")]
+    RestoreBlocked {
+        /// The removed session.
+        session: String,
+        /// The session in the way.
+        by: String,
+        /// Its branch and worktree.
+        what: String,
+    },
     /// The branch for a new session exists already.
     #[error("branch {branch} already exists; pick another session name, or delete the branch if it is yours to lose")]
     BranchExists {

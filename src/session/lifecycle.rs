@@ -183,6 +183,14 @@ pub(super) fn mark_session_worktree(
         .map_err(|e| Error::io("could not write", path, e))
 }
 
+/// Whether the worktree at `path` is marked as `id`'s (an interrupted `remove` left it).
+pub(super) fn marks_session(repo: &Repo, path: &std::path::Path, id: &SessionId) -> bool {
+    repo.open_worktree(path)
+        .ok()
+        .and_then(|wt| std::fs::read_to_string(wt.git_dir().join(SESSION_MARKER)).ok())
+        .is_some_and(|text| text.lines().next() == Some(id.as_str()))
+}
+
 /// Session names become branch and directory names: keep them plain.
 fn validate_name(name: &str) -> Result<()> {
     let bad = |reason| Error::InvalidName {
@@ -430,14 +438,13 @@ pub fn prune(repo: &Repo) -> Result<Vec<PruneOutcome>> {
     let mut outcomes = Vec::new();
     let mut deleted = Vec::new();
     for session in gone {
-        let damage =
-            super::worktree::damage_among(
-                &worktrees,
-                repo,
-                session.id.as_str(),
-                &session.worktree,
-                &session.branch,
-            )?;
+        let damage = super::worktree::damage_among(
+            &worktrees,
+            repo,
+            session.id.as_str(),
+            &session.worktree,
+            &session.branch,
+        )?;
         match damage.map(|d| d.damage) {
             Some(super::worktree::Damage::Moved { to }) => {
                 outcomes.push(follow_move(repo, session, to)?);

@@ -44,8 +44,8 @@ pub use lifecycle::{
     SESSION_MARKER,
 };
 pub use removed::{gc, list_removed, removed_ref, restore, RemovedSession, Restored};
-pub use repair::{apply_repair, Repair};
 pub use render::{event_summary, render_markdown, stage_for_commit, write_rendered};
+pub use repair::{apply_repair, Repair};
 pub use rollback::{
     continue_rollback, interrupted, plan_rollback, rollback, undo, Intent, RollbackOutcome,
     RollbackPlan, Target,

@@ -126,7 +126,10 @@ pub(crate) fn keep(
             .map(|tip| (session.branch.clone(), tip)),
     );
     let earlier = repo.read_ref(&name)?;
-    if let Some(earlier) = earlier.map(|id| RemovedSession::read(repo, id)).transpose()? {
+    if let Some(earlier) = earlier
+        .map(|id| RemovedSession::read(repo, id))
+        .transpose()?
+    {
         for (old, object) in earlier.into_iter().flat_map(|e| e.refs) {
             if !refs.iter().any(|(n, _)| *n == old) {
                 refs.push((old, object));
@@ -167,14 +170,16 @@ pub(crate) fn keep(
         ));
     }
     let commit = repo.write_commit(tree, &parents, &message)?;
-    if repo.cas_ref(&name, earlier, commit, "bmad remove: keep the session")?
-        != CasOutcome::Updated
+    if repo.cas_ref(&name, earlier, commit, "bmad remove: keep the session")? != CasOutcome::Updated
     {
         return Err(repo.contention(&name, 1).into());
     }
     RemovedSession::read(repo, commit)?.ok_or_else(|| {
-        crate::git::Error::Corrupt(format!("the keep {commit} of {} cannot be read back", session.id))
-            .into()
+        crate::git::Error::Corrupt(format!(
+            "the keep {commit} of {} cannot be read back",
+            session.id
+        ))
+        .into()
     })
 }
 
@@ -247,6 +252,23 @@ pub fn restore(repo: &Repo, query: &str) -> Result<Restored> {
 }
 
 fn restore_removed(repo: &Repo, removed: RemovedSession) -> Result<Restored> {
+    // Another session took the branch or the directory since: refuse before writing.
+    if let Some(other) = store::list(repo)?.into_iter().find(|s| {
+        s.id != removed.id && (s.branch == removed.branch || s.worktree == removed.worktree)
+    }) {
+        return Err(Error::RestoreBlocked {
+            session: removed.id.to_string(),
+            by: format!("{} ({})", other.name, other.id),
+            what: format!("{} and {}", other.short_branch(), other.worktree.display()),
+        });
+    }
+    if std::fs::symlink_metadata(&removed.worktree).is_ok()
+        && !super::lifecycle::marks_session(repo, &removed.worktree, &removed.id)
+    {
+        return Err(Error::PathExists {
+            path: removed.worktree.clone(),
+        });
+    }
     let mut missing = Vec::new();
     for (name, object) in &removed.refs {
         match repo.read_ref(name)? {
@@ -311,9 +333,12 @@ fn chain_head(repo: &Repo, session: &Session) -> Result<Checkpoint> {
 /// checkpoint; record that, with the status it had before it was removed or pruned.
 fn restore_worktree(repo: &Repo, session: Session, from: &'static str) -> Result<Restored> {
     let checkpoints = chain(repo, &session)?;
-    let target = checkpoints.first().cloned().ok_or_else(|| Error::NoCheckpoint {
-        session: session.id.to_string(),
-    })?;
+    let target = checkpoints
+        .first()
+        .cloned()
+        .ok_or_else(|| Error::NoCheckpoint {
+            session: session.id.to_string(),
+        })?;
     if !session.worktree_exists {
         if std::fs::symlink_metadata(&session.worktree).is_ok() {
             return Err(Error::PathExists {

@@ -75,7 +75,9 @@ pub fn apply_repair(repo: &Repo, repair: &Repair) -> Result<()> {
         }
         Repair::Prune => super::lifecycle::prune(repo).map(drop),
         // From the main worktree: run in a linked one, git repairs that one only.
-        Repair::RepairWorktrees => Ok(repo.open_worktree(&repo.main_workdir()?)?.repair_worktrees()?),
+        Repair::RepairWorktrees => Ok(repo
+            .open_worktree(&repo.main_workdir()?)?
+            .repair_worktrees()?),
         Repair::NotesConfig => super::init::ensure_notes_config(repo).map(drop),
     }
 }
@@ -94,7 +96,11 @@ pub(super) fn git_running_in(repo: &Repo) -> Option<u32> {
         .collect();
     let entries = std::fs::read_dir("/proc").ok()?;
     for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
             continue;
         };
         let dir = entry.path();

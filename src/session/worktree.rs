@@ -111,7 +111,13 @@ pub(super) fn intact_among(
     repo: &Repo,
     session: &Session,
 ) -> Result<()> {
-    match damage_among(worktrees, repo, session.id.as_str(), &session.worktree, &session.branch)? {
+    match damage_among(
+        worktrees,
+        repo,
+        session.id.as_str(),
+        &session.worktree,
+        &session.branch,
+    )? {
         Some(damage) => Err(Error::WorktreeDamaged {
             session: session.id.to_string(),
             what: damage.describe(),

@@ -67,7 +67,11 @@ pub fn cmd_doctor(ctx: &Context, args: &DoctorArgs) -> Result<u8, CommandError> 
     let ui = &ctx.ui;
     for (repair, outcome) in &applied {
         match outcome {
-            Ok(()) => ui.line(format!("{}: {}", ui.paint("fixed", Style::Green), repair.describe())),
+            Ok(()) => ui.line(format!(
+                "{}: {}",
+                ui.paint("fixed", Style::Green),
+                repair.describe()
+            )),
             Err(e) => ui.line(format!(
                 "{}: {}: {e}",
                 ui.paint("not fixed", Style::Red),

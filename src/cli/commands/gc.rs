@@ -37,7 +37,11 @@ pub fn cmd_gc(ctx: &Context, args: &GcArgs) -> Result<u8, CommandError> {
         }));
         return Ok(exit::OK);
     }
-    let verb = if args.dry_run { "would delete" } else { "deleted" };
+    let verb = if args.dry_run {
+        "would delete"
+    } else {
+        "deleted"
+    };
     for r in &deleted {
         ctx.ui.line(format!(
             "{verb} removed session {} ({}), removed {}",

@@ -94,10 +94,8 @@ pub fn cmd_list(ctx: &Context, args: &ListArgs) -> Result<u8, CommandError> {
     header.push("WORKTREE");
     ctx.ui.table(&header, &rows);
     if args.disk {
-        ctx.ui.status(format!(
-            "{} in all",
-            human_bytes(disk.iter().sum::<u64>())
-        ));
+        ctx.ui
+            .status(format!("{} in all", human_bytes(disk.iter().sum::<u64>())));
     }
     Ok(exit::OK)
 }
@@ -130,7 +128,8 @@ fn list_removed(ctx: &Context, removed: &[session::RemovedSession]) -> Result<u8
         .collect();
     ctx.ui
         .table(&["ID", "NAME", "REMOVED", "KEPT UNTIL", "WORKTREE"], &rows);
-    ctx.ui.status("Bring one back with: git bmad restore <name or id>");
+    ctx.ui
+        .status("Bring one back with: git bmad restore <name or id>");
     Ok(exit::OK)
 }
 
