@@ -48,9 +48,18 @@ fn worktree_deleted_by_hand_is_reported_and_pruned() {
     assert_eq!(again.as_array().unwrap().len(), 0);
     // And the pruned session can be removed.
     env.bmad(&repo, &["remove", &id, "--force"]).success();
+    // Only the keep is left, until `git bmad gc` (see test_removed).
     assert_eq!(
-        env.git(&repo, &["for-each-ref", "refs/bmad/", "refs/notes/bmad/"]),
-        ""
+        env.git(
+            &repo,
+            &[
+                "for-each-ref",
+                "--format=%(refname)",
+                "refs/bmad/",
+                "refs/notes/bmad/"
+            ]
+        ),
+        format!("refs/bmad/removed/{id}\n")
     );
 }
 
@@ -88,9 +97,18 @@ fn remove_refuses_to_lose_work_unless_forced() {
     env.bmad(&repo, &["remove", &id]).success();
     assert!(!wt.exists());
     assert_eq!(env.git(&repo, &["branch", "--list", "bmad/work"]), "");
+    // Only the keep is left, until `git bmad gc` (see test_removed).
     assert_eq!(
-        env.git(&repo, &["for-each-ref", "refs/bmad/", "refs/notes/bmad/"]),
-        ""
+        env.git(
+            &repo,
+            &[
+                "for-each-ref",
+                "--format=%(refname)",
+                "refs/bmad/",
+                "refs/notes/bmad/"
+            ]
+        ),
+        format!("refs/bmad/removed/{id}\n")
     );
     env.bmad(&repo, &["doctor"]).success();
 }

@@ -328,8 +328,17 @@ fn an_untouched_session_is_removed_without_force() {
     .success();
     assert_eq!(env.git(&wt, &["status", "--porcelain"]), "");
     env.bmad(&repo, &["remove", &id]).success();
+    // Only the keep is left, until `git bmad gc` (see test_removed).
     assert_eq!(
-        env.git(&repo, &["for-each-ref", "refs/bmad/", "refs/notes/bmad/"]),
-        ""
+        env.git(
+            &repo,
+            &[
+                "for-each-ref",
+                "--format=%(refname)",
+                "refs/bmad/",
+                "refs/notes/bmad/"
+            ]
+        ),
+        format!("refs/bmad/removed/{id}\n")
     );
 }

@@ -1610,7 +1610,7 @@ fn a_step_that_destroys_or_unlinks_its_worktree_is_never_done() {
             .clone();
         let fix = problem["fix"].as_str().unwrap().to_owned();
         if name == "gone" {
-            assert!(fix.starts_with("git bmad prune"), "{fix}");
+            assert!(fix.starts_with(&format!("git bmad restore {id}")), "{fix}");
             continue;
         }
         assert!(!fix.contains("bmad prune"), "{name}: {fix}");
