@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::{kill_group, write, TestEnv};
+use crate::common::{kill_group, read, write, TestEnv};
 
 #[test]
 fn kill_dash_nine_during_checkpoints_and_rollbacks_leaves_a_consistent_repository() {
@@ -126,4 +126,286 @@ fn ref_locks_are_contention_until_stale() {
     );
     assert!(!lock.exists());
     assert_eq!(repo.read_ref(name).unwrap(), Some(head));
+}
+
+/// The commands a kill can interrupt, one per round in turn.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Killed {
+    Start,
+    Checkpoint,
+    Rollback,
+    Undo,
+    JournalAppend,
+    Finish,
+    Remove,
+    Run,
+    Answer,
+}
+
+const EVERY_COMMAND: [Killed; 9] = [
+    Killed::Start,
+    Killed::Checkpoint,
+    Killed::Rollback,
+    Killed::Undo,
+    Killed::JournalAppend,
+    Killed::Finish,
+    Killed::Remove,
+    Killed::Run,
+    Killed::Answer,
+];
+
+/// The recovery a user is told to do: `doctor --fix`, then the first command of each fix
+/// still printed. Afterwards doctor must accept the state.
+fn recover(env: &TestEnv, repo: &std::path::Path, what: &str) {
+    env.bmad(repo, &["doctor", "--fix", "--json"]);
+    let doctor = env.bmad(repo, &["doctor", "--json"]).json();
+    for finding in doctor["findings"].as_array().unwrap() {
+        if finding["severity"] != "problem" {
+            continue;
+        }
+        let fix = finding["fix"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{what}: a problem with no fix: {finding}"));
+        let command = fix
+            .split(" (")
+            .next()
+            .unwrap()
+            .split(", or ")
+            .next()
+            .unwrap();
+        assert!(
+            command.starts_with("git "),
+            "{what}: fix is not a command: {fix}"
+        );
+        // `git bmad` is this build: put it on PATH, as an installed one would be.
+        let bin = std::path::Path::new(env!("CARGO_BIN_EXE_git-bmad")).parent().unwrap();
+        let run = env.sh(repo, &format!("PATH='{}':\"$PATH\" {}", bin.display(), command.trim()));
+        assert_eq!(run.code, 0, "{what}: fix {command:?} failed: {}", run.stderr);
+    }
+    let doctor = env.bmad(repo, &["doctor", "--json"]).json();
+    assert_eq!(doctor["problems"], 0, "{what}: after the fixes: {doctor:#}");
+}
+
+fn fsck_is_clean(env: &TestEnv, repo: &std::path::Path, what: &str) {
+    let fsck = env
+        .git_command(repo)
+        .args(["fsck", "--no-progress", "--no-dangling"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&fsck.stderr);
+    assert!(
+        fsck.status.success() && !err.contains("error") && !err.contains("missing"),
+        "{what}: git fsck: {err}"
+    );
+}
+
+/// Every command git-bmad has that writes state, killed (its whole process group) at every
+/// instant of its run: after each kill, `doctor --fix` and the fixes doctor prints leave a
+/// state doctor accepts, git fsck is clean, every acknowledged checkpoint is still
+/// reachable, the user's own worktree is untouched, and the next command works.
+#[test]
+fn every_command_killed_at_any_instant_leaves_a_state_doctor_accepts_and_work_goes_on() {
+    const ROUNDS: usize = 9 * 24;
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    env.executable("claude", crate::test_supervisor::FAKE_CLAUDE);
+    write(
+        &repo,
+        ".bmad/playbooks/loop.yaml",
+        "name: loop\nsteps:\n  - {id: s1, command: do s1}\n  - {id: g1, command: do g1, autonomy: always_gate}\n  - {id: s2, command: do s2}\n",
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
+    let main_head = env.git(&repo, &["rev-parse", "HEAD"]);
+    let (_, s) = env.start(&repo, "steady");
+    for i in 0..40 {
+        write(&s, &format!("files/f{i}.txt"), &format!("{i}\n"));
+    }
+    env.bmad(&s, &["checkpoint", "-m", "files"]).success();
+    write(&s, "files/f0.txt", "changed\n");
+    env.bmad(&s, &["rollback", "1"]).success();
+
+    // How long each command takes, so the kills land across its whole run.
+    let timed = |dir: &std::path::Path, args: &[&str]| {
+        let started = Instant::now();
+        let run = env.bmad(dir, args);
+        assert!(run.code == 0 || run.code == 3, "{args:?}: {}", run.stderr);
+        started.elapsed()
+    };
+    let mut takes = std::collections::HashMap::new();
+    takes.insert(Killed::Start, timed(&repo, &["start", "timing"]));
+    let timing = env.root().join("proj.timing");
+    takes.insert(Killed::Run, timed(&timing, &["run", "loop"]));
+    takes.insert(Killed::Answer, timed(&timing, &["answer", "continue"]));
+    takes.insert(Killed::Finish, timed(&timing, &["finish"]));
+    takes.insert(
+        Killed::Remove,
+        timed(&repo, &["remove", "timing", "--force"]),
+    );
+    takes.insert(
+        Killed::Checkpoint,
+        timed(&s, &["checkpoint", "-m", "timed"]),
+    );
+    takes.insert(Killed::Rollback, timed(&s, &["rollback", "2"]));
+    takes.insert(Killed::Undo, timed(&s, &["undo"]));
+    takes.insert(
+        Killed::JournalAppend,
+        timed(&s, &["journal", "append", "note", "--detail", "{\"n\":0}"]),
+    );
+    env.bmad(&repo, &["gc", "--all"]).success();
+
+    let mut acknowledged: Vec<String> = Vec::new();
+    let mut mid_run = 0;
+    for round in 0..ROUNDS {
+        let killed = EVERY_COMMAND[round % EVERY_COMMAND.len()];
+        let what = format!("round {round}, {killed:?}");
+        let name = format!("k{round}");
+        // Set up what the command works on (not killed), then the command itself.
+        let (dir, args): (std::path::PathBuf, Vec<String>) = match killed {
+            Killed::Start => (repo.clone(), vec!["start".into(), name.clone()]),
+            Killed::Checkpoint | Killed::Rollback | Killed::Undo | Killed::JournalAppend => {
+                write(
+                    &s,
+                    &format!("files/f{}.txt", round % 40),
+                    &format!("round {round}\n"),
+                );
+                write(&s, &format!("new/{round}.txt"), "new\n");
+                let args = match killed {
+                    Killed::Checkpoint => vec!["checkpoint".into(), "-m".into(), what.clone()],
+                    Killed::Rollback => vec!["rollback".into(), "2".into()],
+                    Killed::Undo => vec!["undo".into()],
+                    _ => vec![
+                        "journal".into(),
+                        "append".into(),
+                        "note".into(),
+                        "--detail".into(),
+                        format!("{{\"round\":{round},\"text\":\"€€€\"}}"),
+                    ],
+                };
+                (s.clone(), args)
+            }
+            Killed::Finish | Killed::Remove | Killed::Run => {
+                let (_, wt) = env.start(&repo, &name);
+                write(&wt, "work.md", &format!("work of {name}\n"));
+                let args = match killed {
+                    Killed::Finish => vec!["finish".into()],
+                    Killed::Remove => vec!["remove".into(), "--force".into(), name.clone()],
+                    _ => vec!["run".into(), "loop".into()],
+                };
+                (
+                    if killed == Killed::Remove {
+                        repo.clone()
+                    } else {
+                        wt
+                    },
+                    args,
+                )
+            }
+            // The session the run round before left at its gate.
+            Killed::Answer => (
+                env.root().join(format!("proj.k{}", round - 1)),
+                vec!["answer".into(), "continue".into()],
+            ),
+        };
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut child = env.spawn_group(&dir, &args);
+        let fraction = ((round * 37) % 60) as f64 / 50.0;
+        std::thread::sleep(takes[&killed].mul_f64(fraction));
+        if child.try_wait().expect("try_wait").is_none() {
+            mid_run += 1;
+        }
+        kill_group(&mut child);
+
+        recover(&env, &repo, &what);
+        fsck_is_clean(&env, &repo, &what);
+        let all = env.git(&repo, &["rev-list", "--all"]);
+        for ack in &acknowledged {
+            assert!(
+                all.contains(ack.as_str()),
+                "{what}: acknowledged checkpoint {ack} lost"
+            );
+        }
+        assert_eq!(
+            env.git(&repo, &["status", "--porcelain"]),
+            "",
+            "{what}: main worktree"
+        );
+        assert_eq!(env.git(&repo, &["rev-parse", "HEAD"]), main_head, "{what}");
+
+        // The next command works.
+        let listed = |name: &str| {
+            env.bmad(&repo, &["list", "--json"])
+                .success()
+                .json()
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|s| s["name"] == name)
+        };
+        match killed {
+            Killed::Start => {
+                if listed(&name) {
+                    env.bmad(&repo, &["remove", "--force", &name]).success();
+                }
+            }
+            Killed::Checkpoint | Killed::Rollback | Killed::Undo | Killed::JournalAppend => {
+                let cp = env
+                    .bmad(&s, &["checkpoint", "-m", "next", "--json"])
+                    .success()
+                    .json();
+                acknowledged.push(cp["checkpoint"]["id"].as_str().unwrap().to_owned());
+            }
+            Killed::Finish => {
+                env.bmad(&dir, &["finish"]).success();
+                env.bmad(&repo, &["remove", "--force", &name]).success();
+            }
+            Killed::Remove => {
+                if listed(&name) {
+                    env.bmad(&repo, &["remove", "--force", &name]).success();
+                }
+                // Nothing was lost: the work comes back with the session.
+                env.bmad(&repo, &["restore", &name]).success();
+                let wt = env.root().join(format!("proj.{name}"));
+                assert_eq!(read(&wt, "work.md"), format!("work of {name}\n"), "{what}");
+                env.bmad(&repo, &["remove", "--force", &name]).success();
+            }
+            Killed::Run => {
+                let status = env.bmad(&dir, &["status", "--json"]).success().json();
+                let next = if status["run"].is_null() {
+                    "run"
+                } else {
+                    "resume"
+                };
+                let args: &[&str] = if next == "run" {
+                    &["run", "loop"]
+                } else {
+                    &["resume"]
+                };
+                let run = env.bmad(&dir, args);
+                assert!(
+                    run.code == 3 || run.code == 0,
+                    "{what}: {next} exited {}: {}",
+                    run.code,
+                    run.stderr
+                );
+            }
+            Killed::Answer => {
+                let run = env.bmad(&dir, &["resume"]);
+                assert!(
+                    run.code == 0 || run.code == 3,
+                    "{what}: resume exited {}: {}",
+                    run.code,
+                    run.stderr
+                );
+                env.bmad(&repo, &["remove", "--force", &format!("k{}", round - 1)])
+                    .success();
+            }
+        }
+        env.bmad(&repo, &["gc", "--all"]).success();
+    }
+    assert!(
+        mid_run >= ROUNDS / 2,
+        "only {mid_run} of {ROUNDS} kills landed mid-run; the test is not testing"
+    );
+    env.bmad(&repo, &["doctor"]).success();
 }

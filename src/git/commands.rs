@@ -161,9 +161,17 @@ impl Repo {
         self.git().worktree_add_existing(path, short_branch)
     }
 
-    /// `git worktree remove [--force] <path>`.
+    /// `git worktree remove [--force] <path>`. Forced, a worktree git locked while adding it
+    /// (`initializing`: the `worktree add` was killed) goes too; one a user locked does not.
     pub fn remove_worktree(&self, path: &Path, force: bool) -> Result<()> {
-        self.git().worktree_remove(path, force)
+        let here = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+        let half_added = force
+            && self
+                .worktrees()?
+                .iter()
+                .any(|w| w.path == here && w.locked.as_deref() == Some("initializing"));
+        self.git()
+            .worktree_remove(path, u8::from(force) + u8::from(half_added))
     }
 
     /// `git worktree repair`: rewrite the links between worktrees and the repository.

@@ -27,7 +27,8 @@ const KIND_TRAILER: &str = "Bmad-Index-Kind: ";
 const RAW_ENTRY: &str = "index";
 
 impl Repo {
-    /// A private copy of this worktree's index in its git dir (empty when there is none):
+    /// A private copy of this worktree's index in its git dir (no file when there is no
+    /// index, which git reads as an empty one; an empty file it refuses):
     /// its stat cache keeps `add -A` and `read-tree -u` cheap, and the real index, which an
     /// agent may be staging into, is never written. Deleted when dropped.
     pub fn copy_index(&self) -> Result<tempfile::NamedTempFile> {
@@ -39,6 +40,11 @@ impl Repo {
         if real.exists() {
             std::fs::copy(&real, copy.path())
                 .map_err(|e| Error::io("could not copy the index", &real, e))?;
+        } else {
+            // A worktree whose checkout was interrupted; the name stays reserved by `copy`,
+            // which deletes whatever git writes there when dropped.
+            std::fs::remove_file(copy.path())
+                .map_err(|e| Error::io("could not clear", copy.path(), e))?;
         }
         Ok(copy)
     }

@@ -46,6 +46,9 @@ pub struct WorktreeInfo {
     pub prunable: bool,
     /// Whether this is the main worktree.
     pub is_main: bool,
+    /// The lock reason when the worktree is locked (`initializing`: a `git worktree add`
+    /// that was interrupted).
+    pub locked: Option<String>,
 }
 
 impl Repo {
@@ -358,12 +361,15 @@ fn parse_worktree_list(out: &[u8]) -> Vec<WorktreeInfo> {
                 branch: None,
                 prunable: false,
                 is_main: list.is_empty(),
+                locked: None,
             });
         } else if let Some(wt) = current.as_mut() {
             if let Some(branch) = field.strip_prefix("branch ") {
                 wt.branch = Some(branch.to_string());
             } else if field == "prunable" || field.starts_with("prunable ") {
                 wt.prunable = true;
+            } else if field == "locked" || field.starts_with("locked ") {
+                wt.locked = Some(field.trim_start_matches("locked").trim().to_owned());
             }
         }
     }
@@ -377,12 +383,14 @@ mod tests {
 
     #[test]
     fn parses_worktree_list() {
-        let out = b"worktree /nonexistent/a\0HEAD 1111111111111111111111111111111111111111\0branch refs/heads/main\0\0worktree /nonexistent/a.x\0HEAD 2222222222222222222222222222222222222222\0branch refs/heads/bmad/x\0prunable gitdir file points to non-existent location\0\0worktree /nonexistent/d\0HEAD 3333333333333333333333333333333333333333\0detached\0\0";
+        let out = b"worktree /nonexistent/a\0HEAD 1111111111111111111111111111111111111111\0branch refs/heads/main\0\0worktree /nonexistent/a.x\0HEAD 2222222222222222222222222222222222222222\0branch refs/heads/bmad/x\0prunable gitdir file points to non-existent location\0locked initializing\0\0worktree /nonexistent/d\0HEAD 3333333333333333333333333333333333333333\0detached\0\0";
         let list = parse_worktree_list(out);
         assert_eq!(list.len(), 3);
         assert!(list[0].is_main && !list[1].is_main);
         assert_eq!(list[1].branch.as_deref(), Some("refs/heads/bmad/x"));
         assert!(list[1].prunable && !list[0].prunable);
         assert_eq!(list[2].branch, None);
+        assert_eq!(list[1].locked.as_deref(), Some("initializing"));
+        assert_eq!(list[0].locked, None);
     }
 }

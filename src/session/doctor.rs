@@ -136,7 +136,7 @@ pub fn doctor(
                 Some(id),
                 "its removal was interrupted: the session is kept (restorable), but some of its worktree, branch or refs are already gone".into(),
                 Some(format!(
-                    "git bmad remove --force {id} to finish removing it (it stays restorable), or git bmad restore {id} to bring it all back"
+                    "git bmad remove --force {id} (finishes removing it; it stays restorable), or git bmad restore {id} (brings it all back)"
                 )),
             );
             continue;
@@ -444,12 +444,14 @@ fn check_git_locks(repo: &Repo, worktrees: &[WorktreeInfo], f: &mut Findings) {
         let Some(age) = lock_age(&lock) else {
             continue;
         };
-        if age >= ABANDONED_GIT_LOCK {
+        // With no git (or git-bmad) process working in the repository, a lock of any age
+        // has no owner: a killed command left it.
+        if age >= ABANDONED_GIT_LOCK || running.is_none() {
             f.add(
                 Severity::Problem,
                 None,
                 format!(
-                    "lock file {} is {}s old: its git process is gone, and every command that needs it fails until it is removed",
+                    "lock file {} ({}s old) has no running git process: every command that needs it fails until it is removed",
                     lock.display(),
                     age.as_secs()
                 ),

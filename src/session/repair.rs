@@ -82,9 +82,9 @@ pub fn apply_repair(repo: &Repo, repair: &Repair) -> Result<()> {
     }
 }
 
-/// A live `git` process working in this repository (its current directory in one of the
-/// worktrees or the git dir), if there is one: its lock is no leftover. Linux `/proc` only;
-/// elsewhere nothing is found and the lock's age alone decides.
+/// A live `git` or other git-bmad process working in this repository (its current
+/// directory in one of the worktrees or the git dir), if there is one: a lock may be its.
+/// Linux `/proc` only; elsewhere `Some(0)` is returned, so the lock's age alone decides.
 pub(super) fn git_running_in(repo: &Repo) -> Option<u32> {
     let mut roots: Vec<PathBuf> = vec![repo.common_dir().to_path_buf()];
     if let Ok(worktrees) = repo.worktrees() {
@@ -94,7 +94,9 @@ pub(super) fn git_running_in(repo: &Repo) -> Option<u32> {
         .into_iter()
         .map(|r| std::fs::canonicalize(&r).unwrap_or(r))
         .collect();
-    let entries = std::fs::read_dir("/proc").ok()?;
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Some(0);
+    };
     for entry in entries.flatten() {
         let Some(pid) = entry
             .file_name()
@@ -104,11 +106,10 @@ pub(super) fn git_running_in(repo: &Repo) -> Option<u32> {
             continue;
         };
         let dir = entry.path();
-        // git's helpers are `git-*` processes; git-bmad (this one, and its hooks) is not git.
-        let is_git = std::fs::read_to_string(dir.join("comm")).is_ok_and(|comm| {
-            let comm = comm.trim();
-            comm == "git" || (comm.starts_with("git-") && !comm.starts_with("git-bmad"))
-        });
+        // git's helpers are `git-*` processes, and so is git-bmad (which writes an index
+        // when a rollback restores one).
+        let is_git = std::fs::read_to_string(dir.join("comm"))
+            .is_ok_and(|comm| comm.trim() == "git" || comm.trim().starts_with("git-"));
         if !is_git || pid == std::process::id() {
             continue;
         }
