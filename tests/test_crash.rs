@@ -178,9 +178,18 @@ fn recover(env: &TestEnv, repo: &std::path::Path, what: &str) {
             "{what}: fix is not a command: {fix}"
         );
         // `git bmad` is this build: put it on PATH, as an installed one would be.
-        let bin = std::path::Path::new(env!("CARGO_BIN_EXE_git-bmad")).parent().unwrap();
-        let run = env.sh(repo, &format!("PATH='{}':\"$PATH\" {}", bin.display(), command.trim()));
-        assert_eq!(run.code, 0, "{what}: fix {command:?} failed: {}", run.stderr);
+        let bin = std::path::Path::new(env!("CARGO_BIN_EXE_git-bmad"))
+            .parent()
+            .unwrap();
+        let run = env.sh(
+            repo,
+            &format!("PATH='{}':\"$PATH\" {}", bin.display(), command.trim()),
+        );
+        assert_eq!(
+            run.code, 0,
+            "{what}: fix {command:?} failed: {}",
+            run.stderr
+        );
     }
     let doctor = env.bmad(repo, &["doctor", "--json"]).json();
     assert_eq!(doctor["problems"], 0, "{what}: after the fixes: {doctor:#}");

@@ -342,3 +342,45 @@ fn an_untouched_session_is_removed_without_force() {
         format!("refs/bmad/removed/{id}\n")
     );
 }
+
+#[test]
+fn a_sparse_checkout_rolls_back_and_commits_the_journal_like_any_other() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    write(&repo, "src/a.rs", "a\n");
+    write(&repo, "docs/guide.md", "outside the cone\n");
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "two dirs"]);
+    env.bmad(&repo, &["hooks", "install"]).success();
+    let (_, wt) = env.start(&repo, "work");
+    env.git(&wt, &["sparse-checkout", "set", "src"]);
+    assert!(!wt.join("docs/guide.md").exists());
+    let first = env.last_checkpoint(&wt);
+
+    // The agent writes inside the cone and outside it (where the journal lives too).
+    write(&wt, "src/a.rs", "changed\n");
+    write(&wt, "docs/new.md", "an agent's file outside the cone\n");
+    env.bmad(&wt, &["checkpoint", "-m", "work"]).success();
+    let at_checkpoint = state_of(&env, &wt);
+    env.bmad(&wt, &["rollback", &first]).success();
+    assert_eq!(read(&wt, "src/a.rs"), "a\n");
+    assert!(!wt.join("docs/new.md").exists());
+    env.bmad(&wt, &["undo"]).success();
+    assert_eq!(state_of(&env, &wt), at_checkpoint);
+    assert_eq!(
+        read(&wt, "docs/new.md"),
+        "an agent's file outside the cone\n"
+    );
+    assert!(
+        !wt.join("docs/guide.md").exists(),
+        "the cone is still respected"
+    );
+
+    // A commit carries the journal, and leaves the worktree clean.
+    env.git(&wt, &["add", "--sparse", "-A"]);
+    env.git(&wt, &["commit", "-q", "-m", "work"]);
+    let committed = env.git(&wt, &["show", "--name-only", "--format=", "HEAD"]);
+    assert!(committed.contains("journal.md"), "{committed}");
+    assert_eq!(env.git(&wt, &["status", "--porcelain"]), "");
+    env.bmad(&repo, &["doctor"]).success();
+}

@@ -181,7 +181,21 @@ impl GitCli {
     /// `git add -- <path>` into `index` (ignore rules respected).
     pub(super) fn stage_path(&self, index: Option<&Path>, path: &str) -> Result<()> {
         let literal = format!(":(literal){path}");
-        self.run_on_index(index, ["add", "--", &literal]).map(drop)
+        let mut args = vec!["add"];
+        args.extend(self.sparse_flag());
+        args.extend(["--", &literal]);
+        self.run_on_index(index, args).map(drop)
+    }
+
+    /// `--sparse` in a sparse checkout, so `add` takes files outside the cone (the journal,
+    /// an agent's file) instead of failing; entries outside the cone that are not on disk
+    /// keep their skip-worktree bit either way.
+    fn sparse_flag(&self) -> Option<&'static str> {
+        self.git_dir
+            .join("info")
+            .join("sparse-checkout")
+            .exists()
+            .then_some("--sparse")
     }
 
     /// The tree `index` describes (`write-tree`).
@@ -191,7 +205,10 @@ impl GitCli {
 
     /// Stage everything (`add -A`) into `index` and return the tree it describes.
     pub(super) fn write_tree_of_worktree(&self, index: &Path) -> Result<ObjectId> {
-        self.run_with_index(index, ["add", "-A", "--", "."])?;
+        let mut args = vec!["add", "-A"];
+        args.extend(self.sparse_flag());
+        args.extend(["--", "."]);
+        self.run_with_index(index, args)?;
         self.write_tree_of_index(index)
     }
 
@@ -205,11 +222,16 @@ impl GitCli {
         from: ObjectId,
         to: ObjectId,
     ) -> Result<()> {
-        self.run_with_index(
-            index,
-            ["read-tree", "-m", "-u", &from.to_string(), &to.to_string()],
-        )
-        .map(drop)
+        // Sparse rules off for the merge: a changed path outside the cone (a file an agent
+        // wrote there) is restored to disk like any other, not left as a skip-worktree entry
+        // no file holds. Unchanged entries keep their skip-worktree bit.
+        let mut args = Vec::new();
+        if self.sparse_flag().is_some() {
+            args.extend(["-c", "core.sparseCheckout=false"]);
+        }
+        let (from, to) = (from.to_string(), to.to_string());
+        args.extend(["read-tree", "-m", "-u", &from, &to]);
+        self.run_with_index(index, args).map(drop)
     }
 
     /// The paths that differ between two trees.

@@ -286,7 +286,16 @@ pub fn remove(
             main: repo.main_workdir()?,
         });
     }
-    let reasons = work_remove_would_lose(repo, session)?;
+    // A worktree whose `start` was killed inside `git worktree add` may not open as one:
+    // nothing was ever done in it, so a forced remove goes on without a last snapshot.
+    let half_added = session.worktree_exists
+        && repo.open_worktree(&session.worktree).is_err()
+        && repo.read_ref(&notes_ref(&session.id))?.is_none();
+    let reasons = if half_added && options.force {
+        Vec::new()
+    } else {
+        work_remove_would_lose(repo, session)?
+    };
     if !reasons.is_empty() && !options.force {
         return Err(Error::WouldLoseWork {
             session: session.id.to_string(),
@@ -296,7 +305,7 @@ pub fn remove(
     let keep_days = super::load_config(repo)?.sessions.keep_removed_days;
     // The worktree's last state (files, untracked files, index) becomes the newest
     // checkpoint, so the keep holds it.
-    let left_out = if session.worktree_exists {
+    let left_out = if session.worktree_exists && !half_added {
         checkpoint::checkpoint_vetted(repo, session, "session removed", None, None, vet)?.2
     } else {
         Vec::new()

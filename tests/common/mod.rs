@@ -241,7 +241,8 @@ impl TestEnv {
             .join(format!("tmp-index-{}", std::process::id()));
         let _ = std::fs::remove_file(&index);
         let mut add = self.git_command(dir);
-        add.env("GIT_INDEX_FILE", &index).args(["add", "-A"]);
+        add.env("GIT_INDEX_FILE", &index)
+            .args(["add", "-A", "--sparse"]);
         assert!(add.status().expect("git add").success());
         let mut write = self.git_command(dir);
         write.env("GIT_INDEX_FILE", &index).arg("write-tree");
