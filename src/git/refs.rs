@@ -90,6 +90,46 @@ impl Repo {
         self.apply(name, edit)
     }
 
+    /// [`cas_ref`](Self::cas_ref) for a writer that has one value to write: a conflict
+    /// while the ref still holds `expected` is a lock, waited for until it is stale (and
+    /// cleared) or gone. A ref that moved is the caller's to judge.
+    pub fn cas_ref_waiting(
+        &self,
+        name: &str,
+        expected: Option<ObjectId>,
+        new: ObjectId,
+        message: &str,
+    ) -> Result<CasOutcome> {
+        self.waiting(name, expected, || {
+            self.cas_ref(name, expected, new, message)
+        })
+    }
+
+    /// [`delete_ref`](Self::delete_ref), waiting out a lock like
+    /// [`cas_ref_waiting`](Self::cas_ref_waiting).
+    pub fn delete_ref_waiting(&self, name: &str, expected: ObjectId) -> Result<CasOutcome> {
+        self.waiting(name, Some(expected), || self.delete_ref(name, expected))
+    }
+
+    fn waiting(
+        &self,
+        name: &str,
+        expected: Option<ObjectId>,
+        mut attempt: impl FnMut() -> Result<CasOutcome>,
+    ) -> Result<CasOutcome> {
+        let started = std::time::Instant::now();
+        loop {
+            let outcome = attempt()?;
+            if outcome == CasOutcome::Updated
+                || self.read_ref(name)? != expected
+                || started.elapsed() > STALE_LOCK_AGE * 2
+            {
+                return Ok(outcome);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     fn apply(&self, name: &str, edit: RefEdit) -> Result<CasOutcome> {
         let mut cleared_stale_lock = false;
         loop {

@@ -467,8 +467,10 @@ fn check_git_locks(repo: &Repo, worktrees: &[WorktreeInfo], f: &mut Findings) {
     }
 }
 
-/// Lock files under our refs: a killed writer's leftovers, cleared by the next writer.
+/// Lock files under our refs: a killed writer's leftovers, cleared by the next writer once
+/// stale, and at once by `doctor --fix` when no git or git-bmad process is running.
 fn check_locks(repo: &Repo, f: &mut Findings) {
+    let running = git_running_in(repo);
     for dir in ["refs/bmad", "refs/notes/bmad"] {
         let mut stack = vec![repo.common_dir().join(dir)];
         while let Some(dir) = stack.pop() {
@@ -486,7 +488,7 @@ fn check_locks(repo: &Repo, f: &mut Findings) {
                         .and_then(|m| m.modified().ok())
                         .and_then(|m| m.elapsed().ok())
                         .unwrap_or_default();
-                    let stale = age >= STALE_LOCK_AGE;
+                    let stale = age >= STALE_LOCK_AGE || running.is_none();
                     f.add(
                         Severity::Warning,
                         None,
@@ -500,8 +502,11 @@ fn check_locks(repo: &Repo, f: &mut Findings) {
                                 ", a write is in progress"
                             }
                         ),
-                        None,
+                        stale.then(|| format!("rm '{}'", path.display())),
                     );
+                    if stale {
+                        f.repaired_by(Repair::RemoveLock { path });
+                    }
                 }
             }
         }

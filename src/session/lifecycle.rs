@@ -328,7 +328,7 @@ pub fn remove(
         forget_vanished_worktrees(repo, Some(&session.worktree))?;
     }
     if let Some(tip) = repo.read_ref(&session.branch)? {
-        if repo.delete_ref(&session.branch, tip)? != CasOutcome::Updated {
+        if repo.delete_ref_waiting(&session.branch, tip)? != CasOutcome::Updated {
             return Err(repo.contention(&session.branch, 1).into());
         }
     }
@@ -344,7 +344,7 @@ pub fn remove(
         .chain(repo.read_ref(&notes)?.map(|tip| (notes.clone(), tip)))
         .chain(repo.read_ref(&chain)?.map(|tip| (chain.clone(), tip)))
     {
-        if repo.delete_ref(&name, tip)? != CasOutcome::Updated {
+        if repo.delete_ref_waiting(&name, tip)? != CasOutcome::Updated {
             return Err(repo.contention(&name, 1).into());
         }
     }

@@ -68,7 +68,7 @@ pub fn store_text(repo: &Repo, session: &SessionId, text: &str) -> Result<String
     let name = format!("refs/bmad/sessions/{session}/texts/{blob}");
     // Created once, never moved: after a conflict, another writer may have made it.
     if repo.read_ref(&name)? != Some(blob)
-        && repo.cas_ref(&name, None, blob, "bmad: keep a run's playbook")?
+        && repo.cas_ref_waiting(&name, None, blob, "bmad: keep a run's playbook")?
             != crate::git::CasOutcome::Updated
         && repo.read_ref(&name)? != Some(blob)
     {

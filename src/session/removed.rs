@@ -170,7 +170,8 @@ pub(crate) fn keep(
         ));
     }
     let commit = repo.write_commit(tree, &parents, &message)?;
-    if repo.cas_ref(&name, earlier, commit, "bmad remove: keep the session")? != CasOutcome::Updated
+    if repo.cas_ref_waiting(&name, earlier, commit, "bmad remove: keep the session")?
+        != CasOutcome::Updated
     {
         return Err(repo.contention(&name, 1).into());
     }
@@ -288,7 +289,7 @@ fn restore_removed(repo: &Repo, removed: RemovedSession) -> Result<Restored> {
     // The checkpoint ref last: until it exists, the session is not listed as live.
     missing.sort_by_key(|(name, _)| **name == chain);
     for (name, object) in missing {
-        if repo.cas_ref(name, None, object, "bmad restore")? != CasOutcome::Updated
+        if repo.cas_ref_waiting(name, None, object, "bmad restore")? != CasOutcome::Updated
             && repo.read_ref(name)? != Some(object)
         {
             return Err(repo.contention(name, 1).into());
@@ -309,7 +310,10 @@ fn restore_removed(repo: &Repo, removed: RemovedSession) -> Result<Restored> {
         restore_worktree(repo, session, "removed")?
     };
     // The keep goes last: until then, `restore` can be run again.
-    repo.delete_ref(&removed_ref(&removed.id), removed.keep)?;
+    let keep = removed_ref(&removed.id);
+    if repo.delete_ref_waiting(&keep, removed.keep)? != CasOutcome::Updated {
+        return Err(repo.contention(&keep, 1).into());
+    }
     Ok(restored)
 }
 
@@ -351,7 +355,7 @@ fn restore_worktree(repo: &Repo, session: Session, from: &'static str) -> Result
             let head = target.session_head().ok_or_else(|| Error::NoCheckpoint {
                 session: session.id.to_string(),
             })?;
-            if repo.cas_ref(&session.branch, None, head, "bmad restore: branch")?
+            if repo.cas_ref_waiting(&session.branch, None, head, "bmad restore: branch")?
                 != CasOutcome::Updated
             {
                 return Err(repo.contention(&session.branch, 1).into());
@@ -410,7 +414,7 @@ pub fn gc(repo: &Repo, now: i64, all: bool, dry_run: bool) -> Result<Vec<Removed
     if !dry_run {
         for removed in &due {
             let name = removed_ref(&removed.id);
-            if repo.delete_ref(&name, removed.keep)? != CasOutcome::Updated {
+            if repo.delete_ref_waiting(&name, removed.keep)? != CasOutcome::Updated {
                 return Err(repo.contention(&name, 1).into());
             }
         }
