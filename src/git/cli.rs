@@ -138,6 +138,13 @@ impl GitCli {
         self.run(["worktree", "repair"]).map(drop)
     }
 
+    /// `git worktree unlock <path>`.
+    pub(super) fn worktree_unlock(&self, path: &Path) -> Result<()> {
+        let mut cmd = self.command();
+        cmd.args(["worktree", "unlock"]).arg(path);
+        run_checked(cmd).map(drop)
+    }
+
     /// `git worktree prune`: forget worktrees whose directories are gone.
     pub(super) fn worktree_prune(&self) -> Result<()> {
         self.run(["worktree", "prune"]).map(drop)

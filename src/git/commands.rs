@@ -179,6 +179,25 @@ impl Repo {
         self.git().worktree_repair()
     }
 
+    /// Remove a worktree whose `git worktree add` was killed (git left it locked
+    /// `initializing`, maybe without a `.git` file, which `worktree remove` then refuses):
+    /// unlock it, delete the directory git made, and let git forget it. Any other worktree
+    /// goes through [`remove_worktree`](Self::remove_worktree), forced.
+    pub fn remove_half_added_worktree(&self, path: &Path) -> Result<()> {
+        let here = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+        let half_added = self
+            .worktrees()?
+            .iter()
+            .any(|w| w.path == here && w.locked.as_deref() == Some("initializing"));
+        if !half_added {
+            return self.remove_worktree(path, true);
+        }
+        self.git().worktree_unlock(path)?;
+        std::fs::remove_dir_all(path)
+            .map_err(|e| Error::io("could not delete the half-added worktree", path, e))?;
+        self.prune_worktrees()
+    }
+
     /// `git worktree prune`: forget worktrees whose directories are gone.
     pub fn prune_worktrees(&self) -> Result<()> {
         self.git().worktree_prune()

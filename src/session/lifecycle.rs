@@ -322,7 +322,9 @@ pub fn remove(
         .decision(Some(Decision::Human)),
     )?;
     let kept = removed::keep(repo, session, options.force, keep_days, &left_out)?;
-    if session.worktree_exists {
+    if half_added {
+        repo.remove_half_added_worktree(&session.worktree)?;
+    } else if session.worktree_exists {
         repo.remove_worktree(&session.worktree, options.force)?;
     } else {
         forget_vanished_worktrees(repo, Some(&session.worktree))?;
