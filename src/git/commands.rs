@@ -79,6 +79,17 @@ impl Repo {
 
     /// Tracked and untracked-not-ignored files under `paths`, relative to the worktree root.
     pub fn list_files(&self, paths: &[PathBuf]) -> Result<Vec<String>> {
+        for path in paths {
+            // Resolved as git would (symlinks, `..`), or as written when it does not exist.
+            let full = self.workdir().join(path);
+            let full = std::fs::canonicalize(&full).unwrap_or_else(|_| lexically_normal(&full));
+            if !full.starts_with(self.workdir()) {
+                return Err(Error::OutsideWorktree {
+                    path: path.clone(),
+                    workdir: self.workdir().to_owned(),
+                });
+            }
+        }
         self.git().list_files(paths)
     }
 
@@ -250,4 +261,20 @@ impl Drop for PatchStream {
             let _ = child.wait();
         }
     }
+}
+
+/// `path` with `.` and `..` resolved by name alone (for a path that does not exist).
+fn lexically_normal(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
 }

@@ -56,6 +56,14 @@ pub enum Error {
         /// How long it has existed.
         age: std::time::Duration,
     },
+    /// A path given for this worktree lies outside it.
+    #[error("{} is outside this repository's worktree ({}); name paths inside it, or run the command in the repository that holds them", path.display(), workdir.display())]
+    OutsideWorktree {
+        /// The path.
+        path: PathBuf,
+        /// The worktree.
+        workdir: PathBuf,
+    },
     /// The `git` executable is not on PATH.
     #[error("the `git` executable was not found on PATH; install git 2.38 or newer")]
     GitNotFound,

@@ -20,7 +20,7 @@ use super::ObjectId;
 /// What makes a worktree dirty: a few of the paths, and how many there are in all.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Dirt {
-    /// Up to the requested number of paths, in status order.
+    /// Up to the requested number of paths, the first in path order.
     pub sample: Vec<String>,
     /// How many paths differ from HEAD (untracked directories count once).
     pub count: usize,
@@ -274,20 +274,17 @@ impl Repo {
             .status_platform(untracked)?
             .into_iter(Vec::<BString>::new())
             .map_err(|e| Error::gix("could not compute the status", e))?;
-        let mut dirt = Dirt::default();
         let mut seen = BTreeSet::new();
         for item in iter {
             let item = item.map_err(|e| Error::gix("could not compute the status", e))?;
-            if let Some(path) = relevant_path(&item) {
-                if seen.insert(path.clone()) {
-                    dirt.count += 1;
-                    if dirt.sample.len() < sample {
-                        dirt.sample.push(path);
-                    }
-                }
-            }
+            seen.extend(relevant_path(&item));
         }
-        Ok(dirt)
+        // Sorted: status reports in no fixed order, and a message should not change between
+        // two runs on the same worktree.
+        Ok(Dirt {
+            count: seen.len(),
+            sample: seen.into_iter().take(sample).collect(),
+        })
     }
 
     /// Every path that may differ between HEAD, the index and the worktree; and whether the

@@ -168,19 +168,58 @@ fn print_kept(ui: &Ui, protected: &[String]) {
     }
 }
 
+/// Changes under one directory that all do the same thing are shown as one line from this
+/// many on: a deleted `node_modules/` is one line, not thousands.
+const SUMMARISE_FROM: usize = 10;
+
 fn print_changes(ui: &Ui, changes: &[TreeChange]) {
-    for c in changes {
-        let (word, style) = match c.status {
-            'A' => ("restore", Style::Green),
-            'D' => ("remove ", Style::Red),
-            'T' => ("retype ", Style::Yellow),
-            _ => ("revert ", Style::Yellow),
-        };
+    let mut changes: Vec<&TreeChange> = changes.iter().collect();
+    changes.sort_by(|a, b| a.path.cmp(&b.path));
+    let word = |status: char| match status {
+        'A' => ("restore", Style::Green),
+        'D' => ("remove ", Style::Red),
+        'T' => ("retype ", Style::Yellow),
+        _ => ("revert ", Style::Yellow),
+    };
+    let mut i = 0;
+    while i < changes.len() {
+        let c = changes[i];
+        let (verb, style) = word(c.status);
+        if let Some((dir, n)) = same_change_under_one_dir(&changes[i..]) {
+            ui.line(format!(
+                "  {} {n} files in {dir}/",
+                ui.paint(verb, style)
+            ));
+            i += n;
+            continue;
+        }
         let mode = if c.old_mode != c.new_mode && c.status == 'M' {
             format!("  (mode {} → {})", c.old_mode, c.new_mode)
         } else {
             String::new()
         };
-        ui.line(format!("  {} {}{mode}", ui.paint(word, style), c.path));
+        ui.line(format!("  {} {}{mode}", ui.paint(verb, style), c.path));
+        i += 1;
     }
+}
+
+/// The shallowest directory of `changes[0]` whose changes (sorted by path, so contiguous)
+/// all have its status and number at least [`SUMMARISE_FROM`]; and how many there are.
+fn same_change_under_one_dir<'a>(changes: &[&'a TreeChange]) -> Option<(&'a str, usize)> {
+    let first = changes.first()?;
+    for (end, _) in first.path.match_indices('/') {
+        let dir = &first.path[..end];
+        let prefix = &first.path[..=end];
+        let n = changes
+            .iter()
+            .take_while(|c| c.path.starts_with(prefix))
+            .count();
+        if n < SUMMARISE_FROM {
+            return None;
+        }
+        if changes[..n].iter().all(|c| c.status == first.status) {
+            return Some((dir, n));
+        }
+    }
+    None
 }

@@ -27,7 +27,17 @@ pub struct StatusArgs {
 /// Run `status`.
 pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let s = session::locate(&repo, args.session.as_deref())?;
+    let s = match session::locate(&repo, args.session.as_deref()) {
+        // Outside any session, with just one session in the repository: that one is meant.
+        Err(session::Error::NotInSession { workdir }) => {
+            let mut all = session::list(&repo)?;
+            if all.len() != 1 {
+                return Err(session::Error::NotInSession { workdir }.into());
+            }
+            all.remove(0)
+        }
+        other => other?,
+    };
     let journal = session::read_journal(&repo, &s.id)?;
     let state = SessionState::replay(journal.events());
     let run = supervisor::RunState::replay(journal.events());
