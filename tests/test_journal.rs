@@ -227,3 +227,47 @@ fn what_scripts_and_labels_hand_over_is_stored_redacted() {
         "{shown}"
     );
 }
+
+/// A line in the journal that is not an event (a hand-edited note, a torn write from another
+/// tool) never bricks the session: it is shown as malformed, every command goes on, and
+/// `doctor` names it.
+#[test]
+fn a_malformed_event_is_shown_and_named_but_never_bricks_the_session() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (id, wt) = env.start(&repo, "m");
+    let chain = format!("refs/bmad/sessions/{id}/checkpoints");
+    let notes = format!("refs/notes/bmad/{id}");
+    env.git(
+        &repo,
+        &[
+            "notes",
+            "--ref",
+            &notes,
+            "append",
+            "-m",
+            "{\"seq\": 99, \"event\": trunc",
+            &chain,
+        ],
+    );
+    let shown = env.bmad(&wt, &["journal"]).success();
+    assert!(
+        shown
+            .stderr
+            .contains("skipped a journal line that is not an event"),
+        "{}{}",
+        shown.stdout,
+        shown.stderr
+    );
+    write(&wt, "work.md", "work\n");
+    env.bmad(&wt, &["checkpoint", "-m", "after"]).success();
+    env.bmad(&wt, &["status"]).success();
+    env.bmad(&wt, &["rollback", "1"]).success();
+    env.bmad(&wt, &["undo"]).success();
+    let doctor = env.bmad(&repo, &["doctor"]).code(1);
+    assert!(
+        doctor.stdout.contains("journal line is not an event") && doctor.stdout.contains("line 4"),
+        "{}",
+        doctor.stdout
+    );
+}

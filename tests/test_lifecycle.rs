@@ -170,3 +170,27 @@ fn an_unknown_runner_in_the_config_is_named_by_doctor_and_validate() {
     env.git(&repo, &["commit", "-q", "-m", "config"]);
     env.bmad(&repo, &["list"]).success();
 }
+
+#[test]
+fn status_in_the_main_worktree_shows_the_only_session_and_remove_lists_dirt_in_order() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (id, wt) = env.start(&repo, "only");
+    let status = env.bmad(&repo, &["status", "--json"]).success().json();
+    assert_eq!(status["session"]["id"], id.as_str());
+    for name in ["c.md", "a.md", "b.md", "d.md"] {
+        write(&wt, name, "dirt\n");
+    }
+    let refused = env.bmad(&repo, &["remove", "only"]).code(1);
+    assert!(
+        refused
+            .stderr
+            .contains("4 uncommitted change(s) (a.md, b.md, c.md, …)"),
+        "{}",
+        refused.stderr
+    );
+    // With two sessions, which one is meant must be said.
+    env.start(&repo, "second");
+    let run = env.bmad(&repo, &["status"]).code(1);
+    assert!(run.stderr.contains("git bmad list"), "{}", run.stderr);
+}

@@ -195,3 +195,29 @@ fn a_secret_in_the_worktree_stops_rollback_and_undo_before_anything_is_stored() 
     env.bmad(&wt, &["undo"]).success();
     assert_eq!(read(&wt, "plan.md"), "the plan, rewritten\n");
 }
+
+#[test]
+fn a_rollback_that_removes_a_whole_directory_says_so_in_one_line() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (_, wt) = env.start(&repo, "big");
+    for i in 0..300 {
+        write(&wt, &format!("vendor/pkg{}/f{i}.js", i % 7), "x\n");
+    }
+    write(&wt, "src/one.rs", "one\n");
+    let plan = env.bmad(&wt, &["rollback", "1", "--dry-run"]).success();
+    assert!(
+        plan.stdout.contains("would change 301 file(s)")
+            && plan.stdout.contains("remove  300 files in vendor/")
+            && plan.stdout.contains("remove  src/one.rs"),
+        "{}",
+        plan.stdout
+    );
+    assert!(plan.stdout.lines().count() < 10, "{}", plan.stdout);
+    // --json still lists every file.
+    let json = env
+        .bmad(&wt, &["rollback", "1", "--dry-run", "--json"])
+        .success()
+        .json();
+    assert_eq!(json["plan"]["changes"].as_array().unwrap().len(), 301);
+}

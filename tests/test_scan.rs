@@ -101,3 +101,20 @@ fn allow_comments_are_for_humans_not_agents() {
     let run = env.bmad(&wt, &["scan"]).code(4);
     assert!(run.stdout.contains("more.py:1:8"), "{}", run.stdout);
 }
+
+#[test]
+fn a_path_outside_the_repository_is_named_plainly() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let elsewhere = env.root().join("elsewhere");
+    write(&elsewhere, "x.txt", "x\n");
+    let run = env
+        .bmad(&repo, &["scan", elsewhere.to_str().unwrap()])
+        .code(1);
+    assert!(
+        run.stderr.contains("is outside this repository's worktree")
+            && !run.stderr.contains("ls-files"),
+        "{}",
+        run.stderr
+    );
+}

@@ -186,10 +186,7 @@ fn print_changes(ui: &Ui, changes: &[TreeChange]) {
         let c = changes[i];
         let (verb, style) = word(c.status);
         if let Some((dir, n)) = same_change_under_one_dir(&changes[i..]) {
-            ui.line(format!(
-                "  {} {n} files in {dir}/",
-                ui.paint(verb, style)
-            ));
+            ui.line(format!("  {} {n} files in {dir}/", ui.paint(verb, style)));
             i += n;
             continue;
         }
