@@ -49,18 +49,7 @@ fn worktree_deleted_by_hand_is_reported_and_pruned() {
     // And the pruned session can be removed.
     env.bmad(&repo, &["remove", &id, "--force"]).success();
     // Only the keep is left, until `git bmad gc` (see test_removed).
-    assert_eq!(
-        env.git(
-            &repo,
-            &[
-                "for-each-ref",
-                "--format=%(refname)",
-                "refs/bmad/",
-                "refs/notes/bmad/"
-            ]
-        ),
-        format!("refs/bmad/removed/{id}\n")
-    );
+    assert_eq!(env.bmad_refs(&repo), format!("refs/bmad/removed/{id}\n"));
 }
 
 #[test]
@@ -98,18 +87,7 @@ fn remove_refuses_to_lose_work_unless_forced() {
     assert!(!wt.exists());
     assert_eq!(env.git(&repo, &["branch", "--list", "bmad/work"]), "");
     // Only the keep is left, until `git bmad gc` (see test_removed).
-    assert_eq!(
-        env.git(
-            &repo,
-            &[
-                "for-each-ref",
-                "--format=%(refname)",
-                "refs/bmad/",
-                "refs/notes/bmad/"
-            ]
-        ),
-        format!("refs/bmad/removed/{id}\n")
-    );
+    assert_eq!(env.bmad_refs(&repo), format!("refs/bmad/removed/{id}\n"));
     env.bmad(&repo, &["doctor"]).success();
 }
 

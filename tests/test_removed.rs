@@ -4,7 +4,23 @@
 
 use std::path::Path;
 
+use serde_json::Value;
+
 use crate::common::{read, write, TestEnv};
+
+/// `git bmad list --json`, or with `removed` `list --removed --json`.
+fn sessions(env: &TestEnv, repo: &Path, removed: bool) -> Vec<Value> {
+    let mut args = vec!["list", "--json"];
+    if removed {
+        args.push("--removed");
+    }
+    env.bmad(repo, &args)
+        .success()
+        .json()
+        .as_array()
+        .expect("a list")
+        .clone()
+}
 
 /// The session state a restore must bring back: files as `add -A` records them, the index
 /// with its stages, HEAD and the session branch.
@@ -35,13 +51,7 @@ fn a_forced_remove_keeps_files_untracked_files_index_and_branch_until_restore() 
     // Without --force it refuses, naming why; nothing is kept or deleted.
     let refused = env.bmad(&repo, &["remove", "work"]).code(1);
     assert!(refused.stderr.contains("uncommitted"), "{}", refused.stderr);
-    assert!(env
-        .bmad(&repo, &["list", "--removed", "--json"])
-        .success()
-        .json()
-        .as_array()
-        .unwrap()
-        .is_empty());
+    assert!(sessions(&env, &repo, true).is_empty());
 
     let removed = env.bmad(&repo, &["remove", "work", "--force"]).success();
     assert!(
@@ -53,17 +63,8 @@ fn a_forced_remove_keeps_files_untracked_files_index_and_branch_until_restore() 
     assert!(env
         .git(&repo, &["branch", "--list", "bmad/work"])
         .is_empty());
-    assert!(env
-        .bmad(&repo, &["list", "--json"])
-        .success()
-        .json()
-        .as_array()
-        .unwrap()
-        .is_empty());
-    let kept = env
-        .bmad(&repo, &["list", "--removed", "--json"])
-        .success()
-        .json();
+    assert!(sessions(&env, &repo, false).is_empty());
+    let kept = sessions(&env, &repo, true);
     assert_eq!(kept[0]["id"], id.as_str());
     assert_eq!(kept[0]["forced"], true);
     let days =
@@ -105,13 +106,7 @@ fn a_forced_remove_keeps_files_untracked_files_index_and_branch_until_restore() 
         kinds.contains(&"session_removed") && kinds.ends_with(&["session_restored", "checkpoint"]),
         "{kinds:?}"
     );
-    assert!(env
-        .bmad(&repo, &["list", "--removed", "--json"])
-        .success()
-        .json()
-        .as_array()
-        .unwrap()
-        .is_empty());
+    assert!(sessions(&env, &repo, true).is_empty());
     env.bmad(&repo, &["doctor"]).success();
     // The restored session works like any other.
     write(&wt, "more.md", "more\n");
@@ -159,15 +154,7 @@ fn restore_refuses_when_the_name_was_taken_since_and_says_what_to_do() {
             &["for-each-ref", &format!("refs/bmad/sessions/{old}")]
         )
         .is_empty());
-    assert_eq!(
-        env.bmad(&repo, &["list", "--json"])
-            .success()
-            .json()
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(sessions(&env, &repo, false).len(), 1);
 }
 
 #[test]
@@ -187,21 +174,13 @@ fn gc_deletes_only_expired_keeps_and_the_retention_is_configurable() {
     assert_eq!(dry["deleted"].as_array().unwrap().len(), 1);
     assert_eq!(dry["deleted"][0]["name"], "expires");
     assert_eq!(
-        env.bmad(&repo, &["list", "--removed", "--json"])
-            .success()
-            .json()
-            .as_array()
-            .unwrap()
-            .len(),
+        sessions(&env, &repo, true).len(),
         2,
         "a dry run deletes nothing"
     );
     env.bmad(&repo, &["gc"]).success();
-    let left = env
-        .bmad(&repo, &["list", "--removed", "--json"])
-        .success()
-        .json();
-    assert_eq!(left.as_array().unwrap().len(), 1);
+    let left = sessions(&env, &repo, true);
+    assert_eq!(left.len(), 1);
     assert_eq!(left[0]["name"], "kept");
     env.bmad(&repo, &["gc", "--all"]).success();
     assert!(env.git(&repo, &["for-each-ref", "refs/bmad/"]).is_empty());
@@ -225,10 +204,7 @@ fn a_pruned_session_is_restored_with_its_last_checkpoint_and_status() {
     env.bmad(&wt, &["checkpoint", "-m", "work"]).success();
     std::fs::remove_dir_all(&wt).unwrap();
     env.bmad(&repo, &["prune"]).success();
-    assert_eq!(
-        env.bmad(&repo, &["list", "--json"]).success().json()[0]["status"],
-        "pruned"
-    );
+    assert_eq!(sessions(&env, &repo, false)[0]["status"], "pruned");
 
     let restored = env
         .bmad(&repo, &["restore", "gone", "--json"])
@@ -236,10 +212,7 @@ fn a_pruned_session_is_restored_with_its_last_checkpoint_and_status() {
         .json();
     assert_eq!(restored["restored"]["from"], "pruned");
     assert_eq!(read(&wt, "work.md"), "checkpointed, never committed\n");
-    assert_eq!(
-        env.bmad(&repo, &["list", "--json"]).success().json()[0]["status"],
-        "running"
-    );
+    assert_eq!(sessions(&env, &repo, false)[0]["status"], "running");
     assert_eq!(
         env.bmad(&wt, &["status", "--json"]).success().json()["state"]["status"],
         "running"
@@ -267,7 +240,7 @@ fn a_moved_worktree_is_followed_not_pruned() {
     assert!(doctor.stdout.contains("was moved to"), "{}", doctor.stdout);
     let fixed = env.bmad(&repo, &["doctor", "--fix"]).success();
     assert!(fixed.stdout.contains("fixed:"), "{}", fixed.stdout);
-    let listed = env.bmad(&repo, &["list", "--json"]).success().json();
+    let listed = sessions(&env, &repo, false);
     assert_eq!(listed[0]["status"], "running", "not pruned");
     let to = std::fs::canonicalize(&to).unwrap();
     assert_eq!(listed[0]["worktree"], to.to_str().unwrap());
@@ -346,8 +319,5 @@ fn doctor_fix_removes_an_abandoned_git_lock_and_finishes_nothing_it_should_not()
             .any(|f| f["fix"].as_str().unwrap_or("").contains("git bmad restore")),
         "{after}"
     );
-    assert_eq!(
-        env.bmad(&repo, &["list", "--json"]).success().json()[0]["status"],
-        "running"
-    );
+    assert_eq!(sessions(&env, &repo, false)[0]["status"], "running");
 }

@@ -329,18 +329,7 @@ fn an_untouched_session_is_removed_without_force() {
     assert_eq!(env.git(&wt, &["status", "--porcelain"]), "");
     env.bmad(&repo, &["remove", &id]).success();
     // Only the keep is left, until `git bmad gc` (see test_removed).
-    assert_eq!(
-        env.git(
-            &repo,
-            &[
-                "for-each-ref",
-                "--format=%(refname)",
-                "refs/bmad/",
-                "refs/notes/bmad/"
-            ]
-        ),
-        format!("refs/bmad/removed/{id}\n")
-    );
+    assert_eq!(env.bmad_refs(&repo), format!("refs/bmad/removed/{id}\n"));
 }
 
 #[test]

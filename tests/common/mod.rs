@@ -228,6 +228,19 @@ impl TestEnv {
         )
     }
 
+    /// Every ref git-bmad keeps (`refs/bmad/`, `refs/notes/bmad/`), one name per line.
+    pub fn bmad_refs(&self, repo: &Path) -> String {
+        self.git(
+            repo,
+            &[
+                "for-each-ref",
+                "--format=%(refname)",
+                "refs/bmad/",
+                "refs/notes/bmad/",
+            ],
+        )
+    }
+
     /// The number of a session's newest checkpoint, as `rollback` takes it.
     pub fn last_checkpoint(&self, wt: &Path) -> String {
         let status = self.bmad(wt, &["status", "--json"]).success().json();
