@@ -287,6 +287,7 @@ fn doctor_fix_removes_an_abandoned_git_lock_and_finishes_nothing_it_should_not()
     let env = TestEnv::new();
     let repo = env.repo("proj");
     let (_, wt) = env.start(&repo, "w");
+    let (_, moved) = env.start(&repo, "moved");
     let lock = repo.join(".git/packed-refs.lock");
     std::fs::write(&lock, "").unwrap();
     let old = std::time::SystemTime::now() - std::time::Duration::from_secs(120);
@@ -296,8 +297,19 @@ fn doctor_fix_removes_an_abandoned_git_lock_and_finishes_nothing_it_should_not()
         .unwrap()
         .set_modified(old)
         .unwrap();
-    // A deleted worktree needs a choice (restore or prune): --fix leaves it to the user.
+    // A deleted worktree needs a choice (restore or prune): --fix leaves it to the user,
+    // even while it records where another one was moved.
     std::fs::remove_dir_all(&wt).unwrap();
+    let to = env.root().join("moved-here");
+    env.git(
+        &repo,
+        &[
+            "worktree",
+            "move",
+            moved.to_str().unwrap(),
+            to.to_str().unwrap(),
+        ],
+    );
     let before = env.bmad(&repo, &["doctor"]).code(1);
     assert!(
         before.stdout.contains("doctor --fix does it"),
@@ -319,5 +331,17 @@ fn doctor_fix_removes_an_abandoned_git_lock_and_finishes_nothing_it_should_not()
             .any(|f| f["fix"].as_str().unwrap_or("").contains("git bmad restore")),
         "{after}"
     );
-    assert_eq!(sessions(&env, &repo, false)[0]["status"], "running");
+    let listed = sessions(&env, &repo, false);
+    let named = |name: &str| listed.iter().find(|s| s["name"] == name).unwrap().clone();
+    assert_eq!(
+        named("w")["status"],
+        "running",
+        "the deleted one is not pruned"
+    );
+    assert_eq!(named("moved")["status"], "running");
+    assert_eq!(
+        named("moved")["worktree_exists"],
+        true,
+        "the moved one is followed"
+    );
 }

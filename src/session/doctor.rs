@@ -186,7 +186,7 @@ pub fn doctor(
                 format!("git still lists the deleted worktree {}", wt.path.display()),
                 Some("git bmad prune".into()),
             );
-            f.repaired_by(Repair::Prune);
+            f.repaired_by(Repair::ForgetWorktrees);
         }
     }
     check_locks(repo, &mut f);
@@ -387,7 +387,9 @@ fn check_session(
                 Some(damage.fix()),
             );
             match damage.damage {
-                super::worktree::Damage::Moved { .. } => f.repaired_by(Repair::Prune),
+                super::worktree::Damage::Moved { .. } => f.repaired_by(Repair::FollowMove {
+                    session: id.to_string(),
+                }),
                 super::worktree::Damage::GitFileMissing => f.repaired_by(Repair::RepairWorktrees),
                 _ => {}
             }

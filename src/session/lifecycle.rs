@@ -499,6 +499,21 @@ pub fn prune(repo: &Repo) -> Result<Vec<PruneOutcome>> {
     Ok(outcomes)
 }
 
+/// Record where `session`'s worktree was moved, if git lists it moved (`doctor --fix`).
+pub(super) fn follow_move_of(repo: &Repo, session: Session) -> Result<()> {
+    let damage = super::worktree::damage_among(
+        &repo.worktrees()?,
+        repo,
+        session.id.as_str(),
+        &session.worktree,
+        &session.branch,
+    )?;
+    if let Some(super::worktree::Damage::Moved { to }) = damage.map(|d| d.damage) {
+        follow_move(repo, session, to)?;
+    }
+    Ok(())
+}
+
 /// Record that `session`'s worktree is now at `to` (`git worktree move`).
 fn follow_move(repo: &Repo, mut session: Session, to: PathBuf) -> Result<PruneOutcome> {
     let from = std::mem::replace(&mut session.worktree, to.clone());

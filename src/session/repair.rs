@@ -25,8 +25,14 @@ pub enum Repair {
         /// The session.
         session: String,
     },
-    /// Record sessions' moved worktrees, and deleted ones git still lists (`git bmad prune`).
-    Prune,
+    /// Record that a session's worktree was moved (`git worktree move`), as `prune` does.
+    FollowMove {
+        /// The session.
+        session: String,
+    },
+    /// Let git forget deleted worktrees of finished or pruned sessions (`git worktree prune`,
+    /// after repairing any live session's link it would break).
+    ForgetWorktrees,
     /// Rewrite worktrees' `.git` files (`git worktree repair`).
     RepairWorktrees,
     /// Show the journal in `git log` (the notes config `git bmad init` sets).
@@ -41,7 +47,10 @@ impl Repair {
             Repair::ContinueRollback { session } => {
                 format!("finished the interrupted rollback of {session}")
             }
-            Repair::Prune => "recorded moved and deleted worktrees (git bmad prune)".into(),
+            Repair::FollowMove { session } => {
+                format!("recorded where the worktree of {session} was moved")
+            }
+            Repair::ForgetWorktrees => "git worktree prune".into(),
             Repair::RepairWorktrees => "git worktree repair".into(),
             Repair::NotesConfig => "set notes.displayRef and notes.rewriteRef".into(),
         }
@@ -65,21 +74,26 @@ pub fn apply_repair(repo: &Repo, repair: &Repair) -> Result<()> {
             })
         }
         Repair::ContinueRollback { session } => {
-            let id = SessionId::parse(session).ok_or_else(|| Error::UnknownSession {
-                query: session.clone(),
-            })?;
-            let session = super::store::get(repo, &id)?.ok_or_else(|| Error::UnknownSession {
-                query: session.clone(),
-            })?;
-            super::rollback::continue_rollback(repo, &session).map(drop)
+            super::rollback::continue_rollback(repo, &session_of(repo, session)?).map(drop)
         }
-        Repair::Prune => super::lifecycle::prune(repo).map(drop),
+        Repair::FollowMove { session } => {
+            super::lifecycle::follow_move_of(repo, session_of(repo, session)?)
+        }
+        Repair::ForgetWorktrees => super::lifecycle::forget_vanished_worktrees(repo, None),
         // From the main worktree: run in a linked one, git repairs that one only.
         Repair::RepairWorktrees => Ok(repo
             .open_worktree(&repo.main_workdir()?)?
             .repair_worktrees()?),
         Repair::NotesConfig => super::init::ensure_notes_config(repo).map(drop),
     }
+}
+
+fn session_of(repo: &Repo, id: &str) -> Result<super::store::Session> {
+    let unknown = || Error::UnknownSession {
+        query: id.to_owned(),
+    };
+    let id = SessionId::parse(id).ok_or_else(unknown)?;
+    super::store::get(repo, &id)?.ok_or_else(unknown)
 }
 
 /// A live `git` or other git-bmad process working in this repository (its current
