@@ -120,12 +120,11 @@ impl GitCli {
         run_checked(cmd).map(drop)
     }
 
-    /// `git worktree remove [--force [--force]] <path>`: `force` twice also removes a locked
-    /// worktree.
-    pub(super) fn worktree_remove(&self, path: &Path, force: u8) -> Result<()> {
+    /// `git worktree remove [--force] <path>`.
+    pub(super) fn worktree_remove(&self, path: &Path, force: bool) -> Result<()> {
         let mut cmd = self.command();
         cmd.args(["worktree", "remove"]);
-        for _ in 0..force {
+        if force {
             cmd.arg("--force");
         }
         cmd.arg(path);

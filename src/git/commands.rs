@@ -172,41 +172,41 @@ impl Repo {
         self.git().worktree_add_existing(path, short_branch)
     }
 
-    /// `git worktree remove [--force] <path>`. Forced, a worktree git locked while adding it
-    /// (`initializing`: the `worktree add` was killed) goes too; one a user locked does not.
+    /// `git worktree remove [--force] <path>`.
     pub fn remove_worktree(&self, path: &Path, force: bool) -> Result<()> {
-        let here = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
-        let half_added = force
-            && self
-                .worktrees()?
-                .iter()
-                .any(|w| w.path == here && w.locked.as_deref() == Some("initializing"));
-        self.git()
-            .worktree_remove(path, u8::from(force) + u8::from(half_added))
+        self.git().worktree_remove(path, force)
     }
 
-    /// `git worktree repair`: rewrite the links between worktrees and the repository.
-    pub fn repair_worktrees(&self) -> Result<()> {
-        self.git().worktree_repair()
-    }
-
-    /// Remove a worktree whose `git worktree add` was killed (git left it locked
-    /// `initializing`, maybe without a `.git` file, which `worktree remove` then refuses):
-    /// unlock it, delete the directory git made, and let git forget it. Any other worktree
-    /// goes through [`remove_worktree`](Self::remove_worktree), forced.
-    pub fn remove_half_added_worktree(&self, path: &Path) -> Result<()> {
+    /// Whether git lists the worktree at `path` as locked `initializing`: its
+    /// `git worktree add` was killed, so it may have no `.git` file and only git's half-made
+    /// checkout.
+    pub fn is_half_added_worktree(&self, path: &Path) -> Result<bool> {
         let here = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
-        let half_added = self
+        Ok(self
             .worktrees()?
             .iter()
-            .any(|w| w.path == here && w.locked.as_deref() == Some("initializing"));
-        if !half_added {
-            return self.remove_worktree(path, true);
+            .any(|w| w.path == here && w.locked.as_deref() == Some("initializing")))
+    }
+
+    /// Remove a worktree whose `git worktree add` was killed, which `worktree remove`
+    /// refuses: unlock it, delete the directory git made, and let git forget it. Refuses
+    /// any other worktree.
+    pub fn remove_half_added_worktree(&self, path: &Path) -> Result<()> {
+        if !self.is_half_added_worktree(path)? {
+            return Err(Error::Corrupt(format!(
+                "{} is not a worktree whose `git worktree add` was interrupted",
+                path.display()
+            )));
         }
         self.git().worktree_unlock(path)?;
         std::fs::remove_dir_all(path)
             .map_err(|e| Error::io("could not delete the half-added worktree", path, e))?;
         self.prune_worktrees()
+    }
+
+    /// `git worktree repair`: rewrite the links between worktrees and the repository.
+    pub fn repair_worktrees(&self) -> Result<()> {
+        self.git().worktree_repair()
     }
 
     /// `git worktree prune`: forget worktrees whose directories are gone.

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::error::{Error, Result};
 use super::event::{Decision, Event, NewEvent};
-use super::journal::{self, backoff, seq_trailer};
+use super::journal::{self, backoff, seq_trailer, trailer};
 use super::schema::{Body, CheckpointTaken};
 use super::state::Status;
 use super::store::Session;
@@ -59,22 +59,16 @@ impl Trailers {
 
     /// Read the trailers from a commit message; `None` if it is not a checkpoint.
     pub fn parse(message: &str) -> Option<Trailers> {
-        let get = |key: &str| {
-            message
-                .lines()
-                .rev()
-                .find_map(|l| l.strip_prefix(key))
-                .map(|v| v.trim().to_owned())
-        };
+        let get = |key| trailer(message, key).map(str::to_owned);
         Some(Trailers {
-            session: get("Bmad-Session: ")?,
+            session: get("Bmad-Session")?,
             seq: seq_trailer(message).unwrap_or(0),
-            status: Status::parse(&get("Bmad-Status: ").unwrap_or_default()),
-            step: get("Bmad-Step: ").filter(|s| s != "-" && !s.is_empty()),
-            name: get("Bmad-Name: ").unwrap_or_default(),
-            branch: get("Bmad-Branch: ").unwrap_or_default(),
-            worktree: get("Bmad-Worktree: ").unwrap_or_default(),
-            base: get("Bmad-Base: ").unwrap_or_default(),
+            status: Status::parse(&get("Bmad-Status").unwrap_or_default()),
+            step: get("Bmad-Step").filter(|s| s != "-" && !s.is_empty()),
+            name: get("Bmad-Name").unwrap_or_default(),
+            branch: get("Bmad-Branch").unwrap_or_default(),
+            worktree: get("Bmad-Worktree").unwrap_or_default(),
+            base: get("Bmad-Base").unwrap_or_default(),
         })
     }
 }
@@ -131,12 +125,8 @@ impl Checkpoint {
         let Some(trailers) = Trailers::parse(&info.message) else {
             return Ok(None);
         };
-        let index = info
-            .message
-            .lines()
-            .rev()
-            .find_map(|l| l.strip_prefix(INDEX_TRAILER))
-            .and_then(|hex| ObjectId::from_hex(hex.trim().as_bytes()).ok())
+        let index = trailer(&info.message, INDEX_TRAILER)
+            .and_then(|hex| ObjectId::from_hex(hex.as_bytes()).ok())
             .filter(|id| info.parents.last() == Some(id));
         Ok(Some(Checkpoint {
             id,
@@ -180,7 +170,7 @@ impl Checkpoint {
 }
 
 /// The trailer naming a checkpoint's saved index.
-const INDEX_TRAILER: &str = "Bmad-Index: ";
+const INDEX_TRAILER: &str = "Bmad-Index";
 
 fn serialize_optional_id<S: serde::Serializer>(
     id: &Option<ObjectId>,
@@ -245,7 +235,7 @@ pub(crate) fn write_commit(
     let mut message = format!("{label}\n\n{}", trailers.format());
     let mut parents = parents.to_vec();
     if let Some(index) = index {
-        message.push_str(&format!("{INDEX_TRAILER}{index}\n"));
+        message.push_str(&format!("{INDEX_TRAILER}: {index}\n"));
         parents.push(index);
     }
     Ok(repo.write_commit(tree, &parents, &message)?)

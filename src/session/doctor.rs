@@ -189,8 +189,10 @@ pub fn doctor(
             f.repaired_by(Repair::ForgetWorktrees);
         }
     }
-    check_locks(repo, &mut f);
-    check_git_locks(repo, &worktrees, &mut f);
+    // Whether a git or git-bmad process works here: without one, every lock is a leftover.
+    let running = git_running_in(repo, &worktrees);
+    check_locks(repo, running, &mut f);
+    check_git_locks(repo, &worktrees, running, &mut f);
     Ok(f.0)
 }
 
@@ -434,8 +436,12 @@ fn is_session_side_ref(name: &str) -> bool {
 
 /// git's own lock files (`packed-refs.lock`, each worktree's `index.lock`): one a dead
 /// process left blocks every later git command until someone removes it.
-fn check_git_locks(repo: &Repo, worktrees: &[WorktreeInfo], f: &mut Findings) {
-    let running = git_running_in(repo);
+fn check_git_locks(
+    repo: &Repo,
+    worktrees: &[WorktreeInfo],
+    running: Option<u32>,
+    f: &mut Findings,
+) {
     let mut locks = vec![repo.common_dir().join("packed-refs.lock")];
     for wt in worktrees.iter().filter(|w| w.path.is_dir()) {
         if let Ok(wt) = repo.open_worktree(&wt.path) {
@@ -471,8 +477,7 @@ fn check_git_locks(repo: &Repo, worktrees: &[WorktreeInfo], f: &mut Findings) {
 
 /// Lock files under our refs: a killed writer's leftovers, cleared by the next writer once
 /// stale, and at once by `doctor --fix` when no git or git-bmad process is running.
-fn check_locks(repo: &Repo, f: &mut Findings) {
-    let running = git_running_in(repo);
+fn check_locks(repo: &Repo, running: Option<u32>, f: &mut Findings) {
     for dir in ["refs/bmad", "refs/notes/bmad"] {
         let mut stack = vec![repo.common_dir().join(dir)];
         while let Some(dir) = stack.pop() {

@@ -254,13 +254,21 @@ fn seal(journal: &mut Journal, id: &SessionId, mut lines: Vec<(Event, ObjectId, 
     journal.chain = chain;
 }
 
-/// The value of the last `key: value` trailer of a message.
-fn trailer<'m>(message: &'m str, key: &str) -> Option<&'m str> {
-    message.lines().rev().find_map(|l| {
+/// The values of every `key: value` trailer of a message, in order.
+pub(crate) fn trailers<'m>(
+    message: &'m str,
+    key: &'m str,
+) -> impl DoubleEndedIterator<Item = &'m str> + 'm {
+    message.lines().filter_map(move |l| {
         l.strip_prefix(key)
             .and_then(|rest| rest.strip_prefix(": "))
             .map(str::trim)
     })
+}
+
+/// The value of the last `key: value` trailer of a message.
+pub(crate) fn trailer<'m>(message: &'m str, key: &'m str) -> Option<&'m str> {
+    trailers(message, key).next_back()
 }
 
 /// The `Bmad-Seq: N` trailer of a message.

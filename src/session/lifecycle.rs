@@ -286,11 +286,12 @@ pub fn remove(
             main: repo.main_workdir()?,
         });
     }
-    // A worktree whose `start` was killed inside `git worktree add` may not open as one:
-    // nothing was ever done in it, so a forced remove goes on without a last snapshot.
+    // A `start` killed inside `git worktree add` leaves a worktree git keeps locked and that
+    // may not open as one; no journal was begun, so nothing was ever done in it, and a forced
+    // remove goes on without a last snapshot.
     let half_added = session.worktree_exists
-        && repo.open_worktree(&session.worktree).is_err()
-        && repo.read_ref(&notes_ref(&session.id))?.is_none();
+        && repo.read_ref(&notes_ref(&session.id))?.is_none()
+        && repo.is_half_added_worktree(&session.worktree)?;
     let reasons = if half_added && options.force {
         Vec::new()
     } else {
@@ -321,7 +322,8 @@ pub fn remove(
         }))
         .decision(Some(Decision::Human)),
     )?;
-    let kept = removed::keep(repo, session, options.force, keep_days, &left_out)?;
+    let refs = super::session_refs(repo, session)?;
+    let kept = removed::keep(repo, session, &refs, options.force, keep_until, &left_out)?;
     if half_added {
         repo.remove_half_added_worktree(&session.worktree)?;
     } else if session.worktree_exists {
@@ -329,23 +331,7 @@ pub fn remove(
     } else {
         forget_vanished_worktrees(repo, Some(&session.worktree))?;
     }
-    if let Some(tip) = repo.read_ref(&session.branch)? {
-        if repo.delete_ref_waiting(&session.branch, tip)? != CasOutcome::Updated {
-            return Err(repo.contention(&session.branch, 1).into());
-        }
-    }
-    // The checkpoint ref goes last: until then `list` still shows the session and `remove`
-    // can be run again after a crash.
-    let chain = checkpoints_ref(&session.id);
-    let side_refs = repo
-        .refs_with_prefix(&format!("refs/bmad/sessions/{}/", session.id))?
-        .into_iter()
-        .filter(|(name, _)| *name != chain);
-    let notes = notes_ref(&session.id);
-    for (name, tip) in side_refs
-        .chain(repo.read_ref(&notes)?.map(|tip| (notes.clone(), tip)))
-        .chain(repo.read_ref(&chain)?.map(|tip| (chain.clone(), tip)))
-    {
+    for (name, tip) in refs {
         if repo.delete_ref_waiting(&name, tip)? != CasOutcome::Updated {
             return Err(repo.contention(&name, 1).into());
         }

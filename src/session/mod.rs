@@ -65,7 +65,7 @@ pub use crate::git::Repo;
 /// parked at a gate for weeks must survive `git gc --prune=now`.
 pub fn store_text(repo: &Repo, session: &SessionId, text: &str) -> Result<String> {
     let blob = repo.write_blob(text.as_bytes())?;
-    let name = format!("refs/bmad/sessions/{session}/texts/{blob}");
+    let name = session_ref(session, &format!("texts/{blob}"));
     // Created once, never moved: after a conflict, another writer may have made it.
     if repo.read_ref(&name)? != Some(blob)
         && repo.cas_ref_waiting(&name, None, blob, "bmad: keep a run's playbook")?
@@ -94,9 +94,41 @@ pub fn load_config(repo: &crate::git::Repo) -> Result<crate::config::Config> {
     })?)
 }
 
+/// A ref of a session's own, under `refs/bmad/sessions/<id>/` (`rest` empty: the prefix).
+pub(crate) fn session_ref(id: &SessionId, rest: &str) -> String {
+    format!("refs/bmad/sessions/{id}/{rest}")
+}
+
 /// The ref holding the head of a session's checkpoint chain.
 pub fn checkpoints_ref(id: &SessionId) -> String {
-    format!("refs/bmad/sessions/{id}/checkpoints")
+    session_ref(id, "checkpoints")
+}
+
+/// Every ref a session has, with its object: its branch, its side refs (rollback intent,
+/// stored texts), its journal, and its checkpoint chain last (the ref that makes it a
+/// session, so deleting in this order keeps it listed until the end).
+pub(crate) fn session_refs(
+    repo: &Repo,
+    session: &Session,
+) -> Result<Vec<(String, crate::git::ObjectId)>> {
+    let chain = checkpoints_ref(&session.id);
+    let notes = notes_ref(&session.id);
+    let mut refs: Vec<_> = repo
+        .read_ref(&session.branch)?
+        .map(|tip| (session.branch.clone(), tip))
+        .into_iter()
+        .collect();
+    let mut chain_tip = None;
+    for (name, tip) in repo.refs_with_prefix(&session_ref(&session.id, ""))? {
+        if name == chain {
+            chain_tip = Some((name, tip));
+        } else {
+            refs.push((name, tip));
+        }
+    }
+    refs.extend(repo.read_ref(&notes)?.map(|tip| (notes, tip)));
+    refs.extend(chain_tip);
+    Ok(refs)
 }
 
 /// The notes ref holding a session's journal.

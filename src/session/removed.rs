@@ -15,19 +15,17 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::checkpoint::{chain, extend_chain, Checkpoint, Recorded};
+use super::checkpoints_ref;
 use super::error::{Error, Result};
 use super::event::{Decision, NewEvent};
 use super::id::SessionId;
-use super::journal;
+use super::journal::{self, trailer, trailers};
 use super::schema::{Body, SessionRestored};
 use super::state::Status;
 use super::store::{self, Session};
-use super::{checkpoints_ref, notes_ref};
 use crate::git::{CasOutcome, ObjectId, Repo};
-use crate::time::Timestamp;
 
 const REMOVED_PREFIX: &str = "refs/bmad/removed/";
-const SECONDS_PER_DAY: i64 = 24 * 60 * 60;
 
 /// The ref that keeps a removed session.
 pub fn removed_ref(id: &SessionId) -> String {
@@ -69,19 +67,12 @@ impl RemovedSession {
 
     fn read(repo: &Repo, keep: ObjectId) -> Result<Option<RemovedSession>> {
         let info = repo.commit_info(keep)?;
-        let values = |key: &str| -> Vec<&str> {
-            info.message
-                .lines()
-                .filter_map(|l| l.strip_prefix(key))
-                .map(str::trim)
-                .collect()
-        };
-        let one = |key: &str| values(key).first().map(|v| v.to_string());
-        let Some(id) = one("Bmad-Removed-Session: ").and_then(|v| SessionId::parse(&v)) else {
+        let message = info.message.as_str();
+        let one = |key| trailer(message, key).map(str::to_owned);
+        let Some(id) = one("Bmad-Removed-Session").and_then(|v| SessionId::parse(&v)) else {
             return Ok(None);
         };
-        let refs = values("Bmad-Ref: ")
-            .iter()
+        let refs = trailers(message, "Bmad-Ref")
             .filter_map(|v| {
                 let (object, name) = v.split_once(' ')?;
                 Some((name.to_owned(), ObjectId::from_hex(object.as_bytes()).ok()?))
@@ -89,16 +80,15 @@ impl RemovedSession {
             .collect();
         Ok(Some(RemovedSession {
             id,
-            name: one("Bmad-Name: ").unwrap_or_default(),
-            branch: one("Bmad-Branch: ").unwrap_or_default(),
-            worktree: PathBuf::from(one("Bmad-Worktree: ").unwrap_or_default()),
+            name: one("Bmad-Name").unwrap_or_default(),
+            branch: one("Bmad-Branch").unwrap_or_default(),
+            worktree: PathBuf::from(one("Bmad-Worktree").unwrap_or_default()),
             removed: info.time,
-            keep_until: one("Bmad-Keep-Until: ")
+            keep_until: one("Bmad-Keep-Until")
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(info.time),
-            forced: one("Bmad-Forced: ").as_deref() == Some("yes"),
-            left_out: values("Bmad-Left-Out: ")
-                .iter()
+            forced: one("Bmad-Forced").as_deref() == Some("yes"),
+            left_out: trailers(message, "Bmad-Left-Out")
                 .filter_map(|v| serde_json::from_str(v).ok())
                 .collect(),
             keep,
@@ -107,24 +97,20 @@ impl RemovedSession {
     }
 }
 
-/// Keep every ref of `session` in one commit on its [`removed_ref`], for `keep_days` days.
-/// Called by `remove` after its last checkpoint and before it deletes anything; a keep left
-/// by an interrupted `remove` is extended with the refs it named that are gone since.
+/// Keep `refs` (every ref of `session`, see [`super::session_refs`]) in one commit on its
+/// [`removed_ref`], until `keep_until` (seconds since the epoch). Called by `remove` after
+/// its last checkpoint and before it deletes anything; a keep left by an interrupted
+/// `remove` is extended with the refs it named that are gone since.
 pub(crate) fn keep(
     repo: &Repo,
     session: &Session,
+    refs: &[(String, ObjectId)],
     forced: bool,
-    keep_days: u32,
+    keep_until: u64,
     left_out: &[String],
 ) -> Result<RemovedSession> {
     let name = removed_ref(&session.id);
-    let mut refs = repo.refs_with_prefix(&format!("refs/bmad/sessions/{}/", session.id))?;
-    let notes = notes_ref(&session.id);
-    refs.extend(repo.read_ref(&notes)?.map(|tip| (notes, tip)));
-    refs.extend(
-        repo.read_ref(&session.branch)?
-            .map(|tip| (session.branch.clone(), tip)),
-    );
+    let mut refs = refs.to_vec();
     let earlier = repo.read_ref(&name)?;
     if let Some(earlier) = earlier
         .map(|id| RemovedSession::read(repo, id))
@@ -136,8 +122,6 @@ pub(crate) fn keep(
             }
         }
     }
-    let now = Timestamp::now().secs() as i64;
-    let keep_until = now + i64::from(keep_days) * SECONDS_PER_DAY;
     let mut parents: Vec<ObjectId> = Vec::new();
     let mut blobs = Vec::new();
     for (_, object) in &refs {

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::error::{Error, Result};
 use super::id::SessionId;
-use crate::git::Repo;
+use crate::git::{Repo, WorktreeInfo};
 
 /// A repair `doctor --fix` may apply.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -62,7 +62,7 @@ pub fn apply_repair(repo: &Repo, repair: &Repair) -> Result<()> {
     match repair {
         Repair::RemoveLock { path } => {
             // Checked again now: a git command may have started since doctor looked.
-            if let Some(pid) = git_running_in(repo) {
+            if let Some(pid) = git_running_in(repo, &repo.worktrees()?) {
                 return Err(Error::InvalidInput(format!(
                     "git (pid {pid}) is running in this repository; {} may be its lock",
                     path.display()
@@ -99,14 +99,10 @@ fn session_of(repo: &Repo, id: &str) -> Result<super::store::Session> {
 /// A live `git` or other git-bmad process working in this repository (its current
 /// directory in one of the worktrees or the git dir), if there is one: a lock may be its.
 /// Linux `/proc` only; elsewhere `Some(0)` is returned, so the lock's age alone decides.
-pub(super) fn git_running_in(repo: &Repo) -> Option<u32> {
-    let mut roots: Vec<PathBuf> = vec![repo.common_dir().to_path_buf()];
-    if let Ok(worktrees) = repo.worktrees() {
-        roots.extend(worktrees.into_iter().map(|w| w.path));
-    }
-    let roots: Vec<PathBuf> = roots
-        .into_iter()
-        .map(|r| std::fs::canonicalize(&r).unwrap_or(r))
+pub(super) fn git_running_in(repo: &Repo, worktrees: &[WorktreeInfo]) -> Option<u32> {
+    let roots: Vec<PathBuf> = std::iter::once(repo.common_dir())
+        .chain(worktrees.iter().map(|w| w.path.as_path()))
+        .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.to_owned()))
         .collect();
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Some(0);

@@ -24,7 +24,7 @@ use super::checkpoint::{chain, extend_chain, Checkpoint, Recorded};
 use super::error::{Error, Result};
 use super::event::{Decision, Event, NewEvent};
 use super::id::SessionId;
-use super::journal::{self, Journal};
+use super::journal::{self, trailer, Journal};
 use super::journal_md_path;
 use super::schema::{Body, BranchOutcome, RolledBack};
 use super::state::SessionState;
@@ -157,7 +157,7 @@ pub struct Intent {
 
 /// The ref a rollback holds while it changes files.
 pub(crate) fn intent_ref(id: &SessionId) -> String {
-    format!("refs/bmad/sessions/{id}/rollback-intent")
+    super::session_ref(id, "rollback-intent")
 }
 
 /// The rollback of a session that was interrupted, if one was.
@@ -178,18 +178,12 @@ pub fn interrupted(repo: &Repo, session: &SessionId) -> Result<Option<Intent>> {
     let read = |id: &ObjectId| -> Result<Checkpoint> {
         Ok(Checkpoint::read(repo, *id)?.ok_or_else(corrupt)?)
     };
-    let trailer = |key: &str| {
-        info.message
-            .lines()
-            .find_map(|l| l.strip_prefix(key))
-            .map(str::trim)
-    };
     Ok(Some(Intent {
         id,
         target: read(target)?,
         safety: read(safety)?,
-        undo_of: trailer("Bmad-Undo-Of: ").and_then(|v| v.parse().ok()),
-        files_only: trailer("Bmad-Files-Only: ") == Some("yes"),
+        undo_of: trailer(&info.message, "Bmad-Undo-Of").and_then(|v| v.parse().ok()),
+        files_only: trailer(&info.message, "Bmad-Files-Only") == Some("yes"),
     }))
 }
 
