@@ -121,6 +121,27 @@ fn an_untouched_session_removes_without_force_and_restores() {
     let (id, wt) = env.start(&repo, "clean");
     env.bmad(&repo, &["remove", "clean"]).success();
     assert!(!wt.exists());
+    let unknown = env.bmad(&repo, &["restore", "nope"]).code(2);
+    assert!(
+        unknown.stderr.contains("git bmad list --removed"),
+        "{}",
+        unknown.stderr
+    );
+    // Something in the way is named, and nothing is half-restored.
+    write(
+        &wt,
+        "in-the-way.txt",
+        "x
+",
+    );
+    let blocked = env.bmad(&repo, &["restore", "clean"]).code(1);
+    assert!(
+        blocked.stderr.contains("move it away"),
+        "{}",
+        blocked.stderr
+    );
+    assert!(sessions(&env, &repo, false).is_empty());
+    std::fs::remove_dir_all(&wt).unwrap();
     env.bmad(&repo, &["restore", &id[..12]]).success();
     assert!(wt.join(".git").exists());
     assert_eq!(

@@ -23,6 +23,20 @@ pub enum Error {
         /// What the user typed.
         query: String,
     },
+    /// `restore` found neither a removed session nor one whose worktree is gone.
+    #[error("no removed or pruned session matches {query:?}; `git bmad list --removed` shows the removed ones, `git bmad list` the others")]
+    NothingToRestore {
+        /// What the user typed.
+        query: String,
+    },
+    /// Something else now occupies the directory a session's worktree is restored to.
+    #[error("cannot restore session {session}: {} exists now; move it away, then run restore again", path.display())]
+    RestorePathExists {
+        /// The session.
+        session: String,
+        /// The directory.
+        path: PathBuf,
+    },
     /// More than one session matches.
     #[error("{query:?} matches several sessions ({}); give more of the id", candidates.join(", "))]
     AmbiguousSession {
@@ -159,7 +173,7 @@ pub enum Error {
         paths: Vec<String>,
     },
     /// `remove` would lose work.
-    #[error("refusing to remove session {session}: {}; pass --force to remove it anyway (its checkpoints and journal are deleted too)", reasons.join("; "))]
+    #[error("refusing to remove session {session}: {}; pass --force to remove it anyway (it stays restorable with `git bmad restore` until `git bmad gc` deletes it)", reasons.join("; "))]
     WouldLoseWork {
         /// The session.
         session: String,
@@ -212,6 +226,7 @@ impl Error {
         matches!(
             self,
             Error::UnknownSession { .. }
+                | Error::NothingToRestore { .. }
                 | Error::AmbiguousSession { .. }
                 | Error::InvalidName { .. }
                 | Error::UnknownRevision { .. }

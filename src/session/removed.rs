@@ -224,7 +224,10 @@ pub fn restore(repo: &Repo, query: &str) -> Result<Restored> {
     if let Some(removed) = find_removed(repo, query)? {
         return restore_removed(repo, removed);
     }
-    let session = store::locate(repo, Some(query))?;
+    let session = match store::locate(repo, Some(query)) {
+        Err(Error::UnknownSession { query }) => return Err(Error::NothingToRestore { query }),
+        other => other?,
+    };
     if session.worktree_exists {
         return Err(Error::InvalidInput(format!(
             "session {} ({}) is not removed: its worktree is {}",
@@ -250,7 +253,8 @@ fn restore_removed(repo: &Repo, removed: RemovedSession) -> Result<Restored> {
     if std::fs::symlink_metadata(&removed.worktree).is_ok()
         && !super::lifecycle::marks_session(repo, &removed.worktree, &removed.id)
     {
-        return Err(Error::PathExists {
+        return Err(Error::RestorePathExists {
+            session: removed.id.to_string(),
             path: removed.worktree.clone(),
         });
     }
@@ -329,7 +333,8 @@ fn restore_worktree(repo: &Repo, session: Session, from: &'static str) -> Result
         })?;
     if !session.worktree_exists {
         if std::fs::symlink_metadata(&session.worktree).is_ok() {
-            return Err(Error::PathExists {
+            return Err(Error::RestorePathExists {
+                session: session.id.to_string(),
                 path: session.worktree.clone(),
             });
         }

@@ -72,8 +72,7 @@ pub fn plan_rollback(repo: &Repo, session: &Session, target: &Target) -> Result<
     let worktree = session.open_worktree(repo)?;
     let wt = worktree.as_ref().unwrap_or(repo);
     let leaving = Leaving::take(wt, target.tree, None)?;
-    let changes = wt.diff_trees(leaving.tree, target.tree)?;
-    let protected = protected_paths(wt, &changes, leaving.uncovered);
+    let (changes, protected) = changes_to(wt, leaving.tree, target.tree, leaving.uncovered)?;
     let changes = visible_changes(session, changes, &protected);
     Ok(RollbackPlan {
         target,
@@ -276,8 +275,7 @@ fn finish(
         Some(leaving) => leaving,
         None => Leaving::take(wt, target.tree, None)?,
     };
-    let all_changes = wt.diff_trees(from, target.tree)?;
-    let protected = protected_paths(wt, &all_changes, uncovered);
+    let (all_changes, protected) = changes_to(wt, from, target.tree, uncovered)?;
     // Out of both sides of the merge, a path is out of its reach.
     let to = wt.tree_without(target.tree, &protected)?;
     if let Err(e) = wt.read_tree_update(scratch.path(), from, to) {
@@ -331,8 +329,7 @@ fn finish(
 /// left alone. No safety checkpoint, no journal: the caller records what it did.
 pub(crate) fn restore_state(repo: &Repo, wt: &Repo, target: &Checkpoint) -> Result<Vec<String>> {
     let leaving = Leaving::take(wt, target.tree, None)?;
-    let changes = wt.diff_trees(leaving.tree, target.tree)?;
-    let protected = protected_paths(wt, &changes, leaving.uncovered);
+    let (_, protected) = changes_to(wt, leaving.tree, target.tree, leaving.uncovered)?;
     let to = wt.tree_without(target.tree, &protected)?;
     wt.read_tree_update(leaving.scratch.path(), leaving.tree, to)?;
     wt.restore_index(target.saved_index(repo)?)?;
@@ -385,10 +382,17 @@ fn uncovered_by_target(wt: &Repo, target: ObjectId) -> Result<Vec<String>> {
     Ok(wt.ignored_under(target, &wt.untracked_files()?)?)
 }
 
-/// The paths a rollback leaves alone: `uncovered` (see [`uncovered_by_target`]), and the
-/// ones the target has that exist on disk outside today's snapshot (ignored today).
-fn protected_paths(wt: &Repo, changes: &[TreeChange], mut uncovered: Vec<String>) -> Vec<String> {
-    for change in changes {
+/// The changes from the state `from` to `target`, and the paths a rollback leaves alone:
+/// `uncovered` (see [`uncovered_by_target`]), and the ones the target has that exist on disk
+/// outside today's snapshot (ignored today).
+fn changes_to(
+    wt: &Repo,
+    from: ObjectId,
+    target: ObjectId,
+    mut uncovered: Vec<String>,
+) -> Result<(Vec<TreeChange>, Vec<String>)> {
+    let changes = wt.diff_trees(from, target)?;
+    for change in &changes {
         let on_disk = || {
             std::fs::symlink_metadata(wt.workdir().join(&change.path)).is_ok_and(|m| !m.is_dir())
         };
@@ -398,7 +402,7 @@ fn protected_paths(wt: &Repo, changes: &[TreeChange], mut uncovered: Vec<String>
     }
     uncovered.sort();
     uncovered.dedup();
-    uncovered
+    Ok((changes, uncovered))
 }
 
 /// The state a rollback leaves, staged in a private copy of the index (see

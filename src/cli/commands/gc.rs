@@ -38,13 +38,13 @@ pub fn cmd_gc(ctx: &Context, args: &GcArgs) -> Result<u8, CommandError> {
         return Ok(exit::OK);
     }
     let verb = if args.dry_run {
-        "would delete"
+        "would be deleted"
     } else {
         "deleted"
     };
     for r in &deleted {
         ctx.ui.line(format!(
-            "{verb} removed session {} ({}), removed {}",
+            "removed session {} ({}), removed {}: {verb}",
             r.id,
             r.name,
             Timestamp::from_secs(r.removed.max(0) as u64).rfc3339()
