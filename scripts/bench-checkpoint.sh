@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Benchmarks of the session substrate, each against its git baseline in the same run:
-#   1. checkpoint on a 10,000-file repository, 10 files modified and 5 untracked files
-#      written afresh before every timed run (of either side: an unchanged worktree is not
-#      the case that matters), vs. the git plumbing recipe (cp index; add -A; write-tree;
-#      commit-tree; update-ref). Goal (issue 15): ratio <= 0.5
+#   1. checkpoint on 10,000- and 40,000-file repositories, with git's stat cache fresh
+#      (right after `start`) and settled, 10 files modified and 5 untracked files written
+#      afresh before every timed run (of either side: an unchanged worktree is not the case
+#      that matters), vs. the git plumbing recipe (cp index; add -A; write-tree;
+#      commit-tree; update-ref). Goal (issue 15): ratio <= 0.5 in all four
 #   2. `git bmad list` with 1,000 sessions (goal < 100 ms) vs. `git for-each-ref`
 #   3. peak memory of checkpoint (goal < 64 MB)
 #   4. journal append with 10,000 events: cargo bench --bench journal (goal < 10 ms)
@@ -21,25 +22,45 @@ compare() {
   awk -v o="$o" -v b="$b" 'BEGIN {printf "ratio ours/baseline        %.2f\n", o/b}'
 }
 
-echo "== 1. checkpoint, 10,000 files, 10 modified + 5 untracked"
-repo="$work/big"
-mkdir -p "$repo" && cd "$repo" && git init -q -b main
-for d in $(seq -w 0 99); do
-  mkdir "d$d"
-  for f in $(seq -w 0 99); do printf 'file %s/%s\nline two\n' "$d" "$f" > "d$d/f$f.txt"; done
-done
-git add -A && git commit -q -m "10,000 files"
-"$bin" start bench --quiet >/dev/null
-wt="$work/big.bench"
-cd "$wt"
-for i in $(seq 0 9); do echo "modified" >> "d0$i/f00.txt"; done  # d00..d09
-for i in $(seq 1 5); do echo "untracked $i" > "untracked-$i.txt"; done
-# A valid stat cache for both sides: let the racy-git window pass, then refresh the index.
-sleep 1.1 && git update-index -q --refresh >/dev/null || true
-git_dir=$(git rev-parse --absolute-git-dir)
-tmp_index="$work/bench.index"
-prev=$(git commit-tree HEAD^{tree} -p HEAD -m "baseline chain start")
-git update-ref refs/bench/chain "$prev"
+# checkpoint_case FILES STATE: a fresh repository of FILES files (100 per directory), a
+# session started on it, and both sides timed in turns. STATE is "fresh" (timed right after
+# `start`: git wrote the files and the index in the same second, so git's stat cache proves
+# nothing) or "settled" (a second later, the index refreshed, one checkpoint taken).
+checkpoint_case() {
+  local files=$1 state=$2 dirs=$(( $1 / 100 ))
+  echo "== 1. checkpoint, $files files ($state stat cache), 10 modified + 5 untracked per run"
+  repo="$work/big-$files-$state"
+  mkdir -p "$repo" && cd "$repo" && git init -q -b main
+  for d in $(seq -w 0 $((dirs - 1))); do
+    mkdir "d$d"
+    for f in $(seq -w 0 99); do printf 'file %s/%s\nline two\n' "$d" "$f" > "d$d/f$f.txt"; done
+  done
+  git add -A && git commit -q -m "$files files"
+  mutated=($(ls -d d* | head -10))
+  "$bin" start bench --quiet >/dev/null
+  wt="$repo.bench"
+  cd "$wt"
+  git_dir=$(git rev-parse --absolute-git-dir)
+  tmp_index="$work/bench.index"
+  prev=$(git commit-tree HEAD^{tree} -p HEAD -m "baseline chain start")
+  git update-ref refs/bench/chain "$prev"
+  round=0
+  if [ "$state" = settled ]; then
+    # Let the racy-git window pass, refresh git's index, and let one checkpoint settle ours.
+    sleep 1.1 && git update-index -q --refresh >/dev/null || true
+    mutate; ours; mutate; baseline
+  fi
+  : > "$work/ours" ; : > "$work/base"
+  for _ in $(seq "$runs"); do
+    mutate; t0=$(now_us); ours; t1=$(now_us)
+    mutate; t2=$(now_us); baseline; t3=$(now_us)
+    echo $((t1 - t0)) >> "$work/ours"; echo $((t3 - t2)) >> "$work/base"
+  done
+  compare "git bmad checkpoint" "git plumbing baseline" "goal: ratio <= 0.50"
+  echo
+}
+# The git plumbing recipe for the same snapshot: a copy of the index, add -A, write-tree,
+# commit-tree, update-ref.
 baseline() {
   cp "$git_dir/index" "$tmp_index"
   GIT_INDEX_FILE="$tmp_index" git add -A
@@ -50,27 +71,20 @@ baseline() {
   prev=$commit
 }
 ours() { "$bin" checkpoint -m bench --quiet >/dev/null; }
-# New content in 10 tracked files (d00..d09) and 5 new untracked files: the work an agent
+# New content in 10 tracked files (one in each of the first 10 directories) and 5 new untracked files: the work an agent
 # does between two checkpoints.
-round=0
 mutate() {
   round=$((round + 1))
-  for i in $(seq 0 9); do echo "round $round" >> "d0$i/f00.txt"; done
+  for dir in "${mutated[@]}"; do echo "round $round" >> "$dir/f00.txt"; done
   for i in $(seq 1 5); do echo "untracked $round" > "untracked-$round-$i.txt"; done
 }
-mutate; ours; mutate; baseline   # warm the caches
-: > "$work/ours" ; : > "$work/base"
-for _ in $(seq "$runs"); do
-  mutate; t0=$(now_us); ours; t1=$(now_us)
-  mutate; t2=$(now_us); baseline; t3=$(now_us)
-  echo $((t1 - t0)) >> "$work/ours"; echo $((t3 - t2)) >> "$work/base"
+for files in 10000 40000; do
+  for state in fresh settled; do checkpoint_case "$files" "$state"; done
 done
-compare "git bmad checkpoint" "git plumbing baseline" "goal: ratio <= 0.50"
 
-echo
-echo "== 3. peak memory of one checkpoint on that repository"
+echo "== 3. peak memory of one checkpoint on the 40,000-file repository"
 if [ -x /usr/bin/time ]; then
-  echo "another change" >> d50/f50.txt
+  echo "another change" >> "${mutated[5]}/f50.txt"
   kb=$( { /usr/bin/time -f '%M' "$bin" checkpoint -m mem --quiet >/dev/null; } 2>&1 | tail -1)
   awk -v kb="$kb" 'BEGIN {printf "peak RSS                  %.1f MB   (goal < 64 MB)\n", kb/1024}'
 else

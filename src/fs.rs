@@ -39,6 +39,20 @@ pub fn write_atomically(path: &Path, bytes: &[u8], mode: Option<u32>) -> std::io
     written
 }
 
+/// Replace `path` with `bytes` as [`write_atomically`] does, without waiting for the disk:
+/// for caches, which a reader checks and rebuilds when a crash tore them.
+pub fn replace_unsynced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let (tmp_path, mut file) = create_temporary(dir)?;
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| std::fs::rename(&tmp_path, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp_path);
+    }
+    written
+}
+
 /// A new file named `TEMP_PREFIX…` in `dir`, created exclusively with the default mode
 /// (0666 less the umask).
 fn create_temporary(dir: &Path) -> std::io::Result<(std::path::PathBuf, std::fs::File)> {

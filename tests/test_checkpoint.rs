@@ -167,3 +167,64 @@ fn every_kind_of_file_round_trips_through_checkpoint_and_rollback() {
     // Exactly the checkpoint.
     assert_eq!(env.worktree_tree(&wt), expected);
 }
+
+/// Each checkpoint reads only what changed since the last one (the snapshot cache): what it
+/// records must still be exactly what `git add -A` would, whatever changed and however fast.
+#[test]
+fn every_checkpoint_is_exact_though_only_changes_are_read() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    write(&repo, ".gitignore", "*.log\n");
+    write(&repo, "src/a.txt", "a\n");
+    write(&repo, "src/b.txt", "b\n");
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "base"]);
+    let (id, wt) = env.start(&repo, "cache");
+    let chain = format!("refs/bmad/sessions/{id}/checkpoints");
+    let checkpoint_is_exact = |what: &str| {
+        env.bmad(&wt, &["checkpoint", "-m", what]).success();
+        let tree = env.git(&repo, &["rev-parse", &format!("{chain}^{{tree}}")]);
+        assert_eq!(tree.trim(), env.worktree_tree(&wt), "after: {what}");
+    };
+    // Same size, same second, right after a checkpoint read the file: the racy case.
+    write(&wt, "src/a.txt", "1\n");
+    checkpoint_is_exact("rewrite");
+    write(&wt, "src/a.txt", "2\n");
+    checkpoint_is_exact("same-size rewrite at once");
+    // An untracked file enters, then the ignore rules exclude it: it leaves.
+    write(&wt, "notes.md", "draft\n");
+    checkpoint_is_exact("untracked file");
+    write(&wt, ".gitignore", "*.log\nnotes.md\n");
+    checkpoint_is_exact("untracked file now ignored");
+    // Ignored files never enter; new directories do, nested ones included.
+    write(&wt, "debug.log", "noise\n");
+    write(&wt, "new/deep/c.txt", "c\n");
+    checkpoint_is_exact("new directories");
+    // A file becomes a directory and a directory a file.
+    std::fs::remove_file(wt.join("src/b.txt")).unwrap();
+    write(&wt, "src/b.txt/inner.txt", "inner\n");
+    checkpoint_is_exact("file to directory");
+    std::fs::remove_dir_all(wt.join("new")).unwrap();
+    write(&wt, "new", "a file now\n");
+    checkpoint_is_exact("directory to file");
+    // Mode and kind changes with unchanged content.
+    std::fs::set_permissions(wt.join("src/a.txt"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    checkpoint_is_exact("executable bit");
+    std::fs::remove_file(wt.join("src/a.txt")).unwrap();
+    symlink("b.txt/inner.txt", wt.join("src/a.txt")).unwrap();
+    checkpoint_is_exact("file to symlink");
+    // A forged cache (any content, for any tree) is never trusted for another tree.
+    let git_dir = env.git(&wt, &["rev-parse", "--absolute-git-dir"]);
+    std::fs::write(
+        Path::new(git_dir.trim()).join("bmad-snapshot-index"),
+        "garbage",
+    )
+    .unwrap();
+    write(&wt, "src/c.txt", "c\n");
+    checkpoint_is_exact("unreadable cache");
+    // A rollback rewrites files: the next checkpoint still sees them as they are.
+    env.bmad(&wt, &["rollback", "2"]).success();
+    checkpoint_is_exact("after a rollback");
+    write(&wt, "src/a.txt", "3\n");
+    checkpoint_is_exact("after a rollback, changed");
+}

@@ -9,11 +9,14 @@
 mod cli;
 mod commands;
 mod error;
+mod ignores;
 mod index;
 mod notes;
 mod refs;
 mod repo;
 mod snapshot;
+mod snapshot_cache;
+mod worktree_scan;
 
 pub use cli::TreeChange;
 pub use commands::PatchStream;

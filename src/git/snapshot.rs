@@ -13,8 +13,13 @@ use gix::bstr::BStr;
 use gix::bstr::{BString, ByteSlice};
 use gix::status::{self, UntrackedFiles};
 
+use gix::object::tree::EntryKind;
+
 use super::error::{Error, Result};
+use super::ignores::Ignores;
 use super::repo::Repo;
+use super::snapshot_cache::{mode_of, tree_kind, SnapshotCache};
+use super::worktree_scan::{new_files, stat_of, Scanner};
 use super::ObjectId;
 
 /// What makes a worktree dirty: a few of the paths, and how many there are in all.
@@ -55,66 +60,265 @@ impl Repo {
     /// The tree of this worktree as it is on disk: tracked and untracked files, `.gitignore`d
     /// ones left out; executable bits, symlinks and clean filters as `git add -A` would record.
     pub fn snapshot_tree(&self) -> Result<ObjectId> {
-        Ok(self.snapshot_tree_vetted(None)?.tree)
+        Ok(self.snapshot_tree_vetted(None, None)?.tree)
     }
 
     /// [`snapshot_tree`](Self::snapshot_tree), showing every changed file's bytes on disk
     /// (the first [`VET_LIMIT`] of them) to `vet` before any object is written. A file `vet`
     /// refuses never enters the object database: the snapshot keeps the path as `HEAD` has
     /// it (absent, for a new file) and names it in [`Vetted::refused`].
-    pub fn snapshot_tree_vetted(&self, mut vet: Option<Vet<'_>>) -> Result<Vetted> {
+    ///
+    /// `since` is the tree of this worktree's previous snapshot, if the caller knows it (the
+    /// last checkpoint's): then only what changed since is read, through the snapshot cache
+    /// (see [`super::snapshot_cache`]); otherwise what differs from `HEAD` is.
+    pub fn snapshot_tree_vetted(
+        &self,
+        mut vet: Option<Vet<'_>>,
+        since: Option<ObjectId>,
+    ) -> Result<Vetted> {
         let repo = self.gix();
-        let base = repo
+        let head_tree = repo
             .head_tree_id_or_empty()
             .map_err(|e| Error::gix("could not read HEAD's tree", e))?
             .detach();
-        let (mut changed, staged) = self.changed_paths()?;
-        let mut refused = Vec::new();
-        if let Some(vet) = vet.as_mut() {
-            refused = self.vet_paths(&changed, *vet)?;
-            for path in &refused {
-                changed.remove(path);
+        let index = repo
+            .index_or_empty()
+            .map_err(|e| Error::gix("could not read the index", e))?;
+        let mut cache = match since.and_then(|tree| SnapshotCache::load(self, tree)) {
+            Some(cache) => cache,
+            None => SnapshotCache::from_head(self, head_tree, &index)?,
+        };
+        let (tracked_elsewhere, untracked) = cache.reconcile(&index);
+        let verified = now();
+        let config = repo.config_snapshot();
+        let scan = Scanner::new(
+            self.workdir(),
+            &cache.state,
+            cache.verified,
+            config.boolean("core.fileMode").unwrap_or(true),
+            config.boolean("core.trustCTime").unwrap_or(true),
+        )
+        .run()?;
+        drop(config);
+        let mut ignores = Ignores::of_worktree(repo, &index)?;
+        let mut changed = scan.changed;
+        changed.extend(tracked_elsewhere);
+        changed.extend(new_files(self.workdir(), &mut ignores, scan.unknown)?);
+        // A file only the snapshot had (untracked) that the ignore rules now exclude leaves
+        // it, as `add -A` on a copy of the index would leave it out.
+        let mut now_ignored = Vec::new();
+        for path in untracked {
+            if ignores.is_ignored(&path, false)? {
+                changed.remove(&path);
+                now_ignored.push(path);
             }
         }
-        if changed.is_empty() {
-            return Ok(Vetted {
-                tree: base,
-                refused,
-                staged,
-            });
-        }
-        let (mut pipeline, index) = repo
+        let staged = self.index_differs_from(head_tree, &index)?;
+        let (mut pipeline, _) = repo
             .filter_pipeline(None)
             .map_err(|e| Error::gix("could not set up the filter pipeline", e))?;
-        let mut editor = repo
-            .edit_tree(base)
-            .map_err(|e| Error::gix(format!("could not edit tree {base}"), e))?;
+        let mut edits = Vec::new();
+        let mut refused = Vec::new();
         for path in &changed {
-            let found = pipeline
-                .worktree_file_to_object(BStr::new(path.as_bytes()), &index)
-                .map_err(|e| Error::gix(format!("could not read {path} from the worktree"), e))?;
-            let result = match found {
-                Some((id, kind, _)) => editor.upsert(path, kind, id).map(|_| ()),
-                None => match gitlink(&index, path) {
-                    // A submodule is a directory on disk; keep the commit the index records.
-                    Some(id) => editor
-                        .upsert(path, gix::object::tree::EntryKind::Commit, id)
-                        .map(|_| ()),
-                    None => editor.remove(path).map(|_| ()),
-                },
+            // The stat data is taken before the read: a write in between shows next time.
+            let stat = stat_of(&self.workdir().join(path)).unwrap_or_default();
+            let before = cache.entry(path);
+            let entry = match self.store_file(&mut pipeline, &index, path, before, &mut vet)? {
+                Stored::Object(kind, id) => Some((kind, id)),
+                Stored::Refused => {
+                    refused.push(path.clone());
+                    continue;
+                }
+                // A submodule is a directory on disk; keep the commit the index records.
+                Stored::Nothing => gitlink(&index, path).map(|id| (EntryKind::Commit, id)),
             };
-            result
-                .map_err(|e| Error::gix(format!("could not record {path} in the snapshot"), e))?;
+            let entry = entry.map(|(kind, id)| (id, mode_of(kind), stat));
+            if entry.map(|(id, mode, _)| (id, mode)) != before {
+                edits.push((
+                    path.clone(),
+                    entry.map(|(id, mode, _)| (tree_kind(mode), id)),
+                ));
+            }
+            cache.set(path, entry);
         }
-        let tree = editor
-            .write()
-            .map(|id| id.detach())
-            .map_err(|e| Error::gix("could not write the snapshot tree", e))?;
+        for path in now_ignored {
+            cache.set(&path, None);
+            edits.push((path, None));
+        }
+        for path in &refused {
+            // As HEAD has it, and read again next time (no stat data is trusted for it).
+            let entry = self.entry_in(head_tree, path)?;
+            edits.push((path.clone(), entry));
+            cache.set(
+                path,
+                entry.map(|(kind, id)| (id, mode_of(kind), Default::default())),
+            );
+        }
+        let tree = if edits.is_empty() {
+            cache.tree
+        } else {
+            let mut editor = repo
+                .edit_tree(cache.tree)
+                .map_err(|e| Error::gix(format!("could not edit tree {}", cache.tree), e))?;
+            for (path, entry) in &edits {
+                match entry {
+                    Some((kind, id)) => editor.upsert(path, *kind, *id).map(drop),
+                    None => editor.remove(path).map(drop),
+                }
+                .map_err(|e| Error::gix(format!("could not record {path} in the snapshot"), e))?;
+            }
+            editor
+                .write()
+                .map(|id| id.detach())
+                .map_err(|e| Error::gix("could not write the snapshot tree", e))?
+        };
+        cache.store(self, tree, verified)?;
         Ok(Vetted {
             tree,
             refused,
             staged,
         })
+    }
+
+    /// Store what the worktree file `path` holds, as `git add` would (filters applied, a
+    /// symlink's target), unless `vet` refuses it. Content the last snapshot had (`before`)
+    /// is neither vetted again nor written again.
+    fn store_file(
+        &self,
+        pipeline: &mut gix::filter::Pipeline<'_>,
+        index: &gix::index::State,
+        path: &str,
+        before: Option<(ObjectId, gix::index::entry::Mode)>,
+        vet: &mut Option<Vet<'_>>,
+    ) -> Result<Stored> {
+        use std::io::Read;
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::fs::PermissionsExt;
+        let full = self.workdir().join(path);
+        let meta = match std::fs::symlink_metadata(&full) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Stored::Nothing),
+            Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => return Ok(Stored::Nothing),
+            Err(e) => return Err(Error::io("could not read", full, e)),
+        };
+        let (kind, bytes) = if meta.file_type().is_symlink() {
+            let target = std::fs::read_link(&full)
+                .map_err(|e| Error::io("could not read the link", &full, e))?;
+            (EntryKind::Link, target.as_os_str().as_bytes().to_vec())
+        } else if meta.is_file() {
+            let kind = if meta.permissions().mode() & 0o100 != 0 {
+                EntryKind::BlobExecutable
+            } else {
+                EntryKind::Blob
+            };
+            if meta.len() > VET_LIMIT {
+                // Too big to hold in memory: vetted by its head, then streamed to the store.
+                if let Some(vet) = vet.as_mut() {
+                    if let Some(head) = self.file_head(path)? {
+                        if !vet(path, &head) {
+                            return Ok(Stored::Refused);
+                        }
+                    }
+                }
+                let found = pipeline
+                    .worktree_file_to_object(BStr::new(path.as_bytes()), index)
+                    .map_err(|e| {
+                        Error::gix(format!("could not read {path} from the worktree"), e)
+                    })?;
+                return Ok(match found {
+                    Some((id, kind, _)) => Stored::Object(kind, id),
+                    None => Stored::Nothing,
+                });
+            }
+            let file =
+                std::fs::File::open(&full).map_err(|e| Error::io("could not read", &full, e))?;
+            let mut bytes = Vec::with_capacity(meta.len() as usize);
+            use gix::filter::plumbing::pipeline::convert::ToGitOutcome;
+            let read = match pipeline
+                .convert_to_git(file, Path::new(path), index)
+                .map_err(|e| Error::gix(format!("could not filter {path}"), e))?
+            {
+                ToGitOutcome::Unchanged(mut file) => file.read_to_end(&mut bytes).map(drop),
+                ToGitOutcome::Process(mut out) => out.read_to_end(&mut bytes).map(drop),
+                ToGitOutcome::Buffer(buf) => {
+                    bytes.extend_from_slice(buf);
+                    Ok(())
+                }
+            };
+            read.map_err(|e| Error::io("could not read", &full, e))?;
+            (kind, bytes)
+        } else {
+            return Ok(Stored::Nothing);
+        };
+        let repo = self.gix();
+        let id = gix::objs::compute_hash(repo.object_hash(), gix::object::Kind::Blob, &bytes)
+            .map_err(|e| Error::gix(format!("could not hash {path}"), e))?;
+        if before.map(|(id, _)| id) == Some(id) {
+            return Ok(Stored::Object(kind, id));
+        }
+        if let Some(vet) = vet.as_mut() {
+            if !vet(path, &bytes) {
+                return Ok(Stored::Refused);
+            }
+        }
+        let written = repo
+            .write_blob(&bytes)
+            .map_err(|e| Error::gix(format!("could not store {path}"), e))?;
+        Ok(Stored::Object(kind, written.detach()))
+    }
+
+    /// Whether `index` records anything other than `tree`: staged changes or conflicts. Its
+    /// cache of trees usually answers at once; otherwise it is compared entry by entry.
+    fn index_differs_from(&self, tree: ObjectId, index: &gix::index::State) -> Result<bool> {
+        if index.entries().iter().any(|e| e.stage_raw() != 0) {
+            return Ok(true);
+        }
+        if let Some(cached) = index.tree() {
+            if cached.num_entries.is_some() {
+                return Ok(cached.id != tree);
+            }
+        }
+        let mut differs = false;
+        let repo = self.gix();
+        // The whole index, wherever the process runs (no pathspec would mean the current
+        // directory only).
+        let mut everything = repo
+            .pathspec(
+                false,
+                None::<&str>,
+                false,
+                index,
+                gix::worktree::stack::state::attributes::Source::IdMapping,
+            )
+            .map_err(|e| Error::gix("could not set up a pathspec", e))?;
+        repo.tree_index_status(
+            &tree,
+            index,
+            Some(&mut everything),
+            gix::status::tree_index::TrackRenames::Disabled,
+            |_, _, _| {
+                differs = true;
+                Ok(gix::diff::index::Action::Break(()))
+            },
+        )
+        .map_err(|e| Error::gix(format!("could not compare the index with tree {tree}"), e))?;
+        Ok(differs)
+    }
+
+    /// The kind and id of `path` in `tree`, if it has it.
+    fn entry_in(
+        &self,
+        tree: ObjectId,
+        path: &str,
+    ) -> Result<Option<(gix::object::tree::EntryKind, ObjectId)>> {
+        let tree_object = self
+            .gix()
+            .find_tree(tree)
+            .map_err(|e| Error::gix(format!("could not read tree {tree}"), e))?;
+        let entry = tree_object
+            .lookup_entry_by_path(path)
+            .map_err(|e| Error::gix(format!("could not look up {path} in tree {tree}"), e))?;
+        Ok(entry.map(|e| (e.mode().kind(), e.object_id())))
     }
 
     /// Show every file that differs from `HEAD` to `vet`, writing nothing; the ones it
@@ -198,67 +402,6 @@ impl Repo {
             .map_err(|e| Error::gix("could not write a tree of blobs", e))
     }
 
-    /// Those of `paths` (files, relative to the worktree root) that the ignore rules of
-    /// `tree` exclude: its `.gitignore` files as the tree has them (not as they are on
-    /// disk), plus `info/exclude` and `core.excludesFile`. A file inside an excluded
-    /// directory is excluded, as git has it.
-    pub fn ignored_under(&self, tree: ObjectId, paths: &[String]) -> Result<Vec<String>> {
-        if paths.is_empty() {
-            return Ok(Vec::new());
-        }
-        use gix::index::entry::Mode;
-        let repo = self.gix();
-        let index = repo
-            .index_from_tree(&tree)
-            .map_err(|e| Error::gix(format!("could not read tree {tree} as an index"), e))?;
-        let mut stack = repo
-            .excludes(
-                &index,
-                None,
-                gix::worktree::stack::state::ignore::Source::IdMapping,
-            )
-            .map_err(|e| {
-                Error::gix(format!("could not load the ignore rules of tree {tree}"), e)
-            })?;
-        let mut excluded_dirs = BTreeSet::new();
-        let mut ignored = Vec::new();
-        for path in paths {
-            let mut hit = false;
-            for (end, _) in path.match_indices('/') {
-                let dir = &path[..end];
-                if excluded_dirs.contains(dir) {
-                    hit = true;
-                    break;
-                }
-                let platform = stack
-                    .at_path(Path::new(dir), Some(Mode::DIR))
-                    .map_err(|e| {
-                        Error::gix(format!("could not check {dir} against the ignore rules"), e)
-                    })?;
-                if platform.is_excluded() {
-                    excluded_dirs.insert(dir.to_owned());
-                    hit = true;
-                    break;
-                }
-            }
-            if !hit {
-                hit = stack
-                    .at_path(Path::new(path), Some(Mode::FILE))
-                    .map_err(|e| {
-                        Error::gix(
-                            format!("could not check {path} against the ignore rules"),
-                            e,
-                        )
-                    })?
-                    .is_excluded();
-            }
-            if hit {
-                ignored.push(path.clone());
-            }
-        }
-        Ok(ignored)
-    }
-
     /// Whether the worktree differs from HEAD, untracked files included.
     pub fn dirt(&self, sample: usize) -> Result<Dirt> {
         self.dirt_of(UntrackedFiles::Collapsed, sample)
@@ -338,8 +481,25 @@ fn relevant_path(item: &status::Item) -> Option<String> {
     }
 }
 
+/// What [`Repo::store_file`] made of a worktree path.
+enum Stored {
+    /// The content is in the object database.
+    Object(EntryKind, ObjectId),
+    /// The vet refused it: nothing was written.
+    Refused,
+    /// No file there (gone, a directory, a fifo).
+    Nothing,
+}
+
+/// The time since the Unix epoch.
+fn now() -> std::time::Duration {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
 /// The commit a submodule entry records, if `path` is one in the index.
-fn gitlink(index: &gix::worktree::IndexPersistedOrInMemory, path: &str) -> Option<ObjectId> {
+fn gitlink(index: &gix::index::State, path: &str) -> Option<ObjectId> {
     let entry = index.entry_by_path(path.as_bytes().as_bstr())?;
     (entry.mode == gix::index::entry::Mode::COMMIT).then_some(entry.id)
 }

@@ -278,7 +278,12 @@ pub fn checkpoint_vetted(
 ) -> Result<(Checkpoint, Event, Vec<String>)> {
     let worktree = session.open_worktree(repo)?;
     let wt = worktree.as_ref().unwrap_or(repo);
-    let snapshot = wt.snapshot_tree_vetted(vet)?;
+    // The last checkpoint's tree: what the worktree's snapshot cache may describe.
+    let since = match repo.read_ref(&checkpoints_ref(&session.id))? {
+        Some(tip) => Some(repo.tree_of(tip)?),
+        None => None,
+    };
+    let snapshot = wt.snapshot_tree_vetted(vet, since)?;
     let state = Recorded::of(wt, snapshot.tree, Some(snapshot.staged))?;
     let (checkpoint, event) = extend_chain(repo, session, state, label, status, step)?;
     Ok((checkpoint, event, snapshot.refused))
