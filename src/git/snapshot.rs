@@ -99,7 +99,6 @@ impl Repo {
             config.boolean("core.trustCTime").unwrap_or(true),
         )
         .run()?;
-        drop(config);
         let mut ignores = Ignores::of_worktree(repo, &index)?;
         let mut changed = scan.changed;
         changed.extend(tracked_elsewhere);
