@@ -40,6 +40,8 @@ pub(super) struct SnapshotCache {
     pub verified: Duration,
     /// One stage-0 entry per file, link and submodule of `tree`, sorted by path.
     pub state: gix::index::State,
+    /// Entries for paths `state` lacks, added in one sort when the cache is stored.
+    added: Vec<(String, ObjectId, Mode, Stat)>,
 }
 
 impl SnapshotCache {
@@ -85,6 +87,7 @@ impl SnapshotCache {
             tree,
             verified,
             state,
+            added: Vec::new(),
         })
     }
 
@@ -123,6 +126,7 @@ impl SnapshotCache {
                 stamp.nanoseconds(),
             ),
             state,
+            added: Vec::new(),
         })
     }
 
@@ -204,18 +208,21 @@ impl SnapshotCache {
             (Ok(i), None) => {
                 self.state.remove_entry_at_index(i);
             }
-            (Err(_), Some((id, mode, stat))) => {
-                self.state
-                    .dangerously_push_entry(stat, id, Flags::empty(), mode, BStr::new(path));
-                self.state.sort_entries();
-            }
+            (Err(_), Some((id, mode, stat))) => self.added.push((path.to_owned(), id, mode, stat)),
             (Err(_), None) => {}
         }
     }
 
     /// Write the cache for `tree`, its stat data known good at `verified`; no fsync: a cache
     /// a crash tears is found torn and rebuilt.
-    pub fn store(self, repo: &Repo, tree: ObjectId, verified: Duration) -> Result<()> {
+    pub fn store(mut self, repo: &Repo, tree: ObjectId, verified: Duration) -> Result<()> {
+        if !self.added.is_empty() {
+            for (path, id, mode, stat) in std::mem::take(&mut self.added) {
+                self.state
+                    .dangerously_push_entry(stat, id, Flags::empty(), mode, BStr::new(&path));
+            }
+            self.state.sort_entries();
+        }
         let mut body = Vec::new();
         self.state
             .write_to(
