@@ -13,6 +13,7 @@ use gix::bstr::BStr;
 use gix::bstr::{BString, ByteSlice};
 use gix::status::{self, UntrackedFiles};
 
+use gix::index::entry::Stat;
 use gix::object::tree::EntryKind;
 
 use super::error::{Error, Result};
@@ -58,13 +59,9 @@ pub struct Vetted {
 
 impl Repo {
     /// The tree of this worktree as it is on disk: tracked and untracked files, `.gitignore`d
-    /// ones left out; executable bits, symlinks and clean filters as `git add -A` would record.
-    pub fn snapshot_tree(&self) -> Result<ObjectId> {
-        Ok(self.snapshot_tree_vetted(None, None)?.tree)
-    }
-
-    /// [`snapshot_tree`](Self::snapshot_tree), showing every changed file's bytes on disk
-    /// (the first [`VET_LIMIT`] of them) to `vet` before any object is written. A file `vet`
+    /// ones left out; executable bits, symlinks and clean filters as `git add -A` would
+    /// record. Every changed file's bytes (the first [`VET_LIMIT`] of them) are shown to `vet`
+    /// before any object is written. A file `vet`
     /// refuses never enters the object database: the snapshot keeps the path as `HEAD` has
     /// it (absent, for a new file) and names it in [`Vetted::refused`].
     ///
@@ -119,10 +116,9 @@ impl Repo {
         let mut edits = Vec::new();
         let mut refused = Vec::new();
         for path in &changed {
-            // The stat data is taken before the read: a write in between shows next time.
-            let stat = stat_of(&self.workdir().join(path)).unwrap_or_default();
             let before = cache.entry(path);
-            let entry = match self.store_file(&mut pipeline, &index, path, before, &mut vet)? {
+            let (stored, stat) = self.store_file(&mut pipeline, &index, path, before, &mut vet)?;
+            let entry = match stored {
                 Stored::Object(kind, id) => Some((kind, id)),
                 Stored::Refused => {
                     refused.push(path.clone());
@@ -180,8 +176,9 @@ impl Repo {
     }
 
     /// Store what the worktree file `path` holds, as `git add` would (filters applied, a
-    /// symlink's target), unless `vet` refuses it. Content the last snapshot had (`before`)
-    /// is neither vetted again nor written again.
+    /// symlink's target), unless `vet` refuses it; with the file's stat data, taken before
+    /// the read (a write in between shows next time). Content the last snapshot had
+    /// (`before`) is neither vetted again nor written again.
     fn store_file(
         &self,
         pipeline: &mut gix::filter::Pipeline<'_>,
@@ -189,17 +186,22 @@ impl Repo {
         path: &str,
         before: Option<(ObjectId, gix::index::entry::Mode)>,
         vet: &mut Option<Vet<'_>>,
-    ) -> Result<Stored> {
+    ) -> Result<(Stored, Stat)> {
         use std::io::Read;
         use std::os::unix::ffi::OsStrExt;
         use std::os::unix::fs::PermissionsExt;
         let full = self.workdir().join(path);
         let meta = match std::fs::symlink_metadata(&full) {
             Ok(meta) => meta,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Stored::Nothing),
-            Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => return Ok(Stored::Nothing),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok((Stored::Nothing, Stat::default()))
+            }
+            Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+                return Ok((Stored::Nothing, Stat::default()))
+            }
             Err(e) => return Err(Error::io("could not read", full, e)),
         };
+        let stat = stat_of(&meta);
         let (kind, bytes) = if meta.file_type().is_symlink() {
             let target = std::fs::read_link(&full)
                 .map_err(|e| Error::io("could not read the link", &full, e))?;
@@ -215,7 +217,7 @@ impl Repo {
                 if let Some(vet) = vet.as_mut() {
                     if let Some(head) = self.file_head(path)? {
                         if !vet(path, &head) {
-                            return Ok(Stored::Refused);
+                            return Ok((Stored::Refused, stat));
                         }
                     }
                 }
@@ -224,10 +226,11 @@ impl Repo {
                     .map_err(|e| {
                         Error::gix(format!("could not read {path} from the worktree"), e)
                     })?;
-                return Ok(match found {
+                let stored = match found {
                     Some((id, kind, _)) => Stored::Object(kind, id),
                     None => Stored::Nothing,
-                });
+                };
+                return Ok((stored, stat));
             }
             let file =
                 std::fs::File::open(&full).map_err(|e| Error::io("could not read", &full, e))?;
@@ -247,23 +250,23 @@ impl Repo {
             read.map_err(|e| Error::io("could not read", &full, e))?;
             (kind, bytes)
         } else {
-            return Ok(Stored::Nothing);
+            return Ok((Stored::Nothing, stat));
         };
         let repo = self.gix();
         let id = gix::objs::compute_hash(repo.object_hash(), gix::object::Kind::Blob, &bytes)
             .map_err(|e| Error::gix(format!("could not hash {path}"), e))?;
         if before.map(|(id, _)| id) == Some(id) {
-            return Ok(Stored::Object(kind, id));
+            return Ok((Stored::Object(kind, id), stat));
         }
         if let Some(vet) = vet.as_mut() {
             if !vet(path, &bytes) {
-                return Ok(Stored::Refused);
+                return Ok((Stored::Refused, stat));
             }
         }
         let written = repo
             .write_blob(&bytes)
             .map_err(|e| Error::gix(format!("could not store {path}"), e))?;
-        Ok(Stored::Object(kind, written.detach()))
+        Ok((Stored::Object(kind, written.detach()), stat))
     }
 
     /// Whether `index` records anything other than `tree`: staged changes or conflicts. Its

@@ -337,11 +337,10 @@ fn stat_at(dir: i32, name: &std::ffi::OsStr) -> Option<libc::stat> {
     (rc == 0).then(|| unsafe { st.assume_init() })
 }
 
-/// `lstat` of a path, as the stat data an index entry keeps; `None` if it is gone.
-pub(super) fn stat_of(path: &Path) -> Option<Stat> {
-    let meta = std::fs::symlink_metadata(path).ok()?;
+/// The stat data an index entry keeps, from `symlink_metadata`'s answer.
+pub(super) fn stat_of(meta: &std::fs::Metadata) -> Stat {
     use std::os::unix::fs::MetadataExt;
-    Some(Stat {
+    Stat {
         mtime: time(meta.mtime(), meta.mtime_nsec()),
         ctime: time(meta.ctime(), meta.ctime_nsec()),
         dev: meta.dev() as u32,
@@ -350,7 +349,7 @@ pub(super) fn stat_of(path: &Path) -> Option<Stat> {
         gid: meta.gid(),
         // Truncated to 32 bits, as git does.
         size: meta.size() as u32,
-    })
+    }
 }
 
 /// The stat data an index entry keeps, from `lstat`'s answer.
