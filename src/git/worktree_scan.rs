@@ -9,13 +9,12 @@
 //! snapshot reads it again.
 
 use std::collections::BTreeSet;
-use std::ffi::CString;
-use std::os::fd::AsRawFd;
+use std::ffi::{CStr, CString};
+use std::ops::Range;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::time::Duration;
 
-use gix::bstr::BStr;
 use gix::index::entry::{Flags, Mode, Stat};
 
 use super::error::{Error, Result};
@@ -55,23 +54,24 @@ struct Part {
     scan: Scan,
 }
 
-/// Directories waiting to be scanned, and how many are queued or being scanned.
+/// Directories waiting to be scanned (each with the range of cache entries under it), and
+/// how many are queued or being scanned.
 struct Queue {
-    dirs: std::sync::Mutex<Vec<String>>,
+    dirs: std::sync::Mutex<Vec<(String, Range<usize>)>>,
     pending: std::sync::atomic::AtomicUsize,
 }
 
 impl Queue {
-    fn push(&self, dir: String) {
+    fn push(&self, dir: String, entries: Range<usize>) {
         self.pending
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.dirs
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push(dir);
+            .push((dir, entries));
     }
 
-    fn pop(&self) -> Option<String> {
+    fn pop(&self) -> Option<(String, Range<usize>)> {
         self.dirs
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -117,7 +117,7 @@ impl<'a> Scanner<'a> {
             dirs: std::sync::Mutex::new(Vec::new()),
             pending: std::sync::atomic::AtomicUsize::new(0),
         };
-        queue.push(String::new());
+        queue.push(String::new(), 0..self.cache.entries().len());
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
         let parts: Vec<Result<Part>> = std::thread::scope(|scope| {
             let workers: Vec<_> = (0..threads)
@@ -159,8 +159,8 @@ impl<'a> Scanner<'a> {
         };
         loop {
             match queue.pop() {
-                Some(prefix) => {
-                    let scanned = self.directory(&prefix, &mut part, queue);
+                Some((prefix, entries)) => {
+                    let scanned = self.directory(&prefix, entries, &mut part, queue);
                     queue.done();
                     scanned?;
                 }
@@ -170,11 +170,19 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// Scan one directory the cache has entries in (`prefix` is `""` or ends with `/`);
-    /// its subdirectories the cache knows are queued.
-    fn directory(&self, prefix: &str, part: &mut Part, queue: &Queue) -> Result<()> {
+    /// Scan one directory the cache has entries in (`prefix` is `""` or ends with `/`;
+    /// `entries` is the range of cache entries under it); its subdirectories the cache knows
+    /// are queued. Names are looked up in that range only, and a path is made only for what
+    /// is reported: this loop runs once per file of the worktree.
+    fn directory(
+        &self,
+        prefix: &str,
+        entries: Range<usize>,
+        part: &mut Part,
+        queue: &Queue,
+    ) -> Result<()> {
         let path = self.root.join(prefix);
-        let dir = match std::fs::File::open(&path) {
+        let mut dir = match Dir::open(&path) {
             Ok(dir) => dir,
             // Gone, or a file now: its cached entries are reported as unseen.
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => {
@@ -182,63 +190,76 @@ impl<'a> Scanner<'a> {
             }
             Err(e) => return Err(Error::io("could not open directory", path, e)),
         };
-        let entries = std::fs::read_dir(&path)
-            .map_err(|e| Error::io("could not read directory", &path, e))?;
-        for entry in entries {
-            let entry = entry.map_err(|e| Error::io("could not read directory", &path, e))?;
-            let name = entry.file_name();
-            if name.as_bytes() == b".git" {
-                continue;
+        let all = self.cache.entries();
+        let start = entries.start;
+        let under = &all[entries];
+        // The part of a cached path below this directory.
+        let rest = |e: &gix::index::Entry| -> &[u8] {
+            let path: &[u8] = e.path(self.cache);
+            path.get(prefix.len()..).unwrap_or_default()
+        };
+        let mut bound = Vec::new();
+        dir.for_each(|fd, name, kind| {
+            let bytes = name.to_bytes();
+            if bytes == b".git" {
+                return;
             }
-            let rela = format!("{prefix}{}", name.to_string_lossy());
-            let Ok(kind) = entry.file_type() else {
-                continue; // gone since the directory was read
-            };
-            let cached = self
-                .cache
-                .entry_index_by_path(BStr::new(rela.as_bytes()))
-                .ok();
+            let rela = || format!("{prefix}{}", String::from_utf8_lossy(bytes));
+            let cached = under
+                .binary_search_by(|e| rest(e).cmp(bytes))
+                .ok()
+                .map(|i| start + i);
             if let Some(i) = cached {
                 part.seen[i] = true;
             }
-            if kind.is_dir() {
-                match cached.map(|i| &self.cache.entries()[i]) {
-                    // A submodule: its own repository, recorded by the commit in the index.
-                    Some(e) if e.mode == Mode::COMMIT => continue,
-                    // A file that became a directory.
-                    Some(_) => {
-                        part.scan.changed.insert(rela.clone());
+            let kind = match kind {
+                Kind::Unknown => kind_at(fd, name),
+                known => known,
+            };
+            match kind {
+                Kind::Dir => {
+                    match cached.map(|i| &all[i]) {
+                        // A submodule: its own repository, recorded by the commit in the index.
+                        Some(e) if e.mode == Mode::COMMIT => return,
+                        // A file that became a directory.
+                        Some(_) => {
+                            part.scan.changed.insert(rela());
+                        }
+                        None => {}
                     }
-                    None => {}
+                    // The cached paths under `name/` sort from `name/` to just before `name0`
+                    // ('0' follows '/').
+                    bound.clear();
+                    bound.extend_from_slice(bytes);
+                    bound.push(b'/');
+                    let first = under.partition_point(|e| rest(e) < bound.as_slice());
+                    bound.pop();
+                    bound.push(b'0');
+                    let end = under.partition_point(|e| rest(e) < bound.as_slice());
+                    if first < end {
+                        queue.push(format!("{}/", rela()), start + first..start + end);
+                    } else {
+                        part.scan.unknown.push((rela(), true));
+                    }
                 }
-                let inner = format!("{rela}/");
-                let known = self
-                    .cache
-                    .prefixed_entries_range(BStr::new(inner.as_bytes()))
-                    .is_some_and(|r| !r.is_empty());
-                if known {
-                    queue.push(inner);
-                } else {
-                    part.scan.unknown.push((rela, true));
-                }
-            } else if kind.is_file() || kind.is_symlink() {
-                match cached {
+                Kind::File => match cached {
                     Some(i) => {
-                        if !self.unchanged(&self.cache.entries()[i], dir.as_raw_fd(), &name) {
-                            part.scan.changed.insert(rela);
+                        if !self.unchanged(&all[i], fd, name) {
+                            part.scan.changed.insert(rela());
                         }
                     }
-                    None => part.scan.unknown.push((rela, false)),
-                }
+                    None => part.scan.unknown.push((rela(), false)),
+                },
+                // Sockets, fifos, devices: git does not track them either.
+                Kind::Other | Kind::Unknown => {}
             }
-            // Sockets, fifos, devices: git does not track them either.
-        }
+        });
         Ok(())
     }
 
     /// Whether the file `name` in the directory `dir` provably still holds what `entry`
     /// records: same kind and mode, same stat data, and that data trustworthy.
-    fn unchanged(&self, entry: &gix::index::Entry, dir: i32, name: &std::ffi::OsStr) -> bool {
+    fn unchanged(&self, entry: &gix::index::Entry, dir: i32, name: &CStr) -> bool {
         if entry.flags.contains(Flags::SKIP_WORKTREE) {
             return true;
         }
@@ -321,8 +342,7 @@ pub(super) fn trusted(stat: &Stat, verified: Duration) -> bool {
 }
 
 /// `lstat` of `name` in the open directory `dir`.
-fn stat_at(dir: i32, name: &std::ffi::OsStr) -> Option<libc::stat> {
-    let name = CString::new(name.as_bytes()).ok()?;
+fn stat_at(dir: i32, name: &CStr) -> Option<libc::stat> {
     let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
     // SAFETY: `name` is NUL-terminated, `st` is written by fstatat before it is read.
     let rc = unsafe {
@@ -335,6 +355,96 @@ fn stat_at(dir: i32, name: &std::ffi::OsStr) -> Option<libc::stat> {
     };
     // SAFETY: fstatat filled `st` when it returned 0.
     (rc == 0).then(|| unsafe { st.assume_init() })
+}
+
+/// What a directory entry is, as far as a snapshot cares: a symlink counts as a file.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    File,
+    Dir,
+    Other,
+    /// The filesystem did not say (`DT_UNKNOWN`): ask `lstat`.
+    Unknown,
+}
+
+/// The kind of `name` in the open directory `dir`, by `lstat`; a name gone meanwhile is
+/// `Other`, which the scan skips (and a cached entry not seen is reported as changed).
+fn kind_at(dir: i32, name: &CStr) -> Kind {
+    match stat_at(dir, name).map(|st| st.st_mode & libc::S_IFMT) {
+        Some(libc::S_IFDIR) => Kind::Dir,
+        Some(libc::S_IFREG | libc::S_IFLNK) => Kind::File,
+        _ => Kind::Other,
+    }
+}
+
+/// A directory open for reading its names and for stat calls relative to it.
+///
+/// Why not `std::fs::read_dir`: it allocates a name and an `Arc` per entry and keeps no
+/// descriptor to stat relative to; this runs once per file of the worktree.
+struct Dir {
+    stream: std::ptr::NonNull<libc::DIR>,
+}
+
+impl Dir {
+    fn open(path: &Path) -> std::io::Result<Dir> {
+        let path = CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+        // SAFETY: `path` is NUL-terminated.
+        let fd = unsafe {
+            libc::open(
+                path.as_ptr(),
+                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is an open directory descriptor, owned by the stream from here on.
+        match std::ptr::NonNull::new(unsafe { libc::fdopendir(fd) }) {
+            Some(stream) => Ok(Dir { stream }),
+            None => {
+                let e = std::io::Error::last_os_error();
+                // SAFETY: the stream did not take `fd`.
+                unsafe { libc::close(fd) };
+                Err(e)
+            }
+        }
+    }
+
+    /// Call `f(directory fd, name, kind)` for each entry but `.` and `..`. A read error ends
+    /// the listing early, which is safe here: an entry not seen is read again.
+    fn for_each(&mut self, mut f: impl FnMut(i32, &CStr, Kind)) {
+        // SAFETY: the stream is open until `drop`.
+        let fd = unsafe { libc::dirfd(self.stream.as_ptr()) };
+        loop {
+            // SAFETY: as above; the entry is valid until the next readdir on this stream,
+            // and `f` gets it only for this iteration.
+            let entry = unsafe { libc::readdir(self.stream.as_ptr()) };
+            if entry.is_null() {
+                return;
+            }
+            // SAFETY: readdir returned a valid entry whose name is NUL-terminated.
+            let (name, d_type) =
+                unsafe { (CStr::from_ptr((*entry).d_name.as_ptr()), (*entry).d_type) };
+            if matches!(name.to_bytes(), b"." | b"..") {
+                continue;
+            }
+            let kind = match d_type {
+                libc::DT_REG | libc::DT_LNK => Kind::File,
+                libc::DT_DIR => Kind::Dir,
+                libc::DT_UNKNOWN => Kind::Unknown,
+                _ => Kind::Other,
+            };
+            f(fd, name, kind);
+        }
+    }
+}
+
+impl Drop for Dir {
+    fn drop(&mut self) {
+        // SAFETY: the stream is open, and closed only here.
+        unsafe { libc::closedir(self.stream.as_ptr()) };
+    }
 }
 
 /// The stat data an index entry keeps, from `symlink_metadata`'s answer.

@@ -40,12 +40,15 @@ pub struct Trailers {
     pub worktree: String,
     /// `Bmad-Base`: what the session started from, as the user named it (a branch is protected).
     pub base: String,
+    /// `Bmad-Number`: the checkpoint's place on the chain, 1 for the first — the number
+    /// `rollback` takes, known without walking the chain. 0 on chains older than it.
+    pub number: u64,
 }
 
 impl Trailers {
     fn format(&self) -> String {
         format!(
-            "Bmad-Session: {}\nBmad-Seq: {}\nBmad-Status: {}\nBmad-Step: {}\nBmad-Name: {}\nBmad-Branch: {}\nBmad-Worktree: {}\nBmad-Base: {}\n",
+            "Bmad-Session: {}\nBmad-Seq: {}\nBmad-Status: {}\nBmad-Step: {}\nBmad-Name: {}\nBmad-Branch: {}\nBmad-Worktree: {}\nBmad-Base: {}\nBmad-Number: {}\n",
             self.session,
             self.seq,
             self.status,
@@ -53,7 +56,8 @@ impl Trailers {
             self.name,
             self.branch,
             self.worktree,
-            self.base
+            self.base,
+            self.number
         )
     }
 
@@ -69,6 +73,9 @@ impl Trailers {
             branch: get("Bmad-Branch").unwrap_or_default(),
             worktree: get("Bmad-Worktree").unwrap_or_default(),
             base: get("Bmad-Base").unwrap_or_default(),
+            number: get("Bmad-Number")
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0),
         })
     }
 }
@@ -331,6 +338,10 @@ pub(crate) fn extend_chain(
             step: step.clone().or_else(|| prev.trailers.step.clone()),
             // The caller's idea of where the worktree is: a moved one is recorded this way.
             worktree: session.worktree.to_string_lossy().into_owned(),
+            number: match prev.trailers.number {
+                0 => self::chain(repo, session)?.len() as u64 + 1,
+                n => n + 1,
+            },
             ..prev.trailers.clone()
         };
         let (tree, head, index) = match recorded {
@@ -407,6 +418,7 @@ mod tests {
             branch: "refs/heads/bmad/feature-x".into(),
             worktree: "/tmp/repo dir.feature-x".into(),
             base: "main".into(),
+            number: 7,
         };
         let message = format!("after plan\n\n{}", t.format());
         assert_eq!(Trailers::parse(&message), Some(t.clone()));

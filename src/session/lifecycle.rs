@@ -102,6 +102,7 @@ pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
             branch: branch.clone(),
             worktree: worktree_text.clone(),
             base: base_label.clone(),
+            number: 1,
         };
         let commit = write_commit(repo, tree, &[base_commit], None, &label, &trailers)?;
         match repo.cas_ref(&checkpoints_ref(&id), None, commit, "bmad session started")? {

@@ -50,7 +50,7 @@ pub fn cmd_checkpoint(ctx: &Context, args: &CheckpointArgs) -> Result<u8, Comman
         exit::POLICY
     };
     // The number `rollback` and `status` use (1 = the first).
-    let number = session::chain(&repo, &s)?.len();
+    let number = cp.trailers.number;
     if ctx.ui.json() {
         ctx.ui.print_json(
             &json!({"checkpoint": cp, "number": number, "event": event, "kept_out": refused, "secrets": secrets.found}),
