@@ -222,6 +222,27 @@ fn every_checkpoint_is_exact_though_only_changes_are_read() {
     .unwrap();
     write(&wt, "src/c.txt", "c\n");
     checkpoint_is_exact("unreadable cache");
+    // Most checkpoints write only what changed since the full cache; a torn or forged
+    // delta is never trusted, and once many paths changed the full cache is written again.
+    let delta = Path::new(git_dir.trim()).join("bmad-snapshot-index.delta");
+    write(&wt, "src/d.txt", "d\n");
+    checkpoint_is_exact("a delta");
+    assert!(delta.exists(), "a small change writes a delta");
+    let mut torn = std::fs::read(&delta).unwrap();
+    torn.truncate(torn.len() - 3);
+    std::fs::write(&delta, torn).unwrap();
+    write(&wt, "src/d.txt", "dd\n");
+    checkpoint_is_exact("a torn delta");
+    for i in 0..100 {
+        write(&wt, &format!("many/f{i}.txt"), "x\n");
+    }
+    checkpoint_is_exact("many new files");
+    assert!(!delta.exists(), "many changes write the full cache");
+    write(&wt, "many/f7.txt", "y\n");
+    std::fs::remove_file(wt.join("many/f8.txt")).unwrap();
+    checkpoint_is_exact("a change and a deletion in a delta");
+    write(&wt, "many/f8.txt", "back\n");
+    checkpoint_is_exact("a deleted path back");
     // A rollback rewrites files: the next checkpoint still sees them as they are.
     env.bmad(&wt, &["rollback", "2"]).success();
     checkpoint_is_exact("after a rollback");
