@@ -221,3 +221,50 @@ fn a_rollback_that_removes_a_whole_directory_says_so_in_one_line() {
         .json();
     assert_eq!(json["plan"]["changes"].as_array().unwrap().len(), 301);
 }
+
+#[test]
+fn a_nested_clone_is_left_alone_and_the_report_says_so() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (_, wt) = env.start(&repo, "nested");
+    // A repository of its own inside the worktree, as an agent's `git clone` leaves it.
+    let nested = wt.join("vendor/lib");
+    std::fs::create_dir_all(&nested).unwrap();
+    env.git(&nested, &["init", "-q"]);
+    write(&nested, "x.txt", "x\n");
+    env.git(&nested, &["add", "-A"]);
+    env.git(&nested, &["commit", "-q", "-m", "x"]);
+    write(&wt, "b.txt", "b\n");
+    env.bmad(&wt, &["checkpoint", "-m", "one"]).success();
+    write(&nested, "y.txt", "y\n");
+    std::fs::remove_file(wt.join("b.txt")).unwrap();
+    env.bmad(&wt, &["checkpoint", "-m", "two"]).success();
+
+    let plan = env.bmad(&wt, &["rollback", "2", "--dry-run"]).success();
+    assert!(
+        plan.stdout.contains("would change 1 file(s)")
+            && plan.stdout.contains("restore b.txt")
+            && plan.stdout.contains("keep    vendor/lib/ (a repository of its own"),
+        "{}",
+        plan.stdout
+    );
+    let done = env.bmad(&wt, &["rollback", "2", "--json"]).success().json();
+    assert_eq!(done["event"]["detail"]["nested"][0], "vendor/lib");
+    let changed: Vec<&str> = done["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(changed, ["b.txt"]);
+    // What the report says is what happened: the clone is untouched, and no checkpoint
+    // (the safety one included) records it.
+    assert_eq!(read(&nested, "y.txt"), "y\n");
+    assert_eq!(env.git(&nested, &["status", "--porcelain"]), "?? y.txt\n");
+    let safety = done["safety"]["id"].as_str().unwrap();
+    let listed = env.git(&repo, &["ls-tree", "-r", "--name-only", safety]);
+    assert!(!listed.contains("vendor"), "{listed}");
+    env.bmad(&wt, &["undo"]).success();
+    assert!(!wt.join("b.txt").exists());
+    assert_eq!(read(&nested, "y.txt"), "y\n");
+}

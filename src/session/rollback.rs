@@ -51,6 +51,8 @@ pub struct RollbackPlan {
     pub changes: Vec<TreeChange>,
     /// Files left alone because ignore rules cover them.
     pub protected: Vec<String>,
+    /// Nested repositories left alone (see [`RolledBack::nested`]).
+    pub nested: Vec<String>,
 }
 
 /// What a rollback did.
@@ -79,6 +81,7 @@ pub fn plan_rollback(repo: &Repo, session: &Session, target: &Target) -> Result<
         number,
         changes,
         protected,
+        nested: leaving.nested,
     })
 }
 
@@ -271,6 +274,7 @@ fn finish(
         scratch,
         tree: from,
         uncovered,
+        nested,
     } = match leaving {
         Some(leaving) => leaving,
         None => Leaving::take(wt, target.tree, None)?,
@@ -309,6 +313,7 @@ fn finish(
         files_only,
         branch,
         protected,
+        nested,
     };
     let event = journal::append(
         repo,
@@ -376,10 +381,10 @@ fn move_branch(wt: &Repo, session: &Session, target: &Checkpoint) -> Result<Bran
     }
 }
 
-/// Untracked files the target's own ignore rules exclude: visible today only because a
+/// The `untracked` files the target's own ignore rules exclude: visible today only because a
 /// `.gitignore` changed since (a `.env`, build output). A rollback leaves them alone.
-fn uncovered_by_target(wt: &Repo, target: ObjectId) -> Result<Vec<String>> {
-    Ok(wt.ignored_under(target, &wt.untracked_files()?)?)
+fn uncovered_by_target(wt: &Repo, target: ObjectId, untracked: &[String]) -> Result<Vec<String>> {
+    Ok(wt.ignored_under(target, untracked)?)
 }
 
 /// The changes from the state `from` to `target`, and the paths a rollback leaves alone:
@@ -413,6 +418,9 @@ struct Leaving {
     tree: ObjectId,
     /// See [`uncovered_by_target`].
     uncovered: Vec<String>,
+    /// Nested repositories: `add -A` stages each as a gitlink, which no checkpoint records
+    /// and no rollback can restore, so they are left out of the state and left alone.
+    nested: Vec<String>,
 }
 
 impl Leaving {
@@ -421,7 +429,14 @@ impl Leaving {
     /// are neither vetted nor staged: a `.env` revealed by a deleted `.gitignore` must not
     /// stop the rollback or enter a commit.
     fn take(wt: &Repo, target: ObjectId, vet: Option<Vet<'_>>) -> Result<Leaving> {
-        let uncovered = uncovered_by_target(wt, target)?;
+        let untracked = wt.untracked_files()?;
+        // git lists a directory holding a repository of its own as `dir/`.
+        let nested: Vec<String> = untracked
+            .iter()
+            .filter_map(|path| path.strip_suffix('/'))
+            .map(str::to_owned)
+            .collect();
+        let uncovered = uncovered_by_target(wt, target, &untracked)?;
         if let Some(vet) = vet {
             let refused = wt.vet_changes(&mut |path, bytes| {
                 uncovered.iter().any(|u| u == path) || vet(path, bytes)
@@ -432,14 +447,15 @@ impl Leaving {
         }
         let scratch = wt.copy_index()?;
         let mut tree = wt.write_tree_of_worktree(scratch.path())?;
-        if !uncovered.is_empty() {
-            wt.forget_paths(scratch.path(), &uncovered)?;
+        if !uncovered.is_empty() || !nested.is_empty() {
+            wt.forget_paths(scratch.path(), &[&uncovered[..], &nested[..]].concat())?;
             tree = wt.write_tree_of_index(scratch.path())?;
         }
         Ok(Leaving {
             scratch,
             tree,
             uncovered,
+            nested,
         })
     }
 }

@@ -232,6 +232,10 @@ pub struct RolledBack {
     /// Paths left alone because ignore rules (of the state left or of the target) cover them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub protected: Vec<String>,
+    /// Repositories of their own inside the worktree (a nested clone), left alone: their
+    /// files are not the session's, and no checkpoint records them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub nested: Vec<String>,
 }
 
 /// What a rollback did to the session branch.

@@ -69,7 +69,7 @@ pub fn cmd_rollback(ctx: &Context, args: &RollbackArgs) -> Result<u8, CommandErr
             plan.changes.len()
         ));
         print_changes(&ctx.ui, &plan.changes);
-        print_kept(&ctx.ui, &plan.protected);
+        print_kept(&ctx.ui, &plan.protected, &plan.nested);
         ctx.ui.status("Nothing was changed (dry run). The current state would be saved as a checkpoint first; the index and the branch would follow the checkpoint unless --files-only.");
         return Ok(exit::OK);
     }
@@ -112,7 +112,7 @@ pub fn report(ctx: &Context, outcome: &RollbackOutcome, verb: &str) -> Result<u8
     ));
     print_changes(ui, &outcome.changes);
     if let Body::Rollback(detail) = &outcome.event.body {
-        print_kept(ui, &detail.protected);
+        print_kept(ui, &detail.protected, &detail.nested);
         ui.status(branch_sentence(detail.files_only, detail.branch.as_ref()));
     }
     ui.status(format!(
@@ -159,10 +159,16 @@ fn branch_sentence(files_only: bool, branch: Option<&BranchOutcome>) -> String {
     }
 }
 
-fn print_kept(ui: &Ui, protected: &[String]) {
+fn print_kept(ui: &Ui, protected: &[String], nested: &[String]) {
     for path in protected {
         ui.line(format!(
             "  {} {path} (ignored)",
+            ui.paint("keep   ", Style::Dim)
+        ));
+    }
+    for path in nested {
+        ui.line(format!(
+            "  {} {path}/ (a repository of its own: not in any checkpoint, left as it is)",
             ui.paint("keep   ", Style::Dim)
         ));
     }
