@@ -270,4 +270,10 @@ fn a_malformed_event_is_shown_and_named_but_never_bricks_the_session() {
         "{}",
         doctor.stdout
     );
+    // With the command that shows who wrote it.
+    assert!(
+        doctor.stdout.contains("git reflog show refs/notes/bmad/"),
+        "{}",
+        doctor.stdout
+    );
 }

@@ -244,7 +244,9 @@ fn a_nested_clone_is_left_alone_and_the_report_says_so() {
     assert!(
         plan.stdout.contains("would change 1 file(s)")
             && plan.stdout.contains("restore b.txt")
-            && plan.stdout.contains("keep    vendor/lib/ (a repository of its own"),
+            && plan
+                .stdout
+                .contains("keep    vendor/lib/ (a repository of its own"),
         "{}",
         plan.stdout
     );

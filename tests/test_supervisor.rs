@@ -553,6 +553,56 @@ fn a_run_parked_at_a_gate_survives_gc_prune_now() {
     assert_eq!(named(&events, "run_completed").len(), 1);
 }
 
+#[test]
+fn doctor_names_a_parked_runs_playbook_that_is_gone() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    env.executable("claude", FAKE_CLAUDE);
+    let (id, wt) = env.start(&repo, "lost");
+    write(
+        &env.root(),
+        "lost.yaml",
+        "name: lost\nsteps:\n  - {id: g1, command: do g1, autonomy: always_gate}\n",
+    );
+    let file = env.root().join("lost.yaml");
+    env.bmad(&wt, &["run", file.to_str().unwrap()]).code(3);
+    std::fs::remove_file(&file).unwrap();
+    // Someone deletes the ref that keeps the playbook, and gc takes the object.
+    let kept = env.git(
+        &repo,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            &format!("refs/bmad/sessions/{id}/texts/"),
+        ],
+    );
+    env.git(&repo, &["update-ref", "-d", kept.trim()]);
+    env.git(&repo, &["reflog", "expire", "--expire=now", "--all"]);
+    env.git(&repo, &["gc", "-q", "--prune=now"]);
+    let doctor = env.bmad(&repo, &["doctor"]).code(1);
+    assert!(
+        doctor
+            .stdout
+            .contains("the playbook \"lost\" of the run started at journal event")
+            && doctor
+                .stdout
+                .contains(&format!("git fetch <remote> {}", kept.trim()))
+            && doctor.stdout.contains("git bmad answer abort"),
+        "{}",
+        doctor.stdout
+    );
+    // The run can still be ended at its gate, which needs none of its steps.
+    env.bmad(&wt, &["answer", "abort"]).success();
+    let events = journal(&env, &wt);
+    assert_eq!(named(&events, "run_aborted").len(), 1);
+    let doctor = env.bmad(&repo, &["doctor"]).success();
+    assert!(
+        doctor.stdout.contains("cannot be read"),
+        "{}",
+        doctor.stdout
+    );
+}
+
 /// A playbook of six Claude steps, each proving its work with `out/<step>`.
 const SIX: &str = "name: six\nsteps:\n  - {id: s1, command: do s1, postconditions: [{file_exists: out/s1}]}\n  - {id: s2, command: do s2, postconditions: [{file_exists: out/s2}]}\n  - {id: s3, command: do s3, postconditions: [{file_exists: out/s3}]}\n  - {id: s4, command: do s4, postconditions: [{file_exists: out/s4}]}\n  - {id: s5, command: do s5, postconditions: [{file_exists: out/s5}]}\n  - {id: s6, command: do s6, postconditions: [{file_exists: out/s6}]}\n";
 

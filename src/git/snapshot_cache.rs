@@ -45,6 +45,10 @@ const DELTA_MAGIC: &str = "bmad-snapshot-delta 1";
 /// Up to this many changed paths a delta is written whatever the cache's size.
 const DELTA_MIN: usize = 64;
 
+/// What the cache keeps for one path: the object, its mode, and the stat data of the file
+/// it was read from.
+pub(super) type Cached = (ObjectId, Mode, Stat);
+
 /// The entries of a snapshot's tree, with the stat data of the files they were read from.
 pub(super) struct SnapshotCache {
     /// The snapshot tree the entries describe.
@@ -234,7 +238,7 @@ impl SnapshotCache {
     }
 
     /// Record `path` as holding `id` (`mode`), read from a file with `stat`; or drop it.
-    pub fn set(&mut self, path: &str, entry: Option<(ObjectId, Mode, Stat)>) {
+    pub fn set(&mut self, path: &str, entry: Option<Cached>) {
         if let Some((_, changed)) = &mut self.base {
             changed.insert(path.to_owned());
         }
@@ -274,9 +278,8 @@ impl SnapshotCache {
         if let Some((base, changed)) = &self.base {
             if changed.len() <= DELTA_MIN.max(self.state.entries().len() / 16) {
                 let bytes = Delta::encode(&self.state, base, changed, tree, verified);
-                return crate::fs::replace_unsynced(&delta_path, &bytes).map_err(|e| {
-                    Error::io("could not write the snapshot cache", &delta_path, e)
-                });
+                return crate::fs::replace_unsynced(&delta_path, &bytes)
+                    .map_err(|e| Error::io("could not write the snapshot cache", &delta_path, e));
             }
         }
         let mut body = Vec::new();
@@ -292,12 +295,8 @@ impl SnapshotCache {
         // The trailing checksum, all zeros as with `index.skipHash`: the header's length
         // catches a torn file, and hashing 1 MB on every checkpoint would cost more than it finds.
         body.resize(body.len() + repo.gix().object_hash().len_in_bytes(), 0);
-        let mut bytes = format!(
-            "{MAGIC} {tree} {} {}\n",
-            format_time(verified),
-            body.len()
-        )
-        .into_bytes();
+        let mut bytes =
+            format!("{MAGIC} {tree} {} {}\n", format_time(verified), body.len()).into_bytes();
         bytes.extend_from_slice(&body);
         let path = Self::path(repo);
         crate::fs::replace_unsynced(&path, &bytes)
@@ -305,9 +304,11 @@ impl SnapshotCache {
         // A delta names the full file it builds on, so a stale one left by a crash here is
         // ignored; removing it is tidiness.
         match std::fs::remove_file(&delta_path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                Err(Error::io("could not remove the snapshot cache delta", &delta_path, e))
-            }
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::io(
+                "could not remove the snapshot cache delta",
+                &delta_path,
+                e,
+            )),
             _ => Ok(()),
         }
     }
@@ -318,7 +319,7 @@ struct Delta {
     tree: ObjectId,
     verified: Duration,
     /// Each changed path with its entry, or `None` when the snapshot no longer has it.
-    records: Vec<(String, Option<(ObjectId, Mode, Stat)>)>,
+    records: Vec<(String, Option<Cached>)>,
 }
 
 impl Delta {
@@ -353,7 +354,8 @@ impl Delta {
             let mtime = parse_stat_time(f.next()?)?;
             let ctime = parse_stat_time(f.next()?)?;
             let mut number = || f.next()?.parse::<u32>().ok();
-            let (dev, ino, uid, gid, size) = (number()?, number()?, number()?, number()?, number()?);
+            let (dev, ino, uid, gid, size) =
+                (number()?, number()?, number()?, number()?, number()?);
             let path = f.next()?.to_owned();
             let stat = Stat {
                 mtime,

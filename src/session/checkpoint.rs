@@ -73,9 +73,7 @@ impl Trailers {
             branch: get("Bmad-Branch").unwrap_or_default(),
             worktree: get("Bmad-Worktree").unwrap_or_default(),
             base: get("Bmad-Base").unwrap_or_default(),
-            number: get("Bmad-Number")
-                .and_then(|n| n.parse().ok())
-                .unwrap_or(0),
+            number: get("Bmad-Number").and_then(|n| n.parse().ok()).unwrap_or(0),
         })
     }
 }

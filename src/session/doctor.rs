@@ -264,8 +264,12 @@ fn check_session(
         f.add(
             Severity::Problem,
             Some(id),
-            format!("journal line is not an event: {bad}"),
-            None,
+            format!("journal line is not an event: {bad}; every command skips it"),
+            // git-bmad writes only events: something else wrote this line.
+            Some(format!(
+                "see who wrote it: git reflog show {}",
+                super::notes_ref(id)
+            )),
         );
     }
     for forged in &journal.unsealed {
@@ -337,6 +341,7 @@ fn check_session(
             );
         }
     }
+    check_playbooks(repo, id, &journal, f);
     if let (Some(recorded), last) = (journal.recorded_last_seq, journal.last_seq()) {
         if recorded != last {
             f.add(Severity::Problem, Some(id), format!("the journal's notes commit records seq {recorded}, but its last event is #{last}"), None);
@@ -420,6 +425,53 @@ fn check_session(
 }
 
 /// Refs a session keeps besides its chain: an interrupted rollback's intent, stored texts.
+/// Each run's playbook, kept for `answer` and `resume` (see [`super::store_text`]), must
+/// still read back; it is a problem while its run can still go on (not completed, not
+/// aborted, and no later run started).
+fn check_playbooks(repo: &Repo, id: &SessionId, journal: &journal::Journal, f: &mut Findings) {
+    let events: Vec<_> = journal.events().collect();
+    let status = SessionState::replay(journal.events()).status;
+    let session_over = matches!(status, Status::Completed | Status::Pruned);
+    for (n, e) in events.iter().enumerate() {
+        let super::schema::Body::RunStarted(run) = &e.body else {
+            continue;
+        };
+        let Err(why) = super::read_stored_text(repo, &run.blob) else {
+            continue;
+        };
+        let over = session_over
+            || events[n + 1..].iter().any(|later| {
+                matches!(
+                    later.kind(),
+                    "run_completed" | "run_aborted" | "run_started"
+                )
+            });
+        let end = if status == Status::Gated {
+            format!("or end the run: git bmad answer abort -s {id}")
+        } else {
+            format!("or end the session: git bmad finish {id}")
+        };
+        f.add(
+            if over {
+                Severity::Warning
+            } else {
+                Severity::Problem
+            },
+            Some(id),
+            format!(
+                "the playbook {:?} of the run started at journal event #{} cannot be read ({why}): `answer` and `resume` cannot go on with that run",
+                run.playbook, e.seq
+            ),
+            (!over).then(|| {
+                format!(
+                    "fetch it from a clone that has it: git fetch <remote> {}; {end}",
+                    super::session_ref(id, &format!("texts/{}", run.blob))
+                )
+            }),
+        );
+    }
+}
+
 fn is_session_side_ref(name: &str) -> bool {
     let Some(rest) = name.strip_prefix("refs/bmad/sessions/") else {
         return false;

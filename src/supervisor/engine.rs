@@ -81,7 +81,21 @@ pub fn supervise(
                 requested: source.name.clone(),
             })
         }
-        (_, Some(m)) => (stored_playbook(repo, session, m)?, m.args.clone(), None),
+        (_, Some(m)) => match stored_playbook(repo, session, m) {
+            Ok(playbook) => (playbook, m.args.clone(), None),
+            // Ending a run needs none of its steps: a run whose playbook is gone can still be
+            // aborted at its gate instead of blocking the session for good.
+            Err(e) => match &request {
+                Request::Answer { reply, message }
+                    if super::state::Answer::parse(reply) == Some(super::state::Answer::Abort)
+                        && state.gate.is_some() =>
+                {
+                    let manifest = m.clone();
+                    return abort_without_playbook(repo, session, state, reply, message, &manifest);
+                }
+                _ => return Err(e),
+            },
+        },
         (Request::Start { source, args }, None) => {
             let playbook = validate(source, &root, options.config)?;
             (playbook, args.clone(), Some(source.clone()))
@@ -134,6 +148,37 @@ pub fn supervise(
         outcome,
         playbook: engine.playbook,
         state: engine.state,
+    })
+}
+
+/// Answer `abort` at the open gate of a run whose playbook cannot be read: the answer and
+/// the run's end are journaled as the engine would, and nothing runs.
+fn abort_without_playbook(
+    repo: &Repo,
+    session: &Session,
+    mut state: RunState,
+    reply: &str,
+    message: &Option<String>,
+    manifest: &super::state::Manifest,
+) -> Result<Report> {
+    let answered = decide::answer(&state, session.id.as_str(), reply, message.as_deref())?;
+    let step = state.gate.as_ref().map(|g| g.step.clone());
+    let aborted = NewEvent::new(Body::RunAborted(Default::default()))
+        .step(step)
+        .decision(Some(Decision::Human));
+    for event in [answered, aborted] {
+        let event = session::record(repo, session, event)?;
+        state.apply(&event);
+    }
+    Ok(Report {
+        outcome: Outcome::Aborted,
+        playbook: Playbook {
+            name: manifest.playbook.clone(),
+            description: None,
+            limits: Default::default(),
+            phases: Vec::new(),
+        },
+        state,
     })
 }
 
