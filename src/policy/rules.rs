@@ -182,6 +182,12 @@ pub const TOO_NESTED: Rule = Rule {
     why: "a command nested too deeply to judge is refused rather than guessed at",
     instead: "run the git command directly",
 };
+/// A command whose effect the guard cannot read.
+pub const UNDECIDABLE: Rule = Rule {
+    id: "undecidable",
+    why: "a command whose effect depends on what only running it reveals (a variable where git's subcommand or options go, a script piped into a shell) is refused rather than guessed at",
+    instead: "spell the command out: literal program, subcommand and options",
+};
 
 /// Every rule, for `--help`, documentation and tests.
 pub const CATALOGUE: &[Rule] = &[
@@ -204,6 +210,7 @@ pub const CATALOGUE: &[Rule] = &[
     JOURNAL_FORGED,
     WORKTREE_DAMAGED,
     TOO_NESTED,
+    UNDECIDABLE,
 ];
 
 #[cfg(test)]
