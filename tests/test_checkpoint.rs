@@ -249,3 +249,41 @@ fn every_checkpoint_is_exact_though_only_changes_are_read() {
     write(&wt, "src/a.txt", "3\n");
     checkpoint_is_exact("after a rollback, changed");
 }
+
+#[test]
+fn checkpoint_numbers_match_rollback_even_on_a_chain_older_than_the_number_trailer() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (id, wt) = env.start(&repo, "numbers");
+    write(&wt, "a.txt", "a\n");
+    env.bmad(&wt, &["checkpoint", "-m", "two"]).success();
+    // The tip as an older git-bmad wrote it: the same commit without `Bmad-Number`.
+    let chain = format!("refs/bmad/sessions/{id}/checkpoints");
+    let message = env.git(&repo, &["log", "-1", "--format=%B", &chain]);
+    let message: String = message
+        .lines()
+        .filter(|l| !l.starts_with("Bmad-Number:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let tree = env.git(&repo, &["rev-parse", &format!("{chain}^{{tree}}")]);
+    let parents = env.git(&repo, &["log", "-1", "--format=%P", &chain]);
+    let mut args = vec!["commit-tree", tree.trim(), "-m", message.trim_end()];
+    for parent in parents.split_whitespace() {
+        args.extend(["-p", parent]);
+    }
+    let old = env.git(&repo, &args);
+    env.git(&repo, &["update-ref", &chain, old.trim()]);
+
+    write(&wt, "b.txt", "b\n");
+    let third = env.bmad(&wt, &["checkpoint", "-m", "three"]).success();
+    assert!(third.stdout.contains("Checkpoint 3 "), "{}", third.stdout);
+    write(&wt, "c.txt", "c\n");
+    let fourth = env
+        .bmad(&wt, &["checkpoint", "-m", "four", "--json"])
+        .success()
+        .json();
+    assert_eq!(fourth["number"], 4);
+    // The number is the one rollback takes.
+    env.bmad(&wt, &["rollback", "3"]).success();
+    assert!(wt.join("b.txt").exists() && !wt.join("c.txt").exists());
+}

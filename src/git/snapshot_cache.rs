@@ -59,7 +59,7 @@ pub(super) struct SnapshotCache {
     /// One stage-0 entry per file, link and submodule of `tree`, sorted by path.
     pub state: gix::index::State,
     /// Entries for paths `state` lacks, added in one sort when the cache is stored.
-    added: Vec<(String, ObjectId, Mode, Stat)>,
+    added: Vec<(String, Cached)>,
     /// The header line of the full file `state` was read from, and the paths changed since
     /// (in its delta, or by [`Self::set`]): what a delta must hold. `None` when there is no
     /// full file to build on.
@@ -252,7 +252,7 @@ impl SnapshotCache {
             (Ok(i), None) => {
                 self.state.remove_entry_at_index(i);
             }
-            (Err(_), Some((id, mode, stat))) => self.added.push((path.to_owned(), id, mode, stat)),
+            (Err(_), Some(entry)) => self.added.push((path.to_owned(), entry)),
             (Err(_), None) => {}
         }
     }
@@ -262,7 +262,7 @@ impl SnapshotCache {
         if self.added.is_empty() {
             return;
         }
-        for (path, id, mode, stat) in std::mem::take(&mut self.added) {
+        for (path, (id, mode, stat)) in std::mem::take(&mut self.added) {
             self.state
                 .dangerously_push_entry(stat, id, Flags::empty(), mode, BStr::new(&path));
         }

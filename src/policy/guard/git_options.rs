@@ -53,11 +53,11 @@ pub(super) fn check_git_config(rest: &[String]) -> Option<Block> {
     if !(writes || words.len() > 1) {
         return None;
     }
-    check_config(&format!("{key}=?"))
+    check_config(key)
 }
 
-/// A setting given to git (`key=value`): refused if it moves the hooks or changes what a
-/// push sends.
+/// A setting given to git (`key=value`, or a key alone): refused if it moves the hooks or
+/// changes what a push sends.
 pub(super) fn check_config(kv: &str) -> Option<Block> {
     let key = kv.split('=').next().unwrap_or(kv).to_ascii_lowercase();
     if key == "core.hookspath" {

@@ -130,11 +130,26 @@ fn check_simple(command: &shell::SimpleCommand, protected: &[String]) -> Option<
                     i += 1;
                     continue;
                 }
-                if matches!(w.as_str(), "-S" | "--split-string") || w.starts_with("--split-string=")
+                if matches!(w.as_str(), "-S" | "--split-string")
+                    || source(w).starts_with("--split-string=")
+                    || source(w).starts_with("-S")
                 {
+                    if unknown(w) {
+                        return Some(rules::UNDECIDABLE.block(format!(
+                            "`env {}` runs a command only known when it runs",
+                            source(w)
+                        )));
+                    }
                     let script = w
                         .strip_prefix("--split-string=")
+                        .or_else(|| w.strip_prefix("-S").filter(|attached| !attached.is_empty()))
                         .or_else(|| words.get(i + 1).map(String::as_str))?;
+                    if unknown(script) {
+                        return Some(rules::UNDECIDABLE.block(format!(
+                            "`env -S {}` runs a command only known when it runs",
+                            source(script)
+                        )));
+                    }
                     return check_script(script, protected, depth + 1);
                 }
             }
@@ -278,7 +293,7 @@ fn check_env(name: &str, value: &str) -> Option<Block> {
     }
     // git reads settings from these as if passed with `-c`.
     if name.starts_with("GIT_CONFIG_KEY_") {
-        return check_config(&format!("{value}=?"));
+        return check_config(value);
     }
     if name == "GIT_CONFIG_PARAMETERS" {
         let lower = value.to_ascii_lowercase();
