@@ -341,7 +341,6 @@ fn check_session(
             );
         }
     }
-    check_playbooks(repo, id, &journal, f);
     if let (Some(recorded), last) = (journal.recorded_last_seq, journal.last_seq()) {
         if recorded != last {
             f.add(Severity::Problem, Some(id), format!("the journal's notes commit records seq {recorded}, but its last event is #{last}"), None);
@@ -377,6 +376,7 @@ fn check_session(
 
     // The worktree and branch of a live session.
     let state = SessionState::replay(journal.events());
+    check_playbooks(repo, id, &journal, state.status, f);
     let worktree = std::path::Path::new(&newest.trailers.worktree);
     let live = !matches!(state.status, Status::Completed | Status::Pruned);
     if live {
@@ -428,9 +428,14 @@ fn check_session(
 /// Each run's playbook, kept for `answer` and `resume` (see [`super::store_text`]), must
 /// still read back; it is a problem while its run can still go on (not completed, not
 /// aborted, and no later run started).
-fn check_playbooks(repo: &Repo, id: &SessionId, journal: &journal::Journal, f: &mut Findings) {
+fn check_playbooks(
+    repo: &Repo,
+    id: &SessionId,
+    journal: &journal::Journal,
+    status: Status,
+    f: &mut Findings,
+) {
     let events: Vec<_> = journal.events().collect();
-    let status = SessionState::replay(journal.events()).status;
     let session_over = matches!(status, Status::Completed | Status::Pruned);
     for (n, e) in events.iter().enumerate() {
         let super::schema::Body::RunStarted(run) = &e.body else {
