@@ -139,6 +139,40 @@ fn ref_locks_are_contention_until_stale() {
     assert_eq!(repo.read_ref(name).unwrap(), Some(head));
 }
 
+/// `start` killed inside `git worktree add`, at each stage git leaves behind: listed and
+/// locked `initializing`, or not yet listed at all (no `gitdir` file). Doctor's fix removes
+/// the session and git's half-made worktree either way, and the name can be started again.
+#[test]
+fn a_start_killed_inside_git_worktree_add_is_removed_by_doctors_fix() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let admin = repo.join(".git/worktrees/proj.half");
+    for gone in [&["HEAD"][..], &["HEAD", "commondir", "gitdir"][..]] {
+        let (id, wt) = env.start(&repo, "half");
+        // What git had written when the kill came: the lock and the `.git` file first.
+        env.git(
+            &repo,
+            &["update-ref", "-d", &format!("refs/notes/bmad/{id}")],
+        );
+        for file in gone {
+            std::fs::remove_file(admin.join(file)).unwrap();
+        }
+        std::fs::write(admin.join("locked"), "initializing\n").unwrap();
+        let what = format!("without {gone:?}");
+
+        let doctor = env.bmad(&repo, &["doctor", "--json"]).json();
+        assert_eq!(doctor["problems"], 1, "{what}: {doctor:#}");
+        recover(&env, &repo, &what);
+        assert!(
+            !wt.exists(),
+            "{what}: the half-made worktree is still there"
+        );
+        assert!(!admin.exists(), "{what}: git still keeps the worktree");
+        env.start(&repo, "half");
+        env.bmad(&repo, &["remove", "--force", "half"]).success();
+    }
+}
+
 /// The commands a kill can interrupt, one per round in turn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Killed {

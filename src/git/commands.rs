@@ -177,31 +177,79 @@ impl Repo {
         self.git().worktree_remove(path, force)
     }
 
-    /// Whether git lists the worktree at `path` as locked `initializing`: its
-    /// `git worktree add` was killed, so it may have no `.git` file and only git's half-made
-    /// checkout.
+    /// Whether the worktree at `path` is one whose `git worktree add` was killed: git lists
+    /// it locked `initializing`, or does not list it at all because the kill came before
+    /// git wrote its `gitdir` file (then only a locked administrative directory of the
+    /// path's name says the directory is git's half-made checkout).
     pub fn is_half_added_worktree(&self, path: &Path) -> Result<bool> {
-        let here = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
-        Ok(self
-            .worktrees()?
-            .iter()
-            .any(|w| w.path == here && w.locked.as_deref() == Some("initializing")))
+        Ok(self.half_added(path)?.is_some())
     }
 
     /// Remove a worktree whose `git worktree add` was killed, which `worktree remove`
     /// refuses: unlock it, delete the directory git made, and let git forget it. Refuses
     /// any other worktree.
     pub fn remove_half_added_worktree(&self, path: &Path) -> Result<()> {
-        if !self.is_half_added_worktree(path)? {
+        let Some(half) = self.half_added(path)? else {
             return Err(Error::Corrupt(format!(
                 "{} is not a worktree whose `git worktree add` was interrupted",
                 path.display()
             )));
+        };
+        match half {
+            HalfAdded::Listed => self.git().worktree_unlock(path)?,
+            // git cannot name an unlisted worktree to unlock it; its lock is this file.
+            HalfAdded::Unlisted { admin } => {
+                let lock = admin.join("locked");
+                std::fs::remove_file(&lock)
+                    .map_err(|e| Error::io("could not unlock the half-added worktree", &lock, e))?;
+            }
         }
-        self.git().worktree_unlock(path)?;
-        std::fs::remove_dir_all(path)
-            .map_err(|e| Error::io("could not delete the half-added worktree", path, e))?;
+        if path.exists() {
+            std::fs::remove_dir_all(path)
+                .map_err(|e| Error::io("could not delete the half-added worktree", path, e))?;
+        }
         self.prune_worktrees()
+    }
+
+    fn half_added(&self, path: &Path) -> Result<Option<HalfAdded>> {
+        let here = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned());
+        let worktrees = self.worktrees()?;
+        if let Some(listed) = worktrees.iter().find(|w| w.path == here) {
+            let initializing = listed.locked.as_deref() == Some(INITIALIZING);
+            return Ok(initializing.then_some(HalfAdded::Listed));
+        }
+        // git names the administrative directory after the path's last component, with a
+        // number appended when that name is taken.
+        let Some(name) = here.file_name().and_then(|n| n.to_str()) else {
+            return Ok(None);
+        };
+        let admin_root = self.common_dir().join("worktrees");
+        let Ok(entries) = std::fs::read_dir(&admin_root) else {
+            return Ok(None);
+        };
+        for entry in entries.flatten() {
+            let admin = entry.path();
+            let entry_name = entry.file_name();
+            let Some(suffix) = entry_name.to_str().and_then(|n| n.strip_prefix(name)) else {
+                continue;
+            };
+            if !suffix.bytes().all(|b| b.is_ascii_digit()) {
+                continue;
+            }
+            let locked = std::fs::read_to_string(admin.join("locked")).unwrap_or_default();
+            if locked.trim_end() != INITIALIZING {
+                continue;
+            }
+            // No `gitdir` yet, or one naming this path: either way git's add of it died.
+            let ours = match std::fs::read_to_string(admin.join("gitdir")) {
+                Ok(gitdir) => Path::new(gitdir.trim_end()).parent() == Some(here.as_path()),
+                Err(e) => e.kind() == std::io::ErrorKind::NotFound,
+            };
+            if ours {
+                return Ok(Some(HalfAdded::Unlisted { admin }));
+            }
+        }
+        Ok(None)
     }
 
     /// `git worktree repair`: rewrite the links between worktrees and the repository.
@@ -277,4 +325,16 @@ fn lexically_normal(path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+/// The lock reason `git worktree add` writes while it builds a worktree.
+const INITIALIZING: &str = "initializing";
+
+/// How a worktree whose `git worktree add` was killed looks to git.
+enum HalfAdded {
+    /// `git worktree list` shows it, locked `initializing`.
+    Listed,
+    /// git does not list it (no `gitdir` file yet); `admin` is its locked directory under
+    /// `<common dir>/worktrees/`.
+    Unlisted { admin: PathBuf },
 }
