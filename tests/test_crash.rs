@@ -173,6 +173,44 @@ fn a_start_killed_inside_git_worktree_add_is_removed_by_doctors_fix() {
     }
 }
 
+/// `remove` killed while `git worktree remove` was deleting files, after the `.git` file
+/// went: finishing the removal takes no snapshot of the half-deleted files, and the session
+/// comes back whole.
+#[test]
+fn a_remove_killed_inside_git_worktree_remove_is_finished_and_restores_whole() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (id, wt) = env.start(&repo, "going");
+    write(&wt, "work.md", "the work\n");
+    write(&wt, "more/notes.md", "notes\n");
+    // Fault injection: this `git worktree remove` dies as a kill would leave it.
+    let git = String::from_utf8(
+        std::process::Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    env.executable(
+        "git",
+        &format!(
+            "#!/bin/sh\ncase \"$*\" in *'worktree remove'*) [ -e \"$HOME/done\" ] || kill=1 ;; esac\nif [ -n \"$kill\" ]; then\n  for last; do :; done\n  touch \"$HOME/done\"; rm -f \"$last/.git\" \"$last/work.md\"; kill -9 $$\nfi\nexec {} \"$@\"\n",
+            git.trim()
+        ),
+    );
+    let killed = env.bmad(&repo, &["remove", "--force", "going"]);
+    assert_ne!(killed.code, 0, "{}", killed.stderr);
+    assert!(!wt.join("work.md").exists() && wt.join("more/notes.md").exists());
+
+    recover(&env, &repo, "after the killed remove");
+    assert!(!wt.exists(), "the removal was not finished");
+    env.bmad(&repo, &["restore", &id]).success();
+    assert_eq!(read(&wt, "work.md"), "the work\n");
+    assert_eq!(read(&wt, "more/notes.md"), "notes\n");
+    env.bmad(&repo, &["doctor"]).success();
+}
+
 /// The commands a kill can interrupt, one per round in turn.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Killed {

@@ -252,6 +252,21 @@ impl Repo {
         Ok(None)
     }
 
+    /// Delete a worktree's directory whatever state it is in, then let git forget it: for a
+    /// removal already under way, which `git worktree remove` refuses once the `.git` file
+    /// is gone.
+    pub fn remove_worktree_files(&self, path: &Path) -> Result<()> {
+        if self.git().worktree_remove(path, true).is_ok() {
+            return Ok(());
+        }
+        match std::fs::remove_dir_all(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io("could not delete the worktree", path, e)),
+        }
+        self.prune_worktrees()
+    }
+
     /// `git worktree repair`: rewrite the links between worktrees and the repository.
     pub fn repair_worktrees(&self) -> Result<()> {
         self.git().worktree_repair()

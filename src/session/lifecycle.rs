@@ -293,7 +293,11 @@ pub fn remove(
     let half_added = session.worktree_exists
         && repo.read_ref(&notes_ref(&session.id))?.is_none()
         && repo.is_half_added_worktree(&session.worktree)?;
-    let reasons = if half_added && options.force {
+    // A `remove` killed after its keep was written: the keep holds the worktree as it was
+    // before git began deleting it. Finishing takes no new snapshot, which would record the
+    // half-deleted files as the session's last state.
+    let finishing = repo.read_ref(&removed::removed_ref(&session.id))?.is_some();
+    let reasons = if (half_added && options.force) || finishing {
         Vec::new()
     } else {
         work_remove_would_lose(repo, session)?
@@ -305,28 +309,33 @@ pub fn remove(
         });
     }
     let keep_days = super::load_config(repo)?.sessions.keep_removed_days;
-    // The worktree's last state (files, untracked files, index) becomes the newest
-    // checkpoint, so the keep holds it.
-    let left_out = if session.worktree_exists && !half_added {
-        checkpoint::checkpoint_vetted(repo, session, "session removed", None, None, vet)?.2
-    } else {
-        Vec::new()
-    };
     let keep_until = Timestamp::now().secs() + u64::from(keep_days) * 24 * 60 * 60;
-    journal::append(
-        repo,
-        &session.id,
-        NewEvent::new(Body::SessionRemoved(schema::SessionRemoved {
-            forced: options.force,
-            keep_until: Timestamp::from_secs(keep_until).rfc3339(),
-            left_out: left_out.clone(),
-        }))
-        .decision(Some(Decision::Human)),
-    )?;
+    let mut left_out = Vec::new();
+    if !finishing {
+        // The worktree's last state (files, untracked files, index) becomes the newest
+        // checkpoint, so the keep holds it.
+        if session.worktree_exists && !half_added {
+            left_out =
+                checkpoint::checkpoint_vetted(repo, session, "session removed", None, None, vet)?.2;
+        }
+        journal::append(
+            repo,
+            &session.id,
+            NewEvent::new(Body::SessionRemoved(schema::SessionRemoved {
+                forced: options.force,
+                keep_until: Timestamp::from_secs(keep_until).rfc3339(),
+                left_out: left_out.clone(),
+            }))
+            .decision(Some(Decision::Human)),
+        )?;
+    }
     let refs = super::session_refs(repo, session)?;
     let kept = removed::keep(repo, session, &refs, options.force, keep_until, &left_out)?;
     if half_added {
         repo.remove_half_added_worktree(&session.worktree)?;
+    } else if finishing && session.worktree_exists {
+        // git may no longer take it for a worktree (its `.git` file went first).
+        repo.remove_worktree_files(&session.worktree)?;
     } else if session.worktree_exists {
         repo.remove_worktree(&session.worktree, options.force)?;
     } else {
