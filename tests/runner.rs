@@ -16,6 +16,7 @@ mod test_layers;
 mod test_lifecycle;
 mod test_man;
 mod test_misbehaving;
+mod test_policy_scope;
 mod test_push_policy;
 mod test_real_cli;
 mod test_removed;

@@ -147,7 +147,12 @@ fn a_start_killed_inside_git_worktree_add_is_removed_by_doctors_fix() {
     let env = TestEnv::new();
     let repo = env.repo("proj");
     let admin = repo.join(".git/worktrees/proj.half");
-    for gone in [&["HEAD"][..], &["HEAD", "commondir", "gitdir"][..]] {
+    // Files gone, and whether `gitdir` is there but still empty (killed while writing it).
+    for (gone, empty_gitdir) in [
+        (&["HEAD"][..], false),
+        (&["HEAD", "commondir", "gitdir"][..], false),
+        (&["HEAD", "commondir"][..], true),
+    ] {
         let (id, wt) = env.start(&repo, "half");
         // What git had written when the kill came: the lock and the `.git` file first.
         env.git(
@@ -158,7 +163,10 @@ fn a_start_killed_inside_git_worktree_add_is_removed_by_doctors_fix() {
             std::fs::remove_file(admin.join(file)).unwrap();
         }
         std::fs::write(admin.join("locked"), "initializing\n").unwrap();
-        let what = format!("without {gone:?}");
+        if empty_gitdir {
+            std::fs::write(admin.join("gitdir"), "").unwrap();
+        }
+        let what = format!("without {gone:?}, gitdir empty: {empty_gitdir}");
 
         let doctor = env.bmad(&repo, &["doctor", "--json"]).json();
         assert_eq!(doctor["problems"], 1, "{what}: {doctor:#}");

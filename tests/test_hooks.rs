@@ -88,6 +88,70 @@ fn no_verify_is_refused_in_sessions_and_allowed_for_the_user() {
     );
 }
 
+/// Stamps written ahead for the next process ids, and a fake `git-bmad` first on `PATH`
+/// that passes everything: neither gets a `--no-verify` commit or a secret through.
+#[test]
+fn stamps_written_ahead_and_a_fake_git_bmad_on_path_let_nothing_through() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    install(&env, &repo);
+    let (_, wt) = env.start(&repo, "agent");
+    let git_dir = env.git(&wt, &["rev-parse", "--absolute-git-dir"]);
+    let head = env.git(&wt, &["rev-parse", "HEAD"]);
+    // Where the next git processes' stamps will be looked for.
+    let next_pid: u32 = env.sh(&wt, "echo $$").stdout.trim().parse().unwrap();
+    for pid in next_pid..next_pid + 400 {
+        std::fs::write(
+            Path::new(git_dir.trim()).join(format!("bmad-verified.{pid}")),
+            "",
+        )
+        .unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    write(&wt, "a.txt", "a\n");
+    env.git(&wt, &["add", "a.txt"]);
+    let (code, stderr) = git_run(&env, &wt, &["commit", "--no-verify", "-m", "x"]);
+    assert_ne!(code, 0, "a stamp written ahead let --no-verify through");
+    assert!(stderr.contains("[no-verify]"), "{stderr}");
+
+    let fake = env.root().join("fake");
+    std::fs::create_dir_all(&fake).unwrap();
+    std::fs::write(fake.join("git-bmad"), "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(
+        fake.join("git-bmad"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    let path = format!("PATH='{}':\"$PATH\"", fake.display());
+    write(&wt, "b.txt", "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA0Z3VS5JJcds3xfn/ygWyF0qTQJz8aPjEUm4CfBqXtMvQ9Y5V\n-----END RSA PRIVATE KEY-----\n");
+    env.git(&wt, &["add", "b.txt"]);
+    let run = env.sh(&wt, &format!("{path} git commit -m secret"));
+    assert_ne!(
+        run.code, 0,
+        "the fake on PATH ran instead of the installed binary"
+    );
+    assert!(run.stderr.contains("commit refused"), "{}", run.stderr);
+    let run = env.sh(&wt, &format!("{path} git commit --no-verify -m x"));
+    assert_ne!(run.code, 0);
+    assert!(run.stderr.contains("[no-verify]"), "{}", run.stderr);
+    assert_eq!(
+        env.git(&wt, &["rev-parse", "HEAD"]),
+        head,
+        "no commit was made"
+    );
+
+    // The binary the hooks were installed with is gone: they fail, saying what to do.
+    let moved = env.root().join("bin/git-bmad-copy");
+    std::fs::copy(env!("CARGO_BIN_EXE_git-bmad"), &moved).unwrap();
+    env.sh(&repo, &format!("'{}' hooks install", moved.display()))
+        .success();
+    std::fs::remove_file(&moved).unwrap();
+    env.git(&wt, &["reset", "-q", "b.txt"]);
+    let (code, stderr) = git_run(&env, &wt, &["commit", "-m", "x"]);
+    assert_ne!(code, 0, "a hook whose binary is gone passed");
+    assert!(stderr.contains("git bmad hooks install"), "{stderr}");
+}
+
 #[test]
 fn gc_pack_refs_and_local_work_keep_working_while_protected_branches_hold() {
     let env = TestEnv::new();

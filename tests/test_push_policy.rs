@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use crate::common::{write, Run, TestEnv};
 
 /// A repository with hooks installed, pushed to a bare remote: `main` and `feat` on both.
+/// The rules bind every push here (`bmad.policyScope everywhere`), so each spelling is
+/// tried from the main worktree; `test_policy_scope` covers whom they bind by default.
 struct Fixture {
     env: TestEnv,
     repo: PathBuf,
@@ -38,6 +40,7 @@ impl Fixture {
         commit(&env, &repo, "feat.txt", "one\n");
         env.git(&repo, &["push", "-q", "origin", "feat"]);
         env.bmad(&repo, &["hooks", "install"]).success();
+        env.git(&repo, &["config", "bmad.policyScope", "everywhere"]);
         Fixture { env, repo, remote }
     }
 
@@ -404,6 +407,8 @@ fn shallow_clones_push_fast_forwards_and_fail_closed_on_force() {
         ],
     );
     fx.env.bmad(&shallow, &["hooks", "install"]).success();
+    fx.env
+        .git(&shallow, &["config", "bmad.policyScope", "everywhere"]);
     commit(&fx.env, &shallow, "s.txt", "s\n");
     fx.push(&shallow, &["origin", "feat"]);
     let run = fx.push(&shallow, &["origin", "feat"]);

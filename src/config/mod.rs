@@ -59,6 +59,20 @@ pub struct ChecksConfig {
 pub struct PolicyConfig {
     /// More branches (short names) that no push or session may move, rewrite or delete.
     pub protected_branches: Vec<String>,
+    /// Whom the push rules bind (git config `bmad.policyScope`).
+    pub scope: PolicyScope,
+}
+
+/// Whom the push rules (force, protected branches, tags) bind. Agents and session
+/// worktrees are bound whatever the scope; the secret scan binds everyone.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum PolicyScope {
+    /// Sessions and agents only: people in the main worktree push as they always did.
+    #[default]
+    Sessions,
+    /// Everyone, the main worktree included.
+    Everywhere,
 }
 
 /// Branches that are protected whatever the configuration says.
@@ -165,6 +179,21 @@ impl Config {
                     "git config bmad.keepRemovedDays is {days:?}; it must be a whole number of days"
                 ),
                 })?;
+        }
+        if let Some(scope) = git_value("bmad.policyScope") {
+            config.policy.scope = match scope.trim() {
+                "sessions" => PolicyScope::Sessions,
+                "everywhere" => PolicyScope::Everywhere,
+                other => {
+                    return Err(Error::Invalid {
+                        path: path.clone(),
+                        location: None,
+                        message: format!(
+                            "git config bmad.policyScope is {other:?}; it must be `sessions` or `everywhere`"
+                        ),
+                    })
+                }
+            };
         }
         config.check(&path)?;
         Ok(config)
@@ -322,6 +351,10 @@ policy:
   # main, master and each session's base branch are always protected: no push may rewrite,
   # move or delete them, and session worktrees may not move them locally. Add more here.
   protected_branches: []
+  # Whom the push rules bind (git config bmad.policyScope). `sessions`: session worktrees and
+  # agents; people pushing from the main worktree are not stopped. `everywhere`: everyone.
+  # The secret scan binds everyone either way.
+  scope: sessions
 
 runners:
   # The agent CLI of playbook steps that name none: claude, codex, gemini, shell or generic.

@@ -255,6 +255,19 @@ impl GitCli {
     }
 
     /// All values of a local config key.
+    /// `git config --type=bool --get <key>` from every scope git reads, settings given on the
+    /// command line (`-c`, `GIT_CONFIG_*`) included.
+    pub(super) fn config_get_bool(&self, key: &str) -> Result<Option<bool>> {
+        let mut cmd = self.command();
+        cmd.args(["config", "--type=bool", "--get", key]);
+        let out = output(cmd)?;
+        if out.status.code() == Some(1) {
+            return Ok(None);
+        }
+        check(&["config", "--type=bool", "--get", key], &out)?;
+        Ok(Some(String::from_utf8_lossy(&out.stdout).trim() == "true"))
+    }
+
     pub(super) fn config_get_all(&self, key: &str) -> Result<Vec<String>> {
         let mut cmd = self.command();
         cmd.args(["config", "--local", "--get-all", key]);

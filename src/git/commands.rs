@@ -27,6 +27,12 @@ impl Repo {
         self.git().config_get_all(key)
     }
 
+    /// A boolean setting as the git running us sees it: every config file and the settings
+    /// its command line gave (`git -c key=value …` reaches hooks through the environment).
+    pub fn effective_config_bool(&self, key: &str) -> Result<Option<bool>> {
+        self.git().config_get_bool(key)
+    }
+
     /// Add a value to a multi-valued key of the repository's own config file.
     pub fn add_local_config(&self, key: &str, value: &str) -> Result<()> {
         self.git().config_add(key, value)
@@ -241,7 +247,9 @@ impl Repo {
                 continue;
             }
             // No `gitdir` yet, or one naming this path: either way git's add of it died.
+            // (Empty: killed while git wrote it.)
             let ours = match std::fs::read_to_string(admin.join("gitdir")) {
+                Ok(gitdir) if gitdir.trim().is_empty() => true,
                 Ok(gitdir) => Path::new(gitdir.trim_end()).parent() == Some(here.as_path()),
                 Err(e) => e.kind() == std::io::ErrorKind::NotFound,
             };

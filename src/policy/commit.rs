@@ -5,6 +5,10 @@
 //! `git commit` process. So pre-commit leaves a stamp named after that process, and
 //! prepare-commit-msg refuses a `commit` or `merge` whose stamp is missing. Sequencer commands
 //! (rebase, cherry-pick, revert, am) skip pre-commit by design and are exempt.
+//!
+//! Process ids are predictable, so a stamp only counts when the file was made after that
+//! git process started: its ctime, which no one can set, against the process's start time.
+//! Stamps written ahead for the next few hundred pids count for nothing.
 
 use std::path::{Path, PathBuf};
 
@@ -97,7 +101,7 @@ pub fn prepare_commit_msg(
         return Ok(Prepared::NotASession);
     };
     let stamp = stamp_path(repo, git_pid);
-    let stamped = stamp.exists();
+    let stamped = made_after_start(&stamp, git_pid);
     let _ = std::fs::remove_file(&stamp);
     let command = argv.and_then(git_subcommand).unwrap_or("commit").to_owned();
     if !stamped && matches!(command.as_str(), "commit" | "merge") {
@@ -105,4 +109,81 @@ pub fn prepare_commit_msg(
     }
     repo.add_trailer(message_file, &format!("Bmad-Session: {}", session.id))?;
     Ok(Prepared::Verified)
+}
+
+/// Whether `file` was created (its ctime) after process `pid` started. Both are put on the
+/// clock that counts from boot, the one `/proc/<pid>/stat` gives start times in (10 ms
+/// ticks); anything that cannot be read is "no".
+fn made_after_start(file: &Path, pid: u32) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::symlink_metadata(file) else {
+        return false;
+    };
+    let Some(started) = process_start_since_boot(pid) else {
+        return false;
+    };
+    let (Some(real_now), Some(boot_now)) = (
+        clock_secs(libc::CLOCK_REALTIME),
+        clock_secs(libc::CLOCK_BOOTTIME),
+    ) else {
+        return false;
+    };
+    let ctime = meta.ctime() as f64 + meta.ctime_nsec() as f64 / 1e9;
+    let made = boot_now - (real_now - ctime);
+    made >= started
+}
+
+/// When process `pid` started, in seconds since boot (field 22 of `/proc/<pid>/stat`).
+fn process_start_since_boot(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: count after the last `)`.
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let ticks: f64 = after_name.split_whitespace().nth(19)?.parse().ok()?;
+    // SAFETY: sysconf reads a constant of the running system.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    (per_second > 0).then(|| ticks / per_second as f64)
+}
+
+fn clock_secs(clock: libc::clockid_t) -> Option<f64> {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the call to fill.
+    let ok = unsafe { libc::clock_gettime(clock, &mut ts) } == 0;
+    ok.then(|| ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stamp_counts_only_when_made_after_the_process_started() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let early = dir.path().join("early");
+        std::fs::write(&early, b"").expect("write");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .expect("spawn sleep");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let late = dir.path().join("late");
+        std::fs::write(&late, b"").expect("write");
+        let pid = child.id();
+        let (early_counts, late_counts) =
+            (made_after_start(&early, pid), made_after_start(&late, pid));
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(
+            !early_counts,
+            "a stamp written before the process started counted"
+        );
+        assert!(
+            late_counts,
+            "a stamp written after the process started did not count"
+        );
+        assert!(!made_after_start(&dir.path().join("none"), pid));
+    }
 }

@@ -10,7 +10,8 @@ use std::process::{Command, Stdio};
 
 use super::rules::{self, Refusal};
 use super::secrets::Finding;
-use super::{commit, hooks, push, refs, Error};
+use super::{commit, hooks, live_run, push, refs, Error};
+use crate::config::PolicyScope;
 use crate::git::Repo;
 
 /// What a hook run found.
@@ -56,10 +57,20 @@ pub fn check(
             let remote = args.first().map(String::as_str).unwrap_or("origin");
             let lines = push::parse_lines(&String::from_utf8_lossy(input));
             // git produces the outgoing patches on the other core while the checks run.
-            let scans = push::start_scans(repo, remote, &lines);
-            let protected = super::protected_refs(repo)?;
+            let scans = push::start_scans(repo, &lines);
+            let config = crate::session::load_config(repo)?;
+            let protected = super::protected_refs_with(repo, &config)?;
             let argv = super::parent_argv();
-            let found = push::check(repo, remote, &lines, argv.as_deref(), &protected, scans)?;
+            let bound = binds_push(repo, config.policy.scope);
+            let found = push::check(
+                repo,
+                remote,
+                &lines,
+                argv.as_deref(),
+                &protected,
+                bound,
+                scans,
+            )?;
             HookReport {
                 what: "push",
                 refusals: found.refusals,
@@ -68,13 +79,22 @@ pub fn check(
             }
         }
         "reference-transaction" => {
-            let updates = refs::parse(&String::from_utf8_lossy(input));
-            let protected = super::protected_refs(repo)?;
-            HookReport {
+            let place = if super::current_session(repo).is_some() {
+                Some(refs::Place::Session)
+            } else {
+                let live = live_run::live_runs(repo.common_dir());
+                (!live.is_empty()).then_some(refs::Place::WhileAgentsRun(live))
+            };
+            let mut report = HookReport {
                 what: "ref update",
-                refusals: refs::check(repo, &updates, &protected),
                 ..Default::default()
+            };
+            if let Some(place) = place {
+                let updates = refs::parse(&String::from_utf8_lossy(input));
+                let protected = super::protected_refs(repo)?;
+                report.refusals = refs::check(repo, &updates, &protected, &place);
             }
+            report
         }
         "pre-commit" => {
             let found = commit::pre_commit(repo, git_pid)?;
@@ -119,6 +139,17 @@ pub fn check(
         super::record_violation(repo, hook, r.rule, &r.refname, &r.reason);
     }
     Ok(report)
+}
+
+/// Whether the push rules bind a push made here: always in a session worktree, from an
+/// agent's process (`BMAD_SESSION` is in its environment) and while any agent run is live
+/// (an agent can leave its worktree and its environment behind); in the main worktree
+/// otherwise only with policy scope `everywhere`.
+fn binds_push(repo: &Repo, scope: PolicyScope) -> bool {
+    scope == PolicyScope::Everywhere
+        || super::current_session(repo).is_some()
+        || std::env::var_os("BMAD_SESSION").is_some()
+        || !live_run::live_runs(repo.common_dir()).is_empty()
 }
 
 /// Run the hook our shim replaced, with the same arguments and stdin bytes; its exit code,

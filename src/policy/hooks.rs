@@ -4,8 +4,7 @@
 //! A foreign hook is moved to `<name>.bmad-orig` and chained: `git bmad hook` runs it after
 //! our check with the same arguments and the same stdin bytes, and its failure fails the
 //! hook. Uninstall renames it back, so it is restored byte for byte. Shims are tiny `sh`
-//! scripts calling `git-bmad hook <name>`, falling back to the absolute path of the binary
-//! that installed them when git-bmad is not on PATH.
+//! scripts calling `<the installing binary> hook <name>` by absolute path.
 
 use std::path::{Path, PathBuf};
 
@@ -63,14 +62,14 @@ pub fn hooks_dir(repo: &Repo) -> Result<PathBuf, Error> {
     Ok(repo.hooks_dir()?)
 }
 
-/// Install (or refresh) every shim; `binary` is the fallback path written into them.
+/// Install (or refresh) every shim; `binary` is the git-bmad they run.
 pub fn install(repo: &Repo, binary: &Path) -> Result<HooksStatus, Error> {
     let dir = hooks_dir(repo)?;
-    install_into(&dir, binary)?;
+    install_into(&dir, binary, repo.common_dir())?;
     status(repo)
 }
 
-fn install_into(dir: &Path, binary: &Path) -> Result<(), Error> {
+fn install_into(dir: &Path, binary: &Path, common_dir: &Path) -> Result<(), Error> {
     std::fs::create_dir_all(dir).map_err(|e| Error::io("could not create", dir, e))?;
     for name in MANAGED {
         let path = dir.join(name);
@@ -82,7 +81,7 @@ fn install_into(dir: &Path, binary: &Path) -> Result<(), Error> {
             std::fs::rename(&path, &backup)
                 .map_err(|e| Error::io("could not move aside", &path, e))?;
         }
-        write_executable(&path, &shim(name, binary))?;
+        write_executable(&path, &shim(name, binary, common_dir))?;
     }
     Ok(())
 }
@@ -138,7 +137,9 @@ pub fn status(repo: &Repo) -> Result<HooksStatus, Error> {
         })
         .collect();
     let mut risks = vec![
-        "`git -c core.hooksPath=/dev/null …` and plumbing (commit-tree, update-ref) run no hooks; only server-side branch protection stops those".to_owned(),
+        "`git push --no-verify` skips the pre-push check (force pushes, protected branches, secrets in pushed commits): only the server can refuse it, see `git bmad policy export`".to_owned(),
+        "`git -c core.hooksPath=<dir> …` runs git without these hooks: the agent guard refuses it, a shell outside the guard is not stopped".to_owned(),
+        "writing refs without git (editing files under .git, other git implementations) runs no hooks; `git update-ref` does run reference-transaction".to_owned(),
     ];
     if let Some(p) = &hooks_path {
         if Path::new(p).is_relative() {
@@ -214,51 +215,75 @@ fn write_executable(path: &Path, text: &str) -> Result<(), Error> {
         .map_err(|e| Error::io("could not write", path, e))
 }
 
-/// The shim for one hook.
+/// The shim for one hook: it runs the git-bmad binary that installed it, by absolute path.
+/// A `git-bmad` first on `PATH` could be anyone's (`PATH=./fake:$PATH git commit`); when the
+/// recorded binary is gone the hook fails, saying how to reinstall, rather than pass.
 ///
 /// reference-transaction runs on every ref update, so its shim decides with shell builtins
 /// alone (no process started) that an update is none of our business: any phase but
-/// `prepared`, any worktree that is not a session's, and in a session worktree any update
-/// that touches no local branch other than the session's own and none of git-bmad's refs.
-/// Only the rest reaches git-bmad.
-fn shim(name: &str, binary: &Path) -> String {
-    let fallback = crate::text::shell_quote(&binary.to_string_lossy());
+/// `prepared`; outside a session worktree while no agent run is live (the glob over the
+/// markers of [`super::live_run`] in `common_dir`); in a session worktree any update that
+/// touches no local branch other than the session's own and none of git-bmad's refs. Only
+/// the rest reaches git-bmad, which asks the kernel whether a marker's run is really live.
+/// The session's git dir is `$GIT_DIR` when git was pointed at it from elsewhere.
+fn shim(name: &str, binary: &Path, common_dir: &Path) -> String {
+    let bin = crate::text::shell_quote(&binary.to_string_lossy());
     let header = format!(
-        "#!/bin/sh\n{MARKER} ({name}): installed by `git bmad hooks install`;\n# `git bmad hooks uninstall` restores what was here before. Edits are overwritten.\n"
+        "#!/bin/sh\n{MARKER} ({name}): installed by `git bmad hooks install`;\n# `git bmad hooks uninstall` restores what was here before. Edits are overwritten.\nbin={bin}\n"
+    );
+    let gone = format!(
+        r#"echo "git-bmad: $bin, which installed this {name} hook, is gone: the check cannot run. Run \`git bmad hooks install\` with the git-bmad you use now." >&2"#
     );
     if name != "reference-transaction" {
         return format!(
-            r#"{header}export GIT_BMAD_HOOK_FILE="$0"
-if command -v git-bmad >/dev/null 2>&1; then exec git-bmad hook {name} "$@"; fi
-exec {fallback} hook {name} "$@"
+            r#"{header}if [ ! -x "$bin" ]; then
+  {gone}
+  exit 1
+fi
+export GIT_BMAD_HOOK_FILE="$0"
+exec "$bin" hook {name} "$@"
 "#
         );
     }
+    let markers = format!(
+        "{}/worktrees/*/{}",
+        crate::text::shell_quote(&common_dir.to_string_lossy()),
+        super::live_run::MARKER
+    );
     format!(
         r#"{header}chained="$0{CHAINED_SUFFIX}"
 pass() {{ if [ -x "$chained" ]; then exec "$chained" "$@"; fi; exit 0; }}
 [ "$1" = prepared ] || pass "$@"
-gitdir=
-if [ -f .git ]; then read -r gitdir < .git; gitdir=${{gitdir#gitdir: }}; fi
-case "$gitdir" in "") pass "$@" ;; /*) ;; *) gitdir="$PWD/$gitdir" ;; esac
-[ -f "$gitdir/{SESSION_MARKER}" ] || pass "$@"
-{{ read -r session; read -r own; }} < "$gitdir/{SESSION_MARKER}"
+gitdir=${{GIT_DIR-}}
+if [ -z "$gitdir" ] && [ -f .git ]; then read -r gitdir < .git; gitdir=${{gitdir#gitdir: }}; fi
+case "$gitdir" in "" | /*) ;; *) gitdir="$PWD/$gitdir" ;; esac
+session= own=
+if [ -n "$gitdir" ] && [ -f "$gitdir/{SESSION_MARKER}" ]; then
+  session=1
+  {{ read -r own; read -r own; }} < "$gitdir/{SESSION_MARKER}"
+fi
+live=
+for marker in {markers}; do [ -e "$marker" ] && live=1; break; done
+[ -n "$session$live" ] || pass "$@"
 input= check=
 while read -r old new ref; do
   input="$input$old $new $ref
 "
   case "$ref" in
     refs/heads/*) [ "$ref" = "$own" ] || check=1 ;;
-    refs/bmad/*|refs/notes/bmad/*) check=1 ;;
+    refs/bmad/*|refs/notes/bmad/*) [ -z "$session" ] || check=1 ;;
   esac
 done
 if [ -z "$check" ]; then
   if [ -x "$chained" ]; then printf '%s' "$input" | "$chained" "$@"; exit $?; fi
   exit 0
 fi
+if [ ! -x "$bin" ]; then
+  {gone}
+  exit 1
+fi
 export GIT_BMAD_HOOK_FILE="$0"
-if command -v git-bmad >/dev/null 2>&1; then printf '%s' "$input" | git-bmad hook {name} "$@"; exit $?; fi
-printf '%s' "$input" | {fallback} hook {name} "$@"
+printf '%s' "$input" | "$bin" hook {name} "$@"
 "#
     )
 }
@@ -268,14 +293,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn shims_are_marked_and_fall_back_to_the_installer() {
-        let s = shim("pre-push", Path::new("/opt/it's/git-bmad"));
+    fn shims_run_the_installer_by_path_never_one_from_path() {
+        let s = shim(
+            "pre-push",
+            Path::new("/opt/it's/git-bmad"),
+            Path::new("/r/.git"),
+        );
         assert!(s.starts_with("#!/bin/sh\n# git-bmad managed hook (pre-push)"));
-        assert!(s.contains("exec '/opt/it'\\''s/git-bmad' hook pre-push \"$@\""));
+        assert!(s.contains("bin='/opt/it'\\''s/git-bmad'\n"));
+        assert!(s.contains("exec \"$bin\" hook pre-push \"$@\""));
+        assert!(!s.contains("command -v"));
         assert!(!s.contains("prepared"));
-        let r = shim("reference-transaction", Path::new("/x"));
+        let r = shim(
+            "reference-transaction",
+            Path::new("/x"),
+            Path::new("/r o/.git"),
+        );
         assert!(r.contains("[ \"$1\" = prepared ] || pass"));
         assert!(r.contains("bmad-session"));
+        assert!(r.contains("for marker in '/r o/.git'/worktrees/*/bmad-agent-live; do"));
         assert!(r.contains("[ \"$ref\" = \"$own\" ] || check=1"));
     }
 }

@@ -15,6 +15,7 @@ pub mod commit;
 pub mod dispatch;
 pub mod guard;
 pub mod hooks;
+pub mod live_run;
 mod protected;
 pub mod push;
 pub mod refs;

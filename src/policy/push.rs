@@ -67,21 +67,31 @@ pub struct Scans {
     children: Vec<(usize, PatchStream)>,
 }
 
-/// Start `git log -p` for the commits each non-deleting line would send. The remote's
-/// commit may not even exist here (then the push is refused and the scan killed).
-pub fn start_scans(repo: &Repo, remote: &str, lines: &[PushLine]) -> Scans {
+/// At most this many commits are scanned per pushed ref: a remote that has none of the
+/// history (a new fork, a URL) must not make the push read all of it.
+pub const MAX_SCANNED_COMMITS: usize = 1000;
+
+/// Start `git log -p` for the commits each non-deleting line would send: those no
+/// remote-tracking ref of any remote has (the history of a fork is upstream's too), nor any
+/// commit this push's other lines say the remote has. The remote's commit may not even
+/// exist here (then the push is refused and the scan killed).
+pub fn start_scans(repo: &Repo, lines: &[PushLine]) -> Scans {
+    let max_count = format!("--max-count={MAX_SCANNED_COMMITS}");
+    // Only commits here can be excluded (`--not <missing>` fails the whole log).
+    let remote_has: Vec<&str> = lines
+        .iter()
+        .map(|l| l.remote_oid.as_str())
+        .filter(|oid| {
+            ObjectId::from_hex(oid.as_bytes()).is_ok_and(|id| !is_zero(oid) && repo.has_object(id))
+        })
+        .collect();
     let mut children = Vec::new();
     for (i, line) in lines.iter().enumerate() {
         if is_zero(&line.local_oid) {
             continue;
         }
-        let remotes = format!("--remotes={remote}");
-        let range = format!("{}..{}", line.remote_oid, line.local_oid);
-        let revs: Vec<&str> = if is_zero(&line.remote_oid) {
-            vec![&line.local_oid, "--not", &remotes]
-        } else {
-            vec![&range]
-        };
+        let mut revs: Vec<&str> = vec![&max_count, &line.local_oid, "--not", "--remotes"];
+        revs.extend(remote_has.iter().copied());
         if let Ok(stream) = repo.start_log_patch(&revs) {
             children.push((i, stream));
         }
@@ -103,23 +113,52 @@ impl Scans {
     }
 }
 
-/// Check a push to `remote`; `argv` is the `git push` command line when known.
+/// Check a push to `remote`; `argv` is the `git push` command line when known. `bound`:
+/// whether the ref rules bind this push (a session's or an agent's, or policy scope
+/// `everywhere`); the secret scan binds every push.
 pub fn check(
     repo: &Repo,
     remote: &str,
     lines: &[PushLine],
     argv: Option<&[String]>,
     protected: &[String],
+    bound: bool,
     mut scans: Scans,
 ) -> Result<PushReport, Error> {
     let mut report = PushReport::default();
     let mut refuse = |rule: &Rule, refname: &str, reason: String| {
         report.refusals.push(rule.refuse(refname, reason))
     };
+    let mut outgoing: Vec<usize> = Vec::new();
+    if bound {
+        outgoing = check_refs(repo, remote, lines, argv, protected, &mut refuse)?;
+    } else {
+        outgoing.extend((0..lines.len()).filter(|i| !is_zero(&lines[*i].local_oid)));
+    }
+    scan_outgoing(repo, lines, &outgoing, &mut scans, &mut report)?;
+    Ok(report)
+}
+
+/// The ref rules of a push; the lines whose commits leave (for the secret scan).
+fn check_refs(
+    repo: &Repo,
+    remote: &str,
+    lines: &[PushLine],
+    argv: Option<&[String]>,
+    protected: &[String],
+    refuse: &mut dyn FnMut(&Rule, &str, String),
+) -> Result<Vec<usize>, Error> {
+    // `git -c remote.<name>.mirror=true push` reaches us through the environment, which
+    // the git we ask inherits.
     let mirror_config = repo
-        .config_string(&format!("remote.{remote}.mirror"))
-        .is_some_and(|v| v == "true");
-    let mirror_flag = argv.is_some_and(|a| a.iter().any(|x| x == "--mirror"));
+        .effective_config_bool(&format!("remote.{remote}.mirror"))?
+        .unwrap_or(false);
+    // git takes any unique prefix of a long option: `--mirro`.
+    let mirror_flag = argv.is_some_and(|a| {
+        a.iter()
+            .take_while(|x| *x != "--")
+            .any(|x| super::guard::long(x, "mirror"))
+    });
     if mirror_config || mirror_flag {
         refuse(&rules::MIRROR, "*", rules::MIRROR.why.into());
     }
@@ -141,6 +180,15 @@ pub fn check(
                     &rules::DELETE_PROTECTED,
                     r,
                     format!("{r} is protected and cannot be deleted"),
+                );
+            } else if r.starts_with("refs/tags/") {
+                // Deleted, a published tag could come back pointing elsewhere.
+                refuse(
+                    &rules::TAG_REWRITE,
+                    r,
+                    format!(
+                        "tag {r} is published; deleting it lets it be recreated at another commit"
+                    ),
                 );
             }
             continue;
@@ -180,8 +228,18 @@ pub fn check(
             ),
         }
     }
-    // Secrets in the commits that would leave this repository.
-    for i in outgoing {
+    Ok(outgoing)
+}
+
+/// Secrets in the commits that would leave this repository.
+fn scan_outgoing(
+    repo: &Repo,
+    lines: &[PushLine],
+    outgoing: &[usize],
+    scans: &mut Scans,
+    report: &mut PushReport,
+) -> Result<(), Error> {
+    for &i in outgoing {
         let patch = match scans.take(i) {
             Some(patch) => patch?,
             None => {
@@ -209,7 +267,7 @@ pub fn check(
             }
         }
     }
-    Ok(report)
+    Ok(())
 }
 
 /// Secrets in the message of a pushed annotated tag (`git log` shows only its commit's).

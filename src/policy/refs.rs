@@ -1,11 +1,13 @@
 //! The reference-transaction check: a session worktree may not write git-bmad's own refs
-//! (`refs/bmad/*`, `refs/notes/bmad/*`), nor move or delete a protected branch locally
-//! (`git branch -f main`, `git push . HEAD:main`, `update-ref`, a merge while main is checked
-//! out elsewhere).
+//! (`refs/bmad/*`, `refs/notes/bmad/*`), nor move, delete or create a protected branch
+//! locally (`git branch -f main`, `git push . HEAD:main`, `update-ref`, a merge while main is
+//! checked out elsewhere). While an agent run is live ([`super::live_run`]) no process moves
+//! a protected branch, wherever it runs from: an agent can leave its worktree.
 //!
-//! The shim only starts us in a session worktree and in the `prepared` phase. What must keep
-//! working (research note §2): `git gc` / `pack-refs` (a packed create, then a loose delete of
-//! the same value), no-op updates, and everything in the user's own worktree.
+//! The shim only starts us in the `prepared` phase, in a session worktree or while a run is
+//! live. What must keep working (research note §2): `git gc` / `pack-refs` (a packed create,
+//! then a loose delete of the same value), no-op updates, and everything in the user's own
+//! worktree while no agent runs.
 
 use super::rules::{self, Refusal};
 use crate::git::Repo;
@@ -46,11 +48,35 @@ fn is_bmad_state(name: &str) -> bool {
     name.starts_with("refs/bmad/") || name.starts_with("refs/notes/bmad/")
 }
 
-/// The refusals for a transaction in a session worktree.
-pub fn check(repo: &Repo, updates: &[RefUpdate], protected: &[String]) -> Vec<Refusal> {
+/// Where a transaction happens, for the rules that bind it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// In a session worktree: every rule.
+    Session,
+    /// Elsewhere, while agents run in these worktrees: protected branches only.
+    WhileAgentsRun(Vec<std::path::PathBuf>),
+}
+
+/// The refusals for a transaction made at `place`.
+pub fn check(
+    repo: &Repo,
+    updates: &[RefUpdate],
+    protected: &[String],
+    place: &Place,
+) -> Vec<Refusal> {
     let mut refusals = Vec::new();
+    let from = match place {
+        Place::Session => "from a session worktree".to_owned(),
+        Place::WhileAgentsRun(dirs) => format!(
+            "while an agent runs (in {}); wait for the run to end or stop it",
+            dirs.iter()
+                .map(|d| d.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
     for u in updates {
-        let bmad_state = is_bmad_state(&u.name);
+        let bmad_state = is_bmad_state(&u.name) && *place == Place::Session;
         if !bmad_state && !super::is_protected(&u.name, protected) {
             continue;
         }
@@ -87,18 +113,12 @@ pub fn check(repo: &Repo, updates: &[RefUpdate], protected: &[String]) -> Vec<Re
         } else if is_zero(&u.new) {
             rules::DELETE_PROTECTED.refuse(
                 &u.name,
-                format!(
-                    "{} is protected and cannot be deleted from a session worktree",
-                    u.name
-                ),
+                format!("{} is protected and cannot be deleted {from}", u.name),
             )
         } else {
             rules::MOVE_PROTECTED.refuse(
                 &u.name,
-                format!(
-                    "{} is protected and cannot be moved from a session worktree",
-                    u.name
-                ),
+                format!("{} is protected and cannot be moved {from}", u.name),
             )
         };
         refusals.push(refusal);

@@ -320,7 +320,14 @@ fn finish(
         &session.id,
         NewEvent::new(Body::Rollback(detail)).decision(Some(Decision::Human)),
     )?;
-    repo.delete_ref(&intent_ref(&session.id), intent_id)?;
+    // A killed rollback's lock on the intent ref clears once stale: wait that long, or the
+    // rollback would report done and doctor still call it interrupted.
+    let name = intent_ref(&session.id);
+    if repo.delete_ref_waiting(&name, intent_id)? != CasOutcome::Updated
+        && repo.read_ref(&name)? == Some(intent_id)
+    {
+        return Err(repo.contention(&name, 1).into());
+    }
     Ok(RollbackOutcome {
         target,
         safety,

@@ -5,12 +5,16 @@
 //! the kernel holds it for exactly as long as the process lives, so a `kill -9` or a crash
 //! releases it and two supervisors can never both hold it (a pidfile checked and taken over
 //! by hand had that race). The file keeps the owner's pid, for the message only.
+//!
+//! Holding it also marks the run live for the policy ([`live_run`]): while a supervisor
+//! runs, the push and ref rules bind every process, not only this worktree's.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
 use std::path::Path;
 
 use super::error::{Error, Result};
+use crate::policy::live_run::{self, LiveRun};
 
 /// The lock file's name in the worktree's git dir.
 const LOCK_FILE: &str = "bmad-run.lock";
@@ -18,6 +22,8 @@ const LOCK_FILE: &str = "bmad-run.lock";
 /// A held run lock; released when dropped (or when the process dies).
 #[derive(Debug)]
 pub struct RunLock {
+    // Dropped first: the marker goes before the lock is released.
+    _live: LiveRun,
     _file: File,
 }
 
@@ -52,7 +58,14 @@ impl RunLock {
         let _ = file.set_len(0);
         let _ = file.rewind();
         let _ = writeln!(file, "{}", std::process::id());
-        Ok(RunLock { _file: file })
+        let live = LiveRun::mark(git_dir).map_err(|source| Error::Read {
+            path: git_dir.join(live_run::MARKER),
+            source,
+        })?;
+        Ok(RunLock {
+            _live: live,
+            _file: file,
+        })
     }
 }
 

@@ -271,7 +271,9 @@ fn source(word: &str) -> &str {
 
 /// Whether `arg` is the long option `--name` (or `--name=…`), or a prefix of it git
 /// accepts: git takes any unambiguous prefix, and refuses an ambiguous one anyway.
-fn long(arg: &str, name: &str) -> bool {
+/// Whether `arg` is the long option `--name`, or an abbreviation git accepts for it (a
+/// unique prefix: callers check the options a prefix could also mean).
+pub(crate) fn long(arg: &str, name: &str) -> bool {
     let Some(given) = arg.strip_prefix("--") else {
         return false;
     };
