@@ -333,6 +333,20 @@ fn protected_branches_are_never_pushed_deleted_or_mirrored() {
         s(&["origin"])
     });
     scenario(
+        "--mirro (an abbreviation git takes)",
+        Expect::Refused("mirror"),
+        |_| s(&["--mirro", "origin"]),
+    );
+    scenario(
+        "delete a published tag",
+        Expect::Refused("tag-rewrite"),
+        |fx| {
+            fx.git(&["tag", "v1", "HEAD"]);
+            fx.git(&["push", "-q", "--no-verify", "origin", "v1"]);
+            s(&["origin", ":refs/tags/v1"])
+        },
+    );
+    scenario(
         "a configured protected branch",
         Expect::Refused("push-to-protected"),
         |fx| {
@@ -386,6 +400,66 @@ fn protected_branches_are_never_pushed_deleted_or_mirrored() {
             s(&["origin", "feat"])
         },
     );
+}
+
+/// `git -c remote.origin.mirror=true push origin`: the setting reaches the hook only
+/// through git's environment, and a mirror push would delete the remote's other branches.
+#[test]
+fn a_mirror_push_set_on_the_command_line_is_refused() {
+    let fx = Fixture::new();
+    fx.env.git(&fx.repo, &["branch", "-D", "main"]);
+    let before = fx.remote_refs();
+    let run = fx
+        .env
+        .sh(&fx.repo, "git -c remote.origin.mirror=true push origin");
+    assert_ne!(run.code, 0, "{}", run.stderr);
+    assert!(run.stderr.contains("[mirror]"), "{}", run.stderr);
+    assert_eq!(fx.remote_refs(), before, "the remote moved");
+}
+
+/// A new branch pushed to a remote that has none of the history (a fresh fork, a URL):
+/// only the commits no remote-tracking ref has are read, so an old secret upstream long
+/// since rotated neither blocks nor slows the push.
+#[test]
+fn a_push_to_a_fresh_remote_reads_only_commits_new_to_every_remote() {
+    let fx = Fixture::new();
+    fx.env.git(&fx.repo, &["checkout", "-q", "main"]);
+    // Old history, on origin already: one commit carries a key.
+    write(
+        &fx.repo,
+        "old.sh",
+        "export STRIPE=sk_live_4kR9tQ2mZ7xW1pL8vN3bH6cJ\n",
+    );
+    fx.git(&["add", "old.sh"]);
+    fx.git(&["commit", "-q", "--no-verify", "-m", "old key"]);
+    fx.git(&["rm", "-q", "old.sh"]);
+    fx.git(&["commit", "-q", "-m", "rotated"]);
+    fx.env
+        .git(&fx.repo, &["push", "-q", "--no-verify", "origin", "main"]);
+    let fork = fx.env.root().join("fork.git");
+    fx.env.git(
+        &fx.env.root(),
+        &["init", "-q", "--bare", fork.to_str().unwrap()],
+    );
+    fx.git(&["checkout", "-q", "-b", "topic"]);
+    commit(&fx.env, &fx.repo, "topic.txt", "new work\n");
+    let run = fx.push(&fx.repo, &[fork.to_str().unwrap(), "topic"]);
+    assert_eq!(
+        run.code, 0,
+        "history origin has was scanned: {}",
+        run.stderr
+    );
+    // What is new is still read.
+    write(
+        &fx.repo,
+        "new.sh",
+        "export STRIPE=sk_live_9zQ2mZ7xW1pL8vN3bH6cJ4kR\n",
+    );
+    fx.git(&["add", "new.sh"]);
+    fx.git(&["commit", "-q", "--no-verify", "-m", "new key"]);
+    let run = fx.push(&fx.repo, &[fork.to_str().unwrap(), "topic:topic2"]);
+    assert_ne!(run.code, 0);
+    assert!(run.stderr.contains("[secret]"), "{}", run.stderr);
 }
 
 #[test]
