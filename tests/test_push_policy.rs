@@ -609,3 +609,73 @@ fn secrets_are_found_wherever_a_push_carries_them() {
         },
     );
 }
+
+/// The exported pre-receive hook, installed in the bare remote, refuses what a pusher who
+/// skips their own hooks sends: a force push to main, a secret, a tag deletion; ordinary
+/// work still lands.
+#[test]
+fn the_exported_pre_receive_hook_holds_on_the_server_whatever_the_client_skips() {
+    let fx = Fixture::new();
+    let hook = fx.remote.join("hooks/pre-receive");
+    fx.env
+        .bmad(
+            &fx.repo,
+            &[
+                "policy",
+                "export",
+                "--pre-receive",
+                "-o",
+                hook.to_str().unwrap(),
+            ],
+        )
+        .success();
+    let server = |args: &[&str]| fx.push(&fx.repo, args);
+    let refused = |run: Run, rule: &str| {
+        assert_ne!(run.code, 0, "{rule}: the server took it\n{}", run.stderr);
+        assert!(
+            run.stderr.contains(&format!("refused [{rule}]")),
+            "{rule}: {}",
+            run.stderr
+        );
+    };
+    let before = fx.remote_refs();
+    fx.git(&["checkout", "-q", "main"]);
+    fx.git(&["commit", "-q", "--amend", "-m", "rewritten main"]);
+    refused(
+        server(&["--no-verify", "--force", "origin", "main"]),
+        "force-push",
+    );
+    refused(
+        server(&["--no-verify", "origin", ":main"]),
+        "delete-protected",
+    );
+    fx.git(&["reset", "-q", "--hard", "origin/main"]);
+    commit(&fx.env, &fx.repo, "m.txt", "m\n");
+    refused(
+        server(&["--no-verify", "origin", "main"]),
+        "push-to-protected",
+    );
+    fx.git(&["checkout", "-q", "feat"]);
+    write(
+        &fx.repo,
+        "deploy.sh",
+        "export STRIPE=sk_live_4kR9tQ2mZ7xW1pL8vN3bH6cJ\n",
+    );
+    fx.git(&["add", "deploy.sh"]);
+    fx.git(&["commit", "-q", "--no-verify", "-m", "deploy"]);
+    refused(server(&["--no-verify", "origin", "feat"]), "secret");
+    assert_eq!(fx.remote_refs(), before, "the server moved");
+
+    // Ordinary work lands; tags are published once and stay.
+    fx.git(&["reset", "-q", "--hard", "HEAD~1"]);
+    commit(&fx.env, &fx.repo, "feat.txt", "two\n");
+    let run = server(&["--no-verify", "origin", "feat"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    fx.git(&["tag", "v1"]);
+    let run = server(&["--no-verify", "origin", "v1"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    refused(
+        server(&["--no-verify", "origin", ":refs/tags/v1"]),
+        "tag-rewrite",
+    );
+}

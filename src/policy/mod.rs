@@ -13,6 +13,7 @@
 pub mod agent;
 pub mod commit;
 pub mod dispatch;
+pub mod export;
 pub mod guard;
 pub mod hooks;
 pub mod live_run;

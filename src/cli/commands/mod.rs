@@ -18,6 +18,7 @@ mod install_man;
 mod journal;
 mod list;
 mod playbook;
+mod policy;
 mod prune;
 mod remove;
 mod restore;
@@ -100,6 +101,8 @@ pub enum Command {
     InstallMan(install_man::InstallManArgs),
     /// Install, remove or inspect the policy git hooks
     Hooks(hooks::HooksArgs),
+    /// Export the policy for the server: pre-receive hook, GitHub rulesets, GitLab settings
+    Policy(policy::PolicyArgs),
     /// Judge an agent's shell command before it runs (Claude Code PreToolUse hook)
     Guard(guard::GuardArgs),
     /// Run the check of a git hook (what the installed hooks call)
@@ -152,6 +155,7 @@ pub fn dispatch(ctx: &Context, command: Command) -> Result<u8, CommandError> {
         Command::Speckit(args) => speckit::cmd_speckit(ctx, &args),
         Command::Conformance(args) => conformance::cmd_conformance(ctx, &args),
         Command::Hooks(args) => hooks::cmd_hooks(ctx, &args),
+        Command::Policy(args) => policy::cmd_policy(ctx, &args),
         Command::Guard(args) => guard::cmd_guard(ctx, &args),
         Command::Hook(args) => hook::cmd_hook(ctx, &args),
         Command::GenerateMan(args) => generate_man::cmd_generate_man(ctx, &args),

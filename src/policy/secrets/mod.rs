@@ -300,6 +300,31 @@ fn compile(rule: &Rule) -> Option<Regex> {
     }
 }
 
+/// The rules a server without git-bmad can apply with `grep -P` (see
+/// [`crate::policy::export`]): high-confidence ones whose matches need no check of their
+/// value beyond the placeholder words ([`placeholder_words`]); `(id, PCRE pattern)`.
+pub fn server_rules() -> Vec<(&'static str, String)> {
+    rules::all()
+        .iter()
+        .filter(|r| r.confidence == Confidence::High && !VALUE_CHECKED.contains(&r.id))
+        .map(|r| (r.id, rules::pattern_of(r)))
+        .collect()
+}
+
+/// Words that mark a match as an example, not a credential.
+pub fn placeholder_words() -> &'static [&'static str] {
+    PLACEHOLDERS
+}
+
+/// Rules whose matches [`plausible`] judges by their value (a JWT from the tutorials, a
+/// password that is the word "password"): a pattern alone would refuse those.
+const VALUE_CHECKED: &[&str] = &[
+    "jwt",
+    "url-with-password",
+    "database-url-with-password",
+    "jdbc-password",
+];
+
 /// Whether a match is worth reporting: entropy high enough, not a placeholder, and the
 /// rule's own exceptions.
 fn plausible(rule: &Rule, secret: &str) -> bool {
