@@ -405,3 +405,63 @@ fn install_never_clobbers_two_foreign_hooks_and_config_cannot_switch_safety_off(
         run.stdout
     );
 }
+
+/// A `core.hooksPath` in the global config serves every repository on the machine: install
+/// says so and writes nothing there unless asked with `--global`. A hooks directory of
+/// tracked files is refused too: the shims would be changes to commit.
+#[test]
+fn a_global_or_tracked_hooks_path_is_never_written_without_asking() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let shared = env.root().join("githooks");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::write(shared.join("pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+    let global_config = env.root().join("home/.gitconfig");
+    env.git(
+        &repo,
+        &[
+            "config",
+            "--file",
+            global_config.to_str().unwrap(),
+            "core.hooksPath",
+            shared.to_str().unwrap(),
+        ],
+    );
+    let run = env.bmad(&repo, &["hooks", "install"]);
+    assert_ne!(run.code, 0, "installed into the global hooks path");
+    assert!(
+        run.stderr.contains("global") && run.stderr.contains("--global"),
+        "{}",
+        run.stderr
+    );
+    let mut names: Vec<String> = std::fs::read_dir(&shared)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["pre-commit"], "the shared directory was touched");
+    assert_eq!(read(&shared, "pre-commit"), "#!/bin/sh\nexit 0\n");
+    env.bmad(&repo, &["hooks", "install", "--global"]).success();
+    assert!(read(&shared, "pre-push").contains("git-bmad managed hook"));
+    env.bmad(&repo, &["hooks", "uninstall"]).success();
+    assert_eq!(read(&shared, "pre-commit"), "#!/bin/sh\nexit 0\n");
+    env.git(
+        &repo,
+        &[
+            "config",
+            "--file",
+            global_config.to_str().unwrap(),
+            "--unset",
+            "core.hooksPath",
+        ],
+    );
+
+    write(&repo, ".githooks/pre-commit", "#!/bin/sh\nexit 0\n");
+    env.git(&repo, &["add", ".githooks"]);
+    env.git(&repo, &["commit", "-q", "-m", "team hooks"]);
+    env.git(&repo, &["config", "core.hooksPath", ".githooks"]);
+    let run = env.bmad(&repo, &["hooks", "install"]);
+    assert_ne!(run.code, 0, "installed into tracked files");
+    assert!(run.stderr.contains("git tracks"), "{}", run.stderr);
+    assert_eq!(env.git(&repo, &["status", "--porcelain"]), "");
+}

@@ -4,6 +4,7 @@
 //! command line git-bmad runs is written in this folder, with its environment cleared the
 //! same way, and can be audited here.
 
+use std::ffi::OsStr;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
@@ -31,6 +32,27 @@ impl Repo {
     /// its command line gave (`git -c key=value …` reaches hooks through the environment).
     pub fn effective_config_bool(&self, key: &str) -> Result<Option<bool>> {
         self.git().config_get_bool(key)
+    }
+
+    /// The scope (`local`, `worktree`, `global`, `system`, `command`) that sets `key` for
+    /// this worktree, and its value: where a setting comes from decides who else it touches.
+    pub fn config_scope(&self, key: &str) -> Result<Option<(String, String)>> {
+        let Ok(out) = self.git().run(["config", "--show-scope", "--get", key]) else {
+            return Ok(None); // exit 1: not set
+        };
+        let text = String::from_utf8_lossy(&out);
+        Ok(text
+            .trim_end_matches('\n')
+            .split_once('\t')
+            .map(|(scope, value)| (scope.to_owned(), value.to_owned())))
+    }
+
+    /// Whether git tracks any file under `dir` (a directory of this worktree).
+    pub fn tracks_files_under(&self, dir: &Path) -> Result<bool> {
+        let out = self
+            .git()
+            .run([OsStr::new("ls-files"), OsStr::new("--"), dir.as_os_str()])?;
+        Ok(!out.is_empty())
     }
 
     /// Add a value to a multi-valued key of the repository's own config file.

@@ -63,8 +63,22 @@ pub fn hooks_dir(repo: &Repo) -> Result<PathBuf, Error> {
 }
 
 /// Install (or refresh) every shim; `binary` is the git-bmad they run.
-pub fn install(repo: &Repo, binary: &Path) -> Result<HooksStatus, Error> {
+///
+/// Refused, unless `global`, when `core.hooksPath` comes from the global or system config:
+/// that directory serves every repository on the machine, and one that never ran
+/// `git bmad init` would get the policy too. Refused when the hooks directory holds files
+/// git tracks: the shims would become changes to commit, naming a binary path teammates do
+/// not have.
+pub fn install(repo: &Repo, binary: &Path, global: bool) -> Result<HooksStatus, Error> {
     let dir = hooks_dir(repo)?;
+    if let Some((scope, value)) = repo.config_scope("core.hooksPath")? {
+        if !global && matches!(scope.as_str(), "global" | "system") {
+            return Err(Error::SharedHooksPath { value, scope, dir });
+        }
+    }
+    if dir.starts_with(repo.workdir()) && repo.tracks_files_under(&dir)? {
+        return Err(Error::TrackedHooksDir { dir });
+    }
     install_into(&dir, binary, repo.common_dir())?;
     status(repo)
 }

@@ -28,6 +28,10 @@ pub enum HooksAction {
         /// Also wire `git bmad guard` into this agent's hook settings
         #[arg(long, value_enum)]
         agent: Option<Agent>,
+        /// Install into a core.hooksPath set in the global or system config, which every
+        /// repository on this machine uses (refused without this flag)
+        #[arg(long)]
+        global: bool,
     },
     /// Remove the hooks and restore the ones they chained
     Uninstall {
@@ -51,13 +55,13 @@ pub fn cmd_hooks(ctx: &Context, args: &HooksArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
     let fail = |e: crate::policy::Error| CommandError::failed(e.to_string());
     let status = match args.action {
-        HooksAction::Install { agent } => {
+        HooksAction::Install { agent, global } => {
             let binary = std::env::current_exe()
                 .and_then(std::fs::canonicalize)
                 .map_err(|e| {
                     CommandError::failed(format!("cannot find the git-bmad binary: {e}"))
                 })?;
-            let status = hooks::install(&repo, &binary).map_err(fail)?;
+            let status = hooks::install(&repo, &binary, global).map_err(fail)?;
             if let Some(Agent::Claude) = agent {
                 let path = agent::install_claude(repo.workdir()).map_err(fail)?;
                 ctx.ui.status(format!(
