@@ -73,6 +73,13 @@ fn commit(env: &TestEnv, dir: &Path, file: &str, content: &str) {
     env.git(dir, &["commit", "-q", "-m", &format!("change {file}")]);
 }
 
+/// Commit `file` as a person who skips their pre-commit hook: what only a push check sees.
+fn commit_past_pre_commit(fx: &Fixture, file: &str, content: &str) {
+    write(&fx.repo, file, content);
+    fx.git(&["add", file]);
+    fx.git(&["commit", "-q", "--no-verify", "-m", &format!("add {file}")]);
+}
+
 /// The expected outcome of a scenario.
 enum Expect {
     Allowed,
@@ -389,14 +396,12 @@ fn protected_branches_are_never_pushed_deleted_or_mirrored() {
         "a secret committed past pre-commit",
         Expect::Refused("secret"),
         |fx| {
-            write(
-                &fx.repo,
+            // Outside a session a human may skip pre-commit; the push still stops the secret.
+            commit_past_pre_commit(
+                fx,
                 "deploy.sh",
                 "export STRIPE=sk_live_4kR9tQ2mZ7xW1pL8vN3bH6cJ\n",
             );
-            fx.git(&["add", "deploy.sh"]);
-            // Outside a session a human may skip pre-commit; the push still stops the secret.
-            fx.git(&["commit", "-q", "--no-verify", "-m", "deploy"]);
             s(&["origin", "feat"])
         },
     );
@@ -425,13 +430,11 @@ fn a_push_to_a_fresh_remote_reads_only_commits_new_to_every_remote() {
     let fx = Fixture::new();
     fx.env.git(&fx.repo, &["checkout", "-q", "main"]);
     // Old history, on origin already: one commit carries a key.
-    write(
-        &fx.repo,
+    commit_past_pre_commit(
+        &fx,
         "old.sh",
         "export STRIPE=sk_live_4kR9tQ2mZ7xW1pL8vN3bH6cJ\n",
     );
-    fx.git(&["add", "old.sh"]);
-    fx.git(&["commit", "-q", "--no-verify", "-m", "old key"]);
     fx.git(&["rm", "-q", "old.sh"]);
     fx.git(&["commit", "-q", "-m", "rotated"]);
     fx.env
@@ -450,13 +453,11 @@ fn a_push_to_a_fresh_remote_reads_only_commits_new_to_every_remote() {
         run.stderr
     );
     // What is new is still read.
-    write(
-        &fx.repo,
+    commit_past_pre_commit(
+        &fx,
         "new.sh",
         "export STRIPE=sk_live_9zQ2mZ7xW1pL8vN3bH6cJ4kR\n",
     );
-    fx.git(&["add", "new.sh"]);
-    fx.git(&["commit", "-q", "--no-verify", "-m", "new key"]);
     let run = fx.push(&fx.repo, &[fork.to_str().unwrap(), "topic:topic2"]);
     assert_ne!(run.code, 0);
     assert!(run.stderr.contains("[secret]"), "{}", run.stderr);
@@ -556,13 +557,11 @@ fn secrets_are_found_wherever_a_push_carries_them() {
         "a secret inside a binary file",
         Expect::Refused("secret"),
         |fx| {
-            write(
-                &fx.repo,
+            commit_past_pre_commit(
+                fx,
                 "cache.db",
                 "SQLite\0\u{1}\u{2}aws=AKIAQ7ZK2M4XW6RT5PLN\0\u{7}",
             );
-            fx.git(&["add", "cache.db"]);
-            fx.git(&["commit", "-q", "--no-verify", "-m", "cache"]);
             s(&["origin", "feat"])
         },
     );
@@ -656,13 +655,11 @@ fn the_exported_pre_receive_hook_holds_on_the_server_whatever_the_client_skips()
         "push-to-protected",
     );
     fx.git(&["checkout", "-q", "feat"]);
-    write(
-        &fx.repo,
+    commit_past_pre_commit(
+        &fx,
         "deploy.sh",
         "export STRIPE=sk_live_4kR9tQ2mZ7xW1pL8vN3bH6cJ\n",
     );
-    fx.git(&["add", "deploy.sh"]);
-    fx.git(&["commit", "-q", "--no-verify", "-m", "deploy"]);
     refused(server(&["--no-verify", "origin", "feat"]), "secret");
     assert_eq!(fx.remote_refs(), before, "the server moved");
 

@@ -42,8 +42,8 @@ impl Drop for LiveRun {
     }
 }
 
-/// The private git dirs (under `<common dir>/worktrees/`) of worktrees where an agent run
-/// is live now.
+/// The worktrees where an agent run is live now (each named by its directory, or by its
+/// private git dir under `<common dir>/worktrees/` when git's link to it is unreadable).
 pub fn live_runs(common_dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(common_dir.join("worktrees")) else {
         return Vec::new();
@@ -52,6 +52,13 @@ pub fn live_runs(common_dir: &Path) -> Vec<PathBuf> {
         .flatten()
         .map(|e| e.path())
         .filter(|dir| is_live(&dir.join(MARKER)))
+        .map(|dir| {
+            // git's `gitdir` file names the worktree's `.git`.
+            std::fs::read_to_string(dir.join("gitdir"))
+                .ok()
+                .and_then(|gitdir| Path::new(gitdir.trim_end()).parent().map(Path::to_path_buf))
+                .unwrap_or(dir)
+        })
         .collect()
 }
 
