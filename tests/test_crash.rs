@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::{kill_group, read, write, TestEnv};
+use crate::common::{age_an_hour, kill_group, read, write, TestEnv};
 
 #[test]
 fn kill_dash_nine_during_checkpoints_and_rollbacks_leaves_a_consistent_repository() {
@@ -126,11 +126,7 @@ fn ref_locks_are_contention_until_stale() {
         "a fresh lock belongs to a live writer and stays"
     );
 
-    let aged = std::process::Command::new("touch")
-        .args(["-d", "1 hour ago"])
-        .arg(&lock)
-        .status();
-    assert!(aged.unwrap().success(), "touch -d failed");
+    age_an_hour(&lock);
     assert_eq!(
         repo.cas_ref(name, None, head, "test").unwrap(),
         CasOutcome::Updated
@@ -191,6 +187,11 @@ fn a_remove_killed_inside_git_worktree_remove_is_finished_and_restores_whole() {
     let (id, wt) = env.start(&repo, "going");
     write(&wt, "work.md", "the work\n");
     write(&wt, "more/notes.md", "notes\n");
+    write(
+        &wt,
+        "deploy.env",
+        "STRIPE=sk_live_4kR9tQ2mZ7xW1pL8vN3bH6cJ\n",
+    );
     // Fault injection: this `git worktree remove` dies as a kill would leave it.
     let git = String::from_utf8(
         std::process::Command::new("sh")
@@ -213,6 +214,16 @@ fn a_remove_killed_inside_git_worktree_remove_is_finished_and_restores_whole() {
 
     recover(&env, &repo, "after the killed remove");
     assert!(!wt.exists(), "the removal was not finished");
+    // The secret left out of the keep is still named once the removal is finished.
+    let removed = env
+        .bmad(&repo, &["list", "--removed", "--json"])
+        .success()
+        .json();
+    assert_eq!(
+        removed[0]["left_out"],
+        serde_json::json!(["deploy.env"]),
+        "{removed:#}"
+    );
     env.bmad(&repo, &["restore", &id]).success();
     assert_eq!(read(&wt, "work.md"), "the work\n");
     assert_eq!(read(&wt, "more/notes.md"), "notes\n");

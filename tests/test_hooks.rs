@@ -150,6 +150,16 @@ fn stamps_written_ahead_and_a_fake_git_bmad_on_path_let_nothing_through() {
     let (code, stderr) = git_run(&env, &wt, &["commit", "-m", "x"]);
     assert_ne!(code, 0, "a hook whose binary is gone passed");
     assert!(stderr.contains("git bmad hooks install"), "{stderr}");
+    let status = env.bmad(&repo, &["hooks", "status"]).success();
+    assert!(
+        status
+            .stdout
+            .contains(&format!("runs: {}", moved.display()))
+            && status.stderr.contains("which is gone"),
+        "{}{}",
+        status.stdout,
+        status.stderr
+    );
 }
 
 #[test]

@@ -6,7 +6,7 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::common::{kill_group, read, write, TestEnv};
+use crate::common::{age_an_hour, kill_group, read, write, TestEnv};
 
 /// Everything a rollback must restore, compared as text: the worktree's tree as `add -A`
 /// records it, the index with its stages, HEAD and the branch.
@@ -278,11 +278,7 @@ fn an_abandoned_packed_refs_lock_is_named_and_nothing_waits_forever() {
     let (_, wt) = env.start(&repo, "work");
     let lock = repo.join(".git/packed-refs.lock");
     std::fs::write(&lock, "").unwrap();
-    let aged = std::process::Command::new("touch")
-        .args(["-d", "1 hour ago"])
-        .arg(&lock)
-        .status();
-    assert!(aged.unwrap().success());
+    age_an_hour(&lock);
     for args in [&["start", "other"][..], &["checkpoint", "-m", "x"]] {
         let dir = if args[0] == "start" { &repo } else { &wt };
         let started = Instant::now();

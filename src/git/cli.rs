@@ -254,33 +254,45 @@ impl GitCli {
         Ok(parse_raw_diff(&out))
     }
 
-    /// All values of a local config key.
-    /// `git config --type=bool --get <key>` from every scope git reads, settings given on the
-    /// command line (`-c`, `GIT_CONFIG_*`) included.
-    pub(super) fn config_get_bool(&self, key: &str) -> Result<Option<bool>> {
+    /// `git config <args>`'s output, `None` when the key is not set (git's exit 1).
+    fn config_read(&self, args: &[&str]) -> Result<Option<String>> {
         let mut cmd = self.command();
-        cmd.args(["config", "--type=bool", "--get", key]);
+        cmd.arg("config").args(args);
         let out = output(cmd)?;
         if out.status.code() == Some(1) {
             return Ok(None);
         }
-        check(&["config", "--type=bool", "--get", key], &out)?;
-        Ok(Some(String::from_utf8_lossy(&out.stdout).trim() == "true"))
+        let mut all = vec!["config"];
+        all.extend(args);
+        check(&all, &out)?;
+        Ok(Some(String::from_utf8_lossy(&out.stdout).into_owned()))
     }
 
+    /// `git config --type=bool --get <key>` from every scope git reads, settings given on the
+    /// command line (`-c`, `GIT_CONFIG_*`) included.
+    pub(super) fn config_get_bool(&self, key: &str) -> Result<Option<bool>> {
+        Ok(self
+            .config_read(&["--type=bool", "--get", key])?
+            .map(|v| v.trim() == "true"))
+    }
+
+    /// `git config --show-scope --get <key>`: the scope that sets it, and its value.
+    pub(super) fn config_get_with_scope(&self, key: &str) -> Result<Option<(String, String)>> {
+        Ok(self
+            .config_read(&["--show-scope", "--get", key])?
+            .and_then(|text| {
+                text.trim_end_matches('\n')
+                    .split_once('\t')
+                    .map(|(scope, value)| (scope.to_owned(), value.to_owned()))
+            }))
+    }
+
+    /// All values of a key in the repository's own config file.
     pub(super) fn config_get_all(&self, key: &str) -> Result<Vec<String>> {
-        let mut cmd = self.command();
-        cmd.args(["config", "--local", "--get-all", key]);
-        let out = output(cmd)?;
-        // Exit 1 means "no such key".
-        if out.status.code() == Some(1) {
-            return Ok(Vec::new());
-        }
-        check(&["config", "--get-all", key], &out)?;
-        Ok(String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .map(str::to_owned)
-            .collect())
+        Ok(self
+            .config_read(&["--local", "--get-all", key])?
+            .map(|v| v.lines().map(str::to_owned).collect())
+            .unwrap_or_default())
     }
 
     /// Add a value to a local multi-valued config key.

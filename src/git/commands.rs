@@ -37,14 +37,7 @@ impl Repo {
     /// The scope (`local`, `worktree`, `global`, `system`, `command`) that sets `key` for
     /// this worktree, and its value: where a setting comes from decides who else it touches.
     pub fn config_scope(&self, key: &str) -> Result<Option<(String, String)>> {
-        let Ok(out) = self.git().run(["config", "--show-scope", "--get", key]) else {
-            return Ok(None); // exit 1: not set
-        };
-        let text = String::from_utf8_lossy(&out);
-        Ok(text
-            .trim_end_matches('\n')
-            .split_once('\t')
-            .map(|(scope, value)| (scope.to_owned(), value.to_owned())))
+        self.git().config_get_with_scope(key)
     }
 
     /// Whether git tracks any file under `dir` (a directory of this worktree).

@@ -146,10 +146,11 @@ pub fn check(
 /// (an agent can leave its worktree and its environment behind); in the main worktree
 /// otherwise only with policy scope `everywhere`.
 fn binds_push(repo: &Repo, scope: PolicyScope) -> bool {
+    // Cheapest first: the session lookup reads refs.
     scope == PolicyScope::Everywhere
-        || super::current_session(repo).is_some()
         || std::env::var_os("BMAD_SESSION").is_some()
         || !live_run::live_runs(repo.common_dir()).is_empty()
+        || super::current_session(repo).is_some()
 }
 
 /// Run the hook our shim replaced, with the same arguments and stdin bytes; its exit code,

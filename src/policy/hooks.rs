@@ -53,6 +53,8 @@ pub struct HooksStatus {
     pub hooks_path: Option<String>,
     /// Each managed hook.
     pub hooks: Vec<HookSlot>,
+    /// The git-bmad the installed hooks run (recorded at install).
+    pub binary: Option<PathBuf>,
     /// Ways the hooks could be skipped, in words.
     pub risks: Vec<String>,
 }
@@ -165,10 +167,21 @@ pub fn status(repo: &Repo) -> Result<HooksStatus, Error> {
     if hooks.iter().any(|h| !h.installed) {
         risks.push("some hooks are not installed: run `git bmad hooks install`".to_owned());
     }
+    let binary = hooks
+        .iter()
+        .filter(|h| h.installed)
+        .find_map(|h| recorded_binary(&h.path));
+    if let Some(binary) = binary.as_ref().filter(|b| !is_executable(b)) {
+        risks.push(format!(
+            "the hooks run {}, which is gone: every checked commit and push fails until `git bmad hooks install` records the git-bmad you use now",
+            binary.display()
+        ));
+    }
     Ok(HooksStatus {
         dir,
         hooks_path,
         hooks,
+        binary,
         risks,
     })
 }
@@ -202,6 +215,22 @@ fn copy_dir(from: &Path, to: &Path) -> Result<(), Error> {
         }
     }
     Ok(())
+}
+
+/// The binary a shim runs: its `bin=` line, as [`shim`] wrote it (shell-quoted).
+fn recorded_binary(shim_file: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(shim_file).ok()?;
+    let quoted = text.lines().find_map(|l| l.strip_prefix("bin="))?;
+    let path = match quoted.strip_prefix('\'').and_then(|q| q.strip_suffix('\'')) {
+        Some(inner) => inner.replace("'\\''", "'"),
+        None => quoted.to_owned(),
+    };
+    Some(PathBuf::from(path))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// The chained hook of a hook file.
@@ -318,6 +347,12 @@ mod tests {
         assert!(s.contains("exec \"$bin\" hook pre-push \"$@\""));
         assert!(!s.contains("command -v"));
         assert!(!s.contains("prepared"));
+        let dir = tempfile::tempdir().expect("temp dir");
+        std::fs::write(dir.path().join("pre-push"), &s).expect("write");
+        assert_eq!(
+            recorded_binary(&dir.path().join("pre-push")),
+            Some(PathBuf::from("/opt/it's/git-bmad"))
+        );
         let r = shim(
             "reference-transaction",
             Path::new("/x"),

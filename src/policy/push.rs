@@ -129,12 +129,13 @@ pub fn check(
     let mut refuse = |rule: &Rule, refname: &str, reason: String| {
         report.refusals.push(rule.refuse(refname, reason))
     };
-    let mut outgoing: Vec<usize> = Vec::new();
-    if bound {
-        outgoing = check_refs(repo, remote, lines, argv, protected, &mut refuse)?;
+    let outgoing = if bound {
+        check_refs(repo, remote, lines, argv, protected, &mut refuse)?
     } else {
-        outgoing.extend((0..lines.len()).filter(|i| !is_zero(&lines[*i].local_oid)));
-    }
+        (0..lines.len())
+            .filter(|i| !is_zero(&lines[*i].local_oid))
+            .collect()
+    };
     scan_outgoing(repo, lines, &outgoing, &mut scans, &mut report)?;
     Ok(report)
 }

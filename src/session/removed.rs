@@ -100,7 +100,8 @@ impl RemovedSession {
 /// Keep `refs` (every ref of `session`, see [`super::session_refs`]) in one commit on its
 /// [`removed_ref`], until `keep_until` (seconds since the epoch). Called by `remove` after
 /// its last checkpoint and before it deletes anything; a keep left by an interrupted
-/// `remove` is extended with the refs it named that are gone since.
+/// `remove` is extended with the refs it named that are gone since, and the files it left
+/// out stay named.
 pub(crate) fn keep(
     repo: &Repo,
     session: &Session,
@@ -111,14 +112,21 @@ pub(crate) fn keep(
 ) -> Result<RemovedSession> {
     let name = removed_ref(&session.id);
     let mut refs = refs.to_vec();
+    let mut left_out = left_out.to_vec();
     let earlier = repo.read_ref(&name)?;
     if let Some(earlier) = earlier
         .map(|id| RemovedSession::read(repo, id))
         .transpose()?
+        .flatten()
     {
-        for (old, object) in earlier.into_iter().flat_map(|e| e.refs) {
+        for (old, object) in earlier.refs {
             if !refs.iter().any(|(n, _)| *n == old) {
                 refs.push((old, object));
+            }
+        }
+        for path in earlier.left_out {
+            if !left_out.contains(&path) {
+                left_out.push(path);
             }
         }
     }
@@ -147,7 +155,7 @@ pub(crate) fn keep(
     for (ref_name, object) in &refs {
         message.push_str(&format!("Bmad-Ref: {object} {ref_name}\n"));
     }
-    for path in left_out {
+    for path in &left_out {
         message.push_str(&format!(
             "Bmad-Left-Out: {}\n",
             serde_json::Value::from(path.as_str())

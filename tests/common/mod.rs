@@ -296,6 +296,15 @@ pub fn write(dir: &Path, rela: &str, content: &str) {
     std::fs::write(path, content).expect("write file");
 }
 
+/// Date a file's modification an hour back: a lock its writer abandoned long ago.
+pub fn age_an_hour(path: &Path) {
+    let aged = Command::new("touch")
+        .args(["-d", "1 hour ago"])
+        .arg(path)
+        .status();
+    assert!(aged.is_ok_and(|s| s.success()), "touch -d failed");
+}
+
 /// SIGKILL a process group started by [`TestEnv::spawn_group`], and reap its leader.
 pub fn kill_group(child: &mut std::process::Child) {
     let _ = Command::new("kill")

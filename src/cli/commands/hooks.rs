@@ -111,6 +111,9 @@ fn print(ctx: &Context, status: &HooksStatus) {
     if let Some(p) = &status.hooks_path {
         ui.line(format!("core.hooksPath: {p}"));
     }
+    if let Some(binary) = &status.binary {
+        ui.line(format!("runs: {}", binary.display()));
+    }
     for h in &status.hooks {
         let state = if h.installed {
             ui.paint("installed", Style::Green)
