@@ -382,10 +382,394 @@ fn speckit_status_and_conformance_over_the_fixtures() {
     let run = env
         .bmad(&env.root(), &["conformance", fixtures.to_str().unwrap()])
         .code(1);
-    assert!(run.stdout.contains("28 file(s) loaded"), "{}", run.stdout);
+    assert!(run.stdout.contains("47 file(s) loaded"), "{}", run.stdout);
     assert!(
         run.stdout.contains("1 error(s)"),
         "the planted malformed frontmatter: {}",
         run.stdout
     );
+}
+
+const FORMS: &str = "_bmad-output/implementation-artifacts";
+
+#[test]
+fn real_status_forms_number_reuse_sub_folders_and_bmads_own_next() {
+    let env = TestEnv::new();
+    let repo = project(&env, "forms");
+    let list = env
+        .bmad(&repo, &["stories", "list", "--json"])
+        .success()
+        .json();
+    let keys: Vec<(&str, &str)> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["key"].as_str().unwrap(), s["status"].as_str().unwrap()))
+        .collect();
+    // Every form is read; BMAD's order (epic, story number), not the file's; the key
+    // outside the grammar is listed, not dropped; the report beside the stories is no story.
+    assert_eq!(
+        keys,
+        [
+            ("6-1-bold-status", "review"),
+            ("6-2-bold-outside", "review"),
+            ("6-3-upper-done", "done"),
+            ("6-4-pending-note", "done"),
+            ("6-5-joined-line", "done"),
+            ("6-6-frontmatter-status", "in-progress"),
+            ("6-7-heading-status", "backlog"),
+            ("7-1-in-subfolder", "in-progress"),
+            ("34-1-architecture-review", "backlog"),
+            ("34-2-depends-on-number", "backlog"),
+            ("15-TD-1-cleanup", "ready-for-dev"),
+            ("story-34-1-back-button-fix", "done"),
+        ]
+    );
+    let by_key = |k: &str| {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["key"] == k)
+            .unwrap()
+            .clone()
+    };
+    for (key, file_status) in [
+        ("6-1-bold-status", "review"),
+        ("6-3-upper-done", "done"),
+        ("6-4-pending-note", "done"),
+        ("6-5-joined-line", "done"),
+        ("6-7-heading-status", "backlog"),
+    ] {
+        assert_eq!(by_key(key)["file_status"], file_status, "{key}");
+    }
+    assert_eq!(
+        by_key("7-1-in-subfolder")["file"],
+        format!("{FORMS}/epic7/stories/7-1-in-subfolder.md")
+    );
+    assert_eq!(by_key("6-7-heading-status")["title"], "Heading status");
+    // The number matches but the slug does not: never tied.
+    assert!(by_key("34-1-architecture-review")["file"].is_null());
+    // `"34.1"` and `"6-5-joined-line (done)"` name stories.
+    assert_eq!(
+        by_key("34-2-depends-on-number")["depends_on"],
+        serde_json::json!(["34-1-architecture-review", "6-5-joined-line"])
+    );
+
+    // In progress comes first, lowest epic first (7-1 is above 6-6 in the file).
+    let next = env
+        .bmad(&repo, &["stories", "next", "--json"])
+        .success()
+        .json();
+    assert_eq!(next["next"]["key"], "6-6-frontmatter-status");
+    let waiting = next["blocked"].to_string();
+    assert!(
+        waiting.contains("15-TD-1-cleanup is not a BMAD story key"),
+        "{waiting}"
+    );
+    assert!(
+        waiting.contains("34-2-depends-on-number waits for 34-1-architecture-review"),
+        "{waiting}"
+    );
+
+    let check = env.bmad(&repo, &["stories", "check"]).success();
+    assert!(
+        check.stdout.contains(
+            "story-34-1-back-button-fix.md: has story number 34.1 like `34-1-architecture-review`"
+        ),
+        "{}",
+        check.stdout
+    );
+
+    // A bold status is changed in place; the Change Log row lands in the table, above the
+    // review's subsection; a free-form last_updated becomes BMAD's own format.
+    env.bmad(
+        &repo,
+        &[
+            "stories",
+            "set",
+            "6-1-bold-status",
+            "done",
+            "--by",
+            "amelia",
+        ],
+    )
+    .success();
+    let story = changed_lines(&env, &repo, &format!("{FORMS}/6-1-bold-status.md"));
+    assert_eq!(story[..2], ["-**Status:** review", "+**Status:** done"]);
+    assert!(
+        story[2].ends_with("| Status: review → done | amelia |"),
+        "{story:#?}"
+    );
+    assert_eq!(story.len(), 3);
+    let text = read(&repo, &format!("{FORMS}/6-1-bold-status.md"));
+    assert!(
+        text.contains("| 2025-01-10 | Drafted | SM |\n| ")
+            && text.find("amelia |") < text.find("### Review Findings"),
+        "{text}"
+    );
+    let sprint = changed_lines(&env, &repo, &format!("{FORMS}/sprint-status.yaml"));
+    assert_eq!(
+        sprint[0],
+        "-last_updated: 2025-01-15 - story 6.1 closed by PM"
+    );
+    let stamp = sprint[1].strip_prefix("+last_updated: ").unwrap();
+    assert!(
+        stamp.len() == 16
+            && stamp.as_bytes()[2] == b'-'
+            && stamp.as_bytes()[5] == b'-'
+            && stamp.as_bytes()[10] == b' ',
+        "MM-DD-YYYY HH:MM, as sprint_plan.py reads it: {stamp}"
+    );
+
+    // The story that only shares a number is never touched.
+    env.bmad(
+        &repo,
+        &[
+            "stories",
+            "set",
+            "34-1-architecture-review",
+            "ready-for-dev",
+        ],
+    )
+    .success();
+    assert!(changed_lines(
+        &env,
+        &repo,
+        &format!("{FORMS}/story-34-1-back-button-fix.md")
+    )
+    .is_empty());
+
+    // Epics and retrospectives follow their own lifecycles.
+    for (key, to) in [
+        ("epic-6", "done"),
+        ("epic-7", "in-progress"),
+        ("epic-6-retrospective", "done"),
+    ] {
+        env.bmad(&repo, &["stories", "set", key, to]).success();
+    }
+    let refused = env
+        .bmad(&repo, &["stories", "set", "epic-6", "backlog"])
+        .code(4);
+    assert!(
+        refused.stderr.contains("backlog → in-progress → done"),
+        "{}",
+        refused.stderr
+    );
+
+    // Drift: the refusal says which file holds which status, and that --force sets both.
+    write(
+        &repo,
+        &format!("{FORMS}/6-7-heading-status.md"),
+        "# Story 6.7 — Heading status\n\n## Status: Approved\n",
+    );
+    let refused = env
+        .bmad(
+            &repo,
+            &["stories", "set", "6-7-heading-status", "in-progress"],
+        )
+        .code(4);
+    for want in [
+        "sprint-status.yaml says backlog",
+        "6-7-heading-status.md says ready-for-dev",
+        "backlog → in-progress skips a stage",
+        "ready-for-dev → in-progress is allowed",
+        "--force",
+    ] {
+        assert!(refused.stderr.contains(want), "{want}: {}", refused.stderr);
+    }
+    env.bmad(
+        &repo,
+        &[
+            "stories",
+            "set",
+            "6-7-heading-status",
+            "in-progress",
+            "--force",
+        ],
+    )
+    .success();
+    // A v4 heading keeps v4 words.
+    assert!(
+        read(&repo, &format!("{FORMS}/6-7-heading-status.md")).contains("## Status: InProgress\n")
+    );
+
+    // A CRLF file stays CRLF; a joined line keeps its other fields.
+    let joined = format!("{FORMS}/6-5-joined-line.md");
+    write(&repo, &joined, &read(&repo, &joined).replace('\n', "\r\n"));
+    env.bmad(
+        &repo,
+        &["stories", "set", "6-5-joined-line", "review", "--force"],
+    )
+    .success();
+    let text = read(&repo, &joined);
+    assert!(
+        text.contains("**Story ID:** 6.5 **Status:** review **Priority:** High\r\n"),
+        "{text:?}"
+    );
+    assert_eq!(
+        text.matches('\n').count(),
+        text.matches("\r\n").count(),
+        "{text:?}"
+    );
+}
+
+#[test]
+fn a_key_written_twice_is_reported_and_the_rest_keeps_working() {
+    let env = TestEnv::new();
+    let repo = project(&env, "forms");
+    let sprint = format!("{FORMS}/sprint-status.yaml");
+    write(
+        &repo,
+        &sprint,
+        &read(&repo, &sprint).replace(
+            "  6-3-upper-done: done\n",
+            "  6-3-upper-done: done\n  6-3-upper-done: review\n",
+        ),
+    );
+    let check = env.bmad(&repo, &["stories", "check"]).code(1);
+    assert!(
+        check.stdout.contains(
+            "sprint-status.yaml:14: `6-3-upper-done` is written twice (first at line 13)"
+        ),
+        "{}",
+        check.stdout
+    );
+    let list = env
+        .bmad(&repo, &["stories", "list", "--json"])
+        .success()
+        .json();
+    assert_eq!(list.as_array().unwrap().len(), 12);
+    let refused = env
+        .bmad(
+            &repo,
+            &["stories", "set", "6-3-upper-done", "review", "--force"],
+        )
+        .code(2);
+    assert!(
+        refused.stderr.contains("written more than once"),
+        "{}",
+        refused.stderr
+    );
+    env.bmad(&repo, &["stories", "set", "6-2-bold-outside", "done"])
+        .success();
+    assert!(
+        read(&repo, &sprint).contains("  6-3-upper-done: done\n  6-3-upper-done: review\n  6-4")
+    );
+}
+
+#[test]
+fn v6_11_specs_and_stories_mode_spec_folders() {
+    let env = TestEnv::new();
+    let repo = project(&env, "v6-11");
+    let list = env
+        .bmad(&repo, &["stories", "list", "--json"])
+        .success()
+        .json();
+    let rows: Vec<(&str, &str, &str)> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["key"].as_str().unwrap(),
+                s["status"].as_str().unwrap(),
+                s["title"].as_str().unwrap_or("-"),
+            )
+        })
+        .collect();
+    // Stories mode keeps stories.yaml's order, not the files'.
+    assert_eq!(
+        rows,
+        [
+            ("3-1-digest-model", "done", "Digest model"),
+            ("3-2-digest-delivery", "review", "Digest delivery"),
+            ("3-3-digest-settings", "in-progress", "Digest settings"),
+            ("3-4-unsubscribe", "backlog", "-"),
+            ("notifications/n2", "in-progress", "Push channel"),
+            ("notifications/n1", "done", "Email channel"),
+            ("notifications/n3", "backlog", "Quiet hours"),
+        ]
+    );
+    assert_eq!(list[1]["file_status"], "review", "in-review is review");
+    assert_eq!(list[2]["file_status"], "blocked");
+    assert_eq!(list[2]["blocking_condition"], "intent gap");
+
+    // The blocked spec is never recommended, whatever the sprint status says.
+    let next = env
+        .bmad(&repo, &["stories", "next", "--json"])
+        .success()
+        .json();
+    assert_eq!(next["next"]["key"], "notifications/n2");
+    assert!(next["blocked"]
+        .to_string()
+        .contains("3-3-digest-settings is blocked: intent gap"));
+    let check = env.bmad(&repo, &["stories", "check"]).success();
+    assert!(
+        check
+            .stdout
+            .contains("`3-3-digest-settings` is blocked (bmad-build-auto halted: intent gap)"),
+        "{}",
+        check.stdout
+    );
+    assert!(!check.stdout.contains("create-story"), "{}", check.stdout);
+
+    // A spec's frontmatter changes in the spec's own words, quotes and comment kept, and no
+    // Change Log is added to it.
+    env.bmad(&repo, &["stories", "set", "3-2-digest-delivery", "done"])
+        .success();
+    assert_eq!(
+        changed_lines(
+            &env,
+            &repo,
+            "_bmad-output/implementation-artifacts/spec-3-2-digest-delivery.md"
+        ),
+        [
+            "-status: 'in-review' # draft | ready-for-dev | in-progress | in-review | done",
+            "+status: 'done' # draft | ready-for-dev | in-progress | in-review | done"
+        ]
+    );
+    env.bmad(&repo, &["stories", "set", "notifications/n2", "review"])
+        .success();
+    assert_eq!(
+        changed_lines(
+            &env,
+            &repo,
+            "_bmad-output/specs/notifications/stories/n2-push-channel.md"
+        ),
+        ["-status: 'in-progress'", "+status: 'in-review'"]
+    );
+    env.bmad(
+        &repo,
+        &["stories", "set", "3-3-digest-settings", "in-progress"],
+    )
+    .success();
+    assert!(read(
+        &repo,
+        "_bmad-output/implementation-artifacts/spec-3-3-digest-settings.md"
+    )
+    .contains("status: 'in-progress'\n"));
+}
+
+#[test]
+fn when_every_story_is_done_next_names_the_open_retrospective() {
+    let env = TestEnv::new();
+    let repo = env.repo("retro");
+    write(
+        &repo,
+        "_bmad-output/implementation-artifacts/sprint-status.yaml",
+        "development_status:\n  epic-2: done\n  2-1-a: done\n  epic-2-retrospective: optional\n  epic-1: done\n  1-1-b: done\n  epic-1-retrospective: optional\n",
+    );
+    let next = env
+        .bmad(&repo, &["stories", "next", "--json"])
+        .success()
+        .json();
+    assert!(next["next"].is_null());
+    assert_eq!(next["retrospective"], "epic-1-retrospective");
+    env.bmad(&repo, &["stories", "set", "epic-1-retrospective", "done"])
+        .success();
+    let next = env
+        .bmad(&repo, &["stories", "next", "--json"])
+        .success()
+        .json();
+    assert_eq!(next["retrospective"], "epic-2-retrospective");
 }

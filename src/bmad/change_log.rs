@@ -11,9 +11,13 @@ pub(super) struct ChangeEntry {
     pub by: String,
 }
 
-/// Append an entry to the `Change Log` section (a table row when it is a table, else a list
-/// item), or add the section at the end.
+/// Append an entry to the `Change Log` section (a table row after the table's last row
+/// when it is a table, else a list item after the section's own text, before any
+/// subsection such as code-review's `### Review Findings`), or add the section at the end.
+/// New lines take the file's own line ending.
 pub(super) fn append_change_log(text: &str, entry: &ChangeEntry) -> String {
+    let eol = if text.contains("\r\n") { "\r\n" } else { "\n" };
+    let item = format!("- {} {} (by {}){eol}", entry.when, entry.what, entry.by);
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let heading = lines.iter().position(|l| {
         let t = l.trim_end().trim_start_matches('#').trim();
@@ -22,23 +26,23 @@ pub(super) fn append_change_log(text: &str, entry: &ChangeEntry) -> String {
     let Some(h) = heading else {
         let mut out = text.to_owned();
         if !out.ends_with('\n') {
-            out.push('\n');
+            out.push_str(eol);
         }
-        out.push_str(&format!(
-            "\n## Change Log\n\n- {} {} (by {})\n",
-            entry.when, entry.what, entry.by
-        ));
+        out.push_str(&format!("{eol}## Change Log{eol}{eol}{item}"));
         return out;
     };
-    let level = lines[h].chars().take_while(|c| *c == '#').count();
+    // The section's own text ends at the next heading of any level.
     let end = lines[h + 1..]
         .iter()
-        .position(|l| l.starts_with('#') && l.chars().take_while(|c| *c == '#').count() <= level)
+        .position(|l| l.starts_with('#'))
         .map_or(lines.len(), |i| h + 1 + i);
-    let last = (h + 1..end).rev().find(|i| !lines[*i].trim().is_empty());
     let table_header = (h + 1..end).find(|i| lines[*i].trim_start().starts_with('|'));
-    let new_line = match (table_header, last) {
-        (Some(header), Some(_)) => {
+    let (insert_at, new_line) = match table_header {
+        Some(header) => {
+            let last_row = (header..end)
+                .take_while(|i| lines[*i].trim_start().starts_with('|'))
+                .last()
+                .unwrap_or(header);
             let cells: Vec<String> = lines[header]
                 .trim()
                 .trim_matches('|')
@@ -54,31 +58,25 @@ pub(super) fn append_change_log(text: &str, entry: &ChangeEntry) -> String {
                     _ => String::new(),
                 })
                 .collect();
-            format!("| {} |\n", row.join(" | "))
+            (last_row + 1, format!("| {} |{eol}", row.join(" | ")))
         }
-        _ => format!("- {} {} (by {})\n", entry.when, entry.what, entry.by),
+        None => match (h + 1..end).rev().find(|i| !lines[*i].trim().is_empty()) {
+            Some(last) => (last + 1, item),
+            // An empty section: a blank line under the heading, then the item.
+            None => (h + 1, format!("{eol}{item}")),
+        },
     };
-    let insert_at = last.map_or(h + 1, |i| i + 1);
     let mut out = String::with_capacity(text.len() + new_line.len() + 2);
     for (i, line) in lines.iter().enumerate() {
         if i == insert_at {
-            if last.is_none() {
-                out.push('\n');
-            }
             out.push_str(&new_line);
         }
         out.push_str(line);
         if i + 1 == insert_at && !line.ends_with('\n') {
-            out.push('\n');
+            out.push_str(eol);
         }
     }
     if insert_at >= lines.len() {
-        if !out.ends_with('\n') {
-            out.push('\n');
-        }
-        if last.is_none() {
-            out.push('\n');
-        }
         out.push_str(&new_line);
     }
     out
@@ -120,5 +118,41 @@ mod tests {
             out,
             "# S\nbody\n\n## Change Log\n\n- 2026-11-23 status: review (by amelia)\n"
         );
+        let out = append_change_log("# S\n\n## Change Log\n\n## Next\n", &entry());
+        assert_eq!(
+            out,
+            "# S\n\n## Change Log\n\n- 2026-11-23 status: review (by amelia)\n\n## Next\n"
+        );
+    }
+
+    #[test]
+    fn a_subsection_after_the_log_stays_outside_it() {
+        let text = "## Change Log\n\n| Date | Change | Author |\n|---|---|---|\n| 2026-11-01 | made | bob |\n\n### Review Findings\n\n- [ ] [Review][Patch] x\n";
+        let out = append_change_log(text, &entry());
+        assert!(
+            out.contains("| 2026-11-01 | made | bob |\n| 2026-11-23 | status: review | amelia |\n\n### Review Findings\n\n- [ ] [Review][Patch] x\n"),
+            "{out}"
+        );
+        let out = append_change_log("## Change Log\n- a\n### Review Findings\n- b\n", &entry());
+        assert_eq!(
+            out,
+            "## Change Log\n- a\n- 2026-11-23 status: review (by amelia)\n### Review Findings\n- b\n"
+        );
+    }
+
+    #[test]
+    fn crlf_files_get_crlf_lines() {
+        for text in [
+            "# S\r\n\r\n## Change Log\r\n\r\n- a\r\n",
+            "# S\r\n\r\n## Change Log\r\n\r\n| Date | Change |\r\n|---|---|\r\n| x | y |\r\n",
+            "# S\r\nbody\r\n",
+        ] {
+            let out = append_change_log(text, &entry());
+            assert_eq!(
+                out.matches('\n').count(),
+                out.matches("\r\n").count(),
+                "{out:?}"
+            );
+        }
     }
 }

@@ -49,6 +49,22 @@ impl Layout {
                 layout.config_file = Some(config);
             }
         }
+        // v4 (`.bmad-core/`) names its stories folder in core-config.yaml, camelCase.
+        let core_config = root.join(".bmad-core/core-config.yaml");
+        if let Ok(text) = std::fs::read_to_string(&core_config) {
+            if let Ok(crate::config::yaml::Data::Mapping(map)) =
+                crate::config::yaml::from_str::<crate::config::yaml::Data>(&text)
+            {
+                if let Some(loc) = map.get("devStoryLocation").and_then(|v| v.as_str()) {
+                    let path = layout.resolve(loc, None);
+                    layout.paths.push(("dev_story_location".into(), path));
+                }
+            }
+            layout
+                .install
+                .get_or_insert_with(|| root.join(".bmad-core"));
+            layout.config_file.get_or_insert(core_config);
+        }
         let sprint_candidates = layout.sprint_candidates();
         layout.sprint_status = sprint_candidates.iter().find(|p| p.is_file()).cloned();
         layout.searched = sprint_candidates.iter().map(|p| layout.shown(p)).collect();
@@ -222,6 +238,20 @@ mod tests {
             root,
             ".bmad/bmm/config.yaml",
             "dev_story_location: docs/stories\n",
+        );
+        let v4 = tempfile::tempdir().unwrap();
+        touch(
+            v4.path(),
+            ".bmad-core/core-config.yaml",
+            "devStoryLocation: docs/dev/stories\n",
+        );
+        touch(v4.path(), "docs/dev/stories/1.1.x.md", "## Status\nDraft\n");
+        touch(v4.path(), "docs/stories/1.1.old.md", "## Status\nDraft\n");
+        let l4 = Layout::discover(v4.path());
+        assert_eq!(l4.install, Some(v4.path().join(".bmad-core")));
+        assert_eq!(
+            l4.stories_dir(None),
+            Some(v4.path().join("docs/dev/stories"))
         );
         let l = Layout::discover(root);
         assert_eq!(l.install, Some(root.join(".bmad")));

@@ -4,7 +4,8 @@
 //! - [`analysis`]: menus, confidence, loop and stall limits (the decision engine);
 //! - [`layout`]: where the BMAD install, its config, the sprint status and the stories are;
 //! - [`sprint`]: `sprint-status.yaml`, every era, edited in place;
-//! - [`story`]: story files (v6 and v4), their status and Change Log;
+//! - [`story`]: story files (v4, v6, v6.11 specs), their status and Change Log;
+//! - [`spec_folder`]: v6.11 stories mode (`stories.yaml` and `stories/<id>-*.md`);
 //! - [`status`]: the status words of every era, normalised;
 //! - [`project`]: the stories of a project as one list, checked and changed together;
 //! - [`queue`]: dependency order and what to work on next;
@@ -18,12 +19,17 @@ mod key;
 pub mod layout;
 pub mod project;
 pub mod queue;
+pub mod spec_folder;
 pub mod speckit;
 pub mod sprint;
 pub mod status;
+mod status_change;
+mod status_field;
 pub mod stories_json;
 pub mod story;
+mod story_match;
 pub mod workflow;
+mod yaml_lines;
 
 use std::path::{Path, PathBuf};
 

@@ -9,10 +9,13 @@ use serde::Serialize;
 
 use super::layout::Layout;
 use super::queue::{self, Item};
-use super::sprint::{KeyKind, SprintChange, SprintStatus};
+use super::spec_folder::{self, SpecFolder};
+use super::sprint::{KeyKind, SprintStatus};
 use super::status::Status;
+pub use super::status_change::StatusChange;
 use super::stories_json;
 use super::story::{self, Story};
+use super::story_match;
 use super::{Error, Finding, Result};
 
 /// One story, from wherever it is known.
@@ -36,6 +39,13 @@ pub struct StoryView {
     pub depends_on: Vec<String>,
     /// Line in sprint-status.yaml.
     pub sprint_line: Option<usize>,
+    /// What bmad-build-auto halted on, for a blocked story.
+    pub blocking_condition: Option<String>,
+    /// Files that could each be this story's: none is tied to it, none is ever written.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ambiguous: Vec<String>,
+    /// Whether its key follows BMAD's grammar; `next` skips those that do not, as BMAD does.
+    pub recognised: bool,
 }
 
 /// One problem `check` reports.
@@ -53,7 +63,7 @@ pub struct Problem {
 
 impl Problem {
     /// A file's finding as a problem.
-    fn of(file: &str, finding: &Finding) -> Problem {
+    pub(super) fn of(file: &str, finding: &Finding) -> Problem {
         Problem {
             severity: finding.severity,
             file: file.to_owned(),
@@ -74,6 +84,8 @@ pub struct Project {
     pub files: Vec<Story>,
     /// `stories.json`, if there is one: its path and entries.
     pub stories_json: Option<(PathBuf, Vec<stories_json::Entry>)>,
+    /// v6.11 spec folders (stories mode).
+    pub spec_folders: Vec<SpecFolder>,
     /// The stories, sprint-status order first, then files it does not list.
     pub stories: Vec<StoryView>,
     /// Problems found while loading (never fatal).
@@ -92,7 +104,20 @@ impl Project {
         let dir = stories_dir.map(Path::to_path_buf).or_else(|| {
             layout.stories_dir(sprint.as_ref().and_then(|s| s.story_location.as_deref()))
         });
-        if sprint.is_none() && dir.is_none() {
+        let spec_roots: Vec<PathBuf> = [
+            layout.path("output_folder").map(|o| o.join("specs")),
+            layout.path("planning_artifacts").map(Path::to_path_buf),
+            layout
+                .path("implementation_artifacts")
+                .map(Path::to_path_buf),
+            Some(root.join("_bmad-output/specs")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let roots: Vec<&Path> = spec_roots.iter().map(PathBuf::as_path).collect();
+        let spec_dirs = spec_folder::discover(&roots);
+        if sprint.is_none() && dir.is_none() && spec_dirs.is_empty() {
             return Err(Error::NothingFound {
                 searched: layout.searched.clone(),
             });
@@ -102,24 +127,41 @@ impl Project {
             sprint,
             files: Vec::new(),
             stories_json: None,
+            spec_folders: Vec::new(),
             stories: Vec::new(),
             problems: Vec::new(),
         };
         if let Some(dir) = &dir {
             project.read_dir(dir)?;
         }
+        for folder in spec_dirs {
+            match spec_folder::load(&folder) {
+                Ok(f) => project.spec_folders.push(f),
+                Err(e) => project.problems.push(Problem {
+                    severity: "error",
+                    file: project
+                        .layout
+                        .shown(&folder.join(spec_folder::STORIES_FILE)),
+                    line: 0,
+                    message: e.to_string(),
+                }),
+            }
+        }
         project.merge();
         Ok(project)
     }
 
+    /// Read the story files under `dir`, sub-folders included (`epic3/stories/3-1-x.md`),
+    /// but not spec folders, which are read from their `stories.yaml`.
     fn read_dir(&mut self, dir: &Path) -> Result<()> {
-        let entries = std::fs::read_dir(dir).map_err(|e| Error::io("could not list", dir, e))?;
-        let mut paths: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|e| e == "md") && p.is_file())
-            .collect();
+        let mut paths = Vec::new();
+        collect_markdown(dir, 0, &mut paths).map_err(|e| Error::io("could not list", dir, e))?;
         paths.sort_by_key(|p| natural_key(p));
+        let sprint_keys: std::collections::HashSet<&str> = self
+            .sprint
+            .as_ref()
+            .map(|s| s.entries.iter().map(|e| e.key.as_str()).collect())
+            .unwrap_or_default();
         for path in paths {
             let name = path
                 .file_name()
@@ -127,7 +169,9 @@ impl Project {
                 .unwrap_or_default();
             let story = Story::load(&path)?;
             let titled = story.title.is_some() && story.status.is_some();
-            if story::is_story_name(&name) || titled {
+            let named = story::is_story_name(&name)
+                && (story.says_it_is_a_story() || sprint_keys.contains(story::stem_key(&name)));
+            if named || titled {
                 self.files.push(story);
             }
         }
@@ -152,45 +196,78 @@ impl Project {
     /// Build the one list and record what disagrees.
     fn merge(&mut self) {
         let mut used = vec![false; self.files.len()];
-        let by_key: HashMap<&str, usize> = self
-            .files
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.key.as_deref().map(|k| (k, i)))
-            .collect();
-        let by_number: HashMap<(u32, String), usize> = self
-            .files
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| s.number.clone().map(|n| (n, i)))
-            .collect();
+        let mut by_key: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut by_number: HashMap<(u32, String), Vec<usize>> = HashMap::new();
+        for (i, s) in self.files.iter().enumerate() {
+            if let Some(k) = s.key.as_deref() {
+                by_key.entry(k).or_default().push(i);
+            }
+            if let Some(n) = s.number.clone() {
+                by_number.entry(n).or_default().push(i);
+            }
+        }
         let mut stories = Vec::new();
         if let Some(sprint) = &self.sprint {
-            let file = self.layout.shown(&sprint.path);
+            let sprint_file = self.layout.shown(&sprint.path);
             self.problems
-                .extend(sprint.warnings.iter().map(|w| Problem::of(&file, w)));
-            for entry in sprint.stories() {
-                let KeyKind::Story { epic, number } = &entry.kind else {
-                    continue;
+                .extend(sprint.warnings.iter().map(|w| Problem::of(&sprint_file, w)));
+            for entry in &sprint.entries {
+                let epic = match &entry.kind {
+                    KeyKind::Story { epic, .. } => Some(*epic),
+                    KeyKind::Unknown => None,
+                    _ => continue,
                 };
-                let file = by_key
-                    .get(entry.key.as_str())
-                    .or_else(|| by_number.get(&(*epic, number.clone())))
-                    .copied();
-                if let Some(i) = file {
-                    used[i] = true;
+                let mut candidates = by_key.get(entry.key.as_str()).cloned().unwrap_or_default();
+                if candidates.is_empty() {
+                    if let KeyKind::Story { epic, number } = &entry.kind {
+                        for &i in by_number
+                            .get(&(*epic, number.clone()))
+                            .into_iter()
+                            .flatten()
+                        {
+                            let file = &self.files[i];
+                            let stem = file.key.clone().unwrap_or_else(|| stem_of(&file.path));
+                            if story_match::agree(&entry.key, &stem, file.title.as_deref()) {
+                                candidates.push(i);
+                            } else {
+                                self.problems.push(Problem {
+                                    severity: "warning",
+                                    file: self.layout.shown(&file.path),
+                                    line: 0,
+                                    message: format!(
+                                        "has story number {epic}.{number} like `{}` in {sprint_file}, but its name and title say another story; it is not tied to that key and never changed with it",
+                                        entry.key
+                                    ),
+                                });
+                            }
+                        }
+                    }
                 }
-                let story = file.map(|i| &self.files[i]);
+                let (story, ambiguous) = match candidates.as_slice() {
+                    [i] => (Some(&self.files[*i]), Vec::new()),
+                    many => (
+                        None,
+                        many.iter()
+                            .map(|i| self.layout.shown(&self.files[*i].path))
+                            .collect(),
+                    ),
+                };
+                for i in &candidates {
+                    used[*i] = true;
+                }
                 stories.push(StoryView {
                     key: entry.key.clone(),
                     title: story.and_then(|s| s.title.clone()),
                     status: entry.status.clone(),
                     raw_status: entry.raw_status.clone(),
-                    epic: Some(*epic),
+                    epic,
                     file: story.map(|s| self.layout.shown(&s.path)),
                     file_status: story.and_then(|s| s.status.clone()),
                     depends_on: story.map(|s| s.depends_on.clone()).unwrap_or_default(),
                     sprint_line: Some(entry.line),
+                    blocking_condition: story.and_then(|s| s.blocking_condition.clone()),
+                    ambiguous,
+                    recognised: epic.is_some(),
                 });
             }
         }
@@ -201,28 +278,43 @@ impl Project {
             if used[i] {
                 continue;
             }
-            let stem = story
-                .path
-                .file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default();
             let status = story
                 .status
                 .clone()
                 .unwrap_or(Status::Other("unknown".into()));
             stories.push(StoryView {
-                key: story.key.clone().unwrap_or(stem),
+                key: story.key.clone().unwrap_or_else(|| stem_of(&story.path)),
                 title: story.title.clone(),
                 raw_status: story.raw_status.clone().unwrap_or_default(),
                 status: status.clone(),
                 epic: story.number.as_ref().map(|n| n.0),
-                file: Some(self.layout.shown(&story.path)),
+                file: Some(file),
                 file_status: Some(status),
                 depends_on: story.depends_on.clone(),
                 sprint_line: None,
+                blocking_condition: story.blocking_condition.clone(),
+                ambiguous: Vec::new(),
+                recognised: story.number.is_some(),
             });
         }
-        // Dependencies named in stories.json (by file name) join those from frontmatter.
+        stories.extend(self.spec_folder_stories());
+        // BMAD's order (`sprint_plan.py` `_story_sort_key`): epic, story number, letter; a
+        // key outside the grammar, and stories mode's list order, after them as found.
+        let sort_key = |v: &StoryView| {
+            let number = match super::key::classify(&v.key) {
+                KeyKind::Story { number, .. } => Some(number),
+                _ => None,
+            };
+            match (v.epic, number, v.sprint_line.is_some() || v.file.is_some()) {
+                (Some(epic), Some(number), true) => {
+                    let digits: String = number.chars().take_while(char::is_ascii_digit).collect();
+                    (0, epic, digits.parse::<u32>().unwrap_or(u32::MAX), number)
+                }
+                _ => (1, 0, 0, String::new()),
+            }
+        };
+        stories.sort_by_cached_key(sort_key);
+        // Stories from stories.json (by file name) add their dependencies.
         if let Some((_, entries)) = &self.stories_json {
             for entry in entries {
                 let Some(view) = stories
@@ -238,42 +330,81 @@ impl Project {
                 }
             }
         }
-        // Name dependencies by key, whatever form they were written in.
-        let aliases: HashMap<String, String> = stories
-            .iter()
-            .flat_map(|v| {
-                let mut names = vec![(v.key.clone(), v.key.clone())];
-                if let Some(file) = &v.file {
-                    let name = Path::new(file)
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default();
-                    names.push((name.trim_end_matches(".md").to_owned(), v.key.clone()));
-                    names.push((name, v.key.clone()));
-                }
-                names
-            })
-            .collect();
-        for view in &mut stories {
-            for dep in &mut view.depends_on {
-                if let Some(key) = aliases.get(dep.as_str()) {
-                    *dep = key.clone();
-                }
-            }
-        }
+        story_match::resolve_dependencies(&mut stories);
         self.stories = stories;
     }
 
-    /// The queue's view of the stories.
+    /// The queue's view of the stories. A key outside BMAD's grammar is shown by `list` but
+    /// never recommended, as `sprint_plan.py` skips it; its status is hidden from the queue.
     pub fn items(&self) -> Vec<Item> {
         self.stories
             .iter()
             .map(|s| Item {
                 key: s.key.clone(),
-                status: s.status.clone(),
+                status: if !s.recognised || !s.ambiguous.is_empty() {
+                    Status::Other(s.raw_status.clone())
+                } else if s.file_status == Some(Status::Blocked) {
+                    // The sprint status says in-progress; the spec says it halted.
+                    Status::Blocked
+                } else {
+                    s.status.clone()
+                },
                 depends_on: s.depends_on.clone(),
             })
             .collect()
+    }
+
+    /// What to work on next (BMAD's rule, see [`queue::next`]); when no story is left to do,
+    /// the first open optional retrospective, as `sprint_plan.py` recommends it.
+    pub fn next(&self) -> Result<Recommendation> {
+        let items = self.items();
+        let (story, mut waiting) = queue::next(&items)?;
+        for s in &self.stories {
+            if !s.recognised {
+                waiting.push(format!(
+                    "{} is not a BMAD story key (N-M-slug); BMAD skips it too",
+                    s.key
+                ));
+            } else if !s.ambiguous.is_empty() {
+                waiting.push(format!(
+                    "{} has more than one file ({}); never guessed",
+                    s.key,
+                    s.ambiguous.join(", ")
+                ));
+            } else if s.status == Status::Blocked || s.file_status == Some(Status::Blocked) {
+                waiting.push(format!(
+                    "{} is blocked{}",
+                    s.key,
+                    s.blocking_condition
+                        .as_deref()
+                        .map(|c| format!(": {c}"))
+                        .unwrap_or_default()
+                ));
+            }
+        }
+        let open_work = items.iter().any(|i| i.status.priority().is_some());
+        let retrospective = if story.is_none() && !open_work {
+            self.sprint.as_ref().and_then(|sprint| {
+                sprint
+                    .entries
+                    .iter()
+                    .filter_map(|e| match e.kind {
+                        KeyKind::Retrospective { epic } if e.status == Status::Optional => {
+                            Some((epic, e.key.clone()))
+                        }
+                        _ => None,
+                    })
+                    .min()
+                    .map(|(_, key)| key)
+            })
+        } else {
+            None
+        };
+        Ok(Recommendation {
+            story,
+            retrospective,
+            waiting,
+        })
     }
 
     /// Drift, missing files, bad keys, malformed files, missing dependencies and cycles.
@@ -285,6 +416,34 @@ impl Project {
             .map(|s| self.layout.shown(&s.path))
             .unwrap_or_default();
         for view in &self.stories {
+            if !view.ambiguous.is_empty() {
+                problems.push(Problem {
+                    severity: "error",
+                    file: view.ambiguous[0].clone(),
+                    line: 0,
+                    message: format!(
+                        "`{}` matches more than one file ({}); git-bmad ties it to none and changes none. Rename or remove the extra ones",
+                        view.key,
+                        view.ambiguous.join(", ")
+                    ),
+                });
+            }
+            if view.file_status == Some(Status::Blocked) || view.status == Status::Blocked {
+                problems.push(Problem {
+                    severity: "warning",
+                    file: view.file.clone().unwrap_or_default(),
+                    line: 0,
+                    message: format!(
+                        "`{}` is blocked{}; it waits for a human",
+                        view.key,
+                        view.blocking_condition
+                            .as_deref()
+                            .map(|c| format!(" (bmad-build-auto halted: {c})"))
+                            .unwrap_or_default()
+                    ),
+                });
+                continue;
+            }
             match (&view.sprint_line, &view.file, &view.file_status) {
                 (Some(line), Some(file), Some(file_status)) if *file_status != view.status => problems.push(Problem {
                     severity: "error",
@@ -295,13 +454,13 @@ impl Project {
                         view.key, view.status, view.key
                     ),
                 }),
-                (Some(line), None, _) if view.status.rank().is_some_and(|r| r >= 1) => problems.push(Problem {
+                (Some(line), None, _) if view.ambiguous.is_empty() && view.recognised && view.status.rank().is_some_and(|r| r >= 1) => problems.push(Problem {
                     severity: "error",
                     file: sprint_file.clone(),
                     line: *line,
-                    message: format!("`{}` is {} but has no story file; create-story writes it", view.key, view.status),
+                    message: format!("`{}` is {} but has no story file (BMAD writes it: bmad-build from v6.11, create-story before)", view.key, view.status),
                 }),
-                (None, Some(file), _) if self.sprint.is_some() => problems.push(Problem {
+                (None, Some(file), _) if self.sprint.is_some() && view.epic.is_some() => problems.push(Problem {
                     severity: "warning",
                     file: file.clone(),
                     line: 0,
@@ -338,115 +497,50 @@ impl Project {
         }
         problems
     }
-
-    /// Set a story's status in the sprint status and its story file (and stories.json),
-    /// signed; all or nothing.
-    pub fn set_status(
-        &self,
-        key: &str,
-        to: &Status,
-        by: &str,
-        force: bool,
-    ) -> Result<StatusChange> {
-        let now = crate::time::Timestamp::now();
-        let view = self.stories.iter().find(|s| {
-            s.key == key
-                || s.file
-                    .as_deref()
-                    .is_some_and(|f| f.ends_with(&format!("/{key}")) || f == key)
-        });
-        let story = view
-            .and_then(|v| v.file.as_ref())
-            .and_then(|f| self.files.iter().find(|s| self.layout.shown(&s.path) == *f));
-        let in_sprint = view.is_some_and(|v| v.sprint_line.is_some());
-        let key = view.map_or(key, |v| v.key.as_str());
-        let sprint_edit = match (&self.sprint, in_sprint) {
-            (Some(sprint), true) => Some((sprint, sprint.with_status(key, to, force, &now)?)),
-            (Some(sprint), false) if story.is_none() => {
-                // Epics and retrospectives live only in the sprint status.
-                Some((sprint, sprint.with_status(key, to, force, &now)?))
-            }
-            _ => None,
-        };
-        let story_edit = story
-            .map(|s| s.with_status(to, by, &now, force).map(|t| (s, t)))
-            .transpose()?;
-        if sprint_edit.is_none() && story_edit.is_none() {
-            return Err(Error::UnknownKey {
-                key: key.to_owned(),
-                path: self
-                    .sprint
-                    .as_ref()
-                    .map(|s| s.path.clone())
-                    .unwrap_or_else(|| self.layout.root.clone()),
-            });
-        }
-        let mut change = StatusChange {
-            key: key.to_owned(),
-            to: to.as_str().to_owned(),
-            by: by.to_owned(),
-            at: now.rfc3339(),
-            sprint: None,
-            story_file: None,
-            stories_json: None,
-        };
-        if let Some((sprint, (text, sprint_change))) = &sprint_edit {
-            sprint.write(text)?;
-            change.sprint = Some(sprint_change.clone());
-        }
-        if let Some((story, text)) = &story_edit {
-            if let Err(e) = story.write(text) {
-                // All or nothing: put the sprint status back as it was.
-                if let Some((sprint, _)) = &sprint_edit {
-                    let _ = crate::fs::write_atomically(
-                        &sprint.path,
-                        sprint.original().as_bytes(),
-                        None,
-                    );
-                }
-                return Err(e);
-            }
-            change.story_file = Some(self.layout.shown(&story.path));
-        }
-        if let (Some((path, entries)), Some((story, _))) = (&self.stories_json, &story_edit) {
-            let name = story
-                .path
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            let mut entries = entries.clone();
-            if let Some(entry) = entries.iter_mut().find(|e| e.name == name) {
-                entry.signatures.push(stories_json::Signature {
-                    agent: by.to_owned(),
-                    timestamp: now.rfc3339(),
-                    action: Some(format!("status {} → {}", entry.status, to)),
-                });
-                entry.status = to.as_str().to_owned();
-                stories_json::write(path, &entries)?;
-                change.stories_json = Some(self.layout.shown(path));
-            }
-        }
-        Ok(change)
-    }
 }
 
-/// What `set_status` wrote.
+/// What `stories next` recommends.
 #[derive(Clone, Debug, Serialize)]
-pub struct StatusChange {
-    /// The story or epic.
-    pub key: String,
-    /// The new status.
-    pub to: String,
-    /// Who.
-    pub by: String,
-    /// When (RFC 3339).
-    pub at: String,
-    /// The sprint-status change.
-    pub sprint: Option<SprintChange>,
-    /// The story file changed.
-    pub story_file: Option<String>,
-    /// stories.json, if it was updated.
-    pub stories_json: Option<String>,
+pub struct Recommendation {
+    /// The story, if any is ready.
+    #[serde(rename = "next")]
+    pub story: Option<queue::Next>,
+    /// An open optional retrospective, when no story is left to do.
+    pub retrospective: Option<String>,
+    /// Why other stories wait.
+    #[serde(rename = "blocked")]
+    pub waiting: Vec<String>,
+}
+
+/// A file's stem, as a key.
+fn stem_of(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    story::stem_key(&name).to_owned()
+}
+
+/// The Markdown files under `dir`, three folders deep at most, skipping hidden folders and
+/// spec folders (a `stories.yaml` next to them).
+fn collect_markdown(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let Ok(entry) = entry else { continue };
+        let path = entry.path();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let hidden = entry.file_name().to_string_lossy().starts_with('.');
+        if kind.is_dir() {
+            if depth < 3 && !hidden && !path.join(spec_folder::STORIES_FILE).is_file() {
+                // A sub-folder that cannot be read is skipped, not fatal.
+                let _ = collect_markdown(&path, depth + 1, out);
+            }
+        } else if path.extension().is_some_and(|e| e == "md") && path.is_file() {
+            out.push(path);
+        }
+    }
+    Ok(())
 }
 
 /// `1-10-x` after `1-9-x`: digit runs compare as numbers.

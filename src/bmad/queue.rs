@@ -129,22 +129,24 @@ pub struct Next {
     pub reason: String,
 }
 
-/// The most advanced unfinished story (review, then in-progress, ready-for-dev, backlog)
-/// whose dependencies are all done; among equals, the first in dependency order.
+/// The story to work on next: BMAD's rule (in progress, then review, then ready-for-dev,
+/// then backlog; among equals the first in `items`, which callers give in epic/story number
+/// order as `sprint_plan.py` sorts them), skipping stories whose dependencies are not done.
+/// Blocked, unknown and cancelled stories are never recommended. Also returns why each
+/// waiting story waits.
 pub fn next(items: &[Item]) -> Result<(Option<Next>, Vec<String>)> {
-    let (order, missing) = order(items)?;
-    let position: HashMap<usize, usize> =
-        order.iter().enumerate().map(|(pos, i)| (*i, pos)).collect();
+    // A cycle is an error here too: `next` must not pick a story that can never start.
+    order(items)?;
     let done: HashMap<&str, bool> = items
         .iter()
         .map(|i| (i.key.as_str(), i.status == Status::Done))
         .collect();
     let mut blocked = Vec::new();
-    let mut best: Option<(u8, usize, usize)> = None;
+    let mut best: Option<(u8, usize)> = None;
     for (i, item) in items.iter().enumerate() {
-        if matches!(item.status, Status::Done | Status::Optional) {
+        let Some(priority) = item.status.priority() else {
             continue;
-        }
+        };
         let waiting: Vec<&str> = item
             .depends_on
             .iter()
@@ -168,20 +170,18 @@ pub fn next(items: &[Item]) -> Result<(Option<Next>, Vec<String>)> {
             });
             continue;
         }
-        let rank = (item.status.priority(), position[&i], i);
-        if best.is_none_or(|b| rank < b) {
-            best = Some(rank);
+        if best.is_none_or(|b| (priority, i) < b) {
+            best = Some((priority, i));
         }
     }
-    let _ = missing;
-    let next = best.map(|(_, _, i)| {
+    let next = best.map(|(_, i)| {
         let item = &items[i];
         let why_status = match item.status {
+            Status::InProgress => "it is already in progress: finish it before anything else",
             Status::Review => "it waits for review, which comes before any new work",
-            Status::InProgress => "it is already in progress: finish before starting",
             Status::ReadyForDev => "it is the first story ready for development",
             Status::Backlog => "nothing is further along; it is the first story in the backlog",
-            _ => "its status is not one git-bmad ranks; it is the first such story",
+            _ => "it is the first story in its status",
         };
         let deps = if item.depends_on.is_empty() {
             String::new()
@@ -251,18 +251,27 @@ mod tests {
     }
 
     #[test]
-    fn next_prefers_review_then_progress_and_respects_dependencies() {
+    fn next_prefers_progress_then_review_and_respects_dependencies() {
         let items = vec![
             item("1-1", "done", &[]),
             item("1-2", "ready-for-dev", &["1-1"]),
-            item("1-3", "in-progress", &[]),
-            item("1-4", "review", &["1-9"]),
+            item("1-3", "review", &[]),
+            item("1-4", "in-progress", &[]),
+            item("1-5", "in-progress", &["1-9"]),
+            item("1-6", "cancelled", &[]),
+            item("1-7", "blocked", &[]),
         ];
         let (next, blocked) = next(&items).unwrap();
         let next = next.unwrap();
-        assert_eq!(next.key, "1-3");
+        assert_eq!(next.key, "1-4");
         assert!(next.reason.contains("already in progress"));
-        assert_eq!(blocked, ["1-4 depends on 1-9, which does not exist"]);
+        assert_eq!(blocked, ["1-5 depends on 1-9, which does not exist"]);
+        let (next, _) = super::next(&items[..4]).unwrap();
+        assert_eq!(next.unwrap().key, "1-4");
+        let (next, _) = super::next(&[items[2].clone(), items[1].clone()]).unwrap();
+        assert_eq!(next.unwrap().key, "1-3", "review before ready-for-dev");
+        let (none, _) = super::next(&items[5..]).unwrap();
+        assert!(none.is_none(), "blocked and cancelled wait for a human");
         let (none, _) = super::next(&[item("a", "done", &[])]).unwrap();
         assert!(none.is_none());
     }

@@ -15,7 +15,8 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 pub use super::key::{classify, KeyKind};
-use super::status::{legal_transition, Status};
+use super::status::{legal_move, Lifecycle, Status};
+use super::yaml_lines::{split_entry, without_repeated_keys};
 use super::{Error, Finding, Result};
 
 /// One `development_status` entry.
@@ -75,6 +76,9 @@ pub struct SprintStatus {
     text: String,
     #[serde(skip)]
     last_updated_value: Option<Range<usize>>,
+    /// Keys written more than once in `development_status`: read, never changed.
+    #[serde(skip)]
+    repeated: Vec<String>,
     #[serde(skip)]
     fingerprint: [u8; 32],
 }
@@ -108,12 +112,28 @@ impl SprintStatus {
 
     /// Parse the text of a file.
     pub fn parse(path: &Path, text: String) -> Result<SprintStatus> {
-        let doc: crate::config::yaml::Data =
-            crate::config::yaml::from_str(&text).map_err(|e| Error::Parse {
-                path: path.to_path_buf(),
-                line: e.location.map_or(1, |l| l.0),
-                message: e.to_string(),
-            })?;
+        let parse_error = |e: crate::config::yaml::DeError| Error::Parse {
+            path: path.to_path_buf(),
+            line: e.location.map_or(1, |l| l.0),
+            message: e.to_string(),
+        };
+        // A key written twice makes the file invalid YAML; BMAD's parser refuses it too. Read
+        // the rest (the first entry of each key wins) and report the repeats, rather than
+        // refusing every command over one line.
+        let (doc, repeated): (crate::config::yaml::Data, _) =
+            match crate::config::yaml::from_str(&text) {
+                Ok(doc) => (doc, Vec::new()),
+                Err(e) => {
+                    let (cleaned, repeated) = without_repeated_keys(&text);
+                    if repeated.is_empty() {
+                        return Err(parse_error(e));
+                    }
+                    (
+                        crate::config::yaml::from_str(&cleaned).map_err(parse_error)?,
+                        repeated,
+                    )
+                }
+            };
         let scalar = |key: &str| -> Option<String> {
             match doc.get(key)? {
                 crate::config::yaml::Data::String(s) => Some(s.clone()),
@@ -132,6 +152,7 @@ impl SprintStatus {
             warnings: Vec::new(),
             editable: true,
             last_updated_value: None,
+            repeated: Vec::new(),
             fingerprint: Sha256::digest(text.as_bytes()).into(),
             text: String::new(),
         };
@@ -144,6 +165,17 @@ impl SprintStatus {
             });
         }
         status.read_lines(&text);
+        for (key, line, first) in &repeated {
+            status.warnings.push(Finding::error(
+                *line,
+                format!("`{key}` is written twice (first at line {first}); BMAD's parser refuses the file until one is removed. git-bmad reads the first and will not change `{key}`"),
+            ));
+            status.repeated.push(key.clone());
+        }
+        status.entries.retain({
+            let mut seen = std::collections::HashSet::new();
+            move |e| seen.insert(e.key.clone())
+        });
         status.cross_check(&doc);
         if let Some(items) = doc.get("action_items").and_then(|v| v.as_sequence()) {
             for item in items {
@@ -319,8 +351,22 @@ impl SprintStatus {
             key: key.to_owned(),
             path: self.path.clone(),
         })?;
+        if self.repeated.iter().any(|k| k == key) {
+            return Err(Error::Parse {
+                path: self.path.clone(),
+                line: entry.line,
+                message: format!(
+                    "`{key}` is written more than once; remove the extra line, then set it"
+                ),
+            });
+        }
         if !force {
-            legal_transition(&entry.status, to).map_err(|why| Error::IllegalTransition {
+            let lifecycle = match entry.kind {
+                KeyKind::Epic { .. } => Lifecycle::Epic,
+                KeyKind::Retrospective { .. } => Lifecycle::Retrospective,
+                _ => Lifecycle::Story,
+            };
+            legal_move(lifecycle, &entry.status, to).map_err(|why| Error::IllegalTransition {
                 key: key.to_owned(),
                 why,
             })?;
@@ -390,59 +436,23 @@ pub(super) fn write_unless_changed(path: &Path, fingerprint: &[u8; 32], text: &s
         .map_err(|e| Error::io("could not write", path, e))
 }
 
-/// `key: value  # comment` → the key (unquoted) and the value's byte range in `line`
-/// (inside quotes), `None` for a key with nothing after the colon.
-fn split_entry(line: &str) -> Option<(String, Option<Range<usize>>)> {
-    let (key, rest_at) = if let Some(q) = line.chars().next().filter(|c| *c == '"' || *c == '\'') {
-        let close = line[1..].find(q)? + 1;
-        let after = &line[close + 1..];
-        if !after.trim_start().starts_with(':') {
-            return None;
-        }
-        (line[1..close].to_owned(), close + 1 + after.find(':')? + 1)
-    } else {
-        let colon = line
-            .find(": ")
-            .or_else(|| line.strip_suffix(':').map(|s| s.len()))?;
-        (line[..colon].trim_end().to_owned(), colon + 1)
-    };
-    let rest = &line[rest_at..];
-    let lead = rest.len() - rest.trim_start().len();
-    let value_start = rest_at + lead;
-    let value = &line[value_start..];
-    if value.is_empty() || value.starts_with('#') {
-        return Some((key, None));
-    }
-    let range = match value.chars().next() {
-        Some(q @ ('"' | '\'')) => {
-            let close = value[1..].find(q)? + 1;
-            value_start + 1..value_start + close
-        }
-        _ => {
-            let end = value.find(" #").unwrap_or(value.len());
-            value_start..value_start + value[..end].trim_end().len()
-        }
-    };
-    Some((key, Some(range)))
-}
-
-/// A time in the format of the value it replaces: BMAD's `MM-DD-YYYY HH:MM`, else RFC 3339.
+/// A time in the format of the value it replaces, when it is one `sprint_plan.py` reads
+/// (`STAMP_FORMATS`: `%m-%d-%Y %H:%M`, `%Y-%m-%d %H:%M`, `%Y-%m-%d`) or an RFC 3339 stamp;
+/// anything else (free text) becomes BMAD's own `MM-DD-YYYY HH:MM`, which its parser reads.
 fn stamp_like(old: &str, now: &crate::time::Timestamp) -> String {
+    // 2026-11-22T06:10:07Z
     let rfc = now.rfc3339();
-    let looks_bmad = old.len() == 16
-        && old.as_bytes().get(2) == Some(&b'-')
-        && old.as_bytes().get(5) == Some(&b'-');
-    if looks_bmad {
-        // 2026-11-22T06:10:07Z → 11-22-2026 06:10
-        format!(
-            "{}-{}-{} {}",
-            &rfc[5..7],
-            &rfc[8..10],
-            &rfc[0..4],
-            &rfc[11..16]
-        )
-    } else {
-        rfc
+    let (year, month, day, hm) = (&rfc[0..4], &rfc[5..7], &rfc[8..10], &rfc[11..16]);
+    let shape: String = old
+        .trim()
+        .chars()
+        .map(|c| if c.is_ascii_digit() { '9' } else { c })
+        .collect();
+    match shape.as_str() {
+        "9999-99-99 99:99" => format!("{year}-{month}-{day} {hm}"),
+        "9999-99-99" => format!("{year}-{month}-{day}"),
+        s if s.starts_with("9999-99-99T99:99") => rfc,
+        _ => format!("{month}-{day}-{year} {hm}"),
     }
 }
 

@@ -5,9 +5,15 @@
 //! | v6 | backlog, ready-for-dev, in-progress, review, done; retro optional | as they are |
 //! | alpha | drafted, contexted, completed | ready-for-dev, in-progress, done |
 //! | v4 | Draft, Approved, InProgress / Dev, Review / Ready for Review, Done | backlog … done |
+//! | v6.11 spec frontmatter | draft, ready-for-dev, in-progress, in-review, done, blocked | backlog … done, blocked |
 //!
 //! A word none of these know (bmad-loop's `awaiting-operator`) is kept as it is, never reset:
 //! BMAD's own tooling lost such statuses (#2871).
+//!
+//! Sprint-status values are read word for word ([`Status::parse`]), as `sprint_plan.py` reads
+//! them. Story files are prose, and real ones decorate the word (`✅ Complete - October 1,
+//! 2024`, `In Development - Tasks 1-7 completed`, `done *(Pending: PM approval)*`):
+//! [`Status::parse_prose`] reads the leading status phrase and ignores what follows it.
 
 use std::fmt;
 
@@ -29,6 +35,8 @@ pub enum Status {
     Done,
     /// A retrospective that may be skipped.
     Optional,
+    /// Halted on a blocking condition (v6.11 spec frontmatter; bmad-build-auto's HALT).
+    Blocked,
     /// A word git-bmad does not know, kept verbatim.
     #[serde(untagged)]
     Other(String),
@@ -51,7 +59,43 @@ impl Status {
             "review" | "ready-for-review" | "in-review" => Status::Review,
             "done" | "completed" | "complete" => Status::Done,
             "optional" => Status::Optional,
+            "blocked" => Status::Blocked,
             _ => Status::Other(raw.trim().to_owned()),
+        }
+    }
+
+    /// Read the status a story file writes in prose: the word itself, or a known phrase at
+    /// the start of decorated text (emoji, emphasis, a date or a note after it). Text that
+    /// starts with no known phrase is kept verbatim as [`Status::Other`].
+    pub fn parse_prose(raw: &str) -> Status {
+        let exact = Status::parse(raw);
+        if !matches!(exact, Status::Other(_)) {
+            return exact;
+        }
+        let words: Vec<String> = raw
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        // Longest phrases first, so "ready for review" is not read as "ready".
+        const PHRASES: &[(&[&str], Status)] = &[
+            (&["ready", "for", "development"], Status::ReadyForDev),
+            (&["ready", "for", "dev"], Status::ReadyForDev),
+            (&["ready", "for", "review"], Status::Review),
+            (&["in", "development"], Status::InProgress),
+            (&["in", "progress"], Status::InProgress),
+            (&["in", "review"], Status::Review),
+            (&["under", "review"], Status::Review),
+        ];
+        for (phrase, status) in PHRASES {
+            if words.len() >= phrase.len() && words.iter().zip(phrase.iter()).all(|(w, p)| w == p) {
+                return status.clone();
+            }
+        }
+        // One status word followed by anything else (`Done - 2024-10-01`, `DONE ✅`).
+        match words.first().map(|w| Status::parse(w)) {
+            Some(Status::Other(_)) | None => Status::Other(raw.trim().to_owned()),
+            Some(first) => first,
         }
     }
 
@@ -64,6 +108,7 @@ impl Status {
             Status::Review => "review",
             Status::Done => "done",
             Status::Optional => "optional",
+            Status::Blocked => "blocked",
             Status::Other(word) => word,
         }
     }
@@ -76,21 +121,21 @@ impl Status {
             Status::InProgress => 2,
             Status::Review => 3,
             Status::Done => 4,
-            Status::Optional | Status::Other(_) => return None,
+            Status::Optional | Status::Blocked | Status::Other(_) => return None,
         })
     }
 
-    /// Which to work on first: review, then in-progress, ready-for-dev, backlog (the v4
-    /// order Ready for Review → Dev → Approved → Draft is the same one). Done comes last.
-    pub fn priority(&self) -> u8 {
+    /// Which to work on first, `None` for what is never recommended. BMAD's rule since
+    /// v6.0 (the sprint-status workflow's instructions; HEAD `sprint_plan.py` `cmd_status`):
+    /// finish what is in progress, then review, then start what is ready, then the backlog.
+    /// A blocked, unknown or cancelled story waits for a human.
+    pub fn priority(&self) -> Option<u8> {
         match self {
-            Status::Review => 0,
-            Status::InProgress => 1,
-            Status::ReadyForDev => 2,
-            Status::Backlog => 3,
-            Status::Other(_) => 4,
-            Status::Optional => 5,
-            Status::Done => 6,
+            Status::InProgress => Some(0),
+            Status::Review => Some(1),
+            Status::ReadyForDev => Some(2),
+            Status::Backlog => Some(3),
+            Status::Done | Status::Optional | Status::Blocked | Status::Other(_) => None,
         }
     }
 }
@@ -101,10 +146,57 @@ impl fmt::Display for Status {
     }
 }
 
+/// Whose lifecycle a status follows: `sprint_plan.py`'s `STORY_RANK`, `EPIC_RANK` and
+/// `RETRO_RANK`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lifecycle {
+    /// backlog → ready-for-dev → in-progress → review → done.
+    Story,
+    /// backlog → in-progress → done.
+    Epic,
+    /// optional → done.
+    Retrospective,
+}
+
+/// Whether `from` → `to` is a legal move without `--force` in `lifecycle`.
+pub fn legal_move(lifecycle: Lifecycle, from: &Status, to: &Status) -> Result<(), String> {
+    let steps: &[Status] = match lifecycle {
+        Lifecycle::Story => return legal_transition(from, to),
+        Lifecycle::Epic => &[Status::Backlog, Status::InProgress, Status::Done],
+        Lifecycle::Retrospective => &[Status::Optional, Status::Done],
+    };
+    if from == to {
+        return Ok(());
+    }
+    let at = |s: &Status| steps.iter().position(|x| x == s);
+    let path = steps
+        .iter()
+        .map(Status::as_str)
+        .collect::<Vec<_>>()
+        .join(" → ");
+    let what = match lifecycle {
+        Lifecycle::Epic => "an epic",
+        _ => "a retrospective",
+    };
+    match (at(from), at(to)) {
+        (Some(a), Some(b)) if b == a + 1 => Ok(()),
+        (Some(a), Some(b)) if b < a => Err(format!(
+            "{from} → {to} goes backwards; {what} moves {path} (pass --force to do it anyway)"
+        )),
+        (Some(_), Some(_)) => Err(format!(
+            "{from} → {to} skips a stage; {what} moves {path} (pass --force to skip)"
+        )),
+        _ => Err(format!(
+            "{from} → {to}: {what} moves {path} (pass --force to set it anyway)"
+        )),
+    }
+}
+
 /// Whether a story may move from `from` to `to` without `--force`: one step forward, or
 /// back from review to in-progress (the review found problems; BMAD's code-review does this).
+/// `blocked` (bmad-build-auto's HALT) may be entered from any stage and left to any.
 pub fn legal_transition(from: &Status, to: &Status) -> Result<(), String> {
-    if from == to {
+    if from == to || *from == Status::Blocked || *to == Status::Blocked {
         return Ok(());
     }
     match (from.rank(), to.rank()) {

@@ -1,6 +1,11 @@
-//! Story files: v6 (`Status: x` line) and v4 (`## Status` heading), read for their status,
-//! dependencies, tasks and review; a status change rewrites the status value and appends a
-//! signed Change Log entry, and touches nothing else.
+//! Story files of every era, read for their status, dependencies, tasks and review:
+//! v6 (`Status: x` and its bold and joined forms, see [`super::status_field`]), v4
+//! (`## Status` heading) and v6.11 specs (`spec-<key>.md`, status in the frontmatter, the
+//! lifecycle draft → ready-for-dev → in-progress → in-review → done, plus blocked).
+//!
+//! A status change rewrites the status value only, in the file's own words, and appends a
+//! signed Change Log entry; a v6.11 spec gets none, because its only change log (`## Spec
+//! Change Log`) carries constraints bmad-build-auto obeys when it re-derives code.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -13,16 +18,23 @@ use sha2::{Digest, Sha256};
 use super::change_log::{append_change_log, ChangeEntry};
 use super::sprint::write_unless_changed;
 use super::status::{legal_transition, Status};
+use super::status_field::Form;
+pub(super) use super::story_match::number_in;
+pub use super::story_match::{is_story_name, stem_key};
+use super::yaml_lines::{names, scalar};
 use super::{Error, Finding, Result};
 
-/// How the file writes its status.
+/// How the file writes its status, and so which words a change writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
-    /// `Status: ready-for-dev`.
+    /// `Status: ready-for-dev` (or bold): v6 words.
     V6,
-    /// `## Status` then the value on a line of its own.
+    /// `## Status` then the value, `## Status: Draft`, or a capitalised `Status: Approved`:
+    /// v4 words.
     V4,
+    /// Frontmatter `status: 'in-review'` (v6.11 specs): the spec lifecycle's words.
+    Frontmatter,
 }
 
 /// A `[AI-Review][Severity]` follow-up.
@@ -63,6 +75,19 @@ pub struct Story {
     pub depends_on: Vec<String>,
     /// `baseline_commit` from the frontmatter.
     pub baseline_commit: Option<String>,
+    /// `baseline_revision` from a v6.11 spec's frontmatter: HEAD when implementation began.
+    pub baseline_revision: Option<String>,
+    /// `review_loop_iteration` from a v6.11 spec.
+    pub review_loop_iteration: Option<u32>,
+    /// `followup_review_recommended` from a v6.11 spec.
+    pub followup_review_recommended: Option<bool>,
+    /// How many findings the spec's `deferred:` list holds.
+    pub deferred: usize,
+    /// The `Blocking condition:` bmad-build-auto wrote when it halted, if any.
+    pub blocking_condition: Option<String>,
+    /// Whether the status follows the v6.11 spec lifecycle (`in-review`, `draft`): a
+    /// `spec-*.md`, a stories-mode artifact, or a file already using those words.
+    pub spec_lifecycle: bool,
     /// Checked and total task checkboxes (nested ones included).
     pub tasks: (usize, usize),
     /// `## Senior Developer Review (AI)` outcome, if reviewed.
@@ -79,32 +104,6 @@ pub struct Story {
     fingerprint: [u8; 32],
 }
 
-/// Whether a file name looks like a story: `1-2-slug.md`, `1.1.title.md`, `story-1.2.md`,
-/// `5.0.6-x.md`, `7b-3-x.md`.
-pub fn is_story_name(name: &str) -> bool {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    RE.get_or_init(|| {
-        Regex::new(r"(?i)^(?:story[-_.]?)?\d+[a-z]?[-.]\d+[a-z]?(?:[-.].*)?\.md$")
-            .expect("story name")
-    })
-    .is_match(name)
-}
-
-fn number_in(text: &str) -> Option<(u32, String)> {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let re = RE.get_or_init(|| {
-        Regex::new(r"(?i)^(?:story[-_. ]?)?(\d+)[a-z]?[-.](\d+[a-z]?)(?:[-.](\d+)\b)?")
-            .expect("number")
-    });
-    let c = re.captures(text)?;
-    let epic = c[1].parse().ok()?;
-    let number = match c.get(3) {
-        Some(third) => format!("{}.{}", &c[2], third.as_str()),
-        None => c[2].to_owned(),
-    };
-    Some((epic, number))
-}
-
 impl Story {
     /// Read a story file.
     pub fn load(path: &Path) -> Result<Story> {
@@ -119,7 +118,7 @@ impl Story {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let stem = name.strip_suffix(".md").unwrap_or(&name).to_owned();
+        let stem = stem_key(&name).to_owned();
         let key = matches!(
             super::sprint::classify(&stem),
             super::sprint::KeyKind::Story { .. }
@@ -136,6 +135,12 @@ impl Story {
             format: Format::V6,
             depends_on: Vec::new(),
             baseline_commit: None,
+            baseline_revision: None,
+            review_loop_iteration: None,
+            followup_review_recommended: None,
+            deferred: 0,
+            blocking_condition: None,
+            spec_lifecycle: name.starts_with("spec-"),
             tasks: (0, 0),
             review_outcome: None,
             follow_ups: Vec::new(),
@@ -149,11 +154,17 @@ impl Story {
         if story.status.is_none() {
             story.findings.push(Finding::warning(
                 0,
-                "no `Status:` line or `## Status` section".into(),
+                "no status: no frontmatter `status:`, `Status:` line (plain or bold) or `## Status` section".into(),
             ));
         }
         story.text = text;
         story
+    }
+
+    /// Whether the file says it is a story: it has a status or a `# Story` title. Reports
+    /// kept beside stories under story-like names (`3-1-security-scan-report.md`) say neither.
+    pub fn says_it_is_a_story(&self) -> bool {
+        self.status.is_some() || self.title.is_some()
     }
 
     /// Read the `---` frontmatter; returns where the body starts.
@@ -184,6 +195,26 @@ impl Story {
                         .or_else(|| value.get("dependencies")),
                 );
                 self.baseline_commit = value.get("baseline_commit").and_then(scalar);
+                self.baseline_revision = value.get("baseline_revision").and_then(scalar);
+                // v6.11 specs carry their title here; a `# Story` heading still wins.
+                self.title = value
+                    .get("title")
+                    .and_then(scalar)
+                    .filter(|t| !t.is_empty());
+                self.review_loop_iteration = value
+                    .get("review_loop_iteration")
+                    .and_then(scalar)
+                    .and_then(|n| n.parse().ok());
+                self.followup_review_recommended = value
+                    .get("followup_review_recommended")
+                    .and_then(|v| v.as_bool());
+                self.deferred = value
+                    .get("deferred")
+                    .and_then(|v| v.as_sequence())
+                    .map_or(0, |items| items.len());
+                if value.get("status").and_then(scalar).is_some() {
+                    self.frontmatter_status(text, open, close);
+                }
             }
             Err(e) => {
                 let line = 1 + e.location.map_or(1, |l| l.0);
@@ -199,11 +230,36 @@ impl Story {
         body_start
     }
 
+    /// Find the top-level `status:` line of the frontmatter `text[open..close]`.
+    fn frontmatter_status(&mut self, text: &str, open: usize, close: usize) {
+        let mut offset = open;
+        for line in text[open..close].split_inclusive('\n') {
+            let start = offset;
+            offset += line.len();
+            let body = line.trim_end_matches(['\n', '\r']);
+            if !body.starts_with("status:") {
+                continue;
+            }
+            if let Some((_, Some(value))) = super::yaml_lines::split_entry(body) {
+                let raw = &body[value.clone()];
+                let line_no = text[..start].matches('\n').count() + 1;
+                self.set_found(
+                    raw,
+                    line_no,
+                    start + value.start..start + value.end,
+                    Format::Frontmatter,
+                );
+                self.spec_lifecycle |= matches!(raw, "in-review" | "draft");
+            }
+            return;
+        }
+    }
+
     fn scan(&mut self, text: &str, body_start: usize) {
         static TITLE: OnceLock<Regex> = OnceLock::new();
         static FOLLOW: OnceLock<Regex> = OnceLock::new();
         let title = TITLE.get_or_init(|| {
-            Regex::new(r"^#\s+Story\s+([0-9][0-9A-Za-z.\-]*)\s*[:.\-–]?\s*(.*)$").expect("title")
+            Regex::new(r"^#\s+Story\s+([0-9][0-9A-Za-z.\-]*)\s*[:.\-–—]?\s*(.*)$").expect("title")
         });
         let follow = FOLLOW.get_or_init(|| {
             Regex::new(r"^\s*[-*]\s+\[( |x|X)\]\s+\[AI-Review\]\[([^\]]+)\]\s*(.*?)\s*(?:\[([^\]\s]+:\d+(?:-\d+)?)\])?\s*$").expect("follow-up")
@@ -215,6 +271,7 @@ impl Story {
         let mut tasks_any = (0usize, 0usize);
         let mut tasks_section = (0usize, 0usize);
         let mut saw_tasks_section = false;
+        let mut saw_story_title = false;
         let first_line = text[..body_start].matches('\n').count();
         for (i, line) in text[body_start..].split_inclusive('\n').enumerate() {
             let n = first_line + i + 1;
@@ -231,14 +288,35 @@ impl Story {
             if v4_status_next && !body.trim().is_empty() {
                 v4_status_next = false;
                 if self.status.is_none() && !body.starts_with('#') {
-                    let value = body.trim();
-                    let lead = body.len() - body.trim_start().len();
-                    self.set_found(
-                        value,
-                        n,
-                        start + lead..start + lead + value.len(),
-                        Format::V4,
-                    );
+                    if let Some(r) = super::status_field::unwrap_emphasis(body, 0..body.len()) {
+                        self.set_found(
+                            &body[r.clone()],
+                            n,
+                            start + r.start..start + r.end,
+                            Format::V4,
+                        );
+                    }
+                }
+            }
+            if let Some(rest) = body.strip_prefix("Blocking condition:") {
+                let condition = rest.trim();
+                if !condition.is_empty() && !condition.eq_ignore_ascii_case("none") {
+                    self.blocking_condition = Some(condition.to_owned());
+                }
+            }
+            if self.status.is_none() {
+                if let Some((r, form)) = super::status_field::find(body) {
+                    let value = &body[r.clone()];
+                    let format = match form {
+                        Form::Heading => Format::V4,
+                        // A capitalised word is v4's vocabulary (`Status: Approved`).
+                        Form::Field if value.starts_with(|c: char| c.is_uppercase()) => Format::V4,
+                        Form::Field => Format::V6,
+                    };
+                    self.set_found(value, n, start + r.start..start + r.end, format);
+                    if form == Form::Field {
+                        continue;
+                    }
                 }
             }
             if let Some(heading) = body.strip_prefix("## ") {
@@ -251,21 +329,14 @@ impl Story {
                 }
                 continue;
             }
-            if self.title.is_none() {
+            if !saw_story_title {
                 if let Some(c) = title.captures(body) {
-                    self.title = Some(c[2].trim().to_owned()).filter(|t| !t.is_empty());
+                    saw_story_title = true;
+                    self.title = Some(c[2].trim().to_owned())
+                        .filter(|t| !t.is_empty())
+                        .or(self.title.take());
                     if self.number.is_none() {
                         self.number = number_in(&c[1]);
-                    }
-                    continue;
-                }
-            }
-            if self.status.is_none() {
-                if let Some(rest) = body.strip_prefix("Status:") {
-                    let value = rest.trim();
-                    if !value.is_empty() {
-                        let at = start + body.len() - rest.trim_start().len();
-                        self.set_found(value, n, at..at + value.len(), Format::V6);
                     }
                     continue;
                 }
@@ -303,7 +374,7 @@ impl Story {
     }
 
     fn set_found(&mut self, value: &str, line: usize, range: Range<usize>, format: Format) {
-        self.status = Some(Status::parse(value));
+        self.status = Some(Status::parse_prose(value));
         self.raw_status = Some(value.to_owned());
         self.status_line = line;
         self.status_range = Some(range);
@@ -338,9 +409,14 @@ impl Story {
             // v4 files keep v4 words.
             Format::V4 => v4_word(to).to_owned(),
             Format::V6 => to.as_str().to_owned(),
+            Format::Frontmatter if self.spec_lifecycle => spec_word(to).to_owned(),
+            Format::Frontmatter => to.as_str().to_owned(),
         };
         let mut text = self.text.clone();
         text.replace_range(range.clone(), &word);
+        if self.format == Format::Frontmatter {
+            return Ok(text);
+        }
         let entry = ChangeEntry {
             when: now.rfc3339(),
             what: format!(
@@ -358,30 +434,13 @@ impl Story {
     }
 }
 
-/// A list of names, or one comma-separated scalar.
-fn names(v: Option<&crate::config::yaml::Data>) -> Vec<String> {
-    match v {
-        Some(crate::config::yaml::Data::Sequence(items)) => {
-            items.iter().filter_map(scalar).collect()
-        }
-        Some(other) => scalar(other)
-            .map(|s| {
-                s.split(',')
-                    .map(|p| p.trim().to_owned())
-                    .filter(|p| !p.is_empty())
-                    .collect()
-            })
-            .unwrap_or_default(),
-        None => Vec::new(),
-    }
-}
-
-fn scalar(v: &crate::config::yaml::Data) -> Option<String> {
-    match v {
-        crate::config::yaml::Data::String(s) => Some(s.clone()),
-        crate::config::yaml::Data::Number(n) => Some(n.to_string()),
-        crate::config::yaml::Data::Bool(b) => Some(b.to_string()),
-        _ => None,
+/// The v6.11 spec lifecycle's spelling of a status (`bmad-build/spec-template.md`: draft |
+/// ready-for-dev | in-progress | in-review | done, and `blocked` from bmad-build-auto).
+fn spec_word(status: &Status) -> &str {
+    match status {
+        Status::Backlog => "draft",
+        Status::Review => "in-review",
+        other => other.as_str(),
     }
 }
 

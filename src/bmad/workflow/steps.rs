@@ -83,7 +83,10 @@ pub fn follow(
             .into_iter()
             .next()
             .map(|r| locate(&mut resolver, &r, dir));
-        if found.is_none() {
+        // A v6.11 SKILL.md routes by intent to reference files or runs a script; only a
+        // workflow.md promises a chain of steps.
+        let is_skill = path.file_name().is_some_and(|n| n == "SKILL.md");
+        if found.is_none() && !is_skill {
             diagnostics.push(
                 Diagnostic::warning(
                     &env.shown(path),
@@ -128,8 +131,16 @@ pub fn follow(
         let mut links = Vec::new();
         let mut next_files = Vec::new();
         for (key, node) in &step_doc.fields {
-            let is_link =
-                key.starts_with("nextStepFile") || key == "altStepFile" || key == "skipToStepFile";
+            // `continueStepFile`/`continueFile`/`nextStep`: v6.3+ step files.
+            let is_link = key.starts_with("nextStepFile")
+                || matches!(
+                    key.as_str(),
+                    "altStepFile"
+                        | "skipToStepFile"
+                        | "continueStepFile"
+                        | "continueFile"
+                        | "nextStep"
+                );
             let Some(value) = node.as_str().filter(|_| is_link) else {
                 continue;
             };
@@ -153,8 +164,9 @@ pub fn follow(
             });
             next_files.push(target);
         }
-        if links.is_empty() && !step_doc.present {
-            // Party-mode style: "load `./step-02-….md`".
+        if links.is_empty() {
+            // "Read fully and follow: `./step-02-….md`", with or without frontmatter (v6.3+
+            // step files have frontmatter of runtime variables and link in prose).
             for r in references(step_doc.body) {
                 let target = locate(&mut resolver, &r, step_dir);
                 if target == file || next_files.contains(&target) {
@@ -256,11 +268,31 @@ fn scalars(doc: &Document<'_>) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// Resolve a step reference: variables first, then relative to `dir`.
+/// Resolve a step reference: variables first, then relative to `dir`. Two v6.11 forms
+/// name files of the skill itself: `[[bmad-snapshot:step-02-plan.md]]` (a snapshot of the
+/// skill's own file) and `{skill-root}/…` ("this skill's installed directory", SKILL.md of
+/// bmad-code-review); both resolve against the skill root, the nearest folder up from `dir`
+/// that holds a `SKILL.md`.
 fn locate(resolver: &mut Resolver<'_>, reference: &str, dir: &Path) -> PathBuf {
+    let reference = reference.trim();
+    let skill_root = || {
+        dir.ancestors()
+            .take(4)
+            .find(|d| d.join("SKILL.md").is_file())
+            .unwrap_or(dir)
+            .to_path_buf()
+    };
+    if let Some(snapshot) = reference.strip_prefix("bmad-snapshot:") {
+        return normalise(&skill_root().join(snapshot));
+    }
+    let reference = if reference.contains("{skill-root}") {
+        reference.replace("{skill-root}", &skill_root().to_string_lossy())
+    } else {
+        reference.to_owned()
+    };
     let text = resolver
-        .text(reference.trim())
-        .unwrap_or_else(|_| reference.to_owned());
+        .text(&reference)
+        .unwrap_or_else(|_| reference.clone());
     let p = PathBuf::from(&text);
     let p = if p.is_absolute() { p } else { dir.join(p) };
     normalise(&p)

@@ -159,12 +159,13 @@ fn load(path: &Path, root: &Path) -> Option<(&'static str, Loaded)> {
     if story_like {
         // The text was read above; only a file that is not UTF-8 is read again (lossily).
         let loaded = match text {
-            Some(text) => Ok(Story::parse(path, text).findings),
-            None => Story::load(path)
-                .map(|s| s.findings)
-                .map_err(|e| e.to_string()),
+            Some(text) => Ok(Story::parse(path, text)),
+            None => Story::load(path).map_err(|e| e.to_string()),
         };
-        return Some(("story", loaded));
+        return match loaded {
+            Ok(story) if !story.says_it_is_a_story() && !in_dir("stories") => None,
+            loaded => Some(("story", loaded.map(|s| s.findings))),
+        };
     }
     if name == "feature.json" && in_dir(".specify") {
         return Some((

@@ -104,13 +104,13 @@ pub fn cmd_stories(ctx: &Context, args: &StoriesArgs) -> Result<u8, CommandError
             ui.table(&["KEY", "STATUS", "EPIC", "TITLE", "FILE"], &rows);
         }
         StoriesAction::Next => {
-            let (next, blocked) = queue::next(&project.items())?;
+            let rec = project.next()?;
             if ui.json() {
-                ui.print_json(&json!({"next": next, "blocked": blocked}));
+                ui.print_json(&rec);
                 return Ok(exit::OK);
             }
-            match next {
-                Some(n) => {
+            match (&rec.story, &rec.retrospective) {
+                (Some(n), _) => {
                     let view = &project.stories[n.index];
                     ui.line(format!(
                         "{}  {}  {}",
@@ -120,10 +120,18 @@ pub fn cmd_stories(ctx: &Context, args: &StoriesArgs) -> Result<u8, CommandError
                     ));
                     ui.line(format!("  why: {}", n.reason));
                 }
-                None => ui.line("Nothing to do: every story is done or waiting on a dependency."),
+                (None, Some(retro)) => {
+                    ui.line(format!(
+                        "{}  optional  (every story is done; the retrospective is still open)",
+                        ui.paint(retro, Style::Bold)
+                    ));
+                }
+                (None, None) => {
+                    ui.line("Nothing to do: every story is done or waiting (see below).")
+                }
             }
-            for b in blocked {
-                ui.status(format!("  blocked: {b}"));
+            for b in &rec.waiting {
+                ui.status(format!("  waiting: {b}"));
             }
         }
         StoriesAction::Order => {
