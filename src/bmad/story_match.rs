@@ -13,7 +13,6 @@ use regex::Regex;
 
 use super::key::{classify, KeyKind};
 use super::project::StoryView;
-use super::story;
 
 /// Whether a file name looks like a story: `1-2-slug.md`, `1.1.title.md`, `story-1.2.md`,
 /// `5.0.6-x.md`, `7b-3-x.md`, and v6.11's `spec-1-2-slug.md`.
@@ -116,7 +115,7 @@ pub(super) fn resolve_dependencies(stories: &mut [StoryView]) {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            aliases.insert(story::stem_key(&name).to_owned(), v.key.clone());
+            aliases.insert(stem_key(&name).to_owned(), v.key.clone());
             aliases.insert(name, v.key.clone());
         }
         if let KeyKind::Story { epic, number } = classify(&v.key) {
@@ -140,7 +139,7 @@ pub(super) fn resolve_dependencies(stories: &mut [StoryView]) {
             }
             // `1.7`, `1-7`, `Story 1.7`: a number alone names the one story that has it.
             if slug(&clean).is_empty() {
-                if let Some((epic, number)) = story::number_in(clean.trim_start_matches("Story ")) {
+                if let Some((epic, number)) = number_in(clean.trim_start_matches("Story ")) {
                     if let Some([key]) = numbers.get(&(epic, number)).map(Vec::as_slice) {
                         *dep = key.clone();
                         continue;
