@@ -372,151 +372,153 @@ fn every_command_killed_at_any_instant_leaves_a_state_doctor_accepts_and_work_go
     let mut acknowledged: Vec<String> = Vec::new();
     let mut mid_run = 0;
     for round in 0..ROUNDS {
-        let killed = EVERY_COMMAND[round % EVERY_COMMAND.len()];
-        let what = format!("round {round}, {killed:?}");
-        let name = format!("k{round}");
-        // Set up what the command works on (not killed), then the command itself.
-        let (dir, args): (std::path::PathBuf, Vec<String>) = match killed {
-            Killed::Start => (repo.clone(), vec!["start".into(), name.clone()]),
-            Killed::Checkpoint | Killed::Rollback | Killed::Undo | Killed::JournalAppend => {
-                write(
-                    &s,
-                    &format!("files/f{}.txt", round % 40),
-                    &format!("round {round}\n"),
-                );
-                write(&s, &format!("new/{round}.txt"), "new\n");
-                let args = match killed {
-                    Killed::Checkpoint => vec!["checkpoint".into(), "-m".into(), what.clone()],
-                    Killed::Rollback => vec!["rollback".into(), "2".into()],
-                    Killed::Undo => vec!["undo".into()],
-                    _ => vec![
-                        "journal".into(),
-                        "append".into(),
-                        "note".into(),
-                        "--detail".into(),
-                        format!("{{\"round\":{round},\"text\":\"€€€\"}}"),
-                    ],
-                };
-                (s.clone(), args)
+        crate::common::shout_on_panic(|| {
+            let killed = EVERY_COMMAND[round % EVERY_COMMAND.len()];
+            let what = format!("round {round}, {killed:?}");
+            let name = format!("k{round}");
+            // Set up what the command works on (not killed), then the command itself.
+            let (dir, args): (std::path::PathBuf, Vec<String>) = match killed {
+                Killed::Start => (repo.clone(), vec!["start".into(), name.clone()]),
+                Killed::Checkpoint | Killed::Rollback | Killed::Undo | Killed::JournalAppend => {
+                    write(
+                        &s,
+                        &format!("files/f{}.txt", round % 40),
+                        &format!("round {round}\n"),
+                    );
+                    write(&s, &format!("new/{round}.txt"), "new\n");
+                    let args = match killed {
+                        Killed::Checkpoint => vec!["checkpoint".into(), "-m".into(), what.clone()],
+                        Killed::Rollback => vec!["rollback".into(), "2".into()],
+                        Killed::Undo => vec!["undo".into()],
+                        _ => vec![
+                            "journal".into(),
+                            "append".into(),
+                            "note".into(),
+                            "--detail".into(),
+                            format!("{{\"round\":{round},\"text\":\"€€€\"}}"),
+                        ],
+                    };
+                    (s.clone(), args)
+                }
+                Killed::Finish | Killed::Remove | Killed::Run => {
+                    let (_, wt) = env.start(&repo, &name);
+                    write(&wt, "work.md", &format!("work of {name}\n"));
+                    let args = match killed {
+                        Killed::Finish => vec!["finish".into()],
+                        Killed::Remove => vec!["remove".into(), "--force".into(), name.clone()],
+                        _ => vec!["run".into(), "loop".into()],
+                    };
+                    (
+                        if killed == Killed::Remove {
+                            repo.clone()
+                        } else {
+                            wt
+                        },
+                        args,
+                    )
+                }
+                // The session the run round before left at its gate.
+                Killed::Answer => (
+                    env.root().join(format!("proj.k{}", round - 1)),
+                    vec!["answer".into(), "continue".into()],
+                ),
+            };
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let mut child = env.spawn_group(&dir, &args);
+            let fraction = ((round * 37) % 60) as f64 / 50.0;
+            std::thread::sleep(takes[&killed].mul_f64(fraction));
+            if child.try_wait().expect("try_wait").is_none() {
+                mid_run += 1;
             }
-            Killed::Finish | Killed::Remove | Killed::Run => {
-                let (_, wt) = env.start(&repo, &name);
-                write(&wt, "work.md", &format!("work of {name}\n"));
-                let args = match killed {
-                    Killed::Finish => vec!["finish".into()],
-                    Killed::Remove => vec!["remove".into(), "--force".into(), name.clone()],
-                    _ => vec!["run".into(), "loop".into()],
-                };
-                (
-                    if killed == Killed::Remove {
-                        repo.clone()
-                    } else {
-                        wt
-                    },
-                    args,
-                )
-            }
-            // The session the run round before left at its gate.
-            Killed::Answer => (
-                env.root().join(format!("proj.k{}", round - 1)),
-                vec!["answer".into(), "continue".into()],
-            ),
-        };
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let mut child = env.spawn_group(&dir, &args);
-        let fraction = ((round * 37) % 60) as f64 / 50.0;
-        std::thread::sleep(takes[&killed].mul_f64(fraction));
-        if child.try_wait().expect("try_wait").is_none() {
-            mid_run += 1;
-        }
-        kill_group(&mut child);
+            kill_group(&mut child);
 
-        recover(&env, &repo, &what);
-        fsck_is_clean(&env, &repo, &what);
-        let all = env.git(&repo, &["rev-list", "--all"]);
-        for ack in &acknowledged {
-            assert!(
-                all.contains(ack.as_str()),
-                "{what}: acknowledged checkpoint {ack} lost"
+            recover(&env, &repo, &what);
+            fsck_is_clean(&env, &repo, &what);
+            let all = env.git(&repo, &["rev-list", "--all"]);
+            for ack in &acknowledged {
+                assert!(
+                    all.contains(ack.as_str()),
+                    "{what}: acknowledged checkpoint {ack} lost"
+                );
+            }
+            assert_eq!(
+                env.git(&repo, &["status", "--porcelain"]),
+                "",
+                "{what}: main worktree"
             );
-        }
-        assert_eq!(
-            env.git(&repo, &["status", "--porcelain"]),
-            "",
-            "{what}: main worktree"
-        );
-        assert_eq!(env.git(&repo, &["rev-parse", "HEAD"]), main_head, "{what}");
+            assert_eq!(env.git(&repo, &["rev-parse", "HEAD"]), main_head, "{what}");
 
-        // The next command works.
-        let listed = |name: &str| {
-            env.bmad(&repo, &["list", "--json"])
-                .success()
-                .json()
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|s| s["name"] == name)
-        };
-        match killed {
-            Killed::Start => {
-                if listed(&name) {
-                    env.bmad(&repo, &["remove", "--force", &name]).success();
-                }
-            }
-            Killed::Checkpoint | Killed::Rollback | Killed::Undo | Killed::JournalAppend => {
-                let cp = env
-                    .bmad(&s, &["checkpoint", "-m", "next", "--json"])
+            // The next command works.
+            let listed = |name: &str| {
+                env.bmad(&repo, &["list", "--json"])
                     .success()
-                    .json();
-                acknowledged.push(cp["checkpoint"]["id"].as_str().unwrap().to_owned());
-            }
-            Killed::Finish => {
-                env.bmad(&dir, &["finish"]).success();
-                env.bmad(&repo, &["remove", "--force", &name]).success();
-            }
-            Killed::Remove => {
-                if listed(&name) {
+                    .json()
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|s| s["name"] == name)
+            };
+            match killed {
+                Killed::Start => {
+                    if listed(&name) {
+                        env.bmad(&repo, &["remove", "--force", &name]).success();
+                    }
+                }
+                Killed::Checkpoint | Killed::Rollback | Killed::Undo | Killed::JournalAppend => {
+                    let cp = env
+                        .bmad(&s, &["checkpoint", "-m", "next", "--json"])
+                        .success()
+                        .json();
+                    acknowledged.push(cp["checkpoint"]["id"].as_str().unwrap().to_owned());
+                }
+                Killed::Finish => {
+                    env.bmad(&dir, &["finish"]).success();
                     env.bmad(&repo, &["remove", "--force", &name]).success();
                 }
-                // Nothing was lost: the work comes back with the session.
-                env.bmad(&repo, &["restore", &name]).success();
-                let wt = env.root().join(format!("proj.{name}"));
-                assert_eq!(read(&wt, "work.md"), format!("work of {name}\n"), "{what}");
-                env.bmad(&repo, &["remove", "--force", &name]).success();
+                Killed::Remove => {
+                    if listed(&name) {
+                        env.bmad(&repo, &["remove", "--force", &name]).success();
+                    }
+                    // Nothing was lost: the work comes back with the session.
+                    env.bmad(&repo, &["restore", &name]).success();
+                    let wt = env.root().join(format!("proj.{name}"));
+                    assert_eq!(read(&wt, "work.md"), format!("work of {name}\n"), "{what}");
+                    env.bmad(&repo, &["remove", "--force", &name]).success();
+                }
+                Killed::Run => {
+                    let status = env.bmad(&dir, &["status", "--json"]).success().json();
+                    let next = if status["run"].is_null() {
+                        "run"
+                    } else {
+                        "resume"
+                    };
+                    let args: &[&str] = if next == "run" {
+                        &["run", "loop"]
+                    } else {
+                        &["resume"]
+                    };
+                    let run = env.bmad(&dir, args);
+                    assert!(
+                        run.code == 3 || run.code == 0,
+                        "{what}: {next} exited {}: {}",
+                        run.code,
+                        run.stderr
+                    );
+                }
+                Killed::Answer => {
+                    let run = env.bmad(&dir, &["resume"]);
+                    assert!(
+                        run.code == 0 || run.code == 3,
+                        "{what}: resume exited {}: {}",
+                        run.code,
+                        run.stderr
+                    );
+                    env.bmad(&repo, &["remove", "--force", &format!("k{}", round - 1)])
+                        .success();
+                }
             }
-            Killed::Run => {
-                let status = env.bmad(&dir, &["status", "--json"]).success().json();
-                let next = if status["run"].is_null() {
-                    "run"
-                } else {
-                    "resume"
-                };
-                let args: &[&str] = if next == "run" {
-                    &["run", "loop"]
-                } else {
-                    &["resume"]
-                };
-                let run = env.bmad(&dir, args);
-                assert!(
-                    run.code == 3 || run.code == 0,
-                    "{what}: {next} exited {}: {}",
-                    run.code,
-                    run.stderr
-                );
-            }
-            Killed::Answer => {
-                let run = env.bmad(&dir, &["resume"]);
-                assert!(
-                    run.code == 0 || run.code == 3,
-                    "{what}: resume exited {}: {}",
-                    run.code,
-                    run.stderr
-                );
-                env.bmad(&repo, &["remove", "--force", &format!("k{}", round - 1)])
-                    .success();
-            }
-        }
-        env.bmad(&repo, &["gc", "--all"]).success();
+            env.bmad(&repo, &["gc", "--all"]).success();
+        });
     }
     assert!(
         mid_run >= ROUNDS / 2,

@@ -296,6 +296,27 @@ pub fn write(dir: &Path, rela: &str, content: &str) {
     std::fs::write(path, content).expect("write file");
 }
 
+/// Run `f`; if it panics, write the panic's message straight to the process's stderr, then
+/// panic on. Why: libtest prints a failing test's captured output only in its summary at the
+/// very end, which CI logs cut; a long randomised test (the crash test) must leave its
+/// reason next to its `FAILED` line, or a failure that happens only on CI cannot be read.
+pub fn shout_on_panic<T>(f: impl FnOnce() -> T) -> T {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(value) => value,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| panic.downcast_ref::<&str>().copied())
+                .unwrap_or("(a panic without a message)");
+            use std::io::Write;
+            // `io::stderr()` itself is not captured; only the print macros are.
+            let _ = writeln!(std::io::stderr().lock(), "\n=== test failed: {message}\n");
+            std::panic::resume_unwind(panic)
+        }
+    }
+}
+
 /// Date a file's modification an hour back: a lock its writer abandoned long ago.
 pub fn age_an_hour(path: &Path) {
     let aged = Command::new("touch")

@@ -33,7 +33,9 @@ pub struct StoriesArgs {
 pub enum StoriesAction {
     /// Every story: key, title, status (normalised), file, epic
     List,
-    /// The story to work on next, and why (status priority, then dependencies)
+    /// The story to work on next, and why: BMAD's rule (in progress, review, ready-for-dev,
+    /// backlog; lowest epic and story number first), dependencies done; when every story
+    /// is done, the open optional retrospective
     Next,
     /// Stories in dependency order; a cycle is an error that names it
     Order,
@@ -126,9 +128,10 @@ pub fn cmd_stories(ctx: &Context, args: &StoriesArgs) -> Result<u8, CommandError
                         ui.paint(retro, Style::Bold)
                     ));
                 }
-                (None, None) => {
-                    ui.line("Nothing to do: every story is done or waiting (see below).")
+                (None, None) if rec.waiting.is_empty() => {
+                    ui.line("Nothing to do: every story is done.")
                 }
+                (None, None) => ui.line("Nothing to start: every open story waits (see below)."),
             }
             for b in &rec.waiting {
                 ui.status(format!("  waiting: {b}"));
