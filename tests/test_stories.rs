@@ -30,6 +30,15 @@ fn changed_lines(env: &TestEnv, repo: &Path, file: &str) -> Vec<String> {
         .collect()
 }
 
+/// `stories list --json` as (key, status) pairs, in order.
+fn keys_and_statuses(list: &serde_json::Value) -> Vec<(&str, &str)> {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["key"].as_str().unwrap(), s["status"].as_str().unwrap()))
+        .collect()
+}
+
 const SPRINT: &str = "_bmad-output/implementation-artifacts/sprint-status.yaml";
 
 #[test]
@@ -40,12 +49,7 @@ fn v6_list_next_and_a_signed_status_change_that_touches_only_its_lines() {
         .bmad(&repo, &["stories", "list", "--json"])
         .success()
         .json();
-    let keys: Vec<(&str, &str)> = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| (s["key"].as_str().unwrap(), s["status"].as_str().unwrap()))
-        .collect();
+    let keys = keys_and_statuses(&list);
     assert_eq!(
         keys,
         [
@@ -400,12 +404,7 @@ fn real_status_forms_number_reuse_sub_folders_and_bmads_own_next() {
         .bmad(&repo, &["stories", "list", "--json"])
         .success()
         .json();
-    let keys: Vec<(&str, &str)> = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| (s["key"].as_str().unwrap(), s["status"].as_str().unwrap()))
-        .collect();
+    let keys = keys_and_statuses(&list);
     // Every form is read; BMAD's order (epic, story number), not the file's; the key
     // outside the grammar is listed, not dropped; the report beside the stories is no story.
     assert_eq!(

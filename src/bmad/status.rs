@@ -243,6 +243,50 @@ mod tests {
     }
 
     #[test]
+    fn decorated_story_statuses_read_by_their_leading_phrase() {
+        let cases = [
+            ("✅ Complete - October 1, 2024", Status::Done),
+            ("Ready for Development", Status::ReadyForDev),
+            ("In Development - Tasks 1-7 completed", Status::InProgress),
+            ("DONE", Status::Done),
+            ("done *(Pending: PM approval)*", Status::Done),
+            ("Ready for Review ✅", Status::Review),
+            ("Draft (v2)", Status::Backlog),
+            ("in-review", Status::Review),
+            ("blocked", Status::Blocked),
+        ];
+        for (raw, want) in cases {
+            assert_eq!(Status::parse_prose(raw), want, "{raw}");
+        }
+        assert_eq!(
+            Status::parse_prose("Waiting on legal"),
+            Status::Other("Waiting on legal".into())
+        );
+        // Sprint-status values stay word for word.
+        assert_eq!(
+            Status::parse("Done - 2024"),
+            Status::Other("Done - 2024".into())
+        );
+    }
+
+    #[test]
+    fn epics_and_retrospectives_follow_their_own_lifecycles() {
+        use Status::*;
+        assert!(legal_move(Lifecycle::Epic, &Backlog, &InProgress).is_ok());
+        assert!(legal_move(Lifecycle::Epic, &InProgress, &Done).is_ok());
+        assert!(legal_move(Lifecycle::Epic, &Backlog, &Done)
+            .unwrap_err()
+            .contains("skips"));
+        assert!(legal_move(Lifecycle::Epic, &Done, &InProgress)
+            .unwrap_err()
+            .contains("backwards"));
+        assert!(legal_move(Lifecycle::Retrospective, &Optional, &Done).is_ok());
+        assert!(legal_move(Lifecycle::Retrospective, &Optional, &Review).is_err());
+        assert!(legal_transition(&InProgress, &Blocked).is_ok());
+        assert!(legal_transition(&Blocked, &InProgress).is_ok());
+    }
+
+    #[test]
     fn transitions() {
         use Status::*;
         assert!(legal_transition(&ReadyForDev, &InProgress).is_ok());
