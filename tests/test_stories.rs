@@ -747,6 +747,31 @@ fn v6_11_specs_and_stories_mode_spec_folders() {
         "_bmad-output/implementation-artifacts/spec-3-3-digest-settings.md"
     )
     .contains("status: 'in-progress'\n"));
+    // A broken stories.yaml is one error at its line; everything else still loads.
+    write(
+        &repo,
+        "_bmad-output/specs/notifications/stories.yaml",
+        "- id: [broken\n",
+    );
+    let check = env.bmad(&repo, &["stories", "check"]).code(1);
+    assert!(
+        check
+            .stdout
+            .contains("error: _bmad-output/specs/notifications/stories.yaml:2: "),
+        "{}",
+        check.stdout
+    );
+    assert_eq!(
+        check.stdout.matches("stories.yaml").count(),
+        1,
+        "{}",
+        check.stdout
+    );
+    assert!(
+        check.stdout.contains("4 stories; 1 error(s)"),
+        "{}",
+        check.stdout
+    );
 }
 
 #[test]

@@ -48,6 +48,13 @@ pub struct StoryView {
     pub recognised: bool,
 }
 
+impl StoryView {
+    /// Halted (bmad-build-auto's `blocked`), by either file.
+    pub fn is_blocked(&self) -> bool {
+        self.status == Status::Blocked || self.file_status == Some(Status::Blocked)
+    }
+}
+
 /// One problem `check` reports.
 #[derive(Clone, Debug, Serialize)]
 pub struct Problem {
@@ -62,6 +69,21 @@ pub struct Problem {
 }
 
 impl Problem {
+    /// A file that could not be loaded, as an error at its line; the message does not
+    /// repeat the file and line the problem already names.
+    pub(super) fn of_error(file: String, error: &Error) -> Problem {
+        let (line, message) = match error {
+            Error::Parse { line, message, .. } => (*line, message.clone()),
+            other => (0, other.to_string()),
+        };
+        Problem {
+            severity: "error",
+            file,
+            line,
+            message,
+        }
+    }
+
     /// A file's finding as a problem.
     pub(super) fn of(file: &str, finding: &Finding) -> Problem {
         Problem {
@@ -137,14 +159,12 @@ impl Project {
         for folder in spec_dirs {
             match spec_folder::load(&folder) {
                 Ok(f) => project.spec_folders.push(f),
-                Err(e) => project.problems.push(Problem {
-                    severity: "error",
-                    file: project
+                Err(e) => project.problems.push(Problem::of_error(
+                    project
                         .layout
                         .shown(&folder.join(spec_folder::STORIES_FILE)),
-                    line: 0,
-                    message: e.to_string(),
-                }),
+                    &e,
+                )),
             }
         }
         project.merge();
@@ -179,15 +199,9 @@ impl Project {
         if json.is_file() {
             match stories_json::load(&json) {
                 Ok(entries) => self.stories_json = Some((json, entries)),
-                Err(e) => self.problems.push(Problem {
-                    severity: "error",
-                    file: self.layout.shown(&json),
-                    line: match &e {
-                        Error::Parse { line, .. } => *line,
-                        _ => 0,
-                    },
-                    message: e.to_string(),
-                }),
+                Err(e) => self
+                    .problems
+                    .push(Problem::of_error(self.layout.shown(&json), &e)),
             }
         }
         Ok(())
@@ -343,8 +357,8 @@ impl Project {
                 key: s.key.clone(),
                 status: if !s.recognised || !s.ambiguous.is_empty() {
                     Status::Other(s.raw_status.clone())
-                } else if s.file_status == Some(Status::Blocked) {
-                    // The sprint status says in-progress; the spec says it halted.
+                } else if s.is_blocked() {
+                    // The sprint status may still say in-progress; the spec says it halted.
                     Status::Blocked
                 } else {
                     s.status.clone()
@@ -359,7 +373,7 @@ impl Project {
     pub fn next(&self) -> Result<Recommendation> {
         let items = self.items();
         let (story, mut waiting) = queue::next(&items)?;
-        for s in &self.stories {
+        for (s, item) in self.stories.iter().zip(&items) {
             if !s.recognised {
                 waiting.push(format!(
                     "{} is not a BMAD story key (N-M-slug); BMAD skips it too",
@@ -371,7 +385,7 @@ impl Project {
                     s.key,
                     s.ambiguous.join(", ")
                 ));
-            } else if s.status == Status::Blocked || s.file_status == Some(Status::Blocked) {
+            } else if item.status == Status::Blocked {
                 waiting.push(format!(
                     "{} is blocked{}",
                     s.key,
@@ -428,7 +442,7 @@ impl Project {
                     ),
                 });
             }
-            if view.file_status == Some(Status::Blocked) || view.status == Status::Blocked {
+            if view.is_blocked() {
                 problems.push(Problem {
                     severity: "warning",
                     file: view.file.clone().unwrap_or_default(),

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use super::project::{Problem, Project, StoryView};
 use super::status::Status;
 use super::story::Story;
+use super::yaml_lines::{names, scalar};
 use super::{Error, Result};
 
 /// The list file of a spec folder.
@@ -96,27 +97,15 @@ pub fn load(folder: &Path) -> Result<SpecFolder> {
     let artifacts = artifact_names(&folder.join("stories"));
     let mut entries = Vec::new();
     for (i, item) in list.iter().enumerate() {
-        let text = |k: &str| match item.get(k) {
-            Some(crate::config::yaml::Data::String(s)) => Some(s.clone()),
-            Some(crate::config::yaml::Data::Number(n)) => Some(n.to_string()),
-            _ => None,
-        };
-        let id = text("id").ok_or_else(|| Error::Parse {
-            path: path.clone(),
-            line: 1,
-            message: format!("entry {} has no `id`", i + 1),
-        })?;
-        let depends_on = match item.get("depends_on") {
-            Some(crate::config::yaml::Data::Sequence(deps)) => deps
-                .iter()
-                .filter_map(|d| match d {
-                    crate::config::yaml::Data::String(s) => Some(s.clone()),
-                    crate::config::yaml::Data::Number(n) => Some(n.to_string()),
-                    _ => None,
-                })
-                .collect(),
-            _ => text("depends_on").into_iter().collect(),
-        };
+        let id = item
+            .get("id")
+            .and_then(scalar)
+            .ok_or_else(|| Error::Parse {
+                path: path.clone(),
+                line: 1,
+                message: format!("entry {} has no `id`", i + 1),
+            })?;
+        let depends_on = names(item.get("depends_on"));
         let prefix = format!("{id}-");
         let files = artifacts
             .iter()
@@ -124,7 +113,7 @@ pub fn load(folder: &Path) -> Result<SpecFolder> {
             .map(|n| folder.join("stories").join(n))
             .collect();
         entries.push(Entry {
-            title: text("title"),
+            title: item.get("title").and_then(scalar),
             id,
             depends_on,
             files,
@@ -156,12 +145,9 @@ impl Project {
                             s.spec_lifecycle = true;
                             story = Some(s)
                         }
-                        Err(e) => self.problems.push(Problem {
-                            severity: "error",
-                            file: self.layout.shown(path),
-                            line: 0,
-                            message: e.to_string(),
-                        }),
+                        Err(e) => self
+                            .problems
+                            .push(Problem::of_error(self.layout.shown(path), &e)),
                     },
                     many => ambiguous = many.iter().map(|p| self.layout.shown(p)).collect(),
                 }

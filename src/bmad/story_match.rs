@@ -33,11 +33,14 @@ pub fn stem_key(name: &str) -> &str {
     stem.strip_suffix(".story").unwrap_or(stem)
 }
 
-pub(super) fn number_in(text: &str) -> Option<(u32, String)> {
+/// A story name's number and what follows it: `story-1.2-x` → `((1, "2"), "-x")`,
+/// `6-9-1-deep` → `((6, "9.1"), "-deep")`, `spec-3-2-y` → `((3, "2"), "-y")`. One pattern
+/// for both, so a number and a slug are always cut at the same place.
+fn split_number(text: &str) -> Option<((u32, String), &str)> {
     static RE: OnceLock<Regex> = OnceLock::new();
     let re = RE.get_or_init(|| {
-        Regex::new(r"(?i)^(?:story[-_. ]?)?(\d+)[a-z]?[-.](\d+[a-z]?)(?:[-.](\d+)\b)?")
-            .expect("number")
+        Regex::new(r"(?i)^(?:spec-)?(?:story[-_. ]?)?(\d+)[a-z]?[-.](\d+[a-z]?)(?:[-.](\d+)\b)?")
+            .expect("story number")
     });
     let c = re.captures(text)?;
     let epic = c[1].parse().ok()?;
@@ -45,22 +48,18 @@ pub(super) fn number_in(text: &str) -> Option<(u32, String)> {
         Some(third) => format!("{}.{}", &c[2], third.as_str()),
         None => c[2].to_owned(),
     };
-    Some((epic, number))
+    Some(((epic, number), &text[c.get(0).map_or(0, |m| m.end())..]))
+}
+
+/// The epic and story number a name or title starts with (`1.7`, `story-1-2-x`).
+pub(super) fn number_in(text: &str) -> Option<(u32, String)> {
+    split_number(text).map(|(number, _)| number)
 }
 
 /// What follows the story number in a key or a file stem (`1-2-login` → `login`,
 /// `story-1.2.md` → ``, `1.1.title` → `title`), lowercased, non-alphanumerics as `-`.
 pub fn slug(stem: &str) -> String {
-    static RE: OnceLock<Regex> = OnceLock::new();
-    let re = RE.get_or_init(|| {
-        Regex::new(r"(?i)^(?:spec-)?(?:story[-_. ]?)?\d+[a-z]?[-.]\d+[a-z]?(?:[-.]\d+\b)?(.*)$")
-            .expect("slug")
-    });
-    let rest = re
-        .captures(stem)
-        .and_then(|c| c.get(1))
-        .map_or(stem, |m| m.as_str());
-    normalise(rest)
+    normalise(split_number(stem).map_or(stem, |(_, rest)| rest))
 }
 
 /// Lowercase, every run of non-alphanumerics one `-`, none at the ends.
