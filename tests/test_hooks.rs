@@ -233,7 +233,7 @@ fn an_existing_hook_is_chained_with_the_same_input_and_restored_on_uninstall() {
     assert!(pre_push["chained"]
         .as_str()
         .unwrap()
-        .ends_with("pre-push.bmad-orig"));
+        .ends_with(".git/hooks/pre-push"));
 
     env.git(&repo, &["checkout", "-q", "-b", "feat"]);
     env.git(&repo, &["push", "-q", "origin", "feat"]);
@@ -296,15 +296,16 @@ fn husky_style_hooks_path_works_in_fresh_session_worktrees() {
     env.git(&repo, &["commit", "-q", "-m", "husky"]);
     env.git(&repo, &["config", "core.hooksPath", ".husky/_"]);
     install(&env, &repo);
-    assert!(
-        repo.join(".husky/_/pre-commit.bmad-orig").exists(),
-        "husky's hook is chained, not replaced"
+    assert_eq!(
+        std::fs::read_dir(repo.join(".husky/_")).unwrap().count(),
+        1,
+        "nothing was written among husky's hooks"
     );
 
     let (_, wt) = env.start(&repo, "agent");
     assert!(
-        wt.join(".husky/_/pre-push").exists(),
-        "the fresh worktree got the hooks"
+        wt.join(".husky/_/pre-commit").exists(),
+        "the fresh worktree got husky's hooks"
     );
     write(&wt, "a.txt", "a\n");
     env.git(&wt, &["add", "a.txt"]);
@@ -389,19 +390,43 @@ fn pre_commit_blocks_staged_secrets_and_honours_allow_comments_only_for_humans()
     assert_ne!(code, 0, "agents cannot allowlist: {stderr}");
 }
 
+/// Installs before hooks had a directory of their own moved the user's hook to
+/// `<name>.bmad-orig`: the next install puts it back under its name and chains it. A user's
+/// file that happens to be called `.bmad-orig` beside a hook of the same name is left alone.
 #[test]
-fn install_never_clobbers_two_foreign_hooks_and_config_cannot_switch_safety_off() {
+fn hooks_moved_aside_by_an_earlier_install_are_put_back_and_config_cannot_switch_safety_off() {
     let env = TestEnv::new();
     let repo = env.repo("proj");
+    let log = env.root().join("hook.log");
+    let user_hook = format!("#!/bin/sh\necho user-pre-commit >> '{}'\n", log.display());
+    write(
+        &repo,
+        ".git/hooks/pre-commit",
+        "#!/bin/sh\n# git-bmad managed hook (pre-commit): an earlier install\nexec /gone/git-bmad hook pre-commit\n",
+    );
+    write(&repo, ".git/hooks/pre-commit.bmad-orig", &user_hook);
     write(&repo, ".git/hooks/pre-push", "#!/bin/sh\nexit 0\n");
     write(
         &repo,
         ".git/hooks/pre-push.bmad-orig",
-        "#!/bin/sh\nexit 0\n",
+        "#!/bin/sh\nexit 3\n",
     );
-    let run = env.bmad(&repo, &["hooks", "install"]).code(1);
-    assert!(run.stderr.contains("pre-push.bmad-orig"), "{}", run.stderr);
+    for name in ["pre-commit.bmad-orig", "pre-push"] {
+        let path = repo.join(".git/hooks").join(name);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    install(&env, &repo);
+    assert_eq!(read(&repo, ".git/hooks/pre-commit"), user_hook);
+    assert!(!repo.join(".git/hooks/pre-commit.bmad-orig").exists());
     assert_eq!(read(&repo, ".git/hooks/pre-push"), "#!/bin/sh\nexit 0\n");
+    assert_eq!(
+        read(&repo, ".git/hooks/pre-push.bmad-orig"),
+        "#!/bin/sh\nexit 3\n"
+    );
+    write(&repo, "a.txt", "a\n");
+    env.git(&repo, &["add", "a.txt"]);
+    env.git(&repo, &["commit", "-q", "-m", "a"]);
+    assert_eq!(read(&env.root(), "hook.log"), "user-pre-commit\n");
 
     write(
         &repo,
@@ -417,61 +442,110 @@ fn install_never_clobbers_two_foreign_hooks_and_config_cannot_switch_safety_off(
 }
 
 /// A `core.hooksPath` in the global config serves every repository on the machine: install
-/// says so and writes nothing there unless asked with `--global`. A hooks directory of
-/// tracked files is refused too: the shims would be changes to commit.
+/// writes nothing there, installs for this repository only and runs the global hooks after
+/// its checks; `--global` is what installs for every repository. A hooks directory of
+/// tracked files gets nothing written either: the worktree stays clean.
 #[test]
-fn a_global_or_tracked_hooks_path_is_never_written_without_asking() {
+fn a_global_or_tracked_hooks_path_is_never_written_and_keeps_running() {
     let env = TestEnv::new();
     let repo = env.repo("proj");
+    let other = env.repo("other");
+    let log = env.root().join("hook.log");
     let shared = env.root().join("githooks");
-    std::fs::create_dir_all(&shared).unwrap();
-    std::fs::write(shared.join("pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+    let global_hook = format!("#!/bin/sh\necho global-pre-commit >> '{}'\n", log.display());
+    write(&shared, "pre-commit", &global_hook);
+    std::fs::set_permissions(
+        shared.join("pre-commit"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
     let global_config = env.root().join("home/.gitconfig");
-    env.git(
-        &repo,
-        &[
-            "config",
-            "--file",
-            global_config.to_str().unwrap(),
-            "core.hooksPath",
-            shared.to_str().unwrap(),
-        ],
-    );
-    let run = env.bmad(&repo, &["hooks", "install"]);
-    assert_ne!(run.code, 0, "installed into the global hooks path");
+    let global = |args: &[&str]| {
+        let mut all = vec!["config", "--file", global_config.to_str().unwrap()];
+        all.extend(args);
+        env.git(&repo, &all)
+    };
+    global(&["core.hooksPath", shared.to_str().unwrap()]);
+    let run = env.bmad(&repo, &["hooks", "install"]).success();
     assert!(
-        run.stderr.contains("global") && run.stderr.contains("--global"),
+        run.stderr.contains("global config") && run.stderr.contains("--global"),
         "{}",
         run.stderr
     );
-    let mut names: Vec<String> = std::fs::read_dir(&shared)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    assert_eq!(names, ["pre-commit"], "the shared directory was touched");
-    assert_eq!(read(&shared, "pre-commit"), "#!/bin/sh\nexit 0\n");
-    env.bmad(&repo, &["hooks", "install", "--global"]).success();
-    assert!(read(&shared, "pre-push").contains("git-bmad managed hook"));
-    env.bmad(&repo, &["hooks", "uninstall"]).success();
-    assert_eq!(read(&shared, "pre-commit"), "#!/bin/sh\nexit 0\n");
-    env.git(
-        &repo,
-        &[
-            "config",
-            "--file",
-            global_config.to_str().unwrap(),
-            "--unset",
-            "core.hooksPath",
-        ],
+    let names = |dir: &Path| {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(
+        names(&shared),
+        ["pre-commit"],
+        "the shared directory was touched"
     );
+    write(&repo, "key.py", "K = 'sk_live_4kR9tQ2mZ7xW1pL8vN3bH6cJ'\n");
+    env.git(&repo, &["add", "key.py"]);
+    let (code, _) = git_run(&env, &repo, &["commit", "-m", "key"]);
+    assert_ne!(code, 0, "the repository's policy did not run");
+    env.git(&repo, &["rm", "-q", "--cached", "key.py"]);
+    std::fs::remove_file(repo.join("key.py")).unwrap();
+    write(&repo, "a.txt", "a\n");
+    env.git(&repo, &["add", "a.txt"]);
+    env.git(&repo, &["commit", "-q", "-m", "a"]);
+    assert_eq!(read(&env.root(), "hook.log"), "global-pre-commit\n");
+    // Another repository on the machine is untouched: its secret check is the global hook's.
+    write(&other, "key.py", "K = 'sk_live_4kR9tQ2mZ7xW1pL8vN3bH6cJ'\n");
+    env.git(&other, &["add", "key.py"]);
+    env.git(&other, &["commit", "-q", "-m", "not ours to police"]);
 
-    write(&repo, ".githooks/pre-commit", "#!/bin/sh\nexit 0\n");
+    env.bmad(&repo, &["hooks", "install", "--global"]).success();
+    let ours = global(&["core.hooksPath"]);
+    assert!(ours.ends_with("git-bmad/hooks\n"), "{ours}");
+    write(
+        &other,
+        "key2.py",
+        "K = 'sk_live_4kR9tQ2mZ7xW1pL8vN3bH6cJ'\n",
+    );
+    env.git(&other, &["add", "key2.py"]);
+    let (code, _) = git_run(&env, &other, &["commit", "-m", "now policed"]);
+    assert_ne!(
+        code, 0,
+        "the global install does not reach other repositories"
+    );
+    env.git(&other, &["rm", "-q", "--cached", "key2.py"]);
+    env.bmad(&repo, &["hooks", "uninstall", "--global"])
+        .success();
+    assert_eq!(
+        global(&["core.hooksPath"]),
+        format!("{}\n", shared.display())
+    );
+    env.bmad(&repo, &["hooks", "uninstall"]).success();
+    assert_eq!(names(&shared), ["pre-commit"]);
+    assert_eq!(read(&shared, "pre-commit"), global_hook);
+    global(&["--unset", "core.hooksPath"]);
+
+    write(
+        &repo,
+        ".githooks/pre-commit",
+        "#!/bin/sh\necho team-hook >> hook.log\n",
+    );
+    std::fs::set_permissions(
+        repo.join(".githooks/pre-commit"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
     env.git(&repo, &["add", ".githooks"]);
     env.git(&repo, &["commit", "-q", "-m", "team hooks"]);
     env.git(&repo, &["config", "core.hooksPath", ".githooks"]);
-    let run = env.bmad(&repo, &["hooks", "install"]);
-    assert_ne!(run.code, 0, "installed into tracked files");
+    let run = env.bmad(&repo, &["hooks", "install"]).success();
     assert!(run.stderr.contains("git tracks"), "{}", run.stderr);
     assert_eq!(env.git(&repo, &["status", "--porcelain"]), "");
+    write(&repo, "b.txt", "b\n");
+    env.git(&repo, &["add", "b.txt"]);
+    env.git(&repo, &["commit", "-q", "-m", "b"]);
+    assert_eq!(read(&repo, "hook.log"), "team-hook\n");
+    env.bmad(&repo, &["hooks", "uninstall"]).success();
+    assert_eq!(env.git(&repo, &["config", "core.hooksPath"]), ".githooks\n");
 }

@@ -295,6 +295,25 @@ impl GitCli {
             .unwrap_or_default())
     }
 
+    /// The value of a key in one config file (`--local`, `--global`, `--system`).
+    pub(super) fn config_get_in(&self, scope: &str, key: &str) -> Result<Option<String>> {
+        Ok(self
+            .config_read(&[scope, "--get", key])?
+            .map(|v| v.trim_end_matches('\n').to_owned()))
+    }
+
+    /// Set (`Some`) or remove (`None`) a key in one config file.
+    pub(super) fn config_put_in(&self, scope: &str, key: &str, value: Option<&str>) -> Result<()> {
+        match value {
+            Some(value) => self.run(["config", scope, key, value]).map(drop),
+            // Exit 5: the key was not there, which is what was asked for.
+            None => match self.config_read(&[scope, "--unset-all", key]) {
+                Err(Error::Command { code: Some(5), .. }) => Ok(()),
+                other => other.map(drop),
+            },
+        }
+    }
+
     /// Add a value to a local multi-valued config key.
     pub(super) fn config_add(&self, key: &str, value: &str) -> Result<()> {
         self.run(["config", "--local", "--add", key, value])

@@ -14,6 +14,27 @@ use super::error::{Error, Result};
 use super::repo::Repo;
 use super::ObjectId;
 
+/// One of git's config files, by the scope that reads it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfigFile {
+    /// The repository's own (`.git/config`).
+    Local,
+    /// The user's (`~/.gitconfig` or `$XDG_CONFIG_HOME/git/config`).
+    Global,
+    /// The machine's (`/etc/gitconfig`), read only here.
+    System,
+}
+
+impl ConfigFile {
+    fn flag(self) -> &'static str {
+        match self {
+            ConfigFile::Local => "--local",
+            ConfigFile::Global => "--global",
+            ConfigFile::System => "--system",
+        }
+    }
+}
+
 impl Repo {
     /// The effective hooks directory of this worktree (`core.hooksPath` honoured).
     pub fn hooks_dir(&self) -> Result<PathBuf> {
@@ -46,6 +67,16 @@ impl Repo {
             .git()
             .run([OsStr::new("ls-files"), OsStr::new("--"), dir.as_os_str()])?;
         Ok(!out.is_empty())
+    }
+
+    /// The value of `key` in one config file alone.
+    pub fn config_value_in(&self, file: ConfigFile, key: &str) -> Result<Option<String>> {
+        self.git().config_get_in(file.flag(), key)
+    }
+
+    /// Set (`Some`) or remove (`None`) `key` in one config file.
+    pub fn set_config_in(&self, file: ConfigFile, key: &str, value: Option<&str>) -> Result<()> {
+        self.git().config_put_in(file.flag(), key, value)
     }
 
     /// Add a value to a multi-valued key of the repository's own config file.

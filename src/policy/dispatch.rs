@@ -1,8 +1,8 @@
 //! What each installed hook checks when git fires it, and the hook it replaced.
 //!
 //! The shims `exec` git-bmad with the hook's name; this decides which check runs, records
-//! every refusal in the session journal, and then runs the hook that was there before
-//! (`<hook>.bmad-orig`) with the same arguments and input. The caller only prints.
+//! every refusal in the session journal, and then runs the user's hook of the same name
+//! (the shim found it) with the same arguments and input. The caller only prints.
 
 use std::io::Write;
 use std::path::Path;
@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 
 use super::rules::{self, Refusal};
 use super::secrets::Finding;
-use super::{commit, hooks, live_run, push, refs, Error};
+use super::{commit, live_run, push, refs, Error};
 use crate::config::PolicyScope;
 use crate::git::Repo;
 
@@ -153,26 +153,25 @@ fn binds_push(repo: &Repo, scope: PolicyScope) -> bool {
         || super::current_session(repo).is_some()
 }
 
-/// Run the hook our shim replaced, with the same arguments and stdin bytes; its exit code,
-/// `None` when there is none to run.
-pub fn run_chained(hook_file: &Path, args: &[String], input: &[u8]) -> Result<Option<i32>, Error> {
-    let chained = hooks::chained_path(hook_file);
-    if !chained.is_file() {
-        return Ok(None);
-    }
-    let mut child = Command::new(&chained)
+/// The variable through which a shim names the user's hook it found (unset: none).
+pub const CHAINED_HOOK_VAR: &str = "GIT_BMAD_CHAINED_HOOK";
+
+/// Run the user's hook `chained`, by its real path (husky finds its hook from `$0`), with the
+/// same arguments and stdin bytes; its exit code.
+pub fn run_chained(chained: &Path, args: &[String], input: &[u8]) -> Result<i32, Error> {
+    let mut child = Command::new(chained)
         .args(args)
-        .env_remove("GIT_BMAD_HOOK_FILE")
+        .env_remove(CHAINED_HOOK_VAR)
         .stdin(Stdio::piped())
         .spawn()
-        .map_err(|e| Error::io("could not run the chained hook", &chained, e))?;
+        .map_err(|e| Error::io("could not run the chained hook", chained, e))?;
     if let Some(mut stdin) = child.stdin.take() {
         // A hook that does not read its input is fine.
         let _ = stdin.write_all(input);
     }
     let status = child
         .wait()
-        .map_err(|e| Error::io("the chained hook did not finish:", &chained, e))?;
+        .map_err(|e| Error::io("the chained hook did not finish:", chained, e))?;
     // Killed by a signal: a failure like any other.
-    Ok(Some(status.code().unwrap_or(1)))
+    Ok(status.code().unwrap_or(1))
 }

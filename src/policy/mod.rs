@@ -51,30 +51,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// `core.hooksPath` is set for every repository (global or system config).
-    #[error("core.hooksPath is {value} in the {scope} git config: hooks installed into {} would run in every repository on this machine, and one that never ran `git bmad init` could no longer push to main. Run `git bmad hooks install --global` if that is what you want, or unset it (git config --{scope} --unset core.hooksPath) and install for this repository", dir.display())]
-    SharedHooksPath {
-        /// The configured value.
-        value: String,
-        /// Where it is set: `global` or `system`.
-        scope: String,
-        /// The directory it names.
-        dir: PathBuf,
-    },
-    /// The hooks directory holds files git tracks (a committed `.githooks`).
-    #[error("the hooks directory {} holds files git tracks: the shims would be changes to commit, naming this machine's git-bmad path. Point core.hooksPath at an untracked directory (its hooks can call the tracked ones), then run `git bmad hooks install`", dir.display())]
-    TrackedHooksDir {
-        /// The directory.
-        dir: PathBuf,
-    },
-    /// An earlier install's moved-aside hook is in the way.
-    #[error("{} exists and {} is not a git-bmad hook: two hooks cannot be chained into one slot; move one of them away and run `git bmad hooks install` again", backup.display(), hook.display())]
-    BackupInTheWay {
-        /// The foreign hook.
-        hook: PathBuf,
-        /// The existing backup.
-        backup: PathBuf,
-    },
+    /// A global install needs a home for its hooks.
+    #[error("neither XDG_CONFIG_HOME nor HOME is set: there is nowhere to put hooks for every repository of this user")]
+    NoHome,
 }
 
 impl Error {

@@ -9,7 +9,7 @@ use crate::cli::Context;
 use crate::policy::{self, dispatch};
 use crate::session;
 
-/// Run the git-bmad check for a git hook, then any hook it replaced.
+/// Run the git-bmad check for a git hook, then the user's hook of the same name.
 #[derive(Debug, Args)]
 pub struct HookArgs {
     /// The hook name, as git calls it
@@ -38,14 +38,14 @@ pub fn cmd_hook(ctx: &Context, args: &HookArgs) -> Result<u8, CommandError> {
     if args.name == "pre-commit" {
         stage_journal(&repo);
     }
-    let Some(hook_file) = std::env::var_os("GIT_BMAD_HOOK_FILE") else {
+    let Some(chained) = std::env::var_os(dispatch::CHAINED_HOOK_VAR) else {
         return Ok(exit::OK);
     };
-    let chained = dispatch::run_chained(std::path::Path::new(&hook_file), &args.args, &input)
+    let code = dispatch::run_chained(std::path::Path::new(&chained), &args.args, &input)
         .map_err(policy_error)?;
-    Ok(match chained {
-        None | Some(0) => exit::OK,
-        Some(code) => u8::try_from(code).unwrap_or(exit::FAILED).max(1),
+    Ok(match code {
+        0 => exit::OK,
+        code => u8::try_from(code).unwrap_or(exit::FAILED).max(1),
     })
 }
 

@@ -11,8 +11,11 @@ use crate::policy::hooks::{self, HooksStatus};
 /// Install, remove or inspect the git hooks that enforce the policy.
 ///
 /// The hooks refuse force pushes, pushes to and deletions of protected branches, tag rewrites,
-/// `--no-verify` commits in session worktrees and committed secrets. An existing hook is
-/// chained, not replaced, and uninstall puts it back byte for byte.
+/// `--no-verify` commits in session worktrees and committed secrets. They live in a directory
+/// of their own (`.git/bmad/hooks`, named by `core.hooksPath`), and each runs your hook of the
+/// same name from where git ran it before (husky, lefthook, pre-commit, a global or tracked
+/// hooks directory): no hook of yours is written, moved or removed, and uninstall puts
+/// `core.hooksPath` back.
 #[derive(Debug, Args)]
 pub struct HooksArgs {
     /// What to do
@@ -28,16 +31,19 @@ pub enum HooksAction {
         /// Also wire `git bmad guard` into this agent's hook settings
         #[arg(long, value_enum)]
         agent: Option<Agent>,
-        /// Install into a core.hooksPath set in the global or system config, which every
-        /// repository on this machine uses (refused without this flag)
+        /// Install for every repository of this user (~/.config/git-bmad/hooks, named by the
+        /// global core.hooksPath) instead of this one
         #[arg(long)]
         global: bool,
     },
-    /// Remove the hooks and restore the ones they chained
+    /// Remove the hooks and put core.hooksPath back as it was
     Uninstall {
         /// Also remove the guard from this agent's hook settings
         #[arg(long, value_enum)]
         agent: Option<Agent>,
+        /// Remove the install made for every repository of this user
+        #[arg(long)]
+        global: bool,
     },
     /// Show which hooks are installed where, what they chain, and how they could be bypassed
     Status,
@@ -61,7 +67,7 @@ pub fn cmd_hooks(ctx: &Context, args: &HooksArgs) -> Result<u8, CommandError> {
                 .map_err(|e| {
                     CommandError::failed(format!("cannot find the git-bmad binary: {e}"))
                 })?;
-            let status = hooks::install(&repo, &binary, global).map_err(fail)?;
+            let status = hooks::install(&repo, &binary, scope(global)).map_err(fail)?;
             if let Some(Agent::Claude) = agent {
                 let path = agent::install_claude(repo.workdir()).map_err(fail)?;
                 ctx.ui.status(format!(
@@ -72,14 +78,14 @@ pub fn cmd_hooks(ctx: &Context, args: &HooksArgs) -> Result<u8, CommandError> {
             }
             status
         }
-        HooksAction::Uninstall { agent } => {
+        HooksAction::Uninstall { agent, global } => {
             if let Some(Agent::Claude) = agent {
                 if let Some(path) = agent::uninstall_claude(repo.workdir()).map_err(fail)? {
                     ctx.ui
                         .status(format!("Removed the guard from {}", path.display()));
                 }
             }
-            hooks::uninstall(&repo).map_err(fail)?
+            hooks::uninstall(&repo, scope(global)).map_err(fail)?
         }
         HooksAction::Status => hooks::status(&repo).map_err(fail)?,
     };
@@ -91,10 +97,27 @@ pub fn cmd_hooks(ctx: &Context, args: &HooksArgs) -> Result<u8, CommandError> {
     Ok(exit::OK)
 }
 
-/// Warn, before agents run in `worktree`, when the policy hooks are not all installed there:
-/// without them nothing refuses an agent's force push, push to a protected branch or
+fn scope(global: bool) -> hooks::Scope {
+    if global {
+        hooks::Scope::Global
+    } else {
+        hooks::Scope::Repository
+    }
+}
+
+/// Before agents run in `worktree`: put the policy hooks back in front if something
+/// repointed `core.hooksPath` since install, and warn when they are still not all installed
+/// there: without them nothing refuses an agent's force push, push to a protected branch or
 /// committed secret.
 pub fn warn_if_unguarded(ctx: &Context, worktree: &crate::git::Repo) {
+    match hooks::repair(worktree) {
+        Ok(Some(status)) => ctx.ui.status(format!(
+            "core.hooksPath had been changed since `git bmad hooks install`: git-bmad's hooks are back in front, and run your hooks in {}",
+            status.chains.as_deref().unwrap_or(&status.dir).display()
+        )),
+        Ok(None) => {}
+        Err(e) => ctx.ui.warn(format!("could not put the policy hooks back: {e}")),
+    }
     match hooks::missing(worktree) {
         Ok(missing) if missing.is_empty() => {}
         Ok(missing) => ctx.ui.warn(format!(
@@ -108,8 +131,14 @@ pub fn warn_if_unguarded(ctx: &Context, worktree: &crate::git::Repo) {
 fn print(ctx: &Context, status: &HooksStatus) {
     let ui = &ctx.ui;
     ui.line(format!("hooks directory: {}", status.dir.display()));
-    if let Some(p) = &status.hooks_path {
-        ui.line(format!("core.hooksPath: {p}"));
+    if let (Some(p), Some(scope)) = (&status.hooks_path, &status.hooks_path_scope) {
+        ui.line(format!("core.hooksPath: {p} ({scope} config)"));
+    }
+    if let Some(chains) = &status.chains {
+        ui.line(format!(
+            "your hooks: {} (run after the checks)",
+            chains.display()
+        ));
     }
     if let Some(binary) = &status.binary {
         ui.line(format!("runs: {}", binary.display()));
@@ -118,16 +147,19 @@ fn print(ctx: &Context, status: &HooksStatus) {
         let state = if h.installed {
             ui.paint("installed", Style::Green)
         } else if h.foreign {
-            ui.paint("foreign hook (install chains it)", Style::Yellow)
+            ui.paint("not git-bmad's", Style::Yellow)
         } else {
             ui.paint("not installed", Style::Yellow)
         };
         let chained = h
             .chained
             .as_ref()
-            .map(|c| format!(", chains {}", c.display()))
+            .map(|c| format!(", then {}", c.display()))
             .unwrap_or_default();
         ui.line(format!("  {:<22} {state}{chained}", h.name));
+    }
+    for n in &status.notices {
+        ui.status(n.clone());
     }
     for r in &status.risks {
         ui.status(format!("note: {r}"));
