@@ -156,7 +156,10 @@ pub fn parse(text: &str, first_line: usize, file: &str) -> Instructions {
     let mut out = Instructions {
         diagnostics: notes
             .into_iter()
-            .map(|n| Diagnostic::warning(file, n.line, n.col, n.message))
+            .map(|n| match n.error {
+                true => Diagnostic::error(file, n.line, n.col, n.message),
+                false => Diagnostic::warning(file, n.line, n.col, n.message),
+            })
             .collect(),
         ..Default::default()
     };

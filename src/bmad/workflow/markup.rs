@@ -57,10 +57,17 @@ pub struct Note {
     pub col: usize,
     /// What.
     pub message: String,
+    /// The file cannot be read as written (tags nested too deep), not just odd.
+    pub error: bool,
 }
 
 /// Tags that are complete without a closing tag when one never comes.
 const VOID: &[&str] = &["goto", "anchor", "invoke-protocol", "invoke-task", "param"];
+
+/// The deepest nesting of tags read. BMAD's own files nest under ten levels; every consumer
+/// of the tree recurses, so a hostile file nested fifty thousand deep would overflow the
+/// stack. Deeper tags are an error, and are skipped with the closing tags that match them.
+pub const MAX_NESTING: usize = 100;
 
 /// The longest tag read (attributes may wrap onto following lines); a `<` whose tag does
 /// not end within this is text. It also bounds the work done per `<`.
@@ -71,6 +78,7 @@ pub fn read(text: &str, first_line: usize) -> (Vec<Element>, Vec<Note>) {
     let mut reader = Reader {
         stack: vec![root()],
         notes: Vec::new(),
+        too_deep: 0,
     };
     let bytes = text.as_bytes();
     let mut line = first_line;
@@ -177,6 +185,8 @@ fn root() -> Element {
 struct Reader {
     stack: Vec<Element>,
     notes: Vec<Note>,
+    /// Opening tags skipped for being nested deeper than [`MAX_NESTING`], still open.
+    too_deep: usize,
 }
 
 impl Reader {
@@ -193,6 +203,25 @@ impl Reader {
     }
 
     fn tag(&mut self, tag: Tag, line: usize, col: usize) {
+        if tag.closing && self.too_deep > 0 {
+            self.too_deep -= 1;
+            return;
+        }
+        if !tag.closing && !tag.self_closing && self.stack.len() > MAX_NESTING {
+            if self.too_deep == 0 && !self.notes.iter().any(|n| n.error) {
+                self.notes.push(Note {
+                    line,
+                    col,
+                    message: format!(
+                        "tags nest deeper than {MAX_NESTING} levels here: <{}> and the tags inside it are skipped",
+                        tag.name
+                    ),
+                    error: true,
+                });
+            }
+            self.too_deep += 1;
+            return;
+        }
         if tag.closing {
             match self.stack.iter().rposition(|e| e.name == tag.name) {
                 Some(at) if at > 0 => {
@@ -205,6 +234,7 @@ impl Reader {
                     line,
                     col,
                     message: format!("</{}> closes nothing that is open; ignored", tag.name),
+                    error: false,
                 }),
             }
             return;
@@ -238,6 +268,7 @@ impl Reader {
                 line: element.line,
                 col: element.col,
                 message: format!("<{}> is never closed; it ends where {why}", element.name),
+                error: false,
             });
         }
         match self.stack.last_mut() {
@@ -377,6 +408,23 @@ mod tests {
                 "</check> closes nothing that is open; ignored"
             ]
         );
+    }
+
+    #[test]
+    fn tags_nested_beyond_the_bound_are_one_error_and_the_rest_reads_on() {
+        let deep = format!(
+            "<workflow>\n{}x{}\n<step n=\"2\">after</step>\n</workflow>\n",
+            "<check>".repeat(50_000),
+            "</check>".repeat(50_000)
+        );
+        let (elements, notes) = read(&deep, 1);
+        let errors: Vec<_> = notes.iter().filter(|n| n.error).collect();
+        assert_eq!(errors.len(), 1, "{notes:?}");
+        assert_eq!(errors[0].line, 2);
+        assert!(notes.iter().all(|n| n.error), "no note per skipped tag: {}", notes.len());
+        let workflow = &elements[0];
+        assert_eq!(workflow.children.len(), 2);
+        assert_eq!(workflow.children[1].attr("n"), Some("2"));
     }
 
     #[test]

@@ -246,15 +246,20 @@ fn text_of(v: &Value, path: &str, line: usize) -> Result<String, Error> {
 fn parse(template: &str) -> Result<Vec<Part>, Error> {
     let tokens = tokenize(template);
     let mut pos = 0;
-    let parts = build(&tokens, &mut pos, None)?;
+    let parts = build(&tokens, &mut pos, None, 0)?;
     Ok(parts)
 }
 
-/// Blocks, from tokens; `closing` is the block being filled.
+/// The deepest nesting of `{{#if}}`/`{{#each}}` blocks read: real templates nest a few levels;
+/// building and rendering recurse, so thirty thousand levels would overflow the stack.
+const MAX_NESTING: usize = 100;
+
+/// Blocks, from tokens; `closing` is the block being filled, `depth` how many enclose it.
 fn build(
     tokens: &[Token],
     pos: &mut usize,
     closing: Option<(&str, usize)>,
+    depth: usize,
 ) -> Result<Vec<Part>, Error> {
     let mut parts = Vec::new();
     while *pos < tokens.len() {
@@ -264,7 +269,15 @@ fn build(
             Token::Text(s) => parts.push(Part::Text(s)),
             Token::Var(path, raw, line) => parts.push(Part::Var { path, raw, line }),
             Token::Open(kind, path, line) => {
-                let body = build(tokens, pos, Some((kind, line)))?;
+                if depth >= MAX_NESTING {
+                    return Err(Error {
+                        line,
+                        message: format!(
+                            "blocks nest deeper than {MAX_NESTING} levels here ({{{{#{kind}}}}})"
+                        ),
+                    });
+                }
+                let body = build(tokens, pos, Some((kind, line)), depth + 1)?;
                 if kind == "if" {
                     let (then, otherwise) = match body
                         .iter()
@@ -460,6 +473,16 @@ mod tests {
                 ("b".to_owned(), 1)
             ]
         );
+    }
+
+    #[test]
+    fn blocks_nested_beyond_the_bound_are_an_error_at_their_line() {
+        let deep = format!("{}x{}", "{{#if a}}\n".repeat(30_000), "{{/if}}".repeat(30_000));
+        let e = render(&deep, &vars("a: 1"), false).unwrap_err();
+        assert_eq!(e.line, MAX_NESTING + 1);
+        assert!(e.message.contains("nest deeper"), "{}", e.message);
+        let fine = format!("{}x{}", "{{#if a}}".repeat(50), "{{/if}}".repeat(50));
+        assert_eq!(render(&fine, &vars("a: 1"), false).unwrap().text, "x");
     }
 
     #[test]
