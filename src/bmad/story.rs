@@ -37,12 +37,13 @@ pub enum Format {
     Frontmatter,
 }
 
-/// A `[AI-Review][Severity]` follow-up.
+/// A review finding written into the story: `[AI-Review][Severity]` (v6.0–6.2) or
+/// `[Review][Patch|Defer|Decision]` (v6.3+), read by [`super::analysis::review::finding`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct FollowUp {
     /// Checked?
     pub done: bool,
-    /// High, Med, Low, Critical…
+    /// High, Med, Low, Critical…, or Patch, Defer, Decision.
     pub severity: String,
     /// What to do.
     pub text: String,
@@ -92,7 +93,7 @@ pub struct Story {
     pub tasks: (usize, usize),
     /// `## Senior Developer Review (AI)` outcome, if reviewed.
     pub review_outcome: Option<String>,
-    /// `[AI-Review]` follow-ups.
+    /// Review findings written into the story (`[AI-Review][…]`, `[Review][…]`).
     pub follow_ups: Vec<FollowUp>,
     /// Problems that did not stop reading (malformed frontmatter, no status).
     pub findings: Vec<Finding>,
@@ -257,12 +258,8 @@ impl Story {
 
     fn scan(&mut self, text: &str, body_start: usize) {
         static TITLE: OnceLock<Regex> = OnceLock::new();
-        static FOLLOW: OnceLock<Regex> = OnceLock::new();
         let title = TITLE.get_or_init(|| {
             Regex::new(r"^#\s+Story\s+([0-9][0-9A-Za-z.\-]*)\s*[:.\-–—]?\s*(.*)$").expect("title")
-        });
-        let follow = FOLLOW.get_or_init(|| {
-            Regex::new(r"^\s*[-*]\s+\[( |x|X)\]\s+\[AI-Review\]\[([^\]]+)\]\s*(.*?)\s*(?:\[([^\]\s]+:\d+(?:-\d+)?)\])?\s*$").expect("follow-up")
         });
         let mut offset = body_start;
         let mut in_fence = false;
@@ -341,7 +338,8 @@ impl Story {
                     continue;
                 }
             }
-            if section.starts_with("senior developer review") && self.review_outcome.is_none() {
+            // A review appended to an earlier one: the last verdict holds.
+            if section.starts_with("senior developer review") {
                 let plain = body.replace("**", "");
                 if let Some(rest) = plain
                     .trim_start_matches(['-', '*', ' '])
@@ -350,12 +348,12 @@ impl Story {
                     self.review_outcome = Some(rest.trim().to_owned()).filter(|o| !o.is_empty());
                 }
             }
-            if let Some(c) = follow.captures(body) {
+            if let Some(f) = super::analysis::review::finding(body) {
                 self.follow_ups.push(FollowUp {
-                    done: &c[1] != " ",
-                    severity: c[2].trim().to_owned(),
-                    text: c[3].trim().to_owned(),
-                    location: c.get(4).map(|m| m.as_str().to_owned()),
+                    done: f.done,
+                    severity: f.severity,
+                    text: f.text,
+                    location: f.location,
                     line: n,
                 });
                 continue;

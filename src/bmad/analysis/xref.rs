@@ -41,6 +41,33 @@ fn ids(re: &Regex, text: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// The longest FR range expanded: a wider one is a typo or not a range.
+const MAX_RANGE: u64 = 1000;
+
+/// Functional requirement ids, ranges expanded as architectures write them to cover many at
+/// once: `FR1–5`, `FR1-FR15`, `FR-3 to FR-7`, `FR10..12` (BMAD's architecture template maps
+/// "FR Category → Architecture Components" this way).
+fn requirement_ids(text: &str) -> BTreeSet<String> {
+    static FR: OnceLock<Regex> = OnceLock::new();
+    let fr = FR.get_or_init(|| {
+        Regex::new(r"\bFR-?(\d+)(?:\s*(?:[-–—]|\.\.|\bto\b|\bthrough\b)\s*(?:FR-?)?(\d+)\b)?\b")
+            .expect("fr")
+    });
+    let mut ids = BTreeSet::new();
+    for c in fr.captures_iter(text) {
+        let Ok(first) = c[1].parse::<u64>() else {
+            continue;
+        };
+        let last = c
+            .get(2)
+            .and_then(|m| m.as_str().parse::<u64>().ok())
+            .filter(|&last| last > first && last - first <= MAX_RANGE)
+            .unwrap_or(first);
+        ids.extend((first..=last).map(|n| format!("FR{n}")));
+    }
+    ids
+}
+
 fn canonical_adr(id: &str) -> String {
     // ADR001 → ADR-001 for display.
     format!("ADR-{}", id.trim_start_matches("ADR"))
@@ -64,17 +91,15 @@ pub fn read_stories(dir: &std::path::Path) -> std::io::Result<String> {
 
 /// Compare a PRD, an architecture and the stories' text.
 pub fn compare(prd: &str, architecture: &str, stories: &str) -> Alignment {
-    static FR: OnceLock<Regex> = OnceLock::new();
     static ADR: OnceLock<Regex> = OnceLock::new();
-    let fr = FR.get_or_init(|| Regex::new(r"\bFR-?\d+\b").expect("fr"));
     let adr = ADR.get_or_init(|| Regex::new(r"\bADR-?\d+\b").expect("adr"));
     let number = |id: &str| {
         id.trim_start_matches(|c: char| c.is_ascii_alphabetic())
             .parse::<u64>()
             .unwrap_or(0)
     };
-    let mut orphaned: Vec<String> = ids(fr, prd)
-        .difference(&ids(fr, architecture))
+    let mut orphaned: Vec<String> = requirement_ids(prd)
+        .difference(&requirement_ids(architecture))
         .cloned()
         .collect();
     orphaned.sort_by_key(|id| number(id));
@@ -133,5 +158,16 @@ mod tests {
         assert_eq!(a.issues[1].severity, "MEDIUM");
         let ok = compare("FR-1", "FR1, ADR-7", "uses ADR-007? no: ADR-7");
         assert_eq!((ok.alignment_status, ok.issues.len()), ("ALIGNED", 0));
+    }
+
+    #[test]
+    fn requirement_ranges_cover_every_id_in_them() {
+        let prd = (1..=20).map(|n| format!("FR{n} thing\n")).collect::<String>();
+        let arch = "FR1–5 auth. FR6-FR10 data. FR-11 to FR-13 api. FR14..15 ui. FR16 - 17. FR18, FR19.";
+        assert_eq!(compare(&prd, arch, "").orphaned_requirements, ["FR20"]);
+        assert_eq!(
+            requirement_ids("FR9-3 FR1-99999"),
+            ["FR1", "FR9"].map(String::from).into_iter().collect()
+        );
     }
 }
