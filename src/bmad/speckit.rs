@@ -1,9 +1,11 @@
 //! spec-kit: the current feature directory and the progress of its `tasks.md`.
 //!
 //! spec-kit finds the feature from `SPECIFY_FEATURE_DIRECTORY`, then `.specify/feature.json`
-//! (`{"feature_directory": "specs/003-user-auth"}`); v0.0.76 used the branch name, whose
-//! leading number names `specs/<NNN>-*`. A repository with exactly one feature under `specs/`
-//! needs none of these.
+//! (`{"feature_directory": "specs/003-user-auth"}`); before those (v0.0.76 on) its scripts
+//! took a feature name, `SPECIFY_FEATURE` or else the branch, and looked it up in `specs/`
+//! (`common.sh`, `find_feature_dir_by_prefix`): the directory of exactly that name, else the
+//! one directory with the name's number prefix, and when several share the prefix, the exact
+//! name again. A repository with exactly one feature under `specs/` needs none of these.
 
 use std::path::{Path, PathBuf};
 
@@ -12,15 +14,34 @@ use std::path::{Path, PathBuf};
 pub struct Feature {
     /// The feature directory, relative to the worktree.
     pub dir: PathBuf,
-    /// How it was found (`SPECIFY_FEATURE_DIRECTORY`, `.specify/feature.json`, `branch`, `only feature`).
+    /// How it was found (`SPECIFY_FEATURE_DIRECTORY`, `.specify/feature.json`,
+    /// `SPECIFY_FEATURE`, `branch`, `only feature`).
     pub source: &'static str,
 }
 
-/// Find the current feature of the worktree `root`.
-///
-/// `env_dir` is the value of `SPECIFY_FEATURE_DIRECTORY`; `branch` the short branch name.
-pub fn feature(root: &Path, env_dir: Option<&str>, branch: Option<&str>) -> Option<Feature> {
-    if let Some(dir) = env_dir.filter(|d| !d.trim().is_empty()) {
+/// What the environment says about the current feature, as spec-kit's scripts read it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FeatureEnv {
+    /// `SPECIFY_FEATURE_DIRECTORY`: the directory itself.
+    pub directory: Option<String>,
+    /// `SPECIFY_FEATURE`: a feature name that stands in for the branch's.
+    pub feature: Option<String>,
+}
+
+impl FeatureEnv {
+    /// The variables of this process.
+    pub fn from_process() -> FeatureEnv {
+        let var = |name| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        FeatureEnv {
+            directory: var("SPECIFY_FEATURE_DIRECTORY"),
+            feature: var("SPECIFY_FEATURE"),
+        }
+    }
+}
+
+/// Find the current feature of the worktree `root`; `branch` is the short branch name.
+pub fn feature(root: &Path, env: &FeatureEnv, branch: Option<&str>) -> Option<Feature> {
+    if let Some(dir) = &env.directory {
         return Some(Feature {
             dir: relative_to(root, Path::new(dir.trim())),
             source: "SPECIFY_FEATURE_DIRECTORY",
@@ -38,17 +59,13 @@ pub fn feature(root: &Path, env_dir: Option<&str>, branch: Option<&str>) -> Opti
         }
     }
     let features = feature_dirs(root);
-    if let Some(number) = branch.and_then(leading_number) {
-        if let Some(dir) = features.iter().find(|d| {
-            d.file_name()
-                .and_then(|n| n.to_str())
-                .and_then(leading_number)
-                .is_some_and(|n| n == number)
-        }) {
-            return Some(Feature {
-                dir: dir.clone(),
-                source: "branch",
-            });
+    let named = match env.feature.as_deref() {
+        Some(name) => Some((name, "SPECIFY_FEATURE")),
+        None => branch.map(|b| (b, "branch")),
+    };
+    if let Some((name, source)) = named {
+        if let Some(dir) = by_name(&features, name) {
+            return Some(Feature { dir, source });
         }
     }
     match features.as_slice() {
@@ -56,6 +73,26 @@ pub fn feature(root: &Path, env_dir: Option<&str>, branch: Option<&str>) -> Opti
             dir: only.clone(),
             source: "only feature",
         }),
+        _ => None,
+    }
+}
+
+/// The feature directory a feature or branch name (`003-review`, `bmad/003-review`) names:
+/// the exact one, else the only one with its number.
+fn by_name(features: &[PathBuf], name: &str) -> Option<PathBuf> {
+    let last = name.rsplit('/').next()?;
+    let file_name = |d: &PathBuf| d.file_name().and_then(|n| n.to_str()).map(str::to_owned);
+    if let Some(exact) = features.iter().find(|d| file_name(d).as_deref() == Some(last)) {
+        return Some(exact.clone());
+    }
+    let number = leading_number(last)?;
+    match features
+        .iter()
+        .filter(|d| file_name(d).as_deref().and_then(leading_number) == Some(number))
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        [only] => Some((*only).clone()),
         _ => None,
     }
 }
@@ -128,13 +165,36 @@ mod tests {
     fn finding_the_feature() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        assert_eq!(feature(root, None, None), None);
+        let none = FeatureEnv::default();
+        assert_eq!(feature(root, &none, None), None);
         std::fs::create_dir_all(root.join("specs/001-auth")).unwrap();
-        assert_eq!(feature(root, None, None).unwrap().source, "only feature");
+        assert_eq!(feature(root, &none, None).unwrap().source, "only feature");
         std::fs::create_dir_all(root.join("specs/002-billing")).unwrap();
-        assert_eq!(feature(root, None, Some("main")), None);
-        let by_branch = feature(root, None, Some("bmad/002-billing")).unwrap();
+        assert_eq!(feature(root, &none, Some("main")), None);
+        let by_branch = feature(root, &none, Some("bmad/002-billing")).unwrap();
         assert_eq!(by_branch.dir, Path::new("specs/002-billing"));
+        assert_eq!(
+            feature(root, &none, Some("002-other-name")).unwrap().dir,
+            Path::new("specs/002-billing"),
+            "the only feature with the number"
+        );
+        // Two features share a prefix: spec-kit falls back to the exact branch name.
+        std::fs::create_dir_all(root.join("specs/003-annotation")).unwrap();
+        std::fs::create_dir_all(root.join("specs/003-detection-review")).unwrap();
+        assert_eq!(
+            feature(root, &none, Some("003-detection-review")).unwrap().dir,
+            Path::new("specs/003-detection-review")
+        );
+        assert_eq!(feature(root, &none, Some("003-something-else")), None);
+        let named = FeatureEnv {
+            feature: Some("001-auth".into()),
+            ..FeatureEnv::default()
+        };
+        let by_env = feature(root, &named, Some("003-detection-review")).unwrap();
+        assert_eq!(
+            (by_env.dir.as_path(), by_env.source),
+            (Path::new("specs/001-auth"), "SPECIFY_FEATURE")
+        );
         std::fs::create_dir_all(root.join(".specify")).unwrap();
         std::fs::write(
             root.join(".specify/feature.json"),
@@ -142,10 +202,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            feature(root, None, Some("bmad/002-billing")).unwrap().dir,
+            feature(root, &none, Some("bmad/002-billing")).unwrap().dir,
             Path::new("specs/001-auth")
         );
-        let env = feature(root, Some("specs/002-billing"), None).unwrap();
+        let directory = FeatureEnv {
+            directory: Some("specs/002-billing".into()),
+            ..FeatureEnv::default()
+        };
+        let env = feature(root, &directory, None).unwrap();
         assert_eq!(
             (env.dir.as_path(), env.source),
             (Path::new("specs/002-billing"), "SPECIFY_FEATURE_DIRECTORY")
@@ -221,8 +285,8 @@ pub struct FeatureStatus {
 }
 
 /// The state of the current feature, if one is found.
-pub fn status(root: &Path, env_dir: Option<&str>, branch: Option<&str>) -> Option<FeatureStatus> {
-    let feature = feature(root, env_dir, branch)?;
+pub fn status(root: &Path, env: &FeatureEnv, branch: Option<&str>) -> Option<FeatureStatus> {
+    let feature = feature(root, env, branch)?;
     let dir = root.join(&feature.dir);
     let artifacts = ARTIFACTS
         .iter()

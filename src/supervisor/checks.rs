@@ -12,8 +12,8 @@ use crate::runner;
 pub struct CheckEnv<'a> {
     /// The session worktree.
     pub root: &'a Path,
-    /// `SPECIFY_FEATURE_DIRECTORY`, if set.
-    pub feature_env: Option<&'a str>,
+    /// `SPECIFY_FEATURE_DIRECTORY` and `SPECIFY_FEATURE`.
+    pub feature_env: &'a speckit::FeatureEnv,
     /// The session branch, short name.
     pub branch: Option<&'a str>,
     /// `checks.test_command`.
@@ -187,7 +187,7 @@ fn tests_pass(
 /// A feature file's path relative to the worktree, or why the feature is unknown.
 fn feature_file(env: &CheckEnv<'_>, file: &str) -> Result<PathBuf, String> {
     let feature = speckit::feature(env.root, env.feature_env, env.branch).ok_or_else(|| {
-        "no spec-kit feature found: set SPECIFY_FEATURE_DIRECTORY, write .specify/feature.json, or keep one feature under specs/".to_owned()
+        "no spec-kit feature found: set SPECIFY_FEATURE_DIRECTORY (or SPECIFY_FEATURE), write .specify/feature.json, or keep one feature under specs/".to_owned()
     })?;
     let path = feature.dir.join(file);
     inside(env.root, &path.to_string_lossy()).ok_or_else(|| {
@@ -232,7 +232,7 @@ mod tests {
         let changed = vec!["src/a.rs".to_owned()];
         let env = CheckEnv {
             root,
-            feature_env: None,
+            feature_env: &speckit::FeatureEnv::default(),
             branch: None,
             test_command: None,
             timeout: Duration::from_secs(10),

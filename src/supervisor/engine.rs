@@ -50,8 +50,8 @@ pub enum Request {
 pub struct RunOptions<'a> {
     /// The project configuration (runners, test command).
     pub config: &'a Config,
-    /// `SPECIFY_FEATURE_DIRECTORY`, if set.
-    pub feature_env: Option<String>,
+    /// `SPECIFY_FEATURE_DIRECTORY` and `SPECIFY_FEATURE`.
+    pub feature_env: crate::bmad::speckit::FeatureEnv,
     /// Called with every event as it is journaled (for progress output).
     pub observer: &'a mut dyn FnMut(&Event),
     /// Set when the user interrupts (see [`runner::interrupt`]).
@@ -238,7 +238,7 @@ struct Engine<'a> {
     playbook: Playbook,
     args: Vec<String>,
     config: &'a Config,
-    feature_env: Option<String>,
+    feature_env: crate::bmad::speckit::FeatureEnv,
     programs: BTreeMap<Kind, PathBuf>,
     state: RunState,
     observer: &'a mut dyn FnMut(&Event),
@@ -421,7 +421,7 @@ impl Engine<'_> {
     fn check_env<'e>(&'e self, step: &Step, changed: Option<&'e [String]>) -> CheckEnv<'e> {
         CheckEnv {
             root: &self.root,
-            feature_env: self.feature_env.as_deref(),
+            feature_env: &self.feature_env,
             branch: Some(self.session.short_branch()),
             test_command: self.config.checks.test_command.as_deref(),
             timeout: step.timeout,

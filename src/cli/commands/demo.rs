@@ -139,7 +139,8 @@ impl<'a> Demo<'a> {
             .env("PATH", &self.path)
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("NO_COLOR", "1")
-            .env_remove("SPECIFY_FEATURE_DIRECTORY");
+            .env_remove("SPECIFY_FEATURE_DIRECTORY")
+            .env_remove("SPECIFY_FEATURE");
         for key in crate::env::REPO_REDIRECTING_VARS {
             cmd.env_remove(key);
         }

@@ -76,7 +76,7 @@ pub(super) fn supervise_and_report(
         request,
         RunOptions {
             config: &config,
-            feature_env: std::env::var("SPECIFY_FEATURE_DIRECTORY").ok(),
+            feature_env: crate::bmad::speckit::FeatureEnv::from_process(),
             observer: &mut observer,
             interrupt: &interrupt,
         },

@@ -17,7 +17,7 @@ pub struct SpeckitArgs {
 /// The `speckit` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum SpeckitAction {
-    /// The current feature (SPECIFY_FEATURE_DIRECTORY, .specify/feature.json, the branch
+    /// The current feature (SPECIFY_FEATURE_DIRECTORY, .specify/feature.json, SPECIFY_FEATURE or the branch
     /// name, or the only feature), its artifacts, and tasks done/total per phase
     Status,
 }
@@ -31,16 +31,16 @@ pub fn cmd_speckit(ctx: &Context, args: &SpeckitArgs) -> Result<u8, CommandError
         .map(|r| r.workdir().to_path_buf())
         .unwrap_or_else(|| ctx.cwd.clone());
     let branch = repo.as_ref().and_then(|r| r.head_branch().ok().flatten());
-    let env = std::env::var("SPECIFY_FEATURE_DIRECTORY").ok();
+    let env = speckit::FeatureEnv::from_process();
     let Some(status) = speckit::status(
         &root,
-        env.as_deref(),
+        &env,
         branch
             .as_deref()
             .map(|b| b.trim_start_matches("refs/heads/")),
     ) else {
         return Err(CommandError::failed("no spec-kit feature found here")
-            .hinted("set SPECIFY_FEATURE_DIRECTORY, write .specify/feature.json ({\"feature_directory\": \"specs/001-x\"}), or run /speckit.specify"));
+            .hinted("set SPECIFY_FEATURE_DIRECTORY (or SPECIFY_FEATURE, a feature name), write .specify/feature.json ({\"feature_directory\": \"specs/001-x\"}), or run /speckit.specify"));
     };
     if ctx.ui.json() {
         ctx.ui.print_json(&status);
