@@ -496,3 +496,29 @@ fn templates_render_exactly_and_undefined_variables_name_their_line() {
         lenient.stderr
     );
 }
+
+/// v4's team workflows (`.bmad-core/workflows/*.yaml`) are walked by its orchestrator agent,
+/// not the v6 engine: they are linted by their own rules, not asked for `instructions`.
+#[test]
+fn a_v4_team_workflow_is_linted_by_its_own_rules() {
+    let env = TestEnv::new();
+    let dir = env.root().join("v4");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/bmad/v4"),
+        &dir,
+    );
+    let file = ".bmad-core/workflows/greenfield-service.yaml";
+    let v = show(&env, &dir, file);
+    assert_eq!(v["format"], "team-workflow");
+    assert_eq!(v["name"], "Greenfield Service/API Development");
+    env.bmad(&dir, &["workflow", "lint", file]).success();
+    write(
+        &dir,
+        "broken.yaml",
+        "workflow:\n  name: x\n  sequence:\n    - notes: only\n",
+    );
+    let run = env.bmad(&dir, &["workflow", "lint", "broken.yaml"]).code(1);
+    assert!(run.stdout.contains("no `id`"), "{}", run.stdout);
+    assert!(run.stdout.contains("names no `agent`"), "{}", run.stdout);
+    assert!(!run.stdout.contains("instructions"), "{}", run.stdout);
+}

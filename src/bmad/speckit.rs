@@ -82,7 +82,10 @@ pub fn feature(root: &Path, env: &FeatureEnv, branch: Option<&str>) -> Option<Fe
 fn by_name(features: &[PathBuf], name: &str) -> Option<PathBuf> {
     let last = name.rsplit('/').next()?;
     let file_name = |d: &PathBuf| d.file_name().and_then(|n| n.to_str()).map(str::to_owned);
-    if let Some(exact) = features.iter().find(|d| file_name(d).as_deref() == Some(last)) {
+    if let Some(exact) = features
+        .iter()
+        .find(|d| file_name(d).as_deref() == Some(last))
+    {
         return Some(exact.clone());
     }
     let number = leading_number(last)?;
@@ -182,7 +185,9 @@ mod tests {
         std::fs::create_dir_all(root.join("specs/003-annotation")).unwrap();
         std::fs::create_dir_all(root.join("specs/003-detection-review")).unwrap();
         assert_eq!(
-            feature(root, &none, Some("003-detection-review")).unwrap().dir,
+            feature(root, &none, Some("003-detection-review"))
+                .unwrap()
+                .dir,
             Path::new("specs/003-detection-review")
         );
         assert_eq!(feature(root, &none, Some("003-something-else")), None);

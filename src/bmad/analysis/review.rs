@@ -173,7 +173,9 @@ pub fn verdict_line(line: &str) -> Option<Outcome> {
 /// The verdict a phrase starts with: `✅ **APPROVE**`, `Approved with notes`, `Changes
 /// Requested`, `BLOCKED — needs a schema decision`.
 pub fn verdict_word(phrase: &str) -> Option<Outcome> {
-    let word = plain(phrase).trim_start_matches(['-', '*', ' ', '_']).to_lowercase();
+    let word = plain(phrase)
+        .trim_start_matches(['-', '*', ' ', '_'])
+        .to_lowercase();
     const APPROVE: &[&str] = &["approve", "accept", "pass", "lgtm"];
     const CHANGES: &[&str] = &[
         "changes requested",
@@ -261,15 +263,33 @@ mod tests {
 
     #[test]
     fn decorated_verdicts_headings_and_the_last_verdict_win() {
-        assert_eq!(parse("**Outcome:** ✅ **APPROVE**").outcome, Outcome::Approve);
-        assert_eq!(parse("- **Outcome**: ❌ CHANGES REQUESTED").outcome, Outcome::ChangesRequested);
-        assert_eq!(parse("### Outcome\n\n**Approved** with notes\n").outcome, Outcome::Approve);
-        assert_eq!(parse("## Review Outcome: BLOCKED\n").outcome, Outcome::Blocked);
-        assert_eq!(parse("**Verdict:** Request changes").outcome, Outcome::ChangesRequested);
+        assert_eq!(
+            parse("**Outcome:** ✅ **APPROVE**").outcome,
+            Outcome::Approve
+        );
+        assert_eq!(
+            parse("- **Outcome**: ❌ CHANGES REQUESTED").outcome,
+            Outcome::ChangesRequested
+        );
+        assert_eq!(
+            parse("### Outcome\n\n**Approved** with notes\n").outcome,
+            Outcome::Approve
+        );
+        assert_eq!(
+            parse("## Review Outcome: BLOCKED\n").outcome,
+            Outcome::Blocked
+        );
+        assert_eq!(
+            parse("**Verdict:** Request changes").outcome,
+            Outcome::ChangesRequested
+        );
         let appended = "## Senior Developer Review (AI)\n\n**Outcome:** Changes Requested\n\n- [x] [AI-Review][HIGH] Fixed it\n\n## Senior Developer Review (AI) - Round 2\n\n**Outcome:** Approve\n";
         assert_eq!(parse(appended).outcome, Outcome::Approve);
         assert_eq!(parse("**Outcome:** pending\n").outcome, Outcome::Unknown);
-        assert_eq!(parse("```\nOutcome: Approve\n```\n").outcome, Outcome::Unknown);
+        assert_eq!(
+            parse("```\nOutcome: Approve\n```\n").outcome,
+            Outcome::Unknown
+        );
     }
 
     #[test]
@@ -279,7 +299,14 @@ mod tests {
         let seen: Vec<_> = r
             .findings
             .iter()
-            .map(|f| (f.severity.as_str(), f.must_fix, f.decision, f.location.as_deref()))
+            .map(|f| {
+                (
+                    f.severity.as_str(),
+                    f.must_fix,
+                    f.decision,
+                    f.location.as_deref(),
+                )
+            })
             .collect();
         assert_eq!(
             seen,
@@ -292,7 +319,10 @@ mod tests {
             ]
         );
         assert_eq!(r.findings[0].text, "Missing auth check");
-        assert_eq!(r.findings[3].text, "Legacy retry loop — deferred, pre-existing");
+        assert_eq!(
+            r.findings[3].text,
+            "Legacy retry loop — deferred, pre-existing"
+        );
         assert_eq!((r.must_fix_open, r.decisions_open), (2, 1));
     }
 

@@ -162,8 +162,11 @@ mod tests {
 
     #[test]
     fn requirement_ranges_cover_every_id_in_them() {
-        let prd = (1..=20).map(|n| format!("FR{n} thing\n")).collect::<String>();
-        let arch = "FR1–5 auth. FR6-FR10 data. FR-11 to FR-13 api. FR14..15 ui. FR16 - 17. FR18, FR19.";
+        let prd = (1..=20)
+            .map(|n| format!("FR{n} thing\n"))
+            .collect::<String>();
+        let arch =
+            "FR1–5 auth. FR6-FR10 data. FR-11 to FR-13 api. FR14..15 ui. FR16 - 17. FR18, FR19.";
         assert_eq!(compare(&prd, arch, "").orphaned_requirements, ["FR20"]);
         assert_eq!(
             requirement_ids("FR9-3 FR1-99999"),

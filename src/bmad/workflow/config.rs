@@ -107,6 +107,62 @@ impl WorkflowYaml {
     }
 }
 
+/// A v4 team workflow's own rules (BMAD v4 `.bmad-core/workflows/*.yaml`, as its
+/// orchestrator reads them): `id` and `name`, and a `sequence` of steps, each naming the
+/// `agent` that acts or being a `workflow_end`, `step` or `action` entry (or a bare name such
+/// as `repeat_development_cycle`).
+fn lint_team_workflow(team: &Node, file: &str) -> Vec<Diagnostic> {
+    let mut diagnostics = Vec::new();
+    for key in ["id", "name"] {
+        if team.get(key).and_then(Node::as_str).is_none() {
+            diagnostics.push(
+                Diagnostic::error(
+                    file,
+                    team.line,
+                    1,
+                    format!("the team workflow has no `{key}`"),
+                )
+                .hint(format!("add `{key}:` under `workflow:`")),
+            );
+        }
+    }
+    let Some(sequence) = team.get("sequence").and_then(Node::as_seq) else {
+        diagnostics.push(
+            Diagnostic::error(
+                file,
+                team.line,
+                1,
+                "the team workflow has no `sequence` list".into(),
+            )
+            .hint("add `sequence:` with one entry per agent step"),
+        );
+        return diagnostics;
+    };
+    for entry in sequence {
+        let known = entry.as_str().is_some()
+            || [
+                "agent",
+                "workflow_end",
+                "step",
+                "action",
+                "repeats",
+                "condition",
+            ]
+            .iter()
+            .any(|k| entry.get(k).is_some());
+        if !known {
+            diagnostics.push(Diagnostic::warning(
+                file,
+                entry.line,
+                1,
+                "a sequence entry names no `agent`, `step` or `action`: the orchestrator skips it"
+                    .into(),
+            ));
+        }
+    }
+    diagnostics
+}
+
 /// Load `workflow.yaml` at `path` (text already read, `install` found), its config and its
 /// instructions.
 pub fn load(path: &Path, text: &str, env: &Env, install: Option<PathBuf>) -> Workflow {
@@ -142,6 +198,12 @@ pub fn load(path: &Path, text: &str, env: &Env, install: Option<PathBuf>) -> Wor
             return wf;
         }
     };
+    if let Some(team) = root.get("workflow").filter(|w| w.as_map().is_some()) {
+        wf.format = Format::TeamWorkflow;
+        wf.name = team.get("name").and_then(Node::as_str).map(str::to_owned);
+        wf.diagnostics = lint_team_workflow(team, &file);
+        return wf;
+    }
     let entries = root.as_map().unwrap_or_default();
     for key in REQUIRED {
         if root.get(key).is_none() {

@@ -421,7 +421,11 @@ mod tests {
         let errors: Vec<_> = notes.iter().filter(|n| n.error).collect();
         assert_eq!(errors.len(), 1, "{notes:?}");
         assert_eq!(errors[0].line, 2);
-        assert!(notes.iter().all(|n| n.error), "no note per skipped tag: {}", notes.len());
+        assert!(
+            notes.iter().all(|n| n.error),
+            "no note per skipped tag: {}",
+            notes.len()
+        );
         let workflow = &elements[0];
         assert_eq!(workflow.children.len(), 2);
         assert_eq!(workflow.children[1].attr("n"), Some("2"));

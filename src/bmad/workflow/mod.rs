@@ -110,6 +110,9 @@ pub enum Format {
     Embedded,
     /// `workflow.md` pointing at step files.
     StepFiles,
+    /// A v4 team workflow (`.bmad-core/workflows/*.yaml`: `workflow: {id, name, sequence}`),
+    /// which BMAD v4's orchestrator agent walks, not the v6 engine.
+    TeamWorkflow,
 }
 
 /// A loaded workflow, whatever its format.

@@ -477,7 +477,11 @@ mod tests {
 
     #[test]
     fn blocks_nested_beyond_the_bound_are_an_error_at_their_line() {
-        let deep = format!("{}x{}", "{{#if a}}\n".repeat(30_000), "{{/if}}".repeat(30_000));
+        let deep = format!(
+            "{}x{}",
+            "{{#if a}}\n".repeat(30_000),
+            "{{/if}}".repeat(30_000)
+        );
         let e = render(&deep, &vars("a: 1"), false).unwrap_err();
         assert_eq!(e.line, MAX_NESTING + 1);
         assert!(e.message.contains("nest deeper"), "{}", e.message);
