@@ -87,16 +87,7 @@ fn set_up(manager: Manager, env: &TestEnv, repo: &Path, log: &Path) {
     match manager {
         Manager::Husky9 => {
             write(repo, "package.json", "{\"name\": \"proj\"}\n");
-            run_tool(
-                env,
-                repo,
-                &node,
-                &[tools
-                    .join("husky9/node_modules/husky/bin.js")
-                    .to_str()
-                    .unwrap()],
-                &[],
-            );
+            run_husky9(env, repo);
             for hook in ["pre-commit", "commit-msg", "pre-push"] {
                 write(
                     repo,
@@ -184,6 +175,13 @@ fn set_up(manager: Manager, env: &TestEnv, repo: &Path, log: &Path) {
     );
 }
 
+/// `husky` (9) in `repo`, as its `prepare` script runs it on every `npm install`: it points
+/// `core.hooksPath` at `.husky/_` and writes its dispatchers there.
+fn run_husky9(env: &TestEnv, repo: &Path) {
+    let husky = tools().join("husky9/node_modules/husky/bin.js");
+    run_tool(env, repo, &which("node"), &[husky.to_str().unwrap()], &[]);
+}
+
 /// husky 4 runs `npx --no-install husky-run`: the project needs its node_modules (a link to
 /// the pinned install; ignored, as node_modules is).
 fn link_node_modules(worktree: &Path) {
@@ -240,6 +238,21 @@ fn commit(env: &TestEnv, dir: &Path, file: &str) -> (i32, String) {
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+#[track_caller]
+fn assert_no_verify_refused(env: &TestEnv, session_worktree: &Path) {
+    write(session_worktree, "skip.txt", "skip\n");
+    env.git(session_worktree, &["add", "skip.txt"]);
+    let out = env
+        .git_command(session_worktree)
+        .args(["commit", "-q", "--no-verify", "-m", "skip"])
+        .output()
+        .unwrap();
+    assert!(
+        !out.status.success(),
+        "--no-verify went through in a session"
+    );
 }
 
 fn take_log(log: &Path) -> String {
@@ -299,17 +312,7 @@ fn coexists(manager: Manager) {
     let (code, stderr) = commit(&env, &wt, "agent.txt");
     assert_eq!(code, 0, "{stderr}");
     assert_ran(&take_log(&log), manager, &["pre-commit", "commit-msg"]);
-    write(&wt, "skip.txt", "skip\n");
-    env.git(&wt, &["add", "skip.txt"]);
-    let out = env
-        .git_command(&wt)
-        .args(["commit", "-q", "--no-verify", "-m", "skip"])
-        .output()
-        .unwrap();
-    assert!(
-        !out.status.success(),
-        "--no-verify went through in a session"
-    );
+    assert_no_verify_refused(&env, &wt);
     let out = env
         .git_command(&wt)
         .args(["push", "-q", "origin", "HEAD:main"])
@@ -368,17 +371,7 @@ fn husky_reinstalled_over_ours_is_chained_again_at_the_next_start() {
     let log = env.root().join("hooks.log");
     set_up(Manager::Husky9, &env, &repo, &log);
     env.bmad(&repo, &["hooks", "install"]).success();
-    let node = which("node");
-    run_tool(
-        &env,
-        &repo,
-        &node,
-        &[tools()
-            .join("husky9/node_modules/husky/bin.js")
-            .to_str()
-            .unwrap()],
-        &[],
-    );
+    run_husky9(&env, &repo);
     assert_eq!(env.git(&repo, &["config", "core.hooksPath"]), ".husky/_\n");
     let status = env.bmad(&repo, &["hooks", "status"]).success();
     assert!(
@@ -401,17 +394,7 @@ fn husky_reinstalled_over_ours_is_chained_again_at_the_next_start() {
         .map(PathBuf::from)
         .find(|p| *p != repo)
         .expect("the session's worktree");
-    write(&wt, "skip.txt", "skip\n");
-    env.git(&wt, &["add", "skip.txt"]);
-    let out = env
-        .git_command(&wt)
-        .args(["commit", "-q", "--no-verify", "-m", "skip"])
-        .output()
-        .unwrap();
-    assert!(
-        !out.status.success(),
-        "--no-verify went through in a session"
-    );
+    assert_no_verify_refused(&env, &wt);
     let (code, stderr) = commit(&env, &wt, "agent.txt");
     assert_eq!(code, 0, "{stderr}");
     assert_ran(

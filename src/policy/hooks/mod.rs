@@ -56,6 +56,10 @@ const PASSED_THROUGH: &[&str] = &[
     "p4-pre-submit",
 ];
 
+/// Hooks git runs so often that a shim costs time even with nothing to chain (every index
+/// write, the checkpoints' own included): passed through only when the user has one.
+const OPTIONAL: &[&str] = &["post-index-change"];
+
 /// The line that marks a hook file as ours (the only files ever overwritten or removed).
 pub const MARKER: &str = "# git-bmad managed hook";
 
@@ -178,8 +182,16 @@ pub fn install(repo: &Repo, binary: &Path, scope: Scope) -> Result<HooksStatus, 
         None => chain_of_outer_scopes(repo, scope)?,
     };
     std::fs::create_dir_all(&dir).map_err(|e| Error::io("could not create", &dir, e))?;
+    let user_dir = chain.resolve(repo);
     for name in MANAGED.iter().chain(PASSED_THROUGH) {
-        write_executable(&dir.join(name), &shim(name, binary, &chain))?;
+        let path = dir.join(name);
+        if OPTIONAL.contains(name) && !exists(&user_dir.join(name)) {
+            if is_ours(&path) {
+                std::fs::remove_file(&path).map_err(|e| Error::io("could not remove", &path, e))?;
+            }
+            continue;
+        }
+        write_executable(&path, &shim(name, binary, &chain))?;
     }
     repo.set_config_in(file, BEFORE_KEY, before.as_deref())?;
     repo.set_config_in(file, "core.hooksPath", Some(&dir.to_string_lossy()))?;
