@@ -219,7 +219,10 @@ fn an_existing_hook_is_chained_with_the_same_input_and_restored_on_uninstall() {
     install(&env, &repo);
     install(&env, &repo); // idempotent: still one chained hook, still ours in front
     let ours = repo.join(".git/bmad/hooks");
-    assert!(ours.join("post-checkout").exists(), "every hook name runs yours");
+    assert!(
+        ours.join("post-checkout").exists(),
+        "every hook name runs yours"
+    );
     assert!(
         !ours.join("post-index-change").exists(),
         "no shim on every index write when you have no such hook"
