@@ -38,10 +38,10 @@ esac
 /// reference-transaction runs on every ref update, so its shim decides with shell builtins
 /// alone (no process started) that an update is none of our business: any phase but
 /// `prepared`; outside a session worktree while no agent run is live (the glob over the
-/// markers of [`crate::policy::live_run`]); in a session worktree any update that touches no local
-/// branch other than the session's own and none of git-bmad's refs. Only the rest reaches
-/// git-bmad, which asks the kernel whether a marker's run is really live. The session's git
-/// dir is `$GIT_DIR` when git was pointed at it from elsewhere.
+/// markers of [`crate::policy::live_run`]); in a session worktree any update that touches
+/// no local branch other than the session's own and none of git-bmad's refs. Only the rest
+/// reaches git-bmad, which asks the kernel whether a marker's run is really live. The
+/// session's git dir is `$GIT_DIR` when git was pointed at it from elsewhere.
 pub(super) fn shim(name: &str, binary: &Path, chain: &Chain) -> String {
     let bin = crate::text::shell_quote(&binary.to_string_lossy());
     let chain = crate::text::shell_quote(chain.0.as_deref().unwrap_or(""));
