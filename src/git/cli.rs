@@ -295,11 +295,23 @@ impl GitCli {
             .unwrap_or_default())
     }
 
-    /// The value of a key in one config file (`--local`, `--global`, `--system`).
-    pub(super) fn config_get_in(&self, scope: &str, key: &str) -> Result<Option<String>> {
-        Ok(self
-            .config_read(&[scope, "--get", key])?
-            .map(|v| v.trim_end_matches('\n').to_owned()))
+    /// Every setting whose key matches `pattern`, from every config file, as (scope, key,
+    /// value); keys come back lowercased, as git prints them.
+    pub(super) fn config_get_regexp_with_scope(
+        &self,
+        pattern: &str,
+    ) -> Result<Vec<(String, String, String)>> {
+        let text = self
+            .config_read(&["--show-scope", "--get-regexp", pattern])?
+            .unwrap_or_default();
+        Ok(text
+            .lines()
+            .filter_map(|line| {
+                let (scope, rest) = line.split_once('\t')?;
+                let (key, value) = rest.split_once(' ').unwrap_or((rest, ""));
+                Some((scope.to_owned(), key.to_owned(), value.to_owned()))
+            })
+            .collect())
     }
 
     /// Set (`Some`) or remove (`None`) a key in one config file.

@@ -69,9 +69,24 @@ impl Repo {
         Ok(!out.is_empty())
     }
 
-    /// The value of `key` in one config file alone.
-    pub fn config_value_in(&self, file: ConfigFile, key: &str) -> Result<Option<String>> {
-        self.git().config_get_in(file.flag(), key)
+    /// Every setting whose key matches the regular expression `pattern`, in the order git
+    /// reads them, with the config file that sets it (`command` and `worktree` settings are
+    /// left out): one git call for several keys.
+    pub fn config_entries(&self, pattern: &str) -> Result<Vec<(ConfigFile, String, String)>> {
+        Ok(self
+            .git()
+            .config_get_regexp_with_scope(pattern)?
+            .into_iter()
+            .filter_map(|(scope, key, value)| {
+                let file = match scope.as_str() {
+                    "local" => ConfigFile::Local,
+                    "global" => ConfigFile::Global,
+                    "system" => ConfigFile::System,
+                    _ => return None,
+                };
+                Some((file, key, value))
+            })
+            .collect())
     }
 
     /// Set (`Some`) or remove (`None`) `key` in one config file.

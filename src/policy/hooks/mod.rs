@@ -166,20 +166,51 @@ impl Chain {
     }
 }
 
+/// `core.hooksPath` and [`BEFORE_KEY`] in each config file, read with one git call.
+struct Settings(Vec<(ConfigFile, String, String)>);
+
+impl Settings {
+    const HOOKS_PATH: &'static str = "core.hookspath";
+
+    fn read(repo: &Repo) -> Result<Settings, Error> {
+        Ok(Settings(repo.config_entries(
+            "^(core\\.hookspath|bmad\\.hookspathbefore)$",
+        )?))
+    }
+
+    /// The value `file` gives `key` (the last one it sets, as git reads it).
+    fn get(&self, file: ConfigFile, key: &str) -> Option<String> {
+        let key = key.to_lowercase();
+        self.0
+            .iter()
+            .rev()
+            .find(|(f, k, _)| *f == file && *k == key)
+            .map(|(_, _, v)| v.clone())
+    }
+
+    fn hooks_path(&self, file: ConfigFile) -> Option<String> {
+        self.get(file, Self::HOOKS_PATH)
+    }
+
+    fn before(&self, file: ConfigFile) -> Option<String> {
+        self.get(file, BEFORE_KEY)
+    }
+}
+
 /// Install (or refresh) the shims for `scope`; `binary` is the git-bmad they run.
 pub fn install(repo: &Repo, binary: &Path, scope: Scope) -> Result<HooksStatus, Error> {
-    put_back_renamed_hooks(repo)?;
+    let settings = Settings::read(repo)?;
+    put_back_renamed_hooks(repo, &settings)?;
     let dir = scope.dir(repo)?;
     let file = scope.config_file();
-    let current = repo.config_value_in(file, "core.hooksPath")?;
-    let before = match current {
-        Some(v) if names(repo, &v, &dir) => repo.config_value_in(file, BEFORE_KEY)?,
+    let before = match settings.hooks_path(file) {
+        Some(v) if names(repo, &v, &dir) => settings.before(file),
         other => other,
     }
     .filter(|v| !names(repo, v, &dir));
     let chain = match &before {
         Some(v) => Chain(Some(v.clone())),
-        None => chain_of_outer_scopes(repo, scope)?,
+        None => chain_of_outer_scopes(repo, scope, &settings),
     };
     std::fs::create_dir_all(&dir).map_err(|e| Error::io("could not create", &dir, e))?;
     let user_dir = chain.resolve(repo);
@@ -196,33 +227,42 @@ pub fn install(repo: &Repo, binary: &Path, scope: Scope) -> Result<HooksStatus, 
     repo.set_config_in(file, BEFORE_KEY, before.as_deref())?;
     repo.set_config_in(file, "core.hooksPath", Some(&dir.to_string_lossy()))?;
     let mut status = status(repo)?;
-    status.notices = install_notices(repo, scope, &chain)?;
+    status.notices = install_notices(repo, scope, &chain, &settings)?;
     Ok(status)
 }
 
 /// Where the user's hooks are when this scope's config file sets no `core.hooksPath`: the
 /// one a wider config sets (a global `~/.githooks` keeps running here), unless that is
 /// git-bmad's own global install, whose chain is then followed instead.
-fn chain_of_outer_scopes(repo: &Repo, scope: Scope) -> Result<Chain, Error> {
-    let outer: &[ConfigFile] = match scope {
+fn chain_of_outer_scopes(repo: &Repo, scope: Scope, settings: &Settings) -> Chain {
+    let global = Scope::Global.dir(repo).ok();
+    let Some((file, value)) = outer_files(scope)
+        .iter()
+        .find_map(|&f| settings.hooks_path(f).map(|v| (f, v)))
+    else {
+        return Chain(None);
+    };
+    if global.as_ref().is_some_and(|g| names(repo, &value, g)) {
+        return Chain(settings.before(file));
+    }
+    Chain(Some(value))
+}
+
+/// The config files wider than `scope`'s, narrowest first.
+fn outer_files(scope: Scope) -> &'static [ConfigFile] {
+    match scope {
         Scope::Repository => &[ConfigFile::Global, ConfigFile::System],
         Scope::Global => &[ConfigFile::System],
-    };
-    let global = Scope::Global.dir(repo).ok();
-    for &file in outer {
-        let Some(value) = repo.config_value_in(file, "core.hooksPath")? else {
-            continue;
-        };
-        if global.as_ref().is_some_and(|g| names(repo, &value, g)) {
-            return Ok(Chain(repo.config_value_in(file, BEFORE_KEY)?));
-        }
-        return Ok(Chain(Some(value)));
     }
-    Ok(Chain(None))
 }
 
 /// What the user should hear about where their own hooks are and who else is affected.
-fn install_notices(repo: &Repo, scope: Scope, chain: &Chain) -> Result<Vec<String>, Error> {
+fn install_notices(
+    repo: &Repo,
+    scope: Scope,
+    chain: &Chain,
+    settings: &Settings,
+) -> Result<Vec<String>, Error> {
     let mut notices = Vec::new();
     let user_dir = chain.resolve(repo);
     if let Some(value) = &chain.0 {
@@ -231,23 +271,27 @@ fn install_notices(repo: &Repo, scope: Scope, chain: &Chain) -> Result<Vec<Strin
         ));
     }
     if scope == Scope::Repository {
-        for (file, outer) in [
-            (ConfigFile::Global, "global"),
-            (ConfigFile::System, "system"),
-        ] {
-            if let Some(value) = repo.config_value_in(file, "core.hooksPath")? {
-                notices.push(format!(
-                    "core.hooksPath is {value} in the {outer} config: git-bmad's hooks are installed for this repository only; `git bmad hooks install --global` would install them for every repository"
-                ));
-                break;
-            }
+        let outer = outer_files(scope)
+            .iter()
+            .find_map(|&f| settings.hooks_path(f).map(|v| (f, v)));
+        if let Some((file, value)) = outer {
+            let name = if file == ConfigFile::Global {
+                "global"
+            } else {
+                "system"
+            };
+            notices.push(format!(
+                "core.hooksPath is {value} in the {name} config: git-bmad's hooks are installed for this repository only; `git bmad hooks install --global` would install them for every repository"
+            ));
         }
     } else {
         notices.push(
             "installed for every repository of this user that sets no core.hooksPath of its own; `git bmad hooks uninstall --global` removes them".to_owned(),
         );
     }
-    if user_dir.starts_with(repo.workdir()) && repo.tracks_files_under(&user_dir)? {
+    let in_worktree =
+        user_dir.starts_with(repo.workdir()) && !user_dir.starts_with(repo.common_dir());
+    if in_worktree && repo.tracks_files_under(&user_dir)? {
         notices.push(format!(
             "{} holds hooks git tracks: they run for everyone, git-bmad's shims are outside the worktree and not committed",
             user_dir.display()
@@ -258,13 +302,13 @@ fn install_notices(repo: &Repo, scope: Scope, chain: &Chain) -> Result<Vec<Strin
 
 /// Put `core.hooksPath` back as it was before install and remove the shims of `scope`.
 pub fn uninstall(repo: &Repo, scope: Scope) -> Result<HooksStatus, Error> {
-    put_back_renamed_hooks(repo)?;
+    let settings = Settings::read(repo)?;
+    put_back_renamed_hooks(repo, &settings)?;
     let dir = scope.dir(repo)?;
     let file = scope.config_file();
-    let before = repo.config_value_in(file, BEFORE_KEY)?;
-    let current = repo.config_value_in(file, "core.hooksPath")?;
+    let before = settings.before(file);
     let mut notices = Vec::new();
-    match current {
+    match settings.hooks_path(file) {
         Some(v) if names(repo, &v, &dir) => {
             repo.set_config_in(file, "core.hooksPath", before.as_deref())?;
         }
@@ -310,23 +354,28 @@ fn same_file(a: &Path, b: &Path) -> bool {
 /// and moved the user's hook to `<name>.bmad-orig`. Every directory such an install could
 /// have used is visited (relative ones in every worktree); our old shims go, the user's hooks
 /// return to their names.
-fn put_back_renamed_hooks(repo: &Repo) -> Result<(), Error> {
+fn put_back_renamed_hooks(repo: &Repo, settings: &Settings) -> Result<(), Error> {
     let mut dirs = vec![repo.common_dir().join("hooks")];
     let ours: Vec<PathBuf> = [Scope::Repository, Scope::Global]
         .iter()
         .filter_map(|s| s.dir(repo).ok())
         .collect();
-    let worktrees = repo.worktrees()?;
-    for file in [ConfigFile::Local, ConfigFile::Global] {
-        for key in ["core.hooksPath", BEFORE_KEY] {
-            let Some(value) = repo.config_value_in(file, key)? else {
-                continue;
-            };
-            let chain = Chain(Some(value.clone()));
-            match chain.is_relative() {
-                Some(rel) => dirs.extend(worktrees.iter().map(|w| w.path.join(rel))),
-                None => dirs.push(chain.resolve(repo)),
+    let mut worktrees = None;
+    for (file, _, value) in &settings.0 {
+        if *file == ConfigFile::System {
+            continue;
+        }
+        let chain = Chain(Some(value.clone()));
+        match chain.is_relative() {
+            Some(rel) => {
+                // Listed only when a relative path needs them: one git call.
+                if worktrees.is_none() {
+                    worktrees = Some(repo.worktrees()?);
+                }
+                let listed = worktrees.iter().flatten();
+                dirs.extend(listed.map(|w| w.path.join(rel)));
             }
+            None => dirs.push(chain.resolve(repo)),
         }
     }
     for dir in dirs {
@@ -350,12 +399,13 @@ fn put_back_renamed_hooks(repo: &Repo) -> Result<(), Error> {
 
 /// Put git-bmad's hooks back in front when something repointed `core.hooksPath` after
 /// install (husky 9 does on every `npm install`, `lefthook install --reset-hooks-path` and
-/// pre-commit's hint do): installed here means our directory still holds our shims, and
-/// uninstall removes them. The user's new hooks directory is chained. `None` when nothing
-/// was displaced, or the recorded binary is gone (then the caller's warning says so).
+/// pre-commit's hint do); for a caller that found hooks [`missing`]. Installed here means
+/// our directory still holds our shims, and uninstall removes them. The user's new hooks
+/// directory is chained. `None` when not installed here, or the recorded binary is gone
+/// (then the caller's warning says so).
 pub fn repair(repo: &Repo) -> Result<Option<HooksStatus>, Error> {
     let own = Scope::Repository.dir(repo)?.join(MANAGED[0]);
-    if !is_ours(&own) || missing(repo)?.is_empty() {
+    if !is_ours(&own) {
         return Ok(None);
     }
     let Some(binary) = recorded(&own, "bin=").map(PathBuf::from) else {
