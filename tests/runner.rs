@@ -8,6 +8,7 @@ mod common;
 mod test_analyze;
 mod test_checkpoint;
 mod test_crash;
+mod test_epic;
 mod test_guard;
 mod test_hook_managers;
 mod test_hooks;

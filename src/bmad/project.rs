@@ -37,6 +37,8 @@ pub struct StoryView {
     pub file_status: Option<Status>,
     /// Keys it depends on.
     pub depends_on: Vec<String>,
+    /// Paths it expects to change (`touches` in its frontmatter).
+    pub touches: Vec<String>,
     /// Line in sprint-status.yaml.
     pub sprint_line: Option<usize>,
     /// What bmad-build-auto halted on, for a blocked story.
@@ -278,6 +280,7 @@ impl Project {
                     file: story.map(|s| self.layout.shown(&s.path)),
                     file_status: story.and_then(|s| s.status.clone()),
                     depends_on: story.map(|s| s.depends_on.clone()).unwrap_or_default(),
+                    touches: story.map(|s| s.touches.clone()).unwrap_or_default(),
                     sprint_line: Some(entry.line),
                     blocking_condition: story.and_then(|s| s.blocking_condition.clone()),
                     ambiguous,
@@ -305,6 +308,7 @@ impl Project {
                 file: Some(file),
                 file_status: Some(status),
                 depends_on: story.depends_on.clone(),
+                touches: story.touches.clone(),
                 sprint_line: None,
                 blocking_condition: story.blocking_condition.clone(),
                 ambiguous: Vec::new(),

@@ -174,6 +174,10 @@ impl Project {
                         .iter()
                         .map(|d| format!("{}/{d}", folder.name))
                         .collect(),
+                    touches: story
+                        .as_ref()
+                        .map(|s| s.touches.clone())
+                        .unwrap_or_default(),
                     sprint_line: None,
                     blocking_condition: story.as_ref().and_then(|s| s.blocking_condition.clone()),
                     ambiguous,

@@ -74,6 +74,8 @@ pub struct Story {
     pub format: Format,
     /// `depends_on` from the frontmatter.
     pub depends_on: Vec<String>,
+    /// `touches` from the frontmatter: paths (or prefixes) the story expects to change.
+    pub touches: Vec<String>,
     /// `baseline_commit` from the frontmatter.
     pub baseline_commit: Option<String>,
     /// `baseline_revision` from a v6.11 spec's frontmatter: HEAD when implementation began.
@@ -135,6 +137,7 @@ impl Story {
             status_line: 0,
             format: Format::V6,
             depends_on: Vec::new(),
+            touches: Vec::new(),
             baseline_commit: None,
             baseline_revision: None,
             review_loop_iteration: None,
@@ -195,6 +198,7 @@ impl Story {
                         .get("depends_on")
                         .or_else(|| value.get("dependencies")),
                 );
+                self.touches = names(value.get("touches"));
                 self.baseline_commit = value.get("baseline_commit").and_then(scalar);
                 self.baseline_revision = value.get("baseline_revision").and_then(scalar);
                 // v6.11 specs carry their title here; a `# Story` heading still wins.

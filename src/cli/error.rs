@@ -209,6 +209,15 @@ impl From<crate::epic::Error> for CommandError {
         match e {
             crate::epic::Error::Bmad(e) => e.into(),
             crate::epic::Error::Session(e) => e.into(),
+            crate::epic::Error::Supervisor(e) => e.into(),
+            e @ (crate::epic::Error::NoSuchEpic { .. }
+            | crate::epic::Error::NoSuchStory { .. }
+            | crate::epic::Error::AmbiguousStory { .. }) => {
+                CommandError::coded(exit::USAGE, e, None)
+            }
+            e @ (crate::epic::Error::Gh(_) | crate::epic::Error::NoRun(_)) => {
+                CommandError::coded(exit::FAILED, e, None)
+            }
         }
     }
 }

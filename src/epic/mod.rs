@@ -1,12 +1,23 @@
-//! The BMAD epic runner's layer: what joins the BMAD project files to sessions. For now,
-//! recording a story's status change in the session it happens in; the story queue, sprint
-//! pipelines and review rounds build on it.
+//! The BMAD epic runner: an epic's stories planned (dependency order, parallel waves,
+//! stacked branches, overlapping `touches`), each run in its own session through its era's
+//! pipeline playbook, verified, committed and offered as a draft pull request; the run's
+//! record is the epic session's journal, so `epic status` and `epic resume` replay it.
 
+mod closeout;
+pub mod pipeline;
+pub mod plan;
+pub mod run;
+pub mod state;
 mod status;
+mod story;
+mod verify;
 
+pub use plan::{plan, Plan, PlanOptions};
+pub use run::{run, EpicOptions, EpicRun, Gates};
+pub use state::EpicState;
 pub use status::set_story_status;
 
-/// Errors of the epic layer: the one below it, named.
+/// Errors of the epic layer: the one below it, named, and the epic's own.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The BMAD files.
@@ -15,4 +26,37 @@ pub enum Error {
     /// The session and its journal.
     #[error(transparent)]
     Session(#[from] crate::session::Error),
+    /// The supervisor.
+    #[error(transparent)]
+    Supervisor(#[from] crate::supervisor::Error),
+    /// No story belongs to the epic.
+    #[error("no story belongs to epic {epic}; epics with stories: {}", if known.is_empty() { "none".to_owned() } else { known.join(", ") })]
+    NoSuchEpic {
+        /// The epic asked for.
+        epic: String,
+        /// Those that exist.
+        known: Vec<String>,
+    },
+    /// `--stories` named a story the epic does not have.
+    #[error("epic {epic} has no story {story}; git bmad epic plan {epic} lists them")]
+    NoSuchStory {
+        /// The story.
+        story: String,
+        /// The epic.
+        epic: String,
+    },
+    /// `--stories` named a prefix of several stories.
+    #[error("{story} matches several stories ({}); name one", matches.join(", "))]
+    AmbiguousStory {
+        /// The prefix.
+        story: String,
+        /// What it matches.
+        matches: Vec<String>,
+    },
+    /// `gh` failed to open a pull request.
+    #[error("gh could not open the pull request: {0}")]
+    Gh(String),
+    /// No epic run was started.
+    #[error("epic {0} has no run to resume; start one with git bmad epic run {0}")]
+    NoRun(String),
 }

@@ -229,6 +229,43 @@ impl Repo {
         self.git().refs_containing(commit, except)
     }
 
+    /// Stage everything in this worktree and commit it with `message` (the repository's
+    /// hooks run, so the policy applies to git-bmad's own commits too). `false` when there
+    /// was nothing to commit.
+    pub fn commit_all(&self, message: &str) -> Result<bool> {
+        let git = self.git();
+        git.run(["add", "--all"])?;
+        if git.run(["diff", "--cached", "--name-only"])?.is_empty() {
+            return Ok(false);
+        }
+        git.run(["commit", "--quiet", "-m", message]).map(|_| true)
+    }
+
+    /// Merge another branch (short name) into this worktree's branch; a conflict aborts the
+    /// merge and is an error, so the worktree is left as it was.
+    pub fn merge_branch(&self, short_branch: &str, message: &str) -> Result<()> {
+        let git = self.git();
+        match git.run(["merge", "--no-ff", "--quiet", "-m", message, short_branch]) {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                let _ = git.run(["merge", "--abort"]);
+                Err(e)
+            }
+        }
+    }
+
+    /// Whether a remote of this name is configured.
+    pub fn has_remote(&self, name: &str) -> Result<bool> {
+        let out = self.git().run(["remote"])?;
+        Ok(String::from_utf8_lossy(&out).lines().any(|l| l == name))
+    }
+
+    /// `git push <remote> refs/heads/<b>:refs/heads/<b>`: never forced, through the hooks.
+    pub fn push_branch(&self, remote: &str, short_branch: &str) -> Result<()> {
+        let spec = format!("refs/heads/{short_branch}:refs/heads/{short_branch}");
+        self.git().run(["push", "--quiet", remote, &spec]).map(drop)
+    }
+
     /// `git worktree add -b <branch> <path> <base>`.
     pub fn add_worktree(&self, path: &Path, branch: &str, base: ObjectId) -> Result<()> {
         self.git().worktree_add(path, branch, base)

@@ -11,6 +11,7 @@
 //! the trailers on the newest checkpoint summarise it so listing sessions reads one commit each.
 
 mod checkpoint;
+pub mod closeout;
 mod deferred;
 mod doctor;
 mod error;

@@ -133,6 +133,12 @@ kinds! {
     "gate_opened" => GateOpened(GateOpened),
     /// A human answered a gate.
     "gate_answered" => GateAnswered(GateAnswered),
+    /// An epic run began (or was resumed with other options): its plan and options.
+    "epic_started" => EpicStarted(EpicStarted),
+    /// A story of an epic run reached a stage.
+    "story_stage" => StoryStage(StoryStage),
+    /// An epic run ended: every story done, failed, blocked, skipped or waiting at a gate.
+    "epic_finished" => EpicFinished(EpicFinished),
 }
 
 impl Body {
@@ -562,6 +568,12 @@ pub struct StepOutcome {
     /// The menu the agent stopped at, as the decision engine read it.
     #[serde(skip_serializing_if = "Value::is_null")]
     pub menu: Value,
+    /// Open MUST-FIX findings in the answer, when it reads as a review.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub must_fix: Option<u32>,
+    /// Those findings, redacted and capped, for the next round and the gate.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<String>,
     /// Why the agent could not be run at all.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -586,6 +598,80 @@ pub struct StepOutcome {
     /// The failure a human accepted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub after: Option<String>,
+}
+
+/// `epic_started`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EpicStarted {
+    /// The epic (`3`, `2.5`, a spec folder).
+    pub epic: String,
+    /// The BMAD era whose pipeline the stories get (`v6.11`, `v6`, `v4`).
+    pub era: String,
+    /// The playbook each story runs.
+    pub pipeline: String,
+    /// What the stories start from.
+    pub base: String,
+    /// The stories the run takes on, in dependency order.
+    pub stories: Vec<String>,
+    /// Stories run at once.
+    pub parallel: u32,
+    /// Human checkpoints: none, per-epic, per-story.
+    pub gates: String,
+    /// Review→fix rounds per story.
+    pub rounds: u32,
+}
+
+/// `story_stage`: one story's progress; the event's `step` is the story key.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct StoryStage {
+    /// started, built, verified, committed, pr, done, gated, failed, blocked, skipped.
+    pub stage: String,
+    /// The story's session.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// Its branch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    /// What the branch started from (a branch name: stacked on a story's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    /// The commit the story started at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<String>,
+    /// Why (a failure, a skip, a block, a gate's question).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The pull request, or the command that opens one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pr: Option<String>,
+    /// Review rounds run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<u32>,
+    /// MUST-FIX findings fixed by those rounds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub findings_fixed: Option<u32>,
+    /// Agent invocations.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invocations: Option<u32>,
+    /// Cost in US dollars, where the runner reports it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// Time in steps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_time_ms: Option<u64>,
+}
+
+/// `epic_finished`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EpicFinished {
+    /// Stories by how they ended: `done`, `failed`, `blocked`, `skipped`, `gated`.
+    pub counts: std::collections::BTreeMap<String, u32>,
+    /// Why the run stopped early (a circuit breaker), if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<String>,
 }
 
 /// `step_skipped`.

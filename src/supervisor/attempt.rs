@@ -126,6 +126,7 @@ impl Attempt<'_> {
                 // An agent that stopped at a menu did not finish: say so, with the choice
                 // the decision engine would make.
                 let menu = crate::bmad::analysis::menu::analyze(&r.final_text, "continue");
+                let (must_fix, findings) = review_findings(&r.final_text);
                 outcome = StepOutcome {
                     runner: Some(r.runner.as_str().to_owned()),
                     exit: serde_json::to_value(r.exit).unwrap_or_default(),
@@ -150,6 +151,8 @@ impl Attempt<'_> {
                     } else {
                         serde_json::Value::Null
                     },
+                    must_fix,
+                    findings,
                     ..outcome
                 };
             }
@@ -235,6 +238,34 @@ fn normalise(text: &str) -> String {
         .collect::<Vec<_>>()
         .join(" ")
         .to_lowercase()
+}
+
+/// Findings kept per attempt: enough for a fixer's prompt and a human's gate.
+const FINDINGS_KEPT: usize = 20;
+
+/// The open MUST-FIX findings of an answer that reads as a review (a verdict or findings in
+/// any form the decision engine knows); `None` for an answer that is not one.
+fn review_findings(answer: &str) -> (Option<u32>, Vec<String>) {
+    use crate::bmad::analysis::review;
+    let read = review::parse(answer);
+    if read.outcome == review::Outcome::Unknown && read.findings.is_empty() {
+        return (None, Vec::new());
+    }
+    let open: Vec<String> = read
+        .findings
+        .iter()
+        .filter(|f| f.must_fix && !f.done)
+        .take(FINDINGS_KEPT)
+        .map(|f| {
+            let at = f
+                .location
+                .as_deref()
+                .map(|l| format!(" [{l}]"))
+                .unwrap_or_default();
+            redact(&format!("[{}] {}{at}", f.severity, f.text))
+        })
+        .collect();
+    (Some(read.must_fix_open as u32), open)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+mod prompt;
 mod round;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,7 +17,7 @@ use super::decide::{self, GateRequest, Settlement};
 use super::error::{Error, Result};
 use super::library::{validate, Source};
 use super::outcome::{Outcome, Report};
-use super::playbook::{self, Autonomy, Check, Playbook, Step};
+use super::playbook::{self, Autonomy, Playbook, Step};
 use super::state::{Ended, RunState, StepStatus};
 use crate::config::Config;
 use crate::policy::agent;
@@ -430,34 +431,6 @@ impl Engine<'_> {
         }
     }
 
-    /// The test commands `step`'s checks run, and the project's: an agent may run them.
-    fn test_commands(&self, step: &Step) -> Vec<String> {
-        let project = self.config.checks.test_command.clone();
-        let mut commands: Vec<String> = step
-            .postconditions
-            .iter()
-            .filter_map(|check| match check {
-                Check::TestsPass(Some(command)) => Some(command.clone()),
-                _ => None,
-            })
-            .collect();
-        if let Some(project) = project.filter(|p| !commands.contains(p)) {
-            commands.push(project);
-        }
-        commands
-    }
-
-    fn prompt(&self, step: &Step, kind: Kind) -> String {
-        let args = self.args.join(" ");
-        if step.command.contains("{args}") {
-            step.command.replace("{args}", &args)
-        } else if kind.is_agent() && !args.is_empty() {
-            format!("{} {args}", step.command)
-        } else {
-            step.command.clone()
-        }
-    }
-
     /// Run steps at the same time (one, for a plain step), between two checkpoints.
     fn run_round<'s>(&mut self, phase: &str, steps: &[&'s Step]) -> Result<Vec<Attempt<'s>>> {
         let ids: Vec<&str> = steps.iter().map(|s| s.id.as_str()).collect();
@@ -515,6 +488,9 @@ impl Engine<'_> {
                 ("BMAD_PLAYBOOK".into(), self.playbook.name.clone()),
                 ("BMAD_ARGS".into(), self.args.join(" ")),
             ];
+            if let Some(findings) = self.findings_for(step) {
+                env.push(("BMAD_FINDINGS".into(), findings));
+            }
             // The role's key, under the name its CLI reads; only ever in the agent's
             // environment, never in an event.
             if let (Some(var), Some(target)) = (&agent.api_key_env, kind.adapter().key_variable()) {

@@ -100,6 +100,10 @@ pub struct StepState {
     pub auto_retries: u32,
     /// Its last failure or escalation: (trigger, reason, evidence).
     pub last_failure: Option<(String, String, String)>,
+    /// Open MUST-FIX findings its last completed attempt reported (a review).
+    pub must_fix: Option<u32>,
+    /// Those findings.
+    pub findings: Vec<String>,
 }
 
 impl Default for StepState {
@@ -113,6 +117,8 @@ impl Default for StepState {
             pending_answer: None,
             auto_retries: 0,
             last_failure: None,
+            must_fix: None,
+            findings: Vec::new(),
         }
     }
 }
@@ -250,6 +256,8 @@ impl RunState {
                 let s = self.steps.entry(step_id).or_default();
                 s.status = StepStatus::Done;
                 s.pending_answer = None;
+                s.must_fix = outcome.must_fix;
+                s.findings = outcome.findings.clone();
             }
             Body::StepFailed(outcome) | Body::Escalated(outcome) => {
                 self.run_time_ms += event.duration_ms.unwrap_or(0);

@@ -7,6 +7,7 @@ mod completions;
 mod conformance;
 mod demo;
 mod doctor;
+mod epic;
 mod finish;
 mod gc;
 mod generate_man;
@@ -82,6 +83,8 @@ pub enum Command {
     Answer(answer::AnswerArgs),
     /// BMAD stories: list, next, order, check drift, set a status in every file at once
     Stories(stories::StoriesArgs),
+    /// The BMAD epic runner: plan, run (in parallel), status, resume
+    Epic(epic::EpicArgs),
     /// spec-kit: the current feature, its artifacts and task progress
     Speckit(speckit::SpeckitArgs),
     /// Load every BMAD and spec-kit file under a directory; one line per file
@@ -152,6 +155,7 @@ pub fn dispatch(ctx: &Context, command: Command) -> Result<u8, CommandError> {
         Command::Workflow(args) => workflow::cmd_workflow(ctx, &args),
         Command::Template(args) => template::cmd_template(ctx, &args),
         Command::Stories(args) => stories::cmd_stories(ctx, &args),
+        Command::Epic(args) => epic::cmd_epic(ctx, &args),
         Command::Speckit(args) => speckit::cmd_speckit(ctx, &args),
         Command::Conformance(args) => conformance::cmd_conformance(ctx, &args),
         Command::Hooks(args) => hooks::cmd_hooks(ctx, &args),

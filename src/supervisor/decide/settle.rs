@@ -2,7 +2,7 @@
 //! crashed steps to recover, steps to skip.
 
 use super::super::checks::CheckOutcome;
-use super::super::playbook::{Autonomy, Check, Playbook, Step};
+use super::super::playbook::{Autonomy, Check, Playbook, Step, When};
 use super::super::state::{Answer, GateKind, RunState, StepStatus};
 use super::gate::{self, GateRequest};
 use crate::session::schema::{Body, Next, Retry, RunFailed, StepOutcome, StepSkipped};
@@ -80,6 +80,20 @@ pub fn settle(
                 return Settlement::Record(vec![recover(step, checks)]);
             }
             _ => {}
+        }
+        if let (Some(When::Findings(of)), StepStatus::Pending) = (&step.when, &record.status) {
+            let source = state.step(of);
+            if source.must_fix.unwrap_or(0) == 0 {
+                let reason = match source.status {
+                    StepStatus::Skipped => format!("{of} did not run"),
+                    _ => format!("{of} left no open MUST-FIX finding"),
+                };
+                return Settlement::Record(vec![NewEvent::new(Body::StepSkipped(StepSkipped {
+                    reason,
+                }))
+                .step(id)
+                .decision(Some(Decision::Auto))]);
+            }
         }
         if step.autonomy == Autonomy::Skip && record.status == StepStatus::Pending {
             return Settlement::Record(vec![NewEvent::new(Body::StepSkipped(StepSkipped {

@@ -160,6 +160,7 @@ pub mod vocabulary {
         "escalate_on",
         "verdict",
         "timeout",
+        "when",
     ];
     /// Fields of a parallel phase.
     pub const PHASE_FIELDS: &[&str] = &["phase", "parallel"];
@@ -251,11 +252,32 @@ pub struct Step {
     /// Wall-clock limit of one attempt.
     #[serde(serialize_with = "serialize_secs")]
     pub timeout: Duration,
+    /// Run only when this holds; otherwise the step is journaled as skipped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub when: Option<When>,
     /// Line in the playbook file.
     pub line: usize,
     /// Line and column of its command.
     #[serde(skip)]
     pub command_at: (usize, usize),
+}
+
+/// A condition on an earlier step's result that decides whether a step runs: review→fix
+/// rounds unrolled into plain steps, each round running only while findings remain.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum When {
+    /// The named step finished with open MUST-FIX findings in its answer (read by the
+    /// decision engine's review reader).
+    Findings(String),
+}
+
+impl fmt::Display for When {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            When::Findings(step) => write!(f, "findings: {step}"),
+        }
+    }
 }
 
 /// Steps that run one after the other are phases of one step; a `parallel:` group is a phase

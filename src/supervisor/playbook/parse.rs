@@ -5,7 +5,7 @@ use std::time::Duration;
 use super::fields::{join, Parser};
 use super::{
     check_inside_repo, vocabulary, Autonomy, Check, Diagnostic, ErrorPolicy, Limits, Phase,
-    Playbook, Severity, Step, Trigger, VerdictRule, DEFAULT_STEP_TIMEOUT,
+    Playbook, Severity, Step, Trigger, VerdictRule, When, DEFAULT_STEP_TIMEOUT,
 };
 use crate::config::yaml::{self, Node, Value};
 
@@ -125,7 +125,33 @@ impl Parser {
         })
     }
 
+    /// `when: {findings: <step>}`.
+    fn when(&mut self, node: &Node, field: &str) -> Option<When> {
+        let entries = self.map(node, field, &["findings"])?;
+        let Some((_, value)) = entries.first() else {
+            self.error(node, field, "empty; write `when: {findings: <step id>}`");
+            return None;
+        };
+        self.string(value, &join(field, "findings"))
+            .map(When::Findings)
+    }
+
     fn check_ids(&mut self, phases: &[Phase], items: &[Node]) {
+        let mut seen: Vec<&str> = Vec::new();
+        for phase in phases {
+            for step in &phase.steps {
+                let Some(When::Findings(of)) = &step.when else {
+                    continue;
+                };
+                // The step it reads must have finished before it: an earlier phase.
+                if !seen.contains(&of.as_str()) {
+                    let id = &step.id;
+                    let why = format!("step {id:?} reads the findings of {of:?}, which is not a step before its phase");
+                    self.error_at(step.line, 1, "when", why);
+                }
+            }
+            seen.extend(phase.steps.iter().map(|s| s.id.as_str()));
+        }
         let mut seen: Vec<&str> = Vec::new();
         for step in phases.iter().flat_map(|p| &p.steps) {
             if seen.contains(&step.id.as_str()) {
@@ -289,6 +315,7 @@ impl Parser {
             escalate_on: defaults.escalate_on.clone(),
             verdict: VerdictRule::Optional,
             timeout: defaults.timeout,
+            when: None,
             line: node.line,
             command_at: (node.line, node.col),
         };
@@ -338,6 +365,10 @@ impl Parser {
                 },
                 "preconditions" => step.preconditions = self.checks(value, &f),
                 "postconditions" => step.postconditions = self.checks(value, &f),
+                "when" => match self.when(value, &f) {
+                    Some(w) => step.when = Some(w),
+                    None => ok = false,
+                },
                 _ => {}
             }
         }
@@ -525,6 +556,27 @@ steps:
         );
         assert!(errors("steps: [\n")[0].contains("not valid YAML"));
         assert!(errors("- a\n- b\n")[0].contains("expected a mapping, found a list"));
+    }
+
+    #[test]
+    fn when_reads_an_earlier_step() {
+        let text = "steps:\n  - {id: review, command: /r}\n  - {id: fix, command: /f, when: {findings: review}}\n";
+        let (p, d) = parse(text, "t");
+        assert!(d.is_empty(), "{d:#?}");
+        assert_eq!(
+            p.unwrap().step("fix").unwrap().when,
+            Some(When::Findings("review".into()))
+        );
+        let later = "steps:\n  - {id: fix, command: /f, when: {findings: review}}\n  - {id: review, command: /r}\n";
+        assert_eq!(
+            errors(later),
+            ["p.yaml:2:1: error: when: step \"fix\" reads the findings of \"review\", which is not a step before its phase"]
+        );
+        let unknown = errors("steps:\n  - {id: a, command: /f, when: {passed: a}}\n");
+        assert!(
+            unknown[0].contains("when.passed: unknown field"),
+            "{unknown:#?}"
+        );
     }
 
     #[test]

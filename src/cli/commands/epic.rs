@@ -1,0 +1,372 @@
+//! `git bmad epic`.
+
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use crate::cli::error::{exit, CommandError};
+use crate::cli::ui::Style;
+use crate::cli::Context;
+use crate::epic::pipeline::{self, Era, Shape};
+use crate::epic::plan::{Action, Plan, PlanOptions};
+use crate::epic::{self, EpicOptions, EpicState, Gates};
+use crate::runner::interrupt;
+use crate::session::{self, closeout};
+
+/// The BMAD epic runner: a whole epic implemented unattended, story by story and in
+/// parallel, each story verified, reviewed to convergence and offered as a draft pull
+/// request, never merged.
+///
+/// Each story runs in its own session (branch + worktree) through its BMAD era's pipeline
+/// (v6.11: bmad-build-auto then bmad-code-review; v6.0–6.10: create-story, dev-story,
+/// code-review; v4: SM, Dev, QA), with review→fix rounds while MUST-FIX findings remain.
+/// The run's record is the journal of the session epic-<id>; `epic status` reads it and
+/// `epic resume` continues from it after a crash, a reboot or an answered gate.
+#[derive(Debug, Args)]
+pub struct EpicArgs {
+    /// What to do
+    #[command(subcommand)]
+    pub action: EpicAction,
+}
+
+/// Which stories, era and rounds (shared by plan, run and resume).
+#[derive(Debug, Args, Clone)]
+pub struct Selection {
+    /// The epic: its number (3, 2.5) or a stories-mode spec folder
+    pub epic: String,
+    /// Only these stories (comma-separated keys or unique prefixes: 3-1,3-4)
+    #[arg(long, value_delimiter = ',', value_name = "KEYS")]
+    pub stories: Vec<String>,
+    /// The BMAD era's pipeline (v6.11, v6, v4; default: detected from the project's files)
+    #[arg(long, value_name = "ERA")]
+    pub era: Option<String>,
+    /// Review→fix rounds per story (default 3, at most 5)
+    #[arg(long, value_name = "N")]
+    pub rounds: Option<u32>,
+}
+
+/// The `epic` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum EpicAction {
+    /// The plan: stories in dependency order, parallel waves, stacked branches, stories
+    /// that may not run together (overlapping `touches`), integration checkpoints, and the
+    /// pipeline each story gets
+    Plan(Selection),
+    /// Run the epic (or continue it): exit 0 all done, 3 a story waits at a gate, 5 a story
+    /// failed, 130 interrupted
+    Run(RunArgs),
+    /// Each story's stage, rounds, pull request, cost and gate, from the epic's journal
+    Status {
+        /// The epic
+        epic: String,
+    },
+    /// Continue an epic run with the options it was started with
+    Resume {
+        /// The epic
+        epic: String,
+    },
+    /// Print the pipeline playbook a story gets, to copy into .bmad/playbooks/ and change
+    Playbook {
+        /// The era (v6.11, v6, v4)
+        #[arg(long, default_value = "v6.11")]
+        era: String,
+        /// Review→fix rounds
+        #[arg(long, default_value_t = pipeline::DEFAULT_ROUNDS)]
+        rounds: u32,
+    },
+}
+
+/// `epic run`'s options.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Which stories
+    #[command(flatten)]
+    pub selection: Selection,
+    /// Stories run at once, each in its own session
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub parallel: usize,
+    /// Human checkpoints: none, or per-story (each story waits for a human before its PR)
+    #[arg(long, default_value = "none", value_name = "MODE")]
+    pub gates: String,
+    /// What the stories start from (default: HEAD)
+    #[arg(long, value_name = "REV")]
+    pub base: Option<String>,
+    /// The remote pull requests go to
+    #[arg(long, default_value = "origin")]
+    pub remote: String,
+    /// Stop starting stories after this many fail in a row (the circuit breaker)
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pub max_failures: u32,
+    /// Print the plan and every action it would take; no agent, no session, no push
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+fn plan_options(s: &Selection) -> Result<PlanOptions, CommandError> {
+    let era =
+        match &s.era {
+            Some(word) => Some(Era::parse(word).ok_or_else(|| {
+                CommandError::usage(format!("--era {word:?}: use v6.11, v6 or v4"))
+            })?),
+            None => None,
+        };
+    Ok(PlanOptions {
+        only: s.stories.clone(),
+        era,
+        rounds: s.rounds,
+    })
+}
+
+/// Run `epic`.
+pub fn cmd_epic(ctx: &Context, args: &EpicArgs) -> Result<u8, CommandError> {
+    match &args.action {
+        EpicAction::Plan(selection) => {
+            let repo = ctx.repo()?;
+            let plan = epic::run::plan_epic(&repo, &selection.epic, &plan_options(selection)?)?;
+            print_plan(ctx, &plan, false);
+            Ok(exit::OK)
+        }
+        EpicAction::Playbook { era, rounds } => {
+            let era = Era::parse(era).ok_or_else(|| {
+                CommandError::usage(format!("--era {era:?}: use v6.11, v6 or v4"))
+            })?;
+            print!(
+                "{}",
+                pipeline::playbook(Shape {
+                    era,
+                    has_file: true,
+                    rounds: *rounds,
+                })
+            );
+            Ok(exit::OK)
+        }
+        EpicAction::Run(run) => cmd_run(ctx, run),
+        EpicAction::Resume { epic } => {
+            let repo = ctx.repo()?;
+            let state = epic_state(&repo, epic)?
+                .ok_or_else(|| CommandError::from(epic::Error::NoRun(epic.clone())))?;
+            let started = state
+                .started
+                .ok_or_else(|| CommandError::from(epic::Error::NoRun(epic.clone())))?;
+            let stories = started.stories.clone();
+            cmd_run(
+                ctx,
+                &RunArgs {
+                    selection: Selection {
+                        epic: epic.clone(),
+                        stories,
+                        era: Some(started.era.clone()),
+                        rounds: Some(started.rounds),
+                    },
+                    parallel: started.parallel.max(1) as usize,
+                    gates: started.gates.clone(),
+                    base: Some(started.base.clone()),
+                    remote: "origin".into(),
+                    max_failures: 3,
+                    dry_run: false,
+                },
+            )
+        }
+        EpicAction::Status { epic } => {
+            let repo = ctx.repo()?;
+            let plan = epic::run::plan_epic(&repo, epic, &PlanOptions::default())?;
+            let state = epic_state(&repo, epic)?.unwrap_or_default();
+            print_status(ctx, &plan, &state);
+            Ok(exit::OK)
+        }
+    }
+}
+
+/// The epic's state from its session's journal; `None` when it never ran.
+fn epic_state(repo: &session::Repo, epic: &str) -> Result<Option<EpicState>, CommandError> {
+    let name = epic::run::session_name(epic);
+    let Some(s) = closeout::find_by_name(repo, &name)? else {
+        return Ok(None);
+    };
+    let journal = session::read_journal(repo, &s.id)?;
+    Ok(Some(EpicState::replay(journal.events())))
+}
+
+fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError> {
+    let repo = ctx.repo()?;
+    let gates = Gates::parse(&args.gates).ok_or_else(|| {
+        CommandError::usage(format!("--gates {:?}: use none or per-story", args.gates))
+    })?;
+    let options = plan_options(&args.selection)?;
+    if args.dry_run {
+        let plan = epic::run::plan_epic(&repo, &args.selection.epic, &options)?;
+        print_plan(ctx, &plan, true);
+        return Ok(exit::OK);
+    }
+    let config = ctx.config(&repo)?;
+    let stop = interrupt::install()
+        .map_err(|e| CommandError::failed(format!("could not catch Ctrl-C: {e}")))?;
+    let ui = &ctx.ui;
+    let progress = |line: &str| ui.status(line);
+    let run = epic::run(
+        &repo,
+        &args.selection.epic,
+        &EpicOptions {
+            config: &config,
+            plan: options,
+            parallel: args.parallel,
+            gates,
+            base: args.base.clone(),
+            remote: args.remote.clone(),
+            max_failures: args.max_failures,
+            progress: &progress,
+            interrupt: &stop,
+        },
+    )?;
+    let code = if run.interrupted {
+        exit::INTERRUPTED
+    } else if !run.gated.is_empty() {
+        exit::GATED
+    } else if !run.failed.is_empty() || run.stopped.is_some() {
+        exit::STEP_FAILED
+    } else {
+        exit::OK
+    };
+    if ui.json() {
+        ui.print_json(&json!({ "run": run, "exit_code": code }));
+        return Ok(code);
+    }
+    print_status(ctx, &run.plan, &run.state);
+    if let Some(why) = &run.stopped {
+        ui.line(ui.paint(why, Style::Red));
+    }
+    match code {
+        exit::GATED => ui.status(format!(
+            "Next: answer the gate in each waiting story's worktree (git bmad answer), then git bmad epic resume {}",
+            run.plan.epic
+        )),
+        exit::INTERRUPTED => ui.status(format!(
+            "Interrupted; state saved. Continue with git bmad epic resume {}",
+            run.plan.epic
+        )),
+        _ => {}
+    }
+    Ok(code)
+}
+
+fn print_plan(ctx: &Context, plan: &Plan, dry_run: bool) {
+    let ui = &ctx.ui;
+    if ui.json() {
+        ui.print_json(&json!({ "plan": plan, "dry_run": dry_run }));
+        return;
+    }
+    ui.line(format!(
+        "Epic {}: {} stories, era {} (pipeline {}, up to {} review rounds)",
+        ui.paint(&plan.epic, Style::Bold),
+        plan.stories.len(),
+        plan.era.as_str(),
+        plan.pipeline,
+        plan.rounds
+    ));
+    for (i, wave) in plan.waves.iter().enumerate() {
+        ui.line(format!("  wave {}: {}", i + 1, wave.join(", ")));
+    }
+    for s in &plan.stories {
+        let what = match &s.action {
+            Action::Run => "run".to_owned(),
+            Action::Done => "done already".to_owned(),
+            Action::Hold(why) => format!("held: {why}"),
+        };
+        ui.line(format!("  {}  [{}]  {what}", s.key, s.status));
+        if s.action != Action::Run {
+            continue;
+        }
+        if !s.depends_on.is_empty() {
+            ui.line(format!("      depends on {}", s.depends_on.join(", ")));
+        }
+        match &s.stacked_on {
+            Some(d) => ui.line(format!(
+                "      branch stacked on {d}'s; its PR targets that branch"
+            )),
+            None => ui.line("      branch from the epic's base"),
+        }
+        if !s.merges.is_empty() {
+            ui.line(format!(
+                "      merges {} before it starts",
+                s.merges.join(", ")
+            ));
+        }
+        if !s.overlaps.is_empty() {
+            ui.line(format!(
+                "      never at the same time as {} (touches overlap)",
+                s.overlaps.join(", ")
+            ));
+        }
+        if s.integration_checkpoint {
+            ui.line("      integration checkpoint after it (it has dependents)");
+        }
+        ui.line(format!("      pipeline: {}", s.stages.join(" → ")));
+        if dry_run {
+            ui.line(format!(
+                "      would: start session {} (branch bmad/{}), run {} with args {}, verify the story file, commit, push and open a draft PR",
+                s.key, s.key, plan.pipeline, s.key
+            ));
+        }
+    }
+    if dry_run {
+        ui.status("Dry run: no agent was invoked, no session started, nothing pushed.");
+    }
+}
+
+fn print_status(ctx: &Context, plan: &Plan, state: &EpicState) {
+    let ui = &ctx.ui;
+    if ui.json() {
+        let stories: Vec<_> = plan
+            .stories
+            .iter()
+            .map(|s| {
+                let st = state.story(&s.key);
+                json!({
+                    "key": s.key,
+                    "title": s.title,
+                    "action": s.action,
+                    "stage": if st.stage.is_empty() { None } else { Some(st.stage.clone()) },
+                    "state": st,
+                })
+            })
+            .collect();
+        ui.print_json(&json!({
+            "epic": plan.epic,
+            "era": plan.era,
+            "started": state.started,
+            "finished": state.finished,
+            "stories": stories,
+        }));
+        return;
+    }
+    ui.line(format!(
+        "Epic {}{}",
+        ui.paint(&plan.epic, Style::Bold),
+        if state.finished { " (finished)" } else { "" }
+    ));
+    for s in &plan.stories {
+        let st = state.story(&s.key);
+        let stage = match (&s.action, st.stage.as_str()) {
+            (_, "") => match &s.action {
+                Action::Run => "queued".to_owned(),
+                Action::Done => "done already".to_owned(),
+                Action::Hold(why) => format!("held: {why}"),
+            },
+            (_, stage) => stage.to_owned(),
+        };
+        let mut line = format!("  {:<28} {stage}", s.key);
+        let d = &st.detail;
+        if let Some(r) = d.rounds {
+            line.push_str(&format!("  rounds {r}"));
+        }
+        if let Some(c) = d.cost_usd {
+            line.push_str(&format!("  ${c:.2}"));
+        }
+        if let Some(pr) = &d.pr {
+            line.push_str(&format!("  {pr}"));
+        }
+        ui.line(line);
+        if let Some(reason) = &d.reason {
+            ui.line(format!("      {reason}"));
+        }
+    }
+}

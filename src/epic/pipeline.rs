@@ -1,0 +1,192 @@
+//! The playbook each story of an epic runs, per BMAD era: generated with the review rounds
+//! unrolled (`when: {findings: review-N}` runs a round only while MUST-FIX findings remain),
+//! and overridable by a file of the same name in `.bmad/playbooks/`.
+//!
+//! - v6.11+: `bmad-build-auto` (clarify → spec → implement → its own review → terminal status
+//!   in the spec frontmatter), then `bmad-code-review` in a fresh context, fixed by
+//!   `bmad-build-auto` again (it reads the review's findings from the spec).
+//! - v6.0–v6.10: `create-story` when the story file is missing → `dev-story` →
+//!   `code-review` → `dev-story` for the follow-ups (its "review continuation").
+//! - v4: the SM drafts when the story file is missing → the Dev implements → QA reviews →
+//!   the Dev fixes.
+
+use serde::Serialize;
+
+/// Rounds when the configuration names none (issue: "up to 3 review→fix rounds").
+pub const DEFAULT_ROUNDS: u32 = 3;
+/// Rounds never exceed this, whatever is asked for ("hard cap 5").
+pub const MAX_ROUNDS: u32 = 5;
+
+/// A BMAD era, as far as the pipeline differs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum Era {
+    /// v6.11 and later: `bmad-build-auto`, `spec-<key>.md` with frontmatter status.
+    #[serde(rename = "v6.11")]
+    V611,
+    /// v6.0–v6.10: `create-story`, `dev-story`, `code-review`.
+    #[serde(rename = "v6")]
+    V6,
+    /// v4: `.bmad-core`, SM / Dev / QA agents.
+    #[serde(rename = "v4")]
+    V4,
+}
+
+impl Era {
+    /// `v6.11`, `v6`, `v4`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Era::V611 => "v6.11",
+            Era::V6 => "v6",
+            Era::V4 => "v4",
+        }
+    }
+
+    /// The era a word names.
+    pub fn parse(word: &str) -> Option<Era> {
+        match word.trim_start_matches('v') {
+            "6.11" | "611" => Some(Era::V611),
+            "6" => Some(Era::V6),
+            "4" => Some(Era::V4),
+            _ => None,
+        }
+    }
+
+    /// The built-in playbook's name.
+    pub fn playbook_name(self) -> &'static str {
+        match self {
+            Era::V611 => "bmad-story-build",
+            Era::V6 => "bmad-story-dev",
+            Era::V4 => "bmad-story-v4",
+        }
+    }
+}
+
+/// What a pipeline's playbook needs to know about its story.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    /// The era.
+    pub era: Era,
+    /// The story file exists (else v6 creates it, v4's SM drafts it).
+    pub has_file: bool,
+    /// Review→fix rounds (capped at [`MAX_ROUNDS`]).
+    pub rounds: u32,
+}
+
+/// The stage names a story goes through, for `epic plan`.
+pub fn stages(shape: Shape) -> Vec<String> {
+    let mut out = Vec::new();
+    let first = steps_before_review(shape);
+    out.extend(first.iter().map(|(id, _)| (*id).to_owned()));
+    let rounds = shape.rounds.clamp(1, MAX_ROUNDS);
+    out.push(format!("review (→ fix, up to {rounds} rounds)"));
+    out
+}
+
+/// The steps before the first review: (id, command).
+fn steps_before_review(shape: Shape) -> Vec<(&'static str, &'static str)> {
+    match shape.era {
+        Era::V611 => vec![("build", "/bmad-build-auto {args}")],
+        Era::V6 if shape.has_file => vec![("dev", "/bmad-dev-story {args}")],
+        Era::V6 => vec![
+            ("create", "/bmad-create-story {args}"),
+            ("dev", "/bmad-dev-story {args}"),
+        ],
+        Era::V4 if shape.has_file => vec![("dev", V4_DEV)],
+        Era::V4 => vec![("draft", V4_DRAFT), ("dev", V4_DEV)],
+    }
+}
+
+const V4_DRAFT: &str = "As the BMad Scrum Master (.bmad-core/agents/sm.md), run *draft for story {args}: write the story file from the epic, with its tasks and acceptance criteria, and set its status to Approved.";
+const V4_DEV: &str = "As the BMad Developer (.bmad-core/agents/dev.md), run *develop-story for story {args}: implement every task, run the tests, and set the story's status to Ready for Review.";
+const V4_REVIEW: &str = "As the BMad QA agent (.bmad-core/agents/qa.md), run *review for story {args}: review the implementation, write your findings as [High]/[Med]/[Low] items, and end with `Outcome: Approve` or `Outcome: Changes Requested`.";
+const V4_FIX: &str = "As the BMad Developer (.bmad-core/agents/dev.md), fix the QA findings of story {args}, run the tests, and set the story's status to Ready for Review.\n\n{findings}";
+
+/// The review and fix commands of an era.
+fn review_and_fix(era: Era) -> (&'static str, &'static str) {
+    match era {
+        Era::V611 => ("/bmad-code-review {args}", "/bmad-build-auto {args}"),
+        Era::V6 => ("/bmad-code-review {args}", "/bmad-dev-story {args}"),
+        Era::V4 => (V4_REVIEW, V4_FIX),
+    }
+}
+
+/// The playbook text for a story of this shape. `test_command` present: every step that
+/// changes code must leave the tests passing.
+pub fn playbook(shape: Shape) -> String {
+    let rounds = shape.rounds.clamp(1, MAX_ROUNDS);
+    let name = shape.era.playbook_name();
+    let mut y = format!(
+        "# git-bmad's {era} story pipeline (`git bmad epic playbook --era {era}` prints it).\n\
+         # Copy it to .bmad/playbooks/{name}.yaml to change it; `{{args}}` is the story key.\n\
+         name: {name}\n\
+         description: one story, implemented, verified and reviewed to convergence ({era})\n\
+         limits:\n  max_invocations: {cap}\n  max_run_time: 8h\n\
+         defaults:\n  role: dev\n  on_error: gate\n  timeout: 2h\n\
+         steps:\n",
+        era = shape.era.as_str(),
+        cap = 2 * rounds + 6,
+    );
+    for (id, command) in steps_before_review(shape) {
+        let post = match id {
+            "create" | "draft" => "[]",
+            _ => "[diff_nonempty, tests_pass]",
+        };
+        y.push_str(&format!(
+            "  - id: {id}\n    command: {}\n    postconditions: {post}\n    escalate_on: [postcondition_failure]\n",
+            quote(command)
+        ));
+    }
+    let (review, fix) = review_and_fix(shape.era);
+    // Each fix is checked by the review after it: `rounds` fixes, `rounds + 1` reviews.
+    for round in 1..=rounds + 1 {
+        y.push_str(&format!(
+            "  - id: review-{round}\n    description: independent code review, round {round}\n    role: review\n    command: {}\n",
+            quote(review)
+        ));
+        if round > 1 {
+            y.push_str(&format!("    when: {{findings: review-{}}}\n", round - 1));
+        }
+        if round > rounds {
+            break;
+        }
+        y.push_str(&format!(
+            "  - id: fix-{round}\n    description: fix what review {round} found\n    command: {}\n    when: {{findings: review-{round}}}\n    postconditions: [diff_nonempty, tests_pass]\n",
+            quote(fix)
+        ));
+    }
+    y.push_str(&format!(
+        "  - id: converged\n    description: the review still has MUST-FIX findings after {rounds} fix rounds; continue accepts the story as it is, abort leaves it for a human\n    runner: shell\n    command: \"true\"\n    autonomy: always_gate\n    when: {{findings: review-{last}}}\n",
+        last = rounds + 1
+    ));
+    y
+}
+
+/// A YAML double-quoted scalar.
+fn quote(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_era_and_shape_is_a_valid_playbook() {
+        for era in [Era::V611, Era::V6, Era::V4] {
+            for has_file in [true, false] {
+                for rounds in [1, 3, 9] {
+                    let text = playbook(Shape {
+                        era,
+                        has_file,
+                        rounds,
+                    });
+                    let (p, d) = crate::supervisor::parse_playbook(&text, "x");
+                    let p = p.unwrap_or_else(|| panic!("{text}\n{d:#?}"));
+                    let reviews = p.steps().filter(|s| s.id.starts_with("review-")).count();
+                    assert_eq!(reviews as u32, rounds.min(MAX_ROUNDS) + 1);
+                    assert_eq!(p.name, era.playbook_name());
+                }
+            }
+        }
+    }
+}

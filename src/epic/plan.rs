@@ -1,0 +1,338 @@
+//! An epic's plan: which stories run, in what dependency order and in which parallel waves,
+//! what each branch starts from (stacked on an unmerged dependency's branch), which stories
+//! may not run at the same time (overlapping `touches`), where an integration checkpoint
+//! falls, and the pipeline each story gets. Pure: files in, plan out.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::Serialize;
+
+use super::pipeline::{self, Era, Shape};
+use super::Error;
+use crate::bmad::project::{Project, StoryView};
+use crate::bmad::queue::{self, Item};
+use crate::bmad::status::Status;
+
+/// What the run does with a story.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case", tag = "action", content = "reason")]
+pub enum Action {
+    /// Run its pipeline.
+    Run,
+    /// Already done: nothing to do.
+    Done,
+    /// Not run: why (blocked, a dependency outside the run that is not done…).
+    Hold(String),
+}
+
+/// One story in the plan.
+#[derive(Clone, Debug, Serialize)]
+pub struct Planned {
+    /// Its key.
+    pub key: String,
+    /// Its title.
+    pub title: Option<String>,
+    /// Its status now.
+    pub status: Status,
+    /// Its story file, relative to the project root.
+    pub file: Option<String>,
+    /// What the run does with it.
+    #[serde(flatten)]
+    pub action: Action,
+    /// Its dependencies.
+    pub depends_on: Vec<String>,
+    /// Paths it expects to change.
+    pub touches: Vec<String>,
+    /// 0-based wave: every dependency it waits for is in an earlier one.
+    pub wave: Option<usize>,
+    /// The story whose branch it is stacked on (a dependency the run itself implements).
+    pub stacked_on: Option<String>,
+    /// Further such dependencies, merged into its branch before it starts.
+    pub merges: Vec<String>,
+    /// Stories of the run whose `touches` overlap its own: never run at the same time.
+    pub overlaps: Vec<String>,
+    /// It has dependents in the run: an integration checkpoint follows it.
+    pub integration_checkpoint: bool,
+    /// The stages its pipeline goes through.
+    pub stages: Vec<String>,
+}
+
+/// An epic's plan.
+#[derive(Clone, Debug, Serialize)]
+pub struct Plan {
+    /// The epic.
+    pub epic: String,
+    /// The BMAD era, and so the pipeline.
+    pub era: Era,
+    /// The playbook each story runs.
+    pub pipeline: String,
+    /// Review→fix rounds per story.
+    pub rounds: u32,
+    /// The stories, in dependency order.
+    pub stories: Vec<Planned>,
+    /// The keys of each wave.
+    pub waves: Vec<Vec<String>>,
+}
+
+impl Plan {
+    /// A story of the plan.
+    pub fn story(&self, key: &str) -> Option<&Planned> {
+        self.stories.iter().find(|s| s.key == key)
+    }
+
+    /// The stories the run implements.
+    pub fn to_run(&self) -> impl Iterator<Item = &Planned> {
+        self.stories.iter().filter(|s| s.action == Action::Run)
+    }
+}
+
+/// What `plan` needs besides the project.
+#[derive(Clone, Debug, Default)]
+pub struct PlanOptions {
+    /// Only these stories (keys or unique prefixes); others stay as they are.
+    pub only: Vec<String>,
+    /// Force an era instead of detecting it.
+    pub era: Option<Era>,
+    /// Review→fix rounds (default 3, at most 5).
+    pub rounds: Option<u32>,
+}
+
+/// The era a project's files say it is in.
+pub fn detect_era(project: &Project) -> Era {
+    let root = &project.layout.root;
+    let v611_skill = [
+        ".claude/skills/bmad-build-auto",
+        ".agents/skills/bmad-build-auto",
+        "_bmad/bmm/workflows/4-implementation/bmad-build-auto",
+    ]
+    .iter()
+    .any(|p| root.join(p).exists());
+    if v611_skill
+        || !project.spec_folders.is_empty()
+        || project.files.iter().any(|f| f.spec_lifecycle)
+    {
+        Era::V611
+    } else if project.sprint.is_none() && root.join(".bmad-core").is_dir() {
+        Era::V4
+    } else {
+        Era::V6
+    }
+}
+
+/// Whether `story` belongs to `epic` (`3`, `2.5`, or a stories-mode spec folder).
+fn in_epic(story: &StoryView, epic: &str) -> bool {
+    story.epic.is_some_and(|e| e.to_string() == epic)
+        || story.key.starts_with(&format!("{epic}-"))
+        || story.key.starts_with(&format!("{epic}/"))
+}
+
+/// Two `touches` entries overlap when one is the other or a directory above it.
+fn touches_overlap(a: &[String], b: &[String]) -> bool {
+    let norm = |p: &String| p.trim_end_matches('/').trim_start_matches("./").to_owned();
+    a.iter().map(norm).any(|x| {
+        b.iter()
+            .map(norm)
+            .any(|y| x == y || y.starts_with(&format!("{x}/")) || x.starts_with(&format!("{y}/")))
+    })
+}
+
+/// Plan `epic` of `project`.
+pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan, Error> {
+    let era = options.era.unwrap_or_else(|| detect_era(project));
+    let rounds = options
+        .rounds
+        .unwrap_or(pipeline::DEFAULT_ROUNDS)
+        .clamp(1, pipeline::MAX_ROUNDS);
+    let members: Vec<&StoryView> = project
+        .stories
+        .iter()
+        .filter(|s| in_epic(s, epic))
+        .collect();
+    if members.is_empty() {
+        return Err(Error::NoSuchEpic {
+            epic: epic.to_owned(),
+            known: known_epics(project),
+        });
+    }
+    let mut selected: HashSet<&str> = HashSet::new();
+    for want in &options.only {
+        let hits: Vec<&str> = members
+            .iter()
+            .map(|s| s.key.as_str())
+            .filter(|k| *k == want || k.starts_with(&format!("{want}-")))
+            .collect();
+        match hits.as_slice() {
+            [one] => {
+                selected.insert(one);
+            }
+            [] => {
+                return Err(Error::NoSuchStory {
+                    story: want.clone(),
+                    epic: epic.to_owned(),
+                })
+            }
+            many => {
+                return Err(Error::AmbiguousStory {
+                    story: want.clone(),
+                    matches: many.iter().map(|k| k.to_string()).collect(),
+                })
+            }
+        }
+    }
+    let items: Vec<Item> = members
+        .iter()
+        .map(|s| Item {
+            key: s.key.clone(),
+            status: s.status.clone(),
+            // Dependencies outside the epic are checked below, not ordered.
+            depends_on: s
+                .depends_on
+                .iter()
+                .filter(|d| members.iter().any(|m| &m.key == *d))
+                .cloned()
+                .collect(),
+        })
+        .collect();
+    let (order, _) = queue::order(&items)?;
+    let status_of: HashMap<&str, &Status> = project
+        .stories
+        .iter()
+        .map(|s| (s.key.as_str(), &s.status))
+        .collect();
+    let mut stories: Vec<Planned> = Vec::with_capacity(order.len());
+    let mut wave_of: HashMap<String, usize> = HashMap::new();
+    for i in order {
+        let s = members[i];
+        let runs_here = |k: &str| {
+            stories
+                .iter()
+                .any(|p: &Planned| p.key == k && p.action == Action::Run)
+        };
+        let action = if s.status == Status::Done {
+            Action::Done
+        } else if !options.only.is_empty() && !selected.contains(s.key.as_str()) {
+            Action::Hold("not among --stories".into())
+        } else if s.is_blocked() {
+            Action::Hold(format!(
+                "blocked{}",
+                s.blocking_condition
+                    .as_deref()
+                    .map(|c| format!(": {c}"))
+                    .unwrap_or_default()
+            ))
+        } else if !s.ambiguous.is_empty() {
+            Action::Hold(format!("more than one file: {}", s.ambiguous.join(", ")))
+        } else if let Some(dep) = s
+            .depends_on
+            .iter()
+            .find(|d| status_of.get(d.as_str()) != Some(&&Status::Done) && !runs_here(d))
+        {
+            let why = match status_of.get(dep.as_str()) {
+                None => "which does not exist".to_owned(),
+                Some(st) => format!("which is {st} and not part of this run"),
+            };
+            Action::Hold(format!("depends on {dep}, {why}"))
+        } else {
+            Action::Run
+        };
+        let pending: Vec<String> = s
+            .depends_on
+            .iter()
+            .filter(|d| runs_here(d))
+            .cloned()
+            .collect();
+        let wave = (action == Action::Run).then(|| {
+            pending
+                .iter()
+                .filter_map(|d| wave_of.get(d))
+                .map(|w| w + 1)
+                .max()
+                .unwrap_or(0)
+        });
+        if let Some(w) = wave {
+            wave_of.insert(s.key.clone(), w);
+        }
+        let shape = Shape {
+            era,
+            has_file: s.file.is_some(),
+            rounds,
+        };
+        stories.push(Planned {
+            key: s.key.clone(),
+            title: s.title.clone(),
+            status: s.status.clone(),
+            file: s.file.clone(),
+            stages: if action == Action::Run {
+                pipeline::stages(shape)
+            } else {
+                Vec::new()
+            },
+            action,
+            depends_on: s.depends_on.clone(),
+            touches: s.touches.clone(),
+            wave,
+            stacked_on: pending.first().cloned(),
+            merges: pending.iter().skip(1).cloned().collect(),
+            overlaps: Vec::new(),
+            integration_checkpoint: false,
+        });
+    }
+    let running: Vec<usize> = (0..stories.len())
+        .filter(|i| stories[*i].action == Action::Run)
+        .collect();
+    for &i in &running {
+        let overlaps: Vec<String> = running
+            .iter()
+            .filter(|&&j| j != i && touches_overlap(&stories[i].touches, &stories[j].touches))
+            .map(|&j| stories[j].key.clone())
+            .collect();
+        let key = stories[i].key.clone();
+        let has_dependents = running
+            .iter()
+            .any(|&j| stories[j].depends_on.contains(&key));
+        stories[i].overlaps = overlaps;
+        stories[i].integration_checkpoint = has_dependents;
+    }
+    let mut waves: Vec<Vec<String>> = Vec::new();
+    for s in &stories {
+        if let Some(w) = s.wave {
+            if waves.len() <= w {
+                waves.resize(w + 1, Vec::new());
+            }
+            waves[w].push(s.key.clone());
+        }
+    }
+    Ok(Plan {
+        epic: epic.to_owned(),
+        era,
+        pipeline: era.playbook_name().to_owned(),
+        rounds,
+        stories,
+        waves,
+    })
+}
+
+/// The epics a project has stories in, for an error message.
+fn known_epics(project: &Project) -> Vec<String> {
+    let mut out: Vec<String> = project
+        .stories
+        .iter()
+        .filter_map(|s| s.epic.map(|e| e.to_string()))
+        .collect();
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlap_is_by_path_or_directory() {
+        let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(touches_overlap(&v(&["src/api"]), &v(&["src/api/user.rs"])));
+        assert!(touches_overlap(&v(&["./src/a.rs"]), &v(&["src/a.rs"])));
+        assert!(!touches_overlap(&v(&["src/api"]), &v(&["src/apis.rs"])));
+        assert!(!touches_overlap(&v(&[]), &v(&["src"])));
+    }
+}

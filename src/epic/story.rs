@@ -1,0 +1,207 @@
+//! One story of an epic run, start to pull request, in its own session: the session started
+//! (stacked and merged as planned) or found again, its pipeline supervised, the result
+//! verified by git-bmad, the work committed and offered as a draft pull request.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc;
+
+use super::pipeline;
+use super::plan::Planned;
+use super::run::{story_session_name, End, Message};
+use super::verify;
+use super::Error;
+use crate::config::Config;
+use crate::session::schema::{Body, StoryStage};
+use crate::session::{self, closeout, Repo, StartOptions};
+use crate::supervisor::{self, Outcome, Request, Source};
+
+/// Everything a worker needs, owned.
+pub(super) struct Job {
+    pub(super) main: PathBuf,
+    pub(super) story: Planned,
+    pub(super) source: Source,
+    pub(super) era: pipeline::Era,
+    pub(super) base: String,
+    pub(super) merges: Vec<String>,
+    pub(super) known: super::state::StoryState,
+    pub(super) remote: String,
+}
+
+/// One story, start to pull request, in its own session.
+pub(super) fn run_story(
+    job: &Job,
+    config: &Config,
+    progress: &(dyn Fn(&str) + Sync),
+    interrupt: &AtomicBool,
+    tx: &mpsc::Sender<Message>,
+) -> Result<End, Error> {
+    let repo = Repo::discover(&job.main).map_err(session::Error::from)?;
+    let key = &job.story.key;
+    let send = |stage: StoryStage| {
+        let _ = tx.send(Message::Stage(key.clone(), stage));
+    };
+    let name = story_session_name(key);
+    let (session, baseline) = match closeout::find_by_name(&repo, &name)? {
+        Some(s) => {
+            let baseline = job.known.detail.baseline.clone();
+            (s, baseline)
+        }
+        None => {
+            let started = session::start(
+                &repo,
+                &StartOptions {
+                    name,
+                    base: Some(job.base.clone()),
+                    playbook: Some(job.source.name.clone()),
+                },
+            )?;
+            let s = started.session;
+            for branch in &job.merges {
+                closeout::merge_into(&repo, &s, branch)?;
+            }
+            (s, None)
+        }
+    };
+    let baseline = match baseline {
+        Some(b) => b,
+        None => closeout::branch_head(&repo, &session)?
+            .map(|id| id.to_string())
+            .unwrap_or_default(),
+    };
+    send(StoryStage {
+        stage: "started".into(),
+        session: Some(session.id.to_string()),
+        branch: Some(session.short_branch().to_owned()),
+        base: Some(job.base.clone()),
+        baseline: Some(baseline.clone()),
+        ..Default::default()
+    });
+    let mut observer = |event: &session::Event| {
+        if let Body::StepStarted(_) = &event.body {
+            if let Some(step) = &event.step {
+                progress(&format!("{key}: {step}"));
+            }
+        }
+    };
+    let report = supervisor::supervise(
+        &repo,
+        &session,
+        Request::Start {
+            source: job.source.clone(),
+            args: vec![key.clone()],
+        },
+        supervisor::RunOptions {
+            config,
+            feature_env: Default::default(),
+            observer: &mut observer,
+            interrupt,
+        },
+    )?;
+    let (rounds, fixed) = review_rounds(&report.state);
+    let numbers = |stage: &str, reason: Option<String>| StoryStage {
+        stage: stage.into(),
+        reason,
+        rounds: Some(rounds),
+        findings_fixed: Some(fixed),
+        invocations: Some(report.state.invocations),
+        cost_usd: (report.state.cost_micro_usd > 0)
+            .then(|| report.state.cost_micro_usd as f64 / 1e6),
+        run_time_ms: Some(report.state.run_time_ms),
+        ..Default::default()
+    };
+    match &report.outcome {
+        Outcome::Completed => {}
+        Outcome::Gated { gate } => {
+            send(numbers(
+                "gated",
+                Some(format!(
+                    "{} (at {}; answer in {} with git bmad answer, then git bmad epic resume)",
+                    gate.question,
+                    gate.step,
+                    session.worktree.display()
+                )),
+            ));
+            return Ok(End::Gated);
+        }
+        Outcome::Interrupted => return Ok(End::Interrupted),
+        Outcome::Aborted => {
+            send(numbers(
+                "failed",
+                Some("aborted by a human at a gate".into()),
+            ));
+            return Ok(End::Failed);
+        }
+        Outcome::Failed { steps } => {
+            send(numbers(
+                "failed",
+                Some(format!("step {} failed", steps.join(", "))),
+            ));
+            return Ok(End::Failed);
+        }
+        other => {
+            send(numbers("failed", Some(format!("limit reached: {other:?}"))));
+            return Ok(End::Failed);
+        }
+    }
+    send(numbers("built", None));
+    let worktree = session
+        .open_worktree(&repo)?
+        .map(|w| w.workdir().to_path_buf())
+        .unwrap_or_else(|| session.worktree.clone());
+    let sprint = match verify::story(&worktree, key, job.era, &baseline)? {
+        verify::Verdict::Good { set_status } => set_status,
+        verify::Verdict::Blocked(condition) => {
+            send(numbers("blocked", Some(condition)));
+            return Ok(End::Blocked);
+        }
+        verify::Verdict::Bad(why) => {
+            send(numbers("failed", Some(why)));
+            return Ok(End::Failed);
+        }
+    };
+    send(numbers("verified", None));
+    let title = job.story.title.clone().unwrap_or_else(|| key.clone());
+    closeout::commit_work(
+        &repo,
+        &session,
+        &format!(
+            "Story {key}: {title}\n\nBmad-Story: {key}\nBmad-Session: {}",
+            session.id
+        ),
+    )?;
+    let head = closeout::branch_head(&repo, &session)?.map(|id| id.to_string());
+    if head.as_deref() == Some(baseline.as_str()) {
+        send(numbers(
+            "failed",
+            Some(
+                "the story's branch has no commit after its baseline: nothing was implemented"
+                    .into(),
+            ),
+        ));
+        return Ok(End::Failed);
+    }
+    let pr = super::closeout::pull_request(&repo, &session, &job.base, &title, key, &job.remote)?;
+    let mut done = numbers("done", None);
+    done.pr = Some(pr);
+    send(done);
+    Ok(End::Done(sprint))
+}
+
+/// Review rounds run and MUST-FIX findings their fixes addressed.
+fn review_rounds(state: &supervisor::RunState) -> (u32, u32) {
+    use crate::supervisor::state::StepStatus;
+    let mut rounds = 0;
+    let mut fixed = 0;
+    for (id, step) in &state.steps {
+        if id.starts_with("review-") && step.status == StepStatus::Done {
+            rounds += 1;
+        }
+        if let Some(n) = id.strip_prefix("fix-") {
+            if step.status == StepStatus::Done {
+                fixed += state.step(&format!("review-{n}")).must_fix.unwrap_or(0);
+            }
+        }
+    }
+    (rounds, fixed)
+}

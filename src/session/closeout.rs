@@ -1,0 +1,48 @@
+//! What a session's work becomes when it is handed on: a commit on its branch, other
+//! branches merged in (a story stacked on two), the branch pushed for a pull request. Never
+//! forced, always through the repository's hooks.
+
+use super::error::Result;
+use super::store::Session;
+use crate::git::{ObjectId, Repo};
+
+/// The live session (worktree present) of this name, if any.
+pub fn find_by_name(repo: &Repo, name: &str) -> Result<Option<Session>> {
+    Ok(super::store::list(repo)?
+        .into_iter()
+        .find(|s| s.name == name && s.worktree_exists))
+}
+
+/// The commit the session's branch points at.
+pub fn branch_head(repo: &Repo, session: &Session) -> Result<Option<ObjectId>> {
+    Ok(repo.read_ref(&session.branch)?)
+}
+
+/// Commit everything in the session's worktree onto its branch; `false` if nothing changed.
+pub fn commit_work(repo: &Repo, session: &Session, message: &str) -> Result<bool> {
+    let worktree = session.open_worktree(repo)?;
+    Ok(worktree.as_ref().unwrap_or(repo).commit_all(message)?)
+}
+
+/// Merge `short_branch` into the session's branch, in its worktree.
+pub fn merge_into(repo: &Repo, session: &Session, short_branch: &str) -> Result<()> {
+    let worktree = session.open_worktree(repo)?;
+    let message = format!("Merge {short_branch} into {}", session.short_branch());
+    Ok(worktree
+        .as_ref()
+        .unwrap_or(repo)
+        .merge_branch(short_branch, &message)?)
+}
+
+/// Push the session's branch to `remote`; `false` when no such remote is configured.
+pub fn publish(repo: &Repo, session: &Session, remote: &str) -> Result<bool> {
+    if !repo.has_remote(remote)? {
+        return Ok(false);
+    }
+    let worktree = session.open_worktree(repo)?;
+    worktree
+        .as_ref()
+        .unwrap_or(repo)
+        .push_branch(remote, session.short_branch())?;
+    Ok(true)
+}

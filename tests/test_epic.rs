@@ -1,0 +1,334 @@
+//! The epic runner end to end: a real repository holding a BMAD v6 project with an epic of
+//! four stories (two independent, one depending on both, one whose `touches` overlap
+//! another's), fake agents that behave well and badly, a real bare remote and a fake `gh`.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{copy_dir, read, TestEnv};
+use crate::test_supervisor::{agent_behaviour, FAKE_CLAUDE};
+
+/// The v6 epic fixture in a repository with a remote, and the fake agents on PATH.
+fn epic_project(env: &TestEnv) -> PathBuf {
+    let repo = env.repo("proj");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/epic/v6");
+    copy_dir(&src, &repo);
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "bmad project with epic 3"]);
+    env.bare_remote(&repo);
+    env.executable("claude", FAKE_CLAUDE);
+    // gh: logs every call; `pr list` finds nothing, `pr create` prints a URL.
+    env.executable(
+        "gh",
+        "#!/bin/sh\necho \"gh $*\" >> \"$HOME/agent/gh.log\"\ncase \"$1 $2\" in\n  'pr list') exit 0 ;;\n  'pr create') echo \"https://github.com/example/proj/pull/$$\" ;;\nesac\n",
+    );
+    // dev: writes the story's code under its area, marks the story for review; its start
+    // and end times show which stories ran at the same time.
+    agent_behaviour(
+        env,
+        "dev",
+        "key=$BMAD_ARGS\narea=$(echo \"$key\" | cut -d- -f3)\necho \"start $key $(date +%s%N)\" >> \"$HOME/agent/times.log\"\nmkdir -p \"src/$area\" && echo \"// $key\" >> \"src/$area/$key.rs\"\nsleep 1\nsed -i 's/^Status: .*/Status: review/' \"_bmad-output/implementation-artifacts/$key.md\"\necho \"end $key $(date +%s%N)\" >> \"$HOME/agent/times.log\"\nresult \"implemented $key\"\n",
+    );
+    agent_behaviour(env, "review-1", "result 'Outcome: Approve'\n");
+    agent_behaviour(env, "review-2", "result 'Outcome: Approve'\n");
+    repo
+}
+
+/// `epic status --json`'s stories by key.
+fn status(env: &TestEnv, repo: &Path) -> Value {
+    env.bmad(repo, &["epic", "status", "3", "--json"])
+        .success()
+        .json()
+}
+
+fn story<'a>(status: &'a Value, key: &str) -> &'a Value {
+    status["stories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["key"] == key)
+        .unwrap_or_else(|| panic!("no {key} in {status:#}"))
+}
+
+/// (start, end) nanoseconds of each story's dev step.
+fn dev_times(env: &TestEnv) -> Vec<(String, u128, u128)> {
+    let log = std::fs::read_to_string(env.root().join("home/agent/times.log")).unwrap();
+    let mut out: Vec<(String, u128, u128)> = Vec::new();
+    for line in log.lines() {
+        let parts: Vec<&str> = line.split(' ').collect();
+        let t: u128 = parts[2].parse().unwrap();
+        match parts[0] {
+            "start" => out.push((parts[1].to_owned(), t, 0)),
+            _ => out.iter_mut().find(|(k, _, _)| k == parts[1]).unwrap().2 = t,
+        }
+    }
+    out
+}
+
+fn overlap(times: &[(String, u128, u128)], a: &str, b: &str) -> bool {
+    let find = |k: &str| times.iter().find(|(key, _, _)| key == k).unwrap().clone();
+    let (_, a0, a1) = find(a);
+    let (_, b0, b1) = find(b);
+    a0 < b1 && b0 < a1
+}
+
+#[test]
+fn an_epic_runs_in_parallel_stacked_reviewed_to_convergence_and_is_never_merged() {
+    let env = TestEnv::new();
+    let repo = epic_project(&env);
+    // 3-1's first review finds a MUST-FIX problem; its fix round fixes it.
+    agent_behaviour(
+        &env,
+        "review-1",
+        "case \"$BMAD_ARGS\" in\n  3-1-*) result '**Outcome:** Changes Requested\\n- [ ] [AI-Review][High] no timeout on requests [src/api/3-1-api-client.rs:1]' ;;\n  *) result 'Outcome: Approve' ;;\nesac\n",
+    );
+    agent_behaviour(
+        &env,
+        "fix-1",
+        "echo \"$BMAD_FINDINGS\" > \"$HOME/agent/fix-prompt.txt\"\necho '// timeout added' >> src/api/3-1-api-client.rs\nresult 'fixed'\n",
+    );
+    let main_before = env.git(&repo, &["rev-parse", "main"]);
+    let run = env.bmad(&repo, &["epic", "run", "3", "--parallel", "3"]);
+    let run = run.success();
+    assert!(run.stdout.contains("3-3-sync-engine"), "{}", run.stdout);
+
+    // Every story done, with a draft PR.
+    let s = status(&env, &repo);
+    for key in [
+        "3-1-api-client",
+        "3-2-storage",
+        "3-3-sync-engine",
+        "3-4-api-retries",
+    ] {
+        let st = story(&s, key);
+        assert_eq!(st["stage"], "done", "{key}: {st:#}");
+        assert!(
+            st["state"]["pr"]
+                .as_str()
+                .unwrap()
+                .starts_with("https://github.com/example/proj/pull/"),
+            "{st:#}"
+        );
+    }
+    // Review to convergence: 3-1 took two reviews and fixed the one finding; the fixer was
+    // told what it was.
+    let api = &story(&s, "3-1-api-client")["state"];
+    assert_eq!(api["rounds"], 2, "{api:#}");
+    assert_eq!(api["findings_fixed"], 1, "{api:#}");
+    assert!(read(&env.root(), "home/agent/fix-prompt.txt").contains("no timeout on requests"));
+    assert_eq!(story(&s, "3-2-storage")["state"]["rounds"], 1);
+
+    // Parallel where allowed, proven by overlap in time; never for overlapping touches.
+    let times = dev_times(&env);
+    assert!(
+        overlap(&times, "3-1-api-client", "3-2-storage"),
+        "{times:?}"
+    );
+    assert!(
+        !overlap(&times, "3-1-api-client", "3-4-api-retries"),
+        "{times:?}"
+    );
+    // The dependent ran after both its dependencies.
+    assert!(!overlap(&times, "3-3-sync-engine", "3-1-api-client"));
+    assert!(!overlap(&times, "3-3-sync-engine", "3-2-storage"));
+
+    // Stacked: 3-3's branch holds 3-1's and 3-2's work, and its PR targets 3-1's branch.
+    for dep in ["bmad/3-1-api-client", "bmad/3-2-storage"] {
+        env.git(
+            &repo,
+            &["merge-base", "--is-ancestor", dep, "bmad/3-3-sync-engine"],
+        );
+    }
+    let gh = read(&env.root(), "home/agent/gh.log");
+    assert!(
+        gh.lines().any(|l| l.starts_with(
+            "gh pr create --draft --base bmad/3-1-api-client --head bmad/3-3-sync-engine"
+        )),
+        "{gh}"
+    );
+    assert!(!gh.lines().any(|l| l.starts_with("gh pr merge")), "{gh}");
+    assert!(
+        gh.lines()
+            .any(|l| l.starts_with("gh pr create --draft --base main --head bmad/3-2-storage")),
+        "{gh}"
+    );
+    // Each story is one commit on its branch, pushed; main never moved.
+    assert_eq!(env.git(&repo, &["rev-parse", "main"]), main_before);
+    let remote_branches = env.git(&repo, &["ls-remote", "--heads", "origin"]);
+    assert!(
+        remote_branches.contains("refs/heads/bmad/3-4-api-retries"),
+        "{remote_branches}"
+    );
+    assert!(
+        !remote_branches.contains("refs/heads/main"),
+        "{remote_branches}"
+    );
+    // The stories' statuses moved on the epic's branch, one commit each; the story branches
+    // leave sprint-status.yaml alone, so a branch stacked on two merges cleanly.
+    let sprint = env.git(
+        &repo,
+        &[
+            "show",
+            "bmad/epic-3:_bmad-output/implementation-artifacts/sprint-status.yaml",
+        ],
+    );
+    for key in [
+        "3-1-api-client",
+        "3-2-storage",
+        "3-3-sync-engine",
+        "3-4-api-retries",
+    ] {
+        assert!(sprint.contains(&format!("  {key}: review\n")), "{sprint}");
+    }
+
+    // Running again after completion changes nothing: no event, no agent, no PR.
+    let events_before = s["started"].clone();
+    let calls_before = read(&env.root(), "home/agent/calls.log");
+    let journal_before = env.git(&repo, &["for-each-ref", "refs/notes/bmad/"]);
+    env.bmad(&repo, &["epic", "run", "3", "--parallel", "3"])
+        .success();
+    assert_eq!(read(&env.root(), "home/agent/calls.log"), calls_before);
+    assert_eq!(
+        env.git(&repo, &["for-each-ref", "refs/notes/bmad/"]),
+        journal_before
+    );
+    assert_eq!(status(&env, &repo)["started"], events_before);
+}
+
+#[test]
+fn a_lying_dev_parks_at_a_gate_its_dependent_is_skipped_and_resume_never_repeats_a_done_story() {
+    let env = TestEnv::new();
+    let repo = epic_project(&env);
+    // 3-2's dev says it is done and changes nothing.
+    agent_behaviour(
+        &env,
+        "dev",
+        "key=$BMAD_ARGS\necho \"$key\" >> \"$HOME/agent/dev.log\"\ncase \"$key\" in\n  3-2-*) result 'All done, tests pass.' ; exit 0 ;;\nesac\narea=$(echo \"$key\" | cut -d- -f3)\nmkdir -p \"src/$area\" && echo \"// $key\" >> \"src/$area/$key.rs\"\nsed -i 's/^Status: .*/Status: review/' \"_bmad-output/implementation-artifacts/$key.md\"\nresult \"implemented $key\"\n",
+    );
+    let run = env.bmad(&repo, &["epic", "run", "3"]).code(3);
+    assert!(
+        run.stderr.contains("git bmad epic resume 3"),
+        "{}",
+        run.stderr
+    );
+    let s = status(&env, &repo);
+    assert_eq!(story(&s, "3-2-storage")["stage"], "gated", "{s:#}");
+    assert_eq!(story(&s, "3-3-sync-engine")["stage"], "skipped", "{s:#}");
+    assert!(story(&s, "3-3-sync-engine")["state"]["reason"]
+        .as_str()
+        .unwrap()
+        .contains("dependency 3-2-storage"));
+    for key in ["3-1-api-client", "3-4-api-retries"] {
+        assert_eq!(story(&s, key)["stage"], "done", "{key}");
+    }
+
+    // The human looks, the dev now does the work, the gate is answered: resume finishes the
+    // epic and runs no finished story again.
+    agent_behaviour(
+        &env,
+        "dev",
+        "key=$BMAD_ARGS\necho \"$key\" >> \"$HOME/agent/dev.log\"\narea=$(echo \"$key\" | cut -d- -f3)\nmkdir -p \"src/$area\" && echo \"// $key\" >> \"src/$area/$key.rs\"\nsed -i 's/^Status: .*/Status: review/' \"_bmad-output/implementation-artifacts/$key.md\"\nresult \"implemented $key\"\n",
+    );
+    let wt = env.root().join("proj.3-2-storage");
+    env.bmad(&wt, &["answer", "retry"]).success();
+    env.bmad(&repo, &["epic", "resume", "3"]).success();
+    let s = status(&env, &repo);
+    for key in [
+        "3-1-api-client",
+        "3-2-storage",
+        "3-3-sync-engine",
+        "3-4-api-retries",
+    ] {
+        assert_eq!(story(&s, key)["stage"], "done", "{key}: {s:#}");
+    }
+    let devs = read(&env.root(), "home/agent/dev.log");
+    for key in ["3-1-api-client", "3-4-api-retries", "3-3-sync-engine"] {
+        assert_eq!(
+            devs.lines().filter(|l| *l == key).count(),
+            1,
+            "{key}: {devs}"
+        );
+    }
+}
+
+#[test]
+fn a_review_that_never_converges_stops_at_the_cap_and_failures_trip_the_breaker() {
+    let env = TestEnv::new();
+    let repo = epic_project(&env);
+    for step in ["review-1", "review-2", "review-3"] {
+        agent_behaviour(
+            &env,
+            step,
+            "result 'Outcome: Changes Requested\\n- [ ] [AI-Review][High] still wrong'\n",
+        );
+    }
+    agent_behaviour(&env, "fix-1", "echo x >> fix.txt\nresult fixed\n");
+    agent_behaviour(&env, "fix-2", "echo y >> fix.txt\nresult fixed\n");
+    let run = env.bmad(
+        &repo,
+        &["epic", "run", "3", "--stories", "3-2", "--rounds", "2"],
+    );
+    run.code(3);
+    let s = status(&env, &repo);
+    let storage = story(&s, "3-2-storage");
+    assert_eq!(storage["stage"], "gated", "{storage:#}");
+    assert!(
+        storage["state"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("at converged"),
+        "{storage:#}"
+    );
+    // Two fix rounds, then the cap: three reviews, never a fourth.
+    let calls = read(&env.root(), "home/agent/calls.log");
+    assert_eq!(
+        calls.lines().filter(|l| l.starts_with("review-")).count(),
+        3,
+        "{calls}"
+    );
+    assert_eq!(
+        calls.lines().filter(|l| l.starts_with("fix-")).count(),
+        2,
+        "{calls}"
+    );
+
+    // Tests that never pass: the first failures stop the run before the rest start.
+    let env = TestEnv::new();
+    let repo = epic_project(&env);
+    agent_behaviour(
+        &env,
+        "dev",
+        "mkdir -p src && echo FAIL >> \"src/$BMAD_ARGS.rs\"\nresult done\n",
+    );
+    std::fs::write(
+        repo.join(".bmad/config.yaml"),
+        "checks:\n  test_command: ./test.sh\nrunners:\n  default: claude\n",
+    )
+    .unwrap();
+    let playbook = env
+        .bmad(&repo, &["epic", "playbook", "--era", "v6", "--rounds", "1"])
+        .success()
+        .stdout;
+    // on_error stop instead of a gate: each failure ends its story.
+    std::fs::create_dir_all(repo.join(".bmad/playbooks")).unwrap();
+    std::fs::write(
+        repo.join(".bmad/playbooks/bmad-story-dev.yaml"),
+        playbook
+            .replace("on_error: gate", "on_error: stop")
+            .replace("    escalate_on: [postcondition_failure]\n", ""),
+    )
+    .unwrap();
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "our pipeline"]);
+    let run = env
+        .bmad(&repo, &["epic", "run", "3", "--max-failures", "2"])
+        .code(5);
+    assert!(run.stderr.contains("circuit breaker"), "{}", run.stderr);
+    let s = status(&env, &repo);
+    let failed = ["3-1-api-client", "3-2-storage", "3-4-api-retries"]
+        .iter()
+        .filter(|k| story(&s, k)["stage"] == "failed")
+        .count();
+    assert_eq!(failed, 2, "{s:#}");
+}
