@@ -23,16 +23,23 @@ fn epic_project(env: &TestEnv) -> PathBuf {
         "gh",
         "#!/bin/sh\necho \"gh $*\" >> \"$HOME/agent/gh.log\"\ncase \"$1 $2\" in\n  'pr list') exit 0 ;;\n  'pr create') echo \"https://github.com/example/proj/pull/$$\" ;;\nesac\n",
     );
-    // dev: writes the story's code under its area, marks the story for review; its start
-    // and end times show which stories ran at the same time.
-    agent_behaviour(
-        env,
-        "dev",
-        "key=$BMAD_ARGS\narea=$(echo \"$key\" | cut -d- -f3)\necho \"start $key $(date +%s%N)\" >> \"$HOME/agent/times.log\"\nmkdir -p \"src/$area\" && echo \"// $key\" >> \"src/$area/$key.rs\"\nsleep 1\nsed -i 's/^Status: .*/Status: review/' \"_bmad-output/implementation-artifacts/$key.md\"\necho \"end $key $(date +%s%N)\" >> \"$HOME/agent/times.log\"\nresult \"implemented $key\"\n",
-    );
+    dev_behaviour(env, "");
     agent_behaviour(env, "review-1", "result 'Outcome: Approve'\n");
     agent_behaviour(env, "review-2", "result 'Outcome: Approve'\n");
     repo
+}
+
+/// The fake dev: `prelude` first (a pause, a lie), then the work: the story's code under its
+/// area and the story marked for review. Every call, and the start and end of the work, is
+/// logged, so tests see which stories ran, how often, and which ran at the same time.
+fn dev_behaviour(env: &TestEnv, prelude: &str) {
+    agent_behaviour(
+        env,
+        "dev",
+        &format!(
+            "key=$BMAD_ARGS\necho \"$key\" >> \"$HOME/agent/dev.log\"\necho \"start $key $(date +%s%N)\" >> \"$HOME/agent/times.log\"\n{prelude}\narea=$(echo \"$key\" | cut -d- -f3)\nmkdir -p \"src/$area\" && echo \"// $key\" >> \"src/$area/$key.rs\"\nsed -i 's/^Status: .*/Status: review/' \"_bmad-output/implementation-artifacts/$key.md\"\necho \"end $key $(date +%s%N)\" >> \"$HOME/agent/times.log\"\nresult \"implemented $key\"\n"
+        ),
+    );
 }
 
 /// `epic status --json`'s stories by key.
@@ -88,6 +95,8 @@ fn an_epic_runs_in_parallel_stacked_reviewed_to_convergence_and_is_never_merged(
         "fix-1",
         "echo \"$BMAD_FINDINGS\" > \"$HOME/agent/fix-prompt.txt\"\necho '// timeout added' >> src/api/3-1-api-client.rs\nresult 'fixed'\n",
     );
+    // Each dev takes a second, so stories that run at the same time overlap.
+    dev_behaviour(&env, "sleep 1");
     let main_before = env.git(&repo, &["rev-parse", "main"]);
     let run = env.bmad(&repo, &["epic", "run", "3", "--parallel", "3"]);
     let run = run.success();
@@ -183,7 +192,7 @@ fn an_epic_runs_in_parallel_stacked_reviewed_to_convergence_and_is_never_merged(
     }
 
     // Running again after completion changes nothing: no event, no agent, no PR.
-    let events_before = s["started"].clone();
+    let started_before = s["started"].clone();
     let calls_before = read(&env.root(), "home/agent/calls.log");
     let journal_before = env.git(&repo, &["for-each-ref", "refs/notes/bmad/"]);
     env.bmad(&repo, &["epic", "run", "3", "--parallel", "3"])
@@ -193,7 +202,7 @@ fn an_epic_runs_in_parallel_stacked_reviewed_to_convergence_and_is_never_merged(
         env.git(&repo, &["for-each-ref", "refs/notes/bmad/"]),
         journal_before
     );
-    assert_eq!(status(&env, &repo)["started"], events_before);
+    assert_eq!(status(&env, &repo)["started"], started_before);
 }
 
 #[test]
@@ -201,10 +210,9 @@ fn a_lying_dev_parks_at_a_gate_its_dependent_is_skipped_and_resume_never_repeats
     let env = TestEnv::new();
     let repo = epic_project(&env);
     // 3-2's dev says it is done and changes nothing.
-    agent_behaviour(
+    dev_behaviour(
         &env,
-        "dev",
-        "key=$BMAD_ARGS\necho \"$key\" >> \"$HOME/agent/dev.log\"\ncase \"$key\" in\n  3-2-*) result 'All done, tests pass.' ; exit 0 ;;\nesac\narea=$(echo \"$key\" | cut -d- -f3)\nmkdir -p \"src/$area\" && echo \"// $key\" >> \"src/$area/$key.rs\"\nsed -i 's/^Status: .*/Status: review/' \"_bmad-output/implementation-artifacts/$key.md\"\nresult \"implemented $key\"\n",
+        "case \"$key\" in 3-2-*) result 'All done, tests pass.' ; exit 0 ;; esac",
     );
     let run = env.bmad(&repo, &["epic", "run", "3"]).code(3);
     assert!(
@@ -218,18 +226,14 @@ fn a_lying_dev_parks_at_a_gate_its_dependent_is_skipped_and_resume_never_repeats
     assert!(story(&s, "3-3-sync-engine")["state"]["reason"]
         .as_str()
         .unwrap()
-        .contains("dependency 3-2-storage"));
+        .contains("dependency 3-2-storage is gated; resume after it is done"));
     for key in ["3-1-api-client", "3-4-api-retries"] {
         assert_eq!(story(&s, key)["stage"], "done", "{key}");
     }
 
     // The human looks, the dev now does the work, the gate is answered: resume finishes the
     // epic and runs no finished story again.
-    agent_behaviour(
-        &env,
-        "dev",
-        "key=$BMAD_ARGS\necho \"$key\" >> \"$HOME/agent/dev.log\"\narea=$(echo \"$key\" | cut -d- -f3)\nmkdir -p \"src/$area\" && echo \"// $key\" >> \"src/$area/$key.rs\"\nsed -i 's/^Status: .*/Status: review/' \"_bmad-output/implementation-artifacts/$key.md\"\nresult \"implemented $key\"\n",
-    );
+    dev_behaviour(&env, "");
     let wt = env.root().join("proj.3-2-storage");
     env.bmad(&wt, &["answer", "retry"]).success();
     env.bmad(&repo, &["epic", "resume", "3"]).success();

@@ -101,6 +101,12 @@ pub fn session_name(epic: &str) -> String {
     format!("epic-{}", story_session_name(epic))
 }
 
+/// The branch a story's session works on (`bmad/<key>` with the default prefix).
+pub fn story_branch(config: &Config, key: &str) -> String {
+    let branch = config.branch_for(&story_session_name(key));
+    branch.trim_start_matches("refs/heads/").to_owned()
+}
+
 /// A story's session name: its key, with what a session name cannot hold (a stories-mode
 /// key's `/`) made `-`.
 pub(super) fn story_session_name(key: &str) -> String {
@@ -165,7 +171,20 @@ pub(super) enum End {
     Gated,
     Failed,
     Blocked,
+    /// Not started: a dependency ended badly.
+    Skipped,
     Interrupted,
+}
+
+/// A story this invocation has still to take up: not running, not ended here, not finished
+/// in an earlier one.
+fn waiting(
+    key: &str,
+    running: &HashSet<String>,
+    ended_here: &HashMap<String, End>,
+    state: &EpicState,
+) -> bool {
+    !running.contains(key) && !ended_here.contains_key(key) && !state.story(key).is_terminal()
 }
 
 /// Run (or resume) an epic.
@@ -208,33 +227,27 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
         loop {
             // Stories whose dependency ended badly in this run are skipped, with the reason.
             for story in plan.to_run() {
-                if running.contains(&story.key) || ended_here.contains_key(&story.key) {
+                if !waiting(&story.key, &running, &ended_here, &state) {
                     continue;
                 }
-                if state.story(&story.key).is_terminal() {
-                    continue;
-                }
-                if let Some(dep) = story.depends_on.iter().find(|d| {
-                    matches!(
-                        ended_here.get(*d),
-                        Some(End::Failed | End::Blocked | End::Gated)
-                    ) || state.story(d).stage == "skipped" && ended_here.contains_key(*d)
-                }) {
+                let ended_badly = |d: &&String| {
+                    ended_here
+                        .get(*d)
+                        .is_some_and(|e| !matches!(e, End::Done(_) | End::Interrupted))
+                };
+                if let Some(dep) = story.depends_on.iter().find(ended_badly) {
                     let why = format!(
                         "dependency {dep} is {}; resume after it is done",
-                        ended_here
-                            .get(dep)
-                            .map(|e| format!("{e:?}").to_lowercase())
-                            .unwrap_or_else(|| "skipped".into())
+                        state.story(dep).stage
                     );
+                    (options.progress)(&format!("{}: skipped: {why}", story.key));
                     let stage = StoryStage {
                         stage: "skipped".into(),
-                        reason: Some(why.clone()),
+                        reason: Some(why),
                         ..Default::default()
                     };
-                    (options.progress)(&format!("{}: skipped: {why}", story.key));
                     record_stage(repo, &epic_session, &mut state, &story.key, stage)?;
-                    ended_here.insert(story.key.clone(), End::Failed);
+                    ended_here.insert(story.key.clone(), End::Skipped);
                 }
             }
             let interrupted = options.interrupt.load(Ordering::SeqCst);
@@ -243,10 +256,7 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
                     if running.len() >= options.parallel.max(1) {
                         break;
                     }
-                    if running.contains(&story.key)
-                        || ended_here.contains_key(&story.key)
-                        || state.story(&story.key).is_terminal()
-                    {
+                    if !waiting(&story.key, &running, &ended_here, &state) {
                         continue;
                     }
                     let deps_done = story.depends_on.iter().all(|d| {

@@ -56,29 +56,26 @@ impl EpicState {
 
     /// Fold one more event in.
     pub fn apply(&mut self, event: &Event) {
-        let state = self;
-        state.events += 1;
-        {
-            match &event.body {
-                Body::EpicStarted(started) => {
-                    state.started = Some(started.clone());
-                    state.finished = false;
-                }
-                Body::EpicFinished(_) => state.finished = true,
-                Body::StoryStage(stage) => {
-                    let Some(key) = &event.step else { return };
-                    let story = state.stories.entry(key.clone()).or_default();
-                    if stage.stage == "started" {
-                        story.attempts += 1;
-                        story.started_at.get_or_insert_with(|| event.ts.clone());
-                    }
-                    story.stage = stage.stage.clone();
-                    story.updated_at = Some(event.ts.clone());
-                    merge(&mut story.detail, stage);
-                    state.finished = false;
-                }
-                _ => {}
+        self.events += 1;
+        match &event.body {
+            Body::EpicStarted(started) => {
+                self.started = Some(started.clone());
+                self.finished = false;
             }
+            Body::EpicFinished(_) => self.finished = true,
+            Body::StoryStage(stage) => {
+                let Some(key) = &event.step else { return };
+                let story = self.stories.entry(key.clone()).or_default();
+                if stage.stage == "started" {
+                    story.attempts += 1;
+                    story.started_at.get_or_insert_with(|| event.ts.clone());
+                }
+                story.stage = stage.stage.clone();
+                story.updated_at = Some(event.ts.clone());
+                merge(&mut story.detail, stage);
+                self.finished = false;
+            }
+            _ => {}
         }
     }
 

@@ -122,7 +122,7 @@ pub fn cmd_epic(ctx: &Context, args: &EpicArgs) -> Result<u8, CommandError> {
         EpicAction::Plan(selection) => {
             let repo = ctx.repo()?;
             let plan = epic::run::plan_epic(&repo, &selection.epic, &plan_options(selection)?)?;
-            print_plan(ctx, &plan, false);
+            print_plan(ctx, &plan, None);
             Ok(exit::OK)
         }
         EpicAction::Playbook { era, rounds } => {
@@ -194,7 +194,8 @@ fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError> {
     let options = plan_options(&args.selection)?;
     if args.dry_run {
         let plan = epic::run::plan_epic(&repo, &args.selection.epic, &options)?;
-        print_plan(ctx, &plan, true);
+        let config = ctx.config(&repo)?;
+        print_plan(ctx, &plan, Some(&config));
         return Ok(exit::OK);
     }
     let config = ctx.config(&repo)?;
@@ -248,10 +249,11 @@ fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError> {
     Ok(code)
 }
 
-fn print_plan(ctx: &Context, plan: &Plan, dry_run: bool) {
+/// The plan; with the configuration, a dry run's actions too.
+fn print_plan(ctx: &Context, plan: &Plan, dry_run: Option<&crate::config::Config>) {
     let ui = &ctx.ui;
     if ui.json() {
-        ui.print_json(&json!({ "plan": plan, "dry_run": dry_run }));
+        ui.print_json(&json!({ "plan": plan, "dry_run": dry_run.is_some() }));
         return;
     }
     ui.line(format!(
@@ -300,14 +302,19 @@ fn print_plan(ctx: &Context, plan: &Plan, dry_run: bool) {
             ui.line("      integration checkpoint after it (it has dependents)");
         }
         ui.line(format!("      pipeline: {}", s.stages.join(" → ")));
-        if dry_run {
+        if let Some(config) = dry_run {
+            let branch = epic::run::story_branch(config, &s.key);
+            let target = match &s.stacked_on {
+                Some(d) => epic::run::story_branch(config, d),
+                None => "the epic's base".to_owned(),
+            };
             ui.line(format!(
-                "      would: start session {} (branch bmad/{}), run {} with args {}, verify the story file, commit, push and open a draft PR",
-                s.key, s.key, plan.pipeline, s.key
+                "      would: start session {} on branch {branch}, run {} with args {}, verify the story file, commit, then push and open a draft PR against {target} (when a remote and gh are set up)",
+                s.key, plan.pipeline, s.key
             ));
         }
     }
-    if dry_run {
+    if dry_run.is_some() {
         ui.status("Dry run: no agent was invoked, no session started, nothing pushed.");
     }
 }
