@@ -136,18 +136,21 @@ fn ref_locks_are_contention_until_stale() {
 }
 
 /// `start` killed inside `git worktree add`, at each stage git leaves behind: listed and
-/// locked `initializing`, or not yet listed at all (no `gitdir` file). Doctor's fix removes
+/// locked `initializing`, not yet listed at all (no `gitdir` file), or with `commondir`
+/// created but not written. Doctor's fix removes
 /// the session and git's half-made worktree either way, and the name can be started again.
 #[test]
 fn a_start_killed_inside_git_worktree_add_is_removed_by_doctors_fix() {
     let env = TestEnv::new();
     let repo = env.repo("proj");
     let admin = repo.join(".git/worktrees/proj.half");
-    // Files gone, and whether `gitdir` is there but still empty (killed while writing it).
-    for (gone, empty_gitdir) in [
-        (&["HEAD"][..], false),
-        (&["HEAD", "commondir", "gitdir"][..], false),
-        (&["HEAD", "commondir"][..], true),
+    // Files gone, and which file is there but still empty (killed while writing it). An
+    // empty `commondir` makes every `git worktree` command fail.
+    for (gone, empty) in [
+        (&["HEAD"][..], None),
+        (&["HEAD", "commondir", "gitdir"][..], None),
+        (&["HEAD", "commondir"][..], Some("gitdir")),
+        (&["HEAD"][..], Some("commondir")),
     ] {
         let (id, wt) = env.start(&repo, "half");
         // What git had written when the kill came: the lock and the `.git` file first.
@@ -159,10 +162,10 @@ fn a_start_killed_inside_git_worktree_add_is_removed_by_doctors_fix() {
             std::fs::remove_file(admin.join(file)).unwrap();
         }
         std::fs::write(admin.join("locked"), "initializing\n").unwrap();
-        if empty_gitdir {
-            std::fs::write(admin.join("gitdir"), "").unwrap();
+        if let Some(file) = empty {
+            std::fs::write(admin.join(file), "").unwrap();
         }
-        let what = format!("without {gone:?}, gitdir empty: {empty_gitdir}");
+        let what = format!("without {gone:?}, empty: {empty:?}");
 
         let doctor = env.bmad(&repo, &["doctor", "--json"]).json();
         assert_eq!(doctor["problems"], 1, "{what}: {doctor:#}");

@@ -449,7 +449,7 @@ fn lexically_normal(path: &Path) -> PathBuf {
 }
 
 /// The lock reason `git worktree add` writes while it builds a worktree.
-const INITIALIZING: &str = "initializing";
+pub(super) const INITIALIZING: &str = "initializing";
 
 /// How a worktree whose `git worktree add` was killed looks to git.
 enum HalfAdded {

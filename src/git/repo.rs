@@ -158,9 +158,44 @@ impl Repo {
     }
 
     /// All worktrees, main first.
+    ///
+    /// A `git worktree add` killed between creating its administrative `commondir` file and
+    /// writing it leaves an empty file that makes every `git worktree` command die ("failed
+    /// to read …/commondir"). Such a directory is still locked `initializing`, so git-bmad
+    /// finishes that one write the way git would (`../..`, the only content git writes
+    /// there) and asks again; the worktree is then listed as half-added, which `doctor`
+    /// names and `remove --force` clears.
     pub fn worktrees(&self) -> Result<Vec<WorktreeInfo>> {
-        let out = self.git.run(["worktree", "list", "--porcelain", "-z"])?;
+        let out = match self.git.run(["worktree", "list", "--porcelain", "-z"]) {
+            Ok(out) => out,
+            Err(error) => {
+                if self.complete_torn_worktree_admin_dirs() == 0 {
+                    return Err(error);
+                }
+                self.git.run(["worktree", "list", "--porcelain", "-z"])?
+            }
+        };
         Ok(parse_worktree_list(&out))
+    }
+
+    /// Write `commondir` into every administrative directory locked `initializing` whose
+    /// `commondir` is empty; returns how many were completed.
+    fn complete_torn_worktree_admin_dirs(&self) -> usize {
+        let Ok(dirs) = std::fs::read_dir(self.common_dir.join("worktrees")) else {
+            return 0;
+        };
+        let mut completed = 0;
+        for admin in dirs.flatten().map(|d| d.path()) {
+            let commondir = admin.join("commondir");
+            let torn = std::fs::metadata(&commondir).is_ok_and(|m| m.len() == 0);
+            let initializing = std::fs::read_to_string(admin.join("locked"))
+                .is_ok_and(|l| l.trim_end() == super::commands::INITIALIZING);
+            if torn && initializing && std::fs::write(&commondir, "../..\n").is_ok() {
+                tracing::warn!(admin = %admin.display(), "completed a torn `git worktree add`");
+                completed += 1;
+            }
+        }
+        completed
     }
 
     /// The commit HEAD points to in this worktree, if HEAD is born.
