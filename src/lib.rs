@@ -22,6 +22,7 @@ pub mod epic;
 pub mod fs;
 pub mod git;
 pub mod policy;
+pub mod report;
 pub mod runner;
 pub mod session;
 pub mod supervisor;

@@ -39,6 +39,40 @@ pub fn duration(ms: u64) -> String {
     }
 }
 
+/// A text broken into lines of at most `width` characters, at spaces where it can be (a
+/// word longer than a line is cut). Line breaks in the text are kept.
+pub fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines = Vec::new();
+    for paragraph in text.lines() {
+        let mut line = String::new();
+        for word in paragraph.split(' ') {
+            let mut word = word.to_owned();
+            loop {
+                let used = line.chars().count();
+                let gap = usize::from(used > 0);
+                if used + gap + word.chars().count() <= width {
+                    if gap == 1 {
+                        line.push(' ');
+                    }
+                    line.push_str(&word);
+                    break;
+                }
+                if used > 0 {
+                    lines.push(std::mem::take(&mut line));
+                    continue;
+                }
+                // A word wider than a line: a line's worth of it, then the rest.
+                let head: String = word.chars().take(width).collect();
+                word = word.chars().skip(width).collect();
+                lines.push(head);
+            }
+        }
+        lines.push(line);
+    }
+    lines
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -52,5 +86,16 @@ mod tests {
         assert_eq!(duration(12_340), "12.3 s");
         assert_eq!(duration(245_000), "4m05s");
         assert_eq!(duration(7_800_000), "2h10m");
+    }
+
+    #[test]
+    fn wraps_at_spaces_and_cuts_long_words() {
+        assert_eq!(wrap("one two three", 7), ["one two", "three"]);
+        assert_eq!(wrap("abcdefghij x", 4), ["abcd", "efgh", "ij x"]);
+        assert_eq!(wrap("a\nb", 10), ["a", "b"]);
+        assert_eq!(wrap("", 10), Vec::<String>::new());
+        for line in wrap(&"word ".repeat(50), 30) {
+            assert!(line.chars().count() <= 30, "{line}");
+        }
     }
 }

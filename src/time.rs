@@ -29,6 +29,11 @@ impl Timestamp {
         }
     }
 
+    /// A timestamp from milliseconds since the epoch.
+    pub fn from_millis(millis: u64) -> Self {
+        Timestamp { millis }
+    }
+
     /// Seconds since the epoch.
     pub fn secs(&self) -> u64 {
         self.millis / 1000
@@ -44,6 +49,14 @@ impl Timestamp {
         self.civil().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
     }
 
+    /// `2026-11-22T10:15:00Z` (any RFC 3339 offset) back to a timestamp; `None` when it is
+    /// not one, or before 1970.
+    pub fn parse_rfc3339(text: &str) -> Option<Timestamp> {
+        let at: jiff::Timestamp = text.trim().parse().ok()?;
+        let millis = u64::try_from(at.as_millisecond()).ok()?;
+        Some(Timestamp { millis })
+    }
+
     /// `20261122-101500`: the compact form used in session ids.
     pub fn compact(&self) -> String {
         self.civil().strftime("%Y%m%d-%H%M%S").to_string()
@@ -57,9 +70,48 @@ impl Timestamp {
     }
 }
 
+/// `90s`, `30m`, `2h`, `1h30m`, or plain seconds; zero is not a duration.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    if let Ok(secs) = text.parse::<u64>() {
+        return (secs > 0).then(|| Duration::from_secs(secs));
+    }
+    let mut total = 0u64;
+    let mut number = String::new();
+    for c in text.chars() {
+        if c.is_ascii_digit() {
+            number.push(c);
+            continue;
+        }
+        let unit = match c {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            'd' => 86400,
+            _ => return None,
+        };
+        let n: u64 = number.parse().ok()?;
+        total = total.checked_add(n.checked_mul(unit)?)?;
+        number.clear();
+    }
+    (number.is_empty() && total > 0).then(|| Duration::from_secs(total))
+}
+
 #[cfg(test)]
 mod tests {
     use super::Timestamp;
+
+    #[test]
+    fn parses_what_it_formats() {
+        let at = Timestamp::from_secs(1_795_342_500);
+        assert_eq!(Timestamp::parse_rfc3339(&at.rfc3339()), Some(at));
+        assert_eq!(
+            Timestamp::parse_rfc3339("2026-11-22T11:15:00+01:00"),
+            Some(at)
+        );
+        assert_eq!(Timestamp::parse_rfc3339("yesterday"), None);
+        assert_eq!(Timestamp::parse_rfc3339("1969-12-31T23:59:59Z"), None);
+    }
 
     #[test]
     fn formats_known_instants() {

@@ -22,6 +22,7 @@ mod test_policy_scope;
 mod test_push_policy;
 mod test_real_cli;
 mod test_removed;
+mod test_report;
 mod test_rollback;
 mod test_scan;
 mod test_session_state;

@@ -211,6 +211,20 @@ impl Repo {
         Ok((total, total - unpushed.min(total)))
     }
 
+    /// Files changed and lines added and deleted from `from` to `to` (binary files count as
+    /// changed, with no lines).
+    pub fn diff_stat(&self, from: ObjectId, to: ObjectId) -> Result<DiffStat> {
+        let out = self.git().run([
+            "diff",
+            "--numstat",
+            "-z",
+            "--no-renames",
+            &from.to_string(),
+            &to.to_string(),
+        ])?;
+        Ok(DiffStat::from_numstat(&out))
+    }
+
     /// How many commits reachable from `heads` no branch, remote-tracking ref or tag has.
     pub fn commits_on_no_ref(&self, heads: &[ObjectId]) -> Result<usize> {
         if heads.is_empty() {
@@ -448,6 +462,35 @@ fn lexically_normal(path: &Path) -> PathBuf {
     out
 }
 
+/// What a diff adds up to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct DiffStat {
+    /// Paths changed.
+    pub files: usize,
+    /// Lines added.
+    pub insertions: u64,
+    /// Lines deleted.
+    pub deletions: u64,
+}
+
+impl DiffStat {
+    /// Sum `git diff --numstat -z` output: `added<TAB>deleted<TAB>path<NUL>`, `-` for binary.
+    fn from_numstat(out: &[u8]) -> DiffStat {
+        let mut stat = DiffStat::default();
+        for record in out.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+            let text = String::from_utf8_lossy(record);
+            let mut fields = text.splitn(3, '\t');
+            let (Some(added), Some(deleted)) = (fields.next(), fields.next()) else {
+                continue;
+            };
+            stat.files += 1;
+            stat.insertions += added.parse::<u64>().unwrap_or(0);
+            stat.deletions += deleted.parse::<u64>().unwrap_or(0);
+        }
+        stat
+    }
+}
+
 /// The lock reason `git worktree add` writes while it builds a worktree.
 pub(super) const INITIALIZING: &str = "initializing";
 
@@ -458,4 +501,23 @@ enum HalfAdded {
     /// git does not list it (no `gitdir` file yet); `admin` is its locked directory under
     /// `<common dir>/worktrees/`.
     Unlisted { admin: PathBuf },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DiffStat;
+
+    #[test]
+    fn numstat_sums_lines_and_counts_binary_files() {
+        let out = b"3\t1\tsrc/a.rs\x002\t0\tpath with\ttab.md\x00-\t-\tlogo.png\x00";
+        assert_eq!(
+            DiffStat::from_numstat(out),
+            DiffStat {
+                files: 3,
+                insertions: 5,
+                deletions: 1
+            }
+        );
+        assert_eq!(DiffStat::from_numstat(b""), DiffStat::default());
+    }
 }

@@ -19,7 +19,7 @@ mod snapshot_cache;
 mod worktree_scan;
 
 pub use cli::TreeChange;
-pub use commands::{ConfigFile, PatchStream};
+pub use commands::{ConfigFile, DiffStat, PatchStream};
 pub use error::{Error, Result};
 pub use gix::ObjectId;
 pub use index::SavedIndex;

@@ -4,7 +4,7 @@
 
 use super::error::Result;
 use super::store::Session;
-use crate::git::{ObjectId, Repo};
+use crate::git::{DiffStat, ObjectId, Repo};
 
 /// The live session (worktree present) of this name, if any.
 pub fn find_by_name(repo: &Repo, name: &str) -> Result<Option<Session>> {
@@ -45,4 +45,37 @@ pub fn publish(repo: &Repo, session: &Session, remote: &str) -> Result<bool> {
         .unwrap_or(repo)
         .push_branch(remote, session.short_branch())?;
     Ok(true)
+}
+
+/// What a session's branch holds beyond the commit it started from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct WorkDone {
+    /// Commits on the branch since the base.
+    pub commits: usize,
+    /// Of those, how many a remote-tracking ref already has.
+    pub pushed: usize,
+    /// The diff from the base to the branch.
+    #[serde(flatten)]
+    pub diff: DiffStat,
+}
+
+/// The work on the session's branch since `base_commit` (the commit `start` recorded);
+/// `None` when either is gone (a removed branch, a base pruned away).
+pub fn work_done(repo: &Repo, session: &Session, base_commit: &str) -> Result<Option<WorkDone>> {
+    let Ok(base) = ObjectId::from_hex(base_commit.as_bytes()) else {
+        return Ok(None);
+    };
+    let Some(head) = branch_head(repo, session)? else {
+        return Ok(None);
+    };
+    if !repo.has_object(base) {
+        return Ok(None);
+    }
+    let (commits, pushed) = repo.commits_after(base, head)?;
+    let diff = repo.diff_stat(base, head)?;
+    Ok(Some(WorkDone {
+        commits,
+        pushed,
+        diff,
+    }))
 }

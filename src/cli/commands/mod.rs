@@ -22,6 +22,7 @@ mod playbook;
 mod policy;
 mod prune;
 mod remove;
+mod report;
 mod restore;
 mod resume;
 mod rollback;
@@ -69,6 +70,8 @@ pub enum Command {
     Restore(restore::RestoreArgs),
     /// Delete removed sessions whose keep time has passed
     Gc(gc::GcArgs),
+    /// The morning report: what each session did, what is done, what waits for you
+    Report(report::ReportArgs),
     /// Check every invariant of the stored state; exit 1 if something needs repair
     Doctor(doctor::DoctorArgs),
     /// Scan staged changes, files or commits for secrets; exit 4 if one is found
@@ -144,6 +147,7 @@ pub fn dispatch(ctx: &Context, command: Command) -> Result<u8, CommandError> {
         Command::Prune(args) => prune::cmd_prune(ctx, &args),
         Command::Restore(args) => restore::cmd_restore(ctx, &args),
         Command::Gc(args) => gc::cmd_gc(ctx, &args),
+        Command::Report(args) => report::cmd_report(ctx, &args),
         Command::Doctor(args) => doctor::cmd_doctor(ctx, &args),
         Command::Scan(args) => scan::cmd_scan(ctx, &args),
         Command::Playbook(args) => playbook::cmd_playbook(ctx, &args),

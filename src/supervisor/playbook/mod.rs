@@ -360,32 +360,7 @@ pub fn check_inside_repo(path: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
-/// `90s`, `30m`, `2h`, `1h30m`, or plain seconds; zero is not a duration.
-pub fn parse_duration(text: &str) -> Option<Duration> {
-    let text = text.trim();
-    if let Ok(secs) = text.parse::<u64>() {
-        return (secs > 0).then(|| Duration::from_secs(secs));
-    }
-    let mut total = 0u64;
-    let mut number = String::new();
-    for c in text.chars() {
-        if c.is_ascii_digit() {
-            number.push(c);
-            continue;
-        }
-        let unit = match c {
-            's' => 1,
-            'm' => 60,
-            'h' => 3600,
-            'd' => 86400,
-            _ => return None,
-        };
-        let n: u64 = number.parse().ok()?;
-        total = total.checked_add(n.checked_mul(unit)?)?;
-        number.clear();
-    }
-    (number.is_empty() && total > 0).then(|| Duration::from_secs(total))
-}
+pub use crate::time::parse_duration;
 
 fn serialize_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(d.as_secs())

@@ -1,0 +1,227 @@
+//! The report as one self-contained page: inline CSS, no script, no network, no external
+//! asset, so it can be mailed, attached to a ticket or opened from a CI artifact. Light and
+//! dark follow the reader's setting; the layout is one column that reads on a phone.
+
+use std::fmt::Write;
+
+use super::{Outcome, Report, SessionReport};
+use crate::text::duration;
+
+const STYLE: &str = r#"
+:root { color-scheme: light dark; --bg: #ffffff; --fg: #1f2328; --muted: #59636e;
+  --card: #f6f8fa; --line: #d1d9e0; --good: #1a7f37; --warn: #9a6700; --bad: #cf222e; }
+@media (prefers-color-scheme: dark) {
+  :root { --bg: #0d1117; --fg: #e6edf3; --muted: #9198a1; --card: #151b23;
+    --line: #3d444d; --good: #3fb950; --warn: #d29922; --bad: #f85149; } }
+* { box-sizing: border-box; }
+body { margin: 0; background: var(--bg); color: var(--fg);
+  font: 16px/1.5 -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; }
+main { max-width: 960px; margin: 0 auto; padding: 16px; }
+h1 { font-size: 1.4em; margin: 0 0 4px; overflow-wrap: anywhere; }
+h2 { font-size: 1.1em; margin: 0; overflow-wrap: anywhere; }
+.muted { color: var(--muted); font-size: 0.9em; }
+.summary { display: grid; grid-template-columns: repeat(auto-fill, minmax(104px, 1fr));
+  gap: 6px; margin: 12px 0; padding: 0; }
+.summary li { list-style: none; background: var(--card); border: 1px solid var(--line);
+  border-radius: 6px; padding: 4px 8px; font-size: 0.8em; color: var(--muted); }
+.summary b { display: block; font-size: 1.5em; color: var(--fg); }
+.summary li.hot b { color: var(--bad); }
+section { background: var(--card); border: 1px solid var(--line); border-left-width: 6px;
+  border-radius: 6px; padding: 12px 16px; margin: 12px 0; }
+section.good { border-left-color: var(--good); } section.warn { border-left-color: var(--warn); }
+section.bad { border-left-color: var(--bad); }
+.badge { display: inline-block; font-size: 0.8em; font-weight: 600; text-transform: uppercase;
+  border-radius: 4px; padding: 1px 6px; margin-right: 6px; color: var(--bg); }
+.badge.good { background: var(--good); } .badge.warn { background: var(--warn); }
+.badge.bad { background: var(--bad); }
+.gate { border: 1px dashed var(--warn); border-radius: 6px; padding: 8px 12px; margin: 8px 0; }
+pre, code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
+  font-size: 0.85em; }
+pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: 4px 0; }
+ul.problems { color: var(--bad); padding-left: 20px; }
+table { border-collapse: collapse; width: 100%; font-size: 0.85em; }
+td { border-top: 1px solid var(--line); padding: 4px 6px; vertical-align: top;
+  overflow-wrap: anywhere; }
+td.t { white-space: nowrap; color: var(--muted); }
+details { margin-top: 8px; }
+"#;
+
+/// The page for `report`.
+pub fn render(report: &Report) -> String {
+    let mut page = String::new();
+    let title = format!("git bmad report: {}", report.repository);
+    let _ = write!(
+        page,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n",
+        escape(&title)
+    );
+    let _ = write!(
+        page,
+        "<h1>{}</h1>\n<p class=\"muted\">since {} &middot; generated {}</p>\n",
+        escape(&title),
+        escape(&report.since),
+        escape(&report.generated)
+    );
+    let s = &report.summary;
+    page.push_str("<ul class=\"summary\">\n");
+    // Counts of things that need a human are red when not zero.
+    for (n, word, hot) in [
+        (s.sessions.to_string(), "sessions", false),
+        (s.parked.to_string(), "parked at a gate", s.parked > 0),
+        (s.failed.to_string(), "failed", s.failed > 0),
+        (s.over_budget.to_string(), "over budget", s.over_budget > 0),
+        (s.stalled.to_string(), "stalled", s.stalled > 0),
+        (s.running.to_string(), "running", false),
+        (s.done.to_string(), "done", false),
+        (
+            s.policy_violations.to_string(),
+            "policy violations",
+            s.policy_violations > 0,
+        ),
+        (
+            s.secrets_caught.to_string(),
+            "secrets caught",
+            s.secrets_caught > 0,
+        ),
+        (duration(s.agent_time_ms), "agent time", false),
+        (s.tokens.to_string(), "tokens", false),
+        (format!("${:.2}", s.cost_usd), "cost", false),
+    ] {
+        let class = if hot { " class=\"hot\"" } else { "" };
+        let _ = writeln!(page, "<li{class}><b>{}</b>{word}</li>", escape(&n));
+    }
+    page.push_str("</ul>\n");
+    if report.sessions.is_empty() {
+        page.push_str(
+            "<p>No session had any activity in this period, and none waits for you.</p>\n",
+        );
+    }
+    for session in &report.sessions {
+        section(&mut page, session);
+    }
+    page.push_str("</main>\n</body>\n</html>\n");
+    page
+}
+
+/// One session's section.
+fn section(page: &mut String, s: &SessionReport) {
+    let tone = match s.outcome {
+        Outcome::Parked | Outcome::Stalled => "warn",
+        Outcome::Failed | Outcome::OverBudget => "bad",
+        Outcome::Running | Outcome::Done => "good",
+    };
+    let _ = write!(
+        page,
+        "<section class=\"{tone}\" id=\"s-{}\">\n<h2><span class=\"badge {tone}\">{}</span>{}</h2>\n",
+        escape(&s.id),
+        s.outcome.as_str(),
+        escape(&s.name)
+    );
+    let mut facts = vec![
+        format!("branch <code>{}</code>", escape(&s.branch)),
+        format!("session <code>{}</code>", escape(&s.id)),
+    ];
+    if let (Some(playbook), Some(p)) = (&s.playbook, s.progress) {
+        facts.push(format!("{} {}/{} steps", escape(playbook), p.done, p.total));
+    }
+    if let Some(step) = &s.step {
+        facts.push(format!("step <code>{}</code>", escape(step)));
+    }
+    facts.push(format!("last activity {}", escape(&s.last_activity)));
+    let _ = writeln!(page, "<p class=\"muted\">{}</p>", facts.join(" &middot; "));
+    if let Some(why) = &s.stopped_by {
+        let _ = writeln!(page, "<p>{}</p>", escape(why));
+    }
+    if let Some(gate) = &s.gate {
+        let _ = writeln!(
+            page,
+            "<div class=\"gate\"><p><b>{}</b></p>",
+            escape(&gate.question)
+        );
+        if !gate.evidence.is_empty() {
+            let _ = writeln!(page, "<pre>{}</pre>", escape(&gate.evidence));
+        }
+        let _ = writeln!(
+            page,
+            "<p>Answer ({}):</p><pre>{}</pre></div>",
+            escape(&gate.options.join(", ")),
+            escape(&gate.answer)
+        );
+    }
+    if !s.problems.is_empty() {
+        page.push_str("<ul class=\"problems\">\n");
+        for p in &s.problems {
+            let _ = writeln!(
+                page,
+                "<li><span class=\"muted\">{}</span> {}: {}</li>",
+                escape(&p.at),
+                escape(&p.kind),
+                escape(&p.what)
+            );
+        }
+        page.push_str("</ul>\n");
+    }
+    let evidence = super::text::evidence_line(s);
+    if !evidence.is_empty() {
+        let _ = writeln!(page, "<p>Evidence: {}</p>", escape(&evidence));
+    }
+    let _ = writeln!(
+        page,
+        "<p class=\"muted\">agent time {} &middot; {} tokens &middot; ${:.2}</p>",
+        duration(s.agent_time_ms),
+        s.tokens,
+        s.cost_usd
+    );
+    if !s.timeline.is_empty() {
+        let _ = writeln!(
+            page,
+            "<details><summary>Timeline: {} event(s)</summary>\n<table>",
+            s.timeline.len()
+        );
+        for e in &s.timeline {
+            let step = e.step.as_deref().map(escape).unwrap_or_default();
+            let _ = writeln!(
+                page,
+                "<tr><td class=\"t\">{}</td><td>#{} {}</td><td>{}</td><td>{}</td></tr>",
+                escape(&e.at.get(5..16).unwrap_or(&e.at).replace('T', " ")),
+                e.seq,
+                escape(&e.event),
+                step,
+                escape(&e.summary)
+            );
+        }
+        page.push_str("</table></details>\n");
+    }
+    page.push_str("</section>\n");
+}
+
+/// Text made safe inside HTML elements and attribute values.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::escape;
+
+    #[test]
+    fn escapes_markup_and_quotes() {
+        assert_eq!(
+            escape("<script>alert('x')</script> & \"y\""),
+            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;y&quot;"
+        );
+    }
+}
