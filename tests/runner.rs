@@ -29,4 +29,5 @@ mod test_session_state;
 mod test_start;
 mod test_stories;
 mod test_supervisor;
+mod test_sync;
 mod test_workflow;

@@ -338,3 +338,62 @@ fn png_colors(path: &Path) -> (usize, String) {
     let fields: Vec<&str> = text.split_whitespace().collect();
     (fields[2].parse().unwrap(), fields[3].to_owned())
 }
+
+/// `status --watch` follows a live run from another process: the step running, then the
+/// gate, then the end; a line per change off a terminal, a JSON object per change with
+/// `--json`, and the exit code says how it settled.
+#[test]
+fn status_watch_follows_a_run_to_its_gate_and_to_its_end() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    write(
+        &repo,
+        ".bmad/playbooks/slow.yaml",
+        "steps:\n  - {id: warm, runner: shell, command: 'true'}\n  - {id: slow, runner: shell, command: 'touch started && sleep 2'}\n  - {id: ship, runner: shell, command: 'true', autonomy: always_gate}\n",
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
+    let wt = env.start(&repo, "slow").1;
+    let mut run = env.spawn_group(&wt, &["run", "slow"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !wt.join("started").exists() {
+        assert!(Instant::now() < deadline, "the slow step never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let watched = env
+        .bmad(&wt, &["status", "--watch", "--interval", "1s"])
+        .code(3);
+    let lines: Vec<&str> = watched.stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("slow: [slow] 1/3 steps (33%), "),
+        "{}",
+        watched.stdout
+    );
+    assert!(lines[0].contains("left"), "{}", watched.stdout);
+    assert!(
+        lines
+            .last()
+            .unwrap()
+            .contains("waiting at the gate of ship: git bmad answer 2/3 steps (66%)"),
+        "{}",
+        watched.stdout
+    );
+    assert_eq!(run.wait().unwrap().code(), Some(3));
+
+    env.bmad(&wt, &["answer", "continue"]).success();
+    let done = env
+        .bmad(&wt, &["status", "--watch", "--json"])
+        .success()
+        .stdout;
+    let last: Value = serde_json::from_str(done.lines().last().unwrap()).unwrap();
+    assert_eq!(last["ended"], "completed");
+    assert_eq!(last["percent"], 100);
+
+    let manual = env.start(&repo, "manual").1;
+    let none = env.bmad(&manual, &["status", "--watch"]).code(1);
+    assert!(
+        none.stderr.contains("no playbook run to watch"),
+        "{}",
+        none.stderr
+    );
+}

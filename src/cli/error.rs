@@ -122,7 +122,10 @@ impl From<session::Error> for CommandError {
     fn from(e: session::Error) -> Self {
         let code = if e.is_usage() {
             exit::USAGE
-        } else if matches!(e, session::Error::SecretInWorktree { .. }) {
+        } else if matches!(
+            e,
+            session::Error::SecretInWorktree { .. } | session::Error::PushRefused { .. }
+        ) {
             exit::POLICY
         } else {
             exit::FAILED

@@ -34,6 +34,17 @@ pub(super) struct GitCli {
     workdir: PathBuf,
 }
 
+/// A ref a push did not move, and why.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Refused {
+    /// The remote ref.
+    pub remote_ref: String,
+    /// git's summary: `[rejected] (non-fast-forward)`, `[remote rejected] (…)`.
+    pub reason: String,
+    /// What git and the hooks printed.
+    pub stderr: String,
+}
+
 /// One changed path between two trees, from `git diff-tree --raw`.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct TreeChange {
@@ -100,6 +111,58 @@ impl GitCli {
         let mut cmd = self.command();
         cmd.env("GIT_INDEX_FILE", index).args(args);
         run_checked(cmd)
+    }
+
+    /// `git push --atomic --porcelain <remote> <specs>`, through the hooks; the refs git
+    /// or the remote refused (all or none move), with git's stderr.
+    pub(super) fn push_atomic(&self, remote: &str, specs: &[String]) -> Result<Vec<Refused>> {
+        let mut cmd = self.command();
+        cmd.args(["push", "--atomic", "--porcelain", remote])
+            .args(specs);
+        let args = describe(&cmd);
+        let out = output(cmd)?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+        // `!<TAB>from:to<TAB>[rejected] (why)` for every ref that did not move.
+        let refused: Vec<Refused> = stdout
+            .lines()
+            .filter_map(|line| line.strip_prefix("!\t"))
+            .map(|rest| {
+                let mut parts = rest.splitn(2, '\t');
+                let spec = parts.next().unwrap_or_default();
+                Refused {
+                    remote_ref: spec.rsplit(':').next().unwrap_or(spec).to_owned(),
+                    reason: parts.next().unwrap_or_default().to_owned(),
+                    stderr: stderr.clone(),
+                }
+            })
+            .collect();
+        if out.status.success() {
+            return Ok(Vec::new());
+        }
+        if refused.is_empty() {
+            // A hook said no before anything was sent, or the remote is unreachable.
+            return Err(Error::Command {
+                args,
+                code: out.status.code(),
+                stderr,
+            });
+        }
+        Ok(refused)
+    }
+
+    /// `git fetch --no-tags <remote> <specs>` (forced specs into tracking namespaces only).
+    pub(super) fn fetch(&self, remote: &str, specs: &[String]) -> Result<()> {
+        let mut cmd = self.command();
+        cmd.args([
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            remote,
+        ])
+        .args(specs);
+        run_checked(cmd).map(drop)
     }
 
     /// `git worktree add -b <branch> <path> <base>`.

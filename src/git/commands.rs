@@ -9,7 +9,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 
-use super::cli::TreeChange;
+use super::cli::{Refused, TreeChange};
 use super::error::{Error, Result};
 use super::repo::Repo;
 use super::ObjectId;
@@ -278,6 +278,19 @@ impl Repo {
     pub fn push_branch(&self, remote: &str, short_branch: &str) -> Result<()> {
         let spec = format!("refs/heads/{short_branch}:refs/heads/{short_branch}");
         self.git().run(["push", "--quiet", remote, &spec]).map(drop)
+    }
+
+    /// Push `specs` (`src:dst`, never `+`-forced) to `remote` in one atomic push through the
+    /// hooks: every ref moves or none does. The refs refused (not a fast-forward, declined by
+    /// the remote); empty when all moved. A hook refusing the push is an error.
+    pub fn push_atomic(&self, remote: &str, specs: &[String]) -> Result<Vec<Refused>> {
+        debug_assert!(specs.iter().all(|s| !s.starts_with('+')));
+        self.git().push_atomic(remote, specs)
+    }
+
+    /// Fetch `specs` from `remote` without tags or FETCH_HEAD.
+    pub fn fetch(&self, remote: &str, specs: &[String]) -> Result<()> {
+        self.git().fetch(remote, specs)
     }
 
     /// `git worktree add -b <branch> <path> <base>`.

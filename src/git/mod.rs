@@ -18,7 +18,7 @@ mod snapshot;
 mod snapshot_cache;
 mod worktree_scan;
 
-pub use cli::TreeChange;
+pub use cli::{Refused, TreeChange};
 pub use commands::{ConfigFile, DiffStat, PatchStream};
 pub use error::{Error, Result};
 pub use gix::ObjectId;

@@ -97,6 +97,7 @@ pub fn prepare_commit_msg(
     argv: Option<&[String]>,
     message_file: &Path,
 ) -> Result<Prepared, Error> {
+    keep_squashed_sessions(repo, message_file)?;
     let Some(session) = current_session(repo) else {
         return Ok(Prepared::NotASession);
     };
@@ -109,6 +110,43 @@ pub fn prepare_commit_msg(
     }
     repo.add_trailer(message_file, &format!("Bmad-Session: {}", session.id))?;
     Ok(Prepared::Verified)
+}
+
+/// `git merge --squash` quotes each squashed commit's message, indented, so their
+/// `Bmad-Session` trailers stop being trailers: lift each session named that way into a
+/// trailer of the squash commit, so the merged work can still be traced to its sessions.
+fn keep_squashed_sessions(repo: &Repo, message_file: &Path) -> Result<(), Error> {
+    let Ok(message) = std::fs::read_to_string(message_file) else {
+        return Ok(());
+    };
+    for id in squashed_sessions(&message) {
+        repo.add_trailer(message_file, &format!("Bmad-Session: {id}"))?;
+    }
+    Ok(())
+}
+
+/// The sessions named by indented `Bmad-Session:` lines (quoted commit messages) that the
+/// message's own trailers do not name yet, in order, once each.
+fn squashed_sessions(message: &str) -> Vec<String> {
+    let own: Vec<&str> = message
+        .lines()
+        .filter_map(|l| l.strip_prefix("Bmad-Session: "))
+        .map(str::trim)
+        .collect();
+    let mut ids: Vec<String> = Vec::new();
+    for line in message.lines() {
+        let quoted = line.starts_with([' ', '\t']);
+        if let Some(id) = line
+            .trim_start()
+            .strip_prefix("Bmad-Session: ")
+            .map(str::trim)
+        {
+            if quoted && !own.contains(&id) && !ids.iter().any(|i| i == id) {
+                ids.push(id.to_owned());
+            }
+        }
+    }
+    ids
 }
 
 /// Whether `file` was created (its ctime) after process `pid` started. Both are put on the
@@ -157,6 +195,13 @@ fn clock_secs(clock: libc::clockid_t) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sessions_quoted_by_a_squash_become_trailers_once() {
+        let message = "Squashed commit of the following:\n\ncommit 1\n\n    add lib\n\n    Bmad-Session: 20261124-010101-aaaaaa\n\ncommit 2\n\n    fix\n\n    Bmad-Session: 20261124-010101-aaaaaa\n\n    Bmad-Session: 20261124-020202-bbbbbb\n\nBmad-Session: 20261124-020202-bbbbbb\n";
+        assert_eq!(squashed_sessions(message), ["20261124-010101-aaaaaa"]);
+        assert!(squashed_sessions("plain\n\nBmad-Session: x\n").is_empty());
+    }
 
     #[test]
     fn a_stamp_counts_only_when_made_after_the_process_started() {

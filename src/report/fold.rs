@@ -322,6 +322,8 @@ mod tests {
             seq: 0,
             head: "0".repeat(40).parse().unwrap(),
             updated: 0,
+            clone: None,
+            elsewhere: false,
         }
     }
 
@@ -341,6 +343,7 @@ mod tests {
                 response: None,
                 body: Body::from_parts((*kind).into(), detail.clone()),
                 prev: None,
+                origin: None,
             })
             .collect()
     }

@@ -43,6 +43,9 @@ pub struct Trailers {
     /// `Bmad-Number`: the checkpoint's place on the chain, 1 for the first — the number
     /// `rollback` takes, known without walking the chain. 0 on chains older than it.
     pub number: u64,
+    /// `Bmad-Clone`: the clone of the repository the session's worktree is in, once the
+    /// session has travelled (`resume` on another machine); absent: the clone it started in.
+    pub clone: Option<String>,
 }
 
 impl Trailers {
@@ -58,7 +61,11 @@ impl Trailers {
             self.worktree,
             self.base,
             self.number
-        )
+        ) + &self
+            .clone
+            .as_deref()
+            .map(|c| format!("Bmad-Clone: {c}\n"))
+            .unwrap_or_default()
     }
 
     /// Read the trailers from a commit message; `None` if it is not a checkpoint.
@@ -74,6 +81,7 @@ impl Trailers {
             worktree: get("Bmad-Worktree").unwrap_or_default(),
             base: get("Bmad-Base").unwrap_or_default(),
             number: get("Bmad-Number").and_then(|n| n.parse().ok()).unwrap_or(0),
+            clone: get("Bmad-Clone"),
         })
     }
 }
@@ -336,6 +344,7 @@ pub(crate) fn extend_chain(
             step: step.clone().or_else(|| prev.trailers.step.clone()),
             // The caller's idea of where the worktree is: a moved one is recorded this way.
             worktree: session.worktree.to_string_lossy().into_owned(),
+            clone: session.clone.clone(),
             number: match prev.trailers.number {
                 0 => self::chain(repo, session)?.len() as u64 + 1,
                 n => n + 1,
@@ -417,9 +426,16 @@ mod tests {
             worktree: "/tmp/repo dir.feature-x".into(),
             base: "main".into(),
             number: 7,
+            clone: None,
         };
         let message = format!("after plan\n\n{}", t.format());
         assert_eq!(Trailers::parse(&message), Some(t.clone()));
+        let travelled = Trailers {
+            clone: Some("20261124-010101-abcdef".into()),
+            ..t.clone()
+        };
+        let message = format!("resumed\n\n{}", travelled.format());
+        assert_eq!(Trailers::parse(&message), Some(travelled));
         let none = Trailers { step: None, ..t };
         let message = format!("x\n\n{}", none.format());
         assert_eq!(Trailers::parse(&message).unwrap().step, None);

@@ -379,7 +379,10 @@ fn check_session(
     check_playbooks(repo, id, &journal, state.status, f);
     let worktree = std::path::Path::new(&newest.trailers.worktree);
     let live = !matches!(state.status, Status::Completed | Status::Pruned);
-    if live {
+    // Resumed in another clone: its worktree is on that machine, not ours to check.
+    let elsewhere =
+        newest.trailers.clone.is_some() && newest.trailers.clone != super::sync::clone_id(repo);
+    if live && !elsewhere {
         if let Some(damage) = super::worktree::damage_among(
             worktrees,
             repo,

@@ -166,6 +166,31 @@ pub enum Error {
         /// The commands that repair it.
         fix: String,
     },
+    /// The session is being worked on elsewhere.
+    #[error("session {session} was active on another machine moments ago (as {remote} has it); resuming it here too would split its work. Wait until it stops (about {minutes} min), or pass --steal if that machine is gone")]
+    LeaseHeld {
+        /// The session.
+        session: String,
+        /// The remote.
+        remote: String,
+        /// Minutes until the lease runs out.
+        minutes: i64,
+    },
+    /// No remote of that name is configured.
+    #[error("no remote named {remote:?}; `git remote -v` lists them, `git remote add {remote} <url>` adds one")]
+    NoSuchRemote {
+        /// The name given.
+        remote: String,
+    },
+    /// The remote refused a push (it moved in a way a fast-forward cannot take, or its own
+    /// hooks said no). Nothing moved: the push is atomic.
+    #[error("{remote} refused the push, nothing was changed there: {}; run `git bmad sync --remote {remote}` to bring its changes here first", super::sync::describe_refused(refused))]
+    PushRefused {
+        /// The remote.
+        remote: String,
+        /// The refs it refused, and why.
+        refused: Vec<crate::git::Refused>,
+    },
     /// A changed file holds a secret, so the worktree cannot be saved before a rollback.
     #[error("{} hold(s) a secret: a rollback first saves the worktree, and a secret never enters the repository. Remove it (or move it out of the worktree), then run the command again", paths.join(", "))]
     SecretInWorktree {

@@ -58,6 +58,9 @@ pub struct Event {
     /// The journal's hash chain before this event (see [`super::journal`]); `None` only in
     /// journals written before the chain existed, or in a line git-bmad did not write.
     pub prev: Option<String>,
+    /// For an event copied from another machine's journal by `sync`: its id there (see
+    /// [`super::sync`]).
+    pub origin: Option<String>,
 }
 
 /// An event as it is written: the kind's name in `event`, its detail as JSON. Read with
@@ -82,6 +85,8 @@ struct Wire<T> {
     detail: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     prev: Option<T>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    origin: Option<T>,
 }
 
 impl Serialize for Event {
@@ -98,6 +103,7 @@ impl Serialize for Event {
             response: self.response.as_deref(),
             detail: self.body.detail(),
             prev: self.prev.as_deref(),
+            origin: self.origin.as_deref(),
         }
         .serialize(serializer)
     }
@@ -117,6 +123,7 @@ impl<'de> Deserialize<'de> for Event {
             response: wire.response,
             body: Body::from_parts(wire.event, wire.detail),
             prev: wire.prev,
+            origin: wire.origin,
         })
     }
 }
@@ -137,6 +144,8 @@ pub struct NewEvent {
     trigger: Option<String>,
     duration_ms: Option<u64>,
     response: Option<String>,
+    /// A copy's id and time on the machine it comes from.
+    origin: Option<(String, String)>,
 }
 
 impl NewEvent {
@@ -149,6 +158,21 @@ impl NewEvent {
             trigger: None,
             duration_ms: None,
             response: None,
+            origin: None,
+        }
+    }
+
+    /// A copy of another journal's event (`sync` merging journals): the same kind, detail,
+    /// step and time, with `id`, its id there, as its origin.
+    pub fn copy_of(event: &Event, id: &str) -> Self {
+        NewEvent {
+            body: event.body.clone(),
+            step: event.step.clone(),
+            decision: event.decision,
+            trigger: event.trigger.clone(),
+            duration_ms: event.duration_ms,
+            response: event.response.clone(),
+            origin: Some((id.to_owned(), event.ts.clone())),
         }
     }
 
@@ -200,9 +224,13 @@ impl NewEvent {
         now: Timestamp,
         prev: Option<String>,
     ) -> Event {
+        let (origin, ts) = match self.origin {
+            Some((id, ts)) => (Some(id), ts),
+            None => (None, now.rfc3339()),
+        };
         Event {
             seq,
-            ts: now.rfc3339(),
+            ts,
             session: session.to_string(),
             step: self.step,
             decision: self.decision,
@@ -211,6 +239,7 @@ impl NewEvent {
             response: self.response,
             body: self.body,
             prev,
+            origin,
         }
     }
 }

@@ -37,6 +37,9 @@ pub struct JournalEntry {
     pub event: Event,
     /// The checkpoint commit it is attached to.
     pub checkpoint: ObjectId,
+    /// Its id: its link in the hash chain, or for a copy merged in by `sync`, the id it had
+    /// where it was first written. The same on every machine.
+    pub id: String,
 }
 
 /// A line in the journal's notes that git-bmad did not write.
@@ -191,7 +194,23 @@ pub fn flush_deferred(repo: &Repo, session: &super::Session) -> Result<Vec<Event
 
 /// Read a session's whole journal, oldest event first.
 pub fn read(repo: &Repo, id: &SessionId) -> Result<Journal> {
-    let tip = repo.notes_tip(&notes_ref(id))?;
+    read_at(repo, id, None)
+}
+
+/// Read a session's journal as the notes commit `at` has it (`None`: the notes ref's tip);
+/// `sync` reads another machine's journal this way.
+pub fn read_at(repo: &Repo, id: &SessionId, at: Option<ObjectId>) -> Result<Journal> {
+    let tip = match at {
+        None => repo.notes_tip(&notes_ref(id))?,
+        Some(commit) => {
+            let info = repo.commit_info(commit)?;
+            crate::git::NotesTip {
+                commit: Some(commit),
+                tree: info.tree,
+                message: info.message,
+            }
+        }
+    };
     let mut journal = Journal {
         recorded_last_seq: seq_trailer(&tip.message),
         ..Default::default()
@@ -241,7 +260,12 @@ fn seal(journal: &mut Journal, id: &SessionId, mut lines: Vec<(Event, ObjectId, 
     for (n, (event, checkpoint, line)) in lines.into_iter().enumerate() {
         if n < legacy || event.prev.as_deref() == Some(chain.as_str()) {
             chain = link(&chain, line.as_bytes());
-            journal.entries.push(JournalEntry { event, checkpoint });
+            let id = event.origin.clone().unwrap_or_else(|| chain.clone());
+            journal.entries.push(JournalEntry {
+                event,
+                checkpoint,
+                id,
+            });
         } else {
             journal.unsealed.push(Unsealed {
                 seq: event.seq,

@@ -103,6 +103,7 @@ pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
             worktree: worktree_text.clone(),
             base: base_label.clone(),
             number: 1,
+            clone: None,
         };
         let commit = write_commit(repo, tree, &[base_commit], None, &label, &trailers)?;
         match repo.cas_ref(&checkpoints_ref(&id), None, commit, "bmad session started")? {
@@ -439,7 +440,7 @@ pub struct PruneOutcome {
 pub fn prune(repo: &Repo) -> Result<Vec<PruneOutcome>> {
     let gone: Vec<Session> = store::list(repo)?
         .into_iter()
-        .filter(|s| !s.worktree_exists && s.status != Status::Pruned)
+        .filter(|s| !s.worktree_exists && !s.elsewhere && s.status != Status::Pruned)
         .collect();
     let worktrees = repo.worktrees()?;
     let mut outcomes = Vec::new();

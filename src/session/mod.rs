@@ -27,6 +27,7 @@ mod rollback;
 pub mod schema;
 mod state;
 mod store;
+pub mod sync;
 mod tips;
 mod worktree;
 

@@ -90,6 +90,9 @@ kinds! {
     "session_removed" => SessionRemoved(SessionRemoved),
     /// A removed or pruned session was brought back (`git bmad restore`).
     "session_restored" => SessionRestored(SessionRestored),
+    /// `sync` joined another machine's journal into this one: the events after this are
+    /// copies of theirs (each with `origin`).
+    "journal_merged" => JournalMerged(JournalMerged),
     /// A policy refused something (a hook, the guard).
     "policy_violation" => PolicyViolation(PolicyViolation),
     /// A BMAD story's status was set in the session (`git bmad stories set`).
@@ -312,6 +315,20 @@ pub struct SessionRestored {
     pub worktree: String,
     /// The status it has again.
     pub status: String,
+}
+
+/// `journal_merged`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct JournalMerged {
+    /// Our chain head before the merge.
+    pub ours: String,
+    /// Their chain head.
+    pub theirs: String,
+    /// Their notes commit (the merge's second parent).
+    pub theirs_notes: String,
+    /// How many of their events follow.
+    pub events: usize,
 }
 
 /// `policy_violation`.

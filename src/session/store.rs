@@ -41,6 +41,12 @@ pub struct Session {
     pub head: ObjectId,
     /// When the newest checkpoint was taken, seconds since the epoch.
     pub updated: i64,
+    /// The clone its worktree is in, once it has travelled (see [`super::sync`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clone: Option<String>,
+    /// Whether it lives in another clone of the repository (resumed on another machine):
+    /// its worktree path is that machine's, so nothing here checks or prunes it.
+    pub elsewhere: bool,
 }
 
 impl Session {
@@ -65,10 +71,15 @@ impl Session {
         Ok(Some(repo.open_worktree(&self.worktree)?))
     }
 
-    fn from_checkpoint(id: SessionId, cp: Checkpoint) -> Session {
+    /// The session its newest checkpoint describes, seen from the clone `here` (this
+    /// repository's `bmad.cloneId`, if it has one).
+    pub(super) fn from_checkpoint(id: SessionId, cp: Checkpoint, here: Option<&str>) -> Session {
         let worktree = PathBuf::from(&cp.trailers.worktree);
+        let elsewhere = cp.trailers.clone.is_some() && cp.trailers.clone.as_deref() != here;
         Session {
-            worktree_exists: worktree.is_dir(),
+            worktree_exists: !elsewhere && worktree.is_dir(),
+            elsewhere,
+            clone: cp.trailers.clone,
             worktree,
             id,
             name: cp.trailers.name,
@@ -89,6 +100,7 @@ fn same_dir(a: &Path, b: &Path) -> bool {
 
 /// Every session of the repository, oldest first.
 pub fn list(repo: &Repo) -> Result<Vec<Session>> {
+    let here = super::sync::clone_id(repo);
     let mut sessions = Vec::new();
     for (name, head) in repo.refs_with_prefix(SESSIONS_PREFIX)? {
         let Some(id) = session_id_of_ref(&name) else {
@@ -96,7 +108,7 @@ pub fn list(repo: &Repo) -> Result<Vec<Session>> {
         };
         // A checkpoint ref that does not point to a checkpoint is for `doctor` to report.
         if let Some(cp) = Checkpoint::read(repo, head)? {
-            sessions.push(Session::from_checkpoint(id, cp));
+            sessions.push(Session::from_checkpoint(id, cp, here.as_deref()));
         }
     }
     Ok(sessions)
@@ -114,7 +126,9 @@ pub fn get(repo: &Repo, id: &SessionId) -> Result<Option<Session>> {
     let Some(head) = repo.read_ref(&super::checkpoints_ref(id))? else {
         return Ok(None);
     };
-    Ok(Checkpoint::read(repo, head)?.map(|cp| Session::from_checkpoint(id.clone(), cp)))
+    let here = super::sync::clone_id(repo);
+    Ok(Checkpoint::read(repo, head)?
+        .map(|cp| Session::from_checkpoint(id.clone(), cp, here.as_deref())))
 }
 
 /// The session the marker in this worktree's git dir names (see `SESSION_MARKER`).

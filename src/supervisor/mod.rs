@@ -22,6 +22,7 @@ mod library;
 mod lock;
 mod outcome;
 pub mod playbook;
+mod progress;
 pub mod state;
 
 pub use builtin::{builtin, scaffold, Scaffolded, BUILTINS, INDEX, TEMPLATE};
@@ -35,4 +36,5 @@ pub use library::{
 };
 pub use outcome::{Outcome, Report};
 pub use playbook::{parse as parse_playbook, Diagnostic, Playbook, Severity};
+pub use progress::{run_progress, RunProgress};
 pub use state::{Answer, Gate, GateKind, RunState};

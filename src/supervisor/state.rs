@@ -347,6 +347,7 @@ mod tests {
             response: None,
             body: Body::from_parts(event.into(), detail),
             prev: None,
+            origin: None,
         }
     }
 

@@ -20,6 +20,9 @@ pub struct ListArgs {
     /// List removed sessions that `git bmad restore` can bring back, instead
     #[arg(long, conflicts_with = "disk")]
     pub removed: bool,
+    /// List the sessions REMOTE had at the last `git bmad sync` or `push`, instead
+    #[arg(long, value_name = "REMOTE", conflicts_with_all = ["disk", "removed"])]
+    pub remote: Option<String>,
 }
 
 /// A session with its worktree's disk use (`--disk`).
@@ -36,6 +39,9 @@ pub fn cmd_list(ctx: &Context, args: &ListArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
     if args.removed {
         return list_removed(ctx, &session::list_removed(&repo)?);
+    }
+    if let Some(remote) = &args.remote {
+        return list_remote(ctx, remote, &session::sync::list_remote(&repo, remote)?);
     }
     let sessions = session::list(&repo)?;
     let disk: Vec<u64> = if args.disk {
@@ -82,7 +88,11 @@ pub fn cmd_list(ctx: &Context, args: &ListArgs) -> Result<u8, CommandError> {
             row.push(format!(
                 "{}{}",
                 s.worktree.display(),
-                if s.worktree_exists { "" } else { " (missing)" }
+                match (s.worktree_exists, s.elsewhere) {
+                    (_, true) => " (on another machine)",
+                    (true, false) => "",
+                    (false, false) => " (missing)",
+                }
             ));
             row
         })
@@ -130,6 +140,46 @@ fn list_removed(ctx: &Context, removed: &[session::RemovedSession]) -> Result<u8
         .table(&["ID", "NAME", "REMOVED", "KEPT UNTIL", "WORKTREE"], &rows);
     ctx.ui
         .status("Bring one back with: git bmad restore <name or id>");
+    Ok(exit::OK)
+}
+
+fn list_remote(
+    ctx: &Context,
+    remote: &str,
+    sessions: &[session::sync::RemoteSession],
+) -> Result<u8, CommandError> {
+    if ctx.ui.json() {
+        ctx.ui.print_json(&sessions);
+        return Ok(exit::OK);
+    }
+    if sessions.is_empty() {
+        ctx.ui.status(format!(
+            "No sessions of {remote} are known here: git bmad sync --remote {remote} fetches them"
+        ));
+        return Ok(exit::OK);
+    }
+    let rows: Vec<Vec<String>> = sessions
+        .iter()
+        .map(|r| {
+            let s = &r.session;
+            vec![
+                s.id.to_string(),
+                s.name.clone(),
+                s.status.to_string(),
+                s.step.clone().unwrap_or_else(|| "-".into()),
+                ago(s.updated),
+                s.short_branch().to_owned(),
+                if r.here { "yes" } else { "no" }.to_owned(),
+            ]
+        })
+        .collect();
+    ctx.ui.table(
+        &["ID", "NAME", "STATUS", "STEP", "UPDATED", "BRANCH", "HERE"],
+        &rows,
+    );
+    ctx.ui.status(format!(
+        "As of the last sync; git bmad sync --remote {remote} refreshes it"
+    ));
     Ok(exit::OK)
 }
 

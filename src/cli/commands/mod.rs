@@ -21,6 +21,7 @@ mod list;
 mod playbook;
 mod policy;
 mod prune;
+mod push;
 mod remove;
 mod report;
 mod restore;
@@ -32,6 +33,7 @@ mod speckit;
 mod start;
 mod status;
 mod stories;
+mod sync;
 mod template;
 mod undo;
 mod workflow;
@@ -70,6 +72,10 @@ pub enum Command {
     Restore(restore::RestoreArgs),
     /// Delete removed sessions whose keep time has passed
     Gc(gc::GcArgs),
+    /// Push a session: its branch, and its journal and checkpoints where the remote opted in
+    Push(push::PushArgs),
+    /// Fetch every session's state from a remote; bring local sessions up to date
+    Sync(sync::SyncArgs),
     /// The morning report: what each session did, what is done, what waits for you
     Report(report::ReportArgs),
     /// Check every invariant of the stored state; exit 1 if something needs repair
@@ -148,6 +154,8 @@ pub fn dispatch(ctx: &Context, command: Command) -> Result<u8, CommandError> {
         Command::Restore(args) => restore::cmd_restore(ctx, &args),
         Command::Gc(args) => gc::cmd_gc(ctx, &args),
         Command::Report(args) => report::cmd_report(ctx, &args),
+        Command::Push(args) => push::cmd_push(ctx, &args),
+        Command::Sync(args) => sync::cmd_sync(ctx, &args),
         Command::Doctor(args) => doctor::cmd_doctor(ctx, &args),
         Command::Scan(args) => scan::cmd_scan(ctx, &args),
         Command::Playbook(args) => playbook::cmd_playbook(ctx, &args),

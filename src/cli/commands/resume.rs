@@ -2,36 +2,98 @@
 
 use clap::Args;
 
-use crate::cli::error::CommandError;
+use crate::cli::error::{exit, CommandError};
 use crate::cli::Context;
-use crate::session;
-use crate::supervisor::Request;
+use crate::session::{self, sync};
+use crate::supervisor::{self, Request};
 
-/// Continue the playbook run of the current session, after a crash, Ctrl-C, a stop or an
-/// answered gate.
+/// Continue the playbook run of a session, after a crash, Ctrl-C, a stop or an answered
+/// gate; or bring a session pushed from another machine here and continue it.
 ///
 /// Needs no arguments: the session is the one whose worktree you are in. The journal says
 /// where the run stands; a step that was running when it crashed is marked done if its
 /// postconditions are met, else run again. Finished steps never run twice.
+///
+/// A session that is not here but that `git bmad sync` found on the remote is brought here
+/// first: its journal and checkpoints, its branch, and a worktree with the files and index
+/// of its newest checkpoint (untracked files included). A session that was active there in
+/// the last 15 minutes is refused unless `--steal`: one machine runs a session at a time.
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
     /// Session id, id prefix or name (default: the current worktree's session)
+    #[arg(value_name = "SESSION", conflicts_with = "session")]
+    pub target: Option<String>,
+    /// Session id, id prefix or name (the same as the argument)
     #[arg(long, short = 's')]
     pub session: Option<String>,
+    /// Where to look for a session that is not here (as of the last `git bmad sync`)
+    #[arg(long, default_value = "origin")]
+    pub remote: String,
+    /// Resume a session even if another machine was working on it moments ago
+    #[arg(long)]
+    pub steal: bool,
 }
 
 /// Run `resume`.
 pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let s = session::locate(&repo, args.session.as_deref()).map_err(|e| match e {
-        session::Error::NotInSession { workdir } => CommandError::failed(format!(
-            "no active session here: {} is not a git-bmad session worktree",
-            workdir.display()
-        ))
-        .hinted(
-            "cd into the session's worktree (git bmad list shows them), or pass --session <id>",
-        ),
-        other => other.into(),
-    })?;
+    let query = args.target.as_deref().or(args.session.as_deref());
+    let mut adopted = false;
+    let s = match session::locate(&repo, query) {
+        Ok(s) => s,
+        Err(session::Error::UnknownSession { query }) => {
+            let here =
+                sync::adopt(&repo, &args.remote, &query, args.steal).map_err(|e| match e {
+                    session::Error::UnknownSession { .. } => {
+                        CommandError::from(session::Error::UnknownSession {
+                            query: query.clone(),
+                        })
+                        .hinted(format!(
+                        "a session pushed from another machine: git bmad sync --remote {} first",
+                        args.remote
+                    ))
+                    }
+                    other => other.into(),
+                })?;
+            ctx.ui.status(format!(
+                "Session {} ({}) is here now, from {}: {}",
+                here.id,
+                here.name,
+                args.remote,
+                here.worktree.display()
+            ));
+            adopted = true;
+            here
+        }
+        Err(session::Error::NotInSession { workdir }) => {
+            return Err(CommandError::failed(format!(
+                "no active session here: {} is not a git-bmad session worktree",
+                workdir.display()
+            ))
+            .hinted(
+                "cd into the session's worktree (git bmad list shows them), or name the session",
+            ))
+        }
+        Err(other) => return Err(other.into()),
+    };
+    let journal = session::read_journal(&repo, &s.id)?;
+    if adopted
+        && supervisor::RunState::replay(journal.events())
+            .manifest
+            .is_none()
+    {
+        // Brought here with no run to continue: the session is ready to work in.
+        if ctx.ui.json() {
+            ctx.ui
+                .print_json(&serde_json::json!({"session": s, "run": null}));
+        } else {
+            ctx.ui.line(format!(
+                "Session {} has no playbook run to continue; work in {}",
+                s.name,
+                s.worktree.display()
+            ));
+        }
+        return Ok(exit::OK);
+    }
     super::run::supervise_and_report(ctx, &repo, &s, Request::Resume)
 }

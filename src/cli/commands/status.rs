@@ -22,6 +22,19 @@ pub struct StatusArgs {
     /// Show the open gate in full, whatever format its confidence chose
     #[arg(long)]
     pub gate: bool,
+    /// Follow the run live until it ends or waits at a gate: the step, %, elapsed time and
+    /// an estimate of what is left (a live line on a terminal, a line per change otherwise,
+    /// a JSON object per change with --json); exits 3 at a gate, 5 when the run stopped
+    #[arg(long, conflicts_with_all = ["gate", "all"])]
+    pub watch: bool,
+    /// How often --watch reads the journal
+    #[arg(
+        long,
+        default_value = "1s",
+        value_name = "DURATION",
+        requires = "watch"
+    )]
+    pub interval: String,
 }
 
 /// Run `status`.
@@ -38,6 +51,9 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
         }
         other => other?,
     };
+    if args.watch {
+        return watch(ctx, &repo, &s, &args.interval);
+    }
     let journal = session::read_journal(&repo, &s.id)?;
     let state = SessionState::replay(journal.events());
     let run = supervisor::RunState::replay(journal.events());
@@ -89,10 +105,10 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
     ui.line(format!(
         "  worktree     {}{}",
         s.worktree.display(),
-        if s.worktree_exists {
-            ""
-        } else {
-            "  (missing: run git bmad prune)"
+        match (s.worktree_exists, s.elsewhere) {
+            (_, true) => "  (on another machine: git bmad sync brings its progress here)",
+            (true, false) => "",
+            (false, false) => "  (missing: run git bmad prune)",
         }
     ));
     ui.line(format!(
@@ -203,4 +219,86 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
         ));
     }
     Ok(exit::OK)
+}
+
+/// `status --watch`: follow the run by reading its journal until it settles.
+fn watch(
+    ctx: &Context,
+    repo: &session::Repo,
+    s: &session::Session,
+    interval: &str,
+) -> Result<u8, CommandError> {
+    use std::io::{IsTerminal, Write};
+    let every = crate::time::parse_duration(interval).ok_or_else(|| {
+        CommandError::usage(format!("--interval {interval:?} is not a duration"))
+            .hinted("write it as 1s, 5s or 1m")
+    })?;
+    let live = std::io::stdout().is_terminal() && !ctx.ui.json();
+    let mut last_shown = String::new();
+    loop {
+        let journal = session::read_journal(repo, &s.id)?;
+        let events: Vec<session::Event> = journal.events().cloned().collect();
+        let Some(progress) = supervisor::run_progress(&events, crate::time::Timestamp::now())
+        else {
+            return Err(CommandError::failed(format!(
+                "session {} has no playbook run to watch",
+                s.name
+            ))
+            .hinted(format!("start one: git bmad run <playbook> -s {}", s.name)));
+        };
+        let line = progress_line(&progress);
+        // Off a terminal, a line per change; elapsed time alone is no change.
+        let key = format!(
+            "{:?}{:?}{:?}{}",
+            progress.running, progress.gated_at, progress.ended, progress.done
+        );
+        if ctx.ui.json() {
+            if key != last_shown {
+                let _ = writeln!(
+                    std::io::stdout(),
+                    "{}",
+                    serde_json::to_string(&progress).unwrap_or_default()
+                );
+            }
+        } else if live {
+            let _ = write!(std::io::stdout(), "\r\x1b[K{line}");
+            let _ = std::io::stdout().flush();
+        } else if key != last_shown {
+            ctx.ui.line(&line);
+        }
+        last_shown = key;
+        if progress.settled() {
+            if live {
+                let _ = writeln!(std::io::stdout());
+            }
+            return Ok(match (&progress.gated_at, progress.ended.as_deref()) {
+                (Some(_), _) => exit::GATED,
+                (None, Some("completed")) => exit::OK,
+                _ => exit::STEP_FAILED,
+            });
+        }
+        std::thread::sleep(every);
+    }
+}
+
+/// `[implement] 3/7 steps (42%), 5m10s elapsed, about 7m00s left`.
+fn progress_line(p: &supervisor::RunProgress) -> String {
+    let what = match (&p.ended, &p.gated_at, &p.running) {
+        (Some(how), _, _) => format!("run {how}"),
+        (None, Some(step), _) => format!("waiting at the gate of {step}: git bmad answer"),
+        (None, None, Some(step)) => format!("[{step}]"),
+        (None, None, None) => "between steps".to_owned(),
+    };
+    let left = match (p.settled(), p.eta_ms) {
+        (false, Some(ms)) => format!(", about {} left", crate::text::duration(ms)),
+        _ => String::new(),
+    };
+    format!(
+        "{}: {what} {}/{} steps ({}%), {} elapsed{left}",
+        p.playbook,
+        p.done,
+        p.total,
+        p.percent,
+        crate::text::duration(p.elapsed_ms)
+    )
 }

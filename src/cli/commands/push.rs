@@ -1,0 +1,48 @@
+//! `git bmad push`.
+
+use clap::Args;
+
+use crate::cli::error::{exit, CommandError};
+use crate::cli::Context;
+use crate::session::{self, sync};
+
+/// Push a session to a remote: its branch, and its journal and checkpoints where the remote
+/// opted in.
+///
+/// One atomic push (every ref moves or none does), never forced, through the policy hooks:
+/// the secret scan reads every commit that leaves, checkpoints included. A remote that moved
+/// in a way a fast-forward cannot take refuses it (exit 4): `git bmad sync` first.
+///
+/// Journals and checkpoints go only to a remote that opted in, because checkpoints hold the
+/// worktree's untracked files: `git config bmad.<remote>.pushSessions true`.
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// Session id, id prefix or name (default: the current worktree's session)
+    pub session: Option<String>,
+    /// The remote
+    #[arg(long, default_value = "origin")]
+    pub remote: String,
+}
+
+/// Run `push`.
+pub fn cmd_push(ctx: &Context, args: &PushArgs) -> Result<u8, CommandError> {
+    let repo = ctx.repo()?;
+    let s = session::locate(&repo, args.session.as_deref())?;
+    let pushed = sync::push(&repo, &s, &args.remote)?;
+    if ctx.ui.json() {
+        ctx.ui.print_json(&pushed);
+        return Ok(exit::OK);
+    }
+    for name in &pushed.refs {
+        ctx.ui.line(format!("pushed {name} to {}", pushed.remote));
+    }
+    if !pushed.state {
+        ctx.ui.status(format!(
+            "Only the branch went: {} has not opted in to journals and checkpoints \
+             (they hold untracked files). To send them: git config {} true",
+            pushed.remote,
+            sync::opt_in_key(&pushed.remote)
+        ));
+    }
+    Ok(exit::OK)
+}

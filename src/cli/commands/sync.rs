@@ -1,0 +1,67 @@
+//! `git bmad sync`.
+
+use clap::Args;
+
+use crate::cli::error::{exit, CommandError};
+use crate::cli::Context;
+use crate::session::{self, sync};
+
+/// Fetch every session's journal, checkpoints and branch from a remote and bring the local
+/// sessions up to date.
+///
+/// What only moved there is fast-forwarded here; a journal appended on both machines is
+/// merged (no event lost or doubled; a `journal_merged` event names both chain heads).
+/// Sessions that exist only on the remote are listed: `git bmad list --remote` shows them.
+/// Branches land in `refs/remotes/<remote>/`, as `git fetch` puts them; your own branches
+/// and worktrees are never touched.
+#[derive(Debug, Args)]
+pub struct SyncArgs {
+    /// The remote
+    #[arg(long, default_value = "origin")]
+    pub remote: String,
+}
+
+/// Run `sync`.
+pub fn cmd_sync(ctx: &Context, args: &SyncArgs) -> Result<u8, CommandError> {
+    let repo = ctx.repo()?;
+    let config = session::load_config(&repo)?;
+    let synced = sync::sync(&repo, &args.remote, &config.sessions.branch_prefix)?;
+    if ctx.ui.json() {
+        ctx.ui.print_json(&synced);
+        return Ok(exit::OK);
+    }
+    if synced.is_empty() {
+        ctx.ui.status(format!(
+            "{} has no sessions (git bmad push sends one)",
+            args.remote
+        ));
+        return Ok(exit::OK);
+    }
+    let rows: Vec<Vec<String>> = synced
+        .iter()
+        .map(|s| {
+            let what = match s.outcome.as_str() {
+                "new" => "only there (git bmad list --remote)".to_owned(),
+                "merged" => format!("journals merged, {} event(s) added", s.events_added),
+                "fast_forwarded" => "brought up to date".to_owned(),
+                "ahead" => "ahead here (git bmad push publishes it)".to_owned(),
+                "diverged" => "checkpoints taken on both machines: left as they are".to_owned(),
+                _ => "up to date".to_owned(),
+            };
+            vec![
+                s.session.clone(),
+                s.name.clone().unwrap_or_else(|| "-".into()),
+                what,
+            ]
+        })
+        .collect();
+    ctx.ui.table(&["ID", "NAME", "SYNC"], &rows);
+    if synced.iter().any(|s| s.outcome == "diverged") {
+        ctx.ui.warn(
+            "a session's checkpoints moved on both machines; pick one machine to go on \
+             (git bmad rollback there), nothing was lost: the remote's chain is kept under \
+             refs/bmad/remotes/",
+        );
+    }
+    Ok(exit::OK)
+}

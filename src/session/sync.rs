@@ -1,0 +1,483 @@
+//! Sessions that travel: `push` sends a session's branch (and, where the remote opted in,
+//! its journal and checkpoints) in one atomic, never-forced push; `sync` fetches every
+//! session's state from a remote and brings the local copies up to date, merging journals
+//! appended on two machines.
+//!
+//! On the remote a session keeps the names it has here (`refs/heads/bmad/<name>`,
+//! `refs/bmad/sessions/<id>/…`, `refs/notes/bmad/<id>`), none of which is a branch but the
+//! session's own. Here, what was last seen there is kept under
+//! `refs/bmad/remotes/<remote>/…`, which `list` never mistakes for a local session.
+//!
+//! **Journal merge.** Two machines that append to one journal fork its hash chain. `sync`
+//! keeps ours as it is and appends, after a `journal_merged` event naming both chain heads,
+//! every event of theirs that ours does not have, in their order, each re-sealed into our
+//! chain with `origin` set to its id on their side (its chain link). An event's id is its
+//! link, or its `origin` for a copy, so a second sync (or the other machine merging ours)
+//! adds nothing twice. The notes commit of the merge has both notes commits as parents, so
+//! the next push is a fast-forward and their chain stays verifiable from it.
+
+use std::collections::BTreeSet;
+
+use super::checkpoint::Checkpoint;
+use super::error::{Error, Result};
+use super::event::NewEvent;
+use super::id::SessionId;
+use super::journal::{self, JournalEntry};
+use super::schema::{Body, JournalMerged};
+use super::store::Session;
+use super::{checkpoints_ref, notes_ref};
+use crate::git::{CasOutcome, ObjectId, Refused, Repo};
+
+/// The git config key naming this clone of the repository (local config: every clone has
+/// its own, made the first time a session travels here).
+const CLONE_ID_KEY: &str = "bmad.cloneId";
+
+/// This clone's id, if a session has ever been resumed here from another machine.
+pub fn clone_id(repo: &Repo) -> Option<String> {
+    repo.config_string(CLONE_ID_KEY)
+}
+
+/// This clone's id, made when it has none yet: the time and six random hex digits, in
+/// the form of a session id.
+fn ensure_clone_id(repo: &Repo) -> Result<String> {
+    if let Some(id) = clone_id(repo) {
+        return Ok(id);
+    }
+    let id = SessionId::generate(crate::time::Timestamp::now()).to_string();
+    repo.add_local_config(CLONE_ID_KEY, &id)?;
+    Ok(id)
+}
+
+/// Where the copies of `remote`'s sessions are kept here.
+pub fn tracking_prefix(remote: &str) -> String {
+    format!("refs/bmad/remotes/{remote}/")
+}
+
+/// The git config key that lets `push` send journals and checkpoints to `remote`.
+pub fn opt_in_key(remote: &str) -> String {
+    format!("bmad.{remote}.pushSessions")
+}
+
+/// What a push sent.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Pushed {
+    /// The remote.
+    pub remote: String,
+    /// The refs that were pushed (full names, the same on both sides).
+    pub refs: Vec<String>,
+    /// Whether the journal and checkpoints went too (the remote opted in).
+    pub state: bool,
+}
+
+/// Push a session to `remote`: its branch, and its journal, checkpoints and stored texts
+/// when `bmad.<remote>.pushSessions` is true. One atomic push, never forced, through the
+/// hooks (the push policy and secret scan see every commit, checkpoints included).
+pub fn push(repo: &Repo, session: &Session, remote: &str) -> Result<Pushed> {
+    if !repo.has_remote(remote)? {
+        return Err(Error::NoSuchRemote {
+            remote: remote.to_owned(),
+        });
+    }
+    let state = repo
+        .effective_config_bool(&opt_in_key(remote))?
+        .unwrap_or(false);
+    let mut refs = vec![session.branch.clone()];
+    if state {
+        refs.push(checkpoints_ref(&session.id));
+        refs.push(notes_ref(&session.id));
+        let texts = format!("{}/texts/", session_prefix(&session.id));
+        refs.extend(
+            repo.refs_with_prefix(&texts)?
+                .into_iter()
+                .map(|(name, _)| name),
+        );
+    }
+    let mut values = Vec::new();
+    for name in &refs {
+        if let Some(id) = repo.read_ref(name)? {
+            values.push((name.clone(), id));
+        }
+    }
+    let specs: Vec<String> = values.iter().map(|(n, _)| format!("{n}:{n}")).collect();
+    // From the session's worktree when it is here, so the policy binds as for the agent.
+    let worktree = if session.worktree_exists {
+        session.open_worktree(repo)?
+    } else {
+        None
+    };
+    let refused = worktree
+        .as_ref()
+        .unwrap_or(repo)
+        .push_atomic(remote, &specs)?;
+    if !refused.is_empty() {
+        return Err(Error::PushRefused {
+            remote: remote.to_owned(),
+            refused,
+        });
+    }
+    // What the remote now has, for the next sync to compare with.
+    for (name, id) in &values {
+        if let Some(tracking) = tracking_name(remote, name) {
+            let old = repo.read_ref(&tracking)?;
+            let _ = repo.cas_ref(&tracking, old, *id, "bmad push")?;
+        }
+    }
+    Ok(Pushed {
+        remote: remote.to_owned(),
+        refs: values.into_iter().map(|(n, _)| n).collect(),
+        state,
+    })
+}
+
+/// What `sync` did for one session.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Synced {
+    /// The session id.
+    pub session: String,
+    /// Its name, when its journal says.
+    pub name: Option<String>,
+    /// `new` (only on the remote: `git bmad resume` brings it here), `up_to_date`,
+    /// `fast_forwarded`, `ahead` (push to publish), `merged` (journals joined), or
+    /// `diverged` (checkpoints taken on both machines: nothing changed here).
+    pub outcome: String,
+    /// Events of theirs added to our journal by a merge.
+    pub events_added: usize,
+}
+
+/// Fetch every session's journal, checkpoints and branch from `remote`, then bring each
+/// local session up to date: fast-forward what only moved there, merge journals appended on
+/// both sides. Sessions that exist only there are listed, not created: `resume` makes one
+/// here.
+pub fn sync(repo: &Repo, remote: &str, branch_prefix: &str) -> Result<Vec<Synced>> {
+    if !repo.has_remote(remote)? {
+        return Err(Error::NoSuchRemote {
+            remote: remote.to_owned(),
+        });
+    }
+    let track = tracking_prefix(remote);
+    let specs = vec![
+        format!("+refs/bmad/sessions/*:{track}sessions/*"),
+        format!("+refs/notes/bmad/*:{track}notes/*"),
+        format!("+refs/heads/{branch_prefix}*:refs/remotes/{remote}/{branch_prefix}*"),
+    ];
+    // From the main worktree: the reference-transaction hook keeps sessions from writing
+    // git-bmad's refs, and this is git-bmad writing them.
+    let main_workdir = repo.main_workdir()?;
+    let main = if repo.workdir() == main_workdir {
+        None
+    } else {
+        Some(repo.open_worktree(&main_workdir)?)
+    };
+    main.as_ref().unwrap_or(repo).fetch(remote, &specs)?;
+    let mut out = Vec::new();
+    for (name, theirs) in repo.refs_with_prefix(&format!("{track}sessions/"))? {
+        let Some(id) = name
+            .strip_prefix(&format!("{track}sessions/"))
+            .and_then(|rest| rest.strip_suffix("/checkpoints"))
+            .and_then(SessionId::parse)
+        else {
+            continue;
+        };
+        out.push(sync_session(repo, remote, &id, theirs)?);
+    }
+    Ok(out)
+}
+
+/// Bring one session up to date with the remote's copy.
+fn sync_session(repo: &Repo, remote: &str, id: &SessionId, theirs: ObjectId) -> Result<Synced> {
+    let track = tracking_prefix(remote);
+    let their_notes = repo.read_ref(&format!("{track}notes/{id}"))?;
+    let name = Checkpoint::read(repo, theirs)?.map(|cp| cp.trailers.name);
+    let mut synced = Synced {
+        session: id.to_string(),
+        name,
+        outcome: "up_to_date".into(),
+        events_added: 0,
+    };
+    let Some(ours) = repo.read_ref(&checkpoints_ref(id))? else {
+        synced.outcome = "new".into();
+        return Ok(synced);
+    };
+    // Checkpoints: the chain only moves forward on one machine at a time.
+    let checkpoints = forward(repo, &checkpoints_ref(id), ours, theirs)?;
+    if checkpoints == Step::Diverged {
+        synced.outcome = "diverged".into();
+        return Ok(synced);
+    }
+    let notes = match (repo.read_ref(&notes_ref(id))?, their_notes) {
+        (_, None) => Step::Same,
+        (None, Some(t)) => {
+            cas(repo, &notes_ref(id), None, t)?;
+            Step::Forwarded
+        }
+        (Some(o), Some(t)) => match forward(repo, &notes_ref(id), o, t)? {
+            Step::Diverged => {
+                synced.events_added = merge_journals(repo, id, o, t)?;
+                Step::Merged
+            }
+            other => other,
+        },
+    };
+    synced.outcome = match (checkpoints, notes) {
+        (_, Step::Merged) => "merged",
+        (Step::Forwarded, _) | (_, Step::Forwarded) => "fast_forwarded",
+        (Step::Ahead, _) | (_, Step::Ahead) => "ahead",
+        _ => "up_to_date",
+    }
+    .into();
+    Ok(synced)
+}
+
+/// How a local ref stands against the remote's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    Same,
+    /// Moved forward to theirs.
+    Forwarded,
+    /// Ours has theirs already: a push publishes it.
+    Ahead,
+    Diverged,
+    Merged,
+}
+
+/// Fast-forward `name` from `ours` to `theirs` when theirs contains ours.
+fn forward(repo: &Repo, name: &str, ours: ObjectId, theirs: ObjectId) -> Result<Step> {
+    if ours == theirs {
+        return Ok(Step::Same);
+    }
+    if repo.is_ancestor(ours, theirs)? == Some(true) {
+        cas(repo, name, Some(ours), theirs)?;
+        return Ok(Step::Forwarded);
+    }
+    if repo.is_ancestor(theirs, ours)? == Some(true) {
+        return Ok(Step::Ahead);
+    }
+    Ok(Step::Diverged)
+}
+
+fn cas(repo: &Repo, name: &str, old: Option<ObjectId>, new: ObjectId) -> Result<()> {
+    match repo.cas_ref(name, old, new, "bmad sync")? {
+        CasOutcome::Updated => Ok(()),
+        CasOutcome::Conflict => Err(repo.contention(name, 1).into()),
+    }
+}
+
+/// Join their journal (notes commit `theirs`) into ours (`ours`); the events added.
+fn merge_journals(repo: &Repo, id: &SessionId, ours: ObjectId, theirs: ObjectId) -> Result<usize> {
+    let mine = journal::read_at(repo, id, Some(ours))?;
+    let other = journal::read_at(repo, id, Some(theirs))?;
+    let known: BTreeSet<String> = mine.entries.iter().map(|e| e.id.clone()).collect();
+    let missing: Vec<&JournalEntry> = other
+        .entries
+        .iter()
+        .filter(|e| !known.contains(&e.id) && !matches!(e.event.body, Body::JournalMerged(_)))
+        .collect();
+    if !missing.is_empty() {
+        let merged = JournalMerged {
+            ours: mine.chain.clone(),
+            theirs: other.chain.clone(),
+            theirs_notes: theirs.to_string(),
+            events: missing.len(),
+        };
+        journal::append(repo, id, NewEvent::new(Body::JournalMerged(merged)))?;
+        for entry in &missing {
+            journal::append(repo, id, NewEvent::copy_of(&entry.event, &entry.id))?;
+        }
+    }
+    // A notes commit with both sides as parents: the remote's is then an ancestor of ours.
+    let tip = repo.notes_tip(&notes_ref(id))?;
+    let Some(tip_commit) = tip.commit else {
+        return Ok(missing.len());
+    };
+    let joined = repo.write_commit(tip.tree, &[tip_commit, theirs], &tip.message)?;
+    cas(repo, &notes_ref(id), Some(tip_commit), joined)?;
+    Ok(missing.len())
+}
+
+/// `refs/bmad/sessions/<id>/` for a session.
+fn session_prefix(id: &SessionId) -> String {
+    checkpoints_ref(id)
+        .strip_suffix("/checkpoints")
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("refs/bmad/sessions/{id}"))
+}
+
+/// Where the copy of the remote's `name` is kept here; `None` for a branch (git keeps its
+/// own remote-tracking branch when a fetch refspec says so).
+fn tracking_name(remote: &str, name: &str) -> Option<String> {
+    let track = tracking_prefix(remote);
+    if let Some(rest) = name.strip_prefix("refs/bmad/sessions/") {
+        return Some(format!("{track}sessions/{rest}"));
+    }
+    name.strip_prefix("refs/notes/bmad/")
+        .map(|rest| format!("{track}notes/{rest}"))
+}
+
+/// A session that exists on a remote, as `list --remote` shows it.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct RemoteSession {
+    /// The session as its newest checkpoint there describes it (the worktree is the one
+    /// on the machine that pushed it).
+    #[serde(flatten)]
+    pub session: Session,
+    /// Whether the session exists here too.
+    pub here: bool,
+}
+
+/// The sessions `remote` had at the last sync or push.
+pub fn list_remote(repo: &Repo, remote: &str) -> Result<Vec<RemoteSession>> {
+    let track = format!("{}sessions/", tracking_prefix(remote));
+    let mut out = Vec::new();
+    for (name, head) in repo.refs_with_prefix(&track)? {
+        let Some(id) = name
+            .strip_prefix(&track)
+            .and_then(|rest| rest.strip_suffix("/checkpoints"))
+            .and_then(SessionId::parse)
+        else {
+            continue;
+        };
+        let Some(cp) = Checkpoint::read(repo, head)? else {
+            continue;
+        };
+        let here = repo.read_ref(&checkpoints_ref(&id))?.is_some();
+        out.push(RemoteSession {
+            session: Session::from_checkpoint(id, cp, None),
+            here,
+        });
+    }
+    Ok(out)
+}
+
+/// How recent the last event of a running session on another machine must be for `resume`
+/// there to count as someone else's live work (the lease): it refuses without `--steal`.
+pub const LEASE: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
+/// Bring a session that exists only on `remote` (as of the last sync) to this machine: its
+/// checkpoints, journal and stored texts become local, its branch is created from the
+/// remote's, and a worktree is made with the files and index of its newest checkpoint
+/// (untracked files included). The journal records the new worktree (`worktree_moved`).
+///
+/// Refuses when the session looks live there (running, last event under [`LEASE`] ago)
+/// unless `steal`; a session that exists here already is returned as it is.
+pub fn adopt(repo: &Repo, remote: &str, query: &str, steal: bool) -> Result<Session> {
+    let candidates: Vec<RemoteSession> = list_remote(repo, remote)?
+        .into_iter()
+        .filter(|r| {
+            let s = &r.session;
+            s.id.as_str() == query || s.name == query || s.id.as_str().starts_with(query)
+        })
+        .collect();
+    let remote_session = match candidates.len() {
+        0 => {
+            return Err(Error::UnknownSession {
+                query: query.to_owned(),
+            })
+        }
+        1 => candidates.into_iter().next().map(|r| r.session),
+        _ => {
+            return Err(Error::AmbiguousSession {
+                query: query.to_owned(),
+                candidates: candidates
+                    .iter()
+                    .map(|r| r.session.id.to_string())
+                    .collect(),
+            })
+        }
+    };
+    let Some(theirs) = remote_session else {
+        return Err(Error::UnknownSession {
+            query: query.to_owned(),
+        });
+    };
+    let id = theirs.id.clone();
+    if let Some(here) = super::store::get(repo, &id)? {
+        return Ok(here);
+    }
+    let age = crate::time::Timestamp::now().secs() as i64 - theirs.updated;
+    let live = theirs.status == super::Status::Running && age < LEASE.as_secs() as i64;
+    if live && !steal {
+        return Err(Error::LeaseHeld {
+            session: theirs.name.clone(),
+            remote: remote.to_owned(),
+            minutes: (LEASE.as_secs() as i64 - age).max(60) / 60,
+        });
+    }
+    let config = super::load_config(repo)?;
+    let main = repo.main_workdir()?;
+    let worktree = config.worktree_for(&main, &theirs.name);
+    if std::fs::symlink_metadata(&worktree).is_ok() {
+        return Err(Error::PathExists { path: worktree });
+    }
+    if repo.read_ref(&theirs.branch)?.is_some() {
+        return Err(Error::BranchExists {
+            branch: theirs.short_branch().to_owned(),
+        });
+    }
+    // The journal and stored texts first, the checkpoint ref last: until it exists, `list`
+    // does not see the session, and a second try starts over.
+    let track = tracking_prefix(remote);
+    let mut copies = Vec::new();
+    if let Some(notes) = repo.read_ref(&format!("{track}notes/{id}"))? {
+        copies.push((notes_ref(&id), notes));
+    }
+    let texts = format!("{track}sessions/{id}/texts/");
+    for (name, value) in repo.refs_with_prefix(&texts)? {
+        let rest = name.strip_prefix(&texts).unwrap_or_default();
+        copies.push((format!("{}/texts/{rest}", session_prefix(&id)), value));
+    }
+    copies.push((checkpoints_ref(&id), theirs.head));
+    for (name, value) in &copies {
+        if repo.read_ref(name)? != Some(*value) {
+            cas(repo, name, None, *value)?;
+        }
+    }
+    let head = Checkpoint::read(repo, theirs.head)?.ok_or_else(|| Error::NoCheckpoint {
+        session: id.to_string(),
+    })?;
+    let tracking_branch = format!("refs/remotes/{remote}/{}", theirs.short_branch());
+    let branch_at = match repo.read_ref(&tracking_branch)? {
+        Some(at) => at,
+        None => head.session_head().ok_or_else(|| Error::NoCheckpoint {
+            session: id.to_string(),
+        })?,
+    };
+    cas(repo, &theirs.branch, None, branch_at)?;
+    repo.add_worktree_on(&worktree, theirs.short_branch())?;
+    let worktree = std::fs::canonicalize(&worktree).unwrap_or(worktree);
+    super::lifecycle::mark_session_worktree(repo, &worktree, &id, &theirs.branch)?;
+    let wt = repo.open_worktree(&worktree)?;
+    super::rollback::restore_state(repo, &wt, &head)?;
+    let mut session = theirs;
+    let from = std::mem::replace(&mut session.worktree, worktree.clone());
+    session.worktree_exists = true;
+    session.elsewhere = false;
+    session.clone = Some(ensure_clone_id(repo)?);
+    journal::append(
+        repo,
+        &id,
+        NewEvent::new(Body::WorktreeMoved(super::schema::WorktreeMoved {
+            from: from.to_string_lossy().into_owned(),
+            to: worktree.to_string_lossy().into_owned(),
+        }))
+        .decision(Some(super::Decision::Human)),
+    )?;
+    let label = format!("resumed from {remote} at {}", worktree.display());
+    super::checkpoint::extend_chain(
+        repo,
+        &session,
+        super::checkpoint::Recorded::Same,
+        &label,
+        None,
+        None,
+    )?;
+    Ok(super::store::get(repo, &id)?.unwrap_or(session))
+}
+
+/// The refused refs of a push, for messages.
+pub fn describe_refused(refused: &[Refused]) -> String {
+    refused
+        .iter()
+        .map(|r| format!("{} {}", r.remote_ref, r.reason))
+        .collect::<Vec<_>>()
+        .join("; ")
+}

@@ -1,0 +1,251 @@
+//! Sessions that travel: two clones of one repository with a shared bare remote, as a build
+//! box and a laptop would have them. A run parks at a gate in A, is pushed, synced into B,
+//! resumed and answered there, and A catches up; journals appended on both machines merge
+//! with no event lost or doubled; a push the remote cannot fast-forward is refused.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{read, write, TestEnv};
+use crate::test_supervisor::{journal, named};
+
+/// A playbook whose second step waits for a human.
+const GATED: &str = "steps:\n  - {id: build, runner: shell, command: 'mkdir -p out && echo built > out/build.txt'}\n  - {id: ship, runner: shell, command: 'echo shipped > out/ship.txt', autonomy: always_gate}\n";
+
+/// Machine A's repository with the playbook, pushed to a bare remote, and machine B's
+/// clone of it.
+fn two_machines(env: &TestEnv) -> (PathBuf, PathBuf, PathBuf) {
+    let a = env.repo("a");
+    write(&a, ".bmad/playbooks/gated.yaml", GATED);
+    env.git(&a, &["add", "-A"]);
+    env.git(&a, &["commit", "-q", "-m", "playbook"]);
+    let remote = env.bare_remote(&a);
+    env.git(&a, &["push", "-q", "origin", "main"]);
+    env.git(&env.root(), &["clone", "-q", remote.to_str().unwrap(), "b"]);
+    (a, env.root().join("b"), remote)
+}
+
+fn remote_refs(env: &TestEnv, remote: &Path) -> String {
+    env.git(remote, &["for-each-ref", "--format=%(refname)"])
+}
+
+fn events_of(env: &TestEnv, dir: &Path, session: &str) -> Vec<Value> {
+    env.bmad(dir, &["journal", session, "--json"])
+        .success()
+        .json()
+        .as_array()
+        .expect("events")
+        .clone()
+}
+
+/// Each `note` event's `detail.from`, in journal order.
+fn notes_from(events: &[Value]) -> Vec<String> {
+    named(events, "note")
+        .iter()
+        .map(|e| e["detail"]["from"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn assert_dense(events: &[Value], what: &str) {
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    let want: Vec<u64> = (1..=seqs.len() as u64).collect();
+    assert_eq!(seqs, want, "{what}: seq is not dense");
+}
+
+#[test]
+fn a_run_parked_in_a_is_pushed_synced_resumed_and_answered_in_b() {
+    let env = TestEnv::new();
+    let (a, b, remote) = two_machines(&env);
+    let (id, wt_a) = env.start(&a, "feat");
+    env.bmad(&wt_a, &["run", "gated"]).code(3);
+    // An untracked file the run made: it travels in the checkpoint.
+    assert_eq!(read(&wt_a, "out/build.txt"), "built\n");
+
+    // Without the remote's consent only the branch goes.
+    let push = env.bmad(&wt_a, &["push"]).success();
+    assert!(
+        push.stderr.contains("bmad.origin.pushSessions"),
+        "{}",
+        push.stderr
+    );
+    let refs = remote_refs(&env, &remote);
+    assert!(refs.contains("refs/heads/bmad/feat"), "{refs}");
+    assert!(!refs.contains("refs/bmad/"), "{refs}");
+    assert!(!refs.contains("refs/notes/"), "{refs}");
+
+    env.git(&a, &["config", "bmad.origin.pushSessions", "true"]);
+    let pushed = env.bmad(&wt_a, &["push", "--json"]).success().json();
+    assert_eq!(pushed["state"], true);
+    let refs = remote_refs(&env, &remote);
+    for want in [
+        format!("refs/bmad/sessions/{id}/checkpoints"),
+        format!("refs/notes/bmad/{id}"),
+    ] {
+        assert!(refs.contains(&want), "{want} missing:\n{refs}");
+    }
+    // The playbook the run stored went too: B's resume needs it.
+    assert!(
+        refs.contains(&format!("refs/bmad/sessions/{id}/texts/")),
+        "{refs}"
+    );
+
+    // B: the session is there, and not here yet.
+    let synced = env.bmad(&b, &["sync", "--json"]).success().json();
+    assert_eq!(synced[0]["session"], id.as_str());
+    assert_eq!(synced[0]["outcome"], "new");
+    assert_eq!(synced[0]["name"], "feat");
+    let listed = env
+        .bmad(&b, &["list", "--remote", "origin", "--json"])
+        .success()
+        .json();
+    assert_eq!(listed[0]["name"], "feat");
+    assert_eq!(listed[0]["status"], "gated");
+    assert_eq!(listed[0]["here"], false);
+    assert_eq!(
+        env.bmad(&b, &["list", "--json"]).success().json(),
+        serde_json::json!([])
+    );
+
+    // Resumed in B: its worktree comes from the pushed branch and checkpoint, and the run
+    // stops at the same gate.
+    let resumed = env.bmad(&b, &["resume", "feat"]).code(3);
+    assert!(resumed.stderr.contains("is here now"), "{}", resumed.stderr);
+    let wt_b = env.root().join("b.feat");
+    assert_eq!(read(&wt_b, "out/build.txt"), "built\n");
+    assert!(resumed.stdout.contains("ship"), "{}", resumed.stdout);
+
+    // Answered in B, from B's session worktree: the run finishes there.
+    env.bmad(&wt_b, &["answer", "continue", "-m", "from the laptop"])
+        .success();
+    assert_eq!(read(&wt_b, "out/ship.txt"), "shipped\n");
+    let events_b = journal(&env, &wt_b);
+    assert_eq!(named(&events_b, "run_completed").len(), 1);
+    assert_dense(&events_b, "B");
+    env.git(&b, &["config", "bmad.origin.pushSessions", "true"]);
+    env.bmad(&wt_b, &["push"]).success();
+
+    // A catches up: the same journal, and nothing left to push.
+    let synced = env.bmad(&a, &["sync", "--json"]).success().json();
+    assert_eq!(synced[0]["outcome"], "fast_forwarded", "{synced:#}");
+    let events_a = events_of(&env, &a, &id);
+    assert_eq!(events_a, events_b);
+    // In A the session now lives on the other machine: nothing here checks or prunes it.
+    let listed = env.bmad(&a, &["list", "--json"]).success().json();
+    assert_eq!(listed[0]["elsewhere"], true, "{listed:#}");
+    assert_eq!(listed[0]["step"], "ship");
+    env.bmad(&a, &["prune"]).success();
+    assert!(named(&events_of(&env, &a, &id), "worktree_pruned").is_empty());
+    env.bmad(&a, &["doctor"]).success();
+    env.bmad(&b, &["doctor"]).success();
+    let listed = env.bmad(&b, &["list", "--json"]).success().json();
+    assert_eq!(listed[0]["elsewhere"], false, "{listed:#}");
+}
+
+#[test]
+fn journals_appended_on_both_machines_merge_once_and_a_diverged_push_is_refused() {
+    let env = TestEnv::new();
+    let (a, b, _remote) = two_machines(&env);
+    env.git(&a, &["config", "bmad.origin.pushSessions", "true"]);
+    let (id, wt_a) = env.start(&a, "feat");
+    env.bmad(&wt_a, &["push"]).success();
+    env.bmad(&b, &["sync"]).success();
+    // A worked on it moments ago: B takes it over only when told to.
+    let held = env.bmad(&b, &["resume", "feat"]).code(1);
+    assert!(held.stderr.contains("--steal"), "{}", held.stderr);
+    assert!(!env.root().join("b.feat").exists());
+    env.bmad(&b, &["resume", "feat", "--steal"]).success();
+    let wt_b = env.root().join("b.feat");
+    env.git(&b, &["config", "bmad.origin.pushSessions", "true"]);
+    env.bmad(&wt_b, &["push"]).success();
+    env.bmad(&a, &["sync"]).success();
+
+    // Both machines write to the journal (A from its main worktree: the session's worktree
+    // is B's now); A publishes first.
+    let note = |dir: &Path, from: &str| {
+        let detail = format!("{{\"from\":\"{from}\"}}");
+        env.bmad(
+            dir,
+            &[
+                "journal", "append", "note", "-s", "feat", "--detail", &detail,
+            ],
+        )
+        .success();
+    };
+    note(&a, "a");
+    note(&wt_b, "b");
+    env.bmad(&a, &["push", "feat"]).success();
+    let refused = env.bmad(&wt_b, &["push"]).code(4);
+    assert!(
+        refused.stderr.contains("git bmad sync"),
+        "{}",
+        refused.stderr
+    );
+
+    // B merges A's event after its own, once; a second sync adds nothing.
+    let synced = env.bmad(&b, &["sync", "--json"]).success().json();
+    assert_eq!(synced[0]["outcome"], "merged", "{synced:#}");
+    assert_eq!(synced[0]["events_added"], 1);
+    let again = env.bmad(&b, &["sync", "--json"]).success().json();
+    assert_eq!(again[0]["events_added"], 0, "{again:#}");
+    let events_b = events_of(&env, &b, &id);
+    assert_eq!(notes_from(&events_b), ["b", "a"]);
+    assert_eq!(named(&events_b, "journal_merged").len(), 1);
+    let copy = named(&events_b, "note")[1];
+    assert!(copy["origin"].is_string(), "{copy:#}");
+    assert_dense(&events_b, "B");
+
+    // The merge is a fast-forward for the remote, and A takes it as one.
+    env.bmad(&wt_b, &["push"]).success();
+    let synced = env.bmad(&a, &["sync", "--json"]).success().json();
+    assert_eq!(synced[0]["outcome"], "fast_forwarded", "{synced:#}");
+    let events_a = events_of(&env, &a, &id);
+    assert_eq!(events_a, events_b);
+    // Every event is one git-bmad wrote: the chain holds through the merge.
+    for dir in [&a, &b] {
+        let status = env
+            .bmad(dir, &["status", "feat", "--json"])
+            .success()
+            .json();
+        assert_eq!(
+            status["not_written_by_git_bmad"],
+            serde_json::json!([]),
+            "{status:#}"
+        );
+        env.bmad(dir, &["doctor"]).success();
+    }
+}
+
+#[test]
+fn a_squash_merge_keeps_the_session_trailer_and_a_rebase_keeps_the_journal() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    env.bmad(&repo, &["hooks", "install"]).success();
+    let (id, wt) = env.start(&repo, "feat");
+    for n in 1..=2 {
+        write(&wt, &format!("f{n}.txt"), "x\n");
+        env.git(&wt, &["add", "-A"]);
+        env.git(&wt, &["commit", "-q", "-m", &format!("change {n}")]);
+    }
+    let before = journal(&env, &wt).len();
+    // main moves on, and the session rebases onto it.
+    write(&repo, "other.txt", "main\n");
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "main moves"]);
+    env.git(&wt, &["rebase", "-q", "main"]);
+    let events = journal(&env, &wt);
+    assert!(events.len() >= before, "events were lost by the rebase");
+    env.bmad(&wt, &["doctor"]).success();
+
+    env.git(&repo, &["merge", "--squash", "-q", "bmad/feat"]);
+    env.git(&repo, &["commit", "-q", "--no-edit"]);
+    let message = env.git(
+        &repo,
+        &[
+            "log",
+            "-1",
+            "--format=%(trailers:key=Bmad-Session,valueonly)",
+        ],
+    );
+    assert_eq!(message.trim(), id, "{message}");
+}
