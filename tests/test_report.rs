@@ -397,3 +397,83 @@ fn status_watch_follows_a_run_to_its_gate_and_to_its_end() {
         none.stderr
     );
 }
+
+/// The progress modes of `run`: verbose shows every step, summary a line every five
+/// operations, silent only the end; `bmad.progress` picks the mode, `--progress` wins.
+#[test]
+fn run_shows_progress_in_the_mode_asked_for() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let steps: String = (1..=6)
+        .map(|n| format!("  - {{id: s{n}, runner: shell, command: 'true'}}\n"))
+        .collect();
+    write(
+        &repo,
+        ".bmad/playbooks/six.yaml",
+        &format!("steps:\n{steps}"),
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "playbook"]);
+
+    let verbose = env
+        .bmad(&env.start(&repo, "v").1, &["run", "six"])
+        .success();
+    assert_eq!(
+        verbose.stderr.matches("▸ s").count(),
+        6,
+        "{}",
+        verbose.stderr
+    );
+
+    // 6 steps are 12 operations (a start and an end each): a summary after 5 and after 10.
+    let wt = env.start(&repo, "s").1;
+    let summary = env
+        .bmad(&wt, &["run", "six", "--progress", "summary"])
+        .success();
+    let lines: Vec<&str> = summary
+        .stderr
+        .lines()
+        .filter(|l| l.contains("steps done"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", summary.stderr);
+    assert!(
+        lines[0].starts_with("2/6 steps done (33%), now: s3, "),
+        "{}",
+        lines[0]
+    );
+    assert!(
+        lines[0].ends_with("remaining: s3, s4, s5, s6"),
+        "{}",
+        lines[0]
+    );
+    assert!(lines[1].starts_with("5/6 steps done (83%)"), "{}", lines[1]);
+    assert!(!summary.stderr.contains("▸"), "{}", summary.stderr);
+
+    env.git(&repo, &["config", "bmad.progress", "silent"]);
+    let wt = env.start(&repo, "q").1;
+    let silent = env.bmad(&wt, &["run", "six"]).success();
+    assert!(
+        !silent.stderr.contains("▸") && !silent.stderr.contains("steps done"),
+        "{}",
+        silent.stderr
+    );
+    assert!(
+        silent.stdout.contains("6/6 steps finished"),
+        "{}",
+        silent.stdout
+    );
+    let wt = env.start(&repo, "o").1;
+    let chosen = env
+        .bmad(&wt, &["run", "six", "--progress", "verbose"])
+        .success();
+    assert_eq!(chosen.stderr.matches("▸ s").count(), 6, "{}", chosen.stderr);
+
+    env.git(&repo, &["config", "bmad.progress", "loud"]);
+    let refused = env.bmad(&wt, &["resume"]);
+    assert_ne!(refused.code, 0);
+    assert!(
+        refused.stderr.contains("bmad.progress is \"loud\""),
+        "{}",
+        refused.stderr
+    );
+}

@@ -140,6 +140,31 @@ fn a_run_parked_in_a_is_pushed_synced_resumed_and_answered_in_b() {
     env.bmad(&b, &["doctor"]).success();
     let listed = env.bmad(&b, &["list", "--json"]).success().json();
     assert_eq!(listed[0]["elsewhere"], false, "{listed:#}");
+
+    // A runs nothing of it while it lives in B, and takes it back only on purpose.
+    let refused = env.bmad(&a, &["answer", "continue", "-s", "feat"]).code(1);
+    assert!(
+        refused.stderr.contains("lives in another clone"),
+        "{}",
+        refused.stderr
+    );
+    let held = env.bmad(&a, &["resume", "feat"]).code(1);
+    assert!(held.stderr.contains("--steal"), "{}", held.stderr);
+    // A's old worktree is still there: git-bmad does not overwrite it.
+    let occupied = env.bmad(&a, &["resume", "feat", "--steal"]).code(1);
+    assert!(occupied.stderr.contains("a.feat"), "{}", occupied.stderr);
+    env.git(
+        &a,
+        &["worktree", "remove", "--force", wt_a.to_str().unwrap()],
+    );
+    let back = env.bmad(&a, &["resume", "feat", "--steal"]).success();
+    assert!(back.stderr.contains("is back here"), "{}", back.stderr);
+    assert_eq!(read(&wt_a, "out/ship.txt"), "shipped\n");
+    env.bmad(&wt_a, &["push"]).success();
+    env.bmad(&b, &["sync"]).success();
+    let listed = env.bmad(&b, &["list", "--json"]).success().json();
+    assert_eq!(listed[0]["elsewhere"], true, "{listed:#}");
+    env.bmad(&b, &["doctor"]).success();
 }
 
 #[test]

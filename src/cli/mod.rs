@@ -4,6 +4,7 @@
 
 pub mod commands;
 pub mod error;
+pub mod progress;
 pub mod ui;
 
 use std::path::PathBuf;

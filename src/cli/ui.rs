@@ -42,6 +42,11 @@ impl Ui {
         self.json
     }
 
+    /// Whether status messages are shown (neither `--quiet` nor `--json`).
+    pub fn chatty(&self) -> bool {
+        !self.quiet && !self.json
+    }
+
     /// Print a line of data on stdout.
     pub fn line(&self, text: impl AsRef<str>) {
         let mut out = std::io::stdout().lock();

@@ -20,7 +20,7 @@ use serde::Deserialize;
 
 pub use detect::{detect_test_command, DetectedTests};
 pub use error::{Error, Result};
-pub use orchestration::{Assignment, OrchestrationConfig};
+pub use orchestration::{Assignment, OrchestrationConfig, ProgressMode};
 pub use runners::{CliConfig, RunnersConfig};
 
 /// Where the project configuration lives, relative to the main worktree.
@@ -194,6 +194,16 @@ impl Config {
                     })
                 }
             };
+        }
+        if let Some(mode) = git_value("bmad.progress") {
+            config.orchestration.progress =
+                ProgressMode::parse(&mode).ok_or_else(|| Error::Invalid {
+                    path: path.clone(),
+                    location: None,
+                    message: format!(
+                        "git config bmad.progress is {mode:?}; it must be verbose, summary, silent or streaming"
+                    ),
+                })?;
         }
         config.check(&path)?;
         Ok(config)
@@ -392,6 +402,10 @@ orchestration:
   # budget_tokens: 5000000
   # Gates whose confidence is below this (0-1) are shown in full.
   escalation_threshold: 0.5
+  # How run, resume and answer show progress (git config bmad.progress): verbose (every
+  # step), summary (a line every 5 operations or 30 s), silent (only the end), streaming (a
+  # live line while a step runs longer than 30 s).
+  progress: verbose
 "#;
 
 #[cfg(test)]

@@ -37,6 +37,37 @@ pub struct OrchestrationConfig {
     pub budget_tokens: Option<u64>,
     /// Confidence (0–1) below which a gate is shown in full, whatever its format.
     pub escalation_threshold: f64,
+    /// How `run`, `resume` and `answer` show progress (git config `bmad.progress`).
+    pub progress: ProgressMode,
+}
+
+/// How a run shows its progress (seed 000 story 7.7).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum ProgressMode {
+    /// Every step's start and end, as it happens.
+    #[default]
+    Verbose,
+    /// A line every 5 operations or 30 seconds: steps done, current step, %, time left.
+    Summary,
+    /// Nothing until the run stops; then its summary.
+    Silent,
+    /// A live line with the current step and % while a step runs longer than 30 seconds
+    /// (on a terminal; a line every 30 seconds otherwise).
+    Streaming,
+}
+
+impl ProgressMode {
+    /// Parse a `bmad.progress` value.
+    pub fn parse(text: &str) -> Option<ProgressMode> {
+        match text.trim() {
+            "verbose" => Some(ProgressMode::Verbose),
+            "summary" => Some(ProgressMode::Summary),
+            "silent" => Some(ProgressMode::Silent),
+            "streaming" => Some(ProgressMode::Streaming),
+            _ => None,
+        }
+    }
 }
 
 impl Default for OrchestrationConfig {
@@ -47,6 +78,7 @@ impl Default for OrchestrationConfig {
             budget_usd: None,
             budget_tokens: None,
             escalation_threshold: 0.5,
+            progress: ProgressMode::Verbose,
         }
     }
 }

@@ -348,106 +348,135 @@ pub fn list_remote(repo: &Repo, remote: &str) -> Result<Vec<RemoteSession>> {
     Ok(out)
 }
 
-/// How recent the last event of a running session on another machine must be for `resume`
-/// there to count as someone else's live work (the lease): it refuses without `--steal`.
+/// How recent the newest checkpoint of a running session in another clone must be for it
+/// to count as someone's live work there (the lease): `resume` here refuses it without
+/// `--steal`. The lease itself is the journal's record of where the session lives: the
+/// `worktree_moved` event and the `Bmad-Clone` trailer written when a clone takes it.
 pub const LEASE: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 
-/// Bring a session that exists only on `remote` (as of the last sync) to this machine: its
-/// checkpoints, journal and stored texts become local, its branch is created from the
+/// Bring a session to this clone: one that exists only on `remote` (as of the last sync),
+/// or one that exists here but lives in another clone (taking it back). Its checkpoints,
+/// journal and stored texts become local, its branch is made (or fast-forwarded) from the
 /// remote's, and a worktree is made with the files and index of its newest checkpoint
-/// (untracked files included). The journal records the new worktree (`worktree_moved`).
+/// (untracked files included). The journal records where it lives now.
 ///
-/// Refuses when the session looks live there (running, last event under [`LEASE`] ago)
-/// unless `steal`; a session that exists here already is returned as it is.
+/// Refuses a session that looks live in the other clone (running, newest checkpoint under
+/// [`LEASE`] ago) unless `steal`. A session that already lives here is returned as it is.
 pub fn adopt(repo: &Repo, remote: &str, query: &str, steal: bool) -> Result<Session> {
-    let candidates: Vec<RemoteSession> = list_remote(repo, remote)?
-        .into_iter()
-        .filter(|r| {
-            let s = &r.session;
-            s.id.as_str() == query || s.name == query || s.id.as_str().starts_with(query)
-        })
-        .collect();
-    let remote_session = match candidates.len() {
-        0 => {
-            return Err(Error::UnknownSession {
-                query: query.to_owned(),
-            })
-        }
-        1 => candidates.into_iter().next().map(|r| r.session),
-        _ => {
-            return Err(Error::AmbiguousSession {
-                query: query.to_owned(),
-                candidates: candidates
-                    .iter()
-                    .map(|r| r.session.id.to_string())
-                    .collect(),
-            })
-        }
+    let local = match super::store::locate(repo, Some(query)) {
+        Ok(s) => Some(s),
+        Err(Error::UnknownSession { .. }) => None,
+        Err(e) => return Err(e),
     };
-    let Some(theirs) = remote_session else {
-        return Err(Error::UnknownSession {
-            query: query.to_owned(),
-        });
+    let (session, imported) = match local {
+        Some(here) if !here.elsewhere => return Ok(here),
+        Some(here) => (here, true),
+        None => (find_remote(repo, remote, query)?, false),
     };
-    let id = theirs.id.clone();
-    if let Some(here) = super::store::get(repo, &id)? {
-        return Ok(here);
-    }
-    let age = crate::time::Timestamp::now().secs() as i64 - theirs.updated;
-    let live = theirs.status == super::Status::Running && age < LEASE.as_secs() as i64;
+    // Checked before anything is written here: a refusal leaves this clone as it was.
+    let age = crate::time::Timestamp::now().secs() as i64 - session.updated;
+    let live = session.status == super::Status::Running && age < LEASE.as_secs() as i64;
     if live && !steal {
         return Err(Error::LeaseHeld {
-            session: theirs.name.clone(),
+            session: session.name.clone(),
             remote: remote.to_owned(),
             minutes: (LEASE.as_secs() as i64 - age).max(60) / 60,
         });
     }
-    let config = super::load_config(repo)?;
-    let main = repo.main_workdir()?;
-    let worktree = config.worktree_for(&main, &theirs.name);
-    if std::fs::symlink_metadata(&worktree).is_ok() {
-        return Err(Error::PathExists { path: worktree });
+    if !imported {
+        import_refs(repo, remote, &session)?;
     }
-    if repo.read_ref(&theirs.branch)?.is_some() {
-        return Err(Error::BranchExists {
-            branch: theirs.short_branch().to_owned(),
-        });
+    settle_here(repo, remote, session)
+}
+
+/// The one session of `remote` (as of the last sync) that `query` names.
+fn find_remote(repo: &Repo, remote: &str, query: &str) -> Result<Session> {
+    let mut candidates: Vec<Session> = list_remote(repo, remote)?
+        .into_iter()
+        .map(|r| r.session)
+        .filter(|s| s.id.as_str() == query || s.name == query || s.id.as_str().starts_with(query))
+        .collect();
+    match candidates.len() {
+        0 => Err(Error::UnknownSession {
+            query: query.to_owned(),
+        }),
+        1 => Ok(candidates.remove(0)),
+        _ => Err(Error::AmbiguousSession {
+            query: query.to_owned(),
+            candidates: candidates.iter().map(|s| s.id.to_string()).collect(),
+        }),
     }
-    // The journal and stored texts first, the checkpoint ref last: until it exists, `list`
-    // does not see the session, and a second try starts over.
+}
+
+/// Copy a remote session's journal, stored texts and checkpoints into the local refs; the
+/// checkpoint ref last, so `list` sees the session only once the rest is there.
+fn import_refs(repo: &Repo, remote: &str, session: &Session) -> Result<()> {
+    let id = &session.id;
     let track = tracking_prefix(remote);
     let mut copies = Vec::new();
     if let Some(notes) = repo.read_ref(&format!("{track}notes/{id}"))? {
-        copies.push((notes_ref(&id), notes));
+        copies.push((notes_ref(id), notes));
     }
     let texts = format!("{track}sessions/{id}/texts/");
     for (name, value) in repo.refs_with_prefix(&texts)? {
         let rest = name.strip_prefix(&texts).unwrap_or_default();
-        copies.push((format!("{}/texts/{rest}", session_prefix(&id)), value));
+        copies.push((format!("{}/texts/{rest}", session_prefix(id)), value));
     }
-    copies.push((checkpoints_ref(&id), theirs.head));
+    copies.push((checkpoints_ref(id), session.head));
     for (name, value) in &copies {
-        if repo.read_ref(name)? != Some(*value) {
-            cas(repo, name, None, *value)?;
+        let now = repo.read_ref(name)?;
+        if now != Some(*value) {
+            cas(repo, name, now, *value)?;
         }
     }
-    let head = Checkpoint::read(repo, theirs.head)?.ok_or_else(|| Error::NoCheckpoint {
+    Ok(())
+}
+
+/// Give the session its branch and a worktree in this clone, from its newest checkpoint,
+/// and record that it lives here now.
+fn settle_here(repo: &Repo, remote: &str, mut session: Session) -> Result<Session> {
+    let id = session.id.clone();
+    let config = super::load_config(repo)?;
+    let worktree = config.worktree_for(&repo.main_workdir()?, &session.name);
+    if std::fs::symlink_metadata(&worktree).is_ok() {
+        // Possibly this clone's own worktree from before the session left: git refuses to
+        // remove it if it holds changes, which is the check wanted here.
+        return Err(Error::PathExists { path: worktree });
+    }
+    let head_id = repo
+        .read_ref(&checkpoints_ref(&id))?
+        .ok_or_else(|| Error::NoCheckpoint {
+            session: id.to_string(),
+        })?;
+    let head = Checkpoint::read(repo, head_id)?.ok_or_else(|| Error::NoCheckpoint {
         session: id.to_string(),
     })?;
-    let tracking_branch = format!("refs/remotes/{remote}/{}", theirs.short_branch());
+    // The branch: the remote's, or where the newest checkpoint saw it; an existing one here
+    // only moves forward to it.
+    let tracking_branch = format!("refs/remotes/{remote}/{}", session.short_branch());
     let branch_at = match repo.read_ref(&tracking_branch)? {
         Some(at) => at,
         None => head.session_head().ok_or_else(|| Error::NoCheckpoint {
             session: id.to_string(),
         })?,
     };
-    cas(repo, &theirs.branch, None, branch_at)?;
-    repo.add_worktree_on(&worktree, theirs.short_branch())?;
+    match repo.read_ref(&session.branch)? {
+        None => cas(repo, &session.branch, None, branch_at)?,
+        Some(at) if at == branch_at => {}
+        Some(at) if repo.is_ancestor(at, branch_at)? == Some(true) => {
+            cas(repo, &session.branch, Some(at), branch_at)?
+        }
+        Some(_) => {
+            return Err(Error::BranchExists {
+                branch: session.short_branch().to_owned(),
+            })
+        }
+    }
+    repo.add_worktree_on(&worktree, session.short_branch())?;
     let worktree = std::fs::canonicalize(&worktree).unwrap_or(worktree);
-    super::lifecycle::mark_session_worktree(repo, &worktree, &id, &theirs.branch)?;
+    super::lifecycle::mark_session_worktree(repo, &worktree, &id, &session.branch)?;
     let wt = repo.open_worktree(&worktree)?;
     super::rollback::restore_state(repo, &wt, &head)?;
-    let mut session = theirs;
     let from = std::mem::replace(&mut session.worktree, worktree.clone());
     session.worktree_exists = true;
     session.elsewhere = false;
@@ -470,7 +499,11 @@ pub fn adopt(repo: &Repo, remote: &str, query: &str, steal: bool) -> Result<Sess
         None,
         None,
     )?;
-    Ok(super::store::get(repo, &id)?.unwrap_or(session))
+    // This process read its config before the clone id was written: the session is here.
+    let mut settled = super::store::get(repo, &id)?.unwrap_or(session);
+    settled.elsewhere = false;
+    settled.worktree_exists = settled.worktree.is_dir();
+    Ok(settled)
 }
 
 /// The refused refs of a push, for messages.

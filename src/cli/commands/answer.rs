@@ -22,6 +22,8 @@ pub struct AnswerArgs {
     /// Session id, id prefix or name (default: the current worktree's session)
     #[arg(long, short = 's')]
     pub session: Option<String>,
+    #[command(flatten)]
+    pub progress: super::run::ProgressArg,
 }
 
 /// Run `answer`.
@@ -32,7 +34,7 @@ pub fn cmd_answer(ctx: &Context, args: &AnswerArgs) -> Result<u8, CommandError> 
         reply: args.reply.clone(),
         message: args.message.clone(),
     };
-    match super::run::supervise_and_report(ctx, &repo, &s, request) {
+    match super::run::supervise_and_report(ctx, &repo, &s, request, &args.progress) {
         Err(e) if e.code == exit::GATED && !ctx.ui.json() => {
             // Show the gate again, so the right answer is on the screen.
             let journal = session::read_journal(&repo, &s.id)?;

@@ -32,6 +32,8 @@ pub struct ResumeArgs {
     /// Resume a session even if another machine was working on it moments ago
     #[arg(long)]
     pub steal: bool,
+    #[command(flatten)]
+    pub progress: super::run::ProgressArg,
 }
 
 /// Run `resume`.
@@ -40,6 +42,18 @@ pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> 
     let query = args.target.as_deref().or(args.session.as_deref());
     let mut adopted = false;
     let s = match session::locate(&repo, query) {
+        // It lives in another clone now: taking it back is an adoption too.
+        Ok(s) if s.elsewhere => {
+            let here = sync::adopt(&repo, &args.remote, s.id.as_str(), args.steal)?;
+            ctx.ui.status(format!(
+                "Session {} ({}) is back here: {}",
+                here.id,
+                here.name,
+                here.worktree.display()
+            ));
+            adopted = true;
+            here
+        }
         Ok(s) => s,
         Err(session::Error::UnknownSession { query }) => {
             let here =
@@ -95,5 +109,5 @@ pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> 
         }
         return Ok(exit::OK);
     }
-    super::run::supervise_and_report(ctx, &repo, &s, Request::Resume)
+    super::run::supervise_and_report(ctx, &repo, &s, Request::Resume, &args.progress)
 }

@@ -5,8 +5,10 @@ use serde_json::json;
 
 use crate::bmad::analysis::confidence::Format;
 use crate::cli::error::{exit, CommandError};
+use crate::cli::progress::Progress;
 use crate::cli::ui::{Style, Ui};
 use crate::cli::Context;
+use crate::config::ProgressMode;
 use crate::runner::interrupt;
 use crate::session::schema::Next;
 use crate::session::{self, Body, Event, Session};
@@ -31,6 +33,18 @@ pub struct RunArgs {
     /// Session id, id prefix or name (default: the current worktree's session)
     #[arg(long, short = 's')]
     pub session: Option<String>,
+    #[command(flatten)]
+    pub progress: ProgressArg,
+}
+
+/// `--progress`, shared by `run`, `resume` and `answer`.
+#[derive(Debug, Args)]
+pub struct ProgressArg {
+    /// How to show progress: verbose (every step), summary (a line every 5 operations or
+    /// 30 s), silent (only the end), streaming (a live line while a step runs over 30 s);
+    /// default: orchestration.progress (git config bmad.progress), else verbose
+    #[arg(long, value_name = "MODE", value_parser = ["verbose", "summary", "silent", "streaming"])]
+    pub progress: Option<String>,
 }
 
 /// Run `run`.
@@ -52,6 +66,7 @@ pub fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError> {
             source,
             args: args.args.clone(),
         },
+        &args.progress,
     )
 }
 
@@ -61,7 +76,18 @@ pub(super) fn supervise_and_report(
     repo: &crate::git::Repo,
     s: &Session,
     request: Request,
+    progress_arg: &ProgressArg,
 ) -> Result<u8, CommandError> {
+    if s.elsewhere {
+        return Err(CommandError::failed(format!(
+            "session {} lives in another clone of this repository now (resumed on another machine); its run goes on there",
+            s.name
+        ))
+        .hinted(format!(
+            "git bmad sync shows its progress here; git bmad resume {} brings it back (--steal if it is running there)",
+            s.name
+        )));
+    }
     let interrupt = interrupt::install()
         .map_err(|e| CommandError::failed(format!("could not catch Ctrl-C: {e}")))?;
     let config = ctx.config(repo)?;
@@ -69,7 +95,15 @@ pub(super) fn supervise_and_report(
         super::hooks::warn_if_unguarded(ctx, worktree.as_ref().unwrap_or(repo));
     }
     let ui = &ctx.ui;
-    let mut observer = |event: &Event| progress(ui, event);
+    let mode = match &progress_arg.progress {
+        _ if !ui.chatty() => ProgressMode::Silent,
+        Some(mode) => ProgressMode::parse(mode).unwrap_or_default(),
+        None => config.orchestration.progress,
+    };
+    let journal = session::read_journal(repo, &s.id)?;
+    let events: Vec<Event> = journal.events().cloned().collect();
+    let mut printer = Progress::new(mode, &events);
+    let mut observer = |event: &Event| printer.event(event, || progress(ui, event));
     let report = supervisor::supervise(
         repo,
         s,
@@ -80,7 +114,9 @@ pub(super) fn supervise_and_report(
             observer: &mut observer,
             interrupt: &interrupt,
         },
-    )?;
+    );
+    printer.finish();
+    let report = report?;
     let code = match &report.outcome {
         Outcome::Completed | Outcome::Aborted => exit::OK,
         Outcome::Gated { .. } => exit::GATED,
@@ -225,7 +261,7 @@ pub(super) fn print_gate(ui: &Ui, gate: &supervisor::Gate, done: usize, total: u
 }
 
 /// One line per journaled step event while a run goes on.
-fn progress(ui: &Ui, event: &Event) {
+fn progress(ui: &Ui, event: &Event) -> Option<String> {
     let step = event.step.as_deref().unwrap_or("");
     let text = match &event.body {
         Body::RunStarted(run) => format!(
@@ -275,9 +311,9 @@ fn progress(ui: &Ui, event: &Event) {
             "Answered `{}` at {step}",
             answered.answer.map(|a| a.as_str()).unwrap_or_default()
         ),
-        _ => return,
+        _ => return None,
     };
-    ui.status(text);
+    Some(text)
 }
 
 #[cfg(test)]
