@@ -74,14 +74,7 @@ pub fn cmd_list(ctx: &Context, args: &ListArgs) -> Result<u8, CommandError> {
         .iter()
         .enumerate()
         .map(|(i, s)| {
-            let mut row = vec![
-                s.id.to_string(),
-                s.name.clone(),
-                s.status.to_string(),
-                s.step.clone().unwrap_or_else(|| "-".into()),
-                ago(s.updated),
-                s.short_branch().to_owned(),
-            ];
+            let mut row = columns(s);
             if let Some(bytes) = disk.get(i) {
                 row.push(human_bytes(*bytes));
             }
@@ -143,6 +136,18 @@ fn list_removed(ctx: &Context, removed: &[session::RemovedSession]) -> Result<u8
     Ok(exit::OK)
 }
 
+/// ID, NAME, STATUS, STEP, UPDATED and BRANCH of a session.
+fn columns(s: &Session) -> Vec<String> {
+    vec![
+        s.id.to_string(),
+        s.name.clone(),
+        s.status.to_string(),
+        s.step.clone().unwrap_or_else(|| "-".into()),
+        ago(s.updated),
+        s.short_branch().to_owned(),
+    ]
+}
+
 fn list_remote(
     ctx: &Context,
     remote: &str,
@@ -161,16 +166,9 @@ fn list_remote(
     let rows: Vec<Vec<String>> = sessions
         .iter()
         .map(|r| {
-            let s = &r.session;
-            vec![
-                s.id.to_string(),
-                s.name.clone(),
-                s.status.to_string(),
-                s.step.clone().unwrap_or_else(|| "-".into()),
-                ago(s.updated),
-                s.short_branch().to_owned(),
-                if r.here { "yes" } else { "no" }.to_owned(),
-            ]
+            let mut row = columns(&r.session);
+            row.push(if r.here { "yes" } else { "no" }.to_owned());
+            row
         })
         .collect();
     ctx.ui.table(
