@@ -522,3 +522,44 @@ fn a_v4_team_workflow_is_linted_by_its_own_rules() {
     assert!(run.stdout.contains("names no `agent`"), "{}", run.stdout);
     assert!(!run.stdout.contains("instructions"), "{}", run.stdout);
 }
+
+/// `instructions: ./instructions.xml` and `template: template.md` are beside the workflow
+/// file (BMAD's loader reads them so), wherever git-bmad runs from.
+#[test]
+fn relative_instructions_and_template_are_read_beside_the_workflow() {
+    let env = TestEnv::new();
+    let repo = project(&env);
+    let from = repo.join("_bmad/bmm/workflows/demo-story");
+    let to = repo.join("_bmad/bmm/workflows/relative-story");
+    std::fs::create_dir_all(&to).unwrap();
+    copy_dir(&from, &to);
+    let yaml = read(&to, "workflow.yaml")
+        .replace(
+            "\"{installed_path}/instructions.xml\"",
+            "./instructions.xml",
+        )
+        .replace("\"{installed_path}/template.md\"", "template.md")
+        .replace("\"{installed_path}/checklist.md\"", "./checklist.md");
+    assert!(yaml.contains("instructions: ./instructions.xml"), "{yaml}");
+    write(&to, "workflow.yaml", &yaml);
+    for dir in [repo.clone(), repo.join("_bmad")] {
+        let file = to.join("workflow.yaml");
+        let wf = show(&env, &dir, file.to_str().unwrap());
+        assert_eq!(
+            wf["instructions_file"], "_bmad/bmm/workflows/relative-story/instructions.xml",
+            "{wf:#}"
+        );
+        let problems: Vec<&Value> = wf["diagnostics"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| {
+                d["message"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("does not exist")
+            })
+            .collect();
+        assert!(problems.is_empty(), "{problems:#?}");
+    }
+}

@@ -361,12 +361,7 @@ impl SprintStatus {
             });
         }
         if !force {
-            let lifecycle = match entry.kind {
-                KeyKind::Epic { .. } => Lifecycle::Epic,
-                KeyKind::Retrospective { .. } => Lifecycle::Retrospective,
-                _ => Lifecycle::Story,
-            };
-            legal_move(lifecycle, &entry.status, to).map_err(|why| Error::IllegalTransition {
+            legal_move(Lifecycle::of(key, &entry.kind), &entry.status, to).map_err(|why| Error::IllegalTransition {
                 key: key.to_owned(),
                 why,
             })?;
@@ -547,6 +542,32 @@ mod tests {
             .to_string();
         assert!(err.contains("goes backwards"), "{err}");
         assert!(s.with_status("2-1-x", &Status::Review, true, &now).is_ok());
+    }
+
+    #[test]
+    fn keys_outside_the_grammar_move_as_their_name_says() {
+        let s = load("development_status:\n  epic-2.5: in-progress\n  2.5-1-fix: ready-for-dev\n  epic-2.5-retrospective: optional\n");
+        let now = crate::time::Timestamp::from_secs(1_795_000_000);
+        // An epic: in-progress → done is its next stage, backlog is backwards.
+        assert!(s
+            .with_status("epic-2.5", &Status::Done, false, &now)
+            .is_ok());
+        let err = s
+            .with_status("epic-2.5", &Status::Backlog, false, &now)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("an epic moves"), "{err}");
+        // A retrospective: optional → done.
+        assert!(s
+            .with_status("epic-2.5-retrospective", &Status::Done, false, &now)
+            .is_ok());
+        // Anything else keeps the story lifecycle.
+        assert!(s
+            .with_status("2.5-1-fix", &Status::InProgress, false, &now)
+            .is_ok());
+        assert!(s
+            .with_status("2.5-1-fix", &Status::Done, false, &now)
+            .is_err());
     }
 
     #[test]

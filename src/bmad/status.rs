@@ -158,6 +158,24 @@ pub enum Lifecycle {
     Retrospective,
 }
 
+impl Lifecycle {
+    /// The lifecycle a `development_status` key moves by. Keys outside BMAD's grammar
+    /// (`epic-2.5`, `epic-2.5-retrospective`: BMAD's parser rejects them, real boards have
+    /// them) move as what their name says.
+    pub fn of(key: &str, kind: &super::key::KeyKind) -> Lifecycle {
+        use super::key::KeyKind;
+        match kind {
+            KeyKind::Epic { .. } => Lifecycle::Epic,
+            KeyKind::Retrospective { .. } => Lifecycle::Retrospective,
+            KeyKind::Unknown if key.starts_with("epic-") && key.ends_with("-retrospective") => {
+                Lifecycle::Retrospective
+            }
+            KeyKind::Unknown if key.starts_with("epic-") => Lifecycle::Epic,
+            _ => Lifecycle::Story,
+        }
+    }
+}
+
 /// Whether `from` → `to` is a legal move without `--force` in `lifecycle`.
 pub fn legal_move(lifecycle: Lifecycle, from: &Status, to: &Status) -> Result<(), String> {
     let steps: &[Status] = match lifecycle {

@@ -356,11 +356,27 @@ pub fn load(path: &Path, text: &str, env: &Env, install: Option<PathBuf>) -> Wor
             );
         }
     }
+    // A relative file (`./instructions.md`, `template.md`) is beside the workflow file, as
+    // BMAD's skills write them since v6.3 and its loader reads them; never the directory
+    // git-bmad runs in.
+    let beside = |value: String| -> String {
+        let relative = Path::new(&value).is_relative() && !value.contains("://");
+        match path.parent() {
+            Some(dir) if relative => dir
+                .join(&value)
+                .components()
+                .filter(|c| !matches!(c, std::path::Component::CurDir))
+                .collect::<PathBuf>()
+                .to_string_lossy()
+                .into_owned(),
+            _ => value,
+        }
+    };
     let template = match root.get("template") {
         None => Template::None,
         Some(n) if n.as_str() == Some("false") => Template::Action,
         Some(_) => match value_of("template") {
-            Some(t) if !t.is_empty() => Template::File(t),
+            Some(t) if !t.is_empty() => Template::File(beside(t)),
             _ => Template::None,
         },
     };
@@ -400,12 +416,13 @@ pub fn load(path: &Path, text: &str, env: &Env, install: Option<PathBuf>) -> Wor
         })
         .collect();
     let instructions = value_of("instructions")
-        .filter(|i| !i.is_empty() && !unresolvable.contains(&"instructions"));
+        .filter(|i| !i.is_empty() && !unresolvable.contains(&"instructions"))
+        .map(beside);
     let mut config = WorkflowYaml {
         config_file,
         template,
         instructions: instructions.clone(),
-        validation: value_of("validation").filter(|v| !v.is_empty()),
+        validation: value_of("validation").filter(|v| !v.is_empty()).map(beside),
         default_output_file: value_of("default_output_file"),
         standalone: root
             .get("standalone")

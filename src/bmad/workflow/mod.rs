@@ -257,6 +257,15 @@ pub fn load(path: &Path, env: &Env) -> Result<Workflow, Error> {
 
 /// Where a `<workflow>` block starts in a markdown body: (byte offset, line offset), skipping
 /// fenced code so a quoted example does not count.
+/// Whether a `SKILL.md` is a workflow git-bmad can read: it has frontmatter (an agent
+/// skill) or a `<workflow>` block. BMAD's web bundles (`web-bundles/*/SKILL.md`) have
+/// neither: they are chat protocols in prose, pasted into a web assistant.
+pub fn is_workflow_skill(text: &str) -> bool {
+    let mut ignored = Vec::new();
+    let doc = frontmatter::read(text, "SKILL.md", &mut ignored);
+    doc.present || embedded_workflow(doc.body).is_some()
+}
+
 fn embedded_workflow(body: &str) -> Option<(usize, usize)> {
     let mut offset = 0;
     let mut fenced = false;

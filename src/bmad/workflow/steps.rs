@@ -355,21 +355,25 @@ pub fn steps_completed(text: &str, file: &str) -> Option<Vec<String>> {
     })
 }
 
-/// Which step comes next, given `stepsCompleted` (numbers counted from 1 along the main
-/// path, or step names with or without `.md`).
+/// Which step comes next, given `stepsCompleted`.
+///
+/// BMAD's rule (every `step-01b-continue.md`: "resume from the last completed step"): the
+/// entries are step *numbers* (`[1, 2, 3]`, the `NN` of `step-NN-…`) or step names, and the
+/// next step is the first one numbered after the highest completed. Lettered steps
+/// (`step-01b-continue`, `step-04a-…`) are conditional: the continuation handler and menu
+/// branches. They count as done when named, but are the next step only when no plain step
+/// carries the next number. Chains without numbered steps fall back to positions along the
+/// chain (a number `n` is the `n`th step) and the first step not done.
 pub fn resume_point(chain: &Chain, completed: &[String]) -> ResumePoint {
     let mut done = vec![false; chain.steps.len()];
     let mut names = Vec::new();
     let mut unknown = Vec::new();
+    let numbered = chain.steps.iter().any(|s| number_of(&s.name).is_some());
     for entry in completed {
         let e = entry.trim().trim_end_matches(".md");
         let at = match e.parse::<usize>() {
-            Ok(n) if n >= 1 => chain.steps.get(n - 1).map(|_| n - 1).or_else(|| {
-                chain
-                    .steps
-                    .iter()
-                    .position(|s| number_of(&s.name) == Some(n))
-            }),
+            Ok(n) if n >= 1 && numbered => step_numbered(chain, n),
+            Ok(n) if n >= 1 => chain.steps.get(n - 1).map(|_| n - 1),
             _ => chain
                 .steps
                 .iter()
@@ -383,16 +387,53 @@ pub fn resume_point(chain: &Chain, completed: &[String]) -> ResumePoint {
             None => unknown.push(entry.clone()),
         }
     }
-    ResumePoint {
-        completed: names,
-        next: chain
+    let highest = chain
+        .steps
+        .iter()
+        .zip(&done)
+        .filter(|(_, d)| **d)
+        .filter_map(|(s, _)| number_of(&s.name))
+        .max();
+    let next = match highest {
+        Some(last) if numbered => {
+            // The next number that has a step, its plain step before its lettered ones.
+            let mut after: Vec<(usize, bool, usize)> = chain
+                .steps
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !done[*i])
+                .filter_map(|(i, s)| {
+                    let n = number_of(&s.name)?;
+                    (n > last).then_some((n, is_lettered(&s.name), i))
+                })
+                .collect();
+            after.sort();
+            after.first().map(|(_, _, i)| chain.steps[*i].name.clone())
+        }
+        _ => chain
             .steps
             .iter()
             .zip(&done)
-            .find(|(_, d)| !**d)
+            .find(|(s, d)| !(**d || numbered && is_lettered(&s.name)))
             .map(|(s, _)| s.name.clone()),
+    };
+    ResumePoint {
+        completed: names,
+        next,
         unknown,
     }
+}
+
+/// The chain's step numbered `n`: the plain `step-NN-…` if there is one, else the first
+/// lettered `step-NNx-…`.
+fn step_numbered(chain: &Chain, n: usize) -> Option<usize> {
+    let with_number = |plain: bool| {
+        chain
+            .steps
+            .iter()
+            .position(|s| number_of(&s.name) == Some(n) && is_lettered(&s.name) != plain)
+    };
+    with_number(true).or_else(|| with_number(false))
 }
 
 /// `step-03-create-stories` → 3.
@@ -405,6 +446,14 @@ fn number_of(name: &str) -> Option<usize> {
     digits.parse().ok()
 }
 
+/// `step-01b-continue`, `step-04a1-…`: a letter right after the step's number.
+fn is_lettered(name: &str) -> bool {
+    name.trim_start_matches("step-")
+        .chars()
+        .find(|c| !c.is_ascii_digit())
+        .is_some_and(|c| c.is_ascii_alphabetic())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -413,6 +462,48 @@ mod tests {
         let p = dir.join(rel);
         std::fs::create_dir_all(p.parent().unwrap()).unwrap();
         std::fs::write(p, text).unwrap();
+    }
+
+    /// A chain in the order BMAD's create-prd walks it: init, its continuation handler
+    /// (reached first from init), then the numbered steps.
+    fn prd_like(names: &[&str]) -> Chain {
+        Chain {
+            first: Some(names[0].to_owned()),
+            steps: names
+                .iter()
+                .map(|n| StepFile {
+                    file: format!("steps/{n}.md"),
+                    name: (*n).to_owned(),
+                    description: None,
+                    output_file: None,
+                    links: Vec::new(),
+                    terminal: false,
+                })
+                .collect(),
+            loops: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn resume_follows_bmads_last_completed_plus_one() {
+        let names: Vec<String> = (2..=11).map(|n| format!("step-{n:02}-x")).collect();
+        let mut all = vec!["step-01-init", "step-01b-continue"];
+        all.extend(names.iter().map(String::as_str));
+        let chain = prd_like(&all);
+        let numbers: Vec<String> = (1..=8).map(|n| n.to_string()).collect();
+        let r = resume_point(&chain, &numbers);
+        assert_eq!(r.next.as_deref(), Some("step-09-x"));
+        assert!(r.unknown.is_empty());
+        let by_name: Vec<String> = std::iter::once("step-01-init".to_owned())
+            .chain(names[..9].iter().cloned())
+            .collect();
+        let r = resume_point(&chain, &by_name);
+        assert_eq!(r.next.as_deref(), Some("step-11-x"));
+        // A menu branch: after step 3 the next number is 4, and only lettered 04a/04b
+        // carry it: the first of them in the chain.
+        let branchy = prd_like(&["step-01-init", "step-03-menu", "step-04b-b", "step-04a-a"]);
+        let r = resume_point(&branchy, &["1".into(), "3".into()]);
+        assert_eq!(r.next.as_deref(), Some("step-04b-b"));
     }
 
     #[test]
@@ -480,7 +571,21 @@ mod tests {
         // Resume: numbers or names.
         let r = resume_point(&chain, &["1".into(), "step-02-work".into()]);
         assert_eq!(r.next.as_deref(), Some("step-03-done"));
+        // Numbers are step numbers, not places in the chain: 01b, reached from step 1, is
+        // the continuation handler and never what comes after a completed step.
+        let r = resume_point(&chain, &["1".into(), "2".into()]);
+        assert_eq!(r.completed, ["step-01-init", "step-02-work"]);
+        assert_eq!(r.next.as_deref(), Some("step-03-done"));
+        let r = resume_point(&chain, &["1".into()]);
+        assert_eq!(r.next.as_deref(), Some("step-02-work"));
+        let r = resume_point(&chain, &[]);
+        assert_eq!(r.next.as_deref(), Some("step-01-init"));
+        let all: Vec<String> = ["step-01-init", "step-02-work", "step-03-done"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(resume_point(&chain, &all).next, None);
         let r = resume_point(&chain, &["step-01-init.md".into(), "nope".into()]);
+        // (named steps work the same way)
         assert_eq!(
             (r.next.as_deref(), r.unknown.clone()),
             (Some("step-02-work"), vec!["nope".to_owned()])

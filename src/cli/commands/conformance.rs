@@ -134,7 +134,12 @@ fn load(path: &Path, root: &Path) -> Option<(&'static str, Loaded)> {
         "workflow.yaml" | "workflow.md" | "SKILL.md" | "workflow.xml"
     ) || name.starts_with("instructions.")
         || (name.starts_with("step-") && name.ends_with(".md") && in_dir("steps"));
-    if workflow_file {
+    // A SKILL.md with neither frontmatter nor a <workflow> block is no agent skill: BMAD's
+    // web bundles (`web-bundles/*/SKILL.md`) are chat protocols in plain prose, for pasting
+    // into a web assistant.
+    let prose_skill = name == "SKILL.md"
+        && std::fs::read_to_string(path).is_ok_and(|t| !workflow::is_workflow_skill(&t));
+    if workflow_file && !prose_skill {
         return Some(("workflow", load_workflow(path, root)));
     }
     if name == "template.md" {
