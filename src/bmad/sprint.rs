@@ -361,9 +361,11 @@ impl SprintStatus {
             });
         }
         if !force {
-            legal_move(Lifecycle::of(key, &entry.kind), &entry.status, to).map_err(|why| Error::IllegalTransition {
-                key: key.to_owned(),
-                why,
+            legal_move(Lifecycle::of(key, &entry.kind), &entry.status, to).map_err(|why| {
+                Error::IllegalTransition {
+                    key: key.to_owned(),
+                    why,
+                }
             })?;
         }
         let mut edits: Vec<(Range<usize>, String)> =
