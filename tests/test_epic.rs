@@ -190,6 +190,31 @@ fn an_epic_runs_in_parallel_stacked_reviewed_to_convergence_and_is_never_merged(
     ] {
         assert!(sprint.contains(&format!("  {key}: review\n")), "{sprint}");
     }
+    // The progress document, committed on the epic's branch for reviewers.
+    let progress = env.git(
+        &repo,
+        &["show", "bmad/epic-3:docs/progress/epic-3-auto-run.md"],
+    );
+    assert!(
+        progress.starts_with("# Epic 3: auto-run progress\n"),
+        "{progress}"
+    );
+    assert!(progress.contains("- state: finished\n"), "{progress}");
+    for key in [
+        "3-1-api-client",
+        "3-2-storage",
+        "3-3-sync-engine",
+        "3-4-api-retries",
+    ] {
+        let row = progress
+            .lines()
+            .find(|l| l.starts_with(&format!("| {key} | done |")))
+            .unwrap_or_else(|| panic!("no done row for {key}:\n{progress}"));
+        assert!(
+            row.ends_with("/pull/1 |") || row.contains("https://"),
+            "{row}"
+        );
+    }
 
     // Running again after completion changes nothing: no event, no agent, no PR.
     let started_before = s["started"].clone();
@@ -335,4 +360,133 @@ fn a_review_that_never_converges_stops_at_the_cap_and_failures_trip_the_breaker(
         .filter(|k| story(&s, k)["stage"] == "failed")
         .count();
     assert_eq!(failed, 2, "{s:#}");
+    // The run's options are journaled: `epic resume` takes the same breaker and remote.
+    assert_eq!(s["started"]["max_failures"], 2, "{s:#}");
+    assert_eq!(s["started"]["remote"], "origin", "{s:#}");
+}
+
+/// BMAD v6.11: each story through `bmad-build-auto` and an independent `bmad-code-review`,
+/// read from `spec-<key>.md` frontmatter. git-bmad checks the spec's status and its
+/// `baseline_revision` itself; a spec that halts `blocked` parks with its condition, and the
+/// story depending on it is skipped, saying why.
+#[test]
+fn a_v611_epic_builds_from_specs_and_a_blocked_spec_parks_with_its_condition() {
+    let env = TestEnv::new();
+    let repo = env.repo("ledger");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/epic/v611");
+    copy_dir(&src, &repo);
+    env.git(&repo, &["add", "-A"]);
+    env.git(
+        &repo,
+        &["commit", "-q", "-m", "bmad v6.11 project with epic 5"],
+    );
+    env.executable("claude", FAKE_CLAUDE);
+    agent_behaviour(
+        &env,
+        "build",
+        "key=$BMAD_ARGS\nspec=\"_bmad-output/implementation-artifacts/spec-$key.md\"\nbase=$(git rev-parse HEAD)\necho \"$key\" >> \"$HOME/agent/build.log\"\nif [ \"$key\" = 5-2-printer ]; then\n  sed -i \"s/^status: .*/status: 'blocked'/\" \"$spec\"\n  printf '\\nBlocking condition: intent gap: which paper sizes?\\n' >> \"$spec\"\n  result 'halted: intent gap'\n  exit 0\nfi\narea=$(echo \"$key\" | cut -d- -f3)\nmkdir -p \"src/$area\" && echo \"// $key\" > \"src/$area/$key.rs\"\nsed -i \"s/^status: .*/status: 'done'/\" \"$spec\"\nsed -i \"s/^review_loop_iteration: .*/&\\nbaseline_revision: $base/\" \"$spec\"\nresult \"built $key\"\n",
+    );
+    agent_behaviour(&env, "review-1", "result 'Outcome: Approve'\n");
+
+    let plan = env
+        .bmad(&repo, &["epic", "plan", "5", "--json"])
+        .success()
+        .json();
+    assert_eq!(plan["plan"]["era"], "v6.11", "{plan:#}");
+    assert_eq!(plan["plan"]["pipeline"], "bmad-story-build");
+
+    // A story halted blocked waits for a human: exit 3, saying what to do.
+    let run = env
+        .bmad(&repo, &["epic", "run", "5", "--parallel", "2"])
+        .code(3);
+    assert!(
+        run.stderr
+            .contains("5-2-printer is blocked: resolve its blocking condition"),
+        "{}",
+        run.stderr
+    );
+    let s = env
+        .bmad(&repo, &["epic", "status", "5", "--json"])
+        .success()
+        .json();
+    assert_eq!(story(&s, "5-1-parser")["stage"], "done", "{s:#}");
+    let blocked = story(&s, "5-2-printer");
+    assert_eq!(blocked["stage"], "blocked", "{s:#}");
+    assert!(
+        blocked["state"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("intent gap: which paper sizes?"),
+        "{s:#}"
+    );
+    let skipped = story(&s, "5-3-cli");
+    assert_eq!(skipped["stage"], "skipped", "{s:#}");
+    assert!(
+        skipped["state"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("5-2-printer"),
+        "{s:#}"
+    );
+    // The dependent never started: only the two independent stories were built.
+    let built = read(&env.root(), "home/agent/build.log");
+    let mut built: Vec<&str> = built.lines().collect();
+    built.sort();
+    assert_eq!(built, ["5-1-parser", "5-2-printer"]);
+    // The done story's spec on its branch is what git-bmad verified.
+    let spec = env.git(
+        &repo,
+        &[
+            "show",
+            "bmad/5-1-parser:_bmad-output/implementation-artifacts/spec-5-1-parser.md",
+        ],
+    );
+    assert!(spec.contains("status: 'done'"), "{spec}");
+    // The progress document names the blocker and what to do next.
+    let progress = env.git(
+        &repo,
+        &["show", "bmad/epic-5:docs/progress/epic-5-auto-run.md"],
+    );
+    assert!(
+        progress.contains("## Blockers and next steps"),
+        "{progress}"
+    );
+    assert!(
+        progress.contains("- **5-2-printer** (blocked): intent gap: which paper sizes?"),
+        "{progress}"
+    );
+
+    // Resuming changes nothing while the condition stands.
+    env.bmad(&repo, &["epic", "resume", "5"]).code(3);
+    assert_eq!(read(&env.root(), "home/agent/build.log").lines().count(), 2);
+    // A human answers the question in the story's own worktree; the agent builds it now,
+    // and its dependent runs, stacked on both.
+    let wt = env.root().join("ledger.5-2-printer");
+    let spec_path = "_bmad-output/implementation-artifacts/spec-5-2-printer.md";
+    let spec = read(&wt, spec_path)
+        .replace("status: 'blocked'", "status: 'ready-for-dev'")
+        .replace(
+            "Blocking condition: intent gap: which paper sizes?\n",
+            "Paper sizes: A4 and Letter.\n",
+        );
+    std::fs::write(wt.join(spec_path), spec).unwrap();
+    agent_behaviour(
+        &env,
+        "build",
+        &read(&env.root(), "home/agent/build.sh").replace("[ \"$key\" = 5-2-printer ]", "false"),
+    );
+    env.bmad(&repo, &["epic", "resume", "5"]).success();
+    let s = env
+        .bmad(&repo, &["epic", "status", "5", "--json"])
+        .success()
+        .json();
+    for key in ["5-1-parser", "5-2-printer", "5-3-cli"] {
+        assert_eq!(story(&s, key)["stage"], "done", "{key}: {s:#}");
+    }
+    let built = read(&env.root(), "home/agent/build.log");
+    assert_eq!(
+        built.lines().filter(|l| *l == "5-1-parser").count(),
+        1,
+        "a done story never runs twice: {built}"
+    );
 }

@@ -218,9 +218,9 @@ impl From<crate::epic::Error> for CommandError {
             | crate::epic::Error::AmbiguousStory { .. }) => {
                 CommandError::coded(exit::USAGE, e, None)
             }
-            e @ (crate::epic::Error::Gh(_) | crate::epic::Error::NoRun(_)) => {
-                CommandError::coded(exit::FAILED, e, None)
-            }
+            e @ (crate::epic::Error::Gh(_)
+            | crate::epic::Error::NoRun(_)
+            | crate::epic::Error::Write { .. }) => CommandError::coded(exit::FAILED, e, None),
         }
     }
 }

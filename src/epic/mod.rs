@@ -6,6 +6,7 @@
 mod closeout;
 pub mod pipeline;
 pub mod plan;
+pub mod progress;
 pub mod run;
 pub mod state;
 mod status;
@@ -59,4 +60,13 @@ pub enum Error {
     /// No epic run was started.
     #[error("epic {0} has no run to resume; start one with git bmad epic run {0}")]
     NoRun(String),
+    /// A file of the epic's worktree could not be written.
+    #[error("could not write {}: {source}", path.display())]
+    Write {
+        /// The file.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
 }

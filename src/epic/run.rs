@@ -90,6 +90,8 @@ pub struct EpicRun {
     pub gated: Vec<String>,
     /// Stories that failed.
     pub failed: Vec<String>,
+    /// Stories whose agent halted on a blocking condition: a human resolves it (exit 3).
+    pub blocked: Vec<String>,
     /// The circuit breaker's reason, if it tripped.
     pub stopped: Option<String>,
     /// Interrupted: state saved, `epic resume` continues.
@@ -203,7 +205,16 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
         parallel: options.parallel as u32,
         gates: options.gates.as_str().to_owned(),
         rounds: plan.rounds,
+        remote: options.remote.clone(),
+        max_failures: options.max_failures,
     };
+    // A story that halted blocked runs again once a human has resolved it in its session
+    // (its file there no longer says blocked): the journal then forgets the old stage.
+    for key in unblocked(repo, &plan, &state)? {
+        if let Some(story) = state.stories.get_mut(&key) {
+            story.stage = UNBLOCKED.into();
+        }
+    }
     let all_settled = plan.to_run().all(|s| state.story(&s.key).is_terminal());
     // Run again after it finished: nothing to do, nothing written.
     if state.finished && all_settled {
@@ -362,9 +373,17 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
             }),
         )?;
     }
+    write_progress(repo, &epic_session, &plan, &state)?;
     let mut out = finished_run(plan, epic_session, state, stopped, interrupted);
     out.gated = gated;
     out.failed = keys_with(&ended_here, &[End::Failed]);
+    // Blocked in this run or before, and not yet resolved: still waiting for a human.
+    out.blocked = out
+        .plan
+        .to_run()
+        .filter(|s| out.state.story(&s.key).stage == "blocked")
+        .map(|s| s.key.clone())
+        .collect();
     Ok(out)
 }
 
@@ -391,9 +410,63 @@ fn finished_run(
         state,
         gated: Vec::new(),
         failed: Vec::new(),
+        blocked: Vec::new(),
         stopped,
         interrupted,
     }
+}
+
+/// The in-memory stage of a story the journal says blocked and a human has since unblocked:
+/// it runs its pipeline anew.
+pub(super) const UNBLOCKED: &str = "unblocked";
+
+/// The stories the journal says blocked whose file in their own session no longer does.
+fn unblocked(repo: &Repo, plan: &Plan, state: &EpicState) -> Result<Vec<String>, Error> {
+    let mut keys = Vec::new();
+    for s in plan.to_run() {
+        if state.story(&s.key).stage != "blocked" {
+            continue;
+        }
+        let Some(session) = closeout::find_by_name(repo, &story_session_name(&s.key))? else {
+            continue;
+        };
+        let project = Project::load(&session.worktree, None)?;
+        let still = project
+            .stories
+            .iter()
+            .find(|v| v.key == s.key)
+            .is_none_or(|v| v.is_blocked());
+        if !still {
+            keys.push(s.key.clone());
+        }
+    }
+    Ok(keys)
+}
+
+/// Write the epic's progress document on its branch and commit it, when it changed.
+fn write_progress(
+    repo: &Repo,
+    epic: &Session,
+    plan: &Plan,
+    state: &EpicState,
+) -> Result<(), Error> {
+    let text = super::progress::render(plan, state);
+    let path = epic.worktree.join(super::progress::path(&plan.epic));
+    if std::fs::read_to_string(&path).is_ok_and(|now| now == text) {
+        return Ok(());
+    }
+    let write = |path: &std::path::Path| {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        crate::fs::write_atomically(path, text.as_bytes(), None)
+    };
+    write(&path).map_err(|source| Error::Write {
+        path: path.clone(),
+        source,
+    })?;
+    closeout::commit_work(repo, epic, &format!("epic {}: progress", plan.epic))?;
+    Ok(())
 }
 
 /// Move a finished story's sprint status on the epic's branch, signed and committed. The

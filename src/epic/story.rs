@@ -84,13 +84,17 @@ pub(super) fn run_story(
             }
         }
     };
+    // A story a human unblocked after its pipeline had finished runs its pipeline anew.
+    let (source, args) = (job.source.clone(), vec![key.clone()]);
+    let request = if job.known.stage == super::run::UNBLOCKED {
+        Request::Restart { source, args }
+    } else {
+        Request::Start { source, args }
+    };
     let report = supervisor::supervise(
         &repo,
         &session,
-        Request::Start {
-            source: job.source.clone(),
-            args: vec![key.clone()],
-        },
+        request,
         supervisor::RunOptions {
             config,
             feature_env: Default::default(),

@@ -637,6 +637,16 @@ pub struct EpicStarted {
     pub gates: String,
     /// Review→fix rounds per story.
     pub rounds: u32,
+    /// The remote pull requests go to (empty in runs from before it was recorded).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub remote: String,
+    /// The circuit breaker: stories failing in a row before no more start (0: not recorded).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub max_failures: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// `story_stage`: one story's progress; the event's `step` is the story key.

@@ -36,6 +36,15 @@ pub enum Request {
         /// Arguments for its steps.
         args: Vec<String>,
     },
+    /// Run a playbook anew from its first step when this session's run of it completed
+    /// (or was aborted); otherwise the same as [`Request::Start`]. The epic runner asks
+    /// this for a story a human unblocked after its pipeline had finished.
+    Restart {
+        /// The playbook.
+        source: Source,
+        /// Arguments for its steps.
+        args: Vec<String>,
+    },
     /// Continue after a crash, a stop or an answered gate.
     Resume,
     /// Answer the open gate, then continue.
@@ -74,6 +83,12 @@ pub fn supervise(
     let journal = session::read_journal(repo, &session.id)?;
     let state = RunState::replay(journal.events());
     let root = session.worktree.clone();
+    let fresh = matches!(request, Request::Restart { .. })
+        && matches!(state.ended, Some(Ended::Completed | Ended::Aborted));
+    let request = match request {
+        Request::Restart { source, args } => Request::Start { source, args },
+        other => other,
+    };
     let (playbook, args, new_run) = match (&request, &state.manifest) {
         (Request::Start { source, .. }, Some(m)) if m.playbook != source.name => {
             return Err(Error::OtherPlaybook {
@@ -81,6 +96,11 @@ pub fn supervise(
                 running: m.playbook.clone(),
                 requested: source.name.clone(),
             })
+        }
+        // A restart of a run that ended: a new run, from its first step.
+        (Request::Start { source, args }, Some(_)) if fresh => {
+            let playbook = validate(source, &root, options.config)?;
+            (playbook, args.clone(), Some(source.clone()))
         }
         (_, Some(m)) => match stored_playbook(repo, session, m) {
             Ok(playbook) => (playbook, m.args.clone(), None),
@@ -107,7 +127,10 @@ pub fn supervise(
             })
         }
     };
-    let programs = preflight(&playbook, &state, options.config, &root)?;
+    // A new run needs the programs of every step, whatever an earlier run finished.
+    let fresh = RunState::default();
+    let before = if new_run.is_some() { &fresh } else { &state };
+    let programs = preflight(&playbook, before, options.config, &root)?;
     let mut engine = Engine {
         repo,
         session,

@@ -237,6 +237,10 @@ impl RunState {
                     args: run.args.clone(),
                     steps: run.steps.clone(),
                 });
+                // A new run (after one that ended) starts its steps afresh; counters of
+                // invocations, time and cost go on adding up over the session.
+                self.steps.clear();
+                self.gate = None;
                 self.ended = None;
             }
             Body::RunResumed(_) => self.ended = None,

@@ -51,8 +51,8 @@ pub enum EpicAction {
     /// that may not run together (overlapping `touches`), integration checkpoints, and the
     /// pipeline each story gets
     Plan(Selection),
-    /// Run the epic (or continue it): exit 0 all done, 3 a story waits at a gate, 5 a story
-    /// failed, 130 interrupted
+    /// Run the epic (or continue it): exit 0 all done, 3 a story waits at a gate or halted
+    /// blocked, 5 a story failed, 130 interrupted
     Run(RunArgs),
     /// Each story's stage, rounds, pull request, cost and gate, from the epic's journal
     Status {
@@ -160,8 +160,14 @@ pub fn cmd_epic(ctx: &Context, args: &EpicArgs) -> Result<u8, CommandError> {
                     parallel: started.parallel.max(1) as usize,
                     gates: started.gates.clone(),
                     base: Some(started.base.clone()),
-                    remote: "origin".into(),
-                    max_failures: 3,
+                    // Runs journaled before these were recorded used the defaults.
+                    remote: Some(started.remote.clone())
+                        .filter(|r| !r.is_empty())
+                        .unwrap_or_else(|| "origin".into()),
+                    max_failures: match started.max_failures {
+                        0 => 3,
+                        n => n,
+                    },
                     dry_run: false,
                 },
             )
@@ -220,7 +226,7 @@ fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError> {
     )?;
     let code = if run.interrupted {
         exit::INTERRUPTED
-    } else if !run.gated.is_empty() {
+    } else if !run.gated.is_empty() || !run.blocked.is_empty() {
         exit::GATED
     } else if !run.failed.is_empty() || run.stopped.is_some() {
         exit::STEP_FAILED
@@ -235,8 +241,14 @@ fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError> {
     if let Some(why) = &run.stopped {
         ui.line(ui.paint(why, Style::Red));
     }
+    for key in &run.blocked {
+        ui.status(format!(
+            "{key} is blocked: resolve its blocking condition in the story file and set it back (git bmad stories set {key} ready-for-dev --force), then git bmad epic resume {}",
+            run.plan.epic
+        ));
+    }
     match code {
-        exit::GATED => ui.status(format!(
+        exit::GATED if !run.gated.is_empty() => ui.status(format!(
             "Next: answer the gate in each waiting story's worktree (git bmad answer), then git bmad epic resume {}",
             run.plan.epic
         )),
