@@ -153,10 +153,8 @@ fn a_run_parked_in_a_is_pushed_synced_resumed_and_answered_in_b() {
     // A's old worktree is still there: git-bmad does not overwrite it.
     let occupied = env.bmad(&a, &["resume", "feat", "--steal"]).code(1);
     assert!(occupied.stderr.contains("a.feat"), "{}", occupied.stderr);
-    env.git(
-        &a,
-        &["worktree", "remove", "--force", wt_a.to_str().unwrap()],
-    );
+    // Deleted by hand (git still lists it and holds its branch): git-bmad lets git forget it.
+    std::fs::remove_dir_all(&wt_a).unwrap();
     let back = env.bmad(&a, &["resume", "feat", "--steal"]).success();
     assert!(back.stderr.contains("is back here"), "{}", back.stderr);
     assert_eq!(read(&wt_a, "out/ship.txt"), "shipped\n");

@@ -166,6 +166,19 @@ pub enum Error {
         /// The commands that repair it.
         fix: String,
     },
+    /// A ref here holds history the remote's copy does not: bringing the session here would
+    /// drop it.
+    #[error("{reference} is at {here} here, which {remote}'s {theirs} does not contain; run git bmad sync --remote {remote} (and push) first")]
+    Diverged {
+        /// The ref.
+        reference: String,
+        /// Its value here.
+        here: String,
+        /// The remote.
+        remote: String,
+        /// The remote's value.
+        theirs: String,
+    },
     /// The session is being worked on elsewhere.
     #[error("session {session} was active on another machine moments ago (as {remote} has it); resuming it here too would split its work. Wait until it stops (about {minutes} min), or pass --steal if that machine is gone")]
     LeaseHeld {

@@ -98,6 +98,13 @@ pub fn push(repo: &Repo, session: &Session, remote: &str) -> Result<Pushed> {
             values.push((name.clone(), id));
         }
     }
+    if values.is_empty() {
+        // `git push <remote>` with no refspec would push whatever the config says.
+        return Err(Error::InvalidInput(format!(
+            "session {} has nothing to push: its branch {} is gone",
+            session.name, session.branch
+        )));
+    }
     let specs: Vec<String> = values.iter().map(|(n, _)| format!("{n}:{n}")).collect();
     // From the session's worktree when it is here, so the policy binds as for the agent.
     let worktree = if session.worktree_exists {
@@ -424,9 +431,21 @@ fn import_refs(repo: &Repo, remote: &str, session: &Session) -> Result<()> {
     }
     copies.push((checkpoints_ref(id), session.head));
     for (name, value) in &copies {
-        let now = repo.read_ref(name)?;
-        if now != Some(*value) {
-            cas(repo, name, now, *value)?;
+        match repo.read_ref(name)? {
+            None => cas(repo, name, None, *value)?,
+            Some(now) if now == *value => {}
+            // Left by an interrupted resume: moved forward only, never over other history.
+            Some(now) if repo.is_ancestor(now, *value)? == Some(true) => {
+                cas(repo, name, Some(now), *value)?
+            }
+            Some(now) => {
+                return Err(Error::Diverged {
+                    reference: name.clone(),
+                    here: now.to_string(),
+                    remote: remote.to_owned(),
+                    theirs: value.to_string(),
+                })
+            }
         }
     }
     Ok(())
@@ -438,6 +457,9 @@ fn settle_here(repo: &Repo, remote: &str, mut session: Session) -> Result<Sessio
     let id = session.id.clone();
     let config = super::load_config(repo)?;
     let worktree = config.worktree_for(&repo.main_workdir()?, &session.name);
+    // An old worktree of this clone whose directory was deleted by hand still holds the
+    // branch for git: let git forget it first.
+    super::lifecycle::forget_vanished_worktrees(repo, Some(&worktree))?;
     if std::fs::symlink_metadata(&worktree).is_ok() {
         // Possibly this clone's own worktree from before the session left: git refuses to
         // remove it if it holds changes, which is the check wanted here.
