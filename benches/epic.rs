@@ -22,6 +22,9 @@ use git_bmad::git::Repo;
 use git_bmad::session::schema::StoryStage;
 use git_bmad::session::{self, Body, NewEvent, StartOptions};
 
+mod common;
+use common::{git, ms};
+
 const STORIES: usize = 200;
 const EVENTS: usize = 10_000;
 const SAMPLES: usize = 21;
@@ -34,16 +37,7 @@ fn main() {
         "build the binary first: cargo build --release"
     );
     let dir = tempfile::tempdir().expect("temp dir");
-    let home = dir.path().join("home");
-    std::fs::create_dir_all(&home).expect("home");
-    std::env::set_var("HOME", &home);
-    std::env::set_var("GIT_CONFIG_NOSYSTEM", "1");
-    std::env::set_var("GIT_CONFIG_GLOBAL", home.join(".gitconfig"));
-    std::fs::write(
-        home.join(".gitconfig"),
-        "[user]\n\tname = Bench\n\temail = bench@example.com\n",
-    )
-    .expect("config");
+    common::hermetic_git(dir.path());
     let repo_dir = dir.path().join("repo");
     let status_file = sprint(&repo_dir);
     git(&repo_dir, &["init", "-q", "-b", "main"]);
@@ -51,9 +45,9 @@ fn main() {
     git(&repo_dir, &["commit", "-q", "-m", "a 200-story sprint"]);
 
     // 1. Scheduling.
-    let plan = || {
+    let bmad = |args: &[&str]| -> Vec<u8> {
         let out = Command::new(&bin)
-            .args(["epic", "plan", "1", "--json"])
+            .args(args)
             .current_dir(&repo_dir)
             .output()
             .expect("spawn");
@@ -62,7 +56,11 @@ fn main() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        out.stdout
+    };
+    let plan = || {
+        let out = bmad(&["epic", "plan", "1", "--json"]);
+        let v: serde_json::Value = serde_json::from_slice(&out).expect("json");
         assert_eq!(v["plan"]["stories"].as_array().map(Vec::len), Some(STORIES));
         // Ten chains of twenty: twenty waves.
         assert_eq!(v["plan"]["waves"].as_array().map(Vec::len), Some(20));
@@ -133,16 +131,7 @@ fn main() {
         built.elapsed().as_secs_f64()
     );
     let ours = time(|| {
-        let out = Command::new(&bin)
-            .args(["epic", "status", "1", "--json"])
-            .current_dir(&repo_dir)
-            .output()
-            .expect("spawn");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        bmad(&["epic", "status", "1", "--json"]);
     });
     let head = git(
         &repo_dir,
@@ -231,33 +220,8 @@ fn bmad_python(here: &Path) -> Option<PathBuf> {
     (made && has_ruamel(&python)).then_some(python)
 }
 
+/// The median of [`SAMPLES`] calls, after one that warms the page cache.
 fn time(mut f: impl FnMut()) -> Duration {
-    f(); // warm the page cache
-    let mut v: Vec<Duration> = (0..SAMPLES)
-        .map(|_| {
-            let t = Instant::now();
-            f();
-            t.elapsed()
-        })
-        .collect();
-    v.sort();
-    v[v.len() / 2]
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("spawn git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
+    f();
+    common::median_time(SAMPLES, f)
 }

@@ -15,23 +15,17 @@ use std::time::{Duration, Instant};
 use git_bmad::git::Repo;
 use git_bmad::session::{self, Body, NewEvent, StartOptions};
 
+mod common;
+use common::{git, ms};
+
 const EVENTS: usize = 10_000;
 const EVENTS_PER_CHECKPOINT: usize = 10;
 const SAMPLES: usize = 100;
 
 fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let home = dir.path().join("home");
-    std::fs::create_dir_all(&home).expect("home");
     // Hermetic git for this process and its children.
-    std::env::set_var("HOME", &home);
-    std::env::set_var("GIT_CONFIG_NOSYSTEM", "1");
-    std::env::set_var("GIT_CONFIG_GLOBAL", home.join(".gitconfig"));
-    std::fs::write(
-        home.join(".gitconfig"),
-        "[user]\n\tname = Bench\n\temail = bench@example.com\n",
-    )
-    .expect("config");
+    common::hermetic_git(dir.path());
     let repo_dir = dir.path().join("repo");
     std::fs::create_dir_all(&repo_dir).expect("repo dir");
     git(&repo_dir, &["init", "-q", "-b", "main"]);
@@ -166,20 +160,6 @@ fn main() {
     );
 }
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("spawn git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 fn median(v: &mut [Duration]) -> Duration {
     v.sort();
     v[v.len() / 2]
@@ -188,8 +168,4 @@ fn median(v: &mut [Duration]) -> Duration {
 fn p95(v: &mut [Duration]) -> Duration {
     v.sort();
     v[(v.len() * 95 / 100).min(v.len() - 1)]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
 }
