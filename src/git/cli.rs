@@ -115,9 +115,16 @@ impl GitCli {
 
     /// `git push --atomic --porcelain <remote> <specs>`, through the hooks; the refs git
     /// or the remote refused (all or none move), with git's stderr.
-    pub(super) fn push_atomic(&self, remote: &str, specs: &[String]) -> Result<Vec<Refused>> {
+    pub(super) fn push_atomic(
+        &self,
+        remote: &str,
+        specs: &[String],
+        leases: &[String],
+    ) -> Result<Vec<Refused>> {
         let mut cmd = self.command();
-        cmd.args(["push", "--atomic", "--porcelain", remote])
+        cmd.args(["push", "--atomic", "--porcelain"])
+            .args(leases)
+            .arg(remote)
             .args(specs);
         let args = describe(&cmd);
         let out = output(cmd)?;

@@ -281,11 +281,27 @@ impl Repo {
     }
 
     /// Push `specs` (`src:dst`, never `+`-forced) to `remote` in one atomic push through the
-    /// hooks: every ref moves or none does. The refs refused (not a fast-forward, declined by
-    /// the remote); empty when all moved. A hook refusing the push is an error.
-    pub fn push_atomic(&self, remote: &str, specs: &[String]) -> Result<Vec<Refused>> {
+    /// hooks: every ref moves or none does. Each `(ref, expected)` lease makes the push fail
+    /// unless the remote's ref still is what this clone last saw there (`None`: that it does
+    /// not exist). A lease lets git skip its fast-forward check, so the pre-push policy, which
+    /// refuses every update that is not a fast-forward, stays the check that nothing is ever
+    /// overwritten. The refs refused (not a fast-forward, stale lease, declined by the
+    /// remote); empty when all moved. A hook refusing the push is an error.
+    pub fn push_atomic(
+        &self,
+        remote: &str,
+        specs: &[String],
+        leases: &[(String, Option<ObjectId>)],
+    ) -> Result<Vec<Refused>> {
         debug_assert!(specs.iter().all(|s| !s.starts_with('+')));
-        self.git().push_atomic(remote, specs)
+        let leases: Vec<String> = leases
+            .iter()
+            .map(|(name, expected)| {
+                let expected = expected.map(|id| id.to_string()).unwrap_or_default();
+                format!("--force-with-lease={name}:{expected}")
+            })
+            .collect();
+        self.git().push_atomic(remote, specs, &leases)
     }
 
     /// Fetch `specs` from `remote` without tags or FETCH_HEAD.

@@ -3,6 +3,9 @@
 //! session's state from a remote and brings the local copies up to date, merging journals
 //! appended on two machines.
 //!
+//! A push is atomic, never `+`-forced, and carries a lease per ref: the remote must still
+//! hold what this clone last saw there.
+//!
 //! On the remote a session keeps the names it has here (`refs/heads/bmad/<name>`,
 //! `refs/bmad/sessions/<id>/…`, `refs/notes/bmad/<id>`), none of which is a branch but the
 //! session's own. Here, what was last seen there is kept under
@@ -106,6 +109,19 @@ pub fn push(repo: &Repo, session: &Session, remote: &str) -> Result<Pushed> {
         )));
     }
     let specs: Vec<String> = values.iter().map(|(n, _)| format!("{n}:{n}")).collect();
+    // What this clone last saw on the remote for each ref: the push is refused when the
+    // remote moved since (`sync` first), even where a fast-forward would have taken it.
+    let mut leases = Vec::new();
+    for (name, _) in &values {
+        let seen = match tracking_name(remote, name) {
+            Some(tracking) => repo.read_ref(&tracking)?,
+            None => repo.read_ref(&format!(
+                "refs/remotes/{remote}/{}",
+                name.trim_start_matches("refs/heads/")
+            ))?,
+        };
+        leases.push((name.clone(), seen));
+    }
     // From the session's worktree when it is here, so the policy binds as for the agent.
     let worktree = if session.worktree_exists {
         session.open_worktree(repo)?
@@ -115,7 +131,7 @@ pub fn push(repo: &Repo, session: &Session, remote: &str) -> Result<Pushed> {
     let refused = worktree
         .as_ref()
         .unwrap_or(repo)
-        .push_atomic(remote, &specs)?;
+        .push_atomic(remote, &specs, &leases)?;
     if !refused.is_empty() {
         return Err(Error::PushRefused {
             remote: remote.to_owned(),
