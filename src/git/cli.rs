@@ -113,19 +113,12 @@ impl GitCli {
         run_checked(cmd)
     }
 
-    /// `git push --atomic --porcelain <remote> <specs>`, through the hooks; the refs git
-    /// or the remote refused (all or none move), with git's stderr.
-    pub(super) fn push_atomic(
-        &self,
-        remote: &str,
-        specs: &[String],
-        leases: &[String],
-    ) -> Result<Vec<Refused>> {
+    /// `git push --atomic --porcelain <leases> <remote> <specs>` (`args`: the leases, the
+    /// remote, then the specs), through the hooks; the refs git or the remote refused (all
+    /// or none move), with git's stderr.
+    pub(super) fn push_atomic(&self, args: &[String]) -> Result<Vec<Refused>> {
         let mut cmd = self.command();
-        cmd.args(["push", "--atomic", "--porcelain"])
-            .args(leases)
-            .arg(remote)
-            .args(specs);
+        cmd.args(["push", "--atomic", "--porcelain"]).args(args);
         let args = describe(&cmd);
         let out = output(cmd)?;
         let stdout = String::from_utf8_lossy(&out.stdout);

@@ -294,14 +294,16 @@ impl Repo {
         leases: &[(String, Option<ObjectId>)],
     ) -> Result<Vec<Refused>> {
         debug_assert!(specs.iter().all(|s| !s.starts_with('+')));
-        let leases: Vec<String> = leases
+        let mut args: Vec<String> = leases
             .iter()
             .map(|(name, expected)| {
                 let expected = expected.map(|id| id.to_string()).unwrap_or_default();
                 format!("--force-with-lease={name}:{expected}")
             })
             .collect();
-        self.git().push_atomic(remote, specs, &leases)
+        args.push(remote.to_owned());
+        args.extend(specs.iter().cloned());
+        self.git().push_atomic(&args)
     }
 
     /// Fetch `specs` from `remote` without tags or FETCH_HEAD.
