@@ -44,7 +44,12 @@ fn dev_behaviour(env: &TestEnv, prelude: &str) {
 
 /// `epic status --json`'s stories by key.
 fn status(env: &TestEnv, repo: &Path) -> Value {
-    env.bmad(repo, &["epic", "status", "3", "--json"])
+    epic_status(env, repo, "3")
+}
+
+/// `epic status <epic> --json`.
+fn epic_status(env: &TestEnv, repo: &Path, epic: &str) -> Value {
+    env.bmad(repo, &["epic", "status", epic, "--json"])
         .success()
         .json()
 }
@@ -405,10 +410,7 @@ fn a_v611_epic_builds_from_specs_and_a_blocked_spec_parks_with_its_condition() {
         "{}",
         run.stderr
     );
-    let s = env
-        .bmad(&repo, &["epic", "status", "5", "--json"])
-        .success()
-        .json();
+    let s = epic_status(&env, &repo, "5");
     assert_eq!(story(&s, "5-1-parser")["stage"], "done", "{s:#}");
     let blocked = story(&s, "5-2-printer");
     assert_eq!(blocked["stage"], "blocked", "{s:#}");
@@ -476,10 +478,7 @@ fn a_v611_epic_builds_from_specs_and_a_blocked_spec_parks_with_its_condition() {
         &read(&env.root(), "home/agent/build.sh").replace("[ \"$key\" = 5-2-printer ]", "false"),
     );
     env.bmad(&repo, &["epic", "resume", "5"]).success();
-    let s = env
-        .bmad(&repo, &["epic", "status", "5", "--json"])
-        .success()
-        .json();
+    let s = epic_status(&env, &repo, "5");
     for key in ["5-1-parser", "5-2-printer", "5-3-cli"] {
         assert_eq!(story(&s, key)["stage"], "done", "{key}: {s:#}");
     }

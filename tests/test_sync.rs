@@ -77,6 +77,16 @@ fn a_run_parked_in_a_is_pushed_synced_resumed_and_answered_in_b() {
     env.git(&a, &["config", "bmad.origin.pushSessions", "true"]);
     let pushed = env.bmad(&wt_a, &["push", "--json"]).success().json();
     assert_eq!(pushed["state"], true);
+    // Pushed again with nothing new: nothing moves, and it says so.
+    let again = env.bmad(&wt_a, &["push", "--json"]).success().json();
+    assert_eq!(again["refs"], serde_json::json!([]), "{again:#}");
+    assert!(
+        again["up_to_date"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!("refs/heads/bmad/feat")),
+        "{again:#}"
+    );
     let refs = remote_refs(&env, &remote);
     for want in [
         format!("refs/bmad/sessions/{id}/checkpoints"),

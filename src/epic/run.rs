@@ -455,13 +455,8 @@ fn write_progress(
     if std::fs::read_to_string(&path).is_ok_and(|now| now == text) {
         return Ok(());
     }
-    let write = |path: &std::path::Path| {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        crate::fs::write_atomically(path, text.as_bytes(), None)
-    };
-    write(&path).map_err(|source| Error::Write {
+    // `write_atomically` makes `docs/progress/` when it is missing.
+    crate::fs::write_atomically(&path, text.as_bytes(), None).map_err(|source| Error::Write {
         path: path.clone(),
         source,
     })?;

@@ -10,6 +10,7 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use super::commands::{PushOutcome, Refused};
 use super::error::{Error, Result};
 use super::ObjectId;
 use crate::env::REPO_REDIRECTING_VARS;
@@ -32,17 +33,6 @@ pub(super) struct GitCli {
     program: PathBuf,
     git_dir: PathBuf,
     workdir: PathBuf,
-}
-
-/// A ref a push did not move, and why.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Refused {
-    /// The remote ref.
-    pub remote_ref: String,
-    /// git's summary: `[rejected] (non-fast-forward)`, `[remote rejected] (…)`.
-    pub reason: String,
-    /// What git and the hooks printed.
-    pub stderr: String,
 }
 
 /// One changed path between two trees, from `git diff-tree --raw`.
@@ -114,41 +104,41 @@ impl GitCli {
     }
 
     /// `git push --atomic --porcelain <leases> <remote> <specs>` (`args`: the leases, the
-    /// remote, then the specs), through the hooks; the refs git or the remote refused (all
-    /// or none move), with git's stderr.
-    pub(super) fn push_atomic(&self, args: &[String]) -> Result<Vec<Refused>> {
+    /// remote, then the specs), through the hooks: what git reports per ref (all or none
+    /// move). A push that fails with no ref refused (a hook, no network) is an error.
+    pub(super) fn push_atomic(&self, args: &[String]) -> Result<PushOutcome> {
         let mut cmd = self.command();
         cmd.args(["push", "--atomic", "--porcelain"]).args(args);
-        let args = describe(&cmd);
+        let described = describe(&cmd);
         let out = output(cmd)?;
-        let stdout = String::from_utf8_lossy(&out.stdout);
         let stderr = String::from_utf8_lossy(&out.stderr).trim().to_owned();
-        // `!<TAB>from:to<TAB>[rejected] (why)` for every ref that did not move.
-        let refused: Vec<Refused> = stdout
-            .lines()
-            .filter_map(|line| line.strip_prefix("!\t"))
-            .map(|rest| {
-                let mut parts = rest.splitn(2, '\t');
-                let spec = parts.next().unwrap_or_default();
-                Refused {
-                    remote_ref: spec.rsplit(':').next().unwrap_or(spec).to_owned(),
-                    reason: parts.next().unwrap_or_default().to_owned(),
+        let mut outcome = PushOutcome::default();
+        // `<flag>TAB<from>:<to>TAB<summary>` per ref: `!` refused, `=` already there.
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let mut fields = line.splitn(3, '\t');
+            let (Some(flag), Some(spec)) = (fields.next(), fields.next()) else {
+                continue;
+            };
+            let remote_ref = spec.rsplit(':').next().unwrap_or(spec).to_owned();
+            match flag {
+                "!" => outcome.refused.push(Refused {
+                    remote_ref,
+                    reason: fields.next().unwrap_or_default().to_owned(),
                     stderr: stderr.clone(),
-                }
-            })
-            .collect();
-        if out.status.success() {
-            return Ok(Vec::new());
+                }),
+                "=" => outcome.up_to_date.push(remote_ref),
+                _ => {}
+            }
         }
-        if refused.is_empty() {
-            // A hook said no before anything was sent, or the remote is unreachable.
+        if !out.status.success() && outcome.refused.is_empty() {
+            let code = out.status.code();
             return Err(Error::Command {
-                args,
-                code: out.status.code(),
+                args: described,
+                code,
                 stderr,
             });
         }
-        Ok(refused)
+        Ok(outcome)
     }
 
     /// `git fetch --no-tags <remote> <specs>` (forced specs into tracking namespaces only).

@@ -9,7 +9,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 
-use super::cli::{Refused, TreeChange};
+use super::cli::TreeChange;
 use super::error::{Error, Result};
 use super::repo::Repo;
 use super::ObjectId;
@@ -285,14 +285,14 @@ impl Repo {
     /// unless the remote's ref still is what this clone last saw there (`None`: that it does
     /// not exist). A lease lets git skip its fast-forward check, so the pre-push policy, which
     /// refuses every update that is not a fast-forward, stays the check that nothing is ever
-    /// overwritten. The refs refused (not a fast-forward, stale lease, declined by the
-    /// remote); empty when all moved. A hook refusing the push is an error.
+    /// overwritten. Refused refs (not a fast-forward, stale lease, declined by the remote)
+    /// mean nothing moved; a hook refusing the push is an error.
     pub fn push_atomic(
         &self,
         remote: &str,
         specs: &[String],
         leases: &[(String, Option<ObjectId>)],
-    ) -> Result<Vec<Refused>> {
+    ) -> Result<PushOutcome> {
         debug_assert!(specs.iter().all(|s| !s.starts_with('+')));
         let mut args: Vec<String> = leases
             .iter()
@@ -491,6 +491,26 @@ fn lexically_normal(path: &Path) -> PathBuf {
         }
     }
     out
+}
+
+/// A ref a push did not move, and why.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Refused {
+    /// The remote ref.
+    pub remote_ref: String,
+    /// git's summary: `[rejected] (non-fast-forward)`, `[remote rejected] (…)`.
+    pub reason: String,
+    /// What git and the hooks printed.
+    pub stderr: String,
+}
+
+/// What a push did, ref by ref.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PushOutcome {
+    /// Refs the push did not move (then none moved: the push is atomic).
+    pub refused: Vec<Refused>,
+    /// Refs the remote already had at the pushed value.
+    pub up_to_date: Vec<String>,
 }
 
 /// What a diff adds up to.

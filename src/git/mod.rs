@@ -18,8 +18,8 @@ mod snapshot;
 mod snapshot_cache;
 mod worktree_scan;
 
-pub use cli::{Refused, TreeChange};
-pub use commands::{ConfigFile, DiffStat, PatchStream};
+pub use cli::TreeChange;
+pub use commands::{ConfigFile, DiffStat, PatchStream, PushOutcome, Refused};
 pub use error::{Error, Result};
 pub use gix::ObjectId;
 pub use index::SavedIndex;

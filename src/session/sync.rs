@@ -66,8 +66,10 @@ pub fn opt_in_key(remote: &str) -> String {
 pub struct Pushed {
     /// The remote.
     pub remote: String,
-    /// The refs that were pushed (full names, the same on both sides).
+    /// The refs the push moved (full names, the same on both sides).
     pub refs: Vec<String>,
+    /// The refs the remote already had as they are here.
+    pub up_to_date: Vec<String>,
     /// Whether the journal and checkpoints went too (the remote opted in).
     pub state: bool,
 }
@@ -88,7 +90,7 @@ pub fn push(repo: &Repo, session: &Session, remote: &str) -> Result<Pushed> {
     if state {
         refs.push(checkpoints_ref(&session.id));
         refs.push(notes_ref(&session.id));
-        let texts = format!("{}/texts/", session_prefix(&session.id));
+        let texts = super::session_ref(&session.id, "texts/");
         refs.extend(
             repo.refs_with_prefix(&texts)?
                 .into_iter()
@@ -128,14 +130,14 @@ pub fn push(repo: &Repo, session: &Session, remote: &str) -> Result<Pushed> {
     } else {
         None
     };
-    let refused = worktree
+    let outcome = worktree
         .as_ref()
         .unwrap_or(repo)
         .push_atomic(remote, &specs, &leases)?;
-    if !refused.is_empty() {
+    if !outcome.refused.is_empty() {
         return Err(Error::PushRefused {
             remote: remote.to_owned(),
-            refused,
+            refused: outcome.refused,
         });
     }
     // What the remote now has, for the next sync to compare with.
@@ -145,9 +147,14 @@ pub fn push(repo: &Repo, session: &Session, remote: &str) -> Result<Pushed> {
             let _ = repo.cas_ref(&tracking, old, *id, "bmad push")?;
         }
     }
+    let (up_to_date, refs) = values
+        .into_iter()
+        .map(|(n, _)| n)
+        .partition(|n| outcome.up_to_date.contains(n));
     Ok(Pushed {
         remote: remote.to_owned(),
-        refs: values.into_iter().map(|(n, _)| n).collect(),
+        refs,
+        up_to_date,
         state,
     })
 }
@@ -193,14 +200,7 @@ pub fn sync(repo: &Repo, remote: &str, branch_prefix: &str) -> Result<Vec<Synced
     };
     main.as_ref().unwrap_or(repo).fetch(remote, &specs)?;
     let mut out = Vec::new();
-    for (name, theirs) in repo.refs_with_prefix(&format!("{track}sessions/"))? {
-        let Some(id) = name
-            .strip_prefix(&format!("{track}sessions/"))
-            .and_then(|rest| rest.strip_suffix("/checkpoints"))
-            .and_then(SessionId::parse)
-        else {
-            continue;
-        };
+    for (id, theirs) in tracked_sessions(repo, remote)? {
         out.push(sync_session(repo, remote, &id, theirs)?);
     }
     Ok(out)
@@ -317,14 +317,6 @@ fn merge_journals(repo: &Repo, id: &SessionId, ours: ObjectId, theirs: ObjectId)
     Ok(missing.len())
 }
 
-/// `refs/bmad/sessions/<id>/` for a session.
-fn session_prefix(id: &SessionId) -> String {
-    checkpoints_ref(id)
-        .strip_suffix("/checkpoints")
-        .map(str::to_owned)
-        .unwrap_or_else(|| format!("refs/bmad/sessions/{id}"))
-}
-
 /// Where the copy of the remote's `name` is kept here; `None` for a branch (git keeps its
 /// own remote-tracking branch when a fetch refspec says so).
 fn tracking_name(remote: &str, name: &str) -> Option<String> {
@@ -347,18 +339,23 @@ pub struct RemoteSession {
     pub here: bool,
 }
 
+/// Each session `remote` had at the last sync or push, with its newest checkpoint there.
+fn tracked_sessions(repo: &Repo, remote: &str) -> Result<Vec<(SessionId, ObjectId)>> {
+    let track = format!("{}sessions/", tracking_prefix(remote));
+    Ok(repo
+        .refs_with_prefix(&track)?
+        .into_iter()
+        .filter_map(|(name, head)| {
+            let id = name.strip_prefix(&track)?.strip_suffix("/checkpoints")?;
+            Some((SessionId::parse(id)?, head))
+        })
+        .collect())
+}
+
 /// The sessions `remote` had at the last sync or push.
 pub fn list_remote(repo: &Repo, remote: &str) -> Result<Vec<RemoteSession>> {
-    let track = format!("{}sessions/", tracking_prefix(remote));
     let mut out = Vec::new();
-    for (name, head) in repo.refs_with_prefix(&track)? {
-        let Some(id) = name
-            .strip_prefix(&track)
-            .and_then(|rest| rest.strip_suffix("/checkpoints"))
-            .and_then(SessionId::parse)
-        else {
-            continue;
-        };
+    for (id, head) in tracked_sessions(repo, remote)? {
         let Some(cp) = Checkpoint::read(repo, head)? else {
             continue;
         };
@@ -443,7 +440,7 @@ fn import_refs(repo: &Repo, remote: &str, session: &Session) -> Result<()> {
     let texts = format!("{track}sessions/{id}/texts/");
     for (name, value) in repo.refs_with_prefix(&texts)? {
         let rest = name.strip_prefix(&texts).unwrap_or_default();
-        copies.push((format!("{}/texts/{rest}", session_prefix(id)), value));
+        copies.push((super::session_ref(id, &format!("texts/{rest}")), value));
     }
     copies.push((checkpoints_ref(id), session.head));
     for (name, value) in &copies {

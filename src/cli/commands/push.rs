@@ -36,6 +36,10 @@ pub fn cmd_push(ctx: &Context, args: &PushArgs) -> Result<u8, CommandError> {
     for name in &pushed.refs {
         ctx.ui.line(format!("pushed {name} to {}", pushed.remote));
     }
+    for name in &pushed.up_to_date {
+        ctx.ui
+            .line(format!("{name}: {} has it already", pushed.remote));
+    }
     if !pushed.state {
         ctx.ui.status(format!(
             "Only the branch went: {} has not opted in to journals and checkpoints \
