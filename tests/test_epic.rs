@@ -10,7 +10,7 @@ use crate::common::{copy_dir, read, TestEnv};
 use crate::test_supervisor::{agent_behaviour, FAKE_CLAUDE};
 
 /// The v6 epic fixture in a repository with a remote, and the fake agents on PATH.
-fn epic_project(env: &TestEnv) -> PathBuf {
+pub(crate) fn epic_project(env: &TestEnv) -> PathBuf {
     let repo = env.repo("proj");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/epic/v6");
     copy_dir(&src, &repo);
@@ -32,7 +32,7 @@ fn epic_project(env: &TestEnv) -> PathBuf {
 /// The fake dev: `prelude` first (a pause, a lie), then the work: the story's code under its
 /// area and the story marked for review. Every call, and the start and end of the work, is
 /// logged, so tests see which stories ran, how often, and which ran at the same time.
-fn dev_behaviour(env: &TestEnv, prelude: &str) {
+pub(crate) fn dev_behaviour(env: &TestEnv, prelude: &str) {
     agent_behaviour(
         env,
         "dev",
@@ -43,7 +43,7 @@ fn dev_behaviour(env: &TestEnv, prelude: &str) {
 }
 
 /// `epic status --json`'s stories by key.
-fn status(env: &TestEnv, repo: &Path) -> Value {
+pub(crate) fn status(env: &TestEnv, repo: &Path) -> Value {
     epic_status(env, repo, "3")
 }
 
@@ -54,7 +54,7 @@ fn epic_status(env: &TestEnv, repo: &Path, epic: &str) -> Value {
         .json()
 }
 
-fn story<'a>(status: &'a Value, key: &str) -> &'a Value {
+pub(crate) fn story<'a>(status: &'a Value, key: &str) -> &'a Value {
     status["stories"]
         .as_array()
         .unwrap()

@@ -215,8 +215,11 @@ impl From<crate::epic::Error> for CommandError {
             crate::epic::Error::Supervisor(e) => e.into(),
             e @ (crate::epic::Error::NoSuchEpic { .. }
             | crate::epic::Error::NoSuchStory { .. }
-            | crate::epic::Error::AmbiguousStory { .. }) => {
-                CommandError::coded(exit::USAGE, e, None)
+            | crate::epic::Error::AmbiguousStory { .. }
+            | crate::epic::Error::NoGate { .. }) => CommandError::coded(exit::USAGE, e, None),
+            // The gate is still open: the answer was not one it takes.
+            e @ crate::epic::Error::UnknownAnswer { .. } => {
+                CommandError::coded(exit::GATED, e, None)
             }
             e @ (crate::epic::Error::Gh(_)
             | crate::epic::Error::NoRun(_)

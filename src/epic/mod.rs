@@ -4,6 +4,8 @@
 //! record is the epic session's journal, so `epic status` and `epic resume` replay it.
 
 mod closeout;
+pub mod gates;
+pub mod integration;
 pub mod pipeline;
 pub mod plan;
 pub mod progress;
@@ -13,8 +15,9 @@ mod status;
 mod story;
 mod verify;
 
+pub use gates::Gates;
 pub use plan::{plan, Plan, PlanOptions};
-pub use run::{run, EpicOptions, EpicRun, Gates};
+pub use run::{run, EpicOptions, EpicRun};
 pub use state::EpicState;
 pub use status::set_story_status;
 
@@ -60,6 +63,22 @@ pub enum Error {
     /// No epic run was started.
     #[error("epic {0} has no run to resume; start one with git bmad epic run {0}")]
     NoRun(String),
+    /// `answer` on an epic with no gate open.
+    #[error("epic {epic} waits at no gate; git bmad epic status {epic} shows where it stands")]
+    NoGate {
+        /// The epic.
+        epic: String,
+    },
+    /// An answer the open gate does not take.
+    #[error("the epic's {gate} gate takes {}, not {reply:?}", options.join(", "))]
+    UnknownAnswer {
+        /// What was answered.
+        reply: String,
+        /// The gate.
+        gate: String,
+        /// What it takes.
+        options: Vec<&'static str>,
+    },
     /// A file of the epic's worktree could not be written.
     #[error("could not write {}: {source}", path.display())]
     Write {

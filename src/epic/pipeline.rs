@@ -10,7 +10,13 @@
 //! - v4: the SM drafts when the story file is missing → the Dev implements → QA reviews →
 //!   the Dev fixes.
 
+use std::path::Path;
+
 use serde::Serialize;
+
+use super::gates::Gates;
+use super::plan::{Plan, Planned};
+use crate::supervisor::{self, Source};
 
 /// Rounds when the configuration names none (issue: "up to 3 review→fix rounds").
 pub const DEFAULT_ROUNDS: u32 = 3;
@@ -159,6 +165,35 @@ pub fn playbook(shape: Shape) -> String {
         last = rounds + 1
     ));
     y
+}
+
+/// The playbook a story runs: `.bmad/playbooks/<name>.yaml` in the main worktree if the team
+/// wrote one, else the built-in text for its shape.
+pub fn story_playbook(main: &Path, plan: &Plan, story: &Planned, gates: Gates) -> Source {
+    let name = plan.era.playbook_name();
+    let own = main
+        .join(supervisor::PLAYBOOK_DIR)
+        .join(format!("{name}.yaml"));
+    if let Ok(text) = std::fs::read_to_string(&own) {
+        return Source {
+            name: name.to_owned(),
+            origin: own.to_string_lossy().into_owned(),
+            text,
+        };
+    }
+    let mut text = playbook(Shape {
+        era: plan.era,
+        has_file: story.file.is_some(),
+        rounds: plan.rounds,
+    });
+    if gates == Gates::PerStory {
+        text.push_str("  - id: accept\n    description: a human accepts the story before its pull request\n    runner: shell\n    command: \"true\"\n    autonomy: always_gate\n");
+    }
+    Source {
+        name: name.to_owned(),
+        origin: "built-in".into(),
+        text,
+    }
 }
 
 /// A YAML double-quoted scalar.

@@ -9,51 +9,23 @@
 //! story in flight continues in its session where its own journal says.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
 use serde::Serialize;
 
-use super::pipeline::{self, Shape};
+use super::gates::{self, Clearance, Gates, OpenGate};
+use super::integration;
+use super::pipeline;
 use super::plan::{self, Action, Plan, PlanOptions, Planned};
 use super::state::EpicState;
 use super::story::{run_story, Job};
 use super::Error;
 use crate::bmad::project::Project;
 use crate::config::Config;
-use crate::session::schema::{Body, EpicFinished, EpicStarted, StoryStage};
+use crate::session::schema::{Body, EpicBudget, EpicFinished, EpicStarted, StoryStage};
 use crate::session::{self, closeout, Decision, NewEvent, Repo, Session, StartOptions};
-use crate::supervisor::{self, Source};
-
-/// Human checkpoints.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Gates {
-    /// None beyond the pipeline's own (a review that does not converge, a failure).
-    None,
-    /// Every story waits for a human before it counts as done.
-    PerStory,
-}
-
-impl Gates {
-    /// `none`, `per-story`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Gates::None => "none",
-            Gates::PerStory => "per-story",
-        }
-    }
-
-    /// The mode a word names.
-    pub fn parse(word: &str) -> Option<Gates> {
-        match word {
-            "none" => Some(Gates::None),
-            "per-story" => Some(Gates::PerStory),
-            _ => None,
-        }
-    }
-}
+use crate::supervisor::Answer;
 
 /// What `run` needs besides the epic.
 pub struct EpicOptions<'a> {
@@ -71,6 +43,8 @@ pub struct EpicOptions<'a> {
     pub remote: String,
     /// Consecutive failed stories that stop the run (the circuit breaker).
     pub max_failures: u32,
+    /// What the epic and each story may spend.
+    pub budget: EpicBudget,
     /// Called with every line of progress.
     pub progress: &'a (dyn Fn(&str) + Sync),
     /// Set when the user interrupts.
@@ -86,10 +60,14 @@ pub struct EpicRun {
     pub session: String,
     /// The state after the run.
     pub state: EpicState,
-    /// Stories waiting at a gate (exit 3).
+    /// Stories waiting at a gate of their own session (exit 3).
     pub gated: Vec<String>,
+    /// The epic's own gate waiting for a human (exit 3): scope, integration, completion.
+    pub gate: Option<OpenGate>,
     /// Stories that failed.
     pub failed: Vec<String>,
+    /// Stories not started because a dependency ended badly or its checkpoint holds them.
+    pub skipped: Vec<String>,
     /// Stories whose agent halted on a blocking condition: a human resolves it (exit 3).
     pub blocked: Vec<String>,
     /// The circuit breaker's reason, if it tripped.
@@ -128,35 +106,6 @@ pub fn plan_epic(repo: &Repo, epic: &str, options: &PlanOptions) -> Result<Plan,
     let main = repo.main_workdir().map_err(session::Error::from)?;
     let project = Project::load(&main, None)?;
     plan::plan(&project, epic, options)
-}
-
-/// The playbook a story runs: `.bmad/playbooks/<name>.yaml` in the main worktree if the team
-/// wrote one, else the built-in text for its shape.
-pub fn story_playbook(main: &Path, plan: &Plan, story: &Planned, gates: Gates) -> Source {
-    let name = plan.era.playbook_name();
-    let own = main
-        .join(supervisor::PLAYBOOK_DIR)
-        .join(format!("{name}.yaml"));
-    if let Ok(text) = std::fs::read_to_string(&own) {
-        return Source {
-            name: name.to_owned(),
-            origin: own.to_string_lossy().into_owned(),
-            text,
-        };
-    }
-    let mut text = pipeline::playbook(Shape {
-        era: plan.era,
-        has_file: story.file.is_some(),
-        rounds: plan.rounds,
-    });
-    if gates == Gates::PerStory {
-        text.push_str("  - id: accept\n    description: a human accepts the story before its pull request\n    runner: shell\n    command: \"true\"\n    autonomy: always_gate\n");
-    }
-    Source {
-        name: name.to_owned(),
-        origin: "built-in".into(),
-        text,
-    }
 }
 
 /// A message from a story's worker.
@@ -207,6 +156,7 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
         rounds: plan.rounds,
         remote: options.remote.clone(),
         max_failures: options.max_failures,
+        budget: options.budget,
     };
     // A story that halted blocked runs again once a human has resolved it in its session
     // (its file there no longer says blocked): the journal then forgets the old stage.
@@ -229,14 +179,42 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
             Body::EpicStarted(started),
         )?;
     }
+    // Scope confirmation: nothing starts before a human has seen the plan.
+    match gates::scope(repo, &epic_session, &plan, &mut state, options.gates)? {
+        gates::Scope::Confirmed => {}
+        gates::Scope::Waiting => return Ok(finished_run(plan, epic_session, state, None, false)),
+        gates::Scope::Cancelled(why) => {
+            if !state.finished {
+                finish(repo, &epic_session, &plan, &mut state, Some(why.clone()))?;
+            }
+            return Ok(finished_run(plan, epic_session, state, Some(why), false));
+        }
+    }
+    // Each story's run gets its own budget, when the epic sets one.
+    let mut story_config = options.config.clone();
+    if let Some(usd) = options.budget.story_usd {
+        story_config.orchestration.budget_usd = Some(usd);
+    }
+    let story_config = &story_config;
     let mut running: HashSet<String> = HashSet::new();
     let mut ended_here: HashMap<String, End> = HashMap::new();
+    let mut checked_here: HashSet<String> = HashSet::new();
     let mut consecutive_failures = 0u32;
-    let mut stopped: Option<String> = None;
+    let mut stopped: Option<String> = state.over_budget(&options.budget);
     let (tx, rx) = mpsc::channel::<Message>();
     std::thread::scope(|scope| -> Result<(), Error> {
         loop {
-            // Stories whose dependency ended badly in this run are skipped, with the reason.
+            // The integration checkpoint after every finished story with dependents.
+            integration::check_due(
+                repo,
+                &epic_session,
+                &plan,
+                &mut state,
+                &mut checked_here,
+                options,
+            )?;
+            // Stories whose dependency ended badly in this run, or whose integration
+            // checkpoint holds them back, are skipped, with the reason.
             for story in plan.to_run() {
                 if !waiting(&story.key, &running, &ended_here, &state) {
                     continue;
@@ -246,11 +224,19 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
                         .get(*d)
                         .is_some_and(|e| !matches!(e, End::Done(_) | End::Interrupted))
                 };
-                if let Some(dep) = story.depends_on.iter().find(ended_badly) {
-                    let why = format!(
+                let why = match story.depends_on.iter().find(ended_badly) {
+                    Some(dep) => Some(format!(
                         "dependency {dep} is {}; resume after it is done",
                         state.story(dep).stage
-                    );
+                    )),
+                    None => story.depends_on.iter().find_map(|d| {
+                        match gates::clearance(&plan, d, &state, options.gates) {
+                            Clearance::Hold(why) => Some(why),
+                            _ => None,
+                        }
+                    }),
+                };
+                if let Some(why) = why {
                     (options.progress)(&format!("{}: skipped: {why}", story.key));
                     let stage = StoryStage {
                         stage: "skipped".into(),
@@ -272,7 +258,9 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
                     }
                     let deps_done = story.depends_on.iter().all(|d| {
                         plan.story(d).is_none_or(|p| p.action != Action::Run)
-                            || state.story(d).stage == "done"
+                            || (state.story(d).stage == "done"
+                                && gates::clearance(&plan, d, &state, options.gates)
+                                    == Clearance::Clear)
                     });
                     let overlapping = story.overlaps.iter().any(|o| running.contains(o));
                     if !deps_done || overlapping {
@@ -283,7 +271,7 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
                     let job = Job {
                         main: main.clone(),
                         story: story.clone(),
-                        source: story_playbook(&main, &plan, story, options.gates),
+                        source: pipeline::story_playbook(&main, &plan, story, options.gates),
                         era: plan.era,
                         base,
                         merges: story
@@ -295,14 +283,13 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
                         remote: options.remote.clone(),
                     };
                     let tx = tx.clone();
-                    let config = options.config;
                     let progress = options.progress;
                     let interrupt = options.interrupt;
                     (options.progress)(&format!("{}: starting", story.key));
                     scope.spawn(move || {
                         let key = job.story.key.clone();
-                        let end =
-                            run_story(&job, config, progress, interrupt, &tx).unwrap_or_else(|e| {
+                        let end = run_story(&job, story_config, progress, interrupt, &tx)
+                            .unwrap_or_else(|e| {
                                 let _ = tx.send(Message::Stage(
                                     key.clone(),
                                     StoryStage {
@@ -318,6 +305,16 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
                 }
             }
             if running.is_empty() {
+                // A finished story may still owe its checkpoint (it ended in this pass).
+                let owed = plan.to_run().any(|s| {
+                    !checked_here.contains(&s.key)
+                        && s.integration_checkpoint
+                        && state.story(&s.key).stage == "done"
+                        && state.story(&s.key).integration.is_none()
+                });
+                if owed && !options.interrupt.load(Ordering::SeqCst) {
+                    continue;
+                }
                 return Ok(());
             }
             let Ok(message) = rx.recv() else {
@@ -334,16 +331,22 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
                         End::Failed => consecutive_failures += 1,
                         End::Done(Some(to)) => {
                             consecutive_failures = 0;
-                            sync_sprint_status(repo, &epic_session, &key, to)?;
+                            super::status::sync_sprint_status(repo, &epic_session, &key, to)?;
                         }
                         End::Done(None) => consecutive_failures = 0,
                         _ => {}
                     }
-                    if consecutive_failures >= options.max_failures.max(1) && stopped.is_none() {
-                        stopped = Some(format!(
-                            "circuit breaker: {consecutive_failures} stories failed in a row; nothing new is started"
-                        ));
-                        (options.progress)(stopped.as_deref().unwrap_or_default());
+                    if stopped.is_none() {
+                        stopped = if consecutive_failures >= options.max_failures.max(1) {
+                            Some(format!(
+                                "circuit breaker: {consecutive_failures} stories failed in a row; nothing new is started"
+                            ))
+                        } else {
+                            state.over_budget(&options.budget)
+                        };
+                        if let Some(why) = &stopped {
+                            (options.progress)(why);
+                        }
                     }
                     ended_here.insert(key, end);
                 }
@@ -357,26 +360,40 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
         let st = state.story(&s.key);
         st.is_terminal() || matches!(st.stage.as_str(), "failed" | "skipped")
     });
-    if !interrupted && gated.is_empty() && (settled || stopped.is_some()) {
-        let mut counts = BTreeMap::new();
-        for s in plan.to_run() {
-            *counts.entry(state.story(&s.key).stage).or_insert(0) += 1;
+    if !interrupted && state.gate.is_none() && options.gates != Gates::None {
+        // An integration checkpoint that is not green waits for a human before its
+        // dependents start; then, when all is settled, completion.
+        if let Some((id, question, evidence)) =
+            gates::integration_gate(&plan, &state, options.gates)
+        {
+            gates::open(repo, &epic_session, &mut state, &id, &question, &evidence)?;
+        } else if gated.is_empty()
+            && settled
+            && stopped.is_none()
+            && !state.answers.contains_key(gates::COMPLETION)
+        {
+            let (question, evidence) = gates::completion_question(&plan, &state);
+            gates::open(
+                repo,
+                &epic_session,
+                &mut state,
+                gates::COMPLETION,
+                &question,
+                &evidence,
+            )?;
         }
-        record(
-            repo,
-            &epic_session,
-            &mut state,
-            None,
-            Body::EpicFinished(EpicFinished {
-                counts,
-                stopped: stopped.clone(),
-            }),
-        )?;
     }
-    write_progress(repo, &epic_session, &plan, &state)?;
+    if !interrupted && gated.is_empty() && state.gate.is_none() && (settled || stopped.is_some()) {
+        if state.answers.get(gates::COMPLETION) == Some(&Answer::Abort) && stopped.is_none() {
+            stopped = Some("a human did not sign the epic off at its completion gate".into());
+        }
+        finish(repo, &epic_session, &plan, &mut state, stopped.clone())?;
+    }
+    super::progress::write(repo, &epic_session, &plan, &state)?;
     let mut out = finished_run(plan, epic_session, state, stopped, interrupted);
     out.gated = gated;
     out.failed = keys_with(&ended_here, &[End::Failed]);
+    out.skipped = keys_with(&ended_here, &[End::Skipped]);
     // Blocked in this run or before, and not yet resolved: still waiting for a human.
     out.blocked = out
         .plan
@@ -385,6 +402,27 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
         .map(|s| s.key.clone())
         .collect();
     Ok(out)
+}
+
+/// Record the end of the run (once).
+fn finish(
+    repo: &Repo,
+    epic: &Session,
+    plan: &Plan,
+    state: &mut EpicState,
+    stopped: Option<String>,
+) -> Result<(), Error> {
+    let mut counts = BTreeMap::new();
+    for s in plan.to_run() {
+        *counts.entry(state.story(&s.key).stage).or_insert(0) += 1;
+    }
+    record(
+        repo,
+        epic,
+        state,
+        None,
+        Body::EpicFinished(EpicFinished { counts, stopped }),
+    )
 }
 
 fn keys_with(ended: &HashMap<String, End>, ends: &[End]) -> Vec<String> {
@@ -407,9 +445,11 @@ fn finished_run(
     EpicRun {
         plan,
         session: session.id.to_string(),
+        gate: state.gate.clone(),
         state,
         gated: Vec::new(),
         failed: Vec::new(),
+        skipped: Vec::new(),
         blocked: Vec::new(),
         stopped,
         interrupted,
@@ -441,55 +481,6 @@ fn unblocked(repo: &Repo, plan: &Plan, state: &EpicState) -> Result<Vec<String>,
         }
     }
     Ok(keys)
-}
-
-/// Write the epic's progress document on its branch and commit it, when it changed.
-fn write_progress(
-    repo: &Repo,
-    epic: &Session,
-    plan: &Plan,
-    state: &EpicState,
-) -> Result<(), Error> {
-    let text = super::progress::render(plan, state);
-    let path = epic.worktree.join(super::progress::path(&plan.epic));
-    if std::fs::read_to_string(&path).is_ok_and(|now| now == text) {
-        return Ok(());
-    }
-    // `write_atomically` makes `docs/progress/` when it is missing.
-    crate::fs::write_atomically(&path, text.as_bytes(), None).map_err(|source| Error::Write {
-        path: path.clone(),
-        source,
-    })?;
-    closeout::commit_work(repo, epic, &format!("epic {}: progress", plan.epic))?;
-    Ok(())
-}
-
-/// Move a finished story's sprint status on the epic's branch, signed and committed. The
-/// story branches never touch sprint-status.yaml, so branches stacked on two stories merge
-/// without a conflict on its adjacent lines.
-fn sync_sprint_status(
-    repo: &Repo,
-    epic: &Session,
-    key: &str,
-    to: crate::bmad::status::Status,
-) -> Result<(), Error> {
-    let worktree = epic.open_worktree(repo)?;
-    let handle = worktree.as_ref().unwrap_or(repo);
-    let project = Project::load(handle.workdir(), None)?;
-    super::set_story_status(
-        &project,
-        Some(handle),
-        key,
-        &to,
-        "git-bmad epic runner",
-        true,
-    )?;
-    closeout::commit_work(
-        repo,
-        epic,
-        &format!("sprint-status: {key} is {to}\n\nBmad-Story: {key}"),
-    )?;
-    Ok(())
 }
 
 /// The epic's session: found by name, or started from `base`.
@@ -528,7 +519,7 @@ fn story_base(story: &Planned, state: &EpicState, epic: &Session) -> String {
         .unwrap_or_else(|| epic.base.clone())
 }
 
-fn record(
+pub(super) fn record(
     repo: &Repo,
     session: &Session,
     state: &mut EpicState,

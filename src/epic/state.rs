@@ -5,8 +5,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::session::schema::{Body, EpicStarted, StoryStage};
+use super::gates::{self, OpenGate};
+use crate::session::schema::{Body, EpicBudget, EpicStarted, IntegrationChecked, StoryStage};
 use crate::session::Event;
+use crate::supervisor::Answer;
 
 /// Where one story stands.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -22,6 +24,9 @@ pub struct StoryState {
     pub updated_at: Option<String>,
     /// How many times it was started (1 plus resumes after a failure or gate).
     pub attempts: u32,
+    /// The newest integration checkpoint after it (stories with dependents).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub integration: Option<IntegrationChecked>,
 }
 
 impl StoryState {
@@ -29,6 +34,19 @@ impl StoryState {
     pub fn is_terminal(&self) -> bool {
         matches!(self.stage.as_str(), "done" | "blocked")
     }
+}
+
+/// A human's answer to an epic gate.
+#[derive(Clone, Debug, Serialize)]
+pub struct GateDecision {
+    /// The gate (`scope`, `integration:<key>`, `completion`).
+    pub gate: String,
+    /// The answer.
+    pub answer: Answer,
+    /// What the human wrote with it.
+    pub message: Option<String>,
+    /// When (RFC 3339).
+    pub at: String,
 }
 
 /// The epic run, replayed.
@@ -40,6 +58,12 @@ pub struct EpicState {
     pub stories: BTreeMap<String, StoryState>,
     /// The newest `epic_finished` came after the newest stage: nothing moved since.
     pub finished: bool,
+    /// The epic gate waiting for a human.
+    pub gate: Option<OpenGate>,
+    /// Epic gates answered since they were last opened, by id.
+    pub answers: BTreeMap<String, Answer>,
+    /// Every answer to an epic gate, oldest first, for the report.
+    pub decisions: Vec<GateDecision>,
     /// Events replayed.
     pub events: usize,
 }
@@ -59,8 +83,50 @@ impl EpicState {
         self.events += 1;
         match &event.body {
             Body::EpicStarted(started) => {
+                // Other options are another run: its scope and completion are asked anew.
                 self.started = Some(started.clone());
                 self.finished = false;
+                self.gate = None;
+                self.answers.remove(gates::SCOPE);
+                self.answers.remove(gates::COMPLETION);
+            }
+            Body::GateOpened(opened) => {
+                let Some(id) = &event.step else { return };
+                self.answers.remove(id);
+                self.gate = Some(OpenGate {
+                    id: id.clone(),
+                    question: opened.question.clone(),
+                    evidence: opened.evidence.clone(),
+                    options: opened.options.clone(),
+                    seq: event.seq,
+                });
+            }
+            Body::GateAnswered(answered) => {
+                let Some(gate) = self.gate.take() else { return };
+                let Some(answer) = answered.answer else {
+                    return;
+                };
+                self.decisions.push(GateDecision {
+                    gate: gate.id.clone(),
+                    answer,
+                    message: event.response.clone(),
+                    at: event.ts.clone(),
+                });
+                if answer == Answer::Retry {
+                    // Check again: the checkpoint runs anew, and gates anew if it must.
+                    if let Some(key) = gate.id.strip_prefix("integration:") {
+                        if let Some(story) = self.stories.get_mut(key) {
+                            story.integration = None;
+                        }
+                    }
+                } else {
+                    self.answers.insert(gate.id, answer);
+                }
+            }
+            Body::IntegrationChecked(checked) => {
+                let Some(key) = &event.step else { return };
+                self.answers.remove(&gates::integration(key));
+                self.stories.entry(key.clone()).or_default().integration = Some(checked.clone());
             }
             Body::EpicFinished(_) => self.finished = true,
             Body::StoryStage(stage) => {
@@ -77,6 +143,32 @@ impl EpicState {
             }
             _ => {}
         }
+    }
+
+    /// Past a budget: why, for the run's `stopped`. What stories spent is what their
+    /// stages recorded (the newest value of each, so a story's resumed run counts once).
+    pub fn over_budget(&self, budget: &EpicBudget) -> Option<String> {
+        let (mut usd, mut invocations, mut ms) = (0.0, 0u32, 0u64);
+        for s in self.stories.values() {
+            usd += s.detail.cost_usd.unwrap_or(0.0);
+            invocations += s.detail.invocations.unwrap_or(0);
+            ms += s.detail.run_time_ms.unwrap_or(0);
+        }
+        let why = if budget.usd.is_some_and(|b| usd >= b) {
+            format!("budget: ${usd:.2} spent of ${:.2}", budget.usd?)
+        } else if budget.invocations.is_some_and(|b| invocations >= b) {
+            format!(
+                "budget: {invocations} invocations of {}",
+                budget.invocations?
+            )
+        } else if budget.time_secs.is_some_and(|b| ms / 1000 >= b) {
+            format!("budget: {}s in steps of {}s", ms / 1000, budget.time_secs?)
+        } else {
+            return None;
+        };
+        Some(format!(
+            "{why}; nothing new is started (raise it with epic run's budget options to go on)"
+        ))
     }
 
     /// A story's state (a default, stage `""`, for one never started).

@@ -4,7 +4,7 @@ use super::Error;
 use crate::bmad::project::{Project, StatusChange};
 use crate::bmad::status::Status;
 use crate::session::schema::{Body, StoryStatus};
-use crate::session::{self, Decision, NewEvent, Repo};
+use crate::session::{self, closeout, Decision, NewEvent, Repo, Session};
 
 /// Set `key`'s status (see [`Project::set_status`]), signed by `by`. When `repo` is a session
 /// worktree, the change is journaled there too, so the session's record says which stories
@@ -40,4 +40,32 @@ pub fn set_story_status(
         }
     }
     Ok(change)
+}
+
+/// Move a finished story's sprint status on the epic's branch, signed and committed. The
+/// story branches never touch sprint-status.yaml, so branches stacked on two stories merge
+/// without a conflict on its adjacent lines.
+pub(super) fn sync_sprint_status(
+    repo: &Repo,
+    epic: &Session,
+    key: &str,
+    to: crate::bmad::status::Status,
+) -> Result<(), Error> {
+    let worktree = epic.open_worktree(repo)?;
+    let handle = worktree.as_ref().unwrap_or(repo);
+    let project = Project::load(handle.workdir(), None)?;
+    set_story_status(
+        &project,
+        Some(handle),
+        key,
+        &to,
+        "git-bmad epic runner",
+        true,
+    )?;
+    closeout::commit_work(
+        repo,
+        epic,
+        &format!("sprint-status: {key} is {to}\n\nBmad-Story: {key}"),
+    )?;
+    Ok(())
 }

@@ -8,6 +8,7 @@
 
 mod cli;
 mod commands;
+mod diff;
 mod error;
 mod ignores;
 mod index;
@@ -20,6 +21,7 @@ mod worktree_scan;
 
 pub use cli::TreeChange;
 pub use commands::{ConfigFile, DiffStat, PatchStream, PushOutcome, Refused};
+pub use diff::ChangedFile;
 pub use error::{Error, Result};
 pub use gix::ObjectId;
 pub use index::SavedIndex;

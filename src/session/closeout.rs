@@ -4,6 +4,7 @@
 
 use super::error::Result;
 use super::store::Session;
+pub use crate::git::ChangedFile;
 use crate::git::{DiffStat, ObjectId, Repo};
 
 /// The live session (worktree present) of this name, if any.
@@ -45,6 +46,25 @@ pub fn publish(repo: &Repo, session: &Session, remote: &str) -> Result<bool> {
         .unwrap_or(repo)
         .push_branch(remote, session.short_branch())?;
     Ok(true)
+}
+
+/// The files and lines the session's branch changed since `base_commit`; `None` when the
+/// commit or the branch is gone.
+pub fn changes_since(
+    repo: &Repo,
+    session: &Session,
+    base_commit: &str,
+) -> Result<Option<Vec<ChangedFile>>> {
+    let Ok(base) = ObjectId::from_hex(base_commit.as_bytes()) else {
+        return Ok(None);
+    };
+    let Some(head) = branch_head(repo, session)? else {
+        return Ok(None);
+    };
+    if !repo.has_object(base) {
+        return Ok(None);
+    }
+    Ok(Some(repo.changed_lines(base, head)?))
 }
 
 /// What a session's branch holds beyond the commit it started from.

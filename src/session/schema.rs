@@ -142,6 +142,9 @@ kinds! {
     "story_stage" => StoryStage(StoryStage),
     /// An epic run ended: every story done, failed, blocked, skipped or waiting at a gate.
     "epic_finished" => EpicFinished(EpicFinished),
+    /// The integration checkpoint after a story with dependents; the event's `step` is the
+    /// story key.
+    "integration_checked" => IntegrationChecked(IntegrationChecked),
 }
 
 impl Body {
@@ -618,7 +621,7 @@ pub struct StepOutcome {
 }
 
 /// `epic_started`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct EpicStarted {
     /// The epic (`3`, `2.5`, a spec folder).
@@ -643,6 +646,34 @@ pub struct EpicStarted {
     /// The circuit breaker: stories failing in a row before no more start (0: not recorded).
     #[serde(skip_serializing_if = "is_zero")]
     pub max_failures: u32,
+    /// What the epic and each story may spend.
+    #[serde(skip_serializing_if = "EpicBudget::is_unlimited")]
+    pub budget: EpicBudget,
+}
+
+/// An epic run's budgets: past one, no new story starts (stories running finish).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EpicBudget {
+    /// US dollars over all stories, where the runner reports cost.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usd: Option<f64>,
+    /// Agent invocations over all stories.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub invocations: Option<u32>,
+    /// Time in steps over all stories, in seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_secs: Option<u64>,
+    /// US dollars one story's run may spend (its `orchestration.budget_usd`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub story_usd: Option<f64>,
+}
+
+impl EpicBudget {
+    /// No budget at all.
+    pub fn is_unlimited(&self) -> bool {
+        *self == EpicBudget::default()
+    }
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -699,6 +730,30 @@ pub struct EpicFinished {
     /// Why the run stopped early (a circuit breaker), if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped: Option<String>,
+}
+
+/// `integration_checked`: what a finished story means for the stories that depend on it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct IntegrationChecked {
+    /// `green` (go on), `yellow` (overlaps or interface changes, tests pass), `red` (tests
+    /// fail).
+    pub light: String,
+    /// The commit of the story's branch that was checked.
+    pub head: String,
+    /// The stories that depend on it.
+    pub dependents: Vec<String>,
+    /// Files it changed that a dependent's `touches` name (`<dependent>: <file>`).
+    pub overlaps: Vec<String>,
+    /// Public items it changed or removed where a dependent works (`<file>: <item> changed`).
+    pub interfaces: Vec<String>,
+    /// Public items it added (for the record; adding is what dependents expect).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub added: Vec<String>,
+    /// The test suite passed on its branch.
+    pub tests_ok: bool,
+    /// What the test run said.
+    pub tests: String,
 }
 
 /// `step_skipped`.

@@ -225,7 +225,7 @@ fn matching_files(root: &Path, pattern: &str) -> Vec<String> {
 }
 
 /// `*` any run, `?` one byte; iterative with one backtrack point, so linear-ish.
-fn wildcard(pattern: &[u8], name: &[u8]) -> bool {
+pub(crate) fn wildcard(pattern: &[u8], name: &[u8]) -> bool {
     let (mut p, mut n) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while n < name.len() {

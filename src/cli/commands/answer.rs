@@ -9,6 +9,9 @@ use crate::supervisor::{self, Request};
 
 /// Answer the gate the current session's run is waiting at, then continue the run.
 ///
+/// An epic run's own gates (scope, integration checkpoint, completion) are answered in its
+/// session, `-s epic-<id>`; the answer then continues the epic run (`epic resume`).
+///
 /// continue: run the gated step, or accept an escalated one as done; retry: run the step
 /// again; skip: skip it; abort: end the run. The answer and the message are journaled as the
 /// human's decision. An answer the gate does not take shows the gate again (exit 3).
@@ -30,6 +33,14 @@ pub struct AnswerArgs {
 pub fn cmd_answer(ctx: &Context, args: &AnswerArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
     let s = session::locate(&repo, args.session.as_deref())?;
+    let journal = session::read_journal(&repo, &s.id)?;
+    if crate::epic::EpicState::replay(journal.events())
+        .started
+        .is_some()
+    {
+        let epic = crate::epic::gates::answer(&repo, &s, &args.reply, args.message.as_deref())?;
+        return super::epic::resume(ctx, &epic);
+    }
     let request = Request::Answer {
         reply: args.reply.clone(),
         message: args.message.clone(),

@@ -14,20 +14,38 @@ use crate::cli::error::{exit, CommandError};
 use crate::cli::ui::{Style, Ui};
 use crate::cli::Context;
 
-/// Show git-bmad at work: a playbook run with a simulated agent in a throwaway repository.
+/// Show git-bmad at work with simulated agents in a throwaway repository.
 ///
-/// Creates a repository with a spec-kit feature, starts a session with the auto-feature
-/// playbook, runs it until the implementation is escalated to a gate, answers it, approves
-/// the pull-request gate, prints the journal, and rolls the implementation back and forth.
-/// The agent is simulated: a shell script that writes canned artifacts (it says so).
+/// `demo` (or `demo session`): creates a repository with a spec-kit feature, starts a session
+/// with the auto-feature playbook, runs it until the implementation is escalated to a gate,
+/// answers it, approves the pull-request gate, prints the journal, and rolls the
+/// implementation back and forth.
+///
+/// `demo epic`: runs a BMAD v6 epic of three stories unattended: the plan, the scope gate,
+/// two stories at once, a review that finds a problem and a fix round, integration
+/// checkpoints, draft pull requests to a local remote, the completion gate and the report.
+///
+/// The agents are simulated: shell scripts that write canned artifacts (they say so).
 #[derive(Debug, Args)]
 pub struct DemoArgs {
+    /// Which demo: session (a playbook run) or epic (the BMAD epic runner)
+    #[arg(value_enum, default_value = "session")]
+    pub which: Which,
     /// Keep the throwaway repository (default: deleted at the end)
     #[arg(long)]
     pub keep: bool,
     /// Where to create it (default: a new directory under the system temp dir)
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+}
+
+/// The demos.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Which {
+    /// A playbook run in one session: gates, journal, rollback
+    Session,
+    /// A BMAD epic: stories in parallel, reviews, checkpoints, pull requests
+    Epic,
 }
 
 /// The simulated agent, installed as `claude` on the demo's PATH.
@@ -81,7 +99,10 @@ pub fn cmd_demo(ctx: &Context, args: &DemoArgs) -> Result<u8, CommandError> {
         .map_err(|e| io("create a directory in", &base, e))?;
     let root = std::fs::canonicalize(world.path()).map_err(|e| io("read", world.path(), e))?;
     let demo = Demo::new(&ctx.ui, &root)?;
-    let result = demo.play();
+    let result = match args.which {
+        Which::Session => demo.play(),
+        Which::Epic => demo.play_epic(),
+    };
     if args.keep || result.is_err() {
         let kept = world.keep();
         ctx.ui.line(format!(
@@ -92,13 +113,14 @@ pub fn cmd_demo(ctx: &Context, args: &DemoArgs) -> Result<u8, CommandError> {
     result
 }
 
-fn io(what: &str, path: &Path, e: std::io::Error) -> CommandError {
+pub(super) fn io(what: &str, path: &Path, e: std::io::Error) -> CommandError {
     CommandError::failed(format!("could not {what} {}: {e}", path.display()))
 }
 
-struct Demo<'a> {
+/// A demo's world: its own HOME, PATH (the simulated agents first) and repositories.
+pub(super) struct Demo<'a> {
     ui: &'a Ui,
-    root: PathBuf,
+    pub(super) root: PathBuf,
     exe: PathBuf,
     path: std::ffi::OsString,
 }
@@ -147,7 +169,7 @@ impl<'a> Demo<'a> {
         cmd
     }
 
-    fn git(&self, dir: &Path, args: &[&str]) -> Result<(), CommandError> {
+    pub(super) fn git(&self, dir: &Path, args: &[&str]) -> Result<(), CommandError> {
         let out = self
             .command(Path::new("git"), dir)
             .args(args)
@@ -164,7 +186,13 @@ impl<'a> Demo<'a> {
     }
 
     /// Show and run `git bmad <args>`; its exit code must be `expect`.
-    fn bmad(&self, dir: &Path, args: &[&str], expect: u8, why: &str) -> Result<(), CommandError> {
+    pub(super) fn bmad(
+        &self,
+        dir: &Path,
+        args: &[&str],
+        expect: u8,
+        why: &str,
+    ) -> Result<(), CommandError> {
         self.ui.line(format!(
             "\n{} {}",
             self.ui.paint("$ git bmad", Style::Bold),
@@ -190,7 +218,7 @@ impl<'a> Demo<'a> {
         Ok(())
     }
 
-    fn say(&self, text: &str) {
+    pub(super) fn say(&self, text: &str) {
         self.ui.line(format!(
             "\n{}",
             self.ui.paint(format!("# {text}"), Style::Yellow)
@@ -295,11 +323,11 @@ impl<'a> Demo<'a> {
     }
 }
 
-fn write(path: &Path, text: &str) -> Result<(), CommandError> {
+pub(super) fn write(path: &Path, text: &str) -> Result<(), CommandError> {
     crate::fs::write_atomically(path, text.as_bytes(), None).map_err(|e| io("write", path, e))
 }
 
-fn write_exec(path: &Path, text: &str) -> Result<(), CommandError> {
+pub(super) fn write_exec(path: &Path, text: &str) -> Result<(), CommandError> {
     crate::fs::write_atomically(path, text.as_bytes(), Some(0o755))
         .map_err(|e| io("write", path, e))
 }

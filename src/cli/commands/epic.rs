@@ -10,6 +10,7 @@ use crate::epic::pipeline::{self, Era, Shape};
 use crate::epic::plan::{Action, Plan, PlanOptions};
 use crate::epic::{self, EpicOptions, EpicState, Gates};
 use crate::runner::interrupt;
+use crate::session::schema::EpicBudget;
 use crate::session::{self, closeout};
 
 /// The BMAD epic runner: a whole epic implemented unattended, story by story and in
@@ -51,13 +52,18 @@ pub enum EpicAction {
     /// that may not run together (overlapping `touches`), integration checkpoints, and the
     /// pipeline each story gets
     Plan(Selection),
-    /// Run the epic (or continue it): exit 0 all done, 3 a story waits at a gate or halted
-    /// blocked, 5 a story failed, 130 interrupted
+    /// Run the epic (or continue it): exit 0 all done, 3 the epic or a story waits at a gate
+    /// or a story halted blocked, 5 a story failed or was held back or a budget or the
+    /// circuit breaker stopped the run, 130 interrupted
     Run(RunArgs),
-    /// Each story's stage, rounds, pull request, cost and gate, from the epic's journal
+    /// Each story's stage, integration checkpoint, rounds, pull request, cost and gate, and
+    /// the epic's gates and answers, from the epic's journal
     Status {
         /// The epic
         epic: String,
+        /// Also write the epic report as one self-contained HTML page to FILE
+        #[arg(long, value_name = "FILE")]
+        html: Option<std::path::PathBuf>,
     },
     /// Continue an epic run with the options it was started with
     Resume {
@@ -84,9 +90,25 @@ pub struct RunArgs {
     /// Stories run at once, each in its own session
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub parallel: usize,
-    /// Human checkpoints: none, or per-story (each story waits for a human before its PR)
+    /// Human checkpoints: none; per-epic (scope confirmation before the first story, an
+    /// integration checkpoint that is not green, completion); per-story (those, and each
+    /// story waits for a human before its PR). Without them a red integration checkpoint
+    /// still holds the dependents back
     #[arg(long, default_value = "none", value_name = "MODE")]
     pub gates: String,
+    /// Stop starting stories once the epic has spent this many US dollars (runners that
+    /// report cost)
+    #[arg(long, value_name = "USD")]
+    pub budget_usd: Option<f64>,
+    /// Stop starting stories after this many agent invocations over the epic
+    #[arg(long, value_name = "N")]
+    pub max_invocations: Option<u32>,
+    /// Stop starting stories after this much time in steps over the epic (90m, 8h)
+    #[arg(long, value_name = "DURATION")]
+    pub max_time: Option<String>,
+    /// What one story's run may spend, in US dollars (its orchestration.budget_usd)
+    #[arg(long, value_name = "USD")]
+    pub story_budget_usd: Option<f64>,
     /// What the stories start from (default: HEAD)
     #[arg(long, value_name = "REV")]
     pub base: Option<String>,
@@ -140,46 +162,59 @@ pub fn cmd_epic(ctx: &Context, args: &EpicArgs) -> Result<u8, CommandError> {
             Ok(exit::OK)
         }
         EpicAction::Run(run) => cmd_run(ctx, run),
-        EpicAction::Resume { epic } => {
-            let repo = ctx.repo()?;
-            let state = epic_state(&repo, epic)?
-                .ok_or_else(|| CommandError::from(epic::Error::NoRun(epic.clone())))?;
-            let started = state
-                .started
-                .ok_or_else(|| CommandError::from(epic::Error::NoRun(epic.clone())))?;
-            let stories = started.stories.clone();
-            cmd_run(
-                ctx,
-                &RunArgs {
-                    selection: Selection {
-                        epic: epic.clone(),
-                        stories,
-                        era: Some(started.era.clone()),
-                        rounds: Some(started.rounds),
-                    },
-                    parallel: started.parallel.max(1) as usize,
-                    gates: started.gates.clone(),
-                    base: Some(started.base.clone()),
-                    // Runs journaled before these were recorded used the defaults.
-                    remote: Some(started.remote.clone())
-                        .filter(|r| !r.is_empty())
-                        .unwrap_or_else(|| "origin".into()),
-                    max_failures: match started.max_failures {
-                        0 => 3,
-                        n => n,
-                    },
-                    dry_run: false,
-                },
-            )
-        }
-        EpicAction::Status { epic } => {
+        EpicAction::Resume { epic } => resume(ctx, epic),
+        EpicAction::Status { epic, html } => {
             let repo = ctx.repo()?;
             let plan = epic::run::plan_epic(&repo, epic, &PlanOptions::default())?;
             let state = epic_state(&repo, epic)?.unwrap_or_default();
+            if let Some(file) = html {
+                let page = epic::progress::render_html(&plan, &state);
+                crate::fs::write_atomically(file, page.as_bytes(), None).map_err(|e| {
+                    CommandError::failed(format!("could not write {}: {e}", file.display()))
+                })?;
+                ctx.ui
+                    .status(format!("Wrote the epic report to {}", file.display()));
+            }
             print_status(ctx, &plan, &state);
             Ok(exit::OK)
         }
     }
+}
+
+/// Continue an epic run with the options it was started with.
+pub fn resume(ctx: &Context, epic: &str) -> Result<u8, CommandError> {
+    let repo = ctx.repo()?;
+    let no_run = || CommandError::from(epic::Error::NoRun(epic.to_owned()));
+    let state = epic_state(&repo, epic)?.ok_or_else(no_run)?;
+    let started = state.started.ok_or_else(no_run)?;
+    let budget = started.budget;
+    cmd_run(
+        ctx,
+        &RunArgs {
+            selection: Selection {
+                epic: epic.to_owned(),
+                stories: started.stories.clone(),
+                era: Some(started.era.clone()),
+                rounds: Some(started.rounds),
+            },
+            parallel: started.parallel.max(1) as usize,
+            gates: started.gates.clone(),
+            budget_usd: budget.usd,
+            max_invocations: budget.invocations,
+            max_time: budget.time_secs.map(|s| format!("{s}s")),
+            story_budget_usd: budget.story_usd,
+            base: Some(started.base.clone()),
+            // Runs journaled before these were recorded used the defaults.
+            remote: Some(started.remote.clone())
+                .filter(|r| !r.is_empty())
+                .unwrap_or_else(|| "origin".into()),
+            max_failures: match started.max_failures {
+                0 => 3,
+                n => n,
+            },
+            dry_run: false,
+        },
+    )
 }
 
 /// The epic's state from its session's journal; `None` when it never ran.
@@ -195,8 +230,12 @@ fn epic_state(repo: &session::Repo, epic: &str) -> Result<Option<EpicState>, Com
 fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
     let gates = Gates::parse(&args.gates).ok_or_else(|| {
-        CommandError::usage(format!("--gates {:?}: use none or per-story", args.gates))
+        CommandError::usage(format!(
+            "--gates {:?}: use none, per-epic or per-story",
+            args.gates
+        ))
     })?;
+    let budget = budget(args)?;
     let options = plan_options(&args.selection)?;
     if args.dry_run {
         let plan = epic::run::plan_epic(&repo, &args.selection.epic, &options)?;
@@ -220,15 +259,16 @@ fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError> {
             base: args.base.clone(),
             remote: args.remote.clone(),
             max_failures: args.max_failures,
+            budget,
             progress: &progress,
             interrupt: &stop,
         },
     )?;
     let code = if run.interrupted {
         exit::INTERRUPTED
-    } else if !run.gated.is_empty() || !run.blocked.is_empty() {
+    } else if !run.gated.is_empty() || !run.blocked.is_empty() || run.gate.is_some() {
         exit::GATED
-    } else if !run.failed.is_empty() || run.stopped.is_some() {
+    } else if !run.failed.is_empty() || !run.skipped.is_empty() || run.stopped.is_some() {
         exit::STEP_FAILED
     } else {
         exit::OK
@@ -259,6 +299,62 @@ fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError> {
         _ => {}
     }
     Ok(code)
+}
+
+/// The budgets `epic run` was given, checked.
+fn budget(args: &RunArgs) -> Result<EpicBudget, CommandError> {
+    for (flag, usd) in [
+        ("--budget-usd", args.budget_usd),
+        ("--story-budget-usd", args.story_budget_usd),
+    ] {
+        if usd.is_some_and(|b| !(b > 0.0 && b.is_finite())) {
+            return Err(CommandError::usage(format!(
+                "{flag}: give a positive amount in US dollars"
+            )));
+        }
+    }
+    if args.max_invocations == Some(0) {
+        return Err(CommandError::usage(
+            "--max-invocations 0 would start nothing; give a positive number",
+        ));
+    }
+    let time_secs = match &args.max_time {
+        Some(text) => Some(
+            crate::time::parse_duration(text)
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| {
+                    CommandError::usage(format!(
+                        "--max-time {text:?}: give a duration such as 90m or 8h"
+                    ))
+                })?
+                .as_secs(),
+        ),
+        None => None,
+    };
+    Ok(EpicBudget {
+        usd: args.budget_usd,
+        invocations: args.max_invocations,
+        time_secs,
+        story_usd: args.story_budget_usd,
+    })
+}
+
+/// An epic gate: the question, what bears on it, and the command that answers it.
+fn print_epic_gate(ctx: &Context, session: &str, gate: &epic::gates::OpenGate) {
+    let ui = &ctx.ui;
+    ui.line(ui.paint(
+        format!("Waiting for a human at the epic's {} gate", gate.id),
+        Style::Bold,
+    ));
+    ui.line(format!("  {}", gate.question));
+    for line in gate.evidence.lines() {
+        ui.line(format!("    {line}"));
+    }
+    let options: Vec<&str> = gate.options.iter().map(|a| a.as_str()).collect();
+    ui.status(format!(
+        "Next: git bmad answer <{}> -s {session} (it continues the run)",
+        options.join("|")
+    ));
 }
 
 /// The plan; with the configuration, a dry run's actions too.
@@ -353,6 +449,7 @@ fn print_status(ctx: &Context, plan: &Plan, state: &EpicState) {
             "era": plan.era,
             "started": state.started,
             "finished": state.finished,
+            "gate": state.gate,
             "stories": stories,
         }));
         return;
@@ -387,5 +484,14 @@ fn print_status(ctx: &Context, plan: &Plan, state: &EpicState) {
         if let Some(reason) = &d.reason {
             ui.line(format!("      {reason}"));
         }
+        if let Some(checked) = &st.integration {
+            ui.line(format!(
+                "      integration checkpoint: {}",
+                epic::integration::summary(checked)
+            ));
+        }
+    }
+    if let Some(gate) = &state.gate {
+        print_epic_gate(ctx, &epic::run::session_name(&plan.epic), gate);
     }
 }

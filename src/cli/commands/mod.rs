@@ -6,6 +6,7 @@ mod checkpoint;
 mod completions;
 mod conformance;
 mod demo;
+mod demo_epic;
 mod doctor;
 mod epic;
 mod finish;

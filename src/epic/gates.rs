@@ -1,0 +1,299 @@
+//! The epic's human checkpoints (seed 003 invariant 9): scope confirmation before the first
+//! story, an integration checkpoint that is not green, and completion. They are gates of the
+//! epic's own session, journaled as `gate_opened` / `gate_answered` with the gate's id as the
+//! event's step, so the morning report and `status` show them like any other gate and
+//! `git bmad answer -s epic-<id>` answers them. One is open at a time; the run parks (exit 3)
+//! and the answer continues it.
+//!
+//! Per-story completion is the story pipeline's own `accept` gate (`pipeline::story_playbook`).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::integration;
+use super::plan::Plan;
+use super::state::EpicState;
+use super::Error;
+use crate::policy::secrets::redact;
+use crate::session::schema::{Body, GateAnswered, GateOpened};
+use crate::session::{self, Decision, NewEvent, Repo, Session};
+use crate::supervisor::{Answer, GateKind};
+
+/// Human checkpoints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Gates {
+    /// None beyond the pipeline's own (a review that does not converge, a failure). A red
+    /// integration checkpoint still holds the dependents back.
+    None,
+    /// Scope confirmation, integration checkpoints that are not green, completion.
+    PerEpic,
+    /// Those, and every story waits for a human before its pull request.
+    PerStory,
+}
+
+impl Gates {
+    /// `none`, `per-epic`, `per-story`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Gates::None => "none",
+            Gates::PerEpic => "per-epic",
+            Gates::PerStory => "per-story",
+        }
+    }
+
+    /// The mode a word names.
+    pub fn parse(word: &str) -> Option<Gates> {
+        match word {
+            "none" => Some(Gates::None),
+            "per-epic" => Some(Gates::PerEpic),
+            "per-story" => Some(Gates::PerStory),
+            _ => None,
+        }
+    }
+}
+
+/// The scope confirmation's id.
+pub const SCOPE: &str = "scope";
+/// The completion gate's id.
+pub const COMPLETION: &str = "completion";
+
+/// The integration checkpoint gate's id after story `key`.
+pub fn integration(key: &str) -> String {
+    format!("integration:{key}")
+}
+
+/// An epic gate that is open.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OpenGate {
+    /// `scope`, `integration:<key>`, `completion`.
+    pub id: String,
+    /// The question.
+    pub question: String,
+    /// What the human needs to judge it.
+    pub evidence: String,
+    /// The answers it takes.
+    pub options: Vec<Answer>,
+    /// The `seq` of its `gate_opened`.
+    pub seq: u64,
+}
+
+/// The kind of gate an id is: an integration checkpoint can be checked again (`retry`).
+fn kind(id: &str) -> GateKind {
+    if id.starts_with("integration:") {
+        GateKind::After
+    } else {
+        GateKind::Before
+    }
+}
+
+/// Where the scope confirmation stands.
+pub(super) enum Scope {
+    /// Answered `continue`, or not asked in this mode.
+    Confirmed,
+    /// Asked, not answered: the run parks.
+    Waiting,
+    /// Answered `abort` or `skip`: nothing runs, and why.
+    Cancelled(String),
+}
+
+/// The scope confirmation: asked once per run (new options are a new run), before the
+/// first story.
+pub(super) fn scope(
+    repo: &Repo,
+    epic: &Session,
+    plan: &Plan,
+    state: &mut EpicState,
+    mode: Gates,
+) -> Result<Scope, Error> {
+    if mode == Gates::None {
+        return Ok(Scope::Confirmed);
+    }
+    match state.answers.get(SCOPE) {
+        Some(Answer::Continue) => Ok(Scope::Confirmed),
+        Some(_) => Ok(Scope::Cancelled(
+            "a human cancelled the run at its scope confirmation".into(),
+        )),
+        None => {
+            if state.gate.is_none() {
+                let (question, evidence) = scope_question(plan);
+                open(repo, epic, state, SCOPE, &question, &evidence)?;
+            }
+            Ok(Scope::Waiting)
+        }
+    }
+}
+
+/// Open gate `id` in the epic's journal.
+pub(super) fn open(
+    repo: &Repo,
+    epic: &Session,
+    state: &mut EpicState,
+    id: &str,
+    question: &str,
+    evidence: &str,
+) -> Result<(), Error> {
+    let kind = kind(id);
+    let event = session::record(
+        repo,
+        epic,
+        NewEvent::new(Body::GateOpened(GateOpened {
+            kind,
+            question: redact(question),
+            evidence: redact(evidence),
+            options: kind.options().to_vec(),
+            confidence: serde_json::Value::Null,
+        }))
+        .step(Some(id.to_owned()))
+        .decision(Some(Decision::Escalated))
+        .trigger(Some("epic_checkpoint".into())),
+    )?;
+    state.apply(&event);
+    Ok(())
+}
+
+/// Answer the epic's open gate; returns the epic, for the run to continue.
+pub fn answer(
+    repo: &Repo,
+    epic: &Session,
+    reply: &str,
+    message: Option<&str>,
+) -> Result<String, Error> {
+    let journal = session::read_journal(repo, &epic.id)?;
+    let state = EpicState::replay(journal.events());
+    let Some(started) = &state.started else {
+        return Err(Error::NoRun(epic.name.clone()));
+    };
+    let Some(gate) = &state.gate else {
+        return Err(Error::NoGate {
+            epic: started.epic.clone(),
+        });
+    };
+    let Some(answer) = Answer::parse(reply).filter(|a| gate.options.contains(a)) else {
+        return Err(Error::UnknownAnswer {
+            reply: reply.to_owned(),
+            gate: gate.id.clone(),
+            options: gate.options.iter().map(|a| a.as_str()).collect(),
+        });
+    };
+    session::record(
+        repo,
+        epic,
+        NewEvent::new(Body::GateAnswered(GateAnswered {
+            answer: Some(answer),
+            kind: Some(kind(&gate.id)),
+            gate_seq: Some(gate.seq),
+        }))
+        .step(Some(gate.id.clone()))
+        .decision(Some(Decision::Human))
+        .trigger(Some("epic_checkpoint".into()))
+        .response(Some(message.unwrap_or(answer.as_str()).to_owned())),
+    )?;
+    Ok(started.epic.clone())
+}
+
+/// Whether a dependency lets its dependents start, as far as its integration checkpoint
+/// goes.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Clearance {
+    /// Start them.
+    Clear,
+    /// Not yet: the checkpoint is to run, or a human is to answer it.
+    Wait,
+    /// Never in this run, and why.
+    Hold(String),
+}
+
+pub(super) fn clearance(plan: &Plan, dep: &str, state: &EpicState, mode: Gates) -> Clearance {
+    if !plan.story(dep).is_some_and(|p| p.integration_checkpoint) {
+        return Clearance::Clear;
+    }
+    let Some(checked) = state.story(dep).integration else {
+        return Clearance::Wait;
+    };
+    if checked.light == "green" {
+        return Clearance::Clear;
+    }
+    match state.answers.get(&integration(dep)) {
+        Some(Answer::Continue) => Clearance::Clear,
+        Some(_) => Clearance::Hold(format!(
+            "a human stopped at the integration checkpoint after {dep}"
+        )),
+        // Without human checkpoints, warnings go on and failures hold.
+        None if mode == Gates::None && checked.light == "yellow" => Clearance::Clear,
+        None if mode == Gates::None => Clearance::Hold(format!(
+            "the integration checkpoint after {dep} is {}; fix {dep}'s branch, then git bmad epic resume {} checks it again",
+            integration::summary(&checked),
+            plan.epic
+        )),
+        None => Clearance::Wait,
+    }
+}
+
+/// The first integration checkpoint a human must answer before waiting stories can start.
+pub(super) fn integration_gate(
+    plan: &Plan,
+    state: &EpicState,
+    mode: Gates,
+) -> Option<(String, String, String)> {
+    let dep = plan.to_run().find(|d| {
+        clearance(plan, &d.key, state, mode) == Clearance::Wait
+            && state.story(&d.key).integration.is_some()
+            && plan
+                .to_run()
+                .any(|s| s.depends_on.contains(&d.key) && !state.story(&s.key).is_terminal())
+    })?;
+    let checked = state.story(&dep.key).integration?;
+    let question = format!(
+        "The integration checkpoint after {} is {}. continue starts {} anyway; retry checks again (after you fix {}'s branch); skip or abort leaves them for a human.",
+        dep.key,
+        checked.light.to_uppercase(),
+        checked.dependents.join(", "),
+        dep.key
+    );
+    Some((
+        integration(&dep.key),
+        question,
+        integration::summary(&checked),
+    ))
+}
+
+/// The scope confirmation: the plan, for a human to accept or cancel.
+pub(super) fn scope_question(plan: &Plan) -> (String, String) {
+    let keys: Vec<&str> = plan.to_run().map(|s| s.key.as_str()).collect();
+    let question = format!(
+        "Run epic {} as planned: {} stories ({}) in {} waves? continue runs it; abort cancels (start again with --stories to run some).",
+        plan.epic,
+        keys.len(),
+        keys.join(", "),
+        plan.waves.len()
+    );
+    let mut evidence = String::new();
+    for (i, wave) in plan.waves.iter().enumerate() {
+        evidence.push_str(&format!("wave {}: {}\n", i + 1, wave.join(", ")));
+    }
+    for s in plan.to_run().filter(|s| s.integration_checkpoint) {
+        evidence.push_str(&format!("integration checkpoint after {}\n", s.key));
+    }
+    (question, evidence)
+}
+
+/// The completion gate: what the epic came to, for a human to sign off.
+pub(super) fn completion_question(plan: &Plan, state: &EpicState) -> (String, String) {
+    let mut counts: BTreeMap<String, u32> = BTreeMap::new();
+    let mut evidence = String::new();
+    for s in plan.to_run() {
+        let st = state.story(&s.key);
+        *counts.entry(st.stage.clone()).or_insert(0) += 1;
+        let pr = st.detail.pr.as_deref().unwrap_or("no pull request");
+        evidence.push_str(&format!("{}: {} ({pr})\n", s.key, st.stage));
+    }
+    let counts: Vec<String> = counts.iter().map(|(k, n)| format!("{n} {k}")).collect();
+    let question = format!(
+        "Epic {} is through: {}. Review the pull requests; continue signs the epic off, abort records that it was not.",
+        plan.epic,
+        counts.join(", ")
+    );
+    (question, evidence)
+}

@@ -1,0 +1,96 @@
+//! The lines a range of history added and removed, per file: what an epic's integration
+//! checkpoint reads to see which files a story changed and which public items it touched.
+
+use super::error::Result;
+use super::repo::Repo;
+use gix::ObjectId;
+
+/// One file's changed lines from one commit to another.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ChangedFile {
+    /// The path after the change (before it, for a deleted file).
+    pub path: String,
+    /// Lines added, without the `+`.
+    pub added: Vec<String>,
+    /// Lines removed, without the `-`.
+    pub removed: Vec<String>,
+}
+
+impl Repo {
+    /// Every file changed from `from` to `to`, with the lines added and removed (`-U0`, no
+    /// renames, so a moved file is one removed and one added). Binary files are listed with
+    /// no lines.
+    pub fn changed_lines(&self, from: ObjectId, to: ObjectId) -> Result<Vec<ChangedFile>> {
+        let out = self.git().run([
+            "diff",
+            "-U0",
+            "--no-renames",
+            "--no-color",
+            "--no-ext-diff",
+            "--src-prefix=a/",
+            "--dst-prefix=b/",
+            &from.to_string(),
+            &to.to_string(),
+        ])?;
+        Ok(parse_patch(&String::from_utf8_lossy(&out)))
+    }
+}
+
+/// Read a unified diff's files and lines. Paths come from `diff --git a/x b/x`, then from
+/// the `+++`/`---` lines, which name a deleted file's old path.
+fn parse_patch(patch: &str) -> Vec<ChangedFile> {
+    let mut files: Vec<ChangedFile> = Vec::new();
+    let mut in_hunk = false;
+    for line in patch.lines() {
+        if let Some(rest) = line.strip_prefix("diff --git ") {
+            let path = rest
+                .rsplit_once(" b/")
+                .map(|(_, b)| b)
+                .unwrap_or(rest)
+                .to_owned();
+            files.push(ChangedFile {
+                path,
+                ..Default::default()
+            });
+            in_hunk = false;
+            continue;
+        }
+        let Some(file) = files.last_mut() else {
+            continue;
+        };
+        if line.starts_with("@@") {
+            in_hunk = true;
+        } else if !in_hunk {
+            if let Some(path) = line.strip_prefix("+++ b/") {
+                file.path = path.to_owned();
+            } else if let Some(path) = line.strip_prefix("--- a/") {
+                file.path = path.to_owned();
+            }
+        } else if let Some(added) = line.strip_prefix('+') {
+            file.added.push(added.to_owned());
+        } else if let Some(removed) = line.strip_prefix('-') {
+            file.removed.push(removed.to_owned());
+        }
+    }
+    files
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_and_their_lines_are_read_from_a_zero_context_patch() {
+        let patch = "diff --git a/src/a.rs b/src/a.rs\nindex 1..2 100644\n--- a/src/a.rs\n+++ b/src/a.rs\n@@ -1 +1,2 @@\n-pub fn old() {}\n+pub fn new() {}\n+--- not a header\ndiff --git a/gone.ts b/gone.ts\ndeleted file mode 100644\n--- a/gone.ts\n+++ /dev/null\n@@ -1 +0,0 @@\n-export const x = 1;\ndiff --git a/img.png b/img.png\nnew file mode 100644\nBinary files /dev/null and b/img.png differ\n";
+        let files = parse_patch(patch);
+        assert_eq!(files.len(), 3);
+        assert_eq!(files[0].path, "src/a.rs");
+        assert_eq!(files[0].removed, vec!["pub fn old() {}"]);
+        assert_eq!(files[0].added, vec!["pub fn new() {}", "--- not a header"]);
+        assert_eq!(files[1].path, "gone.ts");
+        assert_eq!(files[1].removed, vec!["export const x = 1;"]);
+        assert!(files[1].added.is_empty());
+        assert_eq!(files[2].path, "img.png");
+        assert!(files[2].added.is_empty() && files[2].removed.is_empty());
+    }
+}

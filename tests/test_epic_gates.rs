@@ -1,0 +1,281 @@
+//! An epic run's own checkpoints end to end: scope confirmation, integration checkpoints
+//! (green, yellow, red) after stories with dependents, completion, and budgets. Answers go
+//! to the epic's session and continue the run.
+
+use serde_json::Value;
+
+use crate::common::{read, TestEnv};
+use crate::test_epic::{dev_behaviour, epic_project, status, story};
+use crate::test_supervisor::agent_behaviour;
+
+const KEYS: [&str; 4] = [
+    "3-1-api-client",
+    "3-2-storage",
+    "3-3-sync-engine",
+    "3-4-api-retries",
+];
+
+fn gate_id(s: &Value) -> &str {
+    s["gate"]["id"].as_str().unwrap_or("")
+}
+
+fn dev_calls(env: &TestEnv) -> String {
+    std::fs::read_to_string(env.root().join("home/agent/dev.log")).unwrap_or_default()
+}
+
+#[test]
+fn per_epic_gates_ask_for_scope_then_a_yellow_integration_then_completion() {
+    let env = TestEnv::new();
+    let repo = epic_project(&env);
+    // An interface 3-3 (touches src/sync) builds on; 3-1's dev changes its signature.
+    std::fs::create_dir_all(repo.join("src/sync")).unwrap();
+    std::fs::write(repo.join("src/sync/api.rs"), "pub fn connect() {}\n").unwrap();
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "sync api"]);
+    dev_behaviour(
+        &env,
+        "case \"$key\" in 3-1-*) sed -i 's/connect()/connect(timeout: u32)/' src/sync/api.rs ;; esac",
+    );
+
+    // Scope first: nothing runs before a human has seen the plan.
+    let run = env
+        .bmad(&repo, &["epic", "run", "3", "--gates", "per-epic"])
+        .code(3);
+    assert!(
+        run.stdout.contains("Run epic 3 as planned: 4 stories"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stderr
+            .contains("git bmad answer <continue|skip|abort> -s epic-3"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(dev_calls(&env), "");
+    assert_eq!(gate_id(&status(&env, &repo)), "scope");
+    // An answer the gate does not take shows it again and changes nothing.
+    let wrong = env
+        .bmad(&repo, &["answer", "retry", "-s", "epic-3"])
+        .code(3);
+    assert!(
+        wrong.stderr.contains("takes continue, skip, abort"),
+        "{}",
+        wrong.stderr
+    );
+
+    // The answer continues the run: every story but 3-3 is built; 3-1's checkpoint is
+    // yellow (a file 3-3 touches, an interface changed), 3-2's green; 3-3 waits.
+    env.bmad(&repo, &["answer", "continue", "-s", "epic-3"])
+        .code(3);
+    let s = status(&env, &repo);
+    assert_eq!(gate_id(&s), "integration:3-1-api-client", "{s:#}");
+    let api = &story(&s, "3-1-api-client")["state"]["integration"];
+    assert_eq!(api["light"], "yellow", "{api:#}");
+    assert_eq!(api["overlaps"][0], "3-3-sync-engine: src/sync/api.rs");
+    assert_eq!(api["interfaces"][0], "src/sync/api.rs: fn connect changed");
+    assert_eq!(api["tests_ok"], true);
+    let storage = &story(&s, "3-2-storage")["state"]["integration"];
+    assert_eq!(storage["light"], "green", "{storage:#}");
+    assert!(story(&s, "3-3-sync-engine")["stage"].is_null(), "{s:#}");
+    for key in ["3-1-api-client", "3-2-storage", "3-4-api-retries"] {
+        assert_eq!(story(&s, key)["stage"], "done", "{key}");
+    }
+
+    // Continue past the warning: 3-3 runs; then the completion gate.
+    env.bmad(&repo, &["answer", "continue", "-s", "epic-3"])
+        .code(3);
+    let s = status(&env, &repo);
+    assert_eq!(gate_id(&s), "completion", "{s:#}");
+    assert_eq!(story(&s, "3-3-sync-engine")["stage"], "done");
+    assert_eq!(s["finished"], false);
+
+    // Signed off: finished, and every story ran exactly once.
+    env.bmad(&repo, &["answer", "yes", "-s", "epic-3"])
+        .success();
+    let s = status(&env, &repo);
+    assert_eq!(s["finished"], true, "{s:#}");
+    assert!(s["gate"].is_null());
+    let devs = dev_calls(&env);
+    for key in KEYS {
+        assert_eq!(devs.lines().filter(|l| *l == key).count(), 1, "{devs}");
+    }
+    // The journal holds the human's answers, each with who decided.
+    let journal = env
+        .bmad(&repo, &["journal", "epic-3", "--json"])
+        .success()
+        .json();
+    let answers: Vec<&Value> = journal
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "gate_answered")
+        .collect();
+    assert_eq!(answers.len(), 3, "{journal:#}");
+    assert!(answers.iter().all(|e| e["decision"] == "human"));
+
+    // The report, in the PR diff as markdown and as one HTML page, says the same.
+    let progress = env.git(
+        &repo,
+        &["show", "bmad/epic-3:docs/progress/epic-3-auto-run.md"],
+    );
+    assert!(
+        progress.contains("| 3-1-api-client | done | yellow | 1 |"),
+        "{progress}"
+    );
+    assert!(progress.contains("\n## Gates and answers\n"), "{progress}");
+    for gate in [
+        "scope: continue",
+        "integration:3-1-api-client: continue",
+        "completion: continue",
+    ] {
+        assert!(
+            progress.contains(&format!("- {gate} (")),
+            "{gate}: {progress}"
+        );
+    }
+    let page = env.root().join("epic-3.html");
+    env.bmad(
+        &repo,
+        &["epic", "status", "3", "--html", page.to_str().unwrap()],
+    )
+    .success();
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(
+        html.contains(
+            "<td>3-1-api-client</td><td class=\"good\">done</td><td class=\"warn\">yellow</td>"
+        ),
+        "{html}"
+    );
+    assert!(
+        html.contains("<li>integration:3-1-api-client: continue ("),
+        "{html}"
+    );
+    assert!(!html.contains("<script") && !html.contains("src=") && !html.contains("href="));
+}
+
+#[test]
+fn without_gates_a_red_checkpoint_holds_the_dependent_until_the_branch_is_fixed() {
+    let env = TestEnv::new();
+    let repo = epic_project(&env);
+    // 3-1's reviewer approves and leaves the suite failing (a review step checks no tests).
+    agent_behaviour(
+        &env,
+        "review-1",
+        "case \"$BMAD_ARGS\" in 3-1-*) echo FAIL > src/api/broken.rs ;; esac\nresult 'Outcome: Approve'\n",
+    );
+    let run = env.bmad(&repo, &["epic", "run", "3"]).code(5);
+    assert!(run.stderr.contains("3-3-sync-engine"), "{}", run.stderr);
+    let s = status(&env, &repo);
+    let api = &story(&s, "3-1-api-client")["state"]["integration"];
+    assert_eq!(api["light"], "red", "{api:#}");
+    assert_eq!(api["tests_ok"], false);
+    let dependent = story(&s, "3-3-sync-engine");
+    assert_eq!(dependent["stage"], "skipped", "{s:#}");
+    let reason = dependent["state"]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("the integration checkpoint after 3-1-api-client is RED"),
+        "{reason}"
+    );
+    assert!(!dev_calls(&env).contains("3-3-sync-engine"));
+
+    // Resume without a fix checks nothing again and still holds it.
+    env.bmad(&repo, &["epic", "resume", "3"]).code(5);
+    assert!(!dev_calls(&env).contains("3-3-sync-engine"));
+
+    // A human fixes 3-1's branch: resume checks again (green now) and runs 3-3.
+    let wt = env.root().join("proj.3-1-api-client");
+    env.git(&wt, &["rm", "-q", "src/api/broken.rs"]);
+    env.git(&wt, &["commit", "-q", "-m", "fix the suite"]);
+    env.bmad(&repo, &["epic", "resume", "3"]).success();
+    let s = status(&env, &repo);
+    assert_eq!(
+        story(&s, "3-1-api-client")["state"]["integration"]["light"],
+        "green"
+    );
+    for key in KEYS {
+        assert_eq!(story(&s, key)["stage"], "done", "{key}: {s:#}");
+    }
+    assert_eq!(s["finished"], true);
+    let checks = read(&env.root(), "home/agent/dev.log");
+    assert_eq!(
+        checks.lines().filter(|l| *l == "3-3-sync-engine").count(),
+        1
+    );
+}
+
+#[test]
+fn an_epic_budget_stops_new_stories_and_a_larger_one_goes_on() {
+    let env = TestEnv::new();
+    let repo = epic_project(&env);
+    // One story is a dev and a review: two invocations use the budget up.
+    let run = env
+        .bmad(&repo, &["epic", "run", "3", "--max-invocations", "2"])
+        .code(5);
+    assert!(
+        run.stdout.contains("budget: 2 invocations of 2") || run.stderr.contains("budget: 2"),
+        "{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    let s = status(&env, &repo);
+    let done = KEYS
+        .iter()
+        .filter(|k| story(&s, k)["stage"] == "done")
+        .count();
+    assert_eq!(done, 1, "{s:#}");
+    assert_eq!(s["started"]["budget"]["invocations"], 2);
+    // Resume keeps the budget: still nothing new.
+    env.bmad(&repo, &["epic", "resume", "3"]).code(5);
+    assert_eq!(dev_calls(&env).lines().count(), 1);
+    // A run with room finishes the rest.
+    env.bmad(&repo, &["epic", "run", "3", "--max-invocations", "50"])
+        .success();
+    let s = status(&env, &repo);
+    for key in KEYS {
+        assert_eq!(story(&s, key)["stage"], "done", "{key}: {s:#}");
+    }
+    let bad = env
+        .bmad(&repo, &["epic", "run", "3", "--max-time", "soon"])
+        .code(2);
+    assert!(bad.stderr.contains("90m or 8h"), "{}", bad.stderr);
+}
+
+#[test]
+fn the_epic_demo_runs_three_stories_through_both_gates_with_simulated_agents() {
+    let env = TestEnv::new();
+    let run = env
+        .bmad(
+            &env.root(),
+            &["demo", "epic", "--dir", env.root().to_str().unwrap()],
+        )
+        .success();
+    let out = &run.stdout;
+    assert!(out.contains("The agents are SIMULATED"), "{out}");
+    assert!(out.contains("(exit 3: the scope gate)"), "{out}");
+    assert!(out.contains("(exit 3: the completion gate)"), "{out}");
+    assert!(out.contains("Epic 1 (finished)"), "{out}");
+    for key in ["1-1-api-client", "1-2-storage", "1-3-sync-engine"] {
+        assert!(
+            out.lines()
+                .any(|l| l.trim_start().starts_with(key) && l.contains(" done ")),
+            "{key}: {out}"
+        );
+    }
+    // The review found a problem and a fix round fixed it.
+    assert!(
+        out.lines()
+            .any(|l| l.contains("1-1-api-client") && l.contains("rounds 2")),
+        "{out}"
+    );
+    // Nothing is left behind without --keep.
+    let left = std::fs::read_dir(env.root())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .any(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("git-bmad-demo-")
+        });
+    assert!(!left);
+}
