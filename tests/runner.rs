@@ -9,6 +9,7 @@ mod test_analyze;
 mod test_checkpoint;
 mod test_crash;
 mod test_epic;
+mod test_epic_crash;
 mod test_epic_gates;
 mod test_guard;
 mod test_hook_managers;

@@ -261,7 +261,7 @@ const EVERY_COMMAND: [Killed; 9] = [
 
 /// The recovery a user is told to do: `doctor --fix`, then the first command of each fix
 /// still printed. Afterwards doctor must accept the state.
-fn recover(env: &TestEnv, repo: &std::path::Path, what: &str) {
+pub(crate) fn recover(env: &TestEnv, repo: &std::path::Path, what: &str) {
     // Exit 1 while problems that need a choice remain; the report must still be whole.
     let fixed = env.bmad(repo, &["doctor", "--fix", "--json"]).json();
     for repair in fixed["repairs"].as_array().unwrap() {

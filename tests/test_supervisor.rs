@@ -730,6 +730,47 @@ fn kill_dash_nine_in_step_five_then_resume_reruns_it_when_the_artifact_is_missin
     assert_eq!(c.iter().filter(|l| l.starts_with("s4 ")).count(), 1);
 }
 
+/// `diff_nonempty` after a crash is judged on what the crashed round changed: an agent
+/// killed before it wrote anything is not taken as done because the old code's tests pass;
+/// one killed after its work is.
+#[test]
+fn kill_dash_nine_before_a_steps_work_reruns_it_even_when_its_tests_pass() {
+    for worked in [false, true] {
+        let env = TestEnv::new();
+        let repo = env.repo("proj");
+        env.executable("claude", FAKE_CLAUDE);
+        let six = SIX.replace(
+            "postconditions: [{file_exists: out/s5}]",
+            "postconditions: [diff_nonempty, {tests_pass: \"true\"}]",
+        );
+        write(&repo, ".bmad/playbooks/six.yaml", &six);
+        env.git(&repo, &["add", "-A"]);
+        env.git(&repo, &["commit", "-q", "-m", "playbook"]);
+        let wt = env.start(&repo, "crash").1;
+        let work = if worked { "echo code > s5.rs\n" } else { "" };
+        agent_behaviour(
+            &env,
+            "s5",
+            &format!("{work}touch \"$HOME/agent/s5-started\"\nif [ \"$BMAD_ATTEMPT\" = 1 ]; then sleep 30; fi\necho code > s5.rs\nresult done\n"),
+        );
+        kill_during_step_five(&env, &wt);
+        let run = env.bmad(&wt, &["resume"]).success();
+        let said = if worked {
+            "s5 found done after the crash"
+        } else {
+            "s5 runs again (crash_recovery)"
+        };
+        assert!(run.stderr.contains(said), "worked {worked}: {}", run.stderr);
+        let events = journal(&env, &wt);
+        assert_each_step_completed_once(&events);
+        let s5_starts = named(&events, "step_started")
+            .iter()
+            .filter(|e| e["step"] == "s5")
+            .count();
+        assert_eq!(s5_starts, if worked { 1 } else { 2 }, "worked {worked}");
+    }
+}
+
 #[test]
 fn a_parallel_phase_waits_for_every_step_and_reports_all_results() {
     let env = TestEnv::new();

@@ -353,9 +353,11 @@ impl Engine<'_> {
                 .iter()
                 .filter(|s| !self.state.finished(&s.id))
                 .collect();
+            // A step a crash left running: what its round changed shows whether it worked.
+            let crashed_round = self.changed_by_crashed_round(&pending)?;
             let settlement = {
                 let mut evaluate = |step: &Step, check: &playbook::Check| {
-                    evaluate(check, &self.check_env(step, None))
+                    evaluate(check, &self.check_env(step, crashed_round.as_deref()))
                 };
                 decide::settle(&playbook, &self.state, &pending, &mut evaluate)
             };

@@ -74,7 +74,6 @@ pub fn settle(
                 let checks: Vec<CheckOutcome> = step
                     .postconditions
                     .iter()
-                    .filter(|c| **c != Check::DiffNonempty)
                     .map(|c| evaluate(step, c))
                     .collect();
                 return Settlement::Record(vec![recover(step, checks)]);
@@ -128,8 +127,9 @@ pub fn stopped(steps: &[String]) -> NewEvent {
 }
 
 /// A step found started but not finished (a crash): its postconditions say whether the
-/// crashed attempt did its work. `checks` leaves out `diff_nonempty`, which only the
-/// attempt's own round can answer.
+/// crashed attempt did its work. `diff_nonempty` among them is judged on what changed since
+/// the checkpoint before the crashed round (the loop passes that in), so an attempt killed
+/// before it changed anything runs again even when the other checks hold on the old code.
 fn recover(step: &Step, checks: Vec<CheckOutcome>) -> NewEvent {
     let met = !checks.is_empty() && checks.iter().all(|c| c.ok);
     let body = if met {

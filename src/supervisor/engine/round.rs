@@ -9,8 +9,42 @@ use crate::policy::secrets::CheckpointVet;
 use crate::session::schema::{Body, PolicyViolation};
 use crate::session::{self, Checkpoint, Decision, Journal, NewEvent, Status};
 use crate::supervisor::error::Result;
+use crate::supervisor::playbook::Step;
+use crate::supervisor::state::StepStatus;
 
 impl Engine<'_> {
+    /// What the round a crash interrupted changed, for the postconditions of the steps it
+    /// left running: from the checkpoint taken before that round to one taken now (which
+    /// also keeps the interrupted work). `None` when no step was left running, or the
+    /// round's checkpoint is gone: then `diff_nonempty` cannot hold and the step runs again.
+    pub(super) fn changed_by_crashed_round(
+        &mut self,
+        pending: &[&Step],
+    ) -> Result<Option<Vec<String>>> {
+        let crashed: Vec<&str> = pending
+            .iter()
+            .filter(|s| self.state.step(&s.id).status == StepStatus::Running)
+            .map(|s| s.id.as_str())
+            .collect();
+        let Some(first) = crashed.first() else {
+            return Ok(None);
+        };
+        let before = session::chain(self.repo, self.session)?
+            .into_iter()
+            .find(|cp| {
+                cp.label
+                    .strip_prefix("before ")
+                    .is_some_and(|ids| ids.split(", ").any(|id| crashed.contains(&id)))
+            });
+        let Some(before) = before else {
+            return Ok(None);
+        };
+        let label = format!("after {} (interrupted)", crashed.join(", "));
+        let (after, _) = self.vetted_checkpoint(&label, first, &crashed)?;
+        let changed = before.work_changed_to(self.repo, &after)?;
+        Ok(Some(changed.into_iter().map(|(path, _)| path).collect()))
+    }
+
     /// A checkpoint of the round's steps (`tag`) whose every changed file was scanned before
     /// it could enter the object database: a secret is kept out of it and journaled,
     /// redacted, as a policy violation of the round's step. Returns it and its event's seq.

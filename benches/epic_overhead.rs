@@ -1,0 +1,205 @@
+//! The epic runner's overhead per story, agents excluded (issue 18), beside the baseline a
+//! hand-written runner pays: each story in its own branch and worktree, the agent run, the
+//! work committed and the branch pushed, with none of the checks, checkpoints, journal,
+//! reviews or pull requests git-bmad adds.
+//!
+//! Both sides run the same instant agent (a shell script that writes the story's code and
+//! moves its status to review, and approves every review), on fresh copies of the same
+//! 12-story BMAD v6 epic with a local bare remote. Printed: the whole run, the time the
+//! agent processes themselves take, and what is left per story; then the ratio.
+//! Run: cargo build --release && cargo bench --bench epic_overhead
+
+#![allow(clippy::unwrap_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+mod common;
+use common::{git, ms};
+
+const STORIES: usize = 12;
+const SAMPLES: usize = 5;
+
+/// The instant agent, as `claude -p --output-format json` answers.
+const AGENT: &str = r#"#!/bin/sh
+key=$BMAD_ARGS
+case "$BMAD_STEP" in
+  dev)
+    mkdir -p src && echo "// $key" > "src/$key.rs"
+    f="_bmad-output/implementation-artifacts/$key.md"
+    sed 's/^Status: .*/Status: review/' "$f" > "$f.new" && mv "$f.new" "$f"
+    r="implemented $key" ;;
+  *) r="Outcome: Approve" ;;
+esac
+printf '{"type":"result","subtype":"success","is_error":false,"result":"%s","session_id":"b","total_cost_usd":0,"usage":{"input_tokens":1,"output_tokens":1},"permission_denials":[]}\n' "$r"
+"#;
+
+fn main() {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let bin = here.join("target/release/git-bmad");
+    assert!(
+        bin.exists(),
+        "build the binary first: cargo build --release"
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    common::hermetic_git(dir.path());
+    let tools = dir.path().join("bin");
+    std::fs::create_dir_all(&tools).unwrap();
+    let agent = tools.join("claude");
+    std::fs::write(&agent, AGENT).unwrap();
+    make_executable(&agent);
+    let path = format!(
+        "{}:{}",
+        tools.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    std::env::set_var("PATH", &path);
+
+    // The agent alone: the same invocations (a dev and a review per story), in a copy of
+    // the project, so its file writes cost what they cost in a run.
+    let agents = median(|round| {
+        let repo = project(dir.path(), &format!("agents-{round}"));
+        let started = Instant::now();
+        for n in 1..=STORIES {
+            for step in ["dev", "review-1"] {
+                let out = Command::new(&agent)
+                    .env("BMAD_ARGS", key(n))
+                    .env("BMAD_STEP", step)
+                    .current_dir(&repo)
+                    .output()
+                    .unwrap();
+                assert!(out.status.success());
+            }
+        }
+        started.elapsed()
+    });
+
+    let ours = median(|round| {
+        let repo = project(dir.path(), &format!("ours-{round}"));
+        let started = Instant::now();
+        let out = Command::new(&bin)
+            .args(["epic", "run", "1"])
+            .current_dir(&repo)
+            .output()
+            .unwrap();
+        let took = started.elapsed();
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        took
+    });
+
+    let script = median(|round| {
+        let repo = project(dir.path(), &format!("script-{round}"));
+        let started = Instant::now();
+        for n in 1..=STORIES {
+            let key = key(n);
+            let wt = repo.with_file_name(format!("script-{round}.{key}"));
+            let branch = format!("bmad/{key}");
+            git(
+                &repo,
+                &["worktree", "add", "-q", "-b", &branch, wt.to_str().unwrap()],
+            );
+            for step in ["dev", "review-1"] {
+                let out = Command::new(&agent)
+                    .env("BMAD_ARGS", &key)
+                    .env("BMAD_STEP", step)
+                    .current_dir(&wt)
+                    .output()
+                    .unwrap();
+                assert!(out.status.success());
+            }
+            git(&wt, &["add", "-A"]);
+            git(&wt, &["commit", "-q", "-m", &format!("Story {key}")]);
+            git(&wt, &["push", "-q", "origin", &branch]);
+        }
+        started.elapsed()
+    });
+
+    let per_story = |total: Duration| (ms(total) - ms(agents)) / STORIES as f64;
+    println!("== epic run overhead, {STORIES} stories, agents excluded ({SAMPLES} runs, median)");
+    println!("the agent processes alone       {:>8.1} ms", ms(agents));
+    println!(
+        "git bmad epic run 1             {:>8.1} ms   overhead {:>6.1} ms per story",
+        ms(ours),
+        per_story(ours)
+    );
+    println!(
+        "worktree + commit + push loop   {:>8.1} ms   overhead {:>6.1} ms per story",
+        ms(script),
+        per_story(script)
+    );
+    println!(
+        "ratio ours/baseline (overhead)  {:.2}",
+        per_story(ours) / per_story(script)
+    );
+}
+
+/// The median of [`SAMPLES`] runs, each given its round number for a fresh copy; the
+/// closure times only the part that counts (the copy is set up before its clock starts).
+fn median(f: impl Fn(usize) -> Duration) -> Duration {
+    let mut times: Vec<Duration> = (0..SAMPLES).map(&f).collect();
+    times.sort();
+    times[times.len() / 2]
+}
+
+/// `1-7-story-7`.
+fn key(n: usize) -> String {
+    format!("1-{n}-story-{n}")
+}
+
+/// A fresh copy of the epic: a v6 project with `STORIES` independent stories, committed,
+/// with a bare remote; its path.
+fn project(root: &Path, name: &str) -> PathBuf {
+    let repo = root.join(name);
+    let artifacts = repo.join("_bmad-output/implementation-artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    std::fs::create_dir_all(repo.join("_bmad/bmm")).unwrap();
+    std::fs::write(
+        repo.join("_bmad/bmm/config.yaml"),
+        "implementation_artifacts: \"{project-root}/_bmad-output/implementation-artifacts\"\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(repo.join(".bmad")).unwrap();
+    std::fs::write(
+        repo.join(".bmad/config.yaml"),
+        "checks:\n  test_command: \"true\"\nrunners:\n  default: claude\n",
+    )
+    .unwrap();
+    for command in ["bmad-dev-story", "bmad-code-review"] {
+        let file = repo.join(format!(".claude/commands/{command}.md"));
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, format!("---\ndescription: {command}\n---\n$ARGUMENTS\n")).unwrap();
+    }
+    let mut status = String::from(
+        "generated: 2026-11-24T09:00:00+0000\nproject: Bench\ntracking_system: file-system\nstory_location: \"{project-root}/_bmad-output/implementation-artifacts\"\n\ndevelopment_status:\n  epic-1: in-progress\n",
+    );
+    for n in 1..=STORIES {
+        let key = key(n);
+        status.push_str(&format!("  {key}: ready-for-dev\n"));
+        std::fs::write(
+            artifacts.join(format!("{key}.md")),
+            format!("---\ntouches: [src/{key}.rs]\n---\n# Story 1.{n}: story {n}\n\nStatus: ready-for-dev\n\n## Tasks / Subtasks\n\n- [ ] Task 1\n"),
+        )
+        .unwrap();
+    }
+    status.push_str("  epic-1-retrospective: optional\n");
+    std::fs::write(artifacts.join("sprint-status.yaml"), status).unwrap();
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "an epic"]);
+    let remote = root.join(format!("{name}.git"));
+    git(root, &["init", "-q", "--bare", remote.to_str().unwrap()]);
+    git(&repo, &["remote", "add", "origin", remote.to_str().unwrap()]);
+    git(&repo, &["push", "-q", "origin", "main"]);
+    repo
+}
+
+fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
