@@ -173,7 +173,11 @@ fn project(root: &Path, name: &str) -> PathBuf {
     for command in ["bmad-dev-story", "bmad-code-review"] {
         let file = repo.join(format!(".claude/commands/{command}.md"));
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
-        std::fs::write(file, format!("---\ndescription: {command}\n---\n$ARGUMENTS\n")).unwrap();
+        std::fs::write(
+            file,
+            format!("---\ndescription: {command}\n---\n$ARGUMENTS\n"),
+        )
+        .unwrap();
     }
     let mut status = String::from(
         "generated: 2026-11-24T09:00:00+0000\nproject: Bench\ntracking_system: file-system\nstory_location: \"{project-root}/_bmad-output/implementation-artifacts\"\n\ndevelopment_status:\n  epic-1: in-progress\n",
@@ -194,7 +198,10 @@ fn project(root: &Path, name: &str) -> PathBuf {
     git(&repo, &["commit", "-q", "-m", "an epic"]);
     let remote = root.join(format!("{name}.git"));
     git(root, &["init", "-q", "--bare", remote.to_str().unwrap()]);
-    git(&repo, &["remote", "add", "origin", remote.to_str().unwrap()]);
+    git(
+        &repo,
+        &["remote", "add", "origin", remote.to_str().unwrap()],
+    );
     git(&repo, &["push", "-q", "origin", "main"]);
     repo
 }

@@ -279,3 +279,70 @@ fn the_epic_demo_runs_three_stories_through_both_gates_with_simulated_agents() {
         });
     assert!(!left);
 }
+
+#[test]
+fn a_retrospective_runs_headless_once_every_story_is_done_and_is_offered_as_a_draft_pr() {
+    let env = TestEnv::new();
+    let repo = epic_project(&env);
+    agent_behaviour(
+        &env,
+        "retrospective",
+        "echo \"$BMAD_ARGS\" > \"$HOME/agent/retro-args.txt\"\nprintf '# Epic 3 retrospective\\n\\nVerdict: accepted\\n' > _bmad-output/implementation-artifacts/epic-3-retro-2026-11-24.md\nresult 'retrospective written'\n",
+    );
+    // A project without the skill is told so before any story runs.
+    let refused = env
+        .bmad(&repo, &["epic", "run", "3", "--parallel", "2", "--retro"])
+        .code(2);
+    assert!(
+        refused
+            .stderr
+            .contains(".claude/commands/bmad-retrospective.md"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!env.root().join("home/agent/calls.log").exists());
+    std::fs::write(
+        repo.join(".claude/commands/bmad-retrospective.md"),
+        "---\ndescription: bmad-retrospective\n---\nRun the BMAD retrospective for $ARGUMENTS.\n",
+    )
+    .unwrap();
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "the retrospective skill"]);
+    env.bmad(&repo, &["epic", "run", "3", "--parallel", "2", "--retro"])
+        .success();
+    let s = status(&env, &repo);
+    assert_eq!(s["finished"], true, "{s:#}");
+    assert_eq!(s["started"]["retro"], true);
+    let pr = s["closed"]["retrospective"].as_str().unwrap();
+    assert!(
+        pr.starts_with("https://github.com/example/proj/pull/"),
+        "{s:#}"
+    );
+    // bmad-retrospective's headless orchestrator interface, with the epic.
+    let calls = read(&env.root(), "home/agent/calls.log");
+    assert!(
+        calls
+            .lines()
+            .any(|l| l.starts_with("retrospective 1 /bmad-retrospective -H 3")),
+        "{calls}"
+    );
+    let gh = read(&env.root(), "home/agent/gh.log");
+    assert!(
+        gh.lines()
+            .any(|l| l
+                .starts_with("gh pr create --draft --base bmad/epic-3 --head bmad/epic-3-close")),
+        "{gh}"
+    );
+    env.git(
+        &repo,
+        &[
+            "cat-file",
+            "-e",
+            "bmad/epic-3-close:_bmad-output/implementation-artifacts/epic-3-retro-2026-11-24.md",
+        ],
+    );
+    // Once: running again changes nothing.
+    let before = read(&env.root(), "home/agent/calls.log");
+    env.bmad(&repo, &["epic", "resume", "3"]).success();
+    assert_eq!(read(&env.root(), "home/agent/calls.log"), before);
+}

@@ -3,6 +3,7 @@
 //! pipeline playbook, verified, committed and offered as a draft pull request; the run's
 //! record is the epic session's journal, so `epic status` and `epic resume` replay it.
 
+mod close;
 mod closeout;
 pub mod gates;
 pub mod integration;
@@ -10,6 +11,7 @@ pub mod pipeline;
 pub mod plan;
 pub mod progress;
 pub mod run;
+pub mod signatures;
 pub mod state;
 mod status;
 mod story;

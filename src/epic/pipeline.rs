@@ -7,8 +7,10 @@
 //!   `bmad-build-auto` again (it reads the review's findings from the spec).
 //! - v6.0–v6.10: `create-story` when the story file is missing → `dev-story` →
 //!   `code-review` → `dev-story` for the follow-ups (its "review continuation").
-//! - v4: the SM drafts when the story file is missing → the Dev implements → QA reviews →
-//!   the Dev fixes.
+//! - v4 (seed 001): the SM drafts when the story file is missing → QA approves the draft or
+//!   returns findings, which the SM revises (at most 3 revision cycles, then a gate) → the
+//!   Dev implements → QA reviews → the Dev fixes. A story already approved starts at the
+//!   Dev.
 
 use std::path::Path;
 
@@ -20,8 +22,12 @@ use crate::supervisor::{self, Source};
 
 /// Rounds when the configuration names none (issue: "up to 3 review→fix rounds").
 pub const DEFAULT_ROUNDS: u32 = 3;
-/// Rounds never exceed this, whatever is asked for ("hard cap 5").
+/// Rounds never exceed this, whatever is asked for ("hard cap 5"; seed 001's circuit breaker
+/// after 5 Dev-QA cycles).
 pub const MAX_ROUNDS: u32 = 5;
+/// v4: the SM revises a draft QA returned at most this often before a human decides (seed
+/// 001 story 3.1: "max 3 revision cycles before escalation").
+pub const DRAFT_REVISIONS: u32 = 3;
 
 /// A BMAD era, as far as the pipeline differs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -74,6 +80,8 @@ pub struct Shape {
     pub era: Era,
     /// The story file exists (else v6 creates it, v4's SM drafts it).
     pub has_file: bool,
+    /// The story is past its draft (v4: Approved or later), so QA need not approve it.
+    pub approved: bool,
     /// Review→fix rounds (capped at [`MAX_ROUNDS`]).
     pub rounds: u32,
 }
@@ -81,8 +89,14 @@ pub struct Shape {
 /// The stage names a story goes through, for `epic plan`.
 pub fn stages(shape: Shape) -> Vec<String> {
     let mut out = Vec::new();
-    let first = steps_before_review(shape);
-    out.extend(first.iter().map(|(id, _)| (*id).to_owned()));
+    for (id, _) in steps_before_review(shape) {
+        if id == "dev" && needs_approval(shape) {
+            out.push(format!(
+                "QA approves the draft (SM revises, up to {DRAFT_REVISIONS} times)"
+            ));
+        }
+        out.push(id.to_owned());
+    }
     let rounds = shape.rounds.clamp(1, MAX_ROUNDS);
     out.push(format!("review (→ fix, up to {rounds} rounds)"));
     out
@@ -102,7 +116,14 @@ fn steps_before_review(shape: Shape) -> Vec<(&'static str, &'static str)> {
     }
 }
 
-const V4_DRAFT: &str = "As the BMad Scrum Master (.bmad-core/agents/sm.md), run *draft for story {args}: write the story file from the epic, with its tasks and acceptance criteria, and set its status to Approved.";
+/// v4: the draft goes to QA before the Dev sees it.
+fn needs_approval(shape: Shape) -> bool {
+    shape.era == Era::V4 && !shape.approved
+}
+
+const V4_DRAFT: &str = "As the BMad Scrum Master (.bmad-core/agents/sm.md), run *draft for story {args}: write the story file from the epic, with its tasks and acceptance criteria following a TDD approach, set its status to Draft, and sign the change (agent and time) in the story's Change Log.";
+const V4_APPROVE: &str = "As the BMad QA agent (.bmad-core/agents/qa.md), review the draft of story {args}: it must follow a TDD approach with comprehensive test cases, and every acceptance criterion must be testable. If it passes, set its status to Approved and end with `Outcome: Approve`; otherwise keep it Draft, write your findings as [High]/[Med]/[Low] items and end with `Outcome: Changes Requested`. Sign your change (agent and time) in the story's Change Log.";
+const V4_REVISE: &str = "As the BMad Scrum Master (.bmad-core/agents/sm.md), review QA's findings on story {args} and revise the story so that it follows a TDD approach with comprehensive test cases in its acceptance criteria. Keep its status Draft and sign your change (agent and time) in the story's Change Log.\n\n{findings}";
 const V4_DEV: &str = "As the BMad Developer (.bmad-core/agents/dev.md), run *develop-story for story {args}: implement every task, run the tests, and set the story's status to Ready for Review.";
 const V4_REVIEW: &str = "As the BMad QA agent (.bmad-core/agents/qa.md), run *review for story {args}: review the implementation, write your findings as [High]/[Med]/[Low] items, and end with `Outcome: Approve` or `Outcome: Changes Requested`.";
 const V4_FIX: &str = "As the BMad Developer (.bmad-core/agents/dev.md), fix the QA findings of story {args}, run the tests, and set the story's status to Ready for Review.\n\n{findings}";
@@ -130,9 +151,12 @@ pub fn playbook(shape: Shape) -> String {
          defaults:\n  role: dev\n  on_error: gate\n  timeout: 2h\n\
          steps:\n",
         era = shape.era.as_str(),
-        cap = 2 * rounds + 6,
+        cap = 2 * rounds + 2 * DRAFT_REVISIONS + 8,
     );
     for (id, command) in steps_before_review(shape) {
+        if id == "dev" && needs_approval(shape) {
+            approval_loop(&mut y);
+        }
         let post = match id {
             "create" | "draft" => "[]",
             _ => "[diff_nonempty, tests_pass]",
@@ -167,6 +191,31 @@ pub fn playbook(shape: Shape) -> String {
     y
 }
 
+/// v4: QA approves the draft or returns findings; the SM revises while findings remain, at
+/// most [`DRAFT_REVISIONS`] times; then a human decides.
+fn approval_loop(y: &mut String) {
+    for round in 1..=DRAFT_REVISIONS + 1 {
+        y.push_str(&format!(
+            "  - id: approve-{round}\n    description: QA reviews the draft, round {round}\n    role: qa\n    command: {}\n",
+            quote(V4_APPROVE)
+        ));
+        if round > 1 {
+            y.push_str(&format!("    when: {{findings: approve-{}}}\n", round - 1));
+        }
+        if round > DRAFT_REVISIONS {
+            break;
+        }
+        y.push_str(&format!(
+            "  - id: revise-{round}\n    description: the SM revises the draft with QA's findings\n    role: sm\n    command: {}\n    when: {{findings: approve-{round}}}\n",
+            quote(V4_REVISE)
+        ));
+    }
+    y.push_str(&format!(
+        "  - id: draft-converged\n    description: QA still has findings on the draft after {DRAFT_REVISIONS} revisions; continue lets the Dev start on it as it is, abort leaves it for a human\n    runner: shell\n    command: \"true\"\n    autonomy: always_gate\n    when: {{findings: approve-{last}}}\n",
+        last = DRAFT_REVISIONS + 1
+    ));
+}
+
 /// The playbook a story runs: `.bmad/playbooks/<name>.yaml` in the main worktree if the team
 /// wrote one, else the built-in text for its shape.
 pub fn story_playbook(main: &Path, plan: &Plan, story: &Planned, gates: Gates) -> Source {
@@ -184,6 +233,7 @@ pub fn story_playbook(main: &Path, plan: &Plan, story: &Planned, gates: Gates) -
     let mut text = playbook(Shape {
         era: plan.era,
         has_file: story.file.is_some(),
+        approved: story.file.is_some() && story.status.rank().is_some_and(|r| r >= 1),
         rounds: plan.rounds,
     });
     if gates == Gates::PerStory {
@@ -194,6 +244,29 @@ pub fn story_playbook(main: &Path, plan: &Plan, story: &Planned, gates: Gates) -
         origin: "built-in".into(),
         text,
     }
+}
+
+/// Check every playbook the run will use (each story's pipeline, the close-out) against the
+/// project before anything starts: a missing skill or slash command is named now, not after
+/// hours of stories.
+pub fn preflight(
+    main: &Path,
+    plan: &Plan,
+    gates: Gates,
+    retro: bool,
+    config: &crate::config::Config,
+) -> Result<(), supervisor::Error> {
+    let mut checked = std::collections::HashSet::new();
+    for story in plan.to_run() {
+        let source = story_playbook(main, plan, story, gates);
+        if checked.insert(source.text.clone()) {
+            supervisor::validate(&source, main, config)?;
+        }
+    }
+    if super::close::wanted(plan, retro) {
+        supervisor::validate(&super::close::playbook(plan, retro), main, config)?;
+    }
+    Ok(())
 }
 
 /// A YAML double-quoted scalar.
@@ -213,12 +286,20 @@ mod tests {
                     let text = playbook(Shape {
                         era,
                         has_file,
+                        approved: false,
                         rounds,
                     });
                     let (p, d) = crate::supervisor::parse_playbook(&text, "x");
                     let p = p.unwrap_or_else(|| panic!("{text}\n{d:#?}"));
                     let reviews = p.steps().filter(|s| s.id.starts_with("review-")).count();
                     assert_eq!(reviews as u32, rounds.min(MAX_ROUNDS) + 1);
+                    let approvals = p.steps().filter(|s| s.id.starts_with("approve-")).count();
+                    let expected = if era == Era::V4 {
+                        DRAFT_REVISIONS + 1
+                    } else {
+                        0
+                    };
+                    assert_eq!(approvals as u32, expected, "{text}");
                     assert_eq!(p.name, era.playbook_name());
                 }
             }

@@ -159,7 +159,11 @@ pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan
         let hits: Vec<&str> = members
             .iter()
             .map(|s| s.key.as_str())
-            .filter(|k| *k == want || k.starts_with(&format!("{want}-")))
+            .filter(|k| {
+                *k == want
+                    || k.starts_with(&format!("{want}-"))
+                    || k.starts_with(&format!("{want}."))
+            })
             .collect();
         match hits.as_slice() {
             [one] => {
@@ -255,6 +259,7 @@ pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan
         let shape = Shape {
             era,
             has_file: s.file.is_some(),
+            approved: s.file.is_some() && s.status.rank().is_some_and(|r| r >= 1),
             rounds,
         };
         stories.push(Planned {

@@ -158,6 +158,19 @@ fn report(plan: &Plan, state: &EpicState) -> Report {
         "time in steps {}, cost ${usd:.2} where runners report it",
         crate::text::duration(ms)
     ));
+    if let Some(closed) = &state.closed {
+        match closed.complete {
+            Some(true) => facts.push("the SM says the epic is complete".into()),
+            Some(false) => facts.push("the SM says the epic needs more stories".into()),
+            None if closed.answer.is_some() => {
+                facts.push("the SM gave no completion signal".into())
+            }
+            None => {}
+        }
+        if let Some(pr) = &closed.retrospective {
+            facts.push(format!("retrospective: {pr}"));
+        }
+    }
     let mut decisions: Vec<String> = state
         .decisions
         .iter()

@@ -45,6 +45,8 @@ pub struct EpicOptions<'a> {
     pub max_failures: u32,
     /// What the epic and each story may spend.
     pub budget: EpicBudget,
+    /// A headless retrospective when every story is done.
+    pub retro: bool,
     /// Called with every line of progress.
     pub progress: &'a (dyn Fn(&str) + Sync),
     /// Set when the user interrupts.
@@ -111,6 +113,8 @@ pub fn plan_epic(repo: &Repo, epic: &str, options: &PlanOptions) -> Result<Plan,
 /// A message from a story's worker.
 pub(super) enum Message {
     Stage(String, StoryStage),
+    /// The story's status moved in a step (signed into stories.json).
+    Status(String, super::signatures::Change),
     End(String, End),
 }
 
@@ -142,6 +146,7 @@ fn waiting(
 pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun, Error> {
     let main = repo.main_workdir().map_err(session::Error::from)?;
     let plan = plan_epic(repo, epic, &options.plan)?;
+    pipeline::preflight(&main, &plan, options.gates, options.retro, options.config)?;
     let epic_session = epic_session(repo, epic, options.base.as_deref())?;
     let journal = session::read_journal(repo, &epic_session.id)?;
     let mut state = EpicState::replay(journal.events());
@@ -157,6 +162,7 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
         remote: options.remote.clone(),
         max_failures: options.max_failures,
         budget: options.budget,
+        retro: options.retro,
     };
     // A story that halted blocked runs again once a human has resolved it in its session
     // (its file there no longer says blocked): the journal then forgets the old stage.
@@ -325,6 +331,9 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
                     (options.progress)(&stage_line(&key, &stage));
                     record_stage(repo, &epic_session, &mut state, &key, stage)?;
                 }
+                Message::Status(key, change) => {
+                    super::signatures::sign(repo, &epic_session, &key, &change)?;
+                }
                 Message::End(key, end) => {
                     running.remove(&key);
                     match end.clone() {
@@ -353,9 +362,21 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
             }
         }
     })?;
-    let interrupted = options.interrupt.load(Ordering::SeqCst)
+    let mut interrupted = options.interrupt.load(Ordering::SeqCst)
         || ended_here.values().any(|e| *e == End::Interrupted);
-    let gated: Vec<String> = keys_with(&ended_here, &[End::Gated]);
+    let mut gated: Vec<String> = keys_with(&ended_here, &[End::Gated]);
+    if !interrupted && gated.is_empty() && state.gate.is_none() && stopped.is_none() {
+        let after = super::close::close_out(repo, &epic_session, &plan, &mut state, options)?;
+        if let Some(why) = after.gated {
+            (options.progress)(&format!(
+                "{}: gated: {why}",
+                super::close::session_name(epic)
+            ));
+            gated.push(super::close::session_name(epic));
+        }
+        stopped = after.stopped;
+        interrupted = after.interrupted;
+    }
     let settled = plan.to_run().all(|s| {
         let st = state.story(&s.key);
         st.is_terminal() || matches!(st.stage.as_str(), "failed" | "skipped")

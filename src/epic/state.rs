@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::gates::{self, OpenGate};
-use crate::session::schema::{Body, EpicBudget, EpicStarted, IntegrationChecked, StoryStage};
+use crate::session::schema::{
+    Body, EpicBudget, EpicClosed, EpicStarted, IntegrationChecked, StoryStage,
+};
 use crate::session::Event;
 use crate::supervisor::Answer;
 
@@ -64,6 +66,8 @@ pub struct EpicState {
     pub answers: BTreeMap<String, Answer>,
     /// Every answer to an epic gate, oldest first, for the report.
     pub decisions: Vec<GateDecision>,
+    /// The close-out, once it ran (the SM's completion signal, the retrospective).
+    pub closed: Option<EpicClosed>,
     /// Events replayed.
     pub events: usize,
 }
@@ -129,6 +133,7 @@ impl EpicState {
                 self.stories.entry(key.clone()).or_default().integration = Some(checked.clone());
             }
             Body::EpicFinished(_) => self.finished = true,
+            Body::EpicClosed(closed) => self.closed = Some(closed.clone()),
             Body::StoryStage(stage) => {
                 let Some(key) = &event.step else { return };
                 let story = self.stories.entry(key.clone()).or_default();

@@ -77,12 +77,23 @@ pub(super) fn run_story(
         baseline: Some(baseline.clone()),
         ..Default::default()
     });
-    let mut observer = |event: &session::Event| {
-        if let Body::StepStarted(_) = &event.body {
-            if let Some(step) = &event.step {
-                progress(&format!("{key}: {step}"));
+    // Every status change a step makes is sent on, signed with the step's agent.
+    let mut status = super::signatures::status_in(&session.worktree, key).unwrap_or_default();
+    let mut observer = |event: &session::Event| match (&event.body, &event.step) {
+        (Body::StepStarted(_), Some(step)) => progress(&format!("{key}: {step}")),
+        (Body::StepCompleted(_) | Body::StepFailed(_), Some(step)) => {
+            let now = super::signatures::status_in(&session.worktree, key).unwrap_or_default();
+            if now != status && !now.is_empty() {
+                let change = super::signatures::Change {
+                    from: std::mem::replace(&mut status, now.clone()),
+                    to: now,
+                    agent: format!("{} agent ({step})", super::signatures::agent_of(step)),
+                    at: event.ts.clone(),
+                };
+                let _ = tx.send(Message::Status(key.clone(), change));
             }
         }
+        _ => {}
     };
     // A story a human unblocked after its pipeline had finished runs its pipeline anew.
     let (source, args) = (job.source.clone(), vec![key.clone()]);

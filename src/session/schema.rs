@@ -145,6 +145,8 @@ kinds! {
     /// The integration checkpoint after a story with dependents; the event's `step` is the
     /// story key.
     "integration_checked" => IntegrationChecked(IntegrationChecked),
+    /// The epic's close-out ran: the SM's completion signal (v4), the retrospective.
+    "epic_closed" => EpicClosed(EpicClosed),
 }
 
 impl Body {
@@ -649,6 +651,9 @@ pub struct EpicStarted {
     /// What the epic and each story may spend.
     #[serde(skip_serializing_if = "EpicBudget::is_unlimited")]
     pub budget: EpicBudget,
+    /// A headless retrospective runs when every story is done.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub retro: bool,
 }
 
 /// An epic run's budgets: past one, no new story starts (stories running finish).
@@ -754,6 +759,24 @@ pub struct IntegrationChecked {
     pub tests_ok: bool,
     /// What the test run said.
     pub tests: String,
+}
+
+/// `epic_closed`: what the close-out session found when every story was done.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EpicClosed {
+    /// The close-out session.
+    pub session: String,
+    /// v4: the SM's completion signal: `true` the epic is complete, `false` it needs more
+    /// stories; `None` when not asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub complete: Option<bool>,
+    /// The SM's answer, when it was asked (the end of it, redacted).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// The retrospective's pull request (or the command that opens one), when one ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retrospective: Option<String>,
 }
 
 /// `step_skipped`.

@@ -109,6 +109,10 @@ pub struct RunArgs {
     /// What one story's run may spend, in US dollars (its orchestration.budget_usd)
     #[arg(long, value_name = "USD")]
     pub story_budget_usd: Option<f64>,
+    /// When every story is done, run BMAD's headless retrospective (bmad-retrospective -H)
+    /// in a close-out session and offer its document as a draft pull request
+    #[arg(long)]
+    pub retro: bool,
     /// What the stories start from (default: HEAD)
     #[arg(long, value_name = "REV")]
     pub base: Option<String>,
@@ -156,6 +160,7 @@ pub fn cmd_epic(ctx: &Context, args: &EpicArgs) -> Result<u8, CommandError> {
                 pipeline::playbook(Shape {
                     era,
                     has_file: true,
+                    approved: false,
                     rounds: *rounds,
                 })
             );
@@ -203,6 +208,7 @@ pub fn resume(ctx: &Context, epic: &str) -> Result<u8, CommandError> {
             max_invocations: budget.invocations,
             max_time: budget.time_secs.map(|s| format!("{s}s")),
             story_budget_usd: budget.story_usd,
+            retro: started.retro,
             base: Some(started.base.clone()),
             // Runs journaled before these were recorded used the defaults.
             remote: Some(started.remote.clone())
@@ -260,6 +266,7 @@ fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError> {
             remote: args.remote.clone(),
             max_failures: args.max_failures,
             budget,
+            retro: args.retro,
             progress: &progress,
             interrupt: &stop,
         },
@@ -450,6 +457,7 @@ fn print_status(ctx: &Context, plan: &Plan, state: &EpicState) {
             "started": state.started,
             "finished": state.finished,
             "gate": state.gate,
+            "closed": state.closed,
             "stories": stories,
         }));
         return;

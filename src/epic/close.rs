@@ -1,0 +1,263 @@
+//! The epic's close-out, once every story is done, in a session of its own
+//! (`epic-<id>-close`, branched from the epic's branch, so it sees the sprint status and
+//! the progress document), supervised like any story:
+//!
+//! - v4 (seed 001 FR14–15, story 3.4): the SM is asked whether the epic needs more stories;
+//!   its answer is read for the completion signal (`EPIC COMPLETE`, or `MORE STORIES:` with
+//!   the stories it drafted). New stories are scope a human takes in: they wait on the
+//!   close-out branch, and the run asks at its completion gate.
+//! - With `--retro`: BMAD's headless retrospective (`/bmad-retrospective -H <epic>`, its
+//!   stable orchestrator interface), whose document is offered as a draft pull request.
+
+use std::sync::atomic::AtomicBool;
+
+use super::gates;
+use super::pipeline::Era;
+use super::plan::Plan;
+use super::run::EpicOptions;
+use super::state::EpicState;
+use super::Error;
+use crate::config::Config;
+use crate::policy::secrets::redact;
+use crate::session::schema::{Body, EpicClosed};
+use crate::session::{self, closeout, Repo, Session, StartOptions};
+use crate::supervisor::{self, Outcome, Request, Source};
+
+/// The SM's question (seed 001 FR14), with the answer git-bmad reads.
+const MORE_STORIES: &str = "As the BMad Scrum Master (.bmad-core/agents/sm.md): every story of epic {args} is done. Are more stories needed to complete the epic? If so, draft them in the stories directory, add them to stories.json in order with your signature, and end with `MORE STORIES: <their file names>`. If not, end with `EPIC COMPLETE`.";
+
+/// How the close-out went.
+pub(super) enum Closed {
+    /// It ran to the end.
+    Done(EpicClosed),
+    /// Its run waits at a gate of the close-out session: answer there, then resume.
+    Gated(String),
+    /// It failed, and why.
+    Failed(String),
+    /// Interrupted; resume continues it.
+    Interrupted,
+}
+
+/// Where the run stands after its close-out (or none).
+pub(super) struct After {
+    /// A close-out session waits at a gate (its name).
+    pub gated: Option<String>,
+    /// Why the run stops, if the close-out failed.
+    pub stopped: Option<String>,
+    /// Interrupted.
+    pub interrupted: bool,
+}
+
+/// Close the epic out when it has one and every story is done, once: journal what it
+/// found, and when the SM wants more stories (or gave no signal), open the completion gate
+/// with its answer, whatever the gates mode (new scope is a human's call).
+pub(super) fn close_out(
+    repo: &Repo,
+    epic: &Session,
+    plan: &Plan,
+    state: &mut EpicState,
+    options: &EpicOptions<'_>,
+) -> Result<After, Error> {
+    let mut after = After {
+        gated: None,
+        stopped: None,
+        interrupted: false,
+    };
+    let all_done = plan.to_run().all(|s| state.story(&s.key).stage == "done");
+    if !all_done || state.closed.is_some() || !wanted(plan, options.retro) {
+        return Ok(after);
+    }
+    let closed = run(
+        repo,
+        epic,
+        plan,
+        options.retro,
+        &options.remote,
+        options.config,
+        options.interrupt,
+    )?;
+    match closed {
+        Closed::Done(closed) => {
+            let asked = closed.answer.clone();
+            let complete = closed.complete;
+            super::run::record(repo, epic, state, None, Body::EpicClosed(closed))?;
+            if let (Some(answer), false) = (asked, complete == Some(true)) {
+                let what = if complete == Some(false) {
+                    "needs more stories"
+                } else {
+                    "gave no completion signal"
+                };
+                let question = format!(
+                    "The SM says epic {} {what}. Its stories wait on branch {}: review and merge them, then git bmad epic run {} takes them up. continue finishes the epic as it is; abort records it unfinished.",
+                    plan.epic,
+                    crate::session::closeout::find_by_name(repo, &session_name(&plan.epic))?
+                        .map(|s| s.short_branch().to_owned())
+                        .unwrap_or_else(|| session_name(&plan.epic)),
+                    plan.epic
+                );
+                gates::open(repo, epic, state, gates::COMPLETION, &question, &answer)?;
+            }
+        }
+        Closed::Gated(why) => {
+            after.gated = Some(why);
+        }
+        Closed::Failed(why) => after.stopped = Some(why),
+        Closed::Interrupted => after.interrupted = true,
+    }
+    Ok(after)
+}
+
+/// The close-out session's name.
+pub fn session_name(epic: &str) -> String {
+    format!("{}-close", super::run::session_name(epic))
+}
+
+/// Whether the epic has a close-out: v4 always asks the SM; a retrospective when asked.
+pub(super) fn wanted(plan: &Plan, retro: bool) -> bool {
+    plan.era == Era::V4 || retro
+}
+
+/// The close-out playbook.
+pub(super) fn playbook(plan: &Plan, retro: bool) -> Source {
+    let mut text = String::from(
+        "# git-bmad's epic close-out: the SM's completion signal (v4), the retrospective.\nname: bmad-epic-close\ndescription: an epic closed out once every story is done\nlimits:\n  max_invocations: 6\n  max_run_time: 2h\ndefaults:\n  on_error: gate\n  timeout: 1h\nsteps:\n",
+    );
+    if plan.era == Era::V4 {
+        text.push_str(&format!(
+            "  - id: more-stories\n    description: the SM says whether the epic needs more stories\n    role: sm\n    command: {}\n",
+            serde_json::to_string(MORE_STORIES).unwrap_or_default()
+        ));
+    }
+    if retro {
+        text.push_str("  - id: retrospective\n    description: BMAD's headless retrospective of the epic\n    role: review\n    command: \"/bmad-retrospective -H {args}\"\n    postconditions: [diff_nonempty]\n    escalate_on: [postcondition_failure]\n");
+    }
+    Source {
+        name: "bmad-epic-close".into(),
+        origin: "built-in".into(),
+        text,
+    }
+}
+
+/// Run (or continue) the close-out of `plan`'s epic, based on the epic session's branch.
+pub(super) fn run(
+    repo: &Repo,
+    epic: &Session,
+    plan: &Plan,
+    retro: bool,
+    remote: &str,
+    config: &Config,
+    interrupt: &AtomicBool,
+) -> Result<Closed, Error> {
+    let name = session_name(&plan.epic);
+    let session = match closeout::find_by_name(repo, &name)? {
+        Some(s) => s,
+        None => {
+            session::start(
+                repo,
+                &StartOptions {
+                    name,
+                    base: Some(epic.short_branch().to_owned()),
+                    playbook: Some("bmad-epic-close".into()),
+                },
+            )?
+            .session
+        }
+    };
+    let report = supervisor::supervise(
+        repo,
+        &session,
+        Request::Start {
+            source: playbook(plan, retro),
+            args: vec![plan.epic.clone()],
+        },
+        supervisor::RunOptions {
+            config,
+            feature_env: Default::default(),
+            observer: &mut |_| {},
+            interrupt,
+        },
+    )?;
+    match &report.outcome {
+        Outcome::Completed => {}
+        Outcome::Gated { gate } => {
+            return Ok(Closed::Gated(format!(
+                "{} (at {}; answer with git bmad answer -s {}, then git bmad epic resume {})",
+                gate.question, gate.step, session.name, plan.epic
+            )))
+        }
+        Outcome::Interrupted => return Ok(Closed::Interrupted),
+        other => return Ok(Closed::Failed(format!("the close-out ended: {other:?}"))),
+    }
+    let journal = session::read_journal(repo, &session.id)?;
+    let answer: Option<String> = journal
+        .events()
+        .filter_map(|e| match &e.body {
+            Body::StepCompleted(o) if e.step.as_deref() == Some("more-stories") => {
+                Some(o.final_text.clone().unwrap_or_default())
+            }
+            _ => None,
+        })
+        .last();
+    let complete = answer.as_deref().map(completion_signal);
+    closeout::commit_work(
+        repo,
+        &session,
+        &format!(
+            "epic {}: close-out\n\nBmad-Session: {}",
+            plan.epic, session.id
+        ),
+    )?;
+    let worked = closeout::branch_head(repo, &session)?.map(|h| h.to_string())
+        != closeout::branch_head(repo, epic)?.map(|h| h.to_string());
+    let retrospective = if retro && worked {
+        Some(super::closeout::pull_request(
+            repo,
+            &session,
+            epic.short_branch(),
+            &format!("Epic {} close-out", plan.epic),
+            &format!("epic-{}", plan.epic),
+            remote,
+        )?)
+    } else {
+        None
+    };
+    Ok(Closed::Done(EpicClosed {
+        session: session.id.to_string(),
+        complete: complete.flatten(),
+        answer: answer.map(|a| redact(crate::text::last_chars(&a, 600).trim())),
+        retrospective,
+    }))
+}
+
+/// The SM's completion signal: `Some(true)` complete, `Some(false)` more stories, `None`
+/// when the answer gives neither (a human reads it).
+fn completion_signal(answer: &str) -> Option<bool> {
+    let upper = answer.to_uppercase();
+    let more = upper.rfind("MORE STORIES");
+    let complete = upper.rfind("EPIC COMPLETE");
+    match (more, complete) {
+        (Some(m), Some(c)) => Some(c > m),
+        (Some(_), None) => Some(false),
+        (None, Some(_)) => Some(true),
+        (None, None) => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_signal_in_the_answer_counts() {
+        assert_eq!(completion_signal("All done.\nEPIC COMPLETE"), Some(true));
+        assert_eq!(
+            completion_signal("Epic complete? No.\nMORE STORIES: 4.5.export.md"),
+            Some(false)
+        );
+        assert_eq!(
+            completion_signal("I considered MORE STORIES but no.\n**Epic complete**"),
+            Some(true)
+        );
+        assert_eq!(completion_signal("I am not sure."), None);
+    }
+}
