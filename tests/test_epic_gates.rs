@@ -346,3 +346,113 @@ fn a_retrospective_runs_headless_once_every_story_is_done_and_is_offered_as_a_dr
     env.bmad(&repo, &["epic", "resume", "3"]).success();
     assert_eq!(read(&env.root(), "home/agent/calls.log"), before);
 }
+
+#[test]
+fn reviewers_fan_out_in_parallel_a_failing_one_is_dropped_and_the_others_findings_merge() {
+    let env = TestEnv::new();
+    let repo = epic_project(&env);
+    // Each reviewer logs when it runs, so the test sees them overlap.
+    let timed = |body: &str| {
+        format!("echo \"start $BMAD_STEP $(date +%s%N)\" >> \"$HOME/agent/reviews.log\"\nsleep 0.4\necho \"end $BMAD_STEP $(date +%s%N)\" >> \"$HOME/agent/reviews.log\"\n{body}")
+    };
+    agent_behaviour(
+        &env,
+        "review-1-a",
+        &timed("result 'Outcome: Changes Requested\\n- [ ] [High] no timeout on requests [src/api/x.rs:1]'\n"),
+    );
+    agent_behaviour(
+        &env,
+        "review-1-b",
+        &timed("result 'Outcome: Changes Requested\\n- [ ] [High]  No timeout on requests [src/api/x.rs:1]\\n- [ ] [High] retries are unbounded [src/api/x.rs:2]'\n"),
+    );
+    // Reviewer c's CLI fails every time: retried once, then dropped.
+    for round in [1, 2] {
+        agent_behaviour(
+            &env,
+            &format!("review-{round}-c"),
+            "echo 'model overloaded' >&2\nexit 1\n",
+        );
+    }
+    for step in ["review-2-a", "review-2-b"] {
+        agent_behaviour(&env, step, "result 'Outcome: Approve'\n");
+    }
+    agent_behaviour(
+        &env,
+        "fix-1",
+        "echo \"$BMAD_FINDINGS\" > \"$HOME/agent/fix-prompt.txt\"\necho '// fixed' >> src/api/3-1-api-client.rs\nresult fixed\n",
+    );
+    env.bmad(
+        &repo,
+        &[
+            "epic",
+            "run",
+            "3",
+            "--stories",
+            "3-1",
+            "--reviewers",
+            "3",
+            "--rounds",
+            "1",
+        ],
+    )
+    .success();
+    let s = status(&env, &repo);
+    let api = story(&s, "3-1-api-client");
+    assert_eq!(api["stage"], "done", "{s:#}");
+    // Two rounds (each of several reviewers), two distinct findings fixed.
+    assert_eq!(api["state"]["rounds"], 2, "{api:#}");
+    assert_eq!(api["state"]["findings_fixed"], 2, "{api:#}");
+    assert_eq!(s["started"]["reviewers"], 3);
+    // The fixer got each finding once, from both reviewers that finished.
+    let prompt = read(&env.root(), "home/agent/fix-prompt.txt");
+    assert_eq!(
+        prompt
+            .to_lowercase()
+            .matches("no timeout on requests")
+            .count(),
+        1,
+        "{prompt}"
+    );
+    assert!(prompt.contains("retries are unbounded"), "{prompt}");
+    // Reviewer c ran twice per round (one retry), then was skipped.
+    let calls = read(&env.root(), "home/agent/calls.log");
+    assert_eq!(
+        calls
+            .lines()
+            .filter(|l| l.starts_with("review-1-c "))
+            .count(),
+        2,
+        "{calls}"
+    );
+    let journal = env
+        .bmad(&repo, &["journal", "3-1-api-client", "--json"])
+        .success()
+        .json();
+    assert!(journal
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["event"] == "step_skipped"
+            && e["step"] == "review-1-c"
+            && e["detail"]["reason"]
+                .as_str()
+                .unwrap()
+                .contains("failed twice")));
+    // The reviewers of a round ran at the same time.
+    let log = read(&env.root(), "home/agent/reviews.log");
+    let at = |what: &str| -> u128 {
+        log.lines()
+            .find(|l| l.starts_with(what))
+            .unwrap_or_else(|| panic!("{what}: {log}"))
+            .rsplit(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(
+        at("start review-1-a") < at("end review-1-b")
+            && at("start review-1-b") < at("end review-1-a"),
+        "{log}"
+    );
+}

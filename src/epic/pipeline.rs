@@ -25,6 +25,16 @@ pub const DEFAULT_ROUNDS: u32 = 3;
 /// Rounds never exceed this, whatever is asked for ("hard cap 5"; seed 001's circuit breaker
 /// after 5 Dev-QA cycles).
 pub const MAX_ROUNDS: u32 = 5;
+/// Reviewers per round at most: one per emphasis in [`EMPHASES`].
+pub const MAX_REVIEWERS: u32 = 4;
+/// What each of several reviewers of a round looks at first, so they do not all see the
+/// same thing (seed 000 story 5.8: forked context, different emphasis).
+const EMPHASES: [&str; 4] = [
+    "correctness and edge cases",
+    "security and failure modes",
+    "tests and verification gaps",
+    "maintainability and architecture",
+];
 /// v4: the SM revises a draft QA returned at most this often before a human decides (seed
 /// 001 story 3.1: "max 3 revision cycles before escalation").
 pub const DRAFT_REVISIONS: u32 = 3;
@@ -84,6 +94,8 @@ pub struct Shape {
     pub approved: bool,
     /// Review→fix rounds (capped at [`MAX_ROUNDS`]).
     pub rounds: u32,
+    /// Reviewers per round (capped at [`MAX_REVIEWERS`]); more than one run in parallel.
+    pub reviewers: u32,
 }
 
 /// The stage names a story goes through, for `epic plan`.
@@ -98,7 +110,12 @@ pub fn stages(shape: Shape) -> Vec<String> {
         out.push(id.to_owned());
     }
     let rounds = shape.rounds.clamp(1, MAX_ROUNDS);
-    out.push(format!("review (→ fix, up to {rounds} rounds)"));
+    match shape.reviewers.clamp(1, MAX_REVIEWERS) {
+        1 => out.push(format!("review (→ fix, up to {rounds} rounds)")),
+        n => out.push(format!(
+            "review by {n} reviewers in parallel (→ fix, up to {rounds} rounds)"
+        )),
+    }
     out
 }
 
@@ -151,7 +168,11 @@ pub fn playbook(shape: Shape) -> String {
          defaults:\n  role: dev\n  on_error: gate\n  timeout: 2h\n\
          steps:\n",
         era = shape.era.as_str(),
-        cap = 2 * rounds + 2 * DRAFT_REVISIONS + 8,
+        // Every reviewer may retry once; the fixes, the draft's revisions, the rest.
+        cap = (rounds + 1) * shape.reviewers.clamp(1, MAX_REVIEWERS) * 2
+            + rounds
+            + 2 * DRAFT_REVISIONS
+            + 8,
     );
     for (id, command) in steps_before_review(shape) {
         if id == "dev" && needs_approval(shape) {
@@ -169,13 +190,7 @@ pub fn playbook(shape: Shape) -> String {
     let (review, fix) = review_and_fix(shape.era);
     // Each fix is checked by the review after it: `rounds` fixes, `rounds + 1` reviews.
     for round in 1..=rounds + 1 {
-        y.push_str(&format!(
-            "  - id: review-{round}\n    description: independent code review, round {round}\n    role: review\n    command: {}\n",
-            quote(review)
-        ));
-        if round > 1 {
-            y.push_str(&format!("    when: {{findings: review-{}}}\n", round - 1));
-        }
+        review_round(&mut y, round, review, shape.reviewers);
         if round > rounds {
             break;
         }
@@ -189,6 +204,39 @@ pub fn playbook(shape: Shape) -> String {
         last = rounds + 1
     ));
     y
+}
+
+/// Review round `round`: one reviewer, or a parallel phase of several, each with its own
+/// emphasis, each skipped after a second failure (the others' findings stand; a round no
+/// reviewer finished goes to a human before its fix).
+fn review_round(y: &mut String, round: u32, review: &str, reviewers: u32) {
+    let when = |indent: &str| match round {
+        1 => String::new(),
+        _ => format!("{indent}when: {{findings: review-{}}}\n", round - 1),
+    };
+    let reviewers = reviewers.clamp(1, MAX_REVIEWERS);
+    if reviewers == 1 {
+        y.push_str(&format!(
+            "  - id: review-{round}\n    description: independent code review, round {round}\n    role: review\n    command: {}\n{}",
+            quote(review),
+            when("    ")
+        ));
+        return;
+    }
+    y.push_str(&format!("  - phase: review-{round}\n    parallel:\n"));
+    for (i, emphasis) in EMPHASES.iter().take(reviewers as usize).enumerate() {
+        let letter = (b'a' + i as u8) as char;
+        let command = match review.strip_suffix("{args}") {
+            // A slash command takes the rest of its line as its arguments.
+            Some(_) => format!("{review} (focus first on {emphasis})"),
+            None => format!("{review}\n\nFocus first on {emphasis}."),
+        };
+        y.push_str(&format!(
+            "      - id: review-{round}-{letter}\n        description: independent code review, round {round}, reviewer {letter} ({emphasis})\n        role: review\n        on_error: skip\n        command: {}\n{}",
+            quote(&command),
+            when("        ")
+        ));
+    }
 }
 
 /// v4: QA approves the draft or returns findings; the SM revises while findings remain, at
@@ -235,6 +283,7 @@ pub fn story_playbook(main: &Path, plan: &Plan, story: &Planned, gates: Gates) -
         has_file: story.file.is_some(),
         approved: story.file.is_some() && story.status.rank().is_some_and(|r| r >= 1),
         rounds: plan.rounds,
+        reviewers: plan.reviewers,
     });
     if gates == Gates::PerStory {
         text.push_str("  - id: accept\n    description: a human accepts the story before its pull request\n    runner: shell\n    command: \"true\"\n    autonomy: always_gate\n");
@@ -281,18 +330,27 @@ mod tests {
     #[test]
     fn every_era_and_shape_is_a_valid_playbook() {
         for era in [Era::V611, Era::V6, Era::V4] {
-            for has_file in [true, false] {
+            for (has_file, reviewers) in [(true, 1), (false, 1), (true, 3), (false, 9)] {
                 for rounds in [1, 3, 9] {
                     let text = playbook(Shape {
                         era,
                         has_file,
                         approved: false,
                         rounds,
+                        reviewers,
                     });
                     let (p, d) = crate::supervisor::parse_playbook(&text, "x");
                     let p = p.unwrap_or_else(|| panic!("{text}\n{d:#?}"));
                     let reviews = p.steps().filter(|s| s.id.starts_with("review-")).count();
-                    assert_eq!(reviews as u32, rounds.min(MAX_ROUNDS) + 1);
+                    let per_round = reviewers.min(MAX_REVIEWERS);
+                    assert_eq!(reviews as u32, (rounds.min(MAX_ROUNDS) + 1) * per_round);
+                    let parallel = p.phases.iter().filter(|ph| ph.parallel).count() as u32;
+                    let expected = if per_round > 1 {
+                        rounds.min(MAX_ROUNDS) + 1
+                    } else {
+                        0
+                    };
+                    assert_eq!(parallel, expected);
                     let approvals = p.steps().filter(|s| s.id.starts_with("approve-")).count();
                     let expected = if era == Era::V4 {
                         DRAFT_REVISIONS + 1

@@ -68,6 +68,8 @@ pub struct Plan {
     pub pipeline: String,
     /// Review→fix rounds per story.
     pub rounds: u32,
+    /// Reviewers per round, each with its own emphasis.
+    pub reviewers: u32,
     /// The stories, in dependency order.
     pub stories: Vec<Planned>,
     /// The keys of each wave.
@@ -95,6 +97,8 @@ pub struct PlanOptions {
     pub era: Option<Era>,
     /// Review→fix rounds (default 3, at most 5).
     pub rounds: Option<u32>,
+    /// Reviewers per round, in parallel (default 1, at most 4).
+    pub reviewers: Option<u32>,
 }
 
 /// The era a project's files say it is in.
@@ -143,6 +147,10 @@ pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan
         .rounds
         .unwrap_or(pipeline::DEFAULT_ROUNDS)
         .clamp(1, pipeline::MAX_ROUNDS);
+    let reviewers = options
+        .reviewers
+        .unwrap_or(1)
+        .clamp(1, pipeline::MAX_REVIEWERS);
     let members: Vec<&StoryView> = project
         .stories
         .iter()
@@ -261,6 +269,7 @@ pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan
             has_file: s.file.is_some(),
             approved: s.file.is_some() && s.status.rank().is_some_and(|r| r >= 1),
             rounds,
+            reviewers,
         };
         stories.push(Planned {
             key: s.key.clone(),
@@ -312,6 +321,7 @@ pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan
         era,
         pipeline: era.playbook_name().to_owned(),
         rounds,
+        reviewers,
         stories,
         waves,
     })

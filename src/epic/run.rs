@@ -163,6 +163,12 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
         max_failures: options.max_failures,
         budget: options.budget,
         retro: options.retro,
+        // One reviewer is the default, and is left out of the record as it always was.
+        reviewers: if plan.reviewers > 1 {
+            plan.reviewers
+        } else {
+            0
+        },
     };
     // A story that halted blocked runs again once a human has resolved it in its session
     // (its file there no longer says blocked): the journal then forgets the old stage.

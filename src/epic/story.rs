@@ -113,7 +113,7 @@ pub(super) fn run_story(
             interrupt,
         },
     )?;
-    let (rounds, fixed) = review_rounds(&report.state);
+    let (rounds, fixed) = review_rounds(&report.state, &job.source);
     let numbers = |stage: &str, reason: Option<String>| StoryStage {
         stage: stage.into(),
         reason,
@@ -203,20 +203,24 @@ pub(super) fn run_story(
     Ok(End::Done(sprint))
 }
 
-/// Review rounds run and MUST-FIX findings their fixes addressed.
-fn review_rounds(state: &supervisor::RunState) -> (u32, u32) {
+/// Review rounds run (a round of several reviewers counts once) and MUST-FIX findings
+/// their fixes addressed.
+fn review_rounds(state: &supervisor::RunState, source: &Source) -> (u32, u32) {
     use crate::supervisor::state::StepStatus;
-    let mut rounds = 0;
+    let playbook = supervisor::parse_playbook(&source.text, &source.origin).0;
+    let mut rounds = std::collections::BTreeSet::new();
     let mut fixed = 0;
     for (id, step) in &state.steps {
-        if id.starts_with("review-") && step.status == StepStatus::Done {
-            rounds += 1;
+        if step.status != StepStatus::Done {
+            continue;
         }
-        if let Some(n) = id.strip_prefix("fix-") {
-            if step.status == StepStatus::Done {
-                fixed += state.step(&format!("review-{n}")).must_fix.unwrap_or(0);
-            }
+        if let Some(rest) = id.strip_prefix("review-") {
+            rounds.insert(rest.split('-').next().unwrap_or(rest).to_owned());
+        }
+        if let (Some(n), Some(playbook)) = (id.strip_prefix("fix-"), &playbook) {
+            let review = format!("review-{n}");
+            fixed += supervisor::findings::found(state, playbook, &review).must_fix;
         }
     }
-    (rounds, fixed)
+    (rounds.len() as u32, fixed)
 }

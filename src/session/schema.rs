@@ -497,6 +497,8 @@ pub enum Next {
     /// The run stops.
     #[default]
     Stop,
+    /// It is skipped and the run goes on (`on_error: skip`: one reviewer of several).
+    Skip,
 }
 
 impl Next {
@@ -506,6 +508,7 @@ impl Next {
             Next::Retry => "retry",
             Next::Gate => "gate",
             Next::Stop => "stop",
+            Next::Skip => "skip",
         }
     }
 }
@@ -654,6 +657,9 @@ pub struct EpicStarted {
     /// A headless retrospective runs when every story is done.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub retro: bool,
+    /// Reviewers per round (0: not recorded, one).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub reviewers: u32,
 }
 
 /// An epic run's budgets: past one, no new story starts (stories running finish).

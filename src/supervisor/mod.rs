@@ -18,6 +18,7 @@ mod decide;
 mod engine;
 mod error;
 mod evidence;
+pub mod findings;
 mod library;
 mod lock;
 mod outcome;

@@ -43,6 +43,10 @@ pub struct Selection {
     /// Review→fix rounds per story (default 3, at most 5)
     #[arg(long, value_name = "N")]
     pub rounds: Option<u32>,
+    /// Reviewers per round, in parallel, each with its own emphasis (default 1, at most 4);
+    /// a reviewer that fails twice is dropped and the others' findings stand
+    #[arg(long, value_name = "N")]
+    pub reviewers: Option<u32>,
 }
 
 /// The `epic` subcommands.
@@ -78,6 +82,9 @@ pub enum EpicAction {
         /// Review→fix rounds
         #[arg(long, default_value_t = pipeline::DEFAULT_ROUNDS)]
         rounds: u32,
+        /// Reviewers per round, in parallel
+        #[arg(long, default_value_t = 1)]
+        reviewers: u32,
     },
 }
 
@@ -139,6 +146,7 @@ fn plan_options(s: &Selection) -> Result<PlanOptions, CommandError> {
         only: s.stories.clone(),
         era,
         rounds: s.rounds,
+        reviewers: s.reviewers,
     })
 }
 
@@ -151,7 +159,11 @@ pub fn cmd_epic(ctx: &Context, args: &EpicArgs) -> Result<u8, CommandError> {
             print_plan(ctx, &plan, None);
             Ok(exit::OK)
         }
-        EpicAction::Playbook { era, rounds } => {
+        EpicAction::Playbook {
+            era,
+            rounds,
+            reviewers,
+        } => {
             let era = Era::parse(era).ok_or_else(|| {
                 CommandError::usage(format!("--era {era:?}: use v6.11, v6 or v4"))
             })?;
@@ -162,6 +174,7 @@ pub fn cmd_epic(ctx: &Context, args: &EpicArgs) -> Result<u8, CommandError> {
                     has_file: true,
                     approved: false,
                     rounds: *rounds,
+                    reviewers: *reviewers,
                 })
             );
             Ok(exit::OK)
@@ -201,6 +214,7 @@ pub fn resume(ctx: &Context, epic: &str) -> Result<u8, CommandError> {
                 stories: started.stories.clone(),
                 era: Some(started.era.clone()),
                 rounds: Some(started.rounds),
+                reviewers: Some(started.reviewers.max(1)),
             },
             parallel: started.parallel.max(1) as usize,
             gates: started.gates.clone(),

@@ -7,6 +7,7 @@ use super::super::state::{Answer, GateKind, RunState, StepStatus};
 use super::gate::{self, GateRequest};
 use crate::session::schema::{Body, Next, Retry, RunFailed, StepOutcome, StepSkipped};
 use crate::session::{Decision, NewEvent};
+use crate::supervisor::findings;
 
 /// What a phase needs before its steps can run.
 #[derive(Debug)]
@@ -65,6 +66,10 @@ pub fn settle(
             StepStatus::Failed { next: Next::Gate } => {
                 return Settlement::Gate(Box::new(gate::after_failure(step, &record, state)))
             }
+            // A second failure under `on_error: skip` whose skip a crash lost: skip it now.
+            StepStatus::Failed { next: Next::Skip } => {
+                return Settlement::Record(vec![super::verdict::skipped_after_failure(&step.id)])
+            }
             // Only reachable when a stop was journaled and the run's record was lost (a
             // crash between the two events): stop again.
             StepStatus::Failed { next: Next::Stop } => {
@@ -81,10 +86,24 @@ pub fn settle(
             _ => {}
         }
         if let (Some(When::Findings(of)), StepStatus::Pending) = (&step.when, &record.status) {
-            let source = state.step(of);
-            if source.must_fix.unwrap_or(0) == 0 {
-                let reason = match source.status {
-                    StepStatus::Skipped => format!("{of} did not run"),
+            let source = findings::found(state, playbook, of);
+            if source.phase && source.must_fix == 0 && source.finished == 0 && source.failed > 0 {
+                // Every reviewer failed: nothing says whether findings remain.
+                return Settlement::Gate(Box::new(GateRequest {
+                    step: step.id.clone(),
+                    kind: GateKind::Precondition,
+                    trigger: "no_review".into(),
+                    question: format!(
+                        "No reviewer of `{of}` finished, so nothing says whether findings remain. Answer `continue` to run `{}` anyway, `skip` it, `retry` to look again, or `abort` the run.",
+                        step.id
+                    ),
+                    evidence: format!("{} reviewer(s) of {of} failed", source.failed),
+                    signals: Vec::new(),
+                }));
+            }
+            if source.must_fix == 0 {
+                let reason = match source.finished {
+                    0 => format!("{of} did not run"),
                     _ => format!("{of} left no open MUST-FIX finding"),
                 };
                 return Settlement::Record(vec![NewEvent::new(Body::StepSkipped(StepSkipped {
@@ -207,6 +226,51 @@ mod tests {
 
     fn names(events: &[NewEvent]) -> Vec<&str> {
         events.iter().map(|e| e.name()).collect()
+    }
+
+    const FAN_OUT: &str = "steps:\n  - phase: review-1\n    parallel:\n      - {id: review-1-a, command: a, runner: shell, on_error: skip}\n      - {id: review-1-b, command: b, runner: shell, on_error: skip}\n  - {id: fix-1, command: fix, runner: shell, when: {findings: review-1}}\n";
+
+    #[test]
+    fn a_round_no_reviewer_finished_goes_to_a_human_and_one_that_did_decides() {
+        let p = playbook(FAN_OUT);
+        let failed = |id: &'static str| {
+            [
+                (
+                    "step_failed",
+                    id,
+                    json!({"reason": "exit 1", "next": "skip"}),
+                ),
+                ("step_skipped", id, json!({"reason": "failed twice"})),
+            ]
+        };
+        let none: Vec<_> = failed("review-1-a")
+            .into_iter()
+            .chain(failed("review-1-b"))
+            .collect();
+        match settle_all(&p, &replay(&none), true) {
+            Settlement::Gate(g) => {
+                assert_eq!(g.step, "fix-1");
+                assert_eq!(g.trigger, "no_review");
+            }
+            other => panic!("{other:?}"),
+        }
+        // One reviewer finished with no finding: the fix is skipped, as for one reviewer.
+        let mut one: Vec<_> = failed("review-1-a").into_iter().collect();
+        one.push(("step_completed", "review-1-b", json!({"must_fix": 0})));
+        match settle_all(&p, &replay(&one), true) {
+            Settlement::Record(events) => assert_eq!(names(&events), ["step_skipped"]),
+            other => panic!("{other:?}"),
+        }
+        // A second failure whose skip a crash lost is skipped on resume.
+        let lost = [(
+            "step_failed",
+            "review-1-a",
+            json!({"reason": "exit 1", "next": "skip"}),
+        )];
+        match settle_all(&p, &replay(&lost), true) {
+            Settlement::Record(events) => assert_eq!(names(&events), ["step_skipped"]),
+            other => panic!("{other:?}"),
+        }
     }
 
     const TWO_STEPS: &str = "steps:\n  - {id: plan, command: x, runner: shell, preconditions: [spec_exists], postconditions: [plan_exists]}\n  - {id: pr, command: y, runner: shell, autonomy: always_gate}\n";

@@ -70,7 +70,10 @@ pub fn judge(attempt: &Attempt<'_>, record: &StepState) -> Verdict {
             .decision(Some(Decision::Escalated))
             .trigger(Some(trigger.as_str().into()))]);
     }
-    if record.last_hash.as_deref() == Some(attempt.hash.as_str()) {
+    // A stall escalates, except under `skip`, whose second failure ends in a skip anyway.
+    if step.on_error != ErrorPolicy::Skip
+        && record.last_hash.as_deref() == Some(attempt.hash.as_str())
+    {
         outcome.next = Some(Next::Gate);
         outcome.reason = Some(format!(
             "failed twice in a row with the same output and the same changes (a stall): {reason}"
@@ -92,6 +95,8 @@ pub fn judge(attempt: &Attempt<'_>, record: &StepState) -> Verdict {
         ErrorPolicy::RetryOnce if record.auto_retries == 0 => Next::Retry,
         ErrorPolicy::RetryOnce => Next::Stop,
         ErrorPolicy::Gate => Next::Gate,
+        ErrorPolicy::Skip if record.auto_retries == 0 => Next::Retry,
+        ErrorPolicy::Skip => Next::Skip,
     };
     outcome.next = Some(next);
     outcome.policy = Some(step.on_error.as_str().to_owned());
@@ -110,10 +115,22 @@ pub fn judge(attempt: &Attempt<'_>, record: &StepState) -> Verdict {
                 .trigger(Some("retry_once".into())),
         );
     }
+    if next == Next::Skip {
+        events.push(skipped_after_failure(&step.id));
+    }
     Verdict {
         events,
         stops: next == Next::Stop,
     }
+}
+
+/// The skip that follows a second failure under `on_error: skip`.
+pub fn skipped_after_failure(step: &str) -> NewEvent {
+    NewEvent::new(Body::StepSkipped(crate::session::schema::StepSkipped {
+        reason: "failed twice; skipped by its error policy (on_error: skip)".into(),
+    }))
+    .step(Some(step.to_owned()))
+    .decision(Some(Decision::Auto))
 }
 
 #[cfg(test)]

@@ -47,7 +47,7 @@ impl Engine<'_> {
     /// The findings of the step `step` runs `when`, one per line.
     pub(super) fn findings_for(&self, step: &Step) -> Option<String> {
         let playbook::When::Findings(of) = step.when.as_ref()?;
-        let findings = self.state.step(of).findings;
+        let findings = crate::supervisor::findings::found(&self.state, &self.playbook, of).findings;
         Some(
             findings
                 .iter()

@@ -81,6 +81,10 @@ words! {
         RetryOnce = "retry_once",
         /// A human decides.
         Gate = "gate",
+        /// The step runs once more; a second failure skips it and the run goes on. For one
+        /// of several parallel reviewers: the others' findings stand (seed 000, partial
+        /// failure); a round where every reviewer failed goes to a human.
+        Skip = "skip",
     }
 }
 

@@ -151,6 +151,8 @@ impl Parser {
                 }
             }
             seen.extend(phase.steps.iter().map(|s| s.id.as_str()));
+            // A parallel phase's reviewers are read together by its name.
+            seen.extend(phase.parallel.then_some(phase.id.as_str()));
         }
         let mut seen: Vec<&str> = Vec::new();
         for step in phases.iter().flat_map(|p| &p.steps) {
