@@ -1722,3 +1722,48 @@ fn a_step_that_destroys_or_unlinks_its_worktree_is_never_done() {
         );
     }
 }
+
+/// `no_progress`: an agent that keeps changing the worktree runs past the limit; one that
+/// changes nothing for the limit is killed and its step fails to its error policy (seed
+/// 001: an implementation with no progress is abandoned and escalated).
+#[test]
+fn an_attempt_with_no_progress_is_abandoned_and_one_making_progress_is_not() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let wt = with_playbook(
+        &env,
+        &repo,
+        "watch",
+        "steps:\n  - {id: busy, runner: shell, no_progress: 1s, command: 'for i in 1 2 3 4 5 6 7 8; do echo $i >> progress.txt; sleep 0.3; done'}\n  - {id: idle, runner: shell, no_progress: 1s, on_error: gate, command: 'sleep 30'}\n",
+    );
+    let started = Instant::now();
+    let run = env.bmad(&wt, &["run", "watch"]).code(3);
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "the idle step was not abandoned: {}",
+        run.stderr
+    );
+    let events = journal(&env, &wt);
+    let busy = named(&events, "step_completed")
+        .into_iter()
+        .find(|e| e["step"] == "busy");
+    assert!(busy.is_some(), "{events:#?}");
+    let idle = named(&events, "step_failed")
+        .into_iter()
+        .find(|e| e["step"] == "idle")
+        .unwrap_or_else(|| panic!("{events:#?}"));
+    assert_eq!(idle["detail"]["exit"]["how"], "abandoned", "{idle:#}");
+    assert!(
+        idle["detail"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("made no progress"),
+        "{idle:#}"
+    );
+    assert!(
+        run.stdout.contains("made no progress") || run.stderr.contains("made no progress"),
+        "{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+}

@@ -183,8 +183,9 @@ pub fn playbook(shape: Shape) -> String {
             _ => "[diff_nonempty, tests_pass]",
         };
         y.push_str(&format!(
-            "  - id: {id}\n    command: {}\n    postconditions: {post}\n    escalate_on: [postcondition_failure]\n",
-            quote(command)
+            "  - id: {id}\n    command: {}\n    postconditions: {post}\n    escalate_on: [postcondition_failure]\n{}",
+            quote(command),
+            abandon(shape.era, id)
         ));
     }
     let (review, fix) = review_and_fix(shape.era);
@@ -195,8 +196,9 @@ pub fn playbook(shape: Shape) -> String {
             break;
         }
         y.push_str(&format!(
-            "  - id: fix-{round}\n    description: fix what review {round} found\n    command: {}\n    when: {{findings: review-{round}}}\n    postconditions: [diff_nonempty, tests_pass]\n",
-            quote(fix)
+            "  - id: fix-{round}\n    description: fix what review {round} found\n    command: {}\n    when: {{findings: review-{round}}}\n    postconditions: [diff_nonempty, tests_pass]\n{}",
+            quote(fix),
+            abandon(shape.era, "fix")
         ));
     }
     y.push_str(&format!(
@@ -204,6 +206,15 @@ pub fn playbook(shape: Shape) -> String {
         last = rounds + 1
     ));
     y
+}
+
+/// v4 (seed 001 story 3.2): an implementation with no progress for 2 hours is abandoned and
+/// escalated; it may take longer than that while it makes progress.
+fn abandon(era: Era, id: &str) -> &'static str {
+    match (era, id) {
+        (Era::V4, "dev" | "fix") => "    timeout: 8h\n    no_progress: 2h\n",
+        _ => "",
+    }
 }
 
 /// Review round `round`: one reviewer, or a parallel phase of several, each with its own

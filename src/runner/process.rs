@@ -59,6 +59,8 @@ pub enum Exit {
     TimedOut,
     /// The user interrupted git-bmad, which killed it.
     Interrupted,
+    /// It changed nothing in the worktree for its step's `no_progress` limit and was killed.
+    Abandoned,
 }
 
 impl Exit {
@@ -75,6 +77,9 @@ impl std::fmt::Display for Exit {
             Exit::Signal(signal) => write!(f, "was killed by signal {signal}"),
             Exit::TimedOut => f.write_str("timed out and was killed"),
             Exit::Interrupted => f.write_str("was interrupted"),
+            Exit::Abandoned => {
+                f.write_str("made no progress (nothing changed in the worktree) and was abandoned")
+            }
         }
     }
 }

@@ -8,11 +8,12 @@ use std::collections::BTreeMap;
 
 mod prompt;
 mod round;
+mod watchdog;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::attempt::{stall_hash, Attempt};
-use super::checks::{evaluate, CheckEnv};
+use super::checks::evaluate;
 use super::decide::{self, GateRequest, Settlement};
 use super::error::{Error, Result};
 use super::library::{validate, Source};
@@ -444,18 +445,6 @@ impl Engine<'_> {
         Ok(())
     }
 
-    fn check_env<'e>(&'e self, step: &Step, changed: Option<&'e [String]>) -> CheckEnv<'e> {
-        CheckEnv {
-            root: &self.root,
-            feature_env: &self.feature_env,
-            branch: Some(self.session.short_branch()),
-            test_command: self.config.checks.test_command.as_deref(),
-            timeout: step.timeout,
-            changed,
-            interrupt: self.interrupt,
-        }
-    }
-
     /// Run steps at the same time (one, for a plain step), between two checkpoints.
     fn run_round<'s>(&mut self, phase: &str, steps: &[&'s Step]) -> Result<Vec<Attempt<'s>>> {
         let ids: Vec<&str> = steps.iter().map(|s| s.id.as_str()).collect();
@@ -546,9 +535,13 @@ impl Engine<'_> {
         let mut results: Vec<std::result::Result<AgentResult, runner::Error>> = Vec::new();
         for batch in invocations.chunks(width) {
             std::thread::scope(|scope| {
+                let root = &self.root;
                 let handles: Vec<_> = batch
                     .iter()
-                    .map(|(_, _, inv)| scope.spawn(move || runner::invoke(runners, inv, interrupt)))
+                    .map(|(step, _, inv)| {
+                        let limit = step.no_progress;
+                        scope.spawn(move || watchdog::invoke(runners, inv, interrupt, limit, root))
+                    })
                     .collect();
                 results.extend(handles.into_iter().map(|h| {
                     h.join().unwrap_or_else(|_| {

@@ -8,11 +8,29 @@ use super::Engine;
 use crate::policy::secrets::CheckpointVet;
 use crate::session::schema::{Body, PolicyViolation};
 use crate::session::{self, Checkpoint, Decision, Journal, NewEvent, Status};
+use crate::supervisor::checks::CheckEnv;
 use crate::supervisor::error::Result;
 use crate::supervisor::playbook::Step;
 use crate::supervisor::state::StepStatus;
 
 impl Engine<'_> {
+    /// What the checks of `step` look at; `changed`: the paths its round changed, if known.
+    pub(super) fn check_env<'e>(
+        &'e self,
+        step: &Step,
+        changed: Option<&'e [String]>,
+    ) -> CheckEnv<'e> {
+        CheckEnv {
+            root: &self.root,
+            feature_env: &self.feature_env,
+            branch: Some(self.session.short_branch()),
+            test_command: self.config.checks.test_command.as_deref(),
+            timeout: step.timeout,
+            changed,
+            interrupt: self.interrupt,
+        }
+    }
+
     /// What the round a crash interrupted changed, for the postconditions of the steps it
     /// left running: from the checkpoint taken before that round to one taken now (which
     /// also keeps the interrupted work). `None` when no step was left running, or the

@@ -164,6 +164,7 @@ pub mod vocabulary {
         "escalate_on",
         "verdict",
         "timeout",
+        "no_progress",
         "when",
     ];
     /// Fields of a parallel phase.
@@ -256,6 +257,13 @@ pub struct Step {
     /// Wall-clock limit of one attempt.
     #[serde(serialize_with = "serialize_secs")]
     pub timeout: Duration,
+    /// An attempt that changes nothing in the worktree for this long is abandoned: its
+    /// agent is killed and the step fails (seed 001: "no progress for 2 hours").
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "serialize_opt_secs"
+    )]
+    pub no_progress: Option<Duration>,
     /// Run only when this holds; otherwise the step is journaled as skipped.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub when: Option<When>,
@@ -368,6 +376,13 @@ pub use crate::time::parse_duration;
 
 fn serialize_secs<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_u64(d.as_secs())
+}
+
+fn serialize_opt_secs<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_u64(d.as_secs()),
+        None => s.serialize_none(),
+    }
 }
 
 #[cfg(test)]
