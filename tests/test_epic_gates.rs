@@ -456,3 +456,51 @@ fn reviewers_fan_out_in_parallel_a_failing_one_is_dropped_and_the_others_finding
         "{log}"
     );
 }
+
+#[test]
+fn with_gates_a_story_whose_dependency_failed_waits_for_a_human_who_may_override_it() {
+    let env = TestEnv::new();
+    let repo = epic_project(&env);
+    // 3-2's dev writes code but never moves its story: git-bmad's own check fails it.
+    dev_behaviour(
+        &env,
+        "case \"$key\" in 3-2-*) mkdir -p src/storage && echo x >> src/storage/s.rs; result 'done'; exit 0 ;; esac",
+    );
+    env.bmad(&repo, &["epic", "run", "3", "--gates", "per-epic"])
+        .code(3);
+    env.bmad(&repo, &["answer", "continue", "-s", "epic-3"])
+        .code(3);
+    let s = status(&env, &repo);
+    assert_eq!(story(&s, "3-2-storage")["stage"], "failed", "{s:#}");
+    assert!(story(&s, "3-3-sync-engine")["stage"].is_null(), "{s:#}");
+    assert_eq!(gate_id(&s), "dependency:3-3-sync-engine", "{s:#}");
+    assert!(
+        s["gate"]["question"]
+            .as_str()
+            .unwrap()
+            .contains("depends on 3-2-storage, which is failed"),
+        "{s:#}"
+    );
+    // The human overrides: 3-3 runs on what it has; the run then asks for completion.
+    env.bmad(
+        &repo,
+        &[
+            "answer",
+            "continue",
+            "-s",
+            "epic-3",
+            "-m",
+            "storage is stubbed",
+        ],
+    )
+    .code(3);
+    let s = status(&env, &repo);
+    assert_eq!(story(&s, "3-3-sync-engine")["stage"], "done", "{s:#}");
+    assert_eq!(gate_id(&s), "completion", "{s:#}");
+    let devs = dev_calls(&env);
+    assert_eq!(
+        devs.lines().filter(|l| *l == "3-3-sync-engine").count(),
+        1,
+        "{devs}"
+    );
+}

@@ -59,6 +59,81 @@ pub const SCOPE: &str = "scope";
 /// The completion gate's id.
 pub const COMPLETION: &str = "completion";
 
+/// The gate's id that asks whether story `key` runs though a dependency did not end well.
+pub fn dependency(key: &str) -> String {
+    format!("dependency:{key}")
+}
+
+/// What a waiting story's dependencies decide (seed 003 "dependency not met": skip, pause,
+/// or override at a gate).
+pub(super) enum Dependencies {
+    /// Nothing against it; it may still wait for them to finish.
+    Go,
+    /// It is skipped, and why.
+    Skip(String),
+    /// With gates: a human decides first; the dependency that did not end well.
+    Ask(String),
+}
+
+/// Decide for `story`; `failed_here` says which dependencies ended badly in this run.
+pub(super) fn dependencies(
+    plan: &Plan,
+    story: &super::plan::Planned,
+    state: &EpicState,
+    failed_here: impl Fn(&str) -> bool,
+    mode: Gates,
+) -> Dependencies {
+    if let Some(dep) = story.depends_on.iter().find(|d| failed_here(d)) {
+        let why = format!(
+            "dependency {dep} is {}; resume after it is done",
+            state.story(dep).stage
+        );
+        return match (mode, state.answers.get(&dependency(&story.key))) {
+            (Gates::None, _) => Dependencies::Skip(why),
+            (_, Some(Answer::Continue)) => Dependencies::Go,
+            (_, Some(_)) => Dependencies::Skip(format!("{why} (a human chose to skip it)")),
+            (_, None) => Dependencies::Ask(dep.clone()),
+        };
+    }
+    for dep in &story.depends_on {
+        if let Clearance::Hold(why) = clearance(plan, dep, state, mode) {
+            return Dependencies::Skip(why);
+        }
+    }
+    Dependencies::Go
+}
+
+/// Open the next gate a human must answer, if any: an integration checkpoint that is not
+/// green, then a story whose dependency did not end well (`asks`: story → dependency),
+/// then, when the epic is through (`complete`), its completion.
+pub(super) fn open_next(
+    repo: &Repo,
+    epic: &Session,
+    plan: &Plan,
+    state: &mut EpicState,
+    mode: Gates,
+    asks: &BTreeMap<String, String>,
+    complete: bool,
+) -> Result<(), Error> {
+    if let Some((id, question, evidence)) = integration_gate(plan, state, mode) {
+        return open(repo, epic, state, &id, &question, &evidence);
+    }
+    if let Some((key, dep)) = asks.iter().next() {
+        let d = state.story(dep);
+        let question = format!(
+            "{key} depends on {dep}, which is {}. continue runs {key} anyway (it builds on what {dep}'s branch holds); skip or abort leaves it for a human.",
+            d.stage
+        );
+        let evidence = d.detail.reason.unwrap_or_default();
+        return open(repo, epic, state, &dependency(key), &question, &evidence);
+    }
+    if complete && !state.answers.contains_key(COMPLETION) {
+        let (question, evidence) = completion_question(plan, state);
+        return open(repo, epic, state, COMPLETION, &question, &evidence);
+    }
+    Ok(())
+}
+
 /// The integration checkpoint gate's id after story `key`.
 pub fn integration(key: &str) -> String {
     format!("integration:{key}")

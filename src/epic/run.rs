@@ -211,6 +211,8 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
     let mut running: HashSet<String> = HashSet::new();
     let mut ended_here: HashMap<String, End> = HashMap::new();
     let mut checked_here: HashSet<String> = HashSet::new();
+    // Stories whose dependency did not end well, waiting for a human (with gates).
+    let mut asks: BTreeMap<String, String> = BTreeMap::new();
     let mut consecutive_failures = 0u32;
     let mut stopped: Option<String> = state.over_budget(&options.budget);
     let (tx, rx) = mpsc::channel::<Message>();
@@ -231,24 +233,21 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
                 if !waiting(&story.key, &running, &ended_here, &state) {
                     continue;
                 }
-                let ended_badly = |d: &&String| {
+                let ended_badly = |d: &str| {
                     ended_here
-                        .get(*d)
+                        .get(d)
                         .is_some_and(|e| !matches!(e, End::Done(_) | End::Interrupted))
                 };
-                let why = match story.depends_on.iter().find(ended_badly) {
-                    Some(dep) => Some(format!(
-                        "dependency {dep} is {}; resume after it is done",
-                        state.story(dep).stage
-                    )),
-                    None => story.depends_on.iter().find_map(|d| {
-                        match gates::clearance(&plan, d, &state, options.gates) {
-                            Clearance::Hold(why) => Some(why),
-                            _ => None,
+                let why =
+                    match gates::dependencies(&plan, story, &state, ended_badly, options.gates) {
+                        gates::Dependencies::Skip(why) => why,
+                        gates::Dependencies::Ask(dep) => {
+                            asks.insert(story.key.clone(), dep);
+                            continue;
                         }
-                    }),
-                };
-                if let Some(why) = why {
+                        gates::Dependencies::Go => continue,
+                    };
+                {
                     (options.progress)(&format!("{}: skipped: {why}", story.key));
                     let stage = StoryStage {
                         stage: "skipped".into(),
@@ -268,12 +267,19 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
                     if !waiting(&story.key, &running, &ended_here, &state) {
                         continue;
                     }
-                    let deps_done = story.depends_on.iter().all(|d| {
-                        plan.story(d).is_none_or(|p| p.action != Action::Run)
-                            || (state.story(d).stage == "done"
-                                && gates::clearance(&plan, d, &state, options.gates)
-                                    == Clearance::Clear)
-                    });
+                    // A human may have overridden a dependency that did not end well.
+                    let overridden = state.answers.get(&gates::dependency(&story.key))
+                        == Some(&Answer::Continue);
+                    let deps_done = overridden
+                        || story.depends_on.iter().all(|d| {
+                            plan.story(d).is_none_or(|p| p.action != Action::Run)
+                                || (state.story(d).stage == "done"
+                                    && gates::clearance(&plan, d, &state, options.gates)
+                                        == Clearance::Clear)
+                        });
+                    if asks.contains_key(&story.key) && !overridden {
+                        continue;
+                    }
                     let overlapping = story.overlaps.iter().any(|o| running.contains(o));
                     if !deps_done || overlapping {
                         continue;
@@ -388,27 +394,16 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
         st.is_terminal() || matches!(st.stage.as_str(), "failed" | "skipped")
     });
     if !interrupted && state.gate.is_none() && options.gates != Gates::None {
-        // An integration checkpoint that is not green waits for a human before its
-        // dependents start; then, when all is settled, completion.
-        if let Some((id, question, evidence)) =
-            gates::integration_gate(&plan, &state, options.gates)
-        {
-            gates::open(repo, &epic_session, &mut state, &id, &question, &evidence)?;
-        } else if gated.is_empty()
-            && settled
-            && stopped.is_none()
-            && !state.answers.contains_key(gates::COMPLETION)
-        {
-            let (question, evidence) = gates::completion_question(&plan, &state);
-            gates::open(
-                repo,
-                &epic_session,
-                &mut state,
-                gates::COMPLETION,
-                &question,
-                &evidence,
-            )?;
-        }
+        let complete = gated.is_empty() && settled && stopped.is_none();
+        gates::open_next(
+            repo,
+            &epic_session,
+            &plan,
+            &mut state,
+            options.gates,
+            &asks,
+            complete,
+        )?;
     }
     if !interrupted && gated.is_empty() && state.gate.is_none() && (settled || stopped.is_some()) {
         if state.answers.get(gates::COMPLETION) == Some(&Answer::Abort) && stopped.is_none() {
