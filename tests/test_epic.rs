@@ -290,11 +290,12 @@ fn a_lying_dev_parks_at_a_gate_its_dependent_is_skipped_and_resume_never_repeats
 fn a_review_that_never_converges_stops_at_the_cap_and_failures_trip_the_breaker() {
     let env = TestEnv::new();
     let repo = epic_project(&env);
+    // Each round finds something new (the same finding twice would be a stall).
     for step in ["review-1", "review-2", "review-3"] {
         agent_behaviour(
             &env,
             step,
-            "result 'Outcome: Changes Requested\\n- [ ] [AI-Review][High] still wrong'\n",
+            "result \"Outcome: Changes Requested\\n- [ ] [AI-Review][High] still wrong in $BMAD_STEP\"\n",
         );
     }
     agent_behaviour(&env, "fix-1", "echo x >> fix.txt\nresult fixed\n");
@@ -370,6 +371,43 @@ fn a_review_that_never_converges_stops_at_the_cap_and_failures_trip_the_breaker(
     assert_eq!(s["started"]["remote"], "origin", "{s:#}");
 }
 
+#[test]
+fn a_fix_round_that_leaves_the_same_findings_is_a_stall_that_goes_to_a_human() {
+    let env = TestEnv::new();
+    let repo = epic_project(&env);
+    for step in ["review-1", "review-2", "review-3"] {
+        agent_behaviour(
+            &env,
+            step,
+            "result 'Outcome: Changes Requested\\n- [ ] [AI-Review][High] no timeout on requests'\n",
+        );
+    }
+    agent_behaviour(&env, "fix-1", "echo x >> fix.txt\nresult fixed\n");
+    env.bmad(&repo, &["epic", "run", "3", "--stories", "3-2"])
+        .code(3);
+    let s = status(&env, &repo);
+    let storage = story(&s, "3-2-storage");
+    assert_eq!(storage["stage"], "gated", "{storage:#}");
+    assert!(
+        storage["state"]["reason"].as_str().unwrap().contains(
+            "A stall across rounds: `review-2` found the same MUST-FIX findings as `review-1`"
+        ),
+        "{storage:#}"
+    );
+    // One fix round was paid for, not three.
+    let calls = read(&env.root(), "home/agent/calls.log");
+    assert_eq!(
+        calls.lines().filter(|l| l.starts_with("fix-")).count(),
+        1,
+        "{calls}"
+    );
+    assert_eq!(
+        calls.lines().filter(|l| l.starts_with("review-")).count(),
+        2,
+        "{calls}"
+    );
+}
+
 /// BMAD v6.11: each story through `bmad-build-auto` and an independent `bmad-code-review`,
 /// read from `spec-<key>.md` frontmatter. git-bmad checks the spec's status and its
 /// `baseline_revision` itself; a spec that halts `blocked` parks with its condition, and the
@@ -430,11 +468,17 @@ fn a_v611_epic_builds_from_specs_and_a_blocked_spec_parks_with_its_condition() {
             .contains("5-2-printer"),
         "{s:#}"
     );
-    // The dependent never started: only the two independent stories were built.
-    let built = read(&env.root(), "home/agent/build.log");
-    let mut built: Vec<&str> = built.lines().collect();
+    // The dependent never started: only the independent stories were built, and the one
+    // whose `touches` overlap 5-1's only after it.
+    let log = read(&env.root(), "home/agent/build.log");
+    let mut built: Vec<&str> = log.lines().collect();
+    let position = |k: &str| built.iter().position(|b| *b == k).unwrap();
+    assert!(
+        position("5-4-parser-errors") > position("5-1-parser"),
+        "{log}"
+    );
     built.sort();
-    assert_eq!(built, ["5-1-parser", "5-2-printer"]);
+    assert_eq!(built, ["5-1-parser", "5-2-printer", "5-4-parser-errors"]);
     // The done story's spec on its branch is what git-bmad verified.
     let spec = env.git(
         &repo,
@@ -460,7 +504,7 @@ fn a_v611_epic_builds_from_specs_and_a_blocked_spec_parks_with_its_condition() {
 
     // Resuming changes nothing while the condition stands.
     env.bmad(&repo, &["epic", "resume", "5"]).code(3);
-    assert_eq!(read(&env.root(), "home/agent/build.log").lines().count(), 2);
+    assert_eq!(read(&env.root(), "home/agent/build.log").lines().count(), 3);
     // A human answers the question in the story's own worktree; the agent builds it now,
     // and its dependent runs, stacked on both.
     let wt = env.root().join("ledger.5-2-printer");
@@ -479,7 +523,7 @@ fn a_v611_epic_builds_from_specs_and_a_blocked_spec_parks_with_its_condition() {
     );
     env.bmad(&repo, &["epic", "resume", "5"]).success();
     let s = epic_status(&env, &repo, "5");
-    for key in ["5-1-parser", "5-2-printer", "5-3-cli"] {
+    for key in ["5-1-parser", "5-2-printer", "5-3-cli", "5-4-parser-errors"] {
         assert_eq!(story(&s, key)["stage"], "done", "{key}: {s:#}");
     }
     let built = read(&env.root(), "home/agent/build.log");

@@ -173,11 +173,12 @@ fn a_v4_draft_is_approved_after_a_revision_and_every_status_change_is_signed() {
 fn a_draft_qa_never_approves_goes_to_a_human_after_three_revisions() {
     let env = TestEnv::new();
     let repo = v4_project(&env);
+    // A new finding every round (the same one twice would be a stall, asked at once).
     for round in 1..=4 {
         behaviour(
             &env,
             &format!("approve-{round}"),
-            "result 'Outcome: Changes Requested\\n- [ ] [High] still no test for AC 1'\n",
+            "result \"Outcome: Changes Requested\\n- [ ] [High] AC $BMAD_ATTEMPT$BMAD_STEP has no test\"\n",
         );
     }
     for round in 1..=3 {

@@ -61,6 +61,29 @@ pub fn found(state: &RunState, playbook: &Playbook, of: &str) -> Found {
     out
 }
 
+/// The step or phase whose findings `of` was run on, when `of` itself runs only while an
+/// earlier one has findings (a re-review after a fix round): the earlier review.
+pub fn earlier_review(playbook: &Playbook, of: &str) -> Option<String> {
+    let when = match playbook.phases.iter().find(|p| p.parallel && p.id == of) {
+        Some(phase) => phase.steps.first()?.when.clone(),
+        None => playbook.step(of)?.when.clone(),
+    };
+    let super::playbook::When::Findings(earlier) = when?;
+    Some(earlier)
+}
+
+/// Two reviews found the same MUST-FIX findings (as compared: checkbox, case and spacing
+/// aside), and at least one.
+pub fn same(a: &Found, b: &Found) -> bool {
+    let set = |f: &Found| {
+        f.findings
+            .iter()
+            .map(|x| normalise(x))
+            .collect::<HashSet<_>>()
+    };
+    !a.findings.is_empty() && set(a) == set(b)
+}
+
 /// A finding as compared: case, spacing and its list checkbox (`- [ ]`, `- [x]`) left out.
 fn normalise(finding: &str) -> String {
     let text = finding.trim_start().trim_start_matches("- ").trim_start();

@@ -101,6 +101,26 @@ pub fn settle(
                     signals: Vec::new(),
                 }));
             }
+            // The fix before this review left the same findings: another round would too.
+            let earlier = findings::earlier_review(playbook, of)
+                .map(|e| (findings::found(state, playbook, &e), e));
+            let asks_anyway = step.autonomy == Autonomy::AlwaysGate;
+            if let Some((before, earlier)) = earlier
+                .filter(|(b, _)| findings::same(b, &source))
+                .filter(|_| !asks_anyway)
+            {
+                return Settlement::Gate(Box::new(GateRequest {
+                    step: step.id.clone(),
+                    kind: GateKind::Precondition,
+                    trigger: "stall_across_rounds".into(),
+                    question: format!(
+                        "A stall across rounds: `{of}` found the same MUST-FIX findings as `{earlier}`, after a fix round. Answer `continue` to run `{}` anyway, `skip` it, `retry` to look again, or `abort` the run.",
+                        step.id
+                    ),
+                    evidence: before.findings.join("\n"),
+                    signals: Vec::new(),
+                }));
+            }
             if source.must_fix == 0 {
                 let reason = match source.finished {
                     0 => format!("{of} did not run"),
@@ -271,6 +291,41 @@ mod tests {
             Settlement::Record(events) => assert_eq!(names(&events), ["step_skipped"]),
             other => panic!("{other:?}"),
         }
+    }
+
+    const ROUNDS: &str = "steps:\n  - {id: review-1, command: r, runner: shell}\n  - {id: fix-1, command: f, runner: shell, when: {findings: review-1}}\n  - {id: review-2, command: r, runner: shell, when: {findings: review-1}}\n  - {id: fix-2, command: f, runner: shell, when: {findings: review-2}}\n";
+
+    #[test]
+    fn the_same_findings_after_a_fix_round_are_a_stall_a_human_looks_at() {
+        let p = playbook(ROUNDS);
+        let rounds = |second: &str| {
+            replay(&[
+                (
+                    "step_completed",
+                    "review-1",
+                    json!({"must_fix": 1, "findings": ["- [ ] [High] no timeout"]}),
+                ),
+                ("step_completed", "fix-1", json!({})),
+                (
+                    "step_completed",
+                    "review-2",
+                    json!({"must_fix": 1, "findings": [second]}),
+                ),
+            ])
+        };
+        match settle_all(&p, &rounds("[high]  No timeout"), true) {
+            Settlement::Gate(g) => {
+                assert_eq!(g.step, "fix-2");
+                assert_eq!(g.trigger, "stall_across_rounds");
+                assert!(g.evidence.contains("no timeout"), "{g:?}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // Other findings: the next fix round runs.
+        assert!(matches!(
+            settle_all(&p, &rounds("[High] retries unbounded"), true),
+            Settlement::Run
+        ));
     }
 
     const TWO_STEPS: &str = "steps:\n  - {id: plan, command: x, runner: shell, preconditions: [spec_exists], postconditions: [plan_exists]}\n  - {id: pr, command: y, runner: shell, autonomy: always_gate}\n";
