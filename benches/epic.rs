@@ -31,13 +31,7 @@ const SAMPLES: usize = 21;
 
 fn main() {
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let bin = here.join("target/release/git-bmad");
-    assert!(
-        bin.exists(),
-        "build the binary first: cargo build --release"
-    );
-    let dir = tempfile::tempdir().expect("temp dir");
-    common::hermetic_git(dir.path());
+    let (bin, dir) = common::release_binary_and_hermetic_dir();
     let repo_dir = dir.path().join("repo");
     let status_file = sprint(&repo_dir);
     git(&repo_dir, &["init", "-q", "-b", "main"]);

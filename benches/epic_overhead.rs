@@ -36,14 +36,7 @@ printf '{"type":"result","subtype":"success","is_error":false,"result":"%s","ses
 "#;
 
 fn main() {
-    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let bin = here.join("target/release/git-bmad");
-    assert!(
-        bin.exists(),
-        "build the binary first: cargo build --release"
-    );
-    let dir = tempfile::tempdir().expect("temp dir");
-    common::hermetic_git(dir.path());
+    let (bin, dir) = common::release_binary_and_hermetic_dir();
     let tools = dir.path().join("bin");
     std::fs::create_dir_all(&tools).unwrap();
     let agent = tools.join("claude");

@@ -78,6 +78,14 @@ fn dev_times(env: &TestEnv) -> Vec<(String, u128, u128)> {
     out
 }
 
+/// How many agent calls went to steps whose id starts with `prefix`.
+pub(crate) fn calls_to(env: &TestEnv, prefix: &str) -> usize {
+    read(&env.root(), "home/agent/calls.log")
+        .lines()
+        .filter(|l| l.starts_with(prefix))
+        .count()
+}
+
 fn overlap(times: &[(String, u128, u128)], a: &str, b: &str) -> bool {
     let find = |k: &str| times.iter().find(|(key, _, _)| key == k).unwrap().clone();
     let (_, a0, a1) = find(a);
@@ -316,17 +324,8 @@ fn a_review_that_never_converges_stops_at_the_cap_and_failures_trip_the_breaker(
         "{storage:#}"
     );
     // Two fix rounds, then the cap: three reviews, never a fourth.
-    let calls = read(&env.root(), "home/agent/calls.log");
-    assert_eq!(
-        calls.lines().filter(|l| l.starts_with("review-")).count(),
-        3,
-        "{calls}"
-    );
-    assert_eq!(
-        calls.lines().filter(|l| l.starts_with("fix-")).count(),
-        2,
-        "{calls}"
-    );
+    assert_eq!(calls_to(&env, "review-"), 3);
+    assert_eq!(calls_to(&env, "fix-"), 2);
 
     // Tests that never pass: the first failures stop the run before the rest start.
     let env = TestEnv::new();
@@ -395,17 +394,8 @@ fn a_fix_round_that_leaves_the_same_findings_is_a_stall_that_goes_to_a_human() {
         "{storage:#}"
     );
     // One fix round was paid for, not three.
-    let calls = read(&env.root(), "home/agent/calls.log");
-    assert_eq!(
-        calls.lines().filter(|l| l.starts_with("fix-")).count(),
-        1,
-        "{calls}"
-    );
-    assert_eq!(
-        calls.lines().filter(|l| l.starts_with("review-")).count(),
-        2,
-        "{calls}"
-    );
+    assert_eq!(calls_to(&env, "fix-"), 1);
+    assert_eq!(calls_to(&env, "review-"), 2);
 }
 
 /// BMAD v6.11: each story through `bmad-build-auto` and an independent `bmad-code-review`,

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::common::{copy_dir, read, TestEnv};
-use crate::test_epic::story;
+use crate::test_epic::{calls_to, story};
 use crate::test_supervisor::{agent_behaviour, FAKE_CLAUDE};
 
 /// Finds the story's file and sets the line under `## Status`.
@@ -200,11 +200,9 @@ fn a_draft_qa_never_approves_goes_to_a_human_after_three_revisions() {
             .contains("at draft-converged"),
         "{api:#}"
     );
-    let calls = read(&env.root(), "home/agent/calls.log");
-    let count = |prefix: &str| calls.lines().filter(|l| l.starts_with(prefix)).count();
-    assert_eq!(count("approve-"), 4, "{calls}");
-    assert_eq!(count("revise-"), 3, "{calls}");
-    assert_eq!(count("dev "), 0, "{calls}");
+    assert_eq!(calls_to(&env, "approve-"), 4);
+    assert_eq!(calls_to(&env, "revise-"), 3);
+    assert_eq!(calls_to(&env, "dev "), 0);
 }
 
 #[test]
@@ -232,7 +230,7 @@ fn an_sm_that_wants_more_stories_parks_the_epic_at_its_completion_gate() {
         s["gate"]["question"]
             .as_str()
             .unwrap()
-            .contains("wait on branch bmad/epic-4-close"),
+            .contains("waits on branch bmad/epic-4-close"),
         "{s:#}"
     );
     // The drafted story waits on the close-out branch; main did not move.

@@ -21,6 +21,19 @@ pub fn median_time(samples: usize, mut f: impl FnMut()) -> Duration {
     times[times.len() / 2]
 }
 
+/// The release binary (built beforehand: `cargo build --release`) and a temporary directory
+/// this process's git is pointed at (see [`hermetic_git`]).
+pub fn release_binary_and_hermetic_dir() -> (std::path::PathBuf, tempfile::TempDir) {
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/release/git-bmad");
+    assert!(
+        bin.exists(),
+        "build the binary first: cargo build --release"
+    );
+    let dir = tempfile::tempdir().expect("temp dir");
+    hermetic_git(dir.path());
+    (bin, dir)
+}
+
 /// Point this process (and every git it starts) at a home of its own under `dir`, with a
 /// user for commits and no system config.
 pub fn hermetic_git(dir: &Path) {

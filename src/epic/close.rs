@@ -88,7 +88,7 @@ pub(super) fn close_out(
                     "gave no completion signal"
                 };
                 let question = format!(
-                    "The SM says epic {} {what}. Its stories wait on branch {}: review and merge them, then git bmad epic run {} takes them up. continue finishes the epic as it is; abort records it unfinished.",
+                    "The SM says epic {} {what}. What it drafted waits on branch {}: review and merge it, then git bmad epic run {} takes new stories up. continue finishes the epic as it is; abort records it unfinished.",
                     plan.epic,
                     crate::session::closeout::find_by_name(repo, &session_name(&plan.epic))?
                         .map(|s| s.short_branch().to_owned())

@@ -247,16 +247,14 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
                         }
                         gates::Dependencies::Go => continue,
                     };
-                {
-                    (options.progress)(&format!("{}: skipped: {why}", story.key));
-                    let stage = StoryStage {
-                        stage: "skipped".into(),
-                        reason: Some(why),
-                        ..Default::default()
-                    };
-                    record_stage(repo, &epic_session, &mut state, &story.key, stage)?;
-                    ended_here.insert(story.key.clone(), End::Skipped);
-                }
+                (options.progress)(&format!("{}: skipped: {why}", story.key));
+                let stage = StoryStage {
+                    stage: "skipped".into(),
+                    reason: Some(why),
+                    ..Default::default()
+                };
+                record_stage(repo, &epic_session, &mut state, &story.key, stage)?;
+                ended_here.insert(story.key.clone(), End::Skipped);
             }
             let interrupted = options.interrupt.load(Ordering::SeqCst);
             if stopped.is_none() && !interrupted {
@@ -426,7 +424,7 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
     Ok(out)
 }
 
-/// Record the end of the run (once).
+/// Record the end of the run, with each story's stage counted.
 fn finish(
     repo: &Repo,
     epic: &Session,

@@ -55,16 +55,25 @@ pub fn changes_since(
     session: &Session,
     base_commit: &str,
 ) -> Result<Option<Vec<ChangedFile>>> {
+    let Some((base, head)) = since(repo, session, base_commit)? else {
+        return Ok(None);
+    };
+    Ok(Some(repo.changed_lines(base, head)?))
+}
+
+/// `base_commit` and the session's branch head, when both still exist.
+fn since(
+    repo: &Repo,
+    session: &Session,
+    base_commit: &str,
+) -> Result<Option<(ObjectId, ObjectId)>> {
     let Ok(base) = ObjectId::from_hex(base_commit.as_bytes()) else {
         return Ok(None);
     };
     let Some(head) = branch_head(repo, session)? else {
         return Ok(None);
     };
-    if !repo.has_object(base) {
-        return Ok(None);
-    }
-    Ok(Some(repo.changed_lines(base, head)?))
+    Ok(repo.has_object(base).then_some((base, head)))
 }
 
 /// What a session's branch holds beyond the commit it started from.
@@ -82,15 +91,9 @@ pub struct WorkDone {
 /// The work on the session's branch since `base_commit` (the commit `start` recorded);
 /// `None` when either is gone (a removed branch, a base pruned away).
 pub fn work_done(repo: &Repo, session: &Session, base_commit: &str) -> Result<Option<WorkDone>> {
-    let Ok(base) = ObjectId::from_hex(base_commit.as_bytes()) else {
+    let Some((base, head)) = since(repo, session, base_commit)? else {
         return Ok(None);
     };
-    let Some(head) = branch_head(repo, session)? else {
-        return Ok(None);
-    };
-    if !repo.has_object(base) {
-        return Ok(None);
-    }
     let (commits, pushed) = repo.commits_after(base, head)?;
     let diff = repo.diff_stat(base, head)?;
     Ok(Some(WorkDone {
