@@ -54,6 +54,22 @@ pub fn defer(
         .map_err(|e| Error::io("could not keep an event in", &path, e))
 }
 
+/// Whether another live process has claimed an event of session `id` and not yet journaled
+/// it (the detached flusher a hook starts).
+pub(super) fn in_flight(repo: &Repo, id: &SessionId) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir(repo, id)) else {
+        return false;
+    };
+    let me = std::process::id().to_string();
+    entries.filter_map(|e| e.ok()).any(|e| {
+        let path = e.path();
+        path.extension()
+            .and_then(|x| x.to_str())
+            .and_then(|x| x.strip_prefix("claimed-"))
+            .is_some_and(|pid| pid != me && std::path::Path::new("/proc").join(pid).exists())
+    })
+}
+
 /// Take the events waiting for session `id`, oldest first, each with the file to remove once
 /// it is journaled. Each file is claimed by renaming it (`<name>.claimed-<pid>`), so two
 /// processes never both take the same event; a claim whose process died before it

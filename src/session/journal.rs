@@ -189,6 +189,12 @@ pub fn flush_deferred(repo: &Repo, session: &super::Session) -> Result<Vec<Event
         let _ = std::fs::remove_file(file);
         flushed.push(event);
     }
+    // An event another process claimed is journaled by it: wait for that (briefly), so
+    // whoever reads the journal next sees it, as it would have seen it had we taken it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while super::deferred::in_flight(repo, &session.id) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
     Ok(flushed)
 }
 
