@@ -504,3 +504,45 @@ fn with_gates_a_story_whose_dependency_failed_waits_for_a_human_who_may_override
         "{devs}"
     );
 }
+
+#[test]
+fn per_story_gates_add_each_storys_acceptance_to_the_epics_own() {
+    let env = TestEnv::new();
+    let repo = epic_project(&env);
+    let args = [
+        "epic",
+        "run",
+        "3",
+        "--stories",
+        "3-2",
+        "--gates",
+        "per-story",
+    ];
+    env.bmad(&repo, &args).code(3);
+    assert_eq!(gate_id(&status(&env, &repo)), "scope");
+    // After the scope, the story waits for its human before its pull request.
+    env.bmad(&repo, &["answer", "continue", "-s", "epic-3"])
+        .code(3);
+    let s = status(&env, &repo);
+    let storage = story(&s, "3-2-storage");
+    assert_eq!(storage["stage"], "gated", "{s:#}");
+    assert!(
+        storage["state"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("at accept"),
+        "{s:#}"
+    );
+    assert!(storage["state"]["pr"].is_null(), "{s:#}");
+    let wt = env.root().join("proj.3-2-storage");
+    env.bmad(&wt, &["answer", "continue", "-m", "looked at it"])
+        .success();
+    // Accepted: the epic goes on to its PR, then asks for completion.
+    env.bmad(&repo, &["epic", "resume", "3"]).code(3);
+    let s = status(&env, &repo);
+    assert_eq!(story(&s, "3-2-storage")["stage"], "done", "{s:#}");
+    assert_eq!(gate_id(&s), "completion");
+    env.bmad(&repo, &["answer", "continue", "-s", "epic-3"])
+        .success();
+    assert_eq!(status(&env, &repo)["finished"], true);
+}

@@ -251,3 +251,50 @@ fn an_sm_that_wants_more_stories_parks_the_epic_at_its_completion_gate() {
     .success();
     assert_eq!(epic_status(&env, &repo)["finished"], true);
 }
+
+#[test]
+fn a_dry_run_prints_every_action_and_does_none() {
+    let env = TestEnv::new();
+    let repo = v4_project(&env);
+    let run = env
+        .bmad(
+            &repo,
+            &[
+                "epic",
+                "run",
+                "4",
+                "--dry-run",
+                "--gates",
+                "per-epic",
+                "--budget-usd",
+                "30",
+            ],
+        )
+        .success();
+    for action in [
+        "would: start session 4.3.sync-engine on branch bmad/4.3.sync-engine",
+        "park at the scope gate before the first story (git bmad answer continue -s epic-4)",
+        "after 4.1.api-client: check its changed files against its dependents' touches",
+        "start no story once the epic has spent $30.00",
+        "when every story is done, in session epic-4-close: ask the SM whether the epic needs more stories",
+        "park at the completion gate",
+    ] {
+        assert!(run.stdout.contains(action), "{action}: {}", run.stdout);
+    }
+    let json = env
+        .bmad(&repo, &["epic", "run", "4", "--dry-run", "--json"])
+        .success()
+        .json();
+    assert_eq!(json["dry_run"], true);
+    assert!(
+        !json["epic_actions"].as_array().unwrap().is_empty(),
+        "{json:#}"
+    );
+    // Nothing happened: no agent, no worktree, no git-bmad ref.
+    assert!(!env.root().join("home/agent/calls.log").exists());
+    assert_eq!(env.git(&repo, &["worktree", "list"]).lines().count(), 1);
+    assert_eq!(
+        env.git(&repo, &["for-each-ref", "refs/bmad", "refs/notes"]),
+        ""
+    );
+}

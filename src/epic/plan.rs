@@ -338,6 +338,80 @@ fn known_epics(project: &Project) -> Vec<String> {
     out
 }
 
+/// What a run of `plan` would do besides each story's own pipeline, in order, for a dry
+/// run: the epic's gates, its integration checkpoints, its budgets and its close-out.
+pub fn epic_actions(
+    plan: &Plan,
+    gates: super::Gates,
+    retro: bool,
+    budget: &crate::session::schema::EpicBudget,
+    test_command: Option<&str>,
+) -> Vec<String> {
+    let session = super::run::session_name(&plan.epic);
+    let mut out = vec![format!(
+        "keep the run's journal in session {session} and its progress document on that session's branch"
+    )];
+    if gates != super::Gates::None {
+        out.push(format!(
+            "park at the scope gate before the first story (git bmad answer continue -s {session})"
+        ));
+    }
+    let tests = test_command.unwrap_or("no test suite: checks.test_command is not set");
+    for s in plan.to_run().filter(|s| s.integration_checkpoint) {
+        out.push(format!(
+            "after {}: check its changed files against its dependents' touches, its public interfaces, and the tests ({tests}); {}",
+            s.key,
+            if gates == super::Gates::None {
+                "red holds its dependents back"
+            } else {
+                "yellow or red parks at a gate"
+            }
+        ));
+    }
+    let mut limits = Vec::new();
+    if let Some(usd) = budget.usd {
+        limits.push(format!("${usd:.2}"));
+    }
+    if let Some(n) = budget.invocations {
+        limits.push(format!("{n} invocations"));
+    }
+    if let Some(secs) = budget.time_secs {
+        limits.push(format!("{secs}s in steps"));
+    }
+    if !limits.is_empty() {
+        out.push(format!(
+            "start no story once the epic has spent {}",
+            limits.join(" or ")
+        ));
+    }
+    if let Some(usd) = budget.story_usd {
+        out.push(format!("stop any story's run past ${usd:.2}"));
+    }
+    if super::close::wanted(plan, retro) {
+        let mut what = Vec::new();
+        if plan.era == Era::V4 {
+            what.push("ask the SM whether the epic needs more stories".to_owned());
+        }
+        if retro {
+            what.push(format!(
+                "run /bmad-retrospective -H {} and open its document as a draft PR",
+                plan.epic
+            ));
+        }
+        out.push(format!(
+            "when every story is done, in session {}: {}",
+            super::close::session_name(&plan.epic),
+            what.join("; ")
+        ));
+    }
+    if gates != super::Gates::None {
+        out.push(format!(
+            "park at the completion gate (git bmad answer continue -s {session})"
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -260,7 +260,14 @@ fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError> {
     if args.dry_run {
         let plan = epic::run::plan_epic(&repo, &args.selection.epic, &options)?;
         let config = ctx.config(&repo)?;
-        print_plan(ctx, &plan, Some(&config));
+        let actions = epic::plan::epic_actions(
+            &plan,
+            gates,
+            args.retro,
+            &budget,
+            config.checks.test_command.as_deref(),
+        );
+        print_plan(ctx, &plan, Some((&config, &actions)));
         return Ok(exit::OK);
     }
     let config = ctx.config(&repo)?;
@@ -379,10 +386,13 @@ fn print_epic_gate(ctx: &Context, session: &str, gate: &epic::gates::OpenGate) {
 }
 
 /// The plan; with the configuration, a dry run's actions too.
-fn print_plan(ctx: &Context, plan: &Plan, dry_run: Option<&crate::config::Config>) {
+fn print_plan(ctx: &Context, plan: &Plan, dry_run: Option<(&crate::config::Config, &Vec<String>)>) {
     let ui = &ctx.ui;
     if ui.json() {
-        ui.print_json(&json!({ "plan": plan, "dry_run": dry_run.is_some() }));
+        let actions = dry_run.map(|(_, a)| a);
+        ui.print_json(
+            &json!({ "plan": plan, "dry_run": dry_run.is_some(), "epic_actions": actions }),
+        );
         return;
     }
     ui.line(format!(
@@ -431,7 +441,7 @@ fn print_plan(ctx: &Context, plan: &Plan, dry_run: Option<&crate::config::Config
             ui.line("      integration checkpoint after it (it has dependents)");
         }
         ui.line(format!("      pipeline: {}", s.stages.join(" → ")));
-        if let Some(config) = dry_run {
+        if let Some((config, _)) = dry_run {
             let branch = epic::run::story_branch(config, &s.key);
             let target = match &s.stacked_on {
                 Some(d) => epic::run::story_branch(config, d),
@@ -443,7 +453,11 @@ fn print_plan(ctx: &Context, plan: &Plan, dry_run: Option<&crate::config::Config
             ));
         }
     }
-    if dry_run.is_some() {
+    if let Some((_, actions)) = dry_run {
+        ui.line("  the epic run would also:");
+        for action in actions {
+            ui.line(format!("      {action}"));
+        }
         ui.status("Dry run: no agent was invoked, no session started, nothing pushed.");
     }
 }
