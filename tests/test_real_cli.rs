@@ -602,3 +602,93 @@ fn a_denied_call_and_the_turn_limit_never_end_done() {
     let run = world.run();
     assert_not_done(&world, &run, "error_max_turns");
 }
+
+/// The epic runner with the real Claude Code: a story of the v6 epic fixture through
+/// `/bmad-dev-story` and `/bmad-code-review` (the project's slash commands, expanded by the
+/// CLI) against the scripted model. An honest agent's story is verified, committed and
+/// offered as a PR; one that only says it is done parks at a gate and never gets a PR.
+#[test]
+fn an_epic_story_with_the_real_claude_code_is_done_only_when_the_work_is_there() {
+    let honest = vec![
+        Turn::Shell(
+            "mkdir -p src/storage && echo '// storage' > src/storage/store.rs && sed -i 's/^Status: .*/Status: review/' _bmad-output/implementation-artifacts/3-2-storage.md"
+                .into(),
+        ),
+        Turn::Answer("Implemented 3-2-storage and ran the tests. Outcome: Approve".into()),
+    ];
+    let liar = vec![Turn::Answer(
+        "All done, every test passes. Outcome: Approve".into(),
+    )];
+    for (script, honest) in [(honest, true), (liar, false)] {
+        let env = TestEnv::new();
+        let api = ModelApi::start(script);
+        std::os::unix::fs::symlink(installed().join("claude"), env.root().join("bin/claude"))
+            .expect("link the CLI");
+        let repo = env.repo("proj");
+        crate::common::copy_dir(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/epic/v6"),
+            &repo,
+        );
+        env.git(&repo, &["add", "-A"]);
+        env.git(&repo, &["commit", "-q", "-m", "bmad project with epic 3"]);
+        env.bare_remote(&repo);
+        env.bmad(&repo, &["hooks", "install"]).success();
+        env.executable(
+            "gh",
+            "#!/bin/sh\ncase \"$1 $2\" in\n  'pr list') exit 0 ;;\n  'pr create') echo https://github.com/example/proj/pull/7 ;;\nesac\n",
+        );
+        let output = env
+            .bmad_command(&repo)
+            .env("ANTHROPIC_BASE_URL", api.url())
+            .env("ANTHROPIC_API_KEY", "sk-ant-test-key")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("CLAUDE_CODE_MAX_RETRIES", "1")
+            .args(["epic", "run", "3", "--stories", "3-2"])
+            .output()
+            .expect("spawn git-bmad");
+        let said = format!(
+            "exit {:?}\n{}{}",
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let status = env
+            .bmad(&repo, &["epic", "status", "3", "--json"])
+            .success()
+            .json();
+        let story = status["stories"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["key"] == "3-2-storage")
+            .unwrap()
+            .clone();
+        // The CLI really ran: the model saw the expanded slash command.
+        let prompts: String = api.seen().iter().map(|s| s.body.to_string()).collect();
+        assert!(prompts.contains("bmad-dev-story"), "{said}");
+        if honest {
+            assert_eq!(output.status.code(), Some(0), "{said}");
+            assert_eq!(story["stage"], "done", "{story:#}");
+            assert_eq!(
+                story["state"]["pr"], "https://github.com/example/proj/pull/7",
+                "{story:#}"
+            );
+            env.git(
+                &repo,
+                &["cat-file", "-e", "bmad/3-2-storage:src/storage/store.rs"],
+            );
+        } else {
+            assert_eq!(output.status.code(), Some(3), "{said}");
+            assert_eq!(story["stage"], "gated", "{story:#}");
+            assert!(story["state"]["pr"].is_null(), "{story:#}");
+            assert!(
+                story["state"]["reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("diff_nonempty"),
+                "{story:#}"
+            );
+        }
+    }
+}
