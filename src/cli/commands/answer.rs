@@ -9,8 +9,9 @@ use crate::supervisor::{self, Request};
 
 /// Answer the gate the current session's run is waiting at, then continue the run.
 ///
-/// An epic run's own gates (scope, integration checkpoint, completion) are answered in its
-/// session, `-s epic-<id>`; the answer then continues the epic run (`epic resume`).
+/// An epic run's own gates (scope, integration checkpoint, dependency, completion) are
+/// answered in its session, `-s epic-<id>`; the answer then continues the epic run (`epic
+/// resume`).
 ///
 /// continue: run the gated step, or accept an escalated one as done; retry: run the step
 /// again; skip: skip it; abort: end the run. The answer and the message are journaled as the
