@@ -51,11 +51,6 @@ pub struct TreeChange {
     pub new_id: String,
 }
 
-/// `git worktree add` reads every other worktree's administrative files while it writes its
-/// own: two at once in one repository can read a half-written `commondir` and fail. This
-/// process's threads (an epic's stories starting together) take turns.
-static WORKTREE_ADD: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 impl GitCli {
     /// Find `git` on PATH and bind it to a worktree.
     pub(super) fn new(git_dir: PathBuf, workdir: PathBuf) -> Result<GitCli> {
@@ -162,7 +157,6 @@ impl GitCli {
 
     /// `git worktree add -b <branch> <path> <base>`.
     pub(super) fn worktree_add(&self, path: &Path, branch: &str, base: ObjectId) -> Result<()> {
-        let _turn = WORKTREE_ADD.lock().unwrap_or_else(|e| e.into_inner());
         let mut cmd = self.command();
         cmd.args(["worktree", "add", "--quiet", "-b", branch])
             .arg(path)
@@ -172,7 +166,6 @@ impl GitCli {
 
     /// `git worktree add <path> <branch>`: a worktree on a branch that exists.
     pub(super) fn worktree_add_existing(&self, path: &Path, short_branch: &str) -> Result<()> {
-        let _turn = WORKTREE_ADD.lock().unwrap_or_else(|e| e.into_inner());
         let mut cmd = self.command();
         cmd.args(["worktree", "add", "--quiet"])
             .arg(path)

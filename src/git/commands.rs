@@ -313,11 +313,13 @@ impl Repo {
 
     /// `git worktree add -b <branch> <path> <base>`.
     pub fn add_worktree(&self, path: &Path, branch: &str, base: ObjectId) -> Result<()> {
+        let _turn = worktree_add_turn(self.common_dir())?;
         self.git().worktree_add(path, branch, base)
     }
 
     /// `git worktree add <path> <branch>`: a worktree on a branch that exists (short name).
     pub fn add_worktree_on(&self, path: &Path, short_branch: &str) -> Result<()> {
+        let _turn = worktree_add_turn(self.common_dir())?;
         self.git().worktree_add_existing(path, short_branch)
     }
 
@@ -540,6 +542,26 @@ impl DiffStat {
         }
         stat
     }
+}
+
+/// `git worktree add` reads every other worktree's administrative files while it writes its
+/// own: two at once in one repository can read a half-written `commondir` and fail. So every
+/// git-bmad process and thread takes turns, holding an advisory lock on
+/// `<common dir>/bmad/worktree-add.lock` (released by the kernel if the holder dies).
+fn worktree_add_turn(common_dir: &Path) -> Result<std::fs::File> {
+    let path = common_dir.join("bmad/worktree-add.lock");
+    let io = |op, e| Error::io(op, &path, e);
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| io("create the directory of", e))?;
+    }
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| io("open", e))?;
+    file.lock().map_err(|e| io("lock", e))?;
+    Ok(file)
 }
 
 /// The lock reason `git worktree add` writes while it builds a worktree.
