@@ -78,6 +78,21 @@ fn dev_times(env: &TestEnv) -> Vec<(String, u128, u128)> {
     out
 }
 
+/// Every review (rounds 1–3) requests changes with one MUST-FIX `finding` (`$BMAD_STEP` in it
+/// makes it new each round); every fix changes a file.
+fn reviews_never_converge(env: &TestEnv, finding: &str) {
+    for step in ["review-1", "review-2", "review-3"] {
+        agent_behaviour(
+            env,
+            step,
+            &format!("result \"Outcome: Changes Requested\\n- [ ] [AI-Review][High] {finding}\"\n"),
+        );
+    }
+    for step in ["fix-1", "fix-2"] {
+        agent_behaviour(env, step, "echo \"$BMAD_STEP\" >> fix.txt\nresult fixed\n");
+    }
+}
+
 /// How many agent calls went to steps whose id starts with `prefix`.
 pub(crate) fn calls_to(env: &TestEnv, prefix: &str) -> usize {
     read(&env.root(), "home/agent/calls.log")
@@ -299,15 +314,7 @@ fn a_review_that_never_converges_stops_at_the_cap_and_failures_trip_the_breaker(
     let env = TestEnv::new();
     let repo = epic_project(&env);
     // Each round finds something new (the same finding twice would be a stall).
-    for step in ["review-1", "review-2", "review-3"] {
-        agent_behaviour(
-            &env,
-            step,
-            "result \"Outcome: Changes Requested\\n- [ ] [AI-Review][High] still wrong in $BMAD_STEP\"\n",
-        );
-    }
-    agent_behaviour(&env, "fix-1", "echo x >> fix.txt\nresult fixed\n");
-    agent_behaviour(&env, "fix-2", "echo y >> fix.txt\nresult fixed\n");
+    reviews_never_converge(&env, "still wrong in $BMAD_STEP");
     let run = env.bmad(
         &repo,
         &["epic", "run", "3", "--stories", "3-2", "--rounds", "2"],
@@ -374,14 +381,7 @@ fn a_review_that_never_converges_stops_at_the_cap_and_failures_trip_the_breaker(
 fn a_fix_round_that_leaves_the_same_findings_is_a_stall_that_goes_to_a_human() {
     let env = TestEnv::new();
     let repo = epic_project(&env);
-    for step in ["review-1", "review-2", "review-3"] {
-        agent_behaviour(
-            &env,
-            step,
-            "result 'Outcome: Changes Requested\\n- [ ] [AI-Review][High] no timeout on requests'\n",
-        );
-    }
-    agent_behaviour(&env, "fix-1", "echo x >> fix.txt\nresult fixed\n");
+    reviews_never_converge(&env, "no timeout on requests");
     env.bmad(&repo, &["epic", "run", "3", "--stories", "3-2"])
         .code(3);
     let s = status(&env, &repo);

@@ -104,6 +104,11 @@ fn a_v4_draft_is_approved_after_a_revision_and_every_status_change_is_signed() {
     // With nothing left, the SM was asked about the epic and said it is complete.
     assert_eq!(read(&env.root(), "home/agent/asked-sm.txt").trim(), "4");
     assert_eq!(s["closed"]["complete"], true, "{s:#}");
+    let text = env.bmad(&repo, &["epic", "status", "4"]).success().stdout;
+    assert!(
+        text.contains("close-out: the SM says the epic is complete"),
+        "{text}"
+    );
     assert_eq!(s["finished"], true, "{s:#}");
     // Stories already approved went straight to the Dev.
     assert!(!calls

@@ -527,6 +527,22 @@ fn print_status(ctx: &Context, plan: &Plan, state: &EpicState) {
             ));
         }
     }
+    if let Some(closed) = &state.closed {
+        let signal = match closed.complete {
+            Some(true) => Some("the SM says the epic is complete"),
+            Some(false) => Some("the SM says the epic needs more stories"),
+            None => closed
+                .answer
+                .as_ref()
+                .map(|_| "the SM gave no completion signal"),
+        };
+        if let Some(signal) = signal {
+            ui.line(format!("  close-out: {signal}"));
+        }
+        if let Some(pr) = &closed.retrospective {
+            ui.line(format!("  retrospective: {pr}"));
+        }
+    }
     if let Some(gate) = &state.gate {
         print_epic_gate(ctx, &epic::run::session_name(&plan.epic), gate);
     }
