@@ -692,3 +692,59 @@ fn an_epic_story_with_the_real_claude_code_is_done_only_when_the_work_is_there()
         }
     }
 }
+
+/// BMAD v6.11 with the real Claude Code: the pipeline's `/bmad-build-auto <key>` reaches the
+/// model as the project's skill (its SKILL.md and the story key), and the story is done only
+/// once its spec says `done`, checked by git-bmad in the spec's frontmatter.
+#[test]
+fn a_v611_story_reaches_the_real_claude_code_as_its_skill_and_is_verified_from_the_spec() {
+    let spec = "_bmad-output/implementation-artifacts/spec-5-1-parser.md";
+    let api = ModelApi::start(vec![
+        Turn::Shell(format!(
+            "mkdir -p src/parser && echo '// parser' > src/parser/p.rs && sed -i \"s/^status: .*/status: 'done'/\" {spec}"
+        )),
+        Turn::Answer("Built 5-1-parser; its spec is done. Outcome: Approve".into()),
+    ]);
+    let env = TestEnv::new();
+    std::os::unix::fs::symlink(installed().join("claude"), env.root().join("bin/claude"))
+        .expect("link the CLI");
+    let repo = env.repo("ledger");
+    crate::common::copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/epic/v611"),
+        &repo,
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "bmad v6.11 project"]);
+    let output = env
+        .bmad_command(&repo)
+        .env("ANTHROPIC_BASE_URL", api.url())
+        .env("ANTHROPIC_API_KEY", "sk-ant-test-key")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("CLAUDE_CODE_MAX_RETRIES", "1")
+        .args(["epic", "run", "5", "--stories", "5-1"])
+        .output()
+        .expect("spawn git-bmad");
+    let said = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(0), "{said}");
+    let prompts: String = api.seen().iter().map(|s| s.body.to_string()).collect();
+    assert!(
+        prompts.contains("Base directory for this skill")
+            && prompts.contains("ARGUMENTS: 5-1-parser"),
+        "the skill was not expanded: {said}"
+    );
+    let status = env
+        .bmad(&repo, &["epic", "status", "5", "--json"])
+        .success()
+        .json();
+    let story = status["stories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["key"] == "5-1-parser")
+        .unwrap()
+        .clone();
+    assert_eq!(story["stage"], "done", "{story:#}");
+    let on_branch = env.git(&repo, &["show", &format!("bmad/5-1-parser:{spec}")]);
+    assert!(on_branch.contains("status: 'done'"), "{on_branch}");
+}
