@@ -603,6 +603,76 @@ fn a_denied_call_and_the_turn_limit_never_end_done() {
     assert_not_done(&world, &run, "error_max_turns");
 }
 
+/// An epic fixture (`fixtures/epic/<fixture>`) committed in a repository whose `claude` is the
+/// real CLI, talking to a model that follows `script`.
+struct EpicWorld {
+    env: TestEnv,
+    api: ModelApi,
+    repo: PathBuf,
+}
+
+impl EpicWorld {
+    fn new(fixture: &str, script: Vec<Turn>) -> EpicWorld {
+        let env = TestEnv::new();
+        let api = ModelApi::start(script);
+        std::os::unix::fs::symlink(installed().join("claude"), env.root().join("bin/claude"))
+            .expect("link the CLI");
+        let repo = env.repo("proj");
+        crate::common::copy_dir(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("fixtures/epic")
+                .join(fixture),
+            &repo,
+        );
+        env.git(&repo, &["add", "-A"]);
+        env.git(&repo, &["commit", "-q", "-m", "a bmad project"]);
+        EpicWorld { env, api, repo }
+    }
+
+    /// `git bmad epic run <args>` with the model in the environment: exit code and output.
+    fn run(&self, args: &[&str]) -> (Option<i32>, String) {
+        let output = self
+            .env
+            .bmad_command(&self.repo)
+            .env("ANTHROPIC_BASE_URL", self.api.url())
+            .env("ANTHROPIC_API_KEY", "sk-ant-test-key")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("CLAUDE_CODE_MAX_RETRIES", "1")
+            .args(["epic", "run"])
+            .args(args)
+            .output()
+            .expect("spawn git-bmad");
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (output.status.code(), said)
+    }
+
+    /// A story's entry in `epic status <epic> --json`.
+    fn story(&self, epic: &str, key: &str) -> Value {
+        let status = self
+            .env
+            .bmad(&self.repo, &["epic", "status", epic, "--json"])
+            .success()
+            .json();
+        status["stories"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["key"] == key)
+            .unwrap()
+            .clone()
+    }
+
+    /// Everything the model was sent.
+    fn prompts(&self) -> String {
+        self.api.seen().iter().map(|s| s.body.to_string()).collect()
+    }
+}
+
 /// The epic runner with the real Claude Code: a story of the v6 epic fixture through
 /// `/bmad-dev-story` and `/bmad-code-review` (the project's slash commands, expanded by the
 /// CLI) against the scripted model. An honest agent's story is verified, committed and
@@ -620,66 +690,30 @@ fn an_epic_story_with_the_real_claude_code_is_done_only_when_the_work_is_there()
         "All done, every test passes. Outcome: Approve".into(),
     )];
     for (script, honest) in [(honest, true), (liar, false)] {
-        let env = TestEnv::new();
-        let api = ModelApi::start(script);
-        std::os::unix::fs::symlink(installed().join("claude"), env.root().join("bin/claude"))
-            .expect("link the CLI");
-        let repo = env.repo("proj");
-        crate::common::copy_dir(
-            &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/epic/v6"),
-            &repo,
-        );
-        env.git(&repo, &["add", "-A"]);
-        env.git(&repo, &["commit", "-q", "-m", "bmad project with epic 3"]);
-        env.bare_remote(&repo);
-        env.bmad(&repo, &["hooks", "install"]).success();
-        env.executable(
+        let world = EpicWorld::new("v6", script);
+        world.env.bare_remote(&world.repo);
+        world.env.bmad(&world.repo, &["hooks", "install"]).success();
+        world.env.executable(
             "gh",
             "#!/bin/sh\ncase \"$1 $2\" in\n  'pr list') exit 0 ;;\n  'pr create') echo https://github.com/example/proj/pull/7 ;;\nesac\n",
         );
-        let output = env
-            .bmad_command(&repo)
-            .env("ANTHROPIC_BASE_URL", api.url())
-            .env("ANTHROPIC_API_KEY", "sk-ant-test-key")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("CLAUDE_CODE_MAX_RETRIES", "1")
-            .args(["epic", "run", "3", "--stories", "3-2"])
-            .output()
-            .expect("spawn git-bmad");
-        let said = format!(
-            "exit {:?}\n{}{}",
-            output.status.code(),
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let status = env
-            .bmad(&repo, &["epic", "status", "3", "--json"])
-            .success()
-            .json();
-        let story = status["stories"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|s| s["key"] == "3-2-storage")
-            .unwrap()
-            .clone();
+        let (code, said) = world.run(&["3", "--stories", "3-2"]);
+        let story = world.story("3", "3-2-storage");
         // The CLI really ran: the model saw the expanded slash command.
-        let prompts: String = api.seen().iter().map(|s| s.body.to_string()).collect();
-        assert!(prompts.contains("bmad-dev-story"), "{said}");
+        assert!(world.prompts().contains("bmad-dev-story"), "{said}");
         if honest {
-            assert_eq!(output.status.code(), Some(0), "{said}");
+            assert_eq!(code, Some(0), "{said}");
             assert_eq!(story["stage"], "done", "{story:#}");
             assert_eq!(
                 story["state"]["pr"], "https://github.com/example/proj/pull/7",
                 "{story:#}"
             );
-            env.git(
-                &repo,
+            world.env.git(
+                &world.repo,
                 &["cat-file", "-e", "bmad/3-2-storage:src/storage/store.rs"],
             );
         } else {
-            assert_eq!(output.status.code(), Some(3), "{said}");
+            assert_eq!(code, Some(3), "{said}");
             assert_eq!(story["stage"], "gated", "{story:#}");
             assert!(story["state"]["pr"].is_null(), "{story:#}");
             assert!(
@@ -699,52 +733,27 @@ fn an_epic_story_with_the_real_claude_code_is_done_only_when_the_work_is_there()
 #[test]
 fn a_v611_story_reaches_the_real_claude_code_as_its_skill_and_is_verified_from_the_spec() {
     let spec = "_bmad-output/implementation-artifacts/spec-5-1-parser.md";
-    let api = ModelApi::start(vec![
-        Turn::Shell(format!(
-            "mkdir -p src/parser && echo '// parser' > src/parser/p.rs && sed -i \"s/^status: .*/status: 'done'/\" {spec}"
-        )),
-        Turn::Answer("Built 5-1-parser; its spec is done. Outcome: Approve".into()),
-    ]);
-    let env = TestEnv::new();
-    std::os::unix::fs::symlink(installed().join("claude"), env.root().join("bin/claude"))
-        .expect("link the CLI");
-    let repo = env.repo("ledger");
-    crate::common::copy_dir(
-        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/epic/v611"),
-        &repo,
+    let world = EpicWorld::new(
+        "v611",
+        vec![
+            Turn::Shell(format!(
+                "mkdir -p src/parser && echo '// parser' > src/parser/p.rs && sed -i \"s/^status: .*/status: 'done'/\" {spec}"
+            )),
+            Turn::Answer("Built 5-1-parser; its spec is done. Outcome: Approve".into()),
+        ],
     );
-    env.git(&repo, &["add", "-A"]);
-    env.git(&repo, &["commit", "-q", "-m", "bmad v6.11 project"]);
-    let output = env
-        .bmad_command(&repo)
-        .env("ANTHROPIC_BASE_URL", api.url())
-        .env("ANTHROPIC_API_KEY", "sk-ant-test-key")
-        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-        .env("DISABLE_AUTOUPDATER", "1")
-        .env("CLAUDE_CODE_MAX_RETRIES", "1")
-        .args(["epic", "run", "5", "--stories", "5-1"])
-        .output()
-        .expect("spawn git-bmad");
-    let said = String::from_utf8_lossy(&output.stderr).into_owned();
-    assert_eq!(output.status.code(), Some(0), "{said}");
-    let prompts: String = api.seen().iter().map(|s| s.body.to_string()).collect();
+    let (code, said) = world.run(&["5", "--stories", "5-1"]);
+    assert_eq!(code, Some(0), "{said}");
+    let prompts = world.prompts();
     assert!(
         prompts.contains("Base directory for this skill")
             && prompts.contains("ARGUMENTS: 5-1-parser"),
         "the skill was not expanded: {said}"
     );
-    let status = env
-        .bmad(&repo, &["epic", "status", "5", "--json"])
-        .success()
-        .json();
-    let story = status["stories"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["key"] == "5-1-parser")
-        .unwrap()
-        .clone();
+    let story = world.story("5", "5-1-parser");
     assert_eq!(story["stage"], "done", "{story:#}");
-    let on_branch = env.git(&repo, &["show", &format!("bmad/5-1-parser:{spec}")]);
+    let on_branch = world
+        .env
+        .git(&world.repo, &["show", &format!("bmad/5-1-parser:{spec}")]);
     assert!(on_branch.contains("status: 'done'"), "{on_branch}");
 }
