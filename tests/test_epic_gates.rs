@@ -225,6 +225,12 @@ fn an_epic_budget_stops_new_stories_and_a_larger_one_goes_on() {
         .count();
     assert_eq!(done, 1, "{s:#}");
     assert_eq!(s["started"]["budget"]["invocations"], 2);
+    // Status says why the run ended early, after the fact too.
+    let text = env.bmad(&repo, &["epic", "status", "3"]).success().stdout;
+    assert!(
+        text.starts_with("Epic 3 (finished early: budget: 2 invocations of 2;"),
+        "{text}"
+    );
     // Resume keeps the budget: still nothing new.
     env.bmad(&repo, &["epic", "resume", "3"]).code(5);
     assert_eq!(dev_calls(&env).lines().count(), 1);
@@ -239,6 +245,14 @@ fn an_epic_budget_stops_new_stories_and_a_larger_one_goes_on() {
         .bmad(&repo, &["epic", "run", "3", "--max-time", "soon"])
         .code(2);
     assert!(bad.stderr.contains("90m or 8h"), "{}", bad.stderr);
+    let bad = env
+        .bmad(&repo, &["epic", "run", "3", "--reviewers", "0"])
+        .code(2);
+    assert!(
+        bad.stderr.contains("--reviewers: give 1 to 4"),
+        "{}",
+        bad.stderr
+    );
 }
 
 #[test]

@@ -28,8 +28,8 @@ const MORE_STORIES: &str = "As the BMad Scrum Master (.bmad-core/agents/sm.md): 
 
 /// How the close-out went.
 pub(super) enum Closed {
-    /// It ran to the end.
-    Done(EpicClosed),
+    /// It ran to the end; what it found, and the close-out session's branch.
+    Done(EpicClosed, String),
     /// Its run waits at a gate of the close-out session: answer there, then resume.
     Gated(String),
     /// It failed, and why.
@@ -77,7 +77,7 @@ pub(super) fn close_out(
         options.interrupt,
     )?;
     match closed {
-        Closed::Done(closed) => {
+        Closed::Done(closed, branch) => {
             let asked = closed.answer.clone();
             let complete = closed.complete;
             super::run::record(repo, epic, state, None, Body::EpicClosed(closed))?;
@@ -89,11 +89,7 @@ pub(super) fn close_out(
                 };
                 let question = format!(
                     "The SM says epic {} {what}. What it drafted waits on branch {}: review and merge it, then git bmad epic run {} takes new stories up. continue finishes the epic as it is; abort records it unfinished.",
-                    plan.epic,
-                    crate::session::closeout::find_by_name(repo, &session_name(&plan.epic))?
-                        .map(|s| s.short_branch().to_owned())
-                        .unwrap_or_else(|| session_name(&plan.epic)),
-                    plan.epic
+                    plan.epic, branch, plan.epic
                 );
                 gates::open(repo, epic, state, gates::COMPLETION, &question, &answer)?;
             }
@@ -207,8 +203,11 @@ pub(super) fn run(
             plan.epic, session.id
         ),
     )?;
-    let worked = closeout::branch_head(repo, &session)?.map(|h| h.to_string())
-        != closeout::branch_head(repo, epic)?.map(|h| h.to_string());
+    // Commits of its own, beyond the epic's branch (which moves on with its progress).
+    let epic_head = closeout::branch_head(repo, epic)?
+        .map(|h| h.to_string())
+        .unwrap_or_default();
+    let worked = closeout::work_done(repo, &session, &epic_head)?.is_some_and(|w| w.commits > 0);
     let retrospective = if retro && worked {
         Some(super::closeout::pull_request(
             repo,
@@ -221,12 +220,16 @@ pub(super) fn run(
     } else {
         None
     };
-    Ok(Closed::Done(EpicClosed {
-        session: session.id.to_string(),
-        complete: complete.flatten(),
-        answer: answer.map(|a| redact(crate::text::last_chars(&a, 600).trim())),
-        retrospective,
-    }))
+    let branch = session.short_branch().to_owned();
+    Ok(Closed::Done(
+        EpicClosed {
+            session: session.id.to_string(),
+            complete: complete.flatten(),
+            answer: answer.map(|a| redact(crate::text::last_chars(&a, 600).trim())),
+            retrospective,
+        },
+        branch,
+    ))
 }
 
 /// The SM's completion signal: `Some(true)` complete, `Some(false)` more stories, `None`

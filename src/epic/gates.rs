@@ -1,5 +1,6 @@
 //! The epic's human checkpoints (seed 003 invariant 9): scope confirmation before the first
-//! story, an integration checkpoint that is not green, and completion. They are gates of the
+//! story, an integration checkpoint that is not green, a story whose dependency did not end
+//! well (seed 003 "dependency not met"), and completion. They are gates of the
 //! epic's own session, journaled as `gate_opened` / `gate_answered` with the gate's id as the
 //! event's step, so the morning report and `status` show them like any other gate and
 //! `git bmad answer -s epic-<id>` answers them. One is open at a time; the run parks (exit 3)
@@ -228,15 +229,15 @@ pub(super) fn open(
     Ok(())
 }
 
-/// Answer the epic's open gate; returns the epic, for the run to continue.
+/// Answer the open gate of the epic whose session is `epic` and whose journal replays to
+/// `state`; returns the epic, for the run to continue.
 pub fn answer(
     repo: &Repo,
     epic: &Session,
+    state: &EpicState,
     reply: &str,
     message: Option<&str>,
 ) -> Result<String, Error> {
-    let journal = session::read_journal(repo, &epic.id)?;
-    let state = EpicState::replay(journal.events());
     let Some(started) = &state.started else {
         return Err(Error::NoRun(epic.name.clone()));
     };

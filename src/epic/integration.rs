@@ -20,11 +20,10 @@ use std::time::Duration;
 
 use regex::Regex;
 
-use super::plan::{Plan, Planned};
+use super::plan::{touch_path, touched, Plan, Planned};
 use super::run::{record, story_session_name, EpicOptions};
 use super::state::EpicState;
 use super::Error;
-use crate::bmad::analysis::preflight::wildcard;
 use crate::session::closeout::{self, ChangedFile};
 use crate::session::schema::{Body, IntegrationChecked};
 use crate::session::{Repo, Session};
@@ -34,8 +33,8 @@ use crate::supervisor::{self, CheckEnv};
 /// How long the full test suite may run at a checkpoint (a story step's default timeout).
 const TEST_TIMEOUT: Duration = Duration::from_secs(2 * 3600);
 
-/// Run every checkpoint that is due (each at most once per invocation, in `checked`) and
-/// journal what it found.
+/// Run every checkpoint that is due (each story looked at once per invocation, once done,
+/// in `checked`) and journal what it found.
 pub(super) fn check_due(
     repo: &Repo,
     epic: &Session,
@@ -45,13 +44,15 @@ pub(super) fn check_due(
     options: &EpicOptions<'_>,
 ) -> Result<(), Error> {
     for story in plan.to_run() {
-        if checked.contains(&story.key)
-            || options.interrupt.load(Ordering::SeqCst)
-            || !due(repo, story, state)?
-        {
+        let done = story.integration_checkpoint && state.story(&story.key).stage == "done";
+        if !done || checked.contains(&story.key) || options.interrupt.load(Ordering::SeqCst) {
             continue;
         }
+        // Decided once per invocation: the branch does not move under a running epic.
         checked.insert(story.key.clone());
+        if !due(repo, story, state)? {
+            continue;
+        }
         (options.progress)(&format!("{}: integration checkpoint", story.key));
         let result = run(repo, plan, story, state, options)?;
         (options.progress)(&format!("{}: integration {}", story.key, summary(&result)));
@@ -231,22 +232,12 @@ pub fn summary(checked: &IntegrationChecked) -> String {
     out
 }
 
-/// A `touches` entry names the file: it is the file, a directory above it, or a pattern
-/// (`*`, `?`) that matches it.
-fn touched(entry: &str, path: &str) -> bool {
-    let entry = entry.trim_start_matches("./").trim_end_matches('/');
-    if entry.contains(['*', '?']) {
-        return wildcard(entry.as_bytes(), path.as_bytes());
-    }
-    path == entry || path.starts_with(&format!("{entry}/"))
-}
-
 /// A `touches` entry is near the file: it names it, or it lies in the file's directory.
 fn near(entry: &str, path: &str) -> bool {
     if touched(entry, path) {
         return true;
     }
-    let entry = entry.trim_start_matches("./").trim_end_matches('/');
+    let entry = touch_path(entry);
     let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
     let entry_dir = entry.rsplit_once('/').map_or("", |(d, _)| d);
     !dir.is_empty() && (entry_dir == dir || entry == dir)

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::pipeline::{self, Era, Shape};
 use super::Error;
+use crate::bmad::analysis::preflight::wildcard;
 use crate::bmad::project::{Project, StoryView};
 use crate::bmad::queue::{self, Item};
 use crate::bmad::status::Status;
@@ -130,14 +131,27 @@ fn in_epic(story: &StoryView, epic: &str) -> bool {
         || story.key.starts_with(&format!("{epic}/"))
 }
 
-/// Two `touches` entries overlap when one is the other or a directory above it.
+/// A `touches` entry as compared: no leading `./`, no trailing `/`.
+pub(super) fn touch_path(entry: &str) -> &str {
+    entry.trim_start_matches("./").trim_end_matches('/')
+}
+
+/// A `touches` entry names `path`: it is the path, a directory above it, or a pattern (`*`,
+/// `?`) that matches it.
+pub(super) fn touched(entry: &str, path: &str) -> bool {
+    let entry = touch_path(entry);
+    let path = touch_path(path);
+    if entry.contains(['*', '?']) {
+        return wildcard(entry.as_bytes(), path.as_bytes());
+    }
+    path == entry || path.starts_with(&format!("{entry}/"))
+}
+
+/// Two stories' `touches` overlap when an entry of one names an entry of the other (the
+/// same path, a directory above it, or a pattern matching it).
 fn touches_overlap(a: &[String], b: &[String]) -> bool {
-    let norm = |p: &String| p.trim_end_matches('/').trim_start_matches("./").to_owned();
-    a.iter().map(norm).any(|x| {
-        b.iter()
-            .map(norm)
-            .any(|y| x == y || y.starts_with(&format!("{x}/")) || x.starts_with(&format!("{y}/")))
-    })
+    a.iter()
+        .any(|x| b.iter().any(|y| touched(x, y) || touched(y, x)))
 }
 
 /// Plan `epic` of `project`.
@@ -423,5 +437,8 @@ mod tests {
         assert!(touches_overlap(&v(&["./src/a.rs"]), &v(&["src/a.rs"])));
         assert!(!touches_overlap(&v(&["src/api"]), &v(&["src/apis.rs"])));
         assert!(!touches_overlap(&v(&[]), &v(&["src"])));
+        // A pattern overlaps what it matches, whichever story wrote it.
+        assert!(touches_overlap(&v(&["src/api/x.rs"]), &v(&["src/*/x.rs"])));
+        assert!(!touches_overlap(&v(&["src/web/y.rs"]), &v(&["src/*/x.rs"])));
     }
 }

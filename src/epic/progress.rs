@@ -96,7 +96,9 @@ fn report(plan: &Plan, state: &EpicState) -> Report {
             started.base, started.parallel, started.gates
         ));
     }
-    let state_line = if state.finished {
+    let state_line = if let (true, Some(why)) = (state.finished, &state.stopped) {
+        format!("finished early: {why}")
+    } else if state.finished {
         "finished".to_owned()
     } else if let Some(gate) = &state.gate {
         format!("waiting at the epic's {} gate", gate.id)
@@ -247,7 +249,7 @@ pub fn render(plan: &Plan, state: &EpicState) -> String {
 /// The report as one self-contained HTML page (no script, nothing fetched).
 pub fn render_html(plan: &Plan, state: &EpicState) -> String {
     let r = report(plan, state);
-    let h = |t: &str| html_escape(&t.replace("**", "").replace('`', ""));
+    let h = |t: &str| crate::text::html_escape(&t.replace("**", "").replace('`', ""));
     let mut out = format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title>\n<style>{STYLE}</style></head><body>\n<h1>{}</h1>\n<ul>",
         h(&r.title),
@@ -293,13 +295,6 @@ pub fn render_html(plan: &Plan, state: &EpicState) -> String {
 }
 
 const STYLE: &str = "body{font:15px/1.45 system-ui,sans-serif;margin:1.5rem;max-width:70rem;color:#1b1b1b;background:#fff}table{border-collapse:collapse;width:100%;display:block;overflow-x:auto}th,td{border:1px solid #ccc;padding:.3rem .5rem;text-align:left;vertical-align:top}.good{background:#dff5e1}.bad{background:#fbe0e0}.warn{background:#fff4cc}@media (prefers-color-scheme:dark){body{color:#e8e8e8;background:#161616}th,td{border-color:#444}.good{background:#173d1f}.bad{background:#4a1c1c}.warn{background:#4a3f12}}";
-
-fn html_escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 fn escape(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")

@@ -275,9 +275,6 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
                                     && gates::clearance(&plan, d, &state, options.gates)
                                         == Clearance::Clear)
                         });
-                    if asks.contains_key(&story.key) && !overridden {
-                        continue;
-                    }
                     let overlapping = story.overlaps.iter().any(|o| running.contains(o));
                     if !deps_done || overlapping {
                         continue;
@@ -321,16 +318,6 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
                 }
             }
             if running.is_empty() {
-                // A finished story may still owe its checkpoint (it ended in this pass).
-                let owed = plan.to_run().any(|s| {
-                    !checked_here.contains(&s.key)
-                        && s.integration_checkpoint
-                        && state.story(&s.key).stage == "done"
-                        && state.story(&s.key).integration.is_none()
-                });
-                if owed && !options.interrupt.load(Ordering::SeqCst) {
-                    continue;
-                }
                 return Ok(());
             }
             let Ok(message) = rx.recv() else {

@@ -25,10 +25,12 @@ pub struct Change {
     pub at: String,
 }
 
-/// The status story `key`'s file writes in the worktree `root`; `None` when the story or
+/// The status story `key`'s file writes in the worktree `root`, when the project keeps a
+/// `stories.json` to sign it into; `None` otherwise (nothing to sign), or when the story or
 /// its project cannot be read.
 pub fn status_in(root: &Path, key: &str) -> Option<String> {
     let project = Project::load(root, None).ok()?;
+    project.stories_json.as_ref()?;
     let view = project.stories.iter().find(|s| s.key == key)?;
     Some(view.raw_status.clone())
 }

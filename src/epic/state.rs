@@ -60,6 +60,9 @@ pub struct EpicState {
     pub stories: BTreeMap<String, StoryState>,
     /// The newest `epic_finished` came after the newest stage: nothing moved since.
     pub finished: bool,
+    /// Why the newest `epic_finished` says the run stopped early (a breaker, a budget, a
+    /// human), if it does.
+    pub stopped: Option<String>,
     /// The epic gate waiting for a human.
     pub gate: Option<OpenGate>,
     /// Epic gates answered since they were last opened, by id.
@@ -132,7 +135,10 @@ impl EpicState {
                 self.answers.remove(&gates::integration(key));
                 self.stories.entry(key.clone()).or_default().integration = Some(checked.clone());
             }
-            Body::EpicFinished(_) => self.finished = true,
+            Body::EpicFinished(finished) => {
+                self.finished = true;
+                self.stopped = finished.stopped.clone();
+            }
             Body::EpicClosed(closed) => self.closed = Some(closed.clone()),
             Body::StoryStage(stage) => {
                 let Some(key) = &event.step else { return };

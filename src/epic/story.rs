@@ -77,15 +77,17 @@ pub(super) fn run_story(
         baseline: Some(baseline.clone()),
         ..Default::default()
     });
-    // Every status change a step makes is sent on, signed with the step's agent.
-    let mut status = super::signatures::status_in(&session.worktree, key).unwrap_or_default();
+    // With a stories.json, every status change a step makes is sent on, signed with the
+    // step's agent; without one there is nothing to sign, and nothing is read.
+    let mut status = super::signatures::status_in(&session.worktree, key);
     let mut observer = |event: &session::Event| match (&event.body, &event.step) {
         (Body::StepStarted(_), Some(step)) => progress(&format!("{key}: {step}")),
-        (Body::StepCompleted(_) | Body::StepFailed(_), Some(step)) => {
-            let now = super::signatures::status_in(&session.worktree, key).unwrap_or_default();
-            if now != status && !now.is_empty() {
+        (Body::StepCompleted(_) | Body::StepFailed(_), Some(step)) if status.is_some() => {
+            let now = super::signatures::status_in(&session.worktree, key)
+                .filter(|now| !now.is_empty() && Some(now) != status.as_ref());
+            if let Some(now) = now {
                 let change = super::signatures::Change {
-                    from: std::mem::replace(&mut status, now.clone()),
+                    from: status.replace(now.clone()).unwrap_or_default(),
                     to: now,
                     agent: format!("{} agent ({step})", super::signatures::agent_of(step)),
                     at: event.ts.clone(),

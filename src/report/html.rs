@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::{Outcome, Report, SessionReport};
-use crate::text::duration;
+use crate::text::{duration, html_escape};
 
 const STYLE: &str = r#"
 :root { color-scheme: light dark; --bg: #ffffff; --fg: #1f2328; --muted: #59636e;
@@ -55,14 +55,14 @@ pub fn render(report: &Report) -> String {
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
          <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n",
-        escape(&title)
+        html_escape(&title)
     );
     let _ = write!(
         page,
         "<h1>{}</h1>\n<p class=\"muted\">since {} &middot; generated {}</p>\n",
-        escape(&title),
-        escape(&report.since),
-        escape(&report.generated)
+        html_escape(&title),
+        html_escape(&report.since),
+        html_escape(&report.generated)
     );
     let s = &report.summary;
     page.push_str("<ul class=\"summary\">\n");
@@ -90,7 +90,7 @@ pub fn render(report: &Report) -> String {
         (format!("${:.2}", s.cost_usd), "cost", false),
     ] {
         let class = if hot { " class=\"hot\"" } else { "" };
-        let _ = writeln!(page, "<li{class}><b>{}</b>{word}</li>", escape(&n));
+        let _ = writeln!(page, "<li{class}><b>{}</b>{word}</li>", html_escape(&n));
     }
     page.push_str("</ul>\n");
     if report.sessions.is_empty() {
@@ -115,39 +115,44 @@ fn section(page: &mut String, s: &SessionReport) {
     let _ = write!(
         page,
         "<section class=\"{tone}\" id=\"s-{}\">\n<h2><span class=\"badge {tone}\">{}</span>{}</h2>\n",
-        escape(&s.id),
+        html_escape(&s.id),
         s.outcome.as_str(),
-        escape(&s.name)
+        html_escape(&s.name)
     );
     let mut facts = vec![
-        format!("branch <code>{}</code>", escape(&s.branch)),
-        format!("session <code>{}</code>", escape(&s.id)),
+        format!("branch <code>{}</code>", html_escape(&s.branch)),
+        format!("session <code>{}</code>", html_escape(&s.id)),
     ];
     if let (Some(playbook), Some(p)) = (&s.playbook, s.progress) {
-        facts.push(format!("{} {}/{} steps", escape(playbook), p.done, p.total));
+        facts.push(format!(
+            "{} {}/{} steps",
+            html_escape(playbook),
+            p.done,
+            p.total
+        ));
     }
     if let Some(step) = &s.step {
-        facts.push(format!("step <code>{}</code>", escape(step)));
+        facts.push(format!("step <code>{}</code>", html_escape(step)));
     }
-    facts.push(format!("last activity {}", escape(&s.last_activity)));
+    facts.push(format!("last activity {}", html_escape(&s.last_activity)));
     let _ = writeln!(page, "<p class=\"muted\">{}</p>", facts.join(" &middot; "));
     if let Some(why) = &s.stopped_by {
-        let _ = writeln!(page, "<p>{}</p>", escape(why));
+        let _ = writeln!(page, "<p>{}</p>", html_escape(why));
     }
     if let Some(gate) = &s.gate {
         let _ = writeln!(
             page,
             "<div class=\"gate\"><p><b>{}</b></p>",
-            escape(&gate.question)
+            html_escape(&gate.question)
         );
         if !gate.evidence.is_empty() {
-            let _ = writeln!(page, "<pre>{}</pre>", escape(&gate.evidence));
+            let _ = writeln!(page, "<pre>{}</pre>", html_escape(&gate.evidence));
         }
         let _ = writeln!(
             page,
             "<p>Answer ({}):</p><pre>{}</pre></div>",
-            escape(&gate.options.join(", ")),
-            escape(&gate.answer)
+            html_escape(&gate.options.join(", ")),
+            html_escape(&gate.answer)
         );
     }
     if !s.problems.is_empty() {
@@ -156,16 +161,16 @@ fn section(page: &mut String, s: &SessionReport) {
             let _ = writeln!(
                 page,
                 "<li><span class=\"muted\">{}</span> {}: {}</li>",
-                escape(&p.at),
-                escape(&p.kind),
-                escape(&p.what)
+                html_escape(&p.at),
+                html_escape(&p.kind),
+                html_escape(&p.what)
             );
         }
         page.push_str("</ul>\n");
     }
     let evidence = super::text::evidence_line(s);
     if !evidence.is_empty() {
-        let _ = writeln!(page, "<p>Evidence: {}</p>", escape(&evidence));
+        let _ = writeln!(page, "<p>Evidence: {}</p>", html_escape(&evidence));
     }
     let _ = writeln!(
         page,
@@ -181,47 +186,18 @@ fn section(page: &mut String, s: &SessionReport) {
             s.timeline.len()
         );
         for e in &s.timeline {
-            let step = e.step.as_deref().map(escape).unwrap_or_default();
+            let step = e.step.as_deref().map(html_escape).unwrap_or_default();
             let _ = writeln!(
                 page,
                 "<tr><td class=\"t\">{}</td><td>#{} {}</td><td>{}</td><td>{}</td></tr>",
-                escape(&e.at.get(5..16).unwrap_or(&e.at).replace('T', " ")),
+                html_escape(&e.at.get(5..16).unwrap_or(&e.at).replace('T', " ")),
                 e.seq,
-                escape(&e.event),
+                html_escape(&e.event),
                 step,
-                escape(&e.summary)
+                html_escape(&e.summary)
             );
         }
         page.push_str("</table></details>\n");
     }
     page.push_str("</section>\n");
-}
-
-/// Text made safe inside HTML elements and attribute values.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::escape;
-
-    #[test]
-    fn escapes_markup_and_quotes() {
-        assert_eq!(
-            escape("<script>alert('x')</script> & \"y\""),
-            "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;y&quot;"
-        );
-    }
 }

@@ -35,11 +35,10 @@ pub fn cmd_answer(ctx: &Context, args: &AnswerArgs) -> Result<u8, CommandError> 
     let repo = ctx.repo()?;
     let s = session::locate(&repo, args.session.as_deref())?;
     let journal = session::read_journal(&repo, &s.id)?;
-    if crate::epic::EpicState::replay(journal.events())
-        .started
-        .is_some()
-    {
-        let epic = crate::epic::gates::answer(&repo, &s, &args.reply, args.message.as_deref())?;
+    let epic = crate::epic::EpicState::replay(journal.events());
+    if epic.started.is_some() {
+        let message = args.message.as_deref();
+        let epic = crate::epic::gates::answer(&repo, &s, &epic, &args.reply, message)?;
         return super::epic::resume(ctx, &epic);
     }
     let request = Request::Answer {

@@ -257,6 +257,16 @@ fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError> {
     })?;
     let budget = budget(args)?;
     let options = plan_options(&args.selection)?;
+    if args
+        .selection
+        .reviewers
+        .is_some_and(|n| !(1..=pipeline::MAX_REVIEWERS).contains(&n))
+    {
+        return Err(CommandError::usage(format!(
+            "--reviewers: give 1 to {} (each reviewer has its own emphasis)",
+            pipeline::MAX_REVIEWERS
+        )));
+    }
     if args.dry_run {
         let plan = epic::run::plan_epic(&repo, &args.selection.epic, &options)?;
         let config = ctx.config(&repo)?;
@@ -493,7 +503,11 @@ fn print_status(ctx: &Context, plan: &Plan, state: &EpicState) {
     ui.line(format!(
         "Epic {}{}",
         ui.paint(&plan.epic, Style::Bold),
-        if state.finished { " (finished)" } else { "" }
+        match (state.finished, &state.stopped) {
+            (true, Some(why)) => format!(" (finished early: {why})"),
+            (true, None) => " (finished)".to_owned(),
+            _ => String::new(),
+        }
     ));
     for s in &plan.stories {
         let st = state.story(&s.key);

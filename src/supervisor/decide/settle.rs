@@ -88,38 +88,27 @@ pub fn settle(
         if let (Some(When::Findings(of)), StepStatus::Pending) = (&step.when, &record.status) {
             let source = findings::found(state, playbook, of);
             if source.phase && source.must_fix == 0 && source.finished == 0 && source.failed > 0 {
-                // Every reviewer failed: nothing says whether findings remain.
-                return Settlement::Gate(Box::new(GateRequest {
-                    step: step.id.clone(),
-                    kind: GateKind::Precondition,
-                    trigger: "no_review".into(),
-                    question: format!(
-                        "No reviewer of `{of}` finished, so nothing says whether findings remain. Answer `continue` to run `{}` anyway, `skip` it, `retry` to look again, or `abort` the run.",
-                        step.id
-                    ),
-                    evidence: format!("{} reviewer(s) of {of} failed", source.failed),
-                    signals: Vec::new(),
-                }));
+                let why = format!(
+                    "No reviewer of `{of}` finished, so nothing says whether findings remain"
+                );
+                let evidence = format!("{} reviewer(s) of {of} failed", source.failed);
+                return findings_gate(step, "no_review", &why, evidence);
             }
-            // The fix before this review left the same findings: another round would too.
-            let earlier = findings::earlier_review(playbook, of)
-                .map(|e| (findings::found(state, playbook, &e), e));
-            let asks_anyway = step.autonomy == Autonomy::AlwaysGate;
-            if let Some((before, earlier)) = earlier
-                .filter(|(b, _)| findings::same(b, &source))
-                .filter(|_| !asks_anyway)
-            {
-                return Settlement::Gate(Box::new(GateRequest {
-                    step: step.id.clone(),
-                    kind: GateKind::Precondition,
-                    trigger: "stall_across_rounds".into(),
-                    question: format!(
-                        "A stall across rounds: `{of}` found the same MUST-FIX findings as `{earlier}`, after a fix round. Answer `continue` to run `{}` anyway, `skip` it, `retry` to look again, or `abort` the run.",
-                        step.id
-                    ),
-                    evidence: before.findings.join("\n"),
-                    signals: Vec::new(),
-                }));
+            // The fix before this review left the same findings: another round would too. A
+            // step that always asks first (the last round's gate) needs no second question.
+            if step.autonomy != Autonomy::AlwaysGate {
+                if let Some(earlier) = findings::earlier_review(playbook, of) {
+                    let before = findings::found(state, playbook, &earlier);
+                    if findings::same(&before, &source) {
+                        let why = format!("A stall across rounds: `{of}` found the same MUST-FIX findings as `{earlier}`, after a fix round");
+                        return findings_gate(
+                            step,
+                            "stall_across_rounds",
+                            &why,
+                            before.findings.join("\n"),
+                        );
+                    }
+                }
             }
             if source.must_fix == 0 {
                 let reason = match source.finished {
@@ -155,6 +144,22 @@ pub fn settle(
         }
     }
     Settlement::Run
+}
+
+/// A gate before a step that reads findings, when they cannot decide for it: a human runs it
+/// anyway (`continue`), skips it, looks again, or ends the run.
+fn findings_gate(step: &Step, trigger: &str, why: &str, evidence: String) -> Settlement {
+    Settlement::Gate(Box::new(GateRequest {
+        step: step.id.clone(),
+        kind: GateKind::Precondition,
+        trigger: trigger.into(),
+        question: format!(
+            "{why}. Answer `continue` to run `{}` anyway, `skip` it, `retry` to look again, or `abort` the run.",
+            step.id
+        ),
+        evidence,
+        signals: Vec::new(),
+    }))
 }
 
 /// The run's record of a stop, when the failure that caused it was journaled without it.
