@@ -31,6 +31,9 @@ checkpoint_case() {
   echo "== 1. checkpoint, $files files ($state stat cache), 10 modified + 5 untracked per run"
   repo="$work/big-$files-$state"
   mkdir -p "$repo" && cd "$repo" && git init -q -b main
+  # The commit of 10,000 files triggers `git gc --auto`: run it before the timing, not in
+  # the background during it.
+  git config gc.autoDetach false
   for d in $(seq -w 0 $((dirs - 1))); do
     mkdir "d$d"
     for f in $(seq -w 0 99); do printf 'file %s/%s\nline two\n' "$d" "$f" > "d$d/f$f.txt"; done

@@ -33,4 +33,5 @@ mod test_start;
 mod test_stories;
 mod test_supervisor;
 mod test_sync;
+mod test_watch;
 mod test_workflow;

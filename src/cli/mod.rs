@@ -109,6 +109,9 @@ pub fn run() -> ExitCode {
         Err(e) => return report(&ui, e),
     };
     let json = cli.json;
+    if let Ok(exe) = std::env::current_exe() {
+        crate::git::enable_watcher(exe);
+    }
     // Not on the hook path: hooks run on every commit and push.
     if !cli.command.is_hook() {
         commands::ensure_man_pages();

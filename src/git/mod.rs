@@ -17,6 +17,7 @@ mod refs;
 mod repo;
 mod snapshot;
 mod snapshot_cache;
+mod watch;
 mod worktree_scan;
 
 pub use cli::TreeChange;
@@ -29,6 +30,9 @@ pub use notes::NotesTip;
 pub use refs::{lock_age, CasOutcome, ABANDONED_GIT_LOCK, STALE_LOCK_AGE};
 pub use repo::{CommitInfo, Repo, WorktreeInfo};
 pub use snapshot::{Dirt, Vet, Vetted, VET_LIMIT};
+pub use watch::enable_watcher;
+#[cfg(target_os = "linux")]
+pub use watch::serve as watch_worktree;
 
 /// Serialize an object id as its full hex string (for `--json` output).
 pub fn serialize_id<S: serde::Serializer>(

@@ -20,6 +20,7 @@ use super::error::{Error, Result};
 use super::ignores::Ignores;
 use super::repo::Repo;
 use super::snapshot_cache::{mode_of, tree_kind, SnapshotCache};
+use super::watch::{self, Token};
 use super::worktree_scan::{new_files, stat_of, Scanner};
 use super::ObjectId;
 
@@ -81,21 +82,39 @@ impl Repo {
         let index = repo
             .index_or_empty()
             .map_err(|e| Error::gix("could not read the index", e))?;
-        let mut cache = match since.and_then(|tree| SnapshotCache::load(self, tree)) {
-            Some(cache) => cache,
-            None => SnapshotCache::from_head(self, head_tree, &index)?,
+        // The change feed is asked before anything is read: whatever changes from here on
+        // is in its next answer.
+        let (mut cache, feed) = match since.and_then(|tree| SnapshotCache::load(self, tree)) {
+            Some(cache) => {
+                let since = cache.feed.as_deref();
+                let feed = watch::ask(self, since.and_then(|f| Token::from_field(self, f)));
+                (cache, feed)
+            }
+            None => (
+                SnapshotCache::from_head(self, head_tree, &index)?,
+                watch::ask(self, None),
+            ),
         };
         let (tracked_elsewhere, untracked) = cache.reconcile(&index);
         let verified = now();
         let config = repo.config_snapshot();
-        let scan = Scanner::new(
+        let scanner = Scanner::new(
             self.workdir(),
             &cache.state,
             cache.verified,
             config.boolean("core.fileMode").unwrap_or(true),
             config.boolean("core.trustCTime").unwrap_or(true),
-        )
-        .run()?;
+        );
+        let scan = match &feed.changed {
+            Some(paths) => {
+                tracing::debug!("change feed: {} paths changed", paths.len());
+                scanner.run_targeted(paths)?
+            }
+            None => {
+                tracing::debug!("change feed: none, scanning the whole worktree");
+                scanner.run()?
+            }
+        };
         let mut ignores = Ignores::of_worktree(repo, &index)?;
         let mut changed = scan.changed;
         changed.extend(tracked_elsewhere);
@@ -167,7 +186,13 @@ impl Repo {
                 .map(|id| id.detach())
                 .map_err(|e| Error::gix("could not write the snapshot tree", e))?
         };
-        cache.store(self, tree, verified)?;
+        // A refused file must be shown to the vet again next time, changed or not (the feed
+        // would not name it): no token, so the next snapshot scans everything.
+        let token = feed
+            .token
+            .filter(|_| refused.is_empty())
+            .map(|t| t.field(self));
+        cache.store(self, tree, verified, token.as_deref())?;
         Ok(Vetted {
             tree,
             refused,

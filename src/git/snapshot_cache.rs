@@ -15,15 +15,18 @@
 //! worktree's index. It never decides what a snapshot holds, only what must be re-read.
 //!
 //! File: `<worktree git dir>/bmad-snapshot-index`: a header line
-//! `bmad-snapshot-index 2 <tree> <verified> <length>` (`verified`: when its stat data was
-//! known good, as `<seconds>.<nanoseconds>`), then a git index (version 2) of `length` bytes.
+//! `bmad-snapshot-index 2 <tree> <verified> <length> [<feed>]` (`verified`: when its stat data
+//! was known good, as `<seconds>.<nanoseconds>`; `feed`: the change feed's token taken before
+//! the snapshot was read, see [`super::watch`]), then a git index (version 2) of `length`
+//! bytes.
 //!
 //! Rewriting the whole index after every snapshot cost as much as reading it (3 MB on a
 //! 40,000-file worktree), so most snapshots write only what changed since that file, to
-//! `bmad-snapshot-index.delta`: a header line `bmad-snapshot-delta 1 <tree> <verified>`,
-//! the base file's header line, then one record per changed path, NUL-terminated:
-//! `<mode> <id> <mtime> <ctime> <dev> <ino> <uid> <gid> <size> <path>` (times as
-//! `<seconds>.<nanoseconds>`), or `- <path>` for a path the snapshot no longer has. A delta
+//! `bmad-snapshot-index.delta`: a header line
+//! `bmad-snapshot-delta 1 <tree> <verified> [<feed>]`, the base file's header line, then one
+//! record per changed path, NUL-terminated: `<mode> <id> <mtime> <ctime> <dev> <ino> <uid>
+//! <gid> <size> <path>` (times as `<seconds>.<nanoseconds>`), or `- <path>` for a path the
+//! snapshot no longer has. A delta
 //! counts only with the base it names; once it holds more than a sixteenth of the entries
 //! the whole index is written again and the delta removed.
 
@@ -58,6 +61,9 @@ pub(super) struct SnapshotCache {
     pub verified: Duration,
     /// One stage-0 entry per file, link and submodule of `tree`, sorted by path.
     pub state: gix::index::State,
+    /// The change feed's token saved with the snapshot, as [`super::watch::Token::field`]
+    /// wrote it.
+    pub feed: Option<String>,
     /// Entries for paths `state` lacks, added in one sort when the cache is stored.
     added: Vec<(String, Cached)>,
     /// The header line of the full file `state` was read from, and the paths changed since
@@ -82,6 +88,7 @@ impl SnapshotCache {
         let cached = ObjectId::from_hex(fields.next()?.as_bytes()).ok()?;
         let verified = parse_time(fields.next()?)?;
         let length: usize = fields.next()?.parse().ok()?;
+        let feed = fields.next().map(str::to_owned);
         let body = &bytes[newline + 1..];
         if body.len() != length {
             return None;
@@ -118,11 +125,13 @@ impl SnapshotCache {
             tree,
             verified,
             state,
+            feed,
             added: Vec::new(),
             base: Some((header.to_owned(), BTreeSet::new())),
         };
         if let Some(delta) = delta {
             cache.verified = delta.verified;
+            cache.feed = delta.feed;
             for (path, entry) in delta.records {
                 cache.set(&path, entry);
             }
@@ -166,6 +175,7 @@ impl SnapshotCache {
                 stamp.nanoseconds(),
             ),
             state,
+            feed: None,
             added: Vec::new(),
             base: None,
         })
@@ -269,15 +279,25 @@ impl SnapshotCache {
         self.state.sort_entries();
     }
 
-    /// Write the cache for `tree`, its stat data known good at `verified`: only the paths
-    /// changed since the full file while they are few, else the full file. No fsync: a cache
-    /// a crash tears is found torn and rebuilt.
-    pub fn store(mut self, repo: &Repo, tree: ObjectId, verified: Duration) -> Result<()> {
+    /// Write the cache for `tree`, its stat data known good at `verified`, with the change
+    /// feed's token `feed`: only the paths changed since the full file while they are few,
+    /// else the full file. No fsync: a cache a crash tears is found torn and rebuilt.
+    pub fn store(
+        mut self,
+        repo: &Repo,
+        tree: ObjectId,
+        verified: Duration,
+        feed: Option<&str>,
+    ) -> Result<()> {
         self.settle_added();
         let delta_path = repo.git_dir().join(DELTA_FILE);
+        // A field of a header line: one word.
+        let feed = feed.filter(|f| !f.is_empty() && !f.contains(char::is_whitespace));
+        let feed = feed.map(|f| format!(" {f}")).unwrap_or_default();
         if let Some((base, changed)) = &self.base {
             if changed.len() <= DELTA_MIN.max(self.state.entries().len() / 16) {
-                let bytes = Delta::encode(&self.state, base, changed, tree, verified);
+                let header = format!("{DELTA_MAGIC} {tree} {}{feed}", format_time(verified));
+                let bytes = Delta::encode(&self.state, &header, base, changed);
                 return crate::fs::replace_unsynced(&delta_path, &bytes)
                     .map_err(|e| Error::io("could not write the snapshot cache", &delta_path, e));
             }
@@ -295,8 +315,12 @@ impl SnapshotCache {
         // The trailing checksum, all zeros as with `index.skipHash`: the header's length
         // catches a torn file, and hashing 1 MB on every checkpoint would cost more than it finds.
         body.resize(body.len() + repo.gix().object_hash().len_in_bytes(), 0);
-        let mut bytes =
-            format!("{MAGIC} {tree} {} {}\n", format_time(verified), body.len()).into_bytes();
+        let mut bytes = format!(
+            "{MAGIC} {tree} {} {}{feed}\n",
+            format_time(verified),
+            body.len()
+        )
+        .into_bytes();
         bytes.extend_from_slice(&body);
         let path = Self::path(repo);
         crate::fs::replace_unsynced(&path, &bytes)
@@ -318,6 +342,7 @@ impl SnapshotCache {
 struct Delta {
     tree: ObjectId,
     verified: Duration,
+    feed: Option<String>,
     /// Each changed path with its entry, or `None` when the snapshot no longer has it.
     records: Vec<(String, Option<Cached>)>,
 }
@@ -334,6 +359,7 @@ impl Delta {
         let mut fields = header.strip_prefix(DELTA_MAGIC)?.split_whitespace();
         let tree = ObjectId::from_hex(fields.next()?.as_bytes()).ok()?;
         let verified = parse_time(fields.next()?)?;
+        let feed = fields.next().map(str::to_owned);
         let body = lines.next()?;
         let mut records = Vec::new();
         // Every record ends in NUL: a torn file leaves a last piece that is not empty.
@@ -371,19 +397,20 @@ impl Delta {
         Some(Delta {
             tree,
             verified,
+            feed,
             records,
         })
     }
 
-    /// A delta of `changed` paths as `state` now has them, over the full file `base`.
+    /// A delta (its first line `header`) of `changed` paths as `state` now has them, over
+    /// the full file whose header is `base`.
     fn encode(
         state: &gix::index::State,
+        header: &str,
         base: &str,
         changed: &BTreeSet<String>,
-        tree: ObjectId,
-        verified: Duration,
     ) -> Vec<u8> {
-        let mut out = format!("{DELTA_MAGIC} {tree} {}\n{base}\n", format_time(verified));
+        let mut out = format!("{header}\n{base}\n");
         for path in changed {
             match state.entry_by_path(BStr::new(path)) {
                 Some(e) => {

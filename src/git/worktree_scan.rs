@@ -20,6 +20,8 @@ use gix::index::entry::{Flags, Mode, Stat};
 use super::error::{Error, Result};
 use super::ignores::Ignores;
 
+mod targeted;
+
 /// How far a file's modification time may lag the clock: the kernel stamps files from a
 /// coarse clock, one tick (at most 10 ms) behind.
 const CLOCK_LAG: Duration = Duration::from_millis(20);
@@ -113,11 +115,22 @@ impl<'a> Scanner<'a> {
     /// Scan the whole worktree, directories spread over the cores (stat calls wait on the
     /// kernel, not on each other).
     pub fn run(&self) -> Result<Scan> {
+        self.run_from(vec![(String::new(), 0..self.cache.entries().len())])
+    }
+
+    /// Scan the directories `starts` (each `""` or ending with `/`, with the range of cache
+    /// entries under it) and everything under them, spread over the cores (stat calls wait
+    /// on the kernel, not on each other). A cached entry in those ranges not seen is
+    /// reported as changed.
+    fn run_from(&self, starts: Vec<(String, Range<usize>)>) -> Result<Scan> {
         let queue = Queue {
             dirs: std::sync::Mutex::new(Vec::new()),
             pending: std::sync::atomic::AtomicUsize::new(0),
         };
-        queue.push(String::new(), 0..self.cache.entries().len());
+        let ranges: Vec<Range<usize>> = starts.iter().map(|(_, r)| r.clone()).collect();
+        for (dir, entries) in starts {
+            queue.push(dir, entries);
+        }
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
         let parts: Vec<Result<Part>> = std::thread::scope(|scope| {
             let workers: Vec<_> = (0..threads)
@@ -142,9 +155,9 @@ impl<'a> Scanner<'a> {
             scan.changed.extend(part.scan.changed);
             scan.unknown.extend(part.scan.unknown);
         }
-        for (i, entry) in self.cache.entries().iter().enumerate() {
-            let outside = entry.flags.contains(Flags::SKIP_WORKTREE) || entry.mode == Mode::COMMIT;
-            if !seen[i] && !outside {
+        for i in ranges.into_iter().flatten() {
+            let entry = &self.cache.entries()[i];
+            if !seen[i] && !self.outside(entry) {
                 scan.changed.insert(entry.path(self.cache).to_string());
             }
         }
@@ -373,6 +386,15 @@ fn kind_at(dir: i32, name: &CStr) -> Kind {
     match stat_at(dir, name).map(|st| st.st_mode & libc::S_IFMT) {
         Some(libc::S_IFDIR) => Kind::Dir,
         Some(libc::S_IFREG | libc::S_IFLNK) => Kind::File,
+        _ => Kind::Other,
+    }
+}
+
+/// The kind of the file at `path`, by `lstat`; a missing file is `Other`.
+fn kind_of(path: &Path) -> Kind {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_dir() => Kind::Dir,
+        Ok(meta) if meta.is_file() || meta.file_type().is_symlink() => Kind::File,
         _ => Kind::Other,
     }
 }

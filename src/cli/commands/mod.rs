@@ -37,6 +37,7 @@ mod stories;
 mod sync;
 mod template;
 mod undo;
+mod watch;
 mod workflow;
 
 use clap::Subcommand;
@@ -124,12 +125,19 @@ pub enum Command {
     /// Write the man pages (used by scripts/install.sh)
     #[command(hide = true)]
     GenerateMan(generate_man::GenerateManArgs),
+    /// Watch a worktree for the snapshots' change feed (started by snapshots)
+    #[command(hide = true)]
+    Watch(watch::WatchArgs),
 }
 
 impl Command {
-    /// Whether git or an agent CLI runs this on every commit, push or tool call.
+    /// Whether git or an agent CLI runs this on every commit, push or tool call, or
+    /// git-bmad itself in the background.
     pub fn is_hook(&self) -> bool {
-        matches!(self, Command::Hook(_) | Command::Guard(_))
+        matches!(
+            self,
+            Command::Hook(_) | Command::Guard(_) | Command::Watch(_)
+        )
     }
 }
 
@@ -176,6 +184,7 @@ pub fn dispatch(ctx: &Context, command: Command) -> Result<u8, CommandError> {
         Command::Guard(args) => guard::cmd_guard(ctx, &args),
         Command::Hook(args) => hook::cmd_hook(ctx, &args),
         Command::GenerateMan(args) => generate_man::cmd_generate_man(ctx, &args),
+        Command::Watch(args) => watch::cmd_watch(ctx, &args),
         Command::Completions(args) => completions::cmd_completions(ctx, &args),
         Command::InstallMan(args) => install_man::cmd_install_man(ctx, &args),
     }

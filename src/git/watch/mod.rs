@@ -1,0 +1,352 @@
+//! The change feed: which paths of a worktree changed since its last snapshot, told by a
+//! watcher process (see [`daemon`]) so that a snapshot reads those and nothing else.
+//!
+//! Why: without it a snapshot must `lstat` every file of the worktree to find the few that
+//! changed (git's fsmonitor daemon, which does this job for `git status`, does not exist on
+//! Linux). With it a checkpoint costs what changed, not the repository's size.
+//!
+//! A snapshot asks the watcher for the paths changed since the token saved with the last
+//! snapshot (in the snapshot cache), and saves the new token with its own. Anything unsure gets "all", and the
+//! snapshot scans the whole worktree as it would without a watcher: no watcher running (the
+//! snapshot starts one for next time), a token of another watcher or of another snapshot
+//! cache, lost events, a changed `.gitignore`, `info/exclude` or `core.excludesFile`.
+//!
+//! What inotify cannot see, the feed cannot either: a file changed through a memory mapping
+//! or through a hard link outside the worktree, or by another machine on a network
+//! filesystem. `git config bmad.watch false` turns the feed off for such a repository.
+
+#[cfg(target_os = "linux")]
+mod daemon;
+#[cfg(target_os = "linux")]
+mod inotify;
+
+#[cfg(target_os = "linux")]
+pub use daemon::serve;
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+
+use super::repo::Repo;
+
+/// How long a snapshot waits for the watcher's answer before it scans everything.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// A point in a watcher's history: the watcher (`epoch`) and the answer (`stamp`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Token {
+    pub epoch: u64,
+    pub stamp: u64,
+}
+
+impl Token {
+    /// The token as the snapshot cache keeps it: `<epoch>:<stamp>:<fingerprint>`, the last
+    /// of the ignore rules outside the worktree, which the watcher cannot see.
+    pub fn field(&self, repo: &Repo) -> String {
+        format!("{}:{}:{}", self.epoch, self.stamp, ignore_fingerprint(repo))
+    }
+
+    /// The token of a [`Self::field`], if the ignore rules outside the worktree are still
+    /// those it was saved with.
+    pub fn from_field(repo: &Repo, field: &str) -> Option<Token> {
+        let mut parts = field.split(':');
+        let token = Token {
+            epoch: parts.next()?.parse().ok()?,
+            stamp: parts.next()?.parse().ok()?,
+        };
+        let fingerprint = parts.next()?;
+        (parts.next().is_none() && fingerprint == ignore_fingerprint(repo)).then_some(token)
+    }
+
+    /// `<epoch> <stamp>`.
+    fn parse(text: &str) -> Option<Token> {
+        let mut fields = text.split_whitespace();
+        let token = Token {
+            epoch: fields.next()?.parse().ok()?,
+            stamp: fields.next()?.parse().ok()?,
+        };
+        fields.next().is_none().then_some(token)
+    }
+}
+
+/// What the feed says before one snapshot.
+#[derive(Debug, Default)]
+pub(super) struct Feed {
+    /// The token to save with this snapshot, if a watcher answered.
+    pub token: Option<Token>,
+    /// The paths (files or directories, relative to the worktree root) changed since the
+    /// given token; `None`: anything may have changed.
+    pub changed: Option<Vec<String>>,
+}
+
+/// The executable that runs the watcher (`<exe> watch <worktree>`); set by the command line,
+/// so a library user (or a test harness) never starts one by accident.
+static WATCHER_EXE: OnceLock<PathBuf> = OnceLock::new();
+
+/// Let snapshots start a watcher where none runs, as `exe watch <worktree>`.
+pub fn enable_watcher(exe: PathBuf) {
+    let _ = WATCHER_EXE.set(exe);
+}
+
+/// Ask the worktree's watcher what changed since `since`; start one if none answers.
+pub(super) fn ask(repo: &Repo, since: Option<Token>) -> Feed {
+    if !enabled(repo) {
+        return Feed::default();
+    }
+    let Ok(root) = std::fs::canonicalize(repo.workdir()) else {
+        return Feed::default();
+    };
+    match question(&root, since) {
+        Ok(feed) => feed,
+        Err(e) => {
+            tracing::debug!("change feed of {}: {e}", root.display());
+            if matches!(e.raw_os_error(), Some(libc::ECONNREFUSED | libc::ENOENT)) {
+                start_watcher(&root);
+            }
+            Feed::default()
+        }
+    }
+}
+
+/// Whether `bmad.watch` (default true) lets snapshots use a watcher.
+fn enabled(repo: &Repo) -> bool {
+    cfg!(target_os = "linux")
+        && WATCHER_EXE.get().is_some()
+        && repo
+            .gix()
+            .config_snapshot()
+            .boolean("bmad.watch")
+            .unwrap_or(true)
+}
+
+fn question(root: &Path, since: Option<Token>) -> std::io::Result<Feed> {
+    let stream = connect(root)?;
+    if peer_uid(&stream) != Some(current_uid()) {
+        return Err(std::io::Error::other(
+            "the watcher's socket belongs to another user",
+        ));
+    }
+    stream.set_read_timeout(Some(ANSWER_TIMEOUT))?;
+    stream.set_write_timeout(Some(ANSWER_TIMEOUT))?;
+    let line = match since {
+        Some(t) => format!("since {} {}\n", t.epoch, t.stamp),
+        None => "since -\n".to_owned(),
+    };
+    (&stream).write_all(line.as_bytes())?;
+    let mut reply = Vec::new();
+    (&stream).read_to_end(&mut reply)?;
+    parse_answer(&reply).ok_or_else(|| std::io::Error::other("the watcher's answer is malformed"))
+}
+
+/// `token <epoch> <stamp> all\n`, or `token <epoch> <stamp> paths\n` and NUL-terminated
+/// paths. A `.gitignore` among the paths, or a path that is not UTF-8, makes it "all": the
+/// first can bring back files nobody touched, the second a snapshot never holds.
+fn parse_answer(reply: &[u8]) -> Option<Feed> {
+    let newline = reply.iter().position(|b| *b == b'\n')?;
+    let header = std::str::from_utf8(&reply[..newline]).ok()?;
+    let rest = header.strip_prefix("token ")?;
+    let (token, kind) = rest.rsplit_once(' ')?;
+    let token = Some(Token::parse(token)?);
+    let body = &reply[newline + 1..];
+    match kind {
+        "all" => Some(Feed {
+            token,
+            changed: None,
+        }),
+        "paths" => {
+            let mut paths = Vec::new();
+            for raw in body.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+                let Ok(path) = std::str::from_utf8(raw) else {
+                    return Some(Feed {
+                        token,
+                        changed: None,
+                    });
+                };
+                if path.rsplit('/').next() == Some(".gitignore") {
+                    return Some(Feed {
+                        token,
+                        changed: None,
+                    });
+                }
+                paths.push(path.to_owned());
+            }
+            Some(Feed {
+                token,
+                changed: Some(paths),
+            })
+        }
+        _ => None,
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn connect(root: &Path) -> std::io::Result<UnixStream> {
+    UnixStream::connect_addr(&socket_address(root)?)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn connect(_root: &Path) -> std::io::Result<UnixStream> {
+    Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
+}
+
+/// The watcher's socket, in the abstract namespace: named by the user and the worktree.
+#[cfg(target_os = "linux")]
+fn socket_address(root: &Path) -> std::io::Result<std::os::unix::net::SocketAddr> {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::ffi::OsStrExt;
+    let digest = Sha256::digest(root.as_os_str().as_bytes());
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    let name = format!("git-bmad-watch/{}/{hex}", current_uid());
+    std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
+}
+
+/// Start a watcher for `root` in a session of its own (a kill of this command's process
+/// group leaves it be), with nothing of this process open but what it asks for.
+fn start_watcher(root: &Path) {
+    use std::os::unix::process::CommandExt;
+    let Some(exe) = WATCHER_EXE.get() else {
+        return;
+    };
+    let mut command = std::process::Command::new(exe);
+    command
+        .arg("watch")
+        .arg(root)
+        .current_dir("/")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: setsid and close_range are async-signal-safe; nothing is allocated.
+    unsafe {
+        command.pre_exec(|| {
+            libc::setsid();
+            // Descriptors this process inherited without close-on-exec stay with it.
+            const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+            libc::syscall(
+                libc::SYS_close_range,
+                3 as libc::c_uint,
+                libc::c_uint::MAX,
+                CLOSE_RANGE_CLOEXEC,
+            );
+            Ok(())
+        });
+    }
+    match command.spawn() {
+        // Reaped when it exits, if this process still runs then.
+        Ok(mut child) => drop(std::thread::spawn(move || child.wait())),
+        Err(e) => tracing::debug!("could not start the watcher of {}: {e}", root.display()),
+    }
+}
+
+/// What the ignore rules outside the worktree are now: `info/exclude` and the excludes
+/// file (as configured, and git's default place), by size, time and inode. The watcher
+/// sees only the worktree, so a change there must make the next snapshot scan everything.
+fn ignore_fingerprint(repo: &Repo) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let configured = repo
+        .gix()
+        .config_snapshot()
+        .string("core.excludesFile")
+        .map(|s| s.to_string());
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let xdg = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| home.as_ref().map(|h| h.join(".config")));
+    let mut files = vec![repo.common_dir().join("info/exclude")];
+    if let Some(xdg) = xdg {
+        files.push(xdg.join("git/ignore"));
+    }
+    if let Some(configured) = &configured {
+        match (configured.strip_prefix("~/"), &home) {
+            (Some(rest), Some(home)) => files.push(home.join(rest)),
+            _ => files.push(PathBuf::from(configured)),
+        }
+    }
+    let mut hasher = Sha256::new();
+    hasher.update(configured.unwrap_or_default().as_bytes());
+    for file in files {
+        let stamp = match std::fs::metadata(&file) {
+            Ok(m) => format!("{} {} {} {}\n", m.len(), m.mtime(), m.mtime_nsec(), m.ino()),
+            Err(_) => "-\n".to_owned(),
+        };
+        hasher.update(stamp.as_bytes());
+    }
+    hasher.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The user id of the process at the other end of `stream`.
+fn peer_uid(stream: &UnixStream) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: `cred` and `len` are valid for writing and `len` holds `cred`'s size.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    };
+    (rc == 0).then_some(cred.uid)
+}
+
+fn current_uid() -> u32 {
+    // SAFETY: getuid cannot fail.
+    unsafe { libc::getuid() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(reply: &[u8]) -> Option<(Option<Token>, Option<Vec<String>>)> {
+        parse_answer(reply).map(|f| (f.token, f.changed))
+    }
+
+    #[test]
+    fn answers_name_the_paths_or_say_all() {
+        let token = Some(Token { epoch: 7, stamp: 3 });
+        assert_eq!(
+            feed(b"token 7 3 paths\nsrc/a.txt\0new dir\0"),
+            Some((token, Some(vec!["src/a.txt".into(), "new dir".into()])))
+        );
+        assert_eq!(feed(b"token 7 3 paths\n"), Some((token, Some(vec![]))));
+        assert_eq!(feed(b"token 7 3 all\n"), Some((token, None)));
+    }
+
+    #[test]
+    fn what_could_bring_back_untouched_files_or_cannot_be_a_path_means_all() {
+        let token = Some(Token { epoch: 7, stamp: 3 });
+        assert_eq!(
+            feed(b"token 7 3 paths\nsrc/a.txt\0docs/.gitignore\0"),
+            Some((token, None))
+        );
+        assert_eq!(feed(b"token 7 3 paths\nbad-\xff\0"), Some((token, None)));
+    }
+
+    #[test]
+    fn a_malformed_answer_is_no_answer() {
+        for reply in [
+            &b""[..],
+            b"token 7 3 paths",
+            b"token 7 paths\n",
+            b"token x 3 all\n",
+            b"token 7 3 some\n",
+            b"hello\n",
+        ] {
+            assert_eq!(feed(reply), None, "{}", String::from_utf8_lossy(reply));
+        }
+    }
+}

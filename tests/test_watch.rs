@@ -1,0 +1,323 @@
+//! The change feed: a watcher per session worktree tells each checkpoint which paths changed,
+//! so it reads only those. Every checkpoint it feeds must still be exactly what `git add -A`
+//! records, and anything the watcher cannot vouch for must make the checkpoint scan it all.
+
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use crate::common::{write, TestEnv};
+
+/// A session worktree and how to checkpoint it.
+struct Session<'a> {
+    env: &'a TestEnv,
+    repo: PathBuf,
+    wt: PathBuf,
+    chain: String,
+}
+
+impl Session<'_> {
+    fn new(env: &TestEnv) -> Session<'_> {
+        let repo = env.repo("proj");
+        write(&repo, "src/a.txt", "a\n");
+        write(&repo, "src/deep/b.txt", "b\n");
+        write(&repo, "docs/c.md", "c\n");
+        env.git(&repo, &["add", "-A"]);
+        env.git(&repo, &["commit", "-q", "-m", "base"]);
+        let (id, wt) = env.start(&repo, "fed");
+        Session {
+            env,
+            repo,
+            wt,
+            chain: format!("refs/bmad/sessions/{id}/checkpoints"),
+        }
+    }
+
+    /// Take a checkpoint, assert it is exactly what `git add -A` records, and say whether the
+    /// change feed told it what to read (rather than a scan of the whole worktree).
+    #[track_caller]
+    fn checkpoint(&self, what: &str) -> bool {
+        let run = self
+            .env
+            .bmad_command(&self.wt)
+            .env("GIT_BMAD_LOG", "git_bmad=debug")
+            .args(["checkpoint", "-m", what])
+            .output()
+            .expect("spawn git-bmad");
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(run.status.success(), "checkpoint {what}: {stderr}");
+        let tree = self.env.git(
+            &self.repo,
+            &["rev-parse", &format!("{}^{{tree}}", self.chain)],
+        );
+        assert_eq!(tree.trim(), self.add_all(), "checkpoint after: {what}");
+        assert!(stderr.contains("change feed: "), "{stderr}");
+        stderr.contains("paths changed")
+    }
+
+    /// What `git add -A` on a copy of the worktree's index records: a file added by force
+    /// stays, though ignored.
+    fn add_all(&self) -> String {
+        let git_dir = self.env.git(&self.wt, &["rev-parse", "--absolute-git-dir"]);
+        let index = self.env.root().join("oracle-index");
+        let original = Path::new(git_dir.trim()).join("index");
+        std::fs::copy(&original, &index).unwrap();
+        // With its time: git trusts the stat data of entries older than the index file, so
+        // a copy stamped now would make it miss a file rewritten in the same second.
+        let modified = std::fs::metadata(&original).unwrap().modified().unwrap();
+        let copy = std::fs::File::options().write(true).open(&index).unwrap();
+        copy.set_modified(modified).unwrap();
+        let git = |args: &[&str]| {
+            let out = self
+                .env
+                .git_command(&self.wt)
+                .env("GIT_INDEX_FILE", &index)
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}");
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        };
+        git(&["add", "-A"]);
+        git(&["write-tree"])
+    }
+
+    /// Checkpoint until the watcher the first checkpoint started answers.
+    fn wait_for_the_feed(&self) {
+        for i in 0..100 {
+            write(&self.wt, "warm-up.txt", &format!("{i}\n"));
+            if self.checkpoint("warm-up") {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("the watcher never answered");
+    }
+}
+
+/// The watcher of `wt`, if one runs: the pid of `git-bmad watch <wt>`.
+fn watcher_of(wt: &Path) -> Option<u32> {
+    let wanted = std::fs::canonicalize(wt).ok()?;
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<&[u8]> = cmdline.split(|b| *b == 0).collect();
+        if args.len() >= 3
+            && args[1] == b"watch"
+            && Path::new(std::str::from_utf8(args[2]).unwrap_or("")) == wanted
+        {
+            return Some(pid);
+        }
+    }
+    None
+}
+
+/// Wait up to five seconds for `done`.
+fn eventually(mut done: impl FnMut() -> bool) -> bool {
+    for _ in 0..100 {
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    false
+}
+
+#[test]
+fn fed_checkpoints_are_exact_through_every_kind_of_change() {
+    let env = TestEnv::new();
+    let s = Session::new(&env);
+    let wt = &s.wt;
+    s.wait_for_the_feed();
+    let fed = |what: &str| assert!(s.checkpoint(what), "not fed: {what}");
+
+    write(wt, "src/a.txt", "changed\n");
+    fed("a modified file");
+    write(wt, "src/a.txt", "again\n");
+    fed("the same file again at once");
+    write(wt, "new/deeper/still/n.txt", "n\n");
+    write(wt, "new/deeper/m.txt", "m\n");
+    fed("new nested directories");
+    std::fs::rename(wt.join("src/deep"), wt.join("moved-deep")).unwrap();
+    fed("a directory renamed");
+    std::fs::rename(wt.join("moved-deep/b.txt"), wt.join("docs/b.txt")).unwrap();
+    fed("a file moved between directories");
+    let outside = env.root().join("outside");
+    std::fs::rename(wt.join("new"), &outside).unwrap();
+    fed("a directory moved out of the worktree");
+    write(&outside, "deeper/while-away.txt", "w\n");
+    std::fs::rename(&outside, wt.join("back")).unwrap();
+    write(wt, "back/deeper/after.txt", "after\n");
+    fed("a directory moved in, then written in");
+    std::fs::remove_dir_all(wt.join("back")).unwrap();
+    fed("a directory deleted");
+    std::fs::remove_file(wt.join("docs/c.md")).unwrap();
+    write(wt, "docs/c.md/inner.txt", "inner\n");
+    fed("a file became a directory");
+    std::fs::remove_dir_all(wt.join("docs/c.md")).unwrap();
+    write(wt, "docs/c.md", "a file again\n");
+    fed("a directory became a file");
+    std::fs::set_permissions(wt.join("docs/c.md"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    fed("the executable bit");
+    symlink("c.md", wt.join("docs/link")).unwrap();
+    fed("a symlink");
+    write(wt, "debug.log", "ignored\n");
+    write(wt, "target/debug/out", "ignored\n");
+    fed("ignored files");
+    env.git(wt, &["mv", "README.md", "docs/README.md"]);
+    env.git(wt, &["rm", "-q", "--cached", "src/a.txt"]);
+    fed("git mv and git rm --cached");
+    env.git(wt, &["add", "-f", "debug.log"]);
+    fed("an ignored file added by force");
+    std::fs::create_dir(wt.join("empty-dir")).unwrap();
+    fed("an empty directory");
+
+    // Ignore rules that changed can bring in files nobody touched: those scan it all.
+    write(wt, ".gitignore", "*.log\n");
+    assert!(
+        !s.checkpoint(".gitignore changed"),
+        "a .gitignore change scans it all"
+    );
+    fed("after the scan, fed again");
+    let git_dir = env.git(wt, &["rev-parse", "--git-common-dir"]);
+    let exclude = Path::new(git_dir.trim()).join("info/exclude");
+    let exclude = if exclude.is_absolute() {
+        exclude
+    } else {
+        wt.join(exclude)
+    };
+    write(exclude.parent().unwrap(), "exclude", "target/\n");
+    assert!(
+        !s.checkpoint("info/exclude changed"),
+        "info/exclude is outside the feed"
+    );
+    fed("fed again");
+}
+
+/// Random changes in random order, a checkpoint after each few: every one fed and exact.
+#[test]
+fn fed_checkpoints_are_exact_under_random_changes() {
+    let env = TestEnv::new();
+    let s = Session::new(&env);
+    s.wait_for_the_feed();
+    let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = |n: u64| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng % n
+    };
+    let dirs = ["", "src", "src/deep", "x", "x/y", "x/y/z", "target"];
+    let names = ["f1.txt", "f2.txt", "g.log", "h"];
+    for round in 0..60 {
+        let mut done = Vec::new();
+        for _ in 0..=next(3) {
+            let dir = dirs[next(dirs.len() as u64) as usize];
+            let name = names[next(names.len() as u64) as usize];
+            let rel = if dir.is_empty() {
+                name.to_owned()
+            } else {
+                format!("{dir}/{name}")
+            };
+            let path = s.wt.join(&rel);
+            let op = next(7);
+            let _ = match op {
+                0 | 1 => std::fs::create_dir_all(path.parent().unwrap())
+                    .and_then(|()| std::fs::write(&path, format!("{round}\n"))),
+                2 => std::fs::remove_file(&path),
+                // Never the worktree itself.
+                3 if dir.is_empty() => Ok(()),
+                3 => std::fs::remove_dir_all(s.wt.join(dir)),
+                4 => {
+                    let other = dirs[next(dirs.len() as u64) as usize];
+                    let to = s.wt.join(format!("{other}/{name}.moved"));
+                    std::fs::rename(&path, to)
+                }
+                5 => std::fs::metadata(&path).and_then(|m| {
+                    let mode = m.permissions().mode() ^ 0o111;
+                    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode))
+                }),
+                _ => {
+                    let to = s.wt.join(format!("renamed-{round}"));
+                    if dir.is_empty() {
+                        Ok(())
+                    } else {
+                        std::fs::rename(s.wt.join(dir), to)
+                    }
+                }
+            };
+            done.push(format!("{op} {rel}"));
+        }
+        assert!(
+            s.checkpoint(&format!("round {round}: {done:?}")),
+            "round {round} not fed"
+        );
+    }
+}
+
+#[test]
+fn a_killed_watcher_costs_one_full_scan_and_a_removed_session_ends_its_watcher() {
+    let env = TestEnv::new();
+    let s = Session::new(&env);
+    s.wait_for_the_feed();
+    let pid = watcher_of(&s.wt).expect("a watcher runs");
+    // SAFETY: a plain kill of a pid this test found.
+    unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    assert!(eventually(|| watcher_of(&s.wt) != Some(pid)));
+    write(&s.wt, "src/a.txt", "while nobody watched\n");
+    assert!(
+        !s.checkpoint("no watcher"),
+        "a new watcher's first answer is all"
+    );
+    s.wait_for_the_feed();
+
+    env.bmad(&s.repo, &["remove", "fed", "--force"]).success();
+    assert!(
+        eventually(|| watcher_of(&s.wt).is_none()),
+        "the watcher of a removed worktree exits"
+    );
+}
+
+#[test]
+fn bmad_watch_false_keeps_every_checkpoint_a_full_scan_and_starts_no_watcher() {
+    let env = TestEnv::new();
+    let s = Session::new(&env);
+    env.git(&s.repo, &["config", "bmad.watch", "false"]);
+    for i in 0..5 {
+        write(&s.wt, "src/a.txt", &format!("{i}\n"));
+        assert!(!s.checkpoint("watch off"));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert_eq!(watcher_of(&s.wt), None);
+}
+
+/// A file kept out for a secret is shown to the scanner again at every checkpoint, though
+/// nothing changed it since and the feed does not name it.
+#[test]
+fn a_refused_file_is_refused_again_by_every_checkpoint_until_it_is_fixed() {
+    let env = TestEnv::new();
+    let s = Session::new(&env);
+    s.wait_for_the_feed();
+    let key = format!("AKIA{}", "Q7ZK2M4XW6RT5PLN");
+    write(&s.wt, "config/new.py", &format!("KEY = \"{key}\"\n"));
+    write(&s.wt, "src/a.txt", &format!("KEY = \"{key}\"\n"));
+    for attempt in 0..3 {
+        let run = env.bmad(&s.wt, &["checkpoint", "-m", "leaky"]).code(4);
+        for path in ["config/new.py", "src/a.txt"] {
+            assert!(
+                run.stderr.contains(path),
+                "attempt {attempt}: {}",
+                run.stderr
+            );
+        }
+    }
+    assert!(!env.all_objects(&s.repo).contains(&key[4..]));
+    std::fs::remove_file(s.wt.join("config/new.py")).unwrap();
+    write(&s.wt, "src/a.txt", "fixed\n");
+    s.checkpoint("fixed");
+    write(&s.wt, "src/a.txt", "fed again\n");
+    assert!(s.checkpoint("after the fix"), "fed once nothing is refused");
+}
