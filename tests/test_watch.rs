@@ -17,7 +17,14 @@ struct Session<'a> {
 
 impl Session<'_> {
     fn new(env: &TestEnv) -> Session<'_> {
+        Session::create(env, true)
+    }
+
+    fn create(env: &TestEnv, watch: bool) -> Session<'_> {
         let repo = env.repo("proj");
+        if !watch {
+            env.git(&repo, &["config", "bmad.watch", "false"]);
+        }
         write(&repo, "src/a.txt", "a\n");
         write(&repo, "src/deep/b.txt", "b\n");
         write(&repo, "docs/c.md", "c\n");
@@ -259,9 +266,13 @@ fn fed_checkpoints_are_exact_under_random_changes() {
 }
 
 #[test]
-fn a_killed_watcher_costs_one_full_scan_and_a_removed_session_ends_its_watcher() {
+fn start_starts_the_watcher_a_killed_one_costs_one_full_scan_and_remove_ends_it() {
     let env = TestEnv::new();
     let s = Session::new(&env);
+    assert!(
+        eventually(|| watcher_of(&s.wt).is_some()),
+        "start starts the watcher"
+    );
     s.wait_for_the_feed();
     let pid = watcher_of(&s.wt).expect("a watcher runs");
     // SAFETY: a plain kill of a pid this test found.
@@ -284,8 +295,7 @@ fn a_killed_watcher_costs_one_full_scan_and_a_removed_session_ends_its_watcher()
 #[test]
 fn bmad_watch_false_keeps_every_checkpoint_a_full_scan_and_starts_no_watcher() {
     let env = TestEnv::new();
-    let s = Session::new(&env);
-    env.git(&s.repo, &["config", "bmad.watch", "false"]);
+    let s = Session::create(&env, false);
     for i in 0..5 {
         write(&s.wt, "src/a.txt", &format!("{i}\n"));
         assert!(!s.checkpoint("watch off"));

@@ -32,7 +32,7 @@ pub use repo::{CommitInfo, Repo, WorktreeInfo};
 pub use snapshot::{Dirt, Vet, Vetted, VET_LIMIT};
 pub use watch::enable_watcher;
 #[cfg(target_os = "linux")]
-pub use watch::serve as watch_worktree;
+pub use watch::run_watcher;
 
 /// Serialize an object id as its full hex string (for `--json` output).
 pub fn serialize_id<S: serde::Serializer>(

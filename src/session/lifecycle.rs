@@ -153,6 +153,10 @@ pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
         }))
         .decision(Some(Decision::Auto)),
     )?;
+    // Best effort: without a watcher the first checkpoints scan the whole worktree.
+    if let Ok(wt) = repo.open_worktree(&worktree) {
+        wt.start_watching();
+    }
     let session = store::locate(repo, Some(id.as_str()))?;
     let checkpoint = Checkpoint::read(repo, first)?.ok_or_else(|| {
         crate::git::Error::Corrupt(format!(

@@ -14,12 +14,15 @@ use crate::cli::Context;
 pub struct WatchArgs {
     /// The worktree's root directory
     pub worktree: PathBuf,
+    /// Where to say why, if the watcher cannot start
+    #[arg(long, value_name = "FILE")]
+    pub failed: Option<PathBuf>,
 }
 
 /// Run `watch` until the watcher ends.
 pub fn cmd_watch(_ctx: &Context, args: &WatchArgs) -> Result<u8, CommandError> {
     #[cfg(target_os = "linux")]
-    if let Err(e) = crate::git::watch_worktree(&args.worktree) {
+    if let Err(e) = crate::git::run_watcher(&args.worktree, args.failed.as_deref()) {
         tracing::debug!("watcher of {}: {e}", args.worktree.display());
     }
     #[cfg(not(target_os = "linux"))]

@@ -82,7 +82,10 @@ impl Watcher {
             stop: false,
         };
         watcher.watch_tree(Vec::new())?;
-        watcher.root_wd = watcher.wds.get(&Vec::new()).copied().unwrap_or(-1);
+        watcher.root_wd = match watcher.wds.get(&Vec::new()) {
+            Some(wd) => *wd,
+            None => return Err(std::io::Error::from(std::io::ErrorKind::NotFound)),
+        };
         Ok(watcher)
     }
 

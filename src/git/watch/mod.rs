@@ -20,9 +20,6 @@ mod daemon;
 #[cfg(target_os = "linux")]
 mod inotify;
 
-#[cfg(target_os = "linux")]
-pub use daemon::serve;
-
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -33,6 +30,10 @@ use sha2::{Digest, Sha256};
 
 use super::repo::Repo;
 
+/// Where a watcher that could not start says why, in the worktree's git dir: no snapshot
+/// starts another for [`RETRY_AFTER`] (each would walk the worktree to fail again).
+const FAILED_FILE: &str = "bmad-watch-failed";
+const RETRY_AFTER: Duration = Duration::from_secs(60 * 60);
 /// How long a snapshot waits for the watcher's answer before it scans everything.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(1);
 
@@ -83,13 +84,21 @@ pub(super) struct Feed {
     pub changed: Option<Vec<String>>,
 }
 
-/// The executable that runs the watcher (`<exe> watch <worktree>`); set by the command line,
-/// so a library user (or a test harness) never starts one by accident.
+/// The executable that runs the watcher (`<exe> watch <worktree> --failed <file>`); set by
+/// the command line, so a library user (or a test harness) never starts one by accident.
 static WATCHER_EXE: OnceLock<PathBuf> = OnceLock::new();
 
 /// Let snapshots start a watcher where none runs, as `exe watch <worktree>`.
 pub fn enable_watcher(exe: PathBuf) {
     let _ = WATCHER_EXE.set(exe);
+}
+
+impl Repo {
+    /// Start this worktree's watcher now, if snapshots may use one and none runs, so that
+    /// the first snapshot already gets a token and the second reads only what changed.
+    pub fn start_watching(&self) {
+        ask(self, None);
+    }
 }
 
 /// Ask the worktree's watcher what changed since `since`; start one if none answers.
@@ -104,12 +113,36 @@ pub(super) fn ask(repo: &Repo, since: Option<Token>) -> Feed {
         Ok(feed) => feed,
         Err(e) => {
             tracing::debug!("change feed of {}: {e}", root.display());
-            if matches!(e.raw_os_error(), Some(libc::ECONNREFUSED | libc::ENOENT)) {
-                start_watcher(&root);
+            let failed = repo.git_dir().join(FAILED_FILE);
+            let none_runs = matches!(e.raw_os_error(), Some(libc::ECONNREFUSED | libc::ENOENT));
+            if none_runs && !failed_lately(&failed) {
+                start_watcher(&root, &failed);
             }
             Feed::default()
         }
     }
+}
+
+/// Whether a watcher failed to start less than [`RETRY_AFTER`] ago.
+fn failed_lately(marker: &Path) -> bool {
+    std::fs::metadata(marker)
+        .and_then(|m| m.modified())
+        .is_ok_and(|at| at.elapsed().is_ok_and(|age| age < RETRY_AFTER))
+}
+
+/// Watch the worktree at `root` until the watcher ends (see [`daemon`]). If it cannot start
+/// (no inotify, too many directories for the watch limit), the reason goes to `failed`, so
+/// that snapshots stop starting watchers for a while; another watcher already serving the
+/// worktree is no failure.
+#[cfg(target_os = "linux")]
+pub fn run_watcher(root: &Path, failed: Option<&Path>) -> std::io::Result<()> {
+    let served = daemon::serve(root);
+    if let (Err(e), Some(failed)) = (&served, failed) {
+        if e.kind() != std::io::ErrorKind::AddrInUse {
+            let _ = crate::fs::replace_unsynced(failed, format!("{e}\n").as_bytes());
+        }
+    }
+    served
 }
 
 /// Whether `bmad.watch` (default true) lets snapshots use a watcher.
@@ -206,7 +239,7 @@ fn socket_address(root: &Path) -> std::io::Result<std::os::unix::net::SocketAddr
 
 /// Start a watcher for `root` in a session of its own (a kill of this command's process
 /// group leaves it be), with nothing of this process open but what it asks for.
-fn start_watcher(root: &Path) {
+fn start_watcher(root: &Path, failed: &Path) {
     use std::os::unix::process::CommandExt;
     let Some(exe) = WATCHER_EXE.get() else {
         return;
@@ -215,6 +248,8 @@ fn start_watcher(root: &Path) {
     command
         .arg("watch")
         .arg(root)
+        .arg("--failed")
+        .arg(failed)
         .current_dir("/")
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
@@ -334,6 +369,41 @@ mod tests {
             Some((token, None))
         );
         assert_eq!(feed(b"token 7 3 paths\nbad-\xff\0"), Some((token, None)));
+    }
+
+    #[test]
+    fn a_watcher_that_cannot_start_says_why_and_one_already_serving_is_no_failure() {
+        let dir = tempfile::tempdir().unwrap();
+        let failed = dir.path().join("failed");
+        let gone = dir.path().join("no such worktree");
+        assert!(run_watcher(&gone, Some(&failed)).is_err());
+        assert!(failed_lately(&failed), "the reason is written");
+        std::fs::remove_file(&failed).unwrap();
+
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let serving = {
+            let root = root.clone();
+            std::thread::spawn(move || run_watcher(&root, None))
+        };
+        let mut answered = None;
+        for _ in 0..100 {
+            answered = question(&root, None).ok();
+            if answered.is_some() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let token = answered.expect("the watcher answers").token;
+        assert!(token.is_some());
+        let second = run_watcher(&root, Some(&failed));
+        assert_eq!(
+            second.map_err(|e| e.kind()),
+            Err(std::io::ErrorKind::AddrInUse)
+        );
+        assert!(!failed.exists(), "another watcher serving is no failure");
+        let stream = connect(&root).unwrap();
+        (&stream).write_all(b"stop\n").unwrap();
+        serving.join().unwrap().unwrap();
     }
 
     #[test]
