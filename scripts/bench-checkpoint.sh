@@ -65,7 +65,8 @@ checkpoint_case() {
   if [ "$state" = fresh ]; then
     # The change feed's watcher, started by `start`, has handed out no token yet: the first
     # checkpoint scans the whole worktree (and so may the second, if the watcher was slow).
-    printf '%-26s %s   (of the median above)\n' "first checkpoint" "$(ms "$(head -1 "$work/ours")")"
+    printf '%-26s %s   (a full scan: no token from the watcher yet)\n' \
+      "first after start" "$(ms "$(head -1 "$work/ours")")"
   fi
   echo
 }

@@ -27,7 +27,7 @@ const IDLE: Duration = Duration::from_secs(30 * 60);
 /// How many changed paths it remembers; past that it answers "all" to older tokens.
 const MAX_PATHS: usize = 100_000;
 /// How long one client may take to ask.
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(2);
+const CLIENT_TIMEOUT: Duration = Duration::from_millis(500);
 
 /// Watch the worktree at `root` and answer questions about it until one of the reasons in
 /// the module's documentation ends it. An error means it could not start (no inotify, too

@@ -6,10 +6,11 @@
 //! Linux). With it a checkpoint costs what changed, not the repository's size.
 //!
 //! A snapshot asks the watcher for the paths changed since the token saved with the last
-//! snapshot (in the snapshot cache), and saves the new token with its own. Anything unsure gets "all", and the
-//! snapshot scans the whole worktree as it would without a watcher: no watcher running (the
-//! snapshot starts one for next time), a token of another watcher or of another snapshot
-//! cache, lost events, a changed `.gitignore`, `info/exclude` or `core.excludesFile`.
+//! snapshot (in the snapshot cache), and saves the new token with its own. Anything unsure
+//! gets "all", and the snapshot scans the whole worktree as it would without a watcher: no
+//! watcher running (the snapshot starts one for next time), a token of another watcher or of
+//! another snapshot cache, lost events, a changed `.gitignore`, `info/exclude` or
+//! `core.excludesFile`, a file the last snapshot refused (it must be vetted again).
 //!
 //! What inotify cannot see, the feed cannot either: a file changed through a memory mapping
 //! or through a hard link outside the worktree, or by another machine on a network
@@ -45,8 +46,8 @@ pub(super) struct Token {
 }
 
 impl Token {
-    /// The token as the snapshot cache keeps it: `<epoch>:<stamp>:<fingerprint>`, the last
-    /// of the ignore rules outside the worktree, which the watcher cannot see.
+    /// The token as the snapshot cache keeps it: `<epoch>:<stamp>:<fingerprint>`, with a
+    /// fingerprint of the ignore rules outside the worktree, which the watcher cannot see.
     pub fn field(&self, repo: &Repo) -> String {
         format!("{}:{}:{}", self.epoch, self.stamp, ignore_fingerprint(repo))
     }
@@ -88,7 +89,7 @@ pub(super) struct Feed {
 /// the command line, so a library user (or a test harness) never starts one by accident.
 static WATCHER_EXE: OnceLock<PathBuf> = OnceLock::new();
 
-/// Let snapshots start a watcher where none runs, as `exe watch <worktree>`.
+/// Let snapshots start a watcher where none runs, with `exe`.
 pub fn enable_watcher(exe: PathBuf) {
     let _ = WATCHER_EXE.set(exe);
 }
