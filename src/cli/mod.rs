@@ -112,8 +112,8 @@ pub fn run() -> ExitCode {
     if let Ok(exe) = std::env::current_exe() {
         crate::git::enable_watcher(exe);
     }
-    // Not on the hook path: hooks run on every commit and push.
-    if !cli.command.is_hook() {
+    // Not for commands a machine runs: hooks run on every commit and push.
+    if !cli.command.is_machine_run() {
         commands::ensure_man_pages();
     }
     let ctx = Context { ui, cwd };

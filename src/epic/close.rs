@@ -9,15 +9,12 @@
 //! - With `--retro`: BMAD's headless retrospective (`/bmad-retrospective -H <epic>`, its
 //!   stable orchestrator interface), whose document is offered as a draft pull request.
 
-use std::sync::atomic::AtomicBool;
-
 use super::gates;
 use super::pipeline::Era;
 use super::plan::Plan;
 use super::run::EpicOptions;
 use super::state::EpicState;
 use super::Error;
-use crate::config::Config;
 use crate::policy::secrets::redact;
 use crate::session::schema::{Body, EpicClosed};
 use crate::session::{self, closeout, Repo, Session, StartOptions};
@@ -67,16 +64,7 @@ pub(super) fn close_out(
     if !all_done || state.closed.is_some() || !wanted(plan, options.retro) {
         return Ok(after);
     }
-    let closed = run(
-        repo,
-        epic,
-        plan,
-        options.retro,
-        &options.remote,
-        options.config,
-        options.interrupt,
-    )?;
-    match closed {
+    match run(repo, epic, plan, options)? {
         Closed::Done(closed, branch) => {
             let asked = closed.answer.clone();
             let complete = closed.complete;
@@ -94,9 +82,7 @@ pub(super) fn close_out(
                 gates::open(repo, epic, state, gates::COMPLETION, &question, &answer)?;
             }
         }
-        Closed::Gated(why) => {
-            after.gated = Some(why);
-        }
+        Closed::Gated(why) => after.gated = Some(why),
         Closed::Failed(why) => after.stopped = Some(why),
         Closed::Interrupted => after.interrupted = true,
     }
@@ -139,10 +125,7 @@ pub(super) fn run(
     repo: &Repo,
     epic: &Session,
     plan: &Plan,
-    retro: bool,
-    remote: &str,
-    config: &Config,
-    interrupt: &AtomicBool,
+    options: &EpicOptions<'_>,
 ) -> Result<Closed, Error> {
     let name = session_name(&plan.epic);
     let session = match closeout::find_by_name(repo, &name)? {
@@ -163,14 +146,14 @@ pub(super) fn run(
         repo,
         &session,
         Request::Start {
-            source: playbook(plan, retro),
+            source: playbook(plan, options.retro),
             args: vec![plan.epic.clone()],
         },
         supervisor::RunOptions {
-            config,
+            config: options.config,
             feature_env: Default::default(),
             observer: &mut |_| {},
-            interrupt,
+            interrupt: options.interrupt,
         },
     )?;
     match &report.outcome {
@@ -208,14 +191,14 @@ pub(super) fn run(
         .map(|h| h.to_string())
         .unwrap_or_default();
     let worked = closeout::work_done(repo, &session, &epic_head)?.is_some_and(|w| w.commits > 0);
-    let retrospective = if retro && worked {
+    let retrospective = if options.retro && worked {
         Some(super::closeout::pull_request(
             repo,
             &session,
             epic.short_branch(),
             &format!("Epic {} close-out", plan.epic),
             &format!("epic-{}", plan.epic),
-            remote,
+            &options.remote,
         )?)
     } else {
         None

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::integration;
-use super::plan::Plan;
+use super::plan::{Action, Plan, Planned};
 use super::state::EpicState;
 use super::Error;
 use crate::policy::secrets::redact;
@@ -79,7 +79,7 @@ pub(super) enum Dependencies {
 /// Decide for `story`; `failed_here` says which dependencies ended badly in this run.
 pub(super) fn dependencies(
     plan: &Plan,
-    story: &super::plan::Planned,
+    story: &Planned,
     state: &EpicState,
     failed_here: impl Fn(&str) -> bool,
     mode: Gates,
@@ -102,6 +102,18 @@ pub(super) fn dependencies(
         }
     }
     Dependencies::Go
+}
+
+/// Whether `story`'s dependencies let it start now: each is done and cleared by its
+/// integration checkpoint (or not run by this epic), or a human said `continue` to running
+/// it though one did not end well.
+pub(super) fn ready(plan: &Plan, story: &Planned, state: &EpicState, mode: Gates) -> bool {
+    state.answers.get(&dependency(&story.key)) == Some(&Answer::Continue)
+        || story.depends_on.iter().all(|d| {
+            plan.story(d).is_none_or(|p| p.action != Action::Run)
+                || (state.story(d).stage == "done"
+                    && clearance(plan, d, state, mode) == Clearance::Clear)
+        })
 }
 
 /// Open the next gate a human must answer, if any: an integration checkpoint that is not

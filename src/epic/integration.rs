@@ -50,11 +50,16 @@ pub(super) fn check_due(
         }
         // Decided once per invocation: the branch does not move under a running epic.
         checked.insert(story.key.clone());
-        if !due(repo, story, state)? {
+        let session = closeout::find_by_name(repo, &story_session_name(&story.key))?;
+        let head = match &session {
+            Some(session) => closeout::branch_head(repo, session)?.map(|h| h.to_string()),
+            None => None,
+        };
+        if !due(story, state, head.as_deref()) {
             continue;
         }
         (options.progress)(&format!("{}: integration checkpoint", story.key));
-        let result = run(repo, plan, story, state, options)?;
+        let result = run(repo, plan, story, state, session.as_ref(), head, options)?;
         (options.progress)(&format!("{}: integration {}", story.key, summary(&result)));
         record(
             repo,
@@ -67,34 +72,27 @@ pub(super) fn check_due(
     Ok(())
 }
 
-/// Whether the checkpoint after `story` is due: it has dependents and is done, and it was
-/// never checked, or a checkpoint that was not green saw another commit than its branch
-/// holds now (someone fixed it).
-pub(super) fn due(repo: &Repo, story: &Planned, state: &EpicState) -> Result<bool, Error> {
-    let st = state.story(&story.key);
-    if !story.integration_checkpoint || st.stage != "done" {
-        return Ok(false);
+/// Whether the checkpoint after a done story with dependents is due, its branch at `head`:
+/// it was never checked, or a checkpoint that was not green saw another commit than its
+/// branch holds now (someone fixed it).
+fn due(story: &Planned, state: &EpicState, head: Option<&str>) -> bool {
+    match &state.story(&story.key).integration {
+        None => true,
+        Some(checked) if checked.light == "green" => false,
+        Some(checked) => head.is_some_and(|h| h != checked.head),
     }
-    let Some(checked) = &st.integration else {
-        return Ok(true);
-    };
-    if checked.light == "green" {
-        return Ok(false);
-    }
-    let Some(session) = closeout::find_by_name(repo, &story_session_name(&story.key))? else {
-        return Ok(false);
-    };
-    let head = closeout::branch_head(repo, &session)?.map(|h| h.to_string());
-    Ok(head.is_some_and(|h| h != checked.head))
 }
 
-/// Run the checkpoint after `story`: its branch's changes since the commit it started at,
-/// its dependents' `touches`, and the test suite in its worktree.
-pub(super) fn run(
+/// Run the checkpoint after `story` (its session, if it still has one, its branch at
+/// `head`): the branch's changes since the commit it started at, its dependents' `touches`,
+/// and the test suite in its worktree.
+fn run(
     repo: &Repo,
     plan: &Plan,
     story: &Planned,
     state: &EpicState,
+    session: Option<&Session>,
+    head: Option<String>,
     options: &EpicOptions<'_>,
 ) -> Result<IntegrationChecked, Error> {
     let dependents: Vec<Dependent<'_>> = plan
@@ -105,7 +103,7 @@ pub(super) fn run(
             touches: &s.touches,
         })
         .collect();
-    let Some(session) = closeout::find_by_name(repo, &story_session_name(&story.key))? else {
+    let Some(session) = session else {
         let mut checked = check(
             &[],
             &dependents,
@@ -116,10 +114,8 @@ pub(super) fn run(
         return Ok(checked);
     };
     let baseline = state.story(&story.key).detail.baseline.unwrap_or_default();
-    let changes = closeout::changes_since(repo, &session, &baseline)?.unwrap_or_default();
-    let head = closeout::branch_head(repo, &session)?
-        .map(|h| h.to_string())
-        .unwrap_or_default();
+    let changes = closeout::changes_since(repo, session, &baseline)?.unwrap_or_default();
+    let head = head.unwrap_or_default();
     let tests = match options.config.checks.test_command.as_deref() {
         None => (
             true,

@@ -14,10 +14,10 @@ use std::sync::mpsc;
 
 use serde::Serialize;
 
-use super::gates::{self, Clearance, Gates, OpenGate};
+use super::gates::{self, Gates, OpenGate};
 use super::integration;
 use super::pipeline;
-use super::plan::{self, Action, Plan, PlanOptions, Planned};
+use super::plan::{self, Plan, PlanOptions, Planned};
 use super::state::EpicState;
 use super::story::{run_story, Job};
 use super::Error;
@@ -265,18 +265,8 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
                     if !waiting(&story.key, &running, &ended_here, &state) {
                         continue;
                     }
-                    // A human may have overridden a dependency that did not end well.
-                    let overridden = state.answers.get(&gates::dependency(&story.key))
-                        == Some(&Answer::Continue);
-                    let deps_done = overridden
-                        || story.depends_on.iter().all(|d| {
-                            plan.story(d).is_none_or(|p| p.action != Action::Run)
-                                || (state.story(d).stage == "done"
-                                    && gates::clearance(&plan, d, &state, options.gates)
-                                        == Clearance::Clear)
-                        });
                     let overlapping = story.overlaps.iter().any(|o| running.contains(o));
-                    if !deps_done || overlapping {
+                    if !gates::ready(&plan, story, &state, options.gates) || overlapping {
                         continue;
                     }
                     running.insert(story.key.clone());

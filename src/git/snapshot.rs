@@ -20,7 +20,7 @@ use super::error::{Error, Result};
 use super::ignores::Ignores;
 use super::repo::Repo;
 use super::snapshot_cache::{mode_of, tree_kind, SnapshotCache};
-use super::watch::{self, Token};
+use super::watch;
 use super::worktree_scan::{new_files, stat_of, Scanner};
 use super::ObjectId;
 
@@ -86,8 +86,7 @@ impl Repo {
         // is in its next answer.
         let (mut cache, feed) = match since.and_then(|tree| SnapshotCache::load(self, tree)) {
             Some(cache) => {
-                let since = cache.feed.as_deref();
-                let feed = watch::ask(self, since.and_then(|f| Token::from_field(self, f)));
+                let feed = watch::ask(self, cache.feed.as_deref());
                 (cache, feed)
             }
             None => (
@@ -188,10 +187,7 @@ impl Repo {
         };
         // A refused file must be shown to the vet again next time, changed or not (the feed
         // would not name it): no token, so the next snapshot scans everything.
-        let token = feed
-            .token
-            .filter(|_| refused.is_empty())
-            .map(|t| t.field(self));
+        let token = feed.token_field().filter(|_| refused.is_empty());
         cache.store(self, tree, verified, token.as_deref())?;
         Ok(Vetted {
             tree,

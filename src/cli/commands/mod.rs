@@ -131,9 +131,9 @@ pub enum Command {
 }
 
 impl Command {
-    /// Whether git or an agent CLI runs this on every commit, push or tool call, or
-    /// git-bmad itself in the background.
-    pub fn is_hook(&self) -> bool {
+    /// Whether a machine runs this, not a person: git on every commit and push, an agent
+    /// CLI on every tool call, git-bmad itself in the background (the watcher).
+    pub fn is_machine_run(&self) -> bool {
         matches!(
             self,
             Command::Hook(_) | Command::Guard(_) | Command::Watch(_)

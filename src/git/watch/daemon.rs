@@ -84,7 +84,12 @@ impl Watcher {
         watcher.watch_tree(Vec::new())?;
         watcher.root_wd = match watcher.wds.get(&Vec::new()) {
             Some(wd) => *wd,
-            None => return Err(std::io::Error::from(std::io::ErrorKind::NotFound)),
+            None => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    format!("{} is not a directory to watch", root.display()),
+                ))
+            }
         };
         Ok(watcher)
     }

@@ -46,22 +46,23 @@ pub(super) struct Token {
 }
 
 impl Token {
-    /// The token as the snapshot cache keeps it: `<epoch>:<stamp>:<fingerprint>`, with a
-    /// fingerprint of the ignore rules outside the worktree, which the watcher cannot see.
-    pub fn field(&self, repo: &Repo) -> String {
-        format!("{}:{}:{}", self.epoch, self.stamp, ignore_fingerprint(repo))
+    /// The token as the snapshot cache keeps it: `<epoch>:<stamp>:<fingerprint>`, with the
+    /// fingerprint of the ignore rules outside the worktree (which the watcher cannot see)
+    /// when it was handed out.
+    fn field(&self, fingerprint: &str) -> String {
+        format!("{}:{}:{fingerprint}", self.epoch, self.stamp)
     }
 
     /// The token of a [`Self::field`], if the ignore rules outside the worktree are still
-    /// those it was saved with.
-    pub fn from_field(repo: &Repo, field: &str) -> Option<Token> {
+    /// those it was saved with (`fingerprint`).
+    fn from_field(field: &str, fingerprint: &str) -> Option<Token> {
         let mut parts = field.split(':');
         let token = Token {
             epoch: parts.next()?.parse().ok()?,
             stamp: parts.next()?.parse().ok()?,
         };
-        let fingerprint = parts.next()?;
-        (parts.next().is_none() && fingerprint == ignore_fingerprint(repo)).then_some(token)
+        let saved = parts.next()?;
+        (parts.next().is_none() && saved == fingerprint).then_some(token)
     }
 
     /// `<epoch> <stamp>`.
@@ -78,11 +79,20 @@ impl Token {
 /// What the feed says before one snapshot.
 #[derive(Debug, Default)]
 pub(super) struct Feed {
-    /// The token to save with this snapshot, if a watcher answered.
-    pub token: Option<Token>,
+    /// The watcher's new token, if one answered.
+    token: Option<Token>,
     /// The paths (files or directories, relative to the worktree root) changed since the
     /// given token; `None`: anything may have changed.
     pub changed: Option<Vec<String>>,
+    /// The ignore rules outside the worktree as the question found them.
+    fingerprint: String,
+}
+
+impl Feed {
+    /// What the snapshot cache keeps for the next snapshot to ask with, if anything.
+    pub fn token_field(&self) -> Option<String> {
+        self.token.map(|t| t.field(&self.fingerprint))
+    }
 }
 
 /// The executable that runs the watcher (`<exe> watch <worktree> --failed <file>`); set by
@@ -102,22 +112,27 @@ impl Repo {
     }
 }
 
-/// Ask the worktree's watcher what changed since `since`; start one if none answers.
-pub(super) fn ask(repo: &Repo, since: Option<Token>) -> Feed {
+/// Ask the worktree's watcher what changed since the token the last snapshot saved (as
+/// [`Feed::token_field`] gave it); start a watcher if none answers.
+pub(super) fn ask(repo: &Repo, saved: Option<&str>) -> Feed {
     if !enabled(repo) {
         return Feed::default();
     }
-    let Ok(root) = std::fs::canonicalize(repo.workdir()) else {
-        return Feed::default();
-    };
-    match question(&root, since) {
-        Ok(feed) => feed,
+    let fingerprint = ignore_fingerprint(repo);
+    let since = saved.and_then(|field| Token::from_field(field, &fingerprint));
+    // The workdir is canonical: the watcher's socket is named by the same path.
+    let root = repo.workdir();
+    match question(root, since) {
+        Ok(feed) => Feed {
+            fingerprint,
+            ..feed
+        },
         Err(e) => {
             tracing::debug!("change feed of {}: {e}", root.display());
             let failed = repo.git_dir().join(FAILED_FILE);
             let none_runs = matches!(e.raw_os_error(), Some(libc::ECONNREFUSED | libc::ENOENT));
             if none_runs && !failed_lately(&failed) {
-                start_watcher(&root, &failed);
+                start_watcher(root, &failed);
             }
             Feed::default()
         }
@@ -189,7 +204,7 @@ fn parse_answer(reply: &[u8]) -> Option<Feed> {
     match kind {
         "all" => Some(Feed {
             token,
-            changed: None,
+            ..Feed::default()
         }),
         "paths" => {
             let mut paths = Vec::new();
@@ -197,13 +212,13 @@ fn parse_answer(reply: &[u8]) -> Option<Feed> {
                 let Ok(path) = std::str::from_utf8(raw) else {
                     return Some(Feed {
                         token,
-                        changed: None,
+                        ..Feed::default()
                     });
                 };
                 if path.rsplit('/').next() == Some(".gitignore") {
                     return Some(Feed {
                         token,
-                        changed: None,
+                        ..Feed::default()
                     });
                 }
                 paths.push(path.to_owned());
@@ -211,6 +226,7 @@ fn parse_answer(reply: &[u8]) -> Option<Feed> {
             Some(Feed {
                 token,
                 changed: Some(paths),
+                ..Feed::default()
             })
         }
         _ => None,
