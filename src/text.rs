@@ -73,11 +73,71 @@ pub fn wrap(text: &str, width: usize) -> Vec<String> {
     lines
 }
 
-/// Text made safe inside HTML elements and attribute values.
+/// Whether a character reorders the text around it (bidirectional embeddings, overrides,
+/// isolates and marks): shown, never obeyed.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}'
+    )
+}
+
+/// Whether a terminal would act on a character instead of showing it: C0 controls but
+/// newline and tab, DEL, C1 controls, bidirectional controls.
+fn acts_on_terminal(c: char) -> bool {
+    (c < ' ' && c != '\n' && c != '\t')
+        || c == '\u{7f}'
+        || ('\u{80}'..='\u{9f}').contains(&c)
+        || is_bidi_control(c)
+}
+
+/// A character a terminal would act on, written so it is seen: `\x1b`, `\u{202e}`.
+fn visible_escape(c: char) -> String {
+    if (c as u32) < 0x80 {
+        format!("\\x{:02x}", c as u32)
+    } else {
+        format!("\\u{{{:x}}}", c as u32)
+    }
+}
+
+/// Text safe to print on a terminal: every control character (but newline and tab), C1
+/// control and bidirectional override is shown as an escape, so no byte an agent or a
+/// remote wrote can move the cursor, erase a line, set the clipboard or reorder what is read.
+pub fn terminal_safe(text: &str) -> String {
+    terminal_safe_keeping(text, &[])
+}
+
+/// [`terminal_safe`], keeping the exact escape sequences in `ours` (the colours git-bmad
+/// paints with).
+pub fn terminal_safe_keeping(text: &str, ours: &[&str]) -> String {
+    if !text.chars().any(acts_on_terminal) {
+        return text.to_owned();
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if let Some(kept) = ours.iter().find(|seq| rest.starts_with(**seq)) {
+            out.push_str(kept);
+            rest = &rest[kept.len()..];
+            continue;
+        }
+        if acts_on_terminal(c) {
+            out.push_str(&visible_escape(c));
+        } else {
+            out.push(c);
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// Text made safe inside HTML elements and attribute values; a bidirectional control is
+/// marked (`[U+202E]`) instead of reordering the page.
 pub fn html_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
+            c if is_bidi_control(c) => out.push_str(&format!("[U+{:04X}]", c as u32)),
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
@@ -113,6 +173,24 @@ mod tests {
         for line in wrap(&"word ".repeat(50), 30) {
             assert!(line.chars().count() <= 30, "{line}");
         }
+    }
+
+    #[test]
+    fn control_characters_are_shown_not_obeyed() {
+        // OSC 52 (clipboard), cursor up + erase line, C1 CSI, a bidi override.
+        let hostile = "ok\x1b]52;c;ZWNobyBoaQ==\x07 \x1b[1A\x1b[2K\u{9b}31m \u{202e}txt.exe\r";
+        let safe = terminal_safe(hostile);
+        assert!(!safe.chars().any(acts_on_terminal), "{safe}");
+        assert_eq!(
+            safe,
+            "ok\\x1b]52;c;ZWNobyBoaQ==\\x07 \\x1b[1A\\x1b[2K\\u{9b}31m \\u{202e}txt.exe\\x0d"
+        );
+        assert_eq!(terminal_safe("plain\n\ttext ü"), "plain\n\ttext ü");
+        assert_eq!(
+            terminal_safe_keeping("\x1b[32mok\x1b[0m\x1b[8m", &["\x1b[32m", "\x1b[0m"]),
+            "\x1b[32mok\x1b[0m\\x1b[8m"
+        );
+        assert_eq!(html_escape("a\u{202e}b"), "a[U+202E]b");
     }
 
     #[test]

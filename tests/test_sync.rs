@@ -15,7 +15,7 @@ const GATED: &str = "steps:\n  - {id: build, runner: shell, command: 'mkdir -p o
 
 /// Machine A's repository with the playbook, pushed to a bare remote, and machine B's
 /// clone of it.
-fn two_machines(env: &TestEnv) -> (PathBuf, PathBuf, PathBuf) {
+pub fn two_machines(env: &TestEnv) -> (PathBuf, PathBuf, PathBuf) {
     let a = env.repo("a");
     write(&a, ".bmad/playbooks/gated.yaml", GATED);
     env.git(&a, &["add", "-A"]);
@@ -26,11 +26,29 @@ fn two_machines(env: &TestEnv) -> (PathBuf, PathBuf, PathBuf) {
     (a, env.root().join("b"), remote)
 }
 
-fn remote_refs(env: &TestEnv, remote: &Path) -> String {
+/// The one documented trust step: each machine's `git bmad trust show` line committed to
+/// `.bmad/allowed_signers` on main (in A, pushed), and pulled by the others.
+pub fn trust_each_other(env: &TestEnv, a: &Path, others: &[&Path]) {
+    let mut lines = String::new();
+    for dir in std::iter::once(a).chain(others.iter().copied()) {
+        let line = env.bmad(dir, &["trust", "show"]).success().stdout;
+        lines.push_str(line.trim());
+        lines.push('\n');
+    }
+    write(a, ".bmad/allowed_signers", &lines);
+    env.git(a, &["add", ".bmad/allowed_signers"]);
+    env.git(a, &["commit", "-q", "-m", "trust both machines"]);
+    env.git(a, &["push", "-q", "origin", "main"]);
+    for dir in others {
+        env.git(dir, &["pull", "-q", "origin", "main"]);
+    }
+}
+
+pub fn remote_refs(env: &TestEnv, remote: &Path) -> String {
     env.git(remote, &["for-each-ref", "--format=%(refname)"])
 }
 
-fn events_of(env: &TestEnv, dir: &Path, session: &str) -> Vec<Value> {
+pub fn events_of(env: &TestEnv, dir: &Path, session: &str) -> Vec<Value> {
     env.bmad(dir, &["journal", session, "--json"])
         .success()
         .json()
@@ -57,6 +75,7 @@ fn assert_dense(events: &[Value], what: &str) {
 fn a_run_parked_in_a_is_pushed_synced_resumed_and_answered_in_b() {
     let env = TestEnv::new();
     let (a, b, remote) = two_machines(&env);
+    trust_each_other(&env, &a, &[&b]);
     let (id, wt_a) = env.start(&a, "feat");
     env.bmad(&wt_a, &["run", "gated"]).code(3);
     // An untracked file the run made: it travels in the checkpoint.
@@ -135,11 +154,18 @@ fn a_run_parked_in_a_is_pushed_synced_resumed_and_answered_in_b() {
     env.git(&b, &["config", "bmad.origin.pushSessions", "true"]);
     env.bmad(&wt_b, &["push"]).success();
 
-    // A catches up: the same journal, and nothing left to push.
+    // A catches up: B's events are copied in after A's own, each signed by B and trusted.
     let synced = env.bmad(&a, &["sync", "--json"]).success().json();
-    assert_eq!(synced[0]["outcome"], "fast_forwarded", "{synced:#}");
+    assert_eq!(synced[0]["outcome"], "merged", "{synced:#}");
     let events_a = events_of(&env, &a, &id);
-    assert_eq!(events_a, events_b);
+    assert_dense(&events_a, "A");
+    let completed = named(&events_a, "run_completed");
+    assert_eq!(completed.len(), 1, "{events_a:#?}");
+    assert_eq!(completed[0]["trusted"], true, "{:#}", completed[0]);
+    assert!(completed[0]["signer"].is_string(), "{:#}", completed[0]);
+    assert!(events_a.iter().all(|e| e["trusted"] == true));
+    let status = env.bmad(&a, &["status", "feat", "--json"]).success().json();
+    assert_eq!(status["not_trusted"], serde_json::json!([]), "{status:#}");
     // In A the session now lives on the other machine: nothing here checks or prunes it.
     let listed = env.bmad(&a, &["list", "--json"]).success().json();
     assert_eq!(listed[0]["elsewhere"], true, "{listed:#}");
@@ -158,14 +184,13 @@ fn a_run_parked_in_a_is_pushed_synced_resumed_and_answered_in_b() {
         "{}",
         refused.stderr
     );
-    let held = env.bmad(&a, &["resume", "feat"]).code(1);
-    assert!(held.stderr.contains("--steal"), "{}", held.stderr);
-    // A's old worktree is still there: git-bmad does not overwrite it.
-    let occupied = env.bmad(&a, &["resume", "feat", "--steal"]).code(1);
+    // B pushed with no run live there: the lease is released, no `--steal` needed. A's old
+    // worktree is still there: git-bmad does not overwrite it.
+    let occupied = env.bmad(&a, &["resume", "feat"]).code(1);
     assert!(occupied.stderr.contains("a.feat"), "{}", occupied.stderr);
     // Deleted by hand (git still lists it and holds its branch): git-bmad lets git forget it.
     std::fs::remove_dir_all(&wt_a).unwrap();
-    let back = env.bmad(&a, &["resume", "feat", "--steal"]).success();
+    let back = env.bmad(&a, &["resume", "feat"]).success();
     assert!(back.stderr.contains("is back here"), "{}", back.stderr);
     assert_eq!(read(&wt_a, "out/ship.txt"), "shipped\n");
     env.bmad(&wt_a, &["push"]).success();
@@ -179,15 +204,13 @@ fn a_run_parked_in_a_is_pushed_synced_resumed_and_answered_in_b() {
 fn journals_appended_on_both_machines_merge_once_and_a_diverged_push_is_refused() {
     let env = TestEnv::new();
     let (a, b, _remote) = two_machines(&env);
+    trust_each_other(&env, &a, &[&b]);
     env.git(&a, &["config", "bmad.origin.pushSessions", "true"]);
     let (id, wt_a) = env.start(&a, "feat");
     env.bmad(&wt_a, &["push"]).success();
     env.bmad(&b, &["sync"]).success();
-    // A worked on it moments ago: B takes it over only when told to.
-    let held = env.bmad(&b, &["resume", "feat"]).code(1);
-    assert!(held.stderr.contains("--steal"), "{}", held.stderr);
-    assert!(!env.root().join("b.feat").exists());
-    env.bmad(&b, &["resume", "feat", "--steal"]).success();
+    // A pushed it with no run live there: B takes it over at once, moments later.
+    env.bmad(&b, &["resume", "feat"]).success();
     let wt_b = env.root().join("b.feat");
     env.git(&b, &["config", "bmad.origin.pushSessions", "true"]);
     env.bmad(&wt_b, &["push"]).success();
@@ -216,6 +239,7 @@ fn journals_appended_on_both_machines_merge_once_and_a_diverged_push_is_refused(
     );
 
     // B merges A's event after its own, once; a second sync adds nothing.
+    let merges = named(&events_of(&env, &b, &id), "journal_merged").len();
     let synced = env.bmad(&b, &["sync", "--json"]).success().json();
     assert_eq!(synced[0]["outcome"], "merged", "{synced:#}");
     assert_eq!(synced[0]["events_added"], 1);
@@ -223,17 +247,20 @@ fn journals_appended_on_both_machines_merge_once_and_a_diverged_push_is_refused(
     assert_eq!(again[0]["events_added"], 0, "{again:#}");
     let events_b = events_of(&env, &b, &id);
     assert_eq!(notes_from(&events_b), ["b", "a"]);
-    assert_eq!(named(&events_b, "journal_merged").len(), 1);
+    assert_eq!(named(&events_b, "journal_merged").len(), merges + 1);
     let copy = named(&events_b, "note")[1];
     assert!(copy["origin"].is_string(), "{copy:#}");
+    assert_eq!(copy["trusted"], true, "{copy:#}");
     assert_dense(&events_b, "B");
 
-    // The merge is a fast-forward for the remote, and A takes it as one.
+    // The merge is a fast-forward for the remote; A copies B's note after its own.
     env.bmad(&wt_b, &["push"]).success();
     let synced = env.bmad(&a, &["sync", "--json"]).success().json();
-    assert_eq!(synced[0]["outcome"], "fast_forwarded", "{synced:#}");
+    assert_eq!(synced[0]["outcome"], "merged", "{synced:#}");
+    assert_eq!(synced[0]["events_added"], 1, "{synced:#}");
     let events_a = events_of(&env, &a, &id);
-    assert_eq!(events_a, events_b);
+    assert_eq!(notes_from(&events_a), ["a", "b"]);
+    assert_dense(&events_a, "A");
     // Every event is one git-bmad wrote: the chain holds through the merge.
     for dir in [&a, &b] {
         let status = env

@@ -130,7 +130,7 @@ fn report(ui: &Ui, e: CommandError) -> ExitCode {
     if ui.json() {
         eprintln!("{}", e.to_json());
     } else {
-        eprint!("{}", e.render());
+        eprint!("{}", ui::safe_for_terminal(&e.render()));
     }
     ExitCode::from(e.code)
 }

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::ui::safe_for_terminal;
 use crate::config::ProgressMode;
 use crate::session::{Body, Event};
 use crate::supervisor::RunState;
@@ -86,7 +87,7 @@ impl Progress {
         match self.mode {
             ProgressMode::Verbose => {
                 if let Some(line) = verbose() {
-                    let _ = writeln!(std::io::stderr(), "{line}");
+                    let _ = writeln!(std::io::stderr(), "{}", safe_for_terminal(&line));
                 }
             }
             ProgressMode::Summary if op => {
@@ -95,7 +96,7 @@ impl Progress {
                     || self.last_summary.elapsed() >= SUMMARY_AFTER
                 {
                     self.last_summary = Instant::now();
-                    let _ = writeln!(std::io::stderr(), "{}", self.summary());
+                    let _ = writeln!(std::io::stderr(), "{}", safe_for_terminal(&self.summary()));
                 }
             }
             _ => {}
@@ -175,6 +176,7 @@ fn stream(live: &Mutex<Live>, stop: &AtomicBool) {
                 duration(since.elapsed().as_millis() as u64)
             )
         };
+        let text = safe_for_terminal(&text);
         if tty {
             let _ = write!(std::io::stderr(), "\r\x1b[K{text}");
             let _ = std::io::stderr().flush();

@@ -23,6 +23,16 @@ pub enum Style {
     Bold,
 }
 
+/// The escape sequences [`Ui::paint`] writes: the only ones human output keeps.
+const PAINT: [&str; 6] = [
+    "\x1b[32m", "\x1b[33m", "\x1b[31m", "\x1b[2m", "\x1b[1m", "\x1b[0m",
+];
+
+/// Human output with every control character shown as an escape but our own colours.
+pub fn safe_for_terminal(text: &str) -> String {
+    crate::text::terminal_safe_keeping(text, &PAINT)
+}
+
 /// The terminal, as the commands see it.
 pub struct Ui {
     json: bool,
@@ -47,23 +57,29 @@ impl Ui {
         !self.quiet && !self.json
     }
 
-    /// Print a line of data on stdout.
+    /// Print a line of data on stdout. Text an agent or a remote wrote may be in it: a
+    /// control character is shown, never obeyed (only our own colours pass).
     pub fn line(&self, text: impl AsRef<str>) {
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{}", text.as_ref());
+        let _ = writeln!(out, "{}", safe_for_terminal(text.as_ref()));
     }
 
-    /// Print a value as pretty JSON on stdout.
+    /// Print a value as pretty JSON on stdout (JSON escapes every control character).
     pub fn print_json(&self, value: &impl Serialize) {
         let text = serde_json::to_string_pretty(value)
             .unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
-        self.line(text);
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{text}");
     }
 
     /// Print a status message on stderr (silenced by `--quiet` and `--json`).
     pub fn status(&self, text: impl AsRef<str>) {
         if !self.quiet && !self.json {
-            let _ = writeln!(std::io::stderr().lock(), "{}", text.as_ref());
+            let _ = writeln!(
+                std::io::stderr().lock(),
+                "{}",
+                safe_for_terminal(text.as_ref())
+            );
         }
     }
 
@@ -80,13 +96,13 @@ impl Ui {
             return text.to_owned();
         }
         let code = match style {
-            Style::Green => "32",
-            Style::Yellow => "33",
-            Style::Red => "31",
-            Style::Dim => "2",
-            Style::Bold => "1",
+            Style::Green => PAINT[0],
+            Style::Yellow => PAINT[1],
+            Style::Red => PAINT[2],
+            Style::Dim => PAINT[3],
+            Style::Bold => PAINT[4],
         };
-        format!("\x1b[{code}m{text}\x1b[0m")
+        format!("{code}{}{}", crate::text::terminal_safe(text), PAINT[5])
     }
 
     /// Print rows as aligned columns (the last column is not padded).

@@ -64,6 +64,12 @@ pub enum Error {
         /// The worktree.
         workdir: PathBuf,
     },
+    /// An SSH signature could not be made or read.
+    #[error("SSH signing: {what}")]
+    Signing {
+        /// What failed, and why.
+        what: String,
+    },
     /// The `git` executable is not on PATH.
     #[error("the `git` executable was not found on PATH; install git 2.38 or newer")]
     GitNotFound,

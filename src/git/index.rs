@@ -73,6 +73,7 @@ impl Repo {
                 .map(drop),
             SavedIndex::Raw(blob) => {
                 let bytes = self.read_blob(blob)?;
+                self.check_index_paths(&bytes)?;
                 let index = self.git_dir().join("index");
                 write_locked(&index, &bytes)?;
                 // The saved stat data describes files as they were: refresh it (a failure
@@ -127,6 +128,34 @@ impl Repo {
         Ok(SavedIndex::Raw(entry.oid().to_owned()))
     }
 
+    /// Refuse an index file (one that came from another clone, say) with an entry git would
+    /// never write: outside the tree (`..`, an absolute path), or into a `.git`.
+    fn check_index_paths(&self, bytes: &[u8]) -> Result<()> {
+        let scratch = tempfile::Builder::new()
+            .prefix("bmad-index-check-")
+            .tempfile_in(self.git_dir())
+            .map_err(|e| Error::io("could not create a temporary index in", self.git_dir(), e))?;
+        std::fs::write(scratch.path(), bytes)
+            .map_err(|e| Error::io("could not write", scratch.path(), e))?;
+        let listed = self
+            .git()
+            .run_on_index(Some(scratch.path()), ["ls-files", "--stage", "-z"])?;
+        for record in listed.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+            // `<mode> <object> <stage>\t<path>`
+            let path = record
+                .iter()
+                .position(|b| *b == b'\t')
+                .map_or(&record[..], |tab| &record[tab + 1..]);
+            if !is_plain_tree_path(path) {
+                return Err(Error::Corrupt(format!(
+                    "the saved index names {:?}, a path outside the worktree; it is not installed",
+                    String::from_utf8_lossy(path)
+                )));
+            }
+        }
+        Ok(())
+    }
+
     /// Remove `paths` from the index file `index` (not from disk).
     pub fn forget_paths(&self, index: &Path, paths: &[String]) -> Result<()> {
         for chunk in paths.chunks(500) {
@@ -140,6 +169,19 @@ impl Repo {
 
 /// Replace a file the way git does: through `<file>.lock`, created exclusively, so a git
 /// command holding the lock is never overwritten under it.
+/// A path git would keep in a tree: relative, no empty, `.` or `..` component, no `.git`.
+fn is_plain_tree_path(path: &[u8]) -> bool {
+    !path.is_empty()
+        && !path.starts_with(b"/")
+        && path.split(|b| *b == b'/').all(|part| {
+            !part.is_empty()
+                && part != b"."
+                && part != b".."
+                && !part.eq_ignore_ascii_case(b".git")
+                && !part.contains(&b'\\')
+        })
+}
+
 fn write_locked(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::io::Write;
     let mut lock_name = path.as_os_str().to_owned();
@@ -159,4 +201,27 @@ fn write_locked(path: &Path, bytes: &[u8]) -> Result<()> {
         return Err(Error::io("could not write", path, e));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_paths_inside_the_tree_are_plain() {
+        for good in ["a", "src/main.rs", ".gitignore", "a/.github/x", "x..y"] {
+            assert!(super::is_plain_tree_path(good.as_bytes()), "{good}");
+        }
+        for bad in [
+            "",
+            "../x",
+            "a/../../x",
+            "/etc/passwd",
+            "a//b",
+            "./a",
+            ".git/hooks/pre-commit",
+            "a/.GIT/config",
+            "a\\..\\b",
+        ] {
+            assert!(!super::is_plain_tree_path(bad.as_bytes()), "{bad}");
+        }
+    }
 }

@@ -15,6 +15,7 @@ mod index;
 mod notes;
 mod refs;
 mod repo;
+mod signing;
 mod snapshot;
 mod snapshot_cache;
 mod watch;
@@ -29,6 +30,7 @@ pub use index::SavedIndex;
 pub use notes::NotesTip;
 pub use refs::{lock_age, CasOutcome, ABANDONED_GIT_LOCK, STALE_LOCK_AGE};
 pub use repo::{CommitInfo, Repo, WorktreeInfo};
+pub use signing::SshSigner;
 pub use snapshot::{Dirt, Vet, Vetted, VET_LIMIT};
 pub use watch::enable_watcher;
 #[cfg(target_os = "linux")]

@@ -239,6 +239,24 @@ impl Repo {
         }
     }
 
+    /// The bytes of the file at `path` in the tree of commit `rev` (`None`: no such commit,
+    /// or no such file in it, or not a file).
+    pub fn file_at(&self, rev: &str, path: &str) -> Result<Option<Vec<u8>>> {
+        let Some(commit) = self.resolve_commit(rev)? else {
+            return Ok(None);
+        };
+        let Ok(id) = self
+            .inner
+            .rev_parse_single(format!("{commit}:{path}").as_str())
+        else {
+            return Ok(None);
+        };
+        match id.object() {
+            Ok(object) if object.kind == gix::object::Kind::Blob => Ok(Some(object.detach().data)),
+            _ => Ok(None),
+        }
+    }
+
     /// Decode a commit.
     pub fn commit_info(&self, id: ObjectId) -> Result<CommitInfo> {
         let commit = self

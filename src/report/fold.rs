@@ -344,6 +344,8 @@ mod tests {
                 body: Body::from_parts((*kind).into(), detail.clone()),
                 prev: None,
                 origin: None,
+                from: None,
+                signer: None,
             })
             .collect()
     }

@@ -46,6 +46,9 @@ pub struct Trailers {
     /// `Bmad-Clone`: the clone of the repository the session's worktree is in, once the
     /// session has travelled (`resume` on another machine); absent: the clone it started in.
     pub clone: Option<String>,
+    /// `Bmad-Lease: released`: pushed with no run live in its clone, so another clone may
+    /// take it at once (`resume` needs no `--steal`).
+    pub released: bool,
 }
 
 impl Trailers {
@@ -66,6 +69,11 @@ impl Trailers {
             .as_deref()
             .map(|c| format!("Bmad-Clone: {c}\n"))
             .unwrap_or_default()
+            + if self.released {
+                "Bmad-Lease: released\n"
+            } else {
+                ""
+            }
     }
 
     /// Read the trailers from a commit message; `None` if it is not a checkpoint.
@@ -82,6 +90,7 @@ impl Trailers {
             base: get("Bmad-Base").unwrap_or_default(),
             number: get("Bmad-Number").and_then(|n| n.parse().ok()).unwrap_or(0),
             clone: get("Bmad-Clone"),
+            released: get("Bmad-Lease").as_deref() == Some("released"),
         })
     }
 }
@@ -200,6 +209,8 @@ fn serialize_optional_id<S: serde::Serializer>(
 pub(crate) enum Recorded {
     /// The previous checkpoint's files, index and HEAD (a change of status only).
     Same,
+    /// The same, and the lease released: no run is live in this clone (`push`).
+    Released,
     /// The previous checkpoint's files and index, with this session HEAD (a pruned session:
     /// its worktree is gone, its branch is not).
     Head(Option<ObjectId>),
@@ -349,10 +360,11 @@ pub(crate) fn extend_chain(
                 0 => self::chain(repo, session)?.len() as u64 + 1,
                 n => n + 1,
             },
+            released: matches!(recorded, Recorded::Released),
             ..prev.trailers.clone()
         };
         let (tree, head, index) = match recorded {
-            Recorded::Same => (prev.tree, prev.session_head(), prev.index),
+            Recorded::Same | Recorded::Released => (prev.tree, prev.session_head(), prev.index),
             Recorded::Head(head) => (prev.tree, head.or(prev.session_head()), prev.index),
             Recorded::State { tree, head, index } => (tree, head.or(prev.session_head()), index),
         };
@@ -427,11 +439,13 @@ mod tests {
             base: "main".into(),
             number: 7,
             clone: None,
+            released: false,
         };
         let message = format!("after plan\n\n{}", t.format());
         assert_eq!(Trailers::parse(&message), Some(t.clone()));
         let travelled = Trailers {
             clone: Some("20261124-010101-abcdef".into()),
+            released: true,
             ..t.clone()
         };
         let message = format!("resumed\n\n{}", travelled.format());

@@ -286,6 +286,22 @@ fn check_session(
             )),
         );
     }
+    let untrusted: Vec<_> = journal.untrusted().collect();
+    if let Some(first) = untrusted.first() {
+        f.add(
+            Severity::Warning,
+            Some(id),
+            format!(
+                "{} event(s) of the journal are copies {}: no allowed signer vouched for them, so they are shown and never acted on",
+                untrusted.len(),
+                super::render::untrusted_note(first)
+            ),
+            Some(format!(
+                "to trust that machine: run `git bmad trust show` there and add the line it prints to {} on main through review, then git bmad sync",
+                super::trust::ALLOWED_SIGNERS
+            )),
+        );
+    }
     let forged_seqs: BTreeSet<u64> = journal.unsealed.iter().map(|u| u.seq).collect();
     let on_chain: BTreeSet<_> = chain.iter().map(|c| c.id).collect();
     let mut expected = 1;
@@ -346,7 +362,12 @@ fn check_session(
             f.add(Severity::Problem, Some(id), format!("the journal's notes commit records seq {recorded}, but its last event is #{last}"), None);
         }
     }
-    match journal.entries.first() {
+    // A session brought from another clone begins with the merge that copied its journal.
+    let first = journal
+        .entries
+        .iter()
+        .find(|e| !matches!(e.event.body, super::schema::Body::JournalMerged(_)));
+    match first {
         Some(first) if matches!(first.event.body, super::schema::Body::SessionStarted(_)) => {}
         _ => f.add(
             Severity::Problem,

@@ -189,6 +189,16 @@ pub enum Error {
         /// Minutes until the lease runs out.
         minutes: i64,
     },
+    /// What a remote holds for a session is not what this clone would have written.
+    #[error("session {session} on {remote} is refused: {reason}")]
+    RemoteRefused {
+        /// The remote.
+        remote: String,
+        /// The session id.
+        session: String,
+        /// What was wrong, naming what came from the remote.
+        reason: String,
+    },
     /// No remote of that name is configured.
     #[error("no remote named {remote:?}; `git remote -v` lists them, `git remote add {remote} <url>` adds one")]
     NoSuchRemote {

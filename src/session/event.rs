@@ -61,6 +61,11 @@ pub struct Event {
     /// For an event copied from another machine's journal by `sync`: its id there (see
     /// [`super::sync`]).
     pub origin: Option<String>,
+    /// For a copy: the clone that wrote it, as its journal says (information, not proof).
+    pub from: Option<String>,
+    /// For a copy: the allowed signer whose signature over the other journal covered it when
+    /// this clone copied it (see [`super::trust`]). A copy without one is information only.
+    pub signer: Option<String>,
 }
 
 /// An event as it is written: the kind's name in `event`, its detail as JSON. Read with
@@ -87,6 +92,10 @@ struct Wire<T> {
     prev: Option<T>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     origin: Option<T>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    from: Option<T>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    signer: Option<T>,
 }
 
 impl Serialize for Event {
@@ -104,6 +113,8 @@ impl Serialize for Event {
             detail: self.body.detail(),
             prev: self.prev.as_deref(),
             origin: self.origin.as_deref(),
+            from: self.from.as_deref(),
+            signer: self.signer.as_deref(),
         }
         .serialize(serializer)
     }
@@ -124,6 +135,8 @@ impl<'de> Deserialize<'de> for Event {
             body: Body::from_parts(wire.event, wire.detail),
             prev: wire.prev,
             origin: wire.origin,
+            from: wire.from,
+            signer: wire.signer,
         })
     }
 }
@@ -133,6 +146,23 @@ impl Event {
     pub fn kind(&self) -> &str {
         self.body.name()
     }
+
+    /// Whether replays may take it as state: written in this clone, or copied from another
+    /// with an allowed signer's signature over it.
+    pub fn is_trusted(&self) -> bool {
+        self.origin.is_none() || self.signer.is_some()
+    }
+}
+
+/// Where a copied event came from and who vouched for it, as this clone judged it.
+#[derive(Clone, Debug, Default)]
+pub struct Provenance {
+    /// Its id where it was first written.
+    pub id: String,
+    /// The clone that wrote it, as its journal says.
+    pub from: Option<String>,
+    /// The allowed signer that vouched for it, if one did.
+    pub signer: Option<String>,
 }
 
 /// An event before the journal has given it a `seq` and a time.
@@ -144,8 +174,8 @@ pub struct NewEvent {
     trigger: Option<String>,
     duration_ms: Option<u64>,
     response: Option<String>,
-    /// A copy's id and time on the machine it comes from.
-    origin: Option<(String, String)>,
+    /// A copy's provenance and its time on the machine it comes from.
+    origin: Option<(Provenance, String)>,
 }
 
 impl NewEvent {
@@ -163,8 +193,8 @@ impl NewEvent {
     }
 
     /// A copy of another journal's event (`sync` merging journals): the same kind, detail,
-    /// step and time, with `id`, its id there, as its origin.
-    pub fn copy_of(event: &Event, id: &str) -> Self {
+    /// step and time, with where it came from and who vouched for it.
+    pub fn copy_of(event: &Event, provenance: Provenance) -> Self {
         NewEvent {
             body: event.body.clone(),
             step: event.step.clone(),
@@ -172,8 +202,13 @@ impl NewEvent {
             trigger: event.trigger.clone(),
             duration_ms: event.duration_ms,
             response: event.response.clone(),
-            origin: Some((id.to_owned(), event.ts.clone())),
+            origin: Some((provenance, event.ts.clone())),
         }
+    }
+
+    /// Whether it is this clone's own, or a copy an allowed signer vouched for.
+    pub(crate) fn is_vouched(&self) -> bool {
+        self.origin.as_ref().is_none_or(|(p, _)| p.signer.is_some())
     }
 
     /// Set the step.
@@ -224,9 +259,13 @@ impl NewEvent {
         now: Timestamp,
         prev: Option<String>,
     ) -> Event {
-        let (origin, ts) = match self.origin {
-            Some((id, ts)) => (Some(id), ts),
+        let (provenance, ts) = match self.origin {
+            Some((p, ts)) => (Some(p), ts),
             None => (None, now.rfc3339()),
+        };
+        let (origin, from, signer) = match provenance {
+            Some(p) => (Some(p.id), p.from, p.signer),
+            None => (None, None, None),
         };
         Event {
             seq,
@@ -240,6 +279,8 @@ impl NewEvent {
             body: self.body,
             prev,
             origin,
+            from,
+            signer,
         }
     }
 }

@@ -40,6 +40,8 @@ pub struct JournalEntry {
     /// Its id: its link in the hash chain, or for a copy merged in by `sync`, the id it had
     /// where it was first written. The same on every machine.
     pub id: String,
+    /// The chain after it, in this journal.
+    pub link: String,
 }
 
 /// A line in the journal's notes that git-bmad did not write.
@@ -88,9 +90,21 @@ pub struct Journal {
 }
 
 impl Journal {
-    /// The events alone.
+    /// The events replays may take as state: this clone's own, and copies an allowed signer
+    /// vouched for (see [`Event::is_trusted`]).
     pub fn events(&self) -> impl Iterator<Item = &Event> {
-        self.entries.iter().map(|e| &e.event)
+        self.entries
+            .iter()
+            .map(|e| &e.event)
+            .filter(|e| e.is_trusted())
+    }
+
+    /// Copies from another clone that no allowed signer vouched for: shown, never replayed.
+    pub fn untrusted(&self) -> impl Iterator<Item = &Event> {
+        self.entries
+            .iter()
+            .map(|e| &e.event)
+            .filter(|e| !e.is_trusted())
     }
 
     /// The highest `seq`, 0 for an empty journal; a forged line's `seq` counts too, so the
@@ -120,6 +134,19 @@ fn link(prev: &str, line: &[u8]) -> String {
 /// The event is attached to the session's newest checkpoint, which must exist. Callers
 /// outside this layer use [`record`], which journals a hook's deferred events first.
 pub fn append(repo: &Repo, id: &SessionId, event: NewEvent) -> Result<Event> {
+    append_all(repo, id, vec![event], None)?
+        .pop()
+        .ok_or_else(|| Error::InvalidInput("no event to journal".into()))
+}
+
+/// Append events in order, in one notes commit, to the note of `head` (`None`: the
+/// session's newest checkpoint, which must exist); returns them as stored.
+pub(crate) fn append_all(
+    repo: &Repo,
+    id: &SessionId,
+    events: Vec<NewEvent>,
+    head: Option<ObjectId>,
+) -> Result<Vec<Event>> {
     let notes = notes_ref(id);
     let checkpoints = checkpoints_ref(id);
     let started = std::time::Instant::now();
@@ -129,7 +156,7 @@ pub fn append(repo: &Repo, id: &SessionId, event: NewEvent) -> Result<Event> {
             seq_trailer(&tip.message),
             trailer(&tip.message, "Bmad-Chain"),
         );
-        let (last, chain) = match recorded {
+        let (last, mut chain) = match recorded {
             (Some(seq), Some(chain)) => (seq, chain.to_owned()),
             // Written by something else (`git notes append`, a notes merge) or before the
             // chain existed: read it the hard way.
@@ -139,31 +166,43 @@ pub fn append(repo: &Repo, id: &SessionId, event: NewEvent) -> Result<Event> {
             }
             _ => (0, genesis(id)),
         };
-        let head = repo
-            .read_ref(&checkpoints)?
-            .ok_or_else(|| Error::NoCheckpoint {
-                session: id.to_string(),
-            })?;
-        let stored = event
-            .clone()
-            .into_event(last + 1, id, Timestamp::now(), Some(chain.clone()));
+        let head = match head {
+            Some(head) => head,
+            None => repo
+                .read_ref(&checkpoints)?
+                .ok_or_else(|| Error::NoCheckpoint {
+                    session: id.to_string(),
+                })?,
+        };
         let mut note = repo.note_in(tip.tree, head)?.unwrap_or_default();
         if !note.is_empty() && !note.ends_with(b"\n") {
             note.push(b'\n');
         }
-        let line = serde_json::to_string(&stored)
-            .map_err(|e| Error::InvalidInput(format!("event cannot be stored as JSON: {e}")))?;
-        note.extend_from_slice(line.as_bytes());
-        note.push(b'\n');
+        let now = Timestamp::now();
+        let mut stored = Vec::with_capacity(events.len());
+        for (n, event) in events.iter().enumerate() {
+            let event = event
+                .clone()
+                .into_event(last + 1 + n as u64, id, now, Some(chain.clone()));
+            let line = serde_json::to_string(&event)
+                .map_err(|e| Error::InvalidInput(format!("event cannot be stored as JSON: {e}")))?;
+            note.extend_from_slice(line.as_bytes());
+            note.push(b'\n');
+            chain = link(&chain, line.as_bytes());
+            stored.push(event);
+        }
+        let Some(newest) = stored.last() else {
+            return Ok(stored);
+        };
         let message = format!(
             "journal: {} #{}\n\nBmad-Seq: {}\nBmad-Chain: {}\n",
-            stored.kind(),
-            stored.seq,
-            stored.seq,
-            link(&chain, line.as_bytes())
+            newest.kind(),
+            newest.seq,
+            newest.seq,
+            chain
         );
         let commit = repo.notes_commit_with(&tip, head, &note, &message)?;
-        let reflog = format!("bmad journal: {} #{}", stored.kind(), stored.seq);
+        let reflog = format!("bmad journal: {} #{}", newest.kind(), newest.seq);
         match repo.cas_ref(&notes, tip.commit, commit, &reflog)? {
             CasOutcome::Updated => return Ok(stored),
             CasOutcome::Conflict => backoff(attempt),
@@ -271,6 +310,7 @@ fn seal(journal: &mut Journal, id: &SessionId, mut lines: Vec<(Event, ObjectId, 
                 event,
                 checkpoint,
                 id,
+                link: chain.clone(),
             });
         } else {
             journal.unsealed.push(Unsealed {

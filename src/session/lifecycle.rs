@@ -104,6 +104,7 @@ pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
             base: base_label.clone(),
             number: 1,
             clone: None,
+            released: false,
         };
         let commit = write_commit(repo, tree, &[base_commit], None, &label, &trailers)?;
         match repo.cas_ref(&checkpoints_ref(&id), None, commit, "bmad session started")? {
@@ -198,7 +199,7 @@ pub(super) fn marks_session(repo: &Repo, path: &std::path::Path, id: &SessionId)
 }
 
 /// Session names become branch and directory names: keep them plain.
-fn validate_name(name: &str) -> Result<()> {
+pub(crate) fn validate_name(name: &str) -> Result<()> {
     let bad = |reason| Error::InvalidName {
         name: name.to_owned(),
         reason,
@@ -524,6 +525,7 @@ fn follow_move(repo: &Repo, mut session: Session, to: PathBuf) -> Result<PruneOu
         NewEvent::new(Body::WorktreeMoved(schema::WorktreeMoved {
             from: from.to_string_lossy().into_owned(),
             to: to.to_string_lossy().into_owned(),
+            clone: None,
         }))
         .decision(Some(Decision::Human)),
     )?;

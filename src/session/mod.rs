@@ -29,6 +29,7 @@ mod state;
 mod store;
 pub mod sync;
 mod tips;
+pub mod trust;
 mod worktree;
 
 pub use checkpoint::{chain, checkpoint, checkpoint_vetted, mark_status, Checkpoint, Trailers};
@@ -46,7 +47,9 @@ pub use lifecycle::{
     SESSION_MARKER,
 };
 pub use removed::{gc, list_removed, removed_ref, restore, RemovedSession, Restored};
-pub use render::{event_summary, render_markdown, stage_for_commit, write_rendered};
+pub use render::{
+    event_summary, render_markdown, stage_for_commit, untrusted_note, write_rendered,
+};
 pub use repair::{apply_repair, Repair};
 pub use rollback::{
     continue_rollback, interrupted, plan_rollback, rollback, undo, Intent, RollbackOutcome,

@@ -40,15 +40,26 @@ pub fn render_markdown(session: &Session, journal: &Journal) -> String {
         session.id,
     );
     md.push_str(TABLE_HEAD);
-    for event in journal.events() {
+    for entry in &journal.entries {
+        let event = &entry.event;
         md.push_str(&row(event, state.rolled_back.contains(&event.seq)));
     }
     md
 }
 
+/// How an event copied from another clone that no allowed signer vouched for is named.
+pub fn untrusted_note(event: &Event) -> String {
+    format!(
+        "from {}, not trusted",
+        event.from.as_deref().unwrap_or("another clone")
+    )
+}
+
 /// One table row.
 fn row(event: &Event, rolled_back: bool) -> String {
-    let name = if rolled_back {
+    let name = if !event.is_trusted() {
+        format!("{} ({})", event.kind(), untrusted_note(event))
+    } else if rolled_back {
         format!("~~{}~~ (rolled back)", event.kind())
     } else {
         event.kind().to_owned()
@@ -86,6 +97,11 @@ pub fn event_summary(event: &Event) -> String {
             },
             short(&r.target),
             short(&r.safety)
+        ),
+        Body::JournalSigned(s) => format!(
+            "signed by clone {} with {}…",
+            s.clone,
+            s.key.chars().take(28).collect::<String>()
         ),
         Body::SessionStarted(s) => format!(
             "branch `{}` from `{}`",

@@ -93,6 +93,9 @@ kinds! {
     /// `sync` joined another machine's journal into this one: the events after this are
     /// copies of theirs (each with `origin`).
     "journal_merged" => JournalMerged(JournalMerged),
+    /// This clone signed its journal as it stood (its hash chain before this event), so
+    /// another clone can trust what it wrote up to here (see `session::trust`).
+    "journal_signed" => JournalSigned(JournalSigned),
     /// A policy refused something (a hook, the guard).
     "policy_violation" => PolicyViolation(PolicyViolation),
     /// A BMAD story's status was set in the session (`git bmad stories set`).
@@ -295,6 +298,9 @@ pub struct WorktreeMoved {
     pub from: String,
     /// Where it is now.
     pub to: String,
+    /// The clone it lives in now, when it moved between clones (the lease).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clone: Option<String>,
 }
 
 /// `session_removed`.
@@ -334,6 +340,27 @@ pub struct JournalMerged {
     pub theirs_notes: String,
     /// How many of their events follow.
     pub events: usize,
+    /// How many of those no allowed signer vouched for (information, never state).
+    #[serde(skip_serializing_if = "is_no_count")]
+    pub untrusted: usize,
+}
+
+fn is_no_count(n: &usize) -> bool {
+    *n == 0
+}
+
+/// `journal_signed`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct JournalSigned {
+    /// The clone that signed.
+    pub clone: String,
+    /// Its public key (`<type> <base64>`), so a human can tell whom to trust.
+    pub key: String,
+    /// The chain value signed: every event up to the one it follows.
+    pub chain: String,
+    /// The armored SSH signature of the chain before this event.
+    pub signature: String,
 }
 
 /// `policy_violation`.

@@ -192,6 +192,8 @@ mod tests {
             body: Body::from_parts(event.into(), detail),
             prev: None,
             origin: None,
+            from: None,
+            signer: None,
         }
     }
 

@@ -23,7 +23,7 @@ use std::collections::BTreeSet;
 
 use super::checkpoint::Checkpoint;
 use super::error::{Error, Result};
-use super::event::NewEvent;
+use super::event::{NewEvent, Provenance};
 use super::id::SessionId;
 use super::journal::{self, JournalEntry};
 use super::schema::{Body, JournalMerged};
@@ -31,25 +31,8 @@ use super::store::Session;
 use super::{checkpoints_ref, notes_ref};
 use crate::git::{CasOutcome, ObjectId, Refused, Repo};
 
-/// The git config key naming this clone of the repository (local config: every clone has
-/// its own, made the first time a session travels here).
-const CLONE_ID_KEY: &str = "bmad.cloneId";
-
-/// This clone's id, if a session has ever been resumed here from another machine.
-pub fn clone_id(repo: &Repo) -> Option<String> {
-    repo.config_string(CLONE_ID_KEY)
-}
-
-/// This clone's id, made when it has none yet: the time and six random hex digits, in
-/// the form of a session id.
-fn ensure_clone_id(repo: &Repo) -> Result<String> {
-    if let Some(id) = clone_id(repo) {
-        return Ok(id);
-    }
-    let id = SessionId::generate(crate::time::Timestamp::now()).to_string();
-    repo.add_local_config(CLONE_ID_KEY, &id)?;
-    Ok(id)
-}
+pub use super::trust::clone_id;
+use super::trust::ensure_clone_id;
 
 /// Where the copies of `remote`'s sessions are kept here.
 pub fn tracking_prefix(remote: &str) -> String {
@@ -77,7 +60,11 @@ pub struct Pushed {
 /// Push a session to `remote`: its branch, and its journal, checkpoints and stored texts
 /// when `bmad.<remote>.pushSessions` is true. One atomic push, never forced, through the
 /// hooks (the push policy and secret scan see every commit, checkpoints included).
-pub fn push(repo: &Repo, session: &Session, remote: &str) -> Result<Pushed> {
+///
+/// A journal that leaves is signed first (see [`super::trust`]), so another clone that
+/// trusts this one's key takes its events as state. With `release`, the caller saw no run
+/// live here: the lease is released, and another clone resumes the session at once.
+pub fn push(repo: &Repo, session: &Session, remote: &str, release: bool) -> Result<Pushed> {
     if !repo.has_remote(remote)? {
         return Err(Error::NoSuchRemote {
             remote: remote.to_owned(),
@@ -88,6 +75,20 @@ pub fn push(repo: &Repo, session: &Session, remote: &str) -> Result<Pushed> {
         .unwrap_or(false);
     let mut refs = vec![session.branch.clone()];
     if state {
+        let running = super::store::get(repo, &session.id)?
+            .is_some_and(|s| s.status == super::Status::Running && !s.elsewhere);
+        let head = Checkpoint::read(repo, session.head)?;
+        if release && running && !head.is_some_and(|h| h.trailers.released) {
+            super::checkpoint::extend_chain(
+                repo,
+                session,
+                super::checkpoint::Recorded::Released,
+                "handed off: no run is live in this clone",
+                None,
+                None,
+            )?;
+        }
+        super::trust::sign_journal(repo, &session.id)?;
         refs.push(checkpoints_ref(&session.id));
         refs.push(notes_ref(&session.id));
         let texts = super::session_ref(&session.id, "texts/");
@@ -167,11 +168,16 @@ pub struct Synced {
     /// Its name, when its journal says.
     pub name: Option<String>,
     /// `new` (only on the remote: `git bmad resume` brings it here), `up_to_date`,
-    /// `fast_forwarded`, `ahead` (push to publish), `merged` (journals joined), or
-    /// `diverged` (checkpoints taken on both machines: nothing changed here).
+    /// `fast_forwarded`, `ahead` (push to publish), `merged` (their events copied in),
+    /// `diverged` (checkpoints taken on both machines: nothing changed here), or `refused`
+    /// (the remote's checkpoint would re-point the session, or names it in a way this clone
+    /// would not: its events are copied as information, nothing else moves).
     pub outcome: String,
     /// Events of theirs added to our journal by a merge.
     pub events_added: usize,
+    /// Why the remote's copy was refused (`refused`: nothing of it was taken but events).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 /// Fetch every session's journal, checkpoints and branch from `remote`, then bring each
@@ -201,54 +207,174 @@ pub fn sync(repo: &Repo, remote: &str, branch_prefix: &str) -> Result<Vec<Synced
     main.as_ref().unwrap_or(repo).fetch(remote, &specs)?;
     let mut out = Vec::new();
     for (id, theirs) in tracked_sessions(repo, remote)? {
-        out.push(sync_session(repo, remote, &id, theirs)?);
+        out.push(sync_session(repo, remote, &id, theirs, branch_prefix)?);
     }
     Ok(out)
 }
 
 /// Bring one session up to date with the remote's copy.
-fn sync_session(repo: &Repo, remote: &str, id: &SessionId, theirs: ObjectId) -> Result<Synced> {
+///
+/// The journal is never fast-forwarded to theirs: their events this clone lacks are copied
+/// in (trusted only where an allowed signer vouched for them), so no local event can be
+/// dropped by what a remote holds. The checkpoints move forward only when the remote's
+/// newest describes the same session (name, branch, base) and, when it says the session now
+/// lives in another clone, a trusted lease says so too.
+fn sync_session(
+    repo: &Repo,
+    remote: &str,
+    id: &SessionId,
+    theirs: ObjectId,
+    branch_prefix: &str,
+) -> Result<Synced> {
     let track = tracking_prefix(remote);
     let their_notes = repo.read_ref(&format!("{track}notes/{id}"))?;
-    let name = Checkpoint::read(repo, theirs)?.map(|cp| cp.trailers.name);
+    let their_head = Checkpoint::read(repo, theirs)?;
+    let name = their_head
+        .as_ref()
+        .map(|cp| crate::text::terminal_safe(&cp.trailers.name));
     let mut synced = Synced {
         session: id.to_string(),
         name,
         outcome: "up_to_date".into(),
         events_added: 0,
+        refused: None,
     };
     let Some(ours) = repo.read_ref(&checkpoints_ref(id))? else {
         synced.outcome = "new".into();
+        if let Some(cp) = &their_head {
+            if let Err(reason) = check_remote_trailers(&cp.trailers, branch_prefix) {
+                synced.outcome = "refused".into();
+                synced.refused = Some(reason);
+            }
+        }
         return Ok(synced);
     };
     // Checkpoints: the chain only moves forward on one machine at a time.
-    let checkpoints = forward(repo, &checkpoints_ref(id), ours, theirs)?;
+    let checkpoints = judge(repo, ours, theirs)?;
     if checkpoints == Step::Diverged {
         synced.outcome = "diverged".into();
         return Ok(synced);
     }
-    let notes = match (repo.read_ref(&notes_ref(id))?, their_notes) {
-        (_, None) => Step::Same,
-        (None, Some(t)) => {
-            cas(repo, &notes_ref(id), None, t)?;
-            Step::Forwarded
-        }
-        (Some(o), Some(t)) => match forward(repo, &notes_ref(id), o, t)? {
-            Step::Diverged => {
-                synced.events_added = merge_journals(repo, id, o, t)?;
+    let notes = match their_notes {
+        None => Step::Same,
+        Some(t) => {
+            let added = merge_journals(repo, id, t, remote, None)?;
+            synced.events_added = added;
+            if added > 0 {
                 Step::Merged
+            } else {
+                Step::Same
             }
-            other => other,
+        }
+    };
+    let checkpoints = match checkpoints {
+        Step::Forwarded => match may_forward(repo, id, ours, theirs)? {
+            Ok(()) => {
+                cas(repo, &checkpoints_ref(id), Some(ours), theirs)?;
+                Step::Forwarded
+            }
+            Err(reason) => {
+                synced.refused = Some(reason);
+                Step::Refused
+            }
         },
+        other => other,
     };
     synced.outcome = match (checkpoints, notes) {
+        (Step::Refused, _) => "refused",
         (_, Step::Merged) => "merged",
-        (Step::Forwarded, _) | (_, Step::Forwarded) => "fast_forwarded",
-        (Step::Ahead, _) | (_, Step::Ahead) => "ahead",
+        (Step::Forwarded, _) => "fast_forwarded",
+        (Step::Ahead, _) => "ahead",
         _ => "up_to_date",
     }
     .into();
     Ok(synced)
+}
+
+/// Whether the remote's trailers describe a session this clone would have written: a plain
+/// name, its branch `refs/heads/<prefix><name>`, a clone id of the right form. The reason
+/// when they do not, naming what came from the remote.
+pub fn check_remote_trailers(
+    t: &super::checkpoint::Trailers,
+    branch_prefix: &str,
+) -> std::result::Result<(), String> {
+    let safe = crate::text::terminal_safe;
+    if let Err(e) = super::lifecycle::validate_name(&t.name) {
+        return Err(format!("the remote's session name is refused: {e}"));
+    }
+    let branch = format!("refs/heads/{branch_prefix}{}", t.name);
+    if t.branch != branch {
+        return Err(format!(
+            "the remote says session {} is on branch {}, not {branch}",
+            t.name,
+            safe(&t.branch)
+        ));
+    }
+    if let Some(clone) = &t.clone {
+        if SessionId::parse(clone).is_none() {
+            return Err(format!(
+                "the remote names a clone {} that is no clone id",
+                safe(clone)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Whether the local session may move from checkpoint `ours` to the remote's `theirs`: the
+/// same session, and where it lives changed only by a lease this clone trusts.
+fn may_forward(
+    repo: &Repo,
+    id: &SessionId,
+    ours: ObjectId,
+    theirs: ObjectId,
+) -> Result<std::result::Result<(), String>> {
+    let (Some(ours), Some(theirs)) = (
+        Checkpoint::read(repo, ours)?,
+        Checkpoint::read(repo, theirs)?,
+    ) else {
+        return Ok(Err("the remote's checkpoint is not a checkpoint".into()));
+    };
+    let (o, t) = (&ours.trailers, &theirs.trailers);
+    let safe = crate::text::terminal_safe;
+    for (what, mine, other) in [
+        ("name", &o.name, &t.name),
+        ("branch", &o.branch, &t.branch),
+        ("base", &o.base, &t.base),
+        ("session", &o.session, &t.session),
+    ] {
+        if mine != other {
+            return Ok(Err(format!(
+                "the remote's checkpoint re-points the session's {what} from {} to {}",
+                safe(mine),
+                safe(other)
+            )));
+        }
+    }
+    if o.clone == t.clone && o.worktree == t.worktree {
+        return Ok(Ok(()));
+    }
+    // It says the session lives somewhere else now: only a trusted lease moves it.
+    let lease = trusted_lease(&journal::read(repo, id)?);
+    match (lease, &t.clone) {
+        (Some(leased), Some(clone)) if &leased == clone => Ok(Ok(())),
+        _ => Ok(Err(format!(
+            "the remote's checkpoint says the session moved to clone {} at {}, and no trusted lease says so (git bmad doctor says how to trust another machine)",
+            t.clone.as_deref().map(safe).unwrap_or_else(|| "-".into()),
+            safe(&t.worktree)
+        ))),
+    }
+}
+
+/// The clone the newest trusted lease names: the last `worktree_moved` between clones.
+fn trusted_lease(journal: &journal::Journal) -> Option<String> {
+    journal
+        .events()
+        .filter_map(|e| match &e.body {
+            Body::WorktreeMoved(m) => m.clone.clone(),
+            _ => None,
+        })
+        .last()
 }
 
 /// How a local ref stands against the remote's value.
@@ -261,15 +387,17 @@ enum Step {
     Ahead,
     Diverged,
     Merged,
+    /// Theirs would re-point the session: left as it is.
+    Refused,
 }
 
-/// Fast-forward `name` from `ours` to `theirs` when theirs contains ours.
-fn forward(repo: &Repo, name: &str, ours: ObjectId, theirs: ObjectId) -> Result<Step> {
+/// How `theirs` stands against `ours`; `Forwarded` means theirs contains ours (nothing is
+/// moved here).
+fn judge(repo: &Repo, ours: ObjectId, theirs: ObjectId) -> Result<Step> {
     if ours == theirs {
         return Ok(Step::Same);
     }
     if repo.is_ancestor(ours, theirs)? == Some(true) {
-        cas(repo, name, Some(ours), theirs)?;
         return Ok(Step::Forwarded);
     }
     if repo.is_ancestor(theirs, ours)? == Some(true) {
@@ -285,36 +413,99 @@ fn cas(repo: &Repo, name: &str, old: Option<ObjectId>, new: ObjectId) -> Result<
     }
 }
 
-/// Join their journal (notes commit `theirs`) into ours (`ours`); the events added.
-fn merge_journals(repo: &Repo, id: &SessionId, ours: ObjectId, theirs: ObjectId) -> Result<usize> {
-    let mine = journal::read_at(repo, id, Some(ours))?;
+/// Join their journal (notes commit `theirs`) into ours; the events added. Ours is kept as
+/// it is; each event of theirs that ours lacks (or holds only as an untrusted copy, and an
+/// allowed signer now vouches for) is copied after a `journal_merged` event, with where it
+/// came from and who vouched for it. `head`: the checkpoint to hang them on when the
+/// session's checkpoint ref is not here yet (`resume` bringing it here).
+fn merge_journals(
+    repo: &Repo,
+    id: &SessionId,
+    theirs: ObjectId,
+    remote: &str,
+    head: Option<ObjectId>,
+) -> Result<usize> {
+    let mine = journal::read(repo, id)?;
     let other = journal::read_at(repo, id, Some(theirs))?;
-    let known: BTreeSet<String> = mine.entries.iter().map(|e| e.id.clone()).collect();
-    let missing: Vec<&JournalEntry> = other
+    let trusted: BTreeSet<&str> = mine
         .entries
         .iter()
-        .filter(|e| !known.contains(&e.id) && !matches!(e.event.body, Body::JournalMerged(_)))
+        .filter(|e| e.event.is_trusted())
+        .map(|e| e.id.as_str())
         .collect();
-    if !missing.is_empty() {
+    let untrusted: BTreeSet<&str> = mine
+        .entries
+        .iter()
+        .filter(|e| !e.event.is_trusted())
+        .map(|e| e.id.as_str())
+        .collect();
+    let own = |e: &JournalEntry| {
+        matches!(
+            e.event.body,
+            Body::JournalMerged(_) | Body::JournalSigned(_)
+        )
+    };
+    let candidates: Vec<usize> = (0..other.entries.len())
+        .filter(|&i| {
+            let e = &other.entries[i];
+            !own(e) && !trusted.contains(e.id.as_str())
+        })
+        .collect();
+    let mut copies = Vec::new();
+    if !candidates.is_empty() {
+        let allowed = super::trust::allowed_signers(repo)?;
+        let vouchers = super::trust::vouchers(&other, id, &allowed, repo)?;
+        let writer = super::trust::writer_of(&other).unwrap_or_else(|| format!("remote {remote}"));
+        for i in candidates {
+            let entry = &other.entries[i];
+            let signer = match (&vouchers[i], &entry.event.origin) {
+                // A copy there: what that clone judged, which its signature vouches for.
+                (Some(_), Some(_)) => entry.event.signer.clone(),
+                (Some(principal), None) => Some(principal.clone()),
+                (None, _) => None,
+            };
+            if untrusted.contains(entry.id.as_str()) && signer.is_none() {
+                continue;
+            }
+            let from = match &entry.event.origin {
+                Some(_) => entry.event.from.clone(),
+                None => Some(writer.clone()),
+            };
+            copies.push(NewEvent::copy_of(
+                &entry.event,
+                Provenance {
+                    id: entry.id.clone(),
+                    from,
+                    signer,
+                },
+            ));
+        }
+    }
+    let added = copies.len();
+    if added > 0 {
         let merged = JournalMerged {
             ours: mine.chain.clone(),
             theirs: other.chain.clone(),
             theirs_notes: theirs.to_string(),
-            events: missing.len(),
+            events: added,
+            untrusted: copies.iter().filter(|c| !c.is_vouched()).count(),
         };
-        journal::append(repo, id, NewEvent::new(Body::JournalMerged(merged)))?;
-        for entry in &missing {
-            journal::append(repo, id, NewEvent::copy_of(&entry.event, &entry.id))?;
-        }
+        let mut events = vec![NewEvent::new(Body::JournalMerged(merged))];
+        events.extend(copies);
+        journal::append_all(repo, id, events, head)?;
     }
-    // A notes commit with both sides as parents: the remote's is then an ancestor of ours.
+    // A notes commit with both sides as parents: the remote's is then an ancestor of ours,
+    // and the next push a fast-forward. Only our tree is read.
     let tip = repo.notes_tip(&notes_ref(id))?;
     let Some(tip_commit) = tip.commit else {
-        return Ok(missing.len());
+        return Ok(added);
     };
+    if tip_commit == theirs || repo.is_ancestor(theirs, tip_commit)? == Some(true) {
+        return Ok(added);
+    }
     let joined = repo.write_commit(tip.tree, &[tip_commit, theirs], &tip.message)?;
     cas(repo, &notes_ref(id), Some(tip_commit), joined)?;
-    Ok(missing.len())
+    Ok(added)
 }
 
 /// Where the copy of the remote's `name` is kept here; `None` for a branch (git keeps its
@@ -395,7 +586,9 @@ pub fn adopt(repo: &Repo, remote: &str, query: &str, steal: bool) -> Result<Sess
     };
     // Checked before anything is written here: a refusal leaves this clone as it was.
     let age = crate::time::Timestamp::now().secs() as i64 - session.updated;
-    let live = session.status == super::Status::Running && age < LEASE.as_secs() as i64;
+    let released = Checkpoint::read(repo, session.head)?.is_some_and(|cp| cp.trailers.released);
+    let live =
+        session.status == super::Status::Running && !released && age < LEASE.as_secs() as i64;
     if live && !steal {
         return Err(Error::LeaseHeld {
             session: session.name.clone(),
@@ -409,23 +602,37 @@ pub fn adopt(repo: &Repo, remote: &str, query: &str, steal: bool) -> Result<Sess
     settle_here(repo, remote, session)
 }
 
-/// The one session of `remote` (as of the last sync) that `query` names.
+/// The one session of `remote` (as of the last sync) that `query` names, once its
+/// trailers are what this clone would have written.
 fn find_remote(repo: &Repo, remote: &str, query: &str) -> Result<Session> {
     let mut candidates: Vec<Session> = list_remote(repo, remote)?
         .into_iter()
         .map(|r| r.session)
         .filter(|s| s.id.as_str() == query || s.name == query || s.id.as_str().starts_with(query))
         .collect();
-    match candidates.len() {
-        0 => Err(Error::UnknownSession {
-            query: query.to_owned(),
-        }),
-        1 => Ok(candidates.remove(0)),
-        _ => Err(Error::AmbiguousSession {
-            query: query.to_owned(),
-            candidates: candidates.iter().map(|s| s.id.to_string()).collect(),
-        }),
+    let session = match candidates.len() {
+        0 => {
+            return Err(Error::UnknownSession {
+                query: query.to_owned(),
+            })
+        }
+        1 => candidates.remove(0),
+        _ => {
+            return Err(Error::AmbiguousSession {
+                query: query.to_owned(),
+                candidates: candidates.iter().map(|s| s.id.to_string()).collect(),
+            })
+        }
+    };
+    let prefix = super::load_config(repo)?.sessions.branch_prefix;
+    if let Some(cp) = Checkpoint::read(repo, session.head)? {
+        check_remote_trailers(&cp.trailers, &prefix).map_err(|reason| Error::RemoteRefused {
+            remote: remote.to_owned(),
+            session: session.id.to_string(),
+            reason,
+        })?;
     }
+    Ok(session)
 }
 
 /// Copy a remote session's journal, stored texts and checkpoints into the local refs; the
@@ -433,10 +640,11 @@ fn find_remote(repo: &Repo, remote: &str, query: &str) -> Result<Session> {
 fn import_refs(repo: &Repo, remote: &str, session: &Session) -> Result<()> {
     let id = &session.id;
     let track = tracking_prefix(remote);
-    let mut copies = Vec::new();
+    // Their journal comes in as copies, trusted where an allowed signer vouched for them.
     if let Some(notes) = repo.read_ref(&format!("{track}notes/{id}"))? {
-        copies.push((notes_ref(id), notes));
+        merge_journals(repo, id, notes, remote, Some(session.head))?;
     }
+    let mut copies = Vec::new();
     let texts = format!("{track}sessions/{id}/texts/");
     for (name, value) in repo.refs_with_prefix(&texts)? {
         let rest = name.strip_prefix(&texts).unwrap_or_default();
@@ -522,6 +730,7 @@ fn settle_here(repo: &Repo, remote: &str, mut session: Session) -> Result<Sessio
         NewEvent::new(Body::WorktreeMoved(super::schema::WorktreeMoved {
             from: from.to_string_lossy().into_owned(),
             to: worktree.to_string_lossy().into_owned(),
+            clone: session.clone.clone(),
         }))
         .decision(Some(super::Decision::Human)),
     )?;

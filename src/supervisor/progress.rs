@@ -112,6 +112,8 @@ mod tests {
             body: Body::from_parts(kind.into(), detail),
             prev: None,
             origin: None,
+            from: None,
+            signer: None,
         }
     }
 

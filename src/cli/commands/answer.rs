@@ -51,7 +51,7 @@ pub fn cmd_answer(ctx: &Context, args: &AnswerArgs) -> Result<u8, CommandError> 
             let journal = session::read_journal(&repo, &s.id)?;
             let state = supervisor::RunState::replay(journal.events());
             if let Some(gate) = &state.gate {
-                eprint!("{}", e.render());
+                eprint!("{}", crate::cli::ui::safe_for_terminal(&e.render()));
                 let (done, total) = state.progress();
                 super::run::print_gate(&ctx.ui, gate, done, total, false);
                 return Ok(exit::GATED);

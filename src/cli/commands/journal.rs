@@ -117,6 +117,7 @@ fn show(ctx: &Context, args: &JournalArgs) -> Result<u8, CommandError> {
                     let mut v = json!(e.event);
                     v["checkpoint"] = json!(e.checkpoint.to_string());
                     v["rolled_back"] = json!(state.rolled_back.contains(&e.event.seq));
+                    v["trusted"] = json!(e.event.is_trusted());
                     v
                 })
                 .collect();
@@ -127,10 +128,17 @@ fn show(ctx: &Context, args: &JournalArgs) -> Result<u8, CommandError> {
             .line(session::render_markdown(&s, &journal).trim_end()),
         Format::Text => {
             let rows: Vec<Vec<String>> = journal
-                .events()
+                .entries
+                .iter()
+                .map(|e| &e.event)
                 .map(|e| {
                     let rolled_back = state.rolled_back.contains(&e.seq);
-                    let name = if rolled_back {
+                    let name = if !e.is_trusted() {
+                        ctx.ui.paint(
+                            format!("{} ({})", e.kind(), session::untrusted_note(e)),
+                            Style::Yellow,
+                        )
+                    } else if rolled_back {
                         ctx.ui
                             .paint(format!("{} (rolled back)", e.kind()), Style::Dim)
                     } else {

@@ -36,6 +36,7 @@ mod status;
 mod stories;
 mod sync;
 mod template;
+mod trust;
 mod undo;
 mod watch;
 mod workflow;
@@ -78,6 +79,8 @@ pub enum Command {
     Push(push::PushArgs),
     /// Fetch every session's state from a remote; bring local sessions up to date
     Sync(sync::SyncArgs),
+    /// Which machines' pushed journals are acted on; this clone's key line to trust it
+    Trust(trust::TrustArgs),
     /// The morning report: what each session did, what is done, what waits for you
     Report(report::ReportArgs),
     /// Check every invariant of the stored state; exit 1 if something needs repair
@@ -165,6 +168,7 @@ pub fn dispatch(ctx: &Context, command: Command) -> Result<u8, CommandError> {
         Command::Report(args) => report::cmd_report(ctx, &args),
         Command::Push(args) => push::cmd_push(ctx, &args),
         Command::Sync(args) => sync::cmd_sync(ctx, &args),
+        Command::Trust(args) => trust::cmd_trust(ctx, &args),
         Command::Doctor(args) => doctor::cmd_doctor(ctx, &args),
         Command::Scan(args) => scan::cmd_scan(ctx, &args),
         Command::Playbook(args) => playbook::cmd_playbook(ctx, &args),

@@ -14,7 +14,9 @@ use crate::session::{self, sync};
 /// in a way a fast-forward cannot take refuses it (exit 4): `git bmad sync` first.
 ///
 /// Journals and checkpoints go only to a remote that opted in, because checkpoints hold the
-/// worktree's untracked files: `git config bmad.<remote>.pushSessions true`.
+/// worktree's untracked files: `git config bmad.<remote>.pushSessions true`. A journal that
+/// leaves is signed with this clone's key first; with no run live here, the push also hands
+/// the session off, so another machine resumes it at once.
 #[derive(Debug, Args)]
 pub struct PushArgs {
     /// Session id, id prefix or name (default: the current worktree's session)
@@ -28,7 +30,11 @@ pub struct PushArgs {
 pub fn cmd_push(ctx: &Context, args: &PushArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
     let s = session::locate(&repo, args.session.as_deref())?;
-    let pushed = sync::push(&repo, &s, &args.remote)?;
+    // A run live in this clone keeps its lease; otherwise the push hands the session off.
+    let live = crate::policy::live_run::live_runs(repo.common_dir())
+        .iter()
+        .any(|dir| dir == &s.worktree || std::fs::canonicalize(dir).is_ok_and(|d| d == s.worktree));
+    let pushed = sync::push(&repo, &s, &args.remote, !live)?;
     if ctx.ui.json() {
         ctx.ui.print_json(&pushed);
         return Ok(exit::OK);

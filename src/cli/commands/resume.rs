@@ -91,6 +91,27 @@ pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> 
         Err(other) => return Err(other.into()),
     };
     let journal = session::read_journal(&repo, &s.id)?;
+    if supervisor::RunState::replay(journal.events())
+        .manifest
+        .is_none()
+    {
+        // A run only another clone's untrusted events speak of: its playbook never runs here.
+        if let Some(started) = journal
+            .untrusted()
+            .find(|e| matches!(e.body, session::Body::RunStarted(_)))
+        {
+            return Err(CommandError::policy(format!(
+                "the run of session {} was started {}: its playbook does not run here",
+                s.name,
+                session::untrusted_note(started)
+            ))
+            .hinted(format!(
+                "to trust that machine: run `git bmad trust show` there, add the line to {} on main through review, pull it here and git bmad sync; or start a run of your own: git bmad run <playbook> -s {}",
+                session::trust::ALLOWED_SIGNERS,
+                s.name
+            )));
+        }
+    }
     if adopted
         && supervisor::RunState::replay(journal.events())
             .manifest

@@ -86,6 +86,9 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
             })).collect::<Vec<_>>(),
             "last_event": last,
             "not_written_by_git_bmad": journal.unsealed,
+            "not_trusted": journal.untrusted().map(|e| serde_json::json!({
+                "seq": e.seq, "event": e.kind(), "step": e.step, "from": e.from,
+            })).collect::<Vec<_>>(),
         }));
         return Ok(exit::OK);
     }
@@ -182,6 +185,17 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
             Style::Red,
         ));
     }
+    let untrusted: Vec<&session::Event> = journal.untrusted().collect();
+    if let Some(first) = untrusted.first() {
+        ui.line(ui.paint(
+            format!(
+                "  journal      {} event(s) {}: shown, never acted on (`git bmad doctor` says how to trust another machine)",
+                untrusted.len(),
+                session::untrusted_note(first)
+            ),
+            Style::Yellow,
+        ));
+    }
     if !state.rolled_back.is_empty() {
         ui.line(format!(
             "  rollbacks    {} ({} events rolled back; `git bmad undo` reverses the last)",
@@ -261,6 +275,7 @@ fn watch(
                 );
             }
         } else if live {
+            let line = crate::cli::ui::safe_for_terminal(&line);
             let _ = write!(std::io::stdout(), "\r\x1b[K{line}");
             let _ = std::io::stdout().flush();
         } else if key != last_shown {

@@ -9,8 +9,12 @@ use crate::session::{self, sync};
 /// Fetch every session's journal, checkpoints and branch from a remote and bring the local
 /// sessions up to date.
 ///
-/// What only moved there is fast-forwarded here; a journal appended on both machines is
-/// merged (no event lost or doubled; a `journal_merged` event names both chain heads).
+/// Checkpoints that only moved there are fast-forwarded here; the journal never is: the
+/// remote's events this clone lacks are copied in after a `journal_merged` event (no event
+/// lost or doubled, no local event ever dropped). A copied event counts as state only when
+/// an allowed signer (`.bmad/allowed_signers` on main) signed it; others are shown as
+/// "not trusted" and never replayed. A remote checkpoint that would re-point a session that
+/// lives here (another name, branch, worktree or clone, with no trusted lease) is refused.
 /// Sessions that exist only on the remote are listed: `git bmad list --remote` shows them.
 /// Branches land in `refs/remotes/<remote>/`, as `git fetch` puts them; your own branches
 /// and worktrees are never touched.
@@ -43,6 +47,12 @@ pub fn cmd_sync(ctx: &Context, args: &SyncArgs) -> Result<u8, CommandError> {
             let what = match s.outcome.as_str() {
                 "new" => "only there (git bmad list --remote)".to_owned(),
                 "merged" => format!("journals merged, {} event(s) added", s.events_added),
+                "refused" => format!(
+                    "refused: {}",
+                    s.refused
+                        .as_deref()
+                        .unwrap_or("the remote's copy is not trusted")
+                ),
                 "fast_forwarded" => "brought up to date".to_owned(),
                 "ahead" => "ahead here (git bmad push publishes it)".to_owned(),
                 "diverged" => "checkpoints taken on both machines: left as they are".to_owned(),
@@ -56,6 +66,12 @@ pub fn cmd_sync(ctx: &Context, args: &SyncArgs) -> Result<u8, CommandError> {
         })
         .collect();
     ctx.ui.table(&["ID", "NAME", "SYNC"], &rows);
+    if synced.iter().any(|s| s.outcome == "refused") {
+        ctx.ui.warn(
+            "the remote holds what this clone would not have written for a session; nothing \
+             of it was taken but its events, kept as information (git bmad journal shows them)",
+        );
+    }
     if synced.iter().any(|s| s.outcome == "diverged") {
         ctx.ui.warn(
             "a session's checkpoints moved on both machines; pick one machine to go on \

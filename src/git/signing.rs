@@ -1,0 +1,208 @@
+//! SSH signatures, as git makes them for `gpg.format ssh`: `ssh-keygen -Y sign` with a
+//! namespace, checked with `ssh-keygen -Y verify` against a file in git's
+//! `allowedSignersFile` format (`<principal> [options] <key type> <key>` a line).
+//!
+//! The program is git's own choice (`gpg.ssh.program`, else `ssh-keygen` on `PATH`). Every
+//! call gets a cleared environment (no agent socket: a key is a file, and a missing key is
+//! an error, never a prompt).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use super::error::{Error, Result};
+
+/// The program that signs and verifies.
+#[derive(Clone, Debug)]
+pub struct SshSigner {
+    program: PathBuf,
+}
+
+impl SshSigner {
+    /// `program` (git's `gpg.ssh.program`) or `ssh-keygen` on `PATH`.
+    pub fn find(program: Option<&str>) -> Result<SshSigner> {
+        let name = program.unwrap_or("ssh-keygen");
+        let program = which::which(name).map_err(|_| Error::Signing {
+            what: format!("{name} was not found on PATH (Debian: apt-get install openssh-client)"),
+        })?;
+        Ok(SshSigner { program })
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.program);
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("LC_ALL", "C")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    fn run(&self, mut cmd: Command, input: Option<&[u8]>, what: &str) -> Result<Vec<u8>> {
+        if input.is_some() {
+            cmd.stdin(Stdio::piped());
+        }
+        let mut child = cmd.spawn().map_err(|e| Error::Signing {
+            what: format!("{what}: cannot run {}: {e}", self.program.display()),
+        })?;
+        if let (Some(data), Some(mut stdin)) = (input, child.stdin.take()) {
+            // A verifier that exits early closes its end: its exit status says why.
+            let _ = stdin.write_all(data);
+        }
+        let out = child.wait_with_output().map_err(|e| Error::Signing {
+            what: format!("{what}: {e}"),
+        })?;
+        if !out.status.success() {
+            return Err(Error::Signing {
+                what: format!(
+                    "{what}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                        .trim()
+                        .lines()
+                        .next()
+                        .unwrap_or("failed")
+                ),
+            });
+        }
+        Ok(out.stdout)
+    }
+
+    /// Make a passphrase-less ed25519 key at `path` (and `path.pub`), private to the user.
+    pub fn generate(&self, path: &Path, comment: &str) -> Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::Signing {
+                what: format!("cannot make {}: {e}", dir.display()),
+            })?;
+        }
+        let mut cmd = self.command();
+        cmd.args(["-q", "-t", "ed25519", "-N", "", "-C", comment, "-f"])
+            .arg(path);
+        self.run(cmd, None, "making a signing key").map(drop)
+    }
+
+    /// The public key of the private key at `path` (`<type> <base64>`, no comment).
+    pub fn public_key(&self, path: &Path) -> Result<String> {
+        let mut cmd = self.command();
+        cmd.arg("-y").arg("-f").arg(path);
+        let out = self.run(cmd, None, "reading the signing key")?;
+        let text = String::from_utf8_lossy(&out);
+        let mut words = text.split_whitespace();
+        match (words.next(), words.next()) {
+            (Some(kind), Some(key)) => Ok(format!("{kind} {key}")),
+            _ => Err(Error::Signing {
+                what: format!("{} holds no public key", path.display()),
+            }),
+        }
+    }
+
+    /// An armored SSH signature of `data` by the private key at `key`, in `namespace`.
+    pub fn sign(&self, key: &Path, namespace: &str, data: &[u8]) -> Result<String> {
+        let mut cmd = self.command();
+        cmd.args(["-Y", "sign", "-n", namespace, "-f"]).arg(key);
+        let out = self.run(cmd, Some(data), "signing")?;
+        String::from_utf8(out).map_err(|_| Error::Signing {
+            what: "the signature is not text".into(),
+        })
+    }
+
+    /// The principal of `allowed_signers` (the file's text) whose key made `signature` of
+    /// `data` in `namespace`; `None` when no allowed key did, or the signature is bad.
+    pub fn verify(
+        &self,
+        allowed_signers: &str,
+        namespace: &str,
+        data: &[u8],
+        signature: &str,
+    ) -> Result<Option<String>> {
+        if !signature.starts_with("-----BEGIN SSH SIGNATURE-----") {
+            return Ok(None);
+        }
+        let dir = tempfile::tempdir().map_err(|e| Error::Signing {
+            what: format!("a temporary directory: {e}"),
+        })?;
+        let allowed = dir.path().join("allowed_signers");
+        let sig = dir.path().join("signature");
+        let write = |path: &Path, text: &str| {
+            std::fs::write(path, text).map_err(|e| Error::Signing {
+                what: format!("{}: {e}", path.display()),
+            })
+        };
+        write(&allowed, allowed_signers)?;
+        write(&sig, signature)?;
+        let mut find = self.command();
+        find.args(["-Y", "find-principals", "-f"])
+            .arg(&allowed)
+            .arg("-s")
+            .arg(&sig);
+        let principals = match self.run(find, None, "finding the signer") {
+            Ok(out) => String::from_utf8_lossy(&out).into_owned(),
+            // No allowed key made it (or it is no signature at all).
+            Err(_) => return Ok(None),
+        };
+        for principal in principals.lines().map(str::trim).filter(|p| !p.is_empty()) {
+            let mut verify = self.command();
+            verify
+                .args(["-Y", "verify", "-n", namespace, "-f"])
+                .arg(&allowed)
+                .args(["-I", principal, "-s"])
+                .arg(&sig);
+            if self.run(verify, Some(data), "verifying").is_ok() {
+                return Ok(Some(principal.to_owned()));
+            }
+        }
+        Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_signature_verifies_for_its_principal_only_over_the_same_data() {
+        let Ok(signer) = SshSigner::find(None) else {
+            panic!("ssh-keygen is required (openssh-client)");
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        signer.generate(&a, "a").unwrap();
+        signer.generate(&b, "b").unwrap();
+        let allowed = format!("alice {}\n", signer.public_key(&a).unwrap());
+        let sig = signer.sign(&a, "git-bmad", b"chain 1").unwrap();
+        assert_eq!(
+            signer
+                .verify(&allowed, "git-bmad", b"chain 1", &sig)
+                .unwrap(),
+            Some("alice".into())
+        );
+        // Other data, another namespace, another key, no signature at all: nobody.
+        assert_eq!(
+            signer
+                .verify(&allowed, "git-bmad", b"chain 2", &sig)
+                .unwrap(),
+            None
+        );
+        assert_eq!(
+            signer.verify(&allowed, "git", b"chain 1", &sig).unwrap(),
+            None
+        );
+        let by_b = signer.sign(&b, "git-bmad", b"chain 1").unwrap();
+        assert_eq!(
+            signer
+                .verify(&allowed, "git-bmad", b"chain 1", &by_b)
+                .unwrap(),
+            None
+        );
+        assert_eq!(
+            signer
+                .verify(&allowed, "git-bmad", b"chain 1", "forged")
+                .unwrap(),
+            None
+        );
+        assert_eq!(
+            signer.verify("", "git-bmad", b"chain 1", &sig).unwrap(),
+            None
+        );
+    }
+}
