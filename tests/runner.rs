@@ -33,5 +33,6 @@ mod test_start;
 mod test_stories;
 mod test_supervisor;
 mod test_sync;
+mod test_trust;
 mod test_watch;
 mod test_workflow;

@@ -675,4 +675,52 @@ fn the_exported_pre_receive_hook_holds_on_the_server_whatever_the_client_skips()
         server(&["--no-verify", "origin", ":refs/tags/v1"]),
         "tag-rewrite",
     );
+
+    // A secret in a message, an annotated tag, a blob pushed as a ref: refused.
+    let secret = "sk_live_4kR9tQ2mZ7xW1pL8vN3bH6cJ";
+    fx.git(&[
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        &format!("key {secret}"),
+    ]);
+    refused(server(&["--no-verify", "origin", "feat"]), "secret");
+    fx.git(&["reset", "-q", "--hard", "HEAD~1"]);
+    fx.git(&["tag", "-a", "v2", "-m", &format!("key {secret}")]);
+    refused(server(&["--no-verify", "origin", "v2"]), "secret");
+    write(&fx.repo, "blob.txt", &format!("STRIPE={secret}\n"));
+    let blob = fx.git(&["hash-object", "-w", "blob.txt"]);
+    refused(
+        server(&[
+            "--no-verify",
+            "origin",
+            &format!("{}:refs/bmad/blob", blob.trim()),
+        ]),
+        "secret",
+    );
+    std::fs::remove_file(fx.repo.join("blob.txt")).unwrap();
+
+    // git-bmad's state only ever fast-forwards: no rewrite, no deletion.
+    let one = fx.git(&["commit-tree", "HEAD^{tree}", "-m", "one"]);
+    let run = server(&[
+        "--no-verify",
+        "origin",
+        &format!("{}:refs/notes/bmad/x", one.trim()),
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let other = fx.git(&["commit-tree", "HEAD^{tree}", "-m", "other"]);
+    refused(
+        server(&[
+            "--no-verify",
+            "--force",
+            "origin",
+            &format!("{}:refs/notes/bmad/x", other.trim()),
+        ]),
+        "bmad-state",
+    );
+    refused(
+        server(&["--no-verify", "origin", ":refs/notes/bmad/x"]),
+        "bmad-state",
+    );
 }

@@ -47,7 +47,11 @@ pub fn pre_receive(protected: &[String]) -> String {
 #   - a non-fast-forward update of any branch (a force push);
 #   - an update or deletion of a protected branch (creating one the server lacks is allowed);
 #   - moving or deleting a tag;
-#   - new commits whose added lines hold a high-confidence secret (at most MAX_COMMITS per ref).
+#   - any rewrite or deletion of git-bmad's state (refs/bmad/*, refs/notes/bmad/*: they only
+#     ever fast-forward);
+#   - a high-confidence secret in what a push adds: new commits' added lines (merges as a
+#     combined diff) and messages, annotated tags, blobs and trees pushed as refs (at most
+#     MAX_COMMITS commits per ref).
 PROTECTED={protected}
 # `refuse`: protected branches change only through the hosting service's reviewed merges.
 # `fast-forward`: people may fast-forward them by pushing (a server without pull requests).
@@ -84,11 +88,31 @@ while read -r old new ref; do
         refuse push-to-protected "$ref" "protected: it changes only through reviewed merges"
       fi
       ;;
+    refs/bmad/*|refs/notes/bmad/*)
+      if [ "$new" = "$zero" ]; then
+        refuse bmad-state "$ref" "git-bmad's journals and checkpoints are never deleted"
+      elif [ "$old" != "$zero" ] && ! git merge-base --is-ancestor "$old" "$new" 2>/dev/null; then
+        refuse bmad-state "$ref" "git-bmad's journals and checkpoints only ever fast-forward"
+      fi
+      ;;
   esac
   [ "$new" = "$zero" ] && continue
-  git log -p -U0 --text --no-color --no-ext-diff --no-textconv --no-renames --format='commit %H' \
-    --max-count="$MAX_COMMITS" "$new" --not --all -- 2>/dev/null |
-    sed -n -e '/^+++ /d' -e 's/^+//p' > "$added"
+  case "$(git cat-file -t "$new" 2>/dev/null)" in
+    blob) git cat-file blob "$new" > "$added" ;;
+    tree)
+      git ls-tree -r "$new" | awk '$2 == "blob" {{ print $3 }}' | head -n 1000 |
+        while read -r blob; do git cat-file blob "$blob"; done > "$added"
+      ;;
+    *)
+      {{
+        git log -p --cc -U0 --text --no-color --no-ext-diff --no-textconv --no-renames \
+          --format='commit %H' --max-count="$MAX_COMMITS" "$new" --not --all -- 2>/dev/null |
+          sed -n -e '/^+++ /d' -e 's/^+//p'
+        git log --format=%B --max-count="$MAX_COMMITS" "$new" --not --all 2>/dev/null
+        [ "$(git cat-file -t "$new")" = tag ] && git cat-file tag "$new"
+      }} > "$added"
+      ;;
+  esac
   found=$(secrets | sort -u | tr '\n' ' ')
   [ -z "$found" ] || refuse secret "$ref" "the pushed commits add a secret ($found); remove it from history and rotate it"
 done

@@ -291,11 +291,7 @@ fn check_session(
         f.add(
             Severity::Warning,
             Some(id),
-            format!(
-                "{} event(s) of the journal are copies {}: no allowed signer vouched for them, so they are shown and never acted on",
-                untrusted.len(),
-                super::render::untrusted_note(first)
-            ),
+            format!("{} event(s) of the journal are copies {}: no allowed signer vouched for them, so they are shown and never acted on", untrusted.len(), super::render::untrusted_note(first)),
             Some(format!(
                 "to trust that machine: run `git bmad trust show` there and add the line it prints to {} on main through review, then git bmad sync",
                 super::trust::ALLOWED_SIGNERS

@@ -10,6 +10,7 @@
 //! The state of a session is a pure function of its journal ([`state::SessionState::replay`]);
 //! the trailers on the newest checkpoint summarise it so listing sessions reads one commit each.
 
+mod adopt;
 mod checkpoint;
 pub mod closeout;
 mod deferred;
