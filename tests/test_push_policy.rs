@@ -699,7 +699,30 @@ fn the_exported_pre_receive_hook_holds_on_the_server_whatever_the_client_skips()
         ]),
         "secret",
     );
+    fx.git(&["add", "blob.txt"]);
+    let tree = fx.git(&["write-tree"]);
+    fx.git(&["reset", "-q"]);
+    refused(
+        server(&[
+            "--no-verify",
+            "origin",
+            &format!("{}:refs/bmad/tree", tree.trim()),
+        ]),
+        "secret",
+    );
     std::fs::remove_file(fx.repo.join("blob.txt")).unwrap();
+
+    // A secret only a merge's resolution adds: the combined diff shows it.
+    fx.git(&["checkout", "-q", "-b", "side"]);
+    commit(&fx.env, &fx.repo, "side.txt", "s\n");
+    fx.git(&["checkout", "-q", "feat"]);
+    commit(&fx.env, &fx.repo, "feat2.txt", "f\n");
+    fx.git(&["merge", "-q", "--no-commit", "--no-ff", "side"]);
+    write(&fx.repo, "deploy.sh", &format!("export STRIPE={secret}\n"));
+    fx.git(&["add", "deploy.sh"]);
+    fx.git(&["commit", "-q", "--no-verify", "-m", "merge side"]);
+    refused(server(&["--no-verify", "origin", "feat"]), "secret");
+    fx.git(&["reset", "-q", "--hard", "HEAD~1"]);
 
     // git-bmad's state only ever fast-forwards: no rewrite, no deletion.
     let one = fx.git(&["commit-tree", "HEAD^{tree}", "-m", "one"]);

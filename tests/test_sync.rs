@@ -309,3 +309,40 @@ fn a_squash_merge_keeps_the_session_trailer_and_a_rebase_keeps_the_journal() {
     );
     assert_eq!(message.trim(), id, "{message}");
 }
+
+#[test]
+fn a_push_during_a_live_run_keeps_the_lease_and_one_after_it_hands_the_session_off() {
+    let env = TestEnv::new();
+    let (a, b, _remote) = two_machines(&env);
+    trust_each_other(&env, &a, &[&b]);
+    env.git(&a, &["config", "bmad.origin.pushSessions", "true"]);
+    // A step that waits (bounded) for the test to let it finish.
+    write(
+        &a,
+        ".bmad/playbooks/slow.yaml",
+        "steps:\n  - {id: wait, runner: shell, command: 'touch started; i=0; while [ ! -f go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; echo done > out.txt'}\n",
+    );
+    let (_id, wt_a) = env.start(&a, "feat");
+    let mut run = env.spawn_group(&wt_a, &["run", "slow"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !wt_a.join("started").exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    assert!(wt_a.join("started").exists(), "the step never started");
+
+    // Pushed while the run is live in A: the lease stays, B needs --steal.
+    env.bmad(&a, &["push", "feat"]).success();
+    env.bmad(&b, &["sync"]).success();
+    let held = env.bmad(&b, &["resume", "feat"]).code(1);
+    assert!(held.stderr.contains("--steal"), "{}", held.stderr);
+    assert!(!env.root().join("b.feat").exists());
+
+    write(&wt_a, "go", "");
+    assert!(run.wait().unwrap().success());
+    assert_eq!(read(&wt_a, "out.txt"), "done\n");
+    // Pushed again with the run over: handed off, B takes it at once.
+    env.bmad(&a, &["push", "feat"]).success();
+    env.bmad(&b, &["sync"]).success();
+    env.bmad(&b, &["resume", "feat"]).success();
+    assert_eq!(read(&env.root().join("b.feat"), "out.txt"), "done\n");
+}

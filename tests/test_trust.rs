@@ -29,15 +29,9 @@ fn chain_link(prev: &str, line: &str) -> String {
     format!("{:x}", hash.finalize())
 }
 
-/// Append `events` (kind, step, decision, detail) to session `id`'s journal on the remote,
-/// chained to its real tip exactly as git-bmad would chain them; push the notes as a
-/// fast-forward. Returns the checkpoint they hang on.
-fn forge_events(
-    env: &TestEnv,
-    evil: &Path,
-    id: &str,
-    events: &[(&str, Option<&str>, &str, Value)],
-) {
+/// Fetch session `id`'s journal and checkpoints from the remote into the attacker's clone
+/// (`refs/notes/evil`, `refs/evil-cp`); the newest checkpoint, whose note new lines go on.
+fn fetch_session(env: &TestEnv, evil: &Path, id: &str) -> String {
     env.git(
         evil,
         &[
@@ -48,6 +42,39 @@ fn forge_events(
             &format!("+refs/bmad/sessions/{id}/checkpoints:refs/evil-cp"),
         ],
     );
+    env.git(evil, &["rev-parse", "refs/evil-cp"])
+        .trim()
+        .to_owned()
+}
+
+/// Make `note` the note of checkpoint `head` and push the notes to session `id`'s journal
+/// on the remote, as a fast-forward.
+fn push_note(env: &TestEnv, evil: &Path, id: &str, head: &str, note: &str) {
+    write(evil, "note.txt", note);
+    env.git(
+        evil,
+        &["notes", "--ref=evil", "add", "-f", "-F", "note.txt", head],
+    );
+    env.git(
+        evil,
+        &[
+            "push",
+            "-q",
+            "origin",
+            &format!("refs/notes/evil:refs/notes/bmad/{id}"),
+        ],
+    );
+}
+
+/// Append `events` (kind, step, decision, detail) to session `id`'s journal on the remote,
+/// chained to its real tip exactly as git-bmad would chain them.
+fn forge_events(
+    env: &TestEnv,
+    evil: &Path,
+    id: &str,
+    events: &[(&str, Option<&str>, &str, Value)],
+) {
+    let head = fetch_session(env, evil, id);
     let message = env.git(evil, &["log", "-1", "--format=%B", "refs/notes/evil"]);
     let trailer = |key: &str| {
         message
@@ -60,10 +87,6 @@ fn forge_events(
     };
     let mut seq: u64 = trailer("Bmad-Seq").parse().unwrap();
     let mut chain = trailer("Bmad-Chain");
-    let head = env
-        .git(evil, &["rev-parse", "refs/evil-cp"])
-        .trim()
-        .to_owned();
     let mut note = env.git(evil, &["notes", "--ref=evil", "show", &head]);
     for (kind, step, decision, detail) in events {
         seq += 1;
@@ -80,20 +103,7 @@ fn forge_events(
         note.push_str(&line);
         note.push('\n');
     }
-    write(evil, "note.txt", &note);
-    env.git(
-        evil,
-        &["notes", "--ref=evil", "add", "-f", "-F", "note.txt", &head],
-    );
-    env.git(
-        evil,
-        &[
-            "push",
-            "-q",
-            "origin",
-            &format!("refs/notes/evil:refs/notes/bmad/{id}"),
-        ],
-    );
+    push_note(env, evil, id, &head, &note);
 }
 
 /// A checkpoint commit on top of the remote's chain of `id` (or a new chain), with these
@@ -102,18 +112,7 @@ fn forge_checkpoint(env: &TestEnv, evil: &Path, id: &str, trailers: &str, new: b
     let parent = if new {
         env.git(evil, &["rev-parse", "HEAD"]).trim().to_owned()
     } else {
-        env.git(
-            evil,
-            &[
-                "fetch",
-                "-q",
-                "origin",
-                &format!("+refs/bmad/sessions/{id}/checkpoints:refs/evil-cp"),
-            ],
-        );
-        env.git(evil, &["rev-parse", "refs/evil-cp"])
-            .trim()
-            .to_owned()
+        fetch_session(env, evil, id)
     };
     let tree = env
         .git(evil, &["rev-parse", "HEAD^{tree}"])
@@ -283,27 +282,8 @@ fn a_remote_journal_that_drops_a_local_violation_cannot_erase_it() {
 
     // The attacker re-writes the journal without it, re-chained, as a fast-forward.
     let evil = attacker(&env, &remote);
-    env.git(
-        &evil,
-        &[
-            "fetch",
-            "-q",
-            "origin",
-            &format!("+refs/notes/bmad/{id}:refs/notes/evil"),
-            &format!("+refs/bmad/sessions/{id}/checkpoints:refs/evil-cp"),
-        ],
-    );
-    let head = env
-        .git(&evil, &["rev-parse", "refs/evil-cp"])
-        .trim()
-        .to_owned();
-    let note = env.git(&evil, &["notes", "--ref=evil", "show", &head]);
-    let kept: Vec<&str> = note
-        .lines()
-        .filter(|l| !l.contains("policy_violation") && !l.trim().is_empty())
-        .collect();
+    let head = fetch_session(&env, &evil, &id);
     // Re-sealed from the genesis as git-bmad would; earlier notes hold the earlier events.
-    let _ = kept;
     let mut chain = chain_link("bmad-journal", &id);
     let all = env.git(&evil, &["notes", "--ref=evil", "list"]);
     let mut lines: Vec<Value> = Vec::new();
@@ -334,20 +314,7 @@ fn a_remote_journal_that_drops_a_local_violation_cannot_erase_it() {
         let object = entry.split_whitespace().nth(1).unwrap();
         env.git(&evil, &["notes", "--ref=evil", "remove", object]);
     }
-    write(&evil, "note.txt", &text);
-    env.git(
-        &evil,
-        &["notes", "--ref=evil", "add", "-f", "-F", "note.txt", &head],
-    );
-    env.git(
-        &evil,
-        &[
-            "push",
-            "-q",
-            "origin",
-            &format!("refs/notes/evil:refs/notes/bmad/{id}"),
-        ],
-    );
+    push_note(&env, &evil, &id, &head, &text);
 
     env.bmad(&a, &["sync"]).success();
     let after = events_of(&env, &a, &id);
@@ -422,6 +389,49 @@ fn remote_trailers_never_re_point_a_session_and_remote_names_are_checked() {
         let resumed = env.bmad(&a, &["resume", bad_id]).code(1);
         assert!(resumed.stderr.contains("refused"), "{}", resumed.stderr);
     }
+    // Refs holding no checkpoint or no journal (a blob, a tree): refused, and every other
+    // session still syncs.
+    let blob = env
+        .git(&evil, &["hash-object", "-w", "README.md"])
+        .trim()
+        .to_owned();
+    let tree = env
+        .git(&evil, &["rev-parse", "HEAD^{tree}"])
+        .trim()
+        .to_owned();
+    for (object, reference) in [
+        (
+            &blob,
+            "refs/bmad/sessions/20260101-000000-b10b00/checkpoints".to_owned(),
+        ),
+        (
+            &tree,
+            "refs/bmad/sessions/20260101-000000-7ee000/checkpoints".to_owned(),
+        ),
+        (&blob, format!("refs/notes/bmad/{id}")),
+    ] {
+        env.git(
+            &evil,
+            &[
+                "push",
+                "-q",
+                "--force",
+                "origin",
+                &format!("{object}:{reference}"),
+            ],
+        );
+    }
+    let synced = env.bmad(&a, &["sync", "--json"]).success().json();
+    for junk in ["20260101-000000-b10b00", "20260101-000000-7ee000"] {
+        let row = synced
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["session"] == junk)
+            .unwrap();
+        assert_eq!(row["outcome"], "refused", "{synced:#}");
+    }
+    env.bmad(&a, &["list", "--remote", "origin"]).success();
     assert!(!env.root().parent().unwrap().join("escape").exists());
     assert_eq!(env.git(&a, &["rev-parse", "main"]), main_before);
     assert_eq!(read(&a, "README.md"), "# project\n");

@@ -3,8 +3,8 @@
 //! `allowedSignersFile` format (`<principal> [options] <key type> <key>` a line).
 //!
 //! The program is git's own choice (`gpg.ssh.program`, else `ssh-keygen` on `PATH`). Every
-//! call gets a cleared environment (no agent socket: a key is a file, and a missing key is
-//! an error, never a prompt).
+//! call gets a cleared environment and no terminal input; signing alone keeps the ssh-agent
+//! socket, for a `user.signingKey` whose private half the agent holds.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -81,12 +81,24 @@ impl SshSigner {
         self.run(cmd, None, "making a signing key").map(drop)
     }
 
-    /// The public key of the private key at `path` (`<type> <base64>`, no comment).
+    /// The public key of the key at `path` (`<type> <base64>`, no comment): the file itself
+    /// when it is the public half, its `.pub` beside it, else derived from the private key.
     pub fn public_key(&self, path: &Path) -> Result<String> {
-        let mut cmd = self.command();
-        cmd.arg("-y").arg("-f").arg(path);
-        let out = self.run(cmd, None, "reading the signing key")?;
-        let text = String::from_utf8_lossy(&out);
+        let mut beside = path.as_os_str().to_owned();
+        beside.push(".pub");
+        let text = match [path, Path::new(&beside)]
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "pub"))
+            .find_map(|p| std::fs::read_to_string(p).ok())
+        {
+            Some(text) => text,
+            None => {
+                let mut cmd = self.command();
+                cmd.arg("-y").arg("-f").arg(path);
+                let out = self.run(cmd, None, "reading the signing key")?;
+                String::from_utf8_lossy(&out).into_owned()
+            }
+        };
         let mut words = text.split_whitespace();
         match (words.next(), words.next()) {
             (Some(kind), Some(key)) => Ok(format!("{kind} {key}")),
@@ -96,9 +108,13 @@ impl SshSigner {
         }
     }
 
-    /// An armored SSH signature of `data` by the private key at `key`, in `namespace`.
+    /// An armored SSH signature of `data` by the key at `key`, in `namespace`: a private key
+    /// file, or a public one whose private half ssh-agent holds (the one variable let through).
     pub fn sign(&self, key: &Path, namespace: &str, data: &[u8]) -> Result<String> {
         let mut cmd = self.command();
+        if let Some(agent) = std::env::var_os("SSH_AUTH_SOCK") {
+            cmd.env("SSH_AUTH_SOCK", agent);
+        }
         cmd.args(["-Y", "sign", "-n", namespace, "-f"]).arg(key);
         let out = self.run(cmd, Some(data), "signing")?;
         String::from_utf8(out).map_err(|_| Error::Signing {

@@ -324,6 +324,7 @@ mod tests {
             updated: 0,
             clone: None,
             elsewhere: false,
+            released: false,
         }
     }
 

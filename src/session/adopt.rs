@@ -42,9 +42,9 @@ pub fn adopt(repo: &Repo, remote: &str, query: &str, steal: bool) -> Result<Sess
     };
     // Checked before anything is written here: a refusal leaves this clone as it was.
     let age = crate::time::Timestamp::now().secs() as i64 - session.updated;
-    let released = Checkpoint::read(repo, session.head)?.is_some_and(|cp| cp.trailers.released);
-    let live =
-        session.status == super::Status::Running && !released && age < LEASE.as_secs() as i64;
+    let live = session.status == super::Status::Running
+        && !session.released
+        && age < LEASE.as_secs() as i64;
     if live && !steal {
         return Err(Error::LeaseHeld {
             session: session.name.clone(),
@@ -82,10 +82,12 @@ fn find_remote(repo: &Repo, remote: &str, query: &str) -> Result<Session> {
     };
     let prefix = super::load_config(repo)?.sessions.branch_prefix;
     if let Some(cp) = Checkpoint::read(repo, session.head)? {
-        check_remote_trailers(&cp.trailers, &prefix).map_err(|reason| Error::RemoteRefused {
-            remote: remote.to_owned(),
-            session: session.id.to_string(),
-            reason,
+        check_remote_trailers(&cp.trailers, &session.id, &prefix).map_err(|reason| {
+            Error::RemoteRefused {
+                remote: remote.to_owned(),
+                session: session.id.to_string(),
+                reason,
+            }
         })?;
     }
     Ok(session)

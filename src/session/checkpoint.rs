@@ -141,9 +141,15 @@ impl Checkpoint {
             .collect())
     }
 
-    /// Read a checkpoint commit; `None` if the commit is not one.
+    /// Read a checkpoint commit; `None` if the object is not one (not a commit, or a commit
+    /// without checkpoint trailers: a ref a remote filled with something else, say).
     pub fn read(repo: &Repo, id: ObjectId) -> Result<Option<Checkpoint>> {
-        let info = repo.commit_info(id)?;
+        let info = match repo.commit_info(id) {
+            Ok(info) => info,
+            // Asked only on failure: the common case reads the object once.
+            Err(_) if !repo.is_commit(id) => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
         let Some(trailers) = Trailers::parse(&info.message) else {
             return Ok(None);
         };

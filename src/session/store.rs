@@ -47,6 +47,10 @@ pub struct Session {
     /// Whether it lives in another clone of the repository (resumed on another machine):
     /// its worktree path is that machine's, so nothing here checks or prunes it.
     pub elsewhere: bool,
+    /// Whether its newest checkpoint hands it off (`Bmad-Lease: released`): another clone
+    /// may take it at once.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub released: bool,
 }
 
 impl Session {
@@ -80,6 +84,7 @@ impl Session {
             worktree_exists: !elsewhere && worktree.is_dir(),
             elsewhere,
             clone: cp.trailers.clone,
+            released: cp.trailers.released,
             worktree,
             id,
             name: cp.trailers.name,

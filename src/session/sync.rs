@@ -75,10 +75,9 @@ pub fn push(repo: &Repo, session: &Session, remote: &str, release: bool) -> Resu
         .unwrap_or(false);
     let mut refs = vec![session.branch.clone()];
     if state {
-        let running = super::store::get(repo, &session.id)?
-            .is_some_and(|s| s.status == super::Status::Running && !s.elsewhere);
-        let head = Checkpoint::read(repo, session.head)?;
-        if release && running && !head.is_some_and(|h| h.trailers.released) {
+        let holds_lease =
+            session.status == super::Status::Running && !session.elsewhere && !session.released;
+        if release && holds_lease {
             super::checkpoint::extend_chain(
                 repo,
                 session,
@@ -229,9 +228,7 @@ fn sync_session(
     let track = tracking_prefix(remote);
     let their_notes = repo.read_ref(&format!("{track}notes/{id}"))?;
     let their_head = Checkpoint::read(repo, theirs)?;
-    let name = their_head
-        .as_ref()
-        .map(|cp| crate::text::terminal_safe(&cp.trailers.name));
+    let name = their_head.as_ref().map(|cp| cp.trailers.name.clone());
     let mut synced = Synced {
         session: id.to_string(),
         name,
@@ -239,13 +236,22 @@ fn sync_session(
         events_added: 0,
         refused: None,
     };
+    let their_head = match their_head {
+        Some(cp) => cp,
+        None => {
+            synced.outcome = "refused".into();
+            synced.refused = Some(format!(
+                "the remote's {} holds no checkpoint",
+                checkpoints_ref(id)
+            ));
+            return Ok(synced);
+        }
+    };
     let Some(ours) = repo.read_ref(&checkpoints_ref(id))? else {
         synced.outcome = "new".into();
-        if let Some(cp) = &their_head {
-            if let Err(reason) = check_remote_trailers(&cp.trailers, branch_prefix) {
-                synced.outcome = "refused".into();
-                synced.refused = Some(reason);
-            }
+        if let Err(reason) = check_remote_trailers(&their_head.trailers, id, branch_prefix) {
+            synced.outcome = "refused".into();
+            synced.refused = Some(reason);
         }
         return Ok(synced);
     };
@@ -256,6 +262,8 @@ fn sync_session(
         return Ok(synced);
     }
     let notes = match their_notes {
+        // Nothing there, or not a notes commit: no journal to take events from.
+        Some(t) if !repo.is_commit(t) => Step::Same,
         None => Step::Same,
         Some(t) => {
             let added = merge_journals(repo, id, t, remote, None)?;
@@ -268,7 +276,7 @@ fn sync_session(
         }
     };
     let checkpoints = match checkpoints {
-        Step::Forwarded => match may_forward(repo, id, ours, theirs)? {
+        Step::Forwarded => match may_forward(repo, id, ours, &their_head)? {
             Ok(()) => {
                 cas(repo, &checkpoints_ref(id), Some(ours), theirs)?;
                 Step::Forwarded
@@ -291,14 +299,20 @@ fn sync_session(
     Ok(synced)
 }
 
-/// Whether the remote's trailers describe a session this clone would have written: a plain
-/// name, its branch `refs/heads/<prefix><name>`, a clone id of the right form. The reason
-/// when they do not, naming what came from the remote.
+/// Whether the remote's trailers describe a session this clone would have written: the
+/// session `id` its ref names, a plain name, its branch `refs/heads/<prefix><name>`, a clone
+/// id of the right form. The reason when they do not, naming what came from the remote.
 pub fn check_remote_trailers(
     t: &super::checkpoint::Trailers,
+    id: &SessionId,
     branch_prefix: &str,
 ) -> std::result::Result<(), String> {
-    let safe = crate::text::terminal_safe;
+    if t.session != id.as_str() {
+        return Err(format!(
+            "the remote's checkpoint for session {id} says it is session {}",
+            t.session
+        ));
+    }
     if let Err(e) = super::lifecycle::validate_name(&t.name) {
         return Err(format!("the remote's session name is refused: {e}"));
     }
@@ -306,15 +320,13 @@ pub fn check_remote_trailers(
     if t.branch != branch {
         return Err(format!(
             "the remote says session {} is on branch {}, not {branch}",
-            t.name,
-            safe(&t.branch)
+            t.name, t.branch
         ));
     }
     if let Some(clone) = &t.clone {
         if SessionId::parse(clone).is_none() {
             return Err(format!(
-                "the remote names a clone {} that is no clone id",
-                safe(clone)
+                "the remote names a clone {clone} that is no clone id"
             ));
         }
     }
@@ -327,16 +339,12 @@ fn may_forward(
     repo: &Repo,
     id: &SessionId,
     ours: ObjectId,
-    theirs: ObjectId,
+    theirs: &Checkpoint,
 ) -> Result<std::result::Result<(), String>> {
-    let (Some(ours), Some(theirs)) = (
-        Checkpoint::read(repo, ours)?,
-        Checkpoint::read(repo, theirs)?,
-    ) else {
-        return Ok(Err("the remote's checkpoint is not a checkpoint".into()));
+    let Some(ours) = Checkpoint::read(repo, ours)? else {
+        return Ok(Err("the local checkpoint ref holds no checkpoint".into()));
     };
     let (o, t) = (&ours.trailers, &theirs.trailers);
-    let safe = crate::text::terminal_safe;
     for (what, mine, other) in [
         ("name", &o.name, &t.name),
         ("branch", &o.branch, &t.branch),
@@ -345,9 +353,7 @@ fn may_forward(
     ] {
         if mine != other {
             return Ok(Err(format!(
-                "the remote's checkpoint re-points the session's {what} from {} to {}",
-                safe(mine),
-                safe(other)
+                "the remote's checkpoint re-points the session's {what} from {mine} to {other}"
             )));
         }
     }
@@ -360,8 +366,8 @@ fn may_forward(
         (Some(leased), Some(clone)) if &leased == clone => Ok(Ok(())),
         _ => Ok(Err(format!(
             "the remote's checkpoint says the session moved to clone {} at {}, and no trusted lease says so (git bmad doctor says how to trust another machine)",
-            t.clone.as_deref().map(safe).unwrap_or_else(|| "-".into()),
-            safe(&t.worktree)
+            t.clone.as_deref().unwrap_or("-"),
+            t.worktree
         ))),
     }
 }
@@ -427,18 +433,15 @@ pub(super) fn merge_journals(
 ) -> Result<usize> {
     let mine = journal::read(repo, id)?;
     let other = journal::read_at(repo, id, Some(theirs))?;
-    let trusted: BTreeSet<&str> = mine
-        .entries
-        .iter()
-        .filter(|e| e.event.is_trusted())
-        .map(|e| e.id.as_str())
-        .collect();
-    let untrusted: BTreeSet<&str> = mine
-        .entries
-        .iter()
-        .filter(|e| !e.event.is_trusted())
-        .map(|e| e.id.as_str())
-        .collect();
+    let (mut trusted, mut untrusted) = (BTreeSet::new(), BTreeSet::new());
+    for e in &mine.entries {
+        let set = if e.event.is_trusted() {
+            &mut trusted
+        } else {
+            &mut untrusted
+        };
+        set.insert(e.id.as_str());
+    }
     let own = |e: &JournalEntry| {
         matches!(
             e.event.body,

@@ -88,19 +88,14 @@ fn signer(repo: &Repo) -> Result<SshSigner> {
 /// This clone's signing key; made (with its clone id) when `make` and there is none yet.
 pub fn own_key(repo: &Repo, make: bool) -> Result<Option<OwnKey>> {
     let signer = signer(repo)?;
+    // As git takes it: a private key file, or a public one whose private half is beside it
+    // or held by ssh-agent.
     let user_key = repo
         .config_string("gpg.format")
         .filter(|f| f == "ssh")
         .and_then(|_| repo.config_string("user.signingKey"))
         .filter(|k| !k.starts_with("key::"))
-        .map(|k| {
-            let path = expand_home(&k);
-            // git accepts the public half and finds the private one beside it.
-            match path.extension() {
-                Some(ext) if ext == "pub" => path.with_extension(""),
-                _ => path,
-            }
-        })
+        .map(|k| expand_home(&k))
         .filter(|p| p.is_file());
     let (path, is_user_key) = match user_key {
         Some(path) => (path, true),
@@ -117,6 +112,11 @@ pub fn own_key(repo: &Repo, make: bool) -> Result<Option<OwnKey>> {
         }
     };
     let public = signer.public_key(&path)?;
+    // A private key with its `.pub` beside it signs without the agent.
+    let path = match path.extension() {
+        Some(ext) if ext == "pub" && path.with_extension("").is_file() => path.with_extension(""),
+        _ => path,
+    };
     let principal = match repo.config_string("user.email") {
         Some(email) if !email.trim().is_empty() && !email.contains(char::is_whitespace) => email,
         _ => format!("clone-{}@git-bmad", ensure_clone_id(repo)?),
@@ -215,6 +215,10 @@ pub fn sign_journal(repo: &Repo, id: &SessionId) -> Result<Option<Event>> {
     Ok(Some(event))
 }
 
+/// How many signatures of another journal are checked, newest first, before its events are
+/// left unvouched: a remote cannot make a sync spawn a verifier per junk signature.
+const MAX_VERIFIED: usize = 16;
+
 /// For another clone's journal: the allowed signer whose signature covers each entry, in
 /// the order of [`Journal::entries`] (`None`: no valid signature covers it). The newest
 /// valid signature covers everything before the chain value it signs.
@@ -228,16 +232,26 @@ pub fn vouchers(
     if allowed.keys == 0 {
         return Ok(out);
     }
+    // Where each chain value ends: a signature covers the entries up to its own.
+    let ends: std::collections::HashMap<&str, usize> = journal
+        .entries
+        .iter()
+        .enumerate()
+        .map(|(n, e)| (e.link.as_str(), n + 1))
+        .collect();
+    let signatures = journal
+        .entries
+        .iter()
+        .rev()
+        .filter_map(|e| match &e.event.body {
+            // A key no allowed line names cannot verify: no verifier is run for it.
+            Body::JournalSigned(s) if allowed_key(allowed, &s.key) => {
+                ends.get(s.chain.as_str()).map(|&covered| (s, covered))
+            }
+            _ => None,
+        });
     let signer = signer(repo)?;
-    for entry in journal.entries.iter().rev() {
-        let Body::JournalSigned(signed) = &entry.event.body else {
-            continue;
-        };
-        // The entries the signed chain ends with; the genesis value covers none.
-        let covered = match journal.entries.iter().position(|e| e.link == signed.chain) {
-            Some(last) => last + 1,
-            None => continue,
-        };
+    for (signed, covered) in signatures.take(MAX_VERIFIED) {
         let principal = signer.verify(
             &allowed.text,
             NAMESPACE,
@@ -252,6 +266,17 @@ pub fn vouchers(
         }
     }
     Ok(out)
+}
+
+/// Whether an allowed-signers line names this public key (`<type> <base64>`).
+fn allowed_key(allowed: &AllowedSigners, key: &str) -> bool {
+    let Some(blob) = key.split_whitespace().nth(1) else {
+        return false;
+    };
+    allowed
+        .text
+        .lines()
+        .any(|line| line.split_whitespace().any(|word| word == blob))
 }
 
 /// The clone another journal says it was written in (its newest signature says so).

@@ -60,11 +60,14 @@ pub fn cmd_checkpoint(ctx: &Context, args: &CheckpointArgs) -> Result<u8, Comman
     for finding in &secrets.found {
         // On stderr even with --quiet: the checkpoint is not what was asked for.
         eprintln!(
-            "{}: {} ({}, {}): kept out of the checkpoint; remove it, then checkpoint again",
-            finding.location(),
-            finding.description,
-            finding.rule,
-            finding.excerpt
+            "{}",
+            crate::cli::ui::safe_for_terminal(&format!(
+                "{}: {} ({}, {}): kept out of the checkpoint; remove it, then checkpoint again",
+                finding.location(),
+                finding.description,
+                finding.rule,
+                finding.excerpt
+            ))
         );
     }
     ctx.ui.line(format!(

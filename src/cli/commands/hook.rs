@@ -1,5 +1,6 @@
 //! `git bmad hook <name> …` (hidden): what the installed shims run.
 
+use crate::cli::ui::safe_for_terminal;
 use std::io::{Read, Write};
 
 use clap::Args;
@@ -74,14 +75,15 @@ fn print(report: &dispatch::HookReport) {
         } else {
             "warning"
         };
-        let _ = writeln!(
-            err,
+        // File names and excerpts are the committer's (an agent's): shown, never obeyed.
+        let line = format!(
             "git-bmad: {}: {tag}: {} [{}] {}",
             f.location(),
             f.description,
             f.rule,
             f.excerpt
         );
+        let _ = writeln!(err, "{}", safe_for_terminal(&line));
     }
     if !report.warnings.is_empty() && report.may_allow {
         let _ = writeln!(
@@ -95,11 +97,11 @@ fn print(report: &dispatch::HookReport) {
         return;
     }
     for r in &report.refusals {
-        let _ = writeln!(
-            err,
+        let line = format!(
             "git-bmad: {} refused [{}] {}: {}",
             report.what, r.rule, r.refname, r.reason
         );
+        let _ = writeln!(err, "{}", safe_for_terminal(&line));
         let _ = writeln!(err, "  instead: {}", r.instead);
     }
 }

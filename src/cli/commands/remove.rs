@@ -51,7 +51,12 @@ pub fn cmd_remove(ctx: &Context, args: &RemoveArgs) -> Result<u8, CommandError> 
         s.short_branch()
     ));
     for path in &kept.left_out {
-        eprintln!("{path}: holds a secret, so it was not kept (it is gone with the worktree)");
+        eprintln!(
+            "{}",
+            crate::cli::ui::safe_for_terminal(&format!(
+                "{path}: holds a secret, so it was not kept (it is gone with the worktree)"
+            ))
+        );
     }
     ctx.ui.status(format!(
         "Kept until {}: git bmad restore {} (git bmad gc deletes it after)",

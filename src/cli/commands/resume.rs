@@ -91,10 +91,10 @@ pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> 
         Err(other) => return Err(other.into()),
     };
     let journal = session::read_journal(&repo, &s.id)?;
-    if supervisor::RunState::replay(journal.events())
+    let has_run = supervisor::RunState::replay(journal.events())
         .manifest
-        .is_none()
-    {
+        .is_some();
+    if !has_run {
         // A run only another clone's untrusted events speak of: its playbook never runs here.
         if let Some(started) = journal
             .untrusted()
@@ -112,11 +112,7 @@ pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> 
             )));
         }
     }
-    if adopted
-        && supervisor::RunState::replay(journal.events())
-            .manifest
-            .is_none()
-    {
+    if adopted && !has_run {
         // Brought here with no run to continue: the session is ready to work in.
         if ctx.ui.json() {
             ctx.ui

@@ -85,11 +85,14 @@ pub fn cmd_rollback(ctx: &Context, args: &RollbackArgs) -> Result<u8, CommandErr
 pub fn report_secrets(secrets: &CheckpointVet) {
     for finding in &secrets.found {
         eprintln!(
-            "{}: {} ({}, {})",
-            finding.location(),
-            finding.description,
-            finding.rule,
-            finding.excerpt
+            "{}",
+            crate::cli::ui::safe_for_terminal(&format!(
+                "{}: {} ({}, {})",
+                finding.location(),
+                finding.description,
+                finding.rule,
+                finding.excerpt
+            ))
         );
     }
 }
