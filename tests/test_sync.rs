@@ -346,3 +346,57 @@ fn a_push_during_a_live_run_keeps_the_lease_and_one_after_it_hands_the_session_o
     env.bmad(&b, &["resume", "feat"]).success();
     assert_eq!(read(&env.root().join("b.feat"), "out.txt"), "done\n");
 }
+
+#[test]
+fn init_makes_the_signing_key_and_doctor_says_how_to_trust_a_second_machine() {
+    let env = TestEnv::new();
+    let (a, b, _remote) = two_machines(&env);
+    let init = env.bmad(&a, &["init"]).success();
+    let line = env.bmad(&a, &["trust", "show"]).success().stdout;
+    assert!(
+        init.stderr
+            .contains(&format!("signs the journals it pushes as: {}", line.trim())),
+        "{}",
+        init.stderr
+    );
+    // Sessions travel, and no other machine is trusted: doctor names the step.
+    env.git(&a, &["config", "bmad.origin.pushSessions", "true"]);
+    let doctor = env.bmad(&a, &["doctor"]).success().stdout;
+    assert!(doctor.contains("trusts no other machine"), "{doctor}");
+    assert!(doctor.contains("git bmad trust show"), "{doctor}");
+    trust_each_other(&env, &a, &[&b]);
+    let doctor = env.bmad(&a, &["doctor"]).success().stdout;
+    assert!(!doctor.contains("trusts no other machine"), "{doctor}");
+}
+
+#[test]
+fn a_project_whose_reviewed_branch_is_not_main_trusts_the_signers_committed_there() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    write(
+        &repo,
+        ".bmad/config.yaml",
+        "version: 1\npolicy:\n  protected_branches: [trunk]\n",
+    );
+    env.git(&repo, &["checkout", "-q", "-b", "trunk"]);
+    write(&repo, ".bmad/allowed_signers", "laptop@example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIL5+ignHEahwm7h7Zi2iaXEZIfEkjPRjsmngjIuHIM4+\n");
+    env.git(&repo, &["add", ".bmad/allowed_signers"]);
+    env.git(&repo, &["commit", "-q", "-m", "trust the laptop"]);
+    // A branch nobody protects holds no authority, whatever it commits.
+    env.git(&repo, &["checkout", "-q", "-b", "feature"]);
+    write(&repo, ".bmad/allowed_signers", "evil@example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAINVQt2HdKH1A0FlMyjH4s8BVUMVzSAcrwpox9OUAtJCQ\n");
+    env.git(&repo, &["commit", "-q", "-am", "trust me"]);
+    let listed = env
+        .bmad(&repo, &["trust", "list", "--json"])
+        .success()
+        .json();
+    assert_eq!(
+        listed["sources"],
+        serde_json::json!(["trunk:.bmad/allowed_signers"]),
+        "{listed:#}"
+    );
+    assert!(
+        !listed["text"].as_str().unwrap().contains("evil@"),
+        "{listed:#}"
+    );
+}

@@ -75,19 +75,32 @@ fn forge_events(
     events: &[(&str, Option<&str>, &str, Value)],
 ) {
     let head = fetch_session(env, evil, id);
+    let mut note = env.git(evil, &["notes", "--ref=evil", "show", &head]);
+    // Where the chain stands: git-bmad's notes commit says; after a forgery of our own, the
+    // newest line does.
     let message = env.git(evil, &["log", "-1", "--format=%B", "refs/notes/evil"]);
     let trailer = |key: &str| {
         message
             .lines()
             .filter_map(|l| l.strip_prefix(&format!("{key}: ")))
             .last()
-            .unwrap()
-            .trim()
-            .to_owned()
+            .map(|v| v.trim().to_owned())
     };
-    let mut seq: u64 = trailer("Bmad-Seq").parse().unwrap();
-    let mut chain = trailer("Bmad-Chain");
-    let mut note = env.git(evil, &["notes", "--ref=evil", "show", &head]);
+    let (mut seq, mut chain) = match (trailer("Bmad-Seq"), trailer("Bmad-Chain")) {
+        (Some(seq), Some(chain)) => (seq.parse::<u64>().unwrap(), chain),
+        _ => {
+            let last = note
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .last()
+                .unwrap();
+            let v: Value = serde_json::from_str(last).unwrap();
+            (
+                v["seq"].as_u64().unwrap(),
+                chain_link(v["prev"].as_str().unwrap(), last),
+            )
+        }
+    };
     for (kind, step, decision, detail) in events {
         seq += 1;
         let mut event =
@@ -208,11 +221,57 @@ fn a_forged_run_and_playbook_never_run_on_the_machine_that_syncs_and_resumes() {
     let runs = named(&events, "run_started");
     assert_eq!(runs.len(), 1, "{events:#?}");
     assert_eq!(runs[0]["trusted"], false);
+    // Nobody signed it, so nobody is named: not A, whose journal it extends.
+    assert_eq!(runs[0]["from"], "origin, unsigned", "{:#}", runs[0]);
     assert_eq!(named(&events, "session_started")[0]["trusted"], true);
     let text = env.bmad(&b, &["journal", "feat"]).success().stdout;
     assert!(text.contains("not trusted"), "{text}");
     let doctor = env.bmad(&b, &["doctor"]).success().stdout;
     assert!(doctor.contains("trust show"), "{doctor}");
+    // What it would run, against the reviewed playbook of that name on main.
+    assert!(
+        refused
+            .stderr
+            .contains("differs from the reviewed one (main:.bmad/playbooks/gated.yaml)"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("+  - {id: pwn"),
+        "{}",
+        refused.stderr
+    );
+
+    // A forged run of the reviewed text itself: still not run, and the way to run it as one's
+    // own is named.
+    let reviewed = env
+        .git(&evil, &["rev-parse", "HEAD:.bmad/playbooks/gated.yaml"])
+        .trim()
+        .to_owned();
+    forge_events(
+        &env,
+        &evil,
+        &id,
+        &[(
+            "run_started",
+            None,
+            "human",
+            json!({"playbook": "gated", "origin": "x", "blob": reviewed, "args": [], "steps": ["build", "ship"]}),
+        )],
+    );
+    env.bmad(&b, &["sync"]).success();
+    let refused = env.bmad(&b, &["resume", "feat"]).code(4);
+    assert!(
+        refused.stderr.contains("word for word"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("git bmad run gated -s feat"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!marker.exists());
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! The lines a range of history added and removed, per file: what an epic's integration
-//! checkpoint reads to see which files a story changed and which public items it touched.
+//! Diffs read back: the lines a range of history added and removed, per file (what an epic's
+//! integration checkpoint reads to see which files a story changed and which public items it
+//! touched), and the diff of two texts for a person to review.
 
 use super::error::Result;
 use super::repo::Repo;
@@ -17,6 +18,29 @@ pub struct ChangedFile {
 }
 
 impl Repo {
+    /// A unified diff from blob `from` to blob `to`, its sides named by the labels; empty
+    /// when they are the same.
+    pub fn diff_blobs(
+        &self,
+        (from, from_label): (ObjectId, &str),
+        (to, to_label): (ObjectId, &str),
+    ) -> Result<String> {
+        let out = self.git().run([
+            "diff",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            &from.to_string(),
+            &to.to_string(),
+        ])?;
+        let text = String::from_utf8_lossy(&out);
+        // git names the sides by object id: the hunks alone, under the caller's names.
+        let Some(hunks) = text.find("\n@@").map(|at| &text[at + 1..]) else {
+            return Ok(String::new());
+        };
+        Ok(format!("--- {from_label}\n+++ {to_label}\n{hunks}"))
+    }
+
     /// Every file changed from `from` to `to`, with the lines added and removed (`-U0`, no
     /// renames, so a moved file is one removed and one added). Binary files are listed with
     /// no lines.

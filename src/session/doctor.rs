@@ -110,6 +110,9 @@ pub fn doctor(
         );
         f.repaired_by(Repair::NotesConfig);
     }
+    if let Some((message, fix)) = super::trust::untrusting_warning(repo)? {
+        f.add(Severity::Warning, None, message, Some(fix));
+    }
 
     let mut ids = BTreeSet::new();
     for (name, _) in repo.refs_with_prefix("refs/bmad/sessions/")? {
@@ -286,17 +289,8 @@ fn check_session(
             )),
         );
     }
-    let untrusted: Vec<_> = journal.untrusted().collect();
-    if let Some(first) = untrusted.first() {
-        f.add(
-            Severity::Warning,
-            Some(id),
-            format!("{} event(s) of the journal are copies {}: no allowed signer vouched for them, so they are shown and never acted on", untrusted.len(), super::render::untrusted_note(first)),
-            Some(format!(
-                "to trust that machine: run `git bmad trust show` there and add the line it prints to {} on main through review, then git bmad sync",
-                super::trust::ALLOWED_SIGNERS
-            )),
-        );
+    if let Some((message, fix)) = super::trust::untrusted_warning(&journal) {
+        f.add(Severity::Warning, Some(id), message, Some(fix));
     }
     let forged_seqs: BTreeSet<u64> = journal.unsealed.iter().map(|u| u.seq).collect();
     let on_chain: BTreeSet<_> = chain.iter().map(|c| c.id).collect();

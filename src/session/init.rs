@@ -20,6 +20,12 @@ pub struct InitOutcome {
     pub git_config_added: Vec<String>,
     /// The test command written into a new config, when the build files name one.
     pub test_command: Option<DetectedTests>,
+    /// The allowed-signers line of the key this clone signs its pushed journals with (made
+    /// now if it had none); `None` when no key can be made here (`signing_problem` says why).
+    pub signing_line: Option<String>,
+    /// Why no signing key could be made (no `ssh-keygen`, say): journals still work here.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signing_problem: Option<String>,
 }
 
 /// Scaffold `.bmad/config.yaml` (never overwriting one) and set the notes config.
@@ -38,11 +44,18 @@ pub fn init(repo: &Repo) -> Result<InitOutcome> {
         true
     };
     let git_config_added = ensure_notes_config(repo)?;
+    // Local journals need no key; one made now is what another machine will trust.
+    let (signing_line, signing_problem) = match super::trust::own_key(repo, true) {
+        Ok(key) => (key.map(|k| k.allowed_signers_line()), None),
+        Err(e) => (None, Some(e.to_string())),
+    };
     Ok(InitOutcome {
         config_path,
         config_written,
         git_config_added,
         test_command,
+        signing_line,
+        signing_problem,
     })
 }
 

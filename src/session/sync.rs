@@ -55,6 +55,10 @@ pub struct Pushed {
     pub up_to_date: Vec<String>,
     /// Whether the journal and checkpoints went too (the remote opted in).
     pub state: bool,
+    /// Why the journal went unsigned (no `ssh-keygen` here, say): other clones then show
+    /// its new events and act on none of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unsigned: Option<String>,
 }
 
 /// Push a session to `remote`: its branch, and its journal, checkpoints and stored texts
@@ -74,6 +78,7 @@ pub fn push(repo: &Repo, session: &Session, remote: &str, release: bool) -> Resu
         .effective_config_bool(&opt_in_key(remote))?
         .unwrap_or(false);
     let mut refs = vec![session.branch.clone()];
+    let mut unsigned = None;
     if state {
         let holds_lease =
             session.status == super::Status::Running && !session.elsewhere && !session.released;
@@ -87,7 +92,12 @@ pub fn push(repo: &Repo, session: &Session, remote: &str, release: bool) -> Resu
                 None,
             )?;
         }
-        super::trust::sign_journal(repo, &session.id)?;
+        unsigned = match super::trust::sign_journal(repo, &session.id) {
+            Ok(_) => None,
+            // No way to sign here: the journal still goes, as information for the others.
+            Err(Error::Git(e @ crate::git::Error::Signing { .. })) => Some(e.to_string()),
+            Err(e) => return Err(e),
+        };
         refs.push(checkpoints_ref(&session.id));
         refs.push(notes_ref(&session.id));
         let texts = super::session_ref(&session.id, "texts/");
@@ -156,6 +166,7 @@ pub fn push(repo: &Repo, session: &Session, remote: &str, release: bool) -> Resu
         refs,
         up_to_date,
         state,
+        unsigned,
     })
 }
 
@@ -458,22 +469,18 @@ pub(super) fn merge_journals(
     if !candidates.is_empty() {
         let allowed = super::trust::allowed_signers(repo)?;
         let vouchers = super::trust::vouchers(&other, id, &allowed, repo)?;
-        let writer = super::trust::writer_of(&other).unwrap_or_else(|| format!("remote {remote}"));
         for i in candidates {
             let entry = &other.entries[i];
-            let signer = match (&vouchers[i], &entry.event.origin) {
-                // A copy there: what that clone judged, which its signature vouches for.
-                (Some(_), Some(_)) => entry.event.signer.clone(),
-                (Some(principal), None) => Some(principal.clone()),
-                (None, _) => None,
+            // A copy there carries what that clone judged, which its signature vouches for;
+            // an event nobody signed says only where it came from.
+            let (signer, from) = match (&vouchers[i], &entry.event.origin) {
+                (Some(_), Some(_)) => (entry.event.signer.clone(), entry.event.from.clone()),
+                (Some(v), None) => (Some(v.principal.clone()), Some(v.clone.clone())),
+                (None, _) => (None, Some(format!("{remote}, unsigned"))),
             };
             if untrusted.contains(entry.id.as_str()) && signer.is_none() {
                 continue;
             }
-            let from = match &entry.event.origin {
-                Some(_) => entry.event.from.clone(),
-                None => Some(writer.clone()),
-            };
             copies.push(NewEvent::copy_of(
                 &entry.event,
                 Provenance {

@@ -6,8 +6,8 @@
 //! ssh` mechanism, `ssh-keygen -Y sign`, namespace [`NAMESPACE`]) of the chain value, which
 //! commits to every event before it, in order. Another clone copies those events as trusted
 //! only when that signature verifies against the allowed signers: `.bmad/allowed_signers` as
-//! committed on `main`/`master` (a file in git's `allowedSignersFile` format, changed only
-//! through review), the user's own `gpg.ssh.allowedSignersFile`, and this clone's own key.
+//! committed on a protected branch (`main`, `master`, `policy.protected_branches`: a file in
+//! git's `allowedSignersFile` format, changed only through review), the user's own `gpg.ssh.allowedSignersFile`, and this clone's own key.
 //! Every other event from elsewhere is kept as information: shown, never replayed.
 //!
 //! The key: `user.signingKey` when `gpg.format` is `ssh`, else a key of this clone's own at
@@ -31,9 +31,6 @@ pub const ALLOWED_SIGNERS: &str = ".bmad/allowed_signers";
 
 /// This clone's own key, under the common git dir.
 const KEY_FILE: &str = "bmad/signing/id_ed25519";
-
-/// Branches whose committed [`ALLOWED_SIGNERS`] count: those that change only by review.
-const TRUSTED_BRANCHES: &[&str] = crate::config::ALWAYS_PROTECTED;
 
 /// The git config key naming this clone of the repository (local config: every clone has
 /// its own).
@@ -145,6 +142,8 @@ pub struct AllowedSigners {
     pub sources: Vec<String>,
     /// How many keys in all.
     pub keys: usize,
+    /// Whether this clone's own key is among them.
+    pub own: bool,
 }
 
 /// The allowed signers: the committed file on `main`/`master`, the user's
@@ -165,13 +164,8 @@ pub fn allowed_signers(repo: &Repo) -> Result<AllowedSigners> {
             allowed.sources.push(source);
         }
     };
-    for branch in TRUSTED_BRANCHES {
-        if let Some(bytes) = repo.file_at(&format!("refs/heads/{branch}"), ALLOWED_SIGNERS)? {
-            add(
-                &String::from_utf8_lossy(&bytes),
-                format!("{branch}:{ALLOWED_SIGNERS}"),
-            );
-        }
+    for (source, bytes) in reviewed_files(repo, ALLOWED_SIGNERS)? {
+        add(&String::from_utf8_lossy(&bytes), source);
     }
     if let Some(file) = repo.config_string("gpg.ssh.allowedSignersFile") {
         let path = expand_home(&file);
@@ -181,8 +175,86 @@ pub fn allowed_signers(repo: &Repo) -> Result<AllowedSigners> {
     }
     if let Some(key) = own_key(repo, false)? {
         add(&key.allowed_signers_line(), "this clone".into());
+        allowed.own = true;
     }
     Ok(allowed)
+}
+
+/// The file at `path` as each branch that changes only through review commits it: the
+/// protected branches (`main`, `master`, then `policy.protected_branches`), where it exists.
+pub fn reviewed_files(repo: &Repo, path: &str) -> Result<Vec<(String, Vec<u8>)>> {
+    // A config that does not load protects the built-in branches still.
+    let branches = super::load_config(repo)
+        .unwrap_or_default()
+        .protected_refs();
+    let mut found = Vec::new();
+    for branch in branches {
+        if let Some(bytes) = repo.file_at(&branch, path)? {
+            let short = branch.strip_prefix("refs/heads/").unwrap_or(&branch);
+            found.push((format!("{short}:{path}"), bytes));
+        }
+    }
+    Ok(found)
+}
+
+/// A unified diff from text `from` to text `to`, its sides named by the labels (empty when
+/// they are the same).
+pub fn diff_texts(repo: &Repo, from: (&str, &str), to: (&str, &str)) -> Result<String> {
+    let (from_id, to_id) = (
+        repo.write_blob(from.0.as_bytes())?,
+        repo.write_blob(to.0.as_bytes())?,
+    );
+    Ok(repo.diff_blobs((from_id, from.1), (to_id, to.1))?)
+}
+
+/// The one step that makes another machine's pushed journals count here.
+pub fn how_to_trust() -> String {
+    format!(
+        "to trust another machine: run `git bmad trust show` there, add the line it prints to \
+         {ALLOWED_SIGNERS} on main through review, pull main here, then git bmad sync"
+    )
+}
+
+/// `doctor`'s word on a journal holding copies no allowed signer vouched for: the warning
+/// and its fix.
+pub(super) fn untrusted_warning(journal: &Journal) -> Option<(String, String)> {
+    let untrusted: Vec<&Event> = journal.untrusted().collect();
+    let first = untrusted.first()?;
+    Some((
+        format!(
+            "{} event(s) of the journal are copies {}: no allowed signer vouched for them, so \
+             they are shown and never acted on",
+            untrusted.len(),
+            super::render::untrusted_note(first)
+        ),
+        how_to_trust(),
+    ))
+}
+
+/// `doctor`'s word on sessions that travel to a remote while no other machine's key is
+/// trusted (what comes back from there would be shown and never acted on): the warning
+/// and its fix.
+pub(super) fn untrusting_warning(repo: &Repo) -> Result<Option<(String, String)>> {
+    let travel: Vec<String> = repo
+        .config_entries("^bmad\\..*\\.pushsessions$")?
+        .into_iter()
+        .filter(|(_, _, value)| value.eq_ignore_ascii_case("true"))
+        .map(|(_, key, _)| key)
+        .collect();
+    let Some(key) = travel.first() else {
+        return Ok(None);
+    };
+    let allowed = allowed_signers(repo)?;
+    if allowed.keys > usize::from(allowed.own) {
+        return Ok(None);
+    }
+    Ok(Some((
+        format!(
+            "sessions travel ({key}), but this repository trusts no other machine's key: what \
+             another machine pushes is shown here and never acted on"
+        ),
+        how_to_trust(),
+    )))
 }
 
 /// What a signature of session `id`'s chain signs.
@@ -219,15 +291,25 @@ pub fn sign_journal(repo: &Repo, id: &SessionId) -> Result<Option<Event>> {
 /// left unvouched: a remote cannot make a sync spawn a verifier per junk signature.
 const MAX_VERIFIED: usize = 16;
 
-/// For another clone's journal: the allowed signer whose signature covers each entry, in
-/// the order of [`Journal::entries`] (`None`: no valid signature covers it). The newest
-/// valid signature covers everything before the chain value it signs.
+/// Who vouched for an entry of another clone's journal: the allowed signer, and the clone
+/// its signature says it signed in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Voucher {
+    /// The principal of its allowed-signers line.
+    pub principal: String,
+    /// The clone that signed.
+    pub clone: String,
+}
+
+/// For another clone's journal: who vouched for each entry, in the order of
+/// [`Journal::entries`] (`None`: no valid signature covers it, so nobody can say who wrote
+/// it). The newest valid signature covers everything before the chain value it signs.
 pub fn vouchers(
     journal: &Journal,
     id: &SessionId,
     allowed: &AllowedSigners,
     repo: &Repo,
-) -> Result<Vec<Option<String>>> {
+) -> Result<Vec<Option<Voucher>>> {
     let mut out = vec![None; journal.entries.len()];
     if allowed.keys == 0 {
         return Ok(out);
@@ -259,8 +341,12 @@ pub fn vouchers(
             &signed.signature,
         )?;
         if let Some(principal) = principal {
+            let voucher = Voucher {
+                principal,
+                clone: signed.clone.clone(),
+            };
             for slot in &mut out[..covered] {
-                *slot = Some(principal.clone());
+                *slot = Some(voucher.clone());
             }
             break;
         }
@@ -277,16 +363,4 @@ fn allowed_key(allowed: &AllowedSigners, key: &str) -> bool {
         .text
         .lines()
         .any(|line| line.split_whitespace().any(|word| word == blob))
-}
-
-/// The clone another journal says it was written in (its newest signature says so).
-pub fn writer_of(journal: &Journal) -> Option<String> {
-    journal
-        .entries
-        .iter()
-        .rev()
-        .find_map(|e| match &e.event.body {
-            Body::JournalSigned(s) => Some(s.clone.clone()),
-            _ => None,
-        })
 }

@@ -41,6 +41,88 @@ pub fn playbook_of_session(repo: &Repo, session: &Session, cwd: &Path) -> Result
     resolve(&query, cwd, &playbook_dirs(repo, session)?)
 }
 
+/// The reviewed version of playbook `name`: as `main` (or `master`) commits it in
+/// `.bmad/playbooks/`, else the built-in of that name.
+pub fn reviewed_playbook(repo: &Repo, name: &str) -> Result<Option<Source>> {
+    // A name from another clone's journal: a plain one, or none.
+    if name.is_empty() || name.contains(['/', '\\']) || name.starts_with('.') {
+        return Ok(None);
+    }
+    for ext in ["yaml", "yml"] {
+        let path = format!("{PLAYBOOK_DIR}/{name}.{ext}");
+        if let Some((origin, bytes)) = session::trust::reviewed_files(repo, &path)?
+            .into_iter()
+            .next()
+        {
+            return Ok(Some(Source {
+                name: name.to_owned(),
+                origin,
+                text: String::from_utf8_lossy(&bytes).into_owned(),
+            }));
+        }
+    }
+    Ok(builtin(name).map(|text| Source {
+        name: name.to_owned(),
+        origin: "built-in".into(),
+        text: text.to_owned(),
+    }))
+}
+
+/// How the playbook a run from an untrusted clone stored compares with the reviewed one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UntrustedPlaybook {
+    /// No reviewed playbook has its name, or its text is not here.
+    Unreviewed,
+    /// It differs from the reviewed one (`origin`): the diff from that to it.
+    Differs {
+        /// Where the reviewed one is (`main:.bmad/playbooks/x.yaml`, `built-in`).
+        origin: String,
+        /// A unified diff, reviewed → stored.
+        diff: String,
+    },
+    /// Word for word the reviewed one; `runnable`: `git bmad run <name>` in the session
+    /// finds that very text.
+    Reviewed {
+        /// Where the reviewed one is.
+        origin: String,
+        /// Whether running it by name here runs the reviewed text.
+        runnable: bool,
+    },
+}
+
+/// Compare the playbook `name` that another clone stored as `blob` for `session`'s run with
+/// the reviewed one of that name.
+pub fn compare_untrusted_playbook(
+    repo: &Repo,
+    session: &Session,
+    name: &str,
+    blob: &str,
+) -> Result<UntrustedPlaybook> {
+    let (Ok(stored), Some(reviewed)) = (
+        session::read_stored_text(repo, blob),
+        reviewed_playbook(repo, name)?,
+    ) else {
+        return Ok(UntrustedPlaybook::Unreviewed);
+    };
+    let diff = session::trust::diff_texts(
+        repo,
+        (&reviewed.text, &reviewed.origin),
+        (&stored, &format!("the run's playbook ({blob})")),
+    )?;
+    if !diff.is_empty() {
+        return Ok(UntrustedPlaybook::Differs {
+            origin: reviewed.origin,
+            diff,
+        });
+    }
+    let dirs = playbook_dirs(repo, session)?;
+    let runnable = resolve(name, &session.worktree, &dirs).is_ok_and(|f| f.text == reviewed.text);
+    Ok(UntrustedPlaybook::Reviewed {
+        origin: reviewed.origin,
+        runnable,
+    })
+}
+
 /// Where a session's playbooks are looked up: its worktree, then the main worktree.
 pub fn playbook_dirs(repo: &Repo, session: &Session) -> Result<Vec<PathBuf>> {
     let main = repo.main_workdir().map_err(session::Error::from)?;

@@ -32,8 +32,8 @@ pub use commands::missing_commands;
 pub use engine::{supervise, Request, RunOptions};
 pub use error::{Error, Result};
 pub use library::{
-    check, list, playbook_dirs, playbook_of_session, resolve, validate, Checked, Listed, Source,
-    PLAYBOOK_DIR,
+    check, compare_untrusted_playbook, list, playbook_dirs, playbook_of_session, resolve,
+    reviewed_playbook, validate, Checked, Listed, Source, UntrustedPlaybook, PLAYBOOK_DIR,
 };
 pub use outcome::{Outcome, Report};
 pub use playbook::{parse as parse_playbook, Diagnostic, Playbook, Severity};

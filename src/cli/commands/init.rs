@@ -56,6 +56,16 @@ pub fn cmd_init(ctx: &Context, _args: &InitArgs) -> Result<u8, CommandError> {
     for entry in &outcome.git_config_added {
         ui.line(format!("Set git config {entry}"));
     }
+    match (&outcome.signing_line, &outcome.signing_problem) {
+        (Some(line), _) => ui.status(format!(
+            "This clone signs the journals it pushes as: {line}\n  (other machines act on them once that line is in {} on main: git bmad trust)",
+            session::trust::ALLOWED_SIGNERS
+        )),
+        (None, Some(problem)) => ui.warn(format!(
+            "no signing key here ({problem}): journals work, but what this clone pushes will not be trusted elsewhere"
+        )),
+        (None, None) => {}
+    }
     if outcome.config_written || playbooks.iter().any(|f| f.written) {
         ui.status("Next: commit it (git add .bmad && git commit -m 'Set up git-bmad'), then: git bmad start <name> [--playbook auto-feature]");
     } else {

@@ -39,6 +39,11 @@ pub fn cmd_push(ctx: &Context, args: &PushArgs) -> Result<u8, CommandError> {
         ctx.ui.print_json(&pushed);
         return Ok(exit::OK);
     }
+    if let Some(why) = &pushed.unsigned {
+        ctx.ui.warn(format!(
+            "the journal went unsigned ({why}): other machines show its new events and act on none of them"
+        ));
+    }
     for name in &pushed.refs {
         ctx.ui.line(format!("pushed {name} to {}", pushed.remote));
     }

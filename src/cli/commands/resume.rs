@@ -5,7 +5,7 @@ use clap::Args;
 use crate::cli::error::{exit, CommandError};
 use crate::cli::Context;
 use crate::session::{self, sync};
-use crate::supervisor::{self, Request};
+use crate::supervisor::{self, Request, UntrustedPlaybook};
 
 /// Continue the playbook run of a session, after a crash, Ctrl-C, a stop or an answered
 /// gate; or bring a session pushed from another machine here and continue it.
@@ -96,20 +96,15 @@ pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> 
         .is_some();
     if !has_run {
         // A run only another clone's untrusted events speak of: its playbook never runs here.
-        if let Some(started) = journal
+        let newest = journal
             .untrusted()
-            .find(|e| matches!(e.body, session::Body::RunStarted(_)))
-        {
-            return Err(CommandError::policy(format!(
-                "the run of session {} was started {}: its playbook does not run here",
-                s.name,
-                session::untrusted_note(started)
-            ))
-            .hinted(format!(
-                "to trust that machine: run `git bmad trust show` there, add the line to {} on main through review, pull it here and git bmad sync; or start a run of your own: git bmad run <playbook> -s {}",
-                session::trust::ALLOWED_SIGNERS,
-                s.name
-            )));
+            .filter_map(|e| match &e.body {
+                session::Body::RunStarted(run) => Some((e, run)),
+                _ => None,
+            })
+            .last();
+        if let Some(started) = newest {
+            return Err(untrusted_run(ctx, &repo, &s, started.0, started.1));
         }
     }
     if adopted && !has_run {
@@ -127,4 +122,54 @@ pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> 
         return Ok(exit::OK);
     }
     super::run::supervise_and_report(ctx, &repo, &s, Request::Resume, &args.progress)
+}
+
+/// The refusal of a run only untrusted events speak of: how its playbook compares with the
+/// reviewed one of that name (the diff), and the commands that accept it.
+fn untrusted_run(
+    ctx: &Context,
+    repo: &session::Repo,
+    s: &session::Session,
+    started: &session::Event,
+    run: &session::schema::RunStarted,
+) -> CommandError {
+    let error = CommandError::policy(format!(
+        "the run of session {} was started {}: its playbook {} does not run here",
+        s.name,
+        session::untrusted_note(started),
+        run.playbook
+    ))
+    .hinted(session::trust::how_to_trust());
+    match supervisor::compare_untrusted_playbook(repo, s, &run.playbook, &run.blob) {
+        Err(e) => error.hinted(format!("its playbook could not be compared: {e}")),
+        Ok(UntrustedPlaybook::Unreviewed) => error.hinted(format!(
+            "no reviewed playbook is named {} (none committed on a protected branch, no built-in): read the one it stored with `git cat-file -p {}`",
+            run.playbook, run.blob
+        )),
+        Ok(UntrustedPlaybook::Differs { origin, diff }) => {
+            ctx.ui.status(format!(
+                "Its playbook {} differs from the reviewed one ({origin}):\n{}",
+                run.playbook,
+                diff.trim_end()
+            ));
+            error.hinted(format!(
+                "the playbook it stored is not the reviewed {origin}: see the diff above"
+            ))
+        }
+        Ok(UntrustedPlaybook::Reviewed { origin, runnable }) => {
+            let error = error.hinted(format!("its playbook is the reviewed {origin} word for word"));
+            if runnable {
+                error.hinted(format!(
+                    "to run it here as your own run (from its first step): git bmad run {} -s {}",
+                    run.playbook, s.name
+                ))
+            } else {
+                error.hinted(format!(
+                    "`git bmad run {}` here would not read the reviewed text: review the session's {} first",
+                    run.playbook,
+                    supervisor::PLAYBOOK_DIR
+                ))
+            }
+        }
+    }
 }

@@ -10,7 +10,8 @@ use crate::session::trust;
 ///
 /// A journal pushed by another machine is taken as state (its runs resumed, its gates and
 /// answers honoured) only where that machine signed it and its key is an allowed signer:
-/// `.bmad/allowed_signers` as committed on main (or master), in git's `allowedSignersFile`
+/// `.bmad/allowed_signers` as committed on a protected branch (main, master, or one named in
+/// `policy.protected_branches`), in git's `allowedSignersFile`
 /// format; your own `gpg.ssh.allowedSignersFile` counts too. Everything else from a remote
 /// is shown as "not trusted" and never acted on.
 ///
