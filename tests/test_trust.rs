@@ -119,6 +119,21 @@ fn forge_events(
     push_note(env, evil, id, &head, &note);
 }
 
+/// A forged `run_started` of playbook `gated` whose text is the blob `blob`.
+fn forge_run(env: &TestEnv, evil: &Path, id: &str, blob: &str) {
+    let detail = json!({"playbook": "gated", "origin": "x", "blob": blob, "args": [], "steps": []});
+    forge_events(env, evil, id, &[("run_started", None, "human", detail)]);
+}
+
+/// Checkpoint trailers for session `id` named `name` on `branch` (`extra`: more lines).
+fn trailers(id: &str, name: &str, branch: &str, worktree: &Path, extra: &str) -> String {
+    format!(
+        "Bmad-Session: {id}\nBmad-Seq: 1\nBmad-Status: running\nBmad-Step: -\nBmad-Name: {name}\n\
+         Bmad-Branch: {branch}\nBmad-Worktree: {}\nBmad-Base: main\nBmad-Number: 9\n{extra}",
+        worktree.display()
+    )
+}
+
 /// A checkpoint commit on top of the remote's chain of `id` (or a new chain), with these
 /// trailers, pushed as a fast-forward.
 fn forge_checkpoint(env: &TestEnv, evil: &Path, id: &str, trailers: &str, new: bool) {
@@ -195,17 +210,7 @@ fn a_forged_run_and_playbook_never_run_on_the_machine_that_syncs_and_resumes() {
             &format!("{blob}:refs/bmad/sessions/{id}/texts/{blob}"),
         ],
     );
-    forge_events(
-        &env,
-        &evil,
-        &id,
-        &[(
-            "run_started",
-            None,
-            "human",
-            json!({"playbook": "gated", "origin": "x", "blob": blob, "args": [], "steps": ["pwn"]}),
-        )],
-    );
+    forge_run(&env, &evil, &id, &blob);
 
     env.bmad(&b, &["sync"]).success();
     let refused = env.bmad(&b, &["resume", "feat"]).code(4);
@@ -248,17 +253,7 @@ fn a_forged_run_and_playbook_never_run_on_the_machine_that_syncs_and_resumes() {
         .git(&evil, &["rev-parse", "HEAD:.bmad/playbooks/gated.yaml"])
         .trim()
         .to_owned();
-    forge_events(
-        &env,
-        &evil,
-        &id,
-        &[(
-            "run_started",
-            None,
-            "human",
-            json!({"playbook": "gated", "origin": "x", "blob": reviewed, "args": [], "steps": ["build", "ship"]}),
-        )],
-    );
+    forge_run(&env, &evil, &id, &reviewed);
     env.bmad(&b, &["sync"]).success();
     let refused = env.bmad(&b, &["resume", "feat"]).code(4);
     assert!(
@@ -401,11 +396,17 @@ fn remote_trailers_never_re_point_a_session_and_remote_names_are_checked() {
     let main_before = env.git(&a, &["rev-parse", "main"]);
 
     // The session's worktree, clone and branch re-pointed by a newer remote checkpoint.
-    for trailers in [
-        format!("Bmad-Session: {id}\nBmad-Seq: 1\nBmad-Status: running\nBmad-Step: -\nBmad-Name: feat\nBmad-Branch: refs/heads/bmad/feat\nBmad-Worktree: {}\nBmad-Base: main\nBmad-Number: 9\nBmad-Clone: 20260101-000000-abcdef\n", a.display()),
-        format!("Bmad-Session: {id}\nBmad-Seq: 1\nBmad-Status: running\nBmad-Step: -\nBmad-Name: feat\nBmad-Branch: refs/heads/main\nBmad-Worktree: {}\nBmad-Base: main\nBmad-Number: 9\n", wt_a.display()),
+    for forged in [
+        trailers(
+            &id,
+            "feat",
+            "refs/heads/bmad/feat",
+            &a,
+            "Bmad-Clone: 20260101-000000-abcdef\n",
+        ),
+        trailers(&id, "feat", "refs/heads/main", &wt_a, ""),
     ] {
-        forge_checkpoint(&env, &evil, &id, &trailers, false);
+        forge_checkpoint(&env, &evil, &id, &forged, false);
         let synced = env.bmad(&a, &["sync", "--json"]).success().json();
         assert_eq!(synced[0]["outcome"], "refused", "{synced:#}");
         assert!(synced[0]["refused"].is_string(), "{synced:#}");
@@ -434,8 +435,8 @@ fn remote_trailers_never_re_point_a_session_and_remote_names_are_checked() {
         ),
         ("20260101-000000-badba2", "ok", "refs/heads/main"),
     ] {
-        let trailers = format!("Bmad-Session: {bad_id}\nBmad-Seq: 0\nBmad-Status: running\nBmad-Step: -\nBmad-Name: {name}\nBmad-Branch: {branch}\nBmad-Worktree: /tmp\nBmad-Base: main\nBmad-Number: 1\n");
-        forge_checkpoint(&env, &evil, bad_id, &trailers, true);
+        let forged = trailers(bad_id, name, branch, Path::new("/tmp"), "");
+        forge_checkpoint(&env, &evil, bad_id, &forged, true);
         let synced = env.bmad(&a, &["sync", "--json"]).success().json();
         let bad = synced
             .as_array()
@@ -509,8 +510,16 @@ fn control_characters_written_by_a_remote_or_an_agent_reach_no_terminal() {
         .success();
     env.bmad(&wt_a, &["push"]).success();
     let evil = attacker(&env, &remote);
-    let trailers = format!("Bmad-Session: 20260101-000000-cafe00\nBmad-Seq: 0\nBmad-Status: running\nBmad-Step: -\nBmad-Name: x{hostile}\nBmad-Branch: refs/heads/bmad/x\nBmad-Worktree: /tmp\nBmad-Base: main\nBmad-Number: 1\n");
-    forge_checkpoint(&env, &evil, "20260101-000000-cafe00", &trailers, true);
+    let hostile_id = "20260101-000000-cafe00";
+    let name = format!("x{hostile}");
+    let forged = trailers(
+        hostile_id,
+        &name,
+        "refs/heads/bmad/x",
+        Path::new("/tmp"),
+        "",
+    );
+    forge_checkpoint(&env, &evil, hostile_id, &forged, true);
     for args in [
         vec!["journal", "feat"],
         vec!["journal", "feat", "--format", "md"],
