@@ -302,6 +302,14 @@ fn a_gate_answered_on_the_remote_does_not_pass_the_gate() {
         status["not_trusted"][0]["event"], "gate_answered",
         "{status:#}"
     );
+    // The morning report says so too.
+    let report = env.bmad(&b, &["report", "--json"]).success().json();
+    assert!(
+        report.to_string().contains("\"kind\":\"not_trusted\""),
+        "{report:#}"
+    );
+    let text = env.bmad(&b, &["report"]).success().stdout;
+    assert!(text.contains("unsigned, not trusted"), "{text}");
     // A's own sync: the same forged answer is information there too.
     env.bmad(&a, &["sync"]).success();
     let gated = env.bmad(&a, &["status", "feat", "--json"]).success().json();

@@ -30,9 +30,13 @@ pub fn gather(repo: &Repo, options: Options) -> session::Result<Report> {
     };
     let sessions = session::list(repo)?;
     let mut journals = Vec::with_capacity(sessions.len());
+    let mut untrusted = BTreeMap::new();
     for s in sessions {
         let journal = session::read_journal(repo, &s.id)?;
         let events: Vec<session::Event> = journal.events().cloned().collect();
+        if let Some(problem) = not_trusted(&journal) {
+            untrusted.insert(s.id.to_string(), problem);
+        }
         journals.push((s, events));
     }
     // An epic run records each story's PR in its own journal, naming the story's session.
@@ -50,6 +54,9 @@ pub fn gather(repo: &Repo, options: Options) -> session::Result<Report> {
             continue;
         };
         report.evidence.pr = prs.get(s.id.as_str()).cloned();
+        if let Some(problem) = untrusted.remove(s.id.as_str()) {
+            report.problems.insert(0, problem);
+        }
         let base_commit = events.iter().find_map(|e| match &e.body {
             Body::SessionStarted(started) => Some(started.base_commit.clone()),
             _ => None,
@@ -80,5 +87,26 @@ pub fn gather(repo: &Repo, options: Options) -> session::Result<Report> {
         repository,
         summary: summarise(&reports),
         sessions: reports,
+    })
+}
+
+/// Copies from another clone that no allowed signer vouched for: shown as a problem (no
+/// replay, so no fold, ever sees them).
+fn not_trusted(journal: &session::Journal) -> Option<super::Problem> {
+    let events: Vec<&session::Event> = journal.untrusted().collect();
+    let newest = events.last()?;
+    Some(super::Problem {
+        at: newest.ts.clone(),
+        kind: "not_trusted".into(),
+        step: None,
+        what: format!(
+            "{}{} {}: never acted on (git bmad doctor says how to trust it)",
+            newest.kind(),
+            match events.len() {
+                1 => String::new(),
+                n => format!(" and {} more", n - 1),
+            },
+            session::untrusted_note(newest),
+        ),
     })
 }

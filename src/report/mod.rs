@@ -212,7 +212,7 @@ pub struct Problem {
     /// When.
     pub at: String,
     /// `step_failed`, `policy_violation`, `secret`, `stall_detected`, `limit`, `run_failed`,
-    /// `stalled`.
+    /// `stalled`, `not_trusted` (copies from another clone no allowed signer vouched for).
     pub kind: String,
     /// The step, if one.
     pub step: Option<String>,
