@@ -19,6 +19,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use git_bmad::git::Repo;
+use git_bmad::policy::SessionPolicy;
 use git_bmad::session::schema::StoryStage;
 use git_bmad::session::{self, Body, NewEvent, StartOptions};
 
@@ -100,6 +101,7 @@ fn main() {
             name: "epic-1".into(),
             ..Default::default()
         },
+        &SessionPolicy::default(),
     )
     .expect("start")
     .session;

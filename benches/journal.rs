@@ -13,6 +13,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use git_bmad::git::Repo;
+use git_bmad::policy::SessionPolicy;
 use git_bmad::session::{self, Body, NewEvent, StartOptions};
 
 mod common;
@@ -40,14 +41,22 @@ fn main() {
             name: "bench".into(),
             ..Default::default()
         },
+        &SessionPolicy::default(),
     )
     .expect("start");
     let s = started.session;
     let built = Instant::now();
     for i in 0..EVENTS {
         if i % EVENTS_PER_CHECKPOINT == 0 {
-            session::checkpoint(&repo, &s, &format!("step {i}"), None, Some(format!("s{i}")))
-                .expect("checkpoint");
+            session::checkpoint(
+                &repo,
+                &s,
+                &format!("step {i}"),
+                None,
+                Some(format!("s{i}")),
+                &SessionPolicy::default(),
+            )
+            .expect("checkpoint");
         } else {
             session::append(
                 &repo,

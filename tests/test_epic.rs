@@ -523,3 +523,48 @@ fn a_v611_epic_builds_from_specs_and_a_blocked_spec_parks_with_its_condition() {
         "a done story never runs twice: {built}"
     );
 }
+
+/// Sessions an epic starts are guarded like those `start` makes: a repository without the
+/// policy hooks is told so, and hooks a tool moved aside are put back in front before an
+/// agent runs.
+#[test]
+fn every_session_an_epic_starts_gets_the_policy_hooks_or_a_warning() {
+    let env = TestEnv::new();
+    let repo = epic_project(&env);
+    let one = ["epic", "run", "3", "--stories", "3-1-api-client"];
+    let run = env.bmad(&repo, &one).success();
+    assert!(
+        run.stderr
+            .contains("epic-3: the policy hooks are not installed")
+            && run
+                .stderr
+                .contains("3-1-api-client: the policy hooks are not installed"),
+        "{}",
+        run.stderr
+    );
+
+    // Installed, then repointed by another tool (as husky does on `npm install`).
+    let env = TestEnv::new();
+    let repo = epic_project(&env);
+    env.bmad(&repo, &["hooks", "install"]).success();
+    env.git(&repo, &["config", "core.hooksPath", "elsewhere"]);
+    let run = env.bmad(&repo, &one).success();
+    assert!(
+        run.stderr.contains("git-bmad's hooks are back in front"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("not installed"), "{}", run.stderr);
+    let story_wt = env.root().join("proj.3-1-api-client");
+    let hooks = env
+        .bmad(&story_wt, &["hooks", "status", "--json"])
+        .success();
+    let slots = hooks.json()["hooks"].as_array().unwrap().clone();
+    assert!(
+        !slots.is_empty() && slots.iter().all(|h| h["installed"] == true),
+        "{}",
+        hooks.stdout
+    );
+    let s = epic_status(&env, &repo, "3");
+    assert_eq!(story(&s, "3-1-api-client")["stage"], "done", "{s:#}");
+}

@@ -343,21 +343,37 @@ fn coexists(manager: Manager) {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs husky, lefthook and pre-commit from npm and PyPI: cargo test --features external-tests"
+)]
 fn husky_9_hooks_keep_running_by_their_own_name() {
     coexists(Manager::Husky9);
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs husky, lefthook and pre-commit from npm and PyPI: cargo test --features external-tests"
+)]
 fn husky_4_hooks_keep_running_by_their_own_name() {
     coexists(Manager::Husky4);
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs husky, lefthook and pre-commit from npm and PyPI: cargo test --features external-tests"
+)]
 fn lefthook_hooks_keep_running() {
     coexists(Manager::Lefthook);
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs husky, lefthook and pre-commit from npm and PyPI: cargo test --features external-tests"
+)]
 fn pre_commit_framework_hooks_keep_running() {
     coexists(Manager::PreCommit);
 }
@@ -365,6 +381,10 @@ fn pre_commit_framework_hooks_keep_running() {
 /// husky 9 points `core.hooksPath` back at `.husky/_` on every `npm install`: the next
 /// `git bmad start` puts git-bmad's hooks back in front, still running husky's.
 #[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs husky, lefthook and pre-commit from npm and PyPI: cargo test --features external-tests"
+)]
 fn husky_reinstalled_over_ours_is_chained_again_at_the_next_start() {
     let env = TestEnv::new();
     let repo = env.repo("proj");

@@ -170,3 +170,76 @@ fn no_source_file_is_large_without_a_reason() {
         "split these files or say why they are long: {large:?}"
     );
 }
+
+/// The only places `unsafe` may appear: std's `pre_exec` is unsafe by its signature, and
+/// each of these runs async-signal-safe calls in the child between fork and exec. Every other
+/// OS call goes through `rustix`, which has them safe.
+const UNSAFE_ALLOWED: &[(&str, usize)] = &[
+    // die_with_parent: the child dies with the supervisor.
+    ("runner/process.rs", 1),
+    // start_watcher: the watcher leaves the caller's session and descriptors.
+    ("git/watch/mod.rs", 1),
+];
+
+#[test]
+fn unsafe_code_is_only_where_std_demands_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut found = BTreeMap::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let count = text
+            .lines()
+            .map(|l| l.split("//").next().unwrap_or_default())
+            .filter(|code| {
+                ["unsafe {", "unsafe fn", "unsafe impl", "#[unsafe"]
+                    .iter()
+                    .any(|u| code.contains(u))
+            })
+            .count();
+        if count > 0 {
+            let rel = file.strip_prefix(&src).unwrap().to_string_lossy();
+            found.insert(rel.into_owned(), count);
+        }
+    }
+    let allowed: BTreeMap<String, usize> = UNSAFE_ALLOWED
+        .iter()
+        .map(|(f, n)| (f.to_string(), *n))
+        .collect();
+    assert_eq!(
+        found, allowed,
+        "`unsafe` outside std's pre_exec: use rustix, or name the place here with its reason"
+    );
+}
+
+#[test]
+fn every_test_file_is_part_of_the_test_binary() {
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let runner = std::fs::read_to_string(tests.join("runner.rs")).unwrap();
+    let declared: Vec<&str> = runner
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("mod ")?.strip_suffix(';'))
+        .collect();
+    let mut forgotten = Vec::new();
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&tests).unwrap() {
+        let path = entry.unwrap().path();
+        let Some(stem) = path
+            .extension()
+            .is_some_and(|e| e == "rs")
+            .then(|| path.file_stem().unwrap().to_string_lossy().into_owned())
+        else {
+            continue;
+        };
+        seen += 1;
+        if stem != "runner" && !declared.contains(&stem.as_str()) {
+            forgotten.push(format!("tests/{stem}.rs"));
+        }
+    }
+    assert!(seen > 20, "only {seen} test files were seen");
+    assert!(
+        forgotten.is_empty(),
+        "never compiled, so never run: add `mod <name>;` to tests/runner.rs for {forgotten:?}"
+    );
+}

@@ -33,42 +33,34 @@ fn committed_man_pages_are_up_to_date() {
     );
 }
 
+/// Every command and subcommand the clap tree defines, as the words that name it.
+fn every_command(cmd: &clap::Command, path: Vec<String>, out: &mut Vec<Vec<String>>) {
+    for sub in cmd.get_subcommands() {
+        if sub.get_name() == "help" {
+            continue;
+        }
+        let mut words = path.clone();
+        words.push(sub.get_name().to_owned());
+        out.push(words.clone());
+        every_command(sub, words, out);
+    }
+}
+
 #[test]
 fn help_works_for_every_command() {
     let env = TestEnv::new();
-    for cmd in [
-        "init",
-        "start",
-        "status",
-        "list",
-        "checkpoint",
-        "journal",
-        "rollback",
-        "undo",
-        "finish",
-        "remove",
-        "prune",
-        "doctor",
-        "playbook",
-        "run",
-        "resume",
-        "answer",
-        "demo",
-        "stories",
-        "speckit",
-        "analyze",
-        "workflow",
-        "template",
-        "scan",
-        "hooks",
-        "guard",
-        "completions",
-        "install-man",
-    ] {
-        let run = env.bmad(&env.root(), &[cmd, "--help"]).success();
+    let mut commands = Vec::new();
+    every_command(&git_bmad::cli::command(), Vec::new(), &mut commands);
+    assert!(commands.len() > 40, "only {} commands", commands.len());
+    for words in &commands {
+        let mut args: Vec<&str> = words.iter().map(String::as_str).collect();
+        args.push("--help");
+        let run = env.bmad(&env.root(), &args).success();
+        let usage = format!("Usage: git bmad {}", words.join(" "));
         assert!(
-            run.stdout.contains("Usage: git bmad"),
-            "{cmd}: {}",
+            run.stdout.contains(&usage),
+            "{}: {}",
+            words.join(" "),
             run.stdout
         );
     }

@@ -201,6 +201,10 @@ fn honest() -> Vec<Turn> {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
 fn an_honest_agent_finishes_with_the_default_config() {
     for cli in ALL {
         let world = World::new(cli, honest(), IMPLEMENT);
@@ -244,6 +248,10 @@ fn assert_not_done(world: &World, run: &Run, why: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
 fn an_agent_that_only_claims_done_is_not_done() {
     for cli in ALL {
         let world = World::new(
@@ -261,6 +269,10 @@ fn an_agent_that_only_claims_done_is_not_done() {
 /// The same lie twice from a real CLI (new session id, timings and token counts each run) is
 /// a stall: a human is asked, the step is not run a third time.
 #[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
 fn the_same_failure_twice_from_a_real_cli_is_a_stall() {
     let retried = "name: scenario\nsteps:\n  - id: implement\n    command: Create src/hello.txt\n    timeout: 120s\n    on_error: retry_once\n    postconditions: [{file_exists: src/hello.txt}]\n";
     for cli in ALL {
@@ -288,6 +300,10 @@ fn the_same_failure_twice_from_a_real_cli_is_a_stall() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
 fn api_errors_fail_the_step_with_the_apis_own_message() {
     let cases: &[(Cli, u16)] = &[
         (Cli::Claude, 401),
@@ -332,6 +348,10 @@ fn api_errors_fail_the_step_with_the_apis_own_message() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
 fn a_prompt_that_starts_with_a_dash_reaches_the_model_as_a_prompt() {
     let playbook = "name: scenario\nsteps:\n  - id: implement\n    command: --help me create src/hello.txt\n    timeout: 120s\n    postconditions: [{file_exists: src/hello.txt}]\n";
     for cli in ALL {
@@ -351,6 +371,10 @@ fn a_prompt_that_starts_with_a_dash_reaches_the_model_as_a_prompt() {
 /// defaults allow, and its JSON counts the refusal as a failed tool call like any other, so
 /// for Gemini the test can only show that nothing was pushed.
 #[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
 fn a_force_push_the_policy_blocks_fails_the_step_whatever_the_cli_says() {
     for cli in ALL {
         let world = World::new(
@@ -375,6 +399,10 @@ fn a_force_push_the_policy_blocks_fails_the_step_whatever_the_cli_says() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
 fn a_force_push_inside_a_claude_subagent_is_caught_too() {
     let world = World::new(
         Cli::Claude,
@@ -392,6 +420,10 @@ fn a_force_push_inside_a_claude_subagent_is_caught_too() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
 fn a_key_the_agent_writes_and_echoes_is_stored_nowhere() {
     let key = format!("AKIA{}", "Q7ZK2M4XW6RT5PLN");
     for cli in ALL {
@@ -421,6 +453,10 @@ fn a_key_the_agent_writes_and_echoes_is_stored_nowhere() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
 fn a_failing_verdict_and_a_hanging_model_never_end_done() {
     let judge = "name: scenario\nsteps:\n  - id: review\n    command: Review the change\n    verdict: required\n    timeout: 120s\n";
     let hang = "name: scenario\nsteps:\n  - id: implement\n    command: Create src/hello.txt\n    timeout: 5s\n";
@@ -444,6 +480,10 @@ fn a_failing_verdict_and_a_hanging_model_never_end_done() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
 fn stream_json_output_is_read_for_claude_and_refused_for_gemini() {
     let world = World::new(Cli::Claude, honest(), IMPLEMENT);
     world.configure(
@@ -497,6 +537,10 @@ fn stream_json_output_is_read_for_claude_and_refused_for_gemini() {
 }
 
 #[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
 fn a_codex_stream_that_reconnects_and_recovers_passes() {
     let mut script = vec![Turn::Fail {
         status: 500,
@@ -516,6 +560,10 @@ fn a_codex_stream_that_reconnects_and_recovers_passes() {
 /// Codex and Gemini report no cost, so a dollar budget is refused for them; a token budget
 /// counts what every CLI reports (cache included) and stops the run between steps.
 #[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
 fn a_token_budget_stops_every_cli_between_steps() {
     let two_steps = format!("{IMPLEMENT}  - {{id: again, command: Do it again, timeout: 120s}}\n");
     for cli in ALL {
@@ -568,6 +616,10 @@ fn a_token_budget_stops_every_cli_between_steps() {
 /// the project's tests nor read-only work need) and stops at its turn limit: neither ends
 /// "done", even with the file written and the tests passing.
 #[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
 fn a_denied_call_and_the_turn_limit_never_end_done() {
     let world = World::new(
         Cli::Claude,
@@ -678,6 +730,10 @@ impl EpicWorld {
 /// CLI) against the scripted model. An honest agent's story is verified, committed and
 /// offered as a PR; one that only says it is done parks at a gate and never gets a PR.
 #[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
 fn an_epic_story_with_the_real_claude_code_is_done_only_when_the_work_is_there() {
     let honest = vec![
         Turn::Shell(
@@ -731,6 +787,10 @@ fn an_epic_story_with_the_real_claude_code_is_done_only_when_the_work_is_there()
 /// model as the project's skill (its SKILL.md and the story key), and the story is done only
 /// once its spec says `done`, checked by git-bmad in the spec's frontmatter.
 #[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
 fn a_v611_story_reaches_the_real_claude_code_as_its_skill_and_is_verified_from_the_spec() {
     let spec = "_bmad-output/implementation-artifacts/spec-5-1-parser.md";
     let world = EpicWorld::new(

@@ -245,6 +245,23 @@ fn the_morning_report_covers_every_state_in_text_json_and_a_page_a_browser_rende
     for external in ["<script", "<link", "src=", "href=", "url(", "@import"] {
         assert!(!html.contains(external), "the page loads {external}");
     }
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs Chromium: cargo test --features external-tests"
+)]
+fn the_report_page_renders_the_same_content_in_a_real_browser_light_and_dark() {
+    let env = TestEnv::new();
+    let repo = fixture(&env);
+    let page = env.root().join("report.html");
+    let args = ["report", "--since", "1h", "--stall-after", "1s", "--json"];
+    let mut html_args = args.to_vec();
+    html_args.extend(["--html", page.to_str().unwrap()]);
+    let report = env.bmad(&repo, &html_args).success().json();
+    let gate = session(&report, "leaky")["gate"].clone();
+    let answer = gate["answer"].as_str().unwrap();
     let chromium = chromium();
     let dom = browser(&chromium, &env, &["--dump-dom"], &page);
     for name in ["ship", "leaky", "broken", "capped", "crashed", "manual"] {

@@ -83,7 +83,7 @@ fn forge_events(
         message
             .lines()
             .filter_map(|l| l.strip_prefix(&format!("{key}: ")))
-            .last()
+            .next_back()
             .map(|v| v.trim().to_owned())
     };
     let (mut seq, mut chain) = match (trailer("Bmad-Seq"), trailer("Bmad-Chain")) {
@@ -92,7 +92,7 @@ fn forge_events(
             let last = note
                 .lines()
                 .filter(|l| !l.trim().is_empty())
-                .last()
+                .next_back()
                 .unwrap();
             let v: Value = serde_json::from_str(last).unwrap();
             (

@@ -49,6 +49,8 @@ pub struct Context {
     pub ui: Ui,
     /// Where the command runs.
     pub cwd: PathBuf,
+    /// The policy every session operation of this command obeys.
+    pub policy: crate::policy::SessionPolicy,
 }
 
 impl Context {
@@ -116,7 +118,11 @@ pub fn run() -> ExitCode {
     if !cli.command.is_machine_run() {
         commands::ensure_man_pages();
     }
-    let ctx = Context { ui, cwd };
+    let ctx = Context {
+        ui,
+        cwd,
+        policy: crate::policy::SessionPolicy::default(),
+    };
     match commands::dispatch(&ctx, cli.command) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {

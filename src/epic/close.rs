@@ -128,20 +128,12 @@ pub(super) fn run(
     options: &EpicOptions<'_>,
 ) -> Result<Closed, Error> {
     let name = session_name(&plan.epic);
-    let session = match closeout::find_by_name(repo, &name)? {
-        Some(s) => s,
-        None => {
-            session::start(
-                repo,
-                &StartOptions {
-                    name,
-                    base: Some(epic.short_branch().to_owned()),
-                    playbook: Some("bmad-epic-close".into()),
-                },
-            )?
-            .session
-        }
+    let start = StartOptions {
+        name,
+        base: Some(epic.short_branch().to_owned()),
+        playbook: Some("bmad-epic-close".into()),
     };
+    let session = super::session_named(repo, &start, options.policy, options.progress)?;
     let report = supervisor::supervise(
         repo,
         &session,

@@ -51,6 +51,8 @@ pub struct EpicOptions<'a> {
     pub progress: &'a (dyn Fn(&str) + Sync),
     /// Set when the user interrupts.
     pub interrupt: &'a AtomicBool,
+    /// The policy every session of the run obeys (its hooks, what its checkpoints keep out).
+    pub policy: &'a dyn session::Policy,
 }
 
 /// How an epic run ended.
@@ -147,7 +149,7 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
     let main = repo.main_workdir().map_err(session::Error::from)?;
     let plan = plan_epic(repo, epic, &options.plan)?;
     pipeline::preflight(&main, &plan, options.gates, options.retro, options.config)?;
-    let epic_session = epic_session(repo, epic, options.base.as_deref())?;
+    let epic_session = epic_session(repo, epic, options)?;
     let journal = session::read_journal(repo, &epic_session.id)?;
     let mut state = EpicState::replay(journal.events());
     let started = EpicStarted {
@@ -288,10 +290,11 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
                     let tx = tx.clone();
                     let progress = options.progress;
                     let interrupt = options.interrupt;
+                    let policy = options.policy;
                     (options.progress)(&format!("{}: starting", story.key));
                     scope.spawn(move || {
                         let key = job.story.key.clone();
-                        let end = run_story(&job, story_config, progress, interrupt, &tx)
+                        let end = run_story(&job, story_config, progress, interrupt, policy, &tx)
                             .unwrap_or_else(|e| {
                                 let _ = tx.send(Message::Stage(
                                     key.clone(),
@@ -481,13 +484,13 @@ fn unblocked(repo: &Repo, plan: &Plan, state: &EpicState) -> Result<Vec<String>,
 }
 
 /// The epic's session: found by name, or started from `base`.
-fn epic_session(repo: &Repo, epic: &str, base: Option<&str>) -> Result<Session, Error> {
+fn epic_session(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<Session, Error> {
     let name = session_name(epic);
     if let Some(s) = closeout::find_by_name(repo, &name)? {
         return Ok(s);
     }
     // A branch name, so story PRs have a base to target.
-    let base = match base {
+    let base = match options.base.as_deref() {
         Some(b) => b.to_owned(),
         None => repo
             .head_branch()
@@ -495,15 +498,12 @@ fn epic_session(repo: &Repo, epic: &str, base: Option<&str>) -> Result<Session, 
             .map(|b| b.trim_start_matches("refs/heads/").to_owned())
             .unwrap_or_else(|| "HEAD".into()),
     };
-    let started = session::start(
-        repo,
-        &StartOptions {
-            name,
-            base: Some(base),
-            playbook: None,
-        },
-    )?;
-    Ok(started.session)
+    let start = StartOptions {
+        name,
+        base: Some(base),
+        playbook: None,
+    };
+    super::session_named(repo, &start, options.policy, options.progress)
 }
 
 /// What a story's branch starts from: the branch of the dependency it is stacked on, or the

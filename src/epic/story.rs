@@ -34,6 +34,7 @@ pub(super) fn run_story(
     config: &Config,
     progress: &(dyn Fn(&str) + Sync),
     interrupt: &AtomicBool,
+    policy: &dyn session::Policy,
     tx: &mpsc::Sender<Message>,
 ) -> Result<End, Error> {
     let repo = Repo::discover(&job.main).map_err(session::Error::from)?;
@@ -48,15 +49,12 @@ pub(super) fn run_story(
             (s, baseline)
         }
         None => {
-            let started = session::start(
-                &repo,
-                &StartOptions {
-                    name,
-                    base: Some(job.base.clone()),
-                    playbook: Some(job.source.name.clone()),
-                },
-            )?;
-            let s = started.session;
+            let start = StartOptions {
+                name,
+                base: Some(job.base.clone()),
+                playbook: Some(job.source.name.clone()),
+            };
+            let s = super::session_named(&repo, &start, policy, progress)?;
             for branch in &job.merges {
                 closeout::merge_into(&repo, &s, branch)?;
             }

@@ -145,7 +145,7 @@ impl Repo {
             let path = record
                 .iter()
                 .position(|b| *b == b'\t')
-                .map_or(&record[..], |tab| &record[tab + 1..]);
+                .map_or(record, |tab| &record[tab + 1..]);
             if !is_plain_tree_path(path) {
                 return Err(Error::Corrupt(format!(
                     "the saved index names {:?}, a path outside the worktree; it is not installed",

@@ -9,13 +9,15 @@
 //! snapshot reads it again.
 
 use std::collections::BTreeSet;
-use std::ffi::{CStr, CString};
+use std::ffi::CStr;
+use std::mem::MaybeUninit;
 use std::ops::Range;
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::time::Duration;
 
 use gix::index::entry::{Flags, Mode, Stat};
+use rustix::fs::{AtFlags, FileType, OFlags, RawDir};
 
 use super::error::{Error, Result};
 use super::ignores::Ignores;
@@ -272,16 +274,16 @@ impl<'a> Scanner<'a> {
 
     /// Whether the file `name` in the directory `dir` provably still holds what `entry`
     /// records: same kind and mode, same stat data, and that data trustworthy.
-    fn unchanged(&self, entry: &gix::index::Entry, dir: i32, name: &CStr) -> bool {
+    fn unchanged(&self, entry: &gix::index::Entry, dir: BorrowedFd<'_>, name: &CStr) -> bool {
         if entry.flags.contains(Flags::SKIP_WORKTREE) {
             return true;
         }
         let Some(st) = stat_at(dir, name) else {
             return false;
         };
-        let kind_matches = match st.st_mode & libc::S_IFMT {
-            libc::S_IFLNK => entry.mode == Mode::SYMLINK,
-            libc::S_IFREG if self.file_mode => {
+        let kind_matches = match FileType::from_raw_mode(st.st_mode) {
+            FileType::Symlink => entry.mode == Mode::SYMLINK,
+            FileType::RegularFile if self.file_mode => {
                 let executable = st.st_mode & 0o100 != 0;
                 entry.mode
                     == if executable {
@@ -290,7 +292,9 @@ impl<'a> Scanner<'a> {
                         Mode::FILE
                     }
             }
-            libc::S_IFREG => entry.mode == Mode::FILE || entry.mode == Mode::FILE_EXECUTABLE,
+            FileType::RegularFile => {
+                entry.mode == Mode::FILE || entry.mode == Mode::FILE_EXECUTABLE
+            }
             _ => false,
         };
         kind_matches
@@ -355,19 +359,8 @@ pub(super) fn trusted(stat: &Stat, verified: Duration) -> bool {
 }
 
 /// `lstat` of `name` in the open directory `dir`.
-fn stat_at(dir: i32, name: &CStr) -> Option<libc::stat> {
-    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
-    // SAFETY: `name` is NUL-terminated, `st` is written by fstatat before it is read.
-    let rc = unsafe {
-        libc::fstatat(
-            dir,
-            name.as_ptr(),
-            st.as_mut_ptr(),
-            libc::AT_SYMLINK_NOFOLLOW,
-        )
-    };
-    // SAFETY: fstatat filled `st` when it returned 0.
-    (rc == 0).then(|| unsafe { st.assume_init() })
+fn stat_at(dir: BorrowedFd<'_>, name: &CStr) -> Option<rustix::fs::Stat> {
+    rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW).ok()
 }
 
 /// What a directory entry is, as far as a snapshot cares: a symlink counts as a file.
@@ -382,10 +375,10 @@ enum Kind {
 
 /// The kind of `name` in the open directory `dir`, by `lstat`; a name gone meanwhile is
 /// `Other`, which the scan skips (and a cached entry not seen is reported as changed).
-fn kind_at(dir: i32, name: &CStr) -> Kind {
-    match stat_at(dir, name).map(|st| st.st_mode & libc::S_IFMT) {
-        Some(libc::S_IFDIR) => Kind::Dir,
-        Some(libc::S_IFREG | libc::S_IFLNK) => Kind::File,
+fn kind_at(dir: BorrowedFd<'_>, name: &CStr) -> Kind {
+    match stat_at(dir, name).map(|st| FileType::from_raw_mode(st.st_mode)) {
+        Some(FileType::Directory) => Kind::Dir,
+        Some(FileType::RegularFile | FileType::Symlink) => Kind::File,
         _ => Kind::Other,
     }
 }
@@ -404,68 +397,34 @@ fn kind_of(path: &Path) -> Kind {
 /// Why not `std::fs::read_dir`: it allocates a name and an `Arc` per entry and keeps no
 /// descriptor to stat relative to; this runs once per file of the worktree.
 struct Dir {
-    stream: std::ptr::NonNull<libc::DIR>,
+    fd: OwnedFd,
 }
 
 impl Dir {
     fn open(path: &Path) -> std::io::Result<Dir> {
-        let path = CString::new(path.as_os_str().as_bytes())
-            .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
-        // SAFETY: `path` is NUL-terminated.
-        let fd = unsafe {
-            libc::open(
-                path.as_ptr(),
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: `fd` is an open directory descriptor, owned by the stream from here on.
-        match std::ptr::NonNull::new(unsafe { libc::fdopendir(fd) }) {
-            Some(stream) => Ok(Dir { stream }),
-            None => {
-                let e = std::io::Error::last_os_error();
-                // SAFETY: the stream did not take `fd`.
-                unsafe { libc::close(fd) };
-                Err(e)
-            }
-        }
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let fd = rustix::fs::open(path, flags, rustix::fs::Mode::empty())?;
+        Ok(Dir { fd })
     }
 
     /// Call `f(directory fd, name, kind)` for each entry but `.` and `..`. A read error ends
     /// the listing early, which is safe here: an entry not seen is read again.
-    fn for_each(&mut self, mut f: impl FnMut(i32, &CStr, Kind)) {
-        // SAFETY: the stream is open until `drop`.
-        let fd = unsafe { libc::dirfd(self.stream.as_ptr()) };
-        loop {
-            // SAFETY: as above; the entry is valid until the next readdir on this stream,
-            // and `f` gets it only for this iteration.
-            let entry = unsafe { libc::readdir(self.stream.as_ptr()) };
-            if entry.is_null() {
-                return;
-            }
-            // SAFETY: readdir returned a valid entry whose name is NUL-terminated.
-            let (name, d_type) =
-                unsafe { (CStr::from_ptr((*entry).d_name.as_ptr()), (*entry).d_type) };
+    fn for_each(&mut self, mut f: impl FnMut(BorrowedFd<'_>, &CStr, Kind)) {
+        let mut buf = [MaybeUninit::<u8>::uninit(); 16 * 1024];
+        let mut entries = RawDir::new(&self.fd, &mut buf);
+        while let Some(Ok(entry)) = entries.next() {
+            let name = entry.file_name();
             if matches!(name.to_bytes(), b"." | b"..") {
                 continue;
             }
-            let kind = match d_type {
-                libc::DT_REG | libc::DT_LNK => Kind::File,
-                libc::DT_DIR => Kind::Dir,
-                libc::DT_UNKNOWN => Kind::Unknown,
+            let kind = match entry.file_type() {
+                FileType::RegularFile | FileType::Symlink => Kind::File,
+                FileType::Directory => Kind::Dir,
+                FileType::Unknown => Kind::Unknown,
                 _ => Kind::Other,
             };
-            f(fd, name, kind);
+            f(self.fd.as_fd(), name, kind);
         }
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        // SAFETY: the stream is open, and closed only here.
-        unsafe { libc::closedir(self.stream.as_ptr()) };
     }
 }
 
@@ -485,15 +444,23 @@ pub(super) fn stat_of(meta: &std::fs::Metadata) -> Stat {
 }
 
 /// The stat data an index entry keeps, from `lstat`'s answer.
-fn stat_data(st: &libc::stat) -> Stat {
+fn stat_data(st: &rustix::fs::Stat) -> Stat {
+    // The fields' integer types differ between architectures.
+    fn wide<T: TryInto<i64>>(v: T) -> i64 {
+        v.try_into().unwrap_or(0)
+    }
+    // Truncated to 32 bits, as git does.
+    fn low32<T: TryInto<u64>>(v: T) -> u32 {
+        v.try_into().map_or(0, |v: u64| v as u32)
+    }
     Stat {
-        mtime: time(st.st_mtime, st.st_mtime_nsec),
-        ctime: time(st.st_ctime, st.st_ctime_nsec),
-        dev: st.st_dev as u32,
-        ino: st.st_ino as u32,
+        mtime: time(wide(st.st_mtime), wide(st.st_mtime_nsec)),
+        ctime: time(wide(st.st_ctime), wide(st.st_ctime_nsec)),
+        dev: low32(st.st_dev),
+        ino: low32(st.st_ino),
         uid: st.st_uid,
         gid: st.st_gid,
-        size: st.st_size as u32,
+        size: low32(st.st_size),
     }
 }
 

@@ -153,6 +153,7 @@ fn squashed_sessions(message: &str) -> Vec<String> {
 /// clock that counts from boot, the one `/proc/<pid>/stat` gives start times in (10 ms
 /// ticks); anything that cannot be read is "no".
 fn made_after_start(file: &Path, pid: u32) -> bool {
+    use rustix::time::ClockId;
     use std::os::unix::fs::MetadataExt;
     let Ok(meta) = std::fs::symlink_metadata(file) else {
         return false;
@@ -160,12 +161,7 @@ fn made_after_start(file: &Path, pid: u32) -> bool {
     let Some(started) = process_start_since_boot(pid) else {
         return false;
     };
-    let (Some(real_now), Some(boot_now)) = (
-        clock_secs(libc::CLOCK_REALTIME),
-        clock_secs(libc::CLOCK_BOOTTIME),
-    ) else {
-        return false;
-    };
+    let (real_now, boot_now) = (clock_secs(ClockId::Realtime), clock_secs(ClockId::Boottime));
     let ctime = meta.ctime() as f64 + meta.ctime_nsec() as f64 / 1e9;
     let made = boot_now - (real_now - ctime);
     made >= started
@@ -177,19 +173,13 @@ fn process_start_since_boot(pid: u32) -> Option<f64> {
     // The command name (field 2) may hold spaces and parentheses: count after the last `)`.
     let after_name = &stat[stat.rfind(')')? + 1..];
     let ticks: f64 = after_name.split_whitespace().nth(19)?.parse().ok()?;
-    // SAFETY: sysconf reads a constant of the running system.
-    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let per_second = rustix::param::clock_ticks_per_second();
     (per_second > 0).then(|| ticks / per_second as f64)
 }
 
-fn clock_secs(clock: libc::clockid_t) -> Option<f64> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid timespec for the call to fill.
-    let ok = unsafe { libc::clock_gettime(clock, &mut ts) } == 0;
-    ok.then(|| ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9)
+fn clock_secs(clock: rustix::time::ClockId) -> f64 {
+    let ts = rustix::time::clock_gettime(clock);
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
 }
 
 #[cfg(test)]

@@ -23,8 +23,10 @@ pub mod refs;
 pub mod rules;
 pub mod scan;
 pub mod secrets;
+mod session_policy;
 
 pub use protected::{is_protected, protected_refs, protected_refs_with};
+pub use session_policy::SessionPolicy;
 
 use std::path::PathBuf;
 

@@ -271,12 +271,13 @@ fn join_reader(handle: std::thread::JoinHandle<Captured>) -> Captured {
 
 /// Kill a process group; a group that is already gone is fine.
 fn kill_group(group: i32) {
-    if group > 0 {
-        // SAFETY: killpg only sends a signal; the group id is our child's pid, which is its
-        // group id because the child was started with process_group(0).
-        unsafe {
-            libc::killpg(group, libc::SIGKILL);
-        }
+    // The group id is our child's pid, which is its group id because the child was started
+    // with process_group(0).
+    if let Some(group) = (group > 0)
+        .then(|| rustix::process::Pid::from_raw(group))
+        .flatten()
+    {
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
 }
 
@@ -285,7 +286,7 @@ fn die_with_parent(command: &mut Command) {
     // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
     unsafe {
         command.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
             Ok(())
         });
     }

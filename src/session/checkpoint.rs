@@ -13,11 +13,12 @@ use serde::Serialize;
 use super::error::{Error, Result};
 use super::event::{Decision, Event, NewEvent};
 use super::journal::{self, backoff, seq_trailer, trailer};
+use super::policy::Policy;
 use super::schema::{Body, CheckpointTaken};
 use super::state::Status;
 use super::store::Session;
 use super::{checkpoints_ref, notes_ref};
-use crate::git::{CasOutcome, ObjectId, Repo, SavedIndex, Vet};
+use crate::git::{CasOutcome, ObjectId, Repo, SavedIndex};
 
 const MAX_ATTEMPTS: u32 = 500;
 
@@ -281,8 +282,21 @@ pub(crate) fn one_line(label: &str) -> String {
     line.chars().take(200).collect()
 }
 
+/// A checkpoint just taken.
+#[derive(Clone, Debug)]
+pub struct Taken {
+    /// The checkpoint.
+    pub checkpoint: Checkpoint,
+    /// Its journal event.
+    pub event: Event,
+    /// Changed files the policy refused: the checkpoint has them as `HEAD` has them.
+    pub kept_out: Vec<String>,
+}
+
 /// Take a checkpoint of a session: snapshot its worktree, extend the chain, journal it.
 ///
+/// Every changed file is shown to `policy` first: what it refuses is kept out of the object
+/// database (the snapshot has the path as `HEAD` has it) and named in [`Taken::kept_out`].
 /// `status` and `step` default to those of the previous checkpoint. `repo` may be any
 /// worktree of the repository; the session's own worktree is snapshotted.
 pub fn checkpoint(
@@ -291,21 +305,8 @@ pub fn checkpoint(
     label: &str,
     status: Option<Status>,
     step: Option<String>,
-) -> Result<(Checkpoint, Event)> {
-    let (checkpoint, event, _) = checkpoint_vetted(repo, session, label, status, step, None)?;
-    Ok((checkpoint, event))
-}
-
-/// [`checkpoint`], with every changed file shown to `vet` first: what it refuses is kept out
-/// of the object database (the snapshot has the path as `HEAD` has it) and returned.
-pub fn checkpoint_vetted(
-    repo: &Repo,
-    session: &Session,
-    label: &str,
-    status: Option<Status>,
-    step: Option<String>,
-    vet: Option<Vet<'_>>,
-) -> Result<(Checkpoint, Event, Vec<String>)> {
+    policy: &dyn Policy,
+) -> Result<Taken> {
     let worktree = session.open_worktree(repo)?;
     let wt = worktree.as_ref().unwrap_or(repo);
     // The last checkpoint's tree: what the worktree's snapshot cache may describe.
@@ -313,10 +314,15 @@ pub fn checkpoint_vetted(
         Some(tip) => Some(repo.tree_of(tip)?),
         None => None,
     };
-    let snapshot = wt.snapshot_tree_vetted(vet, since)?;
+    let mut vet = |path: &str, bytes: &[u8]| policy.admit(path, bytes);
+    let snapshot = wt.snapshot_tree_vetted(Some(&mut vet), since)?;
     let state = Recorded::of(wt, snapshot.tree, Some(snapshot.staged))?;
     let (checkpoint, event) = extend_chain(repo, session, state, label, status, step)?;
-    Ok((checkpoint, event, snapshot.refused))
+    Ok(Taken {
+        checkpoint,
+        event,
+        kept_out: snapshot.refused,
+    })
 }
 
 /// Record a change of status (a gate opened, a run stopped) on the chain without taking a

@@ -4,18 +4,19 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::checkpoint::{self, extend_chain, write_commit, Checkpoint, Recorded, Trailers};
+use super::checkpoint::{self, extend_chain, write_commit, Checkpoint, Recorded, Taken, Trailers};
 use super::error::{Error, Result};
 use super::event::{Decision, NewEvent};
 use super::id::SessionId;
 use super::init::ensure_notes_config;
 use super::journal;
+use super::policy::Policy;
 use super::removed::{self, RemovedSession};
 use super::schema::{self, Body, CheckpointTaken, NoDetail};
 use super::state::Status;
 use super::store::{self, Session};
 use super::{checkpoints_ref, notes_ref};
-use crate::git::{CasOutcome, ObjectId, Repo, Vet};
+use crate::git::{CasOutcome, ObjectId, Repo};
 use crate::time::Timestamp;
 
 /// How many fresh session ids `start` tries to claim before it blames a lock.
@@ -39,14 +40,18 @@ pub struct Started {
     pub session: Session,
     /// Its first checkpoint.
     pub checkpoint: Checkpoint,
+    /// What the policy could not do to guard the new worktree.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Start a session: branch, linked worktree, first checkpoint, `session_started` event.
 ///
 /// A session starts from a commit. Without `--base`, uncommitted changes to tracked files
 /// refuse the start, so no one believes they went along; untracked files never do (they stay
-/// where they are, like any other file outside the commit).
-pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
+/// where they are, like any other file outside the commit). `policy` guards the new worktree
+/// before anything runs in it.
+pub fn start(repo: &Repo, options: &StartOptions, policy: &dyn Policy) -> Result<Started> {
     let name = options.name.as_str();
     validate_name(name)?;
     let main = repo.main_workdir()?;
@@ -129,6 +134,7 @@ pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
     ensure_notes_config(repo)?;
     let worktree = std::fs::canonicalize(&worktree).unwrap_or(worktree);
     mark_session_worktree(repo, &worktree, &id, &branch)?;
+    let warnings = policy.prepare_worktree(repo, &worktree);
     journal::append(
         repo,
         &id,
@@ -167,6 +173,7 @@ pub fn start(repo: &Repo, options: &StartOptions) -> Result<Started> {
     Ok(Started {
         session,
         checkpoint,
+        warnings,
     })
 }
 
@@ -251,21 +258,23 @@ fn resolve_base(repo: &Repo, base: Option<&str>) -> Result<(ObjectId, String)> {
 
 /// Finish a session: a final checkpoint marked completed, and `session_finished`.
 ///
-/// The worktree and branch stay, for review and pushing; `remove` ends them.
-pub fn finish(repo: &Repo, session: &Session) -> Result<Checkpoint> {
-    let (cp, _) = checkpoint::checkpoint(
+/// The worktree and branch stay, for review and pushing; `remove` ends them. `policy` sees
+/// every changed file before the last checkpoint takes it.
+pub fn finish(repo: &Repo, session: &Session, policy: &dyn Policy) -> Result<Taken> {
+    let taken = checkpoint::checkpoint(
         repo,
         session,
         "session finished",
         Some(Status::Completed),
         None,
+        policy,
     )?;
     journal::record(
         repo,
         session,
         NewEvent::new(Body::SessionFinished(NoDetail)).decision(Some(Decision::Human)),
     )?;
-    Ok(cp)
+    Ok(taken)
 }
 
 /// What `remove` may do.
@@ -279,14 +288,14 @@ pub struct RemoveOptions {
 /// restorable for `sessions.keep_removed_days` (see [`super::removed`]).
 ///
 /// Refuses, unless forced, when the worktree has uncommitted changes or the branch has
-/// commits that no other branch or remote-tracking ref contains. `vet` sees the worktree's
+/// commits that no other branch or remote-tracking ref contains. `policy` sees the worktree's
 /// changed files before the last checkpoint takes them; the ones it refuses (a secret) are
 /// not kept, and [`RemovedSession::left_out`] names them.
 pub fn remove(
     repo: &Repo,
     session: &Session,
     options: RemoveOptions,
-    vet: Option<Vet<'_>>,
+    policy: &dyn Policy,
 ) -> Result<RemovedSession> {
     if repo.workdir().starts_with(&session.worktree) {
         return Err(Error::InsideSession {
@@ -322,7 +331,8 @@ pub fn remove(
         // checkpoint, so the keep holds it.
         if session.worktree_exists && !half_added {
             left_out =
-                checkpoint::checkpoint_vetted(repo, session, "session removed", None, None, vet)?.2;
+                checkpoint::checkpoint(repo, session, "session removed", None, None, policy)?
+                    .kept_out;
         }
         journal::append(
             repo,

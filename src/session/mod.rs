@@ -21,6 +21,7 @@ mod id;
 mod init;
 mod journal;
 mod lifecycle;
+mod policy;
 mod removed;
 mod render;
 mod repair;
@@ -33,7 +34,7 @@ mod tips;
 pub mod trust;
 mod worktree;
 
-pub use checkpoint::{chain, checkpoint, checkpoint_vetted, mark_status, Checkpoint, Trailers};
+pub use checkpoint::{chain, checkpoint, mark_status, Checkpoint, Taken, Trailers};
 pub use deferred::defer;
 pub use doctor::{doctor, Finding, Severity};
 pub use error::{Error, Result};
@@ -47,6 +48,7 @@ pub use lifecycle::{
     finish, prune, remove, start, PruneOutcome, RemoveOptions, StartOptions, Started,
     SESSION_MARKER,
 };
+pub use policy::Policy;
 pub use removed::{gc, list_removed, removed_ref, restore, RemovedSession, Restored};
 pub use render::{
     event_summary, render_markdown, stage_for_commit, untrusted_note, write_rendered,

@@ -31,6 +31,8 @@ use super::state::SessionState;
 use super::store::Session;
 use crate::git::{CasOutcome, ObjectId, Repo, TreeChange, Vet};
 
+use super::policy::Policy;
+
 /// Which checkpoint to go back to.
 #[derive(Clone, Debug)]
 pub enum Target {
@@ -87,26 +89,26 @@ pub fn plan_rollback(repo: &Repo, session: &Session, target: &Target) -> Result<
 
 /// Restore the session to a checkpoint, after a safety checkpoint of the current state.
 ///
-/// `vet` sees every changed file first (see [`crate::git::Repo::vet_changes`]); one it refuses
-/// stops the rollback before anything is written.
+/// `policy` sees every changed file first (see [`crate::git::Repo::vet_changes`]); one it
+/// refuses stops the rollback before anything is written.
 pub fn rollback(
     repo: &Repo,
     session: &Session,
     target: &Target,
     files_only: bool,
-    vet: Vet<'_>,
+    policy: &dyn Policy,
 ) -> Result<RollbackOutcome> {
     refuse_if_interrupted(repo, session)?;
     let (target, _) = resolve(repo, session, target)?;
     let worktree = session.open_worktree(repo)?;
     let wt = worktree.as_ref().unwrap_or(repo);
-    let (intent, leaving) = begin(repo, wt, session, target, None, files_only, vet)?;
+    let (intent, leaving) = begin(repo, wt, session, target, None, files_only, policy)?;
     finish(repo, wt, session, intent, Some(leaving))
 }
 
 /// Reverse the most recent rollback (running it again redoes it). A rollback that was
 /// interrupted is finished first, then reversed: the result is exactly the state before it.
-pub fn undo(repo: &Repo, session: &Session, vet: Vet<'_>) -> Result<RollbackOutcome> {
+pub fn undo(repo: &Repo, session: &Session, policy: &dyn Policy) -> Result<RollbackOutcome> {
     let worktree = session.open_worktree(repo)?;
     let wt = worktree.as_ref().unwrap_or(repo);
     if let Some(intent) = interrupted(repo, &session.id)? {
@@ -127,7 +129,7 @@ pub fn undo(repo: &Repo, session: &Session, vet: Vet<'_>) -> Result<RollbackOutc
         safety,
         Some(last.seq),
         last.files_only,
-        vet,
+        policy,
     )?;
     finish(repo, wt, session, intent, Some(leaving))
 }
@@ -208,9 +210,13 @@ fn begin(
     target: Checkpoint,
     undo_of: Option<u64>,
     files_only: bool,
-    vet: Vet<'_>,
+    policy: &dyn Policy,
 ) -> Result<(Intent, Leaving)> {
-    let leaving = Leaving::take(wt, target.tree, Some(vet))?;
+    let leaving = Leaving::take(
+        wt,
+        target.tree,
+        Some(&mut |path, bytes| policy.admit(path, bytes)),
+    )?;
     let short = target.id.to_hex_with_len(10).to_string();
     let label = match undo_of {
         Some(seq) => format!("before undoing rollback #{seq}"),

@@ -6,7 +6,7 @@ use serde_json::json;
 use crate::cli::error::{exit, CommandError};
 use crate::cli::ui::Style;
 use crate::cli::Context;
-use crate::policy::secrets::{redact, CheckpointVet};
+use crate::policy::secrets::{redact, Finding};
 use crate::session;
 
 /// Snapshot the session worktree as a checkpoint.
@@ -35,15 +35,9 @@ pub fn cmd_checkpoint(ctx: &Context, args: &CheckpointArgs) -> Result<u8, Comman
     // The label goes into a commit message and a note: no secret in it is ever stored.
     let label = redact(&args.message);
     // Every changed file is scanned first: a secret never enters the object database.
-    let mut secrets = CheckpointVet::default();
-    let (cp, event, refused) = session::checkpoint_vetted(
-        &repo,
-        &s,
-        &label,
-        None,
-        args.step.clone(),
-        Some(&mut |path, bytes| secrets.admit(path, bytes)),
-    )?;
+    let taken = session::checkpoint(&repo, &s, &label, None, args.step.clone(), &ctx.policy)?;
+    let (cp, event, refused) = (taken.checkpoint, taken.event, taken.kept_out);
+    let secrets = ctx.policy.take_found();
     let code = if refused.is_empty() {
         exit::OK
     } else {
@@ -53,23 +47,14 @@ pub fn cmd_checkpoint(ctx: &Context, args: &CheckpointArgs) -> Result<u8, Comman
     let number = cp.trailers.number;
     if ctx.ui.json() {
         ctx.ui.print_json(
-            &json!({"checkpoint": cp, "number": number, "event": event, "kept_out": refused, "secrets": secrets.found}),
+            &json!({"checkpoint": cp, "number": number, "event": event, "kept_out": refused, "secrets": secrets}),
         );
         return Ok(code);
     }
-    for finding in &secrets.found {
-        // On stderr even with --quiet: the checkpoint is not what was asked for.
-        eprintln!(
-            "{}",
-            crate::cli::ui::safe_for_terminal(&format!(
-                "{}: {} ({}, {}): kept out of the checkpoint; remove it, then checkpoint again",
-                finding.location(),
-                finding.description,
-                finding.rule,
-                finding.excerpt
-            ))
-        );
-    }
+    report_secrets(
+        &secrets,
+        ": kept out of the checkpoint; remove it, then checkpoint again",
+    );
     ctx.ui.line(format!(
         "Checkpoint {number} ({}) of session {}: {}",
         ctx.ui
@@ -81,4 +66,21 @@ pub fn cmd_checkpoint(ctx: &Context, args: &CheckpointArgs) -> Result<u8, Comman
         "Back to this state at any time: git bmad rollback {number}"
     ));
     Ok(code)
+}
+
+/// Name each secret a session operation refused, redacted, on stderr even with --quiet (what
+/// was stored is not what was asked for); `then` says what happened to it.
+pub fn report_secrets(secrets: &[Finding], then: &str) {
+    for finding in secrets {
+        eprintln!(
+            "{}",
+            crate::cli::ui::safe_for_terminal(&format!(
+                "{}: {} ({}, {}){then}",
+                finding.location(),
+                finding.description,
+                finding.rule,
+                finding.excerpt
+            ))
+        );
+    }
 }

@@ -300,6 +300,7 @@ fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError> {
             retro: args.retro,
             progress: &progress,
             interrupt: &stop,
+            policy: &ctx.policy,
         },
     )?;
     let code = if run.interrupted {

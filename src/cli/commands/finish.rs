@@ -33,12 +33,27 @@ pub fn cmd_finish(ctx: &Context, args: &FinishArgs) -> Result<u8, CommandError> 
         }
         return Ok(exit::OK);
     }
-    let cp = session::finish(&repo, &s)?;
+    let taken = session::finish(&repo, &s, &ctx.policy)?;
+    let secrets = ctx.policy.take_found();
+    let code = if taken.kept_out.is_empty() {
+        exit::OK
+    } else {
+        exit::POLICY
+    };
     if ctx.ui.json() {
-        ctx.ui
-            .print_json(&json!({"session": s, "checkpoint": cp, "already_finished": false}));
-        return Ok(exit::OK);
+        ctx.ui.print_json(&json!({
+            "session": s,
+            "checkpoint": taken.checkpoint,
+            "already_finished": false,
+            "kept_out": taken.kept_out,
+            "secrets": secrets,
+        }));
+        return Ok(code);
     }
+    super::checkpoint::report_secrets(
+        &secrets,
+        ": kept out of the last checkpoint; remove it before you commit",
+    );
     ctx.ui
         .line(format!("Finished session {} ({}).", s.id, s.name));
     ctx.ui.status(format!(
@@ -47,5 +62,5 @@ pub fn cmd_finish(ctx: &Context, args: &FinishArgs) -> Result<u8, CommandError> 
         s.short_branch(),
         s.id
     ));
-    Ok(exit::OK)
+    Ok(code)
 }

@@ -110,29 +110,8 @@ fn scope(global: bool) -> hooks::Scope {
 /// there: without them nothing refuses an agent's force push, push to a protected branch or
 /// committed secret.
 pub fn warn_if_unguarded(ctx: &Context, worktree: &crate::git::Repo) {
-    let mut missing = hooks::missing(worktree);
-    if missing.as_ref().is_ok_and(|m| !m.is_empty()) {
-        match hooks::repair(worktree) {
-            Ok(Some(status)) => {
-                ctx.ui.status(format!(
-                    "core.hooksPath had been changed since `git bmad hooks install`: git-bmad's hooks are back in front, and run your hooks in {}",
-                    status.chains.as_deref().unwrap_or(&status.dir).display()
-                ));
-                missing = hooks::missing(worktree);
-            }
-            Ok(None) => {}
-            Err(e) => ctx
-                .ui
-                .warn(format!("could not put the policy hooks back: {e}")),
-        }
-    }
-    match missing {
-        Ok(missing) if missing.is_empty() => {}
-        Ok(missing) => ctx.ui.warn(format!(
-            "the policy hooks are not installed ({} missing): nothing refuses an agent's force push, push to a protected branch or committed secret. Run `git bmad hooks install` in the main worktree",
-            missing.join(", ")
-        )),
-        Err(e) => ctx.ui.warn(format!("could not check the policy hooks: {e}")),
+    for line in hooks::guard(worktree) {
+        ctx.ui.warn(line);
     }
 }
 

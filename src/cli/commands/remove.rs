@@ -5,7 +5,6 @@ use serde_json::json;
 
 use crate::cli::error::{exit, CommandError};
 use crate::cli::Context;
-use crate::policy::secrets::CheckpointVet;
 use crate::session::{self, RemoveOptions};
 use crate::time::Timestamp;
 
@@ -32,13 +31,7 @@ pub fn cmd_remove(ctx: &Context, args: &RemoveArgs) -> Result<u8, CommandError> 
     let repo = ctx.repo()?;
     let s = session::locate(&repo, Some(&args.session))?;
     // A secret in a changed file stays out of the last checkpoint, as in any checkpoint.
-    let mut secrets = CheckpointVet::default();
-    let kept = session::remove(
-        &repo,
-        &s,
-        RemoveOptions { force: args.force },
-        Some(&mut |path, bytes| secrets.admit(path, bytes)),
-    )?;
+    let kept = session::remove(&repo, &s, RemoveOptions { force: args.force }, &ctx.policy)?;
     if ctx.ui.json() {
         ctx.ui.print_json(&json!({"removed": s, "kept": kept}));
         return Ok(exit::OK);

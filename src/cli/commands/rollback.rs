@@ -7,7 +7,6 @@ use crate::cli::error::{exit, CommandError};
 use crate::cli::ui::{Style, Ui};
 use crate::cli::Context;
 use crate::git::TreeChange;
-use crate::policy::secrets::CheckpointVet;
 use crate::session::schema::{Body, BranchOutcome};
 use crate::session::{self, RollbackOutcome, Target};
 
@@ -73,28 +72,9 @@ pub fn cmd_rollback(ctx: &Context, args: &RollbackArgs) -> Result<u8, CommandErr
         ctx.ui.status("Nothing was changed (dry run). The current state would be saved as a checkpoint first; the index and the branch would follow the checkpoint unless --files-only.");
         return Ok(exit::OK);
     }
-    let mut secrets = CheckpointVet::default();
-    let outcome = session::rollback(&repo, &s, &target, args.files_only, &mut |path, bytes| {
-        secrets.admit(path, bytes)
-    });
-    report_secrets(&secrets);
+    let outcome = session::rollback(&repo, &s, &target, args.files_only, &ctx.policy);
+    super::checkpoint::report_secrets(&ctx.policy.take_found(), "");
     report(ctx, &outcome?, "Rolled back to")
-}
-
-/// Name each secret that stopped a rollback or an undo, redacted, on stderr.
-pub fn report_secrets(secrets: &CheckpointVet) {
-    for finding in &secrets.found {
-        eprintln!(
-            "{}",
-            crate::cli::ui::safe_for_terminal(&format!(
-                "{}: {} ({}, {})",
-                finding.location(),
-                finding.description,
-                finding.rule,
-                finding.excerpt
-            ))
-        );
-    }
 }
 
 /// Print a rollback's outcome (shared with `undo`).

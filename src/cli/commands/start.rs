@@ -50,12 +50,10 @@ pub fn cmd_start(ctx: &Context, args: &StartArgs) -> Result<u8, CommandError> {
             base: args.base.clone(),
             playbook: playbook.clone(),
         },
+        &ctx.policy,
     )?;
-    // Husky-style relative core.hooksPath: the new worktree needs its own copy of the hooks.
-    crate::policy::hooks::prepare_worktree(&repo, &started.session.worktree)
-        .map_err(|e| CommandError::failed(e.to_string()))?;
-    if let Ok(Some(worktree)) = started.session.open_worktree(&repo) {
-        super::hooks::warn_if_unguarded(ctx, &worktree);
+    for warning in &started.warnings {
+        ctx.ui.warn(warning);
     }
     if ctx.ui.json() {
         ctx.ui.print_json(&started);

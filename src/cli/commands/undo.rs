@@ -4,7 +4,6 @@ use clap::Args;
 
 use crate::cli::error::CommandError;
 use crate::cli::Context;
-use crate::policy::secrets::CheckpointVet;
 use crate::session;
 
 /// Reverse the last rollback: back to exactly the state before it.
@@ -21,8 +20,7 @@ pub struct UndoArgs {
 pub fn cmd_undo(ctx: &Context, args: &UndoArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
     let s = session::locate(&repo, args.session.as_deref())?;
-    let mut secrets = CheckpointVet::default();
-    let outcome = session::undo(&repo, &s, &mut |path, bytes| secrets.admit(path, bytes));
-    super::rollback::report_secrets(&secrets);
+    let outcome = session::undo(&repo, &s, &ctx.policy);
+    super::checkpoint::report_secrets(&ctx.policy.take_found(), "");
     super::rollback::report(ctx, &outcome?, "Undid the last rollback: back to")
 }

@@ -13,11 +13,13 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, Write};
-use std::os::fd::AsRawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+use rustix::event::{PollFd, PollFlags, Timespec};
+use rustix::io::Errno;
 
 use super::inotify::{Event, Inotify};
 use super::{current_uid, peer_uid, socket_address, Token};
@@ -101,31 +103,24 @@ impl Watcher {
                 return Ok(());
             }
             let mut fds = [
-                libc::pollfd {
-                    fd: self.inotify.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
-                libc::pollfd {
-                    fd: listener.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                },
+                PollFd::new(&self.inotify, PollFlags::IN),
+                PollFd::new(listener, PollFlags::IN),
             ];
-            let timeout = idle_left.as_millis().min(i32::MAX as u128) as i32;
-            // SAFETY: `fds` is valid for its length.
-            let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
-            if n < 0 {
-                let e = std::io::Error::last_os_error();
-                if e.raw_os_error() == Some(libc::EINTR) {
-                    continue;
-                }
-                return Err(e);
+            let timeout = Timespec::try_from(idle_left).unwrap_or(Timespec {
+                tv_sec: i64::MAX,
+                tv_nsec: 0,
+            });
+            match rustix::event::poll(&mut fds, Some(&timeout)) {
+                Ok(_) => {}
+                Err(Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
             }
-            if fds[0].revents != 0 {
+            let (inotify_ready, listener_ready) =
+                (!fds[0].revents().is_empty(), !fds[1].revents().is_empty());
+            if inotify_ready {
                 self.drain()?;
             }
-            if fds[1].revents != 0 {
+            if listener_ready {
                 match listener.accept() {
                     Ok((stream, _)) => self.answer(stream),
                     Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}

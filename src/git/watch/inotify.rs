@@ -1,10 +1,11 @@
 //! The little of Linux's inotify the change feed needs: an instance, directory watches, and
 //! its events read without blocking.
 
-use std::ffi::CString;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
+
+use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
+use rustix::io::Errno;
 
 /// What a directory watch reports: every change to a name in it that can change what a
 /// snapshot holds (content, mode, a name created, removed or renamed), and the directory's
@@ -37,32 +38,22 @@ pub(super) struct Inotify {
 
 impl Inotify {
     pub fn new() -> std::io::Result<Inotify> {
-        // SAFETY: no pointers; the result is checked.
-        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
-        if fd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: `fd` is a new descriptor nothing else owns.
-        Ok(Inotify {
-            fd: unsafe { OwnedFd::from_raw_fd(fd) },
-        })
+        let fd = inotify::init(CreateFlags::NONBLOCK | CreateFlags::CLOEXEC)?;
+        Ok(Inotify { fd })
     }
 
     /// Watch the directory `dir`; the same directory watched twice keeps one watch.
     pub fn watch(&self, dir: &Path) -> std::io::Result<i32> {
-        let path = CString::new(dir.as_os_str().as_bytes())
-            .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
-        // SAFETY: `path` is NUL-terminated.
-        let wd = unsafe { libc::inotify_add_watch(self.fd.as_raw_fd(), path.as_ptr(), MASK) };
-        if wd < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(wd)
+        Ok(inotify::add_watch(
+            &self.fd,
+            dir,
+            WatchFlags::from_bits_retain(MASK),
+        )?)
     }
 
     pub fn unwatch(&self, wd: i32) {
-        // SAFETY: no pointers. A watch the kernel already dropped fails harmlessly.
-        unsafe { libc::inotify_rm_watch(self.fd.as_raw_fd(), wd) };
+        // A watch the kernel already dropped fails harmlessly.
+        let _ = inotify::remove_watch(&self.fd, wd);
     }
 
     /// The events queued now, in order; empty when there are none.
@@ -70,27 +61,20 @@ impl Inotify {
         let mut events = Vec::new();
         let mut buf = vec![0u8; 64 * 1024];
         loop {
-            // SAFETY: `buf` is valid for `buf.len()` bytes.
-            let n = unsafe { libc::read(self.fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len()) };
-            if n < 0 {
-                let e = std::io::Error::last_os_error();
-                match e.raw_os_error() {
-                    Some(libc::EAGAIN) => return Ok(events),
-                    Some(libc::EINTR) => continue,
-                    _ => return Err(e),
-                }
-            }
-            parse(&buf[..n as usize], &mut events);
-            if n == 0 {
-                return Ok(events);
+            match rustix::io::read(&self.fd, &mut buf) {
+                Ok(0) => return Ok(events),
+                Ok(n) => parse(&buf[..n], &mut events),
+                Err(Errno::AGAIN) => return Ok(events),
+                Err(Errno::INTR) => continue,
+                Err(e) => return Err(e.into()),
             }
         }
     }
 }
 
-impl AsRawFd for Inotify {
-    fn as_raw_fd(&self) -> RawFd {
-        self.fd.as_raw_fd()
+impl AsFd for Inotify {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.fd.as_fd()
     }
 }
 

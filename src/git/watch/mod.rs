@@ -274,7 +274,7 @@ fn start_watcher(root: &Path, failed: &Path) {
     // SAFETY: setsid and close_range are async-signal-safe; nothing is allocated.
     unsafe {
         command.pre_exec(|| {
-            libc::setsid();
+            let _ = rustix::process::setsid();
             // Descriptors this process inherited without close-on-exec stay with it.
             const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
             libc::syscall(
@@ -334,29 +334,13 @@ fn ignore_fingerprint(repo: &Repo) -> String {
 
 /// The user id of the process at the other end of `stream`.
 fn peer_uid(stream: &UnixStream) -> Option<u32> {
-    use std::os::fd::AsRawFd;
-    let mut cred = libc::ucred {
-        pid: 0,
-        uid: 0,
-        gid: 0,
-    };
-    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
-    // SAFETY: `cred` and `len` are valid for writing and `len` holds `cred`'s size.
-    let rc = unsafe {
-        libc::getsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_PEERCRED,
-            (&mut cred as *mut libc::ucred).cast(),
-            &mut len,
-        )
-    };
-    (rc == 0).then_some(cred.uid)
+    rustix::net::sockopt::socket_peercred(stream)
+        .ok()
+        .map(|cred| cred.uid.as_raw())
 }
 
 fn current_uid() -> u32 {
-    // SAFETY: getuid cannot fail.
-    unsafe { libc::getuid() }
+    rustix::process::getuid().as_raw()
 }
 
 #[cfg(test)]

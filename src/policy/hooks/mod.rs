@@ -417,6 +417,36 @@ pub fn repair(repo: &Repo) -> Result<Option<HooksStatus>, Error> {
     install(repo, &binary, Scope::Repository).map(Some)
 }
 
+/// Make sure git-bmad's hooks guard the worktree `repo` was opened in: put them back in
+/// front when something repointed `core.hooksPath` ([`repair`]); what the user must know
+/// (a repair, hooks still missing), as lines to show.
+pub fn guard(repo: &Repo) -> Vec<String> {
+    let mut said = Vec::new();
+    let mut missing = missing(repo);
+    if missing.as_ref().is_ok_and(|m| !m.is_empty()) {
+        match repair(repo) {
+            Ok(Some(status)) => {
+                said.push(format!(
+                    "core.hooksPath had been changed since `git bmad hooks install`: git-bmad's hooks are back in front, and run your hooks in {}",
+                    status.chains.as_deref().unwrap_or(&status.dir).display()
+                ));
+                missing = self::missing(repo);
+            }
+            Ok(None) => {}
+            Err(e) => said.push(format!("could not put the policy hooks back: {e}")),
+        }
+    }
+    match missing {
+        Ok(missing) if missing.is_empty() => {}
+        Ok(missing) => said.push(format!(
+            "the policy hooks are not installed ({} missing): nothing refuses an agent's force push, push to a protected branch or committed secret. Run `git bmad hooks install` in the main worktree",
+            missing.join(", ")
+        )),
+        Err(e) => said.push(format!("could not check the policy hooks: {e}")),
+    }
+    said
+}
+
 /// The managed hooks that are not ours in the worktree `repo` was opened in (none missing:
 /// an empty list).
 pub fn missing(repo: &Repo) -> Result<Vec<&'static str>, Error> {

@@ -185,24 +185,6 @@ fn printable_runs(bytes: &[u8]) -> String {
     out
 }
 
-/// A checkpoint's gatekeeper: refuses every file with a secret in it and keeps what it
-/// found (`session::checkpoint_vetted` takes `|path, bytes| vet.admit(path, bytes)`).
-#[derive(Debug, Default)]
-pub struct CheckpointVet {
-    /// What was found, in the order the files came.
-    pub found: Vec<Finding>,
-}
-
-impl CheckpointVet {
-    /// Whether the file may be stored; records its findings when not.
-    pub fn admit(&mut self, path: &str, bytes: &[u8]) -> bool {
-        let found = scan_file(path, bytes);
-        let clean = found.is_empty();
-        self.found.extend(found);
-        clean
-    }
-}
-
 /// A finding for a file that should never be committed, whatever it contains.
 pub fn check_path(path: &str) -> Option<Finding> {
     let name = path.rsplit('/').next().unwrap_or(path);

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::Engine;
-use crate::policy::secrets::CheckpointVet;
+use crate::policy::SessionPolicy;
 use crate::session::schema::{Body, PolicyViolation};
 use crate::session::{self, Checkpoint, Decision, Journal, NewEvent, Status};
 use crate::supervisor::checks::CheckEnv;
@@ -72,18 +72,19 @@ impl Engine<'_> {
         tag: &str,
         ids: &[&str],
     ) -> Result<(Checkpoint, u64)> {
-        let mut secrets = CheckpointVet::default();
-        let (checkpoint, ev, _) = session::checkpoint_vetted(
+        let policy = SessionPolicy::default();
+        let taken = session::checkpoint(
             self.repo,
             self.session,
             label,
             Some(Status::Running),
             Some(tag.to_owned()),
-            Some(&mut |path, bytes| secrets.admit(path, bytes)),
+            &policy,
         )?;
-        self.fold(&ev);
+        let checkpoint = taken.checkpoint;
+        self.fold(&taken.event);
         let step = round_step(ids);
-        for finding in &secrets.found {
+        for finding in &policy.take_found() {
             self.record(
                 NewEvent::new(Body::PolicyViolation(PolicyViolation {
                     hook: "checkpoint".into(),
@@ -98,7 +99,7 @@ impl Engine<'_> {
                 .decision(Some(Decision::Auto)),
             )?;
         }
-        Ok((checkpoint, ev.seq))
+        Ok((checkpoint, taken.event.seq))
     }
 
     /// The protected branches and where they point, taken before a round (see
