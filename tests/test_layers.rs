@@ -16,7 +16,7 @@ fn allowed() -> BTreeMap<&'static str, &'static [&'static str]> {
         ("git", &["config"][..]),
         ("session", &["git", "config"][..]),
         ("runner", &["config"][..]),
-        ("policy", &["session", "git", "config"][..]),
+        ("policy", &["session", "runner", "git", "config"][..]),
         ("bmad", &["config"][..]),
         (
             "supervisor",
@@ -24,7 +24,14 @@ fn allowed() -> BTreeMap<&'static str, &'static [&'static str]> {
         ),
         (
             "epic",
-            &["supervisor", "bmad", "session", "policy", "config"][..],
+            &[
+                "supervisor",
+                "runner",
+                "bmad",
+                "session",
+                "policy",
+                "config",
+            ][..],
         ),
         ("report", &["session", "bmad", "config"][..]),
         (
@@ -241,5 +248,32 @@ fn every_test_file_is_part_of_the_test_binary() {
     assert!(
         forgotten.is_empty(),
         "never compiled, so never run: add `mod <name>;` to tests/runner.rs for {forgotten:?}"
+    );
+}
+
+#[test]
+fn processes_are_started_only_by_the_git_and_runner_layers() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut spawning = Vec::new();
+    for file in &files {
+        let rel = file.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+        if rel.starts_with("git/") || rel.starts_with("runner/") {
+            continue;
+        }
+        let text = std::fs::read_to_string(file).unwrap();
+        // Unit tests may run what they like.
+        let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or_default();
+        for (n, line) in code.lines().enumerate() {
+            let line = line.split("//").next().unwrap_or_default();
+            if line.contains("Command::new") || line.contains("process::Command") {
+                spawning.push(format!("src/{rel}:{}", n + 1));
+            }
+        }
+    }
+    assert!(
+        spawning.is_empty(),
+        "start processes through runner::Program or runner::run_process (a timeout, a cleared environment): {spawning:?}"
     );
 }

@@ -191,6 +191,7 @@ pub(super) fn run(
             &format!("Epic {} close-out", plan.epic),
             &format!("epic-{}", plan.epic),
             &options.remote,
+            options.interrupt,
         )?)
     } else {
         None

@@ -196,7 +196,15 @@ pub(super) fn run_story(
         ));
         return Ok(End::Failed);
     }
-    let pr = super::closeout::pull_request(&repo, &session, &job.base, &title, key, &job.remote)?;
+    let pr = super::closeout::pull_request(
+        &repo,
+        &session,
+        &job.base,
+        &title,
+        key,
+        &job.remote,
+        interrupt,
+    )?;
     let mut done = numbers("done", None);
     done.pr = Some(pr);
     send(done);

@@ -4,15 +4,14 @@
 //! every refusal in the session journal, and then runs the user's hook of the same name
 //! (the shim found it) with the same arguments and input. The caller only prints.
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 use super::rules::{self, Refusal};
 use super::secrets::Finding;
 use super::{commit, live_run, push, refs, Error};
 use crate::config::PolicyScope;
 use crate::git::Repo;
+use crate::runner::Program;
 
 /// What a hook run found.
 #[derive(Debug, Default)]
@@ -159,19 +158,11 @@ pub const CHAINED_HOOK_VAR: &str = "GIT_BMAD_CHAINED_HOOK";
 /// Run the user's hook `chained`, by its real path (husky finds its hook from `$0`), with the
 /// same arguments and stdin bytes; its exit code.
 pub fn run_chained(chained: &Path, args: &[String], input: &[u8]) -> Result<i32, Error> {
-    let mut child = Command::new(chained)
-        .args(args)
-        .env_remove(CHAINED_HOOK_VAR)
-        .stdin(Stdio::piped())
-        .spawn()
+    let mut hook = Program::new(chained, args);
+    hook.env_remove.push(CHAINED_HOOK_VAR.to_owned());
+    let code = hook
+        .run_in_foreground(Some(input))
         .map_err(|e| Error::io("could not run the chained hook", chained, e))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        // A hook that does not read its input is fine.
-        let _ = stdin.write_all(input);
-    }
-    let status = child
-        .wait()
-        .map_err(|e| Error::io("the chained hook did not finish:", chained, e))?;
     // Killed by a signal: a failure like any other.
-    Ok(status.code().unwrap_or(1))
+    Ok(code.unwrap_or(1))
 }

@@ -107,18 +107,18 @@ pub fn record_violation(repo: &Repo, hook: &str, rule: &str, subject: &str, reas
             return;
         }
         let spawned = std::env::current_exe().and_then(|exe| {
-            use std::os::unix::process::CommandExt;
-            std::process::Command::new(exe)
-                .arg("-C")
-                .arg(repo.workdir())
-                .args(["journal", "flush", s.id.as_str()])
-                .env_remove("GIT_DIR")
-                .env_remove("GIT_INDEX_FILE")
-                .stdin(std::process::Stdio::null())
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .process_group(0)
-                .spawn()
+            let mut flusher = crate::runner::Program::new(
+                exe,
+                [
+                    "-C".into(),
+                    repo.workdir().as_os_str().to_owned(),
+                    "journal".into(),
+                    "flush".into(),
+                    s.id.as_str().into(),
+                ],
+            );
+            flusher.env_remove = vec!["GIT_DIR".into(), "GIT_INDEX_FILE".into()];
+            flusher.start_detached()
         });
         if let Err(e) = spawned {
             tracing::warn!(error = %e, "could not start the journal flusher");

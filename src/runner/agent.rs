@@ -150,6 +150,7 @@ pub fn invoke(
                 .iter()
                 .map(|s| s.to_string())
                 .collect(),
+            clear_env: false,
             stdin,
             timeout: invocation.timeout,
         },

@@ -11,6 +11,7 @@ mod error;
 pub mod interrupt;
 mod process;
 mod select;
+mod spawn;
 
 pub use adapter::{Adapter, Kind};
 pub use agent::{
@@ -19,3 +20,4 @@ pub use agent::{
 pub use error::{Error, Result};
 pub use process::{run as run_process, Captured, Exit, Output, Spec};
 pub use select::{agent, config_problems, locate, Agent};
+pub use spawn::Program;

@@ -41,6 +41,8 @@ pub struct Spec {
     pub env: Vec<(String, String)>,
     /// Inherited variables to remove (`GIT_DIR` and friends when called from a hook).
     pub env_remove: Vec<String>,
+    /// Inherit nothing: the child sees `env` alone.
+    pub clear_env: bool,
     /// Bytes for stdin; `None` gives the child an empty stdin.
     pub stdin: Option<Vec<u8>>,
     /// Wall-clock limit.
@@ -178,6 +180,9 @@ pub fn run(spec: &Spec, interrupt: &AtomicBool) -> Result<Output> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
+    if spec.clear_env {
+        command.env_clear();
+    }
     for key in &spec.env_remove {
         command.env_remove(key);
     }
@@ -307,6 +312,7 @@ mod tests {
                 cwd: std::env::temp_dir(),
                 env: vec![("GREETING".into(), "hi".into())],
                 env_remove: vec![],
+                clear_env: false,
                 stdin: Some(b"from stdin".to_vec()),
                 timeout,
             },

@@ -152,6 +152,7 @@ fn tests_pass(
             .iter()
             .map(|s| s.to_string())
             .collect(),
+        clear_env: false,
         stdin: None,
         timeout: env.timeout,
     };

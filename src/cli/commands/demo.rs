@@ -5,8 +5,8 @@
 //! shell script that writes canned artifacts and says so in every answer), so the demo needs
 //! no API key and gives the same result every time.
 
+use crate::runner::Program;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use clap::Args;
 
@@ -154,32 +154,33 @@ impl<'a> Demo<'a> {
     }
 
     /// A command with the demo's own HOME, PATH and git config, nothing inherited from git.
-    fn command(&self, program: &Path, dir: &Path) -> Command {
-        let mut cmd = Command::new(program);
-        cmd.current_dir(dir)
-            .env("HOME", self.root.join("home"))
-            .env("PATH", &self.path)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("NO_COLOR", "1")
-            .env_remove("SPECIFY_FEATURE_DIRECTORY")
-            .env_remove("SPECIFY_FEATURE");
-        for key in crate::env::REPO_REDIRECTING_VARS {
-            cmd.env_remove(key);
-        }
+    fn command(&self, program: &Path, dir: &Path, args: &[&str]) -> Program {
+        let mut cmd = Program::new(program, args);
+        cmd.cwd = Some(dir.to_path_buf());
+        cmd.env = vec![
+            ("HOME".into(), self.root.join("home").into()),
+            ("PATH".into(), self.path.clone()),
+            ("GIT_CONFIG_NOSYSTEM".into(), "1".into()),
+            ("NO_COLOR".into(), "1".into()),
+        ];
+        cmd.env_remove = ["SPECIFY_FEATURE_DIRECTORY", "SPECIFY_FEATURE"]
+            .iter()
+            .chain(crate::env::REPO_REDIRECTING_VARS)
+            .map(|k| k.to_string())
+            .collect();
         cmd
     }
 
     pub(super) fn git(&self, dir: &Path, args: &[&str]) -> Result<(), CommandError> {
-        let out = self
-            .command(Path::new("git"), dir)
-            .args(args)
+        let (code, _, stderr) = self
+            .command(Path::new("git"), dir, args)
             .output()
             .map_err(|e| CommandError::failed(format!("could not run git: {e}")))?;
-        if !out.status.success() {
+        if code != Some(0) {
             return Err(CommandError::failed(format!(
                 "git {} failed: {}",
                 args.join(" "),
-                String::from_utf8_lossy(&out.stderr)
+                String::from_utf8_lossy(&stderr)
             )));
         }
         Ok(())
@@ -199,12 +200,11 @@ impl<'a> Demo<'a> {
             args.join(" ")
         ));
         // Inherited streams keep the command's own order of progress and results.
-        let status = self
-            .command(&self.exe, dir)
-            .args(args)
-            .status()
-            .map_err(|e| CommandError::failed(format!("could not run git-bmad: {e}")))?;
-        let code = status.code().unwrap_or(-1);
+        let code = self
+            .command(&self.exe, dir, args)
+            .run_in_foreground(None)
+            .map_err(|e| CommandError::failed(format!("could not run git-bmad: {e}")))?
+            .unwrap_or(-1);
         if code != i32::from(expect) {
             return Err(CommandError::failed(format!(
                 "`git bmad {}` exited {code}, the demo expected {expect}",

@@ -128,12 +128,8 @@ fn open_in_browser(path: &Path) -> Result<(), CommandError> {
             CommandError::failed("no browser to open the report with")
                 .hinted(format!("open {} yourself, or set $BROWSER", path.display()))
         })?;
-    std::process::Command::new(&browser)
-        .arg(path)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
+    crate::runner::Program::new(&browser, [path])
+        .start_detached()
         .map_err(|e| CommandError::failed(format!("could not start {browser}: {e}")))?;
     Ok(())
 }
