@@ -1,6 +1,6 @@
 //! The decision engine's speed (seed 000 NFR2 allows 5 s per decision; the goals here are a
-//! thousand times lower): menu analysis of a 64 KiB agent output under 1 ms, confidence and
-//! loop checks in microseconds. Baseline: one pass of `str::lines` over the same output,
+//! thousand times lower): menu analysis of a 64 KiB agent output under 1 ms, confidence in
+//! microseconds. Baseline: one pass of `str::lines` over the same output,
 //! the least any analysis must read. Run: cargo bench --bench analysis
 
 #![allow(clippy::unwrap_used)]
@@ -9,7 +9,7 @@ mod common;
 
 use std::time::Duration;
 
-use git_bmad::bmad::analysis::{confidence, loops, menu};
+use git_bmad::bmad::analysis::{confidence, menu};
 
 const SAMPLES: usize = 201;
 
@@ -39,12 +39,6 @@ fn main() {
         ]);
         assert!(c.score > 0.0);
     });
-    let loop_check = time(|| {
-        let mut it = loops::Iterations::default();
-        for e in ["a", "b", "c", "d"] {
-            let _ = it.record(Some(e));
-        }
-    });
     let us = |d: Duration| d.as_secs_f64() * 1e6;
     println!(
         "menu analysis, {} KiB output  median {:.1} µs   (goal < 1000 µs)",
@@ -54,8 +48,4 @@ fn main() {
     println!("lines() over it (baseline)    median {:.1} µs", us(base));
     println!("ratio ours/baseline           {:.1}", us(ours) / us(base));
     println!("confidence, 4 signals         median {:.2} µs", us(conf));
-    println!(
-        "4 loop iterations recorded    median {:.2} µs",
-        us(loop_check)
-    );
 }

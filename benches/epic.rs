@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use git_bmad::git::Repo;
 use git_bmad::policy::SessionPolicy;
-use git_bmad::session::schema::StoryStage;
+use git_bmad::session::schema::{Stage, StoryStage};
 use git_bmad::session::{self, Body, NewEvent, StartOptions};
 
 mod common;
@@ -106,11 +106,17 @@ fn main() {
     .expect("start")
     .session;
     let built = Instant::now();
-    let stages = ["started", "implemented", "reviewed", "fixed", "verified"];
+    let stages = [
+        Stage::Started,
+        Stage::Gated,
+        Stage::Built,
+        Stage::Verified,
+        Stage::Done,
+    ];
     for i in 0..EVENTS {
         let key = story_key(i % STORIES + 1);
         let stage = StoryStage {
-            stage: stages[(i / STORIES) % stages.len()].into(),
+            stage: stages[(i / STORIES) % stages.len()],
             rounds: Some((i / STORIES) as u32 % 4),
             cost_usd: Some(0.01),
             ..Default::default()

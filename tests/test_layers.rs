@@ -258,13 +258,20 @@ fn processes_are_started_only_by_the_git_and_runner_layers() {
     rust_files(&src, &mut files);
     let mut spawning = Vec::new();
     for file in &files {
-        let rel = file.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+        let rel = file
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
         if rel.starts_with("git/") || rel.starts_with("runner/") {
             continue;
         }
         let text = std::fs::read_to_string(file).unwrap();
         // Unit tests may run what they like.
-        let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or_default();
+        let code = text
+            .split("#[cfg(test)]\nmod tests")
+            .next()
+            .unwrap_or_default();
         for (n, line) in code.lines().enumerate() {
             let line = line.split("//").next().unwrap_or_default();
             if line.contains("Command::new") || line.contains("process::Command") {
@@ -275,5 +282,248 @@ fn processes_are_started_only_by_the_git_and_runner_layers() {
     assert!(
         spawning.is_empty(),
         "start processes through runner::Program or runner::run_process (a timeout, a cleared environment): {spawning:?}"
+    );
+}
+
+/// The modules of a layer folder each file names: `super::x` (from a file directly in the
+/// folder), `super::super::x` (one folder down), `crate::<layer>::x`, grouped or not. A file
+/// of a subfolder counts as its subfolder; `mod.rs` is the folder's front door and no node.
+fn sibling_modules(layer: &str, rel: &Path, text: &str) -> Vec<String> {
+    let depth = rel.components().count();
+    let mut prefixes = vec![format!("crate::{layer}::")];
+    match depth {
+        2 => prefixes.push("super::".to_owned()),
+        3 => prefixes.push("super::super::".to_owned()),
+        _ => {}
+    }
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let code = line.split("//").next().unwrap_or_default();
+        for prefix in &prefixes {
+            let mut rest = code;
+            while let Some(at) = rest.find(prefix.as_str()) {
+                // `super::super::x` also contains `super::x`: only the whole prefix counts.
+                let before = &rest[..at];
+                let after = &rest[at + prefix.len()..];
+                rest = after;
+                if prefix == "super::"
+                    && (before.ends_with("super::") || after.starts_with("super::"))
+                {
+                    continue;
+                }
+                let names: Vec<&str> = match after.strip_prefix('{') {
+                    Some(group) => group
+                        .split('}')
+                        .next()
+                        .unwrap_or_default()
+                        .split(',')
+                        .collect(),
+                    None => vec![after],
+                };
+                for name in names {
+                    let name: String = name
+                        .trim()
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    if !name.is_empty() && name != "self" {
+                        out.push(name);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The import circles among the modules of each layer folder, each as its modules in order.
+fn import_circles() -> Vec<String> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut circles = Vec::new();
+    for layer in allowed().keys() {
+        let dir = src.join(layer);
+        let mut files = Vec::new();
+        rust_files(&dir, &mut files);
+        let node_of = |rel: &Path| -> Option<String> {
+            let first = rel
+                .components()
+                .nth(1)?
+                .as_os_str()
+                .to_string_lossy()
+                .into_owned();
+            let node = first.trim_end_matches(".rs").to_owned();
+            (node != "mod").then_some(node)
+        };
+        let mut edges: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
+        for file in &files {
+            let rel = file.strip_prefix(&src).unwrap();
+            let Some(node) = node_of(rel) else { continue };
+            let text = std::fs::read_to_string(file).unwrap();
+            // Unit tests may reach anywhere.
+            let code = text
+                .split("#[cfg(test)]\nmod tests")
+                .next()
+                .unwrap_or_default();
+            let entry = edges.entry(node.clone()).or_default();
+            for name in sibling_modules(layer, rel, code) {
+                let module = dir.join(format!("{name}.rs")).exists() || dir.join(&name).is_dir();
+                if module && name != node && name != "mod" {
+                    entry.insert(name);
+                }
+            }
+        }
+        // Depth-first search; a grey node met again closes a circle.
+        fn visit(
+            node: &str,
+            edges: &BTreeMap<String, std::collections::BTreeSet<String>>,
+            path: &mut Vec<String>,
+            done: &mut std::collections::BTreeSet<String>,
+            found: &mut Vec<String>,
+        ) {
+            if let Some(at) = path.iter().position(|n| n == node) {
+                found.push(path[at..].join(" -> ") + " -> " + node);
+                return;
+            }
+            if done.contains(node) {
+                return;
+            }
+            path.push(node.to_owned());
+            for next in edges.get(node).into_iter().flatten() {
+                visit(next, edges, path, done, found);
+            }
+            path.pop();
+            done.insert(node.to_owned());
+        }
+        let mut done = std::collections::BTreeSet::new();
+        for node in edges.keys() {
+            let mut found = Vec::new();
+            visit(node, &edges, &mut Vec::new(), &mut done, &mut found);
+            circles.extend(found.into_iter().map(|c| format!("src/{layer}: {c}")));
+        }
+    }
+    circles
+}
+
+#[test]
+fn no_layer_folder_has_an_import_circle() {
+    let circles = import_circles();
+    assert!(
+        circles.is_empty(),
+        "modules of one layer that import each other, round: put what both need in a leaf \
+         of its own\n{}",
+        circles.join("\n")
+    );
+}
+
+/// The most lines a function in `src/` has without a reason in its doc comment.
+const FUNCTION_LIMIT: usize = 150;
+
+/// Each function of `text` with its first line (1-based) and its length in lines: from its
+/// `fn` line to the brace that closes its body, braces in strings and comments not counted.
+fn function_lengths(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let trimmed = line.trim_start();
+        let rest = ["pub(crate) ", "pub(super) ", "pub ", ""]
+            .iter()
+            .find_map(|p| trimmed.strip_prefix(p))
+            .unwrap_or(trimmed);
+        let Some(after) = rest.strip_prefix("fn ") else {
+            continue;
+        };
+        let name: String = after
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let (mut depth, mut opened) = (0i32, false);
+        for (j, body) in lines.iter().enumerate().skip(i) {
+            let mut in_string = false;
+            let mut chars = body.chars().peekable();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' if in_string => {
+                        chars.next();
+                    }
+                    '"' => in_string = !in_string,
+                    '/' if !in_string && chars.peek() == Some(&'/') => break,
+                    '\'' if !in_string => {
+                        // A char literal such as '{' or '"'; a lifetime has no closing quote.
+                        let lookahead: String = chars.clone().take(3).collect();
+                        if lookahead.chars().nth(1) == Some('\'') {
+                            chars.next();
+                            chars.next();
+                        } else if lookahead.starts_with('\\')
+                            && lookahead.chars().nth(2) == Some('\'')
+                        {
+                            chars.nth(2);
+                        }
+                    }
+                    '{' if !in_string => {
+                        depth += 1;
+                        opened = true;
+                    }
+                    '}' if !in_string => depth -= 1,
+                    _ => {}
+                }
+            }
+            if opened && depth <= 0 {
+                out.push((name.clone(), i + 1, j - i + 1));
+                break;
+            }
+            if !opened && body.trim_end().ends_with(';') {
+                break;
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn no_function_is_long_without_a_reason() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut long = Vec::new();
+    let mut measured = 0;
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        for (name, start, length) in function_lengths(&text) {
+            measured += 1;
+            if length <= FUNCTION_LIMIT {
+                continue;
+            }
+            // Its doc comment and attributes, just above it.
+            let doc: Vec<&str> = lines[..start - 1]
+                .iter()
+                .rev()
+                .take_while(|l| {
+                    let l = l.trim_start();
+                    l.starts_with("///") || l.starts_with("#[") || l.starts_with("//")
+                })
+                .copied()
+                .collect();
+            if !doc.iter().any(|l| l.contains("Why this function is long:")) {
+                let rel = file.strip_prefix(&src).unwrap().display().to_string();
+                long.push(format!("src/{rel}:{start} {name} ({length} lines)"));
+            }
+        }
+    }
+    assert!(measured > 1000, "only {measured} functions were measured");
+    assert!(
+        long.is_empty(),
+        "split these functions or say in their doc comment why they are long \
+         (`Why this function is long:`), at most {FUNCTION_LIMIT} lines otherwise:\n{}",
+        long.join("\n")
+    );
+}
+
+#[test]
+fn function_lengths_count_bodies_not_braces_in_strings() {
+    let text = "fn a() {\n    let s = \"}\";\n    let c = '{';\n}\n\nfn b<'x>(v: &'x str) -> &'x str {\n    v\n}\n";
+    assert_eq!(
+        function_lengths(text),
+        [("a".to_owned(), 1, 4), ("b".to_owned(), 6, 3)]
     );
 }

@@ -76,12 +76,26 @@ fn a_cargo_install_alone_gets_its_man_pages_on_first_use() {
     std::fs::copy(crate::common::BIN, &bin).unwrap();
     // The hermetic environment, with our copy instead of the test binary.
     let cmd = env.bmad_command(&env.root());
-    let out = std::process::Command::new(&bin)
-        .envs(cmd.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
-        .env_remove("GIT_BMAD_LOG")
-        .arg("--version")
-        .output()
-        .unwrap();
+    let run = || {
+        std::process::Command::new(&bin)
+            .envs(cmd.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
+            .env_remove("GIT_BMAD_LOG")
+            .arg("--version")
+            .output()
+    };
+    // A process another test forks while the copy is still open for writing holds it open
+    // until its exec: the kernel refuses to run a file open for writing (ETXTBSY) meanwhile.
+    let mut out = run();
+    for _ in 0..50 {
+        match &out {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                out = run();
+            }
+            _ => break,
+        }
+    }
+    let out = out.unwrap();
     assert!(out.status.success());
     let page = prefix.join("share/man/man1/git-bmad.1");
     let text = std::fs::read_to_string(&page).expect("git-bmad.1 written beside the binary");

@@ -196,6 +196,33 @@ fn a_secret_in_the_worktree_stops_rollback_and_undo_before_anything_is_stored() 
     assert_eq!(read(&wt, "plan.md"), "the plan, rewritten\n");
 }
 
+/// Every operation that stores a worktree's files takes the same policy: `finish`, whose last
+/// checkpoint once stored whatever the worktree held, keeps a secret out like the others.
+#[test]
+fn finish_keeps_a_secret_out_of_its_last_checkpoint_and_says_so() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (_, wt) = env.start(&repo, "done");
+    let key = format!("AKIA{}", "Q7ZK2M4XW6RT5PLN");
+    write(&wt, "feature.txt", "the work\n");
+    write(&wt, "config/settings.py", &format!("AWS = \"{key}\"\n"));
+    let finished = env.bmad(&wt, &["finish", "--json"]).code(4);
+    let json = finished.json();
+    assert_eq!(json["kept_out"], serde_json::json!(["config/settings.py"]));
+    assert_eq!(json["secrets"][0]["rule"], "aws-access-key-id", "{json:#}");
+    assert!(!finished.stdout.contains(&key), "{}", finished.stdout);
+    assert!(!env.all_objects(&repo).contains(&key[4..]));
+    // The rest of the work is in the last checkpoint.
+    let status = env.bmad(&wt, &["status", "--json"]).success().json();
+    let last = status["checkpoints"][0]["checkpoint"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(status["state"]["status"], "completed", "{status:#}");
+    let stored = env.git(&repo, &["show", &format!("{last}:feature.txt")]);
+    assert_eq!(stored, "the work\n");
+}
+
 #[test]
 fn a_rollback_that_removes_a_whole_directory_says_so_in_one_line() {
     let env = TestEnv::new();

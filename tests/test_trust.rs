@@ -89,11 +89,7 @@ fn forge_events(
     let (mut seq, mut chain) = match (trailer("Bmad-Seq"), trailer("Bmad-Chain")) {
         (Some(seq), Some(chain)) => (seq.parse::<u64>().unwrap(), chain),
         _ => {
-            let last = note
-                .lines()
-                .filter(|l| !l.trim().is_empty())
-                .next_back()
-                .unwrap();
+            let last = note.lines().rfind(|l| !l.trim().is_empty()).unwrap();
             let v: Value = serde_json::from_str(last).unwrap();
             (
                 v["seq"].as_u64().unwrap(),

@@ -9,7 +9,7 @@
 //! - [`status`]: the status words of every era, normalised;
 //! - [`project`]: the stories of a project as one list, checked and changed together;
 //! - [`queue`]: dependency order and what to work on next;
-//! - [`stories_json`]: the `stories.json` index (seed 001);
+//! - [`stories_json`]: the `stories.json` index;
 //! - [`speckit`]: the spec-kit feature and its `tasks.md`;
 //! - [`workflow`]: workflows (`workflow.yaml`, instructions, step files) and templates.
 
@@ -23,11 +23,12 @@ pub mod spec_folder;
 pub mod speckit;
 pub mod sprint;
 pub mod status;
-mod status_change;
+pub mod status_change;
 mod status_field;
 pub mod stories_json;
 pub mod story;
 mod story_match;
+mod view;
 pub mod workflow;
 mod yaml_lines;
 

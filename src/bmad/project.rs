@@ -12,90 +12,11 @@ use super::queue::{self, Item};
 use super::spec_folder::{self, SpecFolder};
 use super::sprint::{KeyKind, SprintStatus};
 use super::status::Status;
-pub use super::status_change::StatusChange;
 use super::stories_json;
 use super::story::{self, Story};
 use super::story_match;
-use super::{Error, Finding, Result};
-
-/// One story, from wherever it is known.
-#[derive(Clone, Debug, Serialize)]
-pub struct StoryView {
-    /// The sprint-status key, or the file's stem for a story only on disk.
-    pub key: String,
-    /// The title from the story file.
-    pub title: Option<String>,
-    /// The status: the sprint status's when it has the story, else the file's.
-    pub status: Status,
-    /// The status as written where it was read.
-    pub raw_status: String,
-    /// The epic number.
-    pub epic: Option<u32>,
-    /// The story file, relative to the project root.
-    pub file: Option<String>,
-    /// The status the story file writes, when it differs in meaning from the sprint status.
-    pub file_status: Option<Status>,
-    /// Keys it depends on.
-    pub depends_on: Vec<String>,
-    /// Paths it expects to change (`touches` in its frontmatter).
-    pub touches: Vec<String>,
-    /// Line in sprint-status.yaml.
-    pub sprint_line: Option<usize>,
-    /// What bmad-build-auto halted on, for a blocked story.
-    pub blocking_condition: Option<String>,
-    /// Files that could each be this story's: none is tied to it, none is ever written.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub ambiguous: Vec<String>,
-    /// Whether its key follows BMAD's grammar; `next` skips those that do not, as BMAD does.
-    pub recognised: bool,
-}
-
-impl StoryView {
-    /// Halted (bmad-build-auto's `blocked`), by either file.
-    pub fn is_blocked(&self) -> bool {
-        self.status == Status::Blocked || self.file_status == Some(Status::Blocked)
-    }
-}
-
-/// One problem `check` reports.
-#[derive(Clone, Debug, Serialize)]
-pub struct Problem {
-    /// `error` or `warning`.
-    pub severity: &'static str,
-    /// The file, relative to the root.
-    pub file: String,
-    /// 1-based line (0: the whole file).
-    pub line: usize,
-    /// What is wrong and what to do.
-    pub message: String,
-}
-
-impl Problem {
-    /// A file that could not be loaded, as an error at its line; the message does not
-    /// repeat the file and line the problem already names.
-    pub(super) fn of_error(file: String, error: &Error) -> Problem {
-        let (line, message) = match error {
-            Error::Parse { line, message, .. } => (*line, message.clone()),
-            other => (0, other.to_string()),
-        };
-        Problem {
-            severity: "error",
-            file,
-            line,
-            message,
-        }
-    }
-
-    /// A file's finding as a problem.
-    pub(super) fn of(file: &str, finding: &Finding) -> Problem {
-        Problem {
-            severity: finding.severity,
-            file: file.to_owned(),
-            line: finding.line,
-            message: finding.message.clone(),
-        }
-    }
-}
+pub use super::view::{Problem, StoryView};
+use super::{Error, Result};
 
 /// Everything loaded.
 #[derive(Debug)]
@@ -315,7 +236,12 @@ impl Project {
                 recognised: story.number.is_some(),
             });
         }
-        stories.extend(self.spec_folder_stories());
+        stories.extend(spec_folder::stories(
+            &self.spec_folders,
+            &self.layout,
+            &mut self.files,
+            &mut self.problems,
+        ));
         // BMAD's order (`sprint_plan.py` `_story_sort_key`): epic, story number, letter; a
         // key outside the grammar, and stories mode's list order, after them as found.
         let sort_key = |v: &StoryView| {

@@ -13,9 +13,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::project::{Problem, Project, StoryView};
+use super::layout::Layout;
 use super::status::Status;
 use super::story::Story;
+use super::view::{Problem, StoryView};
 use super::yaml_lines::{names, scalar};
 use super::{Error, Result};
 
@@ -129,70 +130,71 @@ pub fn load(folder: &Path) -> Result<SpecFolder> {
     })
 }
 
-impl Project {
-    /// The stories of v6.11 spec folders, keyed `<folder>/<id>`, in list order.
-    pub(super) fn spec_folder_stories(&mut self) -> Vec<StoryView> {
-        let mut out = Vec::new();
-        for folder in &self.spec_folders {
-            for entry in &folder.entries {
-                let key = format!("{}/{}", folder.name, entry.id);
-                let mut story = None;
-                let mut ambiguous = Vec::new();
-                match entry.files.as_slice() {
-                    [] => {}
-                    [path] => match Story::load(path) {
-                        Ok(mut s) => {
-                            s.spec_lifecycle = true;
-                            story = Some(s)
-                        }
-                        Err(e) => self
-                            .problems
-                            .push(Problem::of_error(self.layout.shown(path), &e)),
-                    },
-                    many => ambiguous = many.iter().map(|p| self.layout.shown(p)).collect(),
-                }
-                // Not dispatched yet: BMAD treats it as still to do.
-                let status = story.as_ref().map_or(Status::Backlog, |s| {
-                    s.status.clone().unwrap_or(Status::Other("unknown".into()))
-                });
-                out.push(StoryView {
-                    key,
-                    title: story
-                        .as_ref()
-                        .and_then(|s| s.title.clone())
-                        .or_else(|| entry.title.clone()),
-                    raw_status: story
-                        .as_ref()
-                        .and_then(|s| s.raw_status.clone())
-                        .unwrap_or_default(),
-                    status: status.clone(),
-                    epic: None,
-                    file: story.as_ref().map(|s| self.layout.shown(&s.path)),
-                    file_status: story.as_ref().map(|_| status),
-                    depends_on: entry
-                        .depends_on
-                        .iter()
-                        .map(|d| format!("{}/{d}", folder.name))
-                        .collect(),
-                    touches: story
-                        .as_ref()
-                        .map(|s| s.touches.clone())
-                        .unwrap_or_default(),
-                    sprint_line: None,
-                    blocking_condition: story.as_ref().and_then(|s| s.blocking_condition.clone()),
-                    ambiguous,
-                    recognised: true,
-                });
-                if let Some(s) = story {
-                    let file = self.layout.shown(&s.path);
-                    self.problems
-                        .extend(s.findings.iter().map(|f| Problem::of(&file, f)));
-                    self.files.push(s);
-                }
+/// The stories of v6.11 spec folders, keyed `<folder>/<id>`, in list order; their story
+/// files join `files`, what was wrong joins `problems`.
+pub(super) fn stories(
+    spec_folders: &[SpecFolder],
+    layout: &Layout,
+    files: &mut Vec<Story>,
+    problems: &mut Vec<Problem>,
+) -> Vec<StoryView> {
+    let mut out = Vec::new();
+    for folder in spec_folders {
+        for entry in &folder.entries {
+            let key = format!("{}/{}", folder.name, entry.id);
+            let mut story = None;
+            let mut ambiguous = Vec::new();
+            match entry.files.as_slice() {
+                [] => {}
+                [path] => match Story::load(path) {
+                    Ok(mut s) => {
+                        s.spec_lifecycle = true;
+                        story = Some(s)
+                    }
+                    Err(e) => problems.push(Problem::of_error(layout.shown(path), &e)),
+                },
+                many => ambiguous = many.iter().map(|p| layout.shown(p)).collect(),
+            }
+            // Not dispatched yet: BMAD treats it as still to do.
+            let status = story.as_ref().map_or(Status::Backlog, |s| {
+                s.status.clone().unwrap_or(Status::Other("unknown".into()))
+            });
+            out.push(StoryView {
+                key,
+                title: story
+                    .as_ref()
+                    .and_then(|s| s.title.clone())
+                    .or_else(|| entry.title.clone()),
+                raw_status: story
+                    .as_ref()
+                    .and_then(|s| s.raw_status.clone())
+                    .unwrap_or_default(),
+                status: status.clone(),
+                epic: None,
+                file: story.as_ref().map(|s| layout.shown(&s.path)),
+                file_status: story.as_ref().map(|_| status),
+                depends_on: entry
+                    .depends_on
+                    .iter()
+                    .map(|d| format!("{}/{d}", folder.name))
+                    .collect(),
+                touches: story
+                    .as_ref()
+                    .map(|s| s.touches.clone())
+                    .unwrap_or_default(),
+                sprint_line: None,
+                blocking_condition: story.as_ref().and_then(|s| s.blocking_condition.clone()),
+                ambiguous,
+                recognised: true,
+            });
+            if let Some(s) = story {
+                let file = layout.shown(&s.path);
+                problems.extend(s.findings.iter().map(|f| Problem::of(&file, f)));
+                files.push(s);
             }
         }
-        out
     }
+    out
 }
 
 /// The `*.md` names in a folder, sorted.

@@ -1,4 +1,4 @@
-//! `stories.json` (seed 001): an array of `{name, status, dependencies, signatures}`, one per
+//! `stories.json`: an array of `{name, status, dependencies, signatures}`, one per
 //! story file. Generated from the stories directory; updated in place: existing entries keep
 //! their position (the order is the dependency order its authors chose), new stories are
 //! appended in file order, entries whose file is gone are kept and reported, never dropped.

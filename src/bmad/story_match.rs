@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use super::key::{classify, KeyKind};
-use super::project::StoryView;
+use super::view::StoryView;
 
 /// Whether a file name looks like a story: `1-2-slug.md`, `1.1.title.md`, `story-1.2.md`,
 /// `5.0.6-x.md`, `7b-3-x.md`, and v6.11's `spec-1-2-slug.md`.

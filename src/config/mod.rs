@@ -40,7 +40,7 @@ pub struct Config {
     pub runners: RunnersConfig,
     /// How the supervisor's artifact checks run.
     pub checks: ChecksConfig,
-    /// Agents per role, concurrency, budget, escalation (seed 002 story 1.1).
+    /// Agents per role, concurrency, budget, escalation.
     pub orchestration: OrchestrationConfig,
 }
 

@@ -1,4 +1,4 @@
-//! The `orchestration:` section of `.bmad/config.yaml` (seed 002, story 1.1): which agent
+//! The `orchestration:` section of `.bmad/config.yaml`: which agent
 //! and model plays each BMAD role, how many agents run at once, the budget, and when a
 //! decision goes to a human.
 //!
@@ -41,7 +41,7 @@ pub struct OrchestrationConfig {
     pub progress: ProgressMode,
 }
 
-/// How a run shows its progress (seed 000 story 7.7).
+/// How a run shows its progress.
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum ProgressMode {

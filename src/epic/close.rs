@@ -2,7 +2,7 @@
 //! (`epic-<id>-close`, branched from the epic's branch, so it sees the sprint status and
 //! the progress document), supervised like any story:
 //!
-//! - v4 (seed 001 FR14–15, story 3.4): the SM is asked whether the epic needs more stories;
+//! - v4: the SM is asked whether the epic needs more stories;
 //!   its answer is read for the completion signal (`EPIC COMPLETE`, or `MORE STORIES:` with
 //!   the stories it drafted). New stories are scope a human takes in: they wait on the
 //!   close-out branch, and the run asks at its completion gate.
@@ -10,18 +10,17 @@
 //!   stable orchestrator interface), whose document is offered as a draft pull request.
 
 use super::gates;
-use super::pipeline::Era;
+use super::names::{self, close_session_name};
+use super::options::EpicOptions;
+use super::pipeline::{self};
 use super::plan::Plan;
-use super::run::EpicOptions;
-use super::state::EpicState;
+use super::state::{record, EpicState};
 use super::Error;
 use crate::policy::secrets::redact;
+use crate::session::schema::Stage;
 use crate::session::schema::{Body, EpicClosed};
 use crate::session::{self, closeout, Repo, Session, StartOptions};
-use crate::supervisor::{self, Outcome, Request, Source};
-
-/// The SM's question (seed 001 FR14), with the answer git-bmad reads.
-const MORE_STORIES: &str = "As the BMad Scrum Master (.bmad-core/agents/sm.md): every story of epic {args} is done. Are more stories needed to complete the epic? If so, draft them in the stories directory, add them to stories.json in order with your signature, and end with `MORE STORIES: <their file names>`. If not, end with `EPIC COMPLETE`.";
+use crate::supervisor::{self, Outcome, Request};
 
 /// How the close-out went.
 pub(super) enum Closed {
@@ -60,15 +59,17 @@ pub(super) fn close_out(
         stopped: None,
         interrupted: false,
     };
-    let all_done = plan.to_run().all(|s| state.story(&s.key).stage == "done");
-    if !all_done || state.closed.is_some() || !wanted(plan, options.retro) {
+    let all_done = plan
+        .to_run()
+        .all(|s| state.story(&s.key).stage == Stage::Done);
+    if !all_done || state.closed.is_some() || !pipeline::close_wanted(plan.era, options.retro) {
         return Ok(after);
     }
     match run(repo, epic, plan, options)? {
         Closed::Done(closed, branch) => {
             let asked = closed.answer.clone();
             let complete = closed.complete;
-            super::run::record(repo, epic, state, None, Body::EpicClosed(closed))?;
+            record(repo, epic, state, None, Body::EpicClosed(closed))?;
             if let (Some(answer), false) = (asked, complete == Some(true)) {
                 let what = if complete == Some(false) {
                     "needs more stories"
@@ -79,7 +80,7 @@ pub(super) fn close_out(
                     "The SM says epic {} {what}. What it drafted waits on branch {}: review and merge it, then git bmad epic run {} takes new stories up. continue finishes the epic as it is; abort records it unfinished.",
                     plan.epic, branch, plan.epic
                 );
-                gates::open(repo, epic, state, gates::COMPLETION, &question, &answer)?;
+                gates::open(repo, epic, state, names::COMPLETION, &question, &answer)?;
             }
         }
         Closed::Gated(why) => after.gated = Some(why),
@@ -89,37 +90,6 @@ pub(super) fn close_out(
     Ok(after)
 }
 
-/// The close-out session's name.
-pub fn session_name(epic: &str) -> String {
-    format!("{}-close", super::run::session_name(epic))
-}
-
-/// Whether the epic has a close-out: v4 always asks the SM; a retrospective when asked.
-pub(super) fn wanted(plan: &Plan, retro: bool) -> bool {
-    plan.era == Era::V4 || retro
-}
-
-/// The close-out playbook.
-pub(super) fn playbook(plan: &Plan, retro: bool) -> Source {
-    let mut text = String::from(
-        "# git-bmad's epic close-out: the SM's completion signal (v4), the retrospective.\nname: bmad-epic-close\ndescription: an epic closed out once every story is done\nlimits:\n  max_invocations: 6\n  max_run_time: 2h\ndefaults:\n  on_error: gate\n  timeout: 1h\nsteps:\n",
-    );
-    if plan.era == Era::V4 {
-        text.push_str(&format!(
-            "  - id: more-stories\n    description: the SM says whether the epic needs more stories\n    role: sm\n    command: {}\n",
-            serde_json::to_string(MORE_STORIES).unwrap_or_default()
-        ));
-    }
-    if retro {
-        text.push_str("  - id: retrospective\n    description: BMAD's headless retrospective of the epic\n    role: review\n    command: \"/bmad-retrospective -H {args}\"\n    postconditions: [diff_nonempty]\n    escalate_on: [postcondition_failure]\n");
-    }
-    Source {
-        name: "bmad-epic-close".into(),
-        origin: "built-in".into(),
-        text,
-    }
-}
-
 /// Run (or continue) the close-out of `plan`'s epic, based on the epic session's branch.
 pub(super) fn run(
     repo: &Repo,
@@ -127,7 +97,7 @@ pub(super) fn run(
     plan: &Plan,
     options: &EpicOptions<'_>,
 ) -> Result<Closed, Error> {
-    let name = session_name(&plan.epic);
+    let name = close_session_name(&plan.epic);
     let start = StartOptions {
         name,
         base: Some(epic.short_branch().to_owned()),
@@ -138,7 +108,7 @@ pub(super) fn run(
         repo,
         &session,
         Request::Start {
-            source: playbook(plan, options.retro),
+            source: pipeline::close_playbook(plan.era, options.retro),
             args: vec![plan.epic.clone()],
         },
         supervisor::RunOptions {

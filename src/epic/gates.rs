@@ -1,6 +1,6 @@
-//! The epic's human checkpoints (seed 003 invariant 9): scope confirmation before the first
+//! The epic's human checkpoints: scope confirmation before the first
 //! story, an integration checkpoint that is not green, a story whose dependency did not end
-//! well (seed 003 "dependency not met"), and completion. They are gates of the
+//! well, and completion. They are gates of the
 //! epic's own session, journaled as `gate_opened` / `gate_answered` with the gate's id as the
 //! event's step, so the morning report and `status` show them like any other gate and
 //! `git bmad answer -s epic-<id>` answers them. One is open at a time; the run parks (exit 3)
@@ -10,63 +10,20 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-
 use super::integration;
+use super::names::{self, COMPLETION, SCOPE};
+use super::options::Gates;
 use super::plan::{Action, Plan, Planned};
 use super::state::EpicState;
 use super::Error;
 use crate::policy::secrets::redact;
+use crate::session::schema::Stage;
 use crate::session::schema::{Body, GateAnswered, GateOpened};
 use crate::session::{self, Decision, NewEvent, Repo, Session};
 use crate::supervisor::{Answer, GateKind};
 
-/// Human checkpoints.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Gates {
-    /// None beyond the pipeline's own (a review that does not converge, a failure). A red
-    /// integration checkpoint still holds the dependents back.
-    None,
-    /// Scope confirmation, integration checkpoints that are not green, completion.
-    PerEpic,
-    /// Those, and every story waits for a human before its pull request.
-    PerStory,
-}
-
-impl Gates {
-    /// `none`, `per-epic`, `per-story`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Gates::None => "none",
-            Gates::PerEpic => "per-epic",
-            Gates::PerStory => "per-story",
-        }
-    }
-
-    /// The mode a word names.
-    pub fn parse(word: &str) -> Option<Gates> {
-        match word {
-            "none" => Some(Gates::None),
-            "per-epic" => Some(Gates::PerEpic),
-            "per-story" => Some(Gates::PerStory),
-            _ => None,
-        }
-    }
-}
-
-/// The scope confirmation's id.
-pub const SCOPE: &str = "scope";
-/// The completion gate's id.
-pub const COMPLETION: &str = "completion";
-
-/// The gate's id that asks whether story `key` runs though a dependency did not end well.
-pub fn dependency(key: &str) -> String {
-    format!("dependency:{key}")
-}
-
-/// What a waiting story's dependencies decide (seed 003 "dependency not met": skip, pause,
-/// or override at a gate).
+/// What a waiting story's dependencies decide when one did not end well: skip, pause, or
+/// let a human override at a gate.
 pub(super) enum Dependencies {
     /// Nothing against it; it may still wait for them to finish.
     Go,
@@ -89,7 +46,7 @@ pub(super) fn dependencies(
             "dependency {dep} is {}; resume after it is done",
             state.story(dep).stage
         );
-        return match (mode, state.answers.get(&dependency(&story.key))) {
+        return match (mode, state.answers.get(&names::dependency(&story.key))) {
             (Gates::None, _) => Dependencies::Skip(why),
             (_, Some(Answer::Continue)) => Dependencies::Go,
             (_, Some(_)) => Dependencies::Skip(format!("{why} (a human chose to skip it)")),
@@ -108,10 +65,10 @@ pub(super) fn dependencies(
 /// integration checkpoint (or not run by this epic), or a human said `continue` to running
 /// it though one did not end well.
 pub(super) fn ready(plan: &Plan, story: &Planned, state: &EpicState, mode: Gates) -> bool {
-    state.answers.get(&dependency(&story.key)) == Some(&Answer::Continue)
+    state.answers.get(&names::dependency(&story.key)) == Some(&Answer::Continue)
         || story.depends_on.iter().all(|d| {
             plan.story(d).is_none_or(|p| p.action != Action::Run)
-                || (state.story(d).stage == "done"
+                || (state.story(d).stage == Stage::Done
                     && clearance(plan, d, state, mode) == Clearance::Clear)
         })
 }
@@ -138,33 +95,20 @@ pub(super) fn open_next(
             d.stage
         );
         let evidence = d.detail.reason.unwrap_or_default();
-        return open(repo, epic, state, &dependency(key), &question, &evidence);
+        return open(
+            repo,
+            epic,
+            state,
+            &names::dependency(key),
+            &question,
+            &evidence,
+        );
     }
     if complete && !state.answers.contains_key(COMPLETION) {
         let (question, evidence) = completion_question(plan, state);
         return open(repo, epic, state, COMPLETION, &question, &evidence);
     }
     Ok(())
-}
-
-/// The integration checkpoint gate's id after story `key`.
-pub fn integration(key: &str) -> String {
-    format!("integration:{key}")
-}
-
-/// An epic gate that is open.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct OpenGate {
-    /// `scope`, `integration:<key>`, `completion`.
-    pub id: String,
-    /// The question.
-    pub question: String,
-    /// What the human needs to judge it.
-    pub evidence: String,
-    /// The answers it takes.
-    pub options: Vec<Answer>,
-    /// The `seq` of its `gate_opened`.
-    pub seq: u64,
 }
 
 /// The kind of gate an id is: an integration checkpoint can be checked again (`retry`).
@@ -303,7 +247,7 @@ pub(super) fn clearance(plan: &Plan, dep: &str, state: &EpicState, mode: Gates) 
     if checked.light == "green" {
         return Clearance::Clear;
     }
-    match state.answers.get(&integration(dep)) {
+    match state.answers.get(&names::integration(dep)) {
         Some(Answer::Continue) => Clearance::Clear,
         Some(_) => Clearance::Hold(format!(
             "a human stopped at the integration checkpoint after {dep}"
@@ -341,7 +285,7 @@ pub(super) fn integration_gate(
         dep.key
     );
     Some((
-        integration(&dep.key),
+        names::integration(&dep.key),
         question,
         integration::summary(&checked),
     ))
@@ -373,7 +317,7 @@ pub(super) fn completion_question(plan: &Plan, state: &EpicState) -> (String, St
     let mut evidence = String::new();
     for s in plan.to_run() {
         let st = state.story(&s.key);
-        *counts.entry(st.stage.clone()).or_insert(0) += 1;
+        *counts.entry(st.stage.as_str().to_owned()).or_insert(0) += 1;
         let pr = st.detail.pr.as_deref().unwrap_or("no pull request");
         evidence.push_str(&format!("{}: {} ({pr})\n", s.key, st.stage));
     }

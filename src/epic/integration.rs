@@ -1,4 +1,4 @@
-//! The integration checkpoint after a story with dependents (seed 003): before a dependent
+//! The integration checkpoint after a story with dependents: before a dependent
 //! builds on a finished story, git-bmad looks at what the story really did.
 //!
 //! - **Shared files**: the files it changed that a dependent's `touches` name.
@@ -20,11 +20,13 @@ use std::time::Duration;
 
 use regex::Regex;
 
+use super::names::story_session_name;
+use super::options::EpicOptions;
 use super::plan::{touch_path, touched, Plan, Planned};
-use super::run::{record, story_session_name, EpicOptions};
-use super::state::EpicState;
+use super::state::{record, EpicState};
 use super::Error;
 use crate::session::closeout::{self, ChangedFile};
+use crate::session::schema::Stage;
 use crate::session::schema::{Body, IntegrationChecked};
 use crate::session::{Repo, Session};
 use crate::supervisor::playbook::Check;
@@ -44,7 +46,7 @@ pub(super) fn check_due(
     options: &EpicOptions<'_>,
 ) -> Result<(), Error> {
     for story in plan.to_run() {
-        let done = story.integration_checkpoint && state.story(&story.key).stage == "done";
+        let done = story.integration_checkpoint && state.story(&story.key).stage == Stage::Done;
         if !done || checked.contains(&story.key) || options.interrupt.load(Ordering::SeqCst) {
             continue;
         }

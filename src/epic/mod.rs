@@ -7,8 +7,11 @@ mod close;
 mod closeout;
 pub mod gates;
 pub mod integration;
+pub mod names;
+pub mod options;
 pub mod pipeline;
 pub mod plan;
+mod playbooks;
 pub mod progress;
 pub mod run;
 pub mod signatures;
@@ -17,9 +20,9 @@ mod status;
 mod story;
 mod verify;
 
-pub use gates::Gates;
-pub use plan::{plan, Plan, PlanOptions};
-pub use run::{run, EpicOptions, EpicRun};
+pub use options::{EpicOptions, Gates, PlanOptions};
+pub use plan::{plan, Plan};
+pub use run::{run, EpicRun};
 pub use state::EpicState;
 pub use status::set_story_status;
 

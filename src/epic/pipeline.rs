@@ -7,28 +7,24 @@
 //!   `bmad-build-auto` again (it reads the review's findings from the spec).
 //! - v6.0–v6.10: `create-story` when the story file is missing → `dev-story` →
 //!   `code-review` → `dev-story` for the follow-ups (its "review continuation").
-//! - v4 (seed 001): the SM drafts when the story file is missing → QA approves the draft or
+//! - v4: the SM drafts when the story file is missing → QA approves the draft or
 //!   returns findings, which the SM revises (at most 3 revision cycles, then a gate) → the
 //!   Dev implements → QA reviews → the Dev fixes. A story already approved starts at the
 //!   Dev.
 
-use std::path::Path;
-
 use serde::Serialize;
 
-use super::gates::Gates;
-use super::plan::{Plan, Planned};
-use crate::supervisor::{self, Source};
+use crate::supervisor::Source;
 
-/// Rounds when the configuration names none (issue: "up to 3 review→fix rounds").
+/// Rounds when the configuration names none.
 pub const DEFAULT_ROUNDS: u32 = 3;
-/// Rounds never exceed this, whatever is asked for ("hard cap 5"; seed 001's circuit breaker
-/// after 5 Dev-QA cycles).
+/// Rounds never exceed this, whatever is asked for: five dev–QA cycles that did not converge
+/// will not converge on a sixth.
 pub const MAX_ROUNDS: u32 = 5;
 /// Reviewers per round at most: one per emphasis in [`EMPHASES`].
 pub const MAX_REVIEWERS: u32 = 4;
 /// What each of several reviewers of a round looks at first, so they do not all see the
-/// same thing (seed 000 story 5.8: forked context, different emphasis).
+/// same thing.
 const EMPHASES: [&str; 4] = [
     "correctness and edge cases",
     "security and failure modes",
@@ -208,7 +204,7 @@ pub fn playbook(shape: Shape) -> String {
     y
 }
 
-/// v4 (seed 001 story 3.2): an implementation with no progress for 2 hours is abandoned and
+/// v4: an implementation with no progress for 2 hours is abandoned and
 /// escalated; it may take longer than that while it makes progress.
 fn abandon(era: Era, id: &str) -> &'static str {
     match (era, id) {
@@ -275,58 +271,33 @@ fn approval_loop(y: &mut String) {
     ));
 }
 
-/// The playbook a story runs: `.bmad/playbooks/<name>.yaml` in the main worktree if the team
-/// wrote one, else the built-in text for its shape.
-pub fn story_playbook(main: &Path, plan: &Plan, story: &Planned, gates: Gates) -> Source {
-    let name = plan.era.playbook_name();
-    let own = main
-        .join(supervisor::PLAYBOOK_DIR)
-        .join(format!("{name}.yaml"));
-    if let Ok(text) = std::fs::read_to_string(&own) {
-        return Source {
-            name: name.to_owned(),
-            origin: own.to_string_lossy().into_owned(),
-            text,
-        };
+/// The SM's question, with the answer git-bmad reads.
+const MORE_STORIES: &str = "As the BMad Scrum Master (.bmad-core/agents/sm.md): every story of epic {args} is done. Are more stories needed to complete the epic? If so, draft them in the stories directory, add them to stories.json in order with your signature, and end with `MORE STORIES: <their file names>`. If not, end with `EPIC COMPLETE`.";
+
+/// Whether the epic has a close-out: v4 always asks the SM; a retrospective when asked.
+pub fn close_wanted(era: Era, retro: bool) -> bool {
+    era == Era::V4 || retro
+}
+
+/// The close-out playbook.
+pub fn close_playbook(era: Era, retro: bool) -> Source {
+    let mut text = String::from(
+        "# git-bmad's epic close-out: the SM's completion signal (v4), the retrospective.\nname: bmad-epic-close\ndescription: an epic closed out once every story is done\nlimits:\n  max_invocations: 6\n  max_run_time: 2h\ndefaults:\n  on_error: gate\n  timeout: 1h\nsteps:\n",
+    );
+    if era == Era::V4 {
+        text.push_str(&format!(
+            "  - id: more-stories\n    description: the SM says whether the epic needs more stories\n    role: sm\n    command: {}\n",
+            serde_json::to_string(MORE_STORIES).unwrap_or_default()
+        ));
     }
-    let mut text = playbook(Shape {
-        era: plan.era,
-        has_file: story.file.is_some(),
-        approved: story.file.is_some() && story.status.rank().is_some_and(|r| r >= 1),
-        rounds: plan.rounds,
-        reviewers: plan.reviewers,
-    });
-    if gates == Gates::PerStory {
-        text.push_str("  - id: accept\n    description: a human accepts the story before its pull request\n    runner: shell\n    command: \"true\"\n    autonomy: always_gate\n");
+    if retro {
+        text.push_str("  - id: retrospective\n    description: BMAD's headless retrospective of the epic\n    role: review\n    command: \"/bmad-retrospective -H {args}\"\n    postconditions: [diff_nonempty]\n    escalate_on: [postcondition_failure]\n");
     }
     Source {
-        name: name.to_owned(),
+        name: "bmad-epic-close".into(),
         origin: "built-in".into(),
         text,
     }
-}
-
-/// Check every playbook the run will use (each story's pipeline, the close-out) against the
-/// project before anything starts: a missing skill or slash command is named now, not after
-/// hours of stories.
-pub fn preflight(
-    main: &Path,
-    plan: &Plan,
-    gates: Gates,
-    retro: bool,
-    config: &crate::config::Config,
-) -> Result<(), supervisor::Error> {
-    let mut checked = std::collections::HashSet::new();
-    for story in plan.to_run() {
-        let source = story_playbook(main, plan, story, gates);
-        if checked.insert(source.text.clone()) {
-            supervisor::validate(&source, main, config)?;
-        }
-    }
-    if super::close::wanted(plan, retro) {
-        supervisor::validate(&super::close::playbook(plan, retro), main, config)?;
-    }
-    Ok(())
 }
 
 /// A YAML double-quoted scalar.

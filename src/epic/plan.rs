@@ -7,12 +7,15 @@ use std::collections::{HashMap, HashSet};
 
 use serde::Serialize;
 
+use super::names;
+use super::options::PlanOptions;
 use super::pipeline::{self, Era, Shape};
 use super::Error;
 use crate::bmad::analysis::preflight::wildcard;
 use crate::bmad::project::{Project, StoryView};
 use crate::bmad::queue::{self, Item};
 use crate::bmad::status::Status;
+use crate::session::{self, Repo};
 
 /// What the run does with a story.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -89,17 +92,11 @@ impl Plan {
     }
 }
 
-/// What `plan` needs besides the project.
-#[derive(Clone, Debug, Default)]
-pub struct PlanOptions {
-    /// Only these stories (keys or unique prefixes); others stay as they are.
-    pub only: Vec<String>,
-    /// Force an era instead of detecting it.
-    pub era: Option<Era>,
-    /// Review→fix rounds (default 3, at most 5).
-    pub rounds: Option<u32>,
-    /// Reviewers per round, in parallel (default 1, at most 4).
-    pub reviewers: Option<u32>,
+/// Plan the epic from the main worktree's files.
+pub fn plan_epic(repo: &Repo, epic: &str, options: &PlanOptions) -> Result<Plan, Error> {
+    let main = repo.main_workdir().map_err(session::Error::from)?;
+    let project = Project::load(&main, None)?;
+    plan(&project, epic, options)
 }
 
 /// The era a project's files say it is in.
@@ -176,35 +173,7 @@ pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan
             known: known_epics(project),
         });
     }
-    let mut selected: HashSet<&str> = HashSet::new();
-    for want in &options.only {
-        let hits: Vec<&str> = members
-            .iter()
-            .map(|s| s.key.as_str())
-            .filter(|k| {
-                *k == want
-                    || k.starts_with(&format!("{want}-"))
-                    || k.starts_with(&format!("{want}."))
-            })
-            .collect();
-        match hits.as_slice() {
-            [one] => {
-                selected.insert(one);
-            }
-            [] => {
-                return Err(Error::NoSuchStory {
-                    story: want.clone(),
-                    epic: epic.to_owned(),
-                })
-            }
-            many => {
-                return Err(Error::AmbiguousStory {
-                    story: want.clone(),
-                    matches: many.iter().map(|k| k.to_string()).collect(),
-                })
-            }
-        }
-    }
+    let selected = select(&members, &options.only, epic)?;
     let items: Vec<Item> = members
         .iter()
         .map(|s| Item {
@@ -305,6 +274,60 @@ pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan
             integration_checkpoint: false,
         });
     }
+    mark_overlaps(&mut stories);
+    let waves = waves(&stories);
+    Ok(Plan {
+        epic: epic.to_owned(),
+        era,
+        pipeline: era.playbook_name().to_owned(),
+        rounds,
+        reviewers,
+        stories,
+        waves,
+    })
+}
+
+/// The keys `only` names among `members` (a key, or a unique prefix up to its `-` or `.`).
+fn select<'m>(
+    members: &[&'m StoryView],
+    only: &[String],
+    epic: &str,
+) -> Result<HashSet<&'m str>, Error> {
+    let mut selected: HashSet<&str> = HashSet::new();
+    for want in only {
+        let hits: Vec<&str> = members
+            .iter()
+            .map(|s| s.key.as_str())
+            .filter(|k| {
+                *k == want
+                    || k.starts_with(&format!("{want}-"))
+                    || k.starts_with(&format!("{want}."))
+            })
+            .collect();
+        match hits.as_slice() {
+            [one] => {
+                selected.insert(one);
+            }
+            [] => {
+                return Err(Error::NoSuchStory {
+                    story: want.clone(),
+                    epic: epic.to_owned(),
+                })
+            }
+            many => {
+                return Err(Error::AmbiguousStory {
+                    story: want.clone(),
+                    matches: many.iter().map(|k| k.to_string()).collect(),
+                })
+            }
+        }
+    }
+    Ok(selected)
+}
+
+/// Each story to run: the others to run whose `touches` overlap its own (never at the same
+/// time), and whether a story to run depends on it (an integration checkpoint after it).
+fn mark_overlaps(stories: &mut [Planned]) {
     let running: Vec<usize> = (0..stories.len())
         .filter(|i| stories[*i].action == Action::Run)
         .collect();
@@ -321,8 +344,12 @@ pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan
         stories[i].overlaps = overlaps;
         stories[i].integration_checkpoint = has_dependents;
     }
+}
+
+/// The keys of each wave, in wave order.
+fn waves(stories: &[Planned]) -> Vec<Vec<String>> {
     let mut waves: Vec<Vec<String>> = Vec::new();
-    for s in &stories {
+    for s in stories {
         if let Some(w) = s.wave {
             if waves.len() <= w {
                 waves.resize(w + 1, Vec::new());
@@ -330,15 +357,7 @@ pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan
             waves[w].push(s.key.clone());
         }
     }
-    Ok(Plan {
-        epic: epic.to_owned(),
-        era,
-        pipeline: era.playbook_name().to_owned(),
-        rounds,
-        reviewers,
-        stories,
-        waves,
-    })
+    waves
 }
 
 /// The epics a project has stories in, for an error message.
@@ -361,7 +380,7 @@ pub fn epic_actions(
     budget: &crate::session::schema::EpicBudget,
     test_command: Option<&str>,
 ) -> Vec<String> {
-    let session = super::run::session_name(&plan.epic);
+    let session = names::session_name(&plan.epic);
     let mut out = vec![format!(
         "keep the run's journal in session {session} and its progress document on that session's branch"
     )];
@@ -401,7 +420,7 @@ pub fn epic_actions(
     if let Some(usd) = budget.story_usd {
         out.push(format!("stop any story's run past ${usd:.2}"));
     }
-    if super::close::wanted(plan, retro) {
+    if pipeline::close_wanted(plan.era, retro) {
         let mut what = Vec::new();
         if plan.era == Era::V4 {
             what.push("ask the SM whether the epic needs more stories".to_owned());
@@ -414,7 +433,7 @@ pub fn epic_actions(
         }
         out.push(format!(
             "when every story is done, in session {}: {}",
-            super::close::session_name(&plan.epic),
+            names::close_session_name(&plan.epic),
             what.join("; ")
         ));
     }
@@ -440,5 +459,51 @@ mod tests {
         // A pattern overlaps what it matches, whichever story wrote it.
         assert!(touches_overlap(&v(&["src/api/x.rs"]), &v(&["src/*/x.rs"])));
         assert!(!touches_overlap(&v(&["src/web/y.rs"]), &v(&["src/*/x.rs"])));
+    }
+
+    fn planned(
+        key: &str,
+        action: Action,
+        depends_on: &[&str],
+        touches: &[&str],
+        wave: Option<usize>,
+    ) -> Planned {
+        let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        Planned {
+            key: key.into(),
+            title: None,
+            status: Status::Backlog,
+            file: None,
+            action,
+            depends_on: v(depends_on),
+            touches: v(touches),
+            wave,
+            stacked_on: None,
+            merges: Vec::new(),
+            overlaps: Vec::new(),
+            integration_checkpoint: false,
+            stages: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn stories_to_run_learn_their_overlaps_and_checkpoints_and_waves_keep_plan_order() {
+        let mut stories = vec![
+            planned("1-a", Action::Run, &[], &["src/api"], Some(0)),
+            planned("1-b", Action::Run, &["1-a"], &["src/api/b.rs"], Some(1)),
+            planned("1-c", Action::Done, &[], &["src/api"], None),
+            planned("1-d", Action::Run, &[], &["docs"], Some(0)),
+        ];
+        mark_overlaps(&mut stories);
+        assert_eq!(
+            stories[0].overlaps,
+            ["1-b"],
+            "a story already done overlaps nothing"
+        );
+        assert_eq!(stories[1].overlaps, ["1-a"]);
+        assert!(stories[3].overlaps.is_empty());
+        assert!(stories[0].integration_checkpoint, "1-b depends on it");
+        assert!(!stories[1].integration_checkpoint && !stories[3].integration_checkpoint);
+        assert_eq!(waves(&stories), [vec!["1-a", "1-d"], vec!["1-b"]]);
     }
 }

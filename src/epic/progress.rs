@@ -5,9 +5,11 @@
 //! the same diff as the sprint status; `epic status --html` writes the same as one HTML
 //! page. A pure rendering of the plan and the state replayed from the epic journal.
 
+use super::names;
 use super::plan::{Action, Plan};
 use super::state::EpicState;
 use super::Error;
+use crate::session::schema::Stage;
 use crate::session::{closeout, Repo, Session};
 use crate::supervisor::Answer;
 
@@ -112,11 +114,11 @@ fn report(plan: &Plan, state: &EpicState) -> Report {
     let dash = |v: Option<String>| v.unwrap_or_else(|| "-".into());
     for s in &plan.stories {
         let st = state.story(&s.key);
-        let stage = match (&s.action, st.stage.as_str()) {
-            (Action::Run, "") => "queued".to_owned(),
-            (Action::Done, "") => "done before this run".to_owned(),
-            (Action::Hold(why), "") => format!("held: {why}"),
-            (_, stage) => stage.to_owned(),
+        let stage = match (&s.action, st.stage) {
+            (Action::Run, Stage::NotStarted) => "queued".to_owned(),
+            (Action::Done, Stage::NotStarted) => "done before this run".to_owned(),
+            (Action::Hold(why), Stage::NotStarted) => format!("held: {why}"),
+            (_, stage) => stage.to_string(),
         };
         let d = &st.detail;
         ms += d.run_time_ms.unwrap_or(0);
@@ -131,10 +133,7 @@ fn report(plan: &Plan, state: &EpicState) -> Report {
             cost: dash(d.cost_usd.map(|c| format!("${c:.2}"))),
             pr: dash(d.pr.clone()),
         });
-        if matches!(
-            st.stage.as_str(),
-            "blocked" | "failed" | "gated" | "skipped"
-        ) {
+        if st.stage.ended_badly() {
             blockers.push(format!(
                 "**{}** ({}): {}",
                 s.key,
@@ -142,8 +141,7 @@ fn report(plan: &Plan, state: &EpicState) -> Report {
                 d.reason.as_deref().unwrap_or("see `git bmad epic status`")
             ));
         }
-        let passed =
-            state.answers.get(&super::gates::integration(&s.key)) == Some(&Answer::Continue);
+        let passed = state.answers.get(&names::integration(&s.key)) == Some(&Answer::Continue);
         if let Some(c) = st
             .integration
             .as_ref()
@@ -194,7 +192,7 @@ fn report(plan: &Plan, state: &EpicState) -> Report {
                 .map(|a| a.as_str())
                 .collect::<Vec<_>>()
                 .join("|"),
-            super::run::session_name(&plan.epic)
+            names::session_name(&plan.epic)
         ));
     }
     if !blockers.is_empty() {

@@ -1,5 +1,4 @@
-//! `stories.json` kept with a signature on every status change (seed 001: "agent and time on
-//! every status change"). The agents change a story's status on its own branch; after each
+//! `stories.json` kept with a signature (agent and time) on every status change. The agents change a story's status on its own branch; after each
 //! step the runner reads it there, and each change is signed into `stories.json` on the
 //! epic's branch, in the order it happened, naming the agent that made it. The story
 //! branches never need to write `stories.json`, so branches stacked on two stories merge

@@ -5,18 +5,20 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::gates::{self, OpenGate};
+use super::names;
+use super::Error;
 use crate::session::schema::{
-    Body, EpicBudget, EpicClosed, EpicStarted, IntegrationChecked, StoryStage,
+    Body, EpicBudget, EpicClosed, EpicStarted, IntegrationChecked, Stage, StoryStage,
 };
 use crate::session::Event;
+use crate::session::{self, Decision, NewEvent, Repo, Session};
 use crate::supervisor::Answer;
 
 /// Where one story stands.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct StoryState {
     /// The last stage it reached.
-    pub stage: String,
+    pub stage: Stage,
     /// Everything its stages recorded, newest value of each field.
     #[serde(flatten)]
     pub detail: StoryStage,
@@ -34,7 +36,7 @@ pub struct StoryState {
 impl StoryState {
     /// A story that needs nothing more from this run: done, or blocked for a human.
     pub fn is_terminal(&self) -> bool {
-        matches!(self.stage.as_str(), "done" | "blocked")
+        matches!(self.stage, Stage::Done | Stage::Blocked)
     }
 }
 
@@ -94,8 +96,8 @@ impl EpicState {
                 self.started = Some(started.clone());
                 self.finished = false;
                 self.gate = None;
-                self.answers.remove(gates::SCOPE);
-                self.answers.remove(gates::COMPLETION);
+                self.answers.remove(names::SCOPE);
+                self.answers.remove(names::COMPLETION);
             }
             Body::GateOpened(opened) => {
                 let Some(id) = &event.step else { return };
@@ -132,7 +134,7 @@ impl EpicState {
             }
             Body::IntegrationChecked(checked) => {
                 let Some(key) = &event.step else { return };
-                self.answers.remove(&gates::integration(key));
+                self.answers.remove(&names::integration(key));
                 self.stories.entry(key.clone()).or_default().integration = Some(checked.clone());
             }
             Body::EpicFinished(finished) => {
@@ -143,11 +145,11 @@ impl EpicState {
             Body::StoryStage(stage) => {
                 let Some(key) = &event.step else { return };
                 let story = self.stories.entry(key.clone()).or_default();
-                if stage.stage == "started" {
+                if stage.stage == Stage::Started {
                     story.attempts += 1;
                     story.started_at.get_or_insert_with(|| event.ts.clone());
                 }
-                story.stage = stage.stage.clone();
+                story.stage = stage.stage;
                 story.updated_at = Some(event.ts.clone());
                 merge(&mut story.detail, stage);
                 self.finished = false;
@@ -182,7 +184,7 @@ impl EpicState {
         ))
     }
 
-    /// A story's state (a default, stage `""`, for one never started).
+    /// A story's state (a default, not started, for one never started).
     pub fn story(&self, key: &str) -> StoryState {
         self.stories.get(key).cloned().unwrap_or_default()
     }
@@ -190,7 +192,7 @@ impl EpicState {
 
 /// Keep the newest value of every field a stage sets.
 fn merge(into: &mut StoryStage, from: &StoryStage) {
-    into.stage = from.stage.clone();
+    into.stage = from.stage;
     macro_rules! newest {
         ($($field:ident),*) => { $( if from.$field.is_some() { into.$field = from.$field.clone(); } )* };
     }
@@ -208,4 +210,39 @@ fn merge(into: &mut StoryStage, from: &StoryStage) {
     );
     // A reason belongs to the stage that gave it.
     into.reason = from.reason.clone();
+}
+
+/// An epic gate that is open.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OpenGate {
+    /// `scope`, `integration:<key>`, `completion`.
+    pub id: String,
+    /// The question.
+    pub question: String,
+    /// What the human needs to judge it.
+    pub evidence: String,
+    /// The answers it takes.
+    pub options: Vec<Answer>,
+    /// The `seq` of its `gate_opened`.
+    pub seq: u64,
+}
+
+/// Journal `body` in the epic's session and fold it into `state`: the one way the run's
+/// record grows, so the state in memory is always the journal's.
+pub(super) fn record(
+    repo: &Repo,
+    session: &Session,
+    state: &mut EpicState,
+    step: Option<String>,
+    body: Body,
+) -> Result<(), Error> {
+    let event = session::record(
+        repo,
+        session,
+        NewEvent::new(body)
+            .step(step)
+            .decision(Some(Decision::Auto)),
+    )?;
+    state.apply(&event);
+    Ok(())
 }

@@ -1,8 +1,9 @@
 //! A story's status, set in the project files and, inside a session, in its journal.
 
 use super::Error;
-use crate::bmad::project::{Project, StatusChange};
+use crate::bmad::project::Project;
 use crate::bmad::status::Status;
+use crate::bmad::status_change::StatusChange;
 use crate::session::schema::{Body, StoryStatus};
 use crate::session::{self, closeout, Decision, NewEvent, Repo, Session};
 

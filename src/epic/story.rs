@@ -2,17 +2,17 @@
 //! (stacked and merged as planned) or found again, its pipeline supervised, the result
 //! verified by git-bmad, the work committed and offered as a draft pull request.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 
+use super::names::story_session_name;
 use super::pipeline;
 use super::plan::Planned;
-use super::run::{story_session_name, End, Message};
 use super::verify;
 use super::Error;
 use crate::config::Config;
-use crate::session::schema::{Body, StoryStage};
+use crate::session::schema::{Body, Stage, StoryStage};
 use crate::session::{self, closeout, Repo, StartOptions};
 use crate::supervisor::{self, Outcome, Request, Source};
 
@@ -26,6 +26,27 @@ pub(super) struct Job {
     pub(super) merges: Vec<String>,
     pub(super) known: super::state::StoryState,
     pub(super) remote: String,
+}
+
+/// A message from a story's worker.
+pub(super) enum Message {
+    Stage(String, StoryStage),
+    /// The story's status moved in a step (signed into stories.json).
+    Status(String, super::signatures::Change),
+    End(String, End),
+}
+
+/// How a worker's story ended in this run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum End {
+    /// Done; the sprint status it should now have, if it lags.
+    Done(Option<crate::bmad::status::Status>),
+    Gated,
+    Failed,
+    Blocked,
+    /// Not started: a dependency ended badly.
+    Skipped,
+    Interrupted,
 }
 
 /// One story, start to pull request, in its own session.
@@ -68,36 +89,17 @@ pub(super) fn run_story(
             .unwrap_or_default(),
     };
     send(StoryStage {
-        stage: "started".into(),
+        stage: Stage::Started,
         session: Some(session.id.to_string()),
         branch: Some(session.short_branch().to_owned()),
         base: Some(job.base.clone()),
         baseline: Some(baseline.clone()),
         ..Default::default()
     });
-    // With a stories.json, every status change a step makes is sent on, signed with the
-    // step's agent; without one there is nothing to sign, and nothing is read.
-    let mut status = super::signatures::status_in(&session.worktree, key);
-    let mut observer = |event: &session::Event| match (&event.body, &event.step) {
-        (Body::StepStarted(_), Some(step)) => progress(&format!("{key}: {step}")),
-        (Body::StepCompleted(_) | Body::StepFailed(_), Some(step)) if status.is_some() => {
-            let now = super::signatures::status_in(&session.worktree, key)
-                .filter(|now| !now.is_empty() && Some(now) != status.as_ref());
-            if let Some(now) = now {
-                let change = super::signatures::Change {
-                    from: status.replace(now.clone()).unwrap_or_default(),
-                    to: now,
-                    agent: format!("{} agent ({step})", super::signatures::agent_of(step)),
-                    at: event.ts.clone(),
-                };
-                let _ = tx.send(Message::Status(key.clone(), change));
-            }
-        }
-        _ => {}
-    };
+    let mut observer = observer(key, &session.worktree, progress, tx);
     // A story a human unblocked after its pipeline had finished runs its pipeline anew.
     let (source, args) = (job.source.clone(), vec![key.clone()]);
-    let request = if job.known.stage == super::run::UNBLOCKED {
+    let request = if job.known.stage == Stage::Unblocked {
         Request::Restart { source, args }
     } else {
         Request::Start { source, args }
@@ -114,8 +116,8 @@ pub(super) fn run_story(
         },
     )?;
     let (rounds, fixed) = review_rounds(&report.state, &job.source);
-    let numbers = |stage: &str, reason: Option<String>| StoryStage {
-        stage: stage.into(),
+    let numbers = |stage: Stage, reason: Option<String>| StoryStage {
+        stage,
         reason,
         rounds: Some(rounds),
         findings_fixed: Some(fixed),
@@ -125,41 +127,13 @@ pub(super) fn run_story(
         run_time_ms: Some(report.state.run_time_ms),
         ..Default::default()
     };
-    match &report.outcome {
-        Outcome::Completed => {}
-        Outcome::Gated { gate } => {
-            send(numbers(
-                "gated",
-                Some(format!(
-                    "{} (at {}; answer in {} with git bmad answer, then git bmad epic resume)",
-                    gate.question,
-                    gate.step,
-                    session.worktree.display()
-                )),
-            ));
-            return Ok(End::Gated);
+    if let Some((stage, end)) = pipeline_end(&report.outcome, &session.worktree) {
+        if let Some((stage, why)) = stage {
+            send(numbers(stage, Some(why)));
         }
-        Outcome::Interrupted => return Ok(End::Interrupted),
-        Outcome::Aborted => {
-            send(numbers(
-                "failed",
-                Some("aborted by a human at a gate".into()),
-            ));
-            return Ok(End::Failed);
-        }
-        Outcome::Failed { steps } => {
-            send(numbers(
-                "failed",
-                Some(format!("step {} failed", steps.join(", "))),
-            ));
-            return Ok(End::Failed);
-        }
-        other => {
-            send(numbers("failed", Some(format!("limit reached: {other:?}"))));
-            return Ok(End::Failed);
-        }
+        return Ok(end);
     }
-    send(numbers("built", None));
+    send(numbers(Stage::Built, None));
     let worktree = session
         .open_worktree(&repo)?
         .map(|w| w.workdir().to_path_buf())
@@ -167,15 +141,15 @@ pub(super) fn run_story(
     let sprint = match verify::story(&worktree, key, job.era, &baseline)? {
         verify::Verdict::Good { set_status } => set_status,
         verify::Verdict::Blocked(condition) => {
-            send(numbers("blocked", Some(condition)));
+            send(numbers(Stage::Blocked, Some(condition)));
             return Ok(End::Blocked);
         }
         verify::Verdict::Bad(why) => {
-            send(numbers("failed", Some(why)));
+            send(numbers(Stage::Failed, Some(why)));
             return Ok(End::Failed);
         }
     };
-    send(numbers("verified", None));
+    send(numbers(Stage::Verified, None));
     let title = job.story.title.clone().unwrap_or_else(|| key.clone());
     closeout::commit_work(
         &repo,
@@ -188,7 +162,7 @@ pub(super) fn run_story(
     let head = closeout::branch_head(&repo, &session)?.map(|id| id.to_string());
     if head.as_deref() == Some(baseline.as_str()) {
         send(numbers(
-            "failed",
+            Stage::Failed,
             Some(
                 "the story's branch has no commit after its baseline: nothing was implemented"
                     .into(),
@@ -205,10 +179,65 @@ pub(super) fn run_story(
         &job.remote,
         interrupt,
     )?;
-    let mut done = numbers("done", None);
+    let mut done = numbers(Stage::Done, None);
     done.pr = Some(pr);
     send(done);
     Ok(End::Done(sprint))
+}
+
+/// What follows a story's pipeline as it runs: each step's start goes to `progress`; with
+/// a `stories.json`, every status change a step makes is sent on, signed with the step's
+/// agent (without one there is nothing to sign, and nothing is read).
+fn observer<'a>(
+    key: &'a str,
+    worktree: &'a Path,
+    progress: &'a (dyn Fn(&str) + Sync),
+    tx: &'a mpsc::Sender<Message>,
+) -> impl FnMut(&session::Event) + 'a {
+    let mut status = super::signatures::status_in(worktree, key);
+    move |event: &session::Event| match (&event.body, &event.step) {
+        (Body::StepStarted(_), Some(step)) => progress(&format!("{key}: {step}")),
+        (Body::StepCompleted(_) | Body::StepFailed(_), Some(step)) if status.is_some() => {
+            let now = super::signatures::status_in(worktree, key)
+                .filter(|now| !now.is_empty() && Some(now) != status.as_ref());
+            if let Some(now) = now {
+                let change = super::signatures::Change {
+                    from: status.replace(now.clone()).unwrap_or_default(),
+                    to: now,
+                    agent: format!("{} agent ({step})", super::signatures::agent_of(step)),
+                    at: event.ts.clone(),
+                };
+                let _ = tx.send(Message::Status(key.to_owned(), change));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// What a story's pipeline run came to, when it is not to be verified: the stage to record
+/// with its reason (none for an interruption, which `epic resume` continues), and the end.
+/// `None`: it completed.
+fn pipeline_end(outcome: &Outcome, worktree: &Path) -> Option<(Option<(Stage, String)>, End)> {
+    let failed = |why: String| Some((Some((Stage::Failed, why)), End::Failed));
+    match outcome {
+        Outcome::Completed => None,
+        Outcome::Gated { gate } => Some((
+            Some((
+                Stage::Gated,
+                format!(
+                    "{} (at {}; answer in {} with git bmad answer, then git bmad epic resume)",
+                    gate.question,
+                    gate.step,
+                    worktree.display()
+                ),
+            )),
+            End::Gated,
+        )),
+        Outcome::Interrupted => Some((None, End::Interrupted)),
+        Outcome::Aborted => failed("aborted by a human at a gate".into()),
+        Outcome::Failed { steps } => failed(format!("step {} failed", steps.join(", "))),
+        other => failed(format!("limit reached: {other:?}")),
+    }
 }
 
 /// Review rounds run (a round of several reviewers counts once) and MUST-FIX findings
@@ -231,4 +260,38 @@ fn review_rounds(state: &supervisor::RunState, source: &Source) -> (u32, u32) {
         }
     }
     (rounds.len() as u32, fixed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_completed_pipeline_goes_on_to_be_verified() {
+        let wt = Path::new("/w");
+        assert!(pipeline_end(&Outcome::Completed, wt).is_none());
+        assert_eq!(
+            pipeline_end(&Outcome::Interrupted, wt),
+            Some((None, End::Interrupted)),
+            "an interruption records no stage: resume continues the story"
+        );
+        let failed = pipeline_end(
+            &Outcome::Failed {
+                steps: vec!["dev".into(), "review-1".into()],
+            },
+            wt,
+        );
+        assert_eq!(
+            failed,
+            Some((
+                Some((Stage::Failed, "step dev, review-1 failed".into())),
+                End::Failed
+            ))
+        );
+        let (stage, end) = pipeline_end(&Outcome::InvocationLimit { limit: 3 }, wt).unwrap();
+        assert_eq!(end, End::Failed);
+        assert!(stage.unwrap().1.starts_with("limit reached"));
+        let (stage, end) = pipeline_end(&Outcome::Aborted, wt).unwrap();
+        assert_eq!((stage.unwrap().0, end), (Stage::Failed, End::Failed));
+    }
 }

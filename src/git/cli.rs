@@ -10,8 +10,8 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use super::commands::{PushOutcome, Refused};
 use super::error::{Error, Result};
+use super::push::{PushOutcome, Refused};
 use super::ObjectId;
 use crate::env::REPO_REDIRECTING_VARS;
 

@@ -11,7 +11,9 @@ use std::process::{Child, Stdio};
 
 use super::cli::TreeChange;
 use super::error::{Error, Result};
+use super::push::PushOutcome;
 use super::repo::Repo;
+use super::repo::INITIALIZING;
 use super::ObjectId;
 
 /// One of git's config files, by the scope that reads it.
@@ -495,26 +497,6 @@ fn lexically_normal(path: &Path) -> PathBuf {
     out
 }
 
-/// A ref a push did not move, and why.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Refused {
-    /// The remote ref.
-    pub remote_ref: String,
-    /// git's summary: `[rejected] (non-fast-forward)`, `[remote rejected] (…)`.
-    pub reason: String,
-    /// What git and the hooks printed.
-    pub stderr: String,
-}
-
-/// What a push did, ref by ref.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct PushOutcome {
-    /// Refs the push did not move (then none moved: the push is atomic).
-    pub refused: Vec<Refused>,
-    /// Refs the remote already had at the pushed value.
-    pub up_to_date: Vec<String>,
-}
-
 /// What a diff adds up to.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct DiffStat {
@@ -563,9 +545,6 @@ fn worktree_add_turn(common_dir: &Path) -> Result<std::fs::File> {
     file.lock().map_err(|e| io("lock", e))?;
     Ok(file)
 }
-
-/// The lock reason `git worktree add` writes while it builds a worktree.
-pub(super) const INITIALIZING: &str = "initializing";
 
 /// How a worktree whose `git worktree add` was killed looks to git.
 enum HalfAdded {

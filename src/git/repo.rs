@@ -189,7 +189,7 @@ impl Repo {
             let commondir = admin.join("commondir");
             let torn = std::fs::metadata(&commondir).is_ok_and(|m| m.len() == 0);
             let initializing = std::fs::read_to_string(admin.join("locked"))
-                .is_ok_and(|l| l.trim_end() == super::commands::INITIALIZING);
+                .is_ok_and(|l| l.trim_end() == INITIALIZING);
             if torn && initializing && std::fs::write(&commondir, "../..\n").is_ok() {
                 tracing::warn!(admin = %admin.display(), "completed a torn `git worktree add`");
                 completed += 1;
@@ -429,6 +429,9 @@ fn parse_worktree_list(out: &[u8]) -> Vec<WorktreeInfo> {
     list.extend(current);
     list
 }
+
+/// The lock reason `git worktree add` writes while it builds a worktree.
+pub(super) const INITIALIZING: &str = "initializing";
 
 #[cfg(test)]
 mod tests {

@@ -26,6 +26,8 @@ pub struct HookReport {
     pub warnings: Vec<Finding>,
     /// A human may mark a false positive (not in a session worktree, where agents work).
     pub may_allow: bool,
+    /// What the hook could not do that costs nothing but should be known, in words.
+    pub notes: Vec<String>,
 }
 
 impl HookReport {
@@ -97,7 +99,7 @@ pub fn check(
         }
         "pre-commit" => {
             let found = commit::pre_commit(repo, git_pid)?;
-            HookReport {
+            let mut report = HookReport {
                 what: "commit",
                 refusals: found
                     .blocking
@@ -107,7 +109,19 @@ pub fn check(
                 secrets: found.blocking,
                 warnings: found.warnings,
                 may_allow: !found.in_session,
+                ..Default::default()
+            };
+            // A session's commit carries its rendered journal. One that cannot be staged
+            // (its path is ignored, say) costs the reviewer a file, not the agent its commit.
+            if report.passed() {
+                let index = std::env::var_os("GIT_INDEX_FILE").map(std::path::PathBuf::from);
+                if let Err(e) = crate::session::stage_for_commit(repo, index.as_deref()) {
+                    report.notes.push(format!(
+                        "the session journal was not added to this commit: {e}"
+                    ));
+                }
             }
+            report
         }
         "pre-merge-commit" => {
             commit::stamp(repo, git_pid)?;

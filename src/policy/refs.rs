@@ -5,7 +5,7 @@
 //! a protected branch, wherever it runs from: an agent can leave its worktree.
 //!
 //! The shim only starts us in the `prepared` phase, in a session worktree or while a run is
-//! live. What must keep working (research note §2): `git gc` / `pack-refs` (a packed create,
+//! live. What must keep working: `git gc` / `pack-refs` (a packed create,
 //! then a loose delete of the same value), no-op updates, and everything in the user's own
 //! worktree while no agent runs.
 

@@ -106,7 +106,7 @@ fn not_trusted(journal: &session::Journal) -> Option<super::Problem> {
                 1 => String::new(),
                 n => format!(" and {} more", n - 1),
             },
-            session::untrusted_note(newest),
+            newest.untrusted_note(),
         ),
     })
 }

@@ -13,10 +13,8 @@ mod process;
 mod select;
 mod spawn;
 
-pub use adapter::{Adapter, Kind};
-pub use agent::{
-    breaking_change_in, interpret, invoke, verdict_in, AgentResult, Invocation, Verdict,
-};
+pub use adapter::{Adapter, AgentResult, Kind, Verdict};
+pub use agent::{breaking_change_in, interpret, invoke, verdict_in, Invocation};
 pub use error::{Error, Result};
 pub use process::{run as run_process, Captured, Exit, Output, Spec};
 pub use select::{agent, config_problems, locate, Agent};

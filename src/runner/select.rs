@@ -44,12 +44,11 @@ pub fn locate(config: &Config, kind: Kind, cwd: &Path) -> Result<PathBuf> {
     })
 }
 
-/// The agent runners that report what they cost, for messages.
-/// The runners whose CLI reports what `reports` asks, by name.
+/// The agent runners whose CLI reports what `reports` asks, by name, for messages.
 fn reporters(reports: fn(&Kind) -> bool) -> String {
-    ["claude", "codex", "gemini", "generic"]
-        .into_iter()
-        .filter(|n| Kind::parse(n).is_ok_and(|k| reports(&k)))
+    Kind::all()
+        .filter(|k| k.is_agent() && reports(k))
+        .map(|k| k.as_str())
         .collect::<Vec<_>>()
         .join(", ")
 }

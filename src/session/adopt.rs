@@ -138,7 +138,7 @@ fn settle_here(repo: &Repo, remote: &str, mut session: Session) -> Result<Sessio
     let worktree = config.worktree_for(&repo.main_workdir()?, &session.name);
     // An old worktree of this clone whose directory was deleted by hand still holds the
     // branch for git: let git forget it first.
-    super::lifecycle::forget_vanished_worktrees(repo, Some(&worktree))?;
+    super::worktree::forget_vanished_worktrees(repo, Some(&worktree))?;
     if std::fs::symlink_metadata(&worktree).is_ok() {
         // Possibly this clone's own worktree from before the session left: git refuses to
         // remove it if it holds changes, which is the check wanted here.
@@ -175,7 +175,7 @@ fn settle_here(repo: &Repo, remote: &str, mut session: Session) -> Result<Sessio
     }
     repo.add_worktree_on(&worktree, session.short_branch())?;
     let worktree = std::fs::canonicalize(&worktree).unwrap_or(worktree);
-    super::lifecycle::mark_session_worktree(repo, &worktree, &id, &session.branch)?;
+    super::worktree::mark_session_worktree(repo, &worktree, &id, &session.branch)?;
     let wt = repo.open_worktree(&worktree)?;
     super::rollback::restore_state(repo, &wt, &head)?;
     let from = std::mem::replace(&mut session.worktree, worktree.clone());

@@ -3,6 +3,10 @@
 //! Problems are states git-bmad would not leave behind by itself and that need a command to
 //! repair; warnings are harmless leftovers (a lock of a killed process that the next writer
 //! clears). A crash at any instant must leave only warnings.
+//!
+//! Why this file is long: it is the whole list of what can be wrong with stored state, one
+//! check per invariant beside the repair it names; split, a reader could not see what is
+//! checked and what is not.
 
 use std::collections::BTreeSet;
 
@@ -205,11 +209,52 @@ fn check_session(
     worktrees: &[WorktreeInfo],
     f: &mut Findings,
 ) -> Result<()> {
-    let chain_ref = checkpoints_ref(id);
-    let Some(head) = repo.read_ref(&chain_ref)? else {
+    let chain = check_chain(repo, id, f)?;
+    let Some(newest) = chain.first() else {
         return Ok(());
     };
-    // The chain: every commit a checkpoint of this session, seq never going backwards.
+
+    // The journal: dense seq from 1, every note on a checkpoint of the chain.
+    if repo.read_ref(&notes_ref(id))?.is_none() {
+        f.add(
+            Severity::Problem,
+            Some(id),
+            "the session has checkpoints but no journal: its start was interrupted".into(),
+            Some(format!("git bmad remove {id} --force")),
+        );
+        return Ok(());
+    }
+    let journal = journal::read(repo, id)?;
+    check_journal(id, &journal, &chain, f);
+
+    if let Some(intent) = super::rollback::interrupted(repo, id)? {
+        f.add(
+            Severity::Problem,
+            Some(id),
+            format!(
+                "a rollback to checkpoint {} was interrupted: files may be half restored (the state before is safe in checkpoint {})",
+                intent.target.id.to_hex_with_len(10),
+                intent.safety.id.to_hex_with_len(10)
+            ),
+            Some(format!(
+                "git bmad rollback --continue -s {id} (or git bmad undo -s {id} to return to the state before)"
+            )),
+        );
+        f.repaired_by(Repair::ContinueRollback {
+            session: id.to_string(),
+        });
+    }
+
+    check_live(repo, id, worktrees, &journal, newest, f)
+}
+
+/// The chain: every commit a checkpoint of this session, seq never going backwards; the
+/// checkpoints it could read, newest first.
+fn check_chain(repo: &Repo, id: &SessionId, f: &mut Findings) -> Result<Vec<Checkpoint>> {
+    let chain_ref = checkpoints_ref(id);
+    let Some(head) = repo.read_ref(&chain_ref)? else {
+        return Ok(Vec::new());
+    };
     let mut chain = Vec::new();
     let mut next = Some(head);
     while let Some(commit) = next {
@@ -248,21 +293,17 @@ fn check_session(
             );
         }
     }
-    let Some(newest) = chain.first() else {
-        return Ok(());
-    };
+    Ok(chain)
+}
 
-    // The journal: dense seq from 1, every note on a checkpoint of the chain.
-    if repo.read_ref(&notes_ref(id))?.is_none() {
-        f.add(
-            Severity::Problem,
-            Some(id),
-            "the session has checkpoints but no journal: its start was interrupted".into(),
-            Some(format!("git bmad remove {id} --force")),
-        );
-        return Ok(());
-    }
-    let journal = journal::read(repo, id)?;
+/// The journal's lines: every one an event written by git-bmad, seq dense from 1, each on a
+/// checkpoint of `chain`, the first (after copies from another clone) `session_started`.
+fn check_journal(
+    id: &SessionId,
+    journal: &journal::Journal,
+    chain: &[Checkpoint],
+    f: &mut Findings,
+) {
     for bad in &journal.malformed {
         f.add(
             Severity::Problem,
@@ -289,7 +330,7 @@ fn check_session(
             )),
         );
     }
-    if let Some((message, fix)) = super::trust::untrusted_warning(&journal) {
+    if let Some((message, fix)) = super::trust::untrusted_warning(journal) {
         f.add(Severity::Warning, Some(id), message, Some(fix));
     }
     let forged_seqs: BTreeSet<u64> = journal.unsealed.iter().map(|u| u.seq).collect();
@@ -366,28 +407,19 @@ fn check_session(
             None,
         ),
     }
+}
 
-    if let Some(intent) = super::rollback::interrupted(repo, id)? {
-        f.add(
-            Severity::Problem,
-            Some(id),
-            format!(
-                "a rollback to checkpoint {} was interrupted: files may be half restored (the state before is safe in checkpoint {})",
-                intent.target.id.to_hex_with_len(10),
-                intent.safety.id.to_hex_with_len(10)
-            ),
-            Some(format!(
-                "git bmad rollback --continue -s {id} (or git bmad undo -s {id} to return to the state before)"
-            )),
-        );
-        f.repaired_by(Repair::ContinueRollback {
-            session: id.to_string(),
-        });
-    }
-
-    // The worktree and branch of a live session.
+/// The worktree and branch of a live session, and its newest checkpoint against its journal.
+fn check_live(
+    repo: &Repo,
+    id: &SessionId,
+    worktrees: &[WorktreeInfo],
+    journal: &journal::Journal,
+    newest: &Checkpoint,
+    f: &mut Findings,
+) -> Result<()> {
     let state = SessionState::replay(journal.events());
-    check_playbooks(repo, id, &journal, state.status, f);
+    check_playbooks(repo, id, journal, state.status, f);
     let worktree = std::path::Path::new(&newest.trailers.worktree);
     let live = !matches!(state.status, Status::Completed | Status::Pruned);
     // Resumed in another clone: its worktree is on that machine, not ours to check.

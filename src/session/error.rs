@@ -207,7 +207,7 @@ pub enum Error {
     },
     /// The remote refused a push (it moved in a way a fast-forward cannot take, or its own
     /// hooks said no). Nothing moved: the push is atomic.
-    #[error("{remote} refused the push, nothing was changed there: {}; run `git bmad sync --remote {remote}` to bring its changes here first", super::sync::describe_refused(refused))]
+    #[error("{remote} refused the push, nothing was changed there: {}; run `git bmad sync --remote {remote}` to bring its changes here first", describe_refused(refused))]
     PushRefused {
         /// The remote.
         remote: String,
@@ -283,4 +283,13 @@ impl Error {
                 | Error::InvalidInput(_)
         )
     }
+}
+
+/// The refused refs of a push, for messages.
+pub fn describe_refused(refused: &[crate::git::Refused]) -> String {
+    refused
+        .iter()
+        .map(|r| format!("{} {}", r.remote_ref, r.reason))
+        .collect::<Vec<_>>()
+        .join("; ")
 }

@@ -152,6 +152,14 @@ impl Event {
     pub fn is_trusted(&self) -> bool {
         self.origin.is_none() || self.signer.is_some()
     }
+
+    /// How it is named when copied from another clone and no allowed signer vouched for it.
+    pub fn untrusted_note(&self) -> String {
+        format!(
+            "from {}, not trusted",
+            self.from.as_deref().unwrap_or("another clone")
+        )
+    }
 }
 
 /// Where a copied event came from and who vouched for it, as this clone judged it.

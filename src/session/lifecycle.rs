@@ -15,6 +15,7 @@ use super::removed::{self, RemovedSession};
 use super::schema::{self, Body, CheckpointTaken, NoDetail};
 use super::state::Status;
 use super::store::{self, Session};
+use super::worktree;
 use super::{checkpoints_ref, notes_ref};
 use crate::git::{CasOutcome, ObjectId, Repo};
 use crate::time::Timestamp;
@@ -133,7 +134,7 @@ pub fn start(repo: &Repo, options: &StartOptions, policy: &dyn Policy) -> Result
     }
     ensure_notes_config(repo)?;
     let worktree = std::fs::canonicalize(&worktree).unwrap_or(worktree);
-    mark_session_worktree(repo, &worktree, &id, &branch)?;
+    worktree::mark_session_worktree(repo, &worktree, &id, &branch)?;
     let warnings = policy.prepare_worktree(repo, &worktree);
     journal::append(
         repo,
@@ -175,34 +176,6 @@ pub fn start(repo: &Repo, options: &StartOptions, policy: &dyn Policy) -> Result
         checkpoint,
         warnings,
     })
-}
-
-/// The file in a session worktree's private git dir that names its session: its id on the
-/// first line, its branch (full ref name) on the second.
-///
-/// Hooks run on every commit and ref update; this lets them tell a session worktree from the
-/// user's own, and the session's own branch from others, with shell builtins alone, without
-/// starting a process. `git worktree prune` and `remove` delete it with the worktree's git dir.
-pub const SESSION_MARKER: &str = "bmad-session";
-
-pub(super) fn mark_session_worktree(
-    repo: &Repo,
-    worktree: &std::path::Path,
-    id: &SessionId,
-    branch: &str,
-) -> Result<()> {
-    let wt = repo.open_worktree(worktree)?;
-    let path = wt.git_dir().join(SESSION_MARKER);
-    std::fs::write(&path, format!("{id}\n{branch}\n"))
-        .map_err(|e| Error::io("could not write", path, e))
-}
-
-/// Whether the worktree at `path` is marked as `id`'s (an interrupted `remove` left it).
-pub(super) fn marks_session(repo: &Repo, path: &std::path::Path, id: &SessionId) -> bool {
-    repo.open_worktree(path)
-        .ok()
-        .and_then(|wt| std::fs::read_to_string(wt.git_dir().join(SESSION_MARKER)).ok())
-        .is_some_and(|text| text.lines().next() == Some(id.as_str()))
 }
 
 /// Session names become branch and directory names: keep them plain.
@@ -355,7 +328,7 @@ pub fn remove(
     } else if session.worktree_exists {
         repo.remove_worktree(&session.worktree, options.force)?;
     } else {
-        forget_vanished_worktrees(repo, Some(&session.worktree))?;
+        worktree::forget_vanished_worktrees(repo, Some(&session.worktree))?;
     }
     for (name, tip) in refs {
         if repo.delete_ref_waiting(&name, tip)? != CasOutcome::Updated {
@@ -408,31 +381,6 @@ fn work_remove_would_lose(repo: &Repo, session: &Session) -> Result<Vec<String>>
     Ok(reasons)
 }
 
-/// `git worktree prune`, when git still lists one of our sessions' worktrees whose directory
-/// is gone (or the one at `path`): only those are this tool's business.
-pub(super) fn forget_vanished_worktrees(repo: &Repo, path: Option<&std::path::Path>) -> Result<()> {
-    let sessions = store::list(repo)?;
-    let worktrees = repo.worktrees()?;
-    let ours_gone_for_git = worktrees.iter().any(|w| {
-        w.prunable
-            && (path.is_some_and(|p| w.path == p)
-                || w.branch.as_ref().is_some_and(|b| {
-                    sessions
-                        .iter()
-                        .any(|s| !s.worktree_exists && &s.branch == b)
-                }))
-    });
-    if ours_gone_for_git {
-        // git prunes every worktree whose `.git` file is gone, directory or not: one of ours
-        // that still holds the work must be repaired first, or it is unlinked with the rest.
-        for session in sessions.iter().filter(|s| s.worktree_exists) {
-            super::worktree::intact_among(&worktrees, repo, session)?;
-        }
-        repo.prune_worktrees()?;
-    }
-    Ok(())
-}
-
 /// A session whose worktree was found deleted.
 #[derive(Clone, Debug, Serialize)]
 pub struct PruneOutcome {
@@ -475,7 +423,7 @@ pub fn prune(repo: &Repo) -> Result<Vec<PruneOutcome>> {
             _ => deleted.push(session),
         }
     }
-    forget_vanished_worktrees(repo, None)?;
+    worktree::forget_vanished_worktrees(repo, None)?;
     for session in deleted {
         let record = session.status != Status::Completed;
         if record {

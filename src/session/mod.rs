@@ -22,6 +22,7 @@ mod init;
 mod journal;
 mod lifecycle;
 mod policy;
+mod record;
 mod removed;
 mod render;
 mod repair;
@@ -34,6 +35,7 @@ mod tips;
 pub mod trust;
 mod worktree;
 
+pub use adopt::{adopt, LEASE};
 pub use checkpoint::{chain, checkpoint, mark_status, Checkpoint, Taken, Trailers};
 pub use deferred::defer;
 pub use doctor::{doctor, Finding, Severity};
@@ -46,13 +48,10 @@ pub use journal::{
 };
 pub use lifecycle::{
     finish, prune, remove, start, PruneOutcome, RemoveOptions, StartOptions, Started,
-    SESSION_MARKER,
 };
 pub use policy::Policy;
 pub use removed::{gc, list_removed, removed_ref, restore, RemovedSession, Restored};
-pub use render::{
-    event_summary, render_markdown, stage_for_commit, untrusted_note, write_rendered,
-};
+pub use render::{event_summary, render_markdown, stage_for_commit, write_rendered};
 pub use repair::{apply_repair, Repair};
 pub use rollback::{
     continue_rollback, interrupted, plan_rollback, rollback, undo, Intent, RollbackOutcome,
@@ -62,6 +61,7 @@ pub use schema::Body;
 pub use state::{SessionState, Status};
 pub use store::{list, locate, Session};
 pub use tips::{MovedRef, RefTips};
+pub use worktree::SESSION_MARKER;
 pub use worktree::{ensure_worktree_intact, worktree_damage, Damage, WorktreeDamage};
 
 /// The repository handle sessions live in. Layers above the session layer hold it only to

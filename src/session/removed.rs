@@ -259,7 +259,7 @@ fn restore_removed(repo: &Repo, removed: RemovedSession) -> Result<Restored> {
         });
     }
     if std::fs::symlink_metadata(&removed.worktree).is_ok()
-        && !super::lifecycle::marks_session(repo, &removed.worktree, &removed.id)
+        && !super::worktree::marks_session(repo, &removed.worktree, &removed.id)
     {
         return Err(Error::RestorePathExists {
             session: removed.id.to_string(),
@@ -346,7 +346,7 @@ fn restore_worktree(repo: &Repo, session: Session, from: &'static str) -> Result
                 path: session.worktree.clone(),
             });
         }
-        super::lifecycle::forget_vanished_worktrees(repo, Some(&session.worktree))?;
+        super::worktree::forget_vanished_worktrees(repo, Some(&session.worktree))?;
         if repo.read_ref(&session.branch)?.is_none() {
             // The branch was deleted since: it starts again where the session left it.
             let head = target.session_head().ok_or_else(|| Error::NoCheckpoint {
@@ -359,7 +359,7 @@ fn restore_worktree(repo: &Repo, session: Session, from: &'static str) -> Result
             }
         }
         repo.add_worktree_on(&session.worktree, session.short_branch())?;
-        super::lifecycle::mark_session_worktree(
+        super::worktree::mark_session_worktree(
             repo,
             &session.worktree,
             &session.id,

@@ -47,18 +47,10 @@ pub fn render_markdown(session: &Session, journal: &Journal) -> String {
     md
 }
 
-/// How an event copied from another clone that no allowed signer vouched for is named.
-pub fn untrusted_note(event: &Event) -> String {
-    format!(
-        "from {}, not trusted",
-        event.from.as_deref().unwrap_or("another clone")
-    )
-}
-
 /// One table row.
 fn row(event: &Event, rolled_back: bool) -> String {
     let name = if !event.is_trusted() {
-        format!("{} ({})", event.kind(), untrusted_note(event))
+        format!("{} ({})", event.kind(), event.untrusted_note())
     } else if rolled_back {
         format!("~~{}~~ (rolled back)", event.kind())
     } else {

@@ -79,7 +79,7 @@ pub fn apply_repair(repo: &Repo, repair: &Repair) -> Result<()> {
         Repair::FollowMove { session } => {
             super::lifecycle::follow_move_of(repo, session_of(repo, session)?)
         }
-        Repair::ForgetWorktrees => super::lifecycle::forget_vanished_worktrees(repo, None),
+        Repair::ForgetWorktrees => super::worktree::forget_vanished_worktrees(repo, None),
         // From the main worktree: run in a linked one, git repairs that one only.
         Repair::RepairWorktrees => Ok(repo
             .open_worktree(&repo.main_workdir()?)?

@@ -718,12 +718,79 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+/// Where a story of an epic run stands: the stage its newest `story_stage` names.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Stage {
+    /// Never started (no `story_stage` yet).
+    #[default]
+    #[serde(rename = "")]
+    NotStarted,
+    /// Its session and branch exist; the pipeline runs.
+    Started,
+    /// The pipeline ended well.
+    Built,
+    /// git-bmad's own checks passed.
+    Verified,
+    /// Offered as a draft pull request.
+    Done,
+    /// Waiting at a gate of its own session.
+    Gated,
+    /// It failed.
+    Failed,
+    /// The agent halted on a condition a human must clear.
+    Blocked,
+    /// Not started: a dependency ended badly.
+    Skipped,
+    /// Blocked in the journal, cleared by a human since: it runs its pipeline anew (never
+    /// journaled).
+    Unblocked,
+    /// A stage this version does not know (a newer one wrote it).
+    #[serde(other)]
+    Unknown,
+}
+
+impl Stage {
+    /// Its name in the journal and in output (`""` when not started).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Stage::NotStarted => "",
+            Stage::Started => "started",
+            Stage::Built => "built",
+            Stage::Verified => "verified",
+            Stage::Done => "done",
+            Stage::Gated => "gated",
+            Stage::Failed => "failed",
+            Stage::Blocked => "blocked",
+            Stage::Skipped => "skipped",
+            Stage::Unblocked => "unblocked",
+            Stage::Unknown => "unknown",
+        }
+    }
+
+    /// Whether the story ended badly in a way its dependents must not build on.
+    pub fn ended_badly(self) -> bool {
+        matches!(
+            self,
+            Stage::Failed | Stage::Blocked | Stage::Gated | Stage::Skipped
+        )
+    }
+}
+
+impl std::fmt::Display for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// `story_stage`: one story's progress; the event's `step` is the story key.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct StoryStage {
-    /// started, built, verified, committed, pr, done, gated, failed, blocked, skipped.
-    pub stage: String,
+    /// The stage it reached.
+    pub stage: Stage,
     /// The story's session.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session: Option<String>,
@@ -1015,5 +1082,23 @@ mod tests {
         assert!(Body::is_reserved("checkpoint"));
         assert!(!Body::is_reserved("policy_violation"));
         assert!(!Body::is_reserved("note"));
+    }
+
+    #[test]
+    fn a_story_stage_reads_as_the_journal_writes_it_and_survives_a_newer_name() {
+        for stage in [
+            Stage::NotStarted,
+            Stage::Started,
+            Stage::Done,
+            Stage::Blocked,
+        ] {
+            let json = serde_json::to_string(&stage).unwrap();
+            assert_eq!(json, format!("\"{}\"", stage.as_str()));
+            assert_eq!(serde_json::from_str::<Stage>(&json).unwrap(), stage);
+        }
+        let newer: StoryStage = serde_json::from_str(r#"{"stage": "merged-upstream"}"#).unwrap();
+        assert_eq!(newer.stage, Stage::Unknown);
+        let old: StoryStage = serde_json::from_str("{}").unwrap();
+        assert_eq!(old.stage, Stage::NotStarted);
     }
 }

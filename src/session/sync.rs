@@ -29,9 +29,8 @@ use super::journal::{self, JournalEntry};
 use super::schema::{Body, JournalMerged};
 use super::store::Session;
 use super::{checkpoints_ref, notes_ref};
-use crate::git::{CasOutcome, ObjectId, Refused, Repo};
+use crate::git::{CasOutcome, ObjectId, Repo};
 
-pub use super::adopt::{adopt, LEASE};
 pub use super::trust::clone_id;
 
 /// Where the copies of `remote`'s sessions are kept here.
@@ -567,13 +566,4 @@ pub fn list_remote(repo: &Repo, remote: &str) -> Result<Vec<RemoteSession>> {
         });
     }
     Ok(out)
-}
-
-/// The refused refs of a push, for messages.
-pub fn describe_refused(refused: &[Refused]) -> String {
-    refused
-        .iter()
-        .map(|r| format!("{} {}", r.remote_ref, r.reason))
-        .collect::<Vec<_>>()
-        .join("; ")
 }

@@ -225,7 +225,7 @@ pub(super) fn untrusted_warning(journal: &Journal) -> Option<(String, String)> {
             "{} event(s) of the journal are copies {}: no allowed signer vouched for them, so \
              they are shown and never acted on",
             untrusted.len(),
-            super::render::untrusted_note(first)
+            first.untrusted_note()
         ),
         how_to_trust(),
     ))

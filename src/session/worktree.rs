@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::id::SessionId;
 use super::{Error, Result, Session};
 use crate::git::{Repo, WorktreeInfo};
 use crate::text::shell_quote;
@@ -199,4 +200,57 @@ pub(super) fn damage_among(
         // Our file, naming administrative files that were removed: git forgot the worktree.
         _ => damaged(Damage::Unregistered),
     })
+}
+
+/// The file in a session worktree's private git dir that names its session: its id on the
+/// first line, its branch (full ref name) on the second.
+///
+/// Hooks run on every commit and ref update; this lets them tell a session worktree from the
+/// user's own, and the session's own branch from others, with shell builtins alone, without
+/// starting a process. `git worktree prune` and `remove` delete it with the worktree's git dir.
+pub const SESSION_MARKER: &str = "bmad-session";
+
+pub(super) fn mark_session_worktree(
+    repo: &Repo,
+    worktree: &std::path::Path,
+    id: &SessionId,
+    branch: &str,
+) -> Result<()> {
+    let wt = repo.open_worktree(worktree)?;
+    let path = wt.git_dir().join(SESSION_MARKER);
+    std::fs::write(&path, format!("{id}\n{branch}\n"))
+        .map_err(|e| Error::io("could not write", path, e))
+}
+
+/// Whether the worktree at `path` is marked as `id`'s (an interrupted `remove` left it).
+pub(super) fn marks_session(repo: &Repo, path: &std::path::Path, id: &SessionId) -> bool {
+    repo.open_worktree(path)
+        .ok()
+        .and_then(|wt| std::fs::read_to_string(wt.git_dir().join(SESSION_MARKER)).ok())
+        .is_some_and(|text| text.lines().next() == Some(id.as_str()))
+}
+
+/// `git worktree prune`, when git still lists one of our sessions' worktrees whose directory
+/// is gone (or the one at `path`): only those are this tool's business.
+pub(super) fn forget_vanished_worktrees(repo: &Repo, path: Option<&std::path::Path>) -> Result<()> {
+    let sessions = super::store::list(repo)?;
+    let worktrees = repo.worktrees()?;
+    let ours_gone_for_git = worktrees.iter().any(|w| {
+        w.prunable
+            && (path.is_some_and(|p| w.path == p)
+                || w.branch.as_ref().is_some_and(|b| {
+                    sessions
+                        .iter()
+                        .any(|s| !s.worktree_exists && &s.branch == b)
+                }))
+    });
+    if ours_gone_for_git {
+        // git prunes every worktree whose `.git` file is gone, directory or not: one of ours
+        // that still holds the work must be repaired first, or it is unlinked with the rest.
+        for session in sessions.iter().filter(|s| s.worktree_exists) {
+            intact_among(&worktrees, repo, session)?;
+        }
+        repo.prune_worktrees()?;
+    }
+    Ok(())
 }

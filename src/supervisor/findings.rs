@@ -1,7 +1,7 @@
 //! What a step that reads findings (`when: {findings: X}`) is given: the MUST-FIX findings
 //! of step X, or, when X is a parallel phase (several reviewers at once, each on its own),
 //! those of every reviewer that finished, merged, a finding several reviewers report
-//! counted once (seed 000 story 5.8: aggregation with deduplication).
+//! counted once.
 
 use std::collections::HashSet;
 

@@ -1,7 +1,6 @@
-//! What to do with a Continue menu: take it, batch it, or stop for a checkpoint (seed 000,
-//! story 2b.6), and where a BMB validation result sends the workflow instead (2b.3).
+//! What to do with a Continue menu: take it, batch it, or stop for a checkpoint, and where a BMB validation result sends the workflow instead.
 //!
-//! Batching keeps the menu history short (NFR3): a run of continues becomes one history
+//! Batching keeps the menu history short: a run of continues becomes one history
 //! entry with a count, not one entry per menu, so a resumed workflow replays less.
 
 use serde::Serialize;
@@ -96,7 +95,7 @@ pub const MAX_MAJOR_ISSUES: u32 = 5;
 /// The least compliance that still continues.
 pub const MIN_COMPLIANCE: u32 = 70;
 
-/// Route a BMB result, with the reason (2b.3). Party mode comes first: a result that is
+/// Route a BMB result, with the reason. Party mode comes first: a result that is
 /// both broken and non-compliant needs the wider review.
 pub fn route_bmb(r: &BmbResult) -> (Route, String) {
     if r.blocking_errors > MAX_BLOCKING_ERRORS {

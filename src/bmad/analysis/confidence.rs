@@ -1,5 +1,5 @@
-//! Confidence from several signals (seed 000, story 2b.11), and what a score means for a
-//! decision (2b.2) and for how a checkpoint is shown (2b.7).
+//! Confidence from several signals, and what a score means for a
+//! decision and for how a checkpoint is shown.
 //!
 //! Numbers, exactly as specified: verdict 0–35 points, memory match 0–25, reviewer agreement
 //! 0–25, party-mode outcome 0–15; an optional model-selection signal (0–10) scales every

@@ -1,4 +1,4 @@
-//! Pre-flight: is everything a workflow needs there before it starts (seed 000, story 1.2)?
+//! Pre-flight: is everything a workflow needs there before it starts?
 //!
 //! Three kinds of check — configuration keys, input documents, commands on `PATH` (the
 //! stand-in for the seed's MCP connection: a tool the workflow calls) — each `PASSED` or

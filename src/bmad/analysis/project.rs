@@ -1,5 +1,4 @@
-//! Greenfield or brownfield, and which tier (0–4) a description suggests (seed 000, stories
-//! 2a.3 and 2a.4).
+//! Greenfield or brownfield, and which tier (0–4) a description suggests.
 //!
 //! Greenfield: no `src/`, `lib/` or `app/`, no package manifest, fewer than 10 source files.
 //! Anything else is brownfield; a package manifest alone is enough. Tiers come from keywords:

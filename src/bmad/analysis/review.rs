@@ -1,4 +1,4 @@
-//! A BMAD code review, read into a verdict and findings (seed 000, story 5.13), in every
+//! A BMAD code review, read into a verdict and findings, in every
 //! form real reviews take.
 //!
 //! Verdicts: `Outcome: Approve`, decorated (`**Outcome:** ✅ **APPROVE**`), or on the line

@@ -1,5 +1,5 @@
-//! What a project tier means for automation, and how a user overrides it (seed 000: 2b.6
-//! batch sizes, FR21b/FR21c, stories 7.1 and 7.2).
+//! What a project tier means for automation, and how a user overrides it: batch sizes,
+//! party mode below a confidence, a party review before the final approval.
 //!
 //! Overrides come in five forms, parsed from what a user says or passes: an explicit tier
 //! ("use tier 3"), a profile ("profile: cautious"), specific settings ("batch_size: 2"),
@@ -23,9 +23,9 @@ pub struct Settings {
     pub tier: u8,
     /// Continue menus taken before a checkpoint; `None` continues all (tiers 0–1).
     pub batch_size: Option<u32>,
-    /// Party mode starts when confidence falls below this (FR21b: 60 at tier 2 and up).
+    /// Party mode starts when confidence falls below this.
     pub party_mode_below: Option<u32>,
-    /// A party-mode review before the final approval (FR21c: tiers 3–4).
+    /// A party-mode review before the final approval.
     pub pre_final_review: bool,
 }
 
@@ -434,10 +434,10 @@ mod tests {
 
     #[test]
     fn batch_sizes_by_tier() {
-        // 2b.6: tiers 0–1 continue all, 2 up to 5, 3 up to 3, 4 exactly 1.
+        // Tiers 0–1 continue all, 2 up to 5, 3 up to 3, 4 exactly 1.
         let sizes: Vec<Option<u32>> = (0..=4).map(|t| Settings::for_tier(t).batch_size).collect();
         assert_eq!(sizes, [None, None, Some(5), Some(3), Some(1)]);
-        // FR21b, FR21c.
+        // Party mode below 60 from tier 2; a party review before approval at tiers 3–4.
         assert_eq!(Settings::for_tier(1).party_mode_below, None);
         assert_eq!(Settings::for_tier(2).party_mode_below, Some(60));
         assert!(!Settings::for_tier(2).pre_final_review);

@@ -1,5 +1,4 @@
-//! What kind of validation a workflow or checklist uses, and whether an output passed it
-//! (seed 000, stories 1.1 and 1.4).
+//! What kind of validation a workflow or checklist uses, and whether an output passed it.
 //!
 //! Custom patterns in the frontmatter (`validation: {type: custom, success_pattern,
 //! failure_pattern}`) take precedence; then verdicts (PASS/FAIL, APPROVED/REJECTED), error

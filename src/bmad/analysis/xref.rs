@@ -1,4 +1,4 @@
-//! Planning documents against each other (seed 000, story 1.3): functional requirements of
+//! Planning documents against each other: functional requirements of
 //! the PRD that the architecture never mentions are orphaned (HIGH); architecture decisions
 //! no story references are unaddressed (MEDIUM). Issues come sorted HIGH > MEDIUM > LOW;
 //! none means ALIGNED.

@@ -1,5 +1,4 @@
-//! `workflow.yaml`: every field kept, every variable resolved, every path checked
-//! (research §1; seed 002 story 1.2; SEC-003).
+//! `workflow.yaml`: every field kept, every variable resolved, every path checked.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -107,62 +106,6 @@ impl WorkflowYaml {
     }
 }
 
-/// A v4 team workflow's own rules (BMAD v4 `.bmad-core/workflows/*.yaml`, as its
-/// orchestrator reads them): `id` and `name`, and a `sequence` of steps, each naming the
-/// `agent` that acts or being a `workflow_end`, `step` or `action` entry (or a bare name such
-/// as `repeat_development_cycle`).
-fn lint_team_workflow(team: &Node, file: &str) -> Vec<Diagnostic> {
-    let mut diagnostics = Vec::new();
-    for key in ["id", "name"] {
-        if team.get(key).and_then(Node::as_str).is_none() {
-            diagnostics.push(
-                Diagnostic::error(
-                    file,
-                    team.line,
-                    1,
-                    format!("the team workflow has no `{key}`"),
-                )
-                .hint(format!("add `{key}:` under `workflow:`")),
-            );
-        }
-    }
-    let Some(sequence) = team.get("sequence").and_then(Node::as_seq) else {
-        diagnostics.push(
-            Diagnostic::error(
-                file,
-                team.line,
-                1,
-                "the team workflow has no `sequence` list".into(),
-            )
-            .hint("add `sequence:` with one entry per agent step"),
-        );
-        return diagnostics;
-    };
-    for entry in sequence {
-        let known = entry.as_str().is_some()
-            || [
-                "agent",
-                "workflow_end",
-                "step",
-                "action",
-                "repeats",
-                "condition",
-            ]
-            .iter()
-            .any(|k| entry.get(k).is_some());
-        if !known {
-            diagnostics.push(Diagnostic::warning(
-                file,
-                entry.line,
-                1,
-                "a sequence entry names no `agent`, `step` or `action`: the orchestrator skips it"
-                    .into(),
-            ));
-        }
-    }
-    diagnostics
-}
-
 /// Load `workflow.yaml` at `path` (text already read, `install` found), its config and its
 /// instructions.
 pub fn load(path: &Path, text: &str, env: &Env, install: Option<PathBuf>) -> Workflow {
@@ -201,41 +144,21 @@ pub fn load(path: &Path, text: &str, env: &Env, install: Option<PathBuf>) -> Wor
     if let Some(team) = root.get("workflow").filter(|w| w.as_map().is_some()) {
         wf.format = Format::TeamWorkflow;
         wf.name = team.get("name").and_then(Node::as_str).map(str::to_owned);
-        wf.diagnostics = lint_team_workflow(team, &file);
+        wf.diagnostics = super::team::lint_team_workflow(team, &file);
         return wf;
     }
     let entries = root.as_map().unwrap_or_default();
-    for key in REQUIRED {
-        if root.get(key).is_none() {
-            diagnostics.push(
+    diagnostics.extend(
+        REQUIRED
+            .iter()
+            .filter(|key| root.get(key).is_none())
+            .map(|key| {
                 Diagnostic::error(&file, 1, 1, format!("required field `{key}` is missing")).hint(
                     format!("add `{key}:`; BMAD's engine cannot run the workflow without it"),
-                ),
-            );
-        }
-    }
-    // Scalar fields in file order; a duplicate keeps its first place and takes the last value.
-    let mut order: Vec<(String, String, usize, usize)> = Vec::new();
-    for (k, v) in entries {
-        let Some(key) = k.as_str() else { continue };
-        let value = match (&v.value, v.as_str()) {
-            (_, Some(s)) => s.to_owned(),
-            (yaml::Value::Null, _) => String::new(),
-            _ => continue,
-        };
-        match order.iter_mut().find(|(name, ..)| name == key) {
-            Some(slot) => {
-                diagnostics.push(Diagnostic::warning(
-                    &file,
-                    k.line,
-                    k.col,
-                    format!("duplicate field `{key}`: the last value is used"),
-                ));
-                *slot = (key.to_owned(), value, k.line, v.col);
-            }
-            None => order.push((key.to_owned(), value, k.line, v.col)),
-        }
-    }
+                )
+            }),
+    );
+    let order = scalar_fields(entries, &file, &mut diagnostics);
     let raw: BTreeMap<String, String> = order
         .iter()
         .map(|(name, value, ..)| (name.clone(), value.clone()))
@@ -249,113 +172,23 @@ pub fn load(path: &Path, text: &str, env: &Env, install: Option<PathBuf>) -> Wor
             .and_then(|c| resolver.text(c).ok())
             .map(PathBuf::from),
     };
-    let mut config_file = None;
-    if let Some(cp) = &config_path {
-        match std::fs::read_to_string(cp) {
-            Ok(t) => match resolve::read_config(&t) {
-                Ok(values) => {
-                    resolver.config = Some(values);
-                    config_file = Some(env.shown(cp));
-                }
-                Err(e) => diagnostics.push(Diagnostic::error(
-                    &env.shown(cp),
-                    0,
-                    0,
-                    format!("the module config is not valid YAML: {e}"),
-                )),
-            },
-            Err(_) => {
-                let (line, col) = position(&root, "config_source");
-                let d = Diagnostic::error(
-                    &file,
-                    line,
-                    col,
-                    format!("config_source {} does not exist", env.shown(cp)),
-                )
-                .hint("install BMAD in this project, or pass --config with the module config");
-                diagnostics.push(if env.lenient_config {
-                    Diagnostic {
-                        severity: super::Severity::Warning,
-                        ..d
-                    }
-                } else {
-                    d
-                });
-            }
-        }
-    }
-    let mut variables = Vec::new();
-    // Variables already reported as unresolvable: their paths are not checked again.
-    let mut unresolvable: Vec<&str> = Vec::new();
-    for (name, raw_value, line, col) in &order {
-        let value = match resolver.var(name) {
-            Ok(v) => v,
-            // Without a config, the missing config is the one finding, already made.
-            Err(Problem::NoConfig(_)) => {
-                unresolvable.push(name);
-                raw_value.clone()
-            }
-            Err(problem) => {
-                unresolvable.push(name);
-                let (message, hint) = describe(&problem, config_file.as_deref());
-                diagnostics.push(
-                    Diagnostic::error(&file, *line, *col, format!("`{name}`: {message}"))
-                        .hint(hint),
-                );
-                raw_value.clone()
-            }
-        };
-        variables.push(Variable {
-            name: name.clone(),
-            raw: raw_value.clone(),
-            value,
-            line: *line,
-        });
-    }
+    let config_file = config_path
+        .as_deref()
+        .and_then(|cp| read_module_config(cp, env, &root, &file, &mut resolver, &mut diagnostics));
+    let (variables, unresolvable) = resolve_variables(
+        &order,
+        &mut resolver,
+        config_file.as_deref(),
+        &file,
+        &mut diagnostics,
+    );
     let value_of = |name: &str| {
         variables
             .iter()
             .find(|v| v.name == name)
             .map(|v| v.value.clone())
     };
-    // SEC-003: local files only, and outputs stay in the project.
-    for key in ["instructions", "template", "validation"] {
-        if let Some(v) = value_of(key).filter(|v| v.contains("://")) {
-            let (line, col) = position(&root, key);
-            diagnostics.push(
-                Diagnostic::error(
-                    &file,
-                    line,
-                    col,
-                    format!("`{key}` is a URL ({v}): only local files are allowed"),
-                )
-                .hint("download it into the install and point at the file"),
-            );
-        }
-    }
-    for v in &variables {
-        let is_output = v.name == "default_output_file"
-            || v.name.ends_with("_output_file")
-            || v.name == "output_folder";
-        if let Some(why) = is_output
-            .then(|| resolve::escapes(&v.value, &env.project_root))
-            .flatten()
-        {
-            let (line, col) = position(&root, &v.name);
-            diagnostics.push(
-                Diagnostic::error(
-                    &file,
-                    line,
-                    col,
-                    format!(
-                        "output path `{}` ({}) would leave the project: {why}",
-                        v.name, v.value
-                    ),
-                )
-                .hint("write outputs under the project, e.g. {output_folder}/…"),
-            );
-        }
-    }
+    check_locality(&variables, env, &root, &file, &mut diagnostics);
     // A relative file (`./instructions.md`, `template.md`) is beside the workflow file, as
     // BMAD's skills write them since v6.3 and its loader reads them; never the directory
     // git-bmad runs in.
@@ -380,41 +213,8 @@ pub fn load(path: &Path, text: &str, env: &Env, install: Option<PathBuf>) -> Wor
             _ => Template::None,
         },
     };
-    let mut input_file_patterns = Vec::new();
-    if let Some(patterns) = root.get("input_file_patterns").and_then(Node::as_map) {
-        for (k, v) in patterns {
-            let fields = v
-                .as_map()
-                .unwrap_or_default()
-                .iter()
-                .filter_map(|(fk, fv)| {
-                    let text = fv.as_str()?;
-                    Some((
-                        fk.as_str().unwrap_or_default().to_owned(),
-                        resolver.text(text).unwrap_or_else(|_| text.to_owned()),
-                    ))
-                })
-                .collect();
-            input_file_patterns.push(InputPattern {
-                name: k.as_str().unwrap_or_default().to_owned(),
-                fields,
-            });
-        }
-    }
-    let other_fields = entries
-        .iter()
-        .filter(|(k, v)| {
-            v.as_str().is_none()
-                && !matches!(v.value, yaml::Value::Null)
-                && k.as_str() != Some("input_file_patterns")
-        })
-        .map(|(k, v)| {
-            (
-                k.as_str().unwrap_or_default().to_owned(),
-                v.kind().to_owned(),
-            )
-        })
-        .collect();
+    let input_file_patterns = input_patterns(&root, &mut resolver);
+    let other_fields = other_fields(entries);
     let instructions = value_of("instructions")
         .filter(|i| !i.is_empty() && !unresolvable.contains(&"instructions"))
         .map(beside);
@@ -438,40 +238,11 @@ pub fn load(path: &Path, text: &str, env: &Env, install: Option<PathBuf>) -> Wor
         runtime_variables: Vec::new(),
         unresolved: Vec::new(),
     };
-    // The instructions, read and parsed like any instruction file.
     if let Some(i) = &instructions {
-        let ipath = PathBuf::from(i);
-        let (line, col) = position(&root, "instructions");
-        match std::fs::read_to_string(&ipath) {
-            Ok(t) => {
-                let shown = env.shown(&ipath);
-                let mut parsed = instructions::parse(&t, 1, &shown);
-                diagnostics.append(&mut parsed.diagnostics);
-                wf.instructions_file = Some(shown);
-                wf.instructions = Some(parsed);
-            }
-            Err(_) if !i.contains("://") => diagnostics.push(
-                Diagnostic::error(
-                    &file,
-                    line,
-                    col,
-                    format!("instructions file {} does not exist", env.shown(&ipath)),
-                )
-                .hint("check installed_path and instructions"),
-            ),
-            Err(_) => {}
-        }
+        read_instructions(i, env, &root, &file, &mut wf, &mut diagnostics);
     }
-    if let (Template::File(t), false) = (&config.template, unresolvable.contains(&"template")) {
-        if !Path::new(t).is_file() && !t.contains("://") {
-            let (line, col) = position(&root, "template");
-            diagnostics.push(Diagnostic::error(
-                &file,
-                line,
-                col,
-                format!("template {} does not exist", env.shown(Path::new(t))),
-            ));
-        }
+    if !unresolvable.contains(&"template") {
+        check_template(&config.template, env, &root, &file, &mut diagnostics);
     }
     config.runtime_variables = resolver.runtime.clone();
     config.unresolved = resolver.unresolved.clone();
@@ -479,6 +250,271 @@ pub fn load(path: &Path, text: &str, env: &Env, install: Option<PathBuf>) -> Wor
     wf.config = Some(config);
     wf.diagnostics = diagnostics;
     wf
+}
+
+/// Read the module config at `cp` into `resolver`; its path as shown, when it could be read.
+fn read_module_config(
+    cp: &Path,
+    env: &Env,
+    root: &Node,
+    file: &str,
+    resolver: &mut Resolver<'_>,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Option<String> {
+    match std::fs::read_to_string(cp) {
+        Ok(t) => match resolve::read_config(&t) {
+            Ok(values) => {
+                resolver.config = Some(values);
+                return Some(env.shown(cp));
+            }
+            Err(e) => diagnostics.push(Diagnostic::error(
+                &env.shown(cp),
+                0,
+                0,
+                format!("the module config is not valid YAML: {e}"),
+            )),
+        },
+        Err(_) => {
+            let (line, col) = position(root, "config_source");
+            let d = Diagnostic::error(
+                file,
+                line,
+                col,
+                format!("config_source {} does not exist", env.shown(cp)),
+            )
+            .hint("install BMAD in this project, or pass --config with the module config");
+            diagnostics.push(if env.lenient_config {
+                Diagnostic {
+                    severity: super::Severity::Warning,
+                    ..d
+                }
+            } else {
+                d
+            });
+        }
+    }
+    None
+}
+
+/// Local files only, and outputs stay in the project.
+fn check_locality(
+    variables: &[Variable],
+    env: &Env,
+    root: &Node,
+    file: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let value_of = |name: &str| {
+        variables
+            .iter()
+            .find(|v| v.name == name)
+            .map(|v| v.value.clone())
+    };
+    for key in ["instructions", "template", "validation"] {
+        if let Some(v) = value_of(key).filter(|v| v.contains("://")) {
+            let (line, col) = position(root, key);
+            diagnostics.push(
+                Diagnostic::error(
+                    file,
+                    line,
+                    col,
+                    format!("`{key}` is a URL ({v}): only local files are allowed"),
+                )
+                .hint("download it into the install and point at the file"),
+            );
+        }
+    }
+    for v in variables {
+        let is_output = v.name == "default_output_file"
+            || v.name.ends_with("_output_file")
+            || v.name == "output_folder";
+        if let Some(why) = is_output
+            .then(|| resolve::escapes(&v.value, &env.project_root))
+            .flatten()
+        {
+            let (line, col) = position(root, &v.name);
+            diagnostics.push(
+                Diagnostic::error(
+                    file,
+                    line,
+                    col,
+                    format!(
+                        "output path `{}` ({}) would leave the project: {why}",
+                        v.name, v.value
+                    ),
+                )
+                .hint("write outputs under the project, e.g. {output_folder}/…"),
+            );
+        }
+    }
+}
+
+/// `input_file_patterns`, each pattern's fields resolved (left as written where they cannot
+/// be).
+fn input_patterns(root: &Node, resolver: &mut Resolver<'_>) -> Vec<InputPattern> {
+    let mut input_file_patterns = Vec::new();
+    if let Some(patterns) = root.get("input_file_patterns").and_then(Node::as_map) {
+        for (k, v) in patterns {
+            let fields = v
+                .as_map()
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|(fk, fv)| {
+                    let text = fv.as_str()?;
+                    Some((
+                        fk.as_str().unwrap_or_default().to_owned(),
+                        resolver.text(text).unwrap_or_else(|_| text.to_owned()),
+                    ))
+                })
+                .collect();
+            input_file_patterns.push(InputPattern {
+                name: k.as_str().unwrap_or_default().to_owned(),
+                fields,
+            });
+        }
+    }
+    input_file_patterns
+}
+
+/// Every scalar field's value, resolved; with the names that could not be (reported once,
+/// their paths are not checked again).
+fn resolve_variables<'o>(
+    order: &'o [(String, String, usize, usize)],
+    resolver: &mut Resolver<'_>,
+    config_file: Option<&str>,
+    file: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> (Vec<Variable>, Vec<&'o str>) {
+    let mut variables = Vec::new();
+    // Variables already reported as unresolvable: their paths are not checked again.
+    let mut unresolvable: Vec<&str> = Vec::new();
+    for (name, raw_value, line, col) in order {
+        let value = match resolver.var(name) {
+            Ok(v) => v,
+            // Without a config, the missing config is the one finding, already made.
+            Err(Problem::NoConfig(_)) => {
+                unresolvable.push(name);
+                raw_value.clone()
+            }
+            Err(problem) => {
+                unresolvable.push(name);
+                let (message, hint) = describe(&problem, config_file);
+                diagnostics.push(
+                    Diagnostic::error(file, *line, *col, format!("`{name}`: {message}")).hint(hint),
+                );
+                raw_value.clone()
+            }
+        };
+        variables.push(Variable {
+            name: name.clone(),
+            raw: raw_value.clone(),
+            value,
+            line: *line,
+        });
+    }
+    (variables, unresolvable)
+}
+
+/// The scalar fields in file order, each with its line and column; a duplicate keeps its
+/// first place and takes the last value.
+fn scalar_fields(
+    entries: &[(Node, Node)],
+    file: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) -> Vec<(String, String, usize, usize)> {
+    let mut order: Vec<(String, String, usize, usize)> = Vec::new();
+    for (k, v) in entries {
+        let Some(key) = k.as_str() else { continue };
+        let value = match (&v.value, v.as_str()) {
+            (_, Some(s)) => s.to_owned(),
+            (yaml::Value::Null, _) => String::new(),
+            _ => continue,
+        };
+        match order.iter_mut().find(|(name, ..)| name == key) {
+            Some(slot) => {
+                diagnostics.push(Diagnostic::warning(
+                    file,
+                    k.line,
+                    k.col,
+                    format!("duplicate field `{key}`: the last value is used"),
+                ));
+                *slot = (key.to_owned(), value, k.line, v.col);
+            }
+            None => order.push((key.to_owned(), value, k.line, v.col)),
+        }
+    }
+    order
+}
+
+/// The instructions file `i`, read and parsed like any instruction file, into `wf`.
+fn read_instructions(
+    i: &str,
+    env: &Env,
+    root: &Node,
+    file: &str,
+    wf: &mut Workflow,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    let ipath = PathBuf::from(i);
+    let (line, col) = position(root, "instructions");
+    match std::fs::read_to_string(&ipath) {
+        Ok(t) => {
+            let shown = env.shown(&ipath);
+            let mut parsed = instructions::parse(&t, 1, &shown);
+            diagnostics.append(&mut parsed.diagnostics);
+            wf.instructions_file = Some(shown);
+            wf.instructions = Some(parsed);
+        }
+        Err(_) if !i.contains("://") => diagnostics.push(
+            Diagnostic::error(
+                file,
+                line,
+                col,
+                format!("instructions file {} does not exist", env.shown(&ipath)),
+            )
+            .hint("check installed_path and instructions"),
+        ),
+        Err(_) => {}
+    }
+}
+
+/// A template file that is not there.
+fn check_template(
+    template: &Template,
+    env: &Env,
+    root: &Node,
+    file: &str,
+    diagnostics: &mut Vec<Diagnostic>,
+) {
+    if let Template::File(t) = template {
+        if !Path::new(t).is_file() && !t.contains("://") {
+            let (line, col) = position(root, "template");
+            diagnostics.push(Diagnostic::error(
+                file,
+                line,
+                col,
+                format!("template {} does not exist", env.shown(Path::new(t))),
+            ));
+        }
+    }
+}
+
+/// The fields that are not scalars (and not `input_file_patterns`), with their kind.
+fn other_fields(entries: &[(Node, Node)]) -> Vec<(String, String)> {
+    entries
+        .iter()
+        .filter(|(k, v)| {
+            v.as_str().is_none()
+                && !matches!(v.value, yaml::Value::Null)
+                && k.as_str() != Some("input_file_patterns")
+        })
+        .map(|(k, v)| {
+            (
+                k.as_str().unwrap_or_default().to_owned(),
+                v.kind().to_owned(),
+            )
+        })
+        .collect()
 }
 
 /// Line and column of a top-level field's value.

@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::markup::{self, Element};
 use super::Diagnostic;
 
-/// Tags BMAD uses (research §2 inventory, plus the engine's own in `workflow.xml`).
+/// Tags BMAD uses.
 pub const KNOWN_TAGS: &[&str] = &[
     "workflow",
     "step",

@@ -1,6 +1,6 @@
 //! BMAD workflows as a model: `workflow.yaml` with its variables resolved, instruction files
 //! as ordered steps with their tags, step-file workflows as a chain of files, and the
-//! templates they fill (research bmad-formats.md §1–3; seed 002 stories 1.2, 1.7, 1.8).
+//! templates they fill.
 //!
 //! Three formats are in use at once (§0), so [`load`] takes any of them — `workflow.yaml`,
 //! `instructions.{xml,md}`, `workflow.md` (step chain or embedded `<workflow>`), `SKILL.md`,
@@ -23,6 +23,7 @@ pub mod lint;
 pub mod markup;
 pub mod resolve;
 pub mod steps;
+mod team;
 pub mod template;
 
 use std::fmt;

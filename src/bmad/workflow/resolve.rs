@@ -1,4 +1,4 @@
-//! Where things are, and what `{…}` means (research §1, engine `workflow.xml` step 1a).
+//! Where things are, and what `{…}` means.
 //!
 //! BMAD resolves in this order: `{config_source}:key` from the module config first (a value
 //! may chain: `sprint_status` → `{implementation_artifacts}` → `{config_source}:…`), then

@@ -1,7 +1,7 @@
 //! Step-file workflows: `workflow.md` names its first step in prose, and each step file names
 //! the next in its frontmatter (`nextStepFile`, `altStepFile`, `skipToStepFile`, mode
 //! variants `nextStepFile_modeA`…), resolved relative to the step file with the frontmatter's
-//! own variables (research §3). Step files without frontmatter (party mode) name the next
+//! own variables. Step files without frontmatter (party mode) name the next
 //! step in prose; those links are followed too.
 //!
 //! Resume state lives in the *output* document: `stepsCompleted` holds step numbers or step
@@ -206,33 +206,30 @@ pub fn follow(
     // Step files next to the chain that nothing leads to (from a workflow's entry only: a
     // chain followed from a middle step naturally misses the steps before it).
     if let Some(steps_dir) = seen.first().and_then(|f| f.parent()).filter(|_| !is_step) {
-        if let Ok(entries) = std::fs::read_dir(steps_dir) {
-            let mut orphans: Vec<PathBuf> = entries
-                .flatten()
-                .map(|e| e.path())
-                .filter(|p| {
-                    p.extension().is_some_and(|e| e == "md")
-                        && p.file_name()
-                            .and_then(|n| n.to_str())
-                            .is_some_and(|n| n.starts_with("step-"))
-                        && !seen.contains(p)
-                })
-                .collect();
-            orphans.sort();
-            for o in orphans {
-                diagnostics.push(Diagnostic::warning(
-                    &env.shown(&o),
-                    0,
-                    0,
-                    format!(
-                        "no step of the chain from {} leads here",
-                        chain.first.as_deref().unwrap_or("the workflow")
-                    ),
-                ));
-            }
-        }
+        let first = chain.first.as_deref().unwrap_or("the workflow");
+        diagnostics.extend(unreached_steps(steps_dir, &seen, first, env));
     }
     chain
+}
+
+/// A warning for each step file in `steps_dir` that no step of the chain from `first`
+/// leads to (`seen`: the files the chain reached).
+fn unreached_steps(steps_dir: &Path, seen: &[PathBuf], first: &str, env: &Env) -> Vec<Diagnostic> {
+    let Ok(entries) = std::fs::read_dir(steps_dir) else {
+        return Vec::new();
+    };
+    let mut orphans: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+            name.starts_with("step-") && name.ends_with(".md") && !seen.contains(p)
+        })
+        .collect();
+    orphans.sort();
+    let why = format!("no step of the chain from {first} leads here");
+    let warn = |o: &PathBuf| Diagnostic::warning(&env.shown(o), 0, 0, why.clone());
+    orphans.iter().map(warn).collect()
 }
 
 /// Links that close a cycle (back edges of a depth-first walk from the first step); a link

@@ -1,4 +1,4 @@
-//! BMAD templates: markdown with `{{placeholders}}` (seed 002 story 1.8).
+//! BMAD templates: markdown with `{{placeholders}}`.
 //!
 //! `{{var}}`, dotted paths `{{user.name}}`, `{{#if x}}…{{else}}…{{/if}}`, `{{#each list}}`
 //! with `{{this}}`, `{{this.field}}` and `{{@index}}`, nested. Everything outside a

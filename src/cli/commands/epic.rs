@@ -7,10 +7,12 @@ use crate::cli::error::{exit, CommandError};
 use crate::cli::ui::Style;
 use crate::cli::Context;
 use crate::epic::pipeline::{self, Era, Shape};
-use crate::epic::plan::{Action, Plan, PlanOptions};
+use crate::epic::plan::{Action, Plan};
+use crate::epic::PlanOptions;
 use crate::epic::{self, EpicOptions, EpicState, Gates};
 use crate::runner::interrupt;
 use crate::session::schema::EpicBudget;
+use crate::session::schema::Stage;
 use crate::session::{self, closeout};
 
 /// The BMAD epic runner: a whole epic implemented unattended, story by story and in
@@ -155,7 +157,7 @@ pub fn cmd_epic(ctx: &Context, args: &EpicArgs) -> Result<u8, CommandError> {
     match &args.action {
         EpicAction::Plan(selection) => {
             let repo = ctx.repo()?;
-            let plan = epic::run::plan_epic(&repo, &selection.epic, &plan_options(selection)?)?;
+            let plan = epic::plan::plan_epic(&repo, &selection.epic, &plan_options(selection)?)?;
             print_plan(ctx, &plan, None);
             Ok(exit::OK)
         }
@@ -183,7 +185,7 @@ pub fn cmd_epic(ctx: &Context, args: &EpicArgs) -> Result<u8, CommandError> {
         EpicAction::Resume { epic } => resume(ctx, epic),
         EpicAction::Status { epic, html } => {
             let repo = ctx.repo()?;
-            let plan = epic::run::plan_epic(&repo, epic, &PlanOptions::default())?;
+            let plan = epic::plan::plan_epic(&repo, epic, &PlanOptions::default())?;
             let state = epic_state(&repo, epic)?.unwrap_or_default();
             if let Some(file) = html {
                 let page = epic::progress::render_html(&plan, &state);
@@ -239,7 +241,7 @@ pub fn resume(ctx: &Context, epic: &str) -> Result<u8, CommandError> {
 
 /// The epic's state from its session's journal; `None` when it never ran.
 fn epic_state(repo: &session::Repo, epic: &str) -> Result<Option<EpicState>, CommandError> {
-    let name = epic::run::session_name(epic);
+    let name = epic::names::session_name(epic);
     let Some(s) = closeout::find_by_name(repo, &name)? else {
         return Ok(None);
     };
@@ -268,7 +270,7 @@ fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError> {
         )));
     }
     if args.dry_run {
-        let plan = epic::run::plan_epic(&repo, &args.selection.epic, &options)?;
+        let plan = epic::plan::plan_epic(&repo, &args.selection.epic, &options)?;
         let config = ctx.config(&repo)?;
         let actions = epic::plan::epic_actions(
             &plan,
@@ -379,7 +381,7 @@ fn budget(args: &RunArgs) -> Result<EpicBudget, CommandError> {
 }
 
 /// An epic gate: the question, what bears on it, and the command that answers it.
-fn print_epic_gate(ctx: &Context, session: &str, gate: &epic::gates::OpenGate) {
+fn print_epic_gate(ctx: &Context, session: &str, gate: &epic::state::OpenGate) {
     let ui = &ctx.ui;
     ui.line(ui.paint(
         format!("Waiting for a human at the epic's {} gate", gate.id),
@@ -453,9 +455,9 @@ fn print_plan(ctx: &Context, plan: &Plan, dry_run: Option<(&crate::config::Confi
         }
         ui.line(format!("      pipeline: {}", s.stages.join(" → ")));
         if let Some((config, _)) = dry_run {
-            let branch = epic::run::story_branch(config, &s.key);
+            let branch = epic::names::story_branch(config, &s.key);
             let target = match &s.stacked_on {
-                Some(d) => epic::run::story_branch(config, d),
+                Some(d) => epic::names::story_branch(config, d),
                 None => "the epic's base".to_owned(),
             };
             ui.line(format!(
@@ -485,7 +487,7 @@ fn print_status(ctx: &Context, plan: &Plan, state: &EpicState) {
                     "key": s.key,
                     "title": s.title,
                     "action": s.action,
-                    "stage": if st.stage.is_empty() { None } else { Some(st.stage.clone()) },
+                    "stage": (st.stage != Stage::NotStarted).then_some(st.stage),
                     "state": st,
                 })
             })
@@ -512,13 +514,11 @@ fn print_status(ctx: &Context, plan: &Plan, state: &EpicState) {
     ));
     for s in &plan.stories {
         let st = state.story(&s.key);
-        let stage = match (&s.action, st.stage.as_str()) {
-            (_, "") => match &s.action {
-                Action::Run => "queued".to_owned(),
-                Action::Done => "done already".to_owned(),
-                Action::Hold(why) => format!("held: {why}"),
-            },
-            (_, stage) => stage.to_owned(),
+        let stage = match (&s.action, st.stage) {
+            (Action::Run, Stage::NotStarted) => "queued".to_owned(),
+            (Action::Done, Stage::NotStarted) => "done already".to_owned(),
+            (Action::Hold(why), Stage::NotStarted) => format!("held: {why}"),
+            (_, stage) => stage.to_string(),
         };
         let mut line = format!("  {:<28} {stage}", s.key);
         let d = &st.detail;
@@ -559,6 +559,6 @@ fn print_status(ctx: &Context, plan: &Plan, state: &EpicState) {
         }
     }
     if let Some(gate) = &state.gate {
-        print_epic_gate(ctx, &epic::run::session_name(&plan.epic), gate);
+        print_epic_gate(ctx, &epic::names::session_name(&plan.epic), gate);
     }
 }

@@ -8,7 +8,6 @@ use clap::Args;
 use crate::cli::error::{exit, CommandError};
 use crate::cli::Context;
 use crate::policy::{self, dispatch};
-use crate::session;
 
 /// Run the git-bmad check for a git hook, then the user's hook of the same name.
 #[derive(Debug, Args)]
@@ -36,9 +35,6 @@ pub fn cmd_hook(ctx: &Context, args: &HookArgs) -> Result<u8, CommandError> {
     if !report.passed() {
         return Ok(exit::POLICY);
     }
-    if args.name == "pre-commit" {
-        stage_journal(&repo);
-    }
     let Some(chained) = std::env::var_os(dispatch::CHAINED_HOOK_VAR) else {
         return Ok(exit::OK);
     };
@@ -48,19 +44,6 @@ pub fn cmd_hook(ctx: &Context, args: &HookArgs) -> Result<u8, CommandError> {
         0 => exit::OK,
         code => u8::try_from(code).unwrap_or(exit::FAILED).max(1),
     })
-}
-
-/// A session's commit carries its rendered journal (see [`session::stage_for_commit`]). A
-/// journal that cannot be staged (its path is ignored, say) costs the reviewer a file, not
-/// the agent its commit: say so and go on.
-fn stage_journal(repo: &session::Repo) {
-    let index = std::env::var_os("GIT_INDEX_FILE").map(std::path::PathBuf::from);
-    if let Err(e) = session::stage_for_commit(repo, index.as_deref()) {
-        let _ = writeln!(
-            std::io::stderr(),
-            "git-bmad: warning: the session journal was not added to this commit: {e}"
-        );
-    }
 }
 
 fn policy_error(e: policy::Error) -> CommandError {
@@ -103,5 +86,8 @@ fn print(report: &dispatch::HookReport) {
         );
         let _ = writeln!(err, "{}", safe_for_terminal(&line));
         let _ = writeln!(err, "  instead: {}", r.instead);
+    }
+    for note in &report.notes {
+        let _ = writeln!(err, "git-bmad: warning: {}", safe_for_terminal(note));
     }
 }

@@ -135,7 +135,7 @@ fn show(ctx: &Context, args: &JournalArgs) -> Result<u8, CommandError> {
                     let rolled_back = state.rolled_back.contains(&e.seq);
                     let name = if !e.is_trusted() {
                         ctx.ui.paint(
-                            format!("{} ({})", e.kind(), session::untrusted_note(e)),
+                            format!("{} ({})", e.kind(), e.untrusted_note()),
                             Style::Yellow,
                         )
                     } else if rolled_back {

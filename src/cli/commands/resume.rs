@@ -4,7 +4,7 @@ use clap::Args;
 
 use crate::cli::error::{exit, CommandError};
 use crate::cli::Context;
-use crate::session::{self, sync};
+use crate::session::{self};
 use crate::supervisor::{self, Request, UntrustedPlaybook};
 
 /// Continue the playbook run of a session, after a crash, Ctrl-C, a stop or an answered
@@ -44,7 +44,7 @@ pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> 
     let s = match session::locate(&repo, query) {
         // It lives in another clone now: taking it back is an adoption too.
         Ok(s) if s.elsewhere => {
-            let here = sync::adopt(&repo, &args.remote, s.id.as_str(), args.steal)?;
+            let here = session::adopt(&repo, &args.remote, s.id.as_str(), args.steal)?;
             ctx.ui.status(format!(
                 "Session {} ({}) is back here: {}",
                 here.id,
@@ -57,7 +57,7 @@ pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> 
         Ok(s) => s,
         Err(session::Error::UnknownSession { query }) => {
             let here =
-                sync::adopt(&repo, &args.remote, &query, args.steal).map_err(|e| match e {
+                session::adopt(&repo, &args.remote, &query, args.steal).map_err(|e| match e {
                     session::Error::UnknownSession { .. } => {
                         CommandError::from(session::Error::UnknownSession {
                             query: query.clone(),
@@ -136,7 +136,7 @@ fn untrusted_run(
     let error = CommandError::policy(format!(
         "the run of session {} was started {}: its playbook {} does not run here",
         s.name,
-        session::untrusted_note(started),
+        started.untrusted_note(),
         run.playbook
     ))
     .hinted(session::trust::how_to_trust());

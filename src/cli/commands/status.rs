@@ -92,6 +92,21 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
         }));
         return Ok(exit::OK);
     }
+    print_text(ctx, args, &s, &journal, &state, &run, &chain);
+    Ok(exit::OK)
+}
+
+/// The session, its run and its checkpoints, for a human.
+fn print_text(
+    ctx: &Context,
+    args: &StatusArgs,
+    s: &session::Session,
+    journal: &session::Journal,
+    state: &SessionState,
+    run: &supervisor::RunState,
+    chain: &[session::Checkpoint],
+) {
+    let last = journal.events().last();
     let ui = &ctx.ui;
     let status_style = match state.status {
         session::Status::Running | session::Status::Completed => Style::Green,
@@ -119,52 +134,7 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
         state.current_step.as_deref().unwrap_or("-")
     ));
     if let Some(manifest) = &run.manifest {
-        let (done, total) = run.progress();
-        let remaining: Vec<&str> = manifest
-            .steps
-            .iter()
-            .filter(|st| !run.finished(st))
-            .map(String::as_str)
-            .collect();
-        let pct = (done * 100).checked_div(total).unwrap_or(100);
-        ui.line(format!(
-            "  playbook     {}: {done}/{total} steps finished ({pct}%), {} invocation(s){}",
-            manifest.playbook,
-            run.invocations,
-            match &run.ended {
-                Some(supervisor::state::Ended::Completed) => ", completed".to_owned(),
-                Some(supervisor::state::Ended::Aborted) => ", aborted".to_owned(),
-                Some(supervisor::state::Ended::Stopped(why)) =>
-                    format!(", stopped ({why}; `git bmad resume` goes on)"),
-                None => String::new(),
-            }
-        ));
-        if !remaining.is_empty() {
-            ui.line(format!("  remaining    {}", remaining.join(", ")));
-        }
-        if let Some((step, decision, event)) = &run.last_decision {
-            ui.line(format!(
-                "  last         {event} at {step} ({})",
-                decision.as_str()
-            ));
-        }
-        if let Some(gate) = &run.gate {
-            ui.line(format!(
-                "  gate         {} at `{}`: {}",
-                ui.paint("waiting for you", Style::Yellow),
-                gate.step,
-                gate.question
-            ));
-            ui.line(format!(
-                "               answer with: git bmad answer <{}>",
-                gate.kind
-                    .options()
-                    .iter()
-                    .map(|a| a.as_str())
-                    .collect::<Vec<_>>()
-                    .join("|")
-            ));
-        }
+        print_run(ui, run, manifest);
     }
     match last {
         Some(e) => ui.line(format!(
@@ -191,7 +161,7 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
             format!(
                 "  journal      {} event(s) {}: shown, never acted on (`git bmad doctor` says how to trust another machine)",
                 untrusted.len(),
-                session::untrusted_note(first)
+                first.untrusted_note()
             ),
             Style::Yellow,
         ));
@@ -232,7 +202,6 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
             Style::Dim,
         ));
     }
-    Ok(exit::OK)
 }
 
 /// `status --watch`: follow the run by reading its journal until it settles.
@@ -316,4 +285,58 @@ fn progress_line(p: &supervisor::RunProgress) -> String {
         p.percent,
         crate::text::duration(p.elapsed_ms)
     )
+}
+
+/// The run's lines of `status`: progress, what remains, the last decision, the gate.
+fn print_run(
+    ui: &crate::cli::ui::Ui,
+    run: &supervisor::RunState,
+    manifest: &supervisor::state::Manifest,
+) {
+    let (done, total) = run.progress();
+    let remaining: Vec<&str> = manifest
+        .steps
+        .iter()
+        .filter(|st| !run.finished(st))
+        .map(String::as_str)
+        .collect();
+    let pct = (done * 100).checked_div(total).unwrap_or(100);
+    ui.line(format!(
+        "  playbook     {}: {done}/{total} steps finished ({pct}%), {} invocation(s){}",
+        manifest.playbook,
+        run.invocations,
+        match &run.ended {
+            Some(supervisor::state::Ended::Completed) => ", completed".to_owned(),
+            Some(supervisor::state::Ended::Aborted) => ", aborted".to_owned(),
+            Some(supervisor::state::Ended::Stopped(why)) =>
+                format!(", stopped ({why}; `git bmad resume` goes on)"),
+            None => String::new(),
+        }
+    ));
+    if !remaining.is_empty() {
+        ui.line(format!("  remaining    {}", remaining.join(", ")));
+    }
+    if let Some((step, decision, event)) = &run.last_decision {
+        ui.line(format!(
+            "  last         {event} at {step} ({})",
+            decision.as_str()
+        ));
+    }
+    if let Some(gate) = &run.gate {
+        ui.line(format!(
+            "  gate         {} at `{}`: {}",
+            ui.paint("waiting for you", Style::Yellow),
+            gate.step,
+            gate.question
+        ));
+        ui.line(format!(
+            "               answer with: git bmad answer <{}>",
+            gate.kind
+                .options()
+                .iter()
+                .map(|a| a.as_str())
+                .collect::<Vec<_>>()
+                .join("|")
+        ));
+    }
 }

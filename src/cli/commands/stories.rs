@@ -7,6 +7,7 @@ use serde_json::json;
 
 use crate::bmad::project::Project;
 use crate::bmad::status::Status;
+use crate::bmad::status_change::StatusChange;
 use crate::bmad::{queue, stories_json};
 use crate::cli::error::{exit, CommandError};
 use crate::cli::ui::Style;
@@ -198,99 +199,117 @@ pub fn cmd_stories(ctx: &Context, args: &StoriesArgs) -> Result<u8, CommandError
                 ui.print_json(&change);
                 return Ok(exit::OK);
             }
-            let from = change
-                .sprint
-                .as_ref()
-                .map(|c| c.from.clone())
-                .unwrap_or_default();
-            ui.line(format!(
-                "{}: {} → {} (signed {} at {})",
-                change.key,
-                if from.is_empty() { "?" } else { &from },
-                change.to,
-                change.by,
-                change.at
-            ));
-            if let Some(s) = &change.sprint {
-                ui.line(format!(
-                    "  {} lines {}",
-                    project.layout.shown(
-                        &project
-                            .sprint
-                            .as_ref()
-                            .map(|s| s.path.clone())
-                            .unwrap_or_default()
-                    ),
-                    s.lines
-                        .iter()
-                        .map(|l| l.to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-                if let Some(epic) = &s.epic_lifted {
-                    ui.line(format!("  {epic} → in-progress (its first story started)"));
-                }
-            }
-            if let Some(f) = &change.story_file {
-                ui.line(format!("  {f}: Status and Change Log"));
-            }
-            if let Some(f) = &change.stories_json {
-                ui.line(format!("  {f}"));
-            }
+            print_change(ui, &project, &change);
         }
         StoriesAction::Index { dry_run, by } => {
-            let by = signer(by);
-            let dir = project
-                .files
-                .first()
-                .and_then(|s| s.path.parent().map(PathBuf::from))
-                .or(dir.clone())
-                .ok_or_else(|| {
-                    CommandError::failed("no story files found to index")
-                        .hinted("pass --dir <stories folder>")
-                })?;
-            let path = dir.join(stories_json::FILE_NAME);
-            let mut entries = match &project.stories_json {
-                Some((_, entries)) => entries.clone(),
-                None if path.exists() => stories_json::load(&path)?,
-                None => Vec::new(),
-            };
-            let found: Vec<stories_json::Found> = project
-                .files
-                .iter()
-                .map(|s| stories_json::Found {
-                    name: s
-                        .path
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                        .unwrap_or_default(),
-                    status: s.raw_status.clone().unwrap_or_default(),
-                    dependencies: s.depends_on.clone(),
-                })
-                .collect();
-            let report = stories_json::update(
-                &mut entries,
-                &found,
-                &by,
-                &crate::time::Timestamp::now().rfc3339(),
-            );
-            if !dry_run {
-                stories_json::write(&path, &entries)?;
-            }
-            if ui.json() {
-                ui.print_json(&json!({"path": path, "written": !dry_run, "report": report, "entries": entries.len()}));
-                return Ok(exit::OK);
-            }
-            ui.line(format!(
-                "{} {}: {} stories ({} added, {} updated, {} without a file, kept)",
-                if *dry_run { "Would write" } else { "Wrote" },
-                project.layout.shown(&path),
-                entries.len(),
-                report.added.len(),
-                report.updated.len(),
-                report.orphaned.len()
-            ));
+            return index(ui, &project, dir.as_deref(), &signer(by), *dry_run);
         }
     }
+    Ok(exit::OK)
+}
+
+/// A status change, for a human: the story, the lines written, the files signed.
+fn print_change(ui: &crate::cli::ui::Ui, project: &Project, change: &StatusChange) {
+    let from = change
+        .sprint
+        .as_ref()
+        .map(|c| c.from.clone())
+        .unwrap_or_default();
+    ui.line(format!(
+        "{}: {} → {} (signed {} at {})",
+        change.key,
+        if from.is_empty() { "?" } else { &from },
+        change.to,
+        change.by,
+        change.at
+    ));
+    if let Some(s) = &change.sprint {
+        ui.line(format!(
+            "  {} lines {}",
+            project.layout.shown(
+                &project
+                    .sprint
+                    .as_ref()
+                    .map(|s| s.path.clone())
+                    .unwrap_or_default()
+            ),
+            s.lines
+                .iter()
+                .map(|l| l.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        if let Some(epic) = &s.epic_lifted {
+            ui.line(format!("  {epic} → in-progress (its first story started)"));
+        }
+    }
+    if let Some(f) = &change.story_file {
+        ui.line(format!("  {f}: Status and Change Log"));
+    }
+    if let Some(f) = &change.stories_json {
+        ui.line(format!("  {f}"));
+    }
+}
+
+/// `stories index`: `stories.json` brought up to date with the story files.
+fn index(
+    ui: &crate::cli::ui::Ui,
+    project: &Project,
+    dir: Option<&std::path::Path>,
+    by: &str,
+    dry_run: bool,
+) -> Result<u8, CommandError> {
+    let dir = project
+        .files
+        .first()
+        .and_then(|s| s.path.parent().map(PathBuf::from))
+        .or(dir.map(PathBuf::from))
+        .ok_or_else(|| {
+            CommandError::failed("no story files found to index")
+                .hinted("pass --dir <stories folder>")
+        })?;
+    let path = dir.join(stories_json::FILE_NAME);
+    let mut entries = match &project.stories_json {
+        Some((_, entries)) => entries.clone(),
+        None if path.exists() => stories_json::load(&path)?,
+        None => Vec::new(),
+    };
+    let found: Vec<stories_json::Found> = project
+        .files
+        .iter()
+        .map(|s| stories_json::Found {
+            name: s
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            status: s.raw_status.clone().unwrap_or_default(),
+            dependencies: s.depends_on.clone(),
+        })
+        .collect();
+    let report = stories_json::update(
+        &mut entries,
+        &found,
+        by,
+        &crate::time::Timestamp::now().rfc3339(),
+    );
+    if !dry_run {
+        stories_json::write(&path, &entries)?;
+    }
+    if ui.json() {
+        ui.print_json(
+            &json!({"path": path, "written": !dry_run, "report": report, "entries": entries.len()}),
+        );
+        return Ok(exit::OK);
+    }
+    ui.line(format!(
+        "{} {}: {} stories ({} added, {} updated, {} without a file, kept)",
+        if dry_run { "Would write" } else { "Wrote" },
+        project.layout.shown(&path),
+        entries.len(),
+        report.added.len(),
+        report.updated.len(),
+        report.orphaned.len()
+    ));
     Ok(exit::OK)
 }

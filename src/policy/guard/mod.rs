@@ -317,6 +317,12 @@ fn check_env(name: &str, value: &str) -> Option<Block> {
     None
 }
 
+/// What `git <args>` would do that an agent may not: walks git's global options, then
+/// judges the subcommand.
+///
+/// Why this function is long: one arm per git option or subcommand that can push, rewrite
+/// a protected branch, skip hooks or repoint the config; the list is the rule, and read in
+/// one place no subcommand is judged twice or forgotten.
 fn check_git(args: &[String], protected: &[String]) -> Option<Block> {
     let mut i = 0;
     while let Some(a) = args.get(i) {

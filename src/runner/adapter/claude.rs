@@ -25,8 +25,8 @@ use super::{
     agent_args, allowed_prefixes, configured_value, dashed, json_values, nested,
     whole_command_problem, whole_stdout, Adapter, Call,
 };
+use super::{verdict_word, AgentResult};
 use crate::config::CliConfig;
-use crate::runner::agent::{verdict_word, AgentResult};
 use crate::text::last_chars;
 
 /// The adapter.

@@ -17,9 +17,9 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use super::AgentResult;
 use super::{agent_args, dashed, whole_stdout, Adapter, Call};
 use crate::config::CliConfig;
-use crate::runner::agent::AgentResult;
 
 /// The adapter.
 pub struct Codex;

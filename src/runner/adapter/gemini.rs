@@ -18,12 +18,12 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use super::AgentResult;
 use super::{
     agent_args, allowed_prefixes, configured_value, json_values, nested, whole_command_problem,
     whole_stdout, Adapter, Call,
 };
 use crate::config::CliConfig;
-use crate::runner::agent::AgentResult;
 
 /// The adapter.
 pub struct Gemini;

@@ -34,9 +34,8 @@ impl Adapter for Generic {
 
     /// Any of the places the known CLIs look, and GitHub's prompt files.
     fn command_files(&self, name: &str) -> Vec<PathBuf> {
-        let mut all: Vec<PathBuf> = ["claude", "codex", "gemini"]
-            .into_iter()
-            .filter_map(|n| super::Kind::parse(n).ok())
+        let mut all: Vec<PathBuf> = super::Kind::all()
+            .filter(|k| k.as_str() != self.name())
             .flat_map(|k| k.adapter().command_files(name))
             .collect();
         all.push(PathBuf::from(format!(".github/prompts/{name}.prompt.md")));

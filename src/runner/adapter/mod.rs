@@ -17,8 +17,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::agent::AgentResult;
 use super::error::{Error, Result};
+use super::process::{Captured, Exit};
 use crate::config::CliConfig;
 
 /// Every runner git-bmad knows, in the order messages list them.
@@ -143,6 +143,11 @@ impl Kind {
                 runner: name.to_owned(),
                 known: Kind::names(),
             })
+    }
+
+    /// Every registered runner, in registration order.
+    pub fn all() -> impl Iterator<Item = Kind> {
+        ADAPTERS.iter().map(|a| Kind(a.name()))
     }
 
     /// `claude, codex, …`, for messages.
@@ -290,4 +295,89 @@ fn nested(name: &str) -> String {
 
 fn dashed(name: &str) -> String {
     name.replace([':', '.'], "-")
+}
+
+/// What the agent said it thought of its own work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// It passed.
+    Pass,
+    /// It failed.
+    Fail,
+}
+
+/// One invocation of one runner, in the shape every adapter returns.
+#[derive(Clone, Debug, Serialize)]
+pub struct AgentResult {
+    /// The runner.
+    pub runner: Kind,
+    /// How the process ended.
+    pub exit: Exit,
+    /// The agent's final answer (or the end of stdout).
+    pub final_text: String,
+    /// The agent's verdict, if it gave one.
+    pub verdict: Option<Verdict>,
+    /// Whether the agent reported a breaking change.
+    pub breaking_change: bool,
+    /// The agent CLI's own session id (to inspect its transcript).
+    pub agent_session_id: Option<String>,
+    /// Input tokens, when the CLI reports them.
+    pub tokens_in: Option<u64>,
+    /// Output tokens, when the CLI reports them.
+    pub tokens_out: Option<u64>,
+    /// Cost in US dollars, when the CLI reports it.
+    pub cost_usd: Option<f64>,
+    /// Tool calls the agent was refused.
+    pub permission_denials: Vec<String>,
+    /// An error the CLI reported in its output, exit code aside.
+    pub reported_error: Option<String>,
+    /// Wall-clock time.
+    pub duration_ms: u64,
+    /// Raw stdout.
+    #[serde(skip)]
+    pub stdout: Captured,
+    /// Raw stderr.
+    #[serde(skip)]
+    pub stderr: Captured,
+}
+
+impl AgentResult {
+    /// Why the invocation failed as a process, if it did: exit status, an error the CLI
+    /// reported, or refused tool calls. `None` does not mean the step succeeded.
+    pub fn failure(&self) -> Option<String> {
+        if !self.exit.success() {
+            // The CLI's own words first: "exited with code 1" alone says nothing.
+            return Some(match &self.reported_error {
+                Some(error) => format!("{} {}: {error}", self.runner.as_str(), self.exit),
+                None => format!("{} {}", self.runner.as_str(), self.exit),
+            });
+        }
+        if let Some(error) = &self.reported_error {
+            return Some(format!(
+                "{} reported an error: {error}",
+                self.runner.as_str()
+            ));
+        }
+        if !self.permission_denials.is_empty() {
+            return Some(format!(
+                "{} was refused {} tool call(s): {}",
+                self.runner.as_str(),
+                self.permission_denials.len(),
+                self.permission_denials.join("; ")
+            ));
+        }
+        None
+    }
+}
+
+/// A verdict word (`pass`, `rejected`, …) as a verdict.
+pub(crate) fn verdict_word(word: &str) -> Option<Verdict> {
+    match word.trim().to_ascii_lowercase().as_str() {
+        "pass" | "passed" | "approve" | "approved" | "ok" | "success" => Some(Verdict::Pass),
+        "fail" | "failed" | "reject" | "rejected" | "blocked" | "changes requested" => {
+            Some(Verdict::Fail)
+        }
+        _ => None,
+    }
 }

@@ -152,7 +152,7 @@ pub fn precondition(
 }
 
 /// What the run knows that bears on going on past a gate, as confidence signals (seed
-/// 2b.11), which choose how the gate is shown (2b.7). Verdict: a failure is 0; before a
+/// 2b.11), which choose how the gate is shown. Verdict: a failure is 0; before a
 /// step, the share of finished steps that finished cleanly; for preconditions, the share
 /// met. Memory: the share of the human's earlier answers in this run that were `continue` —
 /// a human who keeps approving needs less shown. One signal alone is capped at 60, so a gate

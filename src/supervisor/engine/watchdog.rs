@@ -1,8 +1,8 @@
 //! A step's `no_progress` limit: while its agent runs, the worktree is looked at now and
 //! then (every eighth of the limit, between 50 ms and a minute); when nothing in it changed
 //! for the whole limit, the agent is killed and the attempt ends `Abandoned`, a failure its
-//! error policy handles (seed 001: an implementation with no progress for 2 hours is
-//! abandoned and escalated). A Ctrl-C still interrupts as it always did.
+//! error policy handles: work that stopped moving is abandoned and escalated, never waited
+//! on forever. A Ctrl-C still interrupts as it always did.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};

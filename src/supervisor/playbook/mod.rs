@@ -82,8 +82,8 @@ words! {
         /// A human decides.
         Gate = "gate",
         /// The step runs once more; a second failure skips it and the run goes on. For one
-        /// of several parallel reviewers: the others' findings stand (seed 000, partial
-        /// failure); a round where every reviewer failed goes to a human.
+        /// of several parallel reviewers: the others' findings stand (a partial failure
+        /// is not a failed review); a round where every reviewer failed goes to a human.
         Skip = "skip",
     }
 }
@@ -258,7 +258,7 @@ pub struct Step {
     #[serde(serialize_with = "serialize_secs")]
     pub timeout: Duration,
     /// An attempt that changes nothing in the worktree for this long is abandoned: its
-    /// agent is killed and the step fails (seed 001: "no progress for 2 hours").
+    /// agent is killed and the step fails.
     #[serde(
         skip_serializing_if = "Option::is_none",
         serialize_with = "serialize_opt_secs"

@@ -1,4 +1,4 @@
-//! Menus at the end of an agent's output (seed 000, stories 2b.1–2b.5, 7.6): whether there
+//! Menus at the end of an agent's output: whether there
 //! is one, what its options are, which to choose and how sure that choice is.
 //!
 //! Detection is a score in points: structural markers (`[C]`, `(y/n/edit)`, numbered options

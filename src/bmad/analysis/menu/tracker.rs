@@ -1,5 +1,5 @@
 //! Menus over time: the history of choices, how deeply menus nest, and how often one may be
-//! put in front of a human (story 7.6).
+//! put in front of a human.
 
 use std::collections::VecDeque;
 

@@ -139,50 +139,7 @@ fn read(ctx: &Context, path: &std::path::Path) -> Result<String, CommandError> {
 pub fn cmd_analyze(ctx: &Context, args: &AnalyzeArgs) -> Result<u8, CommandError> {
     let ui = &ctx.ui;
     match &args.action {
-        AnalyzeAction::Menu { default } => {
-            let mut input = Vec::new();
-            std::io::stdin()
-                .read_to_end(&mut input)
-                .map_err(|e| CommandError::failed(format!("could not read stdin: {e}")))?;
-            let a = menu::analyze(&String::from_utf8_lossy(&input), default);
-            if ui.json() {
-                ui.print_json(&a);
-                return Ok(exit::OK);
-            }
-            let s = &a.score;
-            ui.line(format!(
-                "menu: {} (score {} = structure {} + position {} + options {}; detected at {})",
-                if a.detected { "yes" } else { "no" },
-                s.total,
-                s.structure,
-                s.position,
-                s.options,
-                menu::DETECTED_AT
-            ));
-            if let Some(guard) = a.guard {
-                ui.line(format!(
-                    "  menu-like text ignored: inside a {}",
-                    guard.replace('_', " ")
-                ));
-            }
-            for o in &a.options {
-                ui.line(format!("  [{}] {}", o.key, o.label));
-            }
-            if a.detected {
-                ui.line(format!(
-                    "choice: {} (confidence {}%: {}) — {}",
-                    a.recommended
-                        .as_ref()
-                        .map_or("none".to_owned(), |o| format!("[{}] {}", o.key, o.label)),
-                    a.confidence_score,
-                    serde_json::to_value(a.action)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_default(),
-                    a.selection_reason
-                ));
-            }
-        }
+        AnalyzeAction::Menu { default } => return analyze_menu(ctx, default),
         AnalyzeAction::Confidence { signals, tier } => return confidence::run(ctx, signals, *tier),
         AnalyzeAction::Preflight {
             config,
@@ -231,46 +188,7 @@ pub fn cmd_analyze(ctx: &Context, args: &AnalyzeArgs) -> Result<u8, CommandError
             }
         }
         AnalyzeAction::Validation { file, output } => {
-            let d = validation::detect(&read(ctx, file)?);
-            let passed = match output {
-                Some(o) => validation::passed(&d, &read(ctx, o)?),
-                None => None,
-            };
-            if ui.json() {
-                ui.print_json(&serde_json::json!({"detection": d, "passed": passed}));
-            } else {
-                ui.line(format!(
-                    "validation_type: {} (confidence {})",
-                    d.validation_type, d.confidence
-                ));
-                if !d.patterns.is_empty() {
-                    ui.line(format!("  patterns: {}", d.patterns.join(", ")));
-                }
-                if let Some((done, total)) = d.checkbox_count {
-                    ui.line(format!("  checkboxes: {done} of {total} checked"));
-                }
-                if let Some(e) = d.error {
-                    ui.line(format!("  error: {e}: {}", d.failures.join("; ")));
-                }
-                if output.is_some() {
-                    ui.line(format!(
-                        "  output: {}",
-                        match passed {
-                            Some(true) => "passed",
-                            Some(false) => "failed",
-                            None => "cannot tell",
-                        }
-                    ));
-                }
-            }
-            if d.error.is_some() {
-                return Ok(exit::USAGE);
-            }
-            return Ok(if passed == Some(false) {
-                exit::FAILED
-            } else {
-                exit::OK
-            });
+            return analyze_validation(ctx, file, output.as_deref())
         }
         AnalyzeAction::Review { file } => return review::run(ctx, file.as_ref()),
         AnalyzeAction::Xref {
@@ -330,4 +248,101 @@ pub fn cmd_analyze(ctx: &Context, args: &AnalyzeArgs) -> Result<u8, CommandError
         }
     }
     Ok(exit::OK)
+}
+
+/// `analyze menu`: the menu at the end of what stdin holds, and the option to take.
+fn analyze_menu(ctx: &Context, default: &str) -> Result<u8, CommandError> {
+    let ui = &ctx.ui;
+    let mut input = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut input)
+        .map_err(|e| CommandError::failed(format!("could not read stdin: {e}")))?;
+    let a = menu::analyze(&String::from_utf8_lossy(&input), default);
+    if ui.json() {
+        ui.print_json(&a);
+        return Ok(exit::OK);
+    }
+    let s = &a.score;
+    ui.line(format!(
+        "menu: {} (score {} = structure {} + position {} + options {}; detected at {})",
+        if a.detected { "yes" } else { "no" },
+        s.total,
+        s.structure,
+        s.position,
+        s.options,
+        menu::DETECTED_AT
+    ));
+    if let Some(guard) = a.guard {
+        ui.line(format!(
+            "  menu-like text ignored: inside a {}",
+            guard.replace('_', " ")
+        ));
+    }
+    for o in &a.options {
+        ui.line(format!("  [{}] {}", o.key, o.label));
+    }
+    if a.detected {
+        ui.line(format!(
+            "choice: {} (confidence {}%: {}) — {}",
+            a.recommended
+                .as_ref()
+                .map_or("none".to_owned(), |o| format!("[{}] {}", o.key, o.label)),
+            a.confidence_score,
+            serde_json::to_value(a.action)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            a.selection_reason
+        ));
+    }
+    Ok(exit::OK)
+}
+
+/// `analyze validation`: which validation a workflow file uses, and whether `output` passes it.
+fn analyze_validation(
+    ctx: &Context,
+    file: &std::path::Path,
+    output: Option<&std::path::Path>,
+) -> Result<u8, CommandError> {
+    let ui = &ctx.ui;
+    let d = validation::detect(&read(ctx, file)?);
+    let passed = match output {
+        Some(o) => validation::passed(&d, &read(ctx, o)?),
+        None => None,
+    };
+    if ui.json() {
+        ui.print_json(&serde_json::json!({"detection": d, "passed": passed}));
+    } else {
+        ui.line(format!(
+            "validation_type: {} (confidence {})",
+            d.validation_type, d.confidence
+        ));
+        if !d.patterns.is_empty() {
+            ui.line(format!("  patterns: {}", d.patterns.join(", ")));
+        }
+        if let Some((done, total)) = d.checkbox_count {
+            ui.line(format!("  checkboxes: {done} of {total} checked"));
+        }
+        if let Some(e) = d.error {
+            ui.line(format!("  error: {e}: {}", d.failures.join("; ")));
+        }
+        if output.is_some() {
+            ui.line(format!(
+                "  output: {}",
+                match passed {
+                    Some(true) => "passed",
+                    Some(false) => "failed",
+                    None => "cannot tell",
+                }
+            ));
+        }
+    }
+    if d.error.is_some() {
+        return Ok(exit::USAGE);
+    }
+    Ok(if passed == Some(false) {
+        exit::FAILED
+    } else {
+        exit::OK
+    })
 }
