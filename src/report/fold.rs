@@ -1,13 +1,14 @@
 //! One session's journal, read into its part of the report. Pure: the same events, period
 //! and clock give the same report.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::{
     CheckRun, Evidence, GateReport, Outcome, Problem, Progress, SessionReport, TimelineEntry,
 };
-use crate::session::schema::{Next, StepOutcome};
+use crate::session::run_state::{limit_text, Ended, RunState, Stop, StopKind};
+use crate::session::schema::StepOutcome;
 use crate::session::{self, Body, Event, SessionState, Status};
 use crate::time::Timestamp;
 
@@ -22,23 +23,11 @@ pub struct Window {
     pub stall_after: Duration,
 }
 
-/// The newest run, as far as the report needs it.
-#[derive(Default)]
-struct Run {
-    playbook: Option<String>,
-    steps: Vec<String>,
-    finished: BTreeSet<String>,
-    gate: Option<GateReport>,
-    /// Why it stopped, and the outcome that makes.
-    stopped: Option<(Outcome, String)>,
-    completed: bool,
-}
-
 /// Read one session's events into its report; `None` when nothing of it falls in the period
 /// and nothing about it waits for anyone.
 pub fn fold(session: &session::Session, events: &[Event], window: Window) -> Option<SessionReport> {
     let state = SessionState::replay(events);
-    let mut run = Run::default();
+    let run = RunState::replay(events);
     let mut report = SessionReport {
         id: session.id.as_str().to_owned(),
         name: session.name.clone(),
@@ -66,7 +55,6 @@ pub fn fold(session: &session::Session, events: &[Event], window: Window) -> Opt
         let at = Timestamp::parse_rfc3339(&event.ts);
         last_activity = last_activity.max(at);
         let in_period = at.is_some_and(|at| at >= window.since);
-        follow_run(&mut run, event);
         if !in_period {
             continue;
         }
@@ -102,14 +90,16 @@ pub fn fold(session: &session::Session, events: &[Event], window: Window) -> Opt
     report.problems.reverse();
     report.evidence.checks = checks.into_values().collect();
     report.last_activity = last_activity.map(|t| t.rfc3339()).unwrap_or_default();
-    report.playbook = run.playbook.clone();
-    report.progress = (!run.steps.is_empty()).then(|| Progress {
-        done: run
-            .steps
-            .iter()
-            .filter(|s| run.finished.contains(*s))
-            .count(),
-        total: run.steps.len(),
+    report.playbook = run.manifest.as_ref().map(|m| m.playbook.clone());
+    let (done, total) = run.progress();
+    report.progress = (total > 0).then_some(Progress { done, total });
+    let stopped = run.stop.as_ref().map(|Stop { kind, why }| {
+        let outcome = match kind {
+            StopKind::Failed | StopKind::Aborted => Outcome::Failed,
+            StopKind::Limit => Outcome::OverBudget,
+            StopKind::Interrupted => Outcome::Interrupted,
+        };
+        (outcome, why.clone())
     });
 
     let idle = last_activity.map_or(Duration::ZERO, |last| {
@@ -122,14 +112,14 @@ pub fn fold(session: &session::Session, events: &[Event], window: Window) -> Opt
             Outcome::Failed,
             Some("its worktree was deleted (`git bmad restore` brings it back)".to_owned()),
         ),
-        _ if run.completed => (Outcome::Done, None),
-        _ => match run.stopped.clone() {
+        _ if run.ended == Some(Ended::Completed) => (Outcome::Done, None),
+        _ => match stopped.clone() {
             Some((outcome, why)) => (outcome, Some(why)),
             None if state.status == Status::Failed => {
                 (Outcome::Failed, Some("a step failed".to_owned()))
             }
             // A session without a run is a human's: quiet is not stalled.
-            None if run.playbook.is_some() && idle >= window.stall_after => (
+            None if run.manifest.is_some() && idle >= window.stall_after => (
                 Outcome::Stalled,
                 Some(format!(
                     "nothing journaled for {}",
@@ -141,7 +131,7 @@ pub fn fold(session: &session::Session, events: &[Event], window: Window) -> Opt
     };
     report.outcome = outcome;
     report.stopped_by = stopped_by;
-    if outcome == Outcome::Stalled && run.stopped.is_none() {
+    if outcome == Outcome::Stalled && stopped.is_none() {
         report.problems.insert(
             0,
             Problem {
@@ -153,84 +143,25 @@ pub fn fold(session: &session::Session, events: &[Event], window: Window) -> Opt
         );
     }
     if outcome == Outcome::Parked {
-        report.gate = run.gate.map(|mut gate| {
-            gate.answer = format!(
-                "git bmad answer {} -s {}",
-                gate.options.first().map_or("continue", String::as_str),
-                crate::text::shell_quote(&session.name)
-            );
-            gate
+        report.gate = run.gate.as_ref().map(|gate| {
+            let options: Vec<String> = gate.options.iter().map(|a| a.as_str().to_owned()).collect();
+            GateReport {
+                step: (!gate.step.is_empty()).then(|| gate.step.clone()),
+                kind: gate.kind.as_str().to_owned(),
+                question: gate.question.clone(),
+                evidence: gate.evidence.clone(),
+                answer: format!(
+                    "git bmad answer {} -s {}",
+                    options.first().map_or("continue", String::as_str),
+                    crate::text::shell_quote(&session.name)
+                ),
+                options,
+                opened: gate.opened.clone(),
+            }
         });
     }
     let waits = outcome.is_problem() || outcome == Outcome::Running;
     (!report.timeline.is_empty() || waits).then_some(report)
-}
-
-/// Track the newest run through one event.
-fn follow_run(run: &mut Run, event: &Event) {
-    let step = || event.step.clone().unwrap_or_default();
-    match &event.body {
-        Body::RunStarted(started) => {
-            *run = Run {
-                playbook: Some(started.playbook.clone()),
-                steps: started.steps.clone(),
-                ..Run::default()
-            };
-        }
-        Body::RunResumed(_) => {
-            run.stopped = None;
-            run.completed = false;
-        }
-        Body::StepStarted(_) => run.gate = None,
-        Body::StepCompleted(_) | Body::StepSkipped(_) => {
-            run.finished.insert(step());
-        }
-        Body::StepFailed(outcome) if outcome.next == Some(Next::Stop) => {
-            let why = outcome
-                .error
-                .clone()
-                .or_else(|| outcome.reason.clone())
-                .unwrap_or_else(|| "failed".into());
-            run.stopped = Some((Outcome::Failed, format!("step {} failed: {why}", step())));
-        }
-        Body::GateOpened(gate) => {
-            run.gate = Some(GateReport {
-                step: event.step.clone(),
-                kind: gate.kind.as_str().to_owned(),
-                question: gate.question.clone(),
-                evidence: gate.evidence.clone(),
-                options: gate.options.iter().map(|a| a.as_str().to_owned()).collect(),
-                opened: event.ts.clone(),
-                answer: String::new(),
-            });
-        }
-        Body::GateAnswered(_) => run.gate = None,
-        Body::RunCompleted(_) => {
-            run.completed = true;
-            run.gate = None;
-        }
-        // The failed step already said why.
-        Body::RunFailed(failed) if run.stopped.is_none() => {
-            let steps = failed.steps.join(", ");
-            run.stopped = Some((Outcome::Failed, format!("failed steps: {steps}")));
-        }
-        Body::RunAborted(_) => {
-            run.stopped = Some((Outcome::Failed, "aborted by a human".into()));
-        }
-        Body::RunInterrupted(_) => {
-            run.stopped = Some((
-                Outcome::Stalled,
-                "interrupted (`git bmad resume` continues it)".into(),
-            ));
-        }
-        Body::LimitBudget(_)
-        | Body::LimitTokens(_)
-        | Body::LimitInvocations(_)
-        | Body::LimitRunTime(_) => {
-            run.stopped = Some((Outcome::OverBudget, limit_text(&event.body)));
-        }
-        _ => {}
-    }
 }
 
 /// The outcome a step event carries, for time, tokens, cost and checks.
@@ -276,26 +207,6 @@ fn problem(event: &Event) -> Option<Problem> {
         step: event.step.clone(),
         what,
     })
-}
-
-/// A limit event in words.
-fn limit_text(body: &Body) -> String {
-    match body {
-        Body::LimitBudget(l) => {
-            format!("budget spent: ${:.2} of ${:.2}", l.spent_usd, l.budget_usd)
-        }
-        Body::LimitTokens(l) => format!(
-            "token budget spent: {} of {}",
-            l.spent_tokens, l.budget_tokens
-        ),
-        Body::LimitInvocations(l) => format!("invocation cap reached: {} of {}", l.used, l.limit),
-        Body::LimitRunTime(l) => format!(
-            "run time limit reached: {} of {}",
-            crate::text::duration(l.used_ms),
-            crate::text::duration(l.limit_secs * 1000)
-        ),
-        _ => String::new(),
-    }
 }
 
 #[cfg(test)]
@@ -407,6 +318,35 @@ mod tests {
         let report = fold(&session(), &answered, window(0, 10)).unwrap();
         assert_eq!(report.outcome, Outcome::Running);
         assert!(report.gate.is_none());
+    }
+
+    /// The report reads the run as the supervisor does: an interrupted run waits for
+    /// `resume`, it has not stalled; resumed, it runs again.
+    #[test]
+    fn an_interrupted_run_is_interrupted_not_stalled_until_resumed() {
+        let interrupted = run(&[
+            ("step_started", Some("a"), json!({})),
+            ("run_interrupted", None, json!({})),
+        ]);
+        let report = fold(&session(), &interrupted, window(0, 600)).unwrap();
+        assert_eq!(report.outcome, Outcome::Interrupted);
+        assert!(report.outcome.is_problem());
+        assert!(
+            report
+                .stopped_by
+                .as_deref()
+                .unwrap()
+                .contains("git bmad resume"),
+            "{:?}",
+            report.stopped_by
+        );
+        let resumed = run(&[
+            ("step_started", Some("a"), json!({})),
+            ("run_interrupted", None, json!({})),
+            ("run_resumed", None, json!({})),
+        ]);
+        let report = fold(&session(), &resumed, window(0, 10)).unwrap();
+        assert_eq!(report.outcome, Outcome::Running);
     }
 
     #[test]

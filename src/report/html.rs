@@ -72,6 +72,7 @@ pub fn render(report: &Report) -> String {
         (s.parked.to_string(), "parked at a gate", s.parked > 0),
         (s.failed.to_string(), "failed", s.failed > 0),
         (s.over_budget.to_string(), "over budget", s.over_budget > 0),
+        (s.interrupted.to_string(), "interrupted", s.interrupted > 0),
         (s.stalled.to_string(), "stalled", s.stalled > 0),
         (s.running.to_string(), "running", false),
         (s.done.to_string(), "done", false),
@@ -108,7 +109,7 @@ pub fn render(report: &Report) -> String {
 /// One session's section.
 fn section(page: &mut String, s: &SessionReport) {
     let tone = match s.outcome {
-        Outcome::Parked | Outcome::Stalled => "warn",
+        Outcome::Parked | Outcome::Stalled | Outcome::Interrupted => "warn",
         Outcome::Failed | Outcome::OverBudget => "bad",
         Outcome::Running | Outcome::Done => "good",
     };

@@ -49,6 +49,8 @@ pub struct Summary {
     pub failed: usize,
     /// Stopped by a budget, token, invocation or time limit.
     pub over_budget: usize,
+    /// Interrupted, waiting for `git bmad resume`.
+    pub interrupted: usize,
     /// Running, but nothing journaled for longer than the stall threshold (or a stall was
     /// detected and the run stopped there).
     pub stalled: usize,
@@ -76,6 +78,8 @@ pub enum Outcome {
     Failed,
     /// Stopped by a limit.
     OverBudget,
+    /// Its supervisor was interrupted; `git bmad resume` continues it.
+    Interrupted,
     /// No progress.
     Stalled,
     /// Going.
@@ -91,6 +95,7 @@ impl Outcome {
             Outcome::Parked => "parked",
             Outcome::Failed => "failed",
             Outcome::OverBudget => "over budget",
+            Outcome::Interrupted => "interrupted",
             Outcome::Stalled => "stalled",
             Outcome::Running => "running",
             Outcome::Done => "done",
@@ -275,6 +280,7 @@ fn summarise(sessions: &[SessionReport]) -> Summary {
             Outcome::Parked => summary.parked += 1,
             Outcome::Failed => summary.failed += 1,
             Outcome::OverBudget => summary.over_budget += 1,
+            Outcome::Interrupted => summary.interrupted += 1,
             Outcome::Stalled => summary.stalled += 1,
             Outcome::Running => summary.running += 1,
             Outcome::Done => summary.done += 1,

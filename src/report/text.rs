@@ -45,6 +45,7 @@ pub fn render(report: &Report, timeline: bool, paint: &dyn Fn(&str, Tone) -> Str
         (s.parked, "parked at a gate", Tone::Warn),
         (s.failed, "failed", Tone::Bad),
         (s.over_budget, "over budget", Tone::Bad),
+        (s.interrupted, "interrupted", Tone::Warn),
         (s.stalled, "stalled", Tone::Warn),
         (s.running, "running", Tone::Good),
         (s.done, "done", Tone::Good),
@@ -94,7 +95,7 @@ fn session_lines(
     out: &mut Vec<String>,
 ) {
     let tone = match s.outcome {
-        Outcome::Parked | Outcome::Stalled => Tone::Warn,
+        Outcome::Parked | Outcome::Stalled | Outcome::Interrupted => Tone::Warn,
         Outcome::Failed | Outcome::OverBudget => Tone::Bad,
         Outcome::Running | Outcome::Done => Tone::Good,
     };

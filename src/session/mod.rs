@@ -27,6 +27,7 @@ mod removed;
 mod render;
 mod repair;
 mod rollback;
+pub mod run_state;
 pub mod schema;
 mod state;
 mod store;
@@ -57,6 +58,7 @@ pub use rollback::{
     continue_rollback, interrupted, plan_rollback, rollback, undo, Intent, RollbackOutcome,
     RollbackPlan, Target,
 };
+pub use run_state::RunState;
 pub use schema::Body;
 pub use state::{SessionState, Status};
 pub use store::{list, locate, Session};

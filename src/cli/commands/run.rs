@@ -207,7 +207,10 @@ pub(super) fn print_gate(ui: &Ui, gate: &supervisor::Gate, done: usize, total: u
     let format = if full {
         Format::Full
     } else {
-        gate.format.unwrap_or(Format::Full)
+        gate.format
+            .as_deref()
+            .and_then(|f| serde_json::from_value(f.into()).ok())
+            .unwrap_or(Format::Full)
     };
     let confidence = gate
         .confidence
