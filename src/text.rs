@@ -131,6 +131,18 @@ pub fn terminal_safe_keeping(text: &str, ours: &[&str]) -> String {
     out
 }
 
+/// A self-contained HTML page (nothing fetched, no script) with `title` (escaped here), the
+/// page's own `style`, and `body` (markup its caller escaped). The one page builder of the
+/// reports.
+pub fn html_page(title: &str, style: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>{}</title>\n<style>{style}</style>\n</head>\n<body>\n{body}</body>\n</html>\n",
+        html_escape(title)
+    )
+}
+
 /// Text made safe inside HTML elements and attribute values; a bidirectional control is
 /// marked (`[U+202E]`) instead of reordering the page.
 pub fn html_escape(text: &str) -> String {

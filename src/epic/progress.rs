@@ -248,11 +248,7 @@ pub fn render(plan: &Plan, state: &EpicState) -> String {
 pub fn render_html(plan: &Plan, state: &EpicState) -> String {
     let r = report(plan, state);
     let h = |t: &str| crate::text::html_escape(&t.replace("**", "").replace('`', ""));
-    let mut out = format!(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{}</title>\n<style>{STYLE}</style></head><body>\n<h1>{}</h1>\n<ul>",
-        h(&r.title),
-        h(&r.title)
-    );
+    let mut out = format!("<h1>{}</h1>\n<ul>", h(&r.title));
     for fact in &r.facts {
         out.push_str(&format!("<li>{}</li>", h(fact)));
     }
@@ -288,8 +284,8 @@ pub fn render_html(plan: &Plan, state: &EpicState) -> String {
         }
         out.push_str("</ul>\n");
     }
-    out.push_str("</body></html>\n");
-    out
+    let title = r.title.replace("**", "").replace('`', "");
+    crate::text::html_page(&title, STYLE, &out)
 }
 
 const STYLE: &str = "body{font:15px/1.45 system-ui,sans-serif;margin:1.5rem;max-width:70rem;color:#1b1b1b;background:#fff}table{border-collapse:collapse;width:100%;display:block;overflow-x:auto}th,td{border:1px solid #ccc;padding:.3rem .5rem;text-align:left;vertical-align:top}.good{background:#dff5e1}.bad{background:#fbe0e0}.warn{background:#fff4cc}@media (prefers-color-scheme:dark){body{color:#e8e8e8;background:#161616}th,td{border-color:#444}.good{background:#173d1f}.bad{background:#4a1c1c}.warn{background:#4a3f12}}";

@@ -48,15 +48,8 @@ details { margin-top: 8px; }
 
 /// The page for `report`.
 pub fn render(report: &Report) -> String {
-    let mut page = String::new();
+    let mut page = String::from("<main>\n");
     let title = format!("git bmad report: {}", report.repository);
-    let _ = write!(
-        page,
-        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>{}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n",
-        html_escape(&title)
-    );
     let _ = write!(
         page,
         "<h1>{}</h1>\n<p class=\"muted\">since {} &middot; generated {}</p>\n",
@@ -102,8 +95,8 @@ pub fn render(report: &Report) -> String {
     for session in &report.sessions {
         section(&mut page, session);
     }
-    page.push_str("</main>\n</body>\n</html>\n");
-    page
+    page.push_str("</main>\n");
+    crate::text::html_page(&title, STYLE, &page)
 }
 
 /// One session's section.
