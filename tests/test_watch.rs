@@ -331,3 +331,48 @@ fn a_refused_file_is_refused_again_by_every_checkpoint_until_it_is_fixed() {
     write(&s.wt, "src/a.txt", "fed again\n");
     assert!(s.checkpoint("after the fix"), "fed once nothing is refused");
 }
+
+/// What a snapshot does with a feed, without a daemon: told which paths changed, it reads
+/// those and trusts its cache for the rest, exactly as with a watcher's answer; with no
+/// feed it reads everything.
+#[test]
+fn a_snapshot_reads_what_its_feed_names_and_trusts_the_rest() {
+    use git_bmad::git::{FeedSetting, Repo};
+    let env = TestEnv::new();
+    let dir = env.repo("told");
+    write(&dir, "src/a.txt", "a\n");
+    write(&dir, "src/b.txt", "b\n");
+    env.git(&dir, &["add", "-A"]);
+    env.git(&dir, &["commit", "-q", "-m", "base"]);
+    let open = |feed: FeedSetting| Repo::discover(&dir).unwrap().with_feed(feed);
+    let first = open(FeedSetting::None)
+        .snapshot_tree_vetted(None, None)
+        .unwrap()
+        .tree;
+    // Both change, and the stat data can no longer vouch for either.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    write(&dir, "src/a.txt", "a, changed\n");
+    write(&dir, "src/b.txt", "b, changed\n");
+    let told = FeedSetting::Test {
+        changed: vec!["src/a.txt".into()],
+    };
+    let fed = open(told)
+        .snapshot_tree_vetted(None, Some(first))
+        .unwrap()
+        .tree;
+    let show = |tree: &git_bmad::git::ObjectId, path: &str| {
+        env.git(&dir, &["show", &format!("{tree}:{path}")])
+    };
+    assert_eq!(show(&fed, "src/a.txt"), "a, changed\n");
+    assert_eq!(
+        show(&fed, "src/b.txt"),
+        "b\n",
+        "a path the feed did not name is taken from the cache unread"
+    );
+    let scanned = open(FeedSetting::None)
+        .snapshot_tree_vetted(None, Some(fed))
+        .unwrap()
+        .tree;
+    assert_eq!(show(&scanned, "src/b.txt"), "b, changed\n");
+    assert_eq!(show(&scanned, "src/a.txt"), "a, changed\n");
+}

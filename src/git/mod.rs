@@ -34,9 +34,9 @@ pub use refs::{lock_age, CasOutcome, ABANDONED_GIT_LOCK, STALE_LOCK_AGE};
 pub use repo::{CommitInfo, Repo, WorktreeInfo};
 pub use signing::SshSigner;
 pub use snapshot::{Dirt, Vet, Vetted, VET_LIMIT};
-pub use watch::enable_watcher;
 #[cfg(target_os = "linux")]
 pub use watch::run_watcher;
+pub use watch::{enable_watcher, FeedSetting};
 
 /// Serialize an object id as its full hex string (for `--json` output).
 pub fn serialize_id<S: serde::Serializer>(

@@ -18,6 +18,8 @@ pub struct Repo {
     git_dir: PathBuf,
     common_dir: PathBuf,
     git: GitCli,
+    /// The change feed snapshots ask, when not the repository's own setting.
+    feed: Option<super::watch::FeedSetting>,
 }
 
 /// A decoded commit, as far as git-bmad needs it.
@@ -104,7 +106,22 @@ impl Repo {
             git_dir,
             common_dir,
             git,
+            feed: None,
         })
+    }
+
+    /// This handle with its snapshots told what changed by `feed` instead of the
+    /// repository's setting.
+    pub fn with_feed(mut self, feed: super::watch::FeedSetting) -> Repo {
+        self.feed = Some(feed);
+        self
+    }
+
+    /// The change feed this handle's snapshots ask.
+    pub fn feed_setting(&self) -> super::watch::FeedSetting {
+        self.feed
+            .clone()
+            .unwrap_or_else(|| super::watch::FeedSetting::of(self))
     }
 
     /// The gix repository, for the other modules of this layer.

@@ -20,7 +20,6 @@ use super::error::{Error, Result};
 use super::ignores::Ignores;
 use super::repo::Repo;
 use super::snapshot_cache::{mode_of, tree_kind, SnapshotCache};
-use super::watch;
 use super::worktree_scan::{new_files, stat_of, Scanner};
 use super::ObjectId;
 
@@ -86,12 +85,12 @@ impl Repo {
         // is in its next answer.
         let (mut cache, feed) = match since.and_then(|tree| SnapshotCache::load(self, tree)) {
             Some(cache) => {
-                let feed = watch::ask(self, cache.feed.as_deref());
+                let feed = self.feed_setting().ask(self, cache.feed.as_deref());
                 (cache, feed)
             }
             None => (
                 SnapshotCache::from_head(self, head_tree, &index)?,
-                watch::ask(self, None),
+                self.feed_setting().ask(self, None),
             ),
         };
         let (tracked_elsewhere, untracked) = cache.reconcile(&index);

@@ -104,20 +104,63 @@ pub fn enable_watcher(exe: PathBuf) {
     let _ = WATCHER_EXE.set(exe);
 }
 
+/// Where a snapshot learns which paths changed since the last one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FeedSetting {
+    /// The worktree's watcher, started on demand (Linux, `bmad.watch` true, the default).
+    Watcher,
+    /// Told, not watched: every snapshot is handed exactly these paths, as a watcher would
+    /// name them. For tests of what a snapshot does with a feed, with no daemon to wait for.
+    Test {
+        /// The paths (files or directories, relative to the worktree root).
+        changed: Vec<String>,
+    },
+    /// No feed: every snapshot scans the whole worktree.
+    None,
+}
+
+impl FeedSetting {
+    /// The setting of `repo`: the watcher where snapshots may use one (Linux, a watcher
+    /// executable set by the command line, `bmad.watch` not false), else none.
+    pub fn of(repo: &Repo) -> FeedSetting {
+        let wanted = repo
+            .gix()
+            .config_snapshot()
+            .boolean("bmad.watch")
+            .unwrap_or(true);
+        if cfg!(target_os = "linux") && WATCHER_EXE.get().is_some() && wanted {
+            FeedSetting::Watcher
+        } else {
+            FeedSetting::None
+        }
+    }
+
+    /// What changed since the token the last snapshot saved (as [`Feed::token_field`] gave
+    /// it).
+    pub(super) fn ask(&self, repo: &Repo, saved: Option<&str>) -> Feed {
+        match self {
+            FeedSetting::Watcher => ask_watcher(repo, saved),
+            FeedSetting::Test { changed } => Feed {
+                changed: Some(changed.clone()),
+                ..Feed::default()
+            },
+            FeedSetting::None => Feed::default(),
+        }
+    }
+}
+
 impl Repo {
     /// Start this worktree's watcher now, if snapshots may use one and none runs, so that
     /// the first snapshot already gets a token and the second reads only what changed.
     pub fn start_watching(&self) {
-        ask(self, None);
+        if self.feed_setting() == FeedSetting::Watcher {
+            ask_watcher(self, None);
+        }
     }
 }
 
-/// Ask the worktree's watcher what changed since the token the last snapshot saved (as
-/// [`Feed::token_field`] gave it); start a watcher if none answers.
-pub(super) fn ask(repo: &Repo, saved: Option<&str>) -> Feed {
-    if !enabled(repo) {
-        return Feed::default();
-    }
+/// Ask the worktree's watcher what changed since `saved`; start a watcher if none answers.
+fn ask_watcher(repo: &Repo, saved: Option<&str>) -> Feed {
     let fingerprint = ignore_fingerprint(repo);
     let since = saved.and_then(|field| Token::from_field(field, &fingerprint));
     // The workdir is canonical: the watcher's socket is named by the same path.
@@ -159,17 +202,6 @@ pub fn run_watcher(root: &Path, failed: Option<&Path>) -> std::io::Result<()> {
         }
     }
     served
-}
-
-/// Whether `bmad.watch` (default true) lets snapshots use a watcher.
-fn enabled(repo: &Repo) -> bool {
-    cfg!(target_os = "linux")
-        && WATCHER_EXE.get().is_some()
-        && repo
-            .gix()
-            .config_snapshot()
-            .boolean("bmad.watch")
-            .unwrap_or(true)
 }
 
 fn question(root: &Path, since: Option<Token>) -> std::io::Result<Feed> {
