@@ -1,5 +1,7 @@
-//! How bad a finding is, shared by every validator that reports `file:line:col: severity:`
-//! (playbooks, workflows).
+//! What a validator found and where, shared by every validator that reports
+//! `file:line:col: severity:` (playbooks, workflows, templates, instructions).
+
+use std::fmt;
 
 use serde::Serialize;
 
@@ -20,6 +22,105 @@ impl Severity {
             Severity::Error => "error",
             Severity::Warning => "warning",
         }
+    }
+}
+
+/// A finding with its place: `file:line:col: severity: [field: ]message`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Diagnostic {
+    /// Error or warning.
+    pub severity: Severity,
+    /// The file, as shown to the user; empty when the caller names it (a playbook's own
+    /// findings, rendered with [`Diagnostic::render`]).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub file: String,
+    /// 1-based line (0: the file as a whole).
+    pub line: usize,
+    /// 1-based column (0: unknown).
+    pub col: usize,
+    /// The field, as a path (`steps[2].autonomy`), in a file of named fields.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field: Option<String>,
+    /// What is wrong and what would be right.
+    pub message: String,
+    /// How to fix it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+impl Diagnostic {
+    /// A warning at a place of `file`.
+    pub fn warning(file: &str, line: usize, col: usize, message: String) -> Diagnostic {
+        Diagnostic {
+            severity: Severity::Warning,
+            file: file.to_owned(),
+            line,
+            col,
+            field: None,
+            message,
+            hint: None,
+        }
+    }
+
+    /// An error at a place of `file`.
+    pub fn error(file: &str, line: usize, col: usize, message: String) -> Diagnostic {
+        Diagnostic {
+            severity: Severity::Error,
+            ..Diagnostic::warning(file, line, col, message)
+        }
+    }
+
+    /// A finding at `line` of a file the caller names.
+    pub fn line(severity: Severity, line: usize, message: String) -> Diagnostic {
+        Diagnostic {
+            severity,
+            ..Diagnostic::warning("", line, 0, message)
+        }
+    }
+
+    /// A finding about the field `field` at `line`:`col` of a file the caller names.
+    pub fn at_field(
+        severity: Severity,
+        line: usize,
+        col: usize,
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Diagnostic {
+        Diagnostic {
+            severity,
+            field: Some(field.into()),
+            ..Diagnostic::warning("", line, col, message.into())
+        }
+    }
+
+    /// With a fix hint.
+    pub fn hint(mut self, hint: impl Into<String>) -> Diagnostic {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// `file:line:col: severity: [field: ]message[ (fix: hint)]`, with `file` named here.
+    pub fn render(&self, file: &str) -> String {
+        let mut out = format!(
+            "{file}:{}:{}: {}: ",
+            self.line,
+            self.col,
+            self.severity.as_str()
+        );
+        if let Some(field) = &self.field {
+            out.push_str(&format!("{field}: "));
+        }
+        out.push_str(&self.message);
+        if let Some(h) = &self.hint {
+            out.push_str(&format!(" (fix: {h})"));
+        }
+        out
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.render(&self.file))
     }
 }
 

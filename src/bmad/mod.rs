@@ -34,38 +34,8 @@ mod yaml_lines;
 
 use std::path::{Path, PathBuf};
 
-use serde::Serialize;
-
-/// Something odd in a file that does not stop it loading.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Finding {
-    /// `warning` or `error`.
-    pub severity: &'static str,
-    /// 1-based line (0: the whole file).
-    pub line: usize,
-    /// What is odd.
-    pub message: String,
-}
-
-impl Finding {
-    /// A warning at a line.
-    pub fn warning(line: usize, message: String) -> Finding {
-        Finding {
-            severity: "warning",
-            line,
-            message,
-        }
-    }
-
-    /// An error at a line.
-    pub fn error(line: usize, message: String) -> Finding {
-        Finding {
-            severity: "error",
-            line,
-            message,
-        }
-    }
-}
+/// Something odd in a file that does not stop it loading: a finding like any validator's.
+pub use crate::diagnostic::{Diagnostic as Finding, Severity};
 
 /// Errors of the BMAD layer.
 #[derive(Debug, thiserror::Error)]

@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 pub use super::key::{classify, KeyKind};
 use super::status::{legal_move, Lifecycle, Status};
 use super::yaml_lines::{split_entry, without_repeated_keys};
-use super::{Error, Finding, Result};
+use super::{Error, Finding, Result, Severity};
 
 /// One `development_status` entry.
 #[derive(Clone, Debug, Serialize)]
@@ -166,7 +166,7 @@ impl SprintStatus {
         }
         status.read_lines(&text);
         for (key, line, first) in &repeated {
-            status.warnings.push(Finding::error(
+            status.warnings.push(Finding::line(Severity::Error,
                 *line,
                 format!("`{key}` is written twice (first at line {first}); BMAD's parser refuses the file until one is removed. git-bmad reads the first and will not change `{key}`"),
             ));
@@ -194,10 +194,11 @@ impl SprintStatus {
         }
         for entry in &status.entries {
             if entry.kind == KeyKind::Unknown {
-                status.warnings.push(Finding::warning(entry.line, format!("key `{}` is neither an epic, a retrospective nor a story (N-M-slug); kept as it is", entry.key)));
+                status.warnings.push(Finding::line(Severity::Warning, entry.line, format!("key `{}` is neither an epic, a retrospective nor a story (N-M-slug); kept as it is", entry.key)));
             }
             if let Status::Other(word) = &entry.status {
-                status.warnings.push(Finding::warning(
+                status.warnings.push(Finding::line(
+                    Severity::Warning,
                     entry.line,
                     format!(
                         "status `{word}` of `{}` is not a BMAD status; kept as it is",
@@ -207,7 +208,8 @@ impl SprintStatus {
             }
         }
         if doc.get("development_status").is_none() {
-            status.warnings.push(Finding::warning(
+            status.warnings.push(Finding::line(
+                Severity::Warning,
                 1,
                 "no development_status section".to_owned(),
             ));
@@ -273,7 +275,8 @@ impl SprintStatus {
         let Some(map) = section.as_mapping() else {
             if !section.is_null() {
                 self.editable = false;
-                self.warnings.push(Finding::warning(
+                self.warnings.push(Finding::line(
+                    Severity::Warning,
                     1,
                     "development_status is not a mapping".into(),
                 ));
@@ -298,7 +301,7 @@ impl SprintStatus {
         if yaml != lines {
             // Trust the YAML reading for values; never write.
             self.editable = false;
-            self.warnings.push(Finding::warning(
+            self.warnings.push(Finding::line(Severity::Warning,
                 1,
                 "development_status is laid out in a way git-bmad cannot edit in place (flow style, multi-line values or anchors); it is read, never written".into(),
             ));

@@ -77,7 +77,7 @@ impl Problem {
     /// A file's finding as a problem.
     pub(super) fn of(file: &str, finding: &Finding) -> Problem {
         Problem {
-            severity: finding.severity,
+            severity: finding.severity.as_str(),
             file: file.to_owned(),
             line: finding.line,
             message: finding.message.clone(),

@@ -18,15 +18,15 @@ pub fn missing_commands(playbook: &Playbook, root: &Path, config: &Config) -> Ve
         let kind = match runner::agent(config, step.runner.as_deref(), step.role.as_deref()) {
             Ok(agent) => agent.kind,
             Err(e) => {
-                out.push(Diagnostic {
-                    severity: Severity::Error,
-                    line: step.line,
-                    col: 1,
-                    field: format!("{}.runner", step.id),
-                    message: format!(
+                out.push(Diagnostic::at_field(
+                    Severity::Error,
+                    step.line,
+                    1,
+                    format!("{}.runner", step.id),
+                    format!(
                         "{e} (from the step, its role's orchestration.agents or runners.roles entry, or runners.default in .bmad/config.yaml)"
                     ),
-                });
+                ));
                 continue;
             }
         };
@@ -39,17 +39,17 @@ pub fn missing_commands(playbook: &Playbook, root: &Path, config: &Config) -> Ve
         let candidates = kind.adapter().command_files(name);
         if !candidates.iter().any(|c| root.join(c).is_file()) {
             let shown: Vec<String> = candidates.iter().map(|c| c.display().to_string()).collect();
-            out.push(Diagnostic {
-                severity: Severity::Error,
+            out.push(Diagnostic::at_field(
+                Severity::Error,
                 line,
                 col,
-                field: format!("{}.command", step.id),
-                message: format!(
+                format!("{}.command", step.id),
+                format!(
                     "/{name} does not exist in this project for runner {}: looked for {}",
                     kind.as_str(),
                     shown.join(", ")
                 ),
-            });
+            ));
         }
     }
     out
@@ -79,7 +79,7 @@ mod tests {
         let (playbook, diags) = super::super::playbook::parse(text, "t");
         assert!(diags.is_empty(), "{diags:?}");
         let missing = missing_commands(&playbook.unwrap(), root, &Config::default());
-        let fields: Vec<&str> = missing.iter().map(|d| d.field.as_str()).collect();
+        let fields: Vec<&str> = missing.iter().filter_map(|d| d.field.as_deref()).collect();
         assert_eq!(fields, ["d.command", "e.command"]);
         assert_eq!((missing[0].line, missing[0].col), (5, 22));
         assert!(missing[0]

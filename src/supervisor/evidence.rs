@@ -21,13 +21,13 @@ pub fn evidence_problems(playbook: &Playbook, config: Option<&Config>) -> Vec<Di
             .chain(&step.postconditions)
             .any(|c| *c == Check::TestsPass(None));
         if bare_tests && config.is_some_and(|c| c.checks.test_command.is_none()) {
-            out.push(Diagnostic {
-                severity: Severity::Error,
-                line: step.line,
-                col: 1,
-                field: format!("{}.postconditions", step.id),
-                message: "tests_pass has no command to run: set checks.test_command in .bmad/config.yaml (`git bmad init` detects it in a new setup) or write `tests_pass: <command>`".into(),
-            });
+            out.push(Diagnostic::at_field(
+                Severity::Error,
+                step.line,
+                1,
+                format!("{}.postconditions", step.id),
+                "tests_pass has no command to run: set checks.test_command in .bmad/config.yaml (`git bmad init` detects it in a new setup) or write `tests_pass: <command>`",
+            ));
         }
         // An unknown runner is reported by the command check; here it counts as an agent.
         let is_agent = runner::agent(
@@ -37,13 +37,13 @@ pub fn evidence_problems(playbook: &Playbook, config: Option<&Config>) -> Vec<Di
         )
         .map_or(true, |agent| agent.kind.is_agent());
         if is_agent && step.postconditions.is_empty() && step.verdict == VerdictRule::Optional {
-            out.push(Diagnostic {
-                severity: Severity::Warning,
-                line: step.line,
-                col: 1,
-                field: step.id.clone(),
-                message: "nothing checks this step: the agent's word alone would make it done; add postconditions (file_exists, tests_pass, diff_nonempty, ...) or `verdict: required`".into(),
-            });
+            out.push(Diagnostic::at_field(
+                Severity::Warning,
+                step.line,
+                1,
+                step.id.clone(),
+                "nothing checks this step: the agent's word alone would make it done; add postconditions (file_exists, tests_pass, diff_nonempty, ...) or `verdict: required`",
+            ));
         }
     }
     out
@@ -58,7 +58,7 @@ mod tests {
         assert!(diags.is_empty(), "{diags:?}");
         evidence_problems(&playbook.unwrap(), Some(config))
             .into_iter()
-            .map(|d| (d.severity, d.field))
+            .map(|d| (d.severity, d.field.unwrap_or_default()))
             .collect()
     }
 

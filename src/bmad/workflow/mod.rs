@@ -26,7 +26,6 @@ pub mod steps;
 mod team;
 pub mod template;
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -35,69 +34,7 @@ pub use resolve::Env;
 
 pub use crate::diagnostic::Severity;
 
-/// A finding with its place: `file:line:col: severity: message`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Diagnostic {
-    /// Error or warning.
-    pub severity: Severity,
-    /// The file, as shown to the user.
-    pub file: String,
-    /// 1-based line (0: the file as a whole).
-    pub line: usize,
-    /// 1-based column (0: unknown).
-    pub col: usize,
-    /// What is wrong.
-    pub message: String,
-    /// How to fix it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub hint: Option<String>,
-}
-
-impl Diagnostic {
-    /// A warning.
-    pub fn warning(file: &str, line: usize, col: usize, message: String) -> Diagnostic {
-        Diagnostic {
-            severity: Severity::Warning,
-            file: file.to_owned(),
-            line,
-            col,
-            message,
-            hint: None,
-        }
-    }
-
-    /// An error.
-    pub fn error(file: &str, line: usize, col: usize, message: String) -> Diagnostic {
-        Diagnostic {
-            severity: Severity::Error,
-            ..Diagnostic::warning(file, line, col, message)
-        }
-    }
-
-    /// With a fix hint.
-    pub fn hint(mut self, hint: impl Into<String>) -> Diagnostic {
-        self.hint = Some(hint.into());
-        self
-    }
-}
-
-impl fmt::Display for Diagnostic {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}:{}:{}: {}: {}",
-            self.file,
-            self.line,
-            self.col,
-            self.severity.as_str(),
-            self.message
-        )?;
-        if let Some(h) = &self.hint {
-            write!(f, " (fix: {h})")?;
-        }
-        Ok(())
-    }
-}
+pub use crate::diagnostic::Diagnostic;
 
 /// Which format a file is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

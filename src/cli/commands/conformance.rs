@@ -52,14 +52,16 @@ pub fn cmd_conformance(ctx: &Context, args: &ConformanceArgs) -> Result<u8, Comm
             }
             Ok(findings) => {
                 for f in findings {
-                    if f.severity == "error" {
+                    if f.severity == crate::diagnostic::Severity::Error {
                         errors += 1;
                     } else {
                         warnings += 1;
                     }
                     ctx.ui.line(format!(
                         "{:<8} {shown}:{}: {} ({kind})",
-                        f.severity, f.line, f.message
+                        f.severity.as_str(),
+                        f.line,
+                        f.message
                     ));
                 }
             }
@@ -214,10 +216,7 @@ fn load_workflow(path: &Path, root: &Path) -> Loaded {
                 },
                 d.message
             );
-            match d.severity {
-                workflow::Severity::Error => Finding::error(d.line, message),
-                workflow::Severity::Warning => Finding::warning(d.line, message),
-            }
+            Finding::line(d.severity, d.line, message)
         })
         .collect())
 }

@@ -14,13 +14,13 @@ pub(super) struct Parser {
 
 impl Parser {
     pub fn error_at(&mut self, line: usize, col: usize, field: &str, message: impl Into<String>) {
-        self.diagnostics.push(Diagnostic {
-            severity: Severity::Error,
+        self.diagnostics.push(Diagnostic::at_field(
+            Severity::Error,
             line,
             col,
-            field: field.to_owned(),
-            message: message.into(),
-        });
+            field,
+            message,
+        ));
     }
 
     pub fn error(&mut self, node: &Node, field: &str, message: impl Into<String>) {
@@ -28,13 +28,13 @@ impl Parser {
     }
 
     pub fn warn(&mut self, node: &Node, field: &str, message: impl Into<String>) {
-        self.diagnostics.push(Diagnostic {
-            severity: Severity::Warning,
-            line: node.line,
-            col: node.col,
-            field: field.to_owned(),
-            message: message.into(),
-        });
+        self.diagnostics.push(Diagnostic::at_field(
+            Severity::Warning,
+            node.line,
+            node.col,
+            field.to_owned(),
+            message.into(),
+        ));
     }
 
     /// The entries of a mapping, reporting unknown keys; `None` if it is not a mapping.

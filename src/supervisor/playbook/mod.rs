@@ -331,31 +331,7 @@ impl Playbook {
 
 pub use crate::diagnostic::Severity;
 
-/// One finding, with where it is.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Diagnostic {
-    /// Error or warning.
-    pub severity: Severity,
-    /// 1-based line.
-    pub line: usize,
-    /// 1-based column.
-    pub col: usize,
-    /// The field, as a path (`steps[2].autonomy`).
-    pub field: String,
-    /// What is wrong and what would be right.
-    pub message: String,
-}
-
-impl Diagnostic {
-    /// `file:line:col: severity: field: message`.
-    pub fn render(&self, file: &str) -> String {
-        let severity = self.severity.as_str();
-        format!(
-            "{file}:{}:{}: {severity}: {}: {}",
-            self.line, self.col, self.field, self.message
-        )
-    }
-}
+pub use crate::diagnostic::Diagnostic;
 
 /// Refuse paths that leave the repository: absolute, `~`, or with a `..` component.
 pub fn check_inside_repo(path: &str) -> Result<(), &'static str> {
