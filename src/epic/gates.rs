@@ -329,3 +329,109 @@ pub(super) fn completion_question(plan: &Plan, state: &EpicState) -> (String, St
     );
     (question, evidence)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::epic::pipeline::Era;
+    use crate::session::schema::IntegrationChecked;
+
+    /// Two stories to run, `b` depending on `a`; `a` has its integration checkpoint.
+    fn plan() -> Plan {
+        let story = |key: &str, depends_on: &[&str], checkpoint: bool| Planned {
+            key: key.into(),
+            title: None,
+            status: crate::bmad::status::Status::Backlog,
+            file: None,
+            action: Action::Run,
+            depends_on: depends_on.iter().map(|d| d.to_string()).collect(),
+            touches: Vec::new(),
+            wave: None,
+            stacked_on: None,
+            merges: Vec::new(),
+            overlaps: Vec::new(),
+            integration_checkpoint: checkpoint,
+            stages: Vec::new(),
+        };
+        Plan {
+            epic: "1".into(),
+            era: Era::V6,
+            pipeline: "p".into(),
+            rounds: 1,
+            reviewers: 1,
+            stories: vec![story("a", &[], true), story("b", &["a"], false)],
+            waves: Vec::new(),
+        }
+    }
+
+    fn with_stage(state: &mut EpicState, key: &str, stage: Stage) {
+        state.stories.entry(key.into()).or_default().stage = stage;
+    }
+
+    #[test]
+    fn a_dependency_that_ended_badly_asks_a_human_with_gates_and_skips_without() {
+        let plan = plan();
+        let b = plan.story("b").unwrap();
+        let mut state = EpicState::default();
+        with_stage(&mut state, "a", Stage::Failed);
+        let failed = |d: &str| d == "a";
+        let decide = |state: &EpicState, mode| dependencies(&plan, b, state, failed, mode);
+        match decide(&state, Gates::None) {
+            Dependencies::Skip(why) => assert!(why.contains("dependency a is failed"), "{why}"),
+            _ => panic!("without gates, a failed dependency skips its dependent"),
+        }
+        assert!(matches!(decide(&state, Gates::PerEpic), Dependencies::Ask(d) if d == "a"));
+        state
+            .answers
+            .insert(names::dependency("b"), Answer::Continue);
+        assert!(matches!(decide(&state, Gates::PerEpic), Dependencies::Go));
+        assert!(
+            ready(&plan, b, &state, Gates::PerEpic),
+            "a human said continue"
+        );
+        state.answers.insert(names::dependency("b"), Answer::Skip);
+        match decide(&state, Gates::PerEpic) {
+            Dependencies::Skip(why) => assert!(why.contains("a human chose to skip it")),
+            _ => panic!("a human's skip skips"),
+        }
+    }
+
+    #[test]
+    fn a_dependent_waits_for_its_dependency_and_a_checkpoint_that_clears_it() {
+        let plan = plan();
+        let b = plan.story("b").unwrap();
+        let mut state = EpicState::default();
+        assert!(!ready(&plan, b, &state, Gates::PerEpic), "a is not done");
+        with_stage(&mut state, "a", Stage::Done);
+        assert!(
+            !ready(&plan, b, &state, Gates::PerEpic),
+            "a's integration checkpoint has not run"
+        );
+        let checked = |light: &str| IntegrationChecked {
+            light: light.into(),
+            dependents: vec!["b".into()],
+            ..IntegrationChecked::default()
+        };
+        state.stories.get_mut("a").unwrap().integration = Some(checked("green"));
+        assert!(ready(&plan, b, &state, Gates::PerEpic));
+        state.stories.get_mut("a").unwrap().integration = Some(checked("red"));
+        assert_eq!(
+            clearance(&plan, "a", &state, Gates::PerEpic),
+            Clearance::Wait
+        );
+        assert!(matches!(
+            clearance(&plan, "a", &state, Gates::None),
+            Clearance::Hold(why) if why.contains("fix a's branch")
+        ));
+        state.stories.get_mut("a").unwrap().integration = Some(checked("yellow"));
+        assert_eq!(clearance(&plan, "a", &state, Gates::None), Clearance::Clear);
+        state.stories.get_mut("a").unwrap().integration = Some(checked("red"));
+        state
+            .answers
+            .insert(names::integration("a"), Answer::Continue);
+        assert!(
+            ready(&plan, b, &state, Gates::PerEpic),
+            "a human let b go on"
+        );
+    }
+}
