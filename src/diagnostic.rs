@@ -70,12 +70,14 @@ impl Diagnostic {
         }
     }
 
-    /// A finding at `line` of a file the caller names.
-    pub fn line(severity: Severity, line: usize, message: String) -> Diagnostic {
-        Diagnostic {
-            severity,
-            ..Diagnostic::warning("", line, 0, message)
-        }
+    /// A warning at `line` of a file the caller names.
+    pub fn line_warning(line: usize, message: String) -> Diagnostic {
+        Diagnostic::warning("", line, 0, message)
+    }
+
+    /// An error at `line` of a file the caller names.
+    pub fn line_error(line: usize, message: String) -> Diagnostic {
+        Diagnostic::error("", line, 0, message)
     }
 
     /// A finding about the field `field` at `line`:`col` of a file the caller names.

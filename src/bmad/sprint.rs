@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 pub use super::key::{classify, KeyKind};
 use super::status::{legal_move, Lifecycle, Status};
 use super::yaml_lines::{split_entry, without_repeated_keys};
-use super::{Error, Finding, Result, Severity};
+use super::{Error, Finding, Result};
 
 /// One `development_status` entry.
 #[derive(Clone, Debug, Serialize)]
@@ -166,8 +166,7 @@ impl SprintStatus {
         }
         status.read_lines(&text);
         for (key, line, first) in &repeated {
-            status.warnings.push(Finding::line(Severity::Error,
-                *line,
+            status.warnings.push(Finding::line_error(*line,
                 format!("`{key}` is written twice (first at line {first}); BMAD's parser refuses the file until one is removed. git-bmad reads the first and will not change `{key}`"),
             ));
             status.repeated.push(key.clone());
@@ -194,11 +193,10 @@ impl SprintStatus {
         }
         for entry in &status.entries {
             if entry.kind == KeyKind::Unknown {
-                status.warnings.push(Finding::line(Severity::Warning, entry.line, format!("key `{}` is neither an epic, a retrospective nor a story (N-M-slug); kept as it is", entry.key)));
+                status.warnings.push(Finding::line_warning(entry.line, format!("key `{}` is neither an epic, a retrospective nor a story (N-M-slug); kept as it is", entry.key)));
             }
             if let Status::Other(word) = &entry.status {
-                status.warnings.push(Finding::line(
-                    Severity::Warning,
+                status.warnings.push(Finding::line_warning(
                     entry.line,
                     format!(
                         "status `{word}` of `{}` is not a BMAD status; kept as it is",
@@ -208,8 +206,7 @@ impl SprintStatus {
             }
         }
         if doc.get("development_status").is_none() {
-            status.warnings.push(Finding::line(
-                Severity::Warning,
+            status.warnings.push(Finding::line_warning(
                 1,
                 "no development_status section".to_owned(),
             ));
@@ -275,8 +272,7 @@ impl SprintStatus {
         let Some(map) = section.as_mapping() else {
             if !section.is_null() {
                 self.editable = false;
-                self.warnings.push(Finding::line(
-                    Severity::Warning,
+                self.warnings.push(Finding::line_warning(
                     1,
                     "development_status is not a mapping".into(),
                 ));
@@ -301,8 +297,7 @@ impl SprintStatus {
         if yaml != lines {
             // Trust the YAML reading for values; never write.
             self.editable = false;
-            self.warnings.push(Finding::line(Severity::Warning,
-                1,
+            self.warnings.push(Finding::line_warning(1,
                 "development_status is laid out in a way git-bmad cannot edit in place (flow style, multi-line values or anchors); it is read, never written".into(),
             ));
             self.entries = yaml

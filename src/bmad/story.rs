@@ -22,7 +22,7 @@ use super::status_field::Form;
 pub(super) use super::story_match::number_in;
 pub use super::story_match::{is_story_name, stem_key};
 use super::yaml_lines::{names, scalar};
-use super::{Error, Finding, Result, Severity};
+use super::{Error, Finding, Result};
 
 /// How the file writes its status, and so which words a change writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -156,8 +156,7 @@ impl Story {
         let body_start = story.frontmatter(&text);
         story.scan(&text, body_start);
         if story.status.is_none() {
-            story.findings.push(Finding::line(Severity::Warning,
-                0,
+            story.findings.push(Finding::line_warning(0,
                 "no status: no frontmatter `status:`, `Status:` line (plain or bold) or `## Status` section".into(),
             ));
         }
@@ -181,8 +180,7 @@ impl Story {
         };
         let open = text.len() - rest.len();
         let Some(close) = rest.find("\n---").map(|i| open + i + 1) else {
-            self.findings.push(Finding::line(
-                Severity::Error,
+            self.findings.push(Finding::line_error(
                 1,
                 "frontmatter opened with --- is never closed".into(),
             ));
@@ -224,8 +222,7 @@ impl Story {
             }
             Err(e) => {
                 let line = 1 + e.location.map_or(1, |l| l.0);
-                self.findings.push(Finding::line(
-                    Severity::Error,
+                self.findings.push(Finding::line_error(
                     line,
                     format!(
                         "malformed frontmatter: {}",
@@ -545,7 +542,7 @@ mod tests {
             "---\nok: 1\nbad: [unclosed\n---\nStatus: backlog\n",
         );
         assert_eq!(s.status, Some(Status::Backlog));
-        assert_eq!(s.findings[0].severity, Severity::Error);
+        assert_eq!(s.findings[0].severity, crate::diagnostic::Severity::Error);
         assert!(s.findings[0].line >= 2, "{:?}", s.findings);
     }
 

@@ -216,7 +216,11 @@ fn load_workflow(path: &Path, root: &Path) -> Loaded {
                 },
                 d.message
             );
-            Finding::line(d.severity, d.line, message)
+            Finding {
+                file: String::new(),
+                message,
+                ..d
+            }
         })
         .collect())
 }
