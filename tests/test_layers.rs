@@ -62,6 +62,14 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
+/// The `src/` folder and every Rust file in it.
+fn source_files() -> (PathBuf, Vec<PathBuf>) {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    (src, files)
+}
+
 /// Every `crate::x` a file names, with its line number; `use crate::{a, b::c}` names a and b.
 fn crate_paths(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
@@ -97,10 +105,8 @@ fn crate_paths(text: &str) -> Vec<(usize, String)> {
 
 #[test]
 fn every_layer_imports_only_what_the_contract_allows() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let (src, files) = source_files();
     let allowed = allowed();
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
     let mut violations = Vec::new();
     let mut checked = 0;
     for file in &files {
@@ -154,9 +160,7 @@ const LIMIT: usize = 600;
 
 #[test]
 fn no_source_file_is_large_without_a_reason() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    let (src, files) = source_files();
     let mut large = Vec::new();
     for file in files {
         let text = std::fs::read_to_string(&file).unwrap();
@@ -190,9 +194,7 @@ const UNSAFE_ALLOWED: &[(&str, usize)] = &[
 
 #[test]
 fn unsafe_code_is_only_where_std_demands_it() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    let (src, files) = source_files();
     let mut found = BTreeMap::new();
     for file in &files {
         let text = std::fs::read_to_string(file).unwrap();
@@ -253,9 +255,7 @@ fn every_test_file_is_part_of_the_test_binary() {
 
 #[test]
 fn processes_are_started_only_by_the_git_and_runner_layers() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    let (src, files) = source_files();
     let mut spawning = Vec::new();
     for file in &files {
         let rel = file
@@ -481,9 +481,7 @@ fn function_lengths(text: &str) -> Vec<(String, usize, usize)> {
 
 #[test]
 fn no_function_is_long_without_a_reason() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    let (src, files) = source_files();
     let mut long = Vec::new();
     let mut measured = 0;
     for file in files {
