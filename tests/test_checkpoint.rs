@@ -287,3 +287,49 @@ fn checkpoint_numbers_match_rollback_even_on_a_chain_older_than_the_number_trail
     env.bmad(&wt, &["rollback", "3"]).success();
     assert!(wt.join("b.txt").exists() && !wt.join("c.txt").exists());
 }
+
+/// A secret the agent staged, then overwrote in the worktree, is only in the index: the
+/// checkpoint's saved index keeps it out like any changed file, so once the index lets go
+/// of it nothing of git-bmad's keeps it alive.
+#[test]
+fn a_staged_secret_is_kept_out_of_the_saved_index_and_dies_with_gc() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (_, wt) = env.start(&repo, "staged");
+    let key = format!("AKIA{}", "Q7ZK2M4XW6RT5PLN");
+    write(&wt, "config/settings.py", &format!("AWS = \"{key}\"\n"));
+    write(&wt, "work.txt", "staged work\n");
+    env.git(&wt, &["add", "config/settings.py", "work.txt"]);
+    write(&wt, "config/settings.py", "AWS = read_from_env()\n");
+    let taken = env
+        .bmad(&wt, &["checkpoint", "-m", "with staged", "--json"])
+        .code(4);
+    let json = taken.json();
+    assert_eq!(
+        json["kept_out"],
+        serde_json::json!(["config/settings.py"]),
+        "{json:#}"
+    );
+    assert_eq!(json["secrets"][0]["rule"], "aws-access-key-id", "{json:#}");
+    // The rest of what was staged is in the saved index.
+    let status = env.bmad(&wt, &["status", "--json"]).success().json();
+    let index = status["checkpoints"][0]["checkpoint"]["index"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let saved = env.git(&repo, &["ls-tree", "-r", "--name-only", &index]);
+    assert!(saved.contains("work.txt"), "{saved}");
+    // A rollback first saves the index: it stops, saying what to unstage.
+    let refused = env.bmad(&wt, &["rollback", "1"]).code(4);
+    assert!(
+        refused.stderr.contains("config/settings.py")
+            && refused.stderr.contains("git restore --staged"),
+        "{}",
+        refused.stderr
+    );
+    // The index lets go of it; gc then finds nothing of git-bmad's that keeps it.
+    env.git(&wt, &["restore", "--staged", "config/settings.py"]);
+    env.git(&repo, &["reflog", "expire", "--expire=now", "--all"]);
+    env.git(&repo, &["gc", "--prune=now", "--quiet"]);
+    assert!(!env.all_objects(&repo).contains(&key[4..]));
+}

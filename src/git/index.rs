@@ -9,6 +9,7 @@ use std::path::Path;
 use super::cli::parse_id;
 use super::error::{Error, Result};
 use super::repo::Repo;
+use super::snapshot::{Vet, VET_LIMIT};
 use super::ObjectId;
 
 /// A saved index.
@@ -27,6 +28,54 @@ const KIND_TRAILER: &str = "Bmad-Index-Kind: ";
 const RAW_ENTRY: &str = "index";
 
 impl Repo {
+    /// The saved index `saved` with every staged file `vet` refuses put back as `head_tree`
+    /// has it (absent, for a new file), and the paths refused: what `git add` wrote stays
+    /// unreachable, so a checkpoint never keeps a staged secret alive. A raw index (one with
+    /// unmerged entries) is kept as it is.
+    pub fn vet_saved_index(
+        &self,
+        saved: SavedIndex,
+        head_tree: ObjectId,
+        vet: Vet<'_>,
+    ) -> Result<(SavedIndex, Vec<String>)> {
+        let SavedIndex::Tree(staged) = saved else {
+            return Ok((saved, Vec::new()));
+        };
+        let mut refused = Vec::new();
+        for change in self.diff_trees(head_tree, staged)? {
+            // Gitlinks are another repository's commits, not bytes of this one.
+            if change.status == 'D' || change.new_mode == "160000" {
+                continue;
+            }
+            let id = ObjectId::from_hex(change.new_id.as_bytes())
+                .map_err(|e| Error::Corrupt(format!("{}: {e}", change.new_id)))?;
+            let mut bytes = self.read_blob(id)?;
+            bytes.truncate(VET_LIMIT as usize);
+            if !vet(&change.path, &bytes) {
+                refused.push(change.path);
+            }
+        }
+        if refused.is_empty() {
+            return Ok((SavedIndex::Tree(staged), refused));
+        }
+        let mut editor = self
+            .gix()
+            .edit_tree(staged)
+            .map_err(|e| Error::gix(format!("could not edit tree {staged}"), e))?;
+        for path in &refused {
+            match self.entry_in(head_tree, path)? {
+                Some((kind, id)) => editor.upsert(path, kind, id).map(drop),
+                None => editor.remove(path).map(drop),
+            }
+            .map_err(|e| Error::gix(format!("could not keep {path} out of the index"), e))?;
+        }
+        let tree = editor
+            .write()
+            .map(|id| id.detach())
+            .map_err(|e| Error::gix("could not write the vetted index tree", e))?;
+        Ok((SavedIndex::Tree(tree), refused))
+    }
+
     /// A private copy of this worktree's index in its git dir (no file when there is no
     /// index, which git reads as an empty one; an empty file it refuses):
     /// its stat cache keeps `add -A` and `read-tree -u` cheap, and the real index, which an

@@ -328,7 +328,7 @@ impl Repo {
     }
 
     /// The kind and id of `path` in `tree`, if it has it.
-    fn entry_in(
+    pub(super) fn entry_in(
         &self,
         tree: ObjectId,
         path: &str,

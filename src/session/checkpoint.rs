@@ -43,23 +43,35 @@ pub(crate) enum Recorded {
 
 impl Recorded {
     /// The session state of `wt` now; `tree` is its snapshot, `staged` whether its index
-    /// differs from HEAD (`None`: find out by saving it).
-    pub(crate) fn of(wt: &Repo, tree: ObjectId, staged: Option<bool>) -> Result<Recorded> {
+    /// differs from HEAD (`None`: find out by saving it). Every staged file is shown to
+    /// `policy` first: one it refuses is saved as HEAD has it, and named in the list.
+    pub(crate) fn of(
+        wt: &Repo,
+        tree: ObjectId,
+        staged: Option<bool>,
+        policy: &dyn Policy,
+    ) -> Result<(Recorded, Vec<String>)> {
         let head = wt.head_id()?;
+        let head_tree = match head {
+            Some(head) => wt.tree_of(head)?,
+            None => wt.empty_tree(),
+        };
         let index = match staged {
             Some(false) => None,
             Some(true) => Some(wt.save_index()?),
-            None => {
-                let saved = wt.save_index()?;
-                let head_tree = match head {
-                    Some(head) => wt.tree_of(head)?,
-                    None => wt.empty_tree(),
-                };
-                (saved != SavedIndex::Tree(head_tree)).then_some(saved)
-            }
+            None => Some(wt.save_index()?).filter(|saved| *saved != SavedIndex::Tree(head_tree)),
         };
-        let index = index.map(|saved| wt.write_saved_index(saved)).transpose()?;
-        Ok(Recorded::State { tree, head, index })
+        let mut kept_out = Vec::new();
+        let index = match index {
+            Some(saved) => {
+                let mut vet = |path: &str, bytes: &[u8]| policy.admit(path, bytes);
+                let (saved, refused) = wt.vet_saved_index(saved, head_tree, &mut vet)?;
+                kept_out = refused;
+                Some(wt.write_saved_index(saved)?)
+            }
+            None => None,
+        };
+        Ok((Recorded::State { tree, head, index }, kept_out))
     }
 }
 
@@ -127,12 +139,18 @@ pub fn checkpoint(
     };
     let mut vet = |path: &str, bytes: &[u8]| policy.admit(path, bytes);
     let snapshot = wt.snapshot_tree_vetted(Some(&mut vet), since)?;
-    let state = Recorded::of(wt, snapshot.tree, Some(snapshot.staged))?;
+    let (state, staged_out) = Recorded::of(wt, snapshot.tree, Some(snapshot.staged), policy)?;
     let (checkpoint, event) = extend_chain(repo, session, state, label, status, step)?;
+    let mut kept_out = snapshot.refused;
+    for path in staged_out {
+        if !kept_out.contains(&path) {
+            kept_out.push(path);
+        }
+    }
     Ok(Taken {
         checkpoint,
         event,
-        kept_out: snapshot.refused,
+        kept_out,
     })
 }
 

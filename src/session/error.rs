@@ -214,8 +214,9 @@ pub enum Error {
         /// The refs it refused, and why.
         refused: Vec<crate::git::Refused>,
     },
-    /// A changed file holds a secret, so the worktree cannot be saved before a rollback.
-    #[error("{} hold(s) a secret: a rollback first saves the worktree, and a secret never enters the repository. Remove it (or move it out of the worktree), then run the command again", paths.join(", "))]
+    /// A changed or staged file holds a secret, so the worktree cannot be saved before a
+    /// rollback.
+    #[error("{} hold(s) a secret: a rollback first saves the worktree and its index, and a secret never enters the repository. Remove it (or move it out of the worktree) and unstage it (git restore --staged), then run the command again", paths.join(", "))]
     SecretInWorktree {
         /// The files.
         paths: Vec<String>,

@@ -222,7 +222,12 @@ fn begin(
         Some(seq) => format!("before undoing rollback #{seq}"),
         None => format!("before rollback to {short}"),
     };
-    let state = Recorded::of(wt, leaving.tree, None)?;
+    let (state, staged_secrets) = Recorded::of(wt, leaving.tree, None, policy)?;
+    if !staged_secrets.is_empty() {
+        return Err(Error::SecretInWorktree {
+            paths: staged_secrets,
+        });
+    }
     let (safety, _) = extend_chain(repo, session, state, &label, None, None)?;
     let message = format!(
         "rollback intent: {short}\n\nBmad-Files-Only: {}\n{}",
