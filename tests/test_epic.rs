@@ -568,3 +568,25 @@ fn every_session_an_epic_starts_gets_the_policy_hooks_or_a_warning() {
     let s = epic_status(&env, &repo, "3");
     assert_eq!(story(&s, "3-1-api-client")["stage"], "done", "{s:#}");
 }
+
+/// A dev that only moves its story's status (and a reviewer that approves it) leaves a
+/// branch whose diff is BMAD's bookkeeping alone: no pull request, the story failed, saying
+/// so.
+#[test]
+fn a_status_only_story_is_not_work_and_gets_no_pull_request() {
+    let env = TestEnv::new();
+    let repo = epic_project(&env);
+    dev_behaviour(
+        &env,
+        "sed -i 's/^Status: .*/Status: review/' \"_bmad-output/implementation-artifacts/$key.md\"\nresult \"implemented $key\"\nexit 0",
+    );
+    env.bmad(&repo, &["epic", "run", "3", "--stories", "3-1-api-client"])
+        .code(5);
+    let s = status(&env, &repo);
+    let st = story(&s, "3-1-api-client");
+    assert_eq!(st["stage"], "failed", "{s:#}");
+    let reason = st["state"]["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("only BMAD's bookkeeping"), "{reason}");
+    let gh = std::fs::read_to_string(env.root().join("home/agent/gh.log")).unwrap_or_default();
+    assert!(!gh.contains("pr create"), "{gh}");
+}

@@ -170,6 +170,12 @@ pub(super) fn run_story(
         ));
         return Ok(End::Failed);
     }
+    let changed = closeout::changes_since(&repo, &session, &baseline)?.unwrap_or_default();
+    let paths: Vec<&str> = changed.iter().map(|c| c.path.as_str()).collect();
+    if let Some(why) = verify::bookkeeping_only(&paths, job.story.file.as_deref()) {
+        send(numbers(Stage::Failed, Some(why)));
+        return Ok(End::Failed);
+    }
     let pr = super::closeout::pull_request(
         &repo,
         &session,

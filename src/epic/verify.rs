@@ -1,6 +1,7 @@
 //! What git-bmad checks itself before a story counts as done, whatever its agents said: the
 //! story's status in its own files, the spec's `baseline_revision` against the commit the
-//! story started at, and a blocking condition the agent halted on.
+//! story started at, a blocking condition the agent halted on, and work beyond BMAD's own
+//! bookkeeping.
 
 use std::path::Path;
 
@@ -70,4 +71,57 @@ pub fn story(root: &Path, key: &str, era: Era, baseline: &str) -> Result<Verdict
     let set_status = (view.status.rank() < file_status.rank() && view.sprint_line.is_some())
         .then_some(file_status);
     Ok(Verdict::Good { set_status })
+}
+
+/// Why a story's branch holds no work, when all it changed (`changed`, since the story
+/// started) is BMAD's bookkeeping: a sprint status, a `stories.json`, git-bmad's own files
+/// under `.bmad/`, and the story's own file (`story_file`), whose status line moving is
+/// what an agent that did nothing would write.
+pub fn bookkeeping_only(changed: &[&str], story_file: Option<&str>) -> Option<String> {
+    let bookkeeping = |path: &str| {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        matches!(name, "sprint-status.yaml" | "stories.json")
+            || path.starts_with(".bmad/")
+            || story_file.is_some_and(|f| f.trim_start_matches("./") == path)
+    };
+    (!changed.is_empty() && changed.iter().all(|p| bookkeeping(p))).then(|| {
+        format!(
+            "the story's branch changes only BMAD's bookkeeping ({}): nothing was implemented",
+            changed.join(", ")
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_branch_that_moves_only_statuses_holds_no_work() {
+        let story = Some("_bmad-output/implementation-artifacts/3-1-api.md");
+        let only_status = [
+            "_bmad-output/implementation-artifacts/3-1-api.md",
+            "_bmad-output/implementation-artifacts/sprint-status.yaml",
+            ".bmad/sessions/x/journal.md",
+        ];
+        let why = bookkeeping_only(&only_status, story).unwrap();
+        assert!(why.contains("sprint-status.yaml"), "{why}");
+        assert_eq!(
+            bookkeeping_only(&["src/api/client.rs", only_status[0]], story),
+            None
+        );
+        assert_eq!(
+            bookkeeping_only(
+                &["_bmad-output/implementation-artifacts/3-2-other.md"],
+                story
+            ),
+            None,
+            "another story's file is not this story's bookkeeping"
+        );
+        assert_eq!(
+            bookkeeping_only(&[], story),
+            None,
+            "no change is judged elsewhere"
+        );
+    }
 }
