@@ -590,3 +590,42 @@ fn a_status_only_story_is_not_work_and_gets_no_pull_request() {
     let gh = std::fs::read_to_string(env.root().join("home/agent/gh.log")).unwrap_or_default();
     assert!(!gh.contains("pr create"), "{gh}");
 }
+
+/// `--max-time` cuts a hung agent: no step of a story runs past what is left of the
+/// epic's time in steps, whatever the step's own timeout (two hours by default).
+#[test]
+fn a_hung_agent_is_cut_at_what_is_left_of_the_epic_time() {
+    let env = TestEnv::new();
+    let repo = epic_project(&env);
+    // Long enough that waiting it out fails the test; short enough that it ends.
+    dev_behaviour(&env, "sleep 90");
+    let run = env.bmad(
+        &repo,
+        &[
+            "epic",
+            "run",
+            "3",
+            "--stories",
+            "3-1-api-client",
+            "--max-time",
+            "2s",
+        ],
+    );
+    let s = status(&env, &repo);
+    let st = story(&s, "3-1-api-client");
+    assert_ne!(st["stage"], "done", "{s:#}");
+    let times = std::fs::read_to_string(env.root().join("home/agent/times.log")).unwrap();
+    assert!(
+        !times.contains("end 3-1"),
+        "the hung agent was waited out: {times}"
+    );
+    let journal = env
+        .bmad(&repo, &["journal", "3-1-api-client", "--json"])
+        .success();
+    assert!(
+        journal.stdout.contains("timed out") || journal.stdout.contains("run_time"),
+        "{}\n{}",
+        run.stderr,
+        journal.stdout
+    );
+}

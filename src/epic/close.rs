@@ -112,6 +112,7 @@ pub(super) fn run(
             args: vec![plan.epic.clone()],
         },
         supervisor::RunOptions {
+            time_limit: None,
             config: options.config,
             feature_env: Default::default(),
             observer: &mut |_| {},

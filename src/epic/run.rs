@@ -292,6 +292,7 @@ impl Epic<'_> {
                 .collect(),
             known: state.story(&story.key),
             remote: options.remote.clone(),
+            limits: state.story_limits(&story.key, &options.budget),
         }
     }
 

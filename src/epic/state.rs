@@ -2,6 +2,7 @@
 //! and where each story stands. Nothing else is kept anywhere.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -161,12 +162,7 @@ impl EpicState {
     /// Past a budget: why, for the run's `stopped`. What stories spent is what their
     /// stages recorded (the newest value of each, so a story's resumed run counts once).
     pub fn over_budget(&self, budget: &EpicBudget) -> Option<String> {
-        let (mut usd, mut invocations, mut ms) = (0.0, 0u32, 0u64);
-        for s in self.stories.values() {
-            usd += s.detail.cost_usd.unwrap_or(0.0);
-            invocations += s.detail.invocations.unwrap_or(0);
-            ms += s.detail.run_time_ms.unwrap_or(0);
-        }
+        let (usd, invocations, ms) = self.spent();
         let why = if budget.usd.is_some_and(|b| usd >= b) {
             format!("budget: ${usd:.2} spent of ${:.2}", budget.usd?)
         } else if budget.invocations.is_some_and(|b| invocations >= b) {
@@ -182,6 +178,33 @@ impl EpicState {
         Some(format!(
             "{why}; nothing new is started (raise it with epic run's budget options to go on)"
         ))
+    }
+
+    /// What the stories spent: dollars, invocations, milliseconds in steps.
+    fn spent(&self) -> (f64, u32, u64) {
+        let (mut usd, mut invocations, mut ms) = (0.0, 0u32, 0u64);
+        for s in self.stories.values() {
+            usd += s.detail.cost_usd.unwrap_or(0.0);
+            invocations += s.detail.invocations.unwrap_or(0);
+            ms += s.detail.run_time_ms.unwrap_or(0);
+        }
+        (usd, invocations, ms)
+    }
+
+    /// What story `key`'s session may spend in all, as far as the epic's budget goes: what
+    /// it spent already plus what is left of the epic's (dollars, time in steps); `None`
+    /// where the epic sets no budget.
+    pub fn story_limits(&self, key: &str, budget: &EpicBudget) -> (Option<f64>, Option<Duration>) {
+        let (usd, _, ms) = self.spent();
+        let own = self.story(key).detail;
+        let usd_limit = budget
+            .usd
+            .map(|b| own.cost_usd.unwrap_or(0.0) + (b - usd).max(0.0));
+        let time_limit = budget.time_secs.map(|b| {
+            let left = (b * 1000).saturating_sub(ms);
+            Duration::from_millis(own.run_time_ms.unwrap_or(0) + left)
+        });
+        (usd_limit, time_limit)
     }
 
     /// A story's state (a default, not started, for one never started).
@@ -245,4 +268,39 @@ pub(super) fn record(
     )?;
     state.apply(&event);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_story_may_spend_what_it_spent_and_what_is_left_of_the_epic() {
+        let mut state = EpicState::default();
+        let spend = |state: &mut EpicState, key: &str, usd: f64, ms: u64| {
+            let s = state.stories.entry(key.into()).or_default();
+            s.detail.cost_usd = Some(usd);
+            s.detail.run_time_ms = Some(ms);
+        };
+        spend(&mut state, "a", 2.0, 4_000);
+        spend(&mut state, "b", 0.5, 1_000);
+        let budget = EpicBudget {
+            usd: Some(3.0),
+            time_secs: Some(10),
+            ..EpicBudget::default()
+        };
+        let (usd, time) = state.story_limits("b", &budget);
+        assert_eq!(usd, Some(0.5 + 0.5));
+        assert_eq!(time, Some(Duration::from_millis(1_000 + 5_000)));
+        // Spent already: nothing more, never a negative budget.
+        spend(&mut state, "a", 9.0, 20_000);
+        assert_eq!(
+            state.story_limits("b", &budget),
+            (Some(0.5), Some(Duration::from_millis(1_000)))
+        );
+        assert_eq!(
+            state.story_limits("b", &EpicBudget::default()),
+            (None, None)
+        );
+    }
 }

@@ -26,6 +26,9 @@ pub(super) struct Job {
     pub(super) merges: Vec<String>,
     pub(super) known: super::state::StoryState,
     pub(super) remote: String,
+    /// What the story's session may spend in all, of the epic's budget: dollars, time in
+    /// steps.
+    pub(super) limits: (Option<f64>, Option<std::time::Duration>),
 }
 
 /// A message from a story's worker.
@@ -97,6 +100,12 @@ pub(super) fn run_story(
         ..Default::default()
     });
     let mut observer = observer(key, &session.worktree, progress, tx);
+    // What is left of the epic's budget caps the story's own (no step starts past it).
+    let mut limited = config.clone();
+    if let Some(usd) = job.limits.0 {
+        let own = limited.orchestration.budget_usd.map_or(usd, |b| b.min(usd));
+        limited.orchestration.budget_usd = Some(own);
+    }
     // A story a human unblocked after its pipeline had finished runs its pipeline anew.
     let (source, args) = (job.source.clone(), vec![key.clone()]);
     let request = if job.known.stage == Stage::Unblocked {
@@ -109,10 +118,11 @@ pub(super) fn run_story(
         &session,
         request,
         supervisor::RunOptions {
-            config,
+            config: &limited,
             feature_env: Default::default(),
             observer: &mut observer,
             interrupt,
+            time_limit: job.limits.1,
         },
     )?;
     let (rounds, fixed) = review_rounds(&report.state, &job.source);

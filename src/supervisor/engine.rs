@@ -67,6 +67,10 @@ pub struct RunOptions<'a> {
     pub observer: &'a mut dyn FnMut(&Event),
     /// Set when the user interrupts (see [`runner::interrupt`]).
     pub interrupt: &'a AtomicBool,
+    /// The most time in steps the session's runs may spend in all, when less than the
+    /// playbook's `limits.max_run_time` (an epic's `--max-time`): no step's timeout runs
+    /// past it.
+    pub time_limit: Option<std::time::Duration>,
 }
 
 /// Run, resume or answer: the supervisor's one entry point.
@@ -132,6 +136,10 @@ pub fn supervise(
     let fresh = RunState::default();
     let before = if new_run.is_some() { &fresh } else { &state };
     let programs = preflight(&playbook, before, options.config, &root)?;
+    let mut playbook = playbook;
+    if let Some(limit) = options.time_limit {
+        playbook.limits.max_run_time = playbook.limits.max_run_time.min(limit);
+    }
     let mut engine = Engine {
         repo,
         session,

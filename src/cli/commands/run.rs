@@ -109,6 +109,7 @@ pub(super) fn supervise_and_report(
         s,
         request,
         RunOptions {
+            time_limit: None,
             config: &config,
             feature_env: crate::bmad::speckit::FeatureEnv::from_process(),
             observer: &mut observer,
