@@ -67,9 +67,8 @@ pub struct RunOptions<'a> {
     pub observer: &'a mut dyn FnMut(&Event),
     /// Set when the user interrupts (see [`runner::interrupt`]).
     pub interrupt: &'a AtomicBool,
-    /// The most time in steps the session's runs may spend in all, when less than the
-    /// playbook's `limits.max_run_time` (an epic's `--max-time`): no step's timeout runs
-    /// past it.
+    /// The most time in steps the session's runs may spend, when less than the playbook's
+    /// `limits.max_run_time` (an epic's `--max-time`): no step's timeout runs past it.
     pub time_limit: Option<std::time::Duration>,
 }
 
