@@ -142,8 +142,16 @@ fn an_untouched_session_removes_without_force_and_restores() {
     );
     assert!(sessions(&env, &repo, false).is_empty());
     std::fs::remove_dir_all(&wt).unwrap();
-    env.bmad(&repo, &["restore", &id[..12]]).success();
+    let restored = env.bmad(&repo, &["restore", &id[..12]]).success();
     assert!(wt.join(".git").exists());
+    // A worktree made again is guarded like a new one: here, no hooks are installed.
+    assert!(
+        restored
+            .stderr
+            .contains("the policy hooks are not installed"),
+        "{}",
+        restored.stderr
+    );
     assert_eq!(
         env.git(&wt, &["status", "--porcelain"]),
         "",

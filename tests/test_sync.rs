@@ -140,6 +140,14 @@ fn a_run_parked_in_a_is_pushed_synced_resumed_and_answered_in_b() {
     // stops at the same gate.
     let resumed = env.bmad(&b, &["resume", "feat"]).code(3);
     assert!(resumed.stderr.contains("is here now"), "{}", resumed.stderr);
+    // Its new worktree is guarded like any session's: B has no hooks installed.
+    assert!(
+        resumed
+            .stderr
+            .contains("the policy hooks are not installed"),
+        "{}",
+        resumed.stderr
+    );
     let wt_b = env.root().join("b.feat");
     assert_eq!(read(&wt_b, "out/build.txt"), "built\n");
     assert!(resumed.stdout.contains("ship"), "{}", resumed.stdout);

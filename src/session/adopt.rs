@@ -9,6 +9,7 @@ use super::checkpoints_ref;
 use super::error::{Error, Result};
 use super::event::NewEvent;
 use super::journal;
+use super::policy::Policy;
 use super::schema::Body;
 use super::store::Session;
 use super::sync::{cas, check_remote_trailers, list_remote, merge_journals, tracking_prefix};
@@ -29,14 +30,20 @@ pub const LEASE: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 ///
 /// Refuses a session that looks live in the other clone (running, newest checkpoint under
 /// [`LEASE`] ago) unless `steal`. A session that already lives here is returned as it is.
-pub fn adopt(repo: &Repo, remote: &str, query: &str, steal: bool) -> Result<Session> {
+pub fn adopt(
+    repo: &Repo,
+    remote: &str,
+    query: &str,
+    steal: bool,
+    policy: &dyn Policy,
+) -> Result<(Session, Vec<String>)> {
     let local = match super::store::locate(repo, Some(query)) {
         Ok(s) => Some(s),
         Err(Error::UnknownSession { .. }) => None,
         Err(e) => return Err(e),
     };
     let (session, imported) = match local {
-        Some(here) if !here.elsewhere => return Ok(here),
+        Some(here) if !here.elsewhere => return Ok((here, Vec::new())),
         Some(here) => (here, true),
         None => (find_remote(repo, remote, query)?, false),
     };
@@ -55,7 +62,7 @@ pub fn adopt(repo: &Repo, remote: &str, query: &str, steal: bool) -> Result<Sess
     if !imported {
         import_refs(repo, remote, &session)?;
     }
-    settle_here(repo, remote, session)
+    settle_here(repo, remote, session, policy)
 }
 
 /// The one session of `remote` (as of the last sync) that `query` names, once its
@@ -132,7 +139,12 @@ fn import_refs(repo: &Repo, remote: &str, session: &Session) -> Result<()> {
 
 /// Give the session its branch and a worktree in this clone, from its newest checkpoint,
 /// and record that it lives here now.
-fn settle_here(repo: &Repo, remote: &str, mut session: Session) -> Result<Session> {
+fn settle_here(
+    repo: &Repo,
+    remote: &str,
+    mut session: Session,
+    policy: &dyn Policy,
+) -> Result<(Session, Vec<String>)> {
     let id = session.id.clone();
     let config = super::load_config(repo)?;
     let worktree = config.worktree_for(&repo.main_workdir()?, &session.name);
@@ -176,6 +188,7 @@ fn settle_here(repo: &Repo, remote: &str, mut session: Session) -> Result<Sessio
     repo.add_worktree_on(&worktree, session.short_branch())?;
     let worktree = std::fs::canonicalize(&worktree).unwrap_or(worktree);
     super::worktree::mark_session_worktree(repo, &worktree, &id, &session.branch)?;
+    let warnings = policy.prepare_worktree(repo, &worktree);
     let wt = repo.open_worktree(&worktree)?;
     super::rollback::restore_state(repo, &wt, &head)?;
     let from = std::mem::replace(&mut session.worktree, worktree.clone());
@@ -205,5 +218,5 @@ fn settle_here(repo: &Repo, remote: &str, mut session: Session) -> Result<Sessio
     let mut settled = super::store::get(repo, &id)?.unwrap_or(session);
     settled.elsewhere = false;
     settled.worktree_exists = settled.worktree.is_dir();
-    Ok(settled)
+    Ok((settled, warnings))
 }

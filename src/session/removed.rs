@@ -20,6 +20,7 @@ use super::error::{Error, Result};
 use super::event::{Decision, NewEvent};
 use super::id::SessionId;
 use super::journal::{self, trailer, trailers};
+use super::policy::Policy;
 use super::schema::{Body, SessionRestored};
 use super::state::Status;
 use super::store::{self, Session};
@@ -223,14 +224,17 @@ pub struct Restored {
     pub checkpoint: Checkpoint,
     /// Files left alone because ignore rules cover them.
     pub protected: Vec<String>,
+    /// What the policy could not do to guard the worktree made again.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Bring back a removed session (its refs, then its worktree with the files and index of its
 /// last checkpoint), or give a pruned one its worktree again. Running it again after a crash
 /// goes on from where it stopped.
-pub fn restore(repo: &Repo, query: &str) -> Result<Restored> {
+pub fn restore(repo: &Repo, query: &str, policy: &dyn Policy) -> Result<Restored> {
     if let Some(removed) = find_removed(repo, query)? {
-        return restore_removed(repo, removed);
+        return restore_removed(repo, removed, policy);
     }
     let session = match store::locate(repo, Some(query)) {
         Err(Error::UnknownSession { query }) => return Err(Error::NothingToRestore { query }),
@@ -244,10 +248,10 @@ pub fn restore(repo: &Repo, query: &str) -> Result<Restored> {
             session.worktree.display()
         )));
     }
-    restore_worktree(repo, session, "pruned")
+    restore_worktree(repo, session, "pruned", policy)
 }
 
-fn restore_removed(repo: &Repo, removed: RemovedSession) -> Result<Restored> {
+fn restore_removed(repo: &Repo, removed: RemovedSession, policy: &dyn Policy) -> Result<Restored> {
     // Another session took the branch or the directory since: refuse before writing.
     if let Some(other) = store::list(repo)?.into_iter().find(|s| {
         s.id != removed.id && (s.branch == removed.branch || s.worktree == removed.worktree)
@@ -301,9 +305,10 @@ fn restore_removed(repo: &Repo, removed: RemovedSession) -> Result<Restored> {
             from: "removed",
             checkpoint,
             protected: Vec::new(),
+            warnings: Vec::new(),
         }
     } else {
-        restore_worktree(repo, session, "removed")?
+        restore_worktree(repo, session, "removed", policy)?
     };
     // The keep goes last: until then, `restore` can be run again.
     let keep = removed_ref(&removed.id);
@@ -331,7 +336,12 @@ fn chain_head(repo: &Repo, session: &Session) -> Result<Checkpoint> {
 
 /// Give `session` its worktree back, on its branch, with the files and index of its newest
 /// checkpoint; record that, with the status it had before it was removed or pruned.
-fn restore_worktree(repo: &Repo, session: Session, from: &'static str) -> Result<Restored> {
+fn restore_worktree(
+    repo: &Repo,
+    session: Session,
+    from: &'static str,
+    policy: &dyn Policy,
+) -> Result<Restored> {
     let checkpoints = chain(repo, &session)?;
     let target = checkpoints
         .first()
@@ -339,6 +349,7 @@ fn restore_worktree(repo: &Repo, session: Session, from: &'static str) -> Result
         .ok_or_else(|| Error::NoCheckpoint {
             session: session.id.to_string(),
         })?;
+    let mut warnings = Vec::new();
     if !session.worktree_exists {
         if std::fs::symlink_metadata(&session.worktree).is_ok() {
             return Err(Error::RestorePathExists {
@@ -365,6 +376,7 @@ fn restore_worktree(repo: &Repo, session: Session, from: &'static str) -> Result
             &session.id,
             &session.branch,
         )?;
+        warnings = policy.prepare_worktree(repo, &session.worktree);
     }
     let wt = repo.open_worktree(&session.worktree)?;
     let protected = super::rollback::restore_state(repo, &wt, &target)?;
@@ -398,6 +410,7 @@ fn restore_worktree(repo: &Repo, session: Session, from: &'static str) -> Result
         from,
         checkpoint,
         protected,
+        warnings,
     })
 }
 

@@ -23,7 +23,10 @@ pub struct RestoreArgs {
 /// Run `restore`.
 pub fn cmd_restore(ctx: &Context, args: &RestoreArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let restored = session::restore(&repo, &args.session)?;
+    let restored = session::restore(&repo, &args.session, &ctx.policy)?;
+    for warning in &restored.warnings {
+        ctx.ui.warn(warning);
+    }
     if ctx.ui.json() {
         ctx.ui.print_json(&json!({"restored": restored}));
         return Ok(exit::OK);

@@ -44,7 +44,11 @@ pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> 
     let s = match session::locate(&repo, query) {
         // It lives in another clone now: taking it back is an adoption too.
         Ok(s) if s.elsewhere => {
-            let here = session::adopt(&repo, &args.remote, s.id.as_str(), args.steal)?;
+            let (here, warnings) =
+                session::adopt(&repo, &args.remote, s.id.as_str(), args.steal, &ctx.policy)?;
+            for warning in &warnings {
+                ctx.ui.warn(warning);
+            }
             ctx.ui.status(format!(
                 "Session {} ({}) is back here: {}",
                 here.id,
@@ -56,19 +60,21 @@ pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> 
         }
         Ok(s) => s,
         Err(session::Error::UnknownSession { query }) => {
-            let here =
-                session::adopt(&repo, &args.remote, &query, args.steal).map_err(|e| match e {
-                    session::Error::UnknownSession { .. } => {
-                        CommandError::from(session::Error::UnknownSession {
-                            query: query.clone(),
-                        })
-                        .hinted(format!(
+            let (here, warnings) =
+                session::adopt(&repo, &args.remote, &query, args.steal, &ctx.policy).map_err(
+                    |e| match e {
+                        session::Error::UnknownSession { .. } => {
+                            CommandError::from(session::Error::UnknownSession {
+                                query: query.clone(),
+                            })
+                            .hinted(format!(
                         "a session pushed from another machine: git bmad sync --remote {} first",
                         args.remote
                     ))
-                    }
-                    other => other.into(),
-                })?;
+                        }
+                        other => other.into(),
+                    },
+                )?;
             ctx.ui.status(format!(
                 "Session {} ({}) is here now, from {}: {}",
                 here.id,
@@ -76,6 +82,9 @@ pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> 
                 args.remote,
                 here.worktree.display()
             ));
+            for warning in &warnings {
+                ctx.ui.warn(warning);
+            }
             adopted = true;
             here
         }
