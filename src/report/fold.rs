@@ -8,7 +8,7 @@ use super::{
     CheckRun, Evidence, GateReport, Outcome, Problem, Progress, SessionReport, TimelineEntry,
 };
 use crate::session::run_state::{limit_text, Ended, RunState, Stop, StopKind};
-use crate::session::schema::StepOutcome;
+use crate::session::schema::{Answer, GateKind, StepOutcome};
 use crate::session::{self, Body, Event, SessionState, Status};
 use crate::time::Timestamp;
 
@@ -145,14 +145,21 @@ pub fn fold(session: &session::Session, events: &[Event], window: Window) -> Opt
     if outcome == Outcome::Parked {
         report.gate = run.gate.as_ref().map(|gate| {
             let options: Vec<String> = gate.options.iter().map(|a| a.as_str().to_owned()).collect();
+            // After a step that failed or was escalated, `continue` would accept it as it is:
+            // the command offered is `retry`, where the gate takes it.
+            let suggested = if gate.kind == GateKind::After && gate.options.contains(&Answer::Retry)
+            {
+                "retry"
+            } else {
+                options.first().map_or("continue", String::as_str)
+            };
             GateReport {
                 step: (!gate.step.is_empty()).then(|| gate.step.clone()),
                 kind: gate.kind.as_str().to_owned(),
                 question: gate.question.clone(),
                 evidence: gate.evidence.clone(),
                 answer: format!(
-                    "git bmad answer {} -s {}",
-                    options.first().map_or("continue", String::as_str),
+                    "git bmad answer {suggested} -s {}",
                     crate::text::shell_quote(&session.name)
                 ),
                 options,
@@ -318,6 +325,22 @@ mod tests {
         let report = fold(&session(), &answered, window(0, 10)).unwrap();
         assert_eq!(report.outcome, Outcome::Running);
         assert!(report.gate.is_none());
+    }
+
+    /// A gate after a failed step offers `retry`: `continue` would accept the failing step.
+    #[test]
+    fn a_gate_after_a_failed_step_offers_retry_not_continue() {
+        let failed = run(&[
+            ("step_failed", Some("a"), json!({"error": "tests failed"})),
+            (
+                "gate_opened",
+                Some("a"),
+                json!({"kind": "after", "question": "Tests fail. Go on?", "evidence": "", "options": ["continue", "retry", "skip", "abort"]}),
+            ),
+        ]);
+        let report = fold(&session(), &failed, window(0, 10)).unwrap();
+        assert_eq!(report.outcome, Outcome::Parked);
+        assert_eq!(report.gate.unwrap().answer, "git bmad answer retry -s feat");
     }
 
     /// The report reads the run as the supervisor does: an interrupted run waits for
