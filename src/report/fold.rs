@@ -252,19 +252,10 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(i, (kind, step, detail))| Event {
-                seq: i as u64 + 1,
                 ts: Timestamp::from_secs(START + 60 * i as u64).rfc3339(),
-                session: "20261122-101500-abcdef".into(),
                 step: step.map(str::to_owned),
-                decision: None,
-                trigger: None,
                 duration_ms: Some(1000),
-                response: None,
-                body: Body::from_parts((*kind).into(), detail.clone()),
-                prev: None,
-                origin: None,
-                from: None,
-                signer: None,
+                ..Event::for_test(i as u64 + 1, kind, detail.clone())
             })
             .collect()
     }

@@ -293,6 +293,30 @@ impl NewEvent {
     }
 }
 
+/// Events for tests of the folds above the journal.
+#[cfg(test)]
+impl Event {
+    /// Event number `seq`, `kind` with `detail`, of one fixed session at one fixed time;
+    /// every other field empty.
+    pub(crate) fn for_test(seq: u64, kind: &str, detail: Value) -> Event {
+        Event {
+            seq,
+            ts: "2026-11-22T10:15:00Z".into(),
+            session: "20261122-101500-abcdef".into(),
+            step: None,
+            decision: None,
+            trigger: None,
+            duration_ms: None,
+            response: None,
+            body: Body::from_parts(kind.into(), detail),
+            prev: None,
+            origin: None,
+            from: None,
+            signer: None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

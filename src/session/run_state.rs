@@ -435,19 +435,10 @@ mod tests {
 
     fn ev(seq: u64, event: &str, step: &str, detail: serde_json::Value) -> Event {
         Event {
-            seq,
-            ts: "2026-11-22T10:15:00Z".into(),
-            session: "20261122-101500-abcdef".into(),
             step: (!step.is_empty()).then(|| step.to_owned()),
             decision: Some(Decision::Auto),
-            trigger: None,
             duration_ms: Some(10),
-            response: None,
-            body: Body::from_parts(event.into(), detail),
-            prev: None,
-            origin: None,
-            from: None,
-            signer: None,
+            ..Event::for_test(seq, event, detail)
         }
     }
 

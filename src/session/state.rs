@@ -180,21 +180,7 @@ mod tests {
     use serde_json::json;
 
     fn ev(seq: u64, event: &str, detail: serde_json::Value) -> Event {
-        Event {
-            seq,
-            ts: "2026-11-22T10:15:00Z".into(),
-            session: "20261122-101500-abcdef".into(),
-            step: None,
-            decision: None,
-            trigger: None,
-            duration_ms: None,
-            response: None,
-            body: Body::from_parts(event.into(), detail),
-            prev: None,
-            origin: None,
-            from: None,
-            signer: None,
-        }
+        Event::for_test(seq, event, detail)
     }
 
     #[test]

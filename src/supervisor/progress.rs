@@ -101,19 +101,10 @@ mod tests {
             _ => json!({}),
         };
         Event {
-            seq,
             ts: Timestamp::from_secs(1_795_342_500 + secs).rfc3339(),
-            session: "20261122-101500-abcdef".into(),
             step: step.map(str::to_owned),
-            decision: None,
-            trigger: None,
             duration_ms: ms,
-            response: None,
-            body: Body::from_parts(kind.into(), detail),
-            prev: None,
-            origin: None,
-            from: None,
-            signer: None,
+            ..Event::for_test(seq, kind, detail)
         }
     }
 
