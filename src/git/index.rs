@@ -30,12 +30,14 @@ const RAW_ENTRY: &str = "index";
 impl Repo {
     /// The saved index `saved` with every staged file `vet` refuses put back as `head_tree`
     /// has it (absent, for a new file), and the paths refused: what `git add` wrote stays
-    /// unreachable, so a checkpoint never keeps a staged secret alive. A raw index (one with
-    /// unmerged entries) is kept as it is.
+    /// unreachable, so a checkpoint never keeps a staged secret alive. A staged file that
+    /// `snapshot` (the worktree's vetted tree) holds as it is was vetted there, and is not
+    /// read again. A raw index (one with unmerged entries) is kept as it is.
     pub fn vet_saved_index(
         &self,
         saved: SavedIndex,
         head_tree: ObjectId,
+        snapshot: ObjectId,
         vet: Vet<'_>,
     ) -> Result<(SavedIndex, Vec<String>)> {
         let SavedIndex::Tree(staged) = saved else {
@@ -49,6 +51,12 @@ impl Repo {
             }
             let id = ObjectId::from_hex(change.new_id.as_bytes())
                 .map_err(|e| Error::Corrupt(format!("{}: {e}", change.new_id)))?;
+            if self
+                .entry_in(snapshot, &change.path)?
+                .is_some_and(|(_, vetted)| vetted == id)
+            {
+                continue;
+            }
             let mut bytes = self.read_blob(id)?;
             bytes.truncate(VET_LIMIT as usize);
             if !vet(&change.path, &bytes) {

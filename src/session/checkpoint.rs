@@ -52,25 +52,34 @@ impl Recorded {
         policy: &dyn Policy,
     ) -> Result<(Recorded, Vec<String>)> {
         let head = wt.head_id()?;
+        if staged == Some(false) {
+            return Ok((
+                Recorded::State {
+                    tree,
+                    head,
+                    index: None,
+                },
+                Vec::new(),
+            ));
+        }
         let head_tree = match head {
             Some(head) => wt.tree_of(head)?,
             None => wt.empty_tree(),
         };
-        let index = match staged {
-            Some(false) => None,
-            Some(true) => Some(wt.save_index()?),
-            None => Some(wt.save_index()?).filter(|saved| *saved != SavedIndex::Tree(head_tree)),
-        };
-        let mut kept_out = Vec::new();
-        let index = match index {
-            Some(saved) => {
-                let mut vet = |path: &str, bytes: &[u8]| policy.admit(path, bytes);
-                let (saved, refused) = wt.vet_saved_index(saved, head_tree, &mut vet)?;
-                kept_out = refused;
-                Some(wt.write_saved_index(saved)?)
-            }
-            None => None,
-        };
+        let saved = wt.save_index()?;
+        if staged.is_none() && saved == SavedIndex::Tree(head_tree) {
+            return Ok((
+                Recorded::State {
+                    tree,
+                    head,
+                    index: None,
+                },
+                Vec::new(),
+            ));
+        }
+        let mut vet = |path: &str, bytes: &[u8]| policy.admit(path, bytes);
+        let (saved, kept_out) = wt.vet_saved_index(saved, head_tree, tree, &mut vet)?;
+        let index = Some(wt.write_saved_index(saved)?);
         Ok((Recorded::State { tree, head, index }, kept_out))
     }
 }
