@@ -98,12 +98,17 @@ pub(super) fn run(
     options: &EpicOptions<'_>,
 ) -> Result<Closed, Error> {
     let name = close_session_name(&plan.epic);
-    let start = StartOptions {
-        name,
-        base: Some(epic.short_branch().to_owned()),
-        playbook: Some("bmad-epic-close".into()),
+    let session = match closeout::find_by_name(repo, &name)? {
+        Some(s) => s,
+        None => {
+            let start = StartOptions {
+                name,
+                base: Some(epic.short_branch().to_owned()),
+                playbook: Some("bmad-epic-close".into()),
+            };
+            super::start_session(repo, &start, options.policy, options.progress)?
+        }
     };
-    let session = super::session_named(repo, &start, options.policy, options.progress)?;
     let report = supervisor::supervise(
         repo,
         &session,

@@ -95,18 +95,15 @@ pub enum Error {
     },
 }
 
-/// The epic's session named `start.name`: the one already there (a resumed run), or a new
-/// one, guarded by `policy` like any session; what the policy could not do goes to
-/// `progress`.
-fn session_named(
+/// A new session of the epic's, guarded by `policy` like any session; what the policy
+/// could not do goes to `progress`. (Callers look for the one of that name first: a resumed
+/// run goes on in it.)
+fn start_session(
     repo: &crate::session::Repo,
     start: &crate::session::StartOptions,
     policy: &dyn crate::session::Policy,
     progress: &(dyn Fn(&str) + Sync),
 ) -> Result<crate::session::Session, Error> {
-    if let Some(s) = crate::session::closeout::find_by_name(repo, &start.name)? {
-        return Ok(s);
-    }
     let started = crate::session::start(repo, start, policy)?;
     for warning in &started.warnings {
         progress(&format!("{}: {warning}", start.name));

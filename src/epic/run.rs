@@ -511,7 +511,7 @@ fn epic_session(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<Se
         base: Some(base),
         playbook: None,
     };
-    super::session_named(repo, &start, options.policy, options.progress)
+    super::start_session(repo, &start, options.policy, options.progress)
 }
 
 /// What a story's branch starts from: the branch of the dependency it is stacked on, or the

@@ -78,7 +78,7 @@ pub(super) fn run_story(
                 base: Some(job.base.clone()),
                 playbook: Some(job.source.name.clone()),
             };
-            let s = super::session_named(&repo, &start, policy, progress)?;
+            let s = super::start_session(&repo, &start, policy, progress)?;
             for branch in &job.merges {
                 closeout::merge_into(&repo, &s, branch)?;
             }
