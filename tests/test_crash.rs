@@ -180,6 +180,48 @@ fn a_start_killed_inside_git_worktree_add_is_removed_by_doctors_fix() {
     }
 }
 
+/// A git killed while it created a session's branch leaves the branch's lock (and perhaps
+/// `packed-refs.lock`): the next `start` of that name clears them and says so, and `doctor`
+/// names a lock under any ref and `--fix` removes it.
+#[test]
+fn git_locks_a_killed_start_left_are_cleared_by_the_next_start_and_by_doctor() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let branch_lock = repo.join(".git/refs/heads/bmad/half.lock");
+    let packed_lock = repo.join(".git/packed-refs.lock");
+    std::fs::create_dir_all(branch_lock.parent().unwrap()).unwrap();
+    for lock in [&branch_lock, &packed_lock] {
+        std::fs::write(lock, "").unwrap();
+    }
+    let started = env.bmad(&repo, &["start", "half"]).success();
+    for lock in [&branch_lock, &packed_lock] {
+        assert!(!lock.exists(), "{} is still there", lock.display());
+        assert!(
+            started.stderr.contains(&format!(
+                "removed {}, left by a git process that was killed",
+                lock.display()
+            )),
+            "{}",
+            started.stderr
+        );
+    }
+
+    // A lock under any ref, one that no operation of ours would clear by itself.
+    let tag_lock = repo.join(".git/refs/tags/v1.lock");
+    std::fs::create_dir_all(tag_lock.parent().unwrap()).unwrap();
+    std::fs::write(&tag_lock, "").unwrap();
+    let doctor = env.bmad(&repo, &["doctor", "--json"]).code(1).json();
+    let named = doctor["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|f| f["message"].as_str().unwrap().contains("refs/tags/v1.lock"));
+    assert!(named, "{doctor:#}");
+    recover(&env, &repo, "a tag's lock");
+    assert!(!tag_lock.exists());
+    env.git(&repo, &["tag", "v1"]);
+}
+
 /// `remove` killed while `git worktree remove` was deleting files, after the `.git` file
 /// went: finishing the removal takes no snapshot of the half-deleted files, and the session
 /// comes back whole.

@@ -43,21 +43,49 @@ fn an_epic_killed_at_spread_instants_resumes_without_repeating_a_finished_stage(
     let repo = epic_project(&env);
     // Each dev step takes a moment, so kills land inside steps as well as between them.
     dev_behaviour(&env, "sleep 0.5");
-    let mut kills = 0;
-    for round in 0..8u64 {
+    // Odd rounds kill at an instant counted from the launch (inside start-up as well);
+    // even rounds once a dev step has begun, so however slow the machine, kills land inside
+    // the run's steps too.
+    let dev_calls = || {
+        std::fs::read_to_string(env.root().join("home/agent/dev.log"))
+            .map(|log| log.lines().count())
+            .unwrap_or(0)
+    };
+    let (mut kills, mut kills_in_steps) = (0, 0);
+    for round in 0..10u64 {
+        let calls_before = dev_calls();
         let mut child = env.spawn_group(&repo, &["epic", "run", "3", "--parallel", "2"]);
-        // From right at the start to well into the run, a different instant each round.
-        std::thread::sleep(Duration::from_millis(80 + (round * 173) % 500));
-        if child.try_wait().unwrap().is_some() {
+        if round % 2 == 0 {
+            let deadline = std::time::Instant::now() + Duration::from_secs(30);
+            while dev_calls() == calls_before
+                && std::time::Instant::now() < deadline
+                && child.try_wait().unwrap().is_none()
+            {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            std::thread::sleep(Duration::from_millis((round * 97) % 400));
+        } else {
+            std::thread::sleep(Duration::from_millis(80 + (round * 173) % 500));
+        }
+        if let Some(exit) = child.try_wait().unwrap() {
+            // It ran to its end: after the kills and the recoveries, that end is success.
+            let again = env.bmad(&repo, &["epic", "status", "3"]);
+            assert!(
+                exit.success(),
+                "epic run after {kills} kills ended {exit}: {}{}",
+                again.stdout,
+                again.stderr
+            );
             break;
         }
         kill_group(&mut child);
         kills += 1;
+        kills_in_steps += usize::from(dev_calls() > calls_before);
         recover(&env, &repo, &format!("after kill {kills}"));
     }
     assert!(
-        kills >= 3,
-        "only {kills} kills landed; the test is not testing"
+        kills >= 3 && kills_in_steps >= 2,
+        "only {kills} kills landed, {kills_in_steps} inside a step; the test is not testing"
     );
     // Then to the end: resume (with doctor's fixes between, should it stop again).
     let mut said = Vec::new();

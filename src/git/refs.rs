@@ -204,6 +204,49 @@ impl Repo {
         self.common_path(&format!("{name}.lock"))
     }
 
+    /// git's own lock files that exist now: the shared ones (`packed-refs.lock`,
+    /// `config.lock`, `HEAD.lock`, `shallow.lock`, each loose ref's) and, for each of
+    /// `worktree_git_dirs`, its `index.lock` and `HEAD.lock`. Locks under `refs/bmad/` and
+    /// `refs/notes/bmad/` are git-bmad's own and left out: its writers clear them once stale.
+    pub fn git_lock_files(&self, worktree_git_dirs: &[PathBuf]) -> Vec<PathBuf> {
+        let common = self.common_dir();
+        let mut found: Vec<PathBuf> = [
+            "packed-refs.lock",
+            "config.lock",
+            "HEAD.lock",
+            "shallow.lock",
+        ]
+        .iter()
+        .map(|name| common.join(name))
+        .chain(
+            worktree_git_dirs
+                .iter()
+                .flat_map(|dir| [dir.join("index.lock"), dir.join("HEAD.lock")]),
+        )
+        .filter(|lock| lock.is_file())
+        .collect();
+        let ours = [common.join("refs/bmad"), common.join("refs/notes/bmad")];
+        let mut stack = vec![common.join("refs")];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    if !ours.contains(&path) {
+                        stack.push(path);
+                    }
+                } else if path.extension().is_some_and(|e| e == "lock") {
+                    found.push(path);
+                }
+            }
+        }
+        found.sort();
+        found.dedup();
+        found
+    }
+
     /// All refs whose full name starts with `prefix` (which should end in `/`), with their
     /// peeled targets, sorted by name.
     pub fn refs_with_prefix(&self, prefix: &str) -> Result<Vec<(String, ObjectId)>> {

@@ -1,6 +1,7 @@
 //! [`Repo`]: the repository handle, opened once per process.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use gix::bstr::ByteSlice;
 
@@ -183,13 +184,25 @@ impl Repo {
     /// there) and asks again; the worktree is then listed as half-added, which `doctor`
     /// names and `remove --force` clears.
     pub fn worktrees(&self) -> Result<Vec<WorktreeInfo>> {
-        let out = match self.git.run(["worktree", "list", "--porcelain", "-z"]) {
-            Ok(out) => out,
-            Err(error) => {
-                if self.complete_torn_worktree_admin_dirs() == 0 {
-                    return Err(error);
+        let list = || self.git.run(["worktree", "list", "--porcelain", "-z"]);
+        // A `git worktree add` running now writes its administrative directory file by file,
+        // and a listing that reads it half-made dies; a moment later it is whole. One that
+        // stays torn was left by a killed add, and is completed here.
+        let mut wait = Duration::from_millis(20);
+        let out = loop {
+            match list() {
+                Ok(out) => break out,
+                Err(error) if !reads_an_admin_dir(&error) => return Err(error),
+                Err(_) if wait <= Duration::from_millis(320) => {
+                    std::thread::sleep(wait);
+                    wait *= 2;
                 }
-                self.git.run(["worktree", "list", "--porcelain", "-z"])?
+                Err(error) => {
+                    if self.complete_torn_worktree_admin_dirs() == 0 {
+                        return Err(error);
+                    }
+                    break list()?;
+                }
             }
         };
         Ok(parse_worktree_list(&out))
@@ -408,6 +421,12 @@ impl Repo {
 
 fn canonical(path: &Path) -> Result<PathBuf> {
     std::fs::canonicalize(path).map_err(|e| Error::io("could not resolve", path, e))
+}
+
+/// Whether a `git worktree list` failed reading a worktree's administrative directory
+/// (`.git/worktrees/<name>/…`), as it does while a `git worktree add` is making one.
+fn reads_an_admin_dir(error: &Error) -> bool {
+    matches!(error, Error::Command { stderr, .. } if stderr.contains("/worktrees/"))
 }
 
 /// Parse `git worktree list --porcelain -z`: records of NUL-terminated fields, each record

@@ -537,21 +537,21 @@ fn is_session_side_ref(name: &str) -> bool {
                 .is_some_and(|t| t.bytes().all(|b| b.is_ascii_hexdigit())))
 }
 
-/// git's own lock files (`packed-refs.lock`, each worktree's `index.lock`): one a dead
-/// process left blocks every later git command until someone removes it.
+/// git's own lock files (`packed-refs.lock`, a branch's, each worktree's `index.lock`): one
+/// a dead process left blocks every later git command until someone removes it.
 fn check_git_locks(
     repo: &Repo,
     worktrees: &[WorktreeInfo],
     running: Option<u32>,
     f: &mut Findings,
 ) {
-    let mut locks = vec![repo.common_dir().join("packed-refs.lock")];
-    for wt in worktrees.iter().filter(|w| w.path.is_dir()) {
-        if let Ok(wt) = repo.open_worktree(&wt.path) {
-            locks.push(wt.git_dir().join("index.lock"));
-        }
-    }
-    for lock in locks {
+    let git_dirs: Vec<_> = worktrees
+        .iter()
+        .filter(|w| w.path.is_dir())
+        .filter_map(|w| repo.open_worktree(&w.path).ok())
+        .map(|wt| wt.git_dir().to_owned())
+        .collect();
+    for lock in repo.git_lock_files(&git_dirs) {
         let Some(age) = lock_age(&lock) else {
             continue;
         };

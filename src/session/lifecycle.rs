@@ -93,6 +93,14 @@ pub fn start(repo: &Repo, options: &StartOptions, policy: &dyn Policy) -> Result
         )));
     }
 
+    // What a killed start left would fail this one: the branch's lock, `packed-refs.lock`.
+    let mut warnings = super::repair::clear_abandoned_locks(
+        repo,
+        &[
+            repo.lock_path(&branch),
+            repo.common_path("packed-refs.lock"),
+        ],
+    );
     // Claim an id: its checkpoint ref must not exist yet.
     let tree = repo.tree_of(base_commit)?;
     let label = format!("session {name} started from {base_label}");
@@ -135,7 +143,7 @@ pub fn start(repo: &Repo, options: &StartOptions, policy: &dyn Policy) -> Result
     ensure_notes_config(repo)?;
     let worktree = std::fs::canonicalize(&worktree).unwrap_or(worktree);
     worktree::mark_session_worktree(repo, &worktree, &id, &branch)?;
-    let warnings = policy.prepare_worktree(repo, &worktree);
+    warnings.extend(policy.prepare_worktree(repo, &worktree));
     journal::append(
         repo,
         &id,

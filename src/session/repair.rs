@@ -96,6 +96,30 @@ fn session_of(repo: &Repo, id: &str) -> Result<super::store::Session> {
     super::store::get(repo, &id)?.ok_or_else(unknown)
 }
 
+/// Remove those of `locks` that exist while no git process works in the repository: a
+/// killed git left them, and the operation about to run would fail on them. One line for
+/// each removed, to say so.
+pub(super) fn clear_abandoned_locks(repo: &Repo, locks: &[PathBuf]) -> Vec<String> {
+    let present: Vec<&PathBuf> = locks.iter().filter(|lock| lock.is_file()).collect();
+    if present.is_empty() {
+        return Vec::new();
+    }
+    match repo.worktrees() {
+        Ok(worktrees) if git_running_in(repo, &worktrees).is_none() => {}
+        _ => return Vec::new(),
+    }
+    present
+        .into_iter()
+        .filter(|lock| std::fs::remove_file(lock).is_ok())
+        .map(|lock| {
+            format!(
+                "removed {}, left by a git process that was killed",
+                lock.display()
+            )
+        })
+        .collect()
+}
+
 /// A live `git` or other git-bmad process working in this repository (its current
 /// directory in one of the worktrees or the git dir), if there is one: a lock may be its.
 /// Linux `/proc` only; elsewhere `Some(0)` is returned, so the lock's age alone decides.
