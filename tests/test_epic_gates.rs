@@ -155,7 +155,7 @@ fn per_epic_gates_ask_for_scope_then_a_yellow_integration_then_completion() {
 }
 
 #[test]
-fn without_gates_a_red_checkpoint_holds_the_dependent_until_the_branch_is_fixed() {
+fn a_reviewer_that_breaks_the_suite_after_the_tests_fails_the_story_and_holds_its_dependent() {
     let env = TestEnv::new();
     let repo = epic_project(&env);
     // 3-1's reviewer approves and leaves the suite failing (a review step checks no tests).
@@ -167,41 +167,58 @@ fn without_gates_a_red_checkpoint_holds_the_dependent_until_the_branch_is_fixed(
     let run = env.bmad(&repo, &["epic", "run", "3"]).code(5);
     assert!(run.stderr.contains("3-3-sync-engine"), "{}", run.stderr);
     let s = status(&env, &repo);
-    let api = &story(&s, "3-1-api-client")["state"]["integration"];
-    assert_eq!(api["light"], "red", "{api:#}");
-    assert_eq!(api["tests_ok"], false);
+    // git-bmad's own run of the tests, on the commit it would push, fails the story.
+    let api = story(&s, "3-1-api-client");
+    assert_eq!(api["stage"], "failed", "{s:#}");
+    let why = api["state"]["reason"].as_str().unwrap();
+    assert!(
+        why.contains("`./test.sh` fails on") && why.contains("in a clean checkout"),
+        "{why}"
+    );
+    assert!(api["state"]["pr"].is_null(), "{api:#}");
+    let gh = std::fs::read_to_string(env.root().join("home/agent/gh.log")).unwrap_or_default();
+    assert!(!gh.contains("--head bmad/3-1-api-client"), "{gh}");
+    let remote = env.git(&repo, &["ls-remote", "--heads", "origin"]);
+    assert!(!remote.contains("bmad/3-1-api-client"), "{remote}");
     let dependent = story(&s, "3-3-sync-engine");
     assert_eq!(dependent["stage"], "skipped", "{s:#}");
     let reason = dependent["state"]["reason"].as_str().unwrap();
     assert!(
-        reason.contains("the integration checkpoint after 3-1-api-client is RED"),
+        reason.contains("dependency 3-1-api-client is failed"),
         "{reason}"
     );
     assert!(!dev_calls(&env).contains("3-3-sync-engine"));
 
-    // Resume without a fix checks nothing again and still holds it.
+    // Resume without a fix judges the same commit again: still failed, 3-3 still held.
     env.bmad(&repo, &["epic", "resume", "3"]).code(5);
     assert!(!dev_calls(&env).contains("3-3-sync-engine"));
 
-    // A human fixes 3-1's branch: resume checks again (green now) and runs 3-3.
+    // A human fixes 3-1's branch: resume judges it green and runs 3-3.
     let wt = env.root().join("proj.3-1-api-client");
     env.git(&wt, &["rm", "-q", "src/api/broken.rs"]);
     env.git(&wt, &["commit", "-q", "-m", "fix the suite"]);
     env.bmad(&repo, &["epic", "resume", "3"]).success();
     let s = status(&env, &repo);
+    for key in KEYS {
+        assert_eq!(story(&s, key)["stage"], "done", "{key}: {s:#}");
+    }
+    let tests = story(&s, "3-1-api-client")["state"]["tests"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        tests.contains("`./test.sh` passed on") && tests.contains("in a clean checkout"),
+        "{tests}"
+    );
     assert_eq!(
         story(&s, "3-1-api-client")["state"]["integration"]["light"],
         "green"
     );
-    for key in KEYS {
-        assert_eq!(story(&s, key)["stage"], "done", "{key}: {s:#}");
-    }
     assert_eq!(s["finished"], true);
     let checks = read(&env.root(), "home/agent/dev.log");
-    assert_eq!(
-        checks.lines().filter(|l| *l == "3-3-sync-engine").count(),
-        1
-    );
+    for key in ["3-1-api-client", "3-3-sync-engine"] {
+        assert_eq!(checks.lines().filter(|l| *l == key).count(), 1, "{key}");
+    }
 }
 
 #[test]

@@ -29,8 +29,6 @@ use crate::session::closeout::{self, ChangedFile};
 use crate::session::schema::Stage;
 use crate::session::schema::{Body, IntegrationChecked};
 use crate::session::{Repo, Session};
-use crate::supervisor::playbook::Check;
-use crate::supervisor::{self, CheckEnv};
 
 /// How long the full test suite may run at a checkpoint (a story step's default timeout).
 const TEST_TIMEOUT: Duration = Duration::from_secs(2 * 3600);
@@ -87,7 +85,7 @@ fn due(story: &Planned, state: &EpicState, head: Option<&str>) -> bool {
 
 /// Run the checkpoint after `story` (its session, if it still has one, its branch at
 /// `head`): the branch's changes since the commit it started at, its dependents' `touches`,
-/// and the test suite in its worktree.
+/// and the test suite on a clean checkout of `head`.
 fn run(
     repo: &Repo,
     plan: &Plan,
@@ -118,30 +116,18 @@ fn run(
     let baseline = state.story(&story.key).detail.baseline.unwrap_or_default();
     let changes = closeout::changes_since(repo, session, &baseline)?.unwrap_or_default();
     let head = head.unwrap_or_default();
-    let tests = match options.config.checks.test_command.as_deref() {
-        None => (
+    let tests = match (
+        options.config.checks.test_command.as_deref(),
+        crate::session::ObjectId::from_hex(head.as_bytes()),
+    ) {
+        (None, _) => (
             true,
             "no test suite to run (checks.test_command)".to_owned(),
         ),
-        Some(_) => {
-            let root = session
-                .open_worktree(repo)?
-                .map(|w| w.workdir().to_path_buf())
-                .unwrap_or_else(|| session.worktree.clone());
-            let outcome = supervisor::evaluate(
-                &Check::TestsPass(None),
-                &CheckEnv {
-                    root: &root,
-                    feature_env: &Default::default(),
-                    branch: Some(session.short_branch()),
-                    test_command: options.config.checks.test_command.as_deref(),
-                    timeout: TEST_TIMEOUT,
-                    changed: None,
-                    interrupt: options.interrupt,
-                },
-            );
-            (outcome.ok, outcome.detail)
+        (Some(command), Ok(commit)) => {
+            super::judge::tests_on(repo, commit, command, TEST_TIMEOUT, options.interrupt)?
         }
+        (Some(_), Err(_)) => (false, format!("the branch's head {head:?} is not a commit")),
     };
     Ok(check(&changes, &dependents, tests, &head))
 }

@@ -7,6 +7,7 @@ mod close;
 mod closeout;
 pub mod gates;
 pub mod integration;
+pub mod judge;
 pub mod names;
 pub mod options;
 pub mod pipeline;
@@ -84,6 +85,9 @@ pub enum Error {
         /// What it takes.
         options: Vec<&'static str>,
     },
+    /// git-bmad's own test run could not run.
+    #[error("the tests could not be run: {0}")]
+    Judge(String),
     /// A file of the epic's worktree could not be written.
     #[error("could not write {}: {source}", path.display())]
     Write {

@@ -225,6 +225,7 @@ fn merge(into: &mut StoryStage, from: &StoryStage) {
         base,
         baseline,
         pr,
+        tests,
         rounds,
         findings_fixed,
         invocations,

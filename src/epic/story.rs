@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 
+use super::judge::Judgement;
 use super::names::story_session_name;
 use super::pipeline;
 use super::plan::Planned;
@@ -29,6 +30,14 @@ pub(super) struct Job {
     /// What the story's session may spend in all, of the epic's budget: dollars, time in
     /// steps.
     pub(super) limits: (Option<f64>, Option<std::time::Duration>),
+}
+
+/// The longest git-bmad's own test run of a story may take (a story step's default
+/// timeout); what is left of the epic's time cuts it shorter.
+const JUDGE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2 * 3600);
+
+fn commit_id(hex: &str) -> Option<session::ObjectId> {
+    session::ObjectId::from_hex(hex.as_bytes()).ok()
 }
 
 /// A message from a story's worker.
@@ -169,23 +178,13 @@ pub(super) fn run_story(
             session.id
         ),
     )?;
-    let head = closeout::branch_head(&repo, &session)?.map(|id| id.to_string());
-    if head.as_deref() == Some(baseline.as_str()) {
-        send(numbers(
-            Stage::Failed,
-            Some(
-                "the story's branch has no commit after its baseline: nothing was implemented"
-                    .into(),
-            ),
-        ));
-        return Ok(End::Failed);
-    }
-    let changed = closeout::changes_since(&repo, &session, &baseline)?.unwrap_or_default();
-    let paths: Vec<&str> = changed.iter().map(|c| c.path.as_str()).collect();
-    if let Some(why) = verify::bookkeeping_only(&paths, job.story.file.as_deref()) {
-        send(numbers(Stage::Failed, Some(why)));
-        return Ok(End::Failed);
-    }
+    let tests = match judge_work(&repo, &session, job, &baseline, config, interrupt)? {
+        Judgement::Pass(evidence) => evidence,
+        Judgement::Fail(why) => {
+            send(numbers(Stage::Failed, Some(why)));
+            return Ok(End::Failed);
+        }
+    };
     let pr = super::closeout::pull_request(
         &repo,
         &session,
@@ -197,8 +196,43 @@ pub(super) fn run_story(
     )?;
     let mut done = numbers(Stage::Done, None);
     done.pr = Some(pr);
+    done.tests = Some(tests);
     send(done);
     Ok(End::Done(sprint))
+}
+
+/// Whether the story's committed branch holds work, and the judge's verdict on it: a
+/// branch with no commit after its baseline, or with only BMAD's bookkeeping, fails before
+/// any test runs; then git-bmad's own tools, on exactly the commit it pushes.
+fn judge_work(
+    repo: &Repo,
+    session: &session::Session,
+    job: &Job,
+    baseline: &str,
+    config: &Config,
+    interrupt: &AtomicBool,
+) -> Result<Judgement, Error> {
+    let head = closeout::branch_head(repo, session)?;
+    let (Some(base), Some(head)) = (commit_id(baseline), head) else {
+        return Ok(Judgement::Fail(format!(
+            "the story's commits are gone (baseline {baseline:?}, head {head:?}): nothing to judge"
+        )));
+    };
+    if head == base {
+        return Ok(Judgement::Fail(
+            "the story's branch has no commit after its baseline: nothing was implemented".into(),
+        ));
+    }
+    let changed = closeout::changes_since(repo, session, baseline)?.unwrap_or_default();
+    let paths: Vec<&str> = changed.iter().map(|c| c.path.as_str()).collect();
+    if let Some(why) = verify::bookkeeping_only(&paths, job.story.file.as_deref()) {
+        return Ok(Judgement::Fail(why));
+    }
+    let timeout = job
+        .limits
+        .1
+        .map_or(JUDGE_TIMEOUT, |left| left.min(JUDGE_TIMEOUT));
+    super::judge::judge(repo, base, head, config, timeout, interrupt)
 }
 
 /// What follows a story's pipeline as it runs: each step's start goes to `progress`; with

@@ -35,22 +35,6 @@ pub(super) struct GitCli {
     workdir: PathBuf,
 }
 
-/// One changed path between two trees, from `git diff-tree --raw`.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct TreeChange {
-    /// `A` added, `D` deleted, `M` modified, `T` type changed (file ↔ symlink ↔ submodule).
-    pub status: char,
-    /// The path, relative to the worktree root.
-    pub path: String,
-    /// Mode before (`000000` when added).
-    pub old_mode: String,
-    /// Mode after (`000000` when deleted).
-    pub new_mode: String,
-    /// The object after (all zeros when deleted): two changes to one path with the same
-    /// `new_id` left the same content.
-    pub new_id: String,
-}
-
 impl GitCli {
     /// Find `git` on PATH and bind it to a worktree.
     pub(super) fn new(git_dir: PathBuf, workdir: PathBuf) -> Result<GitCli> {
@@ -162,6 +146,42 @@ impl GitCli {
             .arg(path)
             .arg(base.to_string());
         run_checked(cmd).map(drop)
+    }
+
+    /// A repository of its own in `dir` (empty or absent) with exactly `commit` checked out,
+    /// borrowing the objects of `source` (`git clone --shared`): no remote, no hooks, none
+    /// of `source`'s configuration.
+    pub(super) fn clean_checkout(&self, source: &Path, commit: ObjectId, dir: &Path) -> Result<()> {
+        let mut clone = Command::new(&self.program);
+        for var in REPO_REDIRECTING_VARS {
+            clone.env_remove(var);
+        }
+        clone
+            .env("LC_ALL", "C")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .args([
+                "clone",
+                "--shared",
+                "--no-checkout",
+                "--quiet",
+                "--template=",
+            ])
+            .arg(source)
+            .arg(dir)
+            .stdin(Stdio::null());
+        run_checked(clone)?;
+        let inside = GitCli::new(dir.join(".git"), dir.to_owned())?;
+        inside.run(["remote", "remove", "origin"])?;
+        inside
+            .run([
+                "-c",
+                "core.hooksPath=/dev/null",
+                "checkout",
+                "--detach",
+                "--quiet",
+                &commit.to_string(),
+            ])
+            .map(drop)
     }
 
     /// `git worktree add <path> <branch>`: a worktree on a branch that exists.
@@ -291,20 +311,6 @@ impl GitCli {
         let (from, to) = (from.to_string(), to.to_string());
         args.extend(["read-tree", "-m", "-u", &from, &to]);
         self.run_with_index(index, args).map(drop)
-    }
-
-    /// The paths that differ between two trees.
-    pub(super) fn diff_trees(&self, from: ObjectId, to: ObjectId) -> Result<Vec<TreeChange>> {
-        let out = self.run([
-            "diff-tree",
-            "-r",
-            "-z",
-            "--raw",
-            "--no-renames",
-            &from.to_string(),
-            &to.to_string(),
-        ])?;
-        Ok(parse_raw_diff(&out))
     }
 
     /// `git config <args>`'s output, `None` when the key is not set (git's exit 1).
@@ -542,43 +548,4 @@ pub(super) fn parse_id(out: &[u8]) -> Result<ObjectId> {
             text.trim()
         ))
     })
-}
-
-/// Parse `diff-tree -z --raw`: `:<old mode> <new mode> <old> <new> <status>\0<path>\0`.
-fn parse_raw_diff(out: &[u8]) -> Vec<TreeChange> {
-    let mut fields = out.split(|b| *b == 0);
-    let mut changes = Vec::new();
-    while let (Some(meta), Some(path)) = (fields.next(), fields.next()) {
-        let meta = String::from_utf8_lossy(meta);
-        let parts: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
-        if parts.len() < 5 {
-            continue;
-        }
-        changes.push(TreeChange {
-            status: parts[4].chars().next().unwrap_or('M'),
-            path: String::from_utf8_lossy(path).into_owned(),
-            old_mode: parts[0].to_owned(),
-            new_mode: parts[1].to_owned(),
-            new_id: parts[3].to_owned(),
-        });
-    }
-    changes
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_raw_diff() {
-        let out = b":100644 100755 aaaa bbbb M\0bin/run me\0:000000 120000 0000 cccc A\0l\xc3\xa9nk\0:100644 000000 dddd 0000 D\0gone\0";
-        let changes = parse_raw_diff(out);
-        assert_eq!(changes.len(), 3);
-        assert_eq!(changes[0].status, 'M');
-        assert_eq!(changes[0].path, "bin/run me");
-        assert_eq!(changes[0].new_mode, "100755");
-        assert_eq!(changes[0].new_id, "bbbb");
-        assert_eq!(changes[1].path, "lénk");
-        assert_eq!(changes[2].status, 'D');
-    }
 }

@@ -9,7 +9,6 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 
-use super::cli::TreeChange;
 use super::error::{Error, Result};
 use super::push::PushOutcome;
 use super::repo::Repo;
@@ -162,11 +161,6 @@ impl Repo {
         self.git().list_files(paths)
     }
 
-    /// The paths that differ between two trees.
-    pub fn diff_trees(&self, from: ObjectId, to: ObjectId) -> Result<Vec<TreeChange>> {
-        self.git().diff_trees(from, to)
-    }
-
     /// Whether `index` (this worktree's own when `None`) stages a change to any path but
     /// `except`.
     pub fn staged_besides(&self, index: Option<&Path>, except: &str) -> Result<bool> {
@@ -311,6 +305,12 @@ impl Repo {
     /// Fetch `specs` from `remote` without tags or FETCH_HEAD.
     pub fn fetch(&self, remote: &str, specs: &[String]) -> Result<()> {
         self.git().fetch(remote, specs)
+    }
+
+    /// A checkout of exactly `commit` in `dir` (empty or absent): a repository of its own
+    /// that borrows this one's objects and has none of its remotes, hooks or configuration.
+    pub fn clean_checkout(&self, commit: ObjectId, dir: &Path) -> Result<()> {
+        self.git().clean_checkout(self.common_dir(), commit, dir)
     }
 
     /// `git worktree add -b <branch> <path> <base>`.

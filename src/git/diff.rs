@@ -17,6 +17,22 @@ pub struct ChangedFile {
     pub removed: Vec<String>,
 }
 
+/// One changed path between two trees, from `git diff-tree --raw`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct TreeChange {
+    /// `A` added, `D` deleted, `M` modified, `T` type changed (file ↔ symlink ↔ submodule).
+    pub status: char,
+    /// The path, relative to the worktree root.
+    pub path: String,
+    /// Mode before (`000000` when added).
+    pub old_mode: String,
+    /// Mode after (`000000` when deleted).
+    pub new_mode: String,
+    /// The object after (all zeros when deleted): two changes to one path with the same
+    /// `new_id` left the same content.
+    pub new_id: String,
+}
+
 impl Repo {
     /// A unified diff from blob `from` to blob `to`, its sides named by the labels; empty
     /// when they are the same.
@@ -41,6 +57,20 @@ impl Repo {
         Ok(format!("--- {from_label}\n+++ {to_label}\n{hunks}"))
     }
 
+    /// The paths that differ between two trees (or commits).
+    pub fn diff_trees(&self, from: ObjectId, to: ObjectId) -> Result<Vec<TreeChange>> {
+        let out = self.git().run([
+            "diff-tree",
+            "-r",
+            "-z",
+            "--raw",
+            "--no-renames",
+            &from.to_string(),
+            &to.to_string(),
+        ])?;
+        Ok(parse_raw_diff(&out))
+    }
+
     /// Every file changed from `from` to `to`, with the lines added and removed (`-U0`, no
     /// renames, so a moved file is one removed and one added). Binary files are listed with
     /// no lines.
@@ -58,6 +88,27 @@ impl Repo {
         ])?;
         Ok(parse_patch(&String::from_utf8_lossy(&out)))
     }
+}
+
+/// Parse `diff-tree -z --raw`: `:<old mode> <new mode> <old> <new> <status>\0<path>\0`.
+fn parse_raw_diff(out: &[u8]) -> Vec<TreeChange> {
+    let mut fields = out.split(|b| *b == 0);
+    let mut changes = Vec::new();
+    while let (Some(meta), Some(path)) = (fields.next(), fields.next()) {
+        let meta = String::from_utf8_lossy(meta);
+        let parts: Vec<&str> = meta.trim_start_matches(':').split(' ').collect();
+        if parts.len() < 5 {
+            continue;
+        }
+        changes.push(TreeChange {
+            status: parts[4].chars().next().unwrap_or('M'),
+            path: String::from_utf8_lossy(path).into_owned(),
+            old_mode: parts[0].to_owned(),
+            new_mode: parts[1].to_owned(),
+            new_id: parts[3].to_owned(),
+        });
+    }
+    changes
 }
 
 /// Read a unified diff's files and lines. Paths come from `diff --git a/x b/x`, then from
@@ -116,5 +167,18 @@ mod tests {
         assert!(files[1].added.is_empty());
         assert_eq!(files[2].path, "img.png");
         assert!(files[2].added.is_empty() && files[2].removed.is_empty());
+    }
+
+    #[test]
+    fn parses_raw_diff() {
+        let out = b":100644 100755 aaaa bbbb M\0bin/run me\0:000000 120000 0000 cccc A\0l\xc3\xa9nk\0:100644 000000 dddd 0000 D\0gone\0";
+        let changes = parse_raw_diff(out);
+        assert_eq!(changes.len(), 3);
+        assert_eq!(changes[0].status, 'M');
+        assert_eq!(changes[0].path, "bin/run me");
+        assert_eq!(changes[0].new_mode, "100755");
+        assert_eq!(changes[0].new_id, "bbbb");
+        assert_eq!(changes[1].path, "lénk");
+        assert_eq!(changes[2].status, 'D');
     }
 }

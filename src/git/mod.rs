@@ -22,9 +22,9 @@ mod snapshot_cache;
 mod watch;
 mod worktree_scan;
 
-pub use cli::TreeChange;
 pub use commands::{ConfigFile, DiffStat, PatchStream};
 pub use diff::ChangedFile;
+pub use diff::TreeChange;
 pub use error::{Error, Result};
 pub use gix::ObjectId;
 pub use index::SavedIndex;

@@ -14,10 +14,11 @@ use serde::Serialize;
 
 use super::checkpoint::Checkpoint;
 use super::error::Result;
+use super::git_locks::git_running_in;
 use super::id::SessionId;
 use super::journal;
 use super::removed::removed_ref;
-use super::repair::{git_running_in, Repair};
+use super::repair::Repair;
 use super::state::{SessionState, Status};
 use super::store::{self, session_id_of_ref};
 use super::{checkpoints_ref, notes_ref};

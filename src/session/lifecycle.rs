@@ -94,7 +94,7 @@ pub fn start(repo: &Repo, options: &StartOptions, policy: &dyn Policy) -> Result
     }
 
     // What a killed start left would fail this one: the branch's lock, `packed-refs.lock`.
-    let mut warnings = super::repair::clear_abandoned_locks(
+    let mut warnings = super::git_locks::clear_abandoned_locks(
         repo,
         &[
             repo.lock_path(&branch),

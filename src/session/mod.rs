@@ -17,6 +17,7 @@ mod deferred;
 mod doctor;
 mod error;
 mod event;
+mod git_locks;
 mod id;
 mod init;
 mod journal;
@@ -68,7 +69,7 @@ pub use worktree::{ensure_worktree_intact, worktree_damage, Damage, WorktreeDama
 
 /// The repository handle sessions live in. Layers above the session layer hold it only to
 /// hand it back to session operations; they never call git through it.
-pub use crate::git::Repo;
+pub use crate::git::{ObjectId, Repo, TreeChange};
 
 /// Store a text (a run's playbook) in the object database for `session`; its id names it in
 /// the journal. A ref (`refs/bmad/sessions/<id>/texts/<blob>`) keeps it reachable: a run

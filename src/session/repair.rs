@@ -3,13 +3,14 @@
 //! (restore a deleted worktree or record it gone; finish a removal or undo it) is left to the
 //! fix `doctor` prints.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Serialize;
 
 use super::error::{Error, Result};
+use super::git_locks::git_running_in;
 use super::id::SessionId;
-use crate::git::{Repo, WorktreeInfo};
+use crate::git::Repo;
 
 /// A repair `doctor --fix` may apply.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -94,67 +95,4 @@ fn session_of(repo: &Repo, id: &str) -> Result<super::store::Session> {
     };
     let id = SessionId::parse(id).ok_or_else(unknown)?;
     super::store::get(repo, &id)?.ok_or_else(unknown)
-}
-
-/// Remove those of `locks` that exist while no git process works in the repository: a
-/// killed git left them, and the operation about to run would fail on them. One line for
-/// each removed, to say so.
-pub(super) fn clear_abandoned_locks(repo: &Repo, locks: &[PathBuf]) -> Vec<String> {
-    let present: Vec<&PathBuf> = locks.iter().filter(|lock| lock.is_file()).collect();
-    if present.is_empty() {
-        return Vec::new();
-    }
-    match repo.worktrees() {
-        Ok(worktrees) if git_running_in(repo, &worktrees).is_none() => {}
-        _ => return Vec::new(),
-    }
-    present
-        .into_iter()
-        .filter(|lock| std::fs::remove_file(lock).is_ok())
-        .map(|lock| {
-            format!(
-                "removed {}, left by a git process that was killed",
-                lock.display()
-            )
-        })
-        .collect()
-}
-
-/// A live `git` or other git-bmad process working in this repository (its current
-/// directory in one of the worktrees or the git dir), if there is one: a lock may be its.
-/// Linux `/proc` only; elsewhere `Some(0)` is returned, so the lock's age alone decides.
-pub(super) fn git_running_in(repo: &Repo, worktrees: &[WorktreeInfo]) -> Option<u32> {
-    let roots: Vec<PathBuf> = std::iter::once(repo.common_dir())
-        .chain(worktrees.iter().map(|w| w.path.as_path()))
-        .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| r.to_owned()))
-        .collect();
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Some(0);
-    };
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let dir = entry.path();
-        // git's helpers are `git-*` processes, and so is git-bmad (which writes an index
-        // when a rollback restores one).
-        let is_git = std::fs::read_to_string(dir.join("comm"))
-            .is_ok_and(|comm| comm.trim() == "git" || comm.trim().starts_with("git-"));
-        if !is_git || pid == std::process::id() {
-            continue;
-        }
-        let cwd = std::fs::read_link(dir.join("cwd")).unwrap_or_default();
-        if roots.iter().any(|root| inside(&cwd, root)) {
-            return Some(pid);
-        }
-    }
-    None
-}
-
-fn inside(path: &Path, root: &Path) -> bool {
-    !path.as_os_str().is_empty() && path.starts_with(root)
 }

@@ -809,6 +809,10 @@ pub struct StoryStage {
     /// The pull request, or the command that opens one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pr: Option<String>,
+    /// What git-bmad's own test run on the pushed commit found (the command, the commit,
+    /// the count).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tests: Option<String>,
     /// Review rounds run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rounds: Option<u32>,

@@ -143,15 +143,14 @@ fn tests_pass(
     env: &CheckEnv<'_>,
     outcome: impl Fn(bool, String, String) -> CheckOutcome,
 ) -> CheckOutcome {
+    // The tests run code an agent wrote: none of the user's credentials.
+    let (vars, env_remove) = crate::env::untrusted();
     let spec = runner::Spec {
         program: "/bin/sh".into(),
         args: vec!["-c".into(), command.to_owned()],
         cwd: env.root.to_path_buf(),
-        env: Vec::new(),
-        env_remove: crate::env::REPO_REDIRECTING_VARS
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
+        env: vars,
+        env_remove,
         clear_env: false,
         stdin: None,
         timeout: env.timeout,

@@ -179,6 +179,15 @@ impl TestEnv {
         )
     }
 
+    /// Run `git-bmad` in `dir` with `vars` set on top of the test environment (a user's
+    /// tokens, say).
+    #[must_use = "assert on the exit status with .success() or .code(n)"]
+    pub fn bmad_with(&self, dir: &Path, args: &[&str], vars: &[(&str, &str)]) -> Run {
+        let mut cmd = self.bmad_command(dir);
+        cmd.args(args).envs(vars.iter().copied());
+        Run::from(cmd.output().expect("spawn git-bmad"))
+    }
+
     /// A repository `name` with one commit (a README and a .gitignore ignoring `*.log`).
     pub fn repo(&self, name: &str) -> PathBuf {
         let dir = self.root().join(name);

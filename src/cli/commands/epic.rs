@@ -535,6 +535,9 @@ fn print_status(ctx: &Context, plan: &Plan, state: &EpicState) {
         if let Some(reason) = &d.reason {
             ui.line(format!("      {reason}"));
         }
+        if let Some(tests) = d.tests.as_ref().filter(|_| st.stage == Stage::Done) {
+            ui.line(format!("      {tests}"));
+        }
         if let Some(checked) = &st.integration {
             ui.line(format!(
                 "      integration checkpoint: {}",

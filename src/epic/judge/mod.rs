@@ -1,0 +1,304 @@
+//! The judge of a story's work, out of its agents' reach. Before a story's branch is
+//! pushed, git-bmad runs the tests itself:
+//!
+//! - **with its own tools**: the test command comes from `.bmad/config.yaml` at the story's
+//!   base commit; a story that changes that configuration, CI configuration or a file the
+//!   command runs (`./test.sh`) is not judged with its own rules but fails, with the diff;
+//! - **on the commit it pushes**, in a clean checkout of exactly that commit (a repository
+//!   of its own, so nothing an agent left in its worktree counts), with no credential in
+//!   the environment ([`crate::env::untrusted`]);
+//! - **counting**: tests deleted or emptied fail the story, and the number of tests the
+//!   runner reports passing may not fall below the base's.
+
+mod counts;
+mod rules;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::{LazyLock, Mutex};
+use std::time::Duration;
+
+pub use counts::{passed, Passed};
+
+use super::Error;
+use crate::config::Config;
+use crate::policy::secrets::redact;
+use crate::runner::{self, Spec};
+use crate::session::{self, ObjectId, Repo, TreeChange};
+
+/// The verdict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Judgement {
+    /// Push it; the evidence, in one line.
+    Pass(String),
+    /// Not done, and why.
+    Fail(String),
+}
+
+/// Judge the story whose branch went from `base` to `head`. `fallback` is the
+/// configuration to use when the base has no `.bmad/config.yaml` (the user's own).
+pub fn judge(
+    repo: &Repo,
+    base: ObjectId,
+    head: ObjectId,
+    fallback: &Config,
+    timeout: Duration,
+    interrupt: &AtomicBool,
+) -> Result<Judgement, Error> {
+    let config = match config_at(repo, base)? {
+        Ok(Some(config)) => config,
+        Ok(None) => fallback.clone(),
+        Err(why) => return Ok(Judgement::Fail(why)),
+    };
+    let exists_at_base = |path: &str| matches!(repo.file_at(&base.to_string(), path), Ok(Some(_)));
+    let command = config.checks.test_command.clone();
+    let named = command
+        .as_deref()
+        .map(|c| rules::named_files(c, exists_at_base))
+        .unwrap_or_default();
+    let changes = repo.diff_trees(base, head).map_err(session::Error::from)?;
+    let judges: Vec<&str> = changes
+        .iter()
+        .map(|c| c.path.as_str())
+        .filter(|p| rules::is_judges(p, &named))
+        .collect();
+    if !judges.is_empty() {
+        return Ok(Judgement::Fail(format!(
+            "the story changed files git-bmad judges it with ({}); they must stay as they are at the base {}: revert them on the branch, or commit the change to the base first, then resume",
+            judges.join(", "),
+            short(base)
+        )));
+    }
+    let removed = removed_tests(&changes);
+    if !removed.is_empty() {
+        return Ok(Judgement::Fail(format!(
+            "the story deleted or emptied test files: {}",
+            removed.join(", ")
+        )));
+    }
+    let Some(command) = command else {
+        return Ok(Judgement::Pass(
+            "no tests run: the base sets no checks.test_command".into(),
+        ));
+    };
+    let ran = run_on(repo, head, &command, timeout, interrupt)?;
+    if !ran.green {
+        return Ok(Judgement::Fail(format!(
+            "`{command}` fails on {} in a clean checkout:\n{}",
+            short(head),
+            ran.excerpt
+        )));
+    }
+    let at_base = base_count(repo, base, &command, timeout, interrupt)?;
+    let evidence = match (ran.passed, at_base) {
+        (Some(now), Some(then)) if now.count < then.count => {
+            return Ok(Judgement::Fail(format!(
+            "`{command}` passes {} tests on {}, {} at the base {}: tests were removed or skipped",
+            now.count,
+            short(head),
+            then.count,
+            short(base)
+        )))
+        }
+        (Some(now), Some(then)) => format!(
+            "{} tests passed ({} at the base, {})",
+            now.count, then.count, now.runner
+        ),
+        (Some(now), None) => format!(
+            "{} tests passed ({}; the base gave no count)",
+            now.count, now.runner
+        ),
+        (None, _) => "the runner reported no test count".to_owned(),
+    };
+    Ok(Judgement::Pass(format!(
+        "`{command}` passed on {} in a clean checkout: {evidence}",
+        short(head)
+    )))
+}
+
+/// Whether `command` passes on a clean checkout of `commit`, run as the judge runs it, and
+/// what it said: the count when it passed, the end of its output when it failed.
+pub fn tests_on(
+    repo: &Repo,
+    commit: ObjectId,
+    command: &str,
+    timeout: Duration,
+    interrupt: &AtomicBool,
+) -> Result<(bool, String), Error> {
+    let ran = run_on(repo, commit, command, timeout, interrupt)?;
+    let said = match (ran.green, ran.passed) {
+        (true, Some(p)) => format!(
+            "`{command}` passed on {}: {} tests ({})",
+            short(commit),
+            p.count,
+            p.runner
+        ),
+        (true, None) => format!("`{command}` passed on {}", short(commit)),
+        (false, _) => format!("`{command}` fails on {}:\n{}", short(commit), ran.excerpt),
+    };
+    Ok((ran.green, said))
+}
+
+/// The base's `.bmad/config.yaml`: `Ok(None)` when it has none, `Err` with why when it
+/// does not parse.
+fn config_at(repo: &Repo, base: ObjectId) -> Result<Result<Option<Config>, String>, Error> {
+    let path = crate::config::CONFIG_PATH;
+    let Some(bytes) = repo
+        .file_at(&base.to_string(), path)
+        .map_err(session::Error::from)?
+    else {
+        return Ok(Ok(None));
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    Ok(Config::parse(&text, Path::new(path))
+        .map(Some)
+        .map_err(|e| {
+            format!("the base's {path} is not valid, so there is nothing to judge with: {e}")
+        }))
+}
+
+/// Test files the change deleted or emptied; one deleted while a test file of the same
+/// name was added elsewhere was moved.
+fn removed_tests(changes: &[TreeChange]) -> Vec<String> {
+    const EMPTY_BLOB: &str = "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391";
+    let name = |path: &str| path.rsplit('/').next().unwrap_or(path).to_owned();
+    let added: Vec<String> = changes
+        .iter()
+        .filter(|c| c.status == 'A' && rules::is_test_file(&c.path))
+        .map(|c| name(&c.path))
+        .collect();
+    changes
+        .iter()
+        .filter(|c| rules::is_test_file(&c.path))
+        .filter(|c| {
+            (c.status == 'D' && !added.contains(&name(&c.path)))
+                || (c.status != 'D' && c.new_id == EMPTY_BLOB)
+        })
+        .map(|c| c.path.clone())
+        .collect()
+}
+
+/// One run of the test command.
+struct Ran {
+    green: bool,
+    passed: Option<Passed>,
+    /// The end of its output, redacted, when it failed.
+    excerpt: String,
+}
+
+/// Run `command` in a clean checkout of `commit`, with no credential in its environment.
+fn run_on(
+    repo: &Repo,
+    commit: ObjectId,
+    command: &str,
+    timeout: Duration,
+    interrupt: &AtomicBool,
+) -> Result<Ran, Error> {
+    let scratch = tempfile::Builder::new()
+        .prefix("git-bmad-judge-")
+        .tempdir()
+        .map_err(|source| Error::Write {
+            path: std::env::temp_dir(),
+            source,
+        })?;
+    let checkout = scratch.path().join("checkout");
+    repo.clean_checkout(commit, &checkout)
+        .map_err(session::Error::from)?;
+    let (env, env_remove) = crate::env::untrusted();
+    let spec = Spec {
+        program: "/bin/sh".into(),
+        args: vec!["-c".into(), command.to_owned()],
+        cwd: checkout,
+        env,
+        env_remove,
+        clear_env: false,
+        stdin: None,
+        timeout,
+    };
+    let out = runner::run_process(&spec, interrupt).map_err(|e| Error::Judge(e.to_string()))?;
+    let text = |c: &runner::Captured| {
+        let mut text = String::from_utf8_lossy(c.head()).into_owned();
+        if !c.complete() {
+            text.push('\n');
+            text.push_str(&String::from_utf8_lossy(&c.tail()));
+        }
+        text
+    };
+    let all = format!("{}\n{}", text(&out.stdout), text(&out.stderr));
+    let green = out.exit.success();
+    let excerpt = if green {
+        String::new()
+    } else {
+        let said = [
+            out.stdout.excerpt("output", 1200),
+            out.stderr.excerpt("stderr", 800),
+        ];
+        redact(format!("{}\n{}", out.exit, said.join("\n")).trim())
+    };
+    Ok(Ran {
+        green,
+        passed: passed(&all),
+        excerpt,
+    })
+}
+
+/// What the base's tests pass, run once per base and command in this process: stories
+/// stacked on one base share it.
+fn base_count(
+    repo: &Repo,
+    base: ObjectId,
+    command: &str,
+    timeout: Duration,
+    interrupt: &AtomicBool,
+) -> Result<Option<Passed>, Error> {
+    /// A base and a test command, and what passed there.
+    type Counted = HashMap<(ObjectId, String), Option<Passed>>;
+    static COUNTED: LazyLock<Mutex<Counted>> = LazyLock::new(Default::default);
+    let key = (base, command.to_owned());
+    if let Some(known) = COUNTED.lock().ok().and_then(|c| c.get(&key).copied()) {
+        return Ok(known);
+    }
+    let ran = run_on(repo, base, command, timeout, interrupt)?;
+    // A red base gives no count to hold the story to.
+    let count = ran.passed.filter(|_| ran.green);
+    if let Ok(mut counted) = COUNTED.lock() {
+        counted.insert(key, count);
+    }
+    Ok(count)
+}
+
+fn short(id: ObjectId) -> String {
+    id.to_string().chars().take(10).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deleted_or_emptied_test_file_is_removed_and_a_moved_one_is_not() {
+        let change = |status: char, path: &str, new_id: &str| TreeChange {
+            status,
+            path: path.into(),
+            old_mode: "100644".into(),
+            new_mode: "100644".into(),
+            new_id: new_id.into(),
+        };
+        let changes = [
+            change('D', "tests/test_api.py", "0"),
+            change(
+                'M',
+                "tests/test_store.py",
+                "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391",
+            ),
+            change('D', "tests/test_sync.py", "0"),
+            change('A', "tests/unit/test_sync.py", "1"),
+            change('D', "src/old.py", "0"),
+        ];
+        assert_eq!(
+            removed_tests(&changes),
+            vec!["tests/test_api.py", "tests/test_store.py"]
+        );
+    }
+}

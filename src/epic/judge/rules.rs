@@ -1,0 +1,160 @@
+//! What belongs to the judge and what counts as tests: pure rules over paths and the
+//! test command, for [`super::judge`].
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+/// CI configuration: files and folders whose change would change how the project is
+/// checked.
+const CI_CONFIG: &[&str] = &[
+    ".github/workflows/",
+    ".gitlab-ci.yml",
+    ".circleci/",
+    "azure-pipelines.yml",
+    "Jenkinsfile",
+    ".buildkite/",
+    ".travis.yml",
+    "bitbucket-pipelines.yml",
+    ".woodpecker.yml",
+    ".woodpecker/",
+    ".drone.yml",
+];
+
+/// The file a command word runs by itself, when the command names none (`make` runs the
+/// Makefile).
+const IMPLIED: &[(&str, &[&str])] = &[
+    ("make", &["Makefile", "makefile", "GNUmakefile"]),
+    ("just", &["justfile", "Justfile", ".justfile"]),
+    ("tox", &["tox.ini"]),
+    ("nox", &["noxfile.py"]),
+];
+
+/// Whether `path` is one of the judge's files: git-bmad's configuration (`.bmad/`, but not
+/// the journals it renders into `.bmad/sessions/`), CI configuration, or a file the test
+/// command runs (`named`).
+pub fn is_judges(path: &str, named: &[String]) -> bool {
+    (path.starts_with(".bmad/") && !path.starts_with(".bmad/sessions/"))
+        || CI_CONFIG.iter().any(|ci| {
+            if ci.ends_with('/') {
+                path.starts_with(ci)
+            } else {
+                path == *ci
+            }
+        })
+        || named.iter().any(|n| n == path)
+}
+
+/// The files `command` runs that `exists` at the base: the words that name a file
+/// (`./test.sh`, `scripts/ci.sh`, `-c pytest.ini`), and what a word implies (`make`).
+pub fn named_files(command: &str, exists: impl Fn(&str) -> bool) -> Vec<String> {
+    let mut named = Vec::new();
+    let words = command
+        .split(|c: char| c.is_whitespace() || ";&|()<>=`".contains(c))
+        .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
+        .filter(|w| !w.is_empty());
+    for word in words {
+        let path = word.trim_start_matches("./");
+        let mut candidates: Vec<&str> = vec![path];
+        if let Some((_, files)) = IMPLIED.iter().find(|(program, _)| *program == path) {
+            candidates.extend(files.iter());
+        }
+        for candidate in candidates {
+            let plain = !candidate.is_empty()
+                && !candidate.starts_with('/')
+                && !candidate.starts_with('-')
+                && !candidate.split('/').any(|part| part == "..");
+            if plain && exists(candidate) && !named.iter().any(|n| n == candidate) {
+                named.push(candidate.to_owned());
+            }
+        }
+    }
+    named
+}
+
+static TEST_FILE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(concat!(
+        r"(^|/)(tests?|__tests__|spec)/",
+        r"|(^|/)test_[^/]*\.py$|_test\.(py|go)$",
+        r"|\.(test|spec)\.[cm]?[jt]sx?$",
+        r"|(Test|Tests)\.(java|kt|cs|php)$|_spec\.rb$|\.bats$",
+    ))
+    .expect("the test file pattern")
+});
+
+/// Whether `path` holds tests, by the conventions of the common runners.
+pub fn is_test_file(path: &str) -> bool {
+    TEST_FILE.is_match(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_judges_files_are_config_ci_and_what_the_command_runs() {
+        let base = ["test.sh", "scripts/ci.sh", "Makefile", "pytest.ini"];
+        let exists = |p: &str| base.contains(&p);
+        assert_eq!(named_files("./test.sh", exists), vec!["test.sh"]);
+        assert_eq!(
+            named_files("bash scripts/ci.sh && make test", exists),
+            vec!["scripts/ci.sh", "Makefile"]
+        );
+        assert_eq!(
+            named_files("pytest -c pytest.ini -q", exists),
+            vec!["pytest.ini"]
+        );
+        assert_eq!(named_files("cargo test", exists), Vec::<String>::new());
+        assert_eq!(
+            named_files("/bin/sh ../outside.sh", |_| true),
+            Vec::<String>::new(),
+            "no path outside the repository"
+        );
+
+        let named = vec!["test.sh".to_owned()];
+        for judges in [
+            ".bmad/config.yaml",
+            ".bmad/playbooks/x.yaml",
+            ".github/workflows/ci.yml",
+            ".gitlab-ci.yml",
+            "test.sh",
+        ] {
+            assert!(is_judges(judges, &named), "{judges}");
+        }
+        for work in [
+            ".bmad/sessions/abc/journal.md",
+            "src/test.sh.rs",
+            "docs/.github/workflows.md",
+            "tests/test_a.py",
+        ] {
+            assert!(!is_judges(work, &named), "{work}");
+        }
+    }
+
+    #[test]
+    fn test_files_by_convention() {
+        for test in [
+            "tests/api.rs",
+            "test/a.js",
+            "pkg/__tests__/x.ts",
+            "spec/model_spec.rb",
+            "test_api.py",
+            "app/api_test.py",
+            "sync/engine_test.go",
+            "src/a.test.tsx",
+            "src/a.spec.mjs",
+            "src/main/java/ApiTest.java",
+            "t/basic.bats",
+        ] {
+            assert!(is_test_file(test), "{test}");
+        }
+        for not in [
+            "src/api.rs",
+            "specs/001-x/spec.md",
+            "src/contest.py",
+            "latest/a.js",
+        ] {
+            assert!(!is_test_file(not), "{not}");
+        }
+    }
+}

@@ -1,0 +1,204 @@
+//! The judge out of the agents' reach: before a story's branch is pushed, git-bmad runs the
+//! tests itself, with the test command and scripts of the story's base, on a clean checkout
+//! of exactly the commit it pushes, with none of the user's credentials. Each agent below
+//! misbehaves one way through `epic run`; none gets its story done, a push or a pull request,
+//! and each misbehaviour is named in the story's record.
+
+use std::path::Path;
+
+use crate::common::{read, write, TestEnv};
+use crate::test_epic::{dev_behaviour, epic_project, status, story};
+
+const STORY: &str = "3-1-api-client";
+
+/// A `gh` that, like the real one, does nothing without a login: `GH_TOKEN` or a
+/// `hosts.yml` in its config directory. Every call is logged with whether it could act.
+const GH: &str = r#"#!/bin/sh
+dir="${GH_CONFIG_DIR:-$HOME/.config/gh}"
+if [ -z "$GH_TOKEN" ] && [ ! -f "$dir/hosts.yml" ]; then
+  echo "gh $* (not logged in)" >> "$HOME/agent/gh.log"
+  echo "To get started with GitHub CLI, please run:  gh auth login" >&2
+  exit 4
+fi
+echo "gh $*" >> "$HOME/agent/gh.log"
+case "$1 $2" in
+  'pr list') exit 0 ;;
+  'pr create') echo "https://github.com/example/proj/pull/$$" ;;
+esac
+"#;
+
+/// The user's credentials, as a real session has them.
+const USER_VARS: &[(&str, &str)] = &[
+    ("GH_TOKEN", "gho_usertoken0123456789abcdefghijklmnopqr"),
+    ("SSH_AUTH_SOCK", "/tmp/ssh-agent.sock"),
+    ("ANTHROPIC_API_KEY", "sk-ant-user-key"),
+];
+
+/// The epic project, with a suite that counts: each `tests/*.sh` is a test (TAP `ok`
+/// lines), and any source file that says FAIL fails the run.
+fn counted_project(env: &TestEnv) -> std::path::PathBuf {
+    let repo = epic_project(env);
+    env.executable("gh", GH);
+    write(
+        &repo,
+        "test.sh",
+        "#!/bin/sh\n# Each tests/*.sh is one test; a source file that says FAIL fails the suite.\nn=0\nfor t in tests/*.sh; do\n  [ -f \"$t\" ] || continue\n  sh \"$t\" || { echo \"not ok $t\"; exit 1; }\n  n=$((n+1)); echo \"ok $n - $t\"\ndone\n! grep -rq FAIL src 2>/dev/null\n",
+    );
+    for t in ["api", "store", "sync"] {
+        write(&repo, &format!("tests/{t}.sh"), "true\n");
+    }
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "a suite that counts"]);
+    env.git(&repo, &["push", "-q", "origin", "main"]);
+    repo
+}
+
+fn run_story(env: &TestEnv, repo: &Path) -> crate::common::Run {
+    env.bmad_with(repo, &["epic", "run", "3", "--stories", STORY], USER_VARS)
+}
+
+/// The story failed, for `why` (every `&&`-joined part of it), with nothing pushed or
+/// offered.
+fn failed_unpushed(env: &TestEnv, repo: &Path, why: &str) {
+    let s = status(env, repo);
+    let st = story(&s, STORY);
+    assert_eq!(st["stage"], "failed", "{s:#}");
+    let reason = st["state"]["reason"].as_str().unwrap_or_default();
+    for part in why.split(" && ") {
+        assert!(reason.contains(part), "expected {part:?} in: {reason}");
+    }
+    assert!(st["state"]["pr"].is_null(), "{st:#}");
+    let gh = std::fs::read_to_string(env.root().join("home/agent/gh.log")).unwrap_or_default();
+    assert!(!gh.contains("pr create"), "{gh}");
+    assert!(!gh.contains("pr merge"), "{gh}");
+    let remote = env.git(repo, &["ls-remote", "--heads", "origin"]);
+    assert!(!remote.contains(&format!("bmad/{STORY}")), "{remote}");
+}
+
+#[test]
+fn an_agent_that_rewrites_the_judges_tools_gets_no_done() {
+    // (what the agent does besides writing broken code, the file it names)
+    let cases = [
+        ("printf '#!/bin/sh\\nexit 0\\n' > test.sh", "test.sh"),
+        (
+            "sed -i 's#./test.sh#true#' .bmad/config.yaml",
+            ".bmad/config.yaml",
+        ),
+        (
+            "mkdir -p .github/workflows && echo 'on: push' > .github/workflows/ci.yml",
+            ".github/workflows/ci.yml",
+        ),
+    ];
+    for (cheat, file) in cases {
+        let env = TestEnv::new();
+        let repo = counted_project(&env);
+        dev_behaviour(&env, &format!("echo FAIL > src/broken.rs\n{cheat}"));
+        run_story(&env, &repo).code(5);
+        failed_unpushed(
+            &env,
+            &repo,
+            &format!("changed files git-bmad judges it with ({file})"),
+        );
+    }
+}
+
+#[test]
+fn weakened_tests_get_no_done_deleted_emptied_or_fewer() {
+    let cases = [
+        (
+            "rm tests/store.sh",
+            "deleted or emptied test files: tests/store.sh",
+        ),
+        (
+            ": > tests/sync.sh",
+            "deleted or emptied test files: tests/sync.sh",
+        ),
+        // Renamed out of the runner's sight.
+        (
+            "mv tests/api.sh tests/api.sh.off",
+            "deleted or emptied test files: tests/api.sh",
+        ),
+        // Moved, whole, where the runner does not look: only the count says so.
+        (
+            "mkdir -p tests/disabled && mv tests/api.sh tests/disabled/api.sh",
+            "`./test.sh` passes 2 tests on && , 3 at the base && tests were removed or skipped",
+        ),
+    ];
+    for (cheat, why) in cases {
+        let env = TestEnv::new();
+        let repo = counted_project(&env);
+        dev_behaviour(&env, cheat);
+        run_story(&env, &repo).code(5);
+        failed_unpushed(&env, &repo, why);
+    }
+}
+
+#[test]
+fn a_suite_that_goes_red_after_the_agents_said_done_is_caught_on_the_pushed_commit() {
+    let env = TestEnv::new();
+    let repo = counted_project(&env);
+    // The dev's tests were green in its worktree only because of a file git ignores there:
+    // the pushed commit is what is judged.
+    write(&repo, ".gitignore", "*.log\nlocal/\n");
+    env.git(&repo, &["commit", "-qam", "ignore local/"]);
+    env.git(&repo, &["push", "-q", "origin", "main"]);
+    write(&repo, "tests/needs-local.sh", "test -f local/ready\n");
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-qm", "a test that needs a local file"]);
+    env.git(&repo, &["push", "-q", "origin", "main"]);
+    dev_behaviour(&env, "mkdir -p local && touch local/ready");
+    run_story(&env, &repo).code(5);
+    failed_unpushed(&env, &repo, "`./test.sh` fails on");
+    // The agent's worktree is green; the checkout of the commit is not.
+    let wt = env.root().join(format!("proj.{STORY}"));
+    env.sh(&wt, "./test.sh").success();
+}
+
+#[test]
+fn the_tests_run_with_none_of_the_users_credentials_and_cannot_merge() {
+    let env = TestEnv::new();
+    let repo = counted_project(&env);
+    // The agent's new test reads its environment and tries to merge with the user's gh.
+    dev_behaviour(
+        &env,
+        "mkdir -p src/api && echo '// client' > src/api/client.rs\ncat > tests/evil.sh <<'X'\nenv > \"$HOME/agent/test-env.txt\"\npwd > \"$HOME/agent/test-dir.txt\"\ngh pr merge --admin --squash 1 || true\ngit config --get credential.helper >> \"$HOME/agent/test-env.txt\" || true\nX\n",
+    );
+    // A credential helper in the user's git config, as `gh auth setup-git` writes.
+    env.git(
+        &repo,
+        &[
+            "config",
+            "--global",
+            "credential.helper",
+            "!gh auth git-credential",
+        ],
+    );
+    let run = run_story(&env, &repo);
+    run.success();
+    let seen = read(&env.root(), "home/agent/test-env.txt");
+    for (key, value) in USER_VARS {
+        assert!(!seen.contains(key), "{key} reached the tests: {seen}");
+        assert!(!seen.contains(value), "{key}'s value reached the tests");
+    }
+    assert!(!seen.contains("gh auth git-credential"), "{seen}");
+    // Not the agent's worktree: a checkout of its own.
+    let dir = read(&env.root(), "home/agent/test-dir.txt");
+    assert!(!dir.contains(&format!("proj.{STORY}")), "{dir}");
+    let gh = read(&env.root(), "home/agent/gh.log");
+    assert!(
+        gh.lines()
+            .filter(|l| l.contains("pr merge"))
+            .all(|l| l.ends_with("(not logged in)")),
+        "{gh}"
+    );
+    // The story itself is done, with the evidence of the run.
+    let s = status(&env, &repo);
+    let tests = story(&s, STORY)["state"]["tests"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        tests.contains("4 tests passed (3 at the base, TAP)"),
+        "{tests}"
+    );
+}
