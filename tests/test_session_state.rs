@@ -272,13 +272,22 @@ fn a_killed_rollback_is_finished_or_undone_exactly() {
 }
 
 #[test]
-fn an_abandoned_packed_refs_lock_is_named_and_nothing_waits_forever() {
+fn a_packed_refs_lock_is_named_while_a_git_may_hold_it_and_cleared_by_start_once_none_does() {
     let env = TestEnv::new();
     let repo = env.repo("proj");
     let (_, wt) = env.start(&repo, "work");
     let lock = repo.join(".git/packed-refs.lock");
     std::fs::write(&lock, "").unwrap();
     age_an_hour(&lock);
+    // A git working in the repository (waiting on its input) may be the lock's owner: the
+    // lock is named with what to do, never removed, and nothing waits forever.
+    let mut live = env
+        .git_command(&repo)
+        .args(["hash-object", "--stdin"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
     for args in [&["start", "other"][..], &["checkpoint", "-m", "x"]] {
         let dir = if args[0] == "start" { &repo } else { &wt };
         let started = Instant::now();
@@ -293,13 +302,27 @@ fn an_abandoned_packed_refs_lock_is_named_and_nothing_waits_forever() {
             run.stderr
         );
     }
+    assert!(lock.exists(), "a lock a live git may hold was removed");
     let doctor = env.bmad(&repo, &["doctor"]).code(1);
     assert!(
         doctor.stdout.contains("packed-refs.lock"),
         "{}",
         doctor.stdout
     );
-    std::fs::remove_file(&lock).unwrap();
+    drop(live.stdin.take());
+    live.wait().unwrap();
+
+    // With no git running, the lock is a killed one's: the next start clears it, saying so.
+    let run = env.bmad(&repo, &["start", "other"]).success();
+    assert!(!lock.exists());
+    assert!(
+        run.stderr.contains(&format!(
+            "removed {}, left by a git process that was killed",
+            lock.display()
+        )),
+        "{}",
+        run.stderr
+    );
     env.bmad(&wt, &["checkpoint", "-m", "x"]).success();
     env.bmad(&repo, &["doctor"]).success();
 }

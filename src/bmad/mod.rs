@@ -22,6 +22,7 @@ pub mod queue;
 pub mod spec_folder;
 pub mod speckit;
 pub mod sprint;
+pub mod sprint_merge;
 pub mod status;
 pub mod status_change;
 mod status_field;

@@ -40,6 +40,15 @@ fn commit_id(hex: &str) -> Option<session::ObjectId> {
     session::ObjectId::from_hex(hex.as_bytes()).ok()
 }
 
+/// The runner's merge of BMAD's bookkeeping when stacked stories meet: a sprint status key
+/// by key (each story moved its own); any other conflict is git's.
+fn merge_bookkeeping(path: &str, base: &str, ours: &str, theirs: &str) -> Option<String> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    (name == "sprint-status.yaml")
+        .then(|| crate::bmad::sprint_merge::merge(Path::new(path), base, ours, theirs))
+        .flatten()
+}
+
 /// A message from a story's worker.
 pub(super) enum Message {
     Stage(String, StoryStage),
@@ -89,7 +98,7 @@ pub(super) fn run_story(
             };
             let s = super::start_session(&repo, &start, policy, progress)?;
             for branch in &job.merges {
-                closeout::merge_into(&repo, &s, branch)?;
+                closeout::merge_into(&repo, &s, branch, &merge_bookkeeping)?;
             }
             (s, None)
         }
@@ -178,13 +187,23 @@ pub(super) fn run_story(
             session.id
         ),
     )?;
-    let tests = match judge_work(&repo, &session, job, &baseline, config, interrupt)? {
-        Judgement::Pass(evidence) => evidence,
-        Judgement::Fail(why) => {
+    let judged = match judge_work(&repo, &session, job, &baseline, config, interrupt)? {
+        Ok(judged) => judged,
+        Err(why) => {
             send(numbers(Stage::Failed, Some(why)));
             return Ok(End::Failed);
         }
     };
+    // What is pushed is what was judged.
+    let now = closeout::branch_head(&repo, &session)?;
+    if now != Some(judged.0) {
+        let why = format!(
+            "the story's branch moved after git-bmad judged {} (now {now:?}): nothing is pushed; resume judges it again",
+            judged.0
+        );
+        send(numbers(Stage::Failed, Some(why)));
+        return Ok(End::Failed);
+    }
     let pr = super::closeout::pull_request(
         &repo,
         &session,
@@ -196,14 +215,15 @@ pub(super) fn run_story(
     )?;
     let mut done = numbers(Stage::Done, None);
     done.pr = Some(pr);
-    done.tests = Some(tests);
+    done.tests = Some(judged.1);
     send(done);
     Ok(End::Done(sprint))
 }
 
-/// Whether the story's committed branch holds work, and the judge's verdict on it: a
-/// branch with no commit after its baseline, or with only BMAD's bookkeeping, fails before
-/// any test runs; then git-bmad's own tools, on exactly the commit it pushes.
+/// Whether the story's committed branch holds work, and the judge's verdict on it: the
+/// commit judged and the evidence, or why the story is not done. A branch with no commit
+/// after its baseline, or with only BMAD's bookkeeping, fails before any test runs; then
+/// git-bmad's own tools, on exactly the commit it pushes.
 fn judge_work(
     repo: &Repo,
     session: &session::Session,
@@ -211,28 +231,33 @@ fn judge_work(
     baseline: &str,
     config: &Config,
     interrupt: &AtomicBool,
-) -> Result<Judgement, Error> {
+) -> Result<Result<(session::ObjectId, String), String>, Error> {
     let head = closeout::branch_head(repo, session)?;
     let (Some(base), Some(head)) = (commit_id(baseline), head) else {
-        return Ok(Judgement::Fail(format!(
+        return Ok(Err(format!(
             "the story's commits are gone (baseline {baseline:?}, head {head:?}): nothing to judge"
         )));
     };
     if head == base {
-        return Ok(Judgement::Fail(
+        return Ok(Err(
             "the story's branch has no commit after its baseline: nothing was implemented".into(),
         ));
     }
     let changed = closeout::changes_since(repo, session, baseline)?.unwrap_or_default();
     let paths: Vec<&str> = changed.iter().map(|c| c.path.as_str()).collect();
     if let Some(why) = verify::bookkeeping_only(&paths, job.story.file.as_deref()) {
-        return Ok(Judgement::Fail(why));
+        return Ok(Err(why));
     }
     let timeout = job
         .limits
         .1
         .map_or(JUDGE_TIMEOUT, |left| left.min(JUDGE_TIMEOUT));
-    super::judge::judge(repo, base, head, config, timeout, interrupt)
+    Ok(
+        match super::judge::judge(repo, base, head, config, timeout, interrupt)? {
+            Judgement::Pass(evidence) => Ok((head, evidence)),
+            Judgement::Fail(why) => Err(why),
+        },
+    )
 }
 
 /// What follows a story's pipeline as it runs: each step's start goes to `progress`; with

@@ -251,19 +251,6 @@ impl Repo {
         git.run(["commit", "--quiet", "-m", message]).map(|_| true)
     }
 
-    /// Merge another branch (short name) into this worktree's branch; a conflict aborts the
-    /// merge and is an error, so the worktree is left as it was.
-    pub fn merge_branch(&self, short_branch: &str, message: &str) -> Result<()> {
-        let git = self.git();
-        match git.run(["merge", "--no-ff", "--quiet", "-m", message, short_branch]) {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                let _ = git.run(["merge", "--abort"]);
-                Err(e)
-            }
-        }
-    }
-
     /// Whether a remote of this name is configured.
     pub fn has_remote(&self, name: &str) -> Result<bool> {
         let out = self.git().run(["remote"])?;

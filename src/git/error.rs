@@ -97,6 +97,16 @@ pub enum Error {
     /// A stored object is not what it should be.
     #[error("{0}")]
     Corrupt(String),
+    /// A merge met conflicts nothing could resolve; it was undone.
+    #[error("merging {branch} conflicts in {}: the merge was undone; merge it by hand in {}, then resume", paths.join(", "), worktree.display())]
+    MergeConflict {
+        /// The branch merged.
+        branch: String,
+        /// The conflicted paths.
+        paths: Vec<String>,
+        /// Where the merge ran.
+        worktree: PathBuf,
+    },
 }
 
 impl Error {

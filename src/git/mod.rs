@@ -12,6 +12,7 @@ mod diff;
 mod error;
 mod ignores;
 mod index;
+mod merge;
 mod notes;
 mod push;
 mod refs;

@@ -25,14 +25,20 @@ pub fn commit_work(repo: &Repo, session: &Session, message: &str) -> Result<bool
     Ok(worktree.as_ref().unwrap_or(repo).commit_all(message)?)
 }
 
-/// Merge `short_branch` into the session's branch, in its worktree.
-pub fn merge_into(repo: &Repo, session: &Session, short_branch: &str) -> Result<()> {
+/// Merge `short_branch` into the session's branch, in its worktree; `resolve` merges the
+/// conflicted files it knows (see [`crate::git::Repo::merge_branch`]).
+pub fn merge_into(
+    repo: &Repo,
+    session: &Session,
+    short_branch: &str,
+    resolve: &dyn Fn(&str, &str, &str, &str) -> Option<String>,
+) -> Result<()> {
     let worktree = session.open_worktree(repo)?;
     let message = format!("Merge {short_branch} into {}", session.short_branch());
     Ok(worktree
         .as_ref()
         .unwrap_or(repo)
-        .merge_branch(short_branch, &message)?)
+        .merge_branch(short_branch, &message, resolve)?)
 }
 
 /// Push the session's branch to `remote`; `false` when no such remote is configured.
