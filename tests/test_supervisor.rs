@@ -112,10 +112,11 @@ pub(crate) fn speckit_project(env: &TestEnv) -> PathBuf {
         "tasks",
         "printf -- '- [ ] T001 build it\\n- [ ] T002 test it\\n' > specs/001-demo/tasks.md\nresult 'tasks written'\n",
     );
+    // An honest agent gives a verdict when it is asked for one, as a real one does.
     agent_behaviour(
         env,
         "agreement",
-        "result 'spec, plan and tasks agree\\nVERDICT: PASS'\n",
+        &verdict_if_asked("spec, plan and tasks agree"),
     );
     agent_behaviour(
         env,
@@ -125,15 +126,22 @@ pub(crate) fn speckit_project(env: &TestEnv) -> PathBuf {
     agent_behaviour(
         env,
         "agreement-check",
-        "result 'the code still matches\\nVERDICT: PASS'\n",
+        &verdict_if_asked("the code still matches"),
     );
     agent_behaviour(
         env,
         "qa-plan",
         "mkdir -p specs/001-demo/checklists\necho '- [ ] it builds' > specs/001-demo/checklists/qa.md\nresult 'checklist written'\n",
     );
-    agent_behaviour(env, "qa-run", "result 'all green\\nVERDICT: PASS'\n");
+    agent_behaviour(env, "qa-run", &verdict_if_asked("all green"));
     repo
+}
+
+/// An agent's reply that ends with `VERDICT: PASS` only when its prompt asked for a verdict.
+fn verdict_if_asked(reply: &str) -> String {
+    format!(
+        "case \"$prompt\" in\n  *'VERDICT: PASS or VERDICT: FAIL'*) result '{reply}\\nVERDICT: PASS' ;;\n  *) result '{reply}' ;;\nesac\n"
+    )
 }
 
 pub(crate) fn start_with(

@@ -3,7 +3,11 @@
 
 use super::Engine;
 use crate::runner::Kind;
-use crate::supervisor::playbook::{self, Check, Step};
+use crate::supervisor::playbook::{self, Check, Step, VerdictRule};
+
+/// What a step whose verdict is required is asked, when its command does not ask already.
+pub(crate) const VERDICT_REQUEST: &str =
+    "End your reply with one line: VERDICT: PASS or VERDICT: FAIL.";
 
 impl Engine<'_> {
     /// The test commands `step`'s checks run, and the project's: an agent may run them.
@@ -31,6 +35,22 @@ impl Engine<'_> {
             format!("{} {args}", step.command)
         } else {
             step.command.clone()
+        };
+        // A verdict git-bmad requires, it asks for, on the command's own line (a slash
+        // command's arguments carry it to the skill).
+        let asks_verdict = step.verdict == VerdictRule::Required
+            && kind.is_agent()
+            && !prompt.to_ascii_uppercase().contains("VERDICT:");
+        let prompt = if asks_verdict {
+            let (first, rest) = prompt.split_once('\n').unwrap_or((&prompt, ""));
+            let rest = if rest.is_empty() {
+                String::new()
+            } else {
+                format!("\n{rest}")
+            };
+            format!("{first} {VERDICT_REQUEST}{rest}")
+        } else {
+            prompt
         };
         // A fix round's agent is told what the review it follows found.
         match self.findings_for(step) {
