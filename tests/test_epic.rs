@@ -375,6 +375,48 @@ fn a_review_that_never_converges_stops_at_the_cap_and_failures_trip_the_breaker(
     // The run's options are journaled: `epic resume` takes the same breaker and remote.
     assert_eq!(s["started"]["max_failures"], 2, "{s:#}");
     assert_eq!(s["started"]["remote"], "origin", "{s:#}");
+
+    // The morning report tells the truth: the epic stopped, with why, and every story of it,
+    // the ones never started too.
+    let report = env.bmad(&repo, &["report", "--json"]).success().json();
+    let card = &report["epics"][0];
+    assert_eq!(card["epic"], "3", "{report:#}");
+    assert_eq!(card["outcome"], "failed", "{card:#}");
+    assert!(
+        card["stopped"]
+            .as_str()
+            .unwrap()
+            .contains("circuit breaker"),
+        "{card:#}"
+    );
+    let stages: Vec<(String, String)> = card["stories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["key"].as_str().unwrap().into(),
+                s["stage"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert_eq!(stages.len(), 4, "{card:#}");
+    assert!(
+        stages
+            .iter()
+            .any(|(k, st)| k == "3-3-sync-engine" && st == "skipped"),
+        "{stages:?}"
+    );
+    let epic_session = report["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "epic-3")
+        .unwrap();
+    assert_eq!(epic_session["outcome"], "failed", "{epic_session:#}");
+    let text = env.bmad(&repo, &["report"]).success().stdout;
+    assert!(text.contains("STOPPED  epic 3 (epic-3)"), "{text}");
+    assert!(text.contains("3-3-sync-engine  skipped"), "{text}");
 }
 
 #[test]

@@ -33,11 +33,7 @@ pub fn close_session_name(epic: &str) -> String {
     format!("{}-close", session_name(epic))
 }
 
-/// The scope confirmation's id.
-pub const SCOPE: &str = "scope";
-
-/// The completion gate's id.
-pub const COMPLETION: &str = "completion";
+pub use crate::session::epic_state::{COMPLETION_GATE as COMPLETION, SCOPE_GATE as SCOPE};
 
 /// The gate's id that asks whether story `key` runs though a dependency did not end well.
 pub fn dependency(key: &str) -> String {
@@ -46,5 +42,5 @@ pub fn dependency(key: &str) -> String {
 
 /// The integration checkpoint gate's id after story `key`.
 pub fn integration(key: &str) -> String {
-    format!("integration:{key}")
+    crate::session::epic_state::integration_gate(key)
 }

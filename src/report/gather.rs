@@ -49,10 +49,17 @@ pub fn gather(repo: &Repo, options: Options) -> session::Result<Report> {
         }
     }
     let mut reports = Vec::new();
+    let mut epics = Vec::new();
     for (s, events) in &journals {
         let Some(mut report) = fold(s, events, window) else {
             continue;
         };
+        // An epic session runs no playbook of its own: where it stands is its run's.
+        if let Some(card) = super::epic::card(&s.name, events) {
+            report.outcome = card.outcome;
+            report.stopped_by = card.stopped.clone();
+            epics.push(card);
+        }
         report.evidence.pr = prs.get(s.id.as_str()).cloned();
         if let Some(problem) = untrusted.remove(s.id.as_str()) {
             report.problems.insert(0, problem);
@@ -86,6 +93,7 @@ pub fn gather(repo: &Repo, options: Options) -> session::Result<Report> {
         since: options.since.rfc3339(),
         repository,
         summary: summarise(&reports),
+        epics,
         sessions: reports,
     })
 }

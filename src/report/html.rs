@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::{Outcome, Report, SessionReport};
+use super::{EpicCard, Outcome, Report, SessionReport};
 use crate::text::{duration, html_escape};
 
 const STYLE: &str = r#"
@@ -92,11 +92,58 @@ pub fn render(report: &Report) -> String {
             "<p>No session had any activity in this period, and none waits for you.</p>\n",
         );
     }
+    for card in &report.epics {
+        epic_section(&mut page, card);
+    }
     for session in &report.sessions {
         section(&mut page, session);
     }
     page.push_str("</main>\n");
     crate::text::html_page(&title, STYLE, &page)
+}
+
+/// One epic run's card: its state, what waits for whom, a row per story.
+fn epic_section(page: &mut String, card: &EpicCard) {
+    let (word, tone) = super::text::epic_word(card);
+    let tone = match tone {
+        super::text::Tone::Bad => "bad",
+        super::text::Tone::Warn => "warn",
+        _ => "good",
+    };
+    let _ = write!(
+        page,
+        "<section class=\"{tone}\" id=\"e-{}\">\n<h2><span class=\"badge {tone}\">{word}</span>epic {}</h2>\n",
+        html_escape(&card.session),
+        html_escape(&card.epic)
+    );
+    if let Some(why) = &card.stopped {
+        let _ = writeln!(page, "<p>{}</p>", html_escape(why));
+    }
+    for waiting in &card.waiting {
+        let _ = writeln!(
+            page,
+            "<div class=\"gate\"><p>{}</p></div>",
+            html_escape(waiting)
+        );
+    }
+    page.push_str(
+        "<table>\n<tr><th>story</th><th>stage</th><th>pull request or reason</th></tr>\n",
+    );
+    for story in &card.stories {
+        let said = story
+            .pr
+            .as_deref()
+            .or(story.reason.as_deref())
+            .unwrap_or("");
+        let _ = writeln!(
+            page,
+            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            html_escape(&story.key),
+            html_escape(&story.stage),
+            html_escape(said)
+        );
+    }
+    page.push_str("</table>\n</section>\n");
 }
 
 /// One session's section.

@@ -6,6 +6,7 @@
 //! reads the repository, and [`text`] and [`html`] render. The JSON form is the [`Report`]
 //! itself; its shape is versioned by [`Report::version`] and documented in the README.
 
+mod epic;
 mod fold;
 mod gather;
 pub mod html;
@@ -13,6 +14,7 @@ pub mod text;
 
 use serde::Serialize;
 
+pub use epic::{EpicCard, EpicStory};
 pub use fold::fold;
 pub use gather::{gather, Options};
 
@@ -32,6 +34,8 @@ pub struct Report {
     pub repository: String,
     /// Counts and totals over every session in it.
     pub summary: Summary,
+    /// One card per epic run: its stories, their pull requests, what waits for whom.
+    pub epics: Vec<EpicCard>,
     /// One entry per session, the newest problems first, then running, then done.
     pub sessions: Vec<SessionReport>,
 }

@@ -1,7 +1,7 @@
 //! The report for a terminal: at most [`WIDTH`] columns, colour only through the painter the
 //! caller passes (so `NO_COLOR` and pipes are the CLI's business).
 
-use super::{Outcome, Report, SessionReport};
+use super::{EpicCard, Outcome, Report, SessionReport};
 use crate::text::{duration, first_line_within, wrap};
 
 /// The widest line the text report writes.
@@ -80,11 +80,75 @@ pub fn render(report: &Report, timeline: bool, paint: &dyn Fn(&str, Tone) -> Str
         s.tokens,
         s.cost_usd
     ));
+    for card in &report.epics {
+        out.push(String::new());
+        epic_lines(card, paint, &mut out);
+    }
     for session in &report.sessions {
         out.push(String::new());
         session_lines(session, timeline, paint, &mut out);
     }
     join(out)
+}
+
+/// One epic run's card: its state, what waits for whom, a line per story.
+fn epic_lines(card: &EpicCard, paint: &dyn Fn(&str, Tone) -> String, out: &mut Vec<String>) {
+    let (word, tone) = epic_word(card);
+    let counts: Vec<String> = card
+        .counts
+        .iter()
+        .map(|(stage, n)| format!("{n} {stage}"))
+        .collect();
+    out.push(format!(
+        "{}  {}",
+        paint(&word.to_uppercase(), tone),
+        paint(
+            &first_line_within(
+                &format!(
+                    "epic {} ({}): {}",
+                    card.epic,
+                    card.session,
+                    counts.join(", ")
+                ),
+                WIDTH - word.len() - 2
+            ),
+            Tone::Strong
+        )
+    ));
+    let indent = |text: &str, prefix: &str, out: &mut Vec<String>| {
+        for line in wrap(text, WIDTH - prefix.chars().count()) {
+            out.push(format!("{prefix}{line}"));
+        }
+    };
+    if let Some(why) = &card.stopped {
+        indent(why, "  ", out);
+    }
+    for waiting in &card.waiting {
+        indent(&format!("? {waiting}"), "  ", out);
+    }
+    let width = card.stories.iter().map(|s| s.key.len()).max().unwrap_or(0);
+    for story in &card.stories {
+        let said = story
+            .pr
+            .as_deref()
+            .or(story.reason.as_deref())
+            .map(|s| s.lines().next().unwrap_or_default())
+            .unwrap_or_default();
+        let line = format!("  {:<width$}  {:<8}  {said}", story.key, story.stage);
+        out.push(first_line_within(&line, WIDTH));
+    }
+}
+
+/// The word for where an epic run stands: a run that stopped early is `stopped`.
+pub fn epic_word(card: &EpicCard) -> (&'static str, Tone) {
+    match card.outcome {
+        Outcome::Failed if card.stopped.is_some() => ("stopped", Tone::Bad),
+        Outcome::Parked | Outcome::Stalled | Outcome::Interrupted => {
+            (card.outcome.as_str(), Tone::Warn)
+        }
+        Outcome::Failed | Outcome::OverBudget => (card.outcome.as_str(), Tone::Bad),
+        Outcome::Running | Outcome::Done => (card.outcome.as_str(), Tone::Good),
+    }
 }
 
 /// One session's block.

@@ -15,6 +15,7 @@ mod checkpoint;
 pub mod closeout;
 mod deferred;
 mod doctor;
+pub mod epic_state;
 mod error;
 mod event;
 mod git_locks;

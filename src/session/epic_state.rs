@@ -1,0 +1,297 @@
+//! An epic run's state, replayed from the epic session's journal: the options it runs with,
+//! where each story stands, the gate that waits. Nothing else is kept anywhere; the epic
+//! runner, `epic status` and the morning report all read it from here.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::schema::{
+    Answer, Body, EpicBudget, EpicClosed, EpicStarted, IntegrationChecked, Stage, StoryStage,
+};
+use super::Event;
+
+/// The scope confirmation's gate id.
+pub const SCOPE_GATE: &str = "scope";
+
+/// The completion gate's id.
+pub const COMPLETION_GATE: &str = "completion";
+
+const INTEGRATION_GATE_PREFIX: &str = "integration:";
+
+/// The id of the integration checkpoint's gate after story `key`.
+pub fn integration_gate(key: &str) -> String {
+    format!("{INTEGRATION_GATE_PREFIX}{key}")
+}
+
+/// Where one story stands.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct StoryState {
+    /// The last stage it reached.
+    pub stage: Stage,
+    /// Everything its stages recorded, newest value of each field.
+    #[serde(flatten)]
+    pub detail: StoryStage,
+    /// When it started and when it last moved (RFC 3339).
+    pub started_at: Option<String>,
+    /// When it reached its last stage.
+    pub updated_at: Option<String>,
+    /// How many times it was started (1 plus resumes after a failure or gate).
+    pub attempts: u32,
+    /// The newest integration checkpoint after it (stories with dependents).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub integration: Option<IntegrationChecked>,
+}
+
+impl StoryState {
+    /// A story that needs nothing more from this run: done, or blocked for a human.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self.stage, Stage::Done | Stage::Blocked)
+    }
+}
+
+/// A human's answer to an epic gate.
+#[derive(Clone, Debug, Serialize)]
+pub struct GateDecision {
+    /// The gate (`scope`, `integration:<key>`, `completion`).
+    pub gate: String,
+    /// The answer.
+    pub answer: Answer,
+    /// What the human wrote with it.
+    pub message: Option<String>,
+    /// When (RFC 3339).
+    pub at: String,
+}
+
+/// The epic run, replayed.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct EpicState {
+    /// The newest `epic_started`.
+    pub started: Option<EpicStarted>,
+    /// Stories by key.
+    pub stories: BTreeMap<String, StoryState>,
+    /// The newest `epic_finished` came after the newest stage: nothing moved since.
+    pub finished: bool,
+    /// Why the newest `epic_finished` says the run stopped early (a breaker, a budget, a
+    /// human), if it does.
+    pub stopped: Option<String>,
+    /// The epic gate waiting for a human.
+    pub gate: Option<OpenGate>,
+    /// Epic gates answered since they were last opened, by id.
+    pub answers: BTreeMap<String, Answer>,
+    /// Every answer to an epic gate, oldest first, for the report.
+    pub decisions: Vec<GateDecision>,
+    /// The close-out, once it ran (the SM's completion signal, the retrospective).
+    pub closed: Option<EpicClosed>,
+    /// Events replayed.
+    pub events: usize,
+}
+
+impl EpicState {
+    /// Replay an epic session's journal.
+    pub fn replay<'a>(events: impl IntoIterator<Item = &'a Event>) -> EpicState {
+        let mut state = EpicState::default();
+        for event in events {
+            state.apply(event);
+        }
+        state
+    }
+
+    /// Fold one more event in.
+    pub fn apply(&mut self, event: &Event) {
+        self.events += 1;
+        match &event.body {
+            Body::EpicStarted(started) => {
+                // Other options are another run: its scope and completion are asked anew.
+                self.started = Some(started.clone());
+                self.finished = false;
+                self.gate = None;
+                self.answers.remove(SCOPE_GATE);
+                self.answers.remove(COMPLETION_GATE);
+            }
+            Body::GateOpened(opened) => {
+                let Some(id) = &event.step else { return };
+                self.answers.remove(id);
+                self.gate = Some(OpenGate {
+                    id: id.clone(),
+                    question: opened.question.clone(),
+                    evidence: opened.evidence.clone(),
+                    options: opened.options.clone(),
+                    seq: event.seq,
+                });
+            }
+            Body::GateAnswered(answered) => {
+                let Some(gate) = self.gate.take() else { return };
+                let Some(answer) = answered.answer else {
+                    return;
+                };
+                self.decisions.push(GateDecision {
+                    gate: gate.id.clone(),
+                    answer,
+                    message: event.response.clone(),
+                    at: event.ts.clone(),
+                });
+                if answer == Answer::Retry {
+                    // Check again: the checkpoint runs anew, and gates anew if it must.
+                    if let Some(key) = gate.id.strip_prefix(INTEGRATION_GATE_PREFIX) {
+                        if let Some(story) = self.stories.get_mut(key) {
+                            story.integration = None;
+                        }
+                    }
+                } else {
+                    self.answers.insert(gate.id, answer);
+                }
+            }
+            Body::IntegrationChecked(checked) => {
+                let Some(key) = &event.step else { return };
+                self.answers.remove(&integration_gate(key));
+                self.stories.entry(key.clone()).or_default().integration = Some(checked.clone());
+            }
+            Body::EpicFinished(finished) => {
+                self.finished = true;
+                self.stopped = finished.stopped.clone();
+            }
+            Body::EpicClosed(closed) => self.closed = Some(closed.clone()),
+            Body::StoryStage(stage) => {
+                let Some(key) = &event.step else { return };
+                let story = self.stories.entry(key.clone()).or_default();
+                if stage.stage == Stage::Started {
+                    story.attempts += 1;
+                    story.started_at.get_or_insert_with(|| event.ts.clone());
+                }
+                story.stage = stage.stage;
+                story.updated_at = Some(event.ts.clone());
+                merge(&mut story.detail, stage);
+                self.finished = false;
+            }
+            _ => {}
+        }
+    }
+
+    /// Past a budget: why, for the run's `stopped`. What stories spent is what their
+    /// stages recorded (the newest value of each, so a story's resumed run counts once).
+    pub fn over_budget(&self, budget: &EpicBudget) -> Option<String> {
+        let (usd, invocations, ms) = self.spent();
+        let why = if budget.usd.is_some_and(|b| usd >= b) {
+            format!("budget: ${usd:.2} spent of ${:.2}", budget.usd?)
+        } else if budget.invocations.is_some_and(|b| invocations >= b) {
+            format!(
+                "budget: {invocations} invocations of {}",
+                budget.invocations?
+            )
+        } else if budget.time_secs.is_some_and(|b| ms / 1000 >= b) {
+            format!("budget: {}s in steps of {}s", ms / 1000, budget.time_secs?)
+        } else {
+            return None;
+        };
+        Some(format!(
+            "{why}; nothing new is started (raise it with epic run's budget options to go on)"
+        ))
+    }
+
+    /// What the stories spent: dollars, invocations, milliseconds in steps.
+    fn spent(&self) -> (f64, u32, u64) {
+        let (mut usd, mut invocations, mut ms) = (0.0, 0u32, 0u64);
+        for s in self.stories.values() {
+            usd += s.detail.cost_usd.unwrap_or(0.0);
+            invocations += s.detail.invocations.unwrap_or(0);
+            ms += s.detail.run_time_ms.unwrap_or(0);
+        }
+        (usd, invocations, ms)
+    }
+
+    /// What story `key`'s session may spend in all, as far as the epic's budget goes: what
+    /// it spent already plus what is left of the epic's (dollars, time in steps); `None`
+    /// where the epic sets no budget.
+    pub fn story_limits(&self, key: &str, budget: &EpicBudget) -> (Option<f64>, Option<Duration>) {
+        let (usd, _, ms) = self.spent();
+        let own = self.story(key).detail;
+        let usd_limit = budget
+            .usd
+            .map(|b| own.cost_usd.unwrap_or(0.0) + (b - usd).max(0.0));
+        let time_limit = budget.time_secs.map(|b| {
+            let left = (b * 1000).saturating_sub(ms);
+            Duration::from_millis(own.run_time_ms.unwrap_or(0) + left)
+        });
+        (usd_limit, time_limit)
+    }
+
+    /// A story's state (a default, not started, for one never started).
+    pub fn story(&self, key: &str) -> StoryState {
+        self.stories.get(key).cloned().unwrap_or_default()
+    }
+}
+
+/// Keep the newest value of every field a stage sets.
+fn merge(into: &mut StoryStage, from: &StoryStage) {
+    into.stage = from.stage;
+    macro_rules! newest {
+        ($($field:ident),*) => { $( if from.$field.is_some() { into.$field = from.$field.clone(); } )* };
+    }
+    newest!(
+        session,
+        branch,
+        base,
+        baseline,
+        pr,
+        tests,
+        rounds,
+        findings_fixed,
+        invocations,
+        cost_usd,
+        run_time_ms
+    );
+    // A reason belongs to the stage that gave it.
+    into.reason = from.reason.clone();
+}
+
+/// An epic gate that is open.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct OpenGate {
+    /// `scope`, `integration:<key>`, `completion`.
+    pub id: String,
+    /// The question.
+    pub question: String,
+    /// What the human needs to judge it.
+    pub evidence: String,
+    /// The answers it takes.
+    pub options: Vec<Answer>,
+    /// The `seq` of its `gate_opened`.
+    pub seq: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_story_may_spend_what_it_spent_and_what_is_left_of_the_epic() {
+        let mut state = EpicState::default();
+        let spend = |state: &mut EpicState, key: &str, usd: f64, ms: u64| {
+            let s = state.stories.entry(key.into()).or_default();
+            s.detail.cost_usd = Some(usd);
+            s.detail.run_time_ms = Some(ms);
+        };
+        spend(&mut state, "a", 2.0, 4_000);
+        spend(&mut state, "b", 0.5, 1_000);
+        let budget = EpicBudget {
+            usd: Some(3.0),
+            time_secs: Some(10),
+            ..EpicBudget::default()
+        };
+        let (usd, time) = state.story_limits("b", &budget);
+        assert_eq!(usd, Some(0.5 + 0.5));
+        assert_eq!(time, Some(Duration::from_millis(1_000 + 5_000)));
+        // Spent already: nothing more, never a negative budget.
+        spend(&mut state, "a", 9.0, 20_000);
+        assert_eq!(
+            state.story_limits("b", &budget),
+            (Some(0.5), Some(Duration::from_millis(1_000)))
+        );
+        assert_eq!(
+            state.story_limits("b", &EpicBudget::default()),
+            (None, None)
+        );
+    }
+}
