@@ -277,3 +277,93 @@ fn a_malformed_event_is_shown_and_named_but_never_bricks_the_session() {
         doctor.stdout
     );
 }
+
+/// The journal and checkpoints are git-bmad's record only as git-bmad wrote them: a ref moved
+/// by anything else (a file written under `.git`, a plain `git update-ref`) is found by
+/// `status` and `doctor`, and nothing runs on it until the record is put back.
+#[test]
+fn a_journal_ref_moved_outside_git_bmad_is_found_and_nothing_runs_on_it() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    write(
+        &repo,
+        ".bmad/playbooks/one.yaml",
+        "steps:\n  - {id: a, runner: shell, command: 'touch ran'}\n",
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "a playbook"]);
+    let (id, wt) = env.start(&repo, "w");
+    write(&wt, "work.txt", "work\n");
+    env.bmad(&wt, &["checkpoint", "-m", "work"]).success();
+    let notes = format!("refs/notes/bmad/{id}");
+    let checkpoints = format!("refs/bmad/sessions/{id}/checkpoints");
+
+    // An older journal, written straight into the ref's file (no reflog entry).
+    let first = env.git(&repo, &["rev-list", "--reverse", &notes]);
+    let first = first.lines().next().unwrap().to_owned();
+    let now = env.git(&repo, &["rev-parse", &notes]).trim().to_owned();
+    std::fs::create_dir_all(repo.join(".git/refs/notes/bmad")).unwrap();
+    std::fs::write(repo.join(format!(".git/{notes}")), format!("{first}\n")).unwrap();
+    // And the checkpoints moved by a plain git command.
+    let cp_now = env
+        .git(&repo, &["rev-parse", &checkpoints])
+        .trim()
+        .to_owned();
+    env.git(&repo, &["update-ref", &checkpoints, &format!("{cp_now}~1")]);
+
+    let status = env.bmad(&wt, &["status", "--json"]).success().json();
+    let moved = status["moved_outside_git_bmad"].as_array().unwrap();
+    assert_eq!(moved.len(), 2, "{status:#}");
+    let text = env.bmad(&wt, &["status"]).success().stdout;
+    assert!(
+        text.contains(&format!(
+            "{notes} was moved outside git-bmad (with no reflog entry: a file written under .git)"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "{checkpoints} was moved outside git-bmad (by a git command that left no message)"
+        )),
+        "{text}"
+    );
+
+    let run = env.bmad(&wt, &["run", "one"]).code(4);
+    assert!(
+        run.stderr
+            .contains("nothing runs or is answered there until git-bmad's record is put back"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !wt.join("ran").exists(),
+        "a step ran on a record git-bmad did not write"
+    );
+
+    // doctor names each with the command that puts git-bmad's record back; run as printed,
+    // the session works again.
+    let doctor = env.bmad(&repo, &["doctor", "--json"]).code(1).json();
+    let fixes: Vec<String> = doctor["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| {
+            f["message"]
+                .as_str()
+                .unwrap()
+                .contains("moved outside git-bmad")
+        })
+        .map(|f| f["fix"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(fixes.len(), 2, "{doctor:#}");
+    assert!(
+        fixes.contains(&format!("git update-ref {notes} {now} {first}")),
+        "{fixes:?}"
+    );
+    for fix in &fixes {
+        env.sh(&repo, fix).success();
+    }
+    env.bmad(&repo, &["doctor"]).success();
+    env.bmad(&wt, &["run", "one"]).success();
+    assert!(wt.join("ran").exists());
+}

@@ -124,7 +124,9 @@ impl From<session::Error> for CommandError {
             exit::USAGE
         } else if matches!(
             e,
-            session::Error::SecretInWorktree { .. } | session::Error::PushRefused { .. }
+            session::Error::SecretInWorktree { .. }
+                | session::Error::PushRefused { .. }
+                | session::Error::MovedOutside { .. }
         ) {
             exit::POLICY
         } else {

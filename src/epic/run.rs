@@ -93,6 +93,8 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
     let plan = plan_epic(repo, epic, &options.plan)?;
     playbooks::preflight(&main, &plan, options.gates, options.retro, options.config)?;
     let session = epic_session(repo, epic, options)?;
+    // The run's record is the epic session's journal: only as git-bmad wrote it.
+    session::ref_record::ensure_vouched(repo, &session.id)?;
     let journal = session::read_journal(repo, &session.id)?;
     let mut state = EpicState::replay(journal.events());
     let started = epic_started(epic, &plan, &session, options);

@@ -247,6 +247,28 @@ impl Repo {
         found
     }
 
+    /// `name`'s reflog, oldest first: for each entry the value before, the value it set and
+    /// its message; empty when the ref keeps none (or an expired one).
+    pub fn reflog(&self, name: &str) -> Result<Vec<(ObjectId, ObjectId, String)>> {
+        let path = self.common_path(&format!("logs/{name}"));
+        let text = match std::fs::read(&path) {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(Error::io("could not read", path, e)),
+        };
+        // `<old> <new> <ident> <time> <tz>\t<message>`; a line torn by a crash is skipped.
+        Ok(text
+            .lines()
+            .filter_map(|line| {
+                let (head, message) = line.split_once('\t').unwrap_or((line, ""));
+                let mut ids = head.split(' ');
+                let old = ObjectId::from_hex(ids.next()?.as_bytes()).ok()?;
+                let new = ObjectId::from_hex(ids.next()?.as_bytes()).ok()?;
+                Some((old, new, message.to_owned()))
+            })
+            .collect())
+    }
+
     /// All refs whose full name starts with `prefix` (which should end in `/`), with their
     /// peeled targets, sorted by name.
     pub fn refs_with_prefix(&self, prefix: &str) -> Result<Vec<(String, ObjectId)>> {

@@ -225,6 +225,14 @@ fn check_session(
         );
         return Ok(());
     }
+    for moved in super::ref_record::foreign_moves(repo, id)? {
+        f.add(
+            Severity::Problem,
+            Some(id),
+            moved.describe(),
+            Some(moved.fix()),
+        );
+    }
     let journal = journal::read(repo, id)?;
     check_journal(id, &journal, &chain, f);
 

@@ -166,6 +166,17 @@ pub enum Error {
         /// The commands that repair it.
         fix: String,
     },
+    /// A ref the session's authority rests on was moved by something other than git-bmad
+    /// (see [`super::ref_record`]).
+    #[error("session {session}: {what}; nothing runs or is answered there until git-bmad's record is put back ({fix}) or the session is removed")]
+    MovedOutside {
+        /// The session.
+        session: String,
+        /// What moved.
+        what: String,
+        /// The commands that put git-bmad's record back.
+        fix: String,
+    },
     /// A ref here holds history the remote's copy does not: bringing the session here would
     /// drop it.
     #[error("{reference} is at {here} here, which {remote}'s {theirs} does not contain; run git bmad sync --remote {remote} (and push) first")]

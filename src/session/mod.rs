@@ -25,6 +25,7 @@ mod journal;
 mod lifecycle;
 mod policy;
 mod record;
+pub mod ref_record;
 mod removed;
 mod render;
 mod repair;

@@ -81,6 +81,8 @@ pub fn supervise(
 ) -> Result<Report> {
     // Nothing runs, and no gate is answered, in a worktree git no longer tracks.
     session::ensure_worktree_intact(repo, session)?;
+    // Nor on a record git-bmad did not write.
+    session::ref_record::ensure_vouched(repo, &session.id)?;
     let worktree = session.open_worktree(repo)?;
     let git_dir = worktree.as_ref().unwrap_or(repo).git_dir().to_path_buf();
     let _lock = super::lock::RunLock::acquire(&git_dir, session.id.as_str())?;

@@ -58,6 +58,7 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
     let state = SessionState::replay(journal.events());
     let run = supervisor::RunState::replay(journal.events());
     let chain = session::chain(&repo, &s)?;
+    let moved = session::ref_record::foreign_moves(&repo, &s.id)?;
     let last = journal.events().last();
     if args.gate {
         let Some(gate) = &run.gate else {
@@ -86,6 +87,9 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
             })).collect::<Vec<_>>(),
             "last_event": last,
             "not_written_by_git_bmad": journal.unsealed,
+            "moved_outside_git_bmad": moved.iter().map(|m| json!({
+                "what": m.describe(), "fix": m.fix(),
+            })).collect::<Vec<_>>(),
             "not_trusted": journal.untrusted().map(|e| serde_json::json!({
                 "seq": e.seq, "event": e.kind(), "step": e.step, "from": e.from,
             })).collect::<Vec<_>>(),
@@ -93,6 +97,16 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
         return Ok(exit::OK);
     }
     print_text(ctx, args, &s, &journal, &state, &run, &chain);
+    for m in &moved {
+        ctx.ui.line(ctx.ui.paint(
+            format!(
+                "  record       {}: nothing runs here until it is put back: {}",
+                m.describe(),
+                m.fix()
+            ),
+            Style::Red,
+        ));
+    }
     Ok(exit::OK)
 }
 
