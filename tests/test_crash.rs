@@ -206,6 +206,32 @@ fn git_locks_a_killed_start_left_are_cleared_by_the_next_start_and_by_doctor() {
         );
     }
 
+    // A rollback or undo killed inside git leaves the worktree's index locked: the next one
+    // clears it, saying so, and does its work.
+    let wt = env.root().join("proj.half");
+    write(&wt, "a.txt", "a\n");
+    env.bmad(&wt, &["checkpoint", "-m", "a"]).success();
+    let index_lock = std::path::PathBuf::from(
+        env.git(&wt, &["rev-parse", "--git-path", "index.lock"])
+            .trim(),
+    );
+    let index_lock = if index_lock.is_absolute() {
+        index_lock
+    } else {
+        wt.join(index_lock)
+    };
+    for args in [&["rollback", "1"][..], &["undo"]] {
+        std::fs::write(&index_lock, "").unwrap();
+        let run = env.bmad(&wt, args).success();
+        assert!(!index_lock.exists(), "{args:?}");
+        assert!(
+            run.stderr.contains("left by a git process that was killed"),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
+    assert_eq!(read(&wt, "a.txt"), "a\n", "undo brought the work back");
+
     // A lock under any ref, one that no operation of ours would clear by itself.
     let tag_lock = repo.join(".git/refs/tags/v1.lock");
     std::fs::create_dir_all(tag_lock.parent().unwrap()).unwrap();

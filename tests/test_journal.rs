@@ -298,52 +298,43 @@ fn a_journal_ref_moved_outside_git_bmad_is_found_and_nothing_runs_on_it() {
     let notes = format!("refs/notes/bmad/{id}");
     let checkpoints = format!("refs/bmad/sessions/{id}/checkpoints");
 
-    // An older journal, written straight into the ref's file (no reflog entry).
     let first = env.git(&repo, &["rev-list", "--reverse", &notes]);
     let first = first.lines().next().unwrap().to_owned();
     let now = env.git(&repo, &["rev-parse", &notes]).trim().to_owned();
-    std::fs::create_dir_all(repo.join(".git/refs/notes/bmad")).unwrap();
-    std::fs::write(repo.join(format!(".git/{notes}")), format!("{first}\n")).unwrap();
-    // And the checkpoints moved by a plain git command.
     let cp_now = env
         .git(&repo, &["rev-parse", &checkpoints])
         .trim()
         .to_owned();
-    env.git(&repo, &["update-ref", &checkpoints, &format!("{cp_now}~1")]);
+    let cp_before = env
+        .git(&repo, &["rev-parse", &format!("{cp_now}~1")])
+        .trim()
+        .to_owned();
+    let tamper = || {
+        // An older journal, written straight into the ref's file (no reflog entry)...
+        std::fs::create_dir_all(repo.join(".git/refs/notes/bmad")).unwrap();
+        std::fs::write(repo.join(format!(".git/{notes}")), format!("{first}\n")).unwrap();
+        // ...and the checkpoints moved back by a plain git command.
+        env.git(&repo, &["update-ref", &checkpoints, &cp_before]);
+    };
+    tamper();
 
     let status = env.bmad(&wt, &["status", "--json"]).success().json();
     let moved = status["moved_outside_git_bmad"].as_array().unwrap();
     assert_eq!(moved.len(), 2, "{status:#}");
     let text = env.bmad(&wt, &["status"]).success().stdout;
-    assert!(
-        text.contains(&format!(
+    for said in [
+        format!(
             "{notes} was moved outside git-bmad (with no reflog entry: a file written under .git)"
-        )),
-        "{text}"
-    );
-    assert!(
-        text.contains(&format!(
-            "{checkpoints} was moved outside git-bmad (by a git command that left no message)"
-        )),
-        "{text}"
-    );
-
-    let run = env.bmad(&wt, &["run", "one"]).code(4);
-    assert!(
-        run.stderr
-            .contains("nothing runs or is answered there until git-bmad's record is put back"),
-        "{}",
-        run.stderr
-    );
-    assert!(
-        !wt.join("ran").exists(),
-        "a step ran on a record git-bmad did not write"
-    );
+        ),
+        format!("{checkpoints} was moved outside git-bmad (by a git command that left no message)"),
+    ] {
+        assert!(text.contains(&said), "{said}\n{text}");
+    }
 
     // doctor names each with the command that puts git-bmad's record back; run as printed,
-    // the session works again.
+    // the record is whole again.
     let doctor = env.bmad(&repo, &["doctor", "--json"]).code(1).json();
-    let fixes: Vec<String> = doctor["findings"]
+    let mut fixes: Vec<String> = doctor["findings"]
         .as_array()
         .unwrap()
         .iter()
@@ -355,15 +346,47 @@ fn a_journal_ref_moved_outside_git_bmad_is_found_and_nothing_runs_on_it() {
         })
         .map(|f| f["fix"].as_str().unwrap().to_owned())
         .collect();
-    assert_eq!(fixes.len(), 2, "{doctor:#}");
-    assert!(
-        fixes.contains(&format!("git update-ref {notes} {now} {first}")),
-        "{fixes:?}"
-    );
+    fixes.sort();
+    let mut expected = vec![
+        format!("git update-ref {notes} {now} {first}"),
+        format!("git update-ref {checkpoints} {cp_now} {cp_before}"),
+    ];
+    expected.sort();
+    assert_eq!(fixes, expected, "{doctor:#}");
     for fix in &fixes {
         env.sh(&repo, fix).success();
     }
     env.bmad(&repo, &["doctor"]).success();
-    env.bmad(&wt, &["run", "one"]).success();
+
+    // Moved again, the run parks before its step, each move journaled with the command
+    // that undoes it; answered, it goes on.
+    tamper();
+    let run = env.bmad(&wt, &["run", "one"]).code(3);
+    assert!(
+        run.stdout
+            .contains("Something other than git-bmad moved 2 ref(s) of this session's record"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !wt.join("ran").exists(),
+        "a step ran on a record git-bmad did not write"
+    );
+    let events = env.bmad(&wt, &["journal", "--json"]).success().json();
+    let moved: Vec<&serde_json::Value> = events
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "policy_violation" && e["detail"]["rule"] == "record-moved")
+        .collect();
+    assert_eq!(moved.len(), 2, "{events:#}");
+    assert!(
+        moved.iter().any(|e| e["detail"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("git update-ref {notes} {now} {first}"))),
+        "{moved:#?}"
+    );
+    env.bmad(&wt, &["answer", "continue"]).success();
     assert!(wt.join("ran").exists());
 }

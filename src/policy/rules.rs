@@ -170,6 +170,12 @@ pub const JOURNAL_FORGED: Rule = Rule {
     instead:
         "git-bmad ignores it; a human checks the session (`git bmad doctor`) and answers the gate",
 };
+/// A journal or checkpoints ref no longer holds what git-bmad last wrote to it.
+pub const RECORD_MOVED: Rule = Rule {
+    id: "record-moved",
+    why: "a journal or checkpoints ref moved by something other than git-bmad can erase events or claim work",
+    instead: "git-bmad parks the run; a human puts the record back (`git bmad doctor` gives the command) or accepts it at the gate",
+};
 /// A step deleted, unlinked or replaced its session's worktree (or its `.git` file).
 pub const WORKTREE_DAMAGED: Rule = Rule {
     id: "worktree-damaged",
@@ -208,6 +214,7 @@ pub const CATALOGUE: &[Rule] = &[
     SECRET,
     BMAD_STATE,
     JOURNAL_FORGED,
+    RECORD_MOVED,
     WORKTREE_DAMAGED,
     TOO_NESTED,
     UNDECIDABLE,

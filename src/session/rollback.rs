@@ -68,6 +68,9 @@ pub struct RollbackOutcome {
     pub changes: Vec<TreeChange>,
     /// The journal event (its detail says what became of the index and the branch).
     pub event: Event,
+    /// What it cleared on the way (a lock a killed git left), one line each.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Work out a rollback without doing it (`--dry-run`).
@@ -274,6 +277,9 @@ fn finish(
     intent: Intent,
     leaving: Option<Leaving>,
 ) -> Result<RollbackOutcome> {
+    // A killed rollback's git left the index locked: with no git running here, clear it.
+    let warnings =
+        super::git_locks::clear_abandoned_locks(repo, &[wt.git_dir().join("index.lock")]);
     let Intent {
         id: intent_id,
         target,
@@ -344,6 +350,7 @@ fn finish(
         safety,
         changes,
         event,
+        warnings,
     })
 }
 

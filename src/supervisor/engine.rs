@@ -81,11 +81,10 @@ pub fn supervise(
 ) -> Result<Report> {
     // Nothing runs, and no gate is answered, in a worktree git no longer tracks.
     session::ensure_worktree_intact(repo, session)?;
-    // Nor on a record git-bmad did not write.
-    session::ref_record::ensure_vouched(repo, &session.id)?;
     let worktree = session.open_worktree(repo)?;
     let git_dir = worktree.as_ref().unwrap_or(repo).git_dir().to_path_buf();
     let _lock = super::lock::RunLock::acquire(&git_dir, session.id.as_str())?;
+    let moved = session::ref_record::foreign_moves(repo, &session.id)?;
     let journal = session::read_journal(repo, &session.id)?;
     let state = RunState::replay(journal.events());
     let root = session.worktree.clone();
@@ -153,6 +152,7 @@ pub fn supervise(
         state,
         observer: options.observer,
         interrupt: options.interrupt,
+        moved,
     };
     if let Some(source) = new_run {
         let blob = session::store_text(repo, &session.id, &source.text)?;
@@ -277,6 +277,9 @@ struct Engine<'a> {
     state: RunState,
     observer: &'a mut dyn FnMut(&Event),
     interrupt: &'a AtomicBool,
+    /// Refs of the session's record something else moved, as found before this run wrote
+    /// anything (its first write makes the journal git-bmad's again).
+    moved: Vec<session::ref_record::ForeignMove>,
 }
 
 impl Engine<'_> {
@@ -326,21 +329,7 @@ impl Engine<'_> {
         }
         let resumed = decide::resume(&self.playbook, &self.state);
         self.record_all(resumed)?;
-        // Lines written into the journal while no step ran (or before a crash) park the run
-        // before anything else happens; those written during a step gate that step.
-        let journal = session::read_journal(self.repo, &self.session.id)?;
-        let forged = self.report_forgeries(&journal, None)?;
-        if !forged.is_empty() && self.state.gate.is_none() {
-            let next = self
-                .playbook
-                .steps()
-                .find(|s| !self.state.finished(&s.id))
-                .cloned();
-            if let Some(step) = next {
-                let gate = decide::forged_journal(&step, &forged, &self.state);
-                self.open_gate(&gate)?;
-            }
-        }
+        self.park_on_a_record_not_ours()?;
         loop {
             if self.interrupt.load(Ordering::SeqCst) {
                 return self.interrupted();

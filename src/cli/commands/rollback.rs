@@ -84,6 +84,9 @@ pub fn report(ctx: &Context, outcome: &RollbackOutcome, verb: &str) -> Result<u8
         return Ok(exit::OK);
     }
     let ui = &ctx.ui;
+    for warning in &outcome.warnings {
+        ui.status(warning);
+    }
     ui.line(format!(
         "{verb} {} ({}); {} file(s) changed:",
         ui.paint(

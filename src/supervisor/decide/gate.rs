@@ -120,6 +120,36 @@ pub fn forged_journal(step: &Step, forged: &[String], state: &RunState) -> GateR
     }
 }
 
+/// Refs of the session's record (`moved`) hold what git-bmad did not write, perhaps with
+/// journal lines it did not write either (`forged`): the run waits for a human before `step`.
+pub fn moved_record(
+    step: &Step,
+    moved: &[String],
+    forged: &[String],
+    state: &RunState,
+) -> GateRequest {
+    GateRequest {
+        step: step.id.clone(),
+        kind: GateKind::Before,
+        trigger: "policy_violation".into(),
+        question: format!(
+            "Something other than git-bmad moved {} ref(s) of this session's record (its journal or checkpoints).{} Put git-bmad's record back with the command shown, or check the session (`git bmad doctor`); then answer `continue` to run step `{}` on the record as it is, `skip` it, or `abort` the run.",
+            moved.len(),
+            if forged.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " The journal holds {} event(s) git-bmad did not write; they are ignored.",
+                    forged.len()
+                )
+            },
+            step.id
+        ),
+        evidence: moved.iter().chain(forged).cloned().collect::<Vec<_>>().join("\n"),
+        signals: signals(0.0, state),
+    }
+}
+
 /// A precondition is not met: the human creates it, waives it, or skips the step.
 /// `checks` are the step's preconditions, evaluated; at least one is unmet.
 pub fn precondition(

@@ -10,7 +10,7 @@ mod limits;
 mod settle;
 mod verdict;
 
-pub use gate::{forged_journal, GateRequest};
+pub use gate::{forged_journal, moved_record, GateRequest};
 pub use limits::reached as limit_reached;
 pub use settle::{settle, stopped, Settlement};
 pub use verdict::judge;

@@ -1,6 +1,7 @@
 //! What the supervisor checks around a round besides the agent's answer: a secret-free
 //! checkpoint before and after, the policy violations journaled meanwhile (by hooks, the
-//! guard, the checkpoint scan), and journal lines git-bmad did not write.
+//! guard, the checkpoint scan), journal lines git-bmad did not write and refs of its record
+//! something else moved.
 
 use std::collections::BTreeMap;
 
@@ -9,6 +10,7 @@ use crate::policy::SessionPolicy;
 use crate::session::schema::{Body, PolicyViolation};
 use crate::session::{self, Checkpoint, Decision, Journal, NewEvent, Status};
 use crate::supervisor::checks::CheckEnv;
+use crate::supervisor::decide;
 use crate::supervisor::error::Result;
 use crate::supervisor::playbook::Step;
 use crate::supervisor::state::StepStatus;
@@ -205,6 +207,74 @@ impl Engine<'_> {
                 .decision(Some(Decision::Auto)),
             )?;
             found.push(described);
+        }
+        Ok(found)
+    }
+
+    /// Lines written into the journal while no step ran (or before a crash), and refs of
+    /// the record something else moved, park the run before anything else happens (those
+    /// written during a step gate that step): each is journaled as a violation, and a gate
+    /// opens before the next step.
+    pub(super) fn park_on_a_record_not_ours(&mut self) -> Result<()> {
+        let journal = session::read_journal(self.repo, &self.session.id)?;
+        let forged = self.report_forgeries(&journal, None)?;
+        // So do refs of the record that something else moved.
+        let moved = self.report_moved_record()?;
+        if (!forged.is_empty() || !moved.is_empty()) && self.state.gate.is_none() {
+            let next = self
+                .playbook
+                .steps()
+                .find(|s| !self.state.finished(&s.id))
+                .cloned();
+            if let Some(step) = next {
+                let gate = if moved.is_empty() {
+                    decide::forged_journal(&step, &forged, &self.state)
+                } else {
+                    decide::moved_record(&step, &moved, &forged, &self.state)
+                };
+                self.open_gate(&gate)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The session's refs something other than git-bmad moved (see
+    /// [`session::ref_record`]), as found when the run began, that no violation names yet at
+    /// that value: each is journaled now as a policy violation. Returns them, described.
+    pub(super) fn report_moved_record(&mut self) -> Result<Vec<String>> {
+        let rule = crate::policy::rules::RECORD_MOVED.id;
+        let journal = session::read_journal(self.repo, &self.session.id)?;
+        let reported: Vec<String> = journal
+            .events()
+            .filter_map(|e| match &e.body {
+                Body::PolicyViolation(v) if v.rule == rule => Some(v.subject.clone()),
+                _ => None,
+            })
+            .collect();
+        let mut found = Vec::new();
+        for moved in std::mem::take(&mut self.moved) {
+            let subject = format!("{} at {}", moved.name, moved.now);
+            if reported.contains(&subject) {
+                continue;
+            }
+            self.record(
+                NewEvent::new(Body::PolicyViolation(PolicyViolation {
+                    hook: "supervisor".into(),
+                    rule: rule.into(),
+                    subject,
+                    reason: format!(
+                        "{}; to put git-bmad's record back: {}",
+                        moved.describe(),
+                        moved.fix()
+                    ),
+                }))
+                .decision(Some(Decision::Auto)),
+            )?;
+            found.push(format!(
+                "{} (to put it back: {})",
+                moved.describe(),
+                moved.fix()
+            ));
         }
         Ok(found)
     }
