@@ -202,3 +202,55 @@ fn the_tests_run_with_none_of_the_users_credentials_and_cannot_merge() {
         "{tests}"
     );
 }
+
+/// The same cheat in every era's pipeline: a v4 Dev and a v6.11 `bmad-build-auto` that
+/// leave broken code and a test script that passes anyway.
+#[test]
+fn in_every_era_an_agent_that_rewrites_the_test_script_gets_no_done() {
+    const CHEAT: &str =
+        "mkdir -p src && echo FAIL > src/broken.rs\nprintf '#!/bin/sh\\nexit 0\\n' > test.sh\n";
+    let judged = |env: &TestEnv, repo: &Path, epic: &str, key: &str| {
+        let s = env
+            .bmad(repo, &["epic", "status", epic, "--json"])
+            .success()
+            .json();
+        let st = story(&s, key);
+        assert_eq!(st["stage"], "failed", "{s:#}");
+        let reason = st["state"]["reason"].as_str().unwrap_or_default();
+        assert!(
+            reason.contains("changed files git-bmad judges it with (test.sh)"),
+            "{reason}"
+        );
+        assert!(st["state"]["pr"].is_null(), "{st:#}");
+    };
+
+    let env = TestEnv::new();
+    let repo = crate::test_epic_v4::v4_project(&env);
+    crate::test_epic_v4::behaviour(
+        &env,
+        "dev",
+        &format!("{CHEAT}set_status 'Ready for Review'\nresult 'implemented'\n"),
+    );
+    env.bmad(&repo, &["epic", "run", "4", "--stories", "4.1"])
+        .code(5);
+    judged(&env, &repo, "4", "4.1.api-client");
+
+    let env = TestEnv::new();
+    let repo = env.repo("ledger");
+    crate::common::copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/epic/v611"),
+        &repo,
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "bmad v6.11 project"]);
+    env.executable("claude", crate::test_supervisor::FAKE_CLAUDE);
+    crate::test_supervisor::agent_behaviour(
+        &env,
+        "build",
+        &format!("key=$BMAD_ARGS\nspec=\"_bmad-output/implementation-artifacts/spec-$key.md\"\nbase=$(git rev-parse HEAD)\n{CHEAT}sed -i \"s/^status: .*/status: 'done'/\" \"$spec\"\nsed -i \"s/^review_loop_iteration: .*/&\\nbaseline_revision: $base/\" \"$spec\"\nresult \"built $key\"\n"),
+    );
+    crate::test_supervisor::agent_behaviour(&env, "review-1", "result 'Outcome: Approve'\n");
+    env.bmad(&repo, &["epic", "run", "5", "--stories", "5-1"])
+        .code(5);
+    judged(&env, &repo, "5", "5-1-parser");
+}

@@ -14,7 +14,7 @@ use crate::test_supervisor::{agent_behaviour, FAKE_CLAUDE};
 /// Finds the story's file and sets the line under `## Status`.
 const PRELUDE: &str = "key=$BMAD_ARGS\nf=\"docs/stories/$key.md\"\nset_status() { awk -v s=\"$1\" 'p && NF { print s; p=0; next } /^## Status$/ { p=1 } { print }' \"$f\" > \"$f.new\" && mv \"$f.new\" \"$f\"; }\n";
 
-fn v4_project(env: &TestEnv) -> PathBuf {
+pub(crate) fn v4_project(env: &TestEnv) -> PathBuf {
     let repo = env.repo("garden");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/epic/v4");
     copy_dir(&src, &repo);
@@ -42,7 +42,7 @@ fn v4_project(env: &TestEnv) -> PathBuf {
     repo
 }
 
-fn behaviour(env: &TestEnv, step: &str, body: &str) {
+pub(crate) fn behaviour(env: &TestEnv, step: &str, body: &str) {
     agent_behaviour(env, step, &format!("{PRELUDE}{body}"));
 }
 
