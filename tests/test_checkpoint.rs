@@ -333,3 +333,50 @@ fn a_staged_secret_is_kept_out_of_the_saved_index_and_dies_with_gc() {
     env.git(&repo, &["gc", "--prune=now", "--quiet"]);
     assert!(!env.all_objects(&repo).contains(&key[4..]));
 }
+
+/// What a commit already holds was judged when it was committed: a test fixture with a
+/// fake key, moved, copied, staged or checked out again, never blocks a checkpoint, a
+/// rollback or an undo. A new secret still does.
+#[test]
+fn committed_content_never_blocks_and_a_new_secret_still_does() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let fixture = format!("aws_access_key_id = AKIA{}\n", "Q7ZK2M4XW6RT5PLN");
+    write(&repo, "tests/fixtures/creds.ini", &fixture);
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "a fixture with a fake key"]);
+    let (_, wt) = env.start(&repo, "w");
+
+    // git mv, a copy elsewhere (cp -a), and the copy staged.
+    env.git(&wt, &["mv", "tests/fixtures/creds.ini", "tests/data.ini"]);
+    std::fs::create_dir_all(wt.join("docs")).unwrap();
+    std::fs::copy(wt.join("tests/data.ini"), wt.join("docs/example.ini")).unwrap();
+    env.git(&wt, &["add", "docs/example.ini"]);
+    let taken = env
+        .bmad(&wt, &["checkpoint", "-m", "moved", "--json"])
+        .success()
+        .json();
+    assert!(
+        taken["kept_out"].as_array().is_none_or(|k| k.is_empty()),
+        "{taken:#}"
+    );
+    let commit = taken["checkpoint"]["id"].as_str().unwrap().to_owned();
+    let tree = env.git(&wt, &["ls-tree", "-r", "--name-only", &commit]);
+    for path in ["tests/data.ini", "docs/example.ini"] {
+        assert!(tree.lines().any(|l| l == path), "{path}: {tree}");
+    }
+    env.bmad(&wt, &["rollback", "1"]).success();
+    assert!(wt.join("tests/fixtures/creds.ini").exists());
+    env.bmad(&wt, &["undo"]).success();
+    assert_eq!(read(&wt, "docs/example.ini"), fixture);
+
+    // A key of the agent's own is new: kept out, as ever.
+    let new = format!("aws_access_key_id = AKIA{}\n", "M4XW6RT5PLNQ7ZK2");
+    write(&wt, "config/live.ini", &new);
+    let taken = env
+        .bmad(&wt, &["checkpoint", "-m", "live", "--json"])
+        .code(4)
+        .json();
+    assert_eq!(taken["kept_out"], serde_json::json!(["config/live.ini"]));
+    env.bmad(&wt, &["rollback", "1"]).code(4);
+}

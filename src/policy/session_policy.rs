@@ -25,14 +25,16 @@ impl SessionPolicy {
 }
 
 impl crate::session::Policy for SessionPolicy {
-    fn admit(&self, path: &str, bytes: &[u8]) -> bool {
+    fn admit(&self, path: &str, bytes: &[u8], committed: &dyn Fn() -> bool) -> bool {
         let found = scan_file(path, bytes);
-        let clean = found.is_empty();
+        if found.is_empty() || committed() {
+            return true;
+        }
         self.found
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .extend(found);
-        clean
+        false
     }
 
     fn prepare_worktree(&self, main: &Repo, worktree: &Path) -> Vec<String> {

@@ -77,7 +77,9 @@ impl Recorded {
                 Vec::new(),
             ));
         }
-        let mut vet = |path: &str, bytes: &[u8]| policy.admit(path, bytes);
+        let committed = super::policy::Committed::at_head(wt);
+        let mut vet =
+            |path: &str, bytes: &[u8]| policy.admit(path, bytes, &|| committed.holds(bytes));
         let (saved, kept_out) = wt.vet_saved_index(saved, head_tree, tree, &mut vet)?;
         let index = Some(wt.write_saved_index(saved)?);
         Ok((Recorded::State { tree, head, index }, kept_out))
@@ -146,7 +148,8 @@ pub fn checkpoint(
         Some(tip) => Some(repo.tree_of(tip)?),
         None => None,
     };
-    let mut vet = |path: &str, bytes: &[u8]| policy.admit(path, bytes);
+    let committed = super::policy::Committed::at_head(wt);
+    let mut vet = |path: &str, bytes: &[u8]| policy.admit(path, bytes, &|| committed.holds(bytes));
     let snapshot = wt.snapshot_tree_vetted(Some(&mut vet), since)?;
     let (state, staged_out) = Recorded::of(wt, snapshot.tree, Some(snapshot.staged), policy)?;
     let (checkpoint, event) = extend_chain(repo, session, state, label, status, step)?;

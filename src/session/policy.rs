@@ -12,10 +12,49 @@ use crate::git::Repo;
 pub trait Policy: Sync {
     /// Whether the changed file `path`, holding `bytes` (its first [`crate::git::VET_LIMIT`]),
     /// may be stored in git. A refused file stays out of the object database; the policy
-    /// keeps why, for its caller to report.
-    fn admit(&self, path: &str, bytes: &[u8]) -> bool;
+    /// keeps why, for its caller to report. `committed` says whether a commit the session
+    /// stands on holds exactly these bytes already (asked only when the policy would refuse
+    /// them): what was judged when it was committed is not judged again.
+    fn admit(&self, path: &str, bytes: &[u8], committed: &dyn Fn() -> bool) -> bool;
 
     /// Guard the session worktree just made at `worktree` (the policy hooks); what could not
     /// be done, as warnings for the user.
     fn prepare_worktree(&self, main: &Repo, worktree: &Path) -> Vec<String>;
+}
+
+/// Content the session's `HEAD` already holds, for [`Policy::admit`]: the blob ids of its
+/// tree, read once, and only when first asked (most files are never asked about).
+pub(crate) struct Committed<'a> {
+    repo: &'a Repo,
+    tree: Option<crate::git::ObjectId>,
+    ids: std::sync::OnceLock<std::collections::HashSet<crate::git::ObjectId>>,
+}
+
+impl<'a> Committed<'a> {
+    /// What `HEAD` of worktree `repo` holds (nothing, on an unborn branch).
+    pub(crate) fn at_head(repo: &'a Repo) -> Committed<'a> {
+        let tree = repo
+            .head_id()
+            .ok()
+            .flatten()
+            .and_then(|head| repo.tree_of(head).ok());
+        Committed {
+            repo,
+            tree,
+            ids: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Whether `bytes` are a blob the tree holds.
+    pub(crate) fn holds(&self, bytes: &[u8]) -> bool {
+        let Some(tree) = self.tree else {
+            return false;
+        };
+        let Ok(id) = self.repo.blob_id_of(bytes) else {
+            return false;
+        };
+        self.ids
+            .get_or_init(|| self.repo.blob_ids_under(tree).unwrap_or_default())
+            .contains(&id)
+    }
 }

@@ -215,10 +215,11 @@ fn begin(
     files_only: bool,
     policy: &dyn Policy,
 ) -> Result<(Intent, Leaving)> {
+    let committed = super::policy::Committed::at_head(wt);
     let leaving = Leaving::take(
         wt,
         target.tree,
-        Some(&mut |path, bytes| policy.admit(path, bytes)),
+        Some(&mut |path, bytes| policy.admit(path, bytes, &|| committed.holds(bytes))),
     )?;
     let short = target.id.to_hex_with_len(10).to_string();
     let label = match undo_of {
