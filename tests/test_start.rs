@@ -254,3 +254,58 @@ fn start_and_run_warn_when_the_policy_hooks_are_not_installed() {
         run.stderr
     );
 }
+
+/// A machine where git knows no identity (no `user.name`, no `GIT_AUTHOR_*`): git-bmad's own
+/// commits (checkpoints, journal, a story's commit) are by its fallback identity, as the
+/// contract says, and nothing fails for it.
+#[test]
+fn with_no_git_identity_git_bmads_commits_are_its_fallback_identitys() {
+    let env = TestEnv::new();
+    let repo = crate::test_epic::epic_project(&env);
+    let anonymous = |dir: &std::path::Path, args: &[&str]| {
+        let out = env
+            .bmad_command(dir)
+            .args(args)
+            .env_remove("GIT_AUTHOR_NAME")
+            .env_remove("GIT_AUTHOR_EMAIL")
+            .env_remove("GIT_COMMITTER_NAME")
+            .env_remove("GIT_COMMITTER_EMAIL")
+            .env("EMAIL", "")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    anonymous(&repo, &["start", "w"]);
+    let wt = env.root().join("proj.w");
+    write(&wt, "a.txt", "a\n");
+    anonymous(&wt, &["checkpoint", "-m", "a"]);
+    anonymous(&repo, &["epic", "run", "3", "--stories", "3-1"]);
+    let by = env.git(
+        &repo,
+        &[
+            "log",
+            "-1",
+            "--format=%an <%ae> %cn <%ce>",
+            "bmad/3-1-api-client",
+        ],
+    );
+    assert_eq!(
+        by.trim(),
+        "git-bmad <git-bmad@localhost> git-bmad <git-bmad@localhost>"
+    );
+    let checkpoint = env.git(
+        &repo,
+        &[
+            "log",
+            "-1",
+            "--format=%an %cn",
+            "--glob=refs/bmad/sessions/*/checkpoints",
+        ],
+    );
+    assert_eq!(checkpoint.trim(), "git-bmad git-bmad");
+}

@@ -33,6 +33,8 @@ pub(super) struct GitCli {
     program: PathBuf,
     git_dir: PathBuf,
     workdir: PathBuf,
+    /// git knows no identity here: its commits are git-bmad's fallback one.
+    fallback_identity: bool,
 }
 
 impl GitCli {
@@ -43,7 +45,14 @@ impl GitCli {
             program,
             git_dir,
             workdir,
+            fallback_identity: false,
         })
+    }
+
+    /// The same, committing as git-bmad's fallback identity (where git knows none).
+    pub(super) fn with_fallback_identity(mut self) -> GitCli {
+        self.fallback_identity = true;
+        self
     }
 
     /// A `git` command with the explicit environment described in the module docs.
@@ -60,6 +69,16 @@ impl GitCli {
             .arg(&self.workdir)
             .arg("-c")
             .arg("core.fsmonitor=false")
+            .args(if self.fallback_identity {
+                vec![
+                    "-c".to_owned(),
+                    format!("user.name={}", super::repo::FALLBACK_NAME),
+                    "-c".to_owned(),
+                    format!("user.email={}", super::repo::FALLBACK_EMAIL),
+                ]
+            } else {
+                Vec::new()
+            })
             .current_dir(&self.workdir)
             .stdin(Stdio::null());
         cmd

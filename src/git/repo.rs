@@ -54,6 +54,11 @@ pub struct WorktreeInfo {
     pub locked: Option<String>,
 }
 
+/// Who git-bmad's own commits are by when git knows no identity.
+pub const FALLBACK_NAME: &str = "git-bmad";
+/// The fallback identity's email.
+pub const FALLBACK_EMAIL: &str = "git-bmad@localhost";
+
 impl Repo {
     /// Open the repository containing `cwd`, from any worktree or subdirectory.
     ///
@@ -97,10 +102,22 @@ impl Repo {
         let workdir = canonical(workdir)?;
         let common_dir = canonical(inner.common_dir())?;
         // Checkpoints and notes must never fail for a missing user.name.
+        let no_identity = inner.committer().is_none() || inner.author().is_none();
         inner
-            .committer_or_set_fallback("git-bmad", "git-bmad@localhost")
+            .committer_or_set_fallback(FALLBACK_NAME, FALLBACK_EMAIL)
             .map_err(|e| Error::gix("could not set up the committer identity", e))?;
-        let git = GitCli::new(git_dir.clone(), workdir.clone())?;
+        if inner.author().is_none() {
+            use gix::config::tree::gitoxide::Author;
+            let mut config = inner.config_snapshot_mut();
+            config
+                .set_value(&Author::NAME_FALLBACK, FALLBACK_NAME)
+                .and_then(|_| config.set_value(&Author::EMAIL_FALLBACK, FALLBACK_EMAIL))
+                .map_err(|e| Error::gix("could not set up the author identity", e))?;
+        }
+        let mut git = GitCli::new(git_dir.clone(), workdir.clone())?;
+        if no_identity {
+            git = git.with_fallback_identity();
+        }
         Ok(Repo {
             inner,
             workdir,
