@@ -18,6 +18,7 @@ pub use verdict::judge;
 use super::error::{Error, Result};
 use super::playbook::Playbook;
 use super::state::{Answer, Ended, RunState, StepStatus};
+use crate::policy::secrets::redact;
 use crate::session::schema::{Body, GateAnswered, Next, Retry, RunCompleted, RunResumed};
 use crate::session::{Decision, NewEvent};
 
@@ -47,7 +48,8 @@ pub fn answer(
     .step(Some(gate.step.clone()))
     .decision(Some(Decision::Human))
     .trigger(Some(gate.trigger.clone()))
-    .response(Some(message.unwrap_or(answer.as_str()).to_owned())))
+    // What a human types can hold a token as well as anything else bound for the journal.
+    .response(Some(redact(message.unwrap_or(answer.as_str())))))
 }
 
 /// Taking up a run that stopped (a failure, a limit, an interrupt): the resume, and a retry
@@ -148,6 +150,16 @@ pub(super) mod tests {
             answer(&RunState::default(), "s", "continue", None),
             Err(Error::NoGate { .. })
         ));
+    }
+
+    #[test]
+    fn a_token_in_an_answers_message_never_reaches_the_journal() {
+        let state = replay(&[("gate_opened", "pr", json!({"kind": "before"}))]);
+        let token = format!("ghp_{}", "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8");
+        let event = answer(&state, "s", "continue", Some(&format!("use {token}"))).unwrap();
+        let stored = format!("{event:?}");
+        assert!(!stored.contains(&token), "{stored}");
+        assert!(stored.contains("use "), "{stored}");
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use super::super::attempt::Attempt;
 use super::super::playbook::{Autonomy, ErrorPolicy, Trigger};
 use super::super::state::StepState;
+use crate::policy::secrets::redact;
 use crate::session::schema::{Body, Next, Retry, StallDetected};
 use crate::session::{Decision, NewEvent};
 
@@ -54,13 +55,17 @@ pub fn judge(attempt: &Attempt<'_>, record: &StepState) -> Verdict {
             .decision(Some(Decision::Escalated))
             .trigger(Some(Trigger::AgreementBreakingChange.as_str().into()))]);
     }
-    let reason = reasons
-        .iter()
-        .map(|(_, r)| r.as_str())
-        .collect::<Vec<_>>()
-        .join("; ");
+    // A reason quotes what the agent did (a denied command, with its arguments): redacted,
+    // like everything bound for the journal.
+    let reason = redact(
+        &reasons
+            .iter()
+            .map(|(_, r)| r.as_str())
+            .collect::<Vec<_>>()
+            .join("; "),
+    );
     outcome.reason = Some(format!("failed: {reason}"));
-    outcome.evidence = Some(evidence);
+    outcome.evidence = Some(redact(&evidence));
     if let Some((trigger, _)) = reasons
         .iter()
         .find(|(t, _)| *t == Trigger::PolicyViolation || step.escalate_on.contains(t))
@@ -161,6 +166,20 @@ mod tests {
             changed: 1,
             violations: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_token_in_what_the_agent_did_is_redacted_from_the_reason_and_the_evidence() {
+        let token = format!("ghp_{}", "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8");
+        let gated = step("escalate_on: [policy_violation]");
+        let mut tried = attempt(&gated, ran(Exit::Code(0), "ok"), Vec::new());
+        tried.violations = vec![format!(
+            "guard refused `gh auth login --with-token {token}`"
+        )];
+        let verdict = judge(&tried, &StepState::default());
+        let stored = format!("{:?}", verdict.events);
+        assert!(stored.contains("guard refused"), "{stored}");
+        assert!(!stored.contains(&token), "{stored}");
     }
 
     fn kinds(verdict: &Verdict) -> Vec<&str> {
