@@ -178,3 +178,21 @@ fn claude_settings_are_merged_and_restored() {
         .success();
     assert!(!fresh.join(".claude").exists());
 }
+
+/// Input nested past reason (as a fuzzer or a hostile prompt writes it) is refused as too
+/// deep to judge: a block with its reason, never a crash of the guard.
+#[test]
+fn a_command_nested_past_reason_is_blocked_not_a_crash() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    for (open, close) in [("(", ")"), ("$(", ")"), ("{ ", "; }")] {
+        let command = format!(
+            "{}git push --force{}",
+            open.repeat(50_000),
+            close.repeat(50_000)
+        );
+        let run = guard(&env, &repo, &bash_call(&repo, &command));
+        assert_eq!(run.code, 2, "{open}: {}", run.stderr);
+        assert!(run.stderr.contains("too deeply to judge"), "{}", run.stderr);
+    }
+}

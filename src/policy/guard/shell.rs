@@ -17,6 +17,36 @@ pub const UNKNOWN: char = '\u{0}';
 /// How deep substitutions and `sh -c` scripts may nest before the guard gives up.
 pub const MAX_DEPTH: usize = 4;
 
+/// How deep brackets and compound commands may nest before the parser is not asked: it
+/// recurses through them, and input nested past reason would overflow its stack.
+const MAX_NESTING: usize = 100;
+
+/// A bound on how deep `script` nests: brackets, and the keywords that open and close
+/// compound commands, counted as plain text (quotes ignored, so it errs on the deep side).
+fn nesting(script: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let words = script.split(|c: char| c.is_whitespace() || ";&|".contains(c));
+    for word in words {
+        let opens = matches!(word, "if" | "while" | "until" | "for" | "case" | "select");
+        let closes = matches!(word, "fi" | "done" | "esac");
+        for c in word.chars() {
+            match c {
+                '(' | '{' => depth += 1,
+                ')' | '}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            deepest = deepest.max(depth);
+        }
+        if opens {
+            depth += 1;
+        } else if closes {
+            depth = depth.saturating_sub(1);
+        }
+        deepest = deepest.max(depth);
+    }
+    deepest
+}
+
 /// One simple command a script would run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SimpleCommand {
@@ -43,7 +73,7 @@ pub enum Unreadable {
 
 /// Every simple command of `script`, at nesting `depth`.
 pub fn simple_commands(script: &str, depth: usize) -> Result<Vec<SimpleCommand>, Unreadable> {
-    if depth > MAX_DEPTH {
+    if depth > MAX_DEPTH || nesting(script) > MAX_NESTING {
         return Err(Unreadable::TooDeep);
     }
     let options = brush_parser::ParserOptions::default();
@@ -313,5 +343,28 @@ impl Walk {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_nested_past_any_reason_is_too_deep_not_a_crash() {
+        let shapes = [
+            ("(", ")"),
+            ("{ ", "; }"),
+            ("$(", ")"),
+            ("$((", "))"),
+            ("if true; then ", "; fi"),
+        ];
+        for (open, close) in shapes {
+            let script = format!("{}echo hi{}", open.repeat(20_000), close.repeat(20_000));
+            assert!(
+                matches!(simple_commands(&script, 0), Err(Unreadable::TooDeep)),
+                "{open}"
+            );
+        }
     }
 }
