@@ -327,8 +327,8 @@ const EVERY_COMMAND: [Killed; 9] = [
     Killed::Answer,
 ];
 
-/// The recovery a user is told to do: `doctor --fix`, then the first command of each fix
-/// still printed. Afterwards doctor must accept the state.
+/// The recovery a user (or a script) is told to do: `doctor --fix`, then each fix still
+/// printed, run as printed: one command, no prose. Afterwards doctor must accept the state.
 pub(crate) fn recover(env: &TestEnv, repo: &std::path::Path, what: &str) {
     // Exit 1 while problems that need a choice remain; the report must still be whole.
     let fixed = env.bmad(repo, &["doctor", "--fix", "--json"]).json();
@@ -343,17 +343,18 @@ pub(crate) fn recover(env: &TestEnv, repo: &std::path::Path, what: &str) {
         let fix = finding["fix"]
             .as_str()
             .unwrap_or_else(|| panic!("{what}: a problem with no fix: {finding}"));
-        let command = fix
-            .split(" (")
-            .next()
-            .unwrap()
-            .split(", or ")
-            .next()
-            .unwrap();
+        let command = fix;
         assert!(
-            command.starts_with("git "),
-            "{what}: fix is not a command: {fix}"
+            command.starts_with("git ") && !command.contains(" (") && !command.contains(", or "),
+            "{what}: fix is not one command: {fix}"
         );
+        for alternative in finding["alternatives"].as_array().into_iter().flatten() {
+            let alternative = alternative.as_str().unwrap();
+            assert!(
+                alternative.starts_with("git ") && !alternative.contains(" ("),
+                "{what}: an alternative is not one command: {alternative}"
+            );
+        }
         // `git bmad` is this build: put it on PATH, as an installed one would be.
         let bin = std::path::Path::new(env!("CARGO_BIN_EXE_git-bmad"))
             .parent()

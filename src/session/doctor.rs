@@ -44,8 +44,14 @@ pub struct Finding {
     pub session: Option<String>,
     /// What is wrong.
     pub message: String,
-    /// The command or action that repairs it.
+    /// One command that repairs it, as a script can run it.
     pub fix: Option<String>,
+    /// Other commands that repair it another way: a choice for a human.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub alternatives: Vec<String>,
+    /// What to know before running the fix (what to check first, what each choice does).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// The repair `doctor --fix` applies, when it is a safe one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repair: Option<Repair>,
@@ -66,8 +72,24 @@ impl Findings {
             session: session.map(ToString::to_string),
             message,
             fix,
+            alternatives: Vec::new(),
+            note: None,
             repair: None,
         });
+    }
+
+    /// Give the last finding another way to repair it.
+    fn or(&mut self, alternative: String) {
+        if let Some(last) = self.0.last_mut() {
+            last.alternatives.push(alternative);
+        }
+    }
+
+    /// Say what to know before running the last finding's fix.
+    fn note(&mut self, note: impl Into<String>) {
+        if let Some(last) = self.0.last_mut() {
+            last.note = Some(note.into());
+        }
     }
 
     /// Make the last finding's fix one `doctor --fix` applies.
@@ -94,12 +116,8 @@ pub fn doctor(
         Err(e) => vec![e.to_string()],
     };
     for problem in problems {
-        f.add(
-            Severity::Problem,
-            None,
-            problem,
-            Some(format!("edit {CONFIG_PATH}")),
-        );
+        f.add(Severity::Problem, None, problem, None);
+        f.note(format!("edit {CONFIG_PATH}"));
     }
     if config_exists
         && !repo
@@ -115,8 +133,9 @@ pub fn doctor(
         );
         f.repaired_by(Repair::NotesConfig);
     }
-    if let Some((message, fix)) = super::trust::untrusting_warning(repo)? {
-        f.add(Severity::Warning, None, message, Some(fix));
+    if let Some((message, how)) = super::trust::untrusting_warning(repo)? {
+        f.add(Severity::Warning, None, message, None);
+        f.note(how);
     }
 
     let mut ids = BTreeSet::new();
@@ -126,12 +145,15 @@ pub fn doctor(
                 ids.insert(id);
             }
             None if is_session_side_ref(&name) => {}
-            None => f.add(
-                Severity::Problem,
-                None,
-                format!("unexpected ref {name} (git-bmad only writes refs/bmad/sessions/<id>/checkpoints)"),
-                Some(format!("inspect it, then: git update-ref -d {name}")),
-            ),
+            None => {
+                f.add(
+                    Severity::Problem,
+                    None,
+                    format!("unexpected ref {name} (git-bmad only writes refs/bmad/sessions/<id>/checkpoints)"),
+                    Some(format!("git update-ref -d {name}")),
+                );
+                f.note(format!("inspect it first: git log -1 {name}"));
+            }
         }
     }
     let worktrees = repo.worktrees()?;
@@ -143,10 +165,10 @@ pub fn doctor(
                 Severity::Problem,
                 Some(id),
                 "its removal was interrupted: the session is kept (restorable), but some of its worktree, branch or refs are already gone".into(),
-                Some(format!(
-                    "git bmad remove --force {id} (finishes removing it; it stays restorable), or git bmad restore {id} (brings it all back)"
-                )),
+                Some(format!("git bmad remove --force {id}")),
             );
+            f.or(format!("git bmad restore {id}"));
+            f.note("remove finishes removing it (it stays restorable); restore brings it all back");
             continue;
         }
         check_session(repo, id, &worktrees, &mut f)?;
@@ -160,8 +182,9 @@ pub fn doctor(
                 Severity::Problem,
                 None,
                 format!("unexpected ref {name} (git-bmad only writes refs/bmad/removed/<id> for removed sessions)"),
-                Some(format!("inspect it, then: git update-ref -d {name}")),
+                Some(format!("git update-ref -d {name}")),
             );
+            f.note(format!("inspect it first: git log -1 {name}"));
         }
     }
     for (name, _) in repo.refs_with_prefix("refs/notes/bmad/")? {
@@ -245,10 +268,10 @@ fn check_session(
                 intent.target.id.to_hex_with_len(10),
                 intent.safety.id.to_hex_with_len(10)
             ),
-            Some(format!(
-                "git bmad rollback --continue -s {id} (or git bmad undo -s {id} to return to the state before)"
-            )),
+            Some(format!("git bmad rollback --continue -s {id}")),
         );
+        f.or(format!("git bmad undo -s {id}"));
+        f.note("--continue finishes the rollback; undo returns to the state before it");
         f.repaired_by(Repair::ContinueRollback {
             session: id.to_string(),
         });
@@ -283,7 +306,8 @@ fn check_chain(repo: &Repo, id: &SessionId, f: &mut Findings) -> Result<Vec<Chec
             }
             _ => {
                 if chain.is_empty() {
-                    f.add(Severity::Problem, Some(id), format!("{chain_ref} points to {commit}, which is not a checkpoint of this session"), Some(format!("git reflog show {chain_ref}, then git update-ref {chain_ref} <last good checkpoint>")));
+                    f.add(Severity::Problem, Some(id), format!("{chain_ref} points to {commit}, which is not a checkpoint of this session"), Some(format!("git reflog show {chain_ref}")));
+                    f.note(format!("find the last good checkpoint there, then: git update-ref {chain_ref} <it>"));
                 }
                 break;
             }
@@ -319,11 +343,9 @@ fn check_journal(
             Some(id),
             format!("journal line is not an event: {bad}; every command skips it"),
             // git-bmad writes only events: something else wrote this line.
-            Some(format!(
-                "see who wrote it: git reflog show {}",
-                super::notes_ref(id)
-            )),
+            Some(format!("git reflog show {}", super::notes_ref(id))),
         );
+        f.note("see who wrote it");
     }
     for forged in &journal.unsealed {
         f.add(
@@ -333,14 +355,13 @@ fn check_journal(
                 "{} was not written by git-bmad: it does not continue the journal's hash chain, so status, resume and undo ignore it",
                 forged.describe()
             ),
-            Some(format!(
-                "see who wrote it: git reflog show {}",
-                super::notes_ref(id)
-            )),
+            Some(format!("git reflog show {}", super::notes_ref(id))),
         );
+        f.note("see who wrote it");
     }
-    if let Some((message, fix)) = super::trust::untrusted_warning(journal) {
-        f.add(Severity::Warning, Some(id), message, Some(fix));
+    if let Some((message, how)) = super::trust::untrusted_warning(journal) {
+        f.add(Severity::Warning, Some(id), message, None);
+        f.note(how);
     }
     let forged_seqs: BTreeSet<u64> = journal.unsealed.iter().map(|u| u.seq).collect();
     let on_chain: BTreeSet<_> = chain.iter().map(|c| c.id).collect();
@@ -446,8 +467,14 @@ fn check_live(
                 Severity::Problem,
                 Some(id),
                 damage.describe(),
-                Some(damage.fix()),
+                Some(damage.command()),
             );
+            for alternative in damage.alternatives() {
+                f.or(alternative);
+            }
+            if let Some(note) = damage.note() {
+                f.note(note);
+            }
             match damage.damage {
                 super::worktree::Damage::Moved { .. } => f.repaired_by(Repair::FollowMove {
                     session: id.to_string(),
@@ -575,11 +602,9 @@ fn check_git_locks(
                     lock.display(),
                     age.as_secs()
                 ),
-                Some(format!(
-                    "if no git command is running: rm '{}'",
-                    lock.display()
-                )),
+                Some(format!("rm '{}'", lock.display())),
             );
+            f.note("only if no git command is running");
             if running.is_none() {
                 f.repaired_by(Repair::RemoveLock { path: lock });
             }

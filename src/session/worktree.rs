@@ -70,19 +70,29 @@ impl WorktreeDamage {
         }
     }
 
-    /// The commands that repair it, for a human to run in the main worktree.
+    /// The commands that repair it, for a human to run in the main worktree: the command,
+    /// the other ways, and what each does.
     pub fn fix(&self) -> String {
+        let mut text = std::iter::once(self.command())
+            .chain(self.alternatives())
+            .collect::<Vec<_>>()
+            .join(", or ");
+        if let Some(note) = self.note() {
+            text.push_str(&format!(" ({note})"));
+        }
+        text
+    }
+
+    /// The one command that repairs it, in the main worktree.
+    pub fn command(&self) -> String {
         let path = shell_quote(&self.path.to_string_lossy());
         let branch = self
             .branch
             .strip_prefix("refs/heads/")
             .unwrap_or(&self.branch);
         match self.damage {
-            Damage::Deleted => format!(
-                "git bmad restore {} (a new worktree with the last checkpoint's files and index; the branch and checkpoints kept the work), or git bmad prune to record it gone",
-                self.session
-            ),
-            Damage::Moved { .. } => "git bmad prune (records the new path)".to_owned(),
+            Damage::Deleted => format!("git bmad restore {}", self.session),
+            Damage::Moved { .. } => "git bmad prune".to_owned(),
             // Run without a path: `repair <path>` rewrites the file but exits 1 (git 2.47).
             Damage::GitFileMissing => "git worktree repair".to_owned(),
             Damage::GitFileReplaced => {
@@ -96,6 +106,25 @@ impl WorktreeDamage {
                     shell_quote(branch)
                 )
             }
+        }
+    }
+
+    /// Other commands that repair it another way.
+    pub fn alternatives(&self) -> Vec<String> {
+        match self.damage {
+            Damage::Deleted => vec!["git bmad prune".to_owned()],
+            _ => Vec::new(),
+        }
+    }
+
+    /// What the commands do, when that is not plain.
+    pub fn note(&self) -> Option<&'static str> {
+        match self.damage {
+            Damage::Deleted => Some(
+                "restore makes a new worktree with the last checkpoint's files and index (the branch and checkpoints kept the work); prune records it gone",
+            ),
+            Damage::Moved { .. } => Some("prune records the new path"),
+            _ => None,
         }
     }
 }

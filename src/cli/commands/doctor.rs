@@ -100,6 +100,12 @@ pub fn cmd_doctor(ctx: &Context, args: &DoctorArgs) -> Result<u8, CommandError> 
             };
             ui.line(format!("  fix: {fix}{auto}"));
         }
+        for alternative in &f.alternatives {
+            ui.line(format!("  or:  {alternative}"));
+        }
+        if let Some(note) = &f.note {
+            ui.line(format!("  ({note})"));
+        }
     }
     if problems == 0 {
         ui.line(ui.paint("All invariants hold.", Style::Green));
