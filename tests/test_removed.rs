@@ -357,13 +357,24 @@ fn doctor_fix_removes_an_abandoned_git_lock_and_finishes_nothing_it_should_not()
     // The choice is a human's: one command to run, the other way beside it, what each does.
     let deleted = findings
         .iter()
-        .find(|f| f["fix"].as_str().unwrap_or("").starts_with("git bmad restore"))
+        .find(|f| {
+            f["fix"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("git bmad restore")
+        })
         .unwrap_or_else(|| panic!("{after}"));
     let restore = deleted["fix"].as_str().unwrap();
     assert_eq!(restore.split(' ').count(), 4, "one command: {restore}");
-    assert_eq!(deleted["alternatives"], serde_json::json!(["git bmad prune"]));
+    assert_eq!(
+        deleted["alternatives"],
+        serde_json::json!(["git bmad prune"])
+    );
     assert!(
-        deleted["note"].as_str().unwrap().contains("prune records it gone"),
+        deleted["note"]
+            .as_str()
+            .unwrap()
+            .contains("prune records it gone"),
         "{deleted}"
     );
     let listed = sessions(&env, &repo, false);

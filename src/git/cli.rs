@@ -27,6 +27,11 @@ const PATCH_ARGS: [&str; 6] = [
     "--no-renames",
 ];
 
+/// Who git-bmad's own commits are by when git knows no identity.
+pub const FALLBACK_NAME: &str = "git-bmad";
+/// The fallback identity's email.
+pub const FALLBACK_EMAIL: &str = "git-bmad@localhost";
+
 /// The `git` executable, bound to one worktree.
 #[derive(Clone, Debug)]
 pub(super) struct GitCli {
@@ -72,9 +77,9 @@ impl GitCli {
             .args(if self.fallback_identity {
                 vec![
                     "-c".to_owned(),
-                    format!("user.name={}", super::repo::FALLBACK_NAME),
+                    format!("user.name={FALLBACK_NAME}"),
                     "-c".to_owned(),
-                    format!("user.email={}", super::repo::FALLBACK_EMAIL),
+                    format!("user.email={FALLBACK_EMAIL}"),
                 ]
             } else {
                 Vec::new()

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use gix::bstr::ByteSlice;
 
-use super::cli::GitCli;
+use super::cli::{GitCli, FALLBACK_EMAIL, FALLBACK_NAME};
 use super::error::{Error, Result};
 use super::ObjectId;
 
@@ -53,11 +53,6 @@ pub struct WorktreeInfo {
     /// that was interrupted).
     pub locked: Option<String>,
 }
-
-/// Who git-bmad's own commits are by when git knows no identity.
-pub const FALLBACK_NAME: &str = "git-bmad";
-/// The fallback identity's email.
-pub const FALLBACK_EMAIL: &str = "git-bmad@localhost";
 
 impl Repo {
     /// Open the repository containing `cwd`, from any worktree or subdirectory.
