@@ -167,8 +167,27 @@ fn status_in_the_main_worktree_shows_the_only_session_and_remove_lists_dirt_in_o
         "{}",
         refused.stderr
     );
-    // With two sessions, which one is meant must be said.
+    // With two sessions, status in the main worktree shows where each stands and how to
+    // ask for one.
     env.start(&repo, "second");
-    let run = env.bmad(&repo, &["status"]).code(1);
+    let run = env.bmad(&repo, &["status"]).success();
+    for name in ["only", "second"] {
+        assert!(
+            run.stdout
+                .lines()
+                .any(|l| l.split_whitespace().nth(1) == Some(name)),
+            "{name}: {}",
+            run.stdout
+        );
+    }
+    assert!(
+        run.stderr.contains("git bmad status <session>"),
+        "{}",
+        run.stderr
+    );
+    let json = env.bmad(&repo, &["status", "--json"]).success().json();
+    assert_eq!(json["sessions"].as_array().unwrap().len(), 2, "{json:#}");
+    // Following a run needs one session named.
+    let run = env.bmad(&repo, &["status", "--watch"]).code(1);
     assert!(run.stderr.contains("git bmad list"), "{}", run.stderr);
 }

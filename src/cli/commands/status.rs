@@ -41,11 +41,15 @@ pub struct StatusArgs {
 pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
     let s = match session::locate(&repo, args.session.as_deref()) {
-        // Outside any session, with just one session in the repository: that one is meant.
+        // Outside any session, with just one session in the repository: that one is meant;
+        // with none or several, where each stands.
         Err(session::Error::NotInSession { workdir }) => {
             let mut all = session::list(&repo)?;
             if all.len() != 1 {
-                return Err(session::Error::NotInSession { workdir }.into());
+                if args.watch || args.gate {
+                    return Err(session::Error::NotInSession { workdir }.into());
+                }
+                return overview(ctx, &all);
             }
             all.remove(0)
         }
@@ -108,6 +112,27 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
         ));
     }
     Ok(exit::OK)
+}
+
+/// Every session, as `list` shows them, when `status` is asked outside any.
+fn overview(ctx: &Context, all: &[session::Session]) -> Result<u8, CommandError> {
+    if ctx.ui.json() {
+        ctx.ui.print_json(&json!({ "sessions": all }));
+        return Ok(exit::OK);
+    }
+    let code = super::list::cmd_list(
+        ctx,
+        &super::list::ListArgs {
+            disk: false,
+            removed: false,
+            remote: None,
+        },
+    )?;
+    if !all.is_empty() {
+        ctx.ui
+            .status("git bmad status <session> shows one; inside its worktree, that one");
+    }
+    Ok(code)
 }
 
 /// The session, its run and its checkpoints, for a human.
