@@ -11,7 +11,8 @@ use crate::supervisor;
 
 /// Show one session: status, step, checkpoints, last event.
 ///
-/// Without an argument, shows the session of the worktree you are in.
+/// Without an argument, shows the session of the worktree you are in; outside any session,
+/// the only one, or where every session stands when there are several.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// Session id, id prefix or name (default: the current worktree's session)
