@@ -180,6 +180,14 @@ fn a_start_killed_inside_git_worktree_add_is_removed_by_doctors_fix() {
     }
 }
 
+/// Whether a command said it removed `lock` as a killed git's leftover.
+pub(crate) fn said_cleared(stderr: &str, lock: &std::path::Path) -> bool {
+    stderr.contains(&format!(
+        "removed {}, left by a git process that was killed",
+        lock.display()
+    ))
+}
+
 /// A git killed while it created a session's branch leaves the branch's lock (and perhaps
 /// `packed-refs.lock`): the next `start` of that name clears them and says so, and `doctor`
 /// names a lock under any ref and `--fix` removes it.
@@ -196,14 +204,7 @@ fn git_locks_a_killed_start_left_are_cleared_by_the_next_start_and_by_doctor() {
     let started = env.bmad(&repo, &["start", "half"]).success();
     for lock in [&branch_lock, &packed_lock] {
         assert!(!lock.exists(), "{} is still there", lock.display());
-        assert!(
-            started.stderr.contains(&format!(
-                "removed {}, left by a git process that was killed",
-                lock.display()
-            )),
-            "{}",
-            started.stderr
-        );
+        assert!(said_cleared(&started.stderr, lock), "{}", started.stderr);
     }
 
     // A rollback or undo killed inside git leaves the worktree's index locked: the next one

@@ -316,10 +316,7 @@ fn a_packed_refs_lock_is_named_while_a_git_may_hold_it_and_cleared_by_start_once
     let run = env.bmad(&repo, &["start", "other"]).success();
     assert!(!lock.exists());
     assert!(
-        run.stderr.contains(&format!(
-            "removed {}, left by a git process that was killed",
-            lock.display()
-        )),
+        crate::test_crash::said_cleared(&run.stderr, &lock),
         "{}",
         run.stderr
     );

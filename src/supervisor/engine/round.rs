@@ -180,13 +180,7 @@ impl Engine<'_> {
         step: Option<String>,
     ) -> Result<Vec<String>> {
         let rule = crate::policy::rules::JOURNAL_FORGED.id;
-        let reported: Vec<&str> = journal
-            .events()
-            .filter_map(|e| match &e.body {
-                Body::PolicyViolation(v) if v.rule == rule => Some(v.subject.as_str()),
-                _ => None,
-            })
-            .collect();
+        let reported = reported(journal, rule);
         let mut found = Vec::new();
         for forged in &journal.unsealed {
             let subject = format!("journal #{}", forged.seq);
@@ -244,17 +238,11 @@ impl Engine<'_> {
     pub(super) fn report_moved_record(&mut self) -> Result<Vec<String>> {
         let rule = crate::policy::rules::RECORD_MOVED.id;
         let journal = session::read_journal(self.repo, &self.session.id)?;
-        let reported: Vec<String> = journal
-            .events()
-            .filter_map(|e| match &e.body {
-                Body::PolicyViolation(v) if v.rule == rule => Some(v.subject.clone()),
-                _ => None,
-            })
-            .collect();
+        let reported = reported(&journal, rule);
         let mut found = Vec::new();
         for moved in std::mem::take(&mut self.moved) {
             let subject = format!("{} at {}", moved.name, moved.now);
-            if reported.contains(&subject) {
+            if reported.contains(&subject.as_str()) {
                 continue;
             }
             self.record(
@@ -321,6 +309,17 @@ impl Engine<'_> {
         }
         Ok(found)
     }
+}
+
+/// The subjects of the violations of `rule` the journal holds: what was reported already.
+fn reported<'j>(journal: &'j Journal, rule: &str) -> Vec<&'j str> {
+    journal
+        .events()
+        .filter_map(|e| match &e.body {
+            Body::PolicyViolation(v) if v.rule == rule => Some(v.subject.as_str()),
+            _ => None,
+        })
+        .collect()
 }
 
 /// The step a round's events belong to: its only step, or none for a parallel phase.
