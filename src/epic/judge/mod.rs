@@ -3,7 +3,7 @@
 //!
 //! - **with its own tools**: the test command comes from `.bmad/config.yaml` at the story's
 //!   base commit; a story that changes that configuration, CI configuration or a file the
-//!   command runs (`./test.sh`) is not judged with its own rules but fails, with the diff;
+//!   command runs (`./test.sh`) is not judged with its own rules but fails, naming them;
 //! - **on the commit it pushes**, in a clean checkout of exactly that commit (a repository
 //!   of its own, so nothing an agent left in its worktree counts), with no credential in
 //!   the environment ([`crate::env::untrusted`]);
