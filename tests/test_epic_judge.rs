@@ -254,3 +254,43 @@ fn in_every_era_an_agent_that_rewrites_the_test_script_gets_no_done() {
         .code(5);
     judged(&env, &repo, "5", "5-1-parser");
 }
+
+/// The epic's own record rewritten by a file write under `.git`: `epic resume` does not run
+/// on it (nothing is marked failed, nothing repeated), and says how to put it back.
+#[test]
+fn an_epic_journal_rewritten_under_git_stops_resume_and_says_how_to_put_it_back() {
+    let env = TestEnv::new();
+    let repo = epic_project(&env);
+    env.bmad(&repo, &["epic", "run", "3", "--stories", STORY])
+        .success();
+    let id = env
+        .bmad(&repo, &["list", "--json"])
+        .success()
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "epic-3")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let notes = format!("refs/notes/bmad/{id}");
+    let oldest = env.git(&repo, &["rev-list", "--reverse", &notes]);
+    let oldest = oldest.lines().next().unwrap().to_owned();
+    let file = repo.join(format!(".git/{notes}"));
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, format!("{oldest}\n")).unwrap();
+
+    let resumed = env.bmad(&repo, &["epic", "resume", "3"]).code(4);
+    assert!(
+        resumed
+            .stderr
+            .contains(&format!("{notes} was moved outside git-bmad"))
+            && resumed.stderr.contains("git update-ref"),
+        "{}",
+        resumed.stderr
+    );
+    let dev_runs = read(&env.root(), "home/agent/dev.log");
+    assert_eq!(dev_runs.lines().count(), 1, "{dev_runs}");
+}

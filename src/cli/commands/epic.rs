@@ -205,7 +205,11 @@ pub fn cmd_epic(ctx: &Context, args: &EpicArgs) -> Result<u8, CommandError> {
 pub fn resume(ctx: &Context, epic: &str) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
     let no_run = || CommandError::from(epic::Error::NoRun(epic.to_owned()));
-    let state = epic_state(&repo, epic)?.ok_or_else(no_run)?;
+    let session = epic_session(&repo, epic)?.ok_or_else(no_run)?;
+    // The options come from the record: only as git-bmad wrote it.
+    session::ref_record::ensure_vouched(&repo, &session.id)?;
+    let journal = session::read_journal(&repo, &session.id)?;
+    let state = EpicState::replay(journal.events());
     let started = state.started.ok_or_else(no_run)?;
     let budget = started.budget;
     cmd_run(
@@ -239,10 +243,20 @@ pub fn resume(ctx: &Context, epic: &str) -> Result<u8, CommandError> {
     )
 }
 
+/// The epic's session; `None` when it never ran.
+fn epic_session(
+    repo: &session::Repo,
+    epic: &str,
+) -> Result<Option<session::Session>, CommandError> {
+    Ok(closeout::find_by_name(
+        repo,
+        &epic::names::session_name(epic),
+    )?)
+}
+
 /// The epic's state from its session's journal; `None` when it never ran.
 fn epic_state(repo: &session::Repo, epic: &str) -> Result<Option<EpicState>, CommandError> {
-    let name = epic::names::session_name(epic);
-    let Some(s) = closeout::find_by_name(repo, &name)? else {
+    let Some(s) = epic_session(repo, epic)? else {
         return Ok(None);
     };
     let journal = session::read_journal(repo, &s.id)?;
