@@ -66,6 +66,7 @@ pub fn card(session: &str, events: &[Event]) -> Option<EpicCard> {
     let mut stories = Vec::new();
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
     let mut waiting = Vec::new();
+    let mut ended_badly = 0;
     if let Some(gate) = &state.gate {
         let options: Vec<&str> = gate.options.iter().map(|a| a.as_str()).collect();
         waiting.push(format!(
@@ -97,6 +98,9 @@ pub fn card(session: &str, events: &[Event]) -> Option<EpicCard> {
             )),
             _ => {}
         }
+        if matches!(story.stage, Stage::Failed | Stage::Skipped) {
+            ended_badly += 1;
+        }
         *counts.entry(stage.clone()).or_default() += 1;
         let done = story.stage == Stage::Done;
         stories.push(EpicStory {
@@ -107,10 +111,6 @@ pub fn card(session: &str, events: &[Event]) -> Option<EpicCard> {
             tests: story.detail.tests.clone().filter(|_| done),
         });
     }
-    let ended_badly = stories
-        .iter()
-        .filter(|s| matches!(s.stage.as_str(), "failed" | "skipped"))
-        .count();
     let (outcome, stopped) = if !waiting.is_empty() {
         (Outcome::Parked, state.stopped.clone())
     } else if state.finished && state.stopped.is_some() {
