@@ -233,6 +233,17 @@ fn git_locks_a_killed_start_left_are_cleared_by_the_next_start_and_by_doctor() {
     }
     assert_eq!(read(&wt, "a.txt"), "a\n", "undo brought the work back");
 
+    // A remove killed inside git leaves the same: the next remove clears them too.
+    std::fs::write(&index_lock, "").unwrap();
+    std::fs::write(&branch_lock, "").unwrap();
+    let removed = env.bmad(&repo, &["remove", "--force", "half"]).success();
+    for lock in [&index_lock, &branch_lock] {
+        assert!(said_cleared(&removed.stderr, lock), "{}", removed.stderr);
+    }
+    assert!(!wt.exists());
+    env.bmad(&repo, &["restore", "half"]).success();
+    assert_eq!(read(&wt, "a.txt"), "a\n", "restored whole");
+
     // A lock under any ref, one that no operation of ours would clear by itself.
     let tag_lock = repo.join(".git/refs/tags/v1.lock");
     std::fs::create_dir_all(tag_lock.parent().unwrap()).unwrap();

@@ -271,18 +271,29 @@ pub struct RemoveOptions {
 /// Refuses, unless forced, when the worktree has uncommitted changes or the branch has
 /// commits that no other branch or remote-tracking ref contains. `policy` sees the worktree's
 /// changed files before the last checkpoint takes them; the ones it refuses (a secret) are
-/// not kept, and [`RemovedSession::left_out`] names them.
+/// not kept, and [`RemovedSession::left_out`] names them. Also returns what it cleared on
+/// the way (locks a killed git left), one line each.
 pub fn remove(
     repo: &Repo,
     session: &Session,
     options: RemoveOptions,
     policy: &dyn Policy,
-) -> Result<RemovedSession> {
+) -> Result<(RemovedSession, Vec<String>)> {
     if repo.workdir().starts_with(&session.worktree) {
         return Err(Error::InsideSession {
             main: repo.main_workdir()?,
         });
     }
+    // What a killed git left would fail this remove: its branch's lock, `packed-refs.lock`,
+    // the worktree's index lock.
+    let mut locks = vec![
+        repo.lock_path(&session.branch),
+        repo.common_path("packed-refs.lock"),
+    ];
+    if let Ok(wt) = repo.open_worktree(&session.worktree) {
+        locks.push(wt.git_dir().join("index.lock"));
+    }
+    let warnings = super::git_locks::clear_abandoned_locks(repo, &locks);
     // A `start` killed inside `git worktree add` leaves a worktree git keeps locked and that
     // may not open as one; no journal was begun, so nothing was ever done in it, and a forced
     // remove goes on without a last snapshot.
@@ -343,7 +354,7 @@ pub fn remove(
             return Err(repo.contention(&name, 1).into());
         }
     }
-    Ok(kept)
+    Ok((kept, warnings))
 }
 
 /// Why removing `session` would lose work no other ref has (empty: nothing would be lost).

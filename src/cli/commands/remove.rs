@@ -31,10 +31,15 @@ pub fn cmd_remove(ctx: &Context, args: &RemoveArgs) -> Result<u8, CommandError> 
     let repo = ctx.repo()?;
     let s = session::locate(&repo, Some(&args.session))?;
     // A secret in a changed file stays out of the last checkpoint, as in any checkpoint.
-    let kept = session::remove(&repo, &s, RemoveOptions { force: args.force }, &ctx.policy)?;
+    let (kept, warnings) =
+        session::remove(&repo, &s, RemoveOptions { force: args.force }, &ctx.policy)?;
     if ctx.ui.json() {
-        ctx.ui.print_json(&json!({"removed": s, "kept": kept}));
+        ctx.ui
+            .print_json(&json!({"removed": s, "kept": kept, "warnings": warnings}));
         return Ok(exit::OK);
+    }
+    for warning in &warnings {
+        ctx.ui.status(warning);
     }
     ctx.ui.line(format!(
         "Removed session {} ({}): worktree {}, branch {}, checkpoints and journal.",
