@@ -195,17 +195,17 @@ impl GitCli {
             .stdin(Stdio::null());
         run_checked(clone)?;
         let inside = GitCli::new(dir.join(".git"), dir.to_owned())?;
-        inside.run(["remote", "remove", "origin"])?;
-        inside
-            .run([
-                "-c",
-                "core.hooksPath=/dev/null",
-                "checkout",
-                "--detach",
-                "--quiet",
-                &commit.to_string(),
-            ])
-            .map(drop)
+        // Checked out while `origin` still names the source: a filter that fetches content
+        // (Git LFS) finds it there. Then no way back to it is left.
+        inside.run([
+            "-c",
+            "core.hooksPath=/dev/null",
+            "checkout",
+            "--detach",
+            "--quiet",
+            &commit.to_string(),
+        ])?;
+        inside.run(["remote", "remove", "origin"]).map(drop)
     }
 
     /// `git worktree add <path> <branch>`: a worktree on a branch that exists.
