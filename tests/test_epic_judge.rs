@@ -184,11 +184,12 @@ fn the_tests_run_with_none_of_the_users_credentials_and_cannot_merge() {
     // Not the agent's worktree: a checkout of its own.
     let dir = read(&env.root(), "home/agent/test-dir.txt");
     assert!(!dir.contains(&format!("proj.{STORY}")), "{dir}");
+    // The test code did try (in the step's checks and in the judge's run), and got nothing.
     let gh = read(&env.root(), "home/agent/gh.log");
+    let merges: Vec<&str> = gh.lines().filter(|l| l.contains("pr merge")).collect();
+    assert!(!merges.is_empty(), "the test code never ran: {gh}");
     assert!(
-        gh.lines()
-            .filter(|l| l.contains("pr merge"))
-            .all(|l| l.ends_with("(not logged in)")),
+        merges.iter().all(|l| l.ends_with("(not logged in)")),
         "{gh}"
     );
     // The story itself is done, with the evidence of the run.
