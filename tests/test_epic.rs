@@ -148,6 +148,25 @@ fn an_epic_runs_in_parallel_stacked_reviewed_to_convergence_and_is_never_merged(
             "{st:#}"
         );
     }
+    // 3-4 declares `touches: [src/api/retry.rs]` and its dev wrote elsewhere: no failure,
+    // but the evidence a reviewer reads says so; 3-1 stayed inside `src/api`.
+    let evidence = |key: &str| {
+        story(&s, key)["state"]["tests"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    };
+    assert!(
+        evidence("3-4-api-retries")
+            .ends_with("; changed outside its touches: src/api/3-4-api-retries.rs"),
+        "{}",
+        evidence("3-4-api-retries")
+    );
+    assert!(
+        !evidence("3-1-api-client").contains("outside its touches"),
+        "{}",
+        evidence("3-1-api-client")
+    );
     // Review to convergence: 3-1 took two reviews and fixed the one finding; the fixer was
     // told what it was.
     let api = &story(&s, "3-1-api-client")["state"];

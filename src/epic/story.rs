@@ -253,7 +253,18 @@ fn judge_work(
         .1
         .map_or(JUDGE_TIMEOUT, |left| left.min(JUDGE_TIMEOUT));
     Ok(
-        match super::judge::judge(repo, base, head, config, timeout, interrupt)? {
+        match super::judge::judge(
+            repo,
+            &super::judge::Work {
+                base,
+                head,
+                touches: &job.story.touches,
+                story_file: job.story.file.as_deref(),
+            },
+            config,
+            timeout,
+            interrupt,
+        )? {
             Judgement::Pass(evidence) => Ok((head, evidence)),
             Judgement::Fail(why) => Err(why),
         },

@@ -78,18 +78,22 @@ pub fn story(root: &Path, key: &str, era: Era, baseline: &str) -> Result<Verdict
 /// under `.bmad/`, and the story's own file (`story_file`), whose status line moving is
 /// what an agent that did nothing would write.
 pub fn bookkeeping_only(changed: &[&str], story_file: Option<&str>) -> Option<String> {
-    let bookkeeping = |path: &str| {
-        let name = path.rsplit('/').next().unwrap_or(path);
-        matches!(name, "sprint-status.yaml" | "stories.json")
-            || path.starts_with(".bmad/")
-            || story_file.is_some_and(|f| f.trim_start_matches("./") == path)
-    };
+    let bookkeeping = |path: &str| is_bookkeeping(path, story_file);
     (!changed.is_empty() && changed.iter().all(|p| bookkeeping(p))).then(|| {
         format!(
             "the story's branch changes only BMAD's bookkeeping ({}): nothing was implemented",
             changed.join(", ")
         )
     })
+}
+
+/// Whether `path` is BMAD's bookkeeping rather than work: a sprint status, a
+/// `stories.json`, git-bmad's own files under `.bmad/`, the story's own file (`story_file`).
+pub fn is_bookkeeping(path: &str, story_file: Option<&str>) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    matches!(name, "sprint-status.yaml" | "stories.json")
+        || path.starts_with(".bmad/")
+        || story_file.is_some_and(|f| f.trim_start_matches("./") == path)
 }
 
 #[cfg(test)]

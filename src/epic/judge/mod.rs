@@ -36,16 +36,28 @@ pub enum Judgement {
     Fail(String),
 }
 
-/// Judge the story whose branch went from `base` to `head`. `fallback` is the
-/// configuration to use when the base has no `.bmad/config.yaml` (the user's own).
+/// What is judged: a story's branch from `base` to `head`, and the scope it declared.
+pub struct Work<'a> {
+    /// The commit the story started at.
+    pub base: ObjectId,
+    /// The commit to be pushed.
+    pub head: ObjectId,
+    /// Its `touches`.
+    pub touches: &'a [String],
+    /// Its own file, which moving its status changes.
+    pub story_file: Option<&'a str>,
+}
+
+/// Judge `work`. `fallback` is the configuration to use when the base has no
+/// `.bmad/config.yaml` (the user's own).
 pub fn judge(
     repo: &Repo,
-    base: ObjectId,
-    head: ObjectId,
+    work: &Work<'_>,
     fallback: &Config,
     timeout: Duration,
     interrupt: &AtomicBool,
 ) -> Result<Judgement, Error> {
+    let (base, head) = (work.base, work.head);
     let config = match config_at(repo, base)? {
         Ok(Some(config)) => config,
         Ok(None) => fallback.clone(),
@@ -77,10 +89,21 @@ pub fn judge(
             removed.join(", ")
         )));
     }
+    // Work outside the declared scope is no failure (scopes are written loosely), but a
+    // human reading the evidence sees it.
+    let paths: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+    let outside = rules::outside_touches(&paths, work.touches, |p| {
+        super::verify::is_bookkeeping(p, work.story_file)
+    });
+    let scope = if outside.is_empty() {
+        String::new()
+    } else {
+        format!("; changed outside its touches: {}", outside.join(", "))
+    };
     let Some(command) = command else {
-        return Ok(Judgement::Pass(
-            "no tests run: the base sets no checks.test_command".into(),
-        ));
+        return Ok(Judgement::Pass(format!(
+            "no tests run: the base sets no checks.test_command{scope}"
+        )));
     };
     let ran = run_on(repo, head, &command, timeout, interrupt)?;
     if !ran.green {
@@ -112,7 +135,7 @@ pub fn judge(
         (None, _) => "the runner reported no test count".to_owned(),
     };
     Ok(Judgement::Pass(format!(
-        "`{command}` passed on {} in a clean checkout: {evidence}",
+        "`{command}` passed on {} in a clean checkout: {evidence}{scope}",
         short(head)
     )))
 }

@@ -72,6 +72,25 @@ pub fn named_files(command: &str, exists: impl Fn(&str) -> bool) -> Vec<String> 
     named
 }
 
+/// The changed `paths` a story's `touches` do not name (none when it declares none): its
+/// work outside the scope it declared. Tests and BMAD's bookkeeping (`bookkeeping`) are not
+/// scope.
+pub fn outside_touches<'p>(
+    paths: &[&'p str],
+    touches: &[String],
+    bookkeeping: impl Fn(&str) -> bool,
+) -> Vec<&'p str> {
+    if touches.is_empty() {
+        return Vec::new();
+    }
+    paths
+        .iter()
+        .copied()
+        .filter(|p| !is_test_file(p) && !bookkeeping(p))
+        .filter(|p| !touches.iter().any(|t| crate::epic::plan::touched(t, p)))
+        .collect()
+}
+
 static TEST_FILE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(concat!(
         r"(^|/)(tests?|__tests__|spec)/",
@@ -129,6 +148,24 @@ mod tests {
         ] {
             assert!(!is_judges(work, &named), "{work}");
         }
+    }
+
+    #[test]
+    fn work_outside_the_declared_touches_is_named() {
+        let touches = vec!["src/api".to_owned(), "docs/*.md".to_owned()];
+        let paths = [
+            "src/api/client.rs",
+            "docs/api.md",
+            "src/sync/engine.rs",
+            "tests/api_test.py",
+            "_bmad-output/sprint-status.yaml",
+        ];
+        let bookkeeping = |p: &str| p.ends_with("sprint-status.yaml");
+        assert_eq!(
+            outside_touches(&paths, &touches, bookkeeping),
+            vec!["src/sync/engine.rs"]
+        );
+        assert!(outside_touches(&paths, &[], bookkeeping).is_empty());
     }
 
     #[test]
