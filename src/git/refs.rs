@@ -256,17 +256,7 @@ impl Repo {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(Error::io("could not read", path, e)),
         };
-        // `<old> <new> <ident> <time> <tz>\t<message>`; a line torn by a crash is skipped.
-        Ok(text
-            .lines()
-            .filter_map(|line| {
-                let (head, message) = line.split_once('\t').unwrap_or((line, ""));
-                let mut ids = head.split(' ');
-                let old = ObjectId::from_hex(ids.next()?.as_bytes()).ok()?;
-                let new = ObjectId::from_hex(ids.next()?.as_bytes()).ok()?;
-                Some((old, new, message.to_owned()))
-            })
-            .collect())
+        Ok(parse_reflog(&text))
     }
 
     /// All refs whose full name starts with `prefix` (which should end in `/`), with their
@@ -292,6 +282,30 @@ impl Repo {
         out.sort();
         Ok(out)
     }
+}
+
+/// A reflog's entries: `<old> <new> <ident> <time> <tz>\t<message>` a line. A writer killed
+/// mid-line leaves a line without its end, and the next entry is appended to it: each line's
+/// last entry header is the one that counts, and a line with none is skipped.
+fn parse_reflog(text: &str) -> Vec<(ObjectId, ObjectId, String)> {
+    static HEADER: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"([0-9a-f]{40}(?:[0-9a-f]{24})?) ([0-9a-f]{40}(?:[0-9a-f]{24})?) [^\t]*\t?",
+        )
+        .ok()
+    });
+    let Some(header) = HEADER.as_ref() else {
+        return Vec::new();
+    };
+    text.lines()
+        .filter_map(|line| {
+            let last = header.captures_iter(line).last()?;
+            let old = ObjectId::from_hex(last.get(1)?.as_str().as_bytes()).ok()?;
+            let new = ObjectId::from_hex(last.get(2)?.as_str().as_bytes()).ok()?;
+            let message = &line[last.get(0)?.end()..];
+            Some((old, new, message.to_owned()))
+        })
+        .collect()
 }
 
 /// How long ago a lock file was made; `None` if there is none.
@@ -334,4 +348,23 @@ fn full_name(name: &str) -> Result<FullName> {
             gix::Error::from_error(e),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reflog_line_torn_by_a_kill_does_not_hide_the_entry_appended_to_it() {
+        let (a, b, c) = ("a".repeat(40), "b".repeat(40), "c".repeat(40));
+        let text = format!(
+            "{a} {b} git-bmad <x@y> 1 +0000\tbmad journal: one #1\n{b} {c} git-bmad <x@y> 2 +00{b} {c} git-bmad <x@y> 3 +0000\tbmad checkpoint: two\n"
+        );
+        let entries = parse_reflog(&text);
+        assert_eq!(entries.len(), 2, "{entries:?}");
+        assert_eq!(entries[1].1.to_string(), c);
+        assert_eq!(entries[1].2, "bmad checkpoint: two");
+        assert_eq!(entries[0].2, "bmad journal: one #1");
+        assert!(parse_reflog("torn half a line").is_empty());
+    }
 }
