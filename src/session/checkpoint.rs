@@ -52,15 +52,16 @@ impl Recorded {
         policy: &dyn Policy,
     ) -> Result<(Recorded, Vec<String>)> {
         let head = wt.head_id()?;
+        let without_index = || {
+            let state = Recorded::State {
+                tree,
+                head,
+                index: None,
+            };
+            Ok((state, Vec::new()))
+        };
         if staged == Some(false) {
-            return Ok((
-                Recorded::State {
-                    tree,
-                    head,
-                    index: None,
-                },
-                Vec::new(),
-            ));
+            return without_index();
         }
         let head_tree = match head {
             Some(head) => wt.tree_of(head)?,
@@ -68,16 +69,9 @@ impl Recorded {
         };
         let saved = wt.save_index()?;
         if staged.is_none() && saved == SavedIndex::Tree(head_tree) {
-            return Ok((
-                Recorded::State {
-                    tree,
-                    head,
-                    index: None,
-                },
-                Vec::new(),
-            ));
+            return without_index();
         }
-        let committed = super::policy::Committed::at_head(wt);
+        let committed = super::policy::Committed::in_tree(wt, head_tree);
         let mut vet =
             |path: &str, bytes: &[u8]| policy.admit(path, bytes, &|| committed.holds(bytes));
         let (saved, kept_out) = wt.vet_saved_index(saved, head_tree, tree, &mut vet)?;

@@ -23,9 +23,11 @@ pub trait Policy: Sync {
 }
 
 /// Content the session's `HEAD` already holds, for [`Policy::admit`]: the blob ids of its
-/// tree, read once, and only when first asked (most files are never asked about).
+/// tree, read once, and only when first asked (most checkpoints never ask, so `HEAD` is not
+/// even resolved for them).
 pub(crate) struct Committed<'a> {
     repo: &'a Repo,
+    /// The tree, when the caller has it already; else `HEAD`'s, resolved when first asked.
     tree: Option<crate::git::ObjectId>,
     ids: std::sync::OnceLock<std::collections::HashSet<crate::git::ObjectId>>,
 }
@@ -33,28 +35,37 @@ pub(crate) struct Committed<'a> {
 impl<'a> Committed<'a> {
     /// What `HEAD` of worktree `repo` holds (nothing, on an unborn branch).
     pub(crate) fn at_head(repo: &'a Repo) -> Committed<'a> {
-        let tree = repo
-            .head_id()
-            .ok()
-            .flatten()
-            .and_then(|head| repo.tree_of(head).ok());
         Committed {
             repo,
-            tree,
+            tree: None,
             ids: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// What `tree` (`HEAD`'s, read by the caller already) holds.
+    pub(crate) fn in_tree(repo: &'a Repo, tree: crate::git::ObjectId) -> Committed<'a> {
+        Committed {
+            tree: Some(tree),
+            ..Committed::at_head(repo)
         }
     }
 
     /// Whether `bytes` are a blob the tree holds.
     pub(crate) fn holds(&self, bytes: &[u8]) -> bool {
-        let Some(tree) = self.tree else {
-            return false;
-        };
         let Ok(id) = self.repo.blob_id_of(bytes) else {
             return false;
         };
         self.ids
-            .get_or_init(|| self.repo.blob_ids_under(tree).unwrap_or_default())
+            .get_or_init(|| {
+                let head_tree = || {
+                    let head = self.repo.head_id().ok()??;
+                    self.repo.tree_of(head).ok()
+                };
+                self.tree
+                    .or_else(head_tree)
+                    .and_then(|tree| self.repo.blob_ids_under(tree).ok())
+                    .unwrap_or_default()
+            })
             .contains(&id)
     }
 }

@@ -212,8 +212,7 @@ impl Engine<'_> {
     pub(super) fn park_on_a_record_not_ours(&mut self) -> Result<()> {
         let journal = session::read_journal(self.repo, &self.session.id)?;
         let forged = self.report_forgeries(&journal, None)?;
-        // So do refs of the record that something else moved.
-        let moved = self.report_moved_record()?;
+        let moved = self.report_moved_record(&journal)?;
         if (!forged.is_empty() || !moved.is_empty()) && self.state.gate.is_none() {
             let next = self
                 .playbook
@@ -235,10 +234,9 @@ impl Engine<'_> {
     /// The session's refs something other than git-bmad moved (see
     /// [`session::ref_record`]), as found when the run began, that no violation names yet at
     /// that value: each is journaled now as a policy violation. Returns them, described.
-    pub(super) fn report_moved_record(&mut self) -> Result<Vec<String>> {
+    pub(super) fn report_moved_record(&mut self, journal: &Journal) -> Result<Vec<String>> {
         let rule = crate::policy::rules::RECORD_MOVED.id;
-        let journal = session::read_journal(self.repo, &self.session.id)?;
-        let reported = reported(&journal, rule);
+        let reported = reported(journal, rule);
         let mut found = Vec::new();
         for moved in std::mem::take(&mut self.moved) {
             let subject = format!("{} at {}", moved.name, moved.now);
