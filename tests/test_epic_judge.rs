@@ -295,3 +295,30 @@ fn an_epic_journal_rewritten_under_git_stops_resume_and_says_how_to_put_it_back(
     let dev_runs = read(&env.root(), "home/agent/dev.log");
     assert_eq!(dev_runs.lines().count(), 1, "{dev_runs}");
 }
+
+/// The judge's tools are also what its script runs in turn: an agent that guts the helper
+/// the test script sources, rather than the script, is caught the same way.
+#[test]
+fn an_agent_that_guts_what_the_test_script_sources_gets_no_done() {
+    let env = TestEnv::new();
+    let repo = counted_project(&env);
+    write(
+        &repo,
+        "scripts/check.sh",
+        "! grep -rq FAIL src 2>/dev/null\n",
+    );
+    write(&repo, "test.sh", "#!/bin/sh\n. scripts/check.sh\n");
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-qm", "the check in a helper"]);
+    env.git(&repo, &["push", "-q", "origin", "main"]);
+    dev_behaviour(
+        &env,
+        "echo FAIL > src/broken.rs\necho true > scripts/check.sh",
+    );
+    run_story(&env, &repo).code(5);
+    failed_unpushed(
+        &env,
+        &repo,
+        "changed files git-bmad judges it with (scripts/check.sh)",
+    );
+}

@@ -63,11 +63,15 @@ pub fn judge(
         Ok(None) => fallback.clone(),
         Err(why) => return Ok(Judgement::Fail(why)),
     };
-    let exists_at_base = |path: &str| matches!(repo.file_at(&base.to_string(), path), Ok(Some(_)));
+    let at_base = |path: &str| {
+        let bytes = repo.file_at(&base.to_string(), path).ok()??;
+        // What a script runs is read from its text; a binary names nothing.
+        Some(String::from_utf8(bytes).unwrap_or_default())
+    };
     let command = config.checks.test_command.clone();
     let named = command
         .as_deref()
-        .map(|c| rules::named_files(c, exists_at_base))
+        .map(|c| rules::named_files(c, at_base))
         .unwrap_or_default();
     let changes = repo.diff_trees(base, head).map_err(session::Error::from)?;
     let judges: Vec<&str> = changes

@@ -45,11 +45,40 @@ pub fn is_judges(path: &str, named: &[String]) -> bool {
         || named.iter().any(|n| n == path)
 }
 
-/// The files `command` runs that `exists` at the base: the words that name a file
-/// (`./test.sh`, `scripts/ci.sh`, `-c pytest.ini`), and what a word implies (`make`).
-pub fn named_files(command: &str, exists: impl Fn(&str) -> bool) -> Vec<String> {
-    let mut named = Vec::new();
-    let words = command
+/// The files `command` runs, as the base holds them (`read` gives a file's text there): the
+/// words that name a file (`./test.sh`, `scripts/ci.sh`, `-c pytest.ini`), what a word
+/// implies (`make`), and, two levels deep, the files those name in turn (a script that
+/// sources `scripts/helpers.sh`). Test files found that way are not the judge's: they are
+/// held to their count instead, and a story may change them.
+pub fn named_files(command: &str, read: impl Fn(&str) -> Option<String>) -> Vec<String> {
+    const DEPTH: usize = 2;
+    const MOST: usize = 64;
+    let mut named: Vec<String> = Vec::new();
+    let mut texts = vec![(command.to_owned(), 0)];
+    while let Some((text, depth)) = texts.pop() {
+        for candidate in files_named_in(&text) {
+            if named.len() >= MOST || named.contains(&candidate) {
+                continue;
+            }
+            if depth > 0 && is_test_file(&candidate) {
+                continue;
+            }
+            let Some(content) = read(&candidate) else {
+                continue;
+            };
+            if depth < DEPTH {
+                texts.push((content, depth + 1));
+            }
+            named.push(candidate);
+        }
+    }
+    named
+}
+
+/// The relative paths a command or script's words could name, with what a word implies.
+fn files_named_in(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let words = text
         .split(|c: char| c.is_whitespace() || ";&|()<>=`".contains(c))
         .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
         .filter(|w| !w.is_empty());
@@ -63,13 +92,14 @@ pub fn named_files(command: &str, exists: impl Fn(&str) -> bool) -> Vec<String> 
             let plain = !candidate.is_empty()
                 && !candidate.starts_with('/')
                 && !candidate.starts_with('-')
+                && !candidate.contains(['$', '*', '?'])
                 && !candidate.split('/').any(|part| part == "..");
-            if plain && exists(candidate) && !named.iter().any(|n| n == candidate) {
-                named.push(candidate.to_owned());
+            if plain {
+                out.push(candidate.to_owned());
             }
         }
     }
-    named
+    out
 }
 
 /// The changed `paths` a story's `touches` do not name (none when it declares none): its
@@ -112,20 +142,46 @@ mod tests {
 
     #[test]
     fn the_judges_files_are_config_ci_and_what_the_command_runs() {
-        let base = ["test.sh", "scripts/ci.sh", "Makefile", "pytest.ini"];
-        let exists = |p: &str| base.contains(&p);
-        assert_eq!(named_files("./test.sh", exists), vec!["test.sh"]);
+        let base = [
+            (
+                "test.sh",
+                ". scripts/helpers.sh\nsh tests/api.sh\nrun_all\n",
+            ),
+            ("scripts/helpers.sh", "run_all() { sh scripts/deep.sh; }\n"),
+            ("scripts/deep.sh", "sh scripts/deeper.sh\n"),
+            ("scripts/deeper.sh", "true\n"),
+            ("tests/api.sh", "true\n"),
+            ("scripts/ci.sh", "true\n"),
+            ("Makefile", "test:\n\t./scripts/ci.sh\n"),
+            ("pytest.ini", "[pytest]\n"),
+        ];
+        let read = |p: &str| {
+            base.iter()
+                .find(|(path, _)| *path == p)
+                .map(|(_, text)| text.to_string())
+        };
+        let mut named = named_files("./test.sh", read);
+        named.sort();
+        // Two levels below the command, and no test file found on the way.
         assert_eq!(
-            named_files("bash scripts/ci.sh && make test", exists),
-            vec!["scripts/ci.sh", "Makefile"]
+            named,
+            vec!["scripts/deep.sh", "scripts/helpers.sh", "test.sh"]
         );
+        let mut named = named_files("bash scripts/ci.sh && make test", read);
+        named.sort();
+        assert_eq!(named, vec!["Makefile", "scripts/ci.sh"]);
         assert_eq!(
-            named_files("pytest -c pytest.ini -q", exists),
+            named_files("pytest -c pytest.ini -q", read),
             vec!["pytest.ini"]
         );
-        assert_eq!(named_files("cargo test", exists), Vec::<String>::new());
         assert_eq!(
-            named_files("/bin/sh ../outside.sh", |_| true),
+            named_files("sh tests/api.sh", read),
+            vec!["tests/api.sh"],
+            "a test the command names itself is the judge's"
+        );
+        assert_eq!(named_files("cargo test", read), Vec::<String>::new());
+        assert_eq!(
+            named_files("/bin/sh ../outside.sh", |_| Some(String::new())),
             Vec::<String>::new(),
             "no path outside the repository"
         );
