@@ -105,7 +105,7 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
     for m in &moved {
         ctx.ui.line(ctx.ui.paint(
             format!(
-                "  record       {}: nothing runs here until it is put back: {}",
+                "  record       {}: the next run parks at a gate before its next step; to put it back: {}",
                 m.describe(),
                 m.fix()
             ),
