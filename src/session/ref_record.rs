@@ -65,7 +65,10 @@ pub fn foreign_moves(repo: &Repo, id: &SessionId) -> Result<Vec<ForeignMove>> {
         let Some(now) = repo.read_ref(&name)? else {
             continue;
         };
-        if let Some(moved) = judge(&name, now, &repo.reflog(&name)?) {
+        let builds_on = |recorded: ObjectId, now: ObjectId| {
+            matches!(repo.is_ancestor(recorded, now), Ok(Some(true)))
+        };
+        if let Some(moved) = judge(&name, now, &repo.reflog(&name)?, &builds_on) {
             found.push(moved);
         }
     }
@@ -74,11 +77,16 @@ pub fn foreign_moves(repo: &Repo, id: &SessionId) -> Result<Vec<ForeignMove>> {
 
 /// Whether `now` is what git-bmad's newest entry in `reflog` set; without one, there is no
 /// record to hold it to. A write git-bmad logged and was killed before it applied leaves
-/// the value before: that is git-bmad's own, not a foreign move.
+/// the value before: that is git-bmad's own, not a foreign move. A value that builds on
+/// the record (`builds_on(recorded, now)`) with no entry of anyone's is not held against
+/// it either: a kill can leave git-bmad's own write so, and what such a value adds is
+/// judged where it is read (the journal's hash chain, each checkpoint's trailers). Moved
+/// back, or moved by a git command that logged itself, it is foreign.
 fn judge(
     name: &str,
     now: ObjectId,
     reflog: &[(ObjectId, ObjectId, String)],
+    builds_on: &dyn Fn(ObjectId, ObjectId) -> bool,
 ) -> Option<ForeignMove> {
     let ours = |message: &str| message.starts_with("bmad");
     let newest = reflog.last()?;
@@ -92,6 +100,7 @@ fn judge(
     let by = match newest {
         (_, _, message) if message.is_empty() => "by a git command that left no message".to_owned(),
         (_, _, message) if !ours(message) => format!("by `{message}`"),
+        _ if builds_on(*recorded, now) => return None,
         _ => "with no reflog entry: a file written under .git".to_owned(),
     };
     Some(ForeignMove {
@@ -110,6 +119,10 @@ mod tests {
         ObjectId::from_hex(format!("{n:040x}").as_bytes()).unwrap()
     }
 
+    fn never(_: ObjectId, _: ObjectId) -> bool {
+        false
+    }
+
     fn entry(old: u8, new: u8, message: &str) -> (ObjectId, ObjectId, String) {
         (id(old), id(new), message.to_owned())
     }
@@ -120,22 +133,22 @@ mod tests {
             entry(0, 1, "bmad journal: session_started #1"),
             entry(1, 2, "bmad journal: checkpoint #2"),
         ];
-        assert_eq!(judge("r", id(2), &log), None);
-        let raw = judge("r", id(7), &log).unwrap();
+        assert_eq!(judge("r", id(2), &log, &never), None);
+        let raw = judge("r", id(7), &log, &never).unwrap();
         assert_eq!(raw.recorded, id(2));
         assert!(raw.by.contains("a file written under .git"), "{raw:?}");
         let mut by_git = log.clone();
         by_git.push(entry(2, 3, "notes: Notes added by 'git notes add'"));
-        let moved = judge("r", id(3), &by_git).unwrap();
+        let moved = judge("r", id(3), &by_git, &never).unwrap();
         assert_eq!(moved.recorded, id(2));
         assert_eq!(moved.by, "by `notes: Notes added by 'git notes add'`");
         assert_eq!(moved.fix(), format!("git update-ref r {} {}", id(2), id(3)));
         assert_eq!(
-            judge("r", id(3), &[]),
+            judge("r", id(3), &[], &never),
             None,
             "no record, nothing to hold it to"
         );
-        assert_eq!(judge("r", id(4), &[entry(0, 4, "bmad sync")]), None);
+        assert_eq!(judge("r", id(4), &[entry(0, 4, "bmad sync")], &never), None);
     }
 
     #[test]
@@ -144,8 +157,19 @@ mod tests {
             entry(0, 1, "bmad journal: session_started #1"),
             entry(1, 2, "bmad journal: checkpoint #2"),
         ];
-        assert_eq!(judge("r", id(1), &log), None);
+        assert_eq!(judge("r", id(1), &log, &never), None);
         // An older value still is not: git-bmad never wrote it last.
-        assert!(judge("r", id(0), &log).is_some());
+        assert!(judge("r", id(0), &log, &never).is_some());
+        // A value that builds on the record, with no entry of anyone's: a killed write of
+        // git-bmad's own as far as the reflog can tell; moved back, it is not.
+        let builds = |recorded: ObjectId, now: ObjectId| recorded == id(2) && now == id(9);
+        assert_eq!(judge("r", id(9), &log, &builds), None);
+        assert!(judge("r", id(0), &log, &builds).is_some());
+        let mut by_git = log.clone();
+        by_git.push(entry(2, 9, "notes: Notes added by 'git notes append'"));
+        assert!(
+            judge("r", id(9), &by_git, &builds).is_some(),
+            "a git command that logged itself is foreign whatever it built on"
+        );
     }
 }
