@@ -29,6 +29,14 @@ pub(crate) fn epic_project(env: &TestEnv) -> PathBuf {
     repo
 }
 
+/// An honest agent's edit: a line into the file its story's `touches` name first, or a file
+/// of its own (`default`) under the directory they name.
+pub(crate) fn write_in_scope(story_file: &str, default: &str) -> String {
+    format!(
+        "first=$(sed -n 's/^touches: \\[\\([^],]*\\).*/\\1/p' \"{story_file}\" | head -n1)\ncase \"$first\" in\n  *.rs) file=\"$first\" ;;\n  *) file=\"{default}\" ;;\nesac\nmkdir -p \"$(dirname \"$file\")\" && echo \"// $key\" >> \"$file\"\n"
+    )
+}
+
 /// The fake dev: `prelude` first (a pause, a lie), then the work: the story's code under its
 /// area and the story marked for review. Every call, and the start and end of the work, is
 /// logged, so tests see which stories ran, how often, and which ran at the same time.
@@ -37,7 +45,11 @@ pub(crate) fn dev_behaviour(env: &TestEnv, prelude: &str) {
         env,
         "dev",
         &format!(
-            "key=$BMAD_ARGS\necho \"$key\" >> \"$HOME/agent/dev.log\"\necho \"start $key $(date +%s%N)\" >> \"$HOME/agent/times.log\"\n{prelude}\narea=$(echo \"$key\" | cut -d- -f3)\nmkdir -p \"src/$area\" && echo \"// $key\" >> \"src/$area/$key.rs\"\nsed -i 's/^Status: .*/Status: review/' \"_bmad-output/implementation-artifacts/$key.md\"\necho \"end $key $(date +%s%N)\" >> \"$HOME/agent/times.log\"\nresult \"implemented $key\"\n"
+            "key=$BMAD_ARGS\necho \"$key\" >> \"$HOME/agent/dev.log\"\necho \"start $key $(date +%s%N)\" >> \"$HOME/agent/times.log\"\n{prelude}\n{}sed -i 's/^Status: .*/Status: review/' \"_bmad-output/implementation-artifacts/$key.md\"\necho \"end $key $(date +%s%N)\" >> \"$HOME/agent/times.log\"\nresult \"implemented $key\"\n",
+            write_in_scope(
+                "_bmad-output/implementation-artifacts/$key.md",
+                "src/$(echo \"$key\" | cut -d- -f3)/$key.rs"
+            )
         ),
     );
 }
@@ -148,25 +160,18 @@ fn an_epic_runs_in_parallel_stacked_reviewed_to_convergence_and_is_never_merged(
             "{st:#}"
         );
     }
-    // 3-4 declares `touches: [src/api/retry.rs]` and its dev wrote elsewhere: no failure,
-    // but the evidence a reviewer reads says so; 3-1 stayed inside `src/api`.
-    let evidence = |key: &str| {
-        story(&s, key)["state"]["tests"]
+    // Each story's evidence is the judge's own run, on the commit pushed; every agent
+    // stayed inside its story's touches (3-4 in `src/api/retry.rs`, inside 3-1's `src/api`).
+    for key in ["3-1-api-client", "3-4-api-retries"] {
+        let evidence = story(&s, key)["state"]["tests"]
             .as_str()
             .unwrap()
-            .to_owned()
-    };
-    assert!(
-        evidence("3-4-api-retries")
-            .ends_with("; changed outside its touches: src/api/3-4-api-retries.rs"),
-        "{}",
-        evidence("3-4-api-retries")
-    );
-    assert!(
-        !evidence("3-1-api-client").contains("outside its touches"),
-        "{}",
-        evidence("3-1-api-client")
-    );
+            .to_owned();
+        assert!(
+            evidence.starts_with("`./test.sh` passed on ") && !evidence.contains("accepted"),
+            "{key}: {evidence}"
+        );
+    }
     // Review to convergence: 3-1 took two reviews and fixed the one finding; the fixer was
     // told what it was.
     let api = &story(&s, "3-1-api-client")["state"];
@@ -478,7 +483,13 @@ fn a_v611_epic_builds_from_specs_and_a_blocked_spec_parks_with_its_condition() {
     agent_behaviour(
         &env,
         "build",
-        "key=$BMAD_ARGS\nspec=\"_bmad-output/implementation-artifacts/spec-$key.md\"\nbase=$(git rev-parse HEAD)\necho \"$key\" >> \"$HOME/agent/build.log\"\nif [ \"$key\" = 5-2-printer ]; then\n  sed -i \"s/^status: .*/status: 'blocked'/\" \"$spec\"\n  printf '\\nBlocking condition: intent gap: which paper sizes?\\n' >> \"$spec\"\n  result 'halted: intent gap'\n  exit 0\nfi\narea=$(echo \"$key\" | cut -d- -f3)\nmkdir -p \"src/$area\" && echo \"// $key\" > \"src/$area/$key.rs\"\nsed -i \"s/^status: .*/status: 'done'/\" \"$spec\"\nsed -i \"s/^review_loop_iteration: .*/&\\nbaseline_revision: $base/\" \"$spec\"\nresult \"built $key\"\n",
+        &format!(
+            "key=$BMAD_ARGS\nspec=\"_bmad-output/implementation-artifacts/spec-$key.md\"\nbase=$(git rev-parse HEAD)\necho \"$key\" >> \"$HOME/agent/build.log\"\nif [ \"$key\" = 5-2-printer ]; then\n  sed -i \"s/^status: .*/status: 'blocked'/\" \"$spec\"\n  printf '\\nBlocking condition: intent gap: which paper sizes?\\n' >> \"$spec\"\n  result 'halted: intent gap'\n  exit 0\nfi\n{}sed -i \"s/^status: .*/status: 'done'/\" \"$spec\"\nsed -i \"s/^review_loop_iteration: .*/&\\nbaseline_revision: $base/\" \"$spec\"\nresult \"built $key\"\n",
+            write_in_scope(
+                "$spec",
+                "src/$(echo \"$key\" | cut -d- -f3)/$key.rs"
+            )
+        ),
     );
     agent_behaviour(&env, "review-1", "result 'Outcome: Approve'\n");
 

@@ -64,8 +64,19 @@ fn per_epic_gates_ask_for_scope_then_a_yellow_integration_then_completion() {
         wrong.stderr
     );
 
-    // The answer continues the run: every story but 3-3 is built; 3-1's checkpoint is
-    // yellow (a file 3-3 touches, an interface changed), 3-2's green; 3-3 waits.
+    // The answer continues the run. 3-1's dev changed a file 3-3 declares: before 3-1 is
+    // pushed, git-bmad's judge asks, with the list.
+    env.bmad(&repo, &["answer", "continue", "-s", "epic-3"])
+        .code(3);
+    let s = status(&env, &repo);
+    assert_eq!(gate_id(&s), "judge:3-1-api-client", "{s:#}");
+    let evidence = s["gate"]["evidence"].as_str().unwrap_or_default();
+    assert!(
+        evidence.contains("out-of-scope: src/sync/api.rs (3-3-sync-engine's)"),
+        "{evidence}"
+    );
+    // Let stand: every story but 3-3 is built; 3-1's checkpoint is yellow (a file 3-3
+    // touches, an interface changed), 3-2's green; 3-3 waits.
     env.bmad(&repo, &["answer", "continue", "-s", "epic-3"])
         .code(3);
     let s = status(&env, &repo);
@@ -111,7 +122,7 @@ fn per_epic_gates_ask_for_scope_then_a_yellow_integration_then_completion() {
         .iter()
         .filter(|e| e["event"] == "gate_answered")
         .collect();
-    assert_eq!(answers.len(), 3, "{journal:#}");
+    assert_eq!(answers.len(), 4, "{journal:#}");
     assert!(answers.iter().all(|e| e["decision"] == "human"));
 
     // The report, in the PR diff as markdown and as one HTML page, says the same.

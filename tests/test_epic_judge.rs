@@ -1,8 +1,10 @@
 //! The judge out of the agents' reach: before a story's branch is pushed, git-bmad runs the
 //! tests itself, with the test command and scripts of the story's base, on a clean checkout
 //! of exactly the commit it pushes, with none of the user's credentials. Each agent below
-//! misbehaves one way through `epic run`; none gets its story done, a push or a pull request,
-//! and each misbehaviour is named in the story's record.
+//! misbehaves one way through `epic run`; none gets its story done, a push or a pull request
+//! without a human's say, and each misbehaviour is named in the story's record. A change to
+//! the judge's tools, tests removed and work outside the story's scope wait for a human at
+//! the epic's judge gate, with the diff or the list.
 
 use std::path::Path;
 
@@ -57,6 +59,11 @@ fn run_story(env: &TestEnv, repo: &Path) -> crate::common::Run {
     env.bmad_with(repo, &["epic", "run", "3", "--stories", STORY], USER_VARS)
 }
 
+/// Answer the epic's gate as the user, who is logged in to `gh`.
+fn answer_epic(env: &TestEnv, repo: &Path, answer: &str) -> crate::common::Run {
+    env.bmad_with(repo, &["answer", answer, "-s", "epic-3"], USER_VARS)
+}
+
 /// The story failed, for `why` (every `&&`-joined part of it), with nothing pushed or
 /// offered.
 fn failed_unpushed(env: &TestEnv, repo: &Path, why: &str) {
@@ -75,62 +82,185 @@ fn failed_unpushed(env: &TestEnv, repo: &Path, why: &str) {
     assert!(!remote.contains(&format!("bmad/{STORY}")), "{remote}");
 }
 
+/// The story waits at the epic's judge gate for `why` (every `&&`-joined part of it), with
+/// each rule it broke journaled in its session, and nothing pushed or offered.
+fn asked_unpushed(env: &TestEnv, repo: &Path, why: &str, rules: &[&str]) -> serde_json::Value {
+    let s = status(env, repo);
+    let st = story(&s, STORY);
+    assert_eq!(st["stage"], "gated", "{s:#}");
+    assert_eq!(s["gate"]["id"], format!("judge:{STORY}"), "{s:#}");
+    let reason = st["state"]["reason"].as_str().unwrap_or_default();
+    for part in why.split(" && ") {
+        assert!(reason.contains(part), "expected {part:?} in: {reason}");
+    }
+    assert!(
+        reason.contains("git bmad answer -s epic-3 continue"),
+        "{reason}"
+    );
+    let wt = env.root().join(format!("proj.{STORY}"));
+    let events = env.bmad(&wt, &["journal", "--json"]).success().json();
+    for rule in rules {
+        assert!(
+            events
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|e| e["event"] == "policy_violation"
+                    && e["detail"]["rule"] == *rule
+                    && e["detail"]["hook"] == "judge"),
+            "no {rule} violation in {events:#}"
+        );
+    }
+    assert!(st["state"]["pr"].is_null(), "{st:#}");
+    let remote = env.git(repo, &["ls-remote", "--heads", "origin"]);
+    assert!(!remote.contains(&format!("bmad/{STORY}")), "{remote}");
+    s["gate"].clone()
+}
+
 #[test]
-fn an_agent_that_rewrites_the_judges_tools_gets_no_done() {
-    // (what the agent does besides writing broken code, the file it names)
+fn an_agent_that_rewrites_the_judges_tools_waits_for_a_human_with_the_diff() {
+    // (what the agent does, the file it names, a line of the diff, the human's answer, and
+    // what the story then comes to)
     let cases = [
-        ("printf '#!/bin/sh\\nexit 0\\n' > test.sh", "test.sh"),
+        (
+            "mkdir -p src && echo FAIL > src/broken.rs\nprintf '#!/bin/sh\\nexit 0\\n' > test.sh",
+            "test.sh",
+            "+exit 0",
+            "abort",
+            "failed: a human answered abort at its judge gate",
+        ),
+        // Let stand, the story is still judged by the base's command: the suite ran.
         (
             "sed -i 's#./test.sh#true#' .bmad/config.yaml",
             ".bmad/config.yaml",
+            "+  test_command: true",
+            "continue",
+            "done: `./test.sh` passed on && 3 tests passed && a human accepted",
         ),
+        // A story that sets up CI, accepted, with honest work: done, and the evidence says
+        // who let the change stand.
         (
             "mkdir -p .github/workflows && echo 'on: push' > .github/workflows/ci.yml",
             ".github/workflows/ci.yml",
+            "+on: push",
+            "continue",
+            "done: a human accepted that it changed files git-bmad judges it with (.github/workflows/ci.yml)",
         ),
     ];
-    for (cheat, file) in cases {
+    for (cheat, file, diff, answer, end) in cases {
         let env = TestEnv::new();
         let repo = counted_project(&env);
-        dev_behaviour(&env, &format!("echo FAIL > src/broken.rs\n{cheat}"));
-        run_story(&env, &repo).code(5);
-        failed_unpushed(
+        dev_behaviour(&env, cheat);
+        run_story(&env, &repo).code(3);
+        let gate = asked_unpushed(
             &env,
             &repo,
             &format!("changed files git-bmad judges it with ({file})"),
+            &["judge-changed"],
         );
+        let evidence = gate["evidence"].as_str().unwrap_or_default();
+        assert!(
+            evidence.contains(&format!("judge-changed: {file}")) && evidence.contains(diff),
+            "{evidence}"
+        );
+        // Asked again, it still waits: the story does not run again.
+        env.bmad(&repo, &["epic", "resume", "3"]).code(3);
+        assert_eq!(read(&env.root(), "home/agent/dev.log").lines().count(), 1);
+
+        let (stage, why) = end.split_once(": ").unwrap();
+        let answered = answer_epic(&env, &repo, answer);
+        if stage == "done" {
+            answered.success();
+            let s = status(&env, &repo);
+            let st = story(&s, STORY);
+            assert_eq!(st["stage"], "done", "{s:#}");
+            let tests = st["state"]["tests"].as_str().unwrap_or_default();
+            for part in why.split(" && ") {
+                assert!(tests.contains(part), "expected {part:?} in: {tests}");
+            }
+            assert!(st["state"]["pr"].is_string(), "{st:#}");
+        } else {
+            answered.code(5);
+            failed_unpushed(&env, &repo, &format!("{why} && {file}"));
+        }
     }
 }
 
 #[test]
-fn weakened_tests_get_no_done_deleted_emptied_or_fewer() {
+fn weakened_tests_wait_for_a_human_deleted_emptied_and_fewer_fail() {
     let cases = [
-        (
-            "rm tests/store.sh",
-            "deleted or emptied test files: tests/store.sh",
-        ),
-        (
-            ": > tests/sync.sh",
-            "deleted or emptied test files: tests/sync.sh",
-        ),
+        ("rm tests/store.sh", "tests/store.sh"),
+        (": > tests/sync.sh", "tests/sync.sh"),
         // Renamed out of the runner's sight.
-        (
-            "mv tests/api.sh tests/api.sh.off",
-            "deleted or emptied test files: tests/api.sh",
-        ),
-        // Moved, whole, where the runner does not look: only the count says so.
-        (
-            "mkdir -p tests/disabled && mv tests/api.sh tests/disabled/api.sh",
-            "`./test.sh` passes 2 tests on && , 3 at the base && tests were removed or skipped",
-        ),
+        ("mv tests/api.sh tests/api.sh.off", "tests/api.sh"),
     ];
-    for (cheat, why) in cases {
+    for (cheat, file) in cases {
         let env = TestEnv::new();
         let repo = counted_project(&env);
         dev_behaviour(&env, cheat);
-        run_story(&env, &repo).code(5);
-        failed_unpushed(&env, &repo, why);
+        run_story(&env, &repo).code(3);
+        asked_unpushed(
+            &env,
+            &repo,
+            &format!("deleted or emptied test files: {file}"),
+            &["tests-removed"],
+        );
+        answer_epic(&env, &repo, "skip").code(5);
+        failed_unpushed(
+            &env,
+            &repo,
+            &format!("a human answered skip at its judge gate && {file}"),
+        );
     }
+    // Moved, whole, where the runner does not look: only the count says so, and that fails.
+    let env = TestEnv::new();
+    let repo = counted_project(&env);
+    dev_behaviour(
+        &env,
+        "mkdir -p tests/disabled && mv tests/api.sh tests/disabled/api.sh",
+    );
+    run_story(&env, &repo).code(5);
+    failed_unpushed(
+        &env,
+        &repo,
+        "`./test.sh` passes 2 tests on && , 3 at the base && tests were removed or skipped",
+    );
+}
+
+/// Work outside the story's declared `touches`, or inside another story's, waits for a
+/// human with the list; let stand, it is judged on and done, the evidence saying so.
+#[test]
+fn work_outside_the_storys_scope_waits_for_a_human_with_the_list() {
+    let env = TestEnv::new();
+    let repo = counted_project(&env);
+    // 3-1 declares `src/api`; its agent also writes into 3-2's `src/storage` and elsewhere.
+    dev_behaviour(
+        &env,
+        "mkdir -p src/storage lib && echo '// x' > src/storage/cache.rs && echo '// y' > lib/util.rs",
+    );
+    run_story(&env, &repo).code(3);
+    let gate = asked_unpushed(
+        &env,
+        &repo,
+        "changed outside its scope: && lib/util.rs && src/storage/cache.rs (3-2-storage's)",
+        &["out-of-scope"],
+    );
+    assert!(
+        gate["question"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("continue lets that stand"),
+        "{gate:#}"
+    );
+    answer_epic(&env, &repo, "continue").success();
+    let s = status(&env, &repo);
+    let st = story(&s, STORY);
+    assert_eq!(st["stage"], "done", "{s:#}");
+    let tests = st["state"]["tests"].as_str().unwrap_or_default();
+    assert!(
+        tests.contains("a human accepted that it changed outside its scope: "),
+        "{tests}"
+    );
 }
 
 #[test]
@@ -207,7 +337,7 @@ fn the_tests_run_with_none_of_the_users_credentials_and_cannot_merge() {
 /// The same cheat in every era's pipeline: a v4 Dev and a v6.11 `bmad-build-auto` that
 /// leave broken code and a test script that passes anyway.
 #[test]
-fn in_every_era_an_agent_that_rewrites_the_test_script_gets_no_done() {
+fn in_every_era_an_agent_that_rewrites_the_test_script_waits_for_a_human() {
     const CHEAT: &str =
         "mkdir -p src && echo FAIL > src/broken.rs\nprintf '#!/bin/sh\\nexit 0\\n' > test.sh\n";
     let judged = |env: &TestEnv, repo: &Path, epic: &str, key: &str| {
@@ -216,7 +346,8 @@ fn in_every_era_an_agent_that_rewrites_the_test_script_gets_no_done() {
             .success()
             .json();
         let st = story(&s, key);
-        assert_eq!(st["stage"], "failed", "{s:#}");
+        assert_eq!(st["stage"], "gated", "{s:#}");
+        assert_eq!(s["gate"]["id"], format!("judge:{key}"), "{s:#}");
         let reason = st["state"]["reason"].as_str().unwrap_or_default();
         assert!(
             reason.contains("changed files git-bmad judges it with (test.sh)"),
@@ -233,7 +364,7 @@ fn in_every_era_an_agent_that_rewrites_the_test_script_gets_no_done() {
         &format!("{CHEAT}set_status 'Ready for Review'\nresult 'implemented'\n"),
     );
     env.bmad(&repo, &["epic", "run", "4", "--stories", "4.1"])
-        .code(5);
+        .code(3);
     judged(&env, &repo, "4", "4.1.api-client");
 
     let env = TestEnv::new();
@@ -252,7 +383,7 @@ fn in_every_era_an_agent_that_rewrites_the_test_script_gets_no_done() {
     );
     crate::test_supervisor::agent_behaviour(&env, "review-1", "result 'Outcome: Approve'\n");
     env.bmad(&repo, &["epic", "run", "5", "--stories", "5-1"])
-        .code(5);
+        .code(3);
     judged(&env, &repo, "5", "5-1-parser");
 }
 
@@ -299,7 +430,7 @@ fn an_epic_journal_rewritten_under_git_stops_resume_and_says_how_to_put_it_back(
 /// The judge's tools are also what its script runs in turn: an agent that guts the helper
 /// the test script sources, rather than the script, is caught the same way.
 #[test]
-fn an_agent_that_guts_what_the_test_script_sources_gets_no_done() {
+fn an_agent_that_guts_what_the_test_script_sources_waits_for_a_human() {
     let env = TestEnv::new();
     let repo = counted_project(&env);
     write(
@@ -313,12 +444,13 @@ fn an_agent_that_guts_what_the_test_script_sources_gets_no_done() {
     env.git(&repo, &["push", "-q", "origin", "main"]);
     dev_behaviour(
         &env,
-        "echo FAIL > src/broken.rs\necho true > scripts/check.sh",
+        "mkdir -p src && echo FAIL > src/broken.rs\necho true > scripts/check.sh",
     );
-    run_story(&env, &repo).code(5);
-    failed_unpushed(
+    run_story(&env, &repo).code(3);
+    asked_unpushed(
         &env,
         &repo,
-        "changed files git-bmad judges it with (scripts/check.sh)",
+        "it changed files git-bmad judges it with (scripts/check.sh); changed outside its scope: src/broken.rs; git bmad",
+        &["judge-changed"],
     );
 }

@@ -46,9 +46,10 @@ fn stacked_stories_whose_agents_all_write_the_sprint_status_merge() {
 fn a_conflict_in_the_work_stops_the_stacked_story_naming_the_files() {
     let env = TestEnv::new();
     let repo = epic_project(&env);
-    // Both dependencies add their line at the end of one shared file.
-    dev_behaviour(&env, "echo \"// $key\" >> src/shared.rs");
-    crate::common::write(&repo, "src/shared.rs", "// shared\n");
+    // Both dependencies add their line at the end of one shared file (a test file, which
+    // no story's scope bounds).
+    dev_behaviour(&env, "echo \"// $key\" >> tests/shared.test.js");
+    crate::common::write(&repo, "tests/shared.test.js", "// shared\n");
     env.git(&repo, &["add", "-A"]);
     env.git(&repo, &["commit", "-qm", "a shared file"]);
     env.bmad(&repo, &["epic", "run", "3", "--parallel", "2"])
@@ -58,7 +59,7 @@ fn a_conflict_in_the_work_stops_the_stacked_story_naming_the_files() {
     assert_eq!(st["stage"], "failed", "{s:#}");
     let why = st["state"]["reason"].as_str().unwrap();
     assert!(
-        why.contains("merging bmad/3-2-storage conflicts in src/shared.rs")
+        why.contains("merging bmad/3-2-storage conflicts in tests/shared.test.js")
             && why.contains("merge it by hand in"),
         "{why}"
     );

@@ -27,7 +27,13 @@ pub(crate) fn v4_project(env: &TestEnv) -> PathBuf {
     behaviour(
         env,
         "dev",
-        "echo \"$key\" >> \"$HOME/agent/dev.log\"\narea=$(echo \"$key\" | cut -d. -f3 | cut -d- -f1)\nmkdir -p \"src/$area\" && echo \"// $key\" >> \"src/$area/$key.rs\"\nset_status 'Ready for Review'\nresult \"implemented $key\"\n",
+        &format!(
+            "echo \"$key\" >> \"$HOME/agent/dev.log\"\n{}set_status 'Ready for Review'\nresult \"implemented $key\"\n",
+            crate::test_epic::write_in_scope(
+                "docs/stories/$key.md",
+                "src/$(echo \"$key\" | cut -d. -f3 | cut -d- -f1)/$key.rs"
+            )
+        ),
     );
     behaviour(
         env,

@@ -11,6 +11,7 @@
 use std::collections::BTreeMap;
 
 use super::integration;
+use super::judge::Concern;
 use super::names::{self, COMPLETION, SCOPE};
 use super::options::Gates;
 use super::plan::{Action, Plan, Planned};
@@ -73,22 +74,48 @@ pub(super) fn ready(plan: &Plan, story: &Planned, state: &EpicState, mode: Gates
         })
 }
 
-/// Open the next gate a human must answer, if any: an integration checkpoint that is not
-/// green, then a story whose dependency did not end well (`asks`: story → dependency),
-/// then, when the epic is through (`complete`), its completion.
+/// What waits for a human at the end of a run, besides the epic's integration checkpoints.
+pub(super) struct Waiting<'a> {
+    /// Stories whose dependency did not end well (story → dependency; with gates).
+    pub(super) dependencies: &'a BTreeMap<String, String>,
+    /// Stories git-bmad's judge asks about (in every mode, as a pipeline's own gates).
+    pub(super) judge: &'a BTreeMap<String, Concern>,
+    /// The epic is through: its completion is to be signed off (with gates).
+    pub(super) complete: bool,
+}
+
+/// Open the next gate a human must answer, if any: what the judge asks about a story, an
+/// integration checkpoint that is not green, a story whose dependency did not end well,
+/// then, when the epic is through, its completion.
 pub(super) fn open_next(
     repo: &Repo,
     epic: &Session,
     plan: &Plan,
     state: &mut EpicState,
     mode: Gates,
-    asks: &BTreeMap<String, String>,
-    complete: bool,
+    waiting: &Waiting<'_>,
 ) -> Result<(), Error> {
+    if let Some((key, concern)) = waiting.judge.iter().next() {
+        let question = format!(
+            "git-bmad's judge stopped {key} before its push: it {}. continue lets that stand and judges {key} on (its tests still run on the pushed commit); skip or abort fails {key}.",
+            concern.summary()
+        );
+        return open(
+            repo,
+            epic,
+            state,
+            &names::judge(key),
+            &question,
+            &concern.evidence(),
+        );
+    }
+    if mode == Gates::None {
+        return Ok(());
+    }
     if let Some((id, question, evidence)) = integration_gate(plan, state, mode) {
         return open(repo, epic, state, &id, &question, &evidence);
     }
-    if let Some((key, dep)) = asks.iter().next() {
+    if let Some((key, dep)) = waiting.dependencies.iter().next() {
         let d = state.story(dep);
         let question = format!(
             "{key} depends on {dep}, which is {}. continue runs {key} anyway (it builds on what {dep}'s branch holds); skip or abort leaves it for a human.",
@@ -104,7 +131,7 @@ pub(super) fn open_next(
             &evidence,
         );
     }
-    if complete && !state.answers.contains_key(COMPLETION) {
+    if waiting.complete && !state.answers.contains_key(COMPLETION) {
         let (question, evidence) = completion_question(plan, state);
         return open(repo, epic, state, COMPLETION, &question, &evidence);
     }

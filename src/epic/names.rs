@@ -40,6 +40,12 @@ pub fn dependency(key: &str) -> String {
     format!("dependency:{key}")
 }
 
+/// The gate's id that asks a human about what git-bmad's judge found on story `key`'s
+/// branch.
+pub fn judge(key: &str) -> String {
+    format!("judge:{key}")
+}
+
 /// The integration checkpoint gate's id after story `key`.
 pub fn integration(key: &str) -> String {
     crate::session::epic_state::integration_gate(key)

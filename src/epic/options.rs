@@ -13,8 +13,9 @@ use crate::session::{self, schema::EpicBudget};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Gates {
-    /// None beyond the pipeline's own (a review that does not converge, a failure). A red
-    /// integration checkpoint still holds the dependents back.
+    /// None beyond the pipeline's own (a review that does not converge, a failure) and the
+    /// judge's (a story that changes its test set-up, removes tests or works outside its
+    /// scope). A red integration checkpoint still holds the dependents back.
     None,
     /// Scope confirmation, integration checkpoints that are not green, completion.
     PerEpic,

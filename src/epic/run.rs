@@ -17,8 +17,8 @@ use serde::Serialize;
 
 use super::gates;
 use super::integration;
-use super::names::{close_session_name, session_name, story_session_name, COMPLETION};
-use super::options::{EpicOptions, Gates};
+use super::names::{self, close_session_name, session_name, story_session_name, COMPLETION};
+use super::options::EpicOptions;
 use super::plan::{plan_epic, Plan, Planned};
 use super::playbooks;
 use super::state::{record, EpicState, OpenGate};
@@ -63,6 +63,8 @@ struct Schedule {
     checked_here: HashSet<String>,
     /// Stories whose dependency did not end well, waiting for a human (with gates).
     asks: BTreeMap<String, String>,
+    /// Stories git-bmad's judge asks a human about.
+    judge_asks: BTreeMap<String, super::judge::Concern>,
     consecutive_failures: u32,
     /// Why nothing new starts (the circuit breaker, the budget).
     stopped: Option<String>,
@@ -70,11 +72,15 @@ struct Schedule {
 
 impl Schedule {
     /// A story this invocation has still to take up: not running, not ended here, not
-    /// finished in an earlier one.
+    /// finished in an earlier one, not waiting for a human's answer at its judge gate.
     fn waiting(&self, key: &str, state: &EpicState) -> bool {
         !self.running.contains(key)
             && !self.ended_here.contains_key(key)
             && !state.story(key).is_terminal()
+            && state
+                .gate
+                .as_ref()
+                .is_none_or(|g| g.id != names::judge(key))
     }
 }
 
@@ -295,6 +301,15 @@ impl Epic<'_> {
             known: state.story(&story.key),
             remote: options.remote.clone(),
             limits: state.story_limits(&story.key, &options.budget),
+            epic: self.plan.epic.clone(),
+            others: self
+                .plan
+                .stories
+                .iter()
+                .filter(|s| s.key != story.key && !s.touches.is_empty())
+                .map(|s| (s.key.clone(), s.touches.clone()))
+                .collect(),
+            judge_answer: state.answers.get(&names::judge(&story.key)).copied(),
         }
     }
 
@@ -317,6 +332,9 @@ impl Epic<'_> {
             }
             Message::End(key, end) => {
                 schedule.running.remove(&key);
+                if let End::Asked(concern) = &end {
+                    schedule.judge_asks.insert(key.clone(), concern.clone());
+                }
                 match end.clone() {
                     End::Failed => schedule.consecutive_failures += 1,
                     End::Done(Some(to)) => {
@@ -358,6 +376,7 @@ impl Epic<'_> {
         let Schedule {
             ended_here,
             asks,
+            judge_asks,
             mut stopped,
             ..
         } = schedule;
@@ -378,17 +397,14 @@ impl Epic<'_> {
             let st = state.story(&s.key);
             st.is_terminal() || matches!(st.stage, Stage::Failed | Stage::Skipped)
         });
-        if !interrupted && state.gate.is_none() && options.gates != Gates::None {
+        if !interrupted && state.gate.is_none() {
             let complete = gated.is_empty() && settled && stopped.is_none();
-            gates::open_next(
-                repo,
-                &session,
-                &plan,
-                &mut state,
-                options.gates,
-                &asks,
+            let waiting = gates::Waiting {
+                dependencies: &asks,
+                judge: &judge_asks,
                 complete,
-            )?;
+            };
+            gates::open_next(repo, &session, &plan, &mut state, options.gates, &waiting)?;
         }
         if !interrupted
             && gated.is_empty()

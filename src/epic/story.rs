@@ -6,15 +6,15 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 
-use super::judge::Judgement;
+use super::judge::{Concern, Judgement};
 use super::names::story_session_name;
 use super::pipeline;
 use super::plan::Planned;
 use super::verify;
 use super::Error;
 use crate::config::Config;
-use crate::session::schema::{Body, Stage, StoryStage};
-use crate::session::{self, closeout, Repo, StartOptions};
+use crate::session::schema::{Answer, Body, PolicyViolation, Stage, StoryStage};
+use crate::session::{self, closeout, NewEvent, Repo, StartOptions};
 use crate::supervisor::{self, Outcome, Request, Source};
 
 /// Everything a worker needs, owned.
@@ -30,6 +30,12 @@ pub(super) struct Job {
     /// What the story's session may spend in all, of the epic's budget: dollars, time in
     /// steps.
     pub(super) limits: (Option<f64>, Option<std::time::Duration>),
+    /// The epic it belongs to.
+    pub(super) epic: String,
+    /// Every other story's key and `touches`: what it must leave to them.
+    pub(super) others: Vec<(String, Vec<String>)>,
+    /// A human's answer at the story's judge gate, when one was asked.
+    pub(super) judge_answer: Option<Answer>,
 }
 
 /// The longest git-bmad's own test run of a story may take (a story step's default
@@ -63,6 +69,8 @@ pub(super) enum End {
     /// Done; the sprint status it should now have, if it lags.
     Done(Option<crate::bmad::status::Status>),
     Gated,
+    /// git-bmad's judge asks a human, at the epic's gate for the story.
+    Asked(Concern),
     Failed,
     Blocked,
     /// Not started: a dependency ended badly.
@@ -188,10 +196,30 @@ pub(super) fn run_story(
         ),
     )?;
     let judged = match judge_work(&repo, &session, job, &baseline, config, interrupt)? {
-        Ok(judged) => judged,
-        Err(why) => {
+        Ok((head, Judgement::Pass(evidence))) => (head, evidence),
+        Err(why) | Ok((_, Judgement::Fail(why))) => {
             send(numbers(Stage::Failed, Some(why)));
             return Ok(End::Failed);
+        }
+        Ok((head, Judgement::Ask(concern))) => {
+            if let Some(answer) = job.judge_answer {
+                let why = format!(
+                    "a human answered {} at its judge gate: it {}",
+                    answer.as_str(),
+                    concern.summary()
+                );
+                send(numbers(Stage::Failed, Some(why)));
+                return Ok(End::Failed);
+            }
+            report_concern(&repo, &session, &concern, head)?;
+            let why = format!(
+                "git-bmad's judge asks a human: it {}; git bmad answer -s {} continue lets it stand (skip or abort fails the story), then git bmad epic resume {}",
+                concern.summary(),
+                super::names::session_name(&job.epic),
+                job.epic
+            );
+            send(numbers(Stage::Gated, Some(why)));
+            return Ok(End::Asked(concern));
         }
     };
     // What is pushed is what was judged.
@@ -221,7 +249,7 @@ pub(super) fn run_story(
 }
 
 /// Whether the story's committed branch holds work, and the judge's verdict on it: the
-/// commit judged and the evidence, or why the story is not done. A branch with no commit
+/// commit judged and the verdict, or why there is nothing to judge. A branch with no commit
 /// after its baseline, or with only BMAD's bookkeeping, fails before any test runs; then
 /// git-bmad's own tools, on exactly the commit it pushes.
 fn judge_work(
@@ -231,7 +259,7 @@ fn judge_work(
     baseline: &str,
     config: &Config,
     interrupt: &AtomicBool,
-) -> Result<Result<(session::ObjectId, String), String>, Error> {
+) -> Result<Result<(session::ObjectId, Judgement), String>, Error> {
     let head = closeout::branch_head(repo, session)?;
     let (Some(base), Some(head)) = (commit_id(baseline), head) else {
         return Ok(Err(format!(
@@ -252,23 +280,51 @@ fn judge_work(
         .limits
         .1
         .map_or(JUDGE_TIMEOUT, |left| left.min(JUDGE_TIMEOUT));
-    Ok(
-        match super::judge::judge(
-            repo,
-            &super::judge::Work {
-                base,
-                head,
-                touches: &job.story.touches,
-                story_file: job.story.file.as_deref(),
-            },
-            config,
-            timeout,
-            interrupt,
-        )? {
-            Judgement::Pass(evidence) => Ok((head, evidence)),
-            Judgement::Fail(why) => Err(why),
+    let work = super::judge::Work {
+        base,
+        head,
+        scope: super::judge::Scope {
+            own: &job.story.touches,
+            others: &job.others,
         },
-    )
+        story_file: job.story.file.as_deref(),
+        accepted: job.judge_answer == Some(Answer::Continue),
+    };
+    let judgement = super::judge::judge(repo, &work, config, timeout, interrupt)?;
+    Ok(Ok((head, judgement)))
+}
+
+/// Journal what the judge asks about as policy violations of the story's session, once per
+/// rule, paths and commit: the record says what the agents did, whatever a human answers.
+fn report_concern(
+    repo: &Repo,
+    session: &session::Session,
+    concern: &Concern,
+    head: session::ObjectId,
+) -> Result<(), Error> {
+    let journal = session::read_journal(repo, &session.id)?;
+    let head = head.to_string();
+    for (rule, paths) in &concern.findings {
+        let subject = format!("{} at {}", paths.join(", "), &head[..10]);
+        if journal.violations(rule).contains(&subject.as_str()) {
+            continue;
+        }
+        session::record(
+            repo,
+            session,
+            NewEvent::new(Body::PolicyViolation(PolicyViolation {
+                hook: "judge".into(),
+                rule: (*rule).into(),
+                subject,
+                reason: format!(
+                    "the story's branch {}; a human decides at the epic's judge gate",
+                    concern.summary()
+                ),
+            }))
+            .decision(Some(session::Decision::Escalated)),
+        )?;
+    }
+    Ok(())
 }
 
 /// What follows a story's pipeline as it runs: each step's start goes to `progress`; with

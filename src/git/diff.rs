@@ -57,6 +57,25 @@ impl Repo {
         Ok(format!("--- {from_label}\n+++ {to_label}\n{hunks}"))
     }
 
+    /// A unified diff of `paths` from commit `from` to commit `to`.
+    pub fn diff_paths(&self, from: ObjectId, to: ObjectId, paths: &[&str]) -> Result<String> {
+        let (from, to) = (from.to_string(), to.to_string());
+        let mut args = vec![
+            "diff",
+            "--no-color",
+            "--no-ext-diff",
+            "--no-textconv",
+            from.as_str(),
+            to.as_str(),
+            "--",
+        ];
+        // Names, not patterns: a path may hold `*` or start with `:`.
+        let literal: Vec<String> = paths.iter().map(|p| format!(":(literal){p}")).collect();
+        args.extend(literal.iter().map(String::as_str));
+        let out = self.git().run(args)?;
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
     /// The paths that differ between two trees (or commits).
     pub fn diff_trees(&self, from: ObjectId, to: ObjectId) -> Result<Vec<TreeChange>> {
         let out = self.git().run([

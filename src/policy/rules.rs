@@ -176,6 +176,25 @@ pub const RECORD_MOVED: Rule = Rule {
     why: "a journal or checkpoints ref moved by something other than git-bmad can erase events or claim work",
     instead: "git-bmad parks the run; a human puts the record back (`git bmad doctor` gives the command) or accepts it at the gate",
 };
+/// A story changed what git-bmad judges it with: its base's test configuration, CI
+/// configuration, or a file the test command runs.
+pub const JUDGE_CHANGED: Rule = Rule {
+    id: "judge-changed",
+    why: "a story that changes the tests' rules would be judged by rules of its own making",
+    instead: "change the test set-up on the base (its own commit, reviewed), or let a human accept it at the story's judge gate",
+};
+/// A story deleted or emptied test files.
+pub const TESTS_REMOVED: Rule = Rule {
+    id: "tests-removed",
+    why: "a suite made smaller passes without the work being right",
+    instead: "keep the tests; a human accepts a removal at the story's judge gate",
+};
+/// A story changed files outside its declared `touches`, or files another story declares.
+pub const OUT_OF_SCOPE: Rule = Rule {
+    id: "out-of-scope",
+    why: "work outside a story's declared scope collides with the stories that own it and escapes their review",
+    instead: "stay inside the story's touches, or widen them in the story file; a human accepts it at the story's judge gate",
+};
 /// A step deleted, unlinked or replaced its session's worktree (or its `.git` file).
 pub const WORKTREE_DAMAGED: Rule = Rule {
     id: "worktree-damaged",
@@ -215,6 +234,9 @@ pub const CATALOGUE: &[Rule] = &[
     BMAD_STATE,
     JOURNAL_FORGED,
     RECORD_MOVED,
+    JUDGE_CHANGED,
+    TESTS_REMOVED,
+    OUT_OF_SCOPE,
     WORKTREE_DAMAGED,
     TOO_NESTED,
     UNDECIDABLE,

@@ -107,6 +107,19 @@ impl Journal {
             .filter(|e| !e.is_trusted())
     }
 
+    /// The subjects of the policy violations of `rule` journaled so far: what is already
+    /// reported, and not to be reported again.
+    pub fn violations(&self, rule: &str) -> Vec<&str> {
+        self.events()
+            .filter_map(|e| match &e.body {
+                super::schema::Body::PolicyViolation(v) if v.rule == rule => {
+                    Some(v.subject.as_str())
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     /// The highest `seq`, 0 for an empty journal; a forged line's `seq` counts too, so the
     /// next event never shares its number.
     pub fn last_seq(&self) -> u64 {

@@ -102,7 +102,8 @@ pub struct RunArgs {
     /// Human checkpoints: none; per-epic (scope confirmation before the first story, an
     /// integration checkpoint that is not green, completion); per-story (those, and each
     /// story waits for a human before its PR). Without them a red integration checkpoint
-    /// still holds the dependents back
+    /// still holds the dependents back, and the judge still asks a human about a story that
+    /// changes its test set-up, removes tests or works outside its scope
     #[arg(long, default_value = "none", value_name = "MODE")]
     pub gates: String,
     /// Stop starting stories once the epic has spent this many US dollars (runners that

@@ -3,12 +3,13 @@
 //!
 //! - **with its own tools**: the test command comes from `.bmad/config.yaml` at the story's
 //!   base commit; a story that changes that configuration, CI configuration or a file the
-//!   command runs (`./test.sh`) is not judged with its own rules but fails, naming them;
+//!   command runs (`./test.sh`) is not judged by rules of its own: a human is asked first,
+//!   with the diff (so is a story that deletes or empties tests, or works outside its scope);
 //! - **on the commit it pushes**, in a clean checkout of exactly that commit (a repository
 //!   of its own, so nothing an agent left in its worktree counts), with no credential in
 //!   the environment ([`crate::env::untrusted`]);
-//! - **counting**: tests deleted or emptied fail the story, and the number of tests the
-//!   runner reports passing may not fall below the base's.
+//! - **counting**: the number of tests the runner reports passing may not fall below the
+//!   base's.
 
 mod counts;
 mod rules;
@@ -20,9 +21,11 @@ use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 pub use counts::{passed, Passed};
+pub use rules::Scope;
 
 use super::Error;
 use crate::config::Config;
+use crate::policy::rules::{JUDGE_CHANGED, OUT_OF_SCOPE, TESTS_REMOVED};
 use crate::policy::secrets::redact;
 use crate::runner::{self, Spec};
 use crate::session::{self, ObjectId, Repo, TreeChange};
@@ -34,7 +37,60 @@ pub enum Judgement {
     Pass(String),
     /// Not done, and why.
     Fail(String),
+    /// A human decides first: the story changed the rules it is judged by, removed tests,
+    /// or worked outside its scope.
+    Ask(Concern),
 }
+
+/// What the judge asks a human about a story's branch.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Concern {
+    /// Each rule broken (a policy rule's id) with the paths that break it.
+    pub findings: Vec<(&'static str, Vec<String>)>,
+    /// The diff of the judge's files the story changed, redacted and cut short.
+    pub diff: String,
+}
+
+impl Concern {
+    /// The findings in one line.
+    pub fn summary(&self) -> String {
+        let said: Vec<String> = self
+            .findings
+            .iter()
+            .map(|(rule, paths)| {
+                let paths = paths.join(", ");
+                if *rule == JUDGE_CHANGED.id {
+                    format!("changed files git-bmad judges it with ({paths})")
+                } else if *rule == TESTS_REMOVED.id {
+                    format!("deleted or emptied test files: {paths}")
+                } else {
+                    format!("changed outside its scope: {paths}")
+                }
+            })
+            .collect();
+        said.join("; ")
+    }
+
+    /// What a human reads at the gate: the findings, then the diff of the judge's files.
+    pub fn evidence(&self) -> String {
+        let mut text = String::new();
+        for (rule, paths) in &self.findings {
+            text.push_str(&format!("{rule}: {}\n", paths.join(", ")));
+        }
+        if !self.diff.is_empty() {
+            text.push('\n');
+            text.push_str(&self.diff);
+        }
+        text
+    }
+
+    fn has(&self, rule: &str) -> bool {
+        self.findings.iter().any(|(r, _)| *r == rule)
+    }
+}
+
+/// The longest diff a gate shows.
+const DIFF_SHOWN: usize = 6000;
 
 /// What is judged: a story's branch from `base` to `head`, and the scope it declared.
 pub struct Work<'a> {
@@ -42,10 +98,12 @@ pub struct Work<'a> {
     pub base: ObjectId,
     /// The commit to be pushed.
     pub head: ObjectId,
-    /// Its `touches`.
-    pub touches: &'a [String],
+    /// Its `touches`, and every other story's.
+    pub scope: rules::Scope<'a>,
     /// Its own file, which moving its status changes.
     pub story_file: Option<&'a str>,
+    /// A human accepted what the judge asked about ([`Judgement::Ask`]).
+    pub accepted: bool,
 }
 
 /// Judge `work`. `fallback` is the configuration to use when the base has no
@@ -63,46 +121,16 @@ pub fn judge(
         Ok(None) => fallback.clone(),
         Err(why) => return Ok(Judgement::Fail(why)),
     };
-    let at_base = |path: &str| {
-        let bytes = repo.file_at(&base.to_string(), path).ok()??;
-        // What a script runs is read from its text; a binary names nothing.
-        Some(String::from_utf8(bytes).unwrap_or_default())
-    };
     let command = config.checks.test_command.clone();
-    let named = command
-        .as_deref()
-        .map(|c| rules::named_files(c, at_base))
-        .unwrap_or_default();
-    let changes = repo.diff_trees(base, head).map_err(session::Error::from)?;
-    let judges: Vec<&str> = changes
-        .iter()
-        .map(|c| c.path.as_str())
-        .filter(|p| rules::is_judges(p, &named))
-        .collect();
-    if !judges.is_empty() {
-        return Ok(Judgement::Fail(format!(
-            "the story changed files git-bmad judges it with ({}); they must stay as they are at the base {}: revert them on the branch, or commit the change to the base first, then resume",
-            judges.join(", "),
-            short(base)
-        )));
+    let concern = concern(repo, work, command.as_deref())?;
+    if !concern.findings.is_empty() && !work.accepted {
+        return Ok(Judgement::Ask(concern));
     }
-    let removed = removed_tests(&changes);
-    if !removed.is_empty() {
-        return Ok(Judgement::Fail(format!(
-            "the story deleted or emptied test files: {}",
-            removed.join(", ")
-        )));
-    }
-    // Work outside the declared scope is no failure (scopes are written loosely), but a
-    // human reading the evidence sees it.
-    let paths: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
-    let outside = rules::outside_touches(&paths, work.touches, |p| {
-        super::verify::is_bookkeeping(p, work.story_file)
-    });
-    let scope = if outside.is_empty() {
+    // What a human let stand is said with the evidence.
+    let scope = if concern.findings.is_empty() {
         String::new()
     } else {
-        format!("; changed outside its touches: {}", outside.join(", "))
+        format!("; a human accepted that it {}", concern.summary())
     };
     let Some(command) = command else {
         return Ok(Judgement::Pass(format!(
@@ -119,7 +147,7 @@ pub fn judge(
     }
     let at_base = base_count(repo, base, &command, timeout, interrupt)?;
     let evidence = match (ran.passed, at_base) {
-        (Some(now), Some(then)) if now.count < then.count => {
+        (Some(now), Some(then)) if now.count < then.count && !concern.has(TESTS_REMOVED.id) => {
             return Ok(Judgement::Fail(format!(
             "`{command}` passes {} tests on {}, {} at the base {}: tests were removed or skipped",
             now.count,
@@ -142,6 +170,73 @@ pub fn judge(
         "`{command}` passed on {} in a clean checkout: {evidence}{scope}",
         short(head)
     )))
+}
+
+/// What a human must decide about the story's branch before it is judged: changes to the
+/// judge's files (with their diff), tests deleted or emptied, work outside its scope.
+fn concern(repo: &Repo, work: &Work<'_>, command: Option<&str>) -> Result<Concern, Error> {
+    let base = work.base;
+    let at_base = |path: &str| {
+        let bytes = repo.file_at(&base.to_string(), path).ok()??;
+        // What a script runs is read from its text; a binary names nothing.
+        Some(String::from_utf8(bytes).unwrap_or_default())
+    };
+    let named = command
+        .map(|c| rules::named_files(c, at_base))
+        .unwrap_or_default();
+    let changes = repo
+        .diff_trees(base, work.head)
+        .map_err(session::Error::from)?;
+    let paths: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+    let judges: Vec<&str> = paths
+        .iter()
+        .copied()
+        .filter(|p| rules::is_judges(p, &named))
+        .collect();
+    let mut concern = Concern::default();
+    if !judges.is_empty() {
+        let diff = repo
+            .diff_paths(base, work.head, &judges)
+            .map_err(session::Error::from)?;
+        concern.diff = cut(&redact(&diff), DIFF_SHOWN);
+        let judges = judges.iter().map(|p| p.to_string()).collect();
+        concern.findings.push((JUDGE_CHANGED.id, judges));
+    }
+    let removed = removed_tests(&changes);
+    if !removed.is_empty() {
+        concern.findings.push((TESTS_REMOVED.id, removed));
+    }
+    // Each path is named once, by the first rule it breaks.
+    let named_already = |p: &str| {
+        concern
+            .findings
+            .iter()
+            .any(|(_, paths)| paths.iter().any(|q| q == p))
+    };
+    let outside = rules::out_of_scope(&paths, &work.scope, |p| {
+        super::verify::is_bookkeeping(p, work.story_file) || named_already(p)
+    });
+    if !outside.is_empty() {
+        concern.findings.push((OUT_OF_SCOPE.id, outside));
+    }
+    Ok(concern)
+}
+
+/// `text` cut to at most `max` bytes at a line's end, saying so.
+fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let end = text[..end].rfind('\n').unwrap_or(end);
+    format!(
+        "{}\n… ({} more bytes of diff)",
+        &text[..end],
+        text.len() - end
+    )
 }
 
 /// Whether `command` passes on a clean checkout of `commit`, run as the judge runs it, and

@@ -102,22 +102,35 @@ fn files_named_in(text: &str) -> Vec<String> {
     out
 }
 
-/// The changed `paths` a story's `touches` do not name (none when it declares none): its
-/// work outside the scope it declared. Tests and BMAD's bookkeeping (`bookkeeping`) are not
-/// scope.
-pub fn outside_touches<'p>(
-    paths: &[&'p str],
-    touches: &[String],
+/// The scope a story declared, and the scopes the epic's other stories declare.
+pub struct Scope<'a> {
+    /// Its own `touches` (none declared: no bound of its own).
+    pub own: &'a [String],
+    /// Every other story's key and `touches`.
+    pub others: &'a [(String, Vec<String>)],
+}
+
+/// The changed `paths` outside a story's scope, each named with the other story that
+/// declares it, if one does: a path its own `touches` do not name (when it declares any), or
+/// one another story's do. Tests and BMAD's bookkeeping (`bookkeeping`) are not scope.
+pub fn out_of_scope(
+    paths: &[&str],
+    scope: &Scope<'_>,
     bookkeeping: impl Fn(&str) -> bool,
-) -> Vec<&'p str> {
-    if touches.is_empty() {
-        return Vec::new();
-    }
+) -> Vec<String> {
+    let names =
+        |touches: &[String], p: &str| touches.iter().any(|t| crate::epic::plan::touched(t, p));
     paths
         .iter()
         .copied()
         .filter(|p| !is_test_file(p) && !bookkeeping(p))
-        .filter(|p| !touches.iter().any(|t| crate::epic::plan::touched(t, p)))
+        .filter(|p| !names(scope.own, p))
+        .filter_map(
+            |p| match scope.others.iter().find(|(_, touches)| names(touches, p)) {
+                Some((key, _)) => Some(format!("{p} ({key}'s)")),
+                None => (!scope.own.is_empty()).then(|| p.to_owned()),
+            },
+        )
         .collect()
 }
 
@@ -207,21 +220,51 @@ mod tests {
     }
 
     #[test]
-    fn work_outside_the_declared_touches_is_named() {
-        let touches = vec!["src/api".to_owned(), "docs/*.md".to_owned()];
+    fn work_outside_the_declared_touches_or_inside_another_storys_is_named() {
+        let own = vec!["src/api".to_owned(), "docs/*.md".to_owned()];
+        let others = vec![
+            ("3-2-storage".to_owned(), vec!["src/storage".to_owned()]),
+            (
+                "3-4-retries".to_owned(),
+                vec!["src/api/retry.rs".to_owned()],
+            ),
+        ];
         let paths = [
             "src/api/client.rs",
+            "src/api/retry.rs",
             "docs/api.md",
             "src/sync/engine.rs",
+            "src/storage/db.rs",
             "tests/api_test.py",
             "_bmad-output/sprint-status.yaml",
         ];
         let bookkeeping = |p: &str| p.ends_with("sprint-status.yaml");
+        let scope = Scope {
+            own: &own,
+            others: &others,
+        };
         assert_eq!(
-            outside_touches(&paths, &touches, bookkeeping),
-            vec!["src/sync/engine.rs"]
+            out_of_scope(&paths, &scope, bookkeeping),
+            vec!["src/sync/engine.rs", "src/storage/db.rs (3-2-storage's)"],
+            "a path its own touches name is its own, though another story names it too"
         );
-        assert!(outside_touches(&paths, &[], bookkeeping).is_empty());
+        let undeclared = Scope {
+            own: &[],
+            others: &others,
+        };
+        assert_eq!(
+            out_of_scope(&paths, &undeclared, bookkeeping),
+            vec![
+                "src/api/retry.rs (3-4-retries's)",
+                "src/storage/db.rs (3-2-storage's)"
+            ],
+            "with no touches of its own, only what other stories declare is outside"
+        );
+        let alone = Scope {
+            own: &[],
+            others: &[],
+        };
+        assert!(out_of_scope(&paths, &alone, bookkeeping).is_empty());
     }
 
     #[test]

@@ -180,7 +180,7 @@ impl Engine<'_> {
         step: Option<String>,
     ) -> Result<Vec<String>> {
         let rule = crate::policy::rules::JOURNAL_FORGED.id;
-        let reported = reported(journal, rule);
+        let reported = journal.violations(rule);
         let mut found = Vec::new();
         for forged in &journal.unsealed {
             let subject = format!("journal #{}", forged.seq);
@@ -236,7 +236,7 @@ impl Engine<'_> {
     /// that value: each is journaled now as a policy violation. Returns them, described.
     pub(super) fn report_moved_record(&mut self, journal: &Journal) -> Result<Vec<String>> {
         let rule = crate::policy::rules::RECORD_MOVED.id;
-        let reported = reported(journal, rule);
+        let reported = journal.violations(rule);
         let mut found = Vec::new();
         for moved in std::mem::take(&mut self.moved) {
             let subject = format!("{} at {}", moved.name, moved.now);
@@ -307,17 +307,6 @@ impl Engine<'_> {
         }
         Ok(found)
     }
-}
-
-/// The subjects of the violations of `rule` the journal holds: what was reported already.
-fn reported<'j>(journal: &'j Journal, rule: &str) -> Vec<&'j str> {
-    journal
-        .events()
-        .filter_map(|e| match &e.body {
-            Body::PolicyViolation(v) if v.rule == rule => Some(v.subject.as_str()),
-            _ => None,
-        })
-        .collect()
 }
 
 /// The step a round's events belong to: its only step, or none for a parallel phase.
