@@ -612,6 +612,66 @@ fn a_token_budget_stops_every_cli_between_steps() {
     }
 }
 
+/// A dollar budget stops a step while it runs: Claude is given what is left of the run's
+/// budget and stops itself once a model request takes it past; the run then stops at its
+/// limit. Spent: the budget and at most one request more.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
+fn a_dollar_budget_stops_a_running_claude_step_within_one_request() {
+    // What one request costs, as Claude counts it: an honest run of four.
+    let world = World::new(Cli::Claude, honest(), IMPLEMENT);
+    let run = world.run();
+    assert_eq!(run.code, 0, "{}", world.explain(&run));
+    let done = &world.named("step_completed")[0];
+    let per_request = done["detail"]["cost_usd"].as_f64().unwrap_or(0.0) / 4.0;
+    assert!(per_request > 0.0, "Claude counted no cost: {done:#}");
+
+    // An agent that would write files for ever, with a budget of two and a half requests.
+    let endless: Vec<Turn> = (0..40)
+        .map(|i| Turn::Write {
+            path: format!("src/f{i}.txt"),
+            content: "x\n".into(),
+        })
+        .collect();
+    let world = World::new(Cli::Claude, endless, IMPLEMENT);
+    let budget = per_request * 2.5;
+    world.configure(&format!(
+        "runners:\n  default: claude\nchecks:\n  test_command: sh test.sh\norchestration:\n  budget_usd: {budget}\n"
+    ));
+    let run = world.run();
+    let requests = world.api.seen().len();
+    assert!(
+        (2..=4).contains(&requests),
+        "{requests} requests for a budget of 2.5\n{}",
+        world.explain(&run)
+    );
+    let failed = world.named("step_failed");
+    assert!(
+        failed
+            .iter()
+            .any(|e| e.to_string().contains("error_max_budget_usd")),
+        "{}",
+        world.explain(&run)
+    );
+    assert!(world.named("step_completed").is_empty());
+    let spent: f64 = world
+        .journal()
+        .iter()
+        .filter_map(|e| e["detail"]["cost_usd"].as_f64())
+        .sum();
+    assert!(
+        spent <= budget + per_request * 1.01,
+        "spent {spent} of {budget} (one request: {per_request})\n{}",
+        world.explain(&run)
+    );
+    // The run stops at its limit, and says so.
+    assert_eq!(run.code, 6, "{}", world.explain(&run));
+    assert_eq!(world.named("limit_budget_reached").len(), 1);
+}
+
 /// Claude Code refuses a command its permissions do not allow (here `curl`, which neither
 /// the project's tests nor read-only work need) and stops at its turn limit: neither ends
 /// "done", even with the file written and the tests passing.
@@ -781,6 +841,63 @@ fn an_epic_story_with_the_real_claude_code_is_done_only_when_the_work_is_there()
             );
         }
     }
+}
+
+/// An epic's dollar budget holds across stories running at once: each running step is
+/// given its share of what is left, the real Claude Code stops itself there, and the epic
+/// ends within one model request per running story of its budget, its stories not done.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
+fn an_epic_budget_stops_stories_running_at_once_within_one_request_each() {
+    // Agents that would write files for ever.
+    let endless: Vec<Turn> = (0..40)
+        .map(|i| Turn::Write {
+            path: format!("notes/{i}.txt"),
+            content: "x\n".into(),
+        })
+        .collect();
+    let world = EpicWorld::new("v6", endless);
+    let budget = 0.02;
+    let (code, said) = world.run(&[
+        "3",
+        "--stories",
+        "3-1,3-2",
+        "--parallel",
+        "2",
+        "--budget-usd",
+        &budget.to_string(),
+    ]);
+    let stories = [
+        world.story("3", "3-1-api-client"),
+        world.story("3", "3-2-storage"),
+    ];
+    let spent: f64 = stories
+        .iter()
+        .map(|s| s["state"]["cost_usd"].as_f64().unwrap_or(0.0))
+        .sum();
+    let requests = world.api.seen().len();
+    assert!(
+        requests >= 2 && spent > 0.0,
+        "{requests} requests, ${spent}: {said}"
+    );
+    let per_request = spent / requests as f64;
+    assert!(
+        spent <= budget + 2.0 * per_request,
+        "spent ${spent} of ${budget} in {requests} requests: {said}"
+    );
+    // Each stopped at the budget (not at a gate a human could wave through as done), and
+    // the epic started nothing more.
+    for story in &stories {
+        assert_eq!(story["stage"], "failed", "{story:#}");
+        let reason = story["state"]["reason"].as_str().unwrap_or_default();
+        assert!(reason.starts_with("stopped at the budget: $"), "{story:#}");
+        assert!(story["state"]["pr"].is_null(), "{story:#}");
+    }
+    assert_eq!(code, Some(5), "{said}");
+    assert!(said.contains("nothing new is started"), "{said}");
 }
 
 /// BMAD v6.11 with the real Claude Code: the pipeline's `/bmad-build-auto <key>` reaches the

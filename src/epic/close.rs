@@ -118,6 +118,7 @@ pub(super) fn run(
         },
         supervisor::RunOptions {
             time_limit: None,
+            purse: None,
             config: options.config,
             feature_env: Default::default(),
             observer: &mut |_| {},

@@ -85,6 +85,7 @@ pub(super) fn run_story(
     progress: &(dyn Fn(&str) + Sync),
     interrupt: &AtomicBool,
     policy: &dyn session::Policy,
+    purse: &supervisor::Purse,
     tx: &mpsc::Sender<Message>,
 ) -> Result<End, Error> {
     let repo = Repo::discover(&job.main).map_err(session::Error::from)?;
@@ -149,6 +150,7 @@ pub(super) fn run_story(
             observer: &mut observer,
             interrupt,
             time_limit: job.limits.1,
+            purse: Some(purse),
         },
     )?;
     let (rounds, fixed) = review_rounds(&report.state, &job.source);
@@ -378,7 +380,23 @@ fn pipeline_end(outcome: &Outcome, worktree: &Path) -> Option<(Option<(Stage, St
         Outcome::Interrupted => Some((None, End::Interrupted)),
         Outcome::Aborted => failed("aborted by a human at a gate".into()),
         Outcome::Failed { steps } => failed(format!("step {} failed", steps.join(", "))),
-        other => failed(format!("limit reached: {other:?}")),
+        Outcome::BudgetLimit {
+            limit_micro_usd,
+            spent_micro_usd,
+        } => failed(format!(
+            "stopped at the budget: ${:.2} spent of ${:.2}; with more (--budget-usd), git bmad epic resume runs it on",
+            *spent_micro_usd as f64 / 1e6,
+            *limit_micro_usd as f64 / 1e6
+        )),
+        Outcome::InvocationLimit { limit } => failed(format!(
+            "stopped at {limit} agent invocations; with more (--max-invocations), git bmad epic resume runs it on"
+        )),
+        Outcome::RunTimeLimit { limit_secs } => failed(format!(
+            "stopped at {limit_secs}s in steps; with more (--max-time), git bmad epic resume runs it on"
+        )),
+        Outcome::TokenLimit { limit, spent } => failed(format!(
+            "stopped at the token budget: {spent} of {limit} tokens; raise orchestration.budget_tokens, then git bmad epic resume"
+        )),
     }
 }
 
@@ -432,7 +450,19 @@ mod tests {
         );
         let (stage, end) = pipeline_end(&Outcome::InvocationLimit { limit: 3 }, wt).unwrap();
         assert_eq!(end, End::Failed);
-        assert!(stage.unwrap().1.starts_with("limit reached"));
+        assert!(stage
+            .unwrap()
+            .1
+            .starts_with("stopped at 3 agent invocations"));
+        let budget = Outcome::BudgetLimit {
+            limit_micro_usd: 3_000_000,
+            spent_micro_usd: 3_010_000,
+        };
+        let (stage, _) = pipeline_end(&budget, wt).unwrap();
+        assert!(stage
+            .unwrap()
+            .1
+            .starts_with("stopped at the budget: $3.01 spent of $3.00"));
         let (stage, end) = pipeline_end(&Outcome::Aborted, wt).unwrap();
         assert_eq!((stage.unwrap().0, end), (Stage::Failed, End::Failed));
     }

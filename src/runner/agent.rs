@@ -37,6 +37,8 @@ pub struct Invocation {
     pub env: Vec<(String, String)>,
     /// Wall-clock limit.
     pub timeout: Duration,
+    /// What it may spend, in US dollars, for a CLI that stops itself there.
+    pub budget_usd: Option<f64>,
     /// Commands the step's checks run, which the agent may run too.
     pub allowed_commands: Vec<String>,
     /// The guard's hook command, when the project does not run it itself.
@@ -57,6 +59,7 @@ pub fn invoke(
             model: invocation.model.as_deref(),
             allowed_commands: &invocation.allowed_commands,
             guard: invocation.guard.as_deref(),
+            budget_usd: invocation.budget_usd,
         },
     );
     let mut env: Vec<(String, String)> = adapter
@@ -110,6 +113,7 @@ pub fn interpret(
         cost_usd: None,
         permission_denials: Vec::new(),
         reported_error: None,
+        budget_spent: false,
         duration_ms,
         stdout,
         stderr,
@@ -195,6 +199,14 @@ mod tests {
             r#"{"type":"result","subtype":"error_max_turns","is_error":true,"result":""}"#,
         );
         assert!(error.failure().unwrap().contains("error_max_turns"));
+        assert!(!error.budget_spent);
+        // Stopped at the dollars it was given (the shape Claude Code prints).
+        let spent = result(
+            "claude",
+            r#"{"type":"result","subtype":"error_max_budget_usd","is_error":true,"total_cost_usd":0.0105,"errors":["Reached maximum budget ($0.01)"]}"#,
+        );
+        assert!(spent.budget_spent);
+        assert_eq!(spent.cost_usd, Some(0.0105));
 
         // An API failure says "success" in `subtype`; its message is what counts.
         let api = result(
@@ -285,9 +297,26 @@ mod tests {
                     model,
                     allowed_commands: &tests,
                     guard: Some("'/opt/git-bmad' guard"),
+                    budget_usd: None,
                 },
             )
         };
+        // What is left of a dollar budget: Claude stops itself there; the others report no
+        // cost to stop at.
+        let spend = |config: &RunnersConfig, kind: &str| {
+            let call = Call {
+                prompt: "p",
+                model: None,
+                allowed_commands: &tests,
+                guard: None,
+                budget_usd: Some(1.25),
+            };
+            k(kind).adapter().command_line(config.cli(kind), &call).0
+        };
+        assert!(spend(&config, "claude")
+            .windows(2)
+            .any(|w| w == ["--max-budget-usd", "1.2500"]));
+        assert!(!spend(&config, "codex").iter().any(|a| a.contains("budget")));
         let (codex, stdin) = args(&config, "codex", "/speckit.plan x", None);
         assert_eq!(
             codex,
@@ -357,5 +386,19 @@ mod tests {
             ]
         );
         assert_eq!(claude[claude.len() - 2..], ["--", "p"]);
+        // A budget the user configured is theirs.
+        config.clis.insert(
+            "claude".into(),
+            crate::config::CliConfig {
+                args: Some(vec!["--max-budget-usd".into(), "0.5".into()]),
+                ..Default::default()
+            },
+        );
+        let claude = spend(&config, "claude");
+        assert_eq!(
+            claude.iter().filter(|a| *a == "--max-budget-usd").count(),
+            1
+        );
+        assert!(claude.iter().any(|a| a == "0.5"));
     }
 }

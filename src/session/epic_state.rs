@@ -191,7 +191,7 @@ impl EpicState {
     }
 
     /// What the stories spent: dollars, invocations, milliseconds in steps.
-    fn spent(&self) -> (f64, u32, u64) {
+    pub fn spent(&self) -> (f64, u32, u64) {
         let (mut usd, mut invocations, mut ms) = (0.0, 0u32, 0u64);
         for s in self.stories.values() {
             usd += s.detail.cost_usd.unwrap_or(0.0);

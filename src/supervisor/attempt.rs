@@ -48,6 +48,11 @@ impl Attempt<'_> {
             .is_ok_and(|r| r.exit == Exit::Interrupted)
     }
 
+    /// The CLI stopped itself at the dollars it was given.
+    pub fn budget_spent(&self) -> bool {
+        self.result.as_ref().is_ok_and(|r| r.budget_spent)
+    }
+
     /// The agent reported a breaking change.
     pub fn breaking_change(&self) -> bool {
         self.result.as_ref().is_ok_and(|r| r.breaking_change)

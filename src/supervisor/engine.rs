@@ -70,6 +70,9 @@ pub struct RunOptions<'a> {
     /// The most time in steps the session's runs may spend, when less than the playbook's
     /// `limits.max_run_time` (an epic's `--max-time`): no step's timeout runs past it.
     pub time_limit: Option<std::time::Duration>,
+    /// What this run shares with others going on at once (an epic's stories): each round
+    /// draws its allowance from it first.
+    pub purse: Option<&'a super::Purse>,
 }
 
 /// Run, resume or answer: the supervisor's one entry point.
@@ -153,6 +156,7 @@ pub fn supervise(
         observer: options.observer,
         interrupt: options.interrupt,
         moved,
+        purse: options.purse,
     };
     if let Some(source) = new_run {
         let blob = session::store_text(repo, &session.id, &source.text)?;
@@ -280,9 +284,32 @@ struct Engine<'a> {
     /// Refs of the session's record something else moved, as found before this run wrote
     /// anything (its first write makes the journal git-bmad's again).
     moved: Vec<session::ref_record::ForeignMove>,
+    /// Shared with runs going on at once.
+    purse: Option<&'a super::Purse>,
 }
 
 impl Engine<'_> {
+    /// The run stopped at the dollars it shares with others: the purse's limit and what all
+    /// of them spent.
+    fn shared_budget_stop(&self) -> Option<(NewEvent, Outcome)> {
+        let purse = self.purse?;
+        let limit = purse.limits().micro_usd?;
+        let spent = purse.spent().micro_usd;
+        Some(decide::limit_stop(super::purse::Exhausted::Usd {
+            limit,
+            spent,
+        }))
+    }
+
+    /// What this run spent so far, as a purse counts it.
+    fn spent(&self) -> super::purse::Amounts {
+        super::purse::Amounts {
+            micro_usd: self.state.cost_micro_usd,
+            invocations: self.state.invocations,
+            ms: self.state.run_time_ms,
+        }
+    }
+
     /// Journal an event (which renders it), fold it into the state, show it.
     fn record(&mut self, event: NewEvent) -> Result<Event> {
         let event = session::record(self.repo, self.session, event)?;
@@ -409,7 +436,21 @@ impl Engine<'_> {
                 self.record(event)?;
                 return Ok(outcome);
             }
-            let attempts = self.run_round(&phase.id, &runnable)?;
+            let draw = match self.purse.map(|p| p.draw(runnable.len())) {
+                Some(Err(limit)) => {
+                    let (event, outcome) = decide::limit_stop(limit);
+                    self.record(event)?;
+                    return Ok(outcome);
+                }
+                Some(Ok(draw)) => Some(draw),
+                None => None,
+            };
+            let before = self.spent();
+            let attempts = self.run_round(&phase.id, &runnable, draw.as_ref());
+            if let (Some(purse), Some(draw)) = (self.purse, draw) {
+                purse.settle(draw, self.spent().since(before));
+            }
+            let attempts = attempts?;
             let mut stopped = Vec::new();
             for attempt in &attempts {
                 let verdict = decide::judge(attempt, &self.state.step(&attempt.step.id));
@@ -422,6 +463,16 @@ impl Engine<'_> {
                 return self.interrupted();
             }
             if !stopped.is_empty() {
+                // A step stopped at the run's budget as it ran (a CLI given what was left
+                // stops itself there) stops the run at that limit, and says so.
+                let shared = attempts.iter().any(|a| a.budget_spent());
+                if let Some((event, outcome)) =
+                    decide::limit_reached(&playbook.limits, budgets, &self.state, 0)
+                        .or_else(|| shared.then(|| self.shared_budget_stop()).flatten())
+                {
+                    self.record(event)?;
+                    return Ok(outcome);
+                }
                 let label = format!("run stopped: {} failed", stopped.join(", "));
                 self.mark(&label, Status::Failed, &stopped[0])?;
                 self.record(decide::stopped(&stopped).trigger(Some("stop".into())))?;
@@ -444,7 +495,12 @@ impl Engine<'_> {
     }
 
     /// Run steps at the same time (one, for a plain step), between two checkpoints.
-    fn run_round<'s>(&mut self, phase: &str, steps: &[&'s Step]) -> Result<Vec<Attempt<'s>>> {
+    fn run_round<'s>(
+        &mut self,
+        phase: &str,
+        steps: &[&'s Step],
+        draw: Option<&super::purse::Draw>,
+    ) -> Result<Vec<Attempt<'s>>> {
         let ids: Vec<&str> = steps.iter().map(|s| s.id.as_str()).collect();
         let tag = if steps.len() == 1 {
             steps[0].id.clone()
@@ -460,6 +516,22 @@ impl Engine<'_> {
         let spent = std::time::Duration::from_millis(self.state.run_time_ms);
         let left = self.playbook.limits.max_run_time.saturating_sub(spent);
         let share = (left / steps.len().max(1) as u32).max(std::time::Duration::from_secs(1));
+        // Money likewise: a CLI that can stop itself at a dollar amount is given its share
+        // of what is left, so a running step stops at the budget (one request over at most).
+        let own_share = self.config.orchestration.budget_usd.map(|budget| {
+            let left = (budget - self.state.cost_micro_usd as f64 / 1e6).max(0.0);
+            left / steps.len().max(1) as f64
+        });
+        let drawn = draw.and_then(|d| d.micro_usd).map(|m| m as f64 / 1e6);
+        let budget_share = match (own_share, drawn) {
+            (Some(own), Some(drawn)) => Some(own.min(drawn)),
+            (own, drawn) => own.or(drawn),
+        };
+        let share = match draw.and_then(|d| d.ms) {
+            Some(ms) => share
+                .min(std::time::Duration::from_millis(ms).max(std::time::Duration::from_secs(1))),
+            None => share,
+        };
         // Agents whose CLI takes a hook get the guard, unless the project's settings run it.
         let guard = match std::env::current_exe() {
             Ok(exe) if !agent::claude_guard_installed(&self.root) => {
@@ -521,6 +593,7 @@ impl Engine<'_> {
                     cwd: self.root.clone(),
                     env,
                     timeout: step.timeout.min(share),
+                    budget_usd: budget_share,
                     allowed_commands: self.test_commands(step),
                     guard: guard.clone(),
                 },

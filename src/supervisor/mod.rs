@@ -24,6 +24,7 @@ mod lock;
 mod outcome;
 pub mod playbook;
 mod progress;
+pub mod purse;
 pub mod state;
 
 pub use builtin::{builtin, scaffold, Scaffolded, BUILTINS, INDEX, TEMPLATE};
@@ -38,4 +39,5 @@ pub use library::{
 pub use outcome::{Outcome, Report};
 pub use playbook::{parse as parse_playbook, Diagnostic, Playbook, Severity};
 pub use progress::{run_progress, RunProgress};
+pub use purse::Purse;
 pub use state::{Answer, Gate, GateKind, RunState};

@@ -110,6 +110,7 @@ pub(super) fn supervise_and_report(
         request,
         RunOptions {
             time_limit: None,
+            purse: None,
             config: &config,
             feature_env: crate::bmad::speckit::FeatureEnv::from_process(),
             observer: &mut observer,

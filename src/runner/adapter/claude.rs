@@ -51,6 +51,13 @@ impl Adapter for Claude {
             args.push("--allowedTools".into());
             args.extend(allowed_tools(call.allowed_commands));
         }
+        // Claude stops itself once a request takes it past the amount.
+        if let (Some(usd), None) = (
+            call.budget_usd,
+            configured_value(cli, &["--max-budget-usd"]),
+        ) {
+            args.extend(["--max-budget-usd".into(), format!("{:.4}", usd.max(0.0001))]);
+        }
         if let (Some(guard), None) = (call.guard, configured_value(cli, &["--settings"])) {
             args.extend(["--settings".into(), guard_settings(guard)]);
         }
@@ -96,6 +103,7 @@ impl Adapter for Claude {
         if value["is_error"].as_bool() == Some(true) {
             result.reported_error = Some(error_message(&value));
         }
+        result.budget_spent = value["subtype"] == "error_max_budget_usd";
         if let Some(denials) = value["permission_denials"].as_array() {
             result.permission_denials = denials.iter().map(describe_denial).collect();
         }

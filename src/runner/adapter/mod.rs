@@ -116,6 +116,8 @@ pub struct Call<'a> {
     /// The command that judges each shell call before it runs, for a CLI that takes such a
     /// hook; `None` when the project's own settings already run it.
     pub guard: Option<&'a str>,
+    /// What the invocation may spend, in US dollars, for a CLI that stops itself there.
+    pub budget_usd: Option<f64>,
 }
 
 /// `command:` in the section of a runner that takes `program:` and `args:`.
@@ -332,6 +334,8 @@ pub struct AgentResult {
     pub permission_denials: Vec<String>,
     /// An error the CLI reported in its output, exit code aside.
     pub reported_error: Option<String>,
+    /// The CLI stopped itself at the dollar amount it was given.
+    pub budget_spent: bool,
     /// Wall-clock time.
     pub duration_ms: u64,
     /// Raw stdout.

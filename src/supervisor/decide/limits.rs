@@ -3,6 +3,7 @@
 
 use super::super::outcome::Outcome;
 use super::super::playbook::Limits;
+use super::super::purse::Exhausted;
 use super::super::state::RunState;
 use crate::config::OrchestrationConfig;
 use crate::session::schema::{Body, BudgetLimit, InvocationLimit, RunTimeLimit, TokenLimit};
@@ -15,61 +16,82 @@ pub fn reached(
     state: &RunState,
     starting: usize,
 ) -> Option<(NewEvent, Outcome)> {
-    let hit = |body: Body, outcome: Outcome| {
-        Some((NewEvent::new(body).decision(Some(Decision::Auto)), outcome))
-    };
     if state.invocations as usize + starting > limits.max_invocations as usize {
-        return hit(
-            Body::LimitInvocations(InvocationLimit {
-                limit: limits.max_invocations,
-                used: state.invocations,
-                wanted: starting,
-            }),
-            Outcome::InvocationLimit {
-                limit: limits.max_invocations,
-            },
-        );
+        return Some(stop(Exhausted::Invocations {
+            limit: limits.max_invocations,
+            used: state.invocations,
+            wanted: starting,
+        }));
     }
     if let Some(budget) = budgets.budget_usd {
-        let limit_micro_usd = (budget * 1e6).round() as u64;
-        let spent_micro_usd = state.cost_micro_usd;
-        if spent_micro_usd >= limit_micro_usd {
-            return hit(
-                Body::LimitBudget(BudgetLimit {
-                    budget_usd: budget,
-                    spent_usd: spent_micro_usd as f64 / 1e6,
-                }),
-                Outcome::BudgetLimit {
-                    limit_micro_usd,
-                    spent_micro_usd,
-                },
-            );
+        let limit = (budget * 1e6).round() as u64;
+        if state.cost_micro_usd >= limit {
+            return Some(stop(Exhausted::Usd {
+                limit,
+                spent: state.cost_micro_usd,
+            }));
         }
     }
     if let Some(budget) = budgets.budget_tokens.filter(|b| state.tokens >= *b) {
-        return hit(
-            Body::LimitTokens(TokenLimit {
+        return Some((
+            NewEvent::new(Body::LimitTokens(TokenLimit {
                 budget_tokens: budget,
                 spent_tokens: state.tokens,
-            }),
+            }))
+            .decision(Some(Decision::Auto)),
             Outcome::TokenLimit {
                 limit: budget,
                 spent: state.tokens,
             },
-        );
+        ));
     }
-    if state.run_time_ms >= limits.max_run_time.as_millis() as u64 {
-        return hit(
-            Body::LimitRunTime(RunTimeLimit {
-                limit_secs: limits.max_run_time.as_secs(),
-                used_ms: state.run_time_ms,
-            }),
-            Outcome::RunTimeLimit {
-                limit_secs: limits.max_run_time.as_secs(),
-            },
-        );
+    let limit = limits.max_run_time.as_millis() as u64;
+    if state.run_time_ms >= limit {
+        return Some(stop(Exhausted::Time {
+            limit,
+            spent: state.run_time_ms,
+        }));
     }
     None
+}
+
+/// The event and outcome of a run stopped at `limit` (its own, or one it shares through a
+/// [`Purse`](super::super::purse::Purse)).
+pub fn stop(limit: Exhausted) -> (NewEvent, Outcome) {
+    let (body, outcome) = match limit {
+        Exhausted::Invocations {
+            limit,
+            used,
+            wanted,
+        } => (
+            Body::LimitInvocations(InvocationLimit {
+                limit,
+                used,
+                wanted,
+            }),
+            Outcome::InvocationLimit { limit },
+        ),
+        Exhausted::Usd { limit, spent } => (
+            Body::LimitBudget(BudgetLimit {
+                budget_usd: limit as f64 / 1e6,
+                spent_usd: spent as f64 / 1e6,
+            }),
+            Outcome::BudgetLimit {
+                limit_micro_usd: limit,
+                spent_micro_usd: spent,
+            },
+        ),
+        Exhausted::Time { limit, spent } => (
+            Body::LimitRunTime(RunTimeLimit {
+                limit_secs: limit / 1000,
+                used_ms: spent,
+            }),
+            Outcome::RunTimeLimit {
+                limit_secs: limit / 1000,
+            },
+        ),
+    };
+    (NewEvent::new(body).decision(Some(Decision::Auto)), outcome)
 }
 
 #[cfg(test)]

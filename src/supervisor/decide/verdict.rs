@@ -39,6 +39,19 @@ pub fn judge(attempt: &Attempt<'_>, record: &StepState) -> Verdict {
     }
     let reasons = attempt.failures();
     let evidence = attempt.evidence(&reasons);
+    // Stopped at the dollars it was given: the run stops at its budget, and the step runs
+    // again when there is more; there is nothing for a human to accept as done.
+    if attempt.budget_spent() {
+        outcome.next = Some(Next::Retry);
+        outcome.reason = Some("stopped at its share of the budget".into());
+        outcome.evidence = Some(redact(&evidence));
+        return Verdict {
+            events: vec![event(Body::StepFailed(outcome))
+                .decision(Some(Decision::Auto))
+                .trigger(Some("budget".into()))],
+            stops: true,
+        };
+    }
     if reasons.is_empty() {
         let gate_breaking = attempt.breaking_change()
             && (step.autonomy == Autonomy::GateOnBreaking
@@ -166,6 +179,31 @@ mod tests {
             changed: 1,
             violations: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_step_stopped_at_its_budget_stops_the_run_and_is_run_again_never_gated() {
+        let gated = step("on_error: gate");
+        let claude = Kind::parse("claude").unwrap();
+        let stdout = r#"{"type":"result","subtype":"error_max_budget_usd","is_error":true,"total_cost_usd":0.01}"#;
+        let result = crate::runner::interpret(
+            claude,
+            Exit::Code(1),
+            Captured::from_bytes(stdout.as_bytes()),
+            Captured::default(),
+            5,
+        );
+        let verdict = judge(&attempt(&gated, result, Vec::new()), &StepState::default());
+        assert!(verdict.stops);
+        assert_eq!(verdict.events.len(), 1);
+        let Body::StepFailed(failed) = verdict.events[0].body() else {
+            panic!("{:?}", verdict.events[0]);
+        };
+        assert_eq!(failed.next, Some(Next::Retry));
+        assert_eq!(
+            failed.reason.as_deref(),
+            Some("stopped at its share of the budget")
+        );
     }
 
     #[test]
