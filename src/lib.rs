@@ -26,6 +26,7 @@ pub mod env;
 pub mod epic;
 pub mod fs;
 pub mod git;
+pub mod paths;
 pub mod policy;
 pub mod report;
 pub mod runner;

@@ -652,8 +652,24 @@ fn a_status_only_story_is_not_work_and_gets_no_pull_request() {
         &env,
         "sed -i 's/^Status: .*/Status: review/' \"_bmad-output/implementation-artifacts/$key.md\"\nresult \"implemented $key\"\nexit 0",
     );
+    // The dev step's own check sees no work beyond the story's file: it waits for a human.
     env.bmad(&repo, &["epic", "run", "3", "--stories", "3-1-api-client"])
-        .code(5);
+        .code(3);
+    let s = status(&env, &repo);
+    let st = story(&s, "3-1-api-client");
+    assert_eq!(st["stage"], "gated", "{s:#}");
+    let reason = st["state"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains(
+            "the step changed only _bmad-output/implementation-artifacts/3-1-api-client.md"
+        ),
+        "{reason}"
+    );
+    // A human who waves the step through still gets no pull request: the branch holds no
+    // work, and the story fails saying so.
+    let wt = env.root().join("proj.3-1-api-client");
+    env.bmad(&wt, &["answer", "continue"]).success();
+    env.bmad(&repo, &["epic", "resume", "3"]).code(5);
     let s = status(&env, &repo);
     let st = story(&s, "3-1-api-client");
     assert_eq!(st["stage"], "failed", "{s:#}");

@@ -1,23 +1,20 @@
 //! An epic run killed (`kill -9`, its whole process group: agents too) at instants spread
 //! over its run: after each kill `doctor` accepts the state (with the fixes it names), and
-//! `epic resume` finishes the epic without running a finished stage again.
+//! `epic resume` finishes the epic without running a finished stage again, and without
+//! taking a killed step's word (a v6.11 spec marked done before the kill) for its work.
 
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::common::copy_dir;
 use crate::common::{kill_group, TestEnv};
 use crate::test_crash::recover;
-use crate::test_epic::{dev_behaviour, epic_project, status, story};
+use crate::test_epic::{dev_behaviour, epic_project, story, write_in_scope};
+use crate::test_supervisor::{agent_behaviour, FAKE_CLAUDE};
 
-const KEYS: [&str; 4] = [
-    "3-1-api-client",
-    "3-2-storage",
-    "3-3-sync-engine",
-    "3-4-api-retries",
-];
-
-fn journal(env: &TestEnv, repo: &std::path::Path, session: &str) -> Vec<Value> {
+fn journal(env: &TestEnv, repo: &Path, session: &str) -> Vec<Value> {
     env.bmad(repo, &["journal", session, "--json"])
         .success()
         .json()
@@ -43,21 +40,99 @@ fn an_epic_killed_at_spread_instants_resumes_without_repeating_a_finished_stage(
     let repo = epic_project(&env);
     // Each dev step takes a moment, so kills land inside steps as well as between them.
     dev_behaviour(&env, "sleep 0.5");
-    // Odd rounds kill at an instant counted from the launch (inside start-up as well);
-    // even rounds once a dev step has begun, so however slow the machine, kills land inside
-    // the run's steps too.
-    let dev_calls = || {
-        std::fs::read_to_string(env.root().join("home/agent/dev.log"))
+    let keys = [
+        "3-1-api-client",
+        "3-2-storage",
+        "3-3-sync-engine",
+        "3-4-api-retries",
+    ];
+    kill_then_resume(&env, &repo, "3", &keys, "dev.log");
+}
+
+/// BMAD v6.11: `bmad-build-auto` marks its spec `done` first and builds after, so most kills
+/// inside a build leave a spec that says done over work that is not there. Resume runs the
+/// killed step again; every story ends done, judged on its pushed commit.
+#[test]
+fn a_v611_epic_killed_after_its_specs_say_done_resumes_on_the_work_not_the_word() {
+    let env = TestEnv::new();
+    let repo = env.repo("ledger");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/epic/v611"),
+        &repo,
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(
+        &repo,
+        &["commit", "-q", "-m", "bmad v6.11 project with epic 5"],
+    );
+    env.bare_remote(&repo);
+    env.executable("claude", FAKE_CLAUDE);
+    env.executable(
+        "gh",
+        "#!/bin/sh\ncase \"$1 $2\" in\n  'pr list') exit 0 ;;\n  'pr create') echo \"https://github.com/example/ledger/pull/$$\" ;;\nesac\n",
+    );
+    agent_behaviour(
+        &env,
+        "build",
+        &format!(
+            "key=$BMAD_ARGS\nspec=\"_bmad-output/implementation-artifacts/spec-$key.md\"\nbase=$(git rev-parse HEAD)\necho \"$key\" >> \"$HOME/agent/build.log\"\nsed -i \"s/^status: .*/status: 'done'/\" \"$spec\"\nsleep 0.5\n{}grep -q '^baseline_revision:' \"$spec\" || sed -i \"s/^review_loop_iteration: .*/&\\nbaseline_revision: $base/\" \"$spec\"\nresult \"built $key\"\n",
+            write_in_scope("$spec", "src/$(echo \"$key\" | cut -d- -f3)/$key.rs")
+        ),
+    );
+    agent_behaviour(&env, "review-1", "result 'Outcome: Approve'\n");
+    let keys = ["5-1-parser", "5-2-printer", "5-3-cli", "5-4-parser-errors"];
+    kill_then_resume(&env, &repo, "5", &keys, "build.log");
+    // Each story's evidence is the judge's own run on its pushed commit, and its branch
+    // holds its code.
+    let s = env
+        .bmad(&repo, &["epic", "status", "5", "--json"])
+        .success()
+        .json();
+    for key in keys {
+        let tests = story(&s, key)["state"]["tests"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(tests.contains("passed on"), "{key}: {tests}");
+        let files = env.git(
+            &repo,
+            &["ls-tree", "-r", "--name-only", &format!("bmad/{key}")],
+        );
+        let code = env.git(
+            &repo,
+            &[
+                "grep",
+                "-l",
+                &format!("// {key}"),
+                &format!("bmad/{key}"),
+                "--",
+                "src",
+            ],
+        );
+        assert!(
+            !code.trim().is_empty(),
+            "{key}'s code is not on its branch: {files}"
+        );
+    }
+}
+
+/// Kill `epic run <epic>` at spread instants (odd rounds counted from the launch, even
+/// rounds once an agent step has begun, as `log` in the agents' home shows), recovering
+/// with `doctor --fix` after each; then resume to the end and check that every story of
+/// `keys` is done and no finished stage or step ran again.
+fn kill_then_resume(env: &TestEnv, repo: &Path, epic: &str, keys: &[&str], log: &str) {
+    let calls = || {
+        std::fs::read_to_string(env.root().join("home/agent").join(log))
             .map(|log| log.lines().count())
             .unwrap_or(0)
     };
     let (mut kills, mut kills_in_steps) = (0, 0);
     for round in 0..10u64 {
-        let calls_before = dev_calls();
-        let mut child = env.spawn_group(&repo, &["epic", "run", "3", "--parallel", "2"]);
+        let calls_before = calls();
+        let mut child = env.spawn_group(repo, &["epic", "run", epic, "--parallel", "2"]);
         if round % 2 == 0 {
             let deadline = std::time::Instant::now() + Duration::from_secs(30);
-            while dev_calls() == calls_before
+            while calls() == calls_before
                 && std::time::Instant::now() < deadline
                 && child.try_wait().unwrap().is_none()
             {
@@ -69,19 +144,21 @@ fn an_epic_killed_at_spread_instants_resumes_without_repeating_a_finished_stage(
         }
         if let Some(exit) = child.try_wait().unwrap() {
             // It ran to its end: after the kills and the recoveries, that end is success.
-            let again = env.bmad(&repo, &["epic", "status", "3"]);
+            let again = env.bmad(repo, &["epic", "status", epic]);
             assert!(
                 exit.success(),
-                "epic run after {kills} kills ended {exit}: {}{}",
+                "epic run after {kills} kills ended {exit}: {}{}\n{}'s journal:\n{}",
                 again.stdout,
-                again.stderr
+                again.stderr,
+                keys[0],
+                env.bmad(repo, &["journal", keys[0]]).stdout
             );
             break;
         }
         kill_group(&mut child);
         kills += 1;
-        kills_in_steps += usize::from(dev_calls() > calls_before);
-        recover(&env, &repo, &format!("after kill {kills}"));
+        kills_in_steps += usize::from(calls() > calls_before);
+        recover(env, repo, &format!("after kill {kills}"));
     }
     assert!(
         kills >= 3 && kills_in_steps >= 2,
@@ -90,40 +167,43 @@ fn an_epic_killed_at_spread_instants_resumes_without_repeating_a_finished_stage(
     // Then to the end: resume (with doctor's fixes between, should it stop again).
     let mut said = Vec::new();
     for attempt in 0..4 {
-        let run = env.bmad(&repo, &["epic", "resume", "3"]);
+        let run = env.bmad(repo, &["epic", "resume", epic]);
         if run.code == 0 {
             said.clear();
             break;
         }
         said.push(format!("exit {}: {}{}", run.code, run.stdout, run.stderr));
-        said.push(env.bmad(&repo, &["journal", "3-1-api-client"]).stdout);
-        recover(&env, &repo, &format!("resume {attempt}"));
+        said.push(env.bmad(repo, &["journal", keys[0]]).stdout);
+        recover(env, repo, &format!("resume {attempt}"));
     }
     assert!(
         said.is_empty(),
         "epic resume never finished:\n{}",
         said.join("\n")
     );
-    let s = status(&env, &repo);
-    for key in KEYS {
+    let s = env
+        .bmad(repo, &["epic", "status", epic, "--json"])
+        .success()
+        .json();
+    for key in keys {
         assert_eq!(story(&s, key)["stage"], "done", "{key}: {s:#}");
     }
     assert_eq!(s["finished"], true);
 
     // No story started again once done, in the epic's journal.
-    let epic = journal(&env, &repo, "epic-3");
-    for key in KEYS {
-        let done = positions(&epic, "story_stage", key, Some("done"));
-        let started = positions(&epic, "story_stage", key, Some("started"));
+    let events = journal(env, repo, &format!("epic-{epic}"));
+    for key in keys {
+        let done = positions(&events, "story_stage", key, Some("done"));
+        let started = positions(&events, "story_stage", key, Some("started"));
         let first_done = *done.first().unwrap_or_else(|| panic!("{key} never done"));
         assert!(
             started.iter().all(|&i| i < first_done),
-            "{key} started again after it was done: {epic:#?}"
+            "{key} started again after it was done: {events:#?}"
         );
     }
     // No step of a story's pipeline started again once it completed, in its own journal.
-    for key in KEYS {
-        let events = journal(&env, &repo, key);
+    for key in keys {
+        let events = journal(env, repo, key);
         let steps: std::collections::BTreeSet<String> = events
             .iter()
             .filter_map(|e| e["step"].as_str().map(str::to_owned))

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Leaf helpers every layer may use; they themselves import nothing of ours.
-const HELPERS: &[&str] = &["diagnostic", "env", "fs", "text", "time"];
+const HELPERS: &[&str] = &["diagnostic", "env", "fs", "paths", "text", "time"];
 
 /// What each layer may import besides itself and the helpers (the contract's table).
 fn allowed() -> BTreeMap<&'static str, &'static [&'static str]> {

@@ -836,7 +836,7 @@ fn an_epic_story_with_the_real_claude_code_is_done_only_when_the_work_is_there()
                 story["state"]["reason"]
                     .as_str()
                     .unwrap()
-                    .contains("diff_nonempty"),
+                    .contains("changed_beyond"),
                 "{story:#}"
             );
         }

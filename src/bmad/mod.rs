@@ -14,6 +14,7 @@
 //! - [`workflow`]: workflows (`workflow.yaml`, instructions, step files) and templates.
 
 pub mod analysis;
+pub mod bookkeeping;
 mod change_log;
 mod key;
 pub mod layout;

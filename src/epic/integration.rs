@@ -22,9 +22,10 @@ use regex::Regex;
 
 use super::names::story_session_name;
 use super::options::EpicOptions;
-use super::plan::{touch_path, touched, Plan, Planned};
+use super::plan::{Plan, Planned};
 use super::state::{record, EpicState};
 use super::Error;
+use crate::paths::{names as touched, trimmed as touch_path};
 use crate::session::closeout::{self, ChangedFile};
 use crate::session::schema::Stage;
 use crate::session::schema::{Body, IntegrationChecked};

@@ -175,8 +175,8 @@ pub fn playbook(shape: Shape) -> String {
             approval_loop(&mut y);
         }
         let post = match id {
-            "create" | "draft" => "[]",
-            _ => "[diff_nonempty, tests_pass]",
+            "create" | "draft" => "[]".to_owned(),
+            _ => work_done(shape.era),
         };
         y.push_str(&format!(
             "  - id: {id}\n    command: {}\n    postconditions: {post}\n    escalate_on: [postcondition_failure]\n{}",
@@ -192,8 +192,9 @@ pub fn playbook(shape: Shape) -> String {
             break;
         }
         y.push_str(&format!(
-            "  - id: fix-{round}\n    description: fix what review {round} found\n    command: {}\n    when: {{findings: review-{round}}}\n    postconditions: [diff_nonempty, tests_pass]\n{}",
+            "  - id: fix-{round}\n    description: fix what review {round} found\n    command: {}\n    when: {{findings: review-{round}}}\n    postconditions: {}\n{}",
             quote(fix),
+            work_done(shape.era),
             abandon(shape.era, "fix")
         ));
     }
@@ -301,6 +302,22 @@ pub fn close_playbook(era: Era, retro: bool) -> Source {
 }
 
 /// A YAML double-quoted scalar.
+/// The postconditions of a step that implements: it changed more than BMAD's bookkeeping
+/// and the story's own file (a status line moved is no work, nor proof of it after a crash),
+/// and the tests pass.
+fn work_done(era: Era) -> String {
+    let own = match era {
+        Era::V611 => "*/spec-{args}.md",
+        Era::V6 | Era::V4 => "*/{args}.md",
+    };
+    let named: Vec<String> = crate::bmad::bookkeeping::BOOKKEEPING
+        .iter()
+        .chain([&own])
+        .map(|p| quote(p))
+        .collect();
+    format!("[{{changed_beyond: [{}]}}, tests_pass]", named.join(", "))
+}
+
 fn quote(text: &str) -> String {
     serde_json::to_string(text).unwrap_or_default()
 }

@@ -11,10 +11,10 @@ use super::names;
 use super::options::PlanOptions;
 use super::pipeline::{self, Era, Shape};
 use super::Error;
-use crate::bmad::analysis::preflight::wildcard;
 use crate::bmad::project::{Project, StoryView};
 use crate::bmad::queue::{self, Item};
 use crate::bmad::status::Status;
+use crate::paths;
 use crate::session::{self, Repo};
 
 /// What the run does with a story.
@@ -128,27 +128,11 @@ fn in_epic(story: &StoryView, epic: &str) -> bool {
         || story.key.starts_with(&format!("{epic}/"))
 }
 
-/// A `touches` entry as compared: no leading `./`, no trailing `/`.
-pub(super) fn touch_path(entry: &str) -> &str {
-    entry.trim_start_matches("./").trim_end_matches('/')
-}
-
-/// A `touches` entry names `path`: it is the path, a directory above it, or a pattern (`*`,
-/// `?`) that matches it.
-pub(super) fn touched(entry: &str, path: &str) -> bool {
-    let entry = touch_path(entry);
-    let path = touch_path(path);
-    if entry.contains(['*', '?']) {
-        return wildcard(entry.as_bytes(), path.as_bytes());
-    }
-    path == entry || path.starts_with(&format!("{entry}/"))
-}
-
 /// Two stories' `touches` overlap when an entry of one names an entry of the other (the
 /// same path, a directory above it, or a pattern matching it).
 fn touches_overlap(a: &[String], b: &[String]) -> bool {
     a.iter()
-        .any(|x| b.iter().any(|y| touched(x, y) || touched(y, x)))
+        .any(|x| b.iter().any(|y| paths::names(x, y) || paths::names(y, x)))
 }
 
 /// Plan `epic` of `project`.

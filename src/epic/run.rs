@@ -25,11 +25,9 @@ use super::state::{record, EpicState, OpenGate};
 use super::story::{run_story, End, Job, Message};
 use super::Error;
 use crate::bmad::project::Project;
-use crate::session::schema::EpicBudget;
 use crate::session::schema::{Body, EpicFinished, EpicStarted, Stage, StoryStage};
 use crate::session::{self, closeout, Repo, Session, StartOptions};
-use crate::supervisor::purse::{Amounts, Limits};
-use crate::supervisor::{Answer, Purse};
+use crate::supervisor::Answer;
 
 /// How an epic run ended.
 #[derive(Debug, Serialize)]
@@ -188,7 +186,7 @@ impl Epic<'_> {
         }
         let story_config = &story_config;
         // What the stories running at once spend together: each step draws its share.
-        let purse = &purse(state, &options.budget, options.parallel);
+        let purse = &super::state::purse(state, &options.budget, options.parallel);
         let (tx, rx) = mpsc::channel::<Message>();
         std::thread::scope(|scope| -> Result<(), Error> {
             loop {
@@ -441,23 +439,6 @@ impl Epic<'_> {
             .collect();
         Ok(out)
     }
-}
-
-/// The purse the run's stories share: the epic's budget, less what its stories spent.
-fn purse(state: &EpicState, budget: &EpicBudget, parallel: usize) -> Purse {
-    let micro = |usd: f64| (usd * 1e6).round() as u64;
-    let (usd, invocations, ms) = state.spent();
-    let limits = Limits {
-        micro_usd: budget.usd.map(micro),
-        invocations: budget.invocations,
-        ms: budget.time_secs.map(|s| s * 1000),
-    };
-    let spent = Amounts {
-        micro_usd: micro(usd),
-        invocations,
-        ms,
-    };
-    Purse::new(limits, spent, parallel)
 }
 
 /// Record the end of the run, with each story's stage counted.

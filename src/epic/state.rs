@@ -1,9 +1,11 @@
 //! An epic run's state is the epic session's journal replayed
-//! ([`crate::session::epic_state`]); this is how the run's record grows.
+//! ([`crate::session::epic_state`]); this is how the run's record grows, and what its
+//! stories may still spend together.
 
 use super::Error;
-use crate::session::schema::Body;
+use crate::session::schema::{Body, EpicBudget};
 use crate::session::{self, Decision, NewEvent, Repo, Session};
+use crate::supervisor::purse::{Amounts, Limits, Purse};
 
 pub use crate::session::epic_state::{EpicState, GateDecision, OpenGate, StoryState};
 
@@ -25,4 +27,21 @@ pub(super) fn record(
     )?;
     state.apply(&event);
     Ok(())
+}
+
+/// The purse the run's stories share: the epic's budget, less what its stories spent.
+pub(super) fn purse(state: &EpicState, budget: &EpicBudget, parallel: usize) -> Purse {
+    let micro = |usd: f64| (usd * 1e6).round() as u64;
+    let (usd, invocations, ms) = state.spent();
+    let limits = Limits {
+        micro_usd: budget.usd.map(micro),
+        invocations: budget.invocations,
+        ms: budget.time_secs.map(|s| s * 1000),
+    };
+    let spent = Amounts {
+        micro_usd: micro(usd),
+        invocations,
+        ms,
+    };
+    Purse::new(limits, spent, parallel)
 }

@@ -165,17 +165,27 @@ pub(super) fn run_story(
         run_time_ms: Some(report.state.run_time_ms),
         ..Default::default()
     };
+    let worktree = session
+        .open_worktree(&repo)?
+        .map(|w| w.workdir().to_path_buf())
+        .unwrap_or_else(|| session.worktree.clone());
     if let Some((stage, end)) = pipeline_end(&report.outcome, &session.worktree) {
+        // An agent that halted on a blocking condition (BMAD's way of asking a human) left
+        // no work, so its step's checks gated: the story is blocked, with its condition.
+        if end == End::Gated {
+            if let verify::Verdict::Blocked(condition) =
+                verify::story(&worktree, key, job.era, &baseline)?
+            {
+                send(numbers(Stage::Blocked, Some(condition)));
+                return Ok(End::Blocked);
+            }
+        }
         if let Some((stage, why)) = stage {
             send(numbers(stage, Some(why)));
         }
         return Ok(end);
     }
     send(numbers(Stage::Built, None));
-    let worktree = session
-        .open_worktree(&repo)?
-        .map(|w| w.workdir().to_path_buf())
-        .unwrap_or_else(|| session.worktree.clone());
     let sprint = match verify::story(&worktree, key, job.era, &baseline)? {
         verify::Verdict::Good { set_status } => set_status,
         verify::Verdict::Blocked(condition) => {
@@ -197,43 +207,13 @@ pub(super) fn run_story(
             session.id
         ),
     )?;
-    let judged = match judge_work(&repo, &session, job, &baseline, config, interrupt)? {
-        Ok((head, Judgement::Pass(evidence))) => (head, evidence),
-        Err(why) | Ok((_, Judgement::Fail(why))) => {
-            send(numbers(Stage::Failed, Some(why)));
-            return Ok(End::Failed);
-        }
-        Ok((head, Judgement::Ask(concern))) => {
-            if let Some(answer) = job.judge_answer {
-                let why = format!(
-                    "a human answered {} at its judge gate: it {}",
-                    answer.as_str(),
-                    concern.summary()
-                );
-                send(numbers(Stage::Failed, Some(why)));
-                return Ok(End::Failed);
-            }
-            report_concern(&repo, &session, &concern, head)?;
-            let why = format!(
-                "git-bmad's judge asks a human: it {}; git bmad answer -s {} continue lets it stand (skip or abort fails the story), then git bmad epic resume {}",
-                concern.summary(),
-                super::names::session_name(&job.epic),
-                job.epic
-            );
-            send(numbers(Stage::Gated, Some(why)));
-            return Ok(End::Asked(concern));
+    let judged = match verdict(&repo, &session, job, &baseline, config, interrupt)? {
+        Ok(judged) => judged,
+        Err((stage, why, end)) => {
+            send(numbers(stage, Some(why)));
+            return Ok(end);
         }
     };
-    // What is pushed is what was judged.
-    let now = closeout::branch_head(&repo, &session)?;
-    if now != Some(judged.0) {
-        let why = format!(
-            "the story's branch moved after git-bmad judged {} (now {now:?}): nothing is pushed; resume judges it again",
-            judged.0
-        );
-        send(numbers(Stage::Failed, Some(why)));
-        return Ok(End::Failed);
-    }
     let pr = super::closeout::pull_request(
         &repo,
         &session,
@@ -248,6 +228,56 @@ pub(super) fn run_story(
     done.tests = Some(judged.1);
     send(done);
     Ok(End::Done(sprint))
+}
+
+/// Where a story stops short of its pull request: the stage to record, why, and its end.
+type Stop = (Stage, String, End);
+
+/// The judge's verdict on the story's committed branch, as the story takes it: the commit
+/// to push and its evidence, or the stage, reason and end the story stops at. A question
+/// a human already answered with anything but `continue` fails the story; one not yet
+/// asked is journaled and asked at the epic's judge gate.
+fn verdict(
+    repo: &Repo,
+    session: &session::Session,
+    job: &Job,
+    baseline: &str,
+    config: &Config,
+    interrupt: &AtomicBool,
+) -> Result<Result<(session::ObjectId, String), Stop>, Error> {
+    let (head, evidence) = match judge_work(repo, session, job, baseline, config, interrupt)? {
+        Ok((head, Judgement::Pass(evidence))) => (head, evidence),
+        Err(why) | Ok((_, Judgement::Fail(why))) => {
+            return Ok(Err((Stage::Failed, why, End::Failed)))
+        }
+        Ok((head, Judgement::Ask(concern))) => {
+            if let Some(answer) = job.judge_answer {
+                let why = format!(
+                    "a human answered {} at its judge gate: it {}",
+                    answer.as_str(),
+                    concern.summary()
+                );
+                return Ok(Err((Stage::Failed, why, End::Failed)));
+            }
+            report_concern(repo, session, &concern, head)?;
+            let why = format!(
+                "git-bmad's judge asks a human: it {}; git bmad answer -s {} continue lets it stand (skip or abort fails the story), then git bmad epic resume {}",
+                concern.summary(),
+                super::names::session_name(&job.epic),
+                job.epic
+            );
+            return Ok(Err((Stage::Gated, why, End::Asked(concern))));
+        }
+    };
+    // What is pushed is what was judged.
+    let now = closeout::branch_head(repo, session)?;
+    if now != Some(head) {
+        let why = format!(
+            "the story's branch moved after git-bmad judged {head} (now {now:?}): nothing is pushed; resume judges it again"
+        );
+        return Ok(Err((Stage::Failed, why, End::Failed)));
+    }
+    Ok(Ok((head, evidence)))
 }
 
 /// Whether the story's committed branch holds work, and the judge's verdict on it: the

@@ -87,14 +87,7 @@ pub fn bookkeeping_only(changed: &[&str], story_file: Option<&str>) -> Option<St
     })
 }
 
-/// Whether `path` is BMAD's bookkeeping rather than work: a sprint status, a
-/// `stories.json`, git-bmad's own files under `.bmad/`, the story's own file (`story_file`).
-pub fn is_bookkeeping(path: &str, story_file: Option<&str>) -> bool {
-    let name = path.rsplit('/').next().unwrap_or(path);
-    matches!(name, "sprint-status.yaml" | "stories.json")
-        || path.starts_with(".bmad/")
-        || story_file.is_some_and(|f| f.trim_start_matches("./") == path)
-}
+pub use crate::bmad::bookkeeping::is_bookkeeping;
 
 #[cfg(test)]
 mod tests {

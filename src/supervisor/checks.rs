@@ -20,8 +20,10 @@ pub struct CheckEnv<'a> {
     pub test_command: Option<&'a str>,
     /// The timeout of a test run.
     pub timeout: Duration,
-    /// The paths the step changed, when known (for `diff_nonempty`).
+    /// The paths the step changed, when known (for `diff_nonempty`, `changed_beyond`).
     pub changed: Option<&'a [String]>,
+    /// The run's arguments, for `{args}` in a check's paths (a story's own file).
+    pub args: &'a [String],
     /// Set when the user interrupts: a running test command is stopped.
     pub interrupt: &'a std::sync::atomic::AtomicBool,
 }
@@ -118,6 +120,28 @@ pub fn evaluate(check: &Check, env: &CheckEnv<'_>) -> CheckOutcome {
                     [first, rest @ ..] => format!("changed {first} and {} more", rest.len()),
                 };
                 outcome(ok, "the worktree".into(), detail)
+            }
+            None => outcome(
+                false,
+                "the worktree".into(),
+                "a diff is only known right after a step ran".into(),
+            ),
+        },
+        Check::ChangedBeyond(named) => match env.changed {
+            Some(changed) => {
+                let args = env.args.join(" ");
+                let named: Vec<String> = named.iter().map(|n| n.replace("{args}", &args)).collect();
+                let beyond: Vec<&String> = changed
+                    .iter()
+                    .filter(|p| !named.iter().any(|n| crate::paths::names(n, p)))
+                    .collect();
+                let detail = match beyond.as_slice() {
+                    [] if changed.is_empty() => "the step changed no file".to_owned(),
+                    [] => format!("the step changed only {}", changed.join(", ")),
+                    [one] => format!("changed {one}"),
+                    [first, rest @ ..] => format!("changed {first} and {} more", rest.len()),
+                };
+                outcome(!beyond.is_empty(), "the worktree".into(), detail)
             }
             None => outcome(
                 false,
@@ -237,6 +261,7 @@ mod tests {
             test_command: None,
             timeout: Duration::from_secs(10),
             changed: Some(&changed),
+            args: &[],
             interrupt: &std::sync::atomic::AtomicBool::new(false),
         };
         assert!(evaluate(&Check::SpecExists, &env).ok);
@@ -251,6 +276,31 @@ mod tests {
             (false, "1 of 2 tasks checked")
         );
         assert!(evaluate(&Check::DiffNonempty, &env).ok);
+        // Work beyond what does not count: a status line alone is not work.
+        let status_only = vec![
+            "docs/stories/1.1.md".to_owned(),
+            "_bmad-output/sprint-status.yaml".to_owned(),
+        ];
+        let beyond = |changed: &[String]| {
+            let env = CheckEnv {
+                changed: Some(changed),
+                ..env.clone()
+            };
+            let args = ["1.1".to_owned()];
+            let env = CheckEnv { args: &args, ..env };
+            let named = vec![
+                "docs/stories/{args}.md".into(),
+                "*/sprint-status.yaml".into(),
+            ];
+            evaluate(&Check::ChangedBeyond(named), &env)
+        };
+        let only = beyond(&status_only);
+        assert!(!only.ok);
+        assert!(only
+            .detail
+            .starts_with("the step changed only docs/stories/1.1.md"));
+        assert!(beyond(&[status_only[0].clone(), "src/a.rs".into()]).ok);
+        assert!(!beyond(&[]).ok);
         assert!(!evaluate(&Check::FileExists("../x".into()), &env).ok);
         std::os::unix::fs::symlink("/etc", root.join("escape")).unwrap();
         assert!(!evaluate(&Check::FileExists("escape/passwd".into()), &env).ok);

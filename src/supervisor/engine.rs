@@ -6,13 +6,13 @@
 
 use std::collections::BTreeMap;
 
+mod budget;
 mod prompt;
 mod round;
 mod watchdog;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::attempt::{stall_hash, Attempt};
 use super::checks::evaluate;
 use super::decide::{self, GateRequest, Settlement};
 use super::error::{Error, Result};
@@ -21,10 +21,8 @@ use super::outcome::{Outcome, Report};
 use super::playbook::{self, Autonomy, Playbook, Step};
 use super::state::{Ended, RunState, StepStatus};
 use crate::config::Config;
-use crate::policy::agent;
-use crate::policy::secrets::redact;
-use crate::runner::{self, AgentResult, Invocation, Kind};
-use crate::session::schema::{Body, Next, RunStarted, StepStarted};
+use crate::runner::{self, Kind};
+use crate::session::schema::{Body, Next, RunStarted};
 use crate::session::{self, Decision, Event, NewEvent, Repo, Session, Status};
 
 /// What the caller wants.
@@ -37,9 +35,9 @@ pub enum Request {
         /// Arguments for its steps.
         args: Vec<String>,
     },
-    /// Run a playbook anew from its first step when this session's run of it completed
-    /// (or was aborted); otherwise the same as [`Request::Start`]. The epic runner asks
-    /// this for a story a human unblocked after its pipeline had finished.
+    /// Run a playbook anew from its first step when this session's run of it completed,
+    /// was aborted or waits at a gate; otherwise the same as [`Request::Start`]. The epic
+    /// runner asks this for a story a human unblocked after its agent halted.
     Restart {
         /// The playbook.
         source: Source,
@@ -91,8 +89,10 @@ pub fn supervise(
     let journal = session::read_journal(repo, &session.id)?;
     let state = RunState::replay(journal.events());
     let root = session.worktree.clone();
+    // A run parked at a gate is over too for a restart: the story's halt that parked it
+    // was resolved by a human outside it.
     let fresh = matches!(request, Request::Restart { .. })
-        && matches!(state.ended, Some(Ended::Completed | Ended::Aborted));
+        && (matches!(state.ended, Some(Ended::Completed | Ended::Aborted)) || state.gate.is_some());
     let request = match request {
         Request::Restart { source, args } => Request::Start { source, args },
         other => other,
@@ -289,27 +289,6 @@ struct Engine<'a> {
 }
 
 impl Engine<'_> {
-    /// The run stopped at the dollars it shares with others: the purse's limit and what all
-    /// of them spent.
-    fn shared_budget_stop(&self) -> Option<(NewEvent, Outcome)> {
-        let purse = self.purse?;
-        let limit = purse.limits().micro_usd?;
-        let spent = purse.spent().micro_usd;
-        Some(decide::limit_stop(super::purse::Exhausted::Usd {
-            limit,
-            spent,
-        }))
-    }
-
-    /// What this run spent so far, as a purse counts it.
-    fn spent(&self) -> super::purse::Amounts {
-        super::purse::Amounts {
-            micro_usd: self.state.cost_micro_usd,
-            invocations: self.state.invocations,
-            ms: self.state.run_time_ms,
-        }
-    }
-
     /// Journal an event (which renders it), fold it into the state, show it.
     fn record(&mut self, event: NewEvent) -> Result<Event> {
         let event = session::record(self.repo, self.session, event)?;
@@ -436,14 +415,9 @@ impl Engine<'_> {
                 self.record(event)?;
                 return Ok(outcome);
             }
-            let draw = match self.purse.map(|p| p.draw(runnable.len())) {
-                Some(Err(limit)) => {
-                    let (event, outcome) = decide::limit_stop(limit);
-                    self.record(event)?;
-                    return Ok(outcome);
-                }
-                Some(Ok(draw)) => Some(draw),
-                None => None,
+            let draw = match self.draw(runnable.len())? {
+                Ok(draw) => draw,
+                Err(outcome) => return Ok(outcome),
             };
             let before = self.spent();
             let attempts = self.run_round(&phase.id, &runnable, draw.as_ref());
@@ -492,173 +466,5 @@ impl Engine<'_> {
         self.mark(&format!("gate at {}", gate.step), Status::Gated, &gate.step)?;
         self.record(gate.opened(self.config.orchestration.escalation_threshold))?;
         Ok(())
-    }
-
-    /// Run steps at the same time (one, for a plain step), between two checkpoints.
-    fn run_round<'s>(
-        &mut self,
-        phase: &str,
-        steps: &[&'s Step],
-        draw: Option<&super::purse::Draw>,
-    ) -> Result<Vec<Attempt<'s>>> {
-        let ids: Vec<&str> = steps.iter().map(|s| s.id.as_str()).collect();
-        let tag = if steps.len() == 1 {
-            steps[0].id.clone()
-        } else {
-            phase.to_owned()
-        };
-        session::ensure_worktree_intact(self.repo, self.session)?;
-        let protected = self.protected_tips()?;
-        let (before, round_start) =
-            self.vetted_checkpoint(&format!("before {}", ids.join(", ")), &tag, &ids)?;
-        // The run's limit is on time spent in steps, summed: a round's steps share what is
-        // left of it, so no step runs past the limit however its own timeout is set.
-        let spent = std::time::Duration::from_millis(self.state.run_time_ms);
-        let left = self.playbook.limits.max_run_time.saturating_sub(spent);
-        let share = (left / steps.len().max(1) as u32).max(std::time::Duration::from_secs(1));
-        // Money likewise: a CLI that can stop itself at a dollar amount is given its share
-        // of what is left, so a running step stops at the budget (one request over at most).
-        let own_share = self.config.orchestration.budget_usd.map(|budget| {
-            let left = (budget - self.state.cost_micro_usd as f64 / 1e6).max(0.0);
-            left / steps.len().max(1) as f64
-        });
-        let drawn = draw.and_then(|d| d.micro_usd).map(|m| m as f64 / 1e6);
-        let budget_share = match (own_share, drawn) {
-            (Some(own), Some(drawn)) => Some(own.min(drawn)),
-            (own, drawn) => own.or(drawn),
-        };
-        let share = match draw.and_then(|d| d.ms) {
-            Some(ms) => share
-                .min(std::time::Duration::from_millis(ms).max(std::time::Duration::from_secs(1))),
-            None => share,
-        };
-        // Agents whose CLI takes a hook get the guard, unless the project's settings run it.
-        let guard = match std::env::current_exe() {
-            Ok(exe) if !agent::claude_guard_installed(&self.root) => {
-                Some(agent::guard_command_for(&exe))
-            }
-            _ => None,
-        };
-        let mut invocations = Vec::new();
-        for step in steps {
-            let agent = runner::agent(self.config, step.runner.as_deref(), step.role.as_deref())?;
-            let kind = agent.kind;
-            let number = self.state.step(&step.id).attempts + 1;
-            let prompt = self.prompt(step, kind);
-            self.record(
-                NewEvent::new(Body::StepStarted(StepStarted {
-                    attempt: number,
-                    runner: kind.as_str().to_owned(),
-                    model: agent.model.clone(),
-                    command: redact(&prompt),
-                    autonomy: step.autonomy.as_str().to_owned(),
-                    phase: (steps.len() > 1).then(|| phase.to_owned()),
-                }))
-                .step(Some(step.id.clone()))
-                .decision(Some(Decision::Auto)),
-            )?;
-            let program =
-                self.programs
-                    .get(&kind)
-                    .cloned()
-                    .ok_or_else(|| runner::Error::NotInstalled {
-                        runner: kind.as_str().to_owned(),
-                        program: kind.as_str().to_owned(),
-                    })?;
-            let mut env = vec![
-                ("BMAD_SESSION".into(), self.session.id.to_string()),
-                ("BMAD_STEP".into(), step.id.clone()),
-                ("BMAD_ATTEMPT".into(), number.to_string()),
-                ("BMAD_PLAYBOOK".into(), self.playbook.name.clone()),
-                ("BMAD_ARGS".into(), self.args.join(" ")),
-            ];
-            if let Some(findings) = self.findings_for(step) {
-                env.push(("BMAD_FINDINGS".into(), findings));
-            }
-            // The role's key, under the name its CLI reads; only ever in the agent's
-            // environment, never in an event.
-            if let (Some(var), Some(target)) = (&agent.api_key_env, kind.adapter().key_variable()) {
-                if let Ok(key) = std::env::var(var) {
-                    env.push((target.to_owned(), key));
-                }
-            }
-            invocations.push((
-                *step,
-                number,
-                Invocation {
-                    kind,
-                    program,
-                    prompt,
-                    model: agent.model.clone(),
-                    cwd: self.root.clone(),
-                    env,
-                    timeout: step.timeout.min(share),
-                    budget_usd: budget_share,
-                    allowed_commands: self.test_commands(step),
-                    guard: guard.clone(),
-                },
-            ));
-        }
-        let runners = &self.config.runners;
-        let interrupt = self.interrupt;
-        // A phase runs at most `max_concurrent_agents` agents at once, in document order.
-        let width = self.config.orchestration.max_concurrent_agents.max(1) as usize;
-        let mut results: Vec<std::result::Result<AgentResult, runner::Error>> = Vec::new();
-        for batch in invocations.chunks(width) {
-            std::thread::scope(|scope| {
-                let root = &self.root;
-                let handles: Vec<_> = batch
-                    .iter()
-                    .map(|(step, _, inv)| {
-                        let limit = step.no_progress;
-                        scope.spawn(move || watchdog::invoke(runners, inv, interrupt, limit, root))
-                    })
-                    .collect();
-                results.extend(handles.into_iter().map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(runner::Error::Wait {
-                            program: "agent".into(),
-                            source: std::io::Error::other("the thread running it panicked"),
-                        })
-                    })
-                }));
-            });
-        }
-        self.report_moved_protected(&protected, &ids)?;
-        // A worktree the round deleted or unlinked cannot be checkpointed or checked: its
-        // steps fail on that, with nothing changed to show.
-        let after = match self.worktree_damage()? {
-            Some(damage) => {
-                self.report_damage(&damage, &ids)?;
-                before.clone()
-            }
-            None => {
-                self.vetted_checkpoint(&format!("after {}", ids.join(", ")), &tag, &ids)?
-                    .0
-            }
-        };
-        let mut violations = self.round_violations(round_start, &ids)?;
-        let changes = before.work_changed_to(self.repo, &after)?;
-        let changed_paths: Vec<String> = changes.iter().map(|(p, _)| p.clone()).collect();
-        let mut attempts = Vec::new();
-        for ((step, number, _), result) in invocations.into_iter().zip(results) {
-            let checks = step
-                .postconditions
-                .iter()
-                .map(|c| evaluate(c, &self.check_env(step, Some(&changed_paths))))
-                .collect();
-            let error = result.as_ref().err().map(|e| e.to_string());
-            let hash = stall_hash(result.as_ref().ok(), error.as_deref(), &changes);
-            attempts.push(Attempt {
-                step,
-                number,
-                result,
-                checks,
-                hash,
-                changed: changes.len(),
-                violations: violations.remove(step.id.as_str()).unwrap_or_default(),
-            });
-        }
-        Ok(attempts)
     }
 }

@@ -213,7 +213,7 @@ fn matching_files(root: &Path, pattern: &str) -> Vec<String> {
         .flatten()
         .filter(|e| e.path().is_file())
         .filter_map(|e| e.file_name().to_str().map(str::to_owned))
-        .filter(|n| wildcard(name.as_bytes(), n.as_bytes()))
+        .filter(|n| crate::paths::wildcard(name.as_bytes(), n.as_bytes()))
         .map(|n| {
             dir.join(n)
                 .strip_prefix(root)
@@ -222,28 +222,6 @@ fn matching_files(root: &Path, pattern: &str) -> Vec<String> {
         .collect();
     out.sort();
     out
-}
-
-/// `*` any run, `?` one byte; iterative with one backtrack point, so linear-ish.
-pub(crate) fn wildcard(pattern: &[u8], name: &[u8]) -> bool {
-    let (mut p, mut n) = (0, 0);
-    let mut star: Option<(usize, usize)> = None;
-    while n < name.len() {
-        if p < pattern.len() && (pattern[p] == b'?' || pattern[p] == name[n]) {
-            p += 1;
-            n += 1;
-        } else if p < pattern.len() && pattern[p] == b'*' {
-            star = Some((p, n));
-            p += 1;
-        } else if let Some((sp, sn)) = star {
-            p = sp + 1;
-            n = sn + 1;
-            star = Some((sp, sn + 1));
-        } else {
-            return false;
-        }
-    }
-    pattern[p..].iter().all(|c| *c == b'*')
 }
 
 #[cfg(test)]
@@ -315,14 +293,5 @@ mod tests {
             (Overall::Failed, 66)
         );
         assert_eq!(p.missing, ["forgetful"]);
-    }
-
-    #[test]
-    fn wildcards() {
-        assert!(wildcard(b"*prd*.md", b"my-prd-v2.md"));
-        assert!(wildcard(b"epic-?.md", b"epic-1.md"));
-        assert!(!wildcard(b"*prd*.md", b"prd.txt"));
-        assert!(wildcard(b"*", b""));
-        assert!(!wildcard(b"a*b*c", b"aXbX"));
     }
 }

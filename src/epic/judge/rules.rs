@@ -118,8 +118,7 @@ pub fn out_of_scope(
     scope: &Scope<'_>,
     bookkeeping: impl Fn(&str) -> bool,
 ) -> Vec<String> {
-    let names =
-        |touches: &[String], p: &str| touches.iter().any(|t| crate::epic::plan::touched(t, p));
+    let names = |touches: &[String], p: &str| touches.iter().any(|t| crate::paths::names(t, p));
     paths
         .iter()
         .copied()

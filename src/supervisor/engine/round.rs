@@ -1,21 +1,175 @@
-//! What the supervisor checks around a round besides the agent's answer: a secret-free
-//! checkpoint before and after, the policy violations journaled meanwhile (by hooks, the
+//! One round of steps (one, or a parallel phase's), run between two checkpoints, and what
+//! the supervisor checks around it besides the agents' answers: a secret-free checkpoint
+//! before and after, the policy violations journaled meanwhile (by hooks, the
 //! guard, the checkpoint scan), journal lines git-bmad did not write and refs of its record
 //! something else moved.
 
 use std::collections::BTreeMap;
 
-use super::Engine;
-use crate::policy::SessionPolicy;
-use crate::session::schema::{Body, PolicyViolation};
+use super::{watchdog, Engine};
+use crate::policy::secrets::redact;
+use crate::policy::{agent, SessionPolicy};
+use crate::runner::{self, AgentResult, Invocation};
+use crate::session::schema::{Body, PolicyViolation, StepStarted};
 use crate::session::{self, Checkpoint, Decision, Journal, NewEvent, Status};
+use crate::supervisor::attempt::{stall_hash, Attempt};
+use crate::supervisor::checks::evaluate;
 use crate::supervisor::checks::CheckEnv;
 use crate::supervisor::decide;
 use crate::supervisor::error::Result;
 use crate::supervisor::playbook::Step;
+use crate::supervisor::purse::Draw;
 use crate::supervisor::state::StepStatus;
 
 impl Engine<'_> {
+    /// Run steps at the same time (one, for a plain step), between two checkpoints.
+    pub(super) fn run_round<'s>(
+        &mut self,
+        phase: &str,
+        steps: &[&'s Step],
+        draw: Option<&Draw>,
+    ) -> Result<Vec<Attempt<'s>>> {
+        let ids: Vec<&str> = steps.iter().map(|s| s.id.as_str()).collect();
+        let tag = if steps.len() == 1 {
+            steps[0].id.clone()
+        } else {
+            phase.to_owned()
+        };
+        session::ensure_worktree_intact(self.repo, self.session)?;
+        let protected = self.protected_tips()?;
+        let (before, round_start) =
+            self.vetted_checkpoint(&format!("before {}", ids.join(", ")), &tag, &ids)?;
+        let (share, budget_share) = self.shares(steps.len(), draw);
+        // Agents whose CLI takes a hook get the guard, unless the project's settings run it.
+        let guard = match std::env::current_exe() {
+            Ok(exe) if !agent::claude_guard_installed(&self.root) => {
+                Some(agent::guard_command_for(&exe))
+            }
+            _ => None,
+        };
+        let mut invocations = Vec::new();
+        for step in steps {
+            let agent = runner::agent(self.config, step.runner.as_deref(), step.role.as_deref())?;
+            let kind = agent.kind;
+            let number = self.state.step(&step.id).attempts + 1;
+            let prompt = self.prompt(step, kind);
+            self.record(
+                NewEvent::new(Body::StepStarted(StepStarted {
+                    attempt: number,
+                    runner: kind.as_str().to_owned(),
+                    model: agent.model.clone(),
+                    command: redact(&prompt),
+                    autonomy: step.autonomy.as_str().to_owned(),
+                    phase: (steps.len() > 1).then(|| phase.to_owned()),
+                }))
+                .step(Some(step.id.clone()))
+                .decision(Some(Decision::Auto)),
+            )?;
+            let program =
+                self.programs
+                    .get(&kind)
+                    .cloned()
+                    .ok_or_else(|| runner::Error::NotInstalled {
+                        runner: kind.as_str().to_owned(),
+                        program: kind.as_str().to_owned(),
+                    })?;
+            let mut env = vec![
+                ("BMAD_SESSION".into(), self.session.id.to_string()),
+                ("BMAD_STEP".into(), step.id.clone()),
+                ("BMAD_ATTEMPT".into(), number.to_string()),
+                ("BMAD_PLAYBOOK".into(), self.playbook.name.clone()),
+                ("BMAD_ARGS".into(), self.args.join(" ")),
+            ];
+            if let Some(findings) = self.findings_for(step) {
+                env.push(("BMAD_FINDINGS".into(), findings));
+            }
+            // The role's key, under the name its CLI reads; only ever in the agent's
+            // environment, never in an event.
+            if let (Some(var), Some(target)) = (&agent.api_key_env, kind.adapter().key_variable()) {
+                if let Ok(key) = std::env::var(var) {
+                    env.push((target.to_owned(), key));
+                }
+            }
+            invocations.push((
+                *step,
+                number,
+                Invocation {
+                    kind,
+                    program,
+                    prompt,
+                    model: agent.model.clone(),
+                    cwd: self.root.clone(),
+                    env,
+                    timeout: step.timeout.min(share),
+                    budget_usd: budget_share,
+                    allowed_commands: self.test_commands(step),
+                    guard: guard.clone(),
+                },
+            ));
+        }
+        let runners = &self.config.runners;
+        let interrupt = self.interrupt;
+        // A phase runs at most `max_concurrent_agents` agents at once, in document order.
+        let width = self.config.orchestration.max_concurrent_agents.max(1) as usize;
+        let mut results: Vec<std::result::Result<AgentResult, runner::Error>> = Vec::new();
+        for batch in invocations.chunks(width) {
+            std::thread::scope(|scope| {
+                let root = &self.root;
+                let handles: Vec<_> = batch
+                    .iter()
+                    .map(|(step, _, inv)| {
+                        let limit = step.no_progress;
+                        scope.spawn(move || watchdog::invoke(runners, inv, interrupt, limit, root))
+                    })
+                    .collect();
+                results.extend(handles.into_iter().map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(runner::Error::Wait {
+                            program: "agent".into(),
+                            source: std::io::Error::other("the thread running it panicked"),
+                        })
+                    })
+                }));
+            });
+        }
+        self.report_moved_protected(&protected, &ids)?;
+        // A worktree the round deleted or unlinked cannot be checkpointed or checked: its
+        // steps fail on that, with nothing changed to show.
+        let after = match self.worktree_damage()? {
+            Some(damage) => {
+                self.report_damage(&damage, &ids)?;
+                before.clone()
+            }
+            None => {
+                self.vetted_checkpoint(&format!("after {}", ids.join(", ")), &tag, &ids)?
+                    .0
+            }
+        };
+        let mut violations = self.round_violations(round_start, &ids)?;
+        let changes = before.work_changed_to(self.repo, &after)?;
+        let changed_paths: Vec<String> = changes.iter().map(|(p, _)| p.clone()).collect();
+        let mut attempts = Vec::new();
+        for ((step, number, _), result) in invocations.into_iter().zip(results) {
+            let checks = step
+                .postconditions
+                .iter()
+                .map(|c| evaluate(c, &self.check_env(step, Some(&changed_paths))))
+                .collect();
+            let error = result.as_ref().err().map(|e| e.to_string());
+            let hash = stall_hash(result.as_ref().ok(), error.as_deref(), &changes);
+            attempts.push(Attempt {
+                step,
+                number,
+                result,
+                checks,
+                hash,
+                changed: changes.len(),
+                violations: violations.remove(step.id.as_str()).unwrap_or_default(),
+            });
+        }
+        Ok(attempts)
+    }
+
     /// What the checks of `step` look at; `changed`: the paths its round changed, if known.
     pub(super) fn check_env<'e>(
         &'e self,
@@ -29,6 +183,7 @@ impl Engine<'_> {
             test_command: self.config.checks.test_command.as_deref(),
             timeout: step.timeout,
             changed,
+            args: &self.args,
             interrupt: self.interrupt,
         }
     }

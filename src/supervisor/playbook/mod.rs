@@ -128,6 +128,9 @@ pub enum Check {
     TestsPass(Option<String>),
     /// The step changed something in the worktree.
     DiffNonempty,
+    /// The step changed a file none of these names (paths, directories above, `*`/`?`
+    /// patterns): work beyond bookkeeping, such as a story's status line.
+    ChangedBeyond(Vec<String>),
 }
 
 /// Names of the vocabulary, for validation messages and the template.
@@ -149,6 +152,7 @@ pub mod vocabulary {
         "tests_pass",
         "tests_pass: <command>",
         "diff_nonempty",
+        "changed_beyond: [<path or pattern>, ...]",
     ];
     /// Fields of a step.
     pub const STEP_FIELDS: &[&str] = &[
@@ -203,6 +207,7 @@ impl fmt::Display for Check {
             Check::TestsPass(None) => f.write_str("tests_pass"),
             Check::TestsPass(Some(cmd)) => write!(f, "tests_pass: {cmd}"),
             Check::DiffNonempty => f.write_str("diff_nonempty"),
+            Check::ChangedBeyond(paths) => write!(f, "changed_beyond: [{}]", paths.join(", ")),
         }
     }
 }

@@ -431,6 +431,14 @@ impl Parser {
             ("tasks_all_checked", None) => Check::TasksAllChecked,
             ("checklist_written", None) => Check::ChecklistWritten,
             ("diff_nonempty", None) => Check::DiffNonempty,
+            ("changed_beyond", Some(list)) => {
+                let items = self.list(list, field)?;
+                let mut named = Vec::new();
+                for item in items {
+                    named.push(self.string(item, field)?);
+                }
+                Check::ChangedBeyond(named)
+            }
             ("tests_pass", None) => Check::TestsPass(None),
             ("tests_pass", Some(cmd)) => Check::TestsPass(Some(self.string(cmd, field)?)),
             ("file_exists", Some(path_node)) => {
@@ -444,6 +452,14 @@ impl Parser {
                     return None;
                 }
                 Check::FileExists(path)
+            }
+            ("changed_beyond", None) => {
+                self.error(
+                    node,
+                    field,
+                    "changed_beyond needs the paths that do not count: `changed_beyond: [docs/status.md]`",
+                );
+                return None;
             }
             ("file_exists", None) => {
                 self.error(

@@ -1,0 +1,73 @@
+//! The run's money and time, shared: what a round's steps may spend and take, and the
+//! purse a run shares with others going on at once (an epic's stories).
+
+use std::time::Duration;
+
+use super::Engine;
+use crate::session::NewEvent;
+use crate::supervisor::decide;
+use crate::supervisor::error::Result;
+use crate::supervisor::outcome::Outcome;
+use crate::supervisor::purse::{Amounts, Draw, Exhausted};
+
+impl Engine<'_> {
+    /// What each of a round's `steps` steps may take and spend: the run's limit is on time
+    /// in steps, summed, so they share what is left of it, and no step runs past it however
+    /// its own timeout is set; dollars likewise (a CLI that can stop itself at an amount is
+    /// given its share, so a running step stops at the budget, one request over at most).
+    /// `draw` is the round's allowance from a shared purse, which may be less.
+    pub(super) fn shares(&self, steps: usize, draw: Option<&Draw>) -> (Duration, Option<f64>) {
+        let n = steps.max(1);
+        let spent = Duration::from_millis(self.state.run_time_ms);
+        let left = self.playbook.limits.max_run_time.saturating_sub(spent);
+        let mut time = left / n as u32;
+        if let Some(ms) = draw.and_then(|d| d.ms) {
+            time = time.min(Duration::from_millis(ms));
+        }
+        let own = self.config.orchestration.budget_usd.map(|budget| {
+            let left = (budget - self.state.cost_micro_usd as f64 / 1e6).max(0.0);
+            left / n as f64
+        });
+        let drawn = draw.and_then(|d| d.micro_usd).map(|m| m as f64 / 1e6);
+        let money = match (own, drawn) {
+            (Some(own), Some(drawn)) => Some(own.min(drawn)),
+            (own, drawn) => own.or(drawn),
+        };
+        (time.max(Duration::from_secs(1)), money)
+    }
+
+    /// Draw a round of `steps` steps' allowance from the purse the run shares, if it shares
+    /// one: `Err(outcome)` when a shared limit is spent (journaled).
+    pub(super) fn draw(
+        &mut self,
+        steps: usize,
+    ) -> Result<std::result::Result<Option<Draw>, Outcome>> {
+        match self.purse.map(|p| p.draw(steps)) {
+            None => Ok(Ok(None)),
+            Some(Ok(draw)) => Ok(Ok(Some(draw))),
+            Some(Err(limit)) => {
+                let (event, outcome) = decide::limit_stop(limit);
+                self.record(event)?;
+                Ok(Err(outcome))
+            }
+        }
+    }
+
+    /// The run stopped at the dollars it shares with others: the purse's limit and what all
+    /// of them spent.
+    pub(super) fn shared_budget_stop(&self) -> Option<(NewEvent, Outcome)> {
+        let purse = self.purse?;
+        let limit = purse.limits().micro_usd?;
+        let spent = purse.spent().micro_usd;
+        Some(decide::limit_stop(Exhausted::Usd { limit, spent }))
+    }
+
+    /// What this run spent so far, as a purse counts it.
+    pub(super) fn spent(&self) -> Amounts {
+        Amounts {
+            micro_usd: self.state.cost_micro_usd,
+            invocations: self.state.invocations,
+            ms: self.state.run_time_ms,
+        }
+    }
+}
