@@ -52,6 +52,18 @@ fn installed() -> &'static Path {
     })
 }
 
+/// Point every agent CLI `cmd` runs at the scripted model API at `url`, with test keys.
+fn with_model(cmd: &mut Command, url: &str) {
+    cmd.env("ANTHROPIC_BASE_URL", url)
+        .env("ANTHROPIC_API_KEY", "sk-ant-test-key")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("CLAUDE_CODE_MAX_RETRIES", "1")
+        .env("OPENAI_API_KEY", "sk-openai-test-key")
+        .env("GEMINI_API_KEY", "gemini-test-key")
+        .env("GOOGLE_GEMINI_BASE_URL", url);
+}
+
 /// A repository with a playbook, a session, the CLI on PATH and its settings in HOME
 /// pointing at `api`.
 struct World {
@@ -117,16 +129,8 @@ impl World {
     /// `git bmad <args>` in the session, with the model API in the environment.
     fn bmad(&self, args: &[&str]) -> Run {
         let mut cmd = self.env.bmad_command(&self.worktree);
-        let url = self.api.url();
-        cmd.env("ANTHROPIC_BASE_URL", &url)
-            .env("ANTHROPIC_API_KEY", "sk-ant-test-key")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("CLAUDE_CODE_MAX_RETRIES", "1")
-            .env("OPENAI_API_KEY", "sk-openai-test-key")
-            .env("GEMINI_API_KEY", "gemini-test-key")
-            .env("GOOGLE_GEMINI_BASE_URL", &url)
-            .args(args);
+        with_model(&mut cmd, &self.api.url());
+        cmd.args(args);
         let output = cmd.output().expect("spawn git-bmad");
         Run {
             code: output.status.code().unwrap_or(-1),
@@ -612,6 +616,174 @@ fn a_token_budget_stops_every_cli_between_steps() {
     }
 }
 
+/// The built-in auto-feature playbook with the real Claude Code and the default config
+/// (`git bmad init`'s): spec-kit's slash commands expanded by the CLI, each step's work done
+/// through its tools, a verdict given only where the prompt asks for one. Every step is done
+/// on git-bmad's checks; the run waits at the pull request, and the answer opens it.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
+fn the_real_claude_code_completes_auto_feature_honestly_with_the_default_config() {
+    let env = TestEnv::new();
+    let edit = |path: &str, content: &str| Turn::Write {
+        path: path.into(),
+        content: content.into(),
+    };
+    let tasks = "specs/001-demo/tasks.md";
+    let api = ModelApi::start_by_prompt(vec![
+        (
+            "speckit-plan:",
+            vec![
+                edit("specs/001-demo/plan.md", "# Plan\nA main.rs.\n"),
+                Turn::Reply("Plan written.".into()),
+            ],
+        ),
+        (
+            "speckit-tasks:",
+            vec![
+                edit(tasks, "- [ ] T001 write src/main.rs\n"),
+                Turn::Reply("Tasks written.".into()),
+            ],
+        ),
+        (
+            "speckit-analyze:",
+            vec![Turn::Reply("Spec, plan and tasks agree.".into())],
+        ),
+        (
+            "speckit-implement:",
+            vec![
+                edit("src/main.rs", "fn main() {}\n"),
+                edit(tasks, "- [x] T001 write src/main.rs\n"),
+                Turn::Shell("make test".into()),
+                Turn::Reply("Implemented T001; make test passes.".into()),
+            ],
+        ),
+        (
+            "speckit-checklist:",
+            vec![
+                edit("specs/001-demo/checklists/qa.md", "- [ ] it builds\n"),
+                Turn::Reply("Checklist written.".into()),
+            ],
+        ),
+        (
+            "walk the QA checklist",
+            vec![
+                Turn::Shell("make test".into()),
+                Turn::Reply("make test passes; the checklist holds.".into()),
+            ],
+        ),
+    ]);
+    std::os::unix::fs::symlink(installed().join("claude"), env.root().join("bin/claude"))
+        .expect("link the CLI");
+    let repo = env.repo("proj");
+    for cmd in ["plan", "tasks", "analyze", "implement", "checklist"] {
+        write(
+            &repo,
+            &format!(".claude/commands/speckit.{cmd}.md"),
+            &format!("---\ndescription: {cmd}\n---\nspeckit-{cmd}: $ARGUMENTS\n"),
+        );
+    }
+    write(&repo, "specs/001-demo/spec.md", "# Feature: demo\n");
+    write(&repo, "Makefile", "test:\n\tsh test.sh\n");
+    write(&repo, "test.sh", "test -f src/main.rs\n");
+    env.bmad(&repo, &["init"]).success();
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "spec and git-bmad"]);
+    env.executable(
+        "gh",
+        "#!/bin/sh\necho \"https://github.com/example/proj/pull/1 ($*)\"\n",
+    );
+    let v = env
+        .bmad(
+            &repo,
+            &["start", "demo", "--playbook", "auto-feature", "--json"],
+        )
+        .success()
+        .json();
+    let wt = PathBuf::from(v["session"]["worktree"].as_str().unwrap());
+    let bmad = |args: &[&str]| {
+        let mut cmd = env.bmad_command(&wt);
+        with_model(&mut cmd, &api.url());
+        let output = cmd.args(args).output().expect("spawn git-bmad");
+        Run {
+            code: output.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    };
+    let journal = || -> Vec<Value> {
+        let run = bmad(&["journal", "--json"]);
+        serde_json::from_str(&run.stdout).unwrap_or_default()
+    };
+    let run = bmad(&["run"]);
+    let explain = |run: &Run| {
+        format!(
+            "exit {}\n{}\n{}\n{:#?}",
+            run.code,
+            run.stdout,
+            run.stderr,
+            journal()
+        )
+    };
+    assert_eq!(run.code, 3, "{}", explain(&run));
+    assert!(
+        run.stdout.contains("Waiting for you at step `pr`"),
+        "{}",
+        explain(&run)
+    );
+    let events = journal();
+    let done: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["event"] == "step_completed")
+        .collect();
+    let steps: Vec<&str> = done.iter().filter_map(|e| e["step"].as_str()).collect();
+    assert_eq!(
+        steps,
+        [
+            "plan",
+            "tasks",
+            "agreement",
+            "implement",
+            "agreement-check",
+            "qa-plan",
+            "qa-run"
+        ],
+        "{}",
+        explain(&run)
+    );
+    // Each verdict came from the model, asked for; no step needed a second attempt.
+    for step in ["agreement", "agreement-check", "qa-run"] {
+        let e = done.iter().find(|e| e["step"] == step).unwrap();
+        assert_eq!(e["detail"]["verdict"], "pass", "{e:#}");
+    }
+    assert!(
+        events
+            .iter()
+            .all(|e| e["event"] != "policy_violation" && e["event"] != "step_failed"),
+        "{}",
+        explain(&run)
+    );
+    assert_eq!(read(&wt, "src/main.rs"), "fn main() {}\n");
+    // The CLI expanded each slash command: the model saw spec-kit's own text.
+    let seen: String = api.seen().iter().map(|s| s.body.to_string()).collect();
+    assert!(
+        seen.contains("speckit-implement:"),
+        "the commands never reached the model"
+    );
+
+    let answered = bmad(&["answer", "continue"]);
+    assert_eq!(answered.code, 0, "{}", explain(&answered));
+    assert!(
+        answered
+            .stdout
+            .contains("Completed playbook auto-feature: 8/8 steps finished"),
+        "{}",
+        explain(&answered)
+    );
+}
+
 /// A dollar budget stops a step while it runs: Claude is given what is left of the run's
 /// budget and stops itself once a model request takes it past; the run then stops at its
 /// limit. Spent: the budget and at most one request more.
@@ -743,14 +915,9 @@ impl EpicWorld {
 
     /// `git bmad epic run <args>` with the model in the environment: exit code and output.
     fn run(&self, args: &[&str]) -> (Option<i32>, String) {
-        let output = self
-            .env
-            .bmad_command(&self.repo)
-            .env("ANTHROPIC_BASE_URL", self.api.url())
-            .env("ANTHROPIC_API_KEY", "sk-ant-test-key")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("CLAUDE_CODE_MAX_RETRIES", "1")
+        let mut cmd = self.env.bmad_command(&self.repo);
+        with_model(&mut cmd, &self.api.url());
+        let output = cmd
             .args(["epic", "run"])
             .args(args)
             .output()

@@ -34,6 +34,9 @@ pub enum Turn {
     SubagentShell(String),
     /// The final answer; the conversation ends.
     Answer(String),
+    /// The final answer, as a model that follows instructions gives it: with a last line
+    /// `VERDICT: PASS` when the conversation asks for a verdict, without one when not.
+    Reply(String),
     /// Answer this HTTP status and error message, `times` times, then go on to the next
     /// turn (`u32::MAX`: always).
     Fail {
@@ -63,6 +66,9 @@ pub struct ModelApi {
 
 struct Shared {
     script: Vec<Turn>,
+    /// Scripts chosen by the conversation's first message: the first whose marker it holds
+    /// (each invocation of a multi-step run gets its own).
+    by_prompt: Vec<(String, Vec<Turn>)>,
     seen: Arc<Mutex<Vec<Seen>>>,
     /// How often each failing turn has been answered.
     failures: Mutex<Vec<u32>>,
@@ -72,6 +78,21 @@ struct Shared {
 impl ModelApi {
     /// Serve `script` on an ephemeral port of 127.0.0.1.
     pub fn start(script: Vec<Turn>) -> ModelApi {
+        ModelApi::serve_scripts(script, Vec::new())
+    }
+
+    /// Serve one script per kind of conversation: each `(marker, script)` answers the
+    /// conversations whose first message holds `marker` (a slash command's own text, a
+    /// step's prompt); any other gets a bare answer.
+    pub fn start_by_prompt(scripts: Vec<(&str, Vec<Turn>)>) -> ModelApi {
+        let by_prompt = scripts
+            .into_iter()
+            .map(|(marker, script)| (marker.to_owned(), script))
+            .collect();
+        ModelApi::serve_scripts(Vec::new(), by_prompt)
+    }
+
+    fn serve_scripts(script: Vec<Turn>, by_prompt: Vec<(String, Vec<Turn>)>) -> ModelApi {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
         let port = listener.local_addr().expect("local addr").port();
         let stop = Arc::new(AtomicBool::new(false));
@@ -79,6 +100,7 @@ impl ModelApi {
         let shared = Arc::new(Shared {
             failures: Mutex::new(vec![0; script.len()]),
             script,
+            by_prompt,
             seen: seen.clone(),
             stop: stop.clone(),
         });
@@ -198,7 +220,17 @@ fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
         }
     }
     let index = tool_results(api, &body);
-    let turn = turn_at(shared, index);
+    let turn = if shared.by_prompt.is_empty() {
+        turn_at(shared, index)
+    } else {
+        let first = first_message(api, &body);
+        shared
+            .by_prompt
+            .iter()
+            .find(|(marker, _)| first.contains(marker.as_str()))
+            .and_then(|(_, script)| script.get(index).cloned())
+            .unwrap_or_else(|| Turn::Answer("done".into()))
+    };
     match turn {
         Turn::Fail {
             status, message, ..
@@ -208,6 +240,15 @@ fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             Ok(())
         }
         Turn::Answer(text) => reply(&mut stream, api, streamed, &[Part::Text(text)], false),
+        Turn::Reply(text) => {
+            let asked = body.to_string().contains("VERDICT: PASS or VERDICT: FAIL");
+            let text = if asked {
+                format!("{text}\nVERDICT: PASS")
+            } else {
+                text
+            };
+            reply(&mut stream, api, streamed, &[Part::Text(text)], false)
+        }
         Turn::Shell(command) => {
             let call = shell_call(api, &command);
             reply(&mut stream, api, streamed, &[call], true)
@@ -292,6 +333,17 @@ fn has_tools(api: Api, body: &Value) -> bool {
             .is_some_and(|t| t.iter().any(|t| t["functionDeclarations"].is_array())),
         _ => body["tools"].as_array().is_some_and(|t| !t.is_empty()),
     }
+}
+
+/// The text of the conversation's first message (the prompt, with what the CLI put
+/// around it), as JSON text.
+fn first_message(api: Api, body: &Value) -> String {
+    let list = match api {
+        Api::Anthropic => "messages",
+        Api::OpenAi => "input",
+        Api::Gemini => "contents",
+    };
+    body[list][0].to_string()
 }
 
 /// How many tool results the conversation holds so far.
