@@ -454,3 +454,60 @@ fn an_agent_that_guts_what_the_test_script_sources_waits_for_a_human() {
         &["judge-changed"],
     );
 }
+
+/// A project whose suite needs a submodule: the judge's clean checkout has it, from the
+/// repository's own copy (no network), at the commit the story's tree records.
+#[test]
+fn the_judges_checkout_has_the_projects_submodules() {
+    let env = TestEnv::new();
+    let repo = counted_project(&env);
+    let lib = env.repo("lib");
+    write(&lib, "check.sh", "echo 'ok - the library is there'\n");
+    env.git(&lib, &["add", "-A"]);
+    env.git(&lib, &["commit", "-qm", "a library"]);
+    env.git(
+        &repo,
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            &lib.to_string_lossy(),
+            "vendor/lib",
+        ],
+    );
+    write(
+        &repo,
+        "test.sh",
+        &format!("{}sh vendor/lib/check.sh\n", read(&repo, "test.sh")),
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-qm", "the suite needs the library"]);
+    env.git(&repo, &["push", "-q", "origin", "main"]);
+    // The library's own repository is gone: only the project's copy of it is left.
+    std::fs::remove_dir_all(&lib).unwrap();
+    run_story(&env, &repo).success();
+    let s = status(&env, &repo);
+    let st = story(&s, STORY);
+    assert_eq!(st["stage"], "done", "{s:#}");
+    let tests = st["state"]["tests"].as_str().unwrap_or_default();
+    assert!(tests.contains("3 tests passed (3 at the base"), "{tests}");
+    // Its session, submodule and all, is removed like any other (git alone refuses), but
+    // not while the submodule holds work of its own, which no checkpoint keeps.
+    let wt = env.root().join(format!("proj.{STORY}"));
+    write(&wt, "vendor/lib/check.sh", "echo 'ok - edited'\n");
+    let refused = env.bmad(&repo, &["remove", STORY]);
+    assert_ne!(refused.code, 0, "{}", refused.stdout);
+    assert!(
+        refused
+            .stderr
+            .contains("its submodule vendor/lib holds commits, edits or untracked files"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(read(&wt, "vendor/lib/check.sh"), "echo 'ok - edited'\n");
+    env.git(&wt.join("vendor/lib"), &["checkout", "--", "check.sh"]);
+    env.bmad(&repo, &["remove", STORY]).success();
+    assert!(!env.root().join(format!("proj.{STORY}")).exists());
+}

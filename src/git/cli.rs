@@ -37,7 +37,7 @@ pub const FALLBACK_EMAIL: &str = "git-bmad@localhost";
 pub(super) struct GitCli {
     program: PathBuf,
     git_dir: PathBuf,
-    workdir: PathBuf,
+    pub(super) workdir: PathBuf,
     /// git knows no identity here: its commits are git-bmad's fallback one.
     fallback_identity: bool,
 }
@@ -205,6 +205,7 @@ impl GitCli {
             "--quiet",
             &commit.to_string(),
         ])?;
+        inside.check_out_submodules(source)?;
         inside.run(["remote", "remove", "origin"]).map(drop)
     }
 

@@ -300,21 +300,36 @@ impl Repo {
         self.git().clean_checkout(self.common_dir(), commit, dir)
     }
 
-    /// `git worktree add -b <branch> <path> <base>`.
+    /// `git worktree add -b <branch> <path> <base>`, with the submodules checked out.
     pub fn add_worktree(&self, path: &Path, branch: &str, base: ObjectId) -> Result<()> {
         let _turn = worktree_add_turn(self.common_dir())?;
-        self.git().worktree_add(path, branch, base)
+        self.git().worktree_add(path, branch, base)?;
+        self.check_out_submodules_in(path);
+        Ok(())
     }
 
-    /// `git worktree add <path> <branch>`: a worktree on a branch that exists (short name).
+    /// `git worktree add <path> <branch>`: a worktree on a branch that exists (short name),
+    /// with the submodules checked out.
     pub fn add_worktree_on(&self, path: &Path, short_branch: &str) -> Result<()> {
         let _turn = worktree_add_turn(self.common_dir())?;
-        self.git().worktree_add_existing(path, short_branch)
+        self.git().worktree_add_existing(path, short_branch)?;
+        self.check_out_submodules_in(path);
+        Ok(())
     }
 
-    /// `git worktree remove [--force] <path>`.
+    /// `git worktree remove [--force] <path>`. git refuses any worktree with submodules
+    /// checked out, changed or not; one whose submodules hold nothing uncommitted or
+    /// untracked loses nothing, and is removed.
     pub fn remove_worktree(&self, path: &Path, force: bool) -> Result<()> {
-        self.git().worktree_remove(path, force)
+        match self.git().worktree_remove(path, force) {
+            Err(e) if !force && e.to_string().contains("containing submodules") => {
+                if !self.changed_submodules(path)?.is_empty() {
+                    return Err(e);
+                }
+                self.git().worktree_remove(path, true)
+            }
+            other => other,
+        }
     }
 
     /// Whether the worktree at `path` is one whose `git worktree add` was killed: git lists

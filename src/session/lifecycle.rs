@@ -375,6 +375,11 @@ fn work_remove_would_lose(repo: &Repo, session: &Session) -> Result<Vec<String>>
                 }
             ));
         }
+        for path in repo.changed_submodules(&session.worktree)? {
+            reasons.push(format!(
+                "its submodule {path} holds commits, edits or untracked files of its own, which no checkpoint keeps (commit and push them in the submodule)"
+            ));
+        }
     }
     if let Some(tip) = repo.read_ref(&session.branch)? {
         if repo.refs_containing(tip, &session.branch)?.is_empty() {
