@@ -677,6 +677,14 @@ fn a_status_only_story_is_not_work_and_gets_no_pull_request() {
     assert!(reason.contains("only BMAD's bookkeeping"), "{reason}");
     let gh = std::fs::read_to_string(env.root().join("home/agent/gh.log")).unwrap_or_default();
     assert!(!gh.contains("pr create"), "{gh}");
+    // Resumed, the story's pipeline runs anew (its finished run built nothing), and with an
+    // agent that does the work this time, the story is done.
+    dev_behaviour(&env, "");
+    env.bmad(&repo, &["epic", "resume", "3"]).success();
+    let s = status(&env, &repo);
+    assert_eq!(story(&s, "3-1-api-client")["stage"], "done", "{s:#}");
+    let dev_runs = read(&env.root(), "home/agent/dev.log");
+    assert_eq!(dev_runs.lines().count(), 2, "{dev_runs}");
 }
 
 /// `--max-time` cuts a hung agent: no step of a story runs past what is left of the

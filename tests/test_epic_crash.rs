@@ -23,6 +23,16 @@ fn journal(env: &TestEnv, repo: &Path, session: &str) -> Vec<Value> {
         .unwrap_or_default()
 }
 
+/// The positions of events of `kind`.
+fn positions_of(events: &[Value], kind: &str) -> Vec<usize> {
+    events
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e["event"] == kind)
+        .map(|(i, _)| i)
+        .collect()
+}
+
 /// The positions of events of `kind` for `step`.
 fn positions(events: &[Value], kind: &str, step: &str, stage: Option<&str>) -> Vec<usize> {
     events
@@ -116,6 +126,39 @@ fn a_v611_epic_killed_after_its_specs_say_done_resumes_on_the_work_not_the_word(
     }
 }
 
+/// BMAD v4: the Dev sets its story `Ready for Review` first and implements after; a kill in
+/// between leaves a story that says ready over work that is not there. Resume runs the
+/// killed step again, and every story ends done on its work.
+#[test]
+fn a_v4_epic_killed_after_its_dev_said_ready_resumes_on_the_work_not_the_word() {
+    let env = TestEnv::new();
+    let repo = crate::test_epic_v4::v4_project(&env);
+    crate::test_epic_v4::behaviour(
+        &env,
+        "dev",
+        &format!(
+            "echo \"$key\" >> \"$HOME/agent/dev.log\"\nset_status 'Ready for Review'\nsleep 0.5\n{}result \"implemented $key\"\n",
+            write_in_scope(
+                "docs/stories/$key.md",
+                "src/$(echo \"$key\" | cut -d. -f3 | cut -d- -f1)/$key.rs"
+            )
+        ),
+    );
+    // QA approves the draft as it is.
+    crate::test_epic_v4::behaviour(
+        &env,
+        "approve-1",
+        "set_status Approved\nresult 'Outcome: Approve'\n",
+    );
+    let keys = [
+        "4.1.api-client",
+        "4.2.storage",
+        "4.3.sync-engine",
+        "4.4.api-retries",
+    ];
+    kill_then_resume(&env, &repo, "4", &keys, "dev.log");
+}
+
 /// Kill `epic run <epic>` at spread instants (odd rounds counted from the launch, even
 /// rounds once an agent step has begun, as `log` in the agents' home shows), recovering
 /// with `doctor --fix` after each; then resume to the end and check that every story of
@@ -173,7 +216,12 @@ fn kill_then_resume(env: &TestEnv, repo: &Path, epic: &str, keys: &[&str], log: 
             break;
         }
         said.push(format!("exit {}: {}{}", run.code, run.stdout, run.stderr));
-        said.push(env.bmad(repo, &["journal", keys[0]]).stdout);
+        for key in keys {
+            said.push(format!(
+                "{key}:\n{}",
+                env.bmad(repo, &["journal", key]).stdout
+            ));
+        }
         recover(env, repo, &format!("resume {attempt}"));
     }
     assert!(
@@ -201,22 +249,43 @@ fn kill_then_resume(env: &TestEnv, repo: &Path, epic: &str, keys: &[&str], log: 
             "{key} started again after it was done: {events:#?}"
         );
     }
-    // No step of a story's pipeline started again once it completed, in its own journal.
+    // No step of a story's pipeline started again once it completed in the same run, in its
+    // own journal. (A story whose finished run committed no work runs its pipeline anew:
+    // a new run.)
     for key in keys {
         let events = journal(env, repo, key);
+        let runs = positions_of(&events, "run_started");
         let steps: std::collections::BTreeSet<String> = events
             .iter()
             .filter_map(|e| e["step"].as_str().map(str::to_owned))
             .collect();
         for step in steps {
-            let completed = positions(&events, "step_completed", &step, None);
-            let Some(&first) = completed.first() else {
-                continue;
-            };
-            let restarted = positions(&events, "step_started", &step, None);
+            for &done in &positions(&events, "step_completed", &step, None) {
+                let next_run = runs
+                    .iter()
+                    .copied()
+                    .find(|&r| r > done)
+                    .unwrap_or(usize::MAX);
+                let again = positions(&events, "step_started", &step, None)
+                    .into_iter()
+                    .any(|i| i > done && i < next_run);
+                assert!(
+                    !again,
+                    "{key}: step {step} started again after it completed"
+                );
+            }
+        }
+        if runs.len() > 1 {
+            // Only after a run that committed nothing but bookkeeping.
+            let failed = positions(
+                &journal(env, repo, &format!("epic-{epic}")),
+                "story_stage",
+                key,
+                Some("failed"),
+            );
             assert!(
-                restarted.iter().all(|&i| i < first),
-                "{key}: step {step} started again after it completed"
+                !failed.is_empty(),
+                "{key} ran its pipeline anew without failing first"
             );
         }
     }

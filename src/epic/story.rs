@@ -133,9 +133,16 @@ pub(super) fn run_story(
         let own = limited.orchestration.budget_usd.map_or(usd, |b| b.min(usd));
         limited.orchestration.budget_usd = Some(own);
     }
-    // A story a human unblocked after its pipeline had finished runs its pipeline anew.
+    // A story a human unblocked after its pipeline had finished runs its pipeline anew; so
+    // does one that failed because its finished pipeline committed nothing but a status
+    // line (a step killed after it marked the story, taken for done on what it left).
     let (source, args) = (job.source.clone(), vec![key.clone()]);
-    let request = if job.known.stage == Stage::Unblocked {
+    let nothing_built = job.known.stage == Stage::Failed
+        && matches!(
+            committed(&repo, &session, &baseline, job.story.file.as_deref())?,
+            Committed::OnlyBookkeeping(_)
+        );
+    let request = if job.known.stage == Stage::Unblocked || nothing_built {
         Request::Restart { source, args }
     } else {
         Request::Start { source, args }
@@ -292,22 +299,10 @@ fn judge_work(
     config: &Config,
     interrupt: &AtomicBool,
 ) -> Result<Result<(session::ObjectId, Judgement), String>, Error> {
-    let head = closeout::branch_head(repo, session)?;
-    let (Some(base), Some(head)) = (commit_id(baseline), head) else {
-        return Ok(Err(format!(
-            "the story's commits are gone (baseline {baseline:?}, head {head:?}): nothing to judge"
-        )));
+    let (base, head) = match committed(repo, session, baseline, job.story.file.as_deref())? {
+        Committed::Work { base, head } => (base, head),
+        Committed::Nothing(why) | Committed::OnlyBookkeeping(why) => return Ok(Err(why)),
     };
-    if head == base {
-        return Ok(Err(
-            "the story's branch has no commit after its baseline: nothing was implemented".into(),
-        ));
-    }
-    let changed = closeout::changes_since(repo, session, baseline)?.unwrap_or_default();
-    let paths: Vec<&str> = changed.iter().map(|c| c.path.as_str()).collect();
-    if let Some(why) = verify::bookkeeping_only(&paths, job.story.file.as_deref()) {
-        return Ok(Err(why));
-    }
     let timeout = job
         .limits
         .1
@@ -357,6 +352,45 @@ fn report_concern(
         )?;
     }
     Ok(())
+}
+
+/// What the story's branch holds after its baseline.
+enum Committed {
+    /// Commits that change more than BMAD's bookkeeping.
+    Work {
+        base: session::ObjectId,
+        head: session::ObjectId,
+    },
+    /// Commits that move only its bookkeeping (a status line), and why that is no work.
+    OnlyBookkeeping(String),
+    /// No commit, or its commits are gone, and why.
+    Nothing(String),
+}
+
+/// What `session`'s branch holds after `baseline`.
+fn committed(
+    repo: &Repo,
+    session: &session::Session,
+    baseline: &str,
+    story_file: Option<&str>,
+) -> Result<Committed, Error> {
+    let head = closeout::branch_head(repo, session)?;
+    let (Some(base), Some(head)) = (commit_id(baseline), head) else {
+        return Ok(Committed::Nothing(format!(
+            "the story's commits are gone (baseline {baseline:?}, head {head:?}): nothing to judge"
+        )));
+    };
+    if head == base {
+        return Ok(Committed::Nothing(
+            "the story's branch has no commit after its baseline: nothing was implemented".into(),
+        ));
+    }
+    let changed = closeout::changes_since(repo, session, baseline)?.unwrap_or_default();
+    let paths: Vec<&str> = changed.iter().map(|c| c.path.as_str()).collect();
+    Ok(match verify::bookkeeping_only(&paths, story_file) {
+        Some(why) => Committed::OnlyBookkeeping(why),
+        None => Committed::Work { base, head },
+    })
 }
 
 /// What follows a story's pipeline as it runs: each step's start goes to `progress`; with
