@@ -31,6 +31,7 @@ mod test_report;
 mod test_rollback;
 mod test_scan;
 mod test_session_state;
+mod test_shapes;
 mod test_start;
 mod test_stories;
 mod test_supervisor;

@@ -304,6 +304,7 @@ impl Repo {
     pub fn add_worktree(&self, path: &Path, branch: &str, base: ObjectId) -> Result<()> {
         let _turn = worktree_add_turn(self.common_dir())?;
         self.git().worktree_add(path, branch, base)?;
+        self.unsparse_index_in(path);
         self.check_out_submodules_in(path);
         Ok(())
     }
@@ -313,6 +314,7 @@ impl Repo {
     pub fn add_worktree_on(&self, path: &Path, short_branch: &str) -> Result<()> {
         let _turn = worktree_add_turn(self.common_dir())?;
         self.git().worktree_add_existing(path, short_branch)?;
+        self.unsparse_index_in(path);
         self.check_out_submodules_in(path);
         Ok(())
     }

@@ -21,6 +21,7 @@ mod repo;
 mod signing;
 mod snapshot;
 mod snapshot_cache;
+mod sparse;
 mod submodules;
 mod watch;
 mod worktree_scan;

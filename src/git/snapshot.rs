@@ -435,6 +435,14 @@ impl Repo {
     }
 
     fn dirt_of(&self, untracked: UntrackedFiles, sample: usize) -> Result<Dirt> {
+        if self.index_is_sparse()? {
+            let untracked = match untracked {
+                UntrackedFiles::None => super::sparse::Untracked::No,
+                UntrackedFiles::Collapsed => super::sparse::Untracked::Collapsed,
+                UntrackedFiles::Files => super::sparse::Untracked::All,
+            };
+            return self.dirt_by_git(untracked, sample);
+        }
         let iter = self
             .status_platform(untracked)?
             .into_iter(Vec::<BString>::new())
@@ -455,6 +463,10 @@ impl Repo {
     /// Every path that may differ between HEAD, the index and the worktree; and whether the
     /// index differs from HEAD.
     fn changed_paths(&self) -> Result<(BTreeSet<String>, bool)> {
+        if self.index_is_sparse()? {
+            let (paths, staged) = self.status_by_git(super::sparse::Untracked::All)?;
+            return Ok((paths.into_iter().collect(), staged));
+        }
         let iter = self
             .status_platform(UntrackedFiles::Files)?
             .into_iter(Vec::<BString>::new())

@@ -1,0 +1,82 @@
+//! Repositories of the shapes real ones have, through a session's whole life: start,
+//! checkpoint, rollback, undo, remove.
+
+use crate::common::{read, write, TestEnv};
+
+/// A sparse checkout with a sparse index (`sparse-checkout --sparse-index`, as Scalar sets
+/// it): the main worktree's index holds whole directories as single entries. Sessions start
+/// from it, and their own worktree keeps the sparse checkout with a full index: every
+/// command works, and what lies outside the cone is neither lost nor recorded as deleted.
+#[test]
+fn a_sparse_index_repository_gets_sessions_that_work_through_their_whole_life() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    write(&repo, "lib/deep/x.rs", "// outside the cone\n");
+    write(&repo, "app/y.rs", "// inside\n");
+    write(&repo, "top.md", "# top\n");
+    env.bmad(&repo, &["init"]).success();
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-qm", "a project"]);
+    env.git(
+        &repo,
+        &["sparse-checkout", "init", "--cone", "--sparse-index"],
+    );
+    env.git(&repo, &["sparse-checkout", "set", "app"]);
+    // For every worktree, as Scalar sets it.
+    env.git(&repo, &["config", "--local", "index.sparse", "true"]);
+    assert_eq!(env.git(&repo, &["config", "index.sparse"]).trim(), "true");
+    assert!(!repo.join("lib").exists());
+    // A dirty check of the sparse main worktree reads its index through git.
+    write(&repo, "app/y.rs", "// changed in main\n");
+    let refused = env.bmad(&repo, &["start", "s"]);
+    assert_ne!(refused.code, 0);
+    assert!(refused.stderr.contains("app/y.rs"), "{}", refused.stderr);
+    env.git(&repo, &["checkout", "--", "app/y.rs"]);
+
+    let (_, wt) = env.start(&repo, "s");
+    assert!(
+        !wt.join("lib").exists(),
+        "the session keeps the sparse checkout"
+    );
+    write(&wt, "app/y.rs", "// the agent's edit\n");
+    write(&wt, "app/new.rs", "// new\n");
+    // The agent stages: git writes the session's index as its configuration says.
+    env.git(&wt, &["add", "app/new.rs"]);
+    env.bmad(&wt, &["checkpoint", "-m", "work"]).success();
+    let checkpoints = env.git(
+        &wt,
+        &[
+            "for-each-ref",
+            "--format=%(objectname)",
+            "refs/bmad/sessions/*/checkpoints",
+        ],
+    );
+    let tree = env.git(&wt, &["ls-tree", "-r", "--name-only", checkpoints.trim()]);
+    for path in ["lib/deep/x.rs", "top.md", "app/y.rs", "app/new.rs"] {
+        assert!(
+            tree.lines().any(|l| l == path),
+            "{path} not in the checkpoint: {tree}"
+        );
+    }
+    env.bmad(&wt, &["rollback", "1"]).success();
+    assert_eq!(read(&wt, "app/y.rs"), "// inside\n");
+    assert!(!wt.join("app/new.rs").exists());
+    let flags = env.git(&wt, &["ls-files", "-t", "lib/deep/x.rs"]);
+    assert!(
+        flags.starts_with("S "),
+        "out of the cone after the rollback: {flags}"
+    );
+    env.bmad(&wt, &["undo"]).success();
+    assert_eq!(read(&wt, "app/y.rs"), "// the agent's edit\n");
+    assert_eq!(read(&wt, "app/new.rs"), "// new\n");
+    let doctor = env.bmad(&repo, &["doctor"]);
+    assert_eq!(doctor.code, 0, "{}{}", doctor.stdout, doctor.stderr);
+    env.bmad(&wt, &["checkpoint", "-m", "again"]).success();
+    env.git(&wt, &["add", "-A"]);
+    env.git(&wt, &["commit", "-qm", "the work"]);
+    env.git(&repo, &["merge", "-q", "bmad/s"]);
+    env.bmad(&repo, &["remove", "s"]).success();
+    assert!(!wt.exists());
+    // The main worktree is as sparse as before.
+    assert_eq!(env.git(&repo, &["config", "index.sparse"]).trim(), "true");
+}
