@@ -133,20 +133,7 @@ pub(super) fn run_story(
         let own = limited.orchestration.budget_usd.map_or(usd, |b| b.min(usd));
         limited.orchestration.budget_usd = Some(own);
     }
-    // A story a human unblocked after its pipeline had finished runs its pipeline anew; so
-    // does one that failed because its finished pipeline committed nothing but a status
-    // line (a step killed after it marked the story, taken for done on what it left).
-    let (source, args) = (job.source.clone(), vec![key.clone()]);
-    let nothing_built = job.known.stage == Stage::Failed
-        && matches!(
-            committed(&repo, &session, &baseline, job.story.file.as_deref())?,
-            Committed::OnlyBookkeeping(_)
-        );
-    let request = if job.known.stage == Stage::Unblocked || nothing_built {
-        Request::Restart { source, args }
-    } else {
-        Request::Start { source, args }
-    };
+    let request = request(&repo, &session, job, &baseline)?;
     let report = supervisor::supervise(
         &repo,
         &session,
@@ -241,9 +228,11 @@ pub(super) fn run_story(
 type Stop = (Stage, String, End);
 
 /// The judge's verdict on the story's committed branch, as the story takes it: the commit
-/// to push and its evidence, or the stage, reason and end the story stops at. A question
-/// a human already answered with anything but `continue` fails the story; one not yet
-/// asked is journaled and asked at the epic's judge gate.
+/// to push and its evidence, or the stage, reason and end the story stops at. A branch with
+/// no commit after its baseline, or only BMAD's bookkeeping, stops before any test runs;
+/// then git-bmad's own tools judge exactly the commit it pushes. A question a human already
+/// answered with anything but `continue` fails the story; one not yet asked is journaled
+/// and asked at the epic's judge gate.
 fn verdict(
     repo: &Repo,
     session: &session::Session,
@@ -252,12 +241,30 @@ fn verdict(
     config: &Config,
     interrupt: &AtomicBool,
 ) -> Result<Result<(session::ObjectId, String), Stop>, Error> {
-    let (head, evidence) = match judge_work(repo, session, job, baseline, config, interrupt)? {
-        Ok((head, Judgement::Pass(evidence))) => (head, evidence),
-        Err(why) | Ok((_, Judgement::Fail(why))) => {
+    let (base, head) = match committed(repo, session, baseline, job.story.file.as_deref())? {
+        Committed::Work { base, head } => (base, head),
+        Committed::Nothing(why) | Committed::OnlyBookkeeping(why) => {
             return Ok(Err((Stage::Failed, why, End::Failed)))
         }
-        Ok((head, Judgement::Ask(concern))) => {
+    };
+    let timeout = job
+        .limits
+        .1
+        .map_or(JUDGE_TIMEOUT, |left| left.min(JUDGE_TIMEOUT));
+    let work = super::judge::Work {
+        base,
+        head,
+        scope: super::judge::Scope {
+            own: &job.story.touches,
+            others: &job.others,
+        },
+        story_file: job.story.file.as_deref(),
+        accepted: job.judge_answer == Some(Answer::Continue),
+    };
+    let evidence = match super::judge::judge(repo, &work, config, timeout, interrupt)? {
+        Judgement::Pass(evidence) => evidence,
+        Judgement::Fail(why) => return Ok(Err((Stage::Failed, why, End::Failed))),
+        Judgement::Ask(concern) => {
             if let Some(answer) = job.judge_answer {
                 let why = format!(
                     "a human answered {} at its judge gate: it {}",
@@ -285,40 +292,6 @@ fn verdict(
         return Ok(Err((Stage::Failed, why, End::Failed)));
     }
     Ok(Ok((head, evidence)))
-}
-
-/// Whether the story's committed branch holds work, and the judge's verdict on it: the
-/// commit judged and the verdict, or why there is nothing to judge. A branch with no commit
-/// after its baseline, or with only BMAD's bookkeeping, fails before any test runs; then
-/// git-bmad's own tools, on exactly the commit it pushes.
-fn judge_work(
-    repo: &Repo,
-    session: &session::Session,
-    job: &Job,
-    baseline: &str,
-    config: &Config,
-    interrupt: &AtomicBool,
-) -> Result<Result<(session::ObjectId, Judgement), String>, Error> {
-    let (base, head) = match committed(repo, session, baseline, job.story.file.as_deref())? {
-        Committed::Work { base, head } => (base, head),
-        Committed::Nothing(why) | Committed::OnlyBookkeeping(why) => return Ok(Err(why)),
-    };
-    let timeout = job
-        .limits
-        .1
-        .map_or(JUDGE_TIMEOUT, |left| left.min(JUDGE_TIMEOUT));
-    let work = super::judge::Work {
-        base,
-        head,
-        scope: super::judge::Scope {
-            own: &job.story.touches,
-            others: &job.others,
-        },
-        story_file: job.story.file.as_deref(),
-        accepted: job.judge_answer == Some(Answer::Continue),
-    };
-    let judgement = super::judge::judge(repo, &work, config, timeout, interrupt)?;
-    Ok(Ok((head, judgement)))
 }
 
 /// Journal what the judge asks about as policy violations of the story's session, once per
@@ -352,6 +325,29 @@ fn report_concern(
         )?;
     }
     Ok(())
+}
+
+/// What the story's pipeline is asked: to run (or go on). A story a human unblocked after
+/// its pipeline had finished runs it anew; so does one that failed because its finished
+/// pipeline committed nothing but a status line (a step killed after it marked the story,
+/// taken for done on what it left).
+fn request(
+    repo: &Repo,
+    session: &session::Session,
+    job: &Job,
+    baseline: &str,
+) -> Result<Request, Error> {
+    let (source, args) = (job.source.clone(), vec![job.story.key.clone()]);
+    let nothing_built = job.known.stage == Stage::Failed
+        && matches!(
+            committed(repo, session, baseline, job.story.file.as_deref())?,
+            Committed::OnlyBookkeeping(_)
+        );
+    Ok(if job.known.stage == Stage::Unblocked || nothing_built {
+        Request::Restart { source, args }
+    } else {
+        Request::Start { source, args }
+    })
 }
 
 /// What the story's branch holds after its baseline.

@@ -441,7 +441,13 @@ impl Repo {
                 UntrackedFiles::Collapsed => super::sparse::Untracked::Collapsed,
                 UntrackedFiles::Files => super::sparse::Untracked::All,
             };
-            return self.dirt_by_git(untracked, sample);
+            let (mut paths, _) = self.status_by_git(untracked)?;
+            paths.sort();
+            paths.dedup();
+            return Ok(Dirt {
+                count: paths.len(),
+                sample: paths.into_iter().take(sample).collect(),
+            });
         }
         let iter = self
             .status_platform(untracked)?

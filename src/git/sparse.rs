@@ -8,7 +8,6 @@ use std::path::Path;
 
 use super::cli::GitCli;
 use super::error::{Error, Result};
-use super::snapshot::Dirt;
 use super::Repo;
 
 /// Which untracked files a status counts.
@@ -44,17 +43,6 @@ impl Repo {
             .git()
             .run(["status", "--porcelain=v2", "-z", "--no-renames", mode])?;
         Ok(parse_status(&out))
-    }
-
-    /// [`Repo::status_by_git`] as a [`Dirt`].
-    pub(super) fn dirt_by_git(&self, untracked: Untracked, sample: usize) -> Result<Dirt> {
-        let (mut paths, _) = self.status_by_git(untracked)?;
-        paths.sort();
-        paths.dedup();
-        Ok(Dirt {
-            count: paths.len(),
-            sample: paths.into_iter().take(sample).collect(),
-        })
     }
 
     /// Give the new worktree at `path` a full index when git gave it a sparse one: its
