@@ -677,17 +677,7 @@ fn the_real_claude_code_completes_auto_feature_honestly_with_the_default_config(
     ]);
     std::os::unix::fs::symlink(installed().join("claude"), env.root().join("bin/claude"))
         .expect("link the CLI");
-    let repo = env.repo("proj");
-    for cmd in ["plan", "tasks", "analyze", "implement", "checklist"] {
-        write(
-            &repo,
-            &format!(".claude/commands/speckit.{cmd}.md"),
-            &format!("---\ndescription: {cmd}\n---\nspeckit-{cmd}: $ARGUMENTS\n"),
-        );
-    }
-    write(&repo, "specs/001-demo/spec.md", "# Feature: demo\n");
-    write(&repo, "Makefile", "test:\n\tsh test.sh\n");
-    write(&repo, "test.sh", "test -f src/main.rs\n");
+    let repo = crate::test_supervisor::speckit_files(&env);
     env.bmad(&repo, &["init"]).success();
     env.git(&repo, &["add", "-A"]);
     env.git(&repo, &["commit", "-q", "-m", "spec and git-bmad"]);

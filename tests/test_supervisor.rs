@@ -69,15 +69,16 @@ pub(crate) fn steps_of(events: &[Value], name: &str) -> Vec<String> {
         .collect()
 }
 
-/// A project with spec-kit's commands installed for Claude, a finished spec, and git-bmad
-/// set up and committed.
-pub(crate) fn speckit_project(env: &TestEnv) -> PathBuf {
+/// A project with spec-kit's commands installed for Claude (each command's text starts
+/// with `speckit-<command>:`, then its arguments), a finished spec, and tests that pass once
+/// `src/main.rs` exists; not yet committed.
+pub(crate) fn speckit_files(env: &TestEnv) -> PathBuf {
     let repo = env.repo("proj");
     for cmd in ["plan", "tasks", "analyze", "implement", "checklist"] {
         write(
             &repo,
             &format!(".claude/commands/speckit.{cmd}.md"),
-            &format!("---\ndescription: {cmd}\n---\n$ARGUMENTS\n"),
+            &format!("---\ndescription: {cmd}\n---\nspeckit-{cmd}: $ARGUMENTS\n"),
         );
     }
     write(&repo, "specs/001-demo/spec.md", "# Feature: demo\n");
@@ -88,6 +89,13 @@ pub(crate) fn speckit_project(env: &TestEnv) -> PathBuf {
         "test.sh",
         "test -f src/main.rs || { echo 'FAIL: no src/main.rs'; exit 1; }\n",
     );
+    repo
+}
+
+/// A project with spec-kit's commands installed for Claude, a finished spec, and git-bmad
+/// set up and committed.
+pub(crate) fn speckit_project(env: &TestEnv) -> PathBuf {
+    let repo = speckit_files(env);
     let init = env.bmad(&repo, &["init"]).success();
     assert!(
         init.stdout
