@@ -80,3 +80,80 @@ fn a_sparse_index_repository_gets_sessions_that_work_through_their_whole_life() 
     // The main worktree is as sparse as before.
     assert_eq!(env.git(&repo, &["config", "index.sparse"]).trim(), "true");
 }
+
+/// The tree of the session's newest checkpoint.
+fn checkpoint_tree(env: &TestEnv, wt: &std::path::Path) -> String {
+    let chain = env.git(
+        wt,
+        &[
+            "for-each-ref",
+            "--format=%(refname)",
+            "refs/bmad/sessions/*/checkpoints",
+        ],
+    );
+    let tree = env.git(wt, &["rev-parse", &format!("{}^{{tree}}", chain.trim())]);
+    tree.trim().to_owned()
+}
+
+/// A directory swapped for a symlink to a directory (as checking out an old commit of
+/// cargo does): the checkpoint records the link, as git does, never the files seen through
+/// it; rolling back to before the swap brings the directory and its files back, and undo
+/// brings the link back. Both ways, each checkpoint equals `git add -A`'s tree.
+#[test]
+fn a_directory_swapped_for_a_symlink_is_recorded_as_git_records_it() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    write(&repo, "lib/a.rs", "// a\n");
+    write(&repo, "lib/deep/b.rs", "// b\n");
+    // What the link will lead to holds the same names.
+    write(&repo, "vendored/a.rs", "// vendored a\n");
+    write(&repo, "vendored/deep/b.rs", "// vendored b\n");
+    write(&repo, "vendored/c.rs", "// c\n");
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-qm", "a project"]);
+    let (_, wt) = env.start(&repo, "s");
+    let before = env.last_checkpoint(&wt);
+
+    std::fs::remove_dir_all(wt.join("lib")).unwrap();
+    std::os::unix::fs::symlink("vendored", wt.join("lib")).unwrap();
+    env.bmad(&wt, &["checkpoint", "-m", "swapped"]).success();
+    let tree = checkpoint_tree(&env, &wt);
+    assert_eq!(
+        tree,
+        env.worktree_tree(&wt),
+        "the checkpoint is not git's view"
+    );
+    let listed = env.git(&wt, &["ls-tree", "-r", &tree]);
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.starts_with("120000") && l.ends_with("\tlib")),
+        "{listed}"
+    );
+    assert!(
+        !listed.contains("lib/"),
+        "files seen through the link: {listed}"
+    );
+
+    env.bmad(&wt, &["rollback", &before]).success();
+    assert!(!wt
+        .join("lib")
+        .symlink_metadata()
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(read(&wt, "lib/a.rs"), "// a\n");
+    assert_eq!(read(&wt, "lib/deep/b.rs"), "// b\n");
+    assert_eq!(read(&wt, "vendored/c.rs"), "// c\n");
+    env.bmad(&wt, &["undo"]).success();
+    let link = wt.join("lib").symlink_metadata().unwrap();
+    assert!(link.file_type().is_symlink());
+    assert_eq!(read(&wt, "lib/c.rs"), "// c\n");
+
+    // And back: the link swapped for a directory again.
+    std::fs::remove_file(wt.join("lib")).unwrap();
+    write(&wt, "lib/new.rs", "// new\n");
+    env.bmad(&wt, &["checkpoint", "-m", "a directory again"])
+        .success();
+    assert_eq!(checkpoint_tree(&env, &wt), env.worktree_tree(&wt));
+}

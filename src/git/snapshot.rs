@@ -211,6 +211,11 @@ impl Repo {
         use std::os::unix::ffi::OsStrExt;
         use std::os::unix::fs::PermissionsExt;
         let full = self.workdir().join(path);
+        // Below a symlink is outside the worktree, as git sees it (a directory swapped for a
+        // link to one): the link is what is recorded, not what it leads to.
+        if self.beyond_symlink(path) {
+            return Ok((Stored::Nothing, Stat::default()));
+        }
         let meta = match std::fs::symlink_metadata(&full) {
             Ok(meta) => meta,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -368,6 +373,9 @@ impl Repo {
     fn file_head(&self, path: &str) -> Result<Option<Vec<u8>>> {
         use std::io::Read;
         let full = self.workdir().join(path);
+        if self.beyond_symlink(path) {
+            return Ok(None);
+        }
         let Ok(meta) = std::fs::symlink_metadata(&full) else {
             return Ok(None);
         };
@@ -384,6 +392,23 @@ impl Repo {
             .and_then(|f| f.take(VET_LIMIT).read_to_end(&mut bytes))
             .map_err(|e| Error::io("could not read (to check it)", &full, e))?;
         Ok(Some(bytes))
+    }
+
+    /// Whether a directory on the way to `path` (relative to the worktree) is a symlink:
+    /// then `path` is not in the worktree as git sees it, whatever is found through the link.
+    pub fn beyond_symlink(&self, path: &str) -> bool {
+        let mut dir = self.workdir().to_path_buf();
+        let mut parts = path.split('/').peekable();
+        while let Some(part) = parts.next() {
+            if parts.peek().is_none() {
+                return false;
+            }
+            dir.push(part);
+            if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
+                return true;
+            }
+        }
+        false
     }
 
     /// `tree` without `paths` (a path absent from it is no error).

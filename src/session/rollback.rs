@@ -424,8 +424,11 @@ fn changes_to(
 ) -> Result<(Vec<TreeChange>, Vec<String>)> {
     let changes = wt.diff_trees(from, target)?;
     for change in &changes {
+        // What is found through a symlinked directory is not there, as git sees it.
         let on_disk = || {
-            std::fs::symlink_metadata(wt.workdir().join(&change.path)).is_ok_and(|m| !m.is_dir())
+            !wt.beyond_symlink(&change.path)
+                && std::fs::symlink_metadata(wt.workdir().join(&change.path))
+                    .is_ok_and(|m| !m.is_dir())
         };
         if change.status == 'A' && on_disk() {
             uncovered.push(change.path.clone());
