@@ -175,7 +175,16 @@ impl Watcher {
                 self.unwatch_tree(&path);
             } else if event.mask & (libc::IN_CREATE | libc::IN_MOVED_TO) != 0 {
                 if self.watch_tree(path.clone()).is_err() {
+                    // A directory it cannot watch (the user's inotify watches ran out): it
+                    // would be blind there from now on, so it stops. Snapshots scan until a
+                    // watcher can see everything again.
+                    tracing::warn!(
+                        dir = %String::from_utf8_lossy(&path),
+                        "the watcher could not watch a new directory: it stops, and snapshots scan"
+                    );
                     self.forget();
+                    self.stop = true;
+                    return;
                 }
             } else {
                 // A directory's own mode or times mean nothing to a snapshot.
@@ -377,6 +386,39 @@ mod tests {
 
         assert!(!watcher.stop);
         ask_stop(&mut watcher);
+        assert!(watcher.stop);
+    }
+
+    /// A new directory it cannot watch (here a path longer than the kernel takes, as a
+    /// spent watch limit refuses one) stops the watcher with no answer: the snapshot asking
+    /// scans, and so does every later one until a new watcher sees everything.
+    #[test]
+    fn a_directory_it_cannot_watch_stops_it_rather_than_leave_it_blind() {
+        use rustix::fs::{mkdirat, openat, Mode, OFlags};
+        let dir = tempfile::tempdir().unwrap();
+        let mut watcher = Watcher::new(dir.path()).unwrap();
+        let epoch = watcher.epoch;
+        ask(&mut watcher, "since -\n");
+        // Created relative to each parent: no single call sees the whole path.
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let mut fd = openat(rustix::fs::CWD, dir.path(), flags, Mode::empty()).unwrap();
+        let name = "d".repeat(200);
+        for _ in 0..25 {
+            mkdirat(&fd, name.as_str(), Mode::from_raw_mode(0o755)).unwrap();
+            fd = openat(&fd, name.as_str(), flags, Mode::empty()).unwrap();
+        }
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        (&theirs)
+            .write_all(format!("since {epoch} 1\n").as_bytes())
+            .unwrap();
+        watcher.answer(ours);
+        let mut reply = Vec::new();
+        (&theirs).read_to_end(&mut reply).unwrap();
+        assert!(
+            reply.is_empty(),
+            "answered: {}",
+            String::from_utf8_lossy(&reply)
+        );
         assert!(watcher.stop);
     }
 
