@@ -157,3 +157,31 @@ fn a_directory_swapped_for_a_symlink_is_recorded_as_git_records_it() {
         .success();
     assert_eq!(checkpoint_tree(&env, &wt), env.worktree_tree(&wt));
 }
+
+/// An intent-to-add entry (`git add -N`, as some agents and `git add -p` flows leave): the
+/// checkpoint keeps it, and a rollback to that checkpoint brings it back, as undo takes it
+/// away again.
+#[test]
+fn an_intent_to_add_entry_survives_checkpoint_rollback_and_undo() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    write(&repo, "a.rs", "// a\n");
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-qm", "a project"]);
+    let (_, wt) = env.start(&repo, "s");
+    write(&wt, "new.rs", "// new\n");
+    env.git(&wt, &["add", "-N", "new.rs"]);
+    let status = |env: &TestEnv| env.git(&wt, &["status", "--porcelain"]);
+    assert_eq!(status(&env), " A new.rs\n");
+    env.bmad(&wt, &["checkpoint", "-m", "intent"]).success();
+    let marked = env.last_checkpoint(&wt);
+
+    env.git(&wt, &["reset", "-q"]);
+    write(&wt, "a.rs", "// changed\n");
+    assert_eq!(status(&env), " M a.rs\n?? new.rs\n");
+    env.bmad(&wt, &["rollback", &marked]).success();
+    assert_eq!(status(&env), " A new.rs\n");
+    assert_eq!(read(&wt, "new.rs"), "// new\n");
+    env.bmad(&wt, &["undo"]).success();
+    assert_eq!(status(&env), " M a.rs\n?? new.rs\n");
+}

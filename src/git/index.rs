@@ -17,7 +17,7 @@ use super::ObjectId;
 pub enum SavedIndex {
     /// The tree the index describes.
     Tree(ObjectId),
-    /// The index file itself, as a blob: it has unmerged entries.
+    /// The index file itself, as a blob: it has unmerged or intent-to-add entries.
     Raw(ObjectId),
 }
 
@@ -118,6 +118,26 @@ impl Repo {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// This worktree's index file, saved whole, when it holds intent-to-add entries (`git
+    /// add -N`), which no tree can hold; `None` when it holds none.
+    pub fn index_with_intent_to_add(&self) -> Result<Option<SavedIndex>> {
+        let index = self
+            .gix()
+            .index_or_empty()
+            .map_err(|e| Error::gix("could not read the index", e))?;
+        let intent = index
+            .entries()
+            .iter()
+            .any(|e| e.flags.contains(gix::index::entry::Flags::INTENT_TO_ADD));
+        if !intent {
+            return Ok(None);
+        }
+        let copy = self.copy_index()?;
+        let bytes = std::fs::read(copy.path())
+            .map_err(|e| Error::io("could not read the index copy", copy.path(), e))?;
+        Ok(Some(SavedIndex::Raw(self.write_blob(&bytes)?)))
     }
 
     /// Make this worktree's index what `saved` describes; files on disk are not touched.

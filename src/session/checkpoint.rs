@@ -60,7 +60,9 @@ impl Recorded {
             };
             Ok((state, Vec::new()))
         };
-        if staged == Some(false) {
+        // Intent-to-add entries (`git add -N`) are in no tree: such an index is kept whole.
+        let intent_to_add = wt.index_with_intent_to_add()?;
+        if staged == Some(false) && intent_to_add.is_none() {
             return without_index();
         }
         let head_tree = match head {
@@ -68,13 +70,19 @@ impl Recorded {
             None => wt.empty_tree(),
         };
         let saved = wt.save_index()?;
-        if staged.is_none() && saved == SavedIndex::Tree(head_tree) {
+        if staged.is_none() && saved == SavedIndex::Tree(head_tree) && intent_to_add.is_none() {
             return without_index();
         }
         let committed = super::policy::Committed::in_tree(wt, head_tree);
         let mut vet =
             |path: &str, bytes: &[u8]| policy.admit(path, bytes, &|| committed.holds(bytes));
         let (saved, kept_out) = wt.vet_saved_index(saved, head_tree, tree, &mut vet)?;
+        // Whole only when every staged file passed: one kept out is saved as HEAD has it,
+        // which only the tree form can say (the intent-to-add marks are lost then).
+        let saved = match intent_to_add {
+            Some(raw) if kept_out.is_empty() => raw,
+            _ => saved,
+        };
         let index = Some(wt.write_saved_index(saved)?);
         Ok((Recorded::State { tree, head, index }, kept_out))
     }
