@@ -285,6 +285,32 @@ fn force_pushes_are_refused_in_every_spelling() {
             s(&["origin", "feat"])
         },
     );
+    // A force push in two steps: the branch deleted (allowed), then pushed again rewritten.
+    for delete in [":feat", "--delete"] {
+        scenario(
+            &format!("deleted with {delete}, pushed again rewritten"),
+            Expect::Refused("force-push"),
+            |fx| {
+                let args: &[&str] = if delete == "--delete" {
+                    &["origin", "--delete", "feat"]
+                } else {
+                    &["origin", ":feat"]
+                };
+                assert_eq!(fx.push(&fx.repo, args).code, 0, "the deletion is allowed");
+                rewrite(fx);
+                s(&["origin", "feat"])
+            },
+        );
+    }
+    scenario(
+        "deleted, pushed again with what it held",
+        Expect::Allowed,
+        |fx| {
+            assert_eq!(fx.push(&fx.repo, &["origin", ":feat"]).code, 0);
+            commit(&fx.env, &fx.repo, "more.txt", "more\n");
+            s(&["origin", "feat"])
+        },
+    );
 }
 
 #[test]

@@ -182,6 +182,16 @@ fn check_refs(
                     r,
                     format!("{r} is protected and cannot be deleted"),
                 );
+            } else if r.starts_with("refs/heads/") && !is_zero(&line.remote_oid) {
+                // Deleted, the branch could be pushed again with other history: what it
+                // held is kept, and a push that creates it again must contain it.
+                if let Err(e) = remember_deleted(repo, remote, r, &line.remote_oid) {
+                    refuse(
+                        &rules::ANCESTRY_UNKNOWN,
+                        r,
+                        format!("cannot keep what the remote's {r} held before deleting it ({e}); refusing to be safe"),
+                    );
+                }
             } else if r.starts_with("refs/tags/") {
                 // Deleted, a published tag could come back pointing elsewhere.
                 refuse(
@@ -203,6 +213,20 @@ fn check_refs(
             continue;
         }
         if is_zero(&line.remote_oid) {
+            // A branch pushed again after a deletion: what it held must still be in it.
+            if let Some(before) = deleted_before(repo, remote, r)? {
+                match ancestry(repo, &before.to_string(), &line.local_oid)? {
+                    Ancestry::FastForward => {}
+                    _ => {
+                        refuse(
+                            &rules::FORCE_PUSH,
+                            r,
+                            format!("the remote's {r} was deleted at {} and is pushed again without it: this is a force push in two steps that would discard remote commits", short(&before.to_string())),
+                        );
+                        continue;
+                    }
+                }
+            }
             outgoing.push(i);
             continue;
         }
@@ -230,6 +254,36 @@ fn check_refs(
         }
     }
     Ok(outgoing)
+}
+
+/// Where what a deleted remote branch held is kept: one ref per remote and branch.
+fn deleted_ref(remote: &str, refname: &str) -> String {
+    let remote: String = remote
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("refs/bmad/pushed-away/{remote}/{refname}")
+}
+
+/// Keep `tip`, what the remote's `refname` held as this push deletes it.
+fn remember_deleted(repo: &Repo, remote: &str, refname: &str, tip: &str) -> Result<(), Error> {
+    let name = deleted_ref(remote, refname);
+    let tip = ObjectId::from_hex(tip.as_bytes())
+        .map_err(|e| Error::Git(crate::git::Error::Corrupt(format!("{tip:?}: {e}"))))?;
+    let now = repo.read_ref(&name)?;
+    repo.cas_ref(&name, now, tip, "bmad: a pushed branch deleted")?;
+    Ok(())
+}
+
+/// What the remote's `refname` held when a push of this repository deleted it, if one did.
+fn deleted_before(repo: &Repo, remote: &str, refname: &str) -> Result<Option<ObjectId>, Error> {
+    Ok(repo.read_ref(&deleted_ref(remote, refname))?)
 }
 
 /// Secrets in the commits that would leave this repository.
