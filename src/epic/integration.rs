@@ -25,7 +25,7 @@ use super::options::EpicOptions;
 use super::plan::{Plan, Planned};
 use super::state::{record, EpicState};
 use super::Error;
-use crate::paths::{names as touched, trimmed as touch_path};
+use crate::paths;
 use crate::session::closeout::{self, ChangedFile};
 use crate::session::schema::Stage;
 use crate::session::schema::{Body, IntegrationChecked};
@@ -152,7 +152,7 @@ pub fn check(
     let mut overlaps = Vec::new();
     for d in dependents {
         for f in changes {
-            if d.touches.iter().any(|t| touched(t, &f.path)) {
+            if d.touches.iter().any(|t| paths::names(t, &f.path)) {
                 overlaps.push(format!("{}: {}", d.key, f.path));
             }
         }
@@ -219,10 +219,10 @@ pub fn summary(checked: &IntegrationChecked) -> String {
 
 /// A `touches` entry is near the file: it names it, or it lies in the file's directory.
 fn near(entry: &str, path: &str) -> bool {
-    if touched(entry, path) {
+    if paths::names(entry, path) {
         return true;
     }
-    let entry = touch_path(entry);
+    let entry = paths::trimmed(entry);
     let dir = path.rsplit_once('/').map_or("", |(d, _)| d);
     let entry_dir = entry.rsplit_once('/').map_or("", |(d, _)| d);
     !dir.is_empty() && (entry_dir == dir || entry == dir)

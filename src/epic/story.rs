@@ -13,7 +13,7 @@ use super::plan::Planned;
 use super::verify;
 use super::Error;
 use crate::config::Config;
-use crate::session::schema::{Answer, Body, PolicyViolation, Stage, StoryStage};
+use crate::session::schema::{Answer, Body, Stage, StoryStage};
 use crate::session::{self, closeout, NewEvent, Repo, StartOptions};
 use crate::supervisor::{self, Outcome, Request, Source};
 
@@ -241,8 +241,13 @@ fn verdict(
     config: &Config,
     interrupt: &AtomicBool,
 ) -> Result<Result<(session::ObjectId, String), Stop>, Error> {
-    let (base, head) = match committed(repo, session, baseline, job.story.file.as_deref())? {
-        Committed::Work { base, head } => (base, head),
+    let (base, head, changes) = match committed(repo, session, baseline, job.story.file.as_deref())?
+    {
+        Committed::Work {
+            base,
+            head,
+            changes,
+        } => (base, head, changes),
         Committed::Nothing(why) | Committed::OnlyBookkeeping(why) => {
             return Ok(Err((Stage::Failed, why, End::Failed)))
         }
@@ -254,6 +259,7 @@ fn verdict(
     let work = super::judge::Work {
         base,
         head,
+        changes: &changes,
         scope: super::judge::Scope {
             own: &job.story.touches,
             others: &job.others,
@@ -275,10 +281,9 @@ fn verdict(
             }
             report_concern(repo, session, &concern, head)?;
             let why = format!(
-                "git-bmad's judge asks a human: it {}; git bmad answer -s {} continue lets it stand (skip or abort fails the story), then git bmad epic resume {}",
+                "git-bmad's judge asks a human: it {}; git bmad answer -s {} continue lets it stand and the run goes on (skip or abort fails the story)",
                 concern.summary(),
                 super::names::session_name(&job.epic),
-                job.epic
             );
             return Ok(Err((Stage::Gated, why, End::Asked(concern))));
         }
@@ -312,15 +317,15 @@ fn report_concern(
         session::record(
             repo,
             session,
-            NewEvent::new(Body::PolicyViolation(PolicyViolation {
-                hook: "judge".into(),
-                rule: (*rule).into(),
+            NewEvent::violation(
+                "judge",
+                rule,
                 subject,
-                reason: format!(
+                format!(
                     "the story's branch {}; a human decides at the epic's judge gate",
                     concern.summary()
                 ),
-            }))
+            )
             .decision(Some(session::Decision::Escalated)),
         )?;
     }
@@ -352,10 +357,11 @@ fn request(
 
 /// What the story's branch holds after its baseline.
 enum Committed {
-    /// Commits that change more than BMAD's bookkeeping.
+    /// Commits that change more than BMAD's bookkeeping, and what they change.
     Work {
         base: session::ObjectId,
         head: session::ObjectId,
+        changes: Vec<session::TreeChange>,
     },
     /// Commits that move only its bookkeeping (a status line), and why that is no work.
     OnlyBookkeeping(String),
@@ -381,11 +387,15 @@ fn committed(
             "the story's branch has no commit after its baseline: nothing was implemented".into(),
         ));
     }
-    let changed = closeout::changes_since(repo, session, baseline)?.unwrap_or_default();
-    let paths: Vec<&str> = changed.iter().map(|c| c.path.as_str()).collect();
+    let changes = repo.diff_trees(base, head).map_err(session::Error::from)?;
+    let paths: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
     Ok(match verify::bookkeeping_only(&paths, story_file) {
         Some(why) => Committed::OnlyBookkeeping(why),
-        None => Committed::Work { base, head },
+        None => Committed::Work {
+            base,
+            head,
+            changes,
+        },
     })
 }
 

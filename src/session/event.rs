@@ -200,6 +200,23 @@ impl NewEvent {
         }
     }
 
+    /// A policy violation `hook` found (`rule`, what it is about, why), decided by git-bmad
+    /// itself.
+    pub fn violation(
+        hook: &str,
+        rule: &str,
+        subject: impl Into<String>,
+        reason: impl Into<String>,
+    ) -> Self {
+        NewEvent::new(Body::PolicyViolation(super::schema::PolicyViolation {
+            hook: hook.to_owned(),
+            rule: rule.to_owned(),
+            subject: subject.into(),
+            reason: reason.into(),
+        }))
+        .decision(Some(Decision::Auto))
+    }
+
     /// A copy of another journal's event (`sync` merging journals): the same kind, detail,
     /// step and time, with where it came from and who vouched for it.
     pub fn copy_of(event: &Event, provenance: Provenance) -> Self {

@@ -98,6 +98,8 @@ pub struct Work<'a> {
     pub base: ObjectId,
     /// The commit to be pushed.
     pub head: ObjectId,
+    /// What the branch changes from `base` to `head`.
+    pub changes: &'a [TreeChange],
     /// Its `touches`, and every other story's.
     pub scope: rules::Scope<'a>,
     /// Its own file, which moving its status changes.
@@ -184,9 +186,7 @@ fn concern(repo: &Repo, work: &Work<'_>, command: Option<&str>) -> Result<Concer
     let named = command
         .map(|c| rules::named_files(c, at_base))
         .unwrap_or_default();
-    let changes = repo
-        .diff_trees(base, work.head)
-        .map_err(session::Error::from)?;
+    let changes = work.changes;
     let paths: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
     let judges: Vec<&str> = paths
         .iter()
@@ -202,7 +202,7 @@ fn concern(repo: &Repo, work: &Work<'_>, command: Option<&str>) -> Result<Concer
         let judges = judges.iter().map(|p| p.to_string()).collect();
         concern.findings.push((JUDGE_CHANGED.id, judges));
     }
-    let removed = removed_tests(&changes);
+    let removed = removed_tests(changes);
     if !removed.is_empty() {
         concern.findings.push((TESTS_REMOVED.id, removed));
     }

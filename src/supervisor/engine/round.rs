@@ -10,7 +10,7 @@ use super::{watchdog, Engine};
 use crate::policy::secrets::redact;
 use crate::policy::{agent, SessionPolicy};
 use crate::runner::{self, AgentResult, Invocation};
-use crate::session::schema::{Body, PolicyViolation, StepStarted};
+use crate::session::schema::{Body, StepStarted};
 use crate::session::{self, Checkpoint, Decision, Journal, NewEvent, Status};
 use crate::supervisor::attempt::{stall_hash, Attempt};
 use crate::supervisor::checks::evaluate;
@@ -243,17 +243,16 @@ impl Engine<'_> {
         let step = round_step(ids);
         for finding in &policy.take_found() {
             self.record(
-                NewEvent::new(Body::PolicyViolation(PolicyViolation {
-                    hook: "checkpoint".into(),
-                    rule: finding.rule.to_owned(),
-                    subject: finding.location(),
-                    reason: format!(
+                NewEvent::violation(
+                    "checkpoint",
+                    finding.rule,
+                    finding.location(),
+                    format!(
                         "{} ({}) kept out of the checkpoint; remove it from the worktree",
                         finding.description, finding.excerpt
                     ),
-                }))
-                .step(step.clone())
-                .decision(Some(Decision::Auto)),
+                )
+                .step(step.clone()),
             )?;
         }
         Ok((checkpoint, taken.event.seq))
@@ -281,20 +280,14 @@ impl Engine<'_> {
         };
         for moved in before.moved(self.repo)? {
             self.record(
-                NewEvent::new(Body::PolicyViolation(PolicyViolation {
-                    hook: "supervisor".into(),
-                    rule: crate::policy::rules::MOVE_PROTECTED.id.into(),
-                    subject: moved.name.clone(),
-                    reason: format!(
+                NewEvent::violation("supervisor", crate::policy::rules::MOVE_PROTECTED.id, moved.name.clone(), format!(
                         "{} moved from {} to {} while the step ran; if that was not you, put it back: {}",
                         moved.name,
                         short(&moved.was),
                         short(&moved.now),
                         moved.undo()
-                    ),
-                }))
-                .step(round_step(ids))
-                .decision(Some(Decision::Auto)),
+                    ))
+                .step(round_step(ids)),
             )?;
         }
         Ok(())
@@ -314,14 +307,13 @@ impl Engine<'_> {
     ) -> Result<()> {
         let rule = &crate::policy::rules::WORKTREE_DAMAGED;
         self.record(
-            NewEvent::new(Body::PolicyViolation(PolicyViolation {
-                hook: "supervisor".into(),
-                rule: rule.id.into(),
-                subject: damage.path.display().to_string(),
-                reason: format!("{}; repair: {}", damage.describe(), damage.fix()),
-            }))
-            .step(round_step(ids))
-            .decision(Some(Decision::Auto)),
+            NewEvent::violation(
+                "supervisor",
+                rule.id,
+                damage.path.display().to_string(),
+                format!("{}; repair: {}", damage.describe(), damage.fix()),
+            )
+            .step(round_step(ids)),
         )?;
         Ok(())
     }
@@ -344,16 +336,10 @@ impl Engine<'_> {
             }
             let described = forged.describe();
             self.record(
-                NewEvent::new(Body::PolicyViolation(PolicyViolation {
-                    hook: "journal".into(),
-                    rule: rule.into(),
-                    subject,
-                    reason: format!(
+                NewEvent::violation("journal", rule, subject, format!(
                         "{described}: git-bmad did not write it (it breaks the journal's hash chain); ignored"
-                    ),
-                }))
-                .step(step.clone())
-                .decision(Some(Decision::Auto)),
+                    ))
+                .step(step.clone()),
             )?;
             found.push(described);
         }
@@ -398,19 +384,16 @@ impl Engine<'_> {
             if reported.contains(&subject.as_str()) {
                 continue;
             }
-            self.record(
-                NewEvent::new(Body::PolicyViolation(PolicyViolation {
-                    hook: "supervisor".into(),
-                    rule: rule.into(),
-                    subject,
-                    reason: format!(
-                        "{}; to put git-bmad's record back: {}",
-                        moved.describe(),
-                        moved.fix()
-                    ),
-                }))
-                .decision(Some(Decision::Auto)),
-            )?;
+            self.record(NewEvent::violation(
+                "supervisor",
+                rule,
+                subject,
+                format!(
+                    "{}; to put git-bmad's record back: {}",
+                    moved.describe(),
+                    moved.fix()
+                ),
+            ))?;
             found.push(format!(
                 "{} (to put it back: {})",
                 moved.describe(),
