@@ -7,6 +7,7 @@ mod common;
 
 mod test_analyze;
 mod test_checkpoint;
+mod test_contain;
 mod test_crash;
 mod test_epic;
 mod test_epic_crash;

@@ -75,7 +75,7 @@ struct World {
 
 impl World {
     fn new(cli: Cli, script: Vec<Turn>, playbook: &str) -> World {
-        let env = TestEnv::new();
+        let env = TestEnv::contained();
         let api = ModelApi::start(script);
         std::os::unix::fs::symlink(
             installed().join(cli.name()),
@@ -215,13 +215,17 @@ fn an_honest_agent_finishes_with_the_default_config() {
         let run = world.run();
         assert_eq!(run.code, 0, "{}", world.explain(&run));
         assert_eq!(read(&world.worktree, "src/hello.txt"), "hello\n");
-        // Its own commit (allowed, never a push) is on the session branch; Codex's sandbox
-        // keeps `.git` read-only, so there the checkpoint alone holds the work.
+        // Its own commit (allowed, never a push) is on the session branch: contained, every
+        // CLI commits, Codex too (its own sandbox, which keeps `.git` read-only, is not used).
         let log = world.env.git(&world.worktree, &["log", "--format=%s"]);
-        assert_eq!(
+        assert!(
             log.contains("add hello"),
-            cli != Cli::Codex,
-            "{log}\n{}",
+            "{cli:?}: {log}\n{}",
+            world.explain(&run)
+        );
+        assert!(
+            world.named("step_started")[0]["detail"]["uncontained"].is_null(),
+            "{cli:?} ran uncontained: {}",
             world.explain(&run)
         );
         let done = world.named("step_completed");
@@ -626,7 +630,7 @@ fn a_token_budget_stops_every_cli_between_steps() {
     ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
 )]
 fn the_real_claude_code_completes_auto_feature_honestly_with_the_default_config() {
-    let env = TestEnv::new();
+    let env = TestEnv::contained();
     let edit = |path: &str, content: &str| Turn::Write {
         path: path.into(),
         content: content.into(),
@@ -887,7 +891,7 @@ struct EpicWorld {
 
 impl EpicWorld {
     fn new(fixture: &str, script: Vec<Turn>) -> EpicWorld {
-        let env = TestEnv::new();
+        let env = TestEnv::contained();
         let api = ModelApi::start(script);
         std::os::unix::fs::symlink(installed().join("claude"), env.root().join("bin/claude"))
             .expect("link the CLI");

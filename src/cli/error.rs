@@ -169,6 +169,10 @@ impl From<supervisor::Error> for CommandError {
             | E::Stuck { .. }
             | E::RunInProgress { .. } => (exit::FAILED, None),
             E::NoRun { .. } => (exit::FAILED, None),
+            E::Uncontained { .. } => (
+                exit::FAILED,
+                Some("install bubblewrap (`git bmad doctor` says what works here), or set runners.sandbox: auto in .bmad/config.yaml to run uncontained where it cannot be".into()),
+            ),
             E::Invalid { .. } => (
                 exit::USAGE,
                 Some("fix the lines above; `git bmad playbook validate <file>` checks again without running anything".into()),

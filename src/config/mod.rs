@@ -21,7 +21,7 @@ use serde::Deserialize;
 pub use detect::{detect_test_command, DetectedTests};
 pub use error::{Error, Result};
 pub use orchestration::{Assignment, OrchestrationConfig, ProgressMode};
-pub use runners::{CliConfig, RunnersConfig};
+pub use runners::{CliConfig, RunnersConfig, Sandbox};
 
 /// Where the project configuration lives, relative to the main worktree.
 pub const CONFIG_PATH: &str = ".bmad/config.yaml";
@@ -50,6 +50,19 @@ pub struct Config {
 pub struct ChecksConfig {
     /// The command behind a bare `tests_pass` check (run with `sh -c` in the worktree).
     pub test_command: Option<String>,
+    /// The network of contained test runs and shell steps.
+    pub network: Network,
+}
+
+/// `checks.network`: whether contained test runs and shell steps reach the network.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Network {
+    /// The machine's network.
+    #[default]
+    Full,
+    /// None (not even loopback of the host).
+    None,
 }
 
 /// The `policy:` section. It can only add protection: `main`, `master` and every session's
@@ -190,6 +203,22 @@ impl Config {
                         location: None,
                         message: format!(
                             "git config bmad.policyScope is {other:?}; it must be `sessions` or `everywhere`"
+                        ),
+                    })
+                }
+            };
+        }
+        if let Some(mode) = git_value("bmad.sandbox") {
+            config.runners.sandbox = match mode.trim() {
+                "auto" => Sandbox::Auto,
+                "required" => Sandbox::Required,
+                "off" => Sandbox::Off,
+                other => {
+                    return Err(Error::Invalid {
+                        path: path.clone(),
+                        location: None,
+                        message: format!(
+                            "git config bmad.sandbox is {other:?}; it must be auto, required or off"
                         ),
                     })
                 }
@@ -371,6 +400,11 @@ runners:
   default: claude
   # Runner per playbook role, e.g. `dev: codex`.
   roles: {}
+  # Containment (bubblewrap): each agent step, and each command run for it, sees the
+  # repository read-only but for its worktree and its own branch, a private home and /tmp,
+  # no credential, no other process. `auto`: contained where this machine can be (a step
+  # that is not is journaled so); `required`: refuse to run without it; `off`.
+  sandbox: auto
   # Each CLI is found on PATH; `program:` names another executable, and `args:` replaces the
   # permission arguments git-bmad passes by default:
   #   claude: --permission-mode acceptEdits   codex: --sandbox workspace-write
@@ -384,6 +418,8 @@ runners:
 checks:
   # The command behind a bare `tests_pass` playbook check, run with `sh -c` in the worktree.
   # test_command: "cargo test"
+  # The network of contained test runs and shell steps: `full`, or `none`.
+  network: full
 
 orchestration:
   # The agent and model per BMAD role (sm, dev, qa, reviewer, architect, pm, analyst, ...).

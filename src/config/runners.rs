@@ -24,6 +24,8 @@ pub struct RunnersConfig {
     pub default: String,
     /// Runner per role (`dev: codex`, `qa: claude`).
     pub roles: BTreeMap<String, String>,
+    /// Whether agent steps and the commands run for them are contained.
+    pub sandbox: Sandbox,
     /// How each runner is called, by runner name.
     #[serde(flatten)]
     pub clis: BTreeMap<String, CliConfig>,
@@ -34,6 +36,7 @@ impl Default for RunnersConfig {
         RunnersConfig {
             default: "claude".into(),
             roles: BTreeMap::new(),
+            sandbox: Sandbox::Auto,
             clis: BTreeMap::new(),
         }
     }
@@ -56,6 +59,19 @@ impl RunnersConfig {
             .or_else(|| role.and_then(|r| self.roles.get(r)).map(String::as_str))
             .unwrap_or(&self.default)
     }
+}
+
+/// `runners.sandbox`: whether agents run contained (bubblewrap).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Sandbox {
+    /// Contained where this machine can; a step that cannot be is journaled as uncontained.
+    #[default]
+    Auto,
+    /// Contained or not run: a run refuses to start without containment.
+    Required,
+    /// Never contained (the hooks and the guard are all the policy has).
+    Off,
 }
 
 /// How to call one agent CLI.

@@ -57,6 +57,8 @@ fn gh(
         clear_env: true,
         stdin: None,
         timeout: GH_TIMEOUT,
+        // git-bmad's own call with the user's token: never an agent's.
+        sandbox: None,
     };
     runner::run_process(&spec, interrupt).map_err(|e| Error::Gh(e.to_string()))
 }

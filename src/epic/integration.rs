@@ -125,9 +125,14 @@ fn run(
             true,
             "no test suite to run (checks.test_command)".to_owned(),
         ),
-        (Some(command), Ok(commit)) => {
-            super::judge::tests_on(repo, commit, command, TEST_TIMEOUT, options.interrupt)?
-        }
+        (Some(command), Ok(commit)) => super::judge::tests_on(
+            repo,
+            commit,
+            command,
+            options.config,
+            TEST_TIMEOUT,
+            options.interrupt,
+        )?,
         (Some(_), Err(_)) => (false, format!("the branch's head {head:?} is not a commit")),
     };
     Ok(check(&changes, &dependents, tests, &head))

@@ -111,6 +111,19 @@ impl GitCli {
         run_checked(cmd)
     }
 
+    /// `git index-pack --stdin` from `pack`: the pack checked, indexed and stored in this
+    /// repository's database.
+    pub(super) fn index_pack(&self, pack: &Path) -> Result<()> {
+        let file = std::fs::File::open(pack).map_err(|e| Error::Io {
+            op: "could not read the pack",
+            path: pack.to_owned(),
+            source: e,
+        })?;
+        let mut cmd = self.command();
+        cmd.args(["index-pack", "--stdin"]).stdin(file);
+        run_checked(cmd).map(drop)
+    }
+
     /// `git push --atomic --porcelain <leases> <remote> <specs>` (`args`: the leases, the
     /// remote, then the specs), through the hooks: what git reports per ref (all or none
     /// move). A push that fails with no ref refused (a hook, no network) is an error.

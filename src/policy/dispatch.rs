@@ -54,6 +54,16 @@ pub fn check(
     // The command line of the git that fired the hook is read (from /proc) only by the
     // checks that need it: reference-transaction runs on every ref update.
     let report = match hook {
+        // A contained step has no credential to push with; git-bmad pushes its branch
+        // through its own gate. Trying is on the record.
+        "pre-push" if std::env::var_os(super::CONTAINED_VAR).is_some() => HookReport {
+            what: "push",
+            refusals: vec![rules::OUTSIDE_WALLS.refuse(
+                args.first().map(String::as_str).unwrap_or("origin"),
+                "a contained step does not push; git-bmad pushes the session branch through its own checks (`git bmad push`)",
+            )],
+            ..Default::default()
+        },
         "pre-push" => {
             let remote = args.first().map(String::as_str).unwrap_or("origin");
             let lines = push::parse_lines(&String::from_utf8_lossy(input));

@@ -76,6 +76,9 @@ pub fn current_session(repo: &Repo) -> Option<session::Session> {
     session::locate(repo, None).ok()
 }
 
+/// Set in the environment of a contained step (its hooks and guard run in its walls).
+pub const CONTAINED_VAR: &str = "BMAD_CONTAINED";
+
 /// Record a refusal in the journal of the session it happened in (if any). A journal that
 /// cannot be written must not turn a refusal into an acceptance, so errors are only logged.
 ///
@@ -99,6 +102,14 @@ pub fn record_violation(repo: &Repo, hook: &str, rule: &str, subject: &str, reas
     let step = std::env::var("BMAD_STEP")
         .ok()
         .filter(|_| std::env::var("BMAD_SESSION").is_ok_and(|id| id == s.id.as_str()));
+    // Contained, the journal is out of reach: the record waits in the step's walls for the
+    // supervisor, which takes violations (and nothing else) from there after the step.
+    if std::env::var_os(CONTAINED_VAR).is_some() {
+        if let Err(e) = session::defer(repo, &s.id, &body, step, Some(rule.to_owned())) {
+            tracing::warn!(error = %e, "could not keep a policy violation for the supervisor");
+        }
+        return;
+    }
     if hook == "reference-transaction" {
         // Kept in a file now, before git returns; a detached flusher (its own process group,
         // so a step's cleanup does not kill it) journals it once git lets go of the refs.

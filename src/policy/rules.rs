@@ -201,6 +201,13 @@ pub const WORKTREE_DAMAGED: Rule = Rule {
     why: "a worktree git no longer tracks can neither be checkpointed nor checked, so nothing in it is evidence",
     instead: "leave the worktree's .git file and directory alone; `git bmad doctor` names the repair",
 };
+/// A contained step wrote where its walls keep nothing: a branch not its own, its
+/// worktree's HEAD; the write was dropped.
+pub const OUTSIDE_WALLS: Rule = Rule {
+    id: "outside-walls",
+    why: "a contained step may change its worktree and its own branch; anything else it wrote was dropped, and trying is a sign of an agent working against its limits",
+    instead: "commit on the session branch only; git-bmad pushes and journals for the step",
+};
 /// A command the guard cannot read to the end.
 pub const TOO_NESTED: Rule = Rule {
     id: "too-nested",
@@ -238,6 +245,7 @@ pub const CATALOGUE: &[Rule] = &[
     TESTS_REMOVED,
     OUT_OF_SCOPE,
     WORKTREE_DAMAGED,
+    OUTSIDE_WALLS,
     TOO_NESTED,
     UNDECIDABLE,
 ];

@@ -201,6 +201,10 @@ fn problem(event: &Event) -> Option<Problem> {
             )
         }
         Body::StallDetected(_) => ("stall_detected", session::event_summary(event)),
+        Body::StepStarted(started) => match &started.uncontained {
+            Some(why) => ("uncontained", format!("ran uncontained: {why}")),
+            None => return None,
+        },
         Body::RunFailed(_) => ("run_failed", session::event_summary(event)),
         Body::LimitBudget(_)
         | Body::LimitTokens(_)

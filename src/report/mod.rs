@@ -221,7 +221,8 @@ pub struct Problem {
     /// When.
     pub at: String,
     /// `step_failed`, `policy_violation`, `secret`, `stall_detected`, `limit`, `run_failed`,
-    /// `stalled`, `not_trusted` (copies from another clone no allowed signer vouched for).
+    /// `stalled`, `not_trusted` (copies from another clone no allowed signer vouched for),
+    /// `uncontained` (a step that ran outside walls, and why).
     pub kind: String,
     /// The step, if one.
     pub step: Option<String>,

@@ -15,7 +15,8 @@ use regex::Regex;
 
 use super::adapter::{verdict_word, AgentResult, Call, Kind, Verdict};
 use super::error::Result;
-use super::process::{self, Captured, Exit, Spec};
+use super::process::{self, Captured, Contained, Exit, Spec};
+use super::sandbox;
 use crate::config::RunnersConfig;
 use crate::env::REPO_REDIRECTING_VARS;
 use crate::text::last_chars;
@@ -43,6 +44,8 @@ pub struct Invocation {
     pub allowed_commands: Vec<String>,
     /// The guard's hook command, when the project does not run it itself.
     pub guard: Option<String>,
+    /// The walls it runs inside, when contained.
+    pub sandbox: Option<Contained>,
 }
 
 /// Run one invocation (a fresh process, so a fresh context) and read its result.
@@ -60,6 +63,7 @@ pub fn invoke(
             allowed_commands: &invocation.allowed_commands,
             guard: invocation.guard.as_deref(),
             budget_usd: invocation.budget_usd,
+            contained: invocation.sandbox.is_some(),
         },
     );
     let mut env: Vec<(String, String)> = adapter
@@ -68,19 +72,24 @@ pub fn invoke(
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
     env.extend(invocation.env.iter().cloned());
+    let mut env_remove: Vec<String> = REPO_REDIRECTING_VARS
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    if invocation.sandbox.is_some() {
+        env_remove.extend(sandbox::hidden_variables(adapter.credential_variables()));
+    }
     let output = process::run(
         &Spec {
             program: invocation.program.clone(),
             args,
             cwd: invocation.cwd.clone(),
             env,
-            env_remove: REPO_REDIRECTING_VARS
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
+            env_remove,
             clear_env: false,
             stdin,
             timeout: invocation.timeout,
+            sandbox: invocation.sandbox.clone(),
         },
         interrupt,
     )?;
@@ -298,6 +307,7 @@ mod tests {
                     allowed_commands: &tests,
                     guard: Some("'/opt/git-bmad' guard"),
                     budget_usd: None,
+                    contained: false,
                 },
             )
         };
@@ -310,6 +320,7 @@ mod tests {
                 allowed_commands: &tests,
                 guard: None,
                 budget_usd: Some(1.25),
+                contained: false,
             };
             k(kind).adapter().command_line(config.cli(kind), &call).0
         };
@@ -317,6 +328,19 @@ mod tests {
             .windows(2)
             .any(|w| w == ["--max-budget-usd", "1.2500"]));
         assert!(!spend(&config, "codex").iter().any(|a| a.contains("budget")));
+        // Contained, Codex leaves the walls to git-bmad: its own sandbox cannot start inside.
+        let contained = Call {
+            prompt: "p",
+            contained: true,
+            ..Call::default()
+        };
+        let codex = k("codex")
+            .adapter()
+            .command_line(config.cli("codex"), &contained)
+            .0;
+        assert!(codex
+            .windows(2)
+            .any(|w| w == ["--sandbox", "danger-full-access"]));
         let (codex, stdin) = args(&config, "codex", "/speckit.plan x", None);
         assert_eq!(
             codex,

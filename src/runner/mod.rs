@@ -10,12 +10,13 @@ mod agent;
 mod error;
 pub mod interrupt;
 mod process;
+pub mod sandbox;
 mod select;
 mod spawn;
 
 pub use adapter::{Adapter, AgentResult, Kind, Verdict};
 pub use agent::{breaking_change_in, interpret, invoke, verdict_in, Invocation};
 pub use error::{Error, Result};
-pub use process::{run as run_process, Captured, Exit, Output, Spec};
+pub use process::{run as run_process, Captured, Contained, Exit, Output, Spec};
 pub use select::{agent, config_problems, locate, Agent};
 pub use spawn::Program;

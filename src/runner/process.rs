@@ -18,6 +18,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::error::{Error, Result};
+use super::sandbox::{self, Walls};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How much of a stream is kept from its start (enough to parse an agent's JSON result).
@@ -47,6 +48,18 @@ pub struct Spec {
     pub stdin: Option<Vec<u8>>,
     /// Wall-clock limit.
     pub timeout: Duration,
+    /// The walls it runs inside, when contained.
+    pub sandbox: Option<Contained>,
+}
+
+/// A process run inside walls: bubblewrap's path (from [`available`](super::sandbox::available))
+/// and the walls.
+#[derive(Clone, Debug)]
+pub struct Contained {
+    /// `bwrap`.
+    pub bwrap: PathBuf,
+    /// What the process may see and touch.
+    pub walls: Walls,
 }
 
 /// How a child ended.
@@ -168,9 +181,24 @@ pub struct Output {
 /// Run `spec` to its end, its timeout, or an interrupt.
 pub fn run(spec: &Spec, interrupt: &AtomicBool) -> Result<Output> {
     let started = Instant::now();
-    let mut command = Command::new(&spec.program);
+    let mut command = match &spec.sandbox {
+        None => {
+            let mut command = Command::new(&spec.program);
+            command.args(&spec.args);
+            command
+        }
+        Some(contained) => {
+            let mut command = Command::new(&contained.bwrap);
+            command.args(sandbox::command_line(
+                &contained.walls,
+                &spec.cwd,
+                &spec.program,
+                &spec.args,
+            ));
+            command
+        }
+    };
     command
-        .args(&spec.args)
         .current_dir(&spec.cwd)
         .stdin(if spec.stdin.is_some() {
             Stdio::piped()
@@ -315,6 +343,7 @@ mod tests {
                 clear_env: false,
                 stdin: Some(b"from stdin".to_vec()),
                 timeout,
+                sandbox: None,
             },
             &AtomicBool::new(false),
         )

@@ -54,6 +54,38 @@ pub fn defer(
         .map_err(|e| Error::io("could not keep an event in", &path, e))
 }
 
+/// The policy violations a contained step's hooks and guard kept in `dir` (its walls' view
+/// of this session's deferred folder), as events to journal: anything else there is the
+/// step's own writing and is not taken. A violation names one of `steps`, else `otherwise`.
+pub fn violations_kept_in(
+    dir: &std::path::Path,
+    steps: &[&str],
+    otherwise: Option<String>,
+) -> Vec<NewEvent> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    files.sort();
+    files
+        .iter()
+        .filter_map(|path| serde_json::from_slice::<Deferred>(&std::fs::read(path).ok()?).ok())
+        .filter_map(|d| match Body::from_parts(d.event, d.detail) {
+            body @ Body::PolicyViolation(_) => Some(
+                NewEvent::new(body)
+                    .step(
+                        d.step
+                            .filter(|s| steps.contains(&s.as_str()))
+                            .or_else(|| otherwise.clone()),
+                    )
+                    .decision(Some(Decision::Auto))
+                    .trigger(d.trigger),
+            ),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Whether another live process has claimed an event of session `id` and not yet journaled
 /// it (the detached flusher a hook starts).
 pub(super) fn in_flight(repo: &Repo, id: &SessionId) -> bool {

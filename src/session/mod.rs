@@ -41,7 +41,7 @@ mod worktree;
 
 pub use adopt::{adopt, LEASE};
 pub use checkpoint::{chain, checkpoint, mark_status, Checkpoint, Taken, Trailers};
-pub use deferred::defer;
+pub use deferred::{defer, violations_kept_in};
 pub use doctor::{doctor, Finding, Severity};
 pub use error::{Error, Result};
 pub use event::{Decision, Event, NewEvent};
@@ -71,7 +71,7 @@ pub use worktree::{ensure_worktree_intact, worktree_damage, Damage, WorktreeDama
 
 /// The repository handle sessions live in. Layers above the session layer hold it only to
 /// hand it back to session operations; they never call git through it.
-pub use crate::git::{ObjectId, Repo, TreeChange};
+pub use crate::git::{Fence, ObjectId, Repo, Settled, TreeChange, View};
 
 /// Store a text (a run's playbook) in the object database for `session`; its id names it in
 /// the journal. A ref (`refs/bmad/sessions/<id>/texts/<blob>`) keeps it reachable: a run

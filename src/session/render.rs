@@ -115,6 +115,7 @@ const SUMMARY_FIELDS: &[&str] = &[
     "command",
     "runner",
     "attempt",
+    "uncontained",
     "verdict",
     "next",
     "steps",

@@ -511,6 +511,9 @@ pub struct StepStarted {
     /// The parallel phase it runs in.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
+    /// Why it runs uncontained, when it does (`runners.sandbox`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uncontained: Option<String>,
 }
 
 /// What follows a failed or escalated step.

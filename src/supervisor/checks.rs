@@ -26,6 +26,8 @@ pub struct CheckEnv<'a> {
     pub args: &'a [String],
     /// Set when the user interrupts: a running test command is stopped.
     pub interrupt: &'a std::sync::atomic::AtomicBool,
+    /// The walls a test run gets, when the run is contained.
+    pub sandbox: Option<&'a runner::Contained>,
 }
 
 /// A check as evaluated; the journal stores it as it is.
@@ -178,6 +180,7 @@ fn tests_pass(
         clear_env: false,
         stdin: None,
         timeout: env.timeout,
+        sandbox: env.sandbox.cloned(),
     };
     match runner::run_process(&spec, env.interrupt) {
         Ok(out) if out.exit.success() => {
@@ -263,6 +266,7 @@ mod tests {
             changed: Some(&changed),
             args: &[],
             interrupt: &std::sync::atomic::AtomicBool::new(false),
+            sandbox: None,
         };
         assert!(evaluate(&Check::SpecExists, &env).ok);
         let plan = evaluate(&Check::PlanExists, &env);

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 mod budget;
 mod prompt;
 mod round;
+mod walls;
 mod watchdog;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -139,6 +140,9 @@ pub fn supervise(
     let fresh = RunState::default();
     let before = if new_run.is_some() { &fresh } else { &state };
     let programs = preflight(&playbook, before, options.config, &root)?;
+    let containment = super::contain::Containment::decide(options.config)?;
+    let check_walls =
+        super::contain::command(&containment, &root, repo, options.config.checks.network)?;
     let mut playbook = playbook;
     if let Some(limit) = options.time_limit {
         playbook.limits.max_run_time = playbook.limits.max_run_time.min(limit);
@@ -157,6 +161,8 @@ pub fn supervise(
         interrupt: options.interrupt,
         moved,
         purse: options.purse,
+        containment,
+        check_walls,
     };
     if let Some(source) = new_run {
         let blob = session::store_text(repo, &session.id, &source.text)?;
@@ -286,6 +292,10 @@ struct Engine<'a> {
     moved: Vec<session::ref_record::ForeignMove>,
     /// Shared with runs going on at once.
     purse: Option<&'a super::Purse>,
+    /// Whether steps run contained.
+    containment: super::contain::Containment,
+    /// The walls of test runs, when contained (their private home lives as long as the run).
+    check_walls: Option<super::contain::Scratch>,
 }
 
 impl Engine<'_> {

@@ -105,6 +105,12 @@ pub enum Error {
         /// The process holding the lock.
         pid: i32,
     },
+    /// `runners.sandbox: required` on a machine that cannot contain agents.
+    #[error("runners.sandbox is `required` and agents cannot be contained here: {why}")]
+    Uncontained {
+        /// Why not.
+        why: String,
+    },
     /// The playbook the run started with cannot be read back from git.
     #[error("the playbook of session {session} (blob {blob}) cannot be read back: {why}")]
     StoredPlaybook {

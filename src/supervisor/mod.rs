@@ -14,6 +14,7 @@ mod attempt;
 mod builtin;
 mod checks;
 mod commands;
+pub mod contain;
 mod decide;
 mod engine;
 mod error;

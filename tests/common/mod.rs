@@ -73,14 +73,25 @@ impl Run {
 }
 
 impl TestEnv {
-    /// A fresh world.
+    /// A fresh world whose agents run uncontained (`bmad.sandbox off`): its fake CLIs
+    /// read their behaviour from, and log their calls to, the home they share with the test,
+    /// which a contained step never sees. [`contained`](Self::contained) is the default.
     pub fn new() -> TestEnv {
+        TestEnv::with_global_config("[bmad]\n\tsandbox = off\n")
+    }
+
+    /// A fresh world with git-bmad's default configuration: agents run contained.
+    pub fn contained() -> TestEnv {
+        TestEnv::with_global_config("")
+    }
+
+    fn with_global_config(config: &str) -> TestEnv {
         let root = tempfile::Builder::new()
             .prefix("git-bmad-test-")
             .tempdir()
             .expect("temp dir");
         std::fs::create_dir_all(root.path().join("home")).expect("home");
-        std::fs::write(root.path().join("home/.gitconfig"), "").expect("global config");
+        std::fs::write(root.path().join("home/.gitconfig"), config).expect("global config");
         std::fs::create_dir_all(root.path().join("bin")).expect("bin");
         TestEnv { root }
     }

@@ -42,6 +42,8 @@ pub fn cmd_doctor(ctx: &Context, args: &DoctorArgs) -> Result<u8, CommandError> 
             findings = session::doctor(&repo, &crate::runner::config_problems)?;
         }
     }
+    let containment = crate::runner::sandbox::available();
+    findings.extend(containment_finding(&repo, &containment));
     let problems = findings
         .iter()
         .filter(|f| f.severity == Severity::Problem)
@@ -63,6 +65,10 @@ pub fn cmd_doctor(ctx: &Context, args: &DoctorArgs) -> Result<u8, CommandError> 
             "problems": problems,
             "findings": findings,
             "repairs": repairs,
+            "containment": match &containment {
+                Ok(bwrap) => json!({"works": true, "bwrap": bwrap}),
+                Err(why) => json!({"works": false, "why": why}),
+            },
         }));
         return Ok(code);
     }
@@ -107,10 +113,47 @@ pub fn cmd_doctor(ctx: &Context, args: &DoctorArgs) -> Result<u8, CommandError> 
             ui.line(format!("  ({note})"));
         }
     }
+    if let Ok(bwrap) = &containment {
+        ui.line(format!(
+            "containment: agents run in walls here ({})",
+            bwrap.display()
+        ));
+    }
     if problems == 0 {
         ui.line(ui.paint("All invariants hold.", Style::Green));
     } else {
         ui.line(format!("{problems} problem(s) found."));
     }
     Ok(code)
+}
+
+/// What `doctor` says of containment when it does not work here: a problem under
+/// `runners.sandbox: required`, a warning under `auto`, nothing when it is off.
+fn containment_finding(
+    repo: &session::Repo,
+    containment: &Result<std::path::PathBuf, String>,
+) -> Option<session::Finding> {
+    let why = containment.as_ref().err()?;
+    let mode = session::load_config(repo).ok()?.runners.sandbox;
+    let severity = match mode {
+        crate::config::Sandbox::Off => return None,
+        crate::config::Sandbox::Auto => Severity::Warning,
+        crate::config::Sandbox::Required => Severity::Problem,
+    };
+    Some(session::Finding {
+        severity,
+        session: None,
+        message: format!("agents cannot be contained here: {why}"),
+        fix: Some("apt install bubblewrap".into()),
+        alternatives: Vec::new(),
+        note: Some(match mode {
+            crate::config::Sandbox::Required => {
+                "runners.sandbox is `required`: no step runs until this is fixed".into()
+            }
+            _ => {
+                "runners.sandbox is `auto`: steps run uncontained, and their journal says so".into()
+            }
+        }),
+        repair: None,
+    })
 }

@@ -29,6 +29,7 @@ use crate::policy::rules::{JUDGE_CHANGED, OUT_OF_SCOPE, TESTS_REMOVED};
 use crate::policy::secrets::redact;
 use crate::runner::{self, Spec};
 use crate::session::{self, ObjectId, Repo, TreeChange};
+use crate::supervisor::contain;
 
 /// The verdict.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -124,6 +125,11 @@ pub fn judge(
         Err(why) => return Ok(Judgement::Fail(why)),
     };
     let command = config.checks.test_command.clone();
+    // The walls are this machine's policy (the run's config); the network the base's.
+    let walls = Walls {
+        containment: contain::Containment::decide(fallback)?,
+        network: config.checks.network,
+    };
     let concern = concern(repo, work, command.as_deref())?;
     if !concern.findings.is_empty() && !work.accepted {
         return Ok(Judgement::Ask(concern));
@@ -139,7 +145,7 @@ pub fn judge(
             "no tests run: the base sets no checks.test_command{scope}"
         )));
     };
-    let ran = run_on(repo, head, &command, timeout, interrupt)?;
+    let ran = run_on(repo, head, &command, &walls, timeout, interrupt)?;
     if !ran.green {
         return Ok(Judgement::Fail(format!(
             "`{command}` fails on {} in a clean checkout:\n{}",
@@ -147,7 +153,7 @@ pub fn judge(
             ran.excerpt
         )));
     }
-    let at_base = base_count(repo, base, &command, timeout, interrupt)?;
+    let at_base = base_count(repo, base, &command, &walls, timeout, interrupt)?;
     let evidence = match (ran.passed, at_base) {
         (Some(now), Some(then)) if now.count < then.count && !concern.has(TESTS_REMOVED.id) => {
             return Ok(Judgement::Fail(format!(
@@ -245,10 +251,15 @@ pub fn tests_on(
     repo: &Repo,
     commit: ObjectId,
     command: &str,
+    config: &Config,
     timeout: Duration,
     interrupt: &AtomicBool,
 ) -> Result<(bool, String), Error> {
-    let ran = run_on(repo, commit, command, timeout, interrupt)?;
+    let walls = Walls {
+        containment: contain::Containment::decide(config)?,
+        network: config.checks.network,
+    };
+    let ran = run_on(repo, commit, command, &walls, timeout, interrupt)?;
     let said = match (ran.green, ran.passed) {
         (true, Some(p)) => format!(
             "`{command}` passed on {}: {} tests ({})",
@@ -309,11 +320,18 @@ struct Ran {
     excerpt: String,
 }
 
+/// The walls the judge's test runs get.
+struct Walls {
+    containment: contain::Containment,
+    network: crate::config::Network,
+}
+
 /// Run `command` in a clean checkout of `commit`, with no credential in its environment.
 fn run_on(
     repo: &Repo,
     commit: ObjectId,
     command: &str,
+    walls: &Walls,
     timeout: Duration,
     interrupt: &AtomicBool,
 ) -> Result<Ran, Error> {
@@ -327,6 +345,7 @@ fn run_on(
     let checkout = scratch.path().join("checkout");
     repo.clean_checkout(commit, &checkout)
         .map_err(session::Error::from)?;
+    let walls = contain::command(&walls.containment, &checkout, repo, walls.network)?;
     let (env, env_remove) = crate::env::untrusted();
     let spec = Spec {
         program: "/bin/sh".into(),
@@ -337,6 +356,7 @@ fn run_on(
         clear_env: false,
         stdin: None,
         timeout,
+        sandbox: walls.as_ref().map(|w| w.contained.clone()),
     };
     let out = runner::run_process(&spec, interrupt).map_err(|e| Error::Judge(e.to_string()))?;
     let text = |c: &runner::Captured| {
@@ -371,6 +391,7 @@ fn base_count(
     repo: &Repo,
     base: ObjectId,
     command: &str,
+    walls: &Walls,
     timeout: Duration,
     interrupt: &AtomicBool,
 ) -> Result<Option<Passed>, Error> {
@@ -381,7 +402,7 @@ fn base_count(
     if let Some(known) = COUNTED.lock().ok().and_then(|c| c.get(&key).copied()) {
         return Ok(known);
     }
-    let ran = run_on(repo, base, command, timeout, interrupt)?;
+    let ran = run_on(repo, base, command, walls, timeout, interrupt)?;
     // A red base gives no count to hold the story to.
     let count = ran.passed.filter(|_| ran.green);
     if let Ok(mut counted) = COUNTED.lock() {

@@ -41,6 +41,22 @@ impl Adapter for Claude {
         Some("ANTHROPIC_API_KEY")
     }
 
+    fn credential_variables(&self) -> &'static [&'static str] {
+        &[
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+        ]
+    }
+
+    fn home_files(&self) -> &'static [&'static str] {
+        &[
+            ".claude.json",
+            ".claude/.credentials.json",
+            ".claude/settings.json",
+        ]
+    }
+
     fn default_args(&self) -> &'static [&'static str] {
         &["--permission-mode", "acceptEdits"]
     }

@@ -5,9 +5,10 @@
 //! `{"type":"turn.completed","usage":{"input_tokens":…,"output_tokens":…}}`,
 //! `{"type":"turn.failed","error":{"message":…}}`, `{"type":"error","message":…}`.
 //!
-//! The default sandbox, `workspace-write`, keeps every `.git` read-only, so an agent cannot
-//! commit in a session worktree (`--add-dir` of the git directory does not lift that); it
-//! does not need to, git-bmad's checkpoints keep its work.
+//! Uncontained, its default sandbox, `workspace-write`, keeps every `.git` read-only, so an
+//! agent cannot commit in a session worktree (`--add-dir` of the git directory does not lift
+//! that); git-bmad's checkpoints keep its work. Contained by git-bmad, it runs without its
+//! own sandbox (which cannot start inside another) and commits like the others.
 //!
 //! An `error` line is not always the end: while Codex retries a dropped stream it prints
 //! `{"type":"error","message":"Reconnecting... 1/5 …"}` and may then finish the turn. So an
@@ -35,6 +36,20 @@ impl Adapter for Codex {
 
     fn default_args(&self) -> &'static [&'static str] {
         &["--sandbox", "workspace-write"]
+    }
+
+    fn contained_args(&self) -> &'static [&'static str] {
+        // Its own sandbox (bubblewrap or Landlock) cannot start inside git-bmad's: every
+        // tool call would fail while the model still reports done.
+        &["--sandbox", "danger-full-access"]
+    }
+
+    fn credential_variables(&self) -> &'static [&'static str] {
+        &["OPENAI_API_KEY", "CODEX_API_KEY"]
+    }
+
+    fn home_files(&self) -> &'static [&'static str] {
+        &[".codex/auth.json", ".codex/config.toml"]
     }
 
     fn command_line(&self, cli: &CliConfig, call: &Call) -> (Vec<String>, Option<Vec<u8>>) {

@@ -37,6 +37,18 @@ impl Adapter for Gemini {
         Some("GEMINI_API_KEY")
     }
 
+    fn credential_variables(&self) -> &'static [&'static str] {
+        &["GEMINI_API_KEY", "GOOGLE_API_KEY"]
+    }
+
+    fn home_files(&self) -> &'static [&'static str] {
+        &[
+            ".gemini/settings.json",
+            ".gemini/oauth_creds.json",
+            ".gemini/google_accounts.json",
+        ]
+    }
+
     fn default_args(&self) -> &'static [&'static str] {
         &["--approval-mode", "auto_edit"]
     }

@@ -50,6 +50,24 @@ pub trait Adapter: Sync {
         &[]
     }
 
+    /// The permission arguments it gets instead when git-bmad contains it: a CLI whose own
+    /// sandbox cannot start inside another leaves the walls to git-bmad's.
+    fn contained_args(&self) -> &'static [&'static str] {
+        self.default_args()
+    }
+
+    /// Every variable it may read a credential of its own from (its API key, a login
+    /// token): the only credentials a contained step keeps.
+    fn credential_variables(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// The files of its own it needs from the user's home (login, settings), relative to
+    /// it: a contained step gets copies of these in a private home, and nothing else.
+    fn home_files(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// The program to look for on PATH.
     fn program(&self, cli: &CliConfig) -> Result<String> {
         Ok(cli
@@ -118,6 +136,8 @@ pub struct Call<'a> {
     pub guard: Option<&'a str>,
     /// What the invocation may spend, in US dollars, for a CLI that stops itself there.
     pub budget_usd: Option<f64>,
+    /// Whether git-bmad runs it contained.
+    pub contained: bool,
 }
 
 /// `command:` in the section of a runner that takes `program:` and `args:`.
@@ -193,6 +213,7 @@ fn agent_args(head: &[&str], adapter: &dyn Adapter, cli: &CliConfig, call: &Call
     let mut args = strings(head);
     match &cli.args {
         Some(configured) => args.extend(configured.iter().cloned()),
+        None if call.contained => args.extend(strings(adapter.contained_args())),
         None => args.extend(strings(adapter.default_args())),
     }
     if let Some(m) = call.model {

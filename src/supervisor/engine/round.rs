@@ -47,6 +47,7 @@ impl Engine<'_> {
             }
             _ => None,
         };
+        let fence = self.fence_round()?;
         let mut invocations = Vec::new();
         for step in steps {
             let agent = runner::agent(self.config, step.runner.as_deref(), step.role.as_deref())?;
@@ -61,6 +62,7 @@ impl Engine<'_> {
                     command: redact(&prompt),
                     autonomy: step.autonomy.as_str().to_owned(),
                     phase: (steps.len() > 1).then(|| phase.to_owned()),
+                    uncontained: self.uncontained(),
                 }))
                 .step(Some(step.id.clone()))
                 .decision(Some(Decision::Auto)),
@@ -90,6 +92,10 @@ impl Engine<'_> {
                     env.push((target.to_owned(), key));
                 }
             }
+            let sandbox = self.step_walls(fence.as_ref(), &step.id, kind, &program)?;
+            if sandbox.is_some() {
+                env.push((crate::policy::CONTAINED_VAR.into(), "1".into()));
+            }
             invocations.push((
                 *step,
                 number,
@@ -104,33 +110,13 @@ impl Engine<'_> {
                     budget_usd: budget_share,
                     allowed_commands: self.test_commands(step),
                     guard: guard.clone(),
+                    sandbox,
                 },
             ));
         }
-        let runners = &self.config.runners;
-        let interrupt = self.interrupt;
-        // A phase runs at most `max_concurrent_agents` agents at once, in document order.
-        let width = self.config.orchestration.max_concurrent_agents.max(1) as usize;
-        let mut results: Vec<std::result::Result<AgentResult, runner::Error>> = Vec::new();
-        for batch in invocations.chunks(width) {
-            std::thread::scope(|scope| {
-                let root = &self.root;
-                let handles: Vec<_> = batch
-                    .iter()
-                    .map(|(step, _, inv)| {
-                        let limit = step.no_progress;
-                        scope.spawn(move || watchdog::invoke(runners, inv, interrupt, limit, root))
-                    })
-                    .collect();
-                results.extend(handles.into_iter().map(|h| {
-                    h.join().unwrap_or_else(|_| {
-                        Err(runner::Error::Wait {
-                            program: "agent".into(),
-                            source: std::io::Error::other("the thread running it panicked"),
-                        })
-                    })
-                }));
-            });
+        let results = self.invoke_all(&invocations);
+        if let Some(fence) = fence {
+            self.settle_fence(fence, &ids)?;
         }
         self.report_moved_protected(&protected, &ids)?;
         // A worktree the round deleted or unlinked cannot be checkpointed or checked: its
@@ -170,6 +156,39 @@ impl Engine<'_> {
         Ok(attempts)
     }
 
+    /// Run a round's invocations, at most `max_concurrent_agents` at once, in document
+    /// order; one result each, in their order.
+    fn invoke_all(
+        &self,
+        invocations: &[(&Step, u32, Invocation)],
+    ) -> Vec<std::result::Result<AgentResult, runner::Error>> {
+        let runners = &self.config.runners;
+        let interrupt = self.interrupt;
+        let width = self.config.orchestration.max_concurrent_agents.max(1) as usize;
+        let mut results: Vec<std::result::Result<AgentResult, runner::Error>> = Vec::new();
+        for batch in invocations.chunks(width) {
+            std::thread::scope(|scope| {
+                let root = &self.root;
+                let handles: Vec<_> = batch
+                    .iter()
+                    .map(|(step, _, inv)| {
+                        let limit = step.no_progress;
+                        scope.spawn(move || watchdog::invoke(runners, inv, interrupt, limit, root))
+                    })
+                    .collect();
+                results.extend(handles.into_iter().map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(runner::Error::Wait {
+                            program: "agent".into(),
+                            source: std::io::Error::other("the thread running it panicked"),
+                        })
+                    })
+                }));
+            });
+        }
+        results
+    }
+
     /// What the checks of `step` look at; `changed`: the paths its round changed, if known.
     pub(super) fn check_env<'e>(
         &'e self,
@@ -185,6 +204,7 @@ impl Engine<'_> {
             changed,
             args: &self.args,
             interrupt: self.interrupt,
+            sandbox: self.check_walls.as_ref().map(|s| &s.contained),
         }
     }
 

@@ -1,0 +1,411 @@
+//! The repository as a contained step sees it: everything readable, and writable only where
+//! its work goes. Git keeps one folder for every branch and one object database for every
+//! worktree, so the step writes into a layer of its own, and git-bmad takes from it, after
+//! the step, what the step may change:
+//!
+//! - `objects/`: an empty database whose alternate is the real one (read-only). New objects
+//!   land in the layer; each is hashed again and copied in, so nothing the step wrote can
+//!   replace, corrupt or delete an object the repository has.
+//! - `refs/heads/`: a copy. The session branch's new tip is set on the real branch with a
+//!   compare-and-swap; any other branch the step wrote, made or deleted is reported and
+//!   dropped.
+//! - `logs/`: empty and writable (git refuses a ref update whose reflog it cannot write).
+//! - everything else of the common git dir (config, hooks, packed-refs, notes, git-bmad's
+//!   refs and state, other worktrees' git dirs): read-only.
+//! - the session worktree and its own git dir (index, HEAD): writable, but for the links
+//!   that name the repository (`.git`, `commondir`, `gitdir`) and its own config.
+//!
+//! The layer lives under `<common>/bmad/fence/<name>/`. A step killed with git-bmad leaves
+//! it behind: the next fence for the same name first copies in its objects (the worktree's
+//! index may name them) and drops the rest, as a killed step is never believed.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use gix::objs::Write as _;
+
+use super::error::{Error, Result};
+use super::{CasOutcome, ObjectId, Repo};
+
+/// A fence set up for one session worktree.
+#[derive(Debug)]
+pub struct Fence {
+    name: String,
+    local_remotes: Vec<PathBuf>,
+    layer: PathBuf,
+    common: PathBuf,
+    worktree: PathBuf,
+    worktree_git_dir: PathBuf,
+    branch: String,
+    branch_before: Option<ObjectId>,
+    copies: Vec<Copy>,
+}
+
+/// A part of the common git dir the step sees as a writable copy, so that what it writes
+/// there is seen (and dropped, but for its own branch).
+#[derive(Debug)]
+struct Copy {
+    /// Its path in the common git dir (`refs/heads`, `hooks`, `config`).
+    name: &'static str,
+    /// Its files when copied, by path relative to it (`""` for a file).
+    before: BTreeMap<String, Vec<u8>>,
+}
+
+/// The copies: branches (the step's own is taken back), hooks and config (written, they
+/// are reported; git's own `git config` cannot replace the file and fails).
+const COPIED: &[&str] = &["refs/heads", "hooks", "config"];
+
+/// One place the fence changes in the repository's view: `source` shown at `target`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct View {
+    /// What is shown.
+    pub source: PathBuf,
+    /// Where.
+    pub target: PathBuf,
+    /// Whether the step may write there.
+    pub writable: bool,
+}
+
+/// What a fenced step left, once settled.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Settled {
+    /// The session branch, moved from its tip before the step to the step's last commit.
+    pub branch_moved: Option<(Option<ObjectId>, ObjectId)>,
+    /// Objects copied into the repository.
+    pub objects: usize,
+    /// What the step wrote beyond its walls, none of it kept (`refs/heads/main: moved`).
+    pub beyond: Vec<String>,
+}
+
+impl Repo {
+    /// Set up a fence for the worktree at `worktree` (a linked worktree of this repository
+    /// whose branch is `branch`, a full ref name), its layer named `name`.
+    pub fn fence(&self, name: &str, worktree: &Path, branch: &str) -> Result<Fence> {
+        let common = self.common_dir().to_owned();
+        let layer = common.join("bmad").join("fence").join(name);
+        if layer.exists() {
+            self.recover_layer(&layer)?;
+        }
+        let worktree_repo = self.open_worktree(worktree)?;
+        let io = |e: std::io::Error| Error::Io {
+            op: "could not set up a fence in",
+            path: layer.clone(),
+            source: e,
+        };
+        for part in [
+            "objects/info",
+            "real-objects",
+            "logs",
+            "scratch",
+            "deferred",
+            "copies/refs/heads",
+        ] {
+            std::fs::create_dir_all(layer.join(part)).map_err(io)?;
+        }
+        // Where the step's hooks keep what they could not journal (a mount needs its place).
+        std::fs::create_dir_all(common.join("bmad/deferred").join(name)).map_err(io)?;
+        let objects = common.join("objects");
+        let mut alternates = format!("{}\n", layer.join("real-objects").display());
+        // The real database's own alternates, made absolute: they are read from elsewhere now.
+        if let Ok(theirs) = std::fs::read_to_string(objects.join("info/alternates")) {
+            for line in theirs
+                .lines()
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            {
+                alternates.push_str(&format!("{}\n", objects.join(line).display()));
+            }
+        }
+        std::fs::write(layer.join("objects/info/alternates"), alternates).map_err(io)?;
+        let mut copies = Vec::new();
+        for name in COPIED {
+            let before = files(&common.join(name)).map_err(io)?;
+            for file in before.keys() {
+                let copy = copy_path(&layer, name, file);
+                if let Some(dir) = copy.parent() {
+                    std::fs::create_dir_all(dir).map_err(io)?;
+                }
+                // Copied, not written: a hook keeps its mode and runs.
+                let real = part(&common, name, file);
+                std::fs::copy(&real, copy).map_err(io)?;
+            }
+            copies.push(Copy { name, before });
+        }
+        // Remotes on this machine stay readable: a push to one gets as far as its pre-push
+        // hook (which refuses a contained step's push, on the record) and no further.
+        let local_remotes = self
+            .git()
+            .config_get_regexp_with_scope(r"^remote\..*\.(push)?url$")
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|(_, _, url)| local_path(&url, self.workdir()))
+            .collect();
+        Ok(Fence {
+            name: name.to_owned(),
+            local_remotes,
+            branch_before: self.read_ref(branch)?,
+            layer,
+            common,
+            worktree: worktree_repo.workdir().to_owned(),
+            worktree_git_dir: worktree_repo.git_dir().to_owned(),
+            branch: branch.to_owned(),
+            copies,
+        })
+    }
+
+    /// A layer a killed step left: its objects are copied in, the rest dropped.
+    fn recover_layer(&self, layer: &Path) -> Result<()> {
+        self.adopt_objects(&layer.join("objects"))?;
+        std::fs::remove_dir_all(layer).map_err(|e| Error::Io {
+            op: "could not remove the fence",
+            path: layer.to_owned(),
+            source: e,
+        })
+    }
+
+    /// Copy every object under `dir` (loose or packed) into the repository, each checked
+    /// against its name; how many loose objects came in.
+    fn adopt_objects(&self, dir: &Path) -> Result<usize> {
+        let kind = self.gix().object_hash();
+        let theirs = gix::odb::loose::Store::at(dir, kind);
+        let ours = gix::odb::loose::Store::at(self.common_dir().join("objects"), kind);
+        let mut buf = Vec::new();
+        let mut count = 0;
+        for id in theirs.iter().filter_map(|id| id.ok()) {
+            if self.has_object(id) {
+                continue;
+            }
+            let bad = |why: String| Error::Corrupt(format!("object {id} of a fenced step: {why}"));
+            let Ok(Some(object)) = theirs.try_find(&id, &mut buf) else {
+                return Err(bad("unreadable".into()));
+            };
+            let hashed = gix::objs::compute_hash(kind, object.kind, object.data)
+                .map_err(|e| bad(e.to_string()))?;
+            if hashed != id {
+                return Err(bad(format!("its content hashes to {hashed}")));
+            }
+            ours.write_buf(object.kind, object.data)
+                .map_err(|e| bad(e.to_string()))?;
+            count += 1;
+        }
+        if let Ok(entries) = std::fs::read_dir(dir.join("pack")) {
+            for entry in entries.filter_map(|e| e.ok()) {
+                let path = entry.path();
+                if path.extension().is_some_and(|e| e == "pack")
+                    && !path.to_string_lossy().contains("tmp_")
+                {
+                    self.git().index_pack(&path)?;
+                }
+            }
+        }
+        Ok(count)
+    }
+}
+
+impl Fence {
+    /// A folder of the layer for the step's own use, removed with it.
+    pub fn scratch(&self) -> PathBuf {
+        self.layer.join("scratch")
+    }
+
+    /// What the step's hooks kept for the journal (the step can write there too).
+    pub fn deferred(&self) -> PathBuf {
+        self.layer.join("deferred")
+    }
+
+    /// How the step's view differs from the read-only system: the repository readable, the
+    /// layer's parts at the real paths, the worktree and its git dir writable but for the
+    /// files that link them to the repository.
+    pub fn views(&self, main_workdir: Option<&Path>) -> Vec<View> {
+        let shown = |source: PathBuf, target: PathBuf, writable| View {
+            source,
+            target,
+            writable,
+        };
+        let same = |path: PathBuf, writable| shown(path.clone(), path, writable);
+        let mut views = vec![same(self.common.clone(), false)];
+        views.extend(self.local_remotes.iter().map(|r| same(r.clone(), false)));
+        if let Some(main) = main_workdir {
+            views.push(same(main.to_owned(), false));
+        }
+        views.extend([
+            shown(
+                self.layer.join("objects"),
+                self.common.join("objects"),
+                true,
+            ),
+            shown(
+                self.common.join("objects"),
+                self.layer.join("real-objects"),
+                false,
+            ),
+            shown(self.layer.join("logs"), self.common.join("logs"), true),
+            shown(
+                self.deferred(),
+                self.common.join("bmad/deferred").join(&self.name),
+                true,
+            ),
+            same(self.worktree_git_dir.clone(), true),
+            same(self.worktree.clone(), true),
+            same(self.worktree.join(".git"), false),
+        ]);
+        for copy in &self.copies {
+            if copy_path(&self.layer, copy.name, "").exists() {
+                views.push(shown(
+                    copy_path(&self.layer, copy.name, ""),
+                    self.common.join(copy.name),
+                    true,
+                ));
+            }
+        }
+        for link in ["commondir", "gitdir", "config.worktree"] {
+            let path = self.worktree_git_dir.join(link);
+            if path.exists() {
+                views.push(same(path, false));
+            }
+        }
+        views
+    }
+
+    /// Take from the layer what the step may change, report the rest, and remove the layer.
+    pub fn settle(self, repo: &Repo) -> Result<Settled> {
+        let mut settled = Settled {
+            objects: repo.adopt_objects(&self.layer.join("objects"))?,
+            ..Settled::default()
+        };
+        let short = self
+            .branch
+            .strip_prefix("refs/heads/")
+            .unwrap_or(&self.branch);
+        let mut own_branch = None;
+        for copy in &self.copies {
+            let after = files(&copy_path(&self.layer, copy.name, "")).unwrap_or_default();
+            let own = |file: &str| copy.name == "refs/heads" && file == short;
+            let path = |file: &str| match file {
+                "" => copy.name.to_owned(),
+                file => format!("{}/{file}", copy.name),
+            };
+            for (file, before) in &copy.before {
+                match after.get(file) {
+                    None => settled.beyond.push(format!("{}: deleted", path(file))),
+                    Some(now) if now != before && !own(file) => {
+                        settled.beyond.push(format!("{}: changed", path(file)))
+                    }
+                    _ => {}
+                }
+            }
+            for file in after.keys().filter(|f| !copy.before.contains_key(*f)) {
+                if !own(file) {
+                    settled.beyond.push(format!("{}: created", path(file)));
+                }
+            }
+            if copy.name == "refs/heads" {
+                own_branch = after.get(short).cloned();
+            }
+        }
+        if let Some(content) = own_branch {
+            let text = String::from_utf8_lossy(&content);
+            match ObjectId::from_hex(text.trim().as_bytes()) {
+                Ok(tip) if repo.is_commit(tip) => {
+                    if Some(tip) != self.branch_before {
+                        let moved = repo.cas_ref_waiting(
+                            &self.branch,
+                            self.branch_before,
+                            tip,
+                            "git-bmad: the contained step's commits",
+                        )?;
+                        if moved == CasOutcome::Updated {
+                            settled.branch_moved = Some((self.branch_before, tip));
+                        } else {
+                            settled
+                                .beyond
+                                .push(format!("{}: moved by another meanwhile", self.branch));
+                        }
+                    }
+                }
+                _ => settled
+                    .beyond
+                    .push(format!("{}: set to `{}`", self.branch, text.trim())),
+            }
+        }
+        let head = self.worktree_git_dir.join("HEAD");
+        let wanted = format!("ref: {}\n", self.branch);
+        let now = std::fs::read_to_string(&head).unwrap_or_default();
+        if now.trim_end() != wanted.trim_end() {
+            settled
+                .beyond
+                .push(format!("HEAD: switched to `{}`", now.trim()));
+            // Unlinked first: a HEAD made a symlink must not have its target replaced.
+            let _ = std::fs::remove_file(&head);
+            crate::fs::write_atomically(&head, wanted.as_bytes(), None).map_err(|e| Error::Io {
+                op: "could not put back",
+                path: head.clone(),
+                source: e,
+            })?;
+        }
+        std::fs::remove_dir_all(&self.layer).map_err(|e| Error::Io {
+            op: "could not remove the fence",
+            path: self.layer.clone(),
+            source: e,
+        })?;
+        Ok(settled)
+    }
+}
+
+/// The directory a remote URL names on this machine (`/srv/r.git`, `file:///srv/r.git`,
+/// `../r.git`), if it is one that exists.
+fn local_path(url: &str, workdir: &Path) -> Option<PathBuf> {
+    let path = url.strip_prefix("file://").unwrap_or(url);
+    if path.contains("://") || (path.contains(':') && !path.starts_with('/')) {
+        return None;
+    }
+    std::fs::canonicalize(workdir.join(path))
+        .ok()
+        .filter(|p| p.is_dir())
+}
+
+/// Where the layer keeps its copy of `file` of the common dir's `name`.
+fn copy_path(layer: &Path, name: &str, file: &str) -> PathBuf {
+    part(&layer.join("copies"), name, file)
+}
+
+/// `file` (relative to `name`, `""` for `name` itself) under `root`.
+fn part(root: &Path, name: &str, file: &str) -> PathBuf {
+    match file {
+        "" => root.join(name),
+        file => root.join(name).join(file),
+    }
+}
+
+/// The files at `path` (lock files aside), by path relative to it: `""` for a file itself;
+/// none when nothing is there.
+fn files(path: &Path) -> std::io::Result<BTreeMap<String, Vec<u8>>> {
+    let mut seen = BTreeMap::new();
+    if path.is_file() {
+        seen.insert(String::new(), std::fs::read(path)?);
+        return Ok(seen);
+    }
+    fn walk(dir: &Path, prefix: &str, seen: &mut BTreeMap<String, Vec<u8>>) -> std::io::Result<()> {
+        for entry in std::fs::read_dir(dir)? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let relative = format!("{prefix}{name}");
+            if entry.file_type()?.is_dir() {
+                walk(&entry.path(), &format!("{relative}/"), seen)?;
+            } else if !name.ends_with(".lock") {
+                match std::fs::read(entry.path()) {
+                    Ok(content) => {
+                        seen.insert(relative, content);
+                    }
+                    // A dangling symlink (a hook manager's, say) has nothing to copy.
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(())
+    }
+    match walk(path, "", &mut seen) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && seen.is_empty() => Ok(seen),
+        other => other.map(|()| seen),
+    }
+}

@@ -1,0 +1,88 @@
+//! A round's containment: the session worktree fenced before its steps start, each step's
+//! walls, and the fence settled when they end (the branch's new commits taken in, anything
+//! written beyond the walls journaled as a violation of the round's steps).
+
+use std::path::Path;
+
+use super::round::round_step;
+use super::Engine;
+use crate::config::Network;
+use crate::policy::rules::OUTSIDE_WALLS;
+use crate::runner::{Contained, Kind};
+use crate::session::{self, Fence, NewEvent};
+use crate::supervisor::contain;
+use crate::supervisor::error::{Error, Result};
+
+impl Engine<'_> {
+    /// A fence around the session worktree, when the run is contained.
+    pub(super) fn fence_round(&self) -> Result<Option<Fence>> {
+        if self.containment.bwrap().is_none() {
+            return Ok(None);
+        }
+        let fence = self
+            .repo
+            .fence(self.session.id.as_str(), &self.root, &self.session.branch)
+            .map_err(session::Error::from)?;
+        Ok(Some(fence))
+    }
+
+    /// Why the run's steps are not contained, if they are not.
+    pub(super) fn uncontained(&self) -> Option<String> {
+        match &self.containment {
+            contain::Containment::On(_) => None,
+            contain::Containment::Off(why) => Some(why.clone()),
+        }
+    }
+
+    /// The walls of one step's invocation inside `fence`: its private home holds what its
+    /// CLI needs; a shell step reaches the network as `checks.network` says.
+    pub(super) fn step_walls(
+        &self,
+        fence: Option<&Fence>,
+        step: &str,
+        kind: Kind,
+        program: &Path,
+    ) -> Result<Option<Contained>> {
+        let (Some(fence), Some(bwrap)) = (fence, self.containment.bwrap()) else {
+            return Ok(None);
+        };
+        let folder: String = step
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        let home = fence.scratch().join(format!("home-{folder}"));
+        std::fs::create_dir_all(&home)
+            .and_then(|()| contain::private_home(&home, kind.adapter().home_files(), self.repo))
+            .map_err(|e| Error::Uncontained {
+                why: format!("could not make a private home in {}: {e}", home.display()),
+            })?;
+        let network = kind.is_agent() || self.config.checks.network == Network::Full;
+        let main = self.repo.main_workdir().ok();
+        Ok(Some(Contained {
+            bwrap: bwrap.to_owned(),
+            walls: contain::step_walls(&fence.views(main.as_deref()), &home, program, network),
+        }))
+    }
+
+    /// Take in what the round's steps may change and journal what they wrote beyond that.
+    pub(super) fn settle_fence(&mut self, fence: Fence, ids: &[&str]) -> Result<()> {
+        // What its hooks and guard refused, which they could not journal from inside.
+        for kept in session::violations_kept_in(&fence.deferred(), ids, round_step(ids)) {
+            self.record(kept)?;
+        }
+        let settled = fence.settle(self.repo).map_err(session::Error::from)?;
+        for beyond in settled.beyond {
+            let subject = beyond.split(':').next().unwrap_or_default().to_owned();
+            self.record(
+                NewEvent::violation(
+                    "supervisor",
+                    OUTSIDE_WALLS.id,
+                    subject,
+                    format!("the contained step wrote {beyond}; the write was dropped"),
+                )
+                .step(round_step(ids)),
+            )?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,278 @@
+//! Contained agents: with the default configuration every step runs in walls (bubblewrap)
+//! that leave it its worktree and its own branch. An agent with its permissions bypassed
+//! tries everything a shell allows and reaches nothing: the repository, the remote, the
+//! credentials and the other sessions stay as they were, and what left a trace is journaled.
+
+use serde_json::Value;
+
+use crate::common::{read, write, TestEnv};
+
+/// A project with hooks, a remote, a second session, the user's credentials in HOME and a
+/// generic agent `my-agent` running `script` in a session called `work`.
+struct Walled {
+    env: TestEnv,
+    repo: std::path::PathBuf,
+    worktree: std::path::PathBuf,
+    other: std::path::PathBuf,
+}
+
+const SSH_KEY: &str = "-----BEGIN OPENSSH PRIVATE KEY----- not-a-real-key-7f3a";
+const GH_HOSTS: &str = "github.com:\n    oauth_token: gho_notarealtoken7f3a\n";
+const STORED_CREDENTIAL: &str = "https://u:ghp_notarealtoken7f3a@github.com\n";
+const ENV_TOKEN: &str = "ghp_fromtheenvironment7f3a";
+
+impl Walled {
+    fn new(script: &str, config: &str) -> Walled {
+        let env = TestEnv::contained();
+        let home = env.root().join("home");
+        write(&home, ".ssh/id_ed25519", SSH_KEY);
+        write(&home, ".config/gh/hosts.yml", GH_HOSTS);
+        write(&home, ".git-credentials", STORED_CREDENTIAL);
+        env.executable("my-agent", script);
+        let repo = env.repo("project");
+        write(&repo, "README.md", "# project\n");
+        write(&repo, ".bmad/config.yaml", config);
+        write(
+            &repo,
+            ".bmad/playbooks/one.yaml",
+            "name: one\nsteps:\n  - id: work\n    command: do the work\n",
+        );
+        env.git(&repo, &["add", "-A"]);
+        env.git(&repo, &["commit", "-qm", "project"]);
+        env.bmad(&repo, &["hooks", "install"]).success();
+        env.bare_remote(&repo);
+        let (_, other) = env.start(&repo, "other");
+        write(&other, "theirs.txt", "another session's work\n");
+        let (_, worktree) = env.start(&repo, "work");
+        Walled {
+            env,
+            repo,
+            worktree,
+            other,
+        }
+    }
+
+    fn run(&self) -> crate::common::Run {
+        self.env
+            .bmad_with(&self.worktree, &["run", "one"], &[("GH_TOKEN", ENV_TOKEN)])
+    }
+
+    fn journal(&self) -> Vec<Value> {
+        let run = self
+            .env
+            .bmad(&self.worktree, &["journal", "--json"])
+            .success();
+        run.json().as_array().cloned().unwrap_or_default()
+    }
+
+    fn git(&self, args: &[&str]) -> String {
+        self.env.git(&self.repo, args)
+    }
+}
+
+const GENERIC: &str =
+    "runners:\n  default: generic\n  generic:\n    command: [my-agent, \"{prompt}\"]\n";
+
+/// Each attempt's outcome goes into `attempts.txt` in the worktree, so the test can read
+/// what the agent saw; the repository's state is checked on its own.
+const ATTACKER: &str = r#"#!/bin/sh
+common=$(git rev-parse --git-common-dir)
+try() { name=$1; shift; if "$@" >/dev/null 2>&1; then echo "$name: done"; else echo "$name: failed"; fi >> attempts.txt; }
+echo hello > hello.txt
+git add hello.txt && git commit -qm 'honest work'
+try push git push origin HEAD:refs/heads/main
+try push-no-verify git push --no-verify origin HEAD:refs/heads/stolen
+try config-command git config core.hooksPath /dev/null
+try main git -c core.hooksPath=/dev/null update-ref refs/heads/main HEAD
+try notes git -c core.hooksPath=/dev/null update-ref refs/notes/bmad/forged HEAD
+try bmad-ref git -c core.hooksPath=/dev/null update-ref refs/bmad/forged HEAD
+try config-file sh -c "printf '[core]\n\thooksPath = /tmp/none\n' >> '$common/config'"
+try hook sh -c "printf '#!/bin/sh\nexit 0\n' > '$(git rev-parse --git-path hooks)/pre-push'"
+try worktree-link sh -c "echo 'gitdir: /tmp/elsewhere' > .git"
+try other-session sh -c "echo pwned >> ../project.other/theirs.txt"
+cat ~/.ssh/id_ed25519 ~/.config/gh/hosts.yml ~/.git-credentials >> attempts.txt 2>/dev/null
+echo "token=$GH_TOKEN" >> attempts.txt
+# git-bmad's processes: none is there to see, so none can be killed.
+for pid in $(ls /proc | grep '^[0-9]*$'); do
+  case "$(tr '\0' ' ' < /proc/$pid/cmdline 2>/dev/null)" in
+    *git-bmad*run*) echo "saw git-bmad: $pid" >> attempts.txt; kill -9 "$pid" ;;
+  esac
+done
+echo '{"result":"done"}'
+"#;
+
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
+)]
+fn an_agent_with_its_permissions_bypassed_reaches_nothing_past_its_worktree_and_branch() {
+    let w = Walled::new(ATTACKER, GENERIC);
+    let main_before = w.git(&["rev-parse", "main"]);
+    let config_before = read(&w.repo, ".git/config");
+    let remote = w.env.root().join("remote.git");
+    let remote_before = w.env.git(&remote, &["for-each-ref"]);
+    let hooks = w.git(&["rev-parse", "--git-path", "hooks"]);
+    let hook = w.repo.join(hooks.trim()).join("pre-push");
+    let hook_before = std::fs::read_to_string(&hook).unwrap();
+    let run = w.run();
+    // git-bmad lived through it and stopped at a gate: the step broke the rules.
+    assert_eq!(run.code, 3, "{}\n{}", run.stdout, run.stderr);
+    let attempts = read(&w.worktree, "attempts.txt");
+    for failed in [
+        "config-command: failed",
+        "hook: failed",
+        "notes: failed",
+        "bmad-ref: failed",
+        "push: failed",
+        "push-no-verify: failed",
+        "worktree-link: failed",
+        "other-session: failed",
+    ] {
+        assert!(attempts.contains(failed), "{failed}?\n{attempts}");
+    }
+    assert!(!attempts.contains("saw git-bmad"), "{attempts}");
+    for secret in [
+        SSH_KEY,
+        "gho_notarealtoken7f3a",
+        "ghp_notarealtoken7f3a",
+        ENV_TOKEN,
+    ] {
+        assert!(!attempts.contains(secret), "{secret} leaked:\n{attempts}");
+    }
+    // The repository, the remote and the other session are as they were.
+    assert_eq!(w.git(&["rev-parse", "main"]), main_before);
+    assert_eq!(read(&w.repo, ".git/config"), config_before);
+    assert_eq!(std::fs::read_to_string(&hook).unwrap(), hook_before);
+    let refs = w.git(&["for-each-ref", "--format=%(refname)"]);
+    assert!(!refs.contains("forged"), "{refs}");
+    assert_eq!(w.env.git(&remote, &["for-each-ref"]), remote_before);
+    assert_eq!(read(&w.other, "theirs.txt"), "another session's work\n");
+    assert!(read(&w.worktree, ".git").starts_with("gitdir: "));
+    assert!(!read(&w.worktree, ".git").contains("elsewhere"));
+    // Its own work on its own branch is kept.
+    let log = w.env.git(&w.worktree, &["log", "--format=%s", "-1"]);
+    assert_eq!(log.trim(), "honest work");
+    assert_eq!(
+        w.env
+            .git(&w.worktree, &["status", "--porcelain", "--", "hello.txt"]),
+        ""
+    );
+    // What left a trace is on the record, as a violation of its step.
+    let journal = w.journal();
+    let started = journal
+        .iter()
+        .find(|e| e["event"] == "step_started")
+        .unwrap();
+    assert!(started["detail"]["uncontained"].is_null(), "{started:#}");
+    let outside: Vec<String> = journal
+        .iter()
+        .filter(|e| e["event"] == "policy_violation")
+        .filter(|e| e["detail"]["rule"] == "outside-walls")
+        .map(|e| {
+            assert_eq!(e["step"], "work", "{e:#}");
+            e["detail"]["ref"].as_str().unwrap_or_default().to_owned()
+        })
+        .collect();
+    for subject in ["config", "refs/heads/main", "origin"] {
+        assert!(
+            outside.iter().any(|s| s == subject),
+            "{subject}? {outside:?}"
+        );
+    }
+}
+
+/// A test command runs in walls too: it reads no credential and writes nothing outside
+/// the worktree.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
+)]
+fn the_tests_run_for_a_step_are_contained_too() {
+    let w = Walled::new(
+        "#!/bin/sh\necho hello > hello.txt\necho '{\"result\":\"done\"}'\n",
+        &format!("{GENERIC}checks:\n  test_command: sh test.sh\n"),
+    );
+    let escaped = w.env.root().join("escaped");
+    write(
+        &w.worktree,
+        "test.sh",
+        &format!(
+            "cat ~/.git-credentials > leaked.txt 2>/dev/null\ntouch '{}' 2>/dev/null\nmkdir -p target && echo built > target/out\ntest -f hello.txt\n",
+            escaped.display()
+        ),
+    );
+    write(
+        &w.worktree,
+        ".bmad/playbooks/one.yaml",
+        "name: one\nsteps:\n  - id: work\n    command: do the work\n    postconditions: [tests_pass]\n",
+    );
+    let run = w.run();
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let checks = w
+        .journal()
+        .iter()
+        .filter(|e| e["event"] == "step_completed")
+        .map(|e| e["detail"]["checks"].to_string())
+        .collect::<String>();
+    assert!(checks.contains("`sh test.sh` passed"), "{checks}");
+    assert!(!escaped.exists(), "the test run wrote outside the worktree");
+    assert_eq!(read(&w.worktree, "target/out"), "built\n");
+    let leaked = std::fs::read_to_string(w.worktree.join("leaked.txt")).unwrap_or_default();
+    assert!(leaked.is_empty(), "{leaked}");
+}
+
+/// Where bubblewrap cannot make a sandbox (user namespaces off, as on a locked-down
+/// Ubuntu), `auto` runs the step uncontained and says so with the step; `required`
+/// refuses to start and says what is missing.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
+)]
+fn without_a_working_sandbox_auto_says_so_and_required_refuses() {
+    let honest = "#!/bin/sh\necho hello > hello.txt\necho '{\"result\":\"done\"}'\n";
+    let w = Walled::new(honest, GENERIC);
+    // bubblewrap as it answers where it may not create a user namespace.
+    w.env.executable(
+        "bwrap",
+        "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n",
+    );
+    let run = w.run();
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let journal = w.journal();
+    let started = journal
+        .iter()
+        .find(|e| e["event"] == "step_started")
+        .unwrap();
+    let why = started["detail"]["uncontained"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(why.contains("Permission denied"), "{started:#}");
+    let shown = w.env.bmad(&w.worktree, &["journal"]).success().stdout;
+    assert!(shown.contains("uncontained"), "{shown}");
+    // The morning report says so too.
+    let report = w.env.bmad(&w.repo, &["report", "--json"]).success().json();
+    let problems = report["sessions"].to_string();
+    assert!(problems.contains("ran uncontained"), "{report:#}");
+
+    write(
+        &w.repo,
+        ".bmad/config.yaml",
+        &format!("{GENERIC}  sandbox: required\n"),
+    );
+    w.env
+        .git(&w.repo, &["commit", "-qam", "containment required"]);
+    let (_, second) = w.env.start(&w.repo, "second");
+    let refused = w.env.bmad(&second, &["run", "one"]);
+    assert_eq!(refused.code, 1, "{}\n{}", refused.stdout, refused.stderr);
+    assert!(
+        refused.stderr.contains("runners.sandbox is `required`")
+            && refused.stderr.contains("Permission denied")
+            && refused.stderr.contains("install bubblewrap"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!second.join("hello.txt").exists());
+}
