@@ -276,3 +276,74 @@ fn without_a_working_sandbox_auto_says_so_and_required_refuses() {
     );
     assert!(!second.join("hello.txt").exists());
 }
+
+/// git-bmad killed while a contained step runs: the step's layer stays behind, holding the
+/// objects its commit made (which the worktree's index may name). The next run takes them
+/// in and drops the rest: the killed step is not believed, its branch move is not kept,
+/// and it runs again.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
+)]
+fn a_kill_during_a_contained_step_loses_no_object_and_believes_nothing() {
+    let agent = r#"#!/bin/sh
+echo "attempt" >> attempts.txt
+git add -A && git commit -qm "step work"
+if [ -f slow ]; then
+  rm slow
+  git rev-parse HEAD > killed-commit.txt
+  sleep 60
+fi
+echo '{"result":"done"}'
+"#;
+    let w = Walled::new(agent, GENERIC);
+    write(&w.worktree, "slow", "");
+    let branch_before = w.env.git(&w.worktree, &["rev-parse", "HEAD"]);
+    let mut child = w
+        .env
+        .bmad_command(&w.worktree)
+        .args(["run", "one"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let killed = w.worktree.join("killed-commit.txt");
+    let started = std::time::Instant::now();
+    while !killed.exists() && started.elapsed() < std::time::Duration::from_secs(60) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let commit = read(&w.worktree, "killed-commit.txt").trim().to_owned();
+    // Not taken in: the branch is where it was, the commit only in the layer.
+    assert_eq!(
+        w.env.git(&w.worktree, &["rev-parse", "HEAD"]),
+        branch_before
+    );
+    let fences = w.repo.join(".git/bmad/fence");
+    assert_eq!(std::fs::read_dir(&fences).unwrap().count(), 1);
+    let missing = w.env.sh(&w.repo, &format!("git cat-file -e {commit}"));
+    assert_ne!(
+        missing.code, 0,
+        "the killed step's commit is not in the repository yet"
+    );
+
+    let resumed = w.env.bmad(&w.worktree, &["resume"]);
+    assert_eq!(resumed.code, 0, "{}\n{}", resumed.stdout, resumed.stderr);
+    // Its objects came in (checked by hash); the layer is gone; the step ran again.
+    w.env.git(&w.repo, &["cat-file", "-e", &commit]);
+    assert_eq!(std::fs::read_dir(&fences).unwrap().count(), 0);
+    assert_eq!(read(&w.worktree, "attempts.txt"), "attempt\nattempt\n");
+    let log = w.env.git(&w.worktree, &["log", "--format=%H %s", "-1"]);
+    assert!(
+        log.ends_with("step work\n") && !log.starts_with(&commit),
+        "{log}"
+    );
+    w.env.git(
+        &w.worktree,
+        &["fsck", "--connectivity-only", "--no-dangling"],
+    );
+    w.env.git(&w.worktree, &["diff", "--cached", "--stat"]);
+}

@@ -1095,3 +1095,40 @@ fn a_v611_story_reaches_the_real_claude_code_as_its_skill_and_is_verified_from_t
         .git(&world.repo, &["show", &format!("bmad/5-1-parser:{spec}")]);
     assert!(on_branch.contains("status: 'done'"), "{on_branch}");
 }
+
+/// Codex told to use its own sandbox inside git-bmad's (`runners.codex.args` names one):
+/// that sandbox cannot start there (seen: every shell call answered `bwrap: execvp
+/// codex-linux-sandbox: No such file or directory` to the model, which still said it was
+/// done, and nothing of it reaches Codex's JSON). So the config is refused before anything
+/// runs, saying why; under `runners.sandbox: off` the same arguments are Codex's business
+/// (whether its sandbox works then is its own matter).
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
+fn a_cli_sandbox_that_cannot_start_inside_the_walls_is_refused_with_the_reason() {
+    let world = World::new(Cli::Codex, honest(), IMPLEMENT);
+    let config = "runners:\n  default: codex\n  codex: {args: [\"--sandbox\", \"workspace-write\"]}\nchecks:\n  test_command: sh test.sh\n";
+    world.configure(config);
+    let run = world.run();
+    assert_ne!(run.code, 0, "{}", world.explain(&run));
+    assert!(
+        run.stderr
+            .contains("`--sandbox workspace-write` turns on codex's own sandbox"),
+        "{}",
+        world.explain(&run)
+    );
+    assert!(world.api.seen().is_empty(), "Codex ran");
+    world.configure(&config.replace("runners:\n", "runners:\n  sandbox: off\n"));
+    let run = world.run();
+    assert!(
+        !run.stderr.contains("own sandbox"),
+        "{}",
+        world.explain(&run)
+    );
+    assert!(
+        !world.api.seen().is_empty(),
+        "Codex did not run uncontained"
+    );
+}

@@ -117,27 +117,37 @@ impl Repo {
         }
         std::fs::write(layer.join("objects/info/alternates"), alternates).map_err(io)?;
         let mut copies = Vec::new();
+        let mut made = std::collections::BTreeSet::new();
         for name in COPIED {
-            let before = files(&common.join(name)).map_err(io)?;
-            for file in before.keys() {
+            let before = watched(name, files(&common.join(name)).map_err(io)?);
+            for (file, content) in &before {
                 let copy = copy_path(&layer, name, file);
-                if let Some(dir) = copy.parent() {
+                if let Some(dir) = copy.parent().filter(|d| made.insert(d.to_path_buf())) {
                     std::fs::create_dir_all(dir).map_err(io)?;
                 }
-                // Copied, not written: a hook keeps its mode and runs.
-                let real = part(&common, name, file);
-                std::fs::copy(&real, copy).map_err(io)?;
+                if *name == "hooks" {
+                    // Copied with its mode, so that a hook still runs.
+                    std::fs::copy(part(&common, name, file), copy).map_err(io)?;
+                } else {
+                    std::fs::write(copy, content).map_err(io)?;
+                }
             }
             copies.push(Copy { name, before });
         }
         // Remotes on this machine stay readable: a push to one gets as far as its pre-push
         // hook (which refuses a contained step's push, on the record) and no further.
-        let local_remotes = self
-            .git()
-            .config_get_regexp_with_scope(r"^remote\..*\.(push)?url$")
-            .unwrap_or_default()
+        let snapshot = self.gix().config_snapshot();
+        let local_remotes = snapshot
+            .plumbing()
+            .sections_by_name("remote")
             .into_iter()
-            .filter_map(|(_, _, url)| local_path(&url, self.workdir()))
+            .flatten()
+            .flat_map(|section| {
+                let mut urls = section.values("url");
+                urls.extend(section.values("pushurl"));
+                urls
+            })
+            .filter_map(|url| local_path(&url.to_string(), self.workdir()))
             .collect();
         Ok(Fence {
             name: name.to_owned(),
@@ -278,7 +288,10 @@ impl Fence {
             .unwrap_or(&self.branch);
         let mut own_branch = None;
         for copy in &self.copies {
-            let after = files(&copy_path(&self.layer, copy.name, "")).unwrap_or_default();
+            let after = watched(
+                copy.name,
+                files(&copy_path(&self.layer, copy.name, "")).unwrap_or_default(),
+            );
             let own = |file: &str| copy.name == "refs/heads" && file == short;
             let path = |file: &str| match file {
                 "" => copy.name.to_owned(),
@@ -361,6 +374,14 @@ fn local_path(url: &str, workdir: &Path) -> Option<PathBuf> {
     std::fs::canonicalize(workdir.join(path))
         .ok()
         .filter(|p| p.is_dir())
+}
+
+/// The files of `name` worth a copy: git never runs a hook's `.sample`.
+fn watched(name: &str, mut files: BTreeMap<String, Vec<u8>>) -> BTreeMap<String, Vec<u8>> {
+    if name == "hooks" {
+        files.retain(|file, _| !file.ends_with(".sample"));
+    }
+    files
 }
 
 /// Where the layer keeps its copy of `file` of the common dir's `name`.

@@ -15,6 +15,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
+use crate::config::Sandbox;
+
 /// What a contained process may see and touch.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Walls {
@@ -110,6 +112,138 @@ pub fn hidden_variables(keep: &[&str]) -> Vec<String> {
         .filter(|key| crate::env::is_credential(key) && !keep.contains(&key.as_str()))
         .chain(PLACES.iter().map(|s| s.to_string()))
         .collect()
+}
+
+/// Whether steps here run contained.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Containment {
+    /// Contained by bubblewrap at this path.
+    On(PathBuf),
+    /// Not contained, for this reason (journaled with every step).
+    Off(String),
+}
+
+impl Containment {
+    /// `runners.sandbox` on this machine; `Err` (why not) when `required` cannot be had.
+    pub fn decide(mode: Sandbox) -> Result<Containment, String> {
+        match mode {
+            Sandbox::Off => Ok(Containment::Off("runners.sandbox is off".into())),
+            Sandbox::Auto => Ok(match available() {
+                Ok(bwrap) => Containment::On(bwrap),
+                Err(why) => Containment::Off(why),
+            }),
+            Sandbox::Required => available().map(Containment::On),
+        }
+    }
+
+    /// Bubblewrap, when on.
+    pub fn bwrap(&self) -> Option<&Path> {
+        match self {
+            Containment::On(bwrap) => Some(bwrap),
+            Containment::Off(_) => None,
+        }
+    }
+}
+
+/// The walls of a command run in `dir` (a test run, a hook an agent could have written):
+/// `dir` writable (but a `.git` link in it), `readable` shown again read-only, a private
+/// home at `home`, the tools on `PATH`.
+pub fn command_walls(dir: &Path, readable: &[PathBuf], home: &Path, network: bool) -> Walls {
+    let mut mounts = home_and_tools(home, None);
+    mounts.extend(readable.iter().map(Mount::read_only));
+    mounts.push(Mount::writable(dir));
+    if dir.join(".git").exists() {
+        mounts.push(Mount::read_only(dir.join(".git")));
+    }
+    Walls { mounts, network }
+}
+
+/// The private places, the private home at `home` in the real one's place, and the tools
+/// installed where they hide (and `program`'s own folder) shown read-only.
+pub fn home_and_tools(home: &Path, program: Option<&Path>) -> Vec<Mount> {
+    let real_home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut mounts = private_places(real_home.as_deref());
+    if let Some(real) = real_home.filter(|h| h.is_absolute() && *h != Path::new("/")) {
+        mounts.push(Mount::Writable {
+            source: home.to_owned(),
+            target: real,
+        });
+    }
+    mounts.extend(tools(program));
+    mounts
+}
+
+/// Fill the private home at `home`: copies of the user's `files` (relative to `real`, the
+/// real home) that exist, and a git configuration with `identity` (user.name, user.email)
+/// alone.
+pub fn private_home(
+    home: &Path,
+    real: Option<&Path>,
+    files: &[&str],
+    identity: [Option<String>; 2],
+) -> std::io::Result<()> {
+    if let Some(real) = real {
+        for file in files {
+            let from = real.join(file);
+            if from.is_file() {
+                let to = home.join(file);
+                if let Some(dir) = to.parent() {
+                    std::fs::create_dir_all(dir)?;
+                }
+                std::fs::copy(&from, &to)?;
+            }
+        }
+    }
+    let quoted = |v: &str| {
+        let clean: String = v.chars().filter(|c| !c.is_control()).collect();
+        format!("\"{}\"", clean.replace('\\', "\\\\").replace('"', "\\\""))
+    };
+    let mut config = String::from("[user]\n");
+    for (key, value) in ["name", "email"].iter().zip(identity) {
+        if let Some(value) = value {
+            config.push_str(&format!("\t{key} = {}\n", quoted(&value)));
+        }
+    }
+    std::fs::write(home.join(".gitconfig"), config)
+}
+
+/// Tools installed where the walls hide (under the home or `/tmp`), shown read-only: each
+/// directory on `PATH` there, and `program`'s own folder (for a Node CLI, the
+/// `node_modules` it lives in).
+fn tools(program: Option<&Path>) -> Vec<Mount> {
+    let hidden: Vec<PathBuf> =
+        private_places(std::env::var_os("HOME").map(PathBuf::from).as_deref())
+            .into_iter()
+            .filter_map(|m| match m {
+                Mount::Hide(path) => Some(path),
+                _ => None,
+            })
+            .collect();
+    let inside_hidden = |p: &Path| hidden.iter().any(|h| p.starts_with(h) && p != h);
+    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|path| std::env::split_paths(&path).collect())
+        .unwrap_or_default();
+    if let Some(program) = program {
+        dirs.extend(program.parent().map(Path::to_owned));
+        if let Ok(real) = std::fs::canonicalize(program) {
+            let package = real
+                .ancestors()
+                .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+                .last()
+                .map(Path::to_owned)
+                .or_else(|| real.parent().map(Path::to_owned));
+            dirs.extend(package);
+        }
+    }
+    let mut mounts: Vec<Mount> = Vec::new();
+    for dir in dirs {
+        let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+        let mount = Mount::read_only(&dir);
+        if dir.is_absolute() && dir.is_dir() && inside_hidden(&dir) && !mounts.contains(&mount) {
+            mounts.push(mount);
+        }
+    }
+    mounts
 }
 
 /// The `bwrap` arguments that run `program` with `args` in `cwd` inside `walls`.
@@ -252,6 +386,86 @@ mod tests {
         );
         assert!(!no_net.contains(&"--share-net".to_owned()));
         assert!(no_net.contains(&"--unshare-all".to_owned()));
+    }
+
+    #[test]
+    fn a_private_home_holds_the_clis_own_files_and_nothing_else() {
+        let real = tempfile::tempdir().unwrap();
+        for file in [
+            ".ssh/id_ed25519",
+            ".config/gh/hosts.yml",
+            ".git-credentials",
+            ".gitconfig",
+            ".claude.json",
+            ".claude/.credentials.json",
+            ".claude/settings.json",
+            ".claude/projects/old/transcript.jsonl",
+            ".codex/auth.json",
+            ".codex/config.toml",
+            ".gemini/settings.json",
+            ".gemini/oauth_creds.json",
+        ] {
+            let path = real.path().join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, file).unwrap();
+        }
+        for kind in crate::runner::Kind::all() {
+            let home = tempfile::tempdir().unwrap();
+            let files = kind.adapter().home_files();
+            let identity = [Some("A \"B\"".to_owned()), Some("a@b".to_owned())];
+            private_home(home.path(), Some(real.path()), files, identity).unwrap();
+            let mut found = Vec::new();
+            let mut dirs = vec![home.path().to_owned()];
+            while let Some(dir) = dirs.pop() {
+                for entry in std::fs::read_dir(dir).unwrap() {
+                    let path = entry.unwrap().path();
+                    if path.is_dir() {
+                        dirs.push(path);
+                    } else {
+                        let name = path.strip_prefix(home.path()).unwrap();
+                        found.push(name.to_string_lossy().into_owned());
+                    }
+                }
+            }
+            found.sort();
+            let mut wanted: Vec<String> = files
+                .iter()
+                .filter(|f| real.path().join(f).exists())
+                .map(|f| f.to_string())
+                .chain([".gitconfig".to_owned()])
+                .collect();
+            wanted.sort();
+            assert_eq!(found, wanted, "{kind}");
+            let config = std::fs::read_to_string(home.path().join(".gitconfig")).unwrap();
+            assert_eq!(
+                config,
+                "[user]\n\tname = \"A \\\"B\\\"\"\n\temail = \"a@b\"\n"
+            );
+        }
+        // Each agent CLI keeps its login; none gets another's, or the user's keys.
+        let claude = crate::runner::Kind::parse("claude")
+            .unwrap()
+            .adapter()
+            .home_files();
+        assert!(claude.contains(&".claude/.credentials.json"));
+        let codex = crate::runner::Kind::parse("codex")
+            .unwrap()
+            .adapter()
+            .home_files();
+        assert!(codex.contains(&".codex/auth.json") && !codex.iter().any(|f| f.contains("claude")));
+    }
+
+    #[test]
+    fn credentials_are_hidden_but_the_clis_own_key() {
+        let hidden = hidden_variables(&["ANTHROPIC_API_KEY"]);
+        for place in [
+            "DBUS_SESSION_BUS_ADDRESS",
+            "XDG_CONFIG_HOME",
+            "GIT_CONFIG_GLOBAL",
+        ] {
+            assert!(hidden.contains(&place.to_owned()), "{place}");
+        }
+        assert!(!hidden.contains(&"ANTHROPIC_API_KEY".to_owned()));
     }
 
     #[test]

@@ -97,7 +97,18 @@ pub fn config_problems(config: &Config) -> Vec<String> {
     }
     for (name, cli) in &runners.clis {
         match Kind::parse(name) {
-            Ok(kind) => out.extend(kind.adapter().config_problems(cli)),
+            Ok(kind) => {
+                out.extend(kind.adapter().config_problems(cli));
+                if let Some(flag) = kind
+                    .adapter()
+                    .own_sandbox(cli)
+                    .filter(|_| runners.sandbox != crate::config::Sandbox::Off)
+                {
+                    out.push(format!(
+                        "runners.{name}.args: `{flag}` turns on {kind}'s own sandbox, which cannot start inside git-bmad's (runners.sandbox): every command it ran would fail while it said it was done; leave the walls to git-bmad (remove `{flag}`), or set runners.sandbox: off"
+                    ));
+                }
+            }
             Err(_) => out.push(format!(
                 "runners.{name}: not a runner git-bmad knows ({}); an agent without an adapter goes under runners.generic.command",
                 Kind::names()
@@ -113,6 +124,38 @@ mod tests {
 
     fn config(yaml: &str) -> Config {
         Config::parse(yaml, Path::new("c.yaml")).unwrap()
+    }
+
+    #[test]
+    fn a_clis_own_sandbox_is_refused_inside_git_bmads() {
+        for (args, flag) in [
+            (
+                "codex: {args: [--sandbox, workspace-write]}",
+                Some("--sandbox workspace-write"),
+            ),
+            (
+                "codex: {args: [\"--sandbox=read-only\"]}",
+                Some("--sandbox read-only"),
+            ),
+            ("codex: {args: [--full-auto]}", Some("--full-auto")),
+            ("codex: {args: [--sandbox, danger-full-access]}", None),
+            ("gemini: {args: [-s]}", Some("-s")),
+            ("gemini: {args: [--approval-mode, yolo]}", None),
+        ] {
+            let problems = config_problems(&config(&format!("runners:\n  {args}\n")));
+            let found = problems.iter().find(|p| p.contains("own sandbox"));
+            match flag {
+                Some(flag) => assert!(
+                    found.is_some_and(|p| p.contains(&format!("`{flag}`"))),
+                    "{args}: {problems:?}"
+                ),
+                None => assert!(found.is_none(), "{args}: {problems:?}"),
+            }
+            let off = config(&format!("runners:\n  sandbox: off\n  {args}\n"));
+            assert!(!config_problems(&off)
+                .iter()
+                .any(|p| p.contains("own sandbox")));
+        }
     }
 
     #[test]

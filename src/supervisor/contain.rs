@@ -7,52 +7,27 @@
 //! goes with the step. Tools installed under the home or `/tmp` (the directories on `PATH`,
 //! the CLI's own package) are shown read-only; nothing else of the home is.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::config::{Config, Network, Sandbox};
+use crate::config::{Config, Network};
 use crate::runner::sandbox::{self, Mount, Walls};
 use crate::runner::Contained;
 use crate::session::{Repo, View};
 
+pub use crate::runner::sandbox::Containment;
+
 use super::error::{Error, Result};
 
-/// Whether this run's steps are contained.
-#[derive(Clone, Debug)]
-pub enum Containment {
-    /// Contained by bubblewrap at this path.
-    On(PathBuf),
-    /// Not contained, for this reason (journaled with every step).
-    Off(String),
-}
-
-impl Containment {
-    /// `runners.sandbox` on this machine: `required` without a working bubblewrap refuses.
-    pub fn decide(config: &Config) -> Result<Containment> {
-        match config.runners.sandbox {
-            Sandbox::Off => Ok(Containment::Off("runners.sandbox is off".into())),
-            Sandbox::Auto => Ok(match sandbox::available() {
-                Ok(bwrap) => Containment::On(bwrap),
-                Err(why) => Containment::Off(why),
-            }),
-            Sandbox::Required => sandbox::available()
-                .map(Containment::On)
-                .map_err(|why| Error::Uncontained { why }),
-        }
-    }
-
-    /// Bubblewrap, when on.
-    pub fn bwrap(&self) -> Option<&Path> {
-        match self {
-            Containment::On(bwrap) => Some(bwrap),
-            Containment::Off(_) => None,
-        }
-    }
+/// `runners.sandbox` of `config` on this machine: `required` without a working bubblewrap
+/// refuses.
+pub fn decide(config: &Config) -> Result<Containment> {
+    Containment::decide(config.runners.sandbox).map_err(|why| Error::Uncontained { why })
 }
 
 /// The walls of an agent step: the fence's views of the repository, a private home at
 /// `home`, the tools it runs.
 pub fn step_walls(views: &[View], home: &Path, program: &Path, network: bool) -> Walls {
-    let mut mounts = places_with_home(home);
+    let mut mounts = sandbox::home_and_tools(home, Some(program));
     mounts.extend(views.iter().map(|v| {
         if v.writable {
             Mount::Writable {
@@ -66,27 +41,7 @@ pub fn step_walls(views: &[View], home: &Path, program: &Path, network: bool) ->
             }
         }
     }));
-    mounts.extend(tools(Some(program)));
     Walls { mounts, network }
-}
-
-/// The walls of a command run in `dir` for a step (its tests): `dir` writable, the
-/// repository readable, a private home at `home`.
-pub fn command_walls(dir: &Path, repo: &Repo, home: &Path, network: Network) -> Walls {
-    let mut mounts = places_with_home(home);
-    mounts.push(Mount::read_only(repo.common_dir()));
-    if let Ok(main) = repo.main_workdir() {
-        mounts.push(Mount::read_only(main));
-    }
-    mounts.push(Mount::writable(dir));
-    if dir.join(".git").exists() {
-        mounts.push(Mount::read_only(dir.join(".git")));
-    }
-    mounts.extend(tools(None));
-    Walls {
-        mounts,
-        network: network == Network::Full,
-    }
 }
 
 /// A command's walls ready to run, its private home in a temporary folder kept with it.
@@ -96,7 +51,8 @@ pub struct Scratch {
     _home: tempfile::TempDir,
 }
 
-/// Contain a command run in `dir`, when the run is contained.
+/// Contain a command run in `dir` for a step (its tests), when the run is contained: `dir`
+/// writable, the repository readable, a private home.
 pub fn command(
     containment: &Containment,
     dir: &Path,
@@ -113,92 +69,31 @@ pub fn command(
         .map_err(|e| Error::Uncontained {
             why: format!("could not make a private home: {e}"),
         })?;
+    let mut readable = vec![repo.common_dir().to_owned()];
+    readable.extend(repo.main_workdir().ok());
     Ok(Some(Scratch {
         contained: Contained {
             bwrap: bwrap.to_owned(),
-            walls: command_walls(dir, repo, home.path(), network),
+            walls: sandbox::command_walls(dir, &readable, home.path(), network == Network::Full),
         },
         _home: home,
     }))
 }
 
-fn places_with_home(home: &Path) -> Vec<Mount> {
-    let real_home = std::env::var_os("HOME").map(PathBuf::from);
-    let mut mounts = sandbox::private_places(real_home.as_deref());
-    if let Some(real) = real_home.filter(|h| h.is_absolute() && *h != Path::new("/")) {
-        mounts.push(Mount::Writable {
-            source: home.to_owned(),
-            target: real,
-        });
-    }
-    mounts
-}
-
-/// Fill the private home at `home`: copies of the user's `files` (relative to the real
-/// home) that exist, and a git configuration with the repository's identity alone.
+/// Fill the private home at `home` with copies of the user's `files` and the repository's
+/// git identity.
 pub fn private_home(home: &Path, files: &[&str], repo: &Repo) -> std::io::Result<()> {
-    if let Some(real) = std::env::var_os("HOME").map(PathBuf::from) {
-        for file in files {
-            let from = real.join(file);
-            if from.is_file() {
-                let to = home.join(file);
-                if let Some(dir) = to.parent() {
-                    std::fs::create_dir_all(dir)?;
-                }
-                std::fs::copy(&from, &to)?;
-            }
-        }
-    }
-    let quoted = |v: String| {
-        let clean: String = v.chars().filter(|c| !c.is_control()).collect();
-        format!("\"{}\"", clean.replace('\\', "\\\\").replace('"', "\\\""))
-    };
-    let mut config = String::from("[user]\n");
-    for key in ["name", "email"] {
-        if let Some(value) = repo.config_string(&format!("user.{key}")) {
-            config.push_str(&format!("\t{key} = {}\n", quoted(value)));
-        }
-    }
-    std::fs::write(home.join(".gitconfig"), config)
-}
-
-/// Tools installed where the walls hide (under the home or `/tmp`), shown read-only: each
-/// directory on `PATH` there, and `program`'s own folder (for a Node CLI, the
-/// `node_modules` it lives in).
-fn tools(program: Option<&Path>) -> Vec<Mount> {
-    let hidden: Vec<PathBuf> =
-        sandbox::private_places(std::env::var_os("HOME").map(PathBuf::from).as_deref())
-            .into_iter()
-            .filter_map(|m| match m {
-                Mount::Hide(path) => Some(path),
-                _ => None,
-            })
-            .collect();
-    let inside_hidden = |p: &Path| hidden.iter().any(|h| p.starts_with(h) && p != h);
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|path| std::env::split_paths(&path).collect())
-        .unwrap_or_default();
-    if let Some(program) = program {
-        dirs.extend(program.parent().map(Path::to_owned));
-        if let Ok(real) = std::fs::canonicalize(program) {
-            let package = real
-                .ancestors()
-                .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
-                .last()
-                .map(Path::to_owned)
-                .or_else(|| real.parent().map(Path::to_owned));
-            dirs.extend(package);
-        }
-    }
-    let mut mounts: Vec<Mount> = Vec::new();
-    for dir in dirs {
-        let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
-        let mount = Mount::read_only(&dir);
-        if dir.is_absolute() && dir.is_dir() && inside_hidden(&dir) && !mounts.contains(&mount) {
-            mounts.push(mount);
-        }
-    }
-    mounts
+    sandbox::private_home(
+        home,
+        std::env::var_os("HOME")
+            .map(std::path::PathBuf::from)
+            .as_deref(),
+        files,
+        [
+            repo.config_string("user.name"),
+            repo.config_string("user.email"),
+        ],
+    )
 }
 
 #[cfg(test)]
@@ -209,7 +104,7 @@ mod tests {
     fn step_walls_show_the_fence_and_hide_the_rest() {
         let views = [
             View {
-                source: "/r/.git/bmad/fence/s/heads".into(),
+                source: "/r/.git/bmad/fence/s/copies/refs/heads".into(),
                 target: "/r/.git/refs/heads".into(),
                 writable: true,
             },
@@ -228,7 +123,7 @@ mod tests {
         assert!(walls.network);
         assert!(walls.mounts.contains(&Mount::Hide("/tmp".into())));
         assert!(walls.mounts.contains(&Mount::Writable {
-            source: "/r/.git/bmad/fence/s/heads".into(),
+            source: "/r/.git/bmad/fence/s/copies/refs/heads".into(),
             target: "/r/.git/refs/heads".into()
         }));
         assert!(walls.mounts.contains(&Mount::read_only("/r/.git")));

@@ -140,7 +140,7 @@ pub fn supervise(
     let fresh = RunState::default();
     let before = if new_run.is_some() { &fresh } else { &state };
     let programs = preflight(&playbook, before, options.config, &root)?;
-    let containment = super::contain::Containment::decide(options.config)?;
+    let containment = super::contain::decide(options.config)?;
     let check_walls =
         super::contain::command(&containment, &root, repo, options.config.checks.network)?;
     let mut playbook = playbook;

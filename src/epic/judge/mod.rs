@@ -127,7 +127,7 @@ pub fn judge(
     let command = config.checks.test_command.clone();
     // The walls are this machine's policy (the run's config); the network the base's.
     let walls = Walls {
-        containment: contain::Containment::decide(fallback)?,
+        containment: contain::decide(fallback)?,
         network: config.checks.network,
     };
     let concern = concern(repo, work, command.as_deref())?;
@@ -256,7 +256,7 @@ pub fn tests_on(
     interrupt: &AtomicBool,
 ) -> Result<(bool, String), Error> {
     let walls = Walls {
-        containment: contain::Containment::decide(config)?,
+        containment: contain::decide(config)?,
         network: config.checks.network,
     };
     let ran = run_on(repo, commit, command, &walls, timeout, interrupt)?;

@@ -48,6 +48,16 @@ impl Adapter for Codex {
         &["OPENAI_API_KEY", "CODEX_API_KEY"]
     }
 
+    fn own_sandbox(&self, cli: &CliConfig) -> Option<String> {
+        let args = cli.args.as_deref().unwrap_or_default();
+        if args.iter().any(|a| a == "--full-auto") {
+            return Some("--full-auto".into());
+        }
+        super::configured_value(cli, &["--sandbox", "-s"])
+            .filter(|mode| *mode != "danger-full-access")
+            .map(|mode| format!("--sandbox {mode}"))
+    }
+
     fn home_files(&self) -> &'static [&'static str] {
         &[".codex/auth.json", ".codex/config.toml"]
     }

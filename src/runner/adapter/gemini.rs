@@ -41,6 +41,17 @@ impl Adapter for Gemini {
         &["GEMINI_API_KEY", "GOOGLE_API_KEY"]
     }
 
+    fn own_sandbox(&self, cli: &CliConfig) -> Option<String> {
+        let args = cli.args.as_deref().unwrap_or_default();
+        args.iter()
+            .find(|a| {
+                *a == "-s"
+                    || *a == "--sandbox"
+                    || a.starts_with("--sandbox=") && !a.ends_with("=false")
+            })
+            .cloned()
+    }
+
     fn home_files(&self) -> &'static [&'static str] {
         &[
             ".gemini/settings.json",

@@ -56,6 +56,12 @@ pub trait Adapter: Sync {
         self.default_args()
     }
 
+    /// The configured arguments that turn on the CLI's own sandbox, which cannot start inside
+    /// git-bmad's walls (its every command would fail while the model says it is done).
+    fn own_sandbox(&self, _cli: &CliConfig) -> Option<String> {
+        None
+    }
+
     /// Every variable it may read a credential of its own from (its API key, a login
     /// token): the only credentials a contained step keeps.
     fn credential_variables(&self) -> &'static [&'static str] {
