@@ -20,6 +20,10 @@ pub const REPO_REDIRECTING_VARS: &[&str] = &[
     "GIT_QUARANTINE_PATH",
 ];
 
+/// Set on every git command git-bmad runs itself: a hook it fires knows that git-bmad, not
+/// a person, acts (a push with the user's credentials, a merge of an agent's branch).
+pub const OWN_GIT: &str = "GIT_BMAD_OWN_GIT";
+
 /// Whether variable `key` names a credential: a token, a secret, a password, an API or
 /// access key, the SSH agent, git's ways to ask for one or reach a host.
 pub fn is_credential(key: &str) -> bool {

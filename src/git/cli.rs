@@ -67,6 +67,7 @@ impl GitCli {
             cmd.env_remove(var);
         }
         cmd.env("LC_ALL", "C")
+            .env(crate::env::OWN_GIT, "1")
             .env("GIT_TERMINAL_PROMPT", "0")
             .arg("--git-dir")
             .arg(&self.git_dir)

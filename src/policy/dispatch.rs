@@ -11,6 +11,7 @@ use super::secrets::Finding;
 use super::{commit, live_run, push, refs, Error};
 use crate::config::PolicyScope;
 use crate::git::Repo;
+use crate::runner::sandbox;
 use crate::runner::Program;
 
 /// What a hook run found.
@@ -181,12 +182,80 @@ pub const CHAINED_HOOK_VAR: &str = "GIT_BMAD_CHAINED_HOOK";
 
 /// Run the user's hook `chained`, by its real path (husky finds its hook from `$0`), with the
 /// same arguments and stdin bytes; its exit code.
-pub fn run_chained(chained: &Path, args: &[String], input: &[u8]) -> Result<i32, Error> {
+///
+/// A hook in a session worktree (`.husky/`, `.githooks/`) is a file an agent could have
+/// written: when git-bmad itself fires it (its push carries the user's credentials, its
+/// merges an agent's branch), it runs in walls like the agent's own commands.
+pub fn run_chained(
+    repo: &Repo,
+    chained: &Path,
+    args: &[String],
+    input: &[u8],
+) -> Result<i32, Error> {
     let mut hook = Program::new(chained, args);
     hook.env_remove.push(CHAINED_HOOK_VAR.to_owned());
+    let walls = hook_walls(repo, chained)?;
+    if let Some((contained, _)) = &walls {
+        let cwd =
+            std::env::current_dir().map_err(|e| Error::io("could not read", Path::new("."), e))?;
+        let args: Vec<String> = args.to_vec();
+        hook = Program::new(
+            &contained.bwrap,
+            sandbox::command_line(&contained.walls, &cwd, chained, &args),
+        );
+        hook.env_remove = sandbox::hidden_variables(&[]);
+        hook.env_remove.push(CHAINED_HOOK_VAR.to_owned());
+        hook.env.push((super::CONTAINED_VAR.into(), "1".into()));
+    }
     let code = hook
         .run_in_foreground(Some(input))
         .map_err(|e| Error::io("could not run the chained hook", chained, e))?;
     // Killed by a signal: a failure like any other.
     Ok(code.unwrap_or(1))
+}
+
+/// The walls for a chained hook git-bmad fires in a session worktree (and the private home
+/// they keep, removed when dropped); `None` when it runs as it is.
+fn hook_walls(
+    repo: &Repo,
+    chained: &Path,
+) -> Result<Option<(crate::runner::Contained, tempfile::TempDir)>, Error> {
+    let ours = std::env::var_os(crate::env::OWN_GIT).is_some()
+        && std::env::var_os(super::CONTAINED_VAR).is_none();
+    let Some(session) = super::current_session(repo).filter(|_| ours) else {
+        return Ok(None);
+    };
+    let real = std::fs::canonicalize(chained).unwrap_or_else(|_| chained.to_owned());
+    if !real.starts_with(&session.worktree) {
+        return Ok(None);
+    }
+    let config = crate::session::load_config(repo)?;
+    let bwrap = match sandbox::Containment::decide(config.runners.sandbox) {
+        Ok(sandbox::Containment::On(bwrap)) => bwrap,
+        Ok(sandbox::Containment::Off(_)) => return Ok(None),
+        Err(why) => {
+            return Err(Error::Contain(format!(
+                "{} is in a session worktree and runners.sandbox is `required`, but: {why}",
+                chained.display()
+            )))
+        }
+    };
+    let home = tempfile::Builder::new()
+        .prefix("git-bmad-hook-")
+        .tempdir()
+        .map_err(|e| Error::io("could not make a private home in", std::env::temp_dir(), e))?;
+    sandbox::private_home(
+        home.path(),
+        None,
+        &[],
+        [
+            repo.config_string("user.name"),
+            repo.config_string("user.email"),
+        ],
+    )
+    .map_err(|e| Error::io("could not make a private home in", home.path(), e))?;
+    let mut readable = vec![repo.common_dir().to_owned()];
+    readable.extend(repo.main_workdir().ok());
+    let walls = sandbox::command_walls(&session.worktree, &readable, home.path(), true);
+    Ok(Some((crate::runner::Contained { bwrap, walls }, home)))
 }

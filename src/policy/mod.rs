@@ -53,6 +53,9 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A hook that must run contained cannot be.
+    #[error("{0}")]
+    Contain(String),
     /// A global install needs a home for its hooks.
     #[error("neither XDG_CONFIG_HOME nor HOME is set: there is nowhere to put hooks for every repository of this user")]
     NoHome,

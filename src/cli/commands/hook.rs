@@ -38,7 +38,7 @@ pub fn cmd_hook(ctx: &Context, args: &HookArgs) -> Result<u8, CommandError> {
     let Some(chained) = std::env::var_os(dispatch::CHAINED_HOOK_VAR) else {
         return Ok(exit::OK);
     };
-    let code = dispatch::run_chained(std::path::Path::new(&chained), &args.args, &input)
+    let code = dispatch::run_chained(&repo, std::path::Path::new(&chained), &args.args, &input)
         .map_err(policy_error)?;
     Ok(match code {
         0 => exit::OK,
