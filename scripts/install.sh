@@ -17,6 +17,9 @@ case ":$PATH:" in
   *":$prefix/bin:"*) ;;
   *) echo "Add $prefix/bin to PATH so git finds it:  export PATH=\"$prefix/bin:\$PATH\"" ;;
 esac
+if ! command -v bwrap >/dev/null 2>&1; then
+  echo "Agents run contained with bubblewrap, which is not installed: scripts/install-bubblewrap.sh (or your system's bubblewrap package); \`git bmad doctor\` says whether containment works."
+fi
 if ! man -w git-bmad >/dev/null 2>&1; then
   echo "Add the man pages to MANPATH so \`git bmad --help\` finds them:  export MANPATH=\"$prefix/share/man:\$MANPATH\""
 fi

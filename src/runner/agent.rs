@@ -78,6 +78,12 @@ pub fn invoke(
         .collect();
     if invocation.sandbox.is_some() {
         env_remove.extend(sandbox::hidden_variables(adapter.credential_variables()));
+        env.extend(
+            adapter
+                .contained_env()
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string())),
+        );
     }
     let output = process::run(
         &Spec {

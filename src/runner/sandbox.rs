@@ -39,6 +39,9 @@ pub enum Mount {
         /// Where.
         target: PathBuf,
     },
+    /// An empty file shown read-only in place of this one (a credential inside a folder that
+    /// is shown).
+    Blank(PathBuf),
     /// `source` shown writable at `target`.
     Writable {
         /// What is shown.
@@ -69,7 +72,7 @@ impl Mount {
 
     fn target(&self) -> &Path {
         match self {
-            Mount::Hide(t) => t,
+            Mount::Hide(t) | Mount::Blank(t) => t,
             Mount::ReadOnly { target, .. } | Mount::Writable { target, .. } => target,
         }
     }
@@ -166,10 +169,53 @@ pub fn home_and_tools(home: &Path, program: Option<&Path>) -> Vec<Mount> {
     if let Some(real) = real_home.filter(|h| h.is_absolute() && *h != Path::new("/")) {
         mounts.push(Mount::Writable {
             source: home.to_owned(),
-            target: real,
+            target: real.clone(),
         });
+        mounts.extend(toolchains(&real));
     }
     mounts.extend(tools(program));
+    mounts
+}
+
+/// Where toolchains live in a home (rustup, cargo, nvm, pyenv, go, maven's and gradle's
+/// caches): shown read-only when there, so an agent's `cargo test` or `npm test` works in
+/// its walls; the credentials some keep there are blanked.
+const TOOLCHAINS: &[&str] = &[
+    ".rustup",
+    ".cargo",
+    ".nvm",
+    ".volta",
+    ".bun",
+    ".deno",
+    ".pyenv",
+    ".rbenv",
+    ".asdf",
+    ".sdkman",
+    ".local/bin",
+    ".local/lib",
+    "go",
+    ".m2/repository",
+    ".gradle/caches",
+    ".gradle/wrapper",
+];
+/// Credentials inside [`TOOLCHAINS`] (crates.io's token).
+const TOOLCHAIN_CREDENTIALS: &[&str] = &[".cargo/credentials", ".cargo/credentials.toml"];
+
+/// The toolchains of the home `real`, read-only, their credentials blanked.
+fn toolchains(real: &Path) -> Vec<Mount> {
+    let mut mounts: Vec<Mount> = TOOLCHAINS
+        .iter()
+        .map(|t| real.join(t))
+        .filter(|p| p.is_dir())
+        .map(Mount::read_only)
+        .collect();
+    mounts.extend(
+        TOOLCHAIN_CREDENTIALS
+            .iter()
+            .map(|c| real.join(c))
+            .filter(|p| p.is_file())
+            .map(Mount::Blank),
+    );
     mounts
 }
 
@@ -273,6 +319,9 @@ pub fn command_line(walls: &Walls, cwd: &Path, program: &Path, args: &[String]) 
         match mount {
             Mount::Hide(target) => {
                 out.extend(["--tmpfs".into(), text(target)]);
+            }
+            Mount::Blank(target) => {
+                out.extend(["--ro-bind".into(), "/dev/null".into(), text(target)]);
             }
             Mount::ReadOnly { source, target } => {
                 out.extend(["--ro-bind".into(), text(source), text(target)]);
@@ -466,6 +515,37 @@ mod tests {
             assert!(hidden.contains(&place.to_owned()), "{place}");
         }
         assert!(!hidden.contains(&"ANTHROPIC_API_KEY".to_owned()));
+    }
+
+    #[test]
+    fn toolchains_in_the_home_are_shown_and_their_credentials_are_not() {
+        let real = tempfile::tempdir().unwrap();
+        for dir in [".rustup/toolchains", ".cargo/bin", ".ssh", ".config/gh"] {
+            std::fs::create_dir_all(real.path().join(dir)).unwrap();
+        }
+        std::fs::write(real.path().join(".cargo/credentials.toml"), "token").unwrap();
+        let mounts = toolchains(real.path());
+        assert_eq!(
+            mounts,
+            [
+                Mount::read_only(real.path().join(".rustup")),
+                Mount::read_only(real.path().join(".cargo")),
+                Mount::Blank(real.path().join(".cargo/credentials.toml")),
+            ]
+        );
+        let args = command_line(
+            &Walls {
+                mounts,
+                network: false,
+            },
+            Path::new("/"),
+            Path::new("/bin/true"),
+            &[],
+        );
+        let blank = args.windows(3).any(|w| {
+            w[0] == "--ro-bind" && w[1] == "/dev/null" && w[2].ends_with(".cargo/credentials.toml")
+        });
+        assert!(blank, "{args:?}");
     }
 
     #[test]

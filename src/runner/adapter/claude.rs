@@ -41,6 +41,12 @@ impl Adapter for Claude {
         Some("ANTHROPIC_API_KEY")
     }
 
+    fn contained_env(&self) -> &'static [(&'static str, &'static str)] {
+        // As root it refuses bypassed permissions outside a sandbox it is told of: the walls
+        // are that sandbox.
+        &[("IS_SANDBOX", "1")]
+    }
+
     fn credential_variables(&self) -> &'static [&'static str] {
         &[
             "ANTHROPIC_API_KEY",

@@ -91,6 +91,11 @@ pub trait Adapter: Sync {
         &[]
     }
 
+    /// Variables it gets on top of those when git-bmad contains it.
+    fn contained_env(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+
     /// Read the CLI's output into `result`; `false` when it printed nothing the adapter
     /// understands (the end of stdout then becomes the final text).
     fn read_output(&self, _result: &mut AgentResult) -> bool {
