@@ -393,3 +393,37 @@ fn a_hook_the_agent_rewrote_runs_in_walls_when_git_bmad_pushes() {
     let remote = env.git(&env.root().join("remote.git"), &["for-each-ref"]);
     assert!(remote.contains("refs/heads/bmad/work"), "{remote}");
 }
+
+/// Test runs keep the network by default (a project's tests may need a service), and lose
+/// it with `checks.network: none`: then not even this machine's loopback is reached.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
+)]
+fn checks_network_none_cuts_the_test_runs_off() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let probe = format!(
+        "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3)\" 2>/dev/null && echo reached >> net.txt || echo cut >> net.txt\n"
+    );
+    for (network, seen) in [("full", "reached\n"), ("none", "cut\n")] {
+        let w = Walled::new(
+            "#!/bin/sh\necho '{\"result\":\"done\"}'\n",
+            &format!("{GENERIC}checks:\n  test_command: sh probe.sh\n  network: {network}\n"),
+        );
+        write(&w.worktree, "probe.sh", &probe);
+        write(
+            &w.worktree,
+            ".bmad/playbooks/one.yaml",
+            "name: one\nsteps:\n  - id: work\n    command: do the work\n    postconditions: [tests_pass]\n",
+        );
+        let run = w.run();
+        assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+        assert_eq!(
+            read(&w.worktree, "net.txt"),
+            seen,
+            "checks.network: {network}"
+        );
+    }
+}
