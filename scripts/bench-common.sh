@@ -21,3 +21,25 @@ now_us() { local t=${EPOCHREALTIME/./}; echo "$t"; }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 # Microseconds as milliseconds.
 ms() { awk -v us="$1" 'BEGIN {printf "%.2f ms", us/1000}'; }
+
+# A fake `claude` in $work/bin that exits at once (Claude Code's JSON result), and at $1 a
+# project of 200 files with a 10-step playbook `ten` whose every step it does.
+ten_step_project() {
+  cat > "$work/bin/claude" <<'AGENT'
+#!/bin/sh
+mkdir -p out && : > "out/$BMAD_STEP"
+printf '{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"s","total_cost_usd":0,"usage":{"input_tokens":1,"output_tokens":1},"permission_denials":[]}\n'
+AGENT
+  chmod +x "$work/bin/claude"
+  mkdir -p "$1/src" && (
+    cd "$1" && git init -q -b main
+    for i in $(seq 1 200); do printf 'fn f%s() {}\n' "$i" > "src/f$i.rs"; done
+    mkdir -p .bmad/playbooks
+    {
+      echo "name: ten"
+      echo "steps:"
+      for i in $(seq 1 10); do echo "  - {id: s$i, command: step $i, postconditions: [{file_exists: out/s$i}]}"; done
+    } > .bmad/playbooks/ten.yaml
+    git add -A && git commit -q -m "project"
+  )
+}

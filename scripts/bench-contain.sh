@@ -9,23 +9,9 @@ runs=${RUNS:-9}
 source "$(dirname "$0")/bench-common.sh"
 command -v bwrap >/dev/null || { echo "bench-contain: needs bwrap (scripts/install-bubblewrap.sh)" >&2; exit 1; }
 
-cat > "$work/bin/claude" <<'AGENT'
-#!/bin/sh
-mkdir -p out && : > "out/$BMAD_STEP"
-printf '{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"s","total_cost_usd":0,"usage":{"input_tokens":1,"output_tokens":1},"permission_denials":[]}\n'
-AGENT
-chmod +x "$work/bin/claude"
-
 repo="$work/proj"
-mkdir -p "$repo/src" && cd "$repo" && git init -q -b main
-for i in $(seq 1 200); do printf 'fn f%s() {}\n' "$i" > "src/f$i.rs"; done
-{
-  echo "name: ten"
-  echo "steps:"
-  for i in $(seq 1 10); do echo "  - {id: s$i, command: step $i, postconditions: [{file_exists: out/s$i}]}"; done
-} > ten.yaml
-mkdir -p .bmad/playbooks && mv ten.yaml .bmad/playbooks/
-git add -A && git commit -q -m "project"
+ten_step_project "$repo"
+cd "$repo"
 for i in $(seq 1 100); do git branch "topic-$i"; done
 
 # One session's run of the playbook under `mode`; microseconds per step on stdout.
@@ -45,9 +31,10 @@ for r in $(seq 1 "$runs"); do
   per_step auto "w$r" >> "$work/walled"
   per_step off "o$r" >> "$work/open"
 done
-# Every step of a contained run was contained.
-if git -C "$repo" bmad journal -s w1 --json 2>/dev/null | grep -q '"uncontained"'; then
-  echo "bench-contain: the contained run was not contained" >&2; exit 1
+# Every step of a contained run was contained, and no step of the other.
+if "$bin" -C "$repo" journal w1 --json | grep -q '"uncontained"' \
+  || ! "$bin" -C "$repo" journal o1 --json | grep -q '"uncontained"'; then
+  echo "bench-contain: the runs were not what they say" >&2; exit 1
 fi
 w=$(median < "$work/walled"); o=$(median < "$work/open")
 echo "== containment, 10-step playbook, agent exits at once ($runs rounds)"

@@ -10,23 +10,9 @@
 runs=${RUNS:-11}
 source "$(dirname "$0")/bench-common.sh"
 
-cat > "$work/bin/claude" <<'AGENT'
-#!/bin/sh
-mkdir -p out && : > "out/$BMAD_STEP"
-printf '{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"s","total_cost_usd":0,"usage":{"input_tokens":1,"output_tokens":1},"permission_denials":[]}\n'
-AGENT
-chmod +x "$work/bin/claude"
-
 repo="$work/proj"
-mkdir -p "$repo/src" && cd "$repo" && git init -q -b main
-for i in $(seq 1 200); do printf 'fn f%s() {}\n' "$i" > "src/f$i.rs"; done
-{
-  echo "name: ten"
-  echo "steps:"
-  for i in $(seq 1 10); do echo "  - {id: s$i, command: step $i, postconditions: [{file_exists: out/s$i}]}"; done
-} > ten.yaml
-mkdir -p .bmad/playbooks && mv ten.yaml .bmad/playbooks/
-git add -A && git commit -q -m "project"
+ten_step_project "$repo"
+cd "$repo"
 
 : > "$work/ours"; : > "$work/base"
 for r in $(seq 1 "$runs"); do

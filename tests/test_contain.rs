@@ -3,6 +3,8 @@
 //! tries everything a shell allows and reaches nothing: the repository, the remote, the
 //! credentials and the other sessions stay as they were, and what left a trace is journaled.
 
+use std::path::Path;
+
 use serde_json::Value;
 
 use crate::common::{read, write, TestEnv};
@@ -23,6 +25,11 @@ const ENV_TOKEN: &str = "ghp_fromtheenvironment7f3a";
 
 impl Walled {
     fn new(script: &str, config: &str) -> Walled {
+        Walled::with(script, config, |_, _| {})
+    }
+
+    /// The same, `prepare` shaping the project before its first commit and the hooks.
+    fn with(script: &str, config: &str, prepare: impl FnOnce(&TestEnv, &Path)) -> Walled {
         let env = TestEnv::contained();
         let home = env.root().join("home");
         write(&home, ".ssh/id_ed25519", SSH_KEY);
@@ -37,6 +44,7 @@ impl Walled {
             ".bmad/playbooks/one.yaml",
             "name: one\nsteps:\n  - id: work\n    command: do the work\n",
         );
+        prepare(&env, &repo);
         env.git(&repo, &["add", "-A"]);
         env.git(&repo, &["commit", "-qm", "project"]);
         env.bmad(&repo, &["hooks", "install"]).success();
@@ -357,39 +365,27 @@ echo '{"result":"done"}'
     ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
 )]
 fn a_hook_the_agent_rewrote_runs_in_walls_when_git_bmad_pushes() {
-    let env = TestEnv::contained();
-    let home = env.root().join("home");
-    write(&home, ".git-credentials", STORED_CREDENTIAL);
-    write(&home, ".ssh/id_ed25519", SSH_KEY);
-    let stolen = env.root().join("stolen");
+    let stolen = std::env::temp_dir().join(format!("git-bmad-stolen-{}", std::process::id()));
     let agent = format!(
         "#!/bin/sh\nprintf '#!/bin/sh\\ncat ~/.git-credentials ~/.ssh/id_ed25519 > {stolen} 2>/dev/null\\necho \"token=$GH_TOKEN\" >> {stolen}\\necho ran > hook-ran.txt\\n' > .githooks/pre-push\ngit add -A && git commit -qm 'a better hook'\necho '{{\"result\":\"done\"}}'\n",
         stolen = stolen.display()
     );
-    env.executable("my-agent", &agent);
-    let repo = env.repo("project");
-    write(&repo, ".githooks/pre-push", "#!/bin/sh\nexit 0\n");
-    env.sh(&repo, "chmod +x .githooks/pre-push").success();
-    write(&repo, ".bmad/config.yaml", GENERIC);
-    write(
-        &repo,
-        ".bmad/playbooks/one.yaml",
-        "name: one\nsteps:\n  - id: work\n    command: improve the hook\n",
-    );
-    env.git(&repo, &["add", "-A"]);
-    env.git(&repo, &["commit", "-qm", "project"]);
-    env.git(&repo, &["config", "core.hooksPath", ".githooks"]);
-    env.bmad(&repo, &["hooks", "install"]).success();
-    env.bare_remote(&repo);
-    let (_, worktree) = env.start(&repo, "work");
-    env.bmad(&worktree, &["run", "one"]).success();
-    assert!(read(&worktree, ".githooks/pre-push").contains("git-credentials"));
+    let w = Walled::with(&agent, GENERIC, |env, repo| {
+        write(repo, ".githooks/pre-push", "#!/bin/sh\nexit 0\n");
+        env.sh(repo, "chmod +x .githooks/pre-push").success();
+        env.git(repo, &["config", "core.hooksPath", ".githooks"]);
+    });
+    let (env, worktree) = (&w.env, &w.worktree);
+    env.bmad(worktree, &["run", "one"]).success();
+    assert!(read(worktree, ".githooks/pre-push").contains("git-credentials"));
 
-    let pushed = env.bmad_with(&worktree, &["push"], &[("GH_TOKEN", ENV_TOKEN)]);
+    let pushed = env.bmad_with(worktree, &["push"], &[("GH_TOKEN", ENV_TOKEN)]);
     assert_eq!(pushed.code, 0, "{}\n{}", pushed.stdout, pushed.stderr);
     // The hook ran (in the worktree), and took nothing out.
-    assert_eq!(read(&worktree, "hook-ran.txt"), "ran\n");
-    assert!(!stolen.exists(), "{}", read(&env.root(), "stolen"));
+    assert_eq!(read(worktree, "hook-ran.txt"), "ran\n");
+    let taken = std::fs::read_to_string(&stolen);
+    let _ = std::fs::remove_file(&stolen);
+    assert!(taken.is_err(), "{taken:?}");
     let remote = env.git(&env.root().join("remote.git"), &["for-each-ref"]);
     assert!(remote.contains("refs/heads/bmad/work"), "{remote}");
 }
