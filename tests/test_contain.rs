@@ -95,6 +95,7 @@ try main git -c core.hooksPath=/dev/null update-ref refs/heads/main HEAD
 try notes git -c core.hooksPath=/dev/null update-ref refs/notes/bmad/forged HEAD
 try bmad-ref git -c core.hooksPath=/dev/null update-ref refs/bmad/forged HEAD
 try config-file sh -c "printf '[core]\n\thooksPath = /tmp/none\n' >> '$common/config'"
+try corrupt sh -c "mkdir -p '$common/objects/ab' && echo junk > '$common/objects/ab/cdef0123456789abcdef0123456789abcdef01'"
 try hook sh -c "printf '#!/bin/sh\nexit 0\n' > '$(git rev-parse --git-path hooks)/pre-push'"
 try worktree-link sh -c "echo 'gitdir: /tmp/elsewhere' > .git"
 try other-session sh -c "echo pwned >> ../project.other/theirs.txt"
@@ -182,7 +183,12 @@ fn an_agent_with_its_permissions_bypassed_reaches_nothing_past_its_worktree_and_
             e["detail"]["ref"].as_str().unwrap_or_default().to_owned()
         })
         .collect();
-    for subject in ["config", "refs/heads/main", "origin"] {
+    let planted = w.env.sh(
+        &w.repo,
+        "git cat-file -e abcdef0123456789abcdef0123456789abcdef01",
+    );
+    assert_ne!(planted.code, 0, "a corrupt object came in");
+    for subject in ["config", "refs/heads/main", "origin", "objects"] {
         assert!(
             outside.iter().any(|s| s == subject),
             "{subject}? {outside:?}"

@@ -102,6 +102,12 @@ impl Repo {
         ] {
             std::fs::create_dir_all(layer.join(part)).map_err(io)?;
         }
+        // Its own config, read-only even when it has none: one the step made would be read by
+        // every git git-bmad runs there later (with `extensions.worktreeConfig`).
+        let own_config = worktree_repo.git_dir().join("config.worktree");
+        if !own_config.exists() {
+            std::fs::write(&own_config, "").map_err(io)?;
+        }
         // Where the step's hooks keep what they could not journal (a mount needs its place).
         std::fs::create_dir_all(common.join("bmad/deferred").join(name)).map_err(io)?;
         let objects = common.join("objects");
@@ -173,42 +179,57 @@ impl Repo {
     }
 
     /// Copy every object under `dir` (loose or packed) into the repository, each checked
-    /// against its name; how many loose objects came in.
-    fn adopt_objects(&self, dir: &Path) -> Result<usize> {
+    /// against its name: how many came in, and what was dropped (an object whose content
+    /// is not what its name says, a pack git does not accept), which never stops the rest.
+    fn adopt_objects(&self, dir: &Path) -> Result<Adopted> {
         let kind = self.gix().object_hash();
         let theirs = gix::odb::loose::Store::at(dir, kind);
         let ours = gix::odb::loose::Store::at(self.common_dir().join("objects"), kind);
         let mut buf = Vec::new();
-        let mut count = 0;
+        let mut adopted = Adopted::default();
         for id in theirs.iter().filter_map(|id| id.ok()) {
             if self.has_object(id) {
                 continue;
             }
-            let bad = |why: String| Error::Corrupt(format!("object {id} of a fenced step: {why}"));
-            let Ok(Some(object)) = theirs.try_find(&id, &mut buf) else {
-                return Err(bad("unreadable".into()));
+            let sound = match theirs.try_find(&id, &mut buf) {
+                Ok(Some(object)) => gix::objs::compute_hash(kind, object.kind, object.data)
+                    .is_ok_and(|hashed| hashed == id)
+                    .then_some(object),
+                _ => None,
             };
-            let hashed = gix::objs::compute_hash(kind, object.kind, object.data)
-                .map_err(|e| bad(e.to_string()))?;
-            if hashed != id {
-                return Err(bad(format!("its content hashes to {hashed}")));
-            }
+            let Some(object) = sound else {
+                adopted
+                    .dropped
+                    .push(format!("objects: {id} does not hash to its name"));
+                continue;
+            };
             ours.write_buf(object.kind, object.data)
-                .map_err(|e| bad(e.to_string()))?;
-            count += 1;
+                .map_err(|e| Error::Corrupt(format!("could not store object {id}: {e}")))?;
+            adopted.count += 1;
         }
         if let Ok(entries) = std::fs::read_dir(dir.join("pack")) {
             for entry in entries.filter_map(|e| e.ok()) {
                 let path = entry.path();
                 if path.extension().is_some_and(|e| e == "pack")
                     && !path.to_string_lossy().contains("tmp_")
+                    && self.git().index_pack(&path).is_err()
                 {
-                    self.git().index_pack(&path)?;
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    adopted
+                        .dropped
+                        .push(format!("objects/pack/{name}: not a sound pack"));
                 }
             }
         }
-        Ok(count)
+        Ok(adopted)
     }
+}
+
+/// What [`Repo::adopt_objects`] took in and left out.
+#[derive(Debug, Default)]
+struct Adopted {
+    count: usize,
+    dropped: Vec<String>,
 }
 
 impl Fence {
@@ -278,8 +299,10 @@ impl Fence {
 
     /// Take from the layer what the step may change, report the rest, and remove the layer.
     pub fn settle(self, repo: &Repo) -> Result<Settled> {
+        let adopted = repo.adopt_objects(&self.layer.join("objects"))?;
         let mut settled = Settled {
-            objects: repo.adopt_objects(&self.layer.join("objects"))?,
+            objects: adopted.count,
+            beyond: adopted.dropped,
             ..Settled::default()
         };
         let short = self

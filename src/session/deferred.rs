@@ -67,8 +67,10 @@ pub fn violations_kept_in(
     };
     let mut files: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
     files.sort();
+    // A violation is a few hundred bytes; a bigger file is the step's own writing.
     files
         .iter()
+        .filter(|path| std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() <= 64 << 10))
         .filter_map(|path| serde_json::from_slice::<Deferred>(&std::fs::read(path).ok()?).ok())
         .filter_map(|d| match Body::from_parts(d.event, d.detail) {
             body @ Body::PolicyViolation(_) => Some(
