@@ -20,6 +20,10 @@ pub const REPO_REDIRECTING_VARS: &[&str] = &[
     "GIT_QUARANTINE_PATH",
 ];
 
+/// Set in the environment of every contained process: its hooks and guard run in its walls
+/// (they keep what they refuse for the supervisor, and never build walls again).
+pub const CONTAINED: &str = "BMAD_CONTAINED";
+
 /// Set on every git command git-bmad runs itself: a hook it fires knows that git-bmad, not
 /// a person, acts (a push with the user's credentials, a merge of an agent's branch).
 pub const OWN_GIT: &str = "GIT_BMAD_OWN_GIT";

@@ -57,7 +57,7 @@ pub fn check(
     let report = match hook {
         // A contained step has no credential to push with; git-bmad pushes its branch
         // through its own gate. Trying is on the record.
-        "pre-push" if std::env::var_os(super::CONTAINED_VAR).is_some() => HookReport {
+        "pre-push" if std::env::var_os(crate::env::CONTAINED).is_some() => HookReport {
             what: "push",
             refusals: vec![rules::OUTSIDE_WALLS.refuse(
                 args.first().map(String::as_str).unwrap_or("origin"),
@@ -205,7 +205,7 @@ pub fn run_chained(
         );
         hook.env_remove = sandbox::hidden_variables(&[]);
         hook.env_remove.push(CHAINED_HOOK_VAR.to_owned());
-        hook.env.push((super::CONTAINED_VAR.into(), "1".into()));
+        hook.env.push((crate::env::CONTAINED.into(), "1".into()));
     }
     let code = hook
         .run_in_foreground(Some(input))
@@ -221,7 +221,7 @@ fn hook_walls(
     chained: &Path,
 ) -> Result<Option<(crate::runner::Contained, tempfile::TempDir)>, Error> {
     let ours = std::env::var_os(crate::env::OWN_GIT).is_some()
-        && std::env::var_os(super::CONTAINED_VAR).is_none();
+        && std::env::var_os(crate::env::CONTAINED).is_none();
     let Some(session) = super::current_session(repo).filter(|_| ours) else {
         return Ok(None);
     };

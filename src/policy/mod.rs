@@ -79,9 +79,6 @@ pub fn current_session(repo: &Repo) -> Option<session::Session> {
     session::locate(repo, None).ok()
 }
 
-/// Set in the environment of a contained step (its hooks and guard run in its walls).
-pub const CONTAINED_VAR: &str = "BMAD_CONTAINED";
-
 /// Record a refusal in the journal of the session it happened in (if any). A journal that
 /// cannot be written must not turn a refusal into an acceptance, so errors are only logged.
 ///
@@ -107,7 +104,7 @@ pub fn record_violation(repo: &Repo, hook: &str, rule: &str, subject: &str, reas
         .filter(|_| std::env::var("BMAD_SESSION").is_ok_and(|id| id == s.id.as_str()));
     // Contained, the journal is out of reach: the record waits in the step's walls for the
     // supervisor, which takes violations (and nothing else) from there after the step.
-    if std::env::var_os(CONTAINED_VAR).is_some() {
+    if std::env::var_os(crate::env::CONTAINED).is_some() {
         if let Err(e) = session::defer(repo, &s.id, &body, step, Some(rule.to_owned())) {
             tracing::warn!(error = %e, "could not keep a policy violation for the supervisor");
         }

@@ -189,6 +189,7 @@ pub fn run(spec: &Spec, interrupt: &AtomicBool) -> Result<Output> {
         }
         Some(contained) => {
             let mut command = Command::new(&contained.bwrap);
+            command.env(crate::env::CONTAINED, "1");
             command.args(sandbox::command_line(
                 &contained.walls,
                 &spec.cwd,

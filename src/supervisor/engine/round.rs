@@ -93,9 +93,6 @@ impl Engine<'_> {
                 }
             }
             let sandbox = self.step_walls(fence.as_ref(), &step.id, kind, &program)?;
-            if sandbox.is_some() {
-                env.push((crate::policy::CONTAINED_VAR.into(), "1".into()));
-            }
             invocations.push((
                 *step,
                 number,
