@@ -49,6 +49,17 @@ struct Copy {
     name: &'static str,
     /// Its files when copied, by path relative to it (`""` for a file).
     before: BTreeMap<String, Vec<u8>>,
+    /// Each copy as written: a file whose stamp is the same after the step was not written
+    /// (any write changes its ctime, which no process can set back).
+    stamps: BTreeMap<String, Stamp>,
+}
+
+/// Inode, ctime (seconds, nanoseconds) and size of a file.
+type Stamp = (u64, i64, i64, u64);
+
+fn stamp(meta: &std::fs::Metadata) -> Stamp {
+    use std::os::unix::fs::MetadataExt;
+    (meta.ino(), meta.ctime(), meta.ctime_nsec(), meta.size())
 }
 
 /// The copies: branches (the step's own is taken back), hooks and config (written, they
@@ -86,7 +97,7 @@ impl Repo {
         if layer.exists() {
             self.recover_layer(&layer)?;
         }
-        let worktree_repo = self.open_worktree(worktree)?;
+        let (worktree, worktree_git_dir) = linked_git_dir(&common, worktree)?;
         let io = |e: std::io::Error| Error::Io {
             op: "could not set up a fence in",
             path: layer.clone(),
@@ -104,7 +115,7 @@ impl Repo {
         }
         // Its own config, read-only even when it has none: one the step made would be read by
         // every git git-bmad runs there later (with `extensions.worktreeConfig`).
-        let own_config = worktree_repo.git_dir().join("config.worktree");
+        let own_config = worktree_git_dir.join("config.worktree");
         if !own_config.exists() {
             std::fs::write(&own_config, "").map_err(io)?;
         }
@@ -125,7 +136,8 @@ impl Repo {
         let mut copies = Vec::new();
         let mut made = std::collections::BTreeSet::new();
         for name in COPIED {
-            let before = watched(name, files(&common.join(name)).map_err(io)?);
+            let before = watched(name, files(&common.join(name), |_, _| None).map_err(io)?);
+            let mut stamps = BTreeMap::new();
             for (file, content) in &before {
                 let copy = copy_path(&layer, name, file);
                 if let Some(dir) = copy.parent().filter(|d| made.insert(d.to_path_buf())) {
@@ -133,12 +145,17 @@ impl Repo {
                 }
                 if *name == "hooks" {
                     // Copied with its mode, so that a hook still runs.
-                    std::fs::copy(part(&common, name, file), copy).map_err(io)?;
+                    std::fs::copy(part(&common, name, file), &copy).map_err(io)?;
                 } else {
-                    std::fs::write(copy, content).map_err(io)?;
+                    std::fs::write(&copy, content).map_err(io)?;
                 }
+                stamps.insert(file.clone(), stamp(&std::fs::metadata(&copy).map_err(io)?));
             }
-            copies.push(Copy { name, before });
+            copies.push(Copy {
+                name,
+                before,
+                stamps,
+            });
         }
         // Remotes on this machine stay readable: a push to one gets as far as its pre-push
         // hook (which refuses a contained step's push, on the record) and no further.
@@ -161,8 +178,8 @@ impl Repo {
             branch_before: self.read_ref(branch)?,
             layer,
             common,
-            worktree: worktree_repo.workdir().to_owned(),
-            worktree_git_dir: worktree_repo.git_dir().to_owned(),
+            worktree,
+            worktree_git_dir,
             branch: branch.to_owned(),
             copies,
         })
@@ -311,9 +328,14 @@ impl Fence {
             .unwrap_or(&self.branch);
         let mut own_branch = None;
         for copy in &self.copies {
+            let unchanged = |file: &str, meta: &std::fs::Metadata| {
+                (copy.stamps.get(file) == Some(&stamp(meta)))
+                    .then(|| copy.before.get(file).cloned())
+                    .flatten()
+            };
             let after = watched(
                 copy.name,
-                files(&copy_path(&self.layer, copy.name, "")).unwrap_or_default(),
+                files(&copy_path(&self.layer, copy.name, ""), unchanged).unwrap_or_default(),
             );
             let own = |file: &str| copy.name == "refs/heads" && file == short;
             let path = |file: &str| match file {
@@ -387,6 +409,30 @@ impl Fence {
     }
 }
 
+/// The worktree at `worktree` (canonical) and its git dir, which must be one of the common
+/// dir's `worktrees/`: read from its `.git` file, as git does, without opening it.
+fn linked_git_dir(common: &Path, worktree: &Path) -> Result<(PathBuf, PathBuf)> {
+    let not_ours = |why: String| {
+        Error::Corrupt(format!(
+            "{} is not a linked worktree of this repository: {why}",
+            worktree.display()
+        ))
+    };
+    let worktree = std::fs::canonicalize(worktree).map_err(|e| not_ours(e.to_string()))?;
+    let link =
+        std::fs::read_to_string(worktree.join(".git")).map_err(|e| not_ours(e.to_string()))?;
+    let named = link
+        .strip_prefix("gitdir:")
+        .map(str::trim)
+        .ok_or_else(|| not_ours("its .git file names no gitdir".into()))?;
+    let git_dir =
+        std::fs::canonicalize(worktree.join(named)).map_err(|e| not_ours(e.to_string()))?;
+    if git_dir.parent() != Some(&common.join("worktrees")) {
+        return Err(not_ours(format!("its git dir is {}", git_dir.display())));
+    }
+    Ok((worktree, git_dir))
+}
+
 /// The directory a remote URL names on this machine (`/srv/r.git`, `file:///srv/r.git`,
 /// `../r.git`), if it is one that exists.
 fn local_path(url: &str, workdir: &Path) -> Option<PathBuf> {
@@ -421,34 +467,47 @@ fn part(root: &Path, name: &str, file: &str) -> PathBuf {
 }
 
 /// The files at `path` (lock files aside), by path relative to it: `""` for a file itself;
-/// none when nothing is there.
-fn files(path: &Path) -> std::io::Result<BTreeMap<String, Vec<u8>>> {
+/// none when nothing is there. `known` gives a file's content without reading it, when it
+/// can tell from its metadata.
+fn files(
+    path: &Path,
+    known: impl Fn(&str, &std::fs::Metadata) -> Option<Vec<u8>>,
+) -> std::io::Result<BTreeMap<String, Vec<u8>>> {
+    let read = |relative: &str, path: &Path| -> std::io::Result<Option<Vec<u8>>> {
+        match std::fs::metadata(path) {
+            Ok(meta) => match known(relative, &meta) {
+                Some(content) => Ok(Some(content)),
+                None => std::fs::read(path).map(Some),
+            },
+            // A dangling symlink (a hook manager's, say) has nothing to copy.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    };
     let mut seen = BTreeMap::new();
     if path.is_file() {
-        seen.insert(String::new(), std::fs::read(path)?);
+        seen.extend(read("", path)?.map(|c| (String::new(), c)));
         return Ok(seen);
     }
-    fn walk(dir: &Path, prefix: &str, seen: &mut BTreeMap<String, Vec<u8>>) -> std::io::Result<()> {
-        for entry in std::fs::read_dir(dir)? {
-            let entry = entry?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let relative = format!("{prefix}{name}");
-            if entry.file_type()?.is_dir() {
-                walk(&entry.path(), &format!("{relative}/"), seen)?;
-            } else if !name.ends_with(".lock") {
-                match std::fs::read(entry.path()) {
-                    Ok(content) => {
+    let mut pending = vec![(path.to_owned(), String::new())];
+    let walk = |seen: &mut BTreeMap<String, Vec<u8>>, pending: &mut Vec<(PathBuf, String)>| {
+        while let Some((dir, prefix)) = pending.pop() {
+            for entry in std::fs::read_dir(&dir)? {
+                let entry = entry?;
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let relative = format!("{prefix}{name}");
+                if entry.file_type()?.is_dir() {
+                    pending.push((entry.path(), format!("{relative}/")));
+                } else if !name.ends_with(".lock") {
+                    if let Some(content) = read(&relative, &entry.path())? {
                         seen.insert(relative, content);
                     }
-                    // A dangling symlink (a hook manager's, say) has nothing to copy.
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(e),
                 }
             }
         }
-        Ok(())
-    }
-    match walk(path, "", &mut seen) {
+        Ok::<(), std::io::Error>(())
+    };
+    match walk(&mut seen, &mut pending) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound && seen.is_empty() => Ok(seen),
         other => other.map(|()| seen),
     }

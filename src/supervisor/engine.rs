@@ -163,6 +163,7 @@ pub fn supervise(
         purse: options.purse,
         containment,
         check_walls,
+        main_workdir: repo.main_workdir().ok(),
     };
     if let Some(source) = new_run {
         let blob = session::store_text(repo, &session.id, &source.text)?;
@@ -296,6 +297,8 @@ struct Engine<'a> {
     containment: super::contain::Containment,
     /// The walls of test runs, when contained (their private home lives as long as the run).
     check_walls: Option<super::contain::Scratch>,
+    /// The main worktree, shown read-only to contained steps (asked once: it may take git).
+    main_workdir: Option<PathBuf>,
 }
 
 impl Engine<'_> {

@@ -57,10 +57,10 @@ impl Engine<'_> {
                 why: format!("could not make a private home in {}: {e}", home.display()),
             })?;
         let network = kind.is_agent() || self.config.checks.network == Network::Full;
-        let main = self.repo.main_workdir().ok();
+        let views = fence.views(self.main_workdir.as_deref());
         Ok(Some(Contained {
             bwrap: bwrap.to_owned(),
-            walls: contain::step_walls(&fence.views(main.as_deref()), &home, program, network),
+            walls: contain::step_walls(&views, &home, program, network),
         }))
     }
 
