@@ -405,7 +405,8 @@ fn fsck_is_clean(env: &TestEnv, repo: &std::path::Path, what: &str) {
 #[test]
 fn every_command_killed_at_any_instant_leaves_a_state_doctor_accepts_and_work_goes_on() {
     const ROUNDS: usize = 9 * 24;
-    let env = TestEnv::new();
+    // Contained, as by default: a kill also lands while a step's fence is set up or settled.
+    let env = TestEnv::contained();
     let repo = env.repo("proj");
     env.executable("claude", crate::test_supervisor::FAKE_CLAUDE);
     write(
