@@ -429,3 +429,41 @@ fn checks_network_none_cuts_the_test_runs_off() {
         );
     }
 }
+
+/// A post-checkout hook the agent wrote (git-bmad does not check that hook, it only passes
+/// it on): when git-bmad's own checkout fires it, bringing a removed session back, it runs
+/// in walls too. With containment off, the same restore shows that the hook does run.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
+)]
+fn a_checkout_hook_the_agent_wrote_runs_in_walls_when_git_bmad_checks_out() {
+    let stolen = std::env::temp_dir().join(format!("git-bmad-stolen-co-{}", std::process::id()));
+    let agent = format!(
+        "#!/bin/sh\nprintf '#!/bin/sh\\ncat ~/.git-credentials >> {stolen} 2>/dev/null\\ntrue\\n' > .githooks/post-checkout\nchmod +x .githooks/post-checkout\ngit add -A && git commit -qm 'a checkout hook'\necho '{{\"result\":\"done\"}}'\n",
+        stolen = stolen.display()
+    );
+    let w = Walled::with(&agent, GENERIC, |env, repo| {
+        write(repo, ".githooks/post-checkout", "#!/bin/sh\nexit 0\n");
+        env.sh(repo, "chmod +x .githooks/post-checkout").success();
+        env.git(repo, &["config", "core.hooksPath", ".githooks"]);
+    });
+    w.env.bmad(&w.worktree, &["run", "one"]).success();
+    let restore = || {
+        w.env
+            .bmad(&w.repo, &["remove", "work", "--force"])
+            .success();
+        w.env.bmad(&w.repo, &["restore", "work"]).success();
+        let taken = std::fs::read_to_string(&stolen).unwrap_or_default();
+        let _ = std::fs::remove_file(&stolen);
+        taken
+    };
+    assert_eq!(restore(), "", "contained, the hook took nothing");
+    w.env.git(&w.repo, &["config", "bmad.sandbox", "off"]);
+    assert_eq!(
+        restore(),
+        STORED_CREDENTIAL,
+        "uncontained, the same hook runs as the user"
+    );
+}

@@ -183,9 +183,9 @@ pub const CHAINED_HOOK_VAR: &str = "GIT_BMAD_CHAINED_HOOK";
 /// Run the user's hook `chained`, by its real path (husky finds its hook from `$0`), with the
 /// same arguments and stdin bytes; its exit code.
 ///
-/// A hook in a session worktree (`.husky/`, `.githooks/`) is a file an agent could have
-/// written: when git-bmad itself fires it (its push carries the user's credentials, its
-/// merges an agent's branch), it runs in walls like the agent's own commands.
+/// A hook in a worktree (`.husky/`, `.githooks/`) is a file an agent could have written:
+/// when git-bmad itself fires it (its push carries the user's credentials, its merges and
+/// checkouts an agent's tree), it runs in walls like the agent's own commands.
 pub fn run_chained(
     repo: &Repo,
     chained: &Path,
@@ -214,19 +214,17 @@ pub fn run_chained(
     Ok(code.unwrap_or(1))
 }
 
-/// The walls for a chained hook git-bmad fires in a session worktree (and the private home
-/// they keep, removed when dropped); `None` when it runs as it is.
+/// The walls for a chained hook in the worktree that git-bmad's own git fires (and the
+/// private home they keep, removed when dropped); `None` when it runs as it is.
 fn hook_walls(
     repo: &Repo,
     chained: &Path,
 ) -> Result<Option<(crate::runner::Contained, tempfile::TempDir)>, Error> {
     let ours = std::env::var_os(crate::env::OWN_GIT).is_some()
         && std::env::var_os(crate::env::CONTAINED).is_none();
-    let Some(session) = super::current_session(repo).filter(|_| ours) else {
-        return Ok(None);
-    };
+    let worktree = repo.workdir();
     let real = std::fs::canonicalize(chained).unwrap_or_else(|_| chained.to_owned());
-    if !real.starts_with(&session.worktree) {
+    if !ours || !real.starts_with(worktree) {
         return Ok(None);
     }
     let config = crate::session::load_config(repo)?;
@@ -235,7 +233,7 @@ fn hook_walls(
         Ok(sandbox::Containment::Off(_)) => return Ok(None),
         Err(why) => {
             return Err(Error::Contain(format!(
-                "{} is in a session worktree and runners.sandbox is `required`, but: {why}",
+                "{} is in a worktree and runners.sandbox is `required`, but: {why}",
                 chained.display()
             )))
         }
@@ -256,6 +254,6 @@ fn hook_walls(
     .map_err(|e| Error::io("could not make a private home in", home.path(), e))?;
     let mut readable = vec![repo.common_dir().to_owned()];
     readable.extend(repo.main_workdir().ok());
-    let walls = sandbox::command_walls(&session.worktree, &readable, home.path(), true);
+    let walls = sandbox::command_walls(worktree, &readable, home.path(), true);
     Ok(Some((crate::runner::Contained { bwrap, walls }, home)))
 }

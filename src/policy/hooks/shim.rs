@@ -48,15 +48,25 @@ pub(super) fn shim(name: &str, binary: &Path, chain: &Chain) -> String {
     let mut header = format!(
         "#!/bin/sh\n{MARKER} ({name}): installed by `git bmad hooks install`;\n# `git bmad hooks uninstall` puts core.hooksPath back. Edits are overwritten.\n"
     );
-    if MANAGED.contains(&name) {
-        header.push_str(&format!("bin={bin}\n"));
-    }
+    header.push_str(&format!("bin={bin}\n"));
     header.push_str(&format!(
         "# Your hooks: core.hooksPath before install (empty: the repository's hooks directory).\nchain={chain}\nname={name}\n{LOCATE}"
     ));
     if !MANAGED.contains(&name) {
+        // A hook in the worktree is a file an agent could have written: when git-bmad's own
+        // git fires it, git-bmad runs it (in walls, in a session worktree).
         return format!(
-            "{header}[ -n \"$hook\" ] && [ -x \"$hook\" ] || exit 0\nexec \"$hook\" \"$@\"\n"
+            r#"{header}[ -n "$hook" ] && [ -x "$hook" ] || exit 0
+if [ -n "${{{own}-}}" ] && [ -z "${{{contained}-}}" ] && [ -x "$bin" ]; then
+  case "$hook" in "$PWD"/*)
+    GIT_BMAD_CHAINED_HOOK=$hook; export GIT_BMAD_CHAINED_HOOK
+    exec "$bin" hook {name} "$@" ;;
+  esac
+fi
+exec "$hook" "$@"
+"#,
+            own = crate::env::OWN_GIT,
+            contained = crate::env::CONTAINED,
         );
     }
     let gone = format!(
@@ -135,7 +145,12 @@ mod tests {
         assert!(r.contains("for marker in \"$common\"/worktrees/*/bmad-agent-live; do"));
         assert!(r.contains("[ \"$ref\" = \"$own\" ] || check=1"));
         let through = shim("post-checkout", Path::new("/x"), &Chain(None));
-        assert!(!through.contains("bin="), "{through}");
         assert!(through.ends_with("exec \"$hook\" \"$@\"\n"));
+        // Fired by git-bmad's own git, a hook in the worktree goes through git-bmad.
+        assert!(
+            through.contains("if [ -n \"${GIT_BMAD_OWN_GIT-}\" ] && [ -z \"${BMAD_CONTAINED-}\" ]")
+                && through.contains("exec \"$bin\" hook post-checkout \"$@\""),
+            "{through}"
+        );
     }
 }
