@@ -82,14 +82,22 @@ impl Mount {
 /// sockets, an SSH agent's), the user's home (keys, tokens, browser profiles) and the
 /// per-user runtime folder (the session bus, keyrings, gpg and ssh agents).
 pub fn private_places(home: Option<&Path>) -> Vec<Mount> {
-    let mut places = vec![Mount::Hide("/tmp".into()), Mount::Hide("/var/tmp".into())];
-    if Path::new("/run/user").is_dir() {
-        places.push(Mount::Hide("/run/user".into()));
-    }
-    if let Some(home) = home.filter(|h| h.is_absolute() && *h != Path::new("/")) {
+    // A mount needs its place: bubblewrap cannot make one in the read-only system.
+    let mut places: Vec<Mount> = ["/tmp", "/var/tmp", "/run/user"]
+        .iter()
+        .map(Path::new)
+        .filter(|p| p.is_dir())
+        .map(|p| Mount::Hide(p.to_owned()))
+        .collect();
+    if let Some(home) = home.filter(|h| is_home(h)) {
         places.push(Mount::Hide(home.to_owned()));
     }
     places
+}
+
+/// Whether `path` can be a home the walls replace: a folder of its own, not `/`.
+fn is_home(path: &Path) -> bool {
+    path.is_absolute() && path != Path::new("/") && path.is_dir()
 }
 
 /// The inherited variables a contained process is cleared of: every credential but those in
@@ -166,7 +174,7 @@ pub fn command_walls(dir: &Path, readable: &[PathBuf], home: &Path, network: boo
 pub fn home_and_tools(home: &Path, program: Option<&Path>) -> Vec<Mount> {
     let real_home = std::env::var_os("HOME").map(PathBuf::from);
     let mut mounts = private_places(real_home.as_deref());
-    if let Some(real) = real_home.filter(|h| h.is_absolute() && *h != Path::new("/")) {
+    if let Some(real) = real_home.filter(|h| is_home(h)) {
         mounts.push(Mount::Writable {
             source: home.to_owned(),
             target: real.clone(),
@@ -550,10 +558,14 @@ mod tests {
 
     #[test]
     fn the_home_and_the_runtime_folder_are_private() {
-        let places = private_places(Some(Path::new("/home/u")));
-        assert!(places.contains(&Mount::Hide("/home/u".into())));
+        let home = tempfile::tempdir().unwrap();
+        let places = private_places(Some(home.path()));
+        assert!(places.contains(&Mount::Hide(home.path().to_owned())));
         assert!(places.contains(&Mount::Hide("/tmp".into())));
-        // A home of `/` (some service users) cannot be hidden without hiding everything.
+        // A home of `/` (some service users) cannot be hidden without hiding everything,
+        // and one that is not there has nothing to hide (nor a place for a mount).
         assert!(!private_places(Some(Path::new("/"))).contains(&Mount::Hide("/".into())));
+        let gone = Path::new("/nonexistent/home");
+        assert!(!private_places(Some(gone)).contains(&Mount::Hide(gone.to_owned())));
     }
 }
