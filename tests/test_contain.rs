@@ -371,18 +371,11 @@ echo '{"result":"done"}'
     ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
 )]
 fn a_hook_the_agent_rewrote_runs_in_walls_when_git_bmad_pushes() {
-    let stolen = std::env::temp_dir().join(format!("git-bmad-stolen-{}", std::process::id()));
-    let agent = format!(
-        "#!/bin/sh\nprintf '#!/bin/sh\\ncat ~/.git-credentials ~/.ssh/id_ed25519 > {stolen} 2>/dev/null\\necho \"token=$GH_TOKEN\" >> {stolen}\\necho ran > hook-ran.txt\\n' > .githooks/pre-push\ngit add -A && git commit -qm 'a better hook'\necho '{{\"result\":\"done\"}}'\n",
-        stolen = stolen.display()
+    let (w, stolen) = with_rewritten_hook(
+        "pre-push",
+        "cat ~/.git-credentials ~/.ssh/id_ed25519 > STOLEN 2>/dev/null\\necho \"token=$GH_TOKEN\" >> STOLEN\\necho ran > hook-ran.txt",
     );
-    let w = Walled::with(&agent, GENERIC, |env, repo| {
-        write(repo, ".githooks/pre-push", "#!/bin/sh\nexit 0\n");
-        env.sh(repo, "chmod +x .githooks/pre-push").success();
-        env.git(repo, &["config", "core.hooksPath", ".githooks"]);
-    });
     let (env, worktree) = (&w.env, &w.worktree);
-    env.bmad(worktree, &["run", "one"]).success();
     assert!(read(worktree, ".githooks/pre-push").contains("git-credentials"));
 
     let pushed = env.bmad_with(worktree, &["push"], &[("GH_TOKEN", ENV_TOKEN)]);
@@ -439,17 +432,10 @@ fn checks_network_none_cuts_the_test_runs_off() {
     ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
 )]
 fn a_checkout_hook_the_agent_wrote_runs_in_walls_when_git_bmad_checks_out() {
-    let stolen = std::env::temp_dir().join(format!("git-bmad-stolen-co-{}", std::process::id()));
-    let agent = format!(
-        "#!/bin/sh\nprintf '#!/bin/sh\\ncat ~/.git-credentials >> {stolen} 2>/dev/null\\ntrue\\n' > .githooks/post-checkout\nchmod +x .githooks/post-checkout\ngit add -A && git commit -qm 'a checkout hook'\necho '{{\"result\":\"done\"}}'\n",
-        stolen = stolen.display()
+    let (w, stolen) = with_rewritten_hook(
+        "post-checkout",
+        "cat ~/.git-credentials >> STOLEN 2>/dev/null\\ntrue",
     );
-    let w = Walled::with(&agent, GENERIC, |env, repo| {
-        write(repo, ".githooks/post-checkout", "#!/bin/sh\nexit 0\n");
-        env.sh(repo, "chmod +x .githooks/post-checkout").success();
-        env.git(repo, &["config", "core.hooksPath", ".githooks"]);
-    });
-    w.env.bmad(&w.worktree, &["run", "one"]).success();
     let restore = || {
         w.env
             .bmad(&w.repo, &["remove", "work", "--force"])
@@ -466,4 +452,24 @@ fn a_checkout_hook_the_agent_wrote_runs_in_walls_when_git_bmad_checks_out() {
         STORED_CREDENTIAL,
         "uncontained, the same hook runs as the user"
     );
+}
+
+/// A project whose hooks live in a tracked `.githooks/` (its `hook` a no-op), and an agent
+/// that rewrites that hook to run `body` and commits it; `stolen` is a file of this
+/// machine's `/tmp` where the rewritten hook tries to put what it takes.
+fn with_rewritten_hook(hook: &str, body: &str) -> (Walled, std::path::PathBuf) {
+    let stolen =
+        std::env::temp_dir().join(format!("git-bmad-stolen-{hook}-{}", std::process::id()));
+    let body = body.replace("STOLEN", &stolen.display().to_string());
+    let agent = format!(
+        "#!/bin/sh\nprintf '#!/bin/sh\\n{body}\\n' > .githooks/{hook}\nchmod +x .githooks/{hook}\ngit add -A && git commit -qm 'a better hook'\necho '{{\"result\":\"done\"}}'\n"
+    );
+    let w = Walled::with(&agent, GENERIC, |env, repo| {
+        write(repo, &format!(".githooks/{hook}"), "#!/bin/sh\nexit 0\n");
+        env.sh(repo, &format!("chmod +x .githooks/{hook}"))
+            .success();
+        env.git(repo, &["config", "core.hooksPath", ".githooks"]);
+    });
+    w.env.bmad(&w.worktree, &["run", "one"]).success();
+    (w, stolen)
 }
