@@ -107,6 +107,10 @@ for pid in $(ls /proc | grep '^[0-9]*$'); do
     *git-bmad*run*) echo "saw git-bmad: $pid" >> attempts.txt; kill -9 "$pid" ;;
   esac
 done
+# Left in the layer for git-bmad to read: a fifo that would block it, and HEAD made a
+# symlink to the user's key, which git-bmad (not the step) could read and show.
+mkfifo "$common/refs/heads/fifo"
+ln -sfn "$HOME/.ssh/id_ed25519" "$(git rev-parse --git-dir)/HEAD"
 echo '{"result":"done"}'
 "#;
 
@@ -167,8 +171,14 @@ fn an_agent_with_its_permissions_bypassed_reaches_nothing_past_its_worktree_and_
             .git(&w.worktree, &["status", "--porcelain", "--", "hello.txt"]),
         ""
     );
-    // What left a trace is on the record, as a violation of its step.
+    // What left a trace is on the record, as a violation of its step, and nothing of the
+    // user's files with it.
     let journal = w.journal();
+    let text = serde_json::to_string(&journal).unwrap();
+    assert!(
+        !text.contains("not-a-real-key"),
+        "the key reached the journal"
+    );
     let started = journal
         .iter()
         .find(|e| e["event"] == "step_started")
@@ -188,7 +198,14 @@ fn an_agent_with_its_permissions_bypassed_reaches_nothing_past_its_worktree_and_
         "git cat-file -e abcdef0123456789abcdef0123456789abcdef01",
     );
     assert_ne!(planted.code, 0, "a corrupt object came in");
-    for subject in ["config", "refs/heads/main", "origin", "objects"] {
+    for subject in [
+        "config",
+        "refs/heads/main",
+        "origin",
+        "objects",
+        "refs/heads/fifo",
+        "HEAD",
+    ] {
         assert!(
             outside.iter().any(|s| s == subject),
             "{subject}? {outside:?}"

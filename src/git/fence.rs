@@ -136,7 +136,10 @@ impl Repo {
         let mut copies = Vec::new();
         let mut made = std::collections::BTreeSet::new();
         for name in COPIED {
-            let before = watched(name, files(&common.join(name), |_, _| None).map_err(io)?);
+            let before = watched(
+                name,
+                files(&common.join(name), false, |_, _| None).map_err(io)?,
+            );
             let mut stamps = BTreeMap::new();
             for (file, content) in &before {
                 let copy = copy_path(&layer, name, file);
@@ -208,11 +211,17 @@ impl Repo {
             if self.has_object(id) {
                 continue;
             }
-            let sound = match theirs.try_find(&id, &mut buf) {
-                Ok(Some(object)) => gix::objs::compute_hash(kind, object.kind, object.data)
-                    .is_ok_and(|hashed| hashed == id)
-                    .then_some(object),
-                _ => None,
+            let hex = id.to_string();
+            let file = dir.join(&hex[..2]).join(&hex[2..]);
+            let plain = std::fs::symlink_metadata(&file).is_ok_and(|m| m.is_file());
+            let sound = match plain.then(|| theirs.try_find(&id, &mut buf)) {
+                None => None,
+                Some(found) => match found {
+                    Ok(Some(object)) => gix::objs::compute_hash(kind, object.kind, object.data)
+                        .is_ok_and(|hashed| hashed == id)
+                        .then_some(object),
+                    _ => None,
+                },
             };
             let Some(object) = sound else {
                 adopted
@@ -335,7 +344,7 @@ impl Fence {
             };
             let after = watched(
                 copy.name,
-                files(&copy_path(&self.layer, copy.name, ""), unchanged).unwrap_or_default(),
+                files(&copy_path(&self.layer, copy.name, ""), true, unchanged).unwrap_or_default(),
             );
             let own = |file: &str| copy.name == "refs/heads" && file == short;
             let path = |file: &str| match file {
@@ -380,18 +389,29 @@ impl Fence {
                         }
                     }
                 }
-                _ => settled
-                    .beyond
-                    .push(format!("{}: set to `{}`", self.branch, text.trim())),
+                // What it holds is not shown: it is the step's to choose.
+                _ => settled.beyond.push(format!(
+                    "{}: set to something that is not a commit of this repository",
+                    self.branch
+                )),
             }
         }
         let head = self.worktree_git_dir.join("HEAD");
         let wanted = format!("ref: {}\n", self.branch);
-        let now = std::fs::read_to_string(&head).unwrap_or_default();
+        let plain = std::fs::symlink_metadata(&head).is_ok_and(|m| m.is_file() && m.len() < 4096);
+        let now = if plain {
+            std::fs::read_to_string(&head).unwrap_or_default()
+        } else {
+            String::new()
+        };
         if now.trim_end() != wanted.trim_end() {
-            settled
-                .beyond
-                .push(format!("HEAD: switched to `{}`", now.trim()));
+            // Named only when it names a ref: anything else is the step's to choose.
+            let to = now
+                .trim()
+                .strip_prefix("ref: refs/")
+                .filter(|r| r.chars().all(|c| c.is_ascii_graphic()) && r.len() < 200)
+                .map_or("something else".to_owned(), |r| format!("`refs/{r}`"));
+            settled.beyond.push(format!("HEAD: switched to {to}"));
             // Unlinked first: a HEAD made a symlink must not have its target replaced.
             let _ = std::fs::remove_file(&head);
             crate::fs::write_atomically(&head, wanted.as_bytes(), None).map_err(|e| Error::Io {
@@ -453,6 +473,11 @@ fn watched(name: &str, mut files: BTreeMap<String, Vec<u8>>) -> BTreeMap<String,
     files
 }
 
+/// The largest file of the layer's copies that is read (a ref is 41 bytes).
+const LAYER_FILE_LIMIT: u64 = 1 << 20;
+/// What stands for a layer file that is not read: differs from any file's content.
+const NOT_PLAIN: &[u8] = b"\0not a plain file";
+
 /// Where the layer keeps its copy of `file` of the common dir's `name`.
 fn copy_path(layer: &Path, name: &str, file: &str) -> PathBuf {
     part(&layer.join("copies"), name, file)
@@ -471,10 +496,22 @@ fn part(root: &Path, name: &str, file: &str) -> PathBuf {
 /// can tell from its metadata.
 fn files(
     path: &Path,
+    layer: bool,
     known: impl Fn(&str, &std::fs::Metadata) -> Option<Vec<u8>>,
 ) -> std::io::Result<BTreeMap<String, Vec<u8>>> {
     let read = |relative: &str, path: &Path| -> std::io::Result<Option<Vec<u8>>> {
-        match std::fs::metadata(path) {
+        // In the step's layer nothing is followed or opened but a plain file of a ref's or a
+        // config's size: a symlink there could name any file of the user's (which would
+        // then be read, and shown), a fifo would block git-bmad.
+        let meta = if layer {
+            std::fs::symlink_metadata(path)
+        } else {
+            std::fs::metadata(path)
+        };
+        match meta {
+            Ok(meta) if layer && !(meta.is_file() && meta.len() <= LAYER_FILE_LIMIT) => {
+                Ok(Some(NOT_PLAIN.to_vec()))
+            }
             Ok(meta) => match known(relative, &meta) {
                 Some(content) => Ok(Some(content)),
                 None => std::fs::read(path).map(Some),

@@ -70,7 +70,10 @@ pub fn violations_kept_in(
     // A violation is a few hundred bytes; a bigger file is the step's own writing.
     files
         .iter()
-        .filter(|path| std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() <= 64 << 10))
+        .filter(|path| {
+            // Not followed: a symlink there could name any file of the user's.
+            std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() <= 64 << 10)
+        })
         .filter_map(|path| serde_json::from_slice::<Deferred>(&std::fs::read(path).ok()?).ok())
         .filter_map(|d| match Body::from_parts(d.event, d.detail) {
             body @ Body::PolicyViolation(_) => Some(
