@@ -732,9 +732,8 @@ fn the_real_claude_code_completes_auto_feature_honestly_with_the_default_config(
         .iter()
         .filter(|e| e["event"] == "step_completed")
         .collect();
-    let steps: Vec<&str> = done.iter().filter_map(|e| e["step"].as_str()).collect();
     assert_eq!(
-        steps,
+        crate::test_supervisor::steps_of(&events, "step_completed"),
         [
             "plan",
             "tasks",

@@ -77,17 +77,6 @@ pub struct View {
     pub writable: bool,
 }
 
-/// What a fenced step left, once settled.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub struct Settled {
-    /// The session branch, moved from its tip before the step to the step's last commit.
-    pub branch_moved: Option<(Option<ObjectId>, ObjectId)>,
-    /// Objects copied into the repository.
-    pub objects: usize,
-    /// What the step wrote beyond its walls, none of it kept (`refs/heads/main: moved`).
-    pub beyond: Vec<String>,
-}
-
 impl Repo {
     /// Set up a fence for the worktree at `worktree` (a linked worktree of this repository
     /// whose branch is `branch`, a full ref name), its layer named `name`.
@@ -199,14 +188,14 @@ impl Repo {
     }
 
     /// Copy every object under `dir` (loose or packed) into the repository, each checked
-    /// against its name: how many came in, and what was dropped (an object whose content
-    /// is not what its name says, a pack git does not accept), which never stops the rest.
-    fn adopt_objects(&self, dir: &Path) -> Result<Adopted> {
+    /// against its name; what was dropped (an object whose content is not what its name
+    /// says, a pack git does not accept), which never stops the rest.
+    fn adopt_objects(&self, dir: &Path) -> Result<Vec<String>> {
         let kind = self.gix().object_hash();
         let theirs = gix::odb::loose::Store::at(dir, kind);
         let ours = gix::odb::loose::Store::at(self.common_dir().join("objects"), kind);
         let mut buf = Vec::new();
-        let mut adopted = Adopted::default();
+        let mut dropped = Vec::new();
         for id in theirs.iter().filter_map(|id| id.ok()) {
             if self.has_object(id) {
                 continue;
@@ -224,14 +213,11 @@ impl Repo {
                 },
             };
             let Some(object) = sound else {
-                adopted
-                    .dropped
-                    .push(format!("objects: {id} does not hash to its name"));
+                dropped.push(format!("objects: {id} does not hash to its name"));
                 continue;
             };
             ours.write_buf(object.kind, object.data)
                 .map_err(|e| Error::Corrupt(format!("could not store object {id}: {e}")))?;
-            adopted.count += 1;
         }
         if let Ok(entries) = std::fs::read_dir(dir.join("pack")) {
             for entry in entries.filter_map(|e| e.ok()) {
@@ -241,21 +227,12 @@ impl Repo {
                     && self.git().index_pack(&path).is_err()
                 {
                     let name = entry.file_name().to_string_lossy().into_owned();
-                    adopted
-                        .dropped
-                        .push(format!("objects/pack/{name}: not a sound pack"));
+                    dropped.push(format!("objects/pack/{name}: not a sound pack"));
                 }
             }
         }
-        Ok(adopted)
+        Ok(dropped)
     }
-}
-
-/// What [`Repo::adopt_objects`] took in and left out.
-#[derive(Debug, Default)]
-struct Adopted {
-    count: usize,
-    dropped: Vec<String>,
 }
 
 impl Fence {
@@ -323,14 +300,10 @@ impl Fence {
         views
     }
 
-    /// Take from the layer what the step may change, report the rest, and remove the layer.
-    pub fn settle(self, repo: &Repo) -> Result<Settled> {
-        let adopted = repo.adopt_objects(&self.layer.join("objects"))?;
-        let mut settled = Settled {
-            objects: adopted.count,
-            beyond: adopted.dropped,
-            ..Settled::default()
-        };
+    /// Take from the layer what the step may change, and remove the layer; what the step
+    /// wrote beyond that, none of it kept (`refs/heads/main: changed`).
+    pub fn settle(self, repo: &Repo) -> Result<Vec<String>> {
+        let mut beyond = repo.adopt_objects(&self.layer.join("objects"))?;
         let short = self
             .branch
             .strip_prefix("refs/heads/")
@@ -353,16 +326,16 @@ impl Fence {
             };
             for (file, before) in &copy.before {
                 match after.get(file) {
-                    None => settled.beyond.push(format!("{}: deleted", path(file))),
+                    None => beyond.push(format!("{}: deleted", path(file))),
                     Some(now) if now != before && !own(file) => {
-                        settled.beyond.push(format!("{}: changed", path(file)))
+                        beyond.push(format!("{}: changed", path(file)))
                     }
                     _ => {}
                 }
             }
             for file in after.keys().filter(|f| !copy.before.contains_key(*f)) {
                 if !own(file) {
-                    settled.beyond.push(format!("{}: created", path(file)));
+                    beyond.push(format!("{}: created", path(file)));
                 }
             }
             if copy.name == "refs/heads" {
@@ -380,17 +353,13 @@ impl Fence {
                             tip,
                             "git-bmad: the contained step's commits",
                         )?;
-                        if moved == CasOutcome::Updated {
-                            settled.branch_moved = Some((self.branch_before, tip));
-                        } else {
-                            settled
-                                .beyond
-                                .push(format!("{}: moved by another meanwhile", self.branch));
+                        if moved != CasOutcome::Updated {
+                            beyond.push(format!("{}: moved by another meanwhile", self.branch));
                         }
                     }
                 }
                 // What it holds is not shown: it is the step's to choose.
-                _ => settled.beyond.push(format!(
+                _ => beyond.push(format!(
                     "{}: set to something that is not a commit of this repository",
                     self.branch
                 )),
@@ -411,7 +380,7 @@ impl Fence {
                 .strip_prefix("ref: refs/")
                 .filter(|r| r.chars().all(|c| c.is_ascii_graphic()) && r.len() < 200)
                 .map_or("something else".to_owned(), |r| format!("`refs/{r}`"));
-            settled.beyond.push(format!("HEAD: switched to {to}"));
+            beyond.push(format!("HEAD: switched to {to}"));
             // Unlinked first: a HEAD made a symlink must not have its target replaced.
             let _ = std::fs::remove_file(&head);
             crate::fs::write_atomically(&head, wanted.as_bytes(), None).map_err(|e| Error::Io {
@@ -425,7 +394,7 @@ impl Fence {
             path: self.layer.clone(),
             source: e,
         })?;
-        Ok(settled)
+        Ok(beyond)
     }
 }
 

@@ -31,7 +31,7 @@ pub use commands::{ConfigFile, DiffStat, PatchStream};
 pub use diff::ChangedFile;
 pub use diff::TreeChange;
 pub use error::{Error, Result};
-pub use fence::{Fence, Settled, View};
+pub use fence::{Fence, View};
 pub use gix::ObjectId;
 pub use index::SavedIndex;
 pub use notes::NotesTip;

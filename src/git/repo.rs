@@ -425,6 +425,14 @@ impl Repo {
             .map(|v| v.to_str_lossy().into_owned())
     }
 
+    /// The user's identity as git resolves it: `user.name`, `user.email`.
+    pub fn identity(&self) -> [Option<String>; 2] {
+        [
+            self.config_string("user.name"),
+            self.config_string("user.email"),
+        ]
+    }
+
     /// Path of a file in the common dir (for lock files and reflogs of shared refs).
     pub(crate) fn common_path(&self, rela: &str) -> PathBuf {
         self.common_dir.join(rela)

@@ -195,7 +195,7 @@ pub fn run_chained(
     let mut hook = Program::new(chained, args);
     hook.env_remove.push(CHAINED_HOOK_VAR.to_owned());
     let walls = hook_walls(repo, chained)?;
-    if let Some((contained, _)) = &walls {
+    if let Some(sandbox::Scratch { contained, .. }) = &walls {
         let cwd =
             std::env::current_dir().map_err(|e| Error::io("could not read", Path::new("."), e))?;
         let args: Vec<String> = args.to_vec();
@@ -216,10 +216,7 @@ pub fn run_chained(
 
 /// The walls for a chained hook in the worktree that git-bmad's own git fires (and the
 /// private home they keep, removed when dropped); `None` when it runs as it is.
-fn hook_walls(
-    repo: &Repo,
-    chained: &Path,
-) -> Result<Option<(crate::runner::Contained, tempfile::TempDir)>, Error> {
+fn hook_walls(repo: &Repo, chained: &Path) -> Result<Option<sandbox::Scratch>, Error> {
     let ours = std::env::var_os(crate::env::OWN_GIT).is_some()
         && std::env::var_os(crate::env::CONTAINED).is_none();
     let worktree = repo.workdir();
@@ -238,22 +235,9 @@ fn hook_walls(
             )))
         }
     };
-    let home = tempfile::Builder::new()
-        .prefix("git-bmad-hook-")
-        .tempdir()
-        .map_err(|e| Error::io("could not make a private home in", std::env::temp_dir(), e))?;
-    sandbox::private_home(
-        home.path(),
-        None,
-        &[],
-        [
-            repo.config_string("user.name"),
-            repo.config_string("user.email"),
-        ],
-    )
-    .map_err(|e| Error::io("could not make a private home in", home.path(), e))?;
     let mut readable = vec![repo.common_dir().to_owned()];
     readable.extend(repo.main_workdir().ok());
-    let walls = sandbox::command_walls(worktree, &readable, home.path(), true);
-    Ok(Some((crate::runner::Contained { bwrap, walls }, home)))
+    sandbox::scratch(&bwrap, worktree, &readable, repo.identity(), true)
+        .map(Some)
+        .map_err(|e| Error::io("could not make a private home in", std::env::temp_dir(), e))
 }

@@ -169,6 +169,36 @@ pub fn command_walls(dir: &Path, readable: &[PathBuf], home: &Path, network: boo
     Walls { mounts, network }
 }
 
+/// A command's walls ready to run, with the temporary folder of its private home, removed
+/// when this is dropped.
+pub struct Scratch {
+    /// The walls and bubblewrap.
+    pub contained: super::Contained,
+    _home: tempfile::TempDir,
+}
+
+/// The walls of a command run in `dir` ([`command_walls`]) with a fresh private home that
+/// holds only a git `identity`.
+pub fn scratch(
+    bwrap: &Path,
+    dir: &Path,
+    readable: &[PathBuf],
+    identity: [Option<String>; 2],
+    network: bool,
+) -> std::io::Result<Scratch> {
+    let home = tempfile::Builder::new()
+        .prefix("git-bmad-home-")
+        .tempdir()?;
+    private_home(home.path(), None, &[], identity)?;
+    Ok(Scratch {
+        contained: super::Contained {
+            bwrap: bwrap.to_owned(),
+            walls: command_walls(dir, readable, home.path(), network),
+        },
+        _home: home,
+    })
+}
+
 /// The private places, the private home at `home` in the real one's place, and the tools
 /// installed where they hide (and `program`'s own folder) shown read-only.
 pub fn home_and_tools(home: &Path, program: Option<&Path>) -> Vec<Mount> {

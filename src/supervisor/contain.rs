@@ -11,10 +11,9 @@ use std::path::Path;
 
 use crate::config::{Config, Network};
 use crate::runner::sandbox::{self, Mount, Walls};
-use crate::runner::Contained;
 use crate::session::{Repo, View};
 
-pub use crate::runner::sandbox::Containment;
+pub use crate::runner::sandbox::{Containment, Scratch};
 
 use super::error::{Error, Result};
 
@@ -44,40 +43,32 @@ pub fn step_walls(views: &[View], home: &Path, program: &Path, network: bool) ->
     Walls { mounts, network }
 }
 
-/// A command's walls ready to run, its private home in a temporary folder kept with it.
-pub struct Scratch {
-    /// The walls and bubblewrap.
-    pub contained: Contained,
-    _home: tempfile::TempDir,
-}
-
 /// Contain a command run in `dir` for a step (its tests), when the run is contained: `dir`
-/// writable, the repository readable, a private home.
+/// writable, the repository (its common dir, and `main`, the main worktree) readable, a
+/// private home.
 pub fn command(
     containment: &Containment,
     dir: &Path,
     repo: &Repo,
+    main: Option<&Path>,
     network: Network,
 ) -> Result<Option<Scratch>> {
     let Some(bwrap) = containment.bwrap() else {
         return Ok(None);
     };
-    let home = tempfile::Builder::new()
-        .prefix("git-bmad-home-")
-        .tempdir()
-        .and_then(|home| private_home(home.path(), &[], repo).map(|()| home))
-        .map_err(|e| Error::Uncontained {
-            why: format!("could not make a private home: {e}"),
-        })?;
     let mut readable = vec![repo.common_dir().to_owned()];
-    readable.extend(repo.main_workdir().ok());
-    Ok(Some(Scratch {
-        contained: Contained {
-            bwrap: bwrap.to_owned(),
-            walls: sandbox::command_walls(dir, &readable, home.path(), network == Network::Full),
-        },
-        _home: home,
-    }))
+    readable.extend(main.map(Path::to_owned));
+    sandbox::scratch(
+        bwrap,
+        dir,
+        &readable,
+        repo.identity(),
+        network == Network::Full,
+    )
+    .map(Some)
+    .map_err(|e| Error::Uncontained {
+        why: format!("could not make a private home: {e}"),
+    })
 }
 
 /// Fill the private home at `home` with copies of the user's `files` and the repository's
@@ -89,10 +80,7 @@ pub fn private_home(home: &Path, files: &[&str], repo: &Repo) -> std::io::Result
             .map(std::path::PathBuf::from)
             .as_deref(),
         files,
-        [
-            repo.config_string("user.name"),
-            repo.config_string("user.email"),
-        ],
+        repo.identity(),
     )
 }
 

@@ -141,8 +141,14 @@ pub fn supervise(
     let before = if new_run.is_some() { &fresh } else { &state };
     let programs = preflight(&playbook, before, options.config, &root)?;
     let containment = super::contain::decide(options.config)?;
-    let check_walls =
-        super::contain::command(&containment, &root, repo, options.config.checks.network)?;
+    let main_workdir = repo.main_workdir().ok();
+    let check_walls = super::contain::command(
+        &containment,
+        &root,
+        repo,
+        main_workdir.as_deref(),
+        options.config.checks.network,
+    )?;
     let mut playbook = playbook;
     if let Some(limit) = options.time_limit {
         playbook.limits.max_run_time = playbook.limits.max_run_time.min(limit);
@@ -163,7 +169,7 @@ pub fn supervise(
         purse: options.purse,
         containment,
         check_walls,
-        main_workdir: repo.main_workdir().ok(),
+        main_workdir,
     };
     if let Some(source) = new_run {
         let blob = session::store_text(repo, &session.id, &source.text)?;

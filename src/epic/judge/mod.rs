@@ -345,7 +345,14 @@ fn run_on(
     let checkout = scratch.path().join("checkout");
     repo.clean_checkout(commit, &checkout)
         .map_err(session::Error::from)?;
-    let walls = contain::command(&walls.containment, &checkout, repo, walls.network)?;
+    let main = repo.main_workdir().ok();
+    let walls = contain::command(
+        &walls.containment,
+        &checkout,
+        repo,
+        main.as_deref(),
+        walls.network,
+    )?;
     let (env, env_remove) = crate::env::untrusted();
     let spec = Spec {
         program: "/bin/sh".into(),

@@ -70,8 +70,8 @@ impl Engine<'_> {
         for kept in session::violations_kept_in(&fence.deferred(), ids, round_step(ids)) {
             self.record(kept)?;
         }
-        let settled = fence.settle(self.repo).map_err(session::Error::from)?;
-        for beyond in settled.beyond {
+        let beyond_walls = fence.settle(self.repo).map_err(session::Error::from)?;
+        for beyond in beyond_walls {
             let subject = beyond.split(':').next().unwrap_or_default().to_owned();
             self.record(
                 NewEvent::violation(
