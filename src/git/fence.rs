@@ -204,13 +204,10 @@ impl Repo {
             let file = dir.join(&hex[..2]).join(&hex[2..]);
             let plain = std::fs::symlink_metadata(&file).is_ok_and(|m| m.is_file());
             let sound = match plain.then(|| theirs.try_find(&id, &mut buf)) {
-                None => None,
-                Some(found) => match found {
-                    Ok(Some(object)) => gix::objs::compute_hash(kind, object.kind, object.data)
-                        .is_ok_and(|hashed| hashed == id)
-                        .then_some(object),
-                    _ => None,
-                },
+                Some(Ok(Some(object))) => gix::objs::compute_hash(kind, object.kind, object.data)
+                    .is_ok_and(|hashed| hashed == id)
+                    .then_some(object),
+                _ => None,
             };
             let Some(object) = sound else {
                 dropped.push(format!("objects: {id} does not hash to its name"));
