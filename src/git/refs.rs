@@ -256,7 +256,7 @@ impl Repo {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(Error::io("could not read", path, e)),
         };
-        Ok(parse_reflog(&text))
+        Ok(parse_reflog(&text, self.gix().object_hash().len_in_hex()))
     }
 
     /// All refs whose full name starts with `prefix` (which should end in `/`), with their
@@ -284,25 +284,40 @@ impl Repo {
     }
 }
 
-/// A reflog's entries: `<old> <new> <ident> <time> <tz>\t<message>` a line. A writer killed
-/// mid-line leaves a line without its end, and the next entry is appended to it: each line's
-/// last entry header is the one that counts, and a line with none is skipped.
-fn parse_reflog(text: &str) -> Vec<(ObjectId, ObjectId, String)> {
-    static HEADER: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(
-            r"([0-9a-f]{40}(?:[0-9a-f]{24})?) ([0-9a-f]{40}(?:[0-9a-f]{24})?) [^\t]*\t?",
-        )
-        .ok()
-    });
-    let Some(header) = HEADER.as_ref() else {
-        return Vec::new();
+/// A reflog's entries: `<old> <new> <ident> <time> <tz>\t<message>` a line, ids of
+/// `hex_len` digits. git writes an entry in several pieces, so a writer killed mid-line
+/// leaves any prefix of one without its end, and the next entry is appended to it: each
+/// line's last entry header (searched at every position, since a torn prefix may end in hex
+/// or in a header of its own) is the one that counts. Its message follows the first tab
+/// after it; a header with no tab after it is a torn entry with no message. A line with no
+/// header is skipped.
+fn parse_reflog(text: &str, hex_len: usize) -> Vec<(ObjectId, ObjectId, String)> {
+    let hex = |bytes: &[u8]| bytes.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    // Where a header `<old> <new> ` starts, and its length.
+    let is_header = |line: &[u8], at: usize| {
+        let end = at + 2 * hex_len + 2;
+        line.get(at..end).is_some_and(|h| {
+            h[hex_len] == b' '
+                && h[end - at - 1] == b' '
+                && hex(&h[..hex_len])
+                && hex(&h[hex_len + 1..end - at - 1])
+        })
     };
+    let header_len = 2 * hex_len + 2;
     text.lines()
         .filter_map(|line| {
-            let last = header.captures_iter(line).last()?;
-            let old = ObjectId::from_hex(last.get(1)?.as_str().as_bytes()).ok()?;
-            let new = ObjectId::from_hex(last.get(2)?.as_str().as_bytes()).ok()?;
-            let message = &line[last.get(0)?.end()..];
+            let bytes = line.as_bytes();
+            let headers = (0..bytes.len()).filter(|&at| is_header(bytes, at));
+            // git writes no tab into a message, so a header inside one has no tab after it.
+            let at = headers
+                .clone()
+                .filter(|&at| bytes[at + header_len..].contains(&b'\t'))
+                .last()
+                .or_else(|| headers.last())?;
+            let old = ObjectId::from_hex(&bytes[at..at + hex_len]).ok()?;
+            let new = ObjectId::from_hex(&bytes[at + hex_len + 1..at + header_len - 1]).ok()?;
+            let rest = &line[at + header_len..];
+            let message = rest.split_once('\t').map_or("", |(_, message)| message);
             Some((old, new, message.to_owned()))
         })
         .collect()
@@ -355,16 +370,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_reflog_line_torn_by_a_kill_does_not_hide_the_entry_appended_to_it() {
-        let (a, b, c) = ("a".repeat(40), "b".repeat(40), "c".repeat(40));
-        let text = format!(
-            "{a} {b} git-bmad <x@y> 1 +0000\tbmad journal: one #1\n{b} {c} git-bmad <x@y> 2 +00{b} {c} git-bmad <x@y> 3 +0000\tbmad checkpoint: two\n"
+    fn a_reflog_line_torn_anywhere_by_a_kill_does_not_hide_the_entry_appended_to_it() {
+        let (a, b, c, d) = (
+            "a".repeat(40),
+            "b".repeat(40),
+            "c".repeat(40),
+            "d".repeat(40),
         );
-        let entries = parse_reflog(&text);
-        assert_eq!(entries.len(), 2, "{entries:?}");
-        assert_eq!(entries[1].1.to_string(), c);
-        assert_eq!(entries[1].2, "bmad checkpoint: two");
-        assert_eq!(entries[0].2, "bmad journal: one #1");
-        assert!(parse_reflog("torn half a line").is_empty());
+        let first = format!("{a} {b} git-bmad <x@y> 1764300000 +0000\tbmad journal: one #1\n");
+        let torn = format!("{b} {c} git-bmad <x@y> 1764300001 +0000\tbmad journal: two #2");
+        let appended = format!("{b} {d} git-bmad <x@y> 1764300002 +0000\tbmad checkpoint: three");
+        // The killed writer's entry may end after any of its bytes (git writes it piecewise).
+        for cut in 0..=torn.len() {
+            let text = format!("{first}{}{appended}\n", &torn[..cut]);
+            let entries = parse_reflog(&text, 40);
+            let last = entries.last().expect("an entry");
+            assert_eq!(
+                (last.0.to_string(), last.1.to_string(), last.2.as_str()),
+                (b.clone(), d.clone(), "bmad checkpoint: three"),
+                "torn after {cut} bytes: {text:?}"
+            );
+            assert_eq!(entries[0].2, "bmad journal: one #1");
+        }
+        // Torn and nothing after it: the values, with no message to vouch for them.
+        let entries = parse_reflog(&format!("{first}{}", &torn[..100]), 40);
+        assert_eq!((entries[1].1.to_string(), entries[1].2.as_str()), (c, ""));
+        assert!(parse_reflog("torn half a line", 40).is_empty());
     }
 }
