@@ -185,3 +185,62 @@ fn an_intent_to_add_entry_survives_checkpoint_rollback_and_undo() {
     env.bmad(&wt, &["undo"]).success();
     assert_eq!(status(&env), " M a.rs\n?? new.rs\n");
 }
+
+/// With `core.fileMode=false` (repositories on filesystems without an exec bit, or cloned
+/// there) git ignores the disk's exec bit: a tracked file keeps the mode its index entry
+/// has, a new one is recorded plain. Each checkpoint equals `git add -A` on a copy of the
+/// index, whichever way the disk's bits went, with the change feed and without it.
+#[test]
+fn with_file_mode_off_a_checkpoint_records_the_modes_git_would() {
+    use std::os::unix::fs::PermissionsExt;
+    let chmod = |path: std::path::PathBuf, mode: u32| {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap()
+    };
+    for feed in ["true", "false"] {
+        let env = TestEnv::new();
+        let repo = env.repo("proj");
+        write(&repo, "run.sh", "echo run\n");
+        write(&repo, "data.txt", "data\n");
+        chmod(repo.join("run.sh"), 0o755);
+        env.git(&repo, &["add", "-A"]);
+        env.git(&repo, &["commit", "-qm", "a script and its data"]);
+        env.git(&repo, &["config", "core.fileMode", "false"]);
+        env.git(&repo, &["config", "bmad.watch", feed]);
+        let (_, wt) = env.start(&repo, "s");
+        let first = env.last_checkpoint(&wt);
+
+        // The bits flip on disk, each file's content changes, and a new script comes.
+        chmod(wt.join("run.sh"), 0o644);
+        chmod(wt.join("data.txt"), 0o755);
+        write(&wt, "run.sh", "echo run faster\n");
+        write(&wt, "data.txt", "more data\n");
+        write(&wt, "new.sh", "echo new\n");
+        chmod(wt.join("new.sh"), 0o755);
+        env.bmad(&wt, &["checkpoint", "-m", "bits flipped"])
+            .success();
+        let tree = checkpoint_tree(&env, &wt);
+        assert_eq!(tree, env.worktree_tree(&wt), "feed {feed}");
+        let listed = env.git(&wt, &["ls-tree", "-r", &tree]);
+        assert!(
+            listed.contains("100755 blob ") && listed.contains("\trun.sh"),
+            "{listed}"
+        );
+        for plain in ["data.txt", "new.sh"] {
+            let line = listed.lines().find(|l| l.ends_with(&format!("\t{plain}")));
+            assert!(line.is_some_and(|l| l.starts_with("100644")), "{listed}");
+        }
+
+        // Only a bit flips: nothing git would see, nothing the checkpoint records.
+        chmod(wt.join("run.sh"), 0o755);
+        env.bmad(&wt, &["checkpoint", "-m", "a bit back"]).success();
+        assert_eq!(checkpoint_tree(&env, &wt), tree, "feed {feed}");
+
+        // And back to the start, and forward again, exactly.
+        env.bmad(&wt, &["rollback", &first]).success();
+        assert_eq!(read(&wt, "run.sh"), "echo run\n");
+        assert!(!wt.join("new.sh").exists());
+        env.bmad(&wt, &["undo"]).success();
+        assert_eq!(read(&wt, "data.txt"), "more data\n");
+        assert_eq!(env.worktree_tree(&wt), tree, "feed {feed}");
+    }
+}

@@ -96,11 +96,12 @@ impl Repo {
         let (tracked_elsewhere, untracked) = cache.reconcile(&index);
         let verified = now();
         let config = repo.config_snapshot();
+        let exec_bit = ExecBit(config.boolean("core.fileMode").unwrap_or(true));
         let scanner = Scanner::new(
             self.workdir(),
             &cache.state,
             cache.verified,
-            config.boolean("core.fileMode").unwrap_or(true),
+            exec_bit.0,
             config.boolean("core.trustCTime").unwrap_or(true),
         );
         let scan = match &feed.changed {
@@ -136,7 +137,7 @@ impl Repo {
             let before = cache.entry(path);
             let (stored, stat) = self.store_file(&mut pipeline, &index, path, before, &mut vet)?;
             let entry = match stored {
-                Stored::Object(kind, id) => Some((kind, id)),
+                Stored::Object(kind, id) => Some((exec_bit.as_git_has_it(kind, &index, path), id)),
                 Stored::Refused => {
                     refused.push(path.clone());
                     continue;
@@ -543,6 +544,25 @@ fn relevant_path(item: &status::Item) -> Option<String> {
         status::Item::IndexWorktree(change) => change
             .summary()
             .map(|_| change.rela_path().to_str_lossy().into_owned()),
+    }
+}
+
+/// `core.fileMode`: whether the disk's exec bit is the file's. Without it, git keeps the
+/// mode a tracked file's index entry has and records a new file plain.
+#[derive(Clone, Copy, Debug)]
+struct ExecBit(bool);
+
+impl ExecBit {
+    /// The kind git records for a file `path` read from disk as `kind`.
+    fn as_git_has_it(self, kind: EntryKind, index: &gix::index::State, path: &str) -> EntryKind {
+        if self.0 || !matches!(kind, EntryKind::Blob | EntryKind::BlobExecutable) {
+            return kind;
+        }
+        let executable = gix::index::entry::Mode::FILE_EXECUTABLE;
+        match index.entry_by_path(BStr::new(path.as_bytes())) {
+            Some(entry) if entry.mode == executable => EntryKind::BlobExecutable,
+            _ => EntryKind::Blob,
+        }
     }
 }
 

@@ -267,12 +267,30 @@ impl TestEnv {
         status["checkpoints"][0]["number"].to_string()
     }
 
-    /// The tree `git add -A` would record for a worktree, computed in a throwaway index.
+    /// The tree `git add -A` would record for a worktree (git's own view of it: its mode
+    /// bits as `core.fileMode` has them, its sparse and intent-to-add entries), computed on a
+    /// copy of its index.
     pub fn worktree_tree(&self, dir: &Path) -> String {
         let index = self
             .root()
             .join(format!("tmp-index-{}", std::process::id()));
-        let _ = std::fs::remove_file(&index);
+        let own = self.git(
+            dir,
+            &["rev-parse", "--path-format=absolute", "--git-path", "index"],
+        );
+        // The copy keeps the index's time: git reads a file written in the same instant as
+        // its index again (racy git), and a copy made now would hide that.
+        match std::fs::metadata(own.trim()) {
+            Ok(meta) => {
+                std::fs::copy(own.trim(), &index).expect("a copy of the index");
+                let copy = std::fs::File::options().write(true).open(&index).unwrap();
+                copy.set_modified(meta.modified().unwrap()).unwrap();
+            }
+            Err(e) => {
+                assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "{e}");
+                let _ = std::fs::remove_file(&index);
+            }
+        }
         let mut add = self.git_command(dir);
         add.env("GIT_INDEX_FILE", &index)
             .args(["add", "-A", "--sparse"]);
