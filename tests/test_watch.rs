@@ -58,34 +58,13 @@ impl Session<'_> {
         );
         assert_eq!(tree.trim(), self.add_all(), "checkpoint after: {what}");
         assert!(stderr.contains("change feed: "), "{stderr}");
-        stderr.contains("paths changed")
+        !stderr.contains("scanning the whole worktree")
     }
 
     /// What `git add -A` on a copy of the worktree's index records: a file added by force
     /// stays, though ignored.
     fn add_all(&self) -> String {
-        let git_dir = self.env.git(&self.wt, &["rev-parse", "--absolute-git-dir"]);
-        let index = self.env.root().join("oracle-index");
-        let original = Path::new(git_dir.trim()).join("index");
-        std::fs::copy(&original, &index).unwrap();
-        // With its time: git trusts the stat data of entries older than the index file, so
-        // a copy stamped now would make it miss a file rewritten in the same second.
-        let modified = std::fs::metadata(&original).unwrap().modified().unwrap();
-        let copy = std::fs::File::options().write(true).open(&index).unwrap();
-        copy.set_modified(modified).unwrap();
-        let git = |args: &[&str]| {
-            let out = self
-                .env
-                .git_command(&self.wt)
-                .env("GIT_INDEX_FILE", &index)
-                .args(args)
-                .output()
-                .unwrap();
-            assert!(out.status.success(), "git {args:?}");
-            String::from_utf8_lossy(&out.stdout).trim().to_owned()
-        };
-        git(&["add", "-A"]);
-        git(&["write-tree"])
+        self.env.worktree_tree(&self.wt)
     }
 
     /// Checkpoint until the watcher the first checkpoint started answers.
@@ -375,4 +354,54 @@ fn a_snapshot_reads_what_its_feed_names_and_trusts_the_rest() {
         .tree;
     assert_eq!(show(&scanned, "src/b.txt"), "b, changed\n");
     assert_eq!(show(&scanned, "src/a.txt"), "a, changed\n");
+}
+
+/// A file with a second name in the worktree (a hard link) changes under both when written
+/// through one; the watcher hears only the name written to, so the checkpoint scans it all.
+#[test]
+fn a_write_through_one_of_two_hard_linked_names_changes_both_in_the_checkpoint() {
+    let env = TestEnv::new();
+    let s = Session::new(&env);
+    s.wait_for_the_feed();
+    std::fs::hard_link(s.wt.join("src/a.txt"), s.wt.join("docs/a-again.txt")).unwrap();
+    s.checkpoint("a second name");
+    // In place, as an editor that keeps the inode writes.
+    write(
+        &s.wt,
+        "docs/a-again.txt",
+        "written through the second name\n",
+    );
+    assert!(
+        !s.checkpoint("written through the second name"),
+        "a file with other names scans it all"
+    );
+    write(&s.wt, "src/a.txt", "and through the first\n");
+    assert!(!s.checkpoint("written through the first name"));
+    std::fs::remove_file(s.wt.join("docs/a-again.txt")).unwrap();
+    s.checkpoint("one name again");
+    write(&s.wt, "src/a.txt", "fed again\n");
+    assert!(
+        s.checkpoint("one name, fed"),
+        "fed once the file has one name"
+    );
+}
+
+/// A file marked skip-worktree is what the index says, whatever is on disk; once the mark
+/// goes, the disk counts again, though the watcher heard nothing at that moment.
+#[test]
+fn a_skip_worktree_mark_set_or_cleared_is_what_the_checkpoint_follows() {
+    let env = TestEnv::new();
+    let s = Session::new(&env);
+    s.wait_for_the_feed();
+    env.git(&s.wt, &["update-index", "--skip-worktree", "src/a.txt"]);
+    write(&s.wt, "src/a.txt", "edited while marked\n");
+    s.checkpoint("edited while marked");
+    env.git(&s.wt, &["update-index", "--no-skip-worktree", "src/a.txt"]);
+    s.checkpoint("the mark cleared");
+
+    // The other way: read from disk, then marked, so the index's content counts.
+    write(&s.wt, "docs/c.md", "read from disk\n");
+    s.checkpoint("an edit");
+    env.git(&s.wt, &["update-index", "--skip-worktree", "docs/c.md"]);
+    s.checkpoint("the mark set");
 }

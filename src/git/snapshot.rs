@@ -135,6 +135,14 @@ impl Repo {
         let mut refused = Vec::new();
         for path in &changed {
             let before = cache.entry(path);
+            if let Some((id, mode)) = held_by_index(&index, path) {
+                if Some((id, mode)) != before {
+                    edits.push((path.clone(), Some((tree_kind(mode), id))));
+                }
+                // No stat data: the disk is not what it holds.
+                cache.set(path, Some((id, mode, Stat::default())));
+                continue;
+            }
             let (stored, stat) = self.store_file(&mut pipeline, &index, path, before, &mut vet)?;
             let entry = match stored {
                 Stored::Object(kind, id) => Some((exec_bit.as_git_has_it(kind, &index, path), id)),
@@ -584,6 +592,17 @@ fn now() -> std::time::Duration {
 }
 
 /// The commit a submodule entry records, if `path` is one in the index.
+/// What the index holds for `path` if it is marked skip-worktree: then that is the path's
+/// content, as `git add -A` leaves it, whatever the disk has.
+fn held_by_index(
+    index: &gix::index::State,
+    path: &str,
+) -> Option<(ObjectId, gix::index::entry::Mode)> {
+    let entry = index.entry_by_path(path.as_bytes().as_bstr())?;
+    let skip = gix::index::entry::Flags::SKIP_WORKTREE;
+    entry.flags.contains(skip).then_some((entry.id, entry.mode))
+}
+
 fn gitlink(index: &gix::index::State, path: &str) -> Option<ObjectId> {
     let entry = index.entry_by_path(path.as_bytes().as_bstr())?;
     (entry.mode == gix::index::entry::Mode::COMMIT).then_some(entry.id)

@@ -214,13 +214,25 @@ impl SnapshotCache {
                 Ok(i) => {
                     seen[i] = true;
                     let skip = theirs.flags.contains(Flags::SKIP_WORKTREE);
+                    let ours = &self.state.entries()[i];
+                    // Marked skip-worktree, a path is what the index holds; unmarked, what
+                    // the disk does. A mark set or cleared changes which with no write a
+                    // feed could hear: held by the index, the content is compared; on disk,
+                    // an entry with no stat data (one the index held) cannot be vouched for.
+                    let held_by_index = skip && (ours.id, ours.mode) != (theirs.id, theirs.mode);
+                    let unvouched =
+                        !skip && ours.mode != Mode::COMMIT && ours.stat == Stat::default();
+                    let submodule_moved = theirs.mode == Mode::COMMIT
+                        && (ours.mode != Mode::COMMIT || ours.id != theirs.id);
+                    if skip && ours.stat != Stat::default() {
+                        // Its file may change unread from now on: its stat data is void.
+                        let (id, mode) = (ours.id, ours.mode);
+                        self.set(&path.to_string(), Some((id, mode, Stat::default())));
+                    }
                     self.state.entries_mut()[i]
                         .flags
                         .set(Flags::SKIP_WORKTREE, skip);
-                    let ours = &self.state.entries()[i];
-                    let submodule_moved = theirs.mode == Mode::COMMIT
-                        && (ours.mode != Mode::COMMIT || ours.id != theirs.id);
-                    if theirs.stage_raw() != 0 || submodule_moved {
+                    if theirs.stage_raw() != 0 || submodule_moved || held_by_index || unvouched {
                         missing.push(path.to_string());
                     }
                 }

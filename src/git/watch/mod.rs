@@ -10,7 +10,10 @@
 //! gets "all", and the snapshot scans the whole worktree as it would without a watcher: no
 //! watcher running (the snapshot starts one for next time), a token of another watcher or of
 //! another snapshot cache, lost events, a changed `.gitignore`, `info/exclude` or
-//! `core.excludesFile`, a file the last snapshot refused (it must be vetted again).
+//! `core.excludesFile`, a file the last snapshot refused (it must be vetted again), a
+//! changed file with other names (a hard link: the write shows under one name only). A
+//! skip-worktree mark set or cleared changes the index, not the worktree: the snapshot
+//! compares marks with the index itself.
 //!
 //! What inotify cannot see, the feed cannot either: a file changed through a memory mapping
 //! or through a hard link outside the worktree, or by another machine on a network

@@ -13,20 +13,25 @@ impl Scanner<'_> {
     /// Look only at `paths` (relative to the root; files or directories), the paths a change
     /// feed reports as changed since the cache was stored: each is judged as a scan of its
     /// directory would judge it, without reading that directory; a directory that appeared,
-    /// went or moved is scanned whole.
+    /// went or moved is scanned whole. A file with other names (hard links) changed under
+    /// those too, which no feed names: then the whole worktree is scanned.
     pub fn run_targeted(&self, paths: &[String]) -> Result<Scan> {
+        let paths = paths.iter().filter(|path| in_worktree(path));
+        if paths
+            .clone()
+            .any(|path| has_other_names(&self.root.join(path)))
+        {
+            tracing::debug!(
+                "change feed: a changed file has other names, scanning the whole worktree"
+            );
+            return self.run();
+        }
         let mut scan = Scan::default();
         let mut subtrees = Vec::new();
         // Directories reported whole already: thousands of new files under one new directory
         // are one walk of it, not thousands.
         let mut new_dirs = BTreeSet::new();
         'paths: for path in paths {
-            if path
-                .split('/')
-                .any(|part| matches!(part, "" | "." | ".." | ".git"))
-            {
-                continue;
-            }
             // Up to the first directory the cache knows nothing under: the scan of its
             // parent would report it as a new directory, and go no further.
             for (end, _) in path.match_indices('/') {
@@ -99,4 +104,17 @@ impl Scanner<'_> {
             .prefixed_entries_range(prefix.as_str().into())
             .unwrap_or(0..0)
     }
+}
+
+/// Whether a path a feed named is one of the worktree's own (not `..`, not git's).
+fn in_worktree(path: &str) -> bool {
+    !path
+        .split('/')
+        .any(|part| matches!(part, "" | "." | ".." | ".git"))
+}
+
+/// Whether `path` is a file with more than one name.
+fn has_other_names(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_file() && meta.nlink() > 1)
 }
