@@ -405,3 +405,41 @@ fn a_skip_worktree_mark_set_or_cleared_is_what_the_checkpoint_follows() {
     env.git(&s.wt, &["update-index", "--skip-worktree", "docs/c.md"]);
     s.checkpoint("the mark set");
 }
+
+/// A watcher that cannot start (here a directory deeper than a path inotify takes; a spent
+/// watch limit alike) leaves every checkpoint a whole scan, still exact, and `doctor` says
+/// why the session's checkpoints are slower.
+#[test]
+fn a_feed_that_cannot_start_is_named_by_doctor_with_its_reason() {
+    use rustix::fs::{mkdirat, openat, Mode, OFlags};
+    let env = TestEnv::new();
+    let s = Session::new(&env);
+    s.wait_for_the_feed();
+    // Made relative to each parent: no single call sees the whole path.
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let mut fd = openat(rustix::fs::CWD, &s.wt, flags, Mode::empty()).unwrap();
+    let name = "d".repeat(200);
+    for _ in 0..25 {
+        mkdirat(&fd, name.as_str(), Mode::from_raw_mode(0o755)).unwrap();
+        fd = openat(&fd, name.as_str(), flags, Mode::empty()).unwrap();
+    }
+    write(&s.wt, "src/a.txt", "while the feed is down\n");
+    assert!(!s.checkpoint("a directory too deep to watch"));
+    assert!(
+        eventually(|| {
+            let doctor = env.bmad(&s.repo, &["doctor", "--json"]).json();
+            doctor["findings"]
+                .to_string()
+                .contains("change feed could not start")
+        }),
+        "doctor never named the feed"
+    );
+    let doctor = env.bmad(&s.repo, &["doctor"]).success();
+    assert!(
+        doctor.stdout.contains("File name too long"),
+        "{}",
+        doctor.stdout
+    );
+    write(&s.wt, "src/a.txt", "still exact\n");
+    assert!(!s.checkpoint("still without a feed"));
+}

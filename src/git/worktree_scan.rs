@@ -327,7 +327,12 @@ pub(super) fn new_files(
         let entries = match std::fs::read_dir(&dir) {
             Ok(entries) => entries,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => return Err(Error::io("could not read directory", dir, e)),
+            // As `git add -A` does: a directory it cannot open (no permission, a path too
+            // long to name) is left out with a warning, not the whole snapshot.
+            Err(e) => {
+                tracing::warn!(dir = %path, error = %e, "could not open a new directory: it is left out, as git leaves it");
+                continue;
+            }
         };
         for entry in entries {
             let entry = entry.map_err(|e| Error::io("could not read directory", &dir, e))?;

@@ -484,6 +484,18 @@ fn check_live(
             }
         }
     }
+    let feed_off = (live && !elsewhere && worktree.is_dir())
+        .then(|| Repo::discover(worktree).ok()?.feed_off_reason())
+        .flatten();
+    if let Some(reason) = feed_off {
+        f.add(
+            Severity::Warning,
+            Some(id),
+            format!("its checkpoints scan the whole worktree (exact, but slower): the change feed could not start: {reason}"),
+            None,
+        );
+        f.note("a checkpoint an hour after the failure starts the watcher again; `git config bmad.watch false` turns the feed off for good");
+    }
     if state.status != Status::Pruned && repo.read_ref(&newest.trailers.branch)?.is_none() {
         f.add(
             Severity::Warning,

@@ -153,6 +153,17 @@ impl FeedSetting {
 }
 
 impl Repo {
+    /// Why this worktree has no change feed, when a watcher failed to start here lately:
+    /// until one starts, every snapshot scans the whole worktree (exact, only slower).
+    pub fn feed_off_reason(&self) -> Option<String> {
+        let failed = self.git_dir().join(FAILED_FILE);
+        if !failed_lately(&failed) {
+            return None;
+        }
+        let reason = std::fs::read_to_string(&failed).ok()?;
+        Some(reason.trim().to_owned()).filter(|r| !r.is_empty())
+    }
+
     /// Start this worktree's watcher now, if snapshots may use one and none runs, so that
     /// the first snapshot already gets a token and the second reads only what changed.
     pub fn start_watching(&self) {
@@ -201,7 +212,12 @@ pub fn run_watcher(root: &Path, failed: Option<&Path>) -> std::io::Result<()> {
     let served = daemon::serve(root);
     if let (Err(e), Some(failed)) = (&served, failed) {
         if e.kind() != std::io::ErrorKind::AddrInUse {
-            let _ = crate::fs::replace_unsynced(failed, format!("{e}\n").as_bytes());
+            let reason = match e.raw_os_error() {
+                Some(libc::ENOSPC) => format!("the user's inotify watches are spent, raise fs.inotify.max_user_watches ({e})"),
+                Some(libc::EMFILE) => format!("the user's inotify instances are spent, raise fs.inotify.max_user_instances ({e})"),
+                _ => e.to_string(),
+            };
+            let _ = crate::fs::replace_unsynced(failed, format!("{reason}\n").as_bytes());
         }
     }
     served
