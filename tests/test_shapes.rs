@@ -244,3 +244,54 @@ fn with_file_mode_off_a_checkpoint_records_the_modes_git_would() {
         assert_eq!(env.worktree_tree(&wt), tree, "feed {feed}");
     }
 }
+
+/// File names that are not UTF-8 (Latin-1 names from old archives, test fixtures of
+/// encoding libraries): git records their bytes, and so does every checkpoint; rollback
+/// and undo bring them back and take them away exactly, with the change feed and without.
+#[test]
+fn names_that_are_not_utf8_are_checkpointed_and_restored_as_git_has_them() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let latin1 = |bytes: &[u8]| OsStr::from_bytes(bytes).to_owned();
+    for feed in ["true", "false"] {
+        let env = TestEnv::new();
+        let repo = env.repo("proj");
+        std::fs::write(repo.join(latin1(b"committed-\xe9.txt")), "committed\n").unwrap();
+        env.git(&repo, &["add", "-A"]);
+        env.git(&repo, &["commit", "-qm", "a Latin-1 name"]);
+        env.git(&repo, &["config", "bmad.watch", feed]);
+        let (_, wt) = env.start(&repo, "s");
+        let first = env.last_checkpoint(&wt);
+
+        let dir = wt.join(latin1(b"d\xfcr"));
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join(latin1(b"inner-\xff.txt")), "inner\n").unwrap();
+        std::fs::write(wt.join(latin1(b"caf\xe9.txt")), "new\n").unwrap();
+        std::fs::write(wt.join(latin1(b"committed-\xe9.txt")), "changed\n").unwrap();
+        env.bmad(&wt, &["checkpoint", "-m", "names"]).success();
+        let tree = checkpoint_tree(&env, &wt);
+        assert_eq!(tree, env.worktree_tree(&wt), "feed {feed}");
+        let named = env.last_checkpoint(&wt);
+
+        std::fs::write(wt.join(latin1(b"caf\xe9.txt")), "newer\n").unwrap();
+        env.bmad(&wt, &["checkpoint", "-m", "an edit"]).success();
+        assert_eq!(
+            checkpoint_tree(&env, &wt),
+            env.worktree_tree(&wt),
+            "feed {feed}"
+        );
+
+        env.bmad(&wt, &["rollback", &first]).success();
+        assert!(!wt.join(latin1(b"caf\xe9.txt")).exists(), "feed {feed}");
+        assert!(!dir.exists(), "feed {feed}");
+        let committed = std::fs::read_to_string(wt.join(latin1(b"committed-\xe9.txt")));
+        assert_eq!(committed.unwrap(), "committed\n");
+        env.bmad(&wt, &["undo"]).success();
+        let new = std::fs::read_to_string(wt.join(latin1(b"caf\xe9.txt")));
+        assert_eq!(new.unwrap(), "newer\n", "feed {feed}");
+        env.bmad(&wt, &["rollback", &named]).success();
+        assert_eq!(env.worktree_tree(&wt), tree, "feed {feed}");
+        let inner = std::fs::read_to_string(dir.join(latin1(b"inner-\xff.txt")));
+        assert_eq!(inner.unwrap(), "inner\n");
+    }
+}

@@ -2,7 +2,8 @@
 //! as the worktree has them or as a tree has them.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+
+use gix::bstr::{BStr, BString, ByteSlice};
 
 use super::error::{Error, Result};
 use super::repo::Repo;
@@ -42,7 +43,7 @@ fn excluded(stack: gix::AttributeStack<'_>, paths: &[String]) -> Result<Vec<Stri
     };
     let mut ignored = Vec::new();
     for path in paths {
-        if ignores.is_ignored(path, false)? {
+        if ignores.is_ignored(path.as_str().into(), false)? {
             ignored.push(path.clone());
         }
     }
@@ -52,7 +53,7 @@ fn excluded(stack: gix::AttributeStack<'_>, paths: &[String]) -> Result<Vec<Stri
 /// A set of ignore rules, remembering the directories they exclude.
 pub(super) struct Ignores<'repo> {
     stack: gix::AttributeStack<'repo>,
-    excluded_dirs: BTreeSet<String>,
+    excluded_dirs: BTreeSet<BString>,
 }
 
 impl<'repo> Ignores<'repo> {
@@ -73,10 +74,10 @@ impl<'repo> Ignores<'repo> {
 
     /// Whether the rules exclude `path`; anything inside an excluded directory is excluded,
     /// as git has it.
-    pub fn is_ignored(&mut self, path: &str, is_dir: bool) -> Result<bool> {
+    pub fn is_ignored(&mut self, path: &BStr, is_dir: bool) -> Result<bool> {
         use gix::index::entry::Mode;
-        for (end, _) in path.match_indices('/') {
-            let dir = &path[..end];
+        for end in path.find_iter("/") {
+            let dir = path[..end].as_bstr();
             if self.excluded_dirs.contains(dir) || self.check(dir, Mode::DIR)? {
                 self.excluded_dirs.insert(dir.to_owned());
                 return Ok(true);
@@ -85,10 +86,10 @@ impl<'repo> Ignores<'repo> {
         self.check(path, if is_dir { Mode::DIR } else { Mode::FILE })
     }
 
-    fn check(&mut self, path: &str, mode: gix::index::entry::Mode) -> Result<bool> {
+    fn check(&mut self, path: &BStr, mode: gix::index::entry::Mode) -> Result<bool> {
         Ok(self
             .stack
-            .at_path(Path::new(path), Some(mode))
+            .at_entry(path, Some(mode))
             .map_err(|e| {
                 Error::gix(
                     format!("could not check {path} against the ignore rules"),

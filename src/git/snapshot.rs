@@ -7,7 +7,6 @@
 //! status cheap, and writing it would race with the agent's own `git add`.
 
 use std::collections::BTreeSet;
-use std::path::Path;
 
 use gix::bstr::BStr;
 use gix::bstr::{BString, ByteSlice};
@@ -20,7 +19,7 @@ use super::error::{Error, Result};
 use super::ignores::Ignores;
 use super::repo::Repo;
 use super::snapshot_cache::{mode_of, tree_kind, SnapshotCache};
-use super::worktree_scan::{new_files, stat_of, Scanner};
+use super::worktree_scan::{new_files, on_disk, stat_of, Scanner};
 use super::ObjectId;
 
 /// What makes a worktree dirty: a few of the paths, and how many there are in all.
@@ -122,7 +121,7 @@ impl Repo {
         // it, as `add -A` on a copy of the index would leave it out.
         let mut now_ignored = Vec::new();
         for path in untracked {
-            if ignores.is_ignored(&path, false)? {
+            if ignores.is_ignored(path.as_bstr(), false)? {
                 changed.remove(&path);
                 now_ignored.push(path);
             }
@@ -134,10 +133,11 @@ impl Repo {
         let mut edits = Vec::new();
         let mut refused = Vec::new();
         for path in &changed {
+            let path = path.as_bstr();
             let before = cache.entry(path);
             if let Some((id, mode)) = held_by_index(&index, path) {
                 if Some((id, mode)) != before {
-                    edits.push((path.clone(), Some((tree_kind(mode), id))));
+                    edits.push((path.to_owned(), Some((tree_kind(mode), id))));
                 }
                 // No stat data: the disk is not what it holds.
                 cache.set(path, Some((id, mode, Stat::default())));
@@ -147,7 +147,7 @@ impl Repo {
             let entry = match stored {
                 Stored::Object(kind, id) => Some((exec_bit.as_git_has_it(kind, &index, path), id)),
                 Stored::Refused => {
-                    refused.push(path.clone());
+                    refused.push(path.to_owned());
                     continue;
                 }
                 // A submodule is a directory on disk; keep the commit the index records.
@@ -156,22 +156,22 @@ impl Repo {
             let entry = entry.map(|(kind, id)| (id, mode_of(kind), stat));
             if entry.map(|(id, mode, _)| (id, mode)) != before {
                 edits.push((
-                    path.clone(),
+                    path.to_owned(),
                     entry.map(|(id, mode, _)| (tree_kind(mode), id)),
                 ));
             }
             cache.set(path, entry);
         }
         for path in now_ignored {
-            cache.set(&path, None);
+            cache.set(path.as_bstr(), None);
             edits.push((path, None));
         }
         for path in &refused {
             // As HEAD has it, and read again next time (no stat data is trusted for it).
-            let entry = self.entry_in(head_tree, path)?;
+            let entry = self.entry_in(head_tree, path.as_bstr())?;
             edits.push((path.clone(), entry));
             cache.set(
-                path,
+                path.as_bstr(),
                 entry.map(|(kind, id)| (id, mode_of(kind), Default::default())),
             );
         }
@@ -183,8 +183,8 @@ impl Repo {
                 .map_err(|e| Error::gix(format!("could not edit tree {}", cache.tree), e))?;
             for (path, entry) in &edits {
                 match entry {
-                    Some((kind, id)) => editor.upsert(path, *kind, *id).map(drop),
-                    None => editor.remove(path).map(drop),
+                    Some((kind, id)) => editor.upsert(path.as_bstr(), *kind, *id).map(drop),
+                    None => editor.remove(path.as_bstr()).map(drop),
                 }
                 .map_err(|e| Error::gix(format!("could not record {path} in the snapshot"), e))?;
             }
@@ -199,7 +199,10 @@ impl Repo {
         cache.store(self, tree, verified, token.as_deref())?;
         Ok(Vetted {
             tree,
-            refused,
+            refused: refused
+                .iter()
+                .map(|p| p.to_str_lossy().into_owned())
+                .collect(),
             staged,
         })
     }
@@ -212,14 +215,16 @@ impl Repo {
         &self,
         pipeline: &mut gix::filter::Pipeline<'_>,
         index: &gix::index::State,
-        path: &str,
+        path: &BStr,
         before: Option<(ObjectId, gix::index::entry::Mode)>,
         vet: &mut Option<Vet<'_>>,
     ) -> Result<(Stored, Stat)> {
         use std::io::Read;
         use std::os::unix::ffi::OsStrExt;
         use std::os::unix::fs::PermissionsExt;
-        let full = self.workdir().join(path);
+        let full = on_disk(self.workdir(), path);
+        // What the vet and the errors name: the path as text (a name need not be UTF-8).
+        let shown = path.to_str_lossy();
         // Below a symlink is outside the worktree, as git sees it (a directory swapped for a
         // link to one): the link is what is recorded, not what it leads to.
         if self.beyond_symlink(path) {
@@ -250,16 +255,14 @@ impl Repo {
                 // Too big to hold in memory: vetted by its head, then streamed to the store.
                 if let Some(vet) = vet.as_mut() {
                     if let Some(head) = self.file_head(path)? {
-                        if !vet(path, &head) {
+                        if !vet(&shown, &head) {
                             return Ok((Stored::Refused, stat));
                         }
                     }
                 }
-                let found = pipeline
-                    .worktree_file_to_object(BStr::new(path.as_bytes()), index)
-                    .map_err(|e| {
-                        Error::gix(format!("could not read {path} from the worktree"), e)
-                    })?;
+                let found = pipeline.worktree_file_to_object(path, index).map_err(|e| {
+                    Error::gix(format!("could not read {path} from the worktree"), e)
+                })?;
                 let stored = match found {
                     Some((id, kind, _)) => Stored::Object(kind, id),
                     None => Stored::Nothing,
@@ -271,7 +274,7 @@ impl Repo {
             let mut bytes = Vec::with_capacity(meta.len() as usize);
             use gix::filter::plumbing::pipeline::convert::ToGitOutcome;
             let read = match pipeline
-                .convert_to_git(file, Path::new(path), index)
+                .convert_to_git(file, std::ffi::OsStr::from_bytes(path).as_ref(), index)
                 .map_err(|e| Error::gix(format!("could not filter {path}"), e))?
             {
                 ToGitOutcome::Unchanged(mut file) => file.read_to_end(&mut bytes).map(drop),
@@ -293,7 +296,7 @@ impl Repo {
             return Ok((Stored::Object(kind, id), stat));
         }
         if let Some(vet) = vet.as_mut() {
-            if !vet(path, &bytes) {
+            if !vet(&shown, &bytes) {
                 return Ok((Stored::Refused, stat));
             }
         }
@@ -345,15 +348,20 @@ impl Repo {
     pub(super) fn entry_in(
         &self,
         tree: ObjectId,
-        path: &str,
+        path: impl AsRef<[u8]>,
     ) -> Result<Option<(gix::object::tree::EntryKind, ObjectId)>> {
+        use std::os::unix::ffi::OsStrExt;
+        let path = path.as_ref();
         let tree_object = self
             .gix()
             .find_tree(tree)
             .map_err(|e| Error::gix(format!("could not read tree {tree}"), e))?;
         let entry = tree_object
-            .lookup_entry_by_path(path)
-            .map_err(|e| Error::gix(format!("could not look up {path} in tree {tree}"), e))?;
+            .lookup_entry_by_path(std::ffi::OsStr::from_bytes(path))
+            .map_err(|e| {
+                let path = path.as_bstr();
+                Error::gix(format!("could not look up {path} in tree {tree}"), e)
+            })?;
         Ok(entry.map(|e| (e.mode().kind(), e.object_id())))
     }
 
@@ -367,7 +375,7 @@ impl Repo {
     fn vet_paths(&self, paths: &BTreeSet<String>, vet: Vet<'_>) -> Result<Vec<String>> {
         let mut refused = Vec::new();
         for path in paths {
-            let Some(bytes) = self.file_head(path)? else {
+            let Some(bytes) = self.file_head(path.as_str().into())? else {
                 continue;
             };
             if !vet(path, &bytes) {
@@ -379,9 +387,9 @@ impl Repo {
 
     /// The first [`VET_LIMIT`] bytes of a regular file of the worktree (a symlink: its
     /// target); `None` for what is gone or is a directory (a submodule).
-    fn file_head(&self, path: &str) -> Result<Option<Vec<u8>>> {
+    fn file_head(&self, path: &BStr) -> Result<Option<Vec<u8>>> {
         use std::io::Read;
-        let full = self.workdir().join(path);
+        let full = on_disk(self.workdir(), path);
         if self.beyond_symlink(path) {
             return Ok(None);
         }
@@ -405,14 +413,15 @@ impl Repo {
 
     /// Whether a directory on the way to `path` (relative to the worktree) is a symlink:
     /// then `path` is not in the worktree as git sees it, whatever is found through the link.
-    pub fn beyond_symlink(&self, path: &str) -> bool {
+    pub fn beyond_symlink(&self, path: impl AsRef<[u8]>) -> bool {
+        use std::os::unix::ffi::OsStrExt;
         let mut dir = self.workdir().to_path_buf();
-        let mut parts = path.split('/').peekable();
+        let mut parts = path.as_ref().split(|b| *b == b'/').peekable();
         while let Some(part) = parts.next() {
             if parts.peek().is_none() {
                 return false;
             }
-            dir.push(part);
+            dir.push(std::ffi::OsStr::from_bytes(part));
             if std::fs::symlink_metadata(&dir).is_ok_and(|m| m.file_type().is_symlink()) {
                 return true;
             }
@@ -562,12 +571,12 @@ struct ExecBit(bool);
 
 impl ExecBit {
     /// The kind git records for a file `path` read from disk as `kind`.
-    fn as_git_has_it(self, kind: EntryKind, index: &gix::index::State, path: &str) -> EntryKind {
+    fn as_git_has_it(self, kind: EntryKind, index: &gix::index::State, path: &BStr) -> EntryKind {
         if self.0 || !matches!(kind, EntryKind::Blob | EntryKind::BlobExecutable) {
             return kind;
         }
         let executable = gix::index::entry::Mode::FILE_EXECUTABLE;
-        match index.entry_by_path(BStr::new(path.as_bytes())) {
+        match index.entry_by_path(path) {
             Some(entry) if entry.mode == executable => EntryKind::BlobExecutable,
             _ => EntryKind::Blob,
         }
@@ -596,14 +605,14 @@ fn now() -> std::time::Duration {
 /// content, as `git add -A` leaves it, whatever the disk has.
 fn held_by_index(
     index: &gix::index::State,
-    path: &str,
+    path: &BStr,
 ) -> Option<(ObjectId, gix::index::entry::Mode)> {
-    let entry = index.entry_by_path(path.as_bytes().as_bstr())?;
+    let entry = index.entry_by_path(path)?;
     let skip = gix::index::entry::Flags::SKIP_WORKTREE;
     entry.flags.contains(skip).then_some((entry.id, entry.mode))
 }
 
-fn gitlink(index: &gix::index::State, path: &str) -> Option<ObjectId> {
-    let entry = index.entry_by_path(path.as_bytes().as_bstr())?;
+fn gitlink(index: &gix::index::State, path: &BStr) -> Option<ObjectId> {
+    let entry = index.entry_by_path(path)?;
     (entry.mode == gix::index::entry::Mode::COMMIT).then_some(entry.id)
 }

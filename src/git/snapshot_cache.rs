@@ -34,7 +34,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use gix::bstr::BStr;
+use gix::bstr::{BStr, BString, ByteSlice};
 use gix::index::entry::{Flags, Mode, Stat};
 
 use super::error::{Error, Result};
@@ -65,11 +65,11 @@ pub(super) struct SnapshotCache {
     /// wrote it.
     pub feed: Option<String>,
     /// Entries for paths `state` lacks, added in one sort when the cache is stored.
-    added: Vec<(String, Cached)>,
+    added: Vec<(BString, Cached)>,
     /// The header line of the full file `state` was read from, and the paths changed since
     /// (in its delta, or by [`Self::set`]): what a delta must hold. `None` when there is no
     /// full file to build on.
-    base: Option<(String, BTreeSet<String>)>,
+    base: Option<(String, BTreeSet<BString>)>,
 }
 
 impl SnapshotCache {
@@ -133,7 +133,7 @@ impl SnapshotCache {
             cache.verified = delta.verified;
             cache.feed = delta.feed;
             for (path, entry) in delta.records {
-                cache.set(&path, entry);
+                cache.set(path.as_bstr(), entry);
             }
             cache.settle_added();
         }
@@ -185,7 +185,7 @@ impl SnapshotCache {
     /// which of its paths the index tracks. Returns the paths the index has and the snapshot
     /// lacks (to be read) and the paths the snapshot has that the index does not (to be
     /// checked against the ignore rules).
-    pub fn reconcile(&mut self, index: &gix::index::State) -> (Vec<String>, Vec<String>) {
+    pub fn reconcile(&mut self, index: &gix::index::State) -> (Vec<BString>, Vec<BString>) {
         let mut seen = vec![false; self.state.entries().len()];
         let mut missing = Vec::new();
         // Both lists are sorted by path: one pass over each.
@@ -227,17 +227,17 @@ impl SnapshotCache {
                     if skip && ours.stat != Stat::default() {
                         // Its file may change unread from now on: its stat data is void.
                         let (id, mode) = (ours.id, ours.mode);
-                        self.set(&path.to_string(), Some((id, mode, Stat::default())));
+                        self.set(path, Some((id, mode, Stat::default())));
                     }
                     self.state.entries_mut()[i]
                         .flags
                         .set(Flags::SKIP_WORKTREE, skip);
                     if theirs.stage_raw() != 0 || submodule_moved || held_by_index || unvouched {
-                        missing.push(path.to_string());
+                        missing.push(path.to_owned());
                     }
                 }
                 Err(_) if theirs.flags.contains(Flags::SKIP_WORKTREE) => {}
-                Err(_) => missing.push(path.to_string()),
+                Err(_) => missing.push(path.to_owned()),
             }
         }
         missing.dedup();
@@ -247,24 +247,24 @@ impl SnapshotCache {
             .iter()
             .zip(seen)
             .filter(|(_, seen)| !seen)
-            .map(|(e, _)| e.path(&self.state).to_string())
+            .map(|(e, _)| e.path(&self.state).to_owned())
             .collect();
         (missing, untracked)
     }
 
     /// What the snapshot has at `path`.
-    pub fn entry(&self, path: &str) -> Option<(ObjectId, Mode)> {
-        let i = self.state.entry_index_by_path(BStr::new(path)).ok()?;
+    pub fn entry(&self, path: &BStr) -> Option<(ObjectId, Mode)> {
+        let i = self.state.entry_index_by_path(path).ok()?;
         let e = &self.state.entries()[i];
         Some((e.id, e.mode))
     }
 
     /// Record `path` as holding `id` (`mode`), read from a file with `stat`; or drop it.
-    pub fn set(&mut self, path: &str, entry: Option<Cached>) {
+    pub fn set(&mut self, path: &BStr, entry: Option<Cached>) {
         if let Some((_, changed)) = &mut self.base {
             changed.insert(path.to_owned());
         }
-        let at = self.state.entry_index_by_path(BStr::new(path));
+        let at = self.state.entry_index_by_path(path);
         match (at, entry) {
             (Ok(i), Some((id, mode, stat))) => {
                 let e = &mut self.state.entries_mut()[i];
@@ -286,7 +286,7 @@ impl SnapshotCache {
         }
         for (path, (id, mode, stat)) in std::mem::take(&mut self.added) {
             self.state
-                .dangerously_push_entry(stat, id, Flags::empty(), mode, BStr::new(&path));
+                .dangerously_push_entry(stat, id, Flags::empty(), mode, path.as_bstr());
         }
         self.state.sort_entries();
     }
@@ -356,7 +356,7 @@ struct Delta {
     verified: Duration,
     feed: Option<String>,
     /// Each changed path with its entry, or `None` when the snapshot no longer has it.
-    records: Vec<(String, Option<Cached>)>,
+    records: Vec<(BString, Option<Cached>)>,
 }
 
 impl Delta {
@@ -381,20 +381,21 @@ impl Delta {
             return None;
         }
         for record in pieces {
-            let record = std::str::from_utf8(record).ok()?;
-            if let Some(path) = record.strip_prefix("- ") {
-                records.push((path.to_owned(), None));
+            // A path is bytes (a name need not be UTF-8); every other field is text.
+            if let Some(path) = record.strip_prefix(b"- ") {
+                records.push((path.into(), None));
                 continue;
             }
-            let mut f = record.splitn(10, ' ');
-            let mode = Mode::from_bits(u32::from_str_radix(f.next()?, 8).ok()?)?;
-            let id = ObjectId::from_hex(f.next()?.as_bytes()).ok()?;
-            let mtime = parse_stat_time(f.next()?)?;
-            let ctime = parse_stat_time(f.next()?)?;
-            let mut number = || f.next()?.parse::<u32>().ok();
+            let mut f = record.splitn(10, |b| *b == b' ');
+            let mut field = || std::str::from_utf8(f.next()?).ok();
+            let mode = Mode::from_bits(u32::from_str_radix(field()?, 8).ok()?)?;
+            let id = ObjectId::from_hex(field()?.as_bytes()).ok()?;
+            let mtime = parse_stat_time(field()?)?;
+            let ctime = parse_stat_time(field()?)?;
+            let mut number = || field()?.parse::<u32>().ok();
             let (dev, ino, uid, gid, size) =
                 (number()?, number()?, number()?, number()?, number()?);
-            let path = f.next()?.to_owned();
+            let path = BString::from(f.next()?);
             let stat = Stat {
                 mtime,
                 ctime,
@@ -420,32 +421,37 @@ impl Delta {
         state: &gix::index::State,
         header: &str,
         base: &str,
-        changed: &BTreeSet<String>,
+        changed: &BTreeSet<BString>,
     ) -> Vec<u8> {
-        let mut out = format!("{header}\n{base}\n");
+        let mut out = format!("{header}\n{base}\n").into_bytes();
         for path in changed {
-            match state.entry_by_path(BStr::new(path)) {
+            match state.entry_by_path(path.as_bstr()) {
                 Some(e) => {
                     let s = &e.stat;
-                    out.push_str(&format!(
-                        "{:o} {} {}.{:09} {}.{:09} {} {} {} {} {} {path}\0",
-                        e.mode.bits(),
-                        e.id,
-                        s.mtime.secs,
-                        s.mtime.nsecs,
-                        s.ctime.secs,
-                        s.ctime.nsecs,
-                        s.dev,
-                        s.ino,
-                        s.uid,
-                        s.gid,
-                        s.size
-                    ));
+                    out.extend_from_slice(
+                        format!(
+                            "{:o} {} {}.{:09} {}.{:09} {} {} {} {} {} ",
+                            e.mode.bits(),
+                            e.id,
+                            s.mtime.secs,
+                            s.mtime.nsecs,
+                            s.ctime.secs,
+                            s.ctime.nsecs,
+                            s.dev,
+                            s.ino,
+                            s.uid,
+                            s.gid,
+                            s.size
+                        )
+                        .as_bytes(),
+                    );
                 }
-                None => out.push_str(&format!("- {path}\0")),
+                None => out.extend_from_slice(b"- "),
             }
+            out.extend_from_slice(path);
+            out.push(0);
         }
-        out.into_bytes()
+        out
     }
 }
 
@@ -489,5 +495,49 @@ pub(super) fn tree_kind(mode: Mode) -> gix::object::tree::EntryKind {
         Mode::COMMIT => EntryKind::Commit,
         Mode::DIR => EntryKind::Tree,
         _ => EntryKind::Blob,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A delta keeps a path's bytes as they are (a name need not be UTF-8), and one torn
+    /// inside a record is not read at all.
+    #[test]
+    fn a_delta_keeps_paths_as_bytes_and_a_torn_one_is_refused() {
+        let id = ObjectId::from_hex(b"0123456789abcdef0123456789abcdef01234567").unwrap();
+        let mut state = gix::index::State::new(gix::hash::Kind::Sha1);
+        let stat = Stat {
+            size: 7,
+            ino: 42,
+            ..Stat::default()
+        };
+        let latin1 = BStr::new(b"d\xfcr/caf\xe9 two.txt");
+        state.dangerously_push_entry(stat, id, Flags::empty(), Mode::FILE, latin1);
+        let changed: BTreeSet<BString> = [latin1.to_owned(), BString::from("gone.txt")].into();
+        let bytes = Delta::encode(&state, "bmad-snapshot-delta 1 x 1.0", "base", &changed);
+        let parse = |bytes: &[u8]| {
+            let mut with_tree = format!("{DELTA_MAGIC} {id} 1.000000000\nbase\n").into_bytes();
+            let body = bytes.splitn(3, |b| *b == b'\n').nth(2).unwrap();
+            with_tree.extend_from_slice(body);
+            Delta::parse(&with_tree, "base")
+        };
+        let delta = parse(&bytes).expect("a whole delta reads");
+        assert_eq!(delta.records.len(), 2);
+        let (path, entry) = &delta.records[0];
+        assert_eq!(path.as_bstr(), latin1);
+        assert_eq!(
+            entry.map(|(i, m, s)| (i, m, s.size, s.ino)),
+            Some((id, Mode::FILE, 7, 42))
+        );
+        assert_eq!(delta.records[1], (BString::from("gone.txt"), None));
+        let records_start = bytes.len() - bytes.splitn(3, |b| *b == b'\n').nth(2).unwrap().len();
+        for end in records_start + 1..bytes.len() {
+            let torn = &bytes[..end];
+            if !torn.ends_with(b"\0") {
+                assert!(parse(torn).is_none(), "torn after {end} bytes");
+            }
+        }
     }
 }

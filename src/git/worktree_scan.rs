@@ -16,6 +16,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::time::Duration;
 
+use gix::bstr::{BStr, BString, ByteSlice};
 use gix::index::entry::{Flags, Mode, Stat};
 use rustix::fs::{AtFlags, FileType, OFlags, RawDir};
 
@@ -31,13 +32,20 @@ const CLOCK_LAG: Duration = Duration::from_millis(20);
 const COARSE_CLOCK_LAG: Duration = Duration::from_secs(2);
 
 /// What a scan found: paths to read again (changed, new, or gone), and the names the cache
-/// does not know, for the caller to check against the ignore rules.
+/// does not know, for the caller to check against the ignore rules. Paths are bytes, as git
+/// keeps them: a name need not be UTF-8.
 #[derive(Debug, Default)]
 pub(super) struct Scan {
     /// Cached paths whose file changed, went, or cannot be trusted unchanged.
-    pub changed: BTreeSet<String>,
+    pub changed: BTreeSet<BString>,
     /// Files and directories (`is_dir`) on disk that the cache does not have.
-    pub unknown: Vec<(String, bool)>,
+    pub unknown: Vec<(BString, bool)>,
+}
+
+/// Where the worktree path `path` (relative, bytes) is under `root`.
+pub(super) fn on_disk(root: &Path, path: &BStr) -> std::path::PathBuf {
+    use std::os::unix::ffi::OsStrExt;
+    root.join(std::ffi::OsStr::from_bytes(path))
 }
 
 /// Compares a worktree with a snapshot cache.
@@ -61,12 +69,12 @@ struct Part {
 /// Directories waiting to be scanned (each with the range of cache entries under it), and
 /// how many are queued or being scanned.
 struct Queue {
-    dirs: std::sync::Mutex<Vec<(String, Range<usize>)>>,
+    dirs: std::sync::Mutex<Vec<(BString, Range<usize>)>>,
     pending: std::sync::atomic::AtomicUsize,
 }
 
 impl Queue {
-    fn push(&self, dir: String, entries: Range<usize>) {
+    fn push(&self, dir: BString, entries: Range<usize>) {
         self.pending
             .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.dirs
@@ -75,7 +83,7 @@ impl Queue {
             .push((dir, entries));
     }
 
-    fn pop(&self) -> Option<(String, Range<usize>)> {
+    fn pop(&self) -> Option<(BString, Range<usize>)> {
         self.dirs
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -117,14 +125,14 @@ impl<'a> Scanner<'a> {
     /// Scan the whole worktree, directories spread over the cores (stat calls wait on the
     /// kernel, not on each other).
     pub fn run(&self) -> Result<Scan> {
-        self.run_from(vec![(String::new(), 0..self.cache.entries().len())])
+        self.run_from(vec![(BString::default(), 0..self.cache.entries().len())])
     }
 
     /// Scan the directories `starts` (each `""` or ending with `/`, with the range of cache
     /// entries under it) and everything under them, spread over the cores (stat calls wait
     /// on the kernel, not on each other). A cached entry in those ranges not seen is
     /// reported as changed.
-    fn run_from(&self, starts: Vec<(String, Range<usize>)>) -> Result<Scan> {
+    fn run_from(&self, starts: Vec<(BString, Range<usize>)>) -> Result<Scan> {
         let queue = Queue {
             dirs: std::sync::Mutex::new(Vec::new()),
             pending: std::sync::atomic::AtomicUsize::new(0),
@@ -160,7 +168,7 @@ impl<'a> Scanner<'a> {
         for i in ranges.into_iter().flatten() {
             let entry = &self.cache.entries()[i];
             if !seen[i] && !self.outside(entry) {
-                scan.changed.insert(entry.path(self.cache).to_string());
+                scan.changed.insert(entry.path(self.cache).to_owned());
             }
         }
         Ok(scan)
@@ -175,7 +183,7 @@ impl<'a> Scanner<'a> {
         loop {
             match queue.pop() {
                 Some((prefix, entries)) => {
-                    let scanned = self.directory(&prefix, entries, &mut part, queue);
+                    let scanned = self.directory(prefix.as_bstr(), entries, &mut part, queue);
                     queue.done();
                     scanned?;
                 }
@@ -191,12 +199,12 @@ impl<'a> Scanner<'a> {
     /// is reported: this loop runs once per file of the worktree.
     fn directory(
         &self,
-        prefix: &str,
+        prefix: &BStr,
         entries: Range<usize>,
         part: &mut Part,
         queue: &Queue,
     ) -> Result<()> {
-        let path = self.root.join(prefix);
+        let path = on_disk(self.root, prefix);
         let mut dir = match Dir::open(&path) {
             Ok(dir) => dir,
             // Gone, or a file now: its cached entries are reported as unseen.
@@ -219,7 +227,11 @@ impl<'a> Scanner<'a> {
             if bytes == b".git" {
                 return;
             }
-            let rela = || format!("{prefix}{}", String::from_utf8_lossy(bytes));
+            let rela = || {
+                let mut rela = BString::from(prefix);
+                rela.extend_from_slice(bytes);
+                rela
+            };
             let cached = under
                 .binary_search_by(|e| rest(e).cmp(bytes))
                 .ok()
@@ -252,7 +264,9 @@ impl<'a> Scanner<'a> {
                     bound.push(b'0');
                     let end = under.partition_point(|e| rest(e) < bound.as_slice());
                     if first < end {
-                        queue.push(format!("{}/", rela()), start + first..start + end);
+                        let mut dir = rela();
+                        dir.push(b'/');
+                        queue.push(dir, start + first..start + end);
                     } else {
                         part.scan.unknown.push((rela(), true));
                     }
@@ -309,18 +323,18 @@ impl<'a> Scanner<'a> {
 pub(super) fn new_files(
     root: &Path,
     ignores: &mut Ignores<'_>,
-    mut unknown: Vec<(String, bool)>,
-) -> Result<Vec<String>> {
+    mut unknown: Vec<(BString, bool)>,
+) -> Result<Vec<BString>> {
     let mut files = Vec::new();
     while let Some((path, is_dir)) = unknown.pop() {
-        if ignores.is_ignored(&path, is_dir)? {
+        if ignores.is_ignored(path.as_bstr(), is_dir)? {
             continue;
         }
         if !is_dir {
             files.push(path);
             continue;
         }
-        let dir = root.join(&path);
+        let dir = on_disk(root, path.as_bstr());
         if dir.join(".git").exists() {
             continue;
         }
@@ -339,7 +353,9 @@ pub(super) fn new_files(
             let Ok(kind) = entry.file_type() else {
                 continue;
             };
-            let inner = format!("{path}/{}", entry.file_name().to_string_lossy());
+            let mut inner = path.clone();
+            inner.push(b'/');
+            inner.extend_from_slice(std::os::unix::ffi::OsStrExt::as_bytes(&*entry.file_name()));
             if kind.is_dir() {
                 unknown.push((inner, true));
             } else if kind.is_file() || kind.is_symlink() {

@@ -4,6 +4,7 @@
 use std::collections::BTreeSet;
 use std::ops::Range;
 
+use gix::bstr::BString;
 use gix::index::entry::{Flags, Mode};
 
 use super::{kind_of, Kind, Scan, Scanner};
@@ -42,7 +43,7 @@ impl Scanner<'_> {
                 if let Some(entry) = self.entry(dir) {
                     if !self.outside(entry) {
                         // A file (or link) that became a directory.
-                        scan.changed.insert(dir.to_owned());
+                        scan.changed.insert(dir.into());
                         self.new_dir(dir, &mut new_dirs, &mut scan);
                     }
                     continue 'paths;
@@ -57,15 +58,15 @@ impl Scanner<'_> {
                 continue;
             }
             if entry.is_some() {
-                scan.changed.insert(path.clone());
+                scan.changed.insert(path.as_str().into());
             }
             let under = self.range_under(path);
             if !under.is_empty() {
-                subtrees.push((format!("{path}/"), under.clone()));
+                subtrees.push((BString::from(format!("{path}/")), under.clone()));
             }
             match kind_of(&self.root.join(path)) {
                 Kind::Dir if under.is_empty() => self.new_dir(path, &mut new_dirs, &mut scan),
-                Kind::File if entry.is_none() => scan.unknown.push((path.clone(), false)),
+                Kind::File if entry.is_none() => scan.unknown.push((path.as_str().into(), false)),
                 _ => {}
             }
         }
@@ -81,7 +82,7 @@ impl Scanner<'_> {
     fn new_dir(&self, dir: &str, reported: &mut BTreeSet<String>, scan: &mut Scan) {
         if !reported.contains(dir) && kind_of(&self.root.join(dir)) == Kind::Dir {
             reported.insert(dir.to_owned());
-            scan.unknown.push((dir.to_owned(), true));
+            scan.unknown.push((dir.into(), true));
         }
     }
 
