@@ -307,13 +307,13 @@ fn parse_reflog(text: &str, hex_len: usize) -> Vec<(ObjectId, ObjectId, String)>
     text.lines()
         .filter_map(|line| {
             let bytes = line.as_bytes();
-            let headers = (0..bytes.len()).filter(|&at| is_header(bytes, at));
+            // From the end: the last header is the one that counts.
+            let mut headers = (0..bytes.len()).rev().filter(|&at| is_header(bytes, at));
             // git writes no tab into a message, so a header inside one has no tab after it.
             let at = headers
                 .clone()
-                .filter(|&at| bytes[at + header_len..].contains(&b'\t'))
-                .last()
-                .or_else(|| headers.last())?;
+                .find(|&at| bytes[at + header_len..].contains(&b'\t'))
+                .or_else(|| headers.next())?;
             let old = ObjectId::from_hex(&bytes[at..at + hex_len]).ok()?;
             let new = ObjectId::from_hex(&bytes[at + hex_len + 1..at + header_len - 1]).ok()?;
             let rest = &line[at + header_len..];
