@@ -295,3 +295,35 @@ fn names_that_are_not_utf8_are_checkpointed_and_restored_as_git_has_them() {
         assert_eq!(inner.unwrap(), "inner\n");
     }
 }
+
+/// A secret in a file whose name is not UTF-8 is found like any other: the checkpoint keeps
+/// it out, a rollback stops before anything is stored, and no object holds the key.
+#[test]
+fn a_secret_behind_a_name_that_is_not_utf8_is_kept_out_of_every_object() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (_, wt) = env.start(&repo, "s");
+    write(&wt, "plan.md", "the plan\n");
+    env.bmad(&wt, &["checkpoint", "-m", "plan"]).success();
+    let plan = env.last_checkpoint(&wt);
+    let key = format!("AKIA{}", "Q7ZK2M4XW6RT5PLN");
+    let leaky = wt.join(OsStr::from_bytes(b"r\xe9glages.py"));
+    std::fs::write(&leaky, format!("AWS = \"{key}\"\n")).unwrap();
+    write(&wt, "plan.md", "the plan, rewritten\n");
+
+    let refused = env.bmad(&wt, &["checkpoint", "-m", "leaky"]).code(4);
+    assert!(
+        refused.stderr.contains("aws-access-key-id"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!env.all_objects(&repo).contains(&key[4..]));
+    env.bmad(&wt, &["rollback", &plan]).code(4);
+    assert!(!env.all_objects(&repo).contains(&key[4..]));
+    assert_eq!(read(&wt, "plan.md"), "the plan, rewritten\n");
+    std::fs::remove_file(&leaky).unwrap();
+    env.bmad(&wt, &["rollback", &plan]).success();
+    assert_eq!(read(&wt, "plan.md"), "the plan\n");
+}

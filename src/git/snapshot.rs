@@ -372,14 +372,15 @@ impl Repo {
         self.vet_paths(&self.changed_paths()?.0, vet)
     }
 
-    fn vet_paths(&self, paths: &BTreeSet<String>, vet: Vet<'_>) -> Result<Vec<String>> {
+    fn vet_paths(&self, paths: &BTreeSet<BString>, vet: Vet<'_>) -> Result<Vec<String>> {
         let mut refused = Vec::new();
         for path in paths {
-            let Some(bytes) = self.file_head(path.as_str().into())? else {
+            let Some(bytes) = self.file_head(path.as_bstr())? else {
                 continue;
             };
-            if !vet(path, &bytes) {
-                refused.push(path.clone());
+            let shown = path.to_str_lossy();
+            if !vet(&shown, &bytes) {
+                refused.push(shown.into_owned());
             }
         }
         Ok(refused)
@@ -505,16 +506,20 @@ impl Repo {
         // two runs on the same worktree.
         Ok(Dirt {
             count: seen.len(),
-            sample: seen.into_iter().take(sample).collect(),
+            sample: seen
+                .into_iter()
+                .take(sample)
+                .map(|p| p.to_str_lossy().into_owned())
+                .collect(),
         })
     }
 
     /// Every path that may differ between HEAD, the index and the worktree; and whether the
     /// index differs from HEAD.
-    fn changed_paths(&self) -> Result<(BTreeSet<String>, bool)> {
+    fn changed_paths(&self) -> Result<(BTreeSet<BString>, bool)> {
         if self.index_is_sparse()? {
             let (paths, staged) = self.status_by_git(super::sparse::Untracked::All)?;
-            return Ok((paths.into_iter().collect(), staged));
+            return Ok((paths.into_iter().map(BString::from).collect(), staged));
         }
         let iter = self
             .status_platform(UntrackedFiles::Files)?
@@ -555,12 +560,12 @@ impl Repo {
 }
 
 /// The path a status item is about, if it reports a difference.
-fn relevant_path(item: &status::Item) -> Option<String> {
+fn relevant_path(item: &status::Item) -> Option<BString> {
     match item {
-        status::Item::TreeIndex(change) => Some(change.location().to_str_lossy().into_owned()),
-        status::Item::IndexWorktree(change) => change
-            .summary()
-            .map(|_| change.rela_path().to_str_lossy().into_owned()),
+        status::Item::TreeIndex(change) => Some(change.location().to_owned()),
+        status::Item::IndexWorktree(change) => {
+            change.summary().map(|_| change.rela_path().to_owned())
+        }
     }
 }
 
