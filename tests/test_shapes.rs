@@ -327,3 +327,46 @@ fn a_secret_behind_a_name_that_is_not_utf8_is_kept_out_of_every_object() {
     env.bmad(&wt, &["rollback", &plan]).success();
     assert_eq!(read(&wt, "plan.md"), "the plan\n");
 }
+
+/// A submodule is recorded as the commit checked out in it, as `git add -A` records it: a
+/// commit made inside it, or an older one checked out, is in the next checkpoint.
+#[test]
+fn a_submodule_is_checkpointed_at_the_commit_checked_out_in_it() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let lib = env.repo("lib");
+    write(&lib, "a.txt", "a\n");
+    env.git(&lib, &["add", "-A"]);
+    env.git(&lib, &["commit", "-qm", "a library"]);
+    let lib_path = lib.to_string_lossy().into_owned();
+    let add = ["-c", "protocol.file.allow=always", "submodule", "add", "-q"];
+    env.git(
+        &repo,
+        &[&add[..], &[lib_path.as_str(), "vendor/lib"]].concat(),
+    );
+    env.git(&repo, &["commit", "-qm", "the library as a submodule"]);
+    let (_, wt) = env.start(&repo, "s");
+    let sub = wt.join("vendor/lib");
+    assert_eq!(read(&sub, "a.txt"), "a\n");
+
+    write(&sub, "b.txt", "b\n");
+    env.git(&sub, &["add", "-A"]);
+    env.git(&sub, &["commit", "-qm", "work inside the submodule"]);
+    write(&wt, "notes.md", "the library moved\n");
+    env.bmad(&wt, &["checkpoint", "-m", "submodule moved"])
+        .success();
+    let tree = checkpoint_tree(&env, &wt);
+    assert_eq!(
+        tree,
+        env.worktree_tree(&wt),
+        "the checkpoint is not git's view"
+    );
+    let head = env.git(&sub, &["rev-parse", "HEAD"]);
+    let recorded = env.git(&wt, &["rev-parse", &format!("{tree}:vendor/lib")]);
+    assert_eq!(recorded.trim(), head.trim());
+
+    env.git(&sub, &["checkout", "-q", "HEAD~1"]);
+    env.bmad(&wt, &["checkpoint", "-m", "submodule back"])
+        .success();
+    assert_eq!(checkpoint_tree(&env, &wt), env.worktree_tree(&wt));
+}

@@ -6,11 +6,7 @@
 //! ignored files are never read. The index is only ever read: its stat cache is what makes
 //! status cheap, and writing it would race with the agent's own `git add`.
 
-use std::collections::BTreeSet;
-
-use gix::bstr::BStr;
-use gix::bstr::{BString, ByteSlice};
-use gix::status::{self, UntrackedFiles};
+use gix::bstr::{BStr, ByteSlice};
 
 use gix::index::entry::Stat;
 use gix::object::tree::EntryKind;
@@ -22,21 +18,9 @@ use super::snapshot_cache::{mode_of, tree_kind, SnapshotCache};
 use super::worktree_scan::{new_files, on_disk, stat_of, Scanner};
 use super::ObjectId;
 
-/// What makes a worktree dirty: a few of the paths, and how many there are in all.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Dirt {
-    /// Up to the requested number of paths, the first in path order.
-    pub sample: Vec<String>,
-    /// How many paths differ from HEAD (untracked directories count once).
-    pub count: usize,
-}
+mod changes;
 
-impl Dirt {
-    /// Whether nothing differs.
-    pub fn is_clean(&self) -> bool {
-        self.count == 0
-    }
-}
+pub use changes::Dirt;
 
 /// Judges one changed file (its path, its bytes) before it may enter the object database.
 pub type Vet<'a> = &'a mut dyn FnMut(&str, &[u8]) -> bool;
@@ -116,6 +100,7 @@ impl Repo {
         let mut ignores = Ignores::of_worktree(repo, &index)?;
         let mut changed = scan.changed;
         changed.extend(tracked_elsewhere);
+        changed.extend(self.moved_submodules(&cache));
         changed.extend(new_files(self.workdir(), &mut ignores, scan.unknown)?);
         // A file only the snapshot had (untracked) that the ignore rules now exclude leaves
         // it, as `add -A` on a copy of the index would leave it out.
@@ -150,8 +135,12 @@ impl Repo {
                     refused.push(path.to_owned());
                     continue;
                 }
-                // A submodule is a directory on disk; keep the commit the index records.
-                Stored::Nothing => gitlink(&index, path).map(|id| (EntryKind::Commit, id)),
+                // A submodule is a directory on disk: the commit checked out in it, or the
+                // one the index records while none is.
+                Stored::Nothing => gitlink(&index, path).map(|recorded| {
+                    let checked_out = self.submodule_head(path);
+                    (EntryKind::Commit, checked_out.unwrap_or(recorded))
+                }),
             };
             let entry = entry.map(|(kind, id)| (id, mode_of(kind), stat));
             if entry.map(|(id, mode, _)| (id, mode)) != before {
@@ -306,6 +295,29 @@ impl Repo {
         Ok((Stored::Object(kind, written.detach()), stat))
     }
 
+    /// The submodules whose checked-out commit is not the one the snapshot has: `git add -A`
+    /// records what is checked out, and no scan looks inside a submodule.
+    fn moved_submodules(&self, cache: &SnapshotCache) -> Vec<gix::bstr::BString> {
+        use gix::index::entry::{Flags, Mode};
+        let state = &cache.state;
+        state
+            .entries()
+            .iter()
+            .filter(|e| e.mode == Mode::COMMIT && !e.flags.contains(Flags::SKIP_WORKTREE))
+            .filter(|e| {
+                self.submodule_head(e.path(state))
+                    .is_some_and(|head| head != e.id)
+            })
+            .map(|e| e.path(state).to_owned())
+            .collect()
+    }
+
+    /// The commit checked out in the submodule at `path`, if one is.
+    fn submodule_head(&self, path: &BStr) -> Option<ObjectId> {
+        let submodule = gix::open(on_disk(self.workdir(), path)).ok()?;
+        submodule.head_id().ok().map(|id| id.detach())
+    }
+
     /// Whether `index` records anything other than `tree`: staged changes or conflicts. Its
     /// cache of trees usually answers at once; otherwise it is compared entry by entry.
     fn index_differs_from(&self, tree: ObjectId, index: &gix::index::State) -> Result<bool> {
@@ -365,53 +377,6 @@ impl Repo {
         Ok(entry.map(|e| (e.mode().kind(), e.object_id())))
     }
 
-    /// Show every file that differs from `HEAD` to `vet`, writing nothing; the ones it
-    /// refused. For what must store the whole worktree or nothing (a rollback's safety
-    /// snapshot).
-    pub fn vet_changes(&self, vet: Vet<'_>) -> Result<Vec<String>> {
-        self.vet_paths(&self.changed_paths()?.0, vet)
-    }
-
-    fn vet_paths(&self, paths: &BTreeSet<BString>, vet: Vet<'_>) -> Result<Vec<String>> {
-        let mut refused = Vec::new();
-        for path in paths {
-            let Some(bytes) = self.file_head(path.as_bstr())? else {
-                continue;
-            };
-            let shown = path.to_str_lossy();
-            if !vet(&shown, &bytes) {
-                refused.push(shown.into_owned());
-            }
-        }
-        Ok(refused)
-    }
-
-    /// The first [`VET_LIMIT`] bytes of a regular file of the worktree (a symlink: its
-    /// target); `None` for what is gone or is a directory (a submodule).
-    fn file_head(&self, path: &BStr) -> Result<Option<Vec<u8>>> {
-        use std::io::Read;
-        let full = on_disk(self.workdir(), path);
-        if self.beyond_symlink(path) {
-            return Ok(None);
-        }
-        let Ok(meta) = std::fs::symlink_metadata(&full) else {
-            return Ok(None);
-        };
-        if meta.file_type().is_symlink() {
-            return Ok(std::fs::read_link(&full)
-                .ok()
-                .map(|t| t.to_string_lossy().into_owned().into_bytes()));
-        }
-        if !meta.is_file() {
-            return Ok(None);
-        }
-        let mut bytes = Vec::new();
-        std::fs::File::open(&full)
-            .and_then(|f| f.take(VET_LIMIT).read_to_end(&mut bytes))
-            .map_err(|e| Error::io("could not read (to check it)", &full, e))?;
-        Ok(Some(bytes))
-    }
-
     /// Whether a directory on the way to `path` (relative to the worktree) is a symlink:
     /// then `path` is not in the worktree as git sees it, whatever is found through the link.
     pub fn beyond_symlink(&self, path: impl AsRef<[u8]>) -> bool {
@@ -467,106 +432,6 @@ impl Repo {
             .map(|id| id.detach())
             .map_err(|e| Error::gix("could not write a tree of blobs", e))
     }
-
-    /// Whether the worktree differs from HEAD, untracked files included.
-    pub fn dirt(&self, sample: usize) -> Result<Dirt> {
-        self.dirt_of(UntrackedFiles::Collapsed, sample)
-    }
-
-    /// Whether tracked files differ from HEAD (staged or not); untracked files do not count.
-    pub fn tracked_dirt(&self, sample: usize) -> Result<Dirt> {
-        self.dirt_of(UntrackedFiles::None, sample)
-    }
-
-    fn dirt_of(&self, untracked: UntrackedFiles, sample: usize) -> Result<Dirt> {
-        if self.index_is_sparse()? {
-            let untracked = match untracked {
-                UntrackedFiles::None => super::sparse::Untracked::No,
-                UntrackedFiles::Collapsed => super::sparse::Untracked::Collapsed,
-                UntrackedFiles::Files => super::sparse::Untracked::All,
-            };
-            let (mut paths, _) = self.status_by_git(untracked)?;
-            paths.sort();
-            paths.dedup();
-            return Ok(Dirt {
-                count: paths.len(),
-                sample: paths.into_iter().take(sample).collect(),
-            });
-        }
-        let iter = self
-            .status_platform(untracked)?
-            .into_iter(Vec::<BString>::new())
-            .map_err(|e| Error::gix("could not compute the status", e))?;
-        let mut seen = BTreeSet::new();
-        for item in iter {
-            let item = item.map_err(|e| Error::gix("could not compute the status", e))?;
-            seen.extend(relevant_path(&item));
-        }
-        // Sorted: status reports in no fixed order, and a message should not change between
-        // two runs on the same worktree.
-        Ok(Dirt {
-            count: seen.len(),
-            sample: seen
-                .into_iter()
-                .take(sample)
-                .map(|p| p.to_str_lossy().into_owned())
-                .collect(),
-        })
-    }
-
-    /// Every path that may differ between HEAD, the index and the worktree; and whether the
-    /// index differs from HEAD.
-    fn changed_paths(&self) -> Result<(BTreeSet<BString>, bool)> {
-        if self.index_is_sparse()? {
-            let (paths, staged) = self.status_by_git(super::sparse::Untracked::All)?;
-            return Ok((paths.into_iter().map(BString::from).collect(), staged));
-        }
-        let iter = self
-            .status_platform(UntrackedFiles::Files)?
-            .into_iter(Vec::<BString>::new())
-            .map_err(|e| Error::gix("could not compute the status", e))?;
-        let mut paths = BTreeSet::new();
-        let mut staged = false;
-        for item in iter {
-            let item = item.map_err(|e| Error::gix("could not compute the status", e))?;
-            staged |= match &item {
-                status::Item::TreeIndex(_) => true,
-                status::Item::IndexWorktree(change) => matches!(
-                    change.summary(),
-                    Some(status::index_worktree::iter::Summary::Conflict)
-                ),
-            };
-            if let Some(path) = relevant_path(&item) {
-                paths.insert(path);
-            }
-        }
-        Ok((paths, staged))
-    }
-
-    fn status_platform(
-        &self,
-        untracked: UntrackedFiles,
-    ) -> Result<status::Platform<'_, gix::progress::Discard>> {
-        Ok(self
-            .gix()
-            .status(gix::progress::Discard)
-            .map_err(|e| Error::gix("could not start a status", e))?
-            .untracked_files(untracked)
-            // No rename pairing: a rename is its source deleted and its destination added,
-            // and both paths must be re-read (`git mv a b` staged shows only `b` otherwise).
-            .tree_index_track_renames(gix::status::tree_index::TrackRenames::Disabled)
-            .index_worktree_rewrites(None))
-    }
-}
-
-/// The path a status item is about, if it reports a difference.
-fn relevant_path(item: &status::Item) -> Option<BString> {
-    match item {
-        status::Item::TreeIndex(change) => Some(change.location().to_owned()),
-        status::Item::IndexWorktree(change) => {
-            change.summary().map(|_| change.rela_path().to_owned())
-        }
-    }
 }
 
 /// `core.fileMode`: whether the disk's exec bit is the file's. Without it, git keeps the
@@ -605,7 +470,6 @@ fn now() -> std::time::Duration {
         .unwrap_or_default()
 }
 
-/// The commit a submodule entry records, if `path` is one in the index.
 /// What the index holds for `path` if it is marked skip-worktree: then that is the path's
 /// content, as `git add -A` leaves it, whatever the disk has.
 fn held_by_index(
@@ -617,6 +481,7 @@ fn held_by_index(
     entry.flags.contains(skip).then_some((entry.id, entry.mode))
 }
 
+/// The commit a submodule entry records, if `path` is one in the index.
 fn gitlink(index: &gix::index::State, path: &BStr) -> Option<ObjectId> {
     let entry = index.entry_by_path(path)?;
     (entry.mode == gix::index::entry::Mode::COMMIT).then_some(entry.id)
