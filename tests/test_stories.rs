@@ -805,3 +805,64 @@ fn when_every_story_is_done_next_names_the_open_retrospective() {
         .json();
     assert_eq!(next["retrospective"], "epic-2-retrospective");
 }
+
+/// A sprint file as BMAD's sprint-planning prints it (`story_location: {project-root}/…`
+/// unquoted, not strict YAML) stops no command, and a dependency written in a story's text
+/// (`- **Dependencies**: Story 1.3 (…), 1.1/1.2`) orders the stories as frontmatter would.
+#[test]
+fn a_sprint_file_as_bmad_prints_it_and_dependencies_in_prose_are_read() {
+    let env = TestEnv::new();
+    let repo = project(&env, "v6");
+    let sprint = read(&repo, SPRINT).replace(
+        "story_location: \"{project-root}/_bmad-output/implementation-artifacts\"",
+        "story_location: {project-root}/_bmad-output/implementation-artifacts",
+    );
+    write(&repo, SPRINT, &sprint);
+    let story = "_bmad-output/implementation-artifacts/2-1-personality-system.md";
+    let text = read(&repo, story).replace(
+        "## Acceptance Criteria",
+        "## Dev Notes\n\n- **Dependencies**: Story 1.3 (REQUIS — PlantEntity), 1.1/1.2\n- **Libraries**: axios 1.6\n\n## Acceptance Criteria",
+    );
+    write(&repo, story, &text);
+
+    let list = env
+        .bmad(&repo, &["stories", "list", "--json"])
+        .success()
+        .json();
+    let entry = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["key"] == "2-1-personality-system")
+        .expect("2-1 is listed");
+    assert_eq!(
+        entry["depends_on"],
+        serde_json::json!([
+            "1-3-plant-data-model",
+            "1-1-user-authentication",
+            "1-2-account-management"
+        ]),
+        "{entry:#}"
+    );
+    let check = env.bmad(&repo, &["stories", "check"]);
+    assert!(
+        check.stdout.contains("sprint-status.yaml:26:") && check.stdout.contains("not strict YAML"),
+        "{}",
+        check.stdout
+    );
+    let order = env
+        .bmad(&repo, &["stories", "order", "--json"])
+        .success()
+        .json();
+    let keys: Vec<&str> = order["order"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["key"].as_str().unwrap())
+        .collect();
+    let at = |key: &str| keys.iter().position(|k| *k == key).unwrap();
+    assert!(
+        at("1-3-plant-data-model") < at("2-1-personality-system"),
+        "{keys:?}"
+    );
+}

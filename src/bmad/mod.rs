@@ -19,6 +19,7 @@ mod change_log;
 mod key;
 pub mod layout;
 pub mod project;
+mod prose_dependencies;
 pub mod queue;
 pub mod spec_folder;
 pub mod speckit;

@@ -16,7 +16,7 @@ use sha2::{Digest, Sha256};
 
 pub use super::key::{classify, KeyKind};
 use super::status::{legal_move, Lifecycle, Status};
-use super::yaml_lines::{split_entry, without_repeated_keys};
+use super::yaml_lines::{lenient_yaml, split_entry, Lenient};
 use super::{Error, Finding, Result};
 
 /// One `development_status` entry.
@@ -117,23 +117,13 @@ impl SprintStatus {
             line: e.location.map_or(1, |l| l.0),
             message: e.to_string(),
         };
-        // A key written twice makes the file invalid YAML; BMAD's parser refuses it too. Read
-        // the rest (the first entry of each key wins) and report the repeats, rather than
-        // refusing every command over one line.
-        let (doc, repeated): (crate::config::yaml::Data, _) =
-            match crate::config::yaml::from_str(&text) {
-                Ok(doc) => (doc, Vec::new()),
-                Err(e) => {
-                    let (cleaned, repeated) = without_repeated_keys(&text);
-                    if repeated.is_empty() {
-                        return Err(parse_error(e));
-                    }
-                    (
-                        crate::config::yaml::from_str(&cleaned).map_err(parse_error)?,
-                        repeated,
-                    )
-                }
-            };
+        // A key written twice, or a value BMAD writes unquoted that is not strict YAML, stops
+        // no command: the file is read the lenient way BMAD's own workflows read it.
+        let Lenient {
+            doc,
+            repeated,
+            as_text,
+        } = lenient_yaml(&text).map_err(parse_error)?;
         let scalar = |key: &str| -> Option<String> {
             match doc.get(key)? {
                 crate::config::yaml::Data::String(s) => Some(s.clone()),
@@ -165,6 +155,9 @@ impl SprintStatus {
             });
         }
         status.read_lines(&text);
+        for line in as_text {
+            status.warnings.push(Finding::line_warning(line, "this line is not strict YAML (BMAD's sprint-planning writes it so); its value is read as the text it is".into()));
+        }
         for (key, line, first) in &repeated {
             status.warnings.push(Finding::line_error(*line,
                 format!("`{key}` is written twice (first at line {first}); BMAD's parser refuses the file until one is removed. git-bmad reads the first and will not change `{key}`"),

@@ -155,6 +155,7 @@ impl Story {
         };
         let body_start = story.frontmatter(&text);
         story.scan(&text, body_start);
+        super::prose_dependencies::add_from_body(&text[body_start..], &mut story.depends_on);
         if story.status.is_none() {
             story.findings.push(Finding::line_warning(0,
                 "no status: no frontmatter `status:`, `Status:` line (plain or bold) or `## Status` section".into(),

@@ -107,3 +107,103 @@ pub(super) fn scalar(v: &crate::config::yaml::Data) -> Option<String> {
         _ => None,
     }
 }
+
+/// A YAML document read the lenient way BMAD's own workflows read their files (as text, by
+/// line): a key written twice keeps its first value, and a `key: value` line that is not
+/// strict YAML (BMAD's sprint-planning writes `story_location: {project-root}/…` unquoted,
+/// which opens a flow mapping) is read as the text it is.
+pub(super) struct Lenient {
+    /// The document.
+    pub doc: crate::config::yaml::Data,
+    /// The keys written twice: `(key, line, first line)`, lines 1-based.
+    pub repeated: Vec<(String, usize, usize)>,
+    /// The 1-based lines whose value was read as text.
+    pub as_text: Vec<usize>,
+}
+
+/// Read `text` leniently (see [`Lenient`]); the error of the text as written when no such
+/// reading helps.
+pub(super) fn lenient_yaml(text: &str) -> Result<Lenient, crate::config::yaml::DeError> {
+    // At most this many lines are read as text: a file that needs more is not YAML at all.
+    const MOST_LINES: usize = 64;
+    let first_error = match crate::config::yaml::from_str(text) {
+        Ok(doc) => {
+            return Ok(Lenient {
+                doc,
+                repeated: Vec::new(),
+                as_text: Vec::new(),
+            })
+        }
+        Err(e) => e,
+    };
+    let (mut candidate, repeated) = without_repeated_keys(text);
+    let mut as_text = Vec::new();
+    loop {
+        let error = match crate::config::yaml::from_str(&candidate) {
+            Ok(doc) => {
+                return Ok(Lenient {
+                    doc,
+                    repeated,
+                    as_text,
+                })
+            }
+            Err(e) => e,
+        };
+        let line = error.location.map_or(0, |l| l.0);
+        match quoted_at(&candidate, line).filter(|_| as_text.len() < MOST_LINES) {
+            Some(quoted) if !as_text.contains(&line) => {
+                as_text.push(line);
+                candidate = quoted;
+            }
+            _ => return Err(first_error),
+        }
+    }
+}
+
+/// `text` with the value of its `key: value` line `line` (1-based) written as a quoted
+/// string, its comment kept; `None` when that line is no such line or its value is quoted.
+fn quoted_at(text: &str, line: usize) -> Option<String> {
+    let at = text.split_inclusive('\n').nth(line.checked_sub(1)?)?;
+    let start = text
+        .split_inclusive('\n')
+        .take(line - 1)
+        .map(str::len)
+        .sum::<usize>();
+    let body = at.trim_end_matches(['\n', '\r']);
+    let trimmed = body.trim_start();
+    let item = trimmed.strip_prefix("- ").unwrap_or(trimmed);
+    let offset = body.len() - item.len();
+    let (_, range) = split_entry(item)?;
+    let range = range?;
+    let value = &item[range.clone()];
+    if item[..range.start].ends_with(['"', '\'']) {
+        return None;
+    }
+    let escaped = value.replace('\\', "\\\\").replace('"', "\\\"");
+    let (from, to) = (start + offset + range.start, start + offset + range.end);
+    Some(format!("{}\"{escaped}\"{}", &text[..from], &text[to..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// As BMAD's sprint-planning prints it: `{project-root}` unquoted opens a flow mapping.
+    #[test]
+    fn a_value_bmad_writes_unquoted_is_read_as_text_and_nothing_else_is_forgiven() {
+        let text = "project: Demo\nstory_location: {project-root}/out/x # where\n\ndevelopment_status:\n  1-1-a: review\n";
+        let read = lenient_yaml(text).unwrap();
+        let location = read.doc.get("story_location").and_then(scalar);
+        assert_eq!(location.as_deref(), Some("{project-root}/out/x"));
+        assert_eq!(read.as_text, [2]);
+        assert!(read.repeated.is_empty());
+        let entry = read
+            .doc
+            .get("development_status")
+            .and_then(|d| d.get("1-1-a"));
+        assert_eq!(entry.and_then(scalar).as_deref(), Some("review"));
+        // Not a `key: value` line: the error stands, as written.
+        assert!(lenient_yaml("a: [1, 2\nb: c\n").is_err());
+        assert!(lenient_yaml("- {x\n- y\n").is_err());
+    }
+}
