@@ -192,7 +192,13 @@ fn drift_missing_files_and_bad_dependencies_are_reported() {
         "{}",
         run.stdout
     );
-    assert!(run.stdout.contains("warning: _bmad-output/implementation-artifacts/3-1-stray.md: story `3-1-stray` is not in"), "{}", run.stdout);
+    // No development_status key names it: not a story, and said so.
+    assert!(run.stdout.contains("warning: _bmad-output/implementation-artifacts/3-1-stray.md: no development_status key names this file, so it is not a story"), "{}", run.stdout);
+    let list = env
+        .bmad(&repo, &["stories", "list", "--json"])
+        .success()
+        .json();
+    assert!(!list.to_string().contains("3-1-stray"), "{list:#}");
     // `set` writes both files, and the drift is gone.
     env.bmad(
         &repo,
@@ -414,7 +420,8 @@ fn real_status_forms_number_reuse_sub_folders_and_bmads_own_next() {
         .json();
     let keys = keys_and_statuses(&list);
     // Every form is read; BMAD's order (epic, story number), not the file's; the key
-    // outside the grammar is listed, not dropped; the report beside the stories is no story.
+    // outside the grammar is listed, not dropped; the report beside the stories is no story,
+    // and neither is a file no development_status key names (BMAD's stories are its keys).
     assert_eq!(
         keys,
         [
@@ -429,7 +436,6 @@ fn real_status_forms_number_reuse_sub_folders_and_bmads_own_next() {
             ("34-1-architecture-review", "backlog"),
             ("34-2-depends-on-number", "backlog"),
             ("15-TD-1-cleanup", "ready-for-dev"),
-            ("story-34-1-back-button-fix", "done"),
         ]
     );
     let by_key = |k: &str| {
@@ -482,6 +488,8 @@ fn real_status_forms_number_reuse_sub_folders_and_bmads_own_next() {
     assert!(
         check.stdout.contains(
             "story-34-1-back-button-fix.md: has story number 34.1 like `34-1-architecture-review`"
+        ) && check.stdout.contains(
+            "story-34-1-back-button-fix.md: no development_status key names this file, so it is not a story"
         ),
         "{}",
         check.stdout
@@ -645,7 +653,7 @@ fn a_key_written_twice_is_reported_and_the_rest_keeps_working() {
         .bmad(&repo, &["stories", "list", "--json"])
         .success()
         .json();
-    assert_eq!(list.as_array().unwrap().len(), 12);
+    assert_eq!(list.as_array().unwrap().len(), 11);
     let refused = env
         .bmad(
             &repo,
@@ -824,11 +832,18 @@ fn a_sprint_file_as_bmad_prints_it_and_dependencies_in_prose_are_read() {
         "## Dev Notes\n\n- **Dependencies**: Story 1.3 (REQUIS — PlantEntity), 1.1/1.2\n- **Libraries**: axios 1.6\n\n## Acceptance Criteria",
     );
     write(&repo, story, &text);
+    // An implementation summary beside a story, named like one: no key names it.
+    write(
+        &repo,
+        "_bmad-output/implementation-artifacts/1-3-plant-data-model-COMPLETE.md",
+        "# Story 1.3: Plant Data Model - COMPLETE\n\nStatus: ready-for-dev\n",
+    );
 
     let list = env
         .bmad(&repo, &["stories", "list", "--json"])
         .success()
         .json();
+    assert!(!list.to_string().contains("COMPLETE"), "{list:#}");
     let entry = list
         .as_array()
         .unwrap()

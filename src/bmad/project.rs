@@ -209,11 +209,28 @@ impl Project {
                 });
             }
         }
+        // BMAD's rule, where a sprint lists stories: the stories are its keys, and a key's
+        // file is `{key}.md`. A file no key claims (an implementation summary beside a story,
+        // a result file of another runner) is not one, whatever its name says.
+        let keyed = self.sprint.as_ref().is_some_and(|s| {
+            s.entries
+                .iter()
+                .any(|e| matches!(e.kind, KeyKind::Story { .. }))
+        });
         for (i, story) in self.files.iter().enumerate() {
             let file = self.layout.shown(&story.path);
             self.problems
                 .extend(story.findings.iter().map(|f| Problem::of(&file, f)));
             if used[i] {
+                continue;
+            }
+            if keyed {
+                self.problems.push(Problem {
+                    severity: "warning",
+                    file,
+                    line: 0,
+                    message: "no development_status key names this file, so it is not a story (BMAD's stories are the sprint's keys); if it is one, add its key to the sprint status".into(),
+                });
                 continue;
             }
             let status = story
