@@ -881,3 +881,48 @@ fn a_sprint_file_as_bmad_prints_it_and_dependencies_in_prose_are_read() {
         "{keys:?}"
     );
 }
+
+/// bmad-build (v6.11) writes its spec first and brings the sprint along at two steps only:
+/// a spec in review beside a sprint in progress, and a done spec beside a sprint in review,
+/// are it between steps, not drift. A sprint ahead of its spec, or a v6 story file ahead of
+/// its sprint, still is.
+#[test]
+fn bmad_builds_own_in_between_states_are_no_drift() {
+    let env = TestEnv::new();
+    let repo = project(&env, "v6-11");
+    let dir = "_bmad-output/implementation-artifacts";
+    let sprint = format!("{dir}/sprint-status.yaml");
+    let set_spec = |file: &str, from: &str, to: &str| {
+        let path = format!("{dir}/{file}");
+        write(&repo, &path, &read(&repo, &path).replacen(from, to, 1));
+    };
+    // 3-1: spec done, sprint review (presented, awaiting code review).
+    // 3-3: spec in review, sprint in progress (reviewing, the sprint not yet synced).
+    write(
+        &repo,
+        &sprint,
+        &read(&repo, &sprint).replace("3-1-digest-model: done", "3-1-digest-model: review"),
+    );
+    set_spec(
+        "spec-3-3-digest-settings.md",
+        "status: 'blocked'",
+        "status: 'in-review'",
+    );
+    let check = env.bmad(&repo, &["stories", "check"]);
+    assert!(!check.stdout.contains("drift"), "{}", check.stdout);
+
+    // The sprint ahead of its spec: drift.
+    set_spec(
+        "spec-3-1-digest-model.md",
+        "status: 'done'",
+        "status: 'in-progress'",
+    );
+    let check = env.bmad(&repo, &["stories", "check"]).code(1);
+    assert!(
+        check
+            .stdout
+            .contains("drift: `3-1-digest-model` is review here but in-progress"),
+        "{}",
+        check.stdout
+    );
+}

@@ -206,6 +206,7 @@ impl Project {
                     blocking_condition: story.and_then(|s| s.blocking_condition.clone()),
                     ambiguous,
                     recognised: epic.is_some(),
+                    spec_lifecycle: story.is_some_and(|s| s.spec_lifecycle),
                 });
             }
         }
@@ -251,6 +252,7 @@ impl Project {
                 blocking_condition: story.blocking_condition.clone(),
                 ambiguous: Vec::new(),
                 recognised: story.number.is_some(),
+                spec_lifecycle: story.spec_lifecycle,
             });
         }
         stories.extend(spec_folder::stories(
@@ -406,7 +408,7 @@ impl Project {
                 continue;
             }
             match (&view.sprint_line, &view.file, &view.file_status) {
-                (Some(line), Some(file), Some(file_status)) if *file_status != view.status => problems.push(Problem {
+                (Some(line), Some(file), Some(file_status)) if !view.file_agrees() => problems.push(Problem {
                     severity: "error",
                     file: sprint_file.clone(),
                     line: *line,

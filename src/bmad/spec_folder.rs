@@ -186,6 +186,7 @@ pub(super) fn stories(
                 blocking_condition: story.as_ref().and_then(|s| s.blocking_condition.clone()),
                 ambiguous,
                 recognised: true,
+                spec_lifecycle: true,
             });
             if let Some(s) = story {
                 let file = layout.shown(&s.path);

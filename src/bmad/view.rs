@@ -36,12 +36,32 @@ pub struct StoryView {
     pub ambiguous: Vec<String>,
     /// Whether its key follows BMAD's grammar; `next` skips those that do not, as BMAD does.
     pub recognised: bool,
+    /// Whether its file is a bmad-build spec (v6.11), whose status leads the sprint's.
+    #[serde(skip)]
+    pub spec_lifecycle: bool,
 }
 
 impl StoryView {
     /// Halted (bmad-build-auto's `blocked`), by either file.
     pub fn is_blocked(&self) -> bool {
         self.status == Status::Blocked || self.file_status == Some(Status::Blocked)
+    }
+
+    /// Whether its file's status and the sprint's tell the same story. bmad-build (v6.11)
+    /// writes its spec first and brings the sprint along only when implementing starts
+    /// (in-progress) and when it presents the result (review): a spec in review beside a
+    /// sprint still in progress, or done beside a sprint in review until code review closes
+    /// it, is bmad-build between two steps, not drift.
+    pub fn file_agrees(&self) -> bool {
+        let Some(file) = &self.file_status else {
+            return true;
+        };
+        *file == self.status
+            || self.spec_lifecycle
+                && matches!(
+                    (file, &self.status),
+                    (Status::Review, Status::InProgress) | (Status::Done, Status::Review)
+                )
     }
 }
 
