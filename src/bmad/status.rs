@@ -113,6 +113,28 @@ impl Status {
         }
     }
 
+    /// The v6.11 spec lifecycle's word (`bmad-build/spec-template.md`: draft | ready-for-dev
+    /// | in-progress | in-review | done, and `blocked` from bmad-build-auto).
+    pub fn as_spec_word(&self) -> &str {
+        match self {
+            Status::Backlog => "draft",
+            Status::Review => "in-review",
+            other => other.as_str(),
+        }
+    }
+
+    /// The v4 word.
+    pub fn as_v4_word(&self) -> &str {
+        match self {
+            Status::Backlog => "Draft",
+            Status::ReadyForDev => "Approved",
+            Status::InProgress => "InProgress",
+            Status::Review => "Review",
+            Status::Done => "Done",
+            other => other.as_str(),
+        }
+    }
+
     /// Position in a story's life, for "forward" and "backward".
     pub fn rank(&self) -> Option<u8> {
         Some(match self {

@@ -21,7 +21,7 @@ use super::status::{legal_transition, Status};
 use super::status_field::Form;
 pub(super) use super::story_match::number_in;
 pub use super::story_match::{is_story_name, stem_key};
-use super::yaml_lines::{names, scalar};
+use super::yaml_lines::{names, scalar, value_of};
 use super::{Error, Finding, Result};
 
 /// How the file writes its status, and so which words a change writes.
@@ -245,7 +245,7 @@ impl Story {
             if !body.starts_with("status:") {
                 continue;
             }
-            if let Some((_, Some(value))) = super::yaml_lines::split_entry(body) {
+            if let Some(value) = value_of(body, "status") {
                 let raw = &body[value.clone()];
                 let line_no = text[..start].matches('\n').count() + 1;
                 self.set_found(
@@ -284,6 +284,12 @@ impl Story {
                 continue;
             }
             if in_fence {
+                // Some projects keep the status in a yaml block under `## Metadata`.
+                let metadata = section == "metadata" && self.status.is_none();
+                if let Some(r) = metadata.then(|| value_of(body, "status")).flatten() {
+                    let (value, at) = (&body[r.clone()], start + r.start..start + r.end);
+                    self.set_found(value, n, at, Format::V6);
+                }
                 continue;
             }
             if v4_status_next && !body.trim().is_empty() {
@@ -409,9 +415,9 @@ impl Story {
         }
         let word = match self.format {
             // v4 files keep v4 words.
-            Format::V4 => v4_word(to).to_owned(),
+            Format::V4 => to.as_v4_word().to_owned(),
             Format::V6 => to.as_str().to_owned(),
-            Format::Frontmatter if self.spec_lifecycle => spec_word(to).to_owned(),
+            Format::Frontmatter if self.spec_lifecycle => to.as_spec_word().to_owned(),
             Format::Frontmatter => to.as_str().to_owned(),
         };
         let mut text = self.text.clone();
@@ -433,28 +439,6 @@ impl Story {
     /// Write a text produced by [`with_status`](Self::with_status), unless the file changed.
     pub fn write(&self, text: &str) -> Result<()> {
         write_unless_changed(&self.path, &self.fingerprint, text)
-    }
-}
-
-/// The v6.11 spec lifecycle's spelling of a status (`bmad-build/spec-template.md`: draft |
-/// ready-for-dev | in-progress | in-review | done, and `blocked` from bmad-build-auto).
-fn spec_word(status: &Status) -> &str {
-    match status {
-        Status::Backlog => "draft",
-        Status::Review => "in-review",
-        other => other.as_str(),
-    }
-}
-
-/// The v4 spelling of a status.
-fn v4_word(status: &Status) -> &str {
-    match status {
-        Status::Backlog => "Draft",
-        Status::ReadyForDev => "Approved",
-        Status::InProgress => "InProgress",
-        Status::Review => "Review",
-        Status::Done => "Done",
-        other => other.as_str(),
     }
 }
 
@@ -483,6 +467,21 @@ mod tests {
         assert_eq!(s.follow_ups[0].severity, "High");
         assert_eq!(s.follow_ups[0].location.as_deref(), Some("src/a.rs:42"));
         assert!(s.findings.is_empty(), "{:?}", s.findings);
+    }
+
+    #[test]
+    fn a_status_in_a_yaml_block_under_metadata_is_read_and_written_there() {
+        let text = "# Story 2.3: Cart\n\n## Metadata\n\n```yaml\nepic: 2\nstatus: review # by dev\n```\n\n## Notes\n\n```yaml\nstatus: not-this\n```\n";
+        let s = parse("2-3-cart.md", text);
+        assert_eq!(s.status, Some(Status::Review));
+        assert_eq!(s.status_line, 7);
+        let now = crate::time::Timestamp::from_secs(0);
+        let written = s.with_status(&Status::Done, "dev", &now, false).unwrap();
+        assert!(
+            written.contains("```yaml\nepic: 2\nstatus: done # by dev\n```"),
+            "{written}"
+        );
+        assert!(written.contains("status: not-this"));
     }
 
     #[test]

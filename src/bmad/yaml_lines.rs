@@ -40,6 +40,15 @@ pub(super) fn split_entry(line: &str) -> Option<(String, Option<Range<usize>>)> 
     Some((key, Some(range)))
 }
 
+/// Where the value of a `key: value` line is in `line`, indented or not.
+pub(super) fn value_of(line: &str, key: &str) -> Option<Range<usize>> {
+    let lead = line.len() - line.trim_start().len();
+    match split_entry(&line[lead..])? {
+        (found, Some(r)) if found == key => Some(lead + r.start..lead + r.end),
+        _ => None,
+    }
+}
+
 /// The text with every repeated key's line in a mapping blanked (line numbers kept), and
 /// the repeats: key, line, line of the first.
 pub(super) fn without_repeated_keys(text: &str) -> (String, Vec<(String, usize, usize)>) {
