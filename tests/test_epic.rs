@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::common::{copy_dir, read, TestEnv};
+use crate::common::{copy_dir, read, write, TestEnv};
 use crate::test_supervisor::{agent_behaviour, FAKE_CLAUDE};
 
 /// The v6 epic fixture in a repository with a remote, and the fake agents on PATH.
@@ -724,4 +724,32 @@ fn a_hung_agent_is_cut_at_what_is_left_of_the_epic_time() {
         run.stderr,
         journal.stdout
     );
+}
+
+/// The era comes from what the project has installed: spec files of a quick-dev (v6.8) do
+/// not make a project whose install has no bmad-build-auto run it. With no install to go
+/// by, the files say.
+#[test]
+fn the_era_is_what_the_project_has_installed_then_what_its_files_say() {
+    let env = TestEnv::new();
+    let repo = env.repo("ledger");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/epic/v611");
+    copy_dir(&src, &repo);
+    let era = |env: &TestEnv| {
+        let plan = env
+            .bmad(&repo, &["epic", "plan", "5", "--json"])
+            .success()
+            .json();
+        plan["plan"]["era"].as_str().unwrap_or_default().to_owned()
+    };
+    assert_eq!(era(&env), "v6.11");
+    std::fs::remove_dir_all(repo.join(".claude/skills/bmad-build-auto")).unwrap();
+    write(
+        &repo,
+        ".claude/skills/bmad-dev-story/SKILL.md",
+        "---\nname: bmad-dev-story\n---\nImplement the story.\n",
+    );
+    assert_eq!(era(&env), "v6", "dev-story is what this install can run");
+    std::fs::remove_dir_all(repo.join(".claude")).unwrap();
+    assert_eq!(era(&env), "v6.11", "no install: the spec files say");
 }

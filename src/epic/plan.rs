@@ -99,23 +99,31 @@ pub fn plan_epic(repo: &Repo, epic: &str, options: &PlanOptions) -> Result<Plan,
     plan(&project, epic, options)
 }
 
-/// The era a project's files say it is in.
+/// The era of a project: what it has installed, else what its files say.
 pub fn detect_era(project: &Project) -> Era {
     let root = &project.layout.root;
-    let v611_skill = [
+    let installed = |paths: &[&str]| paths.iter().any(|p| root.join(p).exists());
+    // What is installed decides: a run can only call the skills the project has. A v6.8
+    // project with quick-dev's spec files has no bmad-build-auto to run.
+    if installed(&[
         ".claude/skills/bmad-build-auto",
         ".agents/skills/bmad-build-auto",
         "_bmad/bmm/workflows/4-implementation/bmad-build-auto",
-    ]
-    .iter()
-    .any(|p| root.join(p).exists());
-    if v611_skill
-        || !project.spec_folders.is_empty()
-        || project.files.iter().any(|f| f.spec_lifecycle)
-    {
+    ]) {
         Era::V611
+    } else if installed(&[
+        ".claude/skills/bmad-dev-story",
+        ".agents/skills/bmad-dev-story",
+        ".claude/commands/bmad-dev-story.md",
+        ".claude/commands/bmad/bmm/workflows/dev-story.md",
+        "_bmad/bmm/workflows/4-implementation/dev-story",
+    ]) {
+        Era::V6
     } else if project.sprint.is_none() && root.join(".bmad-core").is_dir() {
         Era::V4
+    } else if !project.spec_folders.is_empty() || project.files.iter().any(|f| f.spec_lifecycle) {
+        // Nothing installed to go by: the files say which era wrote them.
+        Era::V611
     } else {
         Era::V6
     }
