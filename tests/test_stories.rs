@@ -39,6 +39,20 @@ fn keys_and_statuses(list: &serde_json::Value) -> Vec<(&str, &str)> {
         .collect()
 }
 
+/// `stories order --json`: the keys, in order.
+fn order_keys(env: &TestEnv, repo: &Path) -> Vec<String> {
+    let order = env
+        .bmad(repo, &["stories", "order", "--json"])
+        .success()
+        .json();
+    order["order"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["key"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 const SPRINT: &str = "_bmad-output/implementation-artifacts/sprint-status.yaml";
 
 #[test]
@@ -289,16 +303,7 @@ fn v4_stories_json_dependencies_order_and_cycles() {
         "{}",
         check.stdout
     );
-    let order = env
-        .bmad(&repo, &["stories", "order", "--json"])
-        .success()
-        .json();
-    let keys: Vec<&str> = order["order"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| o["key"].as_str().unwrap())
-        .collect();
+    let keys = order_keys(&env, &repo);
     assert_eq!(
         keys,
         ["1.1.setup", "1.2.api", "1.4.auth", "1.3.ui", "story-1.5"]
@@ -865,16 +870,7 @@ fn a_sprint_file_as_bmad_prints_it_and_dependencies_in_prose_are_read() {
         "{}",
         check.stdout
     );
-    let order = env
-        .bmad(&repo, &["stories", "order", "--json"])
-        .success()
-        .json();
-    let keys: Vec<&str> = order["order"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| o["key"].as_str().unwrap())
-        .collect();
+    let keys = order_keys(&env, &repo);
     let at = |key: &str| keys.iter().position(|k| *k == key).unwrap();
     assert!(
         at("1-3-plant-data-model") < at("2-1-personality-system"),

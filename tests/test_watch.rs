@@ -384,6 +384,20 @@ fn a_write_through_one_of_two_hard_linked_names_changes_both_in_the_checkpoint()
         s.checkpoint("one name, fed"),
         "fed once the file has one name"
     );
+
+    // Hard links under an ignored folder (a package manager's store, as pnpm links it) are
+    // none of a snapshot's business: still fed.
+    let store = env.root().join("store.txt");
+    write(&env.root(), "store.txt", "a package\n");
+    write(&s.wt, "target/pkg/keep.txt", "x\n");
+    s.checkpoint("an ignored folder");
+    std::fs::hard_link(&store, s.wt.join("target/pkg/linked.txt")).unwrap();
+    write(&s.wt, "target/pkg/linked.txt", "the package, updated\n");
+    write(&s.wt, "src/a.txt", "beside an ignored hard link\n");
+    assert!(
+        s.checkpoint("an ignored hard link"),
+        "an ignored link scans nothing"
+    );
 }
 
 /// A file marked skip-worktree is what the index says, whatever is on disk; once the mark

@@ -210,51 +210,7 @@ impl Project {
                 });
             }
         }
-        // BMAD's rule, where a sprint lists stories: the stories are its keys, and a key's
-        // file is `{key}.md`. A file no key claims (an implementation summary beside a story,
-        // a result file of another runner) is not one, whatever its name says.
-        let keyed = self.sprint.as_ref().is_some_and(|s| {
-            s.entries
-                .iter()
-                .any(|e| matches!(e.kind, KeyKind::Story { .. }))
-        });
-        for (i, story) in self.files.iter().enumerate() {
-            let file = self.layout.shown(&story.path);
-            self.problems
-                .extend(story.findings.iter().map(|f| Problem::of(&file, f)));
-            if used[i] {
-                continue;
-            }
-            if keyed {
-                self.problems.push(Problem {
-                    severity: "warning",
-                    file,
-                    line: 0,
-                    message: "no development_status key names this file, so it is not a story (BMAD's stories are the sprint's keys); if it is one, add its key to the sprint status".into(),
-                });
-                continue;
-            }
-            let status = story
-                .status
-                .clone()
-                .unwrap_or(Status::Other("unknown".into()));
-            stories.push(StoryView {
-                key: story.key.clone().unwrap_or_else(|| stem_of(&story.path)),
-                title: story.title.clone(),
-                raw_status: story.raw_status.clone().unwrap_or_default(),
-                status: status.clone(),
-                epic: story.number.as_ref().map(|n| n.0),
-                file: Some(file),
-                file_status: Some(status),
-                depends_on: story.depends_on.clone(),
-                touches: story.touches.clone(),
-                sprint_line: None,
-                blocking_condition: story.blocking_condition.clone(),
-                ambiguous: Vec::new(),
-                recognised: story.number.is_some(),
-                spec_lifecycle: story.spec_lifecycle,
-            });
-        }
+        stories.extend(self.unclaimed_files(&used));
         stories.extend(spec_folder::stories(
             &self.spec_folders,
             &self.layout,
@@ -295,6 +251,59 @@ impl Project {
         }
         story_match::resolve_dependencies(&mut stories);
         self.stories = stories;
+    }
+
+    /// The story files no sprint entry claimed (`used`), as stories of their own where no
+    /// sprint lists stories; where one does, a problem says why they are not. Every story
+    /// file's own findings go to the problems here too.
+    fn unclaimed_files(&mut self, used: &[bool]) -> Vec<StoryView> {
+        // BMAD's rule, where a sprint lists stories: the stories are its keys, and a key's
+        // file is `{key}.md`. A file no key claims (an implementation summary beside a story,
+        // a result file of another runner) is not one, whatever its name says.
+        let keyed = self.sprint.as_ref().is_some_and(|s| {
+            s.entries
+                .iter()
+                .any(|e| matches!(e.kind, KeyKind::Story { .. }))
+        });
+        let mut stories = Vec::new();
+        for (i, story) in self.files.iter().enumerate() {
+            let file = self.layout.shown(&story.path);
+            self.problems
+                .extend(story.findings.iter().map(|f| Problem::of(&file, f)));
+            if used[i] {
+                continue;
+            }
+            if keyed {
+                self.problems.push(Problem {
+                    severity: "warning",
+                    file,
+                    line: 0,
+                    message: "no development_status key names this file, so it is not a story (BMAD's stories are the sprint's keys); if it is one, add its key to the sprint status".into(),
+                });
+                continue;
+            }
+            let status = story
+                .status
+                .clone()
+                .unwrap_or(Status::Other("unknown".into()));
+            stories.push(StoryView {
+                key: story.key.clone().unwrap_or_else(|| stem_of(&story.path)),
+                title: story.title.clone(),
+                raw_status: story.raw_status.clone().unwrap_or_default(),
+                status: status.clone(),
+                epic: story.number.as_ref().map(|n| n.0),
+                file: Some(file),
+                file_status: Some(status),
+                depends_on: story.depends_on.clone(),
+                touches: story.touches.clone(),
+                sprint_line: None,
+                blocking_condition: story.blocking_condition.clone(),
+                ambiguous: Vec::new(),
+                recognised: story.number.is_some(),
+                spec_lifecycle: story.spec_lifecycle,
+            });
+        }
+        stories
     }
 
     /// The queue's view of the stories. A key outside BMAD's grammar is shown by `list` but

@@ -156,7 +156,7 @@ impl SprintStatus {
         }
         status.read_lines(&text);
         for line in as_text {
-            status.warnings.push(Finding::line_warning(line, "this line is not strict YAML (BMAD's sprint-planning writes it so); its value is read as the text it is".into()));
+            status.warnings.push(Finding::line_warning(line, "this value is not strict YAML (as BMAD's sprint-planning writes `story_location`); it is read as the text it is, as BMAD's own workflows read it".into()));
         }
         for (key, line, first) in &repeated {
             status.warnings.push(Finding::line_error(*line,

@@ -14,13 +14,16 @@ impl Scanner<'_> {
     /// Look only at `paths` (relative to the root; files or directories), the paths a change
     /// feed reports as changed since the cache was stored: each is judged as a scan of its
     /// directory would judge it, without reading that directory; a directory that appeared,
-    /// went or moved is scanned whole. A file with other names (hard links) changed under
-    /// those too, which no feed names: then the whole worktree is scanned.
+    /// went or moved is scanned whole. A file the snapshot has that has other names (hard
+    /// links) changed under those too, which no feed names: then the whole worktree is
+    /// scanned.
     pub fn run_targeted(&self, paths: &[String]) -> Result<Scan> {
         let paths = paths.iter().filter(|path| in_worktree(path));
+        // Only a name the snapshot has can go stale unread: a package manager's hard-linked
+        // store under an ignored folder (pnpm's node_modules) is none of its business.
         if paths
             .clone()
-            .any(|path| has_other_names(&self.root.join(path)))
+            .any(|path| self.entry(path).is_some() && has_other_names(&self.root.join(path)))
         {
             tracing::debug!(
                 "change feed: a changed file has other names, scanning the whole worktree"
