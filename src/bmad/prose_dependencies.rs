@@ -87,8 +87,12 @@ fn labelled(line: &str) -> Option<&str> {
     let bare = line.trim_start_matches(['*', '_']);
     let lower = bare.to_lowercase();
     let label = LABELS.iter().find(|l| lower.starts_with(**l))?;
-    // The label is ASCII, so its length is the same in `bare`.
-    let rest = bare[label.len()..].trim_start_matches(['*', '_', ' ']);
+    // Lowercasing may change lengths (the Kelvin sign becomes `k`): a line whose label is
+    // not the same bytes in `bare` is no label line.
+    let rest = bare
+        .get(label.len()..)
+        .filter(|_| bare[..label.len()].eq_ignore_ascii_case(label))?
+        .trim_start_matches(['*', '_', ' ']);
     let rest = rest.strip_prefix(':')?;
     Some(rest.trim_start_matches(['*', '_']))
 }
@@ -198,6 +202,21 @@ mod tests {
         for (line, expected) in cases {
             assert_eq!(in_body(line), expected, "{line}");
         }
+    }
+
+    #[test]
+    fn no_panic_on_odd_input() {
+        for text in [
+            "BlocKed by: 1.2",
+            "Dependencies",
+            "- **Dependencies**:",
+            "## Dependencies\n- ",
+            "Dependencies: 9.4294967296-9.1",
+        ] {
+            let _ = in_body(text);
+        }
+        // The Kelvin sign lowercases to `k`: not the label's bytes, so no label.
+        assert_eq!(in_body("Bloc\u{212A}ed by: 1.2"), Vec::<String>::new());
     }
 
     #[test]
