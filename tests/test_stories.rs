@@ -922,3 +922,44 @@ fn bmad_builds_own_in_between_states_are_no_drift() {
         check.stdout
     );
 }
+
+/// git-bmad never writes into sprint-status.yaml a word BMAD's own sprint tools do not know:
+/// v6.12's `sprint_plan.py` resets such a word (a parked story went back to backlog and was
+/// run again, BMAD-METHOD #2871). Not even with --force; the file is left byte for byte.
+#[test]
+fn no_status_bmads_sprint_tools_do_not_know_is_written_into_the_sprint() {
+    let env = TestEnv::new();
+    let repo = project(&env, "v6");
+    let before = read(&repo, SPRINT);
+    for (key, word) in [
+        ("1-3-plant-data-model", "blocked"),
+        ("1-3-plant-data-model", "awaiting-operator"),
+        ("epic-1", "review"),
+        ("epic-1-retrospective", "in-progress"),
+    ] {
+        for force in [false, true] {
+            let mut args = vec!["stories", "set", key, word];
+            if force {
+                args.push("--force");
+            }
+            let refused = env.bmad(&repo, &args);
+            assert_ne!(
+                refused.code, 0,
+                "{key} {word} --force={force}: {}",
+                refused.stdout
+            );
+            assert!(
+                refused.stderr.contains("BMAD's sprint tools know"),
+                "{}",
+                refused.stderr
+            );
+            assert_eq!(read(&repo, SPRINT), before, "{key} {word}");
+        }
+    }
+    // The words BMAD knows still go through.
+    env.bmad(
+        &repo,
+        &["stories", "set", "1-3-plant-data-model", "in-progress"],
+    )
+    .success();
+}

@@ -351,14 +351,18 @@ impl SprintStatus {
                 ),
             });
         }
-        if !force {
-            legal_move(Lifecycle::of(key, &entry.kind), &entry.status, to).map_err(|why| {
-                Error::IllegalTransition {
-                    key: key.to_owned(),
-                    why,
-                }
+        let lifecycle = Lifecycle::of(key, &entry.kind);
+        // A word BMAD's own tools would reset is refused even with --force.
+        lifecycle
+            .sprint_word(to)
+            .and_then(|()| match force {
+                true => Ok(()),
+                false => legal_move(lifecycle, &entry.status, to),
+            })
+            .map_err(|why| Error::IllegalTransition {
+                key: key.to_owned(),
+                why,
             })?;
-        }
         let mut edits: Vec<(Range<usize>, String)> =
             vec![(entry.value.clone(), to.as_str().to_owned())];
         let mut lines = vec![entry.line];

@@ -198,13 +198,44 @@ impl Lifecycle {
     }
 }
 
+impl Lifecycle {
+    /// The words BMAD's sprint tools know for this lifecycle. Any other word in
+    /// sprint-status.yaml is reset by v6.12's `sprint_plan.py` (to backlog, for a story:
+    /// BMAD-METHOD #2871), which would send a parked story back to be run.
+    pub fn sprint_words(self) -> &'static [Status] {
+        match self {
+            Lifecycle::Story => &[
+                Status::Backlog,
+                Status::ReadyForDev,
+                Status::InProgress,
+                Status::Review,
+                Status::Done,
+            ],
+            Lifecycle::Epic => &[Status::Backlog, Status::InProgress, Status::Done],
+            Lifecycle::Retrospective => &[Status::Optional, Status::Done],
+        }
+    }
+
+    /// Refuse a word BMAD's sprint tools do not know in this lifecycle
+    /// ([`Self::sprint_words`]).
+    pub fn sprint_word(self, to: &Status) -> Result<(), String> {
+        if self.sprint_words().contains(to) {
+            return Ok(());
+        }
+        let known: Vec<&str> = self.sprint_words().iter().map(Status::as_str).collect();
+        Err(format!(
+            "`{to}` is no word BMAD's sprint tools know here ({}): v6.12's sprint_plan.py would reset it and run the story again (BMAD-METHOD #2871). A story file may hold it; the sprint status never does",
+            known.join(", ")
+        ))
+    }
+}
+
 /// Whether `from` → `to` is a legal move without `--force` in `lifecycle`.
 pub fn legal_move(lifecycle: Lifecycle, from: &Status, to: &Status) -> Result<(), String> {
-    let steps: &[Status] = match lifecycle {
-        Lifecycle::Story => return legal_transition(from, to),
-        Lifecycle::Epic => &[Status::Backlog, Status::InProgress, Status::Done],
-        Lifecycle::Retrospective => &[Status::Optional, Status::Done],
-    };
+    if lifecycle == Lifecycle::Story {
+        return legal_transition(from, to);
+    }
+    let steps = lifecycle.sprint_words();
     if from == to {
         return Ok(());
     }

@@ -39,7 +39,7 @@ pub struct Selection {
     /// Only these stories (comma-separated keys or unique prefixes: 3-1,3-4)
     #[arg(long, value_delimiter = ',', value_name = "KEYS")]
     pub stories: Vec<String>,
-    /// The BMAD era's pipeline (v6.11, v6, v4; default: detected from the project's files)
+    /// The BMAD era's pipeline (v6.11, v6, v4; default: what the project has installed, else its files)
     #[arg(long, value_name = "ERA")]
     pub era: Option<String>,
     /// Review→fix rounds per story (default 3, at most 5)
