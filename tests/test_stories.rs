@@ -963,3 +963,32 @@ fn no_status_bmads_sprint_tools_do_not_know_is_written_into_the_sprint() {
     )
     .success();
 }
+
+/// BMAD's rule ties a key to `{key}.md` whatever the key looks like: a tech-debt or hotfix
+/// key (`15-TD-1-cleanup`) outside the `N-M-slug` grammar finds its file in a sub-folder.
+#[test]
+fn a_key_outside_the_grammar_finds_its_file_by_name() {
+    let env = TestEnv::new();
+    let repo = project(&env, "forms");
+    write(
+        &repo,
+        &format!("{FORMS}/epic15/stories/15-TD-1-cleanup.md"),
+        "# Tech debt: cleanup\n\nStatus: in-progress\n",
+    );
+    let list = env
+        .bmad(&repo, &["stories", "list", "--json"])
+        .success()
+        .json();
+    let td = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["key"] == "15-TD-1-cleanup")
+        .expect("listed");
+    assert_eq!(
+        td["file"],
+        format!("{FORMS}/epic15/stories/15-TD-1-cleanup.md"),
+        "{td:#}"
+    );
+    assert_eq!(td["file_status"], "in-progress", "{td:#}");
+}

@@ -112,8 +112,9 @@ impl Project {
                 .unwrap_or_default();
             let story = Story::load(&path)?;
             let titled = story.title.is_some() && story.status.is_some();
-            let named = story::is_story_name(&name)
-                && (story.says_it_is_a_story() || sprint_keys.contains(story::stem_key(&name)));
+            // BMAD ties a key to `{key}.md` (or `spec-<key>.md`), whatever the key looks like.
+            let named = sprint_keys.contains(story::stem_key(&name))
+                || story::is_story_name(&name) && story.says_it_is_a_story();
             if named || titled {
                 self.files.push(story);
             }
@@ -133,12 +134,12 @@ impl Project {
     /// Build the one list and record what disagrees.
     fn merge(&mut self) {
         let mut used = vec![false; self.files.len()];
-        let mut by_key: HashMap<&str, Vec<usize>> = HashMap::new();
+        // By key, or by name for a key outside the grammar (`15-TD-1-cleanup.md`).
+        let mut by_key: HashMap<String, Vec<usize>> = HashMap::new();
         let mut by_number: HashMap<(u32, String), Vec<usize>> = HashMap::new();
         for (i, s) in self.files.iter().enumerate() {
-            if let Some(k) = s.key.as_deref() {
-                by_key.entry(k).or_default().push(i);
-            }
+            let key = s.key.clone().unwrap_or_else(|| stem_of(&s.path));
+            by_key.entry(key).or_default().push(i);
             if let Some(n) = s.number.clone() {
                 by_number.entry(n).or_default().push(i);
             }
