@@ -196,9 +196,7 @@ impl Lifecycle {
             _ => Lifecycle::Story,
         }
     }
-}
 
-impl Lifecycle {
     /// The words BMAD's sprint tools know for this lifecycle. Any other word in
     /// sprint-status.yaml is reset by v6.12's `sprint_plan.py` (to backlog, for a story:
     /// BMAD-METHOD #2871), which would send a parked story back to be run.
@@ -224,7 +222,7 @@ impl Lifecycle {
         }
         let known: Vec<&str> = self.sprint_words().iter().map(Status::as_str).collect();
         Err(format!(
-            "`{to}` is no word BMAD's sprint tools know here ({}): v6.12's sprint_plan.py would reset it and run the story again (BMAD-METHOD #2871). A story file may hold it; the sprint status never does",
+            "`{to}` is no word BMAD's sprint tools know here ({}); v6.12's sprint_plan.py resets such a word (BMAD-METHOD #2871 sent a parked story back to backlog, to be run again), so the sprint status never holds it",
             known.join(", ")
         ))
     }
