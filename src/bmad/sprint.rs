@@ -146,11 +146,15 @@ impl SprintStatus {
             fingerprint: Sha256::digest(text.as_bytes()).into(),
             text: String::new(),
         };
-        if !doc.is_mapping() && !doc.is_null() {
+        // Read leniently or not, the section holds keys; anything else is no sprint status.
+        let section = doc.get("development_status");
+        if !doc.is_mapping() && !doc.is_null()
+            || section.is_some_and(|d| !d.is_mapping() && !d.is_null())
+        {
             return Err(Error::Parse {
                 path: path.to_path_buf(),
                 line: 1,
-                message: "a sprint-status file is a mapping with a development_status section"
+                message: "a sprint-status file is a mapping with a development_status section of keys and statuses"
                     .into(),
             });
         }

@@ -133,9 +133,8 @@ pub(super) struct Lenient {
 /// Read `text` leniently (see [`Lenient`]); the error of the text as written when no such
 /// reading helps.
 pub(super) fn lenient_yaml(text: &str) -> Result<Lenient, crate::config::yaml::DeError> {
-    // At most this many lines are read as text: a file that needs more is not YAML at all.
-    const MOST_LINES: usize = 64;
-    let first_error = match crate::config::yaml::from_str(text) {
+    use crate::config::yaml::from_str;
+    let first_error = match from_str(text) {
         Ok(doc) => {
             return Ok(Lenient {
                 doc,
@@ -145,52 +144,56 @@ pub(super) fn lenient_yaml(text: &str) -> Result<Lenient, crate::config::yaml::D
         }
         Err(e) => e,
     };
-    let (mut candidate, repeated) = without_repeated_keys(text);
+    let (cleaned, repeated) = without_repeated_keys(text);
+    if let Ok(doc) = from_str(&cleaned) {
+        return Ok(Lenient {
+            doc,
+            repeated,
+            as_text: Vec::new(),
+        });
+    }
+    // Line by line, as BMAD's workflows read it: a value that is no YAML on its own line
+    // (where the parser notices it may be lines later) is the text it is.
     let mut as_text = Vec::new();
-    loop {
-        let error = match crate::config::yaml::from_str(&candidate) {
-            Ok(doc) => {
-                return Ok(Lenient {
-                    doc,
-                    repeated,
-                    as_text,
-                })
+    let mut lenient = String::with_capacity(cleaned.len());
+    for (n, line) in cleaned.split_inclusive('\n').enumerate() {
+        match quoted_value(line) {
+            Some(quoted) => {
+                as_text.push(n + 1);
+                lenient.push_str(&quoted);
             }
-            Err(e) => e,
-        };
-        let line = error.location.map_or(0, |l| l.0);
-        match quoted_at(&candidate, line).filter(|_| as_text.len() < MOST_LINES) {
-            Some(quoted) if !as_text.contains(&line) => {
-                as_text.push(line);
-                candidate = quoted;
-            }
-            _ => return Err(first_error),
+            None => lenient.push_str(line),
         }
     }
+    let doc = from_str(&lenient).map_err(|_| first_error)?;
+    Ok(Lenient {
+        doc,
+        repeated,
+        as_text,
+    })
 }
 
-/// `text` with the value of its `key: value` line `line` (1-based) written as a quoted
-/// string, its comment kept; `None` when that line is no such line or its value is quoted.
-fn quoted_at(text: &str, line: usize) -> Option<String> {
-    let at = text.split_inclusive('\n').nth(line.checked_sub(1)?)?;
-    let start = text
-        .split_inclusive('\n')
-        .take(line - 1)
-        .map(str::len)
-        .sum::<usize>();
-    let body = at.trim_end_matches(['\n', '\r']);
+/// `line` (a `key: value` line, indented or a list item) with its value written as a quoted
+/// string, its comment kept, when the value is no YAML of its own: it does not parse, or it
+/// parses as a mapping though it is no `{…}` (`title: Foo: bar`). `None` otherwise.
+fn quoted_value(line: &str) -> Option<String> {
+    let body = line.trim_end_matches(['\n', '\r']);
     let trimmed = body.trim_start();
     let item = trimmed.strip_prefix("- ").unwrap_or(trimmed);
     let offset = body.len() - item.len();
-    let (_, range) = split_entry(item)?;
-    let range = range?;
+    let range = split_entry(item)?.1?;
     let value = &item[range.clone()];
     if item[..range.start].ends_with(['"', '\'']) {
         return None;
     }
+    match crate::config::yaml::from_str::<crate::config::yaml::Data>(value) {
+        Ok(crate::config::yaml::Data::Mapping(_)) if !value.starts_with('{') => {}
+        Ok(_) => return None,
+        Err(_) => {}
+    }
     let escaped = value.replace('\\', "\\\\").replace('"', "\\\"");
-    let (from, to) = (start + offset + range.start, start + offset + range.end);
-    Some(format!("{}\"{escaped}\"{}", &text[..from], &text[to..]))
+    let (from, to) = (offset + range.start, offset + range.end);
+    Some(format!("{}\"{escaped}\"{}", &line[..from], &line[to..]))
 }
 
 #[cfg(test)]
@@ -211,8 +214,25 @@ mod tests {
             .get("development_status")
             .and_then(|d| d.get("1-1-a"));
         assert_eq!(entry.and_then(scalar).as_deref(), Some("review"));
-        // Not a `key: value` line: the error stands, as written.
-        assert!(lenient_yaml("a: [1, 2\nb: c\n").is_err());
+        // Where the parser notices it is not where it is: an unclosed `[` on line 2.
+        let read = lenient_yaml("development_status:\n  1-1-a: [done\n  1-2-b: review\n").unwrap();
+        assert_eq!(read.as_text, [2]);
+        let status = read
+            .doc
+            .get("development_status")
+            .and_then(|d| d.get("1-1-a"));
+        assert_eq!(status.and_then(scalar).as_deref(), Some("[done"));
+        let read = lenient_yaml("title: Cart: checkout\n- x\n");
+        assert!(
+            read.is_err(),
+            "a list after a mapping is no YAML, line by line either"
+        );
+        let read = lenient_yaml("title: Cart: checkout\nstatus: done\n").unwrap();
+        assert_eq!(
+            read.doc.get("title").and_then(scalar).as_deref(),
+            Some("Cart: checkout")
+        );
+        // No `key: value` line to read as text: the error stands, as written.
         assert!(lenient_yaml("- {x\n- y\n").is_err());
     }
 }
