@@ -6,6 +6,7 @@
 mod common;
 
 mod test_analyze;
+mod test_bmad_releases;
 mod test_checkpoint;
 mod test_contain;
 mod test_crash;
