@@ -29,6 +29,7 @@ fn main() {
                 key: format!("{epic}-{story}"),
                 status: Status::Backlog,
                 depends_on: deps,
+                met: false,
             }
         })
         .collect();

@@ -36,6 +36,7 @@ mod test_session_state;
 mod test_shapes;
 mod test_start;
 mod test_stories;
+mod test_stories_v7;
 mod test_supervisor;
 mod test_sync;
 mod test_trust;

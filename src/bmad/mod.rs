@@ -10,6 +10,7 @@
 //! - [`project`]: the stories of a project as one list, checked and changed together;
 //! - [`queue`]: dependency order and what to work on next;
 //! - [`stories_json`]: the `stories.json` index;
+//! - [`ticket_tree`]: v7's ticket tree (`tickets.toml`, leaf and plan files);
 //! - [`speckit`]: the spec-kit feature and its `tasks.md`;
 //! - [`workflow`]: workflows (`workflow.yaml`, instructions, step files) and templates.
 
@@ -31,6 +32,7 @@ mod status_field;
 pub mod stories_json;
 pub mod story;
 mod story_match;
+pub mod ticket_tree;
 mod view;
 pub mod workflow;
 mod yaml_lines;

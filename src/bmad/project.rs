@@ -15,6 +15,7 @@ use super::status::Status;
 use super::stories_json;
 use super::story::{self, Story};
 use super::story_match;
+use super::ticket_tree::{self, TicketTree};
 pub use super::view::{Problem, StoryView};
 use super::{Error, Result};
 
@@ -35,12 +36,17 @@ pub struct Project {
     pub stories: Vec<StoryView>,
     /// Problems found while loading (never fatal).
     pub problems: Vec<Problem>,
+    /// v7's ticket tree, when the project has one: then it alone holds the stories.
+    pub tickets: Option<TicketTree>,
 }
 
 impl Project {
     /// Load a project's BMAD state from `root` (`stories_dir` overrides the stories folder).
     pub fn load(root: &Path, stories_dir: Option<&Path>) -> Result<Project> {
         let layout = Layout::discover(root);
+        if let Some(folder) = ticket_tree::discover(root) {
+            return Ok(Project::of_tickets(layout, TicketTree::load(&folder)));
+        }
         let sprint = layout
             .sprint_status
             .as_deref()
@@ -75,6 +81,7 @@ impl Project {
             spec_folders: Vec::new(),
             stories: Vec::new(),
             problems: Vec::new(),
+            tickets: None,
         };
         if let Some(dir) = &dir {
             project.read_dir(dir)?;
@@ -92,6 +99,34 @@ impl Project {
         }
         project.merge();
         Ok(project)
+    }
+
+    /// A v7 project: its tickets are its stories. A sprint status beside the tree is v6's,
+    /// left by a migration or by hand, and is not read.
+    fn of_tickets(layout: Layout, tree: TicketTree) -> Project {
+        let shown = |p: &Path| layout.shown(p);
+        let mut problems = tree.reported(&shown);
+        if let Some(sprint) = &layout.sprint_status {
+            problems.push(Problem {
+                severity: "warning",
+                file: layout.shown(sprint),
+                line: 0,
+                message: format!(
+                    "v6's sprint status beside v7's ticket tree ({}); git-bmad reads the tree, as BMAD v7 does (`bmad migrate method` archives this file)",
+                    layout.shown(&tree.folder)
+                ),
+            });
+        }
+        Project {
+            stories: tree.views(&shown),
+            problems,
+            sprint: None,
+            files: Vec::new(),
+            stories_json: None,
+            spec_folders: Vec::new(),
+            tickets: Some(tree),
+            layout,
+        }
     }
 
     /// Read the story files under `dir`, sub-folders included (`epic3/stories/3-1-x.md`),
@@ -208,6 +243,7 @@ impl Project {
                     ambiguous,
                     recognised: epic.is_some(),
                     spec_lifecycle: story.is_some_and(|s| s.spec_lifecycle),
+                    v7_ticket: false,
                 });
             }
         }
@@ -302,6 +338,7 @@ impl Project {
                 ambiguous: Vec::new(),
                 recognised: story.number.is_some(),
                 spec_lifecycle: story.spec_lifecycle,
+                v7_ticket: false,
             });
         }
         stories
@@ -323,6 +360,7 @@ impl Project {
                     s.status.clone()
                 },
                 depends_on: s.depends_on.clone(),
+                met: s.meets_dependents(),
             })
             .collect()
     }
@@ -409,9 +447,8 @@ impl Project {
                     message: format!(
                         "`{}` is blocked{}; it waits for a human",
                         view.key,
-                        view.blocking_condition
-                            .as_deref()
-                            .map(|c| format!(" (bmad-build-auto halted: {c})"))
+                        view.why_blocked()
+                            .map(|c| format!(" ({c})"))
                             .unwrap_or_default()
                     ),
                 });

@@ -21,6 +21,8 @@ pub struct Item {
     pub status: Status,
     /// Keys it depends on.
     pub depends_on: Vec<String>,
+    /// Whether what depends on it may start (done; in v7 also in review).
+    pub met: bool,
 }
 
 /// A dependency on a story that does not exist.
@@ -137,10 +139,7 @@ pub struct Next {
 pub fn next(items: &[Item]) -> Result<(Option<Next>, Vec<String>)> {
     // A cycle is an error here too: `next` must not pick a story that can never start.
     order(items)?;
-    let done: HashMap<&str, bool> = items
-        .iter()
-        .map(|i| (i.key.as_str(), i.status == Status::Done))
-        .collect();
+    let done: HashMap<&str, bool> = items.iter().map(|i| (i.key.as_str(), i.met)).collect();
     let mut blocked = Vec::new();
     let mut best: Option<(u8, usize)> = None;
     for (i, item) in items.iter().enumerate() {
@@ -183,13 +182,21 @@ pub fn next(items: &[Item]) -> Result<(Option<Next>, Vec<String>)> {
             Status::Backlog => "nothing is further along; it is the first story in the backlog",
             _ => "it is the first story in its status",
         };
-        let deps = if item.depends_on.is_empty() {
-            String::new()
-        } else {
-            format!(
+        let all_done = item.depends_on.iter().all(|d| {
+            items
+                .iter()
+                .any(|i| &i.key == d && i.status == Status::Done)
+        });
+        let deps = match (item.depends_on.is_empty(), all_done) {
+            (true, _) => String::new(),
+            (false, true) => format!(
                 " (its dependencies {} are done)",
                 item.depends_on.join(", ")
-            )
+            ),
+            (false, false) => format!(
+                " (its dependencies {} are done or in review)",
+                item.depends_on.join(", ")
+            ),
         };
         Next {
             index: i,
@@ -210,6 +217,7 @@ mod tests {
             key: key.into(),
             status: Status::parse(status),
             depends_on: deps.iter().map(|d| d.to_string()).collect(),
+            met: status == "done",
         }
     }
 
@@ -289,6 +297,7 @@ mod tests {
                     key: format!("s{i}"),
                     status: Status::Backlog,
                     depends_on: deps,
+                    met: false,
                 }
             })
             .collect();

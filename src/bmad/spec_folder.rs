@@ -187,6 +187,7 @@ pub(super) fn stories(
                 ambiguous,
                 recognised: true,
                 spec_lifecycle: true,
+                v7_ticket: false,
             });
             if let Some(s) = story {
                 let file = layout.shown(&s.path);

@@ -20,6 +20,23 @@ impl Project {
         force: bool,
     ) -> Result<StatusChange> {
         let now = crate::time::Timestamp::now();
+        if let Some(tree) = &self.tickets {
+            let marked = tree.mark(key, to, force)?;
+            return Ok(StatusChange {
+                key: key.to_owned(),
+                from: marked.from,
+                to: marked.to,
+                by: by.to_owned(),
+                at: now.rfc3339(),
+                sprint: None,
+                story_file: None,
+                plan: Some(Plan {
+                    file: self.layout.shown(&marked.plan),
+                    created: marked.created,
+                }),
+                stories_json: None,
+            });
+        }
         let view = self.stories.iter().find(|s| {
             s.key == key
                 || s.file
@@ -88,11 +105,13 @@ impl Project {
         }
         let mut change = StatusChange {
             key: key.to_owned(),
+            from: view.map(|v| v.raw_status.clone()).unwrap_or_default(),
             to: to.as_str().to_owned(),
             by: by.to_owned(),
             at: now.rfc3339(),
             sprint: None,
             story_file: None,
+            plan: None,
             stories_json: None,
         };
         if let Some((sprint, (text, sprint_change))) = &sprint_edit {
@@ -140,6 +159,8 @@ impl Project {
 pub struct StatusChange {
     /// The story or epic.
     pub key: String,
+    /// Its status before, as written.
+    pub from: String,
     /// The new status.
     pub to: String,
     /// Who.
@@ -150,6 +171,18 @@ pub struct StatusChange {
     pub sprint: Option<SprintChange>,
     /// The story file changed.
     pub story_file: Option<String>,
+    /// v7: the ticket's plan, whose `status` line was set (or which was created).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Plan>,
     /// stories.json, if it was updated.
     pub stories_json: Option<String>,
+}
+
+/// The plan a v7 status change wrote.
+#[derive(Clone, Debug, Serialize)]
+pub struct Plan {
+    /// The plan file.
+    pub file: String,
+    /// Whether it was created (a frontmatter-only plan, as `tickets.py mark` writes one).
+    pub created: bool,
 }

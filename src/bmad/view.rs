@@ -39,9 +39,29 @@ pub struct StoryView {
     /// Whether its file is a bmad-build spec (v6.11), whose status leads the sprint's.
     #[serde(skip)]
     pub spec_lifecycle: bool,
+    /// A v7 ticket: what depends on it may start once it is in review (`tickets.py` counts a
+    /// prerequisite met when done or in review), and its blocking condition says in full what
+    /// it waits for.
+    #[serde(skip)]
+    pub v7_ticket: bool,
 }
 
 impl StoryView {
+    /// Whether what depends on it may start.
+    pub fn meets_dependents(&self) -> bool {
+        self.status == Status::Done || self.v7_ticket && self.status == Status::Review
+    }
+
+    /// Why it is blocked, as a person reads it.
+    pub fn why_blocked(&self) -> Option<String> {
+        let condition = self.blocking_condition.as_deref()?;
+        Some(if self.v7_ticket {
+            condition.to_owned()
+        } else {
+            format!("bmad-build-auto halted: {condition}")
+        })
+    }
+
     /// Halted (bmad-build-auto's `blocked`), by either file.
     pub fn is_blocked(&self) -> bool {
         self.status == Status::Blocked || self.file_status == Some(Status::Blocked)

@@ -178,13 +178,14 @@ pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan
                 .filter(|d| members.iter().any(|m| &m.key == *d))
                 .cloned()
                 .collect(),
+            met: s.meets_dependents(),
         })
         .collect();
     let (order, _) = queue::order(&items)?;
-    let status_of: HashMap<&str, &Status> = project
+    let status_of: HashMap<&str, &StoryView> = project
         .stories
         .iter()
-        .map(|s| (s.key.as_str(), &s.status))
+        .map(|s| (s.key.as_str(), s))
         .collect();
     let mut stories: Vec<Planned> = Vec::with_capacity(order.len());
     let mut wave_of: HashMap<String, usize> = HashMap::new();
@@ -209,14 +210,15 @@ pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan
             ))
         } else if !s.ambiguous.is_empty() {
             Action::Hold(format!("more than one file: {}", s.ambiguous.join(", ")))
-        } else if let Some(dep) = s
-            .depends_on
-            .iter()
-            .find(|d| status_of.get(d.as_str()) != Some(&&Status::Done) && !runs_here(d))
-        {
+        } else if let Some(dep) = s.depends_on.iter().find(|d| {
+            !status_of
+                .get(d.as_str())
+                .is_some_and(|v| v.meets_dependents())
+                && !runs_here(d)
+        }) {
             let why = match status_of.get(dep.as_str()) {
                 None => "which does not exist".to_owned(),
-                Some(st) => format!("which is {st} and not part of this run"),
+                Some(v) => format!("which is {} and not part of this run", v.status),
             };
             Action::Hold(format!("depends on {dep}, {why}"))
         } else {

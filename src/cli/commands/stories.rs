@@ -171,12 +171,12 @@ pub fn cmd_stories(ctx: &Context, args: &StoriesArgs) -> Result<u8, CommandError
                 ui.print_json(&json!({"problems": problems, "errors": errors}));
             } else {
                 for p in &problems {
-                    let at = if p.line > 0 {
-                        format!("{}:{}", p.file, p.line)
-                    } else {
-                        p.file.clone()
+                    let at = match (p.file.as_str(), p.line) {
+                        ("", _) => String::new(),
+                        (file, 0) => format!("{file}: "),
+                        (file, line) => format!("{file}:{line}: "),
                     };
-                    ui.line(format!("{}: {at}: {}", p.severity, p.message));
+                    ui.line(format!("{}: {at}{}", p.severity, p.message));
                 }
                 ui.line(format!(
                     "{} stories; {errors} error(s), {} warning(s)",
@@ -210,15 +210,11 @@ pub fn cmd_stories(ctx: &Context, args: &StoriesArgs) -> Result<u8, CommandError
 
 /// A status change, for a human: the story, the lines written, the files signed.
 fn print_change(ui: &crate::cli::ui::Ui, project: &Project, change: &StatusChange) {
-    let from = change
-        .sprint
-        .as_ref()
-        .map(|c| c.from.clone())
-        .unwrap_or_default();
+    let from = &change.from;
     ui.line(format!(
         "{}: {} → {} (signed {} at {})",
         change.key,
-        if from.is_empty() { "?" } else { &from },
+        if from.is_empty() { "?" } else { from },
         change.to,
         change.by,
         change.at
@@ -245,6 +241,14 @@ fn print_change(ui: &crate::cli::ui::Ui, project: &Project, change: &StatusChang
     }
     if let Some(f) = &change.story_file {
         ui.line(format!("  {f}: Status and Change Log"));
+    }
+    if let Some(plan) = &change.plan {
+        let what = if plan.created {
+            "created, frontmatter only"
+        } else {
+            "its status line"
+        };
+        ui.line(format!("  {}: {what}", plan.file));
     }
     if let Some(f) = &change.stories_json {
         ui.line(format!("  {f}"));
