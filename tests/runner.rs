@@ -16,6 +16,7 @@ mod test_epic_gates;
 mod test_epic_judge;
 mod test_epic_stack;
 mod test_epic_v4;
+mod test_epic_v7;
 mod test_guard;
 mod test_hook_managers;
 mod test_hooks;

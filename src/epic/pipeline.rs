@@ -2,6 +2,10 @@
 //! unrolled (`when: {findings: review-N}` runs a round only while MUST-FIX findings remain),
 //! and overridable by a file of the same name in `.bmad/playbooks/`.
 //!
+//! - v7: `bmad-build-auto ticket <ref>` (plan → implement → its own review → `built` in the
+//!   ticket's plan), then `bmad-code-review` in a fresh context, fixed by `bmad-build-auto`
+//!   again (re-dispatched on a built ticket it follows up the review). `done` is git-bmad's
+//!   to write, after its own verification.
 //! - v6.11+: `bmad-build-auto` (clarify → spec → implement → its own review → terminal status
 //!   in the spec frontmatter), then `bmad-code-review` in a fresh context, fixed by
 //!   `bmad-build-auto` again (it reads the review's findings from the spec).
@@ -38,6 +42,9 @@ pub const DRAFT_REVISIONS: u32 = 3;
 /// A BMAD era, as far as the pipeline differs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum Era {
+    /// v7: the ticket tree (`tickets.toml`, plans), `bmad-build-auto ticket <ref>`.
+    #[serde(rename = "v7")]
+    V7,
     /// v6.11 and later: `bmad-build-auto`, `spec-<key>.md` with frontmatter status.
     #[serde(rename = "v6.11")]
     V611,
@@ -53,6 +60,7 @@ impl Era {
     /// `v6.11`, `v6`, `v4`.
     pub fn as_str(self) -> &'static str {
         match self {
+            Era::V7 => "v7",
             Era::V611 => "v6.11",
             Era::V6 => "v6",
             Era::V4 => "v4",
@@ -62,6 +70,7 @@ impl Era {
     /// The era a word names.
     pub fn parse(word: &str) -> Option<Era> {
         match word.trim_start_matches('v') {
+            "7" => Some(Era::V7),
             "6.11" | "611" => Some(Era::V611),
             "6" => Some(Era::V6),
             "4" => Some(Era::V4),
@@ -72,6 +81,7 @@ impl Era {
     /// The built-in playbook's name.
     pub fn playbook_name(self) -> &'static str {
         match self {
+            Era::V7 => "bmad-ticket-build",
             Era::V611 => "bmad-story-build",
             Era::V6 => "bmad-story-dev",
             Era::V4 => "bmad-story-v4",
@@ -118,6 +128,7 @@ pub fn stages(shape: Shape) -> Vec<String> {
 /// The steps before the first review: (id, command).
 fn steps_before_review(shape: Shape) -> Vec<(&'static str, &'static str)> {
     match shape.era {
+        Era::V7 => vec![("build", "/bmad-build-auto ticket {args}")],
         Era::V611 => vec![("build", "/bmad-build-auto {args}")],
         Era::V6 if shape.has_file => vec![("dev", "/bmad-dev-story {args}")],
         Era::V6 => vec![
@@ -144,6 +155,10 @@ const V4_FIX: &str = "As the BMad Developer (.bmad-core/agents/dev.md), fix the 
 /// The review and fix commands of an era.
 fn review_and_fix(era: Era) -> (&'static str, &'static str) {
     match era {
+        Era::V7 => (
+            "/bmad-code-review ticket {args}",
+            "/bmad-build-auto ticket {args}",
+        ),
         Era::V611 => ("/bmad-code-review {args}", "/bmad-build-auto {args}"),
         Era::V6 => ("/bmad-code-review {args}", "/bmad-dev-story {args}"),
         Era::V4 => (V4_REVIEW, V4_FIX),
@@ -307,6 +322,8 @@ pub fn close_playbook(era: Era, retro: bool) -> Source {
 /// and the tests pass.
 fn work_done(era: Era) -> String {
     let own = match era {
+        // A plan records the build; a build that wrote only plans built nothing.
+        Era::V7 => "*-plan.md",
         Era::V611 => "*/spec-{args}.md",
         Era::V6 | Era::V4 => "*/{args}.md",
     };
@@ -328,7 +345,7 @@ mod tests {
 
     #[test]
     fn every_era_and_shape_is_a_valid_playbook() {
-        for era in [Era::V611, Era::V6, Era::V4] {
+        for era in [Era::V7, Era::V611, Era::V6, Era::V4] {
             for (has_file, reviewers) in [(true, 1), (false, 1), (true, 3), (false, 9)] {
                 for rounds in [1, 3, 9] {
                     let text = playbook(Shape {

@@ -103,6 +103,10 @@ pub fn plan_epic(repo: &Repo, epic: &str, options: &PlanOptions) -> Result<Plan,
 pub fn detect_era(project: &Project) -> Era {
     let root = &project.layout.root;
     let installed = |paths: &[&str]| paths.iter().any(|p| root.join(p).exists());
+    // A ticket tree is v7's, whatever else lies beside it.
+    if project.tickets.is_some() {
+        return Era::V7;
+    }
     // What is installed decides: a run can only call the skills the project has. A v6.8
     // project with quick-dev's spec files has no bmad-build-auto to run.
     if installed(&[
@@ -210,6 +214,8 @@ pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan
             ))
         } else if !s.ambiguous.is_empty() {
             Action::Hold(format!("more than one file: {}", s.ambiguous.join(", ")))
+        } else if let Some(why) = person_first(project, &s.key, selected.contains(s.key.as_str())) {
+            Action::Hold(why)
         } else if let Some(dep) = s.depends_on.iter().find(|d| {
             !status_of
                 .get(d.as_str())
@@ -221,6 +227,12 @@ pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan
                 Some(v) => format!("which is {} and not part of this run", v.status),
             };
             Action::Hold(format!("depends on {dep}, {why}"))
+        } else if let Some(dep) = s.depends_on.iter().find(|d| {
+            runs_here(d) && pauses_after(project, d) && !selected.contains(s.key.as_str())
+        }) {
+            Action::Hold(format!(
+                "waits for a person to say continue after {dep} (its done_checkpoint); name it in --stories to go on"
+            ))
         } else {
             Action::Run
         };
@@ -279,6 +291,33 @@ pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan
         stories,
         waves,
     })
+}
+
+/// v7: what a person settles before an unattended run starts a ticket (`hitl`,
+/// `plan_checkpoint`, a high `risk`); naming it in `--stories` is that person's say-so.
+fn person_first(project: &Project, key: &str, named: bool) -> Option<String> {
+    let t = project.tickets.as_ref()?.ticket(key)?;
+    let mut why = Vec::new();
+    if t.hitl {
+        why.push("hitl: a person takes part in it");
+    }
+    if t.plan_checkpoint {
+        why.push("plan_checkpoint: a person reviews its plan before work starts");
+    }
+    if t.risk == "high" {
+        why.push("risk high: a person decides when it starts");
+    }
+    (!why.is_empty() && !named)
+        .then(|| format!("{}; name it in --stories to start it", why.join("; ")))
+}
+
+/// v7: work pauses after a ticket with `done_checkpoint` until a person says continue.
+fn pauses_after(project: &Project, key: &str) -> bool {
+    project
+        .tickets
+        .as_ref()
+        .and_then(|t| t.ticket(key))
+        .is_some_and(|t| t.done_checkpoint)
 }
 
 /// The keys `only` names among `members` (a key, or a unique prefix up to its `-` or `.`).

@@ -43,6 +43,21 @@ pub fn set_story_status(
     Ok(change)
 }
 
+/// v7: a built ticket git-bmad verified is `done`, the orchestrator's word (no skill writes
+/// it), set in the plan the story's commit carries, signed and journaled in its session.
+pub(super) fn mark_ticket_done(
+    repo: &Repo,
+    session: &Session,
+    worktree: &std::path::Path,
+    key: &str,
+) -> Result<(), Error> {
+    let handle = session.open_worktree(repo)?;
+    let project = Project::load(worktree, None)?;
+    let by = "git-bmad epic runner";
+    set_story_status(&project, handle.as_ref(), key, &Status::Done, by, true)?;
+    Ok(())
+}
+
 /// Move a finished story's sprint status on the epic's branch, signed and committed. The
 /// story branches never touch sprint-status.yaml, so branches stacked on two stories merge
 /// without a conflict on its adjacent lines.

@@ -192,6 +192,9 @@ pub(super) fn run_story(
         }
     };
     send(numbers(Stage::Verified, None));
+    if job.era == pipeline::Era::V7 {
+        super::status::mark_ticket_done(&repo, &session, &worktree, key)?;
+    }
     let title = job.story.title.clone().unwrap_or_else(|| key.clone());
     closeout::commit_work(
         &repo,

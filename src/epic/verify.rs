@@ -41,14 +41,20 @@ pub fn story(root: &Path, key: &str, era: Era, baseline: &str) -> Result<Verdict
     }
     let file_status = view.file_status.clone().unwrap_or(view.status.clone());
     let finished = match era {
+        // bmad-build-auto ends a ticket at `built` in its plan; `done` is the orchestrator's.
+        Era::V7 => matches!(view.raw_status.as_str(), "built" | "done"),
         // bmad-build-auto ends a finished story at `done` in the spec's frontmatter.
         Era::V611 => file_status == Status::Done,
         // dev-story ends at `review`; code-review moves it to `done`.
         Era::V6 | Era::V4 => matches!(file_status, Status::Review | Status::Done),
     };
     if !finished {
+        let says = match era {
+            Era::V7 => view.raw_status.clone(),
+            _ => file_status.to_string(),
+        };
         return Ok(Verdict::Bad(format!(
-            "the agents said they were done, but story {key}'s file says {file_status}"
+            "the agents said they were done, but story {key}'s file says {says}"
         )));
     }
     if era == Era::V611 {

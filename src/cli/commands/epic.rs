@@ -39,7 +39,7 @@ pub struct Selection {
     /// Only these stories (comma-separated keys or unique prefixes: 3-1,3-4)
     #[arg(long, value_delimiter = ',', value_name = "KEYS")]
     pub stories: Vec<String>,
-    /// The BMAD era's pipeline (v6.11, v6, v4; default: what the project has installed, else its files)
+    /// The BMAD era's pipeline (v7, v6.11, v6, v4; default: what the project has installed, else its files)
     #[arg(long, value_name = "ERA")]
     pub era: Option<String>,
     /// Review→fix rounds per story (default 3, at most 5)
@@ -78,7 +78,7 @@ pub enum EpicAction {
     },
     /// Print the pipeline playbook a story gets, to copy into .bmad/playbooks/ and change
     Playbook {
-        /// The era (v6.11, v6, v4)
+        /// The era (v7, v6.11, v6, v4)
         #[arg(long, default_value = "v6.11")]
         era: String,
         /// Review→fix rounds
@@ -138,13 +138,12 @@ pub struct RunArgs {
 }
 
 fn plan_options(s: &Selection) -> Result<PlanOptions, CommandError> {
-    let era =
-        match &s.era {
-            Some(word) => Some(Era::parse(word).ok_or_else(|| {
-                CommandError::usage(format!("--era {word:?}: use v6.11, v6 or v4"))
-            })?),
-            None => None,
-        };
+    let era = match &s.era {
+        Some(word) => Some(Era::parse(word).ok_or_else(|| {
+            CommandError::usage(format!("--era {word:?}: use v7, v6.11, v6 or v4"))
+        })?),
+        None => None,
+    };
     Ok(PlanOptions {
         only: s.stories.clone(),
         era,
@@ -168,7 +167,7 @@ pub fn cmd_epic(ctx: &Context, args: &EpicArgs) -> Result<u8, CommandError> {
             reviewers,
         } => {
             let era = Era::parse(era).ok_or_else(|| {
-                CommandError::usage(format!("--era {era:?}: use v6.11, v6 or v4"))
+                CommandError::usage(format!("--era {era:?}: use v7, v6.11, v6 or v4"))
             })?;
             print!(
                 "{}",

@@ -1,0 +1,157 @@
+//! The epic runner on a BMAD v7 ticket tree (fixtures/bmad/v7): tickets scheduled by `after`
+//! (met in review), built by `bmad-build-auto ticket <ref>` up to `built`, marked `done` by
+//! git-bmad only after its own verification, and what only a person may settle (`hitl`,
+//! `plan_checkpoint`, a blocked build) held for a person.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{copy_dir, read, TestEnv};
+use crate::test_epic::{story, write_in_scope};
+use crate::test_supervisor::{agent_behaviour, FAKE_CLAUDE};
+
+const PRICING: &str = "_bmad-output/initiative-shop/epic-pricing-rules";
+
+fn project(env: &TestEnv) -> PathBuf {
+    let repo = env.repo("shop");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/bmad/v7");
+    copy_dir(&src, &repo);
+    // What a run needs beside the tree: the skills it calls (stand-ins), a test command.
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/epic/v7"),
+        &repo,
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "bmad v7 project"]);
+    repo
+}
+
+/// bmad-build-auto as it works on a ticket: it finds the ticket's plan (`tickets.py find`
+/// names where it is or goes), implements, and ends at `built` in the plan, creating the plan
+/// from its template when there is none; on a halt it marks the ticket blocked with its
+/// condition (`tickets.py mark <ref> blocked --blocked <condition>`).
+fn build_auto(halt_on: &str) -> String {
+    let plans = format!(
+        "case \"$key\" in\n  1.1) plan={PRICING}/story-price-rules-engine-plan.md ;;\n  1.2) plan={PRICING}/story-apply-and-refuse-discount-codes-plan.md ;;\n  1.3) plan={PRICING}/spike-tax-providers-plan.md ;;\n  1.4) plan={PRICING}/bug-rounding-on-totals-plan.md ;;\nesac\n"
+    );
+    // A halt on a ticket with no plan: the plan `tickets.py mark <ref> blocked --blocked`
+    // creates.
+    let halt = format!(
+        "if [ \"$key\" = \"{halt_on}\" ]; then\n  printf -- '---\\ntitle: \"Rounding on totals\"\\nticket: 4\\nstatus: blocked\\nblocked_at: \"2026-11-28\"\\nblocked_reason: \"which rounding mode: half-even or half-up?\"\\n---\\n' > \"$plan\"\n  result 'halted: which rounding mode'\n  exit 0\nfi\n"
+    );
+    let new_plan = "[ -f \"$plan\" ] || printf -- '---\\ntitle: \"%s\"\\nticket: %s\\nstatus: draft\\n---\\n\\n# Plan\\n' \"$key\" \"${key#*.}\" > \"$plan\"\n";
+    format!(
+        "key=${{BMAD_ARGS#ticket }}\necho \"$key\" >> \"$HOME/agent/build.log\"\n{plans}{halt}{new_plan}{}sed -i 's/^status: .*/status: built/' \"$plan\"\nprintf '\\n## Auto Run Result\\n\\nBuilt.\\n' >> \"$plan\"\nresult \"built $key\"\n",
+        write_in_scope("$plan", "src/ticket-$key.rs")
+    )
+}
+
+fn epic_status(env: &TestEnv, repo: &Path) -> Value {
+    env.bmad(repo, &["epic", "status", "1", "--json"])
+        .success()
+        .json()
+}
+
+#[test]
+fn a_v7_epic_is_built_to_built_and_marked_done_only_after_git_bmads_verification() {
+    let env = TestEnv::new();
+    let repo = project(&env);
+    env.executable("claude", FAKE_CLAUDE);
+    agent_behaviour(&env, "build", &build_auto("1.4"));
+    agent_behaviour(&env, "review-1", "result 'Outcome: Approve'\n");
+
+    let plan = env
+        .bmad(&repo, &["epic", "plan", "1", "--json"])
+        .success()
+        .json();
+    assert_eq!(plan["plan"]["era"], "v7", "{plan:#}");
+    assert_eq!(plan["plan"]["pipeline"], "bmad-ticket-build");
+    let held = plan["plan"]["stories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["key"] == "1.3")
+        .unwrap();
+    assert_eq!(held["action"], "hold", "{held:#}");
+    assert!(
+        held["reason"].as_str().unwrap().contains("hitl"),
+        "{held:#}"
+    );
+
+    // The halted ticket waits for a person: exit 3.
+    let run = env.bmad(&repo, &["epic", "run", "1"]).code(3);
+    assert!(run.stderr.contains("1.4 is blocked"), "{}", run.stderr);
+    let s = epic_status(&env, &repo);
+    for key in ["1.1", "1.2"] {
+        assert_eq!(story(&s, key)["stage"], "done", "{key}: {s:#}");
+    }
+    let blocked = story(&s, "1.4");
+    assert_eq!(blocked["stage"], "blocked", "{s:#}");
+    assert!(
+        blocked["state"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("which rounding mode"),
+        "{s:#}"
+    );
+    // The agent was asked in BMAD's form, and never for the held ticket.
+    let calls = read(&env.root(), "home/agent/calls.log");
+    assert!(calls.contains("/bmad-build-auto ticket 1.1"), "{calls}");
+    assert!(!read(&env.root(), "home/agent/build.log")
+        .lines()
+        .any(|l| l == "1.3"));
+
+    // Each done ticket's plan on its branch: the agent's `built`, then git-bmad's `done`.
+    for (key, plan) in [
+        ("1.1", "story-price-rules-engine-plan.md"),
+        ("1.2", "story-apply-and-refuse-discount-codes-plan.md"),
+    ] {
+        let text = env.git(&repo, &["show", &format!("bmad/{key}:{PRICING}/{plan}")]);
+        assert!(
+            text.contains("status: done\n") && text.contains("## Auto Run Result"),
+            "{key}: {text}"
+        );
+    }
+    // The main worktree's tree is as it was: nothing is marked there.
+    assert_eq!(env.git(&repo, &["status", "--porcelain"]).trim(), "");
+    assert!(read(
+        &repo,
+        &format!("{PRICING}/story-price-rules-engine-plan.md")
+    )
+    .contains("status: built"));
+}
+
+#[test]
+fn a_v7_build_that_never_reaches_built_is_not_done() {
+    let env = TestEnv::new();
+    let repo = project(&env);
+    env.executable("claude", FAKE_CLAUDE);
+    // An agent that writes code and says it finished, but leaves the plan in progress.
+    let lying = build_auto("none").replace(
+        "sed -i 's/^status: .*/status: built/'",
+        "sed -i 's/^status: .*/status: in-progress/'",
+    );
+    agent_behaviour(&env, "build", &lying);
+    agent_behaviour(&env, "review-1", "result 'Outcome: Approve'\n");
+    env.bmad(&repo, &["epic", "run", "1", "--stories", "1.1"])
+        .code(5);
+    let s = epic_status(&env, &repo);
+    let failed = story(&s, "1.1");
+    assert_eq!(failed["stage"], "failed", "{s:#}");
+    assert!(
+        failed["state"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("says in-progress"),
+        "{s:#}"
+    );
+    let text = env.git(
+        &repo,
+        &[
+            "show",
+            &format!("bmad/1.1:{PRICING}/story-price-rules-engine-plan.md"),
+        ],
+    );
+    assert!(!text.contains("status: done"), "{text}");
+}
