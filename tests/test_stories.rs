@@ -399,7 +399,7 @@ fn speckit_status_and_conformance_over_the_fixtures() {
         .code(1);
     // spec-kit's skills load as skills; BMAD's web-bundle SKILL.md is prose for a chat,
     // not a workflow file, and is neither loaded nor reported.
-    assert!(run.stdout.contains("48 file(s) loaded"), "{}", run.stdout);
+    assert!(run.stdout.contains("51 file(s) loaded"), "{}", run.stdout);
     assert!(
         run.stdout.contains("ok       ") && run.stdout.contains("speckit-plan/SKILL.md"),
         "{}",

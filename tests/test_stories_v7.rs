@@ -303,3 +303,69 @@ fn an_epic_gate_holds_its_tickets_until_a_person_closes_the_epic() {
     let rows = self::rows(&env, &repo);
     assert_eq!(rows[4].1, "backlog", "{rows:?}");
 }
+
+#[test]
+fn a_migrated_ticket_is_still_found_by_its_v6_key() {
+    let env = TestEnv::new();
+    let repo = project(&env);
+    // `bmad migrate method` records the v6 key on the entry (`v6_key`): a journal or a
+    // script from before the migration names the story by it.
+    let change = env
+        .bmad(
+            &repo,
+            &[
+                "stories",
+                "set",
+                "1-2-apply-and-refuse-discount-codes",
+                "review",
+                "--json",
+            ],
+        )
+        .success()
+        .json();
+    assert_eq!(change["key"], "1.2", "{change}");
+    assert_eq!(change["to"], "in-review");
+    let plan = read(
+        &repo,
+        &format!("{PRICING}/story-apply-and-refuse-discount-codes-plan.md"),
+    );
+    assert!(plan.contains("status: in-review\n"), "{plan}");
+    env.bmad(&repo, &["stories", "set", "9-9-nothing", "review"])
+        .code(2);
+}
+
+#[test]
+fn conformance_reads_a_ticket_tree_and_names_what_is_wrong_where() {
+    let env = TestEnv::new();
+    let repo = project(&env);
+    let run = env
+        .bmad(&env.root(), &["conformance", repo.to_str().unwrap()])
+        .success();
+    assert!(
+        run.stdout.contains("ok       ")
+            && run
+                .stdout
+                .contains("initiative-shop/tickets.toml (ticket tree)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("0 error(s), 0 warning(s)"),
+        "{}",
+        run.stdout
+    );
+    write(
+        &repo,
+        &format!("{CART}/tickets.toml"),
+        "[[entry]]\nid = 1\ntype = \"epic\"\n",
+    );
+    let run = env
+        .bmad(&env.root(), &["conformance", repo.to_str().unwrap()])
+        .code(1);
+    assert!(
+        run.stdout
+            .contains("epic-cart/tickets.toml: entry 1: type `epic` is not story, spike or bug"),
+        "{}",
+        run.stdout
+    );
+}

@@ -23,7 +23,7 @@ impl Project {
         if let Some(tree) = &self.tickets {
             let marked = tree.mark(key, to, force)?;
             return Ok(StatusChange {
-                key: key.to_owned(),
+                key: marked.reference,
                 from: marked.from,
                 to: marked.to,
                 by: by.to_owned(),

@@ -140,6 +140,8 @@ pub struct Ticket {
     pub blocked_reason: String,
     /// A question to settle before it starts.
     pub unknown: String,
+    /// The v6 story key `bmad migrate method` moved it from (`2-1-cart`), if any.
+    pub v6_key: String,
     raw_after: Vec<After>,
     /// Prerequisites, as ticket keys (`<folder>/<id>`), or epic folders (wait for done).
     after: Vec<String>,

@@ -27,7 +27,11 @@ pub fn set_story_status(
                 by: change.by.clone(),
                 at: change.at.clone(),
                 sprint: serde_json::to_value(&change.sprint).unwrap_or_default(),
-                story_file: change.story_file.clone(),
+                // v7: the ticket's plan is the file its status lives in.
+                story_file: change
+                    .story_file
+                    .clone()
+                    .or_else(|| change.plan.as_ref().map(|p| p.file.clone())),
                 stories_json: change.stories_json.clone(),
             });
             session::record(

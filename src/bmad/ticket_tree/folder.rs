@@ -51,6 +51,7 @@ impl TicketTree {
                     blocked_at: String::new(),
                     blocked_reason: String::new(),
                     unknown: text("unknown"),
+                    v6_key: text("v6_key"),
                     raw_after,
                     after: Vec::new(),
                 });
@@ -132,6 +133,7 @@ impl TicketTree {
                 blocked_at: String::new(),
                 blocked_reason: String::new(),
                 unknown: String::new(),
+                v6_key: String::new(),
                 raw_after: Vec::new(),
                 after: Vec::new(),
             });

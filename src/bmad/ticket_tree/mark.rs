@@ -47,6 +47,8 @@ fn title_slug(title: &str) -> String {
 /// What [`TicketTree::mark`] wrote.
 #[derive(Clone, Debug)]
 pub struct Marked {
+    /// The ticket's reference (`1.2`), whatever key named it.
+    pub reference: String,
     /// The plan file.
     pub plan: PathBuf,
     /// Whether it was created.
@@ -143,6 +145,7 @@ impl TicketTree {
         crate::fs::write_atomically(&path, text.as_bytes(), None)
             .map_err(|e| Error::io("could not write", &path, e))?;
         Ok(Marked {
+            reference: self.reference(t),
             plan: path,
             created: t.plan.is_none(),
             from: if t.status.is_empty() {

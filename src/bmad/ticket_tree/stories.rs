@@ -138,7 +138,19 @@ impl TicketTree {
     }
 
     /// The ticket a story key (its reference) names.
+    /// The ticket a story key names: its reference, or the v6 key it was migrated from, so
+    /// a key from before `bmad migrate method` (a journal, a script) still finds it.
     pub fn ticket(&self, reference: &str) -> Option<&Ticket> {
-        self.tickets.iter().find(|t| self.reference(t) == reference)
+        let by_reference = self.tickets.iter().find(|t| self.reference(t) == reference);
+        by_reference.or_else(|| {
+            let mut migrated = self
+                .tickets
+                .iter()
+                .filter(|t| !t.v6_key.is_empty() && t.v6_key == reference);
+            match (migrated.next(), migrated.next()) {
+                (Some(t), None) => Some(t),
+                _ => None,
+            }
+        })
     }
 }

@@ -10,6 +10,7 @@ use crate::bmad::{
     sprint::SprintStatus,
     stories_json,
     story::{self, Story},
+    ticket_tree::{self, TicketTree},
     workflow::{self, template},
     Finding,
 };
@@ -112,6 +113,9 @@ fn load(path: &Path, root: &Path) -> Option<(&'static str, Loaded)> {
                 .map_err(|e| e.to_string()),
         ));
     }
+    if name == ticket_tree::BREAKDOWN {
+        return Some(("ticket tree", load_ticket_tree(path)));
+    }
     if name == stories_json::FILE_NAME {
         return Some((
             "stories.json",
@@ -195,6 +199,32 @@ fn load(path: &Path, root: &Path) -> Option<(&'static str, Loaded)> {
         ));
     }
     None
+}
+
+/// A v7 `tickets.toml`: the tree it heads, read as `stories` reads it, its problems reported
+/// here with the file each concerns. An epic's, inside an initiative, is read with the
+/// initiative (its cross-epic `after` names need the epics' ids), which reports for it.
+fn load_ticket_tree(path: &Path) -> Loaded {
+    let folder = path.parent().ok_or("no folder")?;
+    if folder
+        .parent()
+        .is_some_and(|up| up.join(ticket_tree::BREAKDOWN).is_file())
+    {
+        return Ok(Vec::new());
+    }
+    let tree = TicketTree::load(folder);
+    Ok(tree
+        .problems
+        .iter()
+        .map(|(file, severity, message)| {
+            let file = file.strip_prefix(folder).unwrap_or(file).display();
+            let message = format!("{file}: {message}");
+            match *severity {
+                "error" => Finding::error(&file.to_string(), 0, 0, message),
+                _ => Finding::warning(&file.to_string(), 0, 0, message),
+            }
+        })
+        .collect())
 }
 
 /// Load a workflow file the way `git bmad workflow lint` does, except that a module config
