@@ -9,6 +9,7 @@ mod test_analyze;
 mod test_bmad_releases;
 mod test_checkpoint;
 mod test_contain;
+mod test_corpus;
 mod test_crash;
 mod test_epic;
 mod test_epic_crash;

@@ -364,6 +364,12 @@ fn v4_stories_json_dependencies_order_and_cycles() {
         "{}",
         run.stderr
     );
+    // `next` still answers for the rest of the project, naming the cycle for a human.
+    let next = env
+        .bmad(&repo, &["stories", "next", "--json"])
+        .success()
+        .json();
+    assert!(next["blocked"].to_string().contains("in a cycle"), "{next}");
 }
 
 #[test]

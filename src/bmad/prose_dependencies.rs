@@ -18,6 +18,26 @@ const LABELS: [&str; 5] = [
     "blocked by",
 ];
 
+/// Words that, in the label of a line under a dependency heading, make its stories this
+/// story's dependents, not its dependencies (`- **Blocks:** 1.2`, `Bloquea: …`, `Story 14.3
+/// (next)`), lowercase; such a line is read as no edge at all.
+const DEPENDENTS: [&str; 14] = [
+    "blocks",
+    "unblocks",
+    "enables",
+    "required by",
+    "needed by",
+    "used by",
+    "dependents",
+    "bloquea",
+    "bloqueia",
+    "bloque ",
+    "habilita",
+    "blockiert",
+    "(next)",
+    "next:",
+];
+
 /// Longest range read as every story in it (`2.1–2.40`); a longer one is a typo.
 const LONGEST_RANGE: u32 = 50;
 
@@ -43,7 +63,9 @@ pub(super) fn add_from_body(body: &str, found: &mut Vec<String>) {
                 Collecting::Bullets => !is_bullet(trimmed),
             };
             if !ends {
-                references(trimmed, found);
+                if !names_dependents(trimmed) {
+                    references(trimmed, found);
+                }
                 continue;
             }
             collecting = None;
@@ -75,6 +97,20 @@ enum Collecting {
 
 fn is_bullet(line: &str) -> bool {
     line.starts_with("- ") || line.starts_with("* ") || line.starts_with("+ ")
+}
+
+/// Whether a line under a dependency heading or label names this story's dependents: its
+/// label (what comes before its first `:`), or an annotation, says so.
+fn names_dependents(line: &str) -> bool {
+    let lower = line.to_lowercase();
+    let label = lower.split(':').next().unwrap_or_default();
+    DEPENDENTS.iter().any(|word| {
+        if word.starts_with('(') || word.ends_with(':') {
+            lower.contains(word)
+        } else {
+            label.contains(word)
+        }
+    })
 }
 
 /// The value of a `Dependencies: …` line, however it is bulleted and bolded.
@@ -223,5 +259,28 @@ mod tests {
     fn sections_and_bullets_under_a_label() {
         let body = "## Story\n\nAs a user (see 9.9).\n\n## Dependencies\n\n- Story 1.1 (auth)\n- 1.2\n- react 18.2\n\n## Tasks\n\n- [ ] 7.7 not a dependency\n\n**Depends on:**\n- 3.1\n- 3-2-cart\n\nText 8.8 after.\n```\nDependencies: 6.6\n```\n";
         assert_eq!(in_body(body), ["1.1", "1.2", "3.1", "3-2-cart"]);
+    }
+
+    #[test]
+    fn lines_naming_dependents_are_no_dependencies() {
+        // As real projects write them: the story blocks others, or names the next one.
+        let body = "### Dependencies
+
+- **Bloquea:** TODAS las stories (1.1b, 1.2, 1.3)
+- **Depende de:** Nada (story raiz)
+
+## Notes
+
+**Dependencies:**
+- **Requiere:** Story 1.1a - DONE
+- Blocks: Story 4.1
+
+### Dependencies
+
+- **Story 14.1** (done): Package structure
+- **Story 14.3** (next): Routing configuration uses workspace context
+- Enables 9.9
+";
+        assert_eq!(in_body(body), ["1.1a", "14.1"]);
     }
 }

@@ -137,8 +137,12 @@ pub struct Next {
 /// Blocked, unknown and cancelled stories are never recommended. Also returns why each
 /// waiting story waits.
 pub fn next(items: &[Item]) -> Result<(Option<Next>, Vec<String>)> {
-    // A cycle is an error here too: `next` must not pick a story that can never start.
-    order(items)?;
+    // A story in a cycle waits for a dependency that is not met, so it is never picked; the
+    // cycle is named for a human, and the rest of the project goes on.
+    let cycle = match order(items) {
+        Err(Error::Cycle { cycle }) => Some(cycle),
+        _ => None,
+    };
     let done: HashMap<&str, bool> = items.iter().map(|i| (i.key.as_str(), i.met)).collect();
     let mut blocked = Vec::new();
     let mut best: Option<(u8, usize)> = None;
@@ -171,6 +175,17 @@ pub fn next(items: &[Item]) -> Result<(Option<Next>, Vec<String>)> {
         }
         if best.is_none_or(|b| (priority, i) < b) {
             best = Some((priority, i));
+        }
+    }
+    if let Some(cycle) = cycle {
+        let open = cycle
+            .iter()
+            .any(|k| items.iter().any(|i| &i.key == k && !i.met));
+        if open {
+            blocked.push(format!(
+                "stories depend on each other in a cycle: {}; a human decides which comes first",
+                cycle.join(" → ")
+            ));
         }
     }
     let next = best.map(|(_, i)| {
@@ -282,6 +297,32 @@ mod tests {
         assert!(none.is_none(), "blocked and cancelled wait for a human");
         let (none, _) = super::next(&[item("a", "done", &[])]).unwrap();
         assert!(none.is_none());
+    }
+
+    #[test]
+    fn a_cycle_holds_its_stories_and_not_the_project() {
+        let items = vec![
+            item("1-1", "backlog", &["1-2"]),
+            item("1-2", "backlog", &["1-1"]),
+            item("1-3", "ready-for-dev", &[]),
+        ];
+        let (next, blocked) = next(&items).unwrap();
+        assert_eq!(next.unwrap().key, "1-3");
+        assert!(
+            blocked
+                .iter()
+                .any(|b| b.contains("cycle") && b.contains("1-1")),
+            "{blocked:?}"
+        );
+        // A cycle among done stories holds nothing and is not worth a word.
+        let done = vec![
+            item("2-1", "done", &["2-2"]),
+            item("2-2", "done", &["2-1"]),
+            item("2-3", "backlog", &["2-1"]),
+        ];
+        let (next, blocked) = super::next(&done).unwrap();
+        assert_eq!(next.unwrap().key, "2-3");
+        assert!(blocked.is_empty(), "{blocked:?}");
     }
 
     #[test]

@@ -214,6 +214,15 @@ impl Lifecycle {
         }
     }
 
+    /// Whether BMAD's sprint tools read `raw`, as written in a sprint status, as one of their
+    /// words (v6.12's `sprint_plan.py` also maps v6's `drafted` and `contexted`); to them any
+    /// other spelling (`in progress`, `Review`) is illegal, and a regeneration resets it.
+    pub fn reads_word(self, raw: &str) -> bool {
+        let word = raw.trim().trim_matches(['"', '\'']);
+        self.sprint_words().iter().any(|s| s.as_str() == word)
+            || self == Lifecycle::Story && matches!(word, "drafted" | "contexted")
+    }
+
     /// Refuse a word BMAD's sprint tools do not know in this lifecycle
     /// ([`Self::sprint_words`]).
     pub fn sprint_word(self, to: &Status) -> Result<(), String> {

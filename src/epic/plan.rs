@@ -175,11 +175,16 @@ pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan
         .map(|s| Item {
             key: s.key.clone(),
             status: s.status.clone(),
-            // Dependencies outside the epic are checked below, not ordered.
+            // Dependencies outside the epic are checked below, not ordered; nor are those
+            // already met, so a cycle among finished stories holds nothing.
             depends_on: s
                 .depends_on
                 .iter()
-                .filter(|d| members.iter().any(|m| &m.key == *d))
+                .filter(|d| {
+                    members
+                        .iter()
+                        .any(|m| &m.key == *d && !m.meets_dependents())
+                })
                 .cloned()
                 .collect(),
             met: s.meets_dependents(),
