@@ -10,7 +10,7 @@
 # the sprint status and the stories (_bmad-output/implementation-artifacts, docs/stories,
 # docs/sprint-artifacts, ...); BMAD's module config. The sprint status and the config come
 # first; a file over 64 KiB is left out (listed in SOURCE), and a project stops taking files
-# at 600 KiB.
+# at 320 KiB.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 mirrors=$1
@@ -26,7 +26,7 @@ for name in "$@"; do
   listing=$(git --git-dir="$git_dir" ls-tree -r -l HEAD)
   dirs=$(awk '{print $5}' <<<"$listing" | grep -E '(^|/)sprint-status\.ya?ml$' | xargs -r -n1 dirname | sort -u || true)
   extra='^(_bmad|bmad|\.bmad)/bmm/config\.yaml$|^\.bmad-core/core-config\.yaml$|(^|/)docs/stories/|(^|/)stories\.json$'
-  budget=$((600 * 1024))
+  budget=$((320 * 1024))
   skipped=()
   while read -r _ _ _ size path; do
     case "$path" in *.md|*.yaml|*.yml|*.json) ;; *) continue ;; esac
