@@ -44,12 +44,18 @@ fn rows(env: &TestEnv, repo: &Path) -> Vec<(String, String, String, Vec<String>)
         .collect()
 }
 
-fn next_key(env: &TestEnv, repo: &Path) -> String {
-    let next = env
-        .bmad(repo, &["stories", "next", "--json"])
+/// `stories next --json`.
+fn next_json(env: &TestEnv, repo: &Path) -> serde_json::Value {
+    env.bmad(repo, &["stories", "next", "--json"])
         .success()
-        .json();
-    next["next"]["key"].as_str().unwrap_or_default().to_owned()
+        .json()
+}
+
+fn next_key(env: &TestEnv, repo: &Path) -> String {
+    next_json(env, repo)["next"]["key"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 #[test]
@@ -91,10 +97,7 @@ fn a_v7_ticket_tree_is_listed_and_recommended_by_tickets_py_rules() {
     assert_eq!(list[2]["file"], serde_json::Value::Null);
     assert_eq!(list[4]["epic"], 2);
     // In progress first; its prerequisite is built (in review), which v7 counts as met.
-    let next = env
-        .bmad(&repo, &["stories", "next", "--json"])
-        .success()
-        .json();
+    let next = next_json(&env, &repo);
     assert_eq!(next["next"]["key"], "1.2");
     assert!(
         next["next"]["reason"]
@@ -132,10 +135,7 @@ fn a_v7_ticket_tree_is_listed_and_recommended_by_tickets_py_rules() {
     // 1.2 goes to review: 2.1 and 1.4 may start, as `tickets.py next` says.
     env.bmad(&repo, &["stories", "set", "1.2", "review"])
         .success();
-    let next = env
-        .bmad(&repo, &["stories", "next", "--json"])
-        .success()
-        .json();
+    let next = next_json(&env, &repo);
     let waiting = next["blocked"].to_string();
     assert!(!waiting.contains("waits for 1.2"), "{waiting}");
 }
@@ -260,10 +260,7 @@ fn a_v7_tree_with_bad_parts_still_loads_and_says_what_is_wrong() {
         &format!("{PRICING}/story-price-rules-engine-plan.md")
     )
     .contains("status: built"));
-    let next = env
-        .bmad(&repo, &["stories", "next", "--json"])
-        .success()
-        .json();
+    let next = next_json(&env, &repo);
     assert!(
         next["blocked"]
             .to_string()
@@ -284,10 +281,7 @@ fn an_epic_gate_holds_its_tickets_until_a_person_closes_the_epic() {
     write(&repo, &epic_file, &gated);
     let rows = rows(&env, &repo);
     assert_eq!(rows[4].1, "blocked", "{rows:?}");
-    let next = env
-        .bmad(&repo, &["stories", "next", "--json"])
-        .success()
-        .json();
+    let next = next_json(&env, &repo);
     assert!(
         next["blocked"]
             .to_string()
