@@ -155,3 +155,74 @@ fn a_v7_build_that_never_reaches_built_is_not_done() {
     );
     assert!(!text.contains("status: done"), "{text}");
 }
+
+#[test]
+fn a_cycle_among_finished_tickets_holds_nothing_in_the_plan() {
+    let env = TestEnv::new();
+    let repo = project(&env);
+    // Two done tickets that name each other (people write such `after`s after the fact).
+    let toml = format!("{PRICING}/tickets.toml");
+    let text = read(&repo, &toml).replacen("after = []", "after = [2]", 1);
+    std::fs::write(repo.join(&toml), text).unwrap();
+    // The pulled leaf file's `after` is the ticket's.
+    let leaf = format!("{PRICING}/story-price-rules-engine.md");
+    let text = read(&repo, &leaf).replacen("after: []", "after: [2]", 1);
+    std::fs::write(repo.join(&leaf), text).unwrap();
+    for plan in [
+        "story-price-rules-engine-plan.md",
+        "story-apply-and-refuse-discount-codes-plan.md",
+    ] {
+        let path = repo.join(PRICING).join(plan);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let done = text.replacen("status: built", "status: done", 1).replacen(
+            "status: in-progress",
+            "status: done",
+            1,
+        );
+        std::fs::write(&path, done).unwrap();
+    }
+    let plan = env
+        .bmad(&repo, &["epic", "plan", "1", "--json"])
+        .success()
+        .json();
+    let action = |key: &str| {
+        let s = plan["plan"]["stories"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["key"] == key)
+            .unwrap();
+        s["action"].as_str().unwrap().to_owned()
+    };
+    assert_eq!(
+        (action("1.1"), action("1.2"), action("1.4")),
+        ("done".into(), "done".into(), "run".into()),
+        "{plan:#}"
+    );
+}
+
+#[test]
+fn an_agent_that_marks_its_own_ticket_done_is_not_believed() {
+    let env = TestEnv::new();
+    let repo = project(&env);
+    env.executable("claude", FAKE_CLAUDE);
+    // It builds, then writes the word only a person or the orchestrator may write.
+    let claims = build_auto("none").replace(
+        "sed -i 's/^status: .*/status: built/'",
+        "sed -i 's/^status: .*/status: done/'",
+    );
+    agent_behaviour(&env, "build", &claims);
+    agent_behaviour(&env, "review-1", "result 'Outcome: Approve'\n");
+    env.bmad(&repo, &["epic", "run", "1", "--stories", "1.1"])
+        .code(5);
+    let s = epic_status(&env, &repo);
+    let failed = story(&s, "1.1");
+    assert_eq!(failed["stage"], "failed", "{s:#}");
+    assert!(
+        failed["state"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("only a person or git-bmad"),
+        "{s:#}"
+    );
+}

@@ -288,6 +288,16 @@ fn an_epic_gate_holds_its_tickets_until_a_person_closes_the_epic() {
             .contains("2.1 is blocked: waits for epic-pricing-rules to be done"),
         "{next}"
     );
+    // A ticket already started is not held back by the gate, as `tickets.py next` has it
+    // in progress.
+    let started = format!("{CART}/story-cart-service-scaffold-plan.md");
+    write(
+        &repo,
+        &started,
+        "---\nticket: 1\nstatus: in-progress\n---\n",
+    );
+    assert_eq!(self::rows(&env, &repo)[4].1, "in-progress");
+    std::fs::remove_file(repo.join(&started)).unwrap();
     let pricing = format!("{PRICING}/epic-pricing-rules.md");
     write(
         &repo,

@@ -19,15 +19,6 @@ use super::ticket_tree::{self, TicketTree};
 pub use super::view::{Problem, StoryView};
 use super::{Error, Result};
 
-/// A story of the sprint status whose word only git-bmad reads as work to do (`in progress`,
-/// `Ready`): BMAD's sprint tools call it illegal and would reset it, so it is left to a
-/// person rather than recommended on a guess.
-fn unread_by_bmad(s: &StoryView) -> bool {
-    s.sprint_line.is_some()
-        && s.status.priority().is_some()
-        && !super::status::Lifecycle::Story.reads_word(&s.raw_status)
-}
-
 /// Everything loaded.
 #[derive(Debug)]
 pub struct Project {
@@ -365,7 +356,7 @@ impl Project {
                 } else if s.is_blocked() {
                     // The sprint status may still say in-progress; the spec says it halted.
                     Status::Blocked
-                } else if unread_by_bmad(s) {
+                } else if s.word_unread_by_bmad() {
                     Status::Other(s.raw_status.clone())
                 } else {
                     s.status.clone()
@@ -387,7 +378,7 @@ impl Project {
                     "{} is not a BMAD story key (N-M-slug); BMAD skips it too",
                     s.key
                 ));
-            } else if unread_by_bmad(s) {
+            } else if s.word_unread_by_bmad() {
                 waiting.push(format!(
                     "{} has status `{}`, no word BMAD's sprint tools know (they would reset it); `git bmad stories set {} <status>` writes one",
                     s.key, s.raw_status, s.key

@@ -52,6 +52,15 @@ impl StoryView {
         self.status == Status::Done || self.v7_ticket && self.status == Status::Review
     }
 
+    /// Whether its sprint-status word is one only git-bmad reads as work to do (`in
+    /// progress`, `Ready`): BMAD's sprint tools call it illegal and would reset it, so the
+    /// story is left to a person rather than recommended on a guess.
+    pub fn word_unread_by_bmad(&self) -> bool {
+        self.sprint_line.is_some()
+            && self.status.priority().is_some()
+            && !super::status::Lifecycle::Story.reads_word(&self.raw_status)
+    }
+
     /// Why it is blocked, as a person reads it.
     pub fn why_blocked(&self) -> Option<String> {
         let condition = self.blocking_condition.as_deref()?;

@@ -175,15 +175,16 @@ pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan
         .map(|s| Item {
             key: s.key.clone(),
             status: s.status.clone(),
-            // Dependencies outside the epic are checked below, not ordered; nor are those
-            // already met, so a cycle among finished stories holds nothing.
+            // Dependencies outside the epic are checked below, not ordered; nor are done
+            // ones, so a cycle among finished stories holds nothing. One in review still
+            // orders: its branch is what a dependent stacks on.
             depends_on: s
                 .depends_on
                 .iter()
                 .filter(|d| {
                     members
                         .iter()
-                        .any(|m| &m.key == *d && !m.meets_dependents())
+                        .any(|m| &m.key == *d && m.status != Status::Done)
                 })
                 .cloned()
                 .collect(),

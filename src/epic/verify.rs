@@ -40,9 +40,17 @@ pub fn story(root: &Path, key: &str, era: Era, baseline: &str) -> Result<Verdict
         ));
     }
     let file_status = view.file_status.clone().unwrap_or(view.status.clone());
+    // A ticket the run started was not done: no BMAD skill writes `done`, only a person or
+    // the orchestrator, after its own verification. An agent that wrote it claims what it
+    // may not.
+    if era == Era::V7 && view.raw_status == "done" {
+        return Ok(Verdict::Bad(format!(
+            "an agent marked ticket {key} done, which only a person or git-bmad (after verifying it) writes; a build ends at built"
+        )));
+    }
     let finished = match era {
         // bmad-build-auto ends a ticket at `built` in its plan; `done` is the orchestrator's.
-        Era::V7 => matches!(view.raw_status.as_str(), "built" | "done"),
+        Era::V7 => view.raw_status == "built",
         // bmad-build-auto ends a finished story at `done` in the spec's frontmatter.
         Era::V611 => file_status == Status::Done,
         // dev-story ends at `review`; code-review moves it to `done`.

@@ -26,8 +26,9 @@ impl TicketTree {
     }
 
     /// The tickets as stories: key = reference, status from the plan, prerequisites as
-    /// references. A ticket held by what only a person can settle (blocked, an open question,
-    /// an epic it waits for that is not done) is blocked, with why.
+    /// references. A ticket held by what only a person can settle is blocked, with why: its
+    /// plan says blocked; or, before it starts (as `tickets.py next` holds it), an epic it
+    /// waits for is not done, or an open question stands.
     pub fn views(&self, shown: &dyn Fn(&Path) -> String) -> Vec<StoryView> {
         let reference: HashMap<String, String> = self
             .tickets
@@ -55,8 +56,7 @@ impl TicketTree {
                         "" => "its plan says blocked, with no reason".to_owned(),
                         why => why.to_owned(),
                     })
-                } else if !waiting_epics.is_empty() && t.state() != "done" && t.state() != "dropped"
-                {
+                } else if !waiting_epics.is_empty() && matches!(t.state(), "planned" | "backlog") {
                     let names: Vec<&str> = waiting_epics.iter().map(|s| s.as_str()).collect();
                     Some(format!(
                         "waits for {} to be done (a person closes an epic)",
