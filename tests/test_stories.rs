@@ -998,3 +998,59 @@ fn a_key_outside_the_grammar_finds_its_file_by_name() {
     );
     assert_eq!(td["file_status"], "in-progress", "{td:#}");
 }
+
+#[test]
+fn a_v4_project_lists_the_sms_stories_not_its_notes_or_its_archive() {
+    let env = TestEnv::new();
+    let repo = env.repo("v4-notes");
+    write(
+        &repo,
+        ".bmad-core/core-config.yaml",
+        "devStoryLocation: docs/stories\n",
+    );
+    let story = |n: &str, title: &str, status: &str| {
+        format!("# Story {n}: {title}\n\n## Status\n\n{status}\n\n## Story\n\n**As a** user, **I want** {title}.\n\n## Acceptance Criteria\n\n1. It works.\n")
+    };
+    write(
+        &repo,
+        "docs/stories/7.4.story.md",
+        &story("7.4", "Timesheets", "Done"),
+    );
+    write(
+        &repo,
+        "docs/stories/7.5.story.md",
+        &story("7.5", "Leave Management Integration", "InProgress"),
+    );
+    // Notes kept beside the stories under a story's number, as real projects keep them.
+    write(
+        &repo,
+        "docs/stories/7.5.AUTH_FIX.md",
+        "# Story 7.5 - Authentication Fix for Leave Balances Endpoint\n\n**Status:** ✅ FIXED\n\n## Problem\n\nThe endpoint returned 401.\n",
+    );
+    write(
+        &repo,
+        "docs/stories/7.5.TASK_7_PROGRESS.md",
+        "# Task 7: Frontend Implementation Progress\n\n## ✅ TASK 7 COMPLETE - All Components Delivered (9/9)\n",
+    );
+    // Old copies of stories, under the same numbers.
+    write(
+        &repo,
+        "docs/stories/archive/7.4.story.md",
+        &story("7.4", "An older seven-four", "Review"),
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "v4 stories"]);
+    let list = env
+        .bmad(&repo, &["stories", "list", "--json"])
+        .success()
+        .json();
+    assert_eq!(
+        keys_and_statuses(&list),
+        [("7.4", "done"), ("7.5", "in-progress")]
+    );
+    let next = env
+        .bmad(&repo, &["stories", "next", "--json"])
+        .success()
+        .json();
+    assert_eq!(next["next"]["key"], "7.5");
+}

@@ -135,6 +135,8 @@ impl Project {
         let mut paths = Vec::new();
         collect_markdown(dir, 0, &mut paths).map_err(|e| Error::io("could not list", dir, e))?;
         paths.sort_by_key(|p| natural_key(p));
+        // v4 (no sprint status, BMAD's `.bmad-core`): a story is a file of the SM's template.
+        let v4 = self.sprint.is_none() && self.layout.root.join(".bmad-core").is_dir();
         let sprint_keys: std::collections::HashSet<&str> = self
             .sprint
             .as_ref()
@@ -146,6 +148,9 @@ impl Project {
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
             let story = Story::load(&path)?;
+            if v4 && !story_match::follows_v4_template(&story.text) {
+                continue;
+            }
             let titled = story.title.is_some() && story.status.is_some();
             // BMAD ties a key to `{key}.md` (or `spec-<key>.md`), whatever the key looks like.
             let named = sprint_keys.contains(story::stem_key(&name))
@@ -547,9 +552,11 @@ fn collect_markdown(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> std::io
         let Ok(kind) = entry.file_type() else {
             continue;
         };
-        let hidden = entry.file_name().to_string_lossy().starts_with('.');
+        let name = entry.file_name().to_string_lossy().to_lowercase();
+        // An archive holds what BMAD no longer reads: old copies of stories under their keys.
+        let skipped = name.starts_with('.') || name.starts_with("archive") || name == "_archive";
         if kind.is_dir() {
-            if depth < 3 && !hidden && !path.join(spec_folder::STORIES_FILE).is_file() {
+            if depth < 3 && !skipped && !path.join(spec_folder::STORIES_FILE).is_file() {
                 // A sub-folder that cannot be read is skipped, not fatal.
                 let _ = collect_markdown(&path, depth + 1, out);
             }

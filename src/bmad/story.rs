@@ -100,7 +100,7 @@ pub struct Story {
     /// Problems that did not stop reading (malformed frontmatter, no status).
     pub findings: Vec<Finding>,
     #[serde(skip)]
-    text: String,
+    pub(super) text: String,
     #[serde(skip)]
     status_range: Option<Range<usize>>,
     #[serde(skip)]

@@ -25,6 +25,26 @@ pub fn is_story_name(name: &str) -> bool {
     .is_match(name)
 }
 
+/// Whether a file of a v4 project's stories folder follows BMAD's v4 story template, as every
+/// story its Scrum Master drafts does: a `## Story` or `## Acceptance Criteria` section.
+/// Notes kept beside the stories under a story's number (`7.5.AUTH_FIX.md`, a deployment
+/// summary, a progress report) have neither, and are no stories.
+pub fn follows_v4_template(text: &str) -> bool {
+    text.lines().any(|line| {
+        let Some(heading) = line
+            .strip_prefix("## ")
+            .or_else(|| line.strip_prefix("### "))
+        else {
+            return false;
+        };
+        let heading = heading.trim().trim_end_matches(':').to_lowercase();
+        matches!(
+            heading.as_str(),
+            "story" | "user story" | "acceptance criteria"
+        )
+    })
+}
+
 /// The key a story file's name gives: the stem without v6.11's `spec-` prefix and v4's
 /// `.story` suffix (`1.1.story.md`).
 pub fn stem_key(name: &str) -> &str {
@@ -160,6 +180,20 @@ pub(super) fn resolve_dependencies(stories: &mut [StoryView]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_v4_story_follows_the_sms_template_and_a_note_does_not() {
+        assert!(follows_v4_template(
+            "# Story 1.1: Setup\n\n## Status\n\nDone\n\n## Story\n\nAs a user\n"
+        ));
+        assert!(follows_v4_template(
+            "## Status\nDraft\n### Acceptance Criteria:\n1. x\n"
+        ));
+        assert!(!follows_v4_template(
+            "# Story 7.5 - Auth Fix\n\n**Status:** FIXED\n\n## Problem\n"
+        ));
+        assert!(!follows_v4_template("# Task 7\n## Story points\n"));
+    }
 
     #[test]
     fn slugs() {
