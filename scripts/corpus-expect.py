@@ -10,7 +10,12 @@ library) and v6.12's sprint_plan.py. Prints one JSON object:
                  order, its status normalised as sprint_plan.py normalises (drafted ->
                  ready-for-dev, contexted -> in-progress);
   other_keys     keys outside BMAD's grammar (neither epic, retrospective nor story);
-  recommendation sprint_plan.py status's story_key, when it reads the file.
+  recommendation sprint_plan.py status's story_key, when it reads the file;
+  v4_stories     for a v4 project (`.bmad-core/core-config.yaml`, no sprint status): the
+                 files of its devStoryLocation that BMAD v4's Scrum Master writes (named
+                 `{epic}.{story}…`, or `story-{epic}.{story}…` as some projects name them, with the story template's `## Story` or `## Acceptance
+                 Criteria` section; the folder itself, as v4's tasks read it), each with the
+                 first line of its `## Status` section.
 """
 
 import json
@@ -76,11 +81,42 @@ def entries_by_lines(text: str):
     return out
 
 
+def v4_stories(root: Path):
+    config = root / ".bmad-core" / "core-config.yaml"
+    if not config.is_file():
+        return None
+    location = "docs/stories"
+    for line in config.read_text(encoding="utf-8", errors="replace").splitlines():
+        m = re.match(r"^devStoryLocation:\s*['\"]?([^'\"#]+)", line)
+        if m:
+            location = m.group(1).strip()
+    folder = root / location
+    out = []
+    for path in sorted(folder.glob("*.md")) if folder.is_dir() else []:
+        # The SM names a story {epic}.{story}…; some projects prefix `story-`.
+        if not re.match(r"^(story-)?\d+\.\d+", path.name, re.I):
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if not re.search(r"^#{2,3} (story|user story|acceptance criteria):?\s*$", text, re.M | re.I):
+            continue
+        status, after = "", False
+        for line in text.splitlines():
+            if after and line.strip():
+                if not line.startswith("#"):
+                    status = line.strip()
+                break
+            if re.match(r"^#{2,3} status\s*$", line, re.I):
+                after = True
+        out.append([str(path.relative_to(root)), status])
+    return out
+
+
 def main():
     root = Path(sys.argv[1])
     path = sprint_file(root)
     result = {"sprint_file": None, "read_by": None, "stories": [], "other_keys": [], "recommendation": None}
     if path is None:
+        result["v4_stories"] = v4_stories(root)
         print(json.dumps(result, indent=1, ensure_ascii=False))
         return
     text = path.read_text(encoding="utf-8-sig", errors="replace")

@@ -73,6 +73,11 @@ fn check_project(env: &TestEnv, dir: &Path, tally: &mut Tally) {
         cmd.args(args);
         cmd.output().expect("git-bmad")
     };
+    // A v4 project: the Scrum Master's story files, each with its Status as written.
+    if let Some(v4) = expect["v4_stories"].as_array() {
+        check_v4(&name, v4, &run(&["stories", "list", "--json"]), tally);
+        return;
+    }
     // No sprint status where BMAD's workflows look (one archived, or a module's own): git-bmad
     // says so and where it looked, as BMAD's sprint tools would find none.
     if expect["sprint_file"].is_null() {
@@ -149,6 +154,43 @@ fn check_project(env: &TestEnv, dir: &Path, tally: &mut Tally) {
             format!(
                 "BMAD recommends {bmad}, git-bmad {recommended:?} without saying why not {bmad}"
             )
+        });
+    }
+}
+
+/// A v4 project's stories: exactly the files BMAD's v4 rules name, each with the status its
+/// `## Status` section writes (membership only, where a file has no such section).
+fn check_v4(name: &str, expected: &[Value], list: &std::process::Output, tally: &mut Tally) {
+    tally.check(name, list.status.code() == Some(0), || {
+        format!("stories list exits {:?}", list.status.code())
+    });
+    let stories: Vec<Value> = serde_json::from_slice::<Value>(&list.stdout)
+        .ok()
+        .and_then(|v| v.as_array().cloned())
+        .unwrap_or_default();
+    let listed: Vec<&str> = stories.iter().filter_map(|s| s["file"].as_str()).collect();
+    for pair in expected {
+        let (file, status) = (pair[0].as_str().unwrap(), pair[1].as_str().unwrap());
+        let found = stories.iter().find(|s| s["file"] == file);
+        tally.check(name, found.is_some(), || {
+            format!("{file} is a story, not listed")
+        });
+        // Markdown emphasis (`**Done**`) is how it is shown, not what it says.
+        let plain = |text: &str| text.replace('*', "").trim().to_owned();
+        if let (Some(story), false) = (found, status.is_empty()) {
+            let read = story["raw_status"].as_str().unwrap_or_default();
+            tally.check(name, plain(read) == plain(status), || {
+                format!(
+                    "{file}: its Status says {status:?}, git-bmad read {}",
+                    story["raw_status"]
+                )
+            });
+        }
+    }
+    for file in listed {
+        let expected_file = expected.iter().any(|p| p[0] == file);
+        tally.check(name, expected_file, || {
+            format!("{file} is listed, but is no story of BMAD's v4 rules")
         });
     }
 }

@@ -132,11 +132,11 @@ impl Project {
     /// Read the story files under `dir`, sub-folders included (`epic3/stories/3-1-x.md`),
     /// but not spec folders, which are read from their `stories.yaml`.
     fn read_dir(&mut self, dir: &Path) -> Result<()> {
-        let mut paths = Vec::new();
-        collect_markdown(dir, 0, &mut paths).map_err(|e| Error::io("could not list", dir, e))?;
-        paths.sort_by_key(|p| natural_key(p));
-        // v4 (no sprint status, BMAD's `.bmad-core`): a story is a file of the SM's template.
+        // v4 (no sprint status, BMAD's `.bmad-core`): a story is a file of the SM's template,
+        // in the stories folder itself, as v4's tasks read it (not its `backlog/`).
         let v4 = self.sprint.is_none() && self.layout.root.join(".bmad-core").is_dir();
+        let paths =
+            story_match::story_files(dir, !v4).map_err(|e| Error::io("could not list", dir, e))?;
         let sprint_keys: std::collections::HashSet<&str> = self
             .sprint
             .as_ref()
@@ -541,60 +541,4 @@ fn stem_of(path: &Path) -> String {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     story::stem_key(&name).to_owned()
-}
-
-/// The Markdown files under `dir`, three folders deep at most, skipping hidden folders and
-/// spec folders (a `stories.yaml` next to them).
-fn collect_markdown(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let Ok(entry) = entry else { continue };
-        let path = entry.path();
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        let name = entry.file_name().to_string_lossy().to_lowercase();
-        // An archive holds what BMAD no longer reads: old copies of stories under their keys.
-        let skipped = name.starts_with('.') || name.starts_with("archive") || name == "_archive";
-        if kind.is_dir() {
-            if depth < 3 && !skipped && !path.join(spec_folder::STORIES_FILE).is_file() {
-                // A sub-folder that cannot be read is skipped, not fatal.
-                let _ = collect_markdown(&path, depth + 1, out);
-            }
-        } else if path.extension().is_some_and(|e| e == "md") && path.is_file() {
-            out.push(path);
-        }
-    }
-    Ok(())
-}
-
-/// `1-10-x` after `1-9-x`: digit runs compare as numbers.
-fn natural_key(path: &Path) -> Vec<(u64, String)> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut out = Vec::new();
-    let mut digits = String::new();
-    let mut text = String::new();
-    for c in name.chars() {
-        if c.is_ascii_digit() {
-            if !text.is_empty() {
-                out.push((u64::MAX, std::mem::take(&mut text)));
-            }
-            digits.push(c);
-        } else {
-            if !digits.is_empty() {
-                out.push((digits.parse().unwrap_or(u64::MAX), String::new()));
-                digits.clear();
-            }
-            text.push(c);
-        }
-    }
-    if !digits.is_empty() {
-        out.push((digits.parse().unwrap_or(u64::MAX), String::new()));
-    }
-    if !text.is_empty() {
-        out.push((u64::MAX, text));
-    }
-    out
 }
