@@ -31,6 +31,7 @@ pub mod status_change;
 mod status_field;
 pub mod stories_json;
 pub mod story;
+mod story_files;
 mod story_match;
 pub mod ticket_tree;
 mod view;

@@ -135,8 +135,8 @@ impl Project {
         // v4 (no sprint status, BMAD's `.bmad-core`): a story is a file of the SM's template,
         // in the stories folder itself, as v4's tasks read it (not its `backlog/`).
         let v4 = self.sprint.is_none() && self.layout.root.join(".bmad-core").is_dir();
-        let paths =
-            story_match::story_files(dir, !v4).map_err(|e| Error::io("could not list", dir, e))?;
+        let paths = super::story_files::story_files(dir, !v4)
+            .map_err(|e| Error::io("could not list", dir, e))?;
         let sprint_keys: std::collections::HashSet<&str> = self
             .sprint
             .as_ref()

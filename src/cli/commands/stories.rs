@@ -18,7 +18,9 @@ use crate::epic;
 ///
 /// Finds the BMAD install (_bmad/, bmad/ or an older .bmad/), its bmm/config.yaml, the
 /// sprint-status.yaml and the stories folder, with the fallbacks of older layouts
-/// (docs/sprint-status.yaml, docs/stories/, docs/sprint-artifacts/).
+/// (docs/sprint-status.yaml, docs/stories/, docs/sprint-artifacts/). A BMAD v7 project is
+/// read from its ticket tree ({output_folder}/{active_initiative}: tickets.toml, leaf and
+/// plan files), its stories keyed by ticket reference (1.2).
 #[derive(Debug, Args)]
 pub struct StoriesArgs {
     /// The stories folder (default: found from the BMAD config and sprint status)
@@ -35,18 +37,18 @@ pub enum StoriesAction {
     /// Every story: key, title, status (normalised), file, epic
     List,
     /// The story to work on next, and why: BMAD's rule (in progress, review, ready-for-dev,
-    /// backlog; lowest epic and story number first), dependencies done; when every story
-    /// is done, the open optional retrospective
+    /// backlog; lowest epic and story number first), dependencies done (v7: done or in
+    /// review); when every story is done, the open optional retrospective
     Next,
     /// Stories in dependency order; a cycle is an error that names it
     Order,
     /// Drift between story files and sprint status, missing files, bad keys; exit 1 if any error
     Check,
-    /// Set a story's status in sprint-status.yaml and its story file, signed; legal
-    /// transitions only (backlog → ready-for-dev → in-progress → review → done, and
-    /// review → in-progress) unless --force
+    /// Set a story's status in sprint-status.yaml and its story file, signed (v7: in the
+    /// ticket's plan, as tickets.py mark writes it); legal transitions only (backlog →
+    /// ready-for-dev → in-progress → review → done, and review → in-progress) unless --force
     Set {
-        /// The story (or epic) key, e.g. 1-2-account-management
+        /// The story (or epic) key, e.g. 1-2-account-management (v7: a ticket's 1.2)
         key: String,
         /// The new status (v6 words; alpha and v4 words are accepted)
         status: String,
