@@ -122,30 +122,31 @@ fn a_v7_epic_is_built_to_built_and_marked_done_only_after_git_bmads_verification
     .contains("status: built"));
 }
 
+/// Ticket 1.1 run alone by a bmad-build-auto that ends its plan at `word` instead of
+/// `built`: the run fails it (exit 5); why.
+fn a_build_ending_at(env: &TestEnv, repo: &Path, word: &str) -> String {
+    env.executable("claude", FAKE_CLAUDE);
+    let script = build_auto("none").replace(
+        "sed -i 's/^status: .*/status: built/'",
+        &format!("sed -i 's/^status: .*/status: {word}/'"),
+    );
+    agent_behaviour(env, "build", &script);
+    agent_behaviour(env, "review-1", "result 'Outcome: Approve'\n");
+    env.bmad(repo, &["epic", "run", "1", "--stories", "1.1"])
+        .code(5);
+    let s = epic_status(env, repo);
+    let failed = story(&s, "1.1");
+    assert_eq!(failed["stage"], "failed", "{s:#}");
+    failed["state"]["reason"].as_str().unwrap().to_owned()
+}
+
 #[test]
 fn a_v7_build_that_never_reaches_built_is_not_done() {
     let env = TestEnv::new();
     let repo = project(&env);
-    env.executable("claude", FAKE_CLAUDE);
     // An agent that writes code and says it finished, but leaves the plan in progress.
-    let lying = build_auto("none").replace(
-        "sed -i 's/^status: .*/status: built/'",
-        "sed -i 's/^status: .*/status: in-progress/'",
-    );
-    agent_behaviour(&env, "build", &lying);
-    agent_behaviour(&env, "review-1", "result 'Outcome: Approve'\n");
-    env.bmad(&repo, &["epic", "run", "1", "--stories", "1.1"])
-        .code(5);
-    let s = epic_status(&env, &repo);
-    let failed = story(&s, "1.1");
-    assert_eq!(failed["stage"], "failed", "{s:#}");
-    assert!(
-        failed["state"]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("says in-progress"),
-        "{s:#}"
-    );
+    let why = a_build_ending_at(&env, &repo, "in-progress");
+    assert!(why.contains("says in-progress"), "{why}");
     let text = env.git(
         &repo,
         &[
@@ -205,24 +206,7 @@ fn a_cycle_among_finished_tickets_holds_nothing_in_the_plan() {
 fn an_agent_that_marks_its_own_ticket_done_is_not_believed() {
     let env = TestEnv::new();
     let repo = project(&env);
-    env.executable("claude", FAKE_CLAUDE);
     // It builds, then writes the word only a person or the orchestrator may write.
-    let claims = build_auto("none").replace(
-        "sed -i 's/^status: .*/status: built/'",
-        "sed -i 's/^status: .*/status: done/'",
-    );
-    agent_behaviour(&env, "build", &claims);
-    agent_behaviour(&env, "review-1", "result 'Outcome: Approve'\n");
-    env.bmad(&repo, &["epic", "run", "1", "--stories", "1.1"])
-        .code(5);
-    let s = epic_status(&env, &repo);
-    let failed = story(&s, "1.1");
-    assert_eq!(failed["stage"], "failed", "{s:#}");
-    assert!(
-        failed["state"]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("only a person or git-bmad"),
-        "{s:#}"
-    );
+    let why = a_build_ending_at(&env, &repo, "done");
+    assert!(why.contains("only a person or git-bmad"), "{why}");
 }

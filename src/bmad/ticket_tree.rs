@@ -319,6 +319,10 @@ impl TicketTree {
             tree.load_folder(path);
         }
         tree.resolve();
+        // The initiative's own file is read for its epics and for its entries: a fault in it
+        // is one problem.
+        let mut seen = std::collections::HashSet::new();
+        tree.problems.retain(|p| seen.insert(p.clone()));
         tree
     }
 
@@ -450,5 +454,32 @@ fn status_of(word: &str) -> Status {
         "" | "draft" => Status::Backlog,
         "built" => Status::Review,
         other => Status::parse(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fault_in_the_initiatives_own_file_is_one_problem() {
+        let dir = tempfile::tempdir().unwrap();
+        let initiative = dir.path().join("initiative-x");
+        std::fs::create_dir_all(initiative.join("epic-a")).unwrap();
+        std::fs::write(initiative.join(BREAKDOWN), "[[epic]\nid = 1\n").unwrap();
+        std::fs::write(
+            initiative.join("epic-a").join(BREAKDOWN),
+            "[[entry]]\nid = 1\ntype = \"story\"\ntitle = \"A\"\n",
+        )
+        .unwrap();
+        let tree = TicketTree::load(&initiative);
+        let faults: Vec<_> = tree
+            .problems
+            .iter()
+            .filter(|p| p.2.contains("not TOML"))
+            .collect();
+        assert_eq!(faults.len(), 1, "{:?}", tree.problems);
+        // The epic's own tickets still load.
+        assert_eq!(tree.tickets.len(), 1);
     }
 }
