@@ -373,3 +373,39 @@ fn conformance_reads_a_ticket_tree_and_names_what_is_wrong_where() {
         run.stdout
     );
 }
+
+#[test]
+fn a_v6_project_with_epic_folders_and_a_toml_config_is_still_read_as_v6() {
+    let env = TestEnv::new();
+    let repo = env.repo("v6-with-epic-folders");
+    // A BMad config in TOML and stories kept in `epic-1/` folders, with an epic file: no
+    // ticket tree, so no v7.
+    write(
+        &repo,
+        "_bmad/config.toml",
+        "[core]\noutput_folder = \"{project-root}/_bmad-output\"\n",
+    );
+    write(
+        &repo,
+        "_bmad-output/implementation-artifacts/sprint-status.yaml",
+        "development_status:\n  epic-1: in-progress\n  1-1-login: ready-for-dev\n",
+    );
+    write(
+        &repo,
+        "_bmad-output/implementation-artifacts/epic-1/epic-1.md",
+        "# Epic 1: Login\n",
+    );
+    write(
+        &repo,
+        "_bmad-output/implementation-artifacts/epic-1/1-1-login.md",
+        "# Story 1.1: Login\n\nStatus: ready-for-dev\n",
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "v6"]);
+    let list = env
+        .bmad(&repo, &["stories", "list", "--json"])
+        .success()
+        .json();
+    assert_eq!(list[0]["key"], "1-1-login", "{list}");
+    assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
+}

@@ -187,7 +187,8 @@ pub struct TicketTree {
 /// The active initiative's folder, as `tickets.py` finds it: `[core] active_initiative` and
 /// `output_folder` from the BMad config (`_bmad/config.toml`, then `_bmad/custom/config.toml`
 /// and `_bmad/custom/config.user.toml`, later layers winning). With no initiative set, the one
-/// folder under the output folder that holds epics, if there is exactly one.
+/// folder under the output folder that holds a `tickets.toml` (its own, or its epics'), if
+/// there is exactly one.
 pub fn discover(root: &Path) -> Option<PathBuf> {
     let bmad = root.join("_bmad");
     if !bmad.join("config.toml").is_file() {
@@ -226,10 +227,16 @@ pub fn discover(root: &Path) -> Option<PathBuf> {
         let folder = output.join(name);
         return folder.is_dir().then_some(folder);
     }
+    // Only a ticket tree's own file says so: a v6 project may keep `epic-1/` folders of
+    // stories under its output folder too.
     let holding_epics: Vec<PathBuf> = std::fs::read_dir(&output)
         .ok()?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_dir() && !epic_folders(p).is_empty())
+        .filter(|p| {
+            p.is_dir()
+                && (p.join(BREAKDOWN).is_file()
+                    || epic_folders(p).iter().any(|e| e.join(BREAKDOWN).is_file()))
+        })
         .collect();
     match holding_epics.as_slice() {
         [one] => Some(one.clone()),
