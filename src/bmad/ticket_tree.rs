@@ -108,7 +108,7 @@ pub struct Epic {
 }
 
 /// One ticket.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Ticket {
     /// The folder it is in.
     pub folder: String,
@@ -284,9 +284,11 @@ impl TicketTree {
             folder: folder.to_path_buf(),
             ..Default::default()
         };
-        let listed = tree
-            .breakdown(folder)
-            .map(|t| tree.epic_rows(folder, &t))
+        // The initiative's own file lists its epics and may hold entries: read once.
+        let own = tree.breakdown(folder);
+        let listed = own
+            .as_ref()
+            .map(|t| tree.epic_rows(folder, t))
             .unwrap_or_default();
         let mut folders = epic_folders(folder);
         let position = |p: &PathBuf| {
@@ -301,12 +303,7 @@ impl TicketTree {
             let slug = name_of(path);
             let file = read(&path.join(format!("{slug}.md"))).unwrap_or_default();
             let fields = frontmatter::fields(&file);
-            let get = |k: &str| {
-                fields
-                    .iter()
-                    .find(|(key, _)| key == k)
-                    .map(|(_, v)| v.clone())
-            };
+            let get = |k: &str| frontmatter::get(&fields, k);
             let gates = match get("after") {
                 Some(Value::List(items)) => items.iter().map(Value::text).collect(),
                 _ => Vec::new(),
@@ -321,15 +318,12 @@ impl TicketTree {
                 gates,
             });
         }
-        folders.push(folder.to_path_buf());
         for path in &folders {
-            tree.load_folder(path);
+            let table = tree.breakdown(path);
+            tree.load_folder(path, table);
         }
+        tree.load_folder(folder, own);
         tree.resolve();
-        // The initiative's own file is read for its epics and for its entries: a fault in it
-        // is one problem.
-        let mut seen = std::collections::HashSet::new();
-        tree.problems.retain(|p| seen.insert(p.clone()));
         tree
     }
 

@@ -8,13 +8,14 @@ use super::frontmatter::{self, Value};
 use super::{name_of, read, After, Id, Ticket, TicketTree, BREAKDOWN, LEAF_TYPES, STATUSES};
 
 impl TicketTree {
-    /// One folder's tickets: its entries in build order, joined to their leaf files, then
-    /// leaf files no entry lists; plans then set the status of the tickets they name.
-    pub(super) fn load_folder(&mut self, folder: &Path) {
+    /// One folder's tickets (`table`: its `tickets.toml`, parsed): its entries in build
+    /// order, joined to their leaf files, then leaf files no entry lists; plans then set the
+    /// status of the tickets they name.
+    pub(super) fn load_folder(&mut self, folder: &Path, table: Option<toml::Table>) {
         let name = name_of(folder);
         let path = folder.join(BREAKDOWN);
         let first = self.tickets.len();
-        if let Some(table) = self.breakdown(folder) {
+        if let Some(table) = table {
             for row in tables(&table, "entry") {
                 let kind = row.get("type").and_then(|t| t.as_str()).unwrap_or_default();
                 let Some(id) = Id::of_toml(row.get("id")) else {
@@ -40,20 +41,14 @@ impl TicketTree {
                     id: Some(id),
                     kind: kind.to_owned(),
                     title: text("title"),
-                    leaf: None,
-                    plan: None,
-                    extra_plans: Vec::new(),
-                    status: String::new(),
                     hitl: flag("hitl"),
                     risk: text("risk"),
                     plan_checkpoint: flag("plan_checkpoint"),
                     done_checkpoint: flag("done_checkpoint"),
-                    blocked_at: String::new(),
-                    blocked_reason: String::new(),
                     unknown: text("unknown"),
                     v6_key: text("v6_key"),
                     raw_after,
-                    after: Vec::new(),
+                    ..Default::default()
                 });
             }
         }
@@ -66,12 +61,7 @@ impl TicketTree {
         for file in files {
             let Some(text) = read(&file) else { continue };
             let fields = frontmatter::fields(&text);
-            let get = |k: &str| {
-                fields
-                    .iter()
-                    .find(|(key, _)| key == k)
-                    .map(|(_, v)| v.clone())
-            };
+            let get = |k: &str| frontmatter::get(&fields, k).cloned();
             let kind = get("type").map(|t| t.text()).unwrap_or_default();
             if !LEAF_TYPES.contains(&kind.as_str()) {
                 if let Some(ticket) = get("ticket") {
@@ -121,21 +111,7 @@ impl TicketTree {
                 folder: folder.to_owned(),
                 id: id.clone(),
                 kind: kind.clone(),
-                title: String::new(),
-                leaf: None,
-                plan: None,
-                extra_plans: Vec::new(),
-                status: String::new(),
-                hitl: false,
-                risk: String::new(),
-                plan_checkpoint: false,
-                done_checkpoint: false,
-                blocked_at: String::new(),
-                blocked_reason: String::new(),
-                unknown: String::new(),
-                v6_key: String::new(),
-                raw_after: Vec::new(),
-                after: Vec::new(),
+                ..Default::default()
             });
             self.tickets.len() - 1
         });
@@ -169,10 +145,8 @@ impl TicketTree {
         fields: &[(String, Value)],
     ) {
         let get = |k: &str| {
-            fields
-                .iter()
-                .find(|(key, _)| key == k)
-                .map(|(_, v)| v.text())
+            frontmatter::get(fields, k)
+                .map(Value::text)
                 .unwrap_or_default()
         };
         let id = Id::of_frontmatter(Some(ticket));

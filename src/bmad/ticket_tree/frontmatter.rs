@@ -80,6 +80,11 @@ pub fn fields(text: &str) -> Vec<(String, Value)> {
     out
 }
 
+/// The value of `key` among `fields` (the first, as `tickets.py` keeps one per key).
+pub fn get<'f>(fields: &'f [(String, Value)], key: &str) -> Option<&'f Value> {
+    fields.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+}
+
 /// A quoted value followed by a ` # comment` loses the comment.
 fn strip_comment(value: &str) -> &str {
     let Some(quote) = value.chars().next().filter(|c| *c == '"' || *c == '\'') else {
