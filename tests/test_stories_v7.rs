@@ -409,3 +409,22 @@ fn a_v6_project_with_epic_folders_and_a_toml_config_is_still_read_as_v6() {
     assert_eq!(list[0]["key"], "1-1-login", "{list}");
     assert_eq!(list.as_array().unwrap().len(), 1, "{list}");
 }
+
+#[test]
+fn a_plan_linked_to_a_file_outside_the_project_is_never_written_through() {
+    let env = TestEnv::new();
+    let repo = project(&env);
+    // An agent swaps its plan for a link to a file outside the project that looks like a plan.
+    let outside = env.root().join("outside.md");
+    let bait = "---\nticket: 2\nstatus: in-progress\n---\nsomeone else's file\n";
+    std::fs::write(&outside, bait).unwrap();
+    let plan = repo
+        .join(PRICING)
+        .join("story-apply-and-refuse-discount-codes-plan.md");
+    std::fs::remove_file(&plan).unwrap();
+    std::os::unix::fs::symlink(&outside, &plan).unwrap();
+    let run = env.bmad(&repo, &["stories", "set", "1.2", "review"]);
+    assert_ne!(run.code, 0, "{}", run.stdout);
+    assert!(run.stderr.contains("symbolic link"), "{}", run.stderr);
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), bait);
+}

@@ -4,7 +4,10 @@
 
 use std::path::PathBuf;
 
+use sha2::{Digest, Sha256};
+
 use super::{frontmatter, Ticket, TicketTree, STATUSES};
+use crate::bmad::sprint::write_unless_changed;
 use crate::bmad::status::{legal_transition, Status};
 use crate::bmad::{Error, Result};
 
@@ -117,16 +120,21 @@ impl TicketTree {
             legal_transition(&super::status_of(&t.status), to).map_err(illegal)?;
         }
         let path = self.plan_path(t);
-        let text = if t.plan.is_some() {
+        if t.plan.is_some() {
             let old = std::fs::read_to_string(&path)
                 .map_err(|e| Error::io("could not read", &path, e))?;
-            frontmatter::with_value(&old, "status", word).ok_or_else(|| Error::Parse {
-                path: path.clone(),
-                line: 1,
-                message: "the plan has no frontmatter to hold its status".into(),
-            })?
+            let text =
+                frontmatter::with_value(&old, "status", word).ok_or_else(|| Error::Parse {
+                    path: path.clone(),
+                    line: 1,
+                    message: "the plan has no frontmatter to hold its status".into(),
+                })?;
+            // Whoever wrote the plan since it was read keeps their change; a link is refused.
+            let read: [u8; 32] = Sha256::digest(old.as_bytes()).into();
+            write_unless_changed(&path, &read, &text)?;
         } else {
-            if path.exists() {
+            // `symlink_metadata`: a dangling link is there too.
+            if std::fs::symlink_metadata(&path).is_ok() {
                 return Err(illegal(format!(
                     "{} exists already and is not its plan; rename it first",
                     path.display()
@@ -137,13 +145,13 @@ impl TicketTree {
                 (None, Some(leaf)) => frontmatter::quoted(leaf.trim_end_matches(".md")),
                 (None, None) => String::new(),
             };
-            format!(
+            let text = format!(
                 "---\ntitle: {}\nticket: {ticket}\nstatus: {word}\n---\n",
                 frontmatter::quoted(&t.title)
-            )
-        };
-        crate::fs::write_atomically(&path, text.as_bytes(), None)
-            .map_err(|e| Error::io("could not write", &path, e))?;
+            );
+            crate::fs::write_atomically(&path, text.as_bytes(), None)
+                .map_err(|e| Error::io("could not write", &path, e))?;
+        }
         Ok(Marked {
             reference: self.reference(t),
             plan: path,
