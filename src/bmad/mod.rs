@@ -36,6 +36,7 @@ mod story_match;
 pub mod ticket_tree;
 mod view;
 pub mod workflow;
+mod write;
 mod yaml_lines;
 
 use std::path::{Path, PathBuf};

@@ -16,11 +16,11 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::change_log::{append_change_log, ChangeEntry};
-use super::sprint::write_unless_changed;
 use super::status::{legal_transition, Status};
 use super::status_field::Form;
 pub(super) use super::story_match::number_in;
 pub use super::story_match::{is_story_name, stem_key};
+use super::write::write_unless_changed;
 use super::yaml_lines::{names, scalar, value_of};
 use super::{Error, Finding, Result};
 

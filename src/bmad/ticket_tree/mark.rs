@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use sha2::{Digest, Sha256};
 
 use super::{frontmatter, Ticket, TicketTree, STATUSES};
-use crate::bmad::sprint::write_unless_changed;
 use crate::bmad::status::{legal_transition, Status};
+use crate::bmad::write::write_unless_changed;
 use crate::bmad::{Error, Result};
 
 /// The v7 word for a status given as any era's word: `review` is `in-review`, `backlog`
