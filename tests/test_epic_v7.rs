@@ -1,7 +1,7 @@
 //! The epic runner on a BMAD v7 ticket tree (fixtures/bmad/v7): tickets scheduled by `after`
 //! (met in review), built by `bmad-build-auto ticket <ref>` up to `built`, marked `done` by
 //! git-bmad only after its own verification, and what only a person may settle (`hitl`,
-//! `plan_checkpoint`, a blocked build) held for a person.
+//! `plan_checkpoint`, `risk`, `done_checkpoint`, a blocked build) waiting at the epic's gates.
 
 use std::path::{Path, PathBuf};
 
@@ -67,16 +67,17 @@ fn a_v7_epic_is_built_to_built_and_marked_done_only_after_git_bmads_verification
         .json();
     assert_eq!(plan["plan"]["era"], "v7", "{plan:#}");
     assert_eq!(plan["plan"]["pipeline"], "bmad-ticket-build");
-    let held = plan["plan"]["stories"]
+    let asks = plan["plan"]["stories"]
         .as_array()
         .unwrap()
         .iter()
         .find(|s| s["key"] == "1.3")
         .unwrap();
-    assert_eq!(held["action"], "hold", "{held:#}");
+    assert_eq!(asks["action"], "run", "{asks:#}");
+    let why = asks["asks_first"].as_str().unwrap_or_default();
     assert!(
-        held["reason"].as_str().unwrap().contains("hitl"),
-        "{held:#}"
+        why.contains("hitl") && why.contains("plan_checkpoint"),
+        "{asks:#}"
     );
 
     // The halted ticket waits for a person: exit 3.
@@ -95,7 +96,13 @@ fn a_v7_epic_is_built_to_built_and_marked_done_only_after_git_bmads_verification
             .contains("which rounding mode"),
         "{s:#}"
     );
-    // The agent was asked in BMAD's form, and never for the held ticket.
+    // The ticket a person takes part in waits at the epic's gate, unattended run or not.
+    assert_eq!(s["gate"]["id"], "person:1.3", "{s:#}");
+    assert!(
+        s["gate"]["question"].as_str().unwrap().contains("hitl"),
+        "{s:#}"
+    );
+    // The agent was asked in BMAD's form, and never for the ticket waiting for a person.
     let calls = read(&env.root(), "home/agent/calls.log");
     assert!(calls.contains("/bmad-build-auto ticket 1.1"), "{calls}");
     assert!(!read(&env.root(), "home/agent/build.log")
@@ -120,6 +127,44 @@ fn a_v7_epic_is_built_to_built_and_marked_done_only_after_git_bmads_verification
         &format!("{PRICING}/story-price-rules-engine-plan.md")
     )
     .contains("status: built"));
+
+    // A person says go and the run goes on: it builds the ticket (the halted one still waits).
+    env.bmad(&repo, &["answer", "continue", "-s", "epic-1"])
+        .code(3);
+    assert!(read(&env.root(), "home/agent/build.log")
+        .lines()
+        .any(|l| l == "1.3"));
+    let s = epic_status(&env, &repo);
+    assert_eq!(story(&s, "1.3")["stage"], "done", "{s:#}");
+}
+
+#[test]
+fn work_pauses_after_a_done_checkpoint_until_a_person_says_continue() {
+    let env = TestEnv::new();
+    let repo = project(&env);
+    env.executable("claude", FAKE_CLAUDE);
+    agent_behaviour(&env, "build", &build_auto("none"));
+    agent_behaviour(&env, "review-1", "result 'Outcome: Approve'\n");
+    let toml = format!("{PRICING}/tickets.toml");
+    let text = read(&repo, &toml).replacen(
+        "risk = \"low\"\n",
+        "risk = \"low\"\ndone_checkpoint = true\n",
+        1,
+    );
+    std::fs::write(repo.join(&toml), text).unwrap();
+    env.git(&repo, &["commit", "-qam", "a checkpoint after the engine"]);
+
+    env.bmad(&repo, &["epic", "run", "1", "--stories", "1.1,1.2"])
+        .code(3);
+    let s = epic_status(&env, &repo);
+    assert_eq!(story(&s, "1.1")["stage"], "done", "{s:#}");
+    assert_eq!(story(&s, "1.2")["state"]["stage"], "", "not started: {s:#}");
+    assert_eq!(s["gate"]["id"], "done-checkpoint:1.1", "{s:#}");
+
+    env.bmad(&repo, &["answer", "continue", "-s", "epic-1"])
+        .success();
+    let s = epic_status(&env, &repo);
+    assert_eq!(story(&s, "1.2")["stage"], "done", "{s:#}");
 }
 
 /// Ticket 1.1 run alone by a bmad-build-auto that ends its plan at `word` instead of

@@ -1,6 +1,8 @@
 //! The epic's human checkpoints: scope confirmation before the first
 //! story, an integration checkpoint that is not green, a story whose dependency did not end
-//! well, and completion. They are gates of the
+//! well, and completion; and, in every mode, what git-bmad's judge asks and what a v7 ticket
+//! asks for itself (`hitl`, `plan_checkpoint`, a high `risk` before it starts; its
+//! `done_checkpoint` after it). They are gates of the
 //! epic's own session, journaled as `gate_opened` / `gate_answered` with the gate's id as the
 //! event's step, so the morning report and `status` show them like any other gate and
 //! `git bmad answer -s epic-<id>` answers them. One is open at a time; the run parks (exit 3)
@@ -54,6 +56,9 @@ pub(super) fn dependencies(
             (_, None) => Dependencies::Ask(dep.clone()),
         };
     }
+    if let Some(why) = person_said_no(plan, story, state) {
+        return Dependencies::Skip(why);
+    }
     for dep in &story.depends_on {
         if let Clearance::Hold(why) = clearance(plan, dep, state, mode) {
             return Dependencies::Skip(why);
@@ -62,16 +67,86 @@ pub(super) fn dependencies(
     Dependencies::Go
 }
 
+/// Whether `story` may start now: its dependencies let it ([`dependencies_ready`]), a
+/// person said go where its ticket asks for one, and no `done_checkpoint` pauses the run.
+pub(super) fn ready(plan: &Plan, story: &Planned, state: &EpicState, mode: Gates) -> bool {
+    (story.asks_first.is_none()
+        || state.answers.get(&names::person_first(&story.key)) == Some(&Answer::Continue))
+        && paused(plan, state).is_none()
+        && dependencies_ready(plan, story, state, mode)
+}
+
 /// Whether `story`'s dependencies let it start now: each is done and cleared by its
 /// integration checkpoint (or not run by this epic), or a human said `continue` to running
 /// it though one did not end well.
-pub(super) fn ready(plan: &Plan, story: &Planned, state: &EpicState, mode: Gates) -> bool {
+fn dependencies_ready(plan: &Plan, story: &Planned, state: &EpicState, mode: Gates) -> bool {
     state.answers.get(&names::dependency(&story.key)) == Some(&Answer::Continue)
         || story.depends_on.iter().all(|d| {
             plan.story(d).is_none_or(|p| p.action != Action::Run)
                 || (state.story(d).stage == Stage::Done
                     && clearance(plan, d, state, mode) == Clearance::Clear)
         })
+}
+
+/// v7: the ticket done in this run whose `done_checkpoint` pauses it: no person has said
+/// continue after it yet.
+fn paused<'p>(plan: &'p Plan, state: &EpicState) -> Option<&'p Planned> {
+    plan.to_run().find(|s| {
+        s.pauses_after
+            && state.story(&s.key).stage == Stage::Done
+            && state.answers.get(&names::done_checkpoint(&s.key)) != Some(&Answer::Continue)
+    })
+}
+
+/// v7: why a person's answer keeps `story` from starting, if one does: `skip` or `abort`
+/// at its own gate, or at a `done_checkpoint`'s.
+fn person_said_no(plan: &Plan, story: &Planned, state: &EpicState) -> Option<String> {
+    let no = |id: &str| state.answers.get(id).filter(|a| **a != Answer::Continue);
+    if let Some(answer) = no(&names::person_first(&story.key)) {
+        return Some(format!(
+            "a person answered {} at its gate: it is theirs to do",
+            answer.as_str()
+        ));
+    }
+    let after = plan
+        .to_run()
+        .find(|s| s.pauses_after && no(&names::done_checkpoint(&s.key)).is_some())?;
+    Some(format!(
+        "a person stopped the run after {} (its done_checkpoint)",
+        after.key
+    ))
+}
+
+/// v7: the next gate a ticket itself asks for, in every mode (the project asks, not the
+/// run): work paused after a `done_checkpoint`, then a ticket that waits for a person and
+/// could start now.
+fn ticket_gate(plan: &Plan, state: &EpicState, mode: Gates) -> Option<(String, String, String)> {
+    if let Some(s) = paused(plan, state) {
+        let id = names::done_checkpoint(&s.key);
+        if state.answers.contains_key(&id) {
+            return None;
+        }
+        let question = format!(
+            "Work pauses after {} (its done_checkpoint). Review it; continue starts what follows, skip or abort starts nothing more in this run.",
+            s.key
+        );
+        let pr = state.story(&s.key).detail.pr;
+        let evidence = format!("{}: {}", s.key, pr.as_deref().unwrap_or("no pull request"));
+        return Some((id, question, evidence));
+    }
+    let s = plan.to_run().find(|s| {
+        s.asks_first.is_some()
+            && state.story(&s.key).stage == Stage::NotStarted
+            && !state.answers.contains_key(&names::person_first(&s.key))
+            && dependencies_ready(plan, s, state, mode)
+    })?;
+    let why = s.asks_first.as_deref().unwrap_or_default();
+    let question = format!(
+        "{} waits for a person before it starts ({why}). continue starts it; skip or abort leaves it to a person, and what depends on it waits.",
+        s.key
+    );
+    let evidence = s.file.clone().unwrap_or_default();
+    Some((names::person_first(&s.key), question, evidence))
 }
 
 /// What waits for a human at the end of a run, besides the epic's integration checkpoints.
@@ -108,6 +183,9 @@ pub(super) fn open_next(
             &question,
             &concern.evidence(),
         );
+    }
+    if let Some((id, question, evidence)) = ticket_gate(plan, state, mode) {
+        return open(repo, epic, state, &id, &question, &evidence);
     }
     if mode == Gates::None {
         return Ok(());
@@ -378,6 +456,8 @@ mod tests {
             merges: Vec::new(),
             overlaps: Vec::new(),
             integration_checkpoint: checkpoint,
+            asks_first: None,
+            pauses_after: false,
             stages: Vec::new(),
         };
         Plan {
@@ -460,5 +540,38 @@ mod tests {
             ready(&plan, b, &state, Gates::PerEpic),
             "a human let b go on"
         );
+    }
+
+    #[test]
+    fn a_ticket_that_asks_for_a_person_waits_for_continue_and_a_done_checkpoint_pauses_the_run() {
+        let mut plan = plan();
+        plan.stories[0].asks_first = Some("hitl".into());
+        plan.stories[0].integration_checkpoint = false;
+        let mut state = EpicState::default();
+        let gate = |plan: &Plan, state: &EpicState| ticket_gate(plan, state, Gates::None);
+        assert!(!ready(&plan, &plan.stories[0], &state, Gates::None));
+        assert_eq!(gate(&plan, &state).unwrap().0, names::person_first("a"));
+        state
+            .answers
+            .insert(names::person_first("a"), Answer::Continue);
+        assert!(ready(&plan, &plan.stories[0], &state, Gates::None));
+        assert!(gate(&plan, &state).is_none());
+
+        plan.stories[0].pauses_after = true;
+        with_stage(&mut state, "a", Stage::Done);
+        assert!(!ready(&plan, &plan.stories[1], &state, Gates::None));
+        assert_eq!(gate(&plan, &state).unwrap().0, names::done_checkpoint("a"));
+        state
+            .answers
+            .insert(names::done_checkpoint("a"), Answer::Skip);
+        assert!(gate(&plan, &state).is_none(), "answered");
+        match dependencies(&plan, &plan.stories[1], &state, |_| false, Gates::None) {
+            Dependencies::Skip(why) => assert!(why.contains("stopped the run after a"), "{why}"),
+            _ => panic!("a person's skip at a done_checkpoint starts nothing more"),
+        }
+        state
+            .answers
+            .insert(names::done_checkpoint("a"), Answer::Continue);
+        assert!(ready(&plan, &plan.stories[1], &state, Gates::None));
     }
 }

@@ -46,6 +46,17 @@ pub fn judge(key: &str) -> String {
     format!("judge:{key}")
 }
 
+/// The gate's id where a person says go before v7 ticket `key` starts (its `hitl`,
+/// `plan_checkpoint` or high `risk`).
+pub fn person_first(key: &str) -> String {
+    format!("person:{key}")
+}
+
+/// The gate's id where work pauses after v7 ticket `key` is done (its `done_checkpoint`).
+pub fn done_checkpoint(key: &str) -> String {
+    format!("done-checkpoint:{key}")
+}
+
 /// The integration checkpoint gate's id after story `key`.
 pub fn integration(key: &str) -> String {
     crate::session::epic_state::integration_gate(key)

@@ -57,6 +57,14 @@ pub struct Planned {
     pub overlaps: Vec<String>,
     /// It has dependents in the run: an integration checkpoint follows it.
     pub integration_checkpoint: bool,
+    /// v7: why a person says go before it starts (`hitl`, `plan_checkpoint`, a high
+    /// `risk`): the epic's gate for it opens first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub asks_first: Option<String>,
+    /// v7: its `done_checkpoint`: once it is done, nothing new starts until a person says
+    /// continue at the epic's gate after it.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub pauses_after: bool,
     /// The stages its pipeline goes through.
     pub stages: Vec<String>,
 }
@@ -220,8 +228,6 @@ pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan
             ))
         } else if !s.ambiguous.is_empty() {
             Action::Hold(format!("more than one file: {}", s.ambiguous.join(", ")))
-        } else if let Some(why) = person_first(project, &s.key, selected.contains(s.key.as_str())) {
-            Action::Hold(why)
         } else if let Some(dep) = s.depends_on.iter().find(|d| {
             !status_of
                 .get(d.as_str())
@@ -233,12 +239,6 @@ pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan
                 Some(v) => format!("which is {} and not part of this run", v.status),
             };
             Action::Hold(format!("depends on {dep}, {why}"))
-        } else if let Some(dep) = s.depends_on.iter().find(|d| {
-            runs_here(d) && pauses_after(project, d) && !selected.contains(s.key.as_str())
-        }) {
-            Action::Hold(format!(
-                "waits for a person to say continue after {dep} (its done_checkpoint); name it in --stories to go on"
-            ))
         } else {
             Action::Run
         };
@@ -248,7 +248,8 @@ pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan
             .filter(|d| runs_here(d))
             .cloned()
             .collect();
-        let wave = (action == Action::Run).then(|| {
+        let runs = action == Action::Run;
+        let wave = runs.then(|| {
             pending
                 .iter()
                 .filter_map(|d| wave_of.get(d))
@@ -271,7 +272,7 @@ pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan
             title: s.title.clone(),
             status: s.status.clone(),
             file: s.file.clone(),
-            stages: if action == Action::Run {
+            stages: if runs {
                 pipeline::stages(shape)
             } else {
                 Vec::new()
@@ -284,6 +285,8 @@ pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan
             merges: pending.iter().skip(1).cloned().collect(),
             overlaps: Vec::new(),
             integration_checkpoint: false,
+            asks_first: runs.then(|| person_first(project, &s.key)).flatten(),
+            pauses_after: runs && pauses_after(project, &s.key),
         });
     }
     mark_overlaps(&mut stories);
@@ -300,8 +303,8 @@ pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan
 }
 
 /// v7: what a person settles before an unattended run starts a ticket (`hitl`,
-/// `plan_checkpoint`, a high `risk`); naming it in `--stories` is that person's say-so.
-fn person_first(project: &Project, key: &str, named: bool) -> Option<String> {
+/// `plan_checkpoint`, a high `risk`): the orchestrator does the waiting, BMAD says.
+fn person_first(project: &Project, key: &str) -> Option<String> {
     let t = project.tickets.as_ref()?.ticket(key)?;
     let mut why = Vec::new();
     if t.hitl {
@@ -313,8 +316,7 @@ fn person_first(project: &Project, key: &str, named: bool) -> Option<String> {
     if t.risk == "high" {
         why.push("risk high: a person decides when it starts");
     }
-    (!why.is_empty() && !named)
-        .then(|| format!("{}; name it in --stories to start it", why.join("; ")))
+    (!why.is_empty()).then(|| why.join("; "))
 }
 
 /// v7: work pauses after a ticket with `done_checkpoint` until a person says continue.
@@ -521,6 +523,8 @@ mod tests {
             merges: Vec::new(),
             overlaps: Vec::new(),
             integration_checkpoint: false,
+            asks_first: None,
+            pauses_after: false,
             stages: Vec::new(),
         }
     }

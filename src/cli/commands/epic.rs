@@ -467,6 +467,18 @@ fn print_plan(ctx: &Context, plan: &Plan, dry_run: Option<(&crate::config::Confi
         if s.integration_checkpoint {
             ui.line("      integration checkpoint after it (it has dependents)");
         }
+        if let Some(why) = &s.asks_first {
+            ui.line(format!(
+                "      waits for a person before it starts ({why}): the epic's gate {}",
+                epic::names::person_first(&s.key)
+            ));
+        }
+        if s.pauses_after {
+            ui.line(format!(
+                "      work pauses after it until a person says continue (done_checkpoint): the epic's gate {}",
+                epic::names::done_checkpoint(&s.key)
+            ));
+        }
         ui.line(format!("      pipeline: {}", s.stages.join(" → ")));
         if let Some((config, _)) = dry_run {
             let branch = epic::names::story_branch(config, &s.key);
