@@ -5,6 +5,7 @@
 
 mod common;
 
+mod test_actions;
 mod test_analyze;
 mod test_bmad_releases;
 mod test_checkpoint;

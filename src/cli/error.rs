@@ -230,6 +230,8 @@ impl From<crate::epic::Error> for CommandError {
             e @ (crate::epic::Error::Gh(_)
             | crate::epic::Error::NoRun(_)
             | crate::epic::Error::Judge(_)
+            | crate::epic::Error::NoVouchedRun { .. }
+            | crate::epic::Error::Actions(_)
             | crate::epic::Error::Write { .. }) => CommandError::coded(exit::FAILED, e, None),
         }
     }

@@ -10,6 +10,10 @@ use super::Error;
 use crate::runner::{self, Output, Spec};
 use crate::session::{closeout, Repo, Session};
 
+/// Held while this process pushes a story's branch or session: two pushes of one ref at
+/// once make the remote refuse one (a runner reports stages while its story is published).
+pub(super) static PUSHING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// The most one `gh` call may take: a hung network call must not hold the run.
 const GH_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -38,7 +42,7 @@ const GH_ENV: &[&str] = &[
 
 /// Run `gh` with `args` in `cwd`, through the runner: a timeout, the interrupt, and an
 /// environment of [`GH_ENV`] alone.
-fn gh(
+pub(super) fn gh(
     program: &Path,
     args: Vec<String>,
     cwd: &Path,
@@ -81,7 +85,11 @@ pub fn pull_request(
     let Ok(program) = which::which("gh") else {
         return Ok(create);
     };
-    if !closeout::publish(repo, session, remote)? {
+    let published = {
+        let _one = PUSHING.lock().unwrap_or_else(|p| p.into_inner());
+        closeout::publish(repo, session, remote)?
+    };
+    if !published {
         return Ok(create);
     }
     let cwd = &session.worktree;

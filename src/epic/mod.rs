@@ -3,10 +3,12 @@
 //! pipeline playbook, verified, committed and offered as a draft pull request; the run's
 //! record is the epic session's journal, so `epic status` and `epic resume` replay it.
 
+pub mod actions;
 mod close;
 mod closeout;
 pub mod gates;
 pub mod integration;
+mod job;
 pub mod judge;
 pub mod names;
 pub mod options;
@@ -21,7 +23,7 @@ mod status;
 mod story;
 mod verify;
 
-pub use options::{EpicOptions, Gates, PlanOptions};
+pub use options::{EpicOptions, Gates, On, PlanOptions};
 pub use plan::{plan, Plan};
 pub use run::{run, EpicRun};
 pub use state::EpicState;
@@ -66,6 +68,17 @@ pub enum Error {
     /// `gh` failed to open a pull request.
     #[error("gh could not open the pull request: {0}")]
     Gh(String),
+    /// A story job found no run of the epic on the remote that a trusted key signed.
+    #[error("{remote} holds no run of epic {epic} signed by a key this repository trusts: the coordinator pushes it (git bmad epic run {epic} --on actions), and its key must be in .bmad/allowed_signers on main (git bmad trust show on that machine)")]
+    NoVouchedRun {
+        /// The epic.
+        epic: String,
+        /// The remote.
+        remote: String,
+    },
+    /// Running on GitHub Actions cannot go on.
+    #[error("{0}")]
+    Actions(String),
     /// No epic run was started.
     #[error("epic {0} has no run to resume; start one with git bmad epic run {0}")]
     NoRun(String),

@@ -44,6 +44,37 @@ impl Gates {
     }
 }
 
+/// Where the stories run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum On {
+    /// Here, one thread per story.
+    #[default]
+    Here,
+    /// On GitHub Actions runners: one dispatched job per story (`.github/workflows/
+    /// bmad-story.yml`), followed through the remote.
+    Actions,
+}
+
+impl On {
+    /// `here`, `actions`; `here` is recorded as nothing.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            On::Here => "here",
+            On::Actions => "actions",
+        }
+    }
+
+    /// Where a word says.
+    pub fn parse(word: &str) -> Option<On> {
+        match word {
+            "" | "here" => Some(On::Here),
+            "actions" => Some(On::Actions),
+            _ => None,
+        }
+    }
+}
+
 /// What `plan` needs besides the project.
 #[derive(Clone, Debug, Default)]
 pub struct PlanOptions {
@@ -65,6 +96,8 @@ pub struct EpicOptions<'a> {
     pub plan: PlanOptions,
     /// Stories run at once.
     pub parallel: usize,
+    /// Where they run.
+    pub on: On,
     /// Human checkpoints.
     pub gates: Gates,
     /// What the stories start from (default: HEAD of the main worktree).

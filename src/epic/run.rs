@@ -15,14 +15,16 @@ use std::sync::mpsc;
 
 use serde::Serialize;
 
+use super::actions;
 use super::gates;
 use super::integration;
+use super::job::job;
 use super::names::{self, close_session_name, session_name, story_session_name, COMPLETION};
-use super::options::EpicOptions;
-use super::plan::{plan_epic, Plan, Planned};
+use super::options::{EpicOptions, On};
+use super::plan::{plan_epic, Plan};
 use super::playbooks;
 use super::state::{record, EpicState, OpenGate};
-use super::story::{run_story, End, Job, Message};
+use super::story::{run_story, stage_line, End, Message};
 use super::Error;
 use crate::bmad::project::Project;
 use crate::session::schema::{Body, EpicFinished, EpicStarted, Stage, StoryStage};
@@ -95,9 +97,19 @@ struct Epic<'a> {
 
 /// Run (or resume) an epic.
 pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun, Error> {
+    let reopened;
+    let repo = if options.on == On::Actions {
+        reopened = actions::here(repo)?;
+        &reopened
+    } else {
+        repo
+    };
     let main = repo.main_workdir().map_err(session::Error::from)?;
     let plan = plan_epic(repo, epic, &options.plan)?;
     playbooks::preflight(&main, &plan, options.gates, options.retro, options.config)?;
+    if options.on == On::Actions {
+        actions::preflight(repo, &main, options)?;
+    }
     let session = epic_session(repo, epic, options)?;
     // The run's record is the epic session's journal: only as git-bmad wrote it.
     session::ref_record::ensure_vouched(repo, &session.id)?;
@@ -171,6 +183,10 @@ fn epic_started(
         } else {
             0
         },
+        on: match options.on {
+            super::options::On::Here => String::new(),
+            on => on.as_str().to_owned(),
+        },
     }
 }
 
@@ -188,6 +204,15 @@ impl Epic<'_> {
         // What the stories running at once spend together: each step draws its share.
         let purse = &super::state::purse(state, &options.budget, options.parallel);
         let (tx, rx) = mpsc::channel::<Message>();
+        // On GitHub Actions, a follower per story in place of its worker.
+        let follow = (options.on == On::Actions).then(|| actions::Follow {
+            branch_prefix: &options.config.sessions.branch_prefix,
+            dispatch_ref: &self.session.base,
+            progress: options.progress,
+            interrupt: options.interrupt,
+            policy: options.policy,
+        });
+        let follow = follow.as_ref();
         std::thread::scope(|scope| -> Result<(), Error> {
             loop {
                 // The integration checkpoint after every finished story with dependents.
@@ -214,23 +239,37 @@ impl Epic<'_> {
                         if !gates::ready(&self.plan, story, state, options.gates) || overlapping {
                             continue;
                         }
+                        if follow.is_some() {
+                            // The runner reads the run from the remote, as of now.
+                            actions::publish_run(self.repo, &self.session, &options.remote)?;
+                        }
                         schedule.running.insert(story.key.clone());
-                        let job = self.job(story, state);
+                        let job = job(
+                            &self.main,
+                            &self.plan,
+                            story,
+                            state,
+                            &self.session.base,
+                            options,
+                        );
                         let tx = tx.clone();
                         let (progress, interrupt) = (options.progress, options.interrupt);
                         let policy = options.policy;
                         (options.progress)(&format!("{}: starting", story.key));
                         scope.spawn(move || {
                             let key = job.story.key.clone();
-                            let end = run_story(
-                                &job,
-                                story_config,
-                                progress,
-                                interrupt,
-                                policy,
-                                purse,
-                                &tx,
-                            )
+                            let end = match follow {
+                                Some(follow) => actions::follow_story(&job, follow, &tx),
+                                None => run_story(
+                                    &job,
+                                    story_config,
+                                    progress,
+                                    interrupt,
+                                    policy,
+                                    purse,
+                                    &tx,
+                                ),
+                            }
                             .unwrap_or_else(|e| {
                                 let failed = StoryStage {
                                     stage: Stage::Failed,
@@ -293,35 +332,6 @@ impl Epic<'_> {
         Ok(())
     }
 
-    /// What a story's worker needs.
-    fn job(&self, story: &Planned, state: &EpicState) -> Job {
-        let options = self.options;
-        Job {
-            main: self.main.clone(),
-            story: story.clone(),
-            source: playbooks::story_playbook(&self.main, &self.plan, story, options.gates),
-            era: self.plan.era,
-            base: story_base(story, state, &self.session),
-            merges: story
-                .merges
-                .iter()
-                .filter_map(|m| state.story(m).detail.branch.clone())
-                .collect(),
-            known: state.story(&story.key),
-            remote: options.remote.clone(),
-            limits: state.story_limits(&story.key, &options.budget),
-            epic: self.plan.epic.clone(),
-            others: self
-                .plan
-                .stories
-                .iter()
-                .filter(|s| s.key != story.key && !s.touches.is_empty())
-                .map(|s| (s.key.clone(), s.touches.clone()))
-                .collect(),
-            judge_answer: state.answers.get(&names::judge(&story.key)).copied(),
-        }
-    }
-
     /// Record what a worker reported; at a story's end, trip the circuit breaker or the
     /// budget if it is time.
     fn receive(
@@ -339,6 +349,7 @@ impl Epic<'_> {
             Message::Status(key, change) => {
                 super::signatures::sign(self.repo, &self.session, &key, &change)?;
             }
+            Message::Step(_) => {}
             Message::End(key, end) => {
                 schedule.running.remove(&key);
                 if let End::Asked(concern) = &end {
@@ -541,16 +552,6 @@ fn epic_session(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<Se
     super::start_session(repo, &start, options.policy, options.progress)
 }
 
-/// What a story's branch starts from: the branch of the dependency it is stacked on, or the
-/// epic's base.
-fn story_base(story: &Planned, state: &EpicState, epic: &Session) -> String {
-    story
-        .stacked_on
-        .as_ref()
-        .and_then(|d| state.story(d).detail.branch.clone())
-        .unwrap_or_else(|| epic.base.clone())
-}
-
 fn record_stage(
     repo: &Repo,
     session: &Session,
@@ -565,20 +566,4 @@ fn record_stage(
         Some(key.to_owned()),
         Body::StoryStage(stage),
     )
-}
-
-fn stage_line(key: &str, stage: &StoryStage) -> String {
-    let mut line = format!("{key}: {}", stage.stage);
-    if let Some(branch) = &stage.branch {
-        if stage.stage == Stage::Started {
-            line.push_str(&format!(" on {branch}"));
-        }
-    }
-    if let Some(pr) = &stage.pr {
-        line.push_str(&format!(" ({pr})"));
-    }
-    if let Some(reason) = &stage.reason {
-        line.push_str(&format!(": {reason}"));
-    }
-    line
 }

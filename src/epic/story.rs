@@ -2,41 +2,20 @@
 //! (stacked and merged as planned) or found again, its pipeline supervised, the result
 //! verified by git-bmad, the work committed and offered as a draft pull request.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 
+use super::job::Job;
 use super::judge::{Concern, Judgement};
 use super::names::story_session_name;
 use super::pipeline;
-use super::plan::Planned;
 use super::verify;
 use super::Error;
 use crate::config::Config;
 use crate::session::schema::{Answer, Body, Stage, StoryStage};
 use crate::session::{self, closeout, NewEvent, Repo, StartOptions};
 use crate::supervisor::{self, Outcome, Request, Source};
-
-/// Everything a worker needs, owned.
-pub(super) struct Job {
-    pub(super) main: PathBuf,
-    pub(super) story: Planned,
-    pub(super) source: Source,
-    pub(super) era: pipeline::Era,
-    pub(super) base: String,
-    pub(super) merges: Vec<String>,
-    pub(super) known: super::state::StoryState,
-    pub(super) remote: String,
-    /// What the story's session may spend in all, of the epic's budget: dollars, time in
-    /// steps.
-    pub(super) limits: (Option<f64>, Option<std::time::Duration>),
-    /// The epic it belongs to.
-    pub(super) epic: String,
-    /// Every other story's key and `touches`: what it must leave to them.
-    pub(super) others: Vec<(String, Vec<String>)>,
-    /// A human's answer at the story's judge gate, when one was asked.
-    pub(super) judge_answer: Option<Answer>,
-}
 
 /// The longest git-bmad's own test run of a story may take (a story step's default
 /// timeout); what is left of the epic's time cuts it shorter.
@@ -60,6 +39,10 @@ pub(super) enum Message {
     Stage(String, StoryStage),
     /// The story's status moved in a step (signed into stories.json).
     Status(String, super::signatures::Change),
+    /// A step of the story's pipeline ended, on a runner ([`Job::pushes`]): the receiver
+    /// pushes the session, then answers; the next step waits for that answer, so a runner
+    /// lost later never loses a finished step.
+    Step(mpsc::Sender<()>),
     End(String, End),
 }
 
@@ -126,7 +109,7 @@ pub(super) fn run_story(
         baseline: Some(baseline.clone()),
         ..Default::default()
     });
-    let mut observer = observer(key, &session.worktree, progress, tx);
+    let mut observer = observer(key, &session.worktree, job.pushes, progress, tx);
     // What is left of the epic's budget caps the story's own (no step starts past it).
     let mut limited = config.clone();
     if let Some(usd) = job.limits.0 {
@@ -408,12 +391,16 @@ fn committed(
 fn observer<'a>(
     key: &'a str,
     worktree: &'a Path,
+    pushes: bool,
     progress: &'a (dyn Fn(&str) + Sync),
     tx: &'a mpsc::Sender<Message>,
 ) -> impl FnMut(&session::Event) + 'a {
     let mut status = super::signatures::status_in(worktree, key);
     move |event: &session::Event| match (&event.body, &event.step) {
         (Body::StepStarted(_), Some(step)) => progress(&format!("{key}: {step}")),
+        (Body::StepCompleted(_) | Body::StepFailed(_), Some(_)) if status.is_none() => {
+            step_ended(pushes, tx)
+        }
         (Body::StepCompleted(_) | Body::StepFailed(_), Some(step)) if status.is_some() => {
             let now = super::signatures::status_in(worktree, key)
                 .filter(|now| !now.is_empty() && Some(now) != status.as_ref());
@@ -426,8 +413,19 @@ fn observer<'a>(
                 };
                 let _ = tx.send(Message::Status(key.to_owned(), change));
             }
+            step_ended(pushes, tx);
         }
         _ => {}
+    }
+}
+
+/// On a runner, a step's end waits until the session is pushed.
+fn step_ended(pushes: bool, tx: &mpsc::Sender<Message>) {
+    if pushes {
+        let (ack, pushed) = mpsc::channel();
+        if tx.send(Message::Step(ack)).is_ok() {
+            let _ = pushed.recv();
+        }
     }
 }
 
@@ -493,6 +491,23 @@ fn review_rounds(state: &supervisor::RunState, source: &Source) -> (u32, u32) {
         }
     }
     (rounds.len() as u32, fixed)
+}
+
+/// A stage as a line of progress.
+pub(super) fn stage_line(key: &str, stage: &StoryStage) -> String {
+    let mut line = format!("{key}: {}", stage.stage);
+    if let Some(branch) = &stage.branch {
+        if stage.stage == Stage::Started {
+            line.push_str(&format!(" on {branch}"));
+        }
+    }
+    if let Some(pr) = &stage.pr {
+        line.push_str(&format!(" ({pr})"));
+    }
+    if let Some(reason) = &stage.reason {
+        line.push_str(&format!(": {reason}"));
+    }
+    line
 }
 
 #[cfg(test)]

@@ -14,6 +14,21 @@ pub fn find_by_name(repo: &Repo, name: &str) -> Result<Option<Session>> {
         .find(|s| s.name == name && s.worktree_exists))
 }
 
+/// Make branch `short` here from `remote`'s (as the last fetch saw it) when there is none
+/// here: a runner's fresh clone stacks a story on the branch another runner pushed. `false`
+/// when the branch was here already, or the remote has none.
+pub fn branch_from_remote(repo: &Repo, remote: &str, short: &str) -> Result<bool> {
+    let local = format!("refs/heads/{short}");
+    if repo.read_ref(&local)?.is_some() {
+        return Ok(false);
+    }
+    let Some(theirs) = repo.read_ref(&format!("refs/remotes/{remote}/{short}"))? else {
+        return Ok(false);
+    };
+    let message = format!("git-bmad: {short} from {remote}");
+    Ok(repo.cas_ref(&local, None, theirs, &message)? == crate::git::CasOutcome::Updated)
+}
+
 /// The commit the session's branch points at.
 pub fn branch_head(repo: &Repo, session: &Session) -> Result<Option<ObjectId>> {
     Ok(repo.read_ref(&session.branch)?)

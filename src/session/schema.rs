@@ -690,6 +690,9 @@ pub struct EpicStarted {
     /// Reviewers per round (0: not recorded, one).
     #[serde(skip_serializing_if = "is_zero")]
     pub reviewers: u32,
+    /// Where the stories run: `actions` on GitHub Actions runners (empty: here).
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub on: String,
 }
 
 /// An epic run's budgets: past one, no new story starts (stories running finish).

@@ -119,7 +119,9 @@ pub fn push(repo: &Repo, session: &Session, remote: &str, release: bool) -> Resu
             session.name, session.branch
         )));
     }
-    let specs: Vec<String> = values.iter().map(|(n, _)| format!("{n}:{n}")).collect();
+    // The values read here, not the refs' names: a run live in this clone moves its
+    // checkpoints while the push runs, and what is recorded as pushed must be what went.
+    let specs: Vec<String> = values.iter().map(|(n, id)| format!("{id}:{n}")).collect();
     // What this clone last saw on the remote for each ref: the push is refused when the
     // remote moved since (`sync` first), even where a fast-forward would have taken it.
     let mut leases = Vec::new();
@@ -515,6 +517,33 @@ pub(super) fn merge_journals(
     let joined = repo.write_commit(tip.tree, &[tip_commit, theirs], &tip.message)?;
     cas(repo, &notes_ref(id), Some(tip_commit), joined)?;
     Ok(added)
+}
+
+/// The entries of `remote`'s copy of session `id`'s journal, as the last sync or push saw
+/// it, that an allowed signer vouched for, in order: how one clone reads another's record
+/// without taking its session (a runner the coordinator's epic, the coordinator a runner's
+/// story). Unsigned events, or events signed by a key no allowed signer names, are left out.
+/// An entry's id is the same in every clone's copy.
+pub fn vouched_remote_entries(
+    repo: &Repo,
+    remote: &str,
+    id: &SessionId,
+) -> Result<Vec<JournalEntry>> {
+    let notes = format!("{}notes/{id}", tracking_prefix(remote));
+    let Some(tip) = repo.read_ref(&notes)?.filter(|t| repo.is_commit(*t)) else {
+        return Ok(Vec::new());
+    };
+    let journal = journal::read_at(repo, id, Some(tip))?;
+    let allowed = super::trust::allowed_signers(repo)?;
+    let vouchers = super::trust::vouchers(&journal, id, &allowed, repo)?;
+    Ok(journal
+        .entries
+        .into_iter()
+        .zip(vouchers)
+        // A copy that the signer itself did not trust stays untrusted.
+        .filter(|(e, v)| v.is_some() && e.event.is_trusted())
+        .map(|(e, _)| e)
+        .collect())
 }
 
 /// Where the copy of the remote's `name` is kept here; `None` for a branch (git keeps its

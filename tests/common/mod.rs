@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod actions;
 pub mod model_api;
 
 use std::path::{Path, PathBuf};

@@ -3,6 +3,7 @@
 mod analyze;
 mod answer;
 mod checkpoint;
+mod ci;
 mod completions;
 mod conformance;
 mod demo;
@@ -99,6 +100,8 @@ pub enum Command {
     Stories(stories::StoriesArgs),
     /// The BMAD epic runner: plan, run (in parallel), status, resume
     Epic(epic::EpicArgs),
+    /// CI that runs an epic's stories: the GitHub Actions workflow behind epic run --on actions
+    Ci(ci::CiArgs),
     /// spec-kit: the current feature, its artifacts and task progress
     Speckit(speckit::SpeckitArgs),
     /// Load every BMAD and spec-kit file under a directory; one line per file
@@ -181,6 +184,7 @@ pub fn dispatch(ctx: &Context, command: Command) -> Result<u8, CommandError> {
         Command::Template(args) => template::cmd_template(ctx, &args),
         Command::Stories(args) => stories::cmd_stories(ctx, &args),
         Command::Epic(args) => epic::cmd_epic(ctx, &args),
+        Command::Ci(args) => ci::cmd_ci(ctx, &args),
         Command::Speckit(args) => speckit::cmd_speckit(ctx, &args),
         Command::Conformance(args) => conformance::cmd_conformance(ctx, &args),
         Command::Hooks(args) => hooks::cmd_hooks(ctx, &args),

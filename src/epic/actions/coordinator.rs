@@ -1,0 +1,414 @@
+//! The coordinator's side of a story on GitHub Actions: the story's job dispatched
+//! (`gh workflow run`), its signed reports taken from the remote as they are pushed, a lost
+//! runner replaced by the next dispatch, and the story's session brought back here when it
+//! ends, so the integration checkpoint, the close-out and `epic status` see it as if it had
+//! run here.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::super::closeout::gh;
+use super::super::job::Job;
+use super::super::names::story_session_name;
+use super::super::options::{EpicOptions, Gates};
+use super::super::pipeline::Era;
+use super::super::story::{End, Message};
+use super::super::verify::{self, Verdict};
+use super::super::Error;
+use super::{newest_remote, run_name, run_prefix, STORY_WORKFLOW};
+use crate::session::schema::{Body, Stage, StoryStage};
+use crate::session::{self, closeout, sync, Repo};
+
+/// Jobs per story: a story whose runners are lost this often fails.
+pub const MAX_ATTEMPTS: u32 = 3;
+
+/// How long a dispatched job may take to show up in `gh run list` before it counts as lost.
+const SHOW_UP: Duration = Duration::from_secs(600);
+
+/// One fetch at a time: the followers of several stories share the remote-tracking refs.
+static FETCH: Mutex<()> = Mutex::new(());
+
+/// How often the remote and the runs are looked at: `BMAD_ACTIONS_POLL_MS`, else 20 s.
+fn poll() -> Duration {
+    let ms = std::env::var("BMAD_ACTIONS_POLL_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    Duration::from_millis(ms)
+}
+
+/// What every follower shares.
+pub(in crate::epic) struct Follow<'a> {
+    /// Where story branches are named (`bmad/`).
+    pub(in crate::epic) branch_prefix: &'a str,
+    /// The branch the workflow is dispatched on: the epic's base.
+    pub(in crate::epic) dispatch_ref: &'a str,
+    /// Progress lines.
+    pub(in crate::epic) progress: &'a (dyn Fn(&str) + Sync),
+    /// Set when the user interrupts: following stops, the runners go on.
+    pub(in crate::epic) interrupt: &'a AtomicBool,
+    /// The policy a session brought back here obeys.
+    pub(in crate::epic) policy: &'a dyn session::Policy,
+}
+
+/// Push the epic's session for the runners to read the run from, not while a follower
+/// fetches (both move the remote-tracking refs).
+pub(in crate::epic) fn publish_run(
+    repo: &Repo,
+    epic: &session::Session,
+    remote: &str,
+) -> Result<(), Error> {
+    let _one = FETCH.lock().unwrap_or_else(|p| p.into_inner());
+    sync::push(repo, epic, remote, false)?;
+    Ok(())
+}
+
+/// What a run on GitHub Actions needs before anything is dispatched: a remote that takes
+/// the sessions' state, the story workflow, and gates a runner's story can wait at.
+pub(in crate::epic) fn preflight(
+    repo: &Repo,
+    main: &Path,
+    options: &EpicOptions<'_>,
+) -> Result<(), Error> {
+    let remote = &options.remote;
+    let fail = |why: String| Err(Error::Actions(why));
+    if options.gates == Gates::PerStory {
+        return fail("--on actions takes --gates none or per-epic: a story's own gate would wait in a worktree on a runner that is gone".into());
+    }
+    if !repo.has_remote(remote).map_err(session::Error::from)? {
+        return fail(format!(
+            "--on actions coordinates through a remote, and there is no {remote}: --remote names it"
+        ));
+    }
+    let opt_in = sync::opt_in_key(remote);
+    if repo.config_string(&opt_in).as_deref() != Some("true") {
+        return fail(format!(
+            "--on actions hands the run to runners through {remote}, journal and checkpoints included: git config {opt_in} true"
+        ));
+    }
+    let workflow = main.join(".github/workflows").join(STORY_WORKFLOW);
+    if !workflow.is_file() {
+        return fail(format!(
+            "no {}: git bmad ci init github writes it; commit and push it to the epic's base branch",
+            workflow.display()
+        ));
+    }
+    Ok(())
+}
+
+/// One story job as `gh run list` shows it.
+#[derive(Debug, PartialEq)]
+struct JobRun {
+    id: u64,
+    attempt: u32,
+    active: bool,
+    conclusion: String,
+}
+
+/// Follow story `job` on GitHub Actions until it ends: dispatch its job (or follow the one
+/// an earlier invocation dispatched), pass on each stage its runner reports, dispatch again
+/// when a runner is lost before the story ended, and bring the session back at the end.
+pub(in crate::epic) fn follow_story(
+    job: &Job,
+    follow: &Follow<'_>,
+    tx: &mpsc::Sender<Message>,
+) -> Result<End, Error> {
+    let repo = Repo::discover(&job.main).map_err(session::Error::from)?;
+    let program = which::which("gh").map_err(|_| {
+        Error::Gh("gh is not on PATH: --on actions dispatches and follows the story jobs with it (https://cli.github.com), logged in with gh auth login".into())
+    })?;
+    let key = &job.story.key;
+    let name = story_session_name(key);
+    // A session of the story's here, from an earlier run here: the runner takes it up.
+    if let Some(here) = closeout::find_by_name(&repo, &name)? {
+        sync::push(&repo, &here, &job.remote, true)?;
+    }
+    // What was passed on: entry ids (the same in every copy of the journal), and on a resume
+    // nothing from before the last stage recorded here.
+    let mut seen = Seen {
+        ids: HashSet::new(),
+        before: job.known.updated_at.clone(),
+    };
+    let mut baseline = job.known.detail.baseline.clone().unwrap_or_default();
+    let runs = runs_of(&program, &job.main, &job.epic, key, follow.interrupt)?;
+    let mut attempt = runs.iter().map(|r| r.attempt).max().unwrap_or(0);
+    let mut dispatched = Instant::now();
+    let mut ended: Option<Stage> = None;
+    loop {
+        if follow.interrupt.load(Ordering::SeqCst) {
+            return Ok(End::Interrupted);
+        }
+        if ended.is_none() {
+            ended = take_reports(&repo, job, follow, &mut seen, &mut baseline, tx)?;
+        }
+        let runs = runs_of(&program, &job.main, &job.epic, key, follow.interrupt)?;
+        let current = runs
+            .iter()
+            .filter(|r| r.attempt == attempt)
+            .max_by_key(|r| r.id);
+        let lost = match (current, ended) {
+            (Some(run), _) if run.active => false,
+            // The story ended and its runner is gone: the session comes back here.
+            (_, Some(stage)) => return end(&repo, job, follow, stage, &baseline),
+            (None, None) => attempt == 0 || dispatched.elapsed() > SHOW_UP,
+            (Some(run), None) => {
+                // Its last push may have landed after the look above.
+                ended = take_reports(&repo, job, follow, &mut seen, &mut baseline, tx)?;
+                if let Some(stage) = ended {
+                    return end(&repo, job, follow, stage, &baseline);
+                }
+                (follow.progress)(&format!(
+                    "{key}: the runner of attempt {attempt} ended ({}) before the story did",
+                    run.conclusion
+                ));
+                true
+            }
+        };
+        if lost {
+            if attempt >= MAX_ATTEMPTS {
+                let why = format!(
+                    "{attempt} runners ended before the story did; gh run list --workflow {STORY_WORKFLOW} shows their logs"
+                );
+                let _ = tx.send(Message::Stage(key.clone(), failed(why)));
+                return Ok(End::Failed);
+            }
+            attempt += 1;
+            dispatch(&program, &job.main, follow, job, attempt)?;
+            (follow.progress)(&format!(
+                "{key}: dispatched to GitHub Actions ({})",
+                run_name(&job.epic, key, attempt)
+            ));
+            dispatched = Instant::now();
+        }
+        sleep(poll(), follow.interrupt);
+    }
+}
+
+/// The runner's entries already passed on.
+struct Seen {
+    ids: HashSet<String>,
+    before: Option<String>,
+}
+
+fn failed(why: String) -> StoryStage {
+    StoryStage {
+        stage: Stage::Failed,
+        reason: Some(why),
+        ..Default::default()
+    }
+}
+
+/// Fetch, and pass on the stages the story's runner reported (signed by a key this
+/// repository trusts) since `seen`; the stage the story ended at, if it did.
+fn take_reports(
+    repo: &Repo,
+    job: &Job,
+    follow: &Follow<'_>,
+    seen: &mut Seen,
+    baseline: &mut String,
+    tx: &mpsc::Sender<Message>,
+) -> Result<Option<Stage>, Error> {
+    let key = &job.story.key;
+    let entries = {
+        let _one = FETCH.lock().unwrap_or_else(|p| p.into_inner());
+        // A fetch that fails (the network, a ref busy here) is tried again at the next look.
+        if let Err(e) = sync::sync(repo, &job.remote, follow.branch_prefix) {
+            (follow.progress)(&format!("{key}: could not fetch from {}: {e}", job.remote));
+            return Ok(None);
+        }
+        match newest_remote(repo, &job.remote, &story_session_name(key))? {
+            Some(id) => sync::vouched_remote_entries(repo, &job.remote, &id)?,
+            None => Vec::new(),
+        }
+    };
+    let mut ended = None;
+    for entry in entries {
+        let event = entry.event;
+        let Body::StoryStage(stage) = event.body else {
+            continue;
+        };
+        if event.step.as_deref() != Some(key.as_str())
+            || seen.before.as_ref().is_some_and(|b| event.ts < *b)
+            || !seen.ids.insert(entry.id)
+        {
+            continue;
+        }
+        if let Some(b) = &stage.baseline {
+            baseline.clone_from(b);
+        }
+        ended = match stage.stage {
+            Stage::Done | Stage::Failed | Stage::Blocked | Stage::Gated | Stage::Skipped => {
+                Some(stage.stage)
+            }
+            _ => None,
+        };
+        let _ = tx.send(Message::Stage(key.clone(), stage));
+    }
+    Ok(ended)
+}
+
+/// The story ended on its runner at `stage`: its session comes back here (its runner is
+/// gone), and a done story's sprint status is what git-bmad's check of its files says.
+fn end(
+    repo: &Repo,
+    job: &Job,
+    follow: &Follow<'_>,
+    stage: Stage,
+    baseline: &str,
+) -> Result<End, Error> {
+    let key = &job.story.key;
+    let (session, warnings) = {
+        // Not while another follower's sync moves the refs it takes.
+        let _one = FETCH.lock().unwrap_or_else(|p| p.into_inner());
+        session::adopt(
+            repo,
+            &job.remote,
+            &story_session_name(key),
+            true,
+            follow.policy,
+        )?
+    };
+    for warning in warnings {
+        (follow.progress)(&format!("{key}: {warning}"));
+    }
+    Ok(match stage {
+        // v7 has no sprint status; the runner wrote the plan's `done` itself.
+        Stage::Done if job.era == Era::V7 => End::Done(None),
+        Stage::Done => match verify::story(&session.worktree, key, job.era, baseline)? {
+            Verdict::Good { set_status } => End::Done(set_status),
+            _ => End::Done(None),
+        },
+        Stage::Blocked => End::Blocked,
+        Stage::Gated => End::Gated,
+        Stage::Skipped => End::Skipped,
+        _ => End::Failed,
+    })
+}
+
+/// Dispatch attempt `attempt` of the story's job.
+fn dispatch(
+    program: &Path,
+    cwd: &Path,
+    follow: &Follow<'_>,
+    job: &Job,
+    attempt: u32,
+) -> Result<(), Error> {
+    let args = [
+        "workflow".to_owned(),
+        "run".to_owned(),
+        STORY_WORKFLOW.to_owned(),
+        "--ref".to_owned(),
+        follow.dispatch_ref.to_owned(),
+        "-f".to_owned(),
+        format!("epic={}", job.epic),
+        "-f".to_owned(),
+        format!("story={}", job.story.key),
+        "-f".to_owned(),
+        format!("attempt={attempt}"),
+    ];
+    let out = gh(program, args.to_vec(), cwd, follow.interrupt)?;
+    if !out.exit.success() {
+        let said = String::from_utf8_lossy(out.stderr.head()).trim().to_owned();
+        return Err(Error::Gh(format!(
+            "gh workflow run {STORY_WORKFLOW}: {said}"
+        )));
+    }
+    Ok(())
+}
+
+/// The story's jobs, every attempt, as `gh run list` shows them.
+fn runs_of(
+    program: &Path,
+    cwd: &Path,
+    epic: &str,
+    key: &str,
+    interrupt: &AtomicBool,
+) -> Result<Vec<JobRun>, Error> {
+    let args = [
+        "run",
+        "list",
+        "--workflow",
+        STORY_WORKFLOW,
+        "--json",
+        "databaseId,displayTitle,status,conclusion",
+        "--limit",
+        "200",
+    ];
+    let out = gh(
+        program,
+        args.iter().map(|a| a.to_string()).collect(),
+        cwd,
+        interrupt,
+    )?;
+    if !out.exit.success() {
+        let said = String::from_utf8_lossy(out.stderr.head()).trim().to_owned();
+        return Err(Error::Gh(format!("gh run list: {said}")));
+    }
+    Ok(parse_runs(out.stdout.head(), epic, key))
+}
+
+/// The runs of story `key` of `epic` in `gh run list --json` output; others are left out.
+fn parse_runs(json: &[u8], epic: &str, key: &str) -> Vec<JobRun> {
+    let Ok(serde_json::Value::Array(runs)) = serde_json::from_slice(json) else {
+        return Vec::new();
+    };
+    let prefix = run_prefix(epic, key);
+    runs.iter()
+        .filter_map(|r| {
+            let title = r["displayTitle"].as_str()?;
+            let attempt = title.strip_prefix(prefix.as_str())?.parse().ok()?;
+            Some(JobRun {
+                id: r["databaseId"].as_u64().unwrap_or_default(),
+                attempt,
+                active: r["status"].as_str() != Some("completed"),
+                conclusion: r["conclusion"].as_str().unwrap_or_default().to_owned(),
+            })
+        })
+        .collect()
+}
+
+/// Sleep `total`, waking early when interrupted.
+fn sleep(total: Duration, interrupt: &AtomicBool) {
+    let until = Instant::now() + total;
+    while Instant::now() < until && !interrupt.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(50).min(total));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_storys_own_runs_are_read_with_their_attempt() {
+        let json = br#"[
+            {"databaseId": 7, "displayTitle": "bmad epic 3 story 3.1 attempt 2", "status": "in_progress", "conclusion": ""},
+            {"databaseId": 5, "displayTitle": "bmad epic 3 story 3.1 attempt 1", "status": "completed", "conclusion": "cancelled"},
+            {"databaseId": 6, "displayTitle": "bmad epic 3 story 3.10 attempt 1", "status": "completed", "conclusion": "success"},
+            {"databaseId": 4, "displayTitle": "bmad epic 3 story 3.1 attempt x", "status": "completed", "conclusion": "success"},
+            {"databaseId": 3, "displayTitle": "Deploy", "status": "completed", "conclusion": "success"}
+        ]"#;
+        let runs = parse_runs(json, "3", "3.1");
+        assert_eq!(
+            runs,
+            vec![
+                JobRun {
+                    id: 7,
+                    attempt: 2,
+                    active: true,
+                    conclusion: String::new()
+                },
+                JobRun {
+                    id: 5,
+                    attempt: 1,
+                    active: false,
+                    conclusion: "cancelled".into()
+                },
+            ]
+        );
+        assert!(parse_runs(b"not json", "3", "3.1").is_empty());
+    }
+}

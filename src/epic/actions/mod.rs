@@ -1,0 +1,51 @@
+//! An epic's stories on GitHub Actions runners (`epic run --on actions`): the coordinator
+//! plans and journals the run where the user starts it and dispatches one job per ready
+//! story; each job runs its story on a fresh runner from the pushed state
+//! (`git bmad epic job`) and pushes its session after every step; the coordinator takes the
+//! runner's reports from the remote, signed by a key the repository trusts, and dispatches
+//! again when a runner is lost. The workflows are the user's files, written once by
+//! `git bmad ci init github`.
+
+mod coordinator;
+mod runner;
+pub mod workflows;
+
+pub use coordinator::MAX_ATTEMPTS;
+pub(super) use coordinator::{follow_story, preflight, publish_run, Follow};
+pub use runner::{run_job, JobOptions, JobOutcome};
+
+use crate::session::{sync, Repo, SessionId};
+
+/// The story job's workflow, under `.github/workflows/`.
+pub const STORY_WORKFLOW: &str = "bmad-story.yml";
+
+/// The coordinator's workflow, under `.github/workflows/`.
+pub const EPIC_WORKFLOW: &str = "bmad-epic.yml";
+
+/// The name a story job's run gets (the workflow's `run-name`): how the coordinator finds
+/// the runs of a story among the repository's.
+pub fn run_name(epic: &str, key: &str, attempt: u32) -> String {
+    format!("{}{attempt}", run_prefix(epic, key))
+}
+
+fn run_prefix(epic: &str, key: &str) -> String {
+    format!("bmad epic {epic} story {key} attempt ")
+}
+
+/// The newest session named `name` that `remote` had at the last sync.
+fn newest_remote(repo: &Repo, remote: &str, name: &str) -> Result<Option<SessionId>, super::Error> {
+    Ok(sync::list_remote(repo, remote)
+        .map_err(super::Error::from)?
+        .into_iter()
+        .filter(|r| r.session.name == name)
+        .map(|r| r.session.id)
+        .max())
+}
+
+/// `repo` with this clone's id made: a session that moves between clones is told apart
+/// from one that lives here by it, and a handle opened before it was written would take
+/// every session for another clone's. The handle returned is opened after.
+pub(super) fn here(repo: &Repo) -> Result<Repo, super::Error> {
+    crate::session::trust::ensure_clone_id(repo)?;
+    Ok(Repo::discover(repo.workdir()).map_err(crate::session::Error::from)?)
+}

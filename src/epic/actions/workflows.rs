@@ -1,0 +1,257 @@
+//! The GitHub Actions workflow `git bmad ci init github` writes: one job per story, run from
+//! the repository's own files on a fresh runner. It is the user's file once written
+//! (commented, to read and change); what it holds follows from the project's configuration:
+//! the agent CLIs its runners name and the secrets they read.
+
+use std::collections::BTreeSet;
+
+use crate::config::Config;
+
+/// An agent CLI a story job installs: its runner name, its npm package at the version
+/// git-bmad's own suite drives, and the secret holding its API key.
+struct AgentCli {
+    runner: &'static str,
+    package: &'static str,
+    key: &'static str,
+}
+
+/// The CLIs git-bmad knows how to install (versions as `scripts/install-agent-clis.sh`).
+const AGENT_CLIS: &[AgentCli] = &[
+    AgentCli {
+        runner: "claude",
+        package: "@anthropic-ai/claude-code@2.1.330",
+        key: "ANTHROPIC_API_KEY",
+    },
+    AgentCli {
+        runner: "codex",
+        package: "@openai/codex@0.169.0",
+        key: "OPENAI_API_KEY",
+    },
+    AgentCli {
+        runner: "gemini",
+        package: "@google/gemini-cli@0.61.0",
+        key: "GEMINI_API_KEY",
+    },
+];
+
+/// The secret holding the runners' signing key (an SSH private key whose public half is in
+/// `.bmad/allowed_signers` on main).
+pub const SIGNING_SECRET: &str = "BMAD_SIGNING_KEY";
+
+/// What the story workflow is made of.
+#[derive(Clone, Debug)]
+pub struct StoryWorkflow {
+    /// Where git-bmad is installed from when the runner has none: a git URL for
+    /// `cargo install --git` (empty: the job says to set it).
+    pub source: String,
+    /// The git-bmad release: a tag `v<version>` of `source`.
+    pub version: String,
+    /// The runner label.
+    pub runs_on: String,
+    /// The job's time limit.
+    pub timeout_minutes: u32,
+    /// Runner names the project's configuration uses (`claude`, `codex`, a command).
+    pub runners: BTreeSet<String>,
+    /// Environment variables an assignment names for its API key (`api_key_env`).
+    pub key_envs: BTreeSet<String>,
+}
+
+impl StoryWorkflow {
+    /// The workflow for a project configured as `config`.
+    pub fn for_config(config: &Config, source: &str) -> StoryWorkflow {
+        let mut runners: BTreeSet<String> = BTreeSet::new();
+        runners.insert(config.runners.default.clone());
+        runners.extend(config.runners.roles.values().cloned());
+        let mut key_envs = BTreeSet::new();
+        for a in config.orchestration.agents.values() {
+            runners.extend(a.runner.clone());
+            key_envs.extend(a.api_key_env.clone());
+        }
+        StoryWorkflow {
+            source: source.to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+            runs_on: "ubuntu-latest".into(),
+            timeout_minutes: 360,
+            runners,
+            key_envs,
+        }
+    }
+
+    fn clis(&self) -> impl Iterator<Item = &'static AgentCli> + '_ {
+        AGENT_CLIS
+            .iter()
+            .filter(|c| self.runners.contains(c.runner))
+    }
+
+    /// The repository secrets the job reads, each with what it holds.
+    pub fn secrets(&self) -> Vec<(String, String)> {
+        let mut out = vec![(
+            SIGNING_SECRET.to_owned(),
+            "an SSH private key (ssh-keygen -t ed25519 -N ''): the runners sign their sessions' journals with it; its public half goes into .bmad/allowed_signers on main".to_owned(),
+        )];
+        for cli in self.clis() {
+            out.push((
+                cli.key.to_owned(),
+                format!("the {} CLI's API key", cli.runner),
+            ));
+        }
+        for env in &self.key_envs {
+            out.push((
+                env.clone(),
+                "an API key an assignment names (api_key_env)".into(),
+            ));
+        }
+        out
+    }
+
+    /// The workflow file's text.
+    pub fn render(&self) -> String {
+        let mut secrets_env = String::new();
+        for (name, _) in self.secrets().iter().skip(1) {
+            secrets_env.push_str(&format!("          {name}: ${{{{ secrets.{name} }}}}\n"));
+        }
+        let mut install_clis = String::new();
+        for cli in self.clis() {
+            install_clis.push_str(&format!(
+                "          command -v {runner} >/dev/null || npm install --global --no-fund --no-audit {package}\n",
+                runner = cli.runner,
+                package = cli.package
+            ));
+        }
+        if install_clis.is_empty() {
+            install_clis.push_str("          echo \"the project's runners are commands of its own: nothing to install\"\n");
+        }
+        format!(
+            r#"# One story of a git-bmad epic run, on a fresh runner.
+#
+# `git bmad epic run <epic> --on actions` dispatches this workflow once per ready story and
+# follows it through the remote: the job takes the run from the epic's journal (signed by the
+# coordinator's key), runs the story's pipeline in its own session, contained, and pushes the
+# session (branch, journal, checkpoints) after every step, signed with BMAD_SIGNING_KEY. A
+# runner lost mid-step costs that step: the next dispatch resumes from the last push. The
+# story ends as a draft pull request, never merged.
+#
+# Written by `git bmad ci init github`; it is yours to change. Set up once:
+#   - secrets: {secret_names}
+#   - the public half of BMAD_SIGNING_KEY in .bmad/allowed_signers on main (reviewed)
+#   - git config bmad.origin.pushSessions true where the coordinator runs
+name: bmad story
+run-name: bmad epic ${{{{ inputs.epic }}}} story ${{{{ inputs.story }}}} attempt ${{{{ inputs.attempt }}}}
+
+on:
+  workflow_dispatch:
+    inputs:
+      epic:
+        description: The epic (its number, or a spec folder)
+        required: true
+        type: string
+      story:
+        description: The story's key
+        required: true
+        type: string
+      attempt:
+        description: Which dispatch of the story this is (past 1, a lost runner's session is taken over)
+        required: true
+        type: string
+        default: "1"
+
+# Push the story's branch and session state; open its draft pull request.
+permissions:
+  contents: write
+  pull-requests: write
+
+# One job per story at a time.
+concurrency:
+  group: bmad-story-${{{{ inputs.epic }}}}-${{{{ inputs.story }}}}
+  cancel-in-progress: false
+
+jobs:
+  story:
+    runs-on: {runs_on}
+    timeout-minutes: {timeout}
+    env:
+      EPIC: ${{{{ inputs.epic }}}}
+      STORY: ${{{{ inputs.story }}}}
+      ATTEMPT: ${{{{ inputs.attempt }}}}
+      GIT_BMAD_VERSION: "{version}"
+      # A git URL of git-bmad's repository, for `cargo install --git` on a runner without it.
+      GIT_BMAD_SOURCE: "{source}"
+    steps:
+      - uses: actions/checkout@v4
+        with:
+          fetch-depth: 0
+
+      - name: Install git-bmad
+        run: |
+          if ! command -v git-bmad >/dev/null; then
+            if [ -z "$GIT_BMAD_SOURCE" ]; then
+              echo "::error::set GIT_BMAD_SOURCE in this workflow to git-bmad's git URL"
+              exit 1
+            fi
+            cargo install --locked --git "$GIT_BMAD_SOURCE" --tag "v$GIT_BMAD_VERSION" git-bmad
+          fi
+          git bmad --version
+
+      - name: Install the agent CLIs
+        run: |
+{install_clis}
+      - name: Identity and signing key
+        env:
+          BMAD_SIGNING_KEY: ${{{{ secrets.BMAD_SIGNING_KEY }}}}
+        run: |
+          key="$RUNNER_TEMP/bmad-signing-key"
+          (umask 077 && printf '%s\n' "$BMAD_SIGNING_KEY" > "$key")
+          git config user.name "git-bmad runner"
+          git config user.email "git-bmad-runner@users.noreply.github.com"
+          git config gpg.format ssh
+          git config user.signingKey "$key"
+          git config bmad.origin.pushSessions true
+          git bmad hooks install
+
+      - name: Run the story
+        env:
+          GH_TOKEN: ${{{{ github.token }}}}
+{secrets_env}        run: git bmad epic job "$EPIC" --story "$STORY" --attempt "$ATTEMPT"
+"#,
+            secret_names = self
+                .secrets()
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            runs_on = self.runs_on,
+            timeout = self.timeout_minutes,
+            version = self.version,
+            source = self.source,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clis_are_the_versions_the_suite_drives() {
+        let script = include_str!("../../../scripts/install-agent-clis.sh");
+        for cli in AGENT_CLIS {
+            assert!(script.contains(cli.package), "{}", cli.package);
+        }
+    }
+
+    #[test]
+    fn the_configured_runners_bring_their_cli_and_key() {
+        let mut config = Config::default();
+        config.runners.default = "codex".into();
+        let w = StoryWorkflow::for_config(&config, "");
+        let text = w.render();
+        assert!(text.contains("npm install --global --no-fund --no-audit @openai/codex@"));
+        assert!(text.contains("OPENAI_API_KEY: ${{ secrets.OPENAI_API_KEY }}"));
+        assert!(!text.contains("claude-code"));
+        assert_eq!(w.secrets()[0].0, SIGNING_SECRET);
+        // Inputs reach the shell through the environment only, never spliced into a script.
+        for line in text.lines().filter(|l| l.trim_start().starts_with("run:")) {
+            assert!(!line.contains("${{"), "{line}");
+        }
+    }
+}

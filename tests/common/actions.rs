@@ -1,0 +1,362 @@
+//! GitHub Actions, simulated on this machine: a `gh` that records `workflow run` dispatches
+//! and answers `run list` from the runs the harness keeps, and runners that run a dispatched
+//! job of the repository's own workflow file as a runner would: a fresh clone of the remote
+//! at the dispatched ref (the checkout step), then each `run:` step in order with `bash -eo
+//! pipefail`, the job's and the step's environment, its `${{ … }}` expressions evaluated
+//! (inputs, secrets, `github.token`), in a home of its own. A runner can be lost mid-step:
+//! its whole process group is killed and its run ends `cancelled`, as when GitHub loses
+//! the machine.
+
+use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_norway::Value as Yaml;
+
+use super::{TestEnv, BIN};
+
+/// The simulated service: its directory, the runners it started, and a flag that stops it.
+pub struct Actions {
+    sim: PathBuf,
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// Every job run: (story, attempt, conclusion), in the order they ended.
+    pub ended: Arc<Mutex<Vec<(String, String, String)>>>,
+}
+
+/// What the runners get besides the workflow: the repository secrets, and where the shared
+/// agent behaviours are (each runner's home links to them).
+pub struct Setup {
+    /// The bare remote standing in for GitHub.
+    pub remote: PathBuf,
+    /// Secrets by name.
+    pub secrets: BTreeMap<String, String>,
+}
+
+impl Actions {
+    /// Start the service for `env`: a `gh` on every command's PATH, and a thread that
+    /// starts a runner per dispatch.
+    pub fn start(env: &TestEnv, setup: Setup) -> Actions {
+        let sim = env.root().join("actions");
+        std::fs::create_dir_all(sim.join("runs")).unwrap();
+        std::fs::create_dir_all(env.root().join("home/agent/kill")).unwrap();
+        std::fs::write(sim.join("dispatches"), "").unwrap();
+        env.executable("gh", &fake_gh(&sim));
+        // `git bmad` on a runner: git finds git-bmad on PATH.
+        let tools = env.root().join("runner-tools");
+        std::fs::create_dir_all(&tools).unwrap();
+        let _ = std::os::unix::fs::symlink(BIN, tools.join("git-bmad"));
+        let stop = Arc::new(AtomicBool::new(false));
+        let ended = Arc::new(Mutex::new(Vec::new()));
+        let world = World {
+            root: env.root(),
+            sim: sim.clone(),
+            setup: Arc::new(setup),
+            ended: ended.clone(),
+        };
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || world.serve(&flag));
+        Actions {
+            sim,
+            stop,
+            thread: Some(thread),
+            ended,
+        }
+    }
+
+    /// Every `gh` call so far.
+    pub fn gh_log(&self) -> String {
+        std::fs::read_to_string(self.sim.join("gh.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Actions {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// `gh` as the coordinator and the runners call it.
+fn fake_gh(sim: &Path) -> String {
+    format!(
+        r#"#!/bin/sh
+sim='{sim}'
+echo "gh $*" >> "$sim/gh.log"
+case "$1 $2" in
+  'workflow run')
+    shift 2; workflow=$1; shift
+    ref= epic= story= attempt=
+    while [ $# -gt 0 ]; do
+      case "$1" in
+        --ref) ref=$2; shift 2 ;;
+        -f) case "$2" in epic=*) epic=${{2#epic=}} ;; story=*) story=${{2#story=}} ;; attempt=*) attempt=${{2#attempt=}} ;; esac; shift 2 ;;
+        *) echo "gh (simulated): unknown flag $1" >&2; exit 1 ;;
+      esac
+    done
+    printf '%s\t%s\t%s\t%s\t%s\n' "$workflow" "$ref" "$epic" "$story" "$attempt" >> "$sim/dispatches" ;;
+  'run list')
+    printf '['; first=1
+    for f in "$sim"/runs/*.json; do
+      [ -f "$f" ] || continue
+      [ $first = 1 ] || printf ','
+      first=0; cat "$f"
+    done
+    printf ']\n' ;;
+  'pr list') exit 0 ;;
+  'pr create') echo "https://github.com/example/proj/pull/$$" ;;
+  *) echo "gh (simulated): $* is not simulated" >&2; exit 1 ;;
+esac
+"#,
+        sim = sim.display()
+    )
+}
+
+/// What the service's thread owns.
+#[derive(Clone)]
+struct World {
+    root: PathBuf,
+    sim: PathBuf,
+    setup: Arc<Setup>,
+    ended: Arc<Mutex<Vec<(String, String, String)>>>,
+}
+
+/// One dispatched job.
+#[derive(Clone, Debug)]
+struct Dispatch {
+    id: usize,
+    workflow: String,
+    git_ref: String,
+    inputs: BTreeMap<String, String>,
+}
+
+impl World {
+    /// Start a runner per new dispatch until stopped; wait for the runners at the end.
+    fn serve(&self, stop: &AtomicBool) {
+        let mut taken = 0;
+        let mut runners = Vec::new();
+        let running: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
+        while !stop.load(Ordering::SeqCst) {
+            let text = std::fs::read_to_string(self.sim.join("dispatches")).unwrap_or_default();
+            let lines: Vec<&str> = text.lines().collect();
+            for line in &lines[taken.min(lines.len())..] {
+                taken += 1;
+                let f: Vec<&str> = line.split('\t').collect();
+                let inputs = [("epic", f[2]), ("story", f[3]), ("attempt", f[4])]
+                    .into_iter()
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .collect();
+                let dispatch = Dispatch {
+                    id: taken,
+                    workflow: f[0].to_owned(),
+                    git_ref: f[1].to_owned(),
+                    inputs,
+                };
+                let world = self.clone();
+                let running = running.clone();
+                runners.push(std::thread::spawn(move || {
+                    world.run_job(&dispatch, &running)
+                }));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        for r in runners {
+            let _ = r.join();
+        }
+    }
+
+    fn set_run(&self, id: usize, title: &str, status: &str, conclusion: &str) {
+        let json = serde_json::json!({
+            "databaseId": id,
+            "displayTitle": title,
+            "status": status,
+            "conclusion": conclusion,
+        });
+        let path = self.sim.join(format!("runs/{id}.json"));
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, json.to_string()).unwrap();
+        std::fs::rename(&tmp, &path).unwrap();
+    }
+
+    /// One job: the workflow read at the dispatched ref, a fresh clone, its steps in order.
+    fn run_job(&self, d: &Dispatch, running: &Mutex<Vec<String>>) {
+        let remote = &self.setup.remote;
+        let workflow_text = git_out(
+            remote,
+            &[
+                "show",
+                &format!("{}:.github/workflows/{}", d.git_ref, d.workflow),
+            ],
+        );
+        let workflow: Yaml = serde_norway::from_str(&workflow_text).expect("workflow YAML");
+        let title = self.expand(&workflow["run-name"], d);
+        self.set_run(d.id, &title, "in_progress", "");
+        // The workflow's concurrency group: never two jobs of one story at once.
+        let group = self.expand(&workflow["concurrency"]["group"], d);
+        {
+            let mut now = running.lock().unwrap();
+            assert!(!now.contains(&group), "two jobs of {group} at once");
+            now.push(group.clone());
+        }
+        let story = d.inputs["story"].clone();
+        let conclusion = self.steps(d, &workflow, &story);
+        running.lock().unwrap().retain(|g| *g != group);
+        self.set_run(d.id, &title, "completed", conclusion);
+        self.ended.lock().unwrap().push((
+            story,
+            d.inputs["attempt"].clone(),
+            conclusion.to_owned(),
+        ));
+    }
+
+    /// Run the job's steps; its conclusion.
+    fn steps(&self, d: &Dispatch, workflow: &Yaml, story: &str) -> &'static str {
+        let machine = self.root.join(format!("runners/{}", d.id));
+        let home = machine.join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        // The agents' behaviours and logs are shared, as one model API serves every runner.
+        std::os::unix::fs::symlink(self.root.join("home/agent"), home.join("agent")).unwrap();
+        std::fs::write(home.join(".gitconfig"), "[bmad]\n\tsandbox = off\n").unwrap();
+        let temp = machine.join("temp");
+        std::fs::create_dir_all(&temp).unwrap();
+        let work = machine.join("work");
+        let clone = Command::new("git")
+            .args(["clone", "-q", "--branch", &d.git_ref])
+            .arg(&self.setup.remote)
+            .arg(&work)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", &home)
+            .status()
+            .unwrap();
+        assert!(clone.success(), "the checkout step");
+        let job = &workflow["jobs"]["story"];
+        let mut env: BTreeMap<String, String> = BTreeMap::new();
+        for (k, v) in job["env"].as_mapping().into_iter().flatten() {
+            env.insert(k.as_str().unwrap().to_owned(), self.expand(v, d));
+        }
+        let path = format!(
+            "{}:{}:{}",
+            self.root.join("bin").display(),
+            self.root.join("runner-tools").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        for (n, step) in job["steps"].as_sequence().unwrap().iter().enumerate() {
+            if let Some(uses) = step["uses"].as_str() {
+                assert!(
+                    n == 0 && uses.starts_with("actions/checkout@"),
+                    "only the checkout is an action: {uses}"
+                );
+                continue;
+            }
+            let script = step["run"].as_str().expect("a run: step");
+            let file = temp.join(format!("step-{n}.sh"));
+            std::fs::write(&file, script).unwrap();
+            let mut cmd = Command::new("bash");
+            cmd.args(["--noprofile", "--norc", "-eo", "pipefail"])
+                .arg(&file)
+                .current_dir(&work)
+                .env_clear()
+                .env("PATH", &path)
+                .env("HOME", &home)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("LC_ALL", "C")
+                .env("TZ", "UTC")
+                .env("CI", "true")
+                .env("GITHUB_ACTIONS", "true")
+                .env("RUNNER_TEMP", &temp)
+                .env("GITHUB_WORKSPACE", &work)
+                .env("BMAD_ACTIONS_POLL_MS", "100")
+                .envs(&env)
+                .stdin(Stdio::null())
+                .stdout(log_file(&machine, n))
+                .stderr(log_file(&machine, n))
+                .process_group(0);
+            for (k, v) in step["env"].as_mapping().into_iter().flatten() {
+                cmd.env(k.as_str().unwrap(), self.expand(v, d));
+            }
+            let child = cmd.spawn().unwrap();
+            match self.wait(child, story) {
+                Some(true) => {}
+                Some(false) => return "failure",
+                None => return "cancelled",
+            }
+        }
+        "success"
+    }
+
+    /// Wait for a step; `None` when the machine was lost (the test asked for it by leaving
+    /// `home/agent/kill/<story>`: its whole process group is killed).
+    fn wait(&self, mut child: Child, story: &str) -> Option<bool> {
+        let request = self.root.join("home/agent/kill").join(story);
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return Some(status.success());
+            }
+            if request.exists() {
+                let _ = std::fs::remove_file(&request);
+                let _ = Command::new("kill")
+                    .args(["-KILL", "--", &format!("-{}", child.id())])
+                    .status();
+                let _ = child.wait();
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// A workflow value with its `${{ … }}` expressions evaluated; one this harness does not
+    /// know fails the test (the runner would have a value the test did not think of).
+    fn expand(&self, value: &Yaml, d: &Dispatch) -> String {
+        let text = match value {
+            Yaml::String(s) => s.clone(),
+            Yaml::Number(n) => n.to_string(),
+            Yaml::Bool(b) => b.to_string(),
+            other => panic!("not a scalar: {other:?}"),
+        };
+        let mut out = String::new();
+        let mut rest = text.as_str();
+        while let Some(start) = rest.find("${{") {
+            out.push_str(&rest[..start]);
+            let end = rest[start..].find("}}").expect("closed expression") + start;
+            let expr = rest[start + 3..end].trim();
+            let v = if let Some(name) = expr.strip_prefix("inputs.") {
+                d.inputs.get(name).cloned().expect("a dispatched input")
+            } else if let Some(name) = expr.strip_prefix("secrets.") {
+                self.setup.secrets.get(name).cloned().unwrap_or_default()
+            } else if expr == "github.token" {
+                "ghs_simulated".to_owned()
+            } else {
+                panic!("the harness does not evaluate ${{{{ {expr} }}}}")
+            };
+            out.push_str(&v);
+            rest = &rest[end + 2..];
+        }
+        out.push_str(rest);
+        out
+    }
+}
+
+fn log_file(machine: &Path, n: usize) -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(machine.join(format!("step-{n}.log")))
+        .unwrap()
+}
+
+fn git_out(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}");
+    String::from_utf8(out.stdout).unwrap()
+}

@@ -1,0 +1,192 @@
+//! An epic on GitHub Actions, end to end: `git bmad ci init github` writes the story
+//! workflow, `epic run --on actions` dispatches one job per ready story through `gh`, and
+//! simulated runners (tests/common/actions.rs) run that workflow's own steps in fresh clones
+//! of the remote; one runner is lost mid-step and the next dispatch resumes its story
+//! without repeating a finished step.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::common::actions::{Actions, Setup};
+use crate::common::{read, write, TestEnv};
+use crate::test_epic::{epic_project, status, story};
+use crate::test_supervisor::agent_behaviour;
+
+const STORIES: [&str; 4] = [
+    "3-1-api-client",
+    "3-2-storage",
+    "3-3-sync-engine",
+    "3-4-api-retries",
+];
+
+/// The v6 epic with the story workflow, both machines' keys trusted on main, pushed; the
+/// runners' private key.
+fn project_on_github(env: &TestEnv) -> (std::path::PathBuf, String) {
+    let repo = epic_project(env);
+    let coordinator = env.bmad(&repo, &["trust", "show"]).success().stdout;
+    let key = env.root().join("bmad-runner");
+    let made = env.sh(
+        &env.root(),
+        &format!(
+            "ssh-keygen -q -t ed25519 -N '' -C bmad-runner -f '{}'",
+            key.display()
+        ),
+    );
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    let public = read(&env.root(), "bmad-runner.pub");
+    let runner_line = format!(
+        "bmad-runner {}",
+        public
+            .split_whitespace()
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    write(
+        &repo,
+        ".bmad/allowed_signers",
+        &format!("{}\n{runner_line}\n", coordinator.trim()),
+    );
+    env.bmad(&repo, &["ci", "init", "github"]).success();
+    env.git(&repo, &["add", "-A"]);
+    env.git(
+        &repo,
+        &["commit", "-q", "-m", "run epics on GitHub Actions"],
+    );
+    env.git(&repo, &["push", "-q", "origin", "main"]);
+    env.git(&repo, &["config", "bmad.origin.pushSessions", "true"]);
+    (repo, read(&env.root(), "bmad-runner"))
+}
+
+fn service(env: &TestEnv, repo: &Path, signing_key: String) -> Actions {
+    let remote = env.root().join("remote.git");
+    assert!(remote.is_dir(), "{}", repo.display());
+    Actions::start(
+        env,
+        Setup {
+            remote,
+            secrets: BTreeMap::from([
+                ("BMAD_SIGNING_KEY".to_owned(), signing_key),
+                (
+                    "ANTHROPIC_API_KEY".to_owned(),
+                    "sk-ant-simulated".to_owned(),
+                ),
+            ]),
+        },
+    )
+}
+
+#[test]
+fn an_epic_runs_on_actions_runners_and_a_lost_runner_costs_only_its_step() {
+    let env = TestEnv::new();
+    let (repo, signing_key) = project_on_github(&env);
+    // 3-2's first review is where its runner is lost (the machine goes away mid-step).
+    agent_behaviour(
+        &env,
+        "review-1",
+        "case \"$BMAD_ARGS\" in\n  3-2-*) if mkdir \"$HOME/agent/lost-once\" 2>/dev/null; then touch \"$HOME/agent/kill/3-2-storage\"; sleep 20; fi ;;\nesac\nresult 'Outcome: Approve'\n",
+    );
+    let actions = service(&env, &repo, signing_key);
+    let run = env.bmad_with(
+        &repo,
+        &["epic", "run", "3", "--on", "actions", "--parallel", "2"],
+        &[("BMAD_ACTIONS_POLL_MS", "100")],
+    );
+    let ended = actions.ended.lock().unwrap().clone();
+    let gh = actions.gh_log();
+    drop(actions);
+    assert_eq!(
+        run.code,
+        0,
+        "{}\n{}\nruns: {ended:?}\n{}",
+        run.stdout,
+        run.stderr,
+        runner_logs(&env)
+    );
+
+    // Every story done, each with its draft pull request.
+    let s = status(&env, &repo);
+    for key in STORIES {
+        let st = story(&s, key);
+        assert_eq!(st["stage"], "done", "{key}: {st:#}");
+        assert!(
+            st["state"]["pr"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("https://github.com/example/proj/pull/"),
+            "{st:#}"
+        );
+    }
+    // One job per story, dispatched through gh; 3-2's first runner was lost and its second
+    // finished the story.
+    for key in STORIES {
+        let attempts: Vec<(&str, &str)> = ended
+            .iter()
+            .filter(|(story, _, _)| story == key)
+            .map(|(_, a, c)| (a.as_str(), c.as_str()))
+            .collect();
+        let want: &[(&str, &str)] = if key == "3-2-storage" {
+            &[("1", "cancelled"), ("2", "success")]
+        } else {
+            &[("1", "success")]
+        };
+        assert_eq!(attempts, want, "{key}: {ended:?}");
+        assert!(
+            gh.contains(&format!(
+                "gh workflow run bmad-story.yml --ref main -f epic=3 -f story={key} -f attempt=1"
+            )),
+            "{gh}"
+        );
+    }
+    // The lost runner cost only the step it was in: every dev step ran once.
+    let devs = read(&env.root(), "home/agent/dev.log");
+    for key in STORIES {
+        assert_eq!(
+            devs.lines().filter(|l| *l == key).count(),
+            1,
+            "{key}: {devs}"
+        );
+    }
+    // The stories' sessions came back from the runners: here, with their work.
+    let list = env.bmad(&repo, &["list", "--json"]).success().json();
+    for key in STORIES {
+        let here = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == key)
+            .unwrap_or_else(|| panic!("{key}: {list:#}"));
+        assert_eq!(here["elsewhere"], false, "{here:#}");
+    }
+}
+
+/// What the runners printed, for a failure's message.
+fn runner_logs(env: &TestEnv) -> String {
+    let mut out = String::new();
+    let mut logs: Vec<_> = glob_logs(&env.root().join("runners"));
+    logs.sort();
+    for path in logs {
+        out.push_str(&format!(
+            "== {}\n{}\n",
+            path.display(),
+            std::fs::read_to_string(&path).unwrap_or_default()
+        ));
+    }
+    out
+}
+
+fn glob_logs(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for machine in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        for file in std::fs::read_dir(machine.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if file.path().extension().is_some_and(|e| e == "log") {
+                out.push(file.path());
+            }
+        }
+    }
+    out
+}
