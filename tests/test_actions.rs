@@ -21,9 +21,9 @@ const STORIES: [&str; 4] = [
     "3-4-api-retries",
 ];
 
-/// The v6 epic with the story workflow, both machines' keys trusted on main, pushed; the
-/// runners' private key.
-fn project_on_github(env: &TestEnv) -> (PathBuf, String) {
+/// The v6 epic with the story workflow and the machines' keys trusted on main (the
+/// coordinator's, the runners', as asked), pushed; the runners' private key.
+fn project_on_github(env: &TestEnv, trust: Trust) -> (PathBuf, String) {
     let repo = epic_project(env);
     let coordinator = env.bmad(&repo, &["trust", "show"]).success().stdout;
     let key = env.root().join("bmad-runner");
@@ -44,11 +44,14 @@ fn project_on_github(env: &TestEnv) -> (PathBuf, String) {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    write(
-        &repo,
-        ".bmad/allowed_signers",
-        &format!("{}\n{runner_line}\n", coordinator.trim()),
-    );
+    let mut allowed = String::new();
+    if trust != Trust::RunnersOnly {
+        allowed.push_str(&format!("{}\n", coordinator.trim()));
+    }
+    if trust != Trust::CoordinatorOnly {
+        allowed.push_str(&format!("{runner_line}\n"));
+    }
+    write(&repo, ".bmad/allowed_signers", &allowed);
     env.bmad(&repo, &["ci", "init", "github"]).success();
     env.git(&repo, &["add", "-A"]);
     env.git(
@@ -58,6 +61,14 @@ fn project_on_github(env: &TestEnv) -> (PathBuf, String) {
     env.git(&repo, &["push", "-q", "origin", "main"]);
     env.git(&repo, &["config", "bmad.origin.pushSessions", "true"]);
     (repo, read(&env.root(), "bmad-runner"))
+}
+
+/// Whose keys `.bmad/allowed_signers` on main names.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Trust {
+    Both,
+    CoordinatorOnly,
+    RunnersOnly,
 }
 
 fn service(env: &TestEnv, repo: &Path, signing_key: String) -> Actions {
@@ -81,7 +92,7 @@ fn service(env: &TestEnv, repo: &Path, signing_key: String) -> Actions {
 #[test]
 fn an_epic_runs_on_actions_runners_and_a_lost_runner_costs_only_its_step() {
     let env = TestEnv::new();
-    let (repo, signing_key) = project_on_github(&env);
+    let (repo, signing_key) = project_on_github(&env, Trust::Both);
     // 3-2's first review is where its runner is lost (the machine goes away mid-step).
     agent_behaviour(
         &env,
@@ -191,6 +202,58 @@ fn glob_logs(dir: &Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+#[test]
+fn reports_from_runners_whose_key_the_repository_does_not_trust_are_never_taken() {
+    let env = TestEnv::new();
+    let (repo, signing_key) = project_on_github(&env, Trust::CoordinatorOnly);
+    let actions = service(&env, &repo, signing_key);
+    let run = env.bmad_with(
+        &repo,
+        &["epic", "run", "3", "--on", "actions", "--stories", "3-1"],
+        &[("BMAD_ACTIONS_POLL_MS", "100")],
+    );
+    let ended = actions.ended.lock().unwrap().clone();
+    drop(actions);
+    // The runners did the work and said so, signed with a key main does not name: the
+    // coordinator took none of it, and says why once it has tried as often as it does.
+    assert_eq!(run.code, 5, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(ended.len(), 3, "{ended:?}");
+    assert!(ended.iter().all(|(_, _, c)| c == "success"), "{ended:?}");
+    let s = status(&env, &repo);
+    let st = story(&s, "3-1-api-client");
+    assert_eq!(st["stage"], "failed", "{st:#}");
+    let why = st["state"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("signed by no key in .bmad/allowed_signers on main"),
+        "{why}"
+    );
+    assert!(st["state"]["pr"].is_null(), "{st:#}");
+}
+
+#[test]
+fn a_runner_never_runs_a_story_of_an_epic_run_no_trusted_key_signed() {
+    let env = TestEnv::new();
+    let (repo, signing_key) = project_on_github(&env, Trust::RunnersOnly);
+    let actions = service(&env, &repo, signing_key);
+    let run = env.bmad_with(
+        &repo,
+        &["epic", "run", "3", "--on", "actions", "--stories", "3-1"],
+        &[("BMAD_ACTIONS_POLL_MS", "100")],
+    );
+    let ended = actions.ended.lock().unwrap().clone();
+    drop(actions);
+    assert_eq!(run.code, 5, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(ended.len(), 3, "{ended:?}");
+    assert!(ended.iter().all(|(_, _, c)| c == "failure"), "{ended:?}");
+    // No agent ran: the runner read no run it could trust and said so.
+    assert!(!env.root().join("home/agent/dev.log").exists());
+    let logs = runner_logs(&env);
+    assert!(
+        logs.contains("holds no run of epic 3 signed by a key this repository trusts"),
+        "{logs}"
+    );
 }
 
 /// actionlint, pinned (`scripts/install-actionlint.sh`): installed on first use.

@@ -520,15 +520,14 @@ pub(super) fn merge_journals(
 }
 
 /// The entries of `remote`'s copy of session `id`'s journal, as the last sync or push saw
-/// it, that an allowed signer vouched for, in order: how one clone reads another's record
-/// without taking its session (a runner the coordinator's epic, the coordinator a runner's
-/// story). Unsigned events, or events signed by a key no allowed signer names, are left out.
-/// An entry's id is the same in every clone's copy.
-pub fn vouched_remote_entries(
+/// it, each with whether an allowed signer vouched for it: how one clone reads another's
+/// record without taking its session (a runner the coordinator's epic, the coordinator a
+/// runner's story). An entry's id is the same in every clone's copy.
+pub fn remote_entries(
     repo: &Repo,
     remote: &str,
     id: &SessionId,
-) -> Result<Vec<JournalEntry>> {
+) -> Result<Vec<(JournalEntry, bool)>> {
     let notes = format!("{}notes/{id}", tracking_prefix(remote));
     let Some(tip) = repo.read_ref(&notes)?.filter(|t| repo.is_commit(*t)) else {
         return Ok(Vec::new());
@@ -541,8 +540,10 @@ pub fn vouched_remote_entries(
         .into_iter()
         .zip(vouchers)
         // A copy that the signer itself did not trust stays untrusted.
-        .filter(|(e, v)| v.is_some() && e.event.is_trusted())
-        .map(|(e, _)| e)
+        .map(|(e, v)| {
+            let vouched = v.is_some() && e.event.is_trusted();
+            (e, vouched)
+        })
         .collect())
 }
 

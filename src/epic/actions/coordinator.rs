@@ -131,6 +131,7 @@ pub(in crate::epic) fn follow_story(
     let mut seen = Seen {
         ids: HashSet::new(),
         before: job.known.updated_at.clone(),
+        unvouched: 0,
     };
     let mut baseline = job.known.detail.baseline.clone().unwrap_or_default();
     let runs = runs_of(&program, &job.main, &job.epic, key, follow.interrupt)?;
@@ -169,9 +170,16 @@ pub(in crate::epic) fn follow_story(
         };
         if lost {
             if attempt >= MAX_ATTEMPTS {
-                let why = format!(
+                let mut why = format!(
                     "{attempt} runners ended before the story did; gh run list --workflow {STORY_WORKFLOW} shows their logs"
                 );
+                if seen.unvouched > 0 {
+                    why.push_str(&format!(
+                        " ({} of their reports are signed by no key in .bmad/allowed_signers on main: add the public half of {} there, git bmad trust list shows what is trusted)",
+                        seen.unvouched,
+                        super::workflows::SIGNING_SECRET
+                    ));
+                }
                 let _ = tx.send(Message::Stage(key.clone(), failed(why)));
                 return Ok(End::Failed);
             }
@@ -187,10 +195,12 @@ pub(in crate::epic) fn follow_story(
     }
 }
 
-/// The runner's entries already passed on.
+/// The runner's entries already passed on, and how many of its reports no allowed signer
+/// vouched for (at the last look).
 struct Seen {
     ids: HashSet<String>,
     before: Option<String>,
+    unvouched: usize,
 }
 
 fn failed(why: String) -> StoryStage {
@@ -220,16 +230,21 @@ fn take_reports(
             return Ok(None);
         }
         match newest_remote(repo, &job.remote, &story_session_name(key))? {
-            Some(id) => sync::vouched_remote_entries(repo, &job.remote, &id)?,
+            Some(id) => sync::remote_entries(repo, &job.remote, &id)?,
             None => Vec::new(),
         }
     };
     let mut ended = None;
-    for entry in entries {
+    seen.unvouched = 0;
+    for (entry, vouched) in entries {
         let event = entry.event;
         let Body::StoryStage(stage) = event.body else {
             continue;
         };
+        if !vouched {
+            seen.unvouched += 1;
+            continue;
+        }
         if event.step.as_deref() != Some(key.as_str())
             || seen.before.as_ref().is_some_and(|b| event.ts < *b)
             || !seen.ids.insert(entry.id)

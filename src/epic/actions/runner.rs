@@ -72,8 +72,8 @@ pub fn run_job(
         remote: remote.clone(),
     };
     let epic_id = newest_remote(repo, remote, &names::session_name(epic))?.ok_or_else(no_run)?;
-    let entries = sync::vouched_remote_entries(repo, remote, &epic_id)?;
-    let state = EpicState::replay(entries.iter().map(|e| &e.event));
+    let entries = sync::remote_entries(repo, remote, &epic_id)?;
+    let state = EpicState::replay(entries.iter().filter(|(_, v)| *v).map(|(e, _)| &e.event));
     let started = state.started.clone().ok_or_else(no_run)?;
     let plan_options = PlanOptions {
         only: started.stories.clone(),
@@ -123,6 +123,17 @@ pub fn run_job(
         let (_, warnings) = session::adopt(repo, remote, &name, o.attempt > 1, o.policy)?;
         for warning in warnings {
             (o.progress)(&format!("{key}: {warning}"));
+        }
+    }
+    // What it started at, as its first runner journaled it, when the epic's journal has not
+    // caught up: work committed since is the story's, not where it starts.
+    if job.known.detail.baseline.is_none() {
+        if let Some(s) = closeout::find_by_name(repo, &name)? {
+            let journal = session::read_journal(repo, &s.id)?;
+            job.known.detail.baseline = journal.events().find_map(|e| match &e.body {
+                Body::StoryStage(stage) => stage.baseline.clone(),
+                _ => None,
+            });
         }
     }
     let mut config = o.config.clone();
