@@ -10,7 +10,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use crate::common::actions::{Actions, Setup};
-use crate::common::{read, write, TestEnv};
+use crate::common::{read, write, Run, TestEnv};
 use crate::test_epic::{epic_project, status, story};
 use crate::test_supervisor::agent_behaviour;
 
@@ -71,13 +71,30 @@ enum Trust {
     RunnersOnly,
 }
 
-fn service(env: &TestEnv, repo: &Path, signing_key: String) -> Actions {
-    let remote = env.root().join("remote.git");
-    assert!(remote.is_dir(), "{}", repo.display());
-    Actions::start(
+/// What `epic run 3 --on actions <args>` came to on a project whose main trusts `trust`,
+/// its agents as the project's defaults and then `agents` set them, with the simulated
+/// service running its jobs.
+struct OnActions {
+    repo: PathBuf,
+    run: Run,
+    /// Each job that ended: (story, attempt, conclusion), in order.
+    ended: Vec<(String, String, String)>,
+    /// Every `gh` call.
+    gh: String,
+}
+
+fn epic_on_actions(
+    env: &TestEnv,
+    trust: Trust,
+    agents: impl FnOnce(&TestEnv),
+    args: &[&str],
+) -> OnActions {
+    let (repo, signing_key) = project_on_github(env, trust);
+    agents(env);
+    let actions = Actions::start(
         env,
         Setup {
-            remote,
+            remote: env.root().join("remote.git"),
             secrets: BTreeMap::from([
                 ("BMAD_SIGNING_KEY".to_owned(), signing_key),
                 (
@@ -86,28 +103,38 @@ fn service(env: &TestEnv, repo: &Path, signing_key: String) -> Actions {
                 ),
             ]),
         },
-    )
+    );
+    let mut command = vec!["epic", "run", "3", "--on", "actions"];
+    command.extend(args);
+    let run = env.bmad_with(&repo, &command, &[("BMAD_ACTIONS_POLL_MS", "100")]);
+    let ended = actions.ended.lock().unwrap().clone();
+    let gh = actions.gh_log();
+    drop(actions);
+    OnActions {
+        repo,
+        run,
+        ended,
+        gh,
+    }
 }
 
 #[test]
 fn an_epic_runs_on_actions_runners_and_a_lost_runner_costs_only_its_step() {
     let env = TestEnv::new();
-    let (repo, signing_key) = project_on_github(&env, Trust::Both);
     // 3-2's first review is where its runner is lost (the machine goes away mid-step).
-    agent_behaviour(
-        &env,
-        "review-1",
-        "case \"$BMAD_ARGS\" in\n  3-2-*) if mkdir \"$HOME/agent/lost-once\" 2>/dev/null; then touch \"$HOME/agent/kill/3-2-storage\"; sleep 20; fi ;;\nesac\nresult 'Outcome: Approve'\n",
-    );
-    let actions = service(&env, &repo, signing_key);
-    let run = env.bmad_with(
-        &repo,
-        &["epic", "run", "3", "--on", "actions", "--parallel", "2"],
-        &[("BMAD_ACTIONS_POLL_MS", "100")],
-    );
-    let ended = actions.ended.lock().unwrap().clone();
-    let gh = actions.gh_log();
-    drop(actions);
+    let lost = |env: &TestEnv| {
+        agent_behaviour(
+            env,
+            "review-1",
+            "case \"$BMAD_ARGS\" in\n  3-2-*) if mkdir \"$HOME/agent/lost-once\" 2>/dev/null; then touch \"$HOME/agent/kill/3-2-storage\"; sleep 20; fi ;;\nesac\nresult 'Outcome: Approve'\n",
+        )
+    };
+    let OnActions {
+        repo,
+        run,
+        ended,
+        gh,
+    } = epic_on_actions(&env, Trust::Both, lost, &["--parallel", "2"]);
     assert_eq!(
         run.code,
         0,
@@ -207,15 +234,9 @@ fn glob_logs(dir: &Path) -> Vec<std::path::PathBuf> {
 #[test]
 fn reports_from_runners_whose_key_the_repository_does_not_trust_are_never_taken() {
     let env = TestEnv::new();
-    let (repo, signing_key) = project_on_github(&env, Trust::CoordinatorOnly);
-    let actions = service(&env, &repo, signing_key);
-    let run = env.bmad_with(
-        &repo,
-        &["epic", "run", "3", "--on", "actions", "--stories", "3-1"],
-        &[("BMAD_ACTIONS_POLL_MS", "100")],
-    );
-    let ended = actions.ended.lock().unwrap().clone();
-    drop(actions);
+    let OnActions {
+        repo, run, ended, ..
+    } = epic_on_actions(&env, Trust::CoordinatorOnly, |_| {}, &["--stories", "3-1"]);
     // The runners did the work and said so, signed with a key main does not name: the
     // coordinator took none of it, and says why once it has tried as often as it does.
     assert_eq!(run.code, 5, "{}\n{}", run.stdout, run.stderr);
@@ -235,15 +256,8 @@ fn reports_from_runners_whose_key_the_repository_does_not_trust_are_never_taken(
 #[test]
 fn a_runner_never_runs_a_story_of_an_epic_run_no_trusted_key_signed() {
     let env = TestEnv::new();
-    let (repo, signing_key) = project_on_github(&env, Trust::RunnersOnly);
-    let actions = service(&env, &repo, signing_key);
-    let run = env.bmad_with(
-        &repo,
-        &["epic", "run", "3", "--on", "actions", "--stories", "3-1"],
-        &[("BMAD_ACTIONS_POLL_MS", "100")],
-    );
-    let ended = actions.ended.lock().unwrap().clone();
-    drop(actions);
+    let OnActions { run, ended, .. } =
+        epic_on_actions(&env, Trust::RunnersOnly, |_| {}, &["--stories", "3-1"]);
     assert_eq!(run.code, 5, "{}\n{}", run.stdout, run.stderr);
     assert_eq!(ended.len(), 3, "{ended:?}");
     assert!(ended.iter().all(|(_, _, c)| c == "failure"), "{ended:?}");
@@ -254,6 +268,35 @@ fn a_runner_never_runs_a_story_of_an_epic_run_no_trusted_key_signed() {
         logs.contains("holds no run of epic 3 signed by a key this repository trusts"),
         "{logs}"
     );
+}
+
+#[test]
+fn a_run_on_actions_that_could_not_finish_is_refused_before_anything_starts() {
+    let env = TestEnv::new();
+    let repo = epic_project(&env);
+    let on_actions = |args: &[&str]| {
+        let mut command = vec!["epic", "run", "3", "--on", "actions"];
+        command.extend(args);
+        let run = env.bmad(&repo, &command);
+        assert_eq!(run.code, 1, "{args:?}: {}\n{}", run.stdout, run.stderr);
+        run.stderr
+    };
+    assert!(on_actions(&[]).contains("git config bmad.origin.pushSessions true"));
+    env.git(&repo, &["config", "bmad.origin.pushSessions", "true"]);
+    assert!(on_actions(&[]).contains("git bmad ci init github writes it"));
+    env.bmad(&repo, &["ci", "init", "github"]).success();
+    assert!(on_actions(&["--gates", "per-story"]).contains("takes --gates none or per-epic"));
+    assert!(on_actions(&["--remote", "upstream"]).contains("there is no upstream"));
+    // Nothing was started, nothing dispatched.
+    let list = env.bmad(&repo, &["list", "--json"]).success().json();
+    assert_eq!(list.as_array().map(Vec::len), Some(0), "{list:#}");
+    assert!(!env.root().join("home/agent/gh.log").exists(), "gh was called");
+
+    let garden = crate::test_epic_v4::v4_project(&env);
+    env.bmad(&garden, &["ci", "init", "github"]).success();
+    let run = env.bmad(&garden, &["epic", "run", "4", "--on", "actions"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(run.stderr.contains("a v4 epic signs"), "{}", run.stderr);
 }
 
 /// actionlint, pinned (`scripts/install-actionlint.sh`): installed on first use.

@@ -108,7 +108,7 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
     let plan = plan_epic(repo, epic, &options.plan)?;
     playbooks::preflight(&main, &plan, options.gates, options.retro, options.config)?;
     if options.on == On::Actions {
-        actions::preflight(repo, &main, options)?;
+        actions::preflight(repo, &main, &plan, options)?;
     }
     let session = epic_session(repo, epic, options)?;
     // The run's record is the epic session's journal: only as git-bmad wrote it.

@@ -15,6 +15,7 @@ use super::super::job::Job;
 use super::super::names::story_session_name;
 use super::super::options::{EpicOptions, Gates};
 use super::super::pipeline::Era;
+use super::super::plan::Plan;
 use super::super::story::{End, Message};
 use super::super::verify::{self, Verdict};
 use super::super::Error;
@@ -66,15 +67,20 @@ pub(in crate::epic) fn publish_run(
     Ok(())
 }
 
-/// What a run on GitHub Actions needs before anything is dispatched: a remote that takes
-/// the sessions' state, the story workflow, and gates a runner's story can wait at.
+/// What a run on GitHub Actions needs before anything is dispatched: an era a runner can
+/// run, a remote that takes the sessions' state, the story workflow, and gates a runner's
+/// story can wait at.
 pub(in crate::epic) fn preflight(
     repo: &Repo,
     main: &Path,
+    plan: &Plan,
     options: &EpicOptions<'_>,
 ) -> Result<(), Error> {
     let remote = &options.remote;
     let fail = |why: String| Err(Error::Actions(why));
+    if plan.era == Era::V4 {
+        return fail("--on actions runs v6 and v7 epics: a v4 epic signs each story's status into stories.json on the epic's branch as it goes, which only a run here does".into());
+    }
     if options.gates == Gates::PerStory {
         return fail("--on actions takes --gates none or per-epic: a story's own gate would wait in a worktree on a runner that is gone".into());
     }

@@ -175,7 +175,7 @@ jobs:
       ATTEMPT: ${{{{ inputs.attempt }}}}
       GIT_BMAD_VERSION: "{version}"
       # A git URL of git-bmad's repository, for `cargo install --git` on a runner without it.
-      GIT_BMAD_SOURCE: "{source}"
+      GIT_BMAD_SOURCE: {source}
     steps:
       - uses: actions/checkout@v4
         with:
@@ -219,12 +219,17 @@ jobs:
                 .map(|(n, _)| n.as_str())
                 .collect::<Vec<_>>()
                 .join(", "),
-            runs_on = self.runs_on,
+            // JSON strings are YAML's double-quoted scalars: a value is never YAML itself.
+            runs_on = quoted(&self.runs_on),
             timeout = self.timeout_minutes,
             version = self.version,
-            source = self.source,
+            source = quoted(&self.source),
         )
     }
+}
+
+fn quoted(value: &str) -> String {
+    serde_json::Value::from(value).to_string()
 }
 
 #[cfg(test)]
@@ -249,6 +254,14 @@ mod tests {
         assert!(text.contains("OPENAI_API_KEY: ${{ secrets.OPENAI_API_KEY }}"));
         assert!(!text.contains("claude-code"));
         assert_eq!(w.secrets()[0].0, SIGNING_SECRET);
+        // A value is a scalar, whatever it holds.
+        let mut odd = w.clone();
+        odd.source = "x\"\n  evil: true".into();
+        let text = odd.render();
+        assert!(
+            text.contains(r#"GIT_BMAD_SOURCE: "x\"\n  evil: true""#),
+            "{text}"
+        );
         // Inputs reach the shell through the environment only, never spliced into a script.
         for line in text.lines().filter(|l| l.trim_start().starts_with("run:")) {
             assert!(!line.contains("${{"), "{line}");
