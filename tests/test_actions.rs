@@ -22,8 +22,8 @@ const STORIES: [&str; 4] = [
 ];
 
 /// The v6 epic with the story workflow and the machines' keys trusted on main (the
-/// coordinator's, the runners', as asked), pushed; the runners' private key.
-fn project_on_github(env: &TestEnv, trust: Trust) -> (PathBuf, String) {
+/// coordinator's, the runners', as asked), pushed; the runners' key is in `bmad-runner`.
+fn project_on_github(env: &TestEnv, trust: Trust) -> PathBuf {
     let repo = epic_project(env);
     let coordinator = env.bmad(&repo, &["trust", "show"]).success().stdout;
     let key = env.root().join("bmad-runner");
@@ -35,21 +35,12 @@ fn project_on_github(env: &TestEnv, trust: Trust) -> (PathBuf, String) {
         ),
     );
     assert_eq!(made.code, 0, "{}", made.stderr);
-    let public = read(&env.root(), "bmad-runner.pub");
-    let runner_line = format!(
-        "bmad-runner {}",
-        public
-            .split_whitespace()
-            .take(2)
-            .collect::<Vec<_>>()
-            .join(" ")
-    );
     let mut allowed = String::new();
     if trust != Trust::RunnersOnly {
         allowed.push_str(&format!("{}\n", coordinator.trim()));
     }
     if trust != Trust::CoordinatorOnly {
-        allowed.push_str(&format!("{runner_line}\n"));
+        allowed.push_str(&format!("{}\n", runner_line(env)));
     }
     write(&repo, ".bmad/allowed_signers", &allowed);
     env.bmad(&repo, &["ci", "init", "github"]).success();
@@ -60,7 +51,7 @@ fn project_on_github(env: &TestEnv, trust: Trust) -> (PathBuf, String) {
     );
     env.git(&repo, &["push", "-q", "origin", "main"]);
     env.git(&repo, &["config", "bmad.origin.pushSessions", "true"]);
-    (repo, read(&env.root(), "bmad-runner"))
+    repo
 }
 
 /// Whose keys `.bmad/allowed_signers` on main names.
@@ -69,6 +60,33 @@ enum Trust {
     Both,
     CoordinatorOnly,
     RunnersOnly,
+}
+
+/// The simulated service, its runners holding the runners' key.
+fn service(env: &TestEnv) -> Actions {
+    Actions::start(
+        env,
+        Setup {
+            remote: env.root().join("remote.git"),
+            secrets: BTreeMap::from([
+                (
+                    "BMAD_SIGNING_KEY".to_owned(),
+                    read(&env.root(), "bmad-runner"),
+                ),
+                (
+                    "ANTHROPIC_API_KEY".to_owned(),
+                    "sk-ant-simulated".to_owned(),
+                ),
+            ]),
+        },
+    )
+}
+
+/// The runners' allowed-signers line.
+fn runner_line(env: &TestEnv) -> String {
+    let public = read(&env.root(), "bmad-runner.pub");
+    let key: Vec<&str> = public.split_whitespace().take(2).collect();
+    format!("bmad-runner {}", key.join(" "))
 }
 
 /// What `epic run 3 --on actions <args>` came to on a project whose main trusts `trust`,
@@ -89,21 +107,9 @@ fn epic_on_actions(
     agents: impl FnOnce(&TestEnv),
     args: &[&str],
 ) -> OnActions {
-    let (repo, signing_key) = project_on_github(env, trust);
+    let repo = project_on_github(env, trust);
     agents(env);
-    let actions = Actions::start(
-        env,
-        Setup {
-            remote: env.root().join("remote.git"),
-            secrets: BTreeMap::from([
-                ("BMAD_SIGNING_KEY".to_owned(), signing_key),
-                (
-                    "ANTHROPIC_API_KEY".to_owned(),
-                    "sk-ant-simulated".to_owned(),
-                ),
-            ]),
-        },
-    );
+    let actions = service(env);
     let mut command = vec!["epic", "run", "3", "--on", "actions"];
     command.extend(args);
     let run = env.bmad_with(&repo, &command, &[("BMAD_ACTIONS_POLL_MS", "100")]);
@@ -251,6 +257,27 @@ fn reports_from_runners_whose_key_the_repository_does_not_trust_are_never_taken(
         "{why}"
     );
     assert!(st["state"]["pr"].is_null(), "{st:#}");
+
+    // Once main trusts the runners' key, a resume takes the story up afresh and believes
+    // its runner.
+    let allowed = format!(
+        "{}{}\n",
+        read(&repo, ".bmad/allowed_signers"),
+        runner_line(&env)
+    );
+    write(&repo, ".bmad/allowed_signers", &allowed);
+    env.git(&repo, &["commit", "-qam", "trust the runners"]);
+    env.git(&repo, &["push", "-q", "origin", "main"]);
+    let actions = service(&env);
+    let resumed = env.bmad_with(
+        &repo,
+        &["epic", "resume", "3"],
+        &[("BMAD_ACTIONS_POLL_MS", "100")],
+    );
+    drop(actions);
+    assert_eq!(resumed.code, 0, "{}\n{}", resumed.stdout, resumed.stderr);
+    let s = status(&env, &repo);
+    assert_eq!(story(&s, "3-1-api-client")["stage"], "done", "{s:#}");
 }
 
 #[test]
@@ -290,7 +317,10 @@ fn a_run_on_actions_that_could_not_finish_is_refused_before_anything_starts() {
     // Nothing was started, nothing dispatched.
     let list = env.bmad(&repo, &["list", "--json"]).success().json();
     assert_eq!(list.as_array().map(Vec::len), Some(0), "{list:#}");
-    assert!(!env.root().join("home/agent/gh.log").exists(), "gh was called");
+    assert!(
+        !env.root().join("home/agent/gh.log").exists(),
+        "gh was called"
+    );
 
     let garden = crate::test_epic_v4::v4_project(&env);
     env.bmad(&garden, &["ci", "init", "github"]).success();

@@ -44,7 +44,10 @@ impl Actions {
         let sim = env.root().join("actions");
         std::fs::create_dir_all(sim.join("runs")).unwrap();
         std::fs::create_dir_all(env.root().join("home/agent/kill")).unwrap();
-        std::fs::write(sim.join("dispatches"), "").unwrap();
+        // A service started again (a resume) goes on where the last one stopped.
+        if !sim.join("dispatches").exists() {
+            std::fs::write(sim.join("dispatches"), "").unwrap();
+        }
         env.executable("gh", &fake_gh(&sim));
         // `git bmad` on a runner: git finds git-bmad on PATH.
         let tools = env.root().join("runner-tools");
@@ -139,7 +142,10 @@ struct Dispatch {
 impl World {
     /// Start a runner per new dispatch until stopped; wait for the runners at the end.
     fn serve(&self, stop: &AtomicBool) {
-        let mut taken = 0;
+        let mut taken = std::fs::read_to_string(self.sim.join("dispatches"))
+            .unwrap_or_default()
+            .lines()
+            .count();
         let mut runners = Vec::new();
         let running: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
         while !stop.load(Ordering::SeqCst) {

@@ -23,7 +23,8 @@ use super::{newest_remote, run_name, run_prefix, STORY_WORKFLOW};
 use crate::session::schema::{Body, Stage, StoryStage};
 use crate::session::{self, closeout, sync, Repo};
 
-/// Jobs per story: a story whose runners are lost this often fails.
+/// Jobs per story and invocation: a story whose runners are lost this often fails (a
+/// resume tries it afresh).
 pub const MAX_ATTEMPTS: u32 = 3;
 
 /// How long a dispatched job may take to show up in `gh run list` before it counts as lost.
@@ -142,6 +143,8 @@ pub(in crate::epic) fn follow_story(
     let mut baseline = job.known.detail.baseline.clone().unwrap_or_default();
     let runs = runs_of(&program, &job.main, &job.epic, key, follow.interrupt)?;
     let mut attempt = runs.iter().map(|r| r.attempt).max().unwrap_or(0);
+    // The jobs this invocation dispatched: a resume tries a failed story afresh.
+    let mut tries = 0;
     let mut dispatched = Instant::now();
     let mut ended: Option<Stage> = None;
     loop {
@@ -175,9 +178,9 @@ pub(in crate::epic) fn follow_story(
             }
         };
         if lost {
-            if attempt >= MAX_ATTEMPTS {
+            if tries >= MAX_ATTEMPTS {
                 let mut why = format!(
-                    "{attempt} runners ended before the story did; gh run list --workflow {STORY_WORKFLOW} shows their logs"
+                    "{tries} runners ended before the story did; gh run list --workflow {STORY_WORKFLOW} shows their logs"
                 );
                 if seen.unvouched > 0 {
                     why.push_str(&format!(
@@ -190,6 +193,7 @@ pub(in crate::epic) fn follow_story(
                 return Ok(End::Failed);
             }
             attempt += 1;
+            tries += 1;
             dispatch(&program, &job.main, follow, job, attempt)?;
             (follow.progress)(&format!(
                 "{key}: dispatched to GitHub Actions ({})",
