@@ -24,7 +24,7 @@ use super::options::{EpicOptions, On};
 use super::plan::{plan_epic, Plan};
 use super::playbooks;
 use super::state::{record, EpicState, OpenGate};
-use super::story::{run_story, stage_line, End, Message};
+use super::story::{fail, run_story, stage_line, End, Message};
 use super::Error;
 use crate::bmad::project::Project;
 use crate::session::schema::{Body, EpicFinished, EpicStarted, Stage, StoryStage};
@@ -270,15 +270,7 @@ impl Epic<'_> {
                                     &tx,
                                 ),
                             }
-                            .unwrap_or_else(|e| {
-                                let failed = StoryStage {
-                                    stage: Stage::Failed,
-                                    reason: Some(e.to_string()),
-                                    ..Default::default()
-                                };
-                                let _ = tx.send(Message::Stage(key.clone(), failed));
-                                End::Failed
-                            });
+                            .unwrap_or_else(|e| fail(&key, e.to_string(), &tx));
                             let _ = tx.send(Message::End(key, end));
                         });
                     }

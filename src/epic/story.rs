@@ -493,6 +493,17 @@ fn review_rounds(state: &supervisor::RunState, source: &Source) -> (u32, u32) {
     (rounds.len() as u32, fixed)
 }
 
+/// The story failed, and why: the stage sent on, the end returned.
+pub(super) fn fail(key: &str, why: String, tx: &mpsc::Sender<Message>) -> End {
+    let stage = StoryStage {
+        stage: Stage::Failed,
+        reason: Some(why),
+        ..Default::default()
+    };
+    let _ = tx.send(Message::Stage(key.to_owned(), stage));
+    End::Failed
+}
+
 /// A stage as a line of progress.
 pub(super) fn stage_line(key: &str, stage: &StoryStage) -> String {
     let mut line = format!("{key}: {}", stage.stage);

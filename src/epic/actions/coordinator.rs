@@ -16,11 +16,11 @@ use super::super::names::story_session_name;
 use super::super::options::{EpicOptions, Gates};
 use super::super::pipeline::Era;
 use super::super::plan::Plan;
-use super::super::story::{End, Message};
+use super::super::story::{fail, End, Message};
 use super::super::verify::{self, Verdict};
 use super::super::Error;
 use super::{newest_remote, run_name, run_prefix, STORY_WORKFLOW};
-use crate::session::schema::{Body, Stage, StoryStage};
+use crate::session::schema::{Body, Stage};
 use crate::session::{self, closeout, sync, Repo};
 
 /// Jobs per story and invocation: a story whose runners are lost this often fails (a
@@ -189,8 +189,7 @@ pub(in crate::epic) fn follow_story(
                         super::workflows::SIGNING_SECRET
                     ));
                 }
-                let _ = tx.send(Message::Stage(key.clone(), failed(why)));
-                return Ok(End::Failed);
+                return Ok(fail(key, why, tx));
             }
             attempt += 1;
             tries += 1;
@@ -211,14 +210,6 @@ struct Seen {
     ids: HashSet<String>,
     before: Option<String>,
     unvouched: usize,
-}
-
-fn failed(why: String) -> StoryStage {
-    StoryStage {
-        stage: Stage::Failed,
-        reason: Some(why),
-        ..Default::default()
-    }
 }
 
 /// Fetch, and pass on the stages the story's runner reported (signed by a key this

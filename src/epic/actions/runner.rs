@@ -14,11 +14,11 @@ use super::super::options::{EpicOptions, Gates, On, PlanOptions};
 use super::super::pipeline::Era;
 use super::super::plan::plan_epic;
 use super::super::state::{purse, EpicState};
-use super::super::story::{run_story, stage_line, End, Message};
+use super::super::story::{fail, run_story, stage_line, End, Message};
 use super::super::Error;
 use super::{here, newest_remote};
 use crate::config::Config;
-use crate::session::schema::{Body, Stage, StoryStage};
+use crate::session::schema::{Body, Stage};
 use crate::session::{self, closeout, sync, NewEvent, Repo, Session};
 
 /// What a story job needs besides the epic and the story.
@@ -155,17 +155,7 @@ pub fn run_job(
                 purse,
                 &worker,
             )
-            .unwrap_or_else(|e| {
-                let _ = worker.send(Message::Stage(
-                    job.story.key.clone(),
-                    StoryStage {
-                        stage: Stage::Failed,
-                        reason: Some(e.to_string()),
-                        ..Default::default()
-                    },
-                ));
-                End::Failed
-            });
+            .unwrap_or_else(|e| fail(&job.story.key, e.to_string(), &worker));
             let _ = worker.send(Message::End(job.story.key.clone(), end));
         });
         drop(tx);
