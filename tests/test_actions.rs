@@ -184,6 +184,18 @@ fn an_epic_runs_on_actions_runners_and_a_lost_runner_costs_only_its_step() {
             "{gh}"
         );
     }
+    // Where each story ran: its Actions run and attempt.
+    let on = |key: &str| {
+        story(&s, key)["state"]["runner"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(
+        on("3-2-storage").starts_with("attempt 2: https://github.com/example/proj/actions/runs/"),
+        "{s:#}"
+    );
+    assert!(on("3-1-api-client").starts_with("attempt 1: "), "{s:#}");
     // The lost runner cost only the step it was in: every dev step ran once.
     let devs = read(&env.root(), "home/agent/dev.log");
     for key in STORIES {

@@ -240,7 +240,8 @@ fn merge(into: &mut StoryStage, from: &StoryStage) {
         findings_fixed,
         invocations,
         cost_usd,
-        run_time_ms
+        run_time_ms,
+        runner
     );
     // A reason belongs to the stage that gave it.
     into.reason = from.reason.clone();

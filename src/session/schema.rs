@@ -834,6 +834,9 @@ pub struct StoryStage {
     /// Time in steps.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_time_ms: Option<u64>,
+    /// Where it runs, when not here: the GitHub Actions run and its attempt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub runner: Option<String>,
 }
 
 /// `epic_finished`.

@@ -36,6 +36,8 @@ pub struct JobOptions<'a> {
     pub interrupt: &'a AtomicBool,
     /// The policy the story's session obeys.
     pub policy: &'a dyn session::Policy,
+    /// Where this job runs (its Actions run), recorded with the story's start.
+    pub runner: String,
 }
 
 /// How a story job ended.
@@ -177,7 +179,10 @@ fn report(
     let session = || closeout::find_by_name(repo, &name);
     for message in rx {
         match message {
-            Message::Stage(k, stage) => {
+            Message::Stage(k, mut stage) => {
+                if stage.stage == Stage::Started {
+                    stage.runner = Some(o.runner.clone()).filter(|r| !r.is_empty());
+                }
                 (o.progress)(&stage_line(&k, &stage));
                 last = stage.stage;
                 if let Some(s) = session()? {

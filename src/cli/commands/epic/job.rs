@@ -52,6 +52,7 @@ pub fn cmd_job(ctx: &Context, args: &JobArgs) -> Result<u8, CommandError> {
             progress: &progress,
             interrupt: &stop,
             policy: &ctx.policy,
+            runner: this_run(args.attempt),
         },
     )?;
     let (stage, code) = match outcome {
@@ -81,4 +82,20 @@ pub fn cmd_job(ctx: &Context, args: &JobArgs) -> Result<u8, CommandError> {
         ));
     }
     Ok(code)
+}
+
+/// This job's Actions run, from the variables every GitHub Actions job has: its address and
+/// the attempt; a plain description elsewhere.
+fn this_run(attempt: u32) -> String {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    match (
+        var("GITHUB_SERVER_URL"),
+        var("GITHUB_REPOSITORY"),
+        var("GITHUB_RUN_ID"),
+    ) {
+        (Some(server), Some(repo), Some(run)) => {
+            format!("attempt {attempt}: {server}/{repo}/actions/runs/{run}")
+        }
+        _ => format!("attempt {attempt}"),
+    }
 }

@@ -176,6 +176,9 @@ pub(super) fn print_status(ctx: &Context, plan: &Plan, state: &EpicState) {
             line.push_str(&format!("  {pr}"));
         }
         ui.line(line);
+        if let Some(runner) = &d.runner {
+            ui.line(format!("      on GitHub Actions, {runner}"));
+        }
         if let Some(reason) = &d.reason {
             ui.line(format!("      {reason}"));
         }
