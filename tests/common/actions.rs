@@ -24,7 +24,7 @@ pub struct Actions {
     sim: PathBuf,
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
-    /// Every job run: (story, attempt, conclusion), in the order they ended.
+    /// Every job run: (story or `coordinator`, attempt, conclusion), in the order they ended.
     pub ended: Arc<Mutex<Vec<(String, String, String)>>>,
 }
 
@@ -61,8 +61,13 @@ impl Actions {
             setup: Arc::new(setup),
             ended: ended.clone(),
         };
+        // Dispatched before this start (a service started again): done with.
+        let taken = std::fs::read_to_string(sim.join("dispatches"))
+            .unwrap_or_default()
+            .lines()
+            .count();
         let flag = stop.clone();
-        let thread = std::thread::spawn(move || world.serve(&flag));
+        let thread = std::thread::spawn(move || world.serve(&flag, taken));
         Actions {
             sim,
             stop,
@@ -95,18 +100,22 @@ echo "gh $*" >> "$sim/gh.log"
 case "$1 $2" in
   'workflow run')
     shift 2; workflow=$1; shift
-    ref= epic= story= attempt=
+    ref= inputs=
     while [ $# -gt 0 ]; do
       case "$1" in
         --ref) ref=$2; shift 2 ;;
-        -f) case "$2" in epic=*) epic=${{2#epic=}} ;; story=*) story=${{2#story=}} ;; attempt=*) attempt=${{2#attempt=}} ;; esac; shift 2 ;;
+        -f) inputs="$inputs	$2"; shift 2 ;;
         *) echo "gh (simulated): unknown flag $1" >&2; exit 1 ;;
       esac
     done
-    printf '%s\t%s\t%s\t%s\t%s\n' "$workflow" "$ref" "$epic" "$story" "$attempt" >> "$sim/dispatches" ;;
+    printf '%s\t%s%s\n' "$workflow" "$ref" "$inputs" >> "$sim/dispatches" ;;
   'run list')
+    shift 2; workflow=
+    while [ $# -gt 0 ]; do
+      case "$1" in --workflow) workflow=$2; shift 2 ;; *) shift ;; esac
+    done
     printf '['; first=1
-    for f in "$sim"/runs/*.json; do
+    for f in "$sim/runs/$workflow"/*.json; do
       [ -f "$f" ] || continue
       [ $first = 1 ] || printf ','
       first=0; cat "$f"
@@ -140,12 +149,9 @@ struct Dispatch {
 }
 
 impl World {
-    /// Start a runner per new dispatch until stopped; wait for the runners at the end.
-    fn serve(&self, stop: &AtomicBool) {
-        let mut taken = std::fs::read_to_string(self.sim.join("dispatches"))
-            .unwrap_or_default()
-            .lines()
-            .count();
+    /// Start a runner per dispatch after the first `taken` until stopped; wait for the
+    /// runners at the end.
+    fn serve(&self, stop: &AtomicBool, mut taken: usize) {
         let mut runners = Vec::new();
         let running: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
         while !stop.load(Ordering::SeqCst) {
@@ -153,21 +159,35 @@ impl World {
             let lines: Vec<&str> = text.lines().collect();
             for line in &lines[taken.min(lines.len())..] {
                 taken += 1;
-                let f: Vec<&str> = line.split('\t').collect();
-                let inputs = [("epic", f[2]), ("story", f[3]), ("attempt", f[4])]
-                    .into_iter()
+                let mut fields = line.split('\t');
+                let workflow = fields.next().unwrap_or_default().to_owned();
+                let git_ref = fields.next().unwrap_or_default().to_owned();
+                let inputs = fields
+                    .filter_map(|f| f.split_once('='))
                     .map(|(k, v)| (k.to_owned(), v.to_owned()))
                     .collect();
                 let dispatch = Dispatch {
                     id: taken,
-                    workflow: f[0].to_owned(),
-                    git_ref: f[1].to_owned(),
+                    workflow,
+                    git_ref,
                     inputs,
                 };
                 let world = self.clone();
                 let running = running.clone();
                 runners.push(std::thread::spawn(move || {
-                    world.run_job(&dispatch, &running)
+                    // A harness that fails says so as the job's end, never leaves it running.
+                    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        world.run_job(&dispatch, &running)
+                    }));
+                    if ran.is_err() {
+                        let (workflow, id) = (&dispatch.workflow, dispatch.id);
+                        world.set_run(workflow, id, "harness", "completed", "failure");
+                        world.ended.lock().unwrap().push((
+                            "the harness failed".to_owned(),
+                            String::new(),
+                            "failure".to_owned(),
+                        ));
+                    }
                 }));
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -177,14 +197,16 @@ impl World {
         }
     }
 
-    fn set_run(&self, id: usize, title: &str, status: &str, conclusion: &str) {
+    fn set_run(&self, workflow: &str, id: usize, title: &str, status: &str, conclusion: &str) {
         let json = serde_json::json!({
             "databaseId": id,
             "displayTitle": title,
             "status": status,
             "conclusion": conclusion,
         });
-        let path = self.sim.join(format!("runs/{id}.json"));
+        let dir = self.sim.join("runs").join(workflow);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("{id}.json"));
         let tmp = path.with_extension("tmp");
         std::fs::write(&tmp, json.to_string()).unwrap();
         std::fs::rename(&tmp, &path).unwrap();
@@ -202,7 +224,7 @@ impl World {
         );
         let workflow: Yaml = serde_norway::from_str(&workflow_text).expect("workflow YAML");
         let title = self.expand(&workflow["run-name"], d);
-        self.set_run(d.id, &title, "in_progress", "");
+        self.set_run(&d.workflow, d.id, &title, "in_progress", "");
         // The workflow's concurrency group: never two jobs of one story at once.
         let group = self.expand(&workflow["concurrency"]["group"], d);
         {
@@ -210,13 +232,19 @@ impl World {
             assert!(!now.contains(&group), "two jobs of {group} at once");
             now.push(group.clone());
         }
-        let story = d.inputs["story"].clone();
+        // What the test may lose mid-step: a story's job by its key, the coordinator's by
+        // `coordinator`.
+        let story = d
+            .inputs
+            .get("story")
+            .cloned()
+            .unwrap_or_else(|| "coordinator".to_owned());
         let conclusion = self.steps(d, &workflow, &story);
         running.lock().unwrap().retain(|g| *g != group);
-        self.set_run(d.id, &title, "completed", conclusion);
+        self.set_run(&d.workflow, d.id, &title, "completed", conclusion);
         self.ended.lock().unwrap().push((
             story,
-            d.inputs["attempt"].clone(),
+            d.inputs.get("attempt").cloned().unwrap_or_default(),
             conclusion.to_owned(),
         ));
     }
@@ -241,7 +269,10 @@ impl World {
             .status()
             .unwrap();
         assert!(clone.success(), "the checkout step");
-        let job = &workflow["jobs"]["story"];
+        // The workflow's one job.
+        let jobs = workflow["jobs"].as_mapping().expect("jobs");
+        assert_eq!(jobs.len(), 1, "one job per workflow");
+        let job = jobs.values().next().unwrap();
         let mut env: BTreeMap<String, String> = BTreeMap::new();
         for (k, v) in job["env"].as_mapping().into_iter().flatten() {
             env.insert(k.as_str().unwrap().to_owned(), self.expand(v, d));
@@ -368,4 +399,40 @@ fn git_out(dir: &Path, args: &[&str]) -> String {
         .unwrap();
     assert!(out.status.success(), "git {args:?}");
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// Run `cmd` to its end, killed (and the test failed) past `limit`: a coordinator that
+/// never ends must not hang the suite.
+pub fn run_bounded(mut cmd: Command, limit: Duration) -> super::Run {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, err) = (dir.path().join("out"), dir.path().join("err"));
+    let mut child = cmd
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
+        .process_group(0)
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = Command::new("kill")
+                .args(["-KILL", "--", &format!("-{}", child.id())])
+                .status();
+            let _ = child.wait();
+            panic!(
+                "still running after {limit:?}:\n{}\n{}",
+                std::fs::read_to_string(&out).unwrap_or_default(),
+                std::fs::read_to_string(&err).unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    super::Run::from(std::process::Output {
+        status,
+        stdout: std::fs::read(&out).unwrap(),
+        stderr: std::fs::read(&err).unwrap(),
+    })
 }

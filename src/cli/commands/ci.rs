@@ -4,8 +4,8 @@ use clap::{Args, Subcommand};
 
 use crate::cli::error::{exit, CommandError};
 use crate::cli::Context;
-use crate::epic::actions::workflows::StoryWorkflow;
-use crate::epic::actions::STORY_WORKFLOW;
+use crate::epic::actions::workflows::Workflows;
+use crate::epic::actions::{EPIC_WORKFLOW, STORY_WORKFLOW};
 
 /// Continuous integration that runs an epic's stories: the GitHub Actions workflow behind
 /// `git bmad epic run <epic> --on actions`.
@@ -61,28 +61,18 @@ pub fn cmd_ci(ctx: &Context, args: &CiArgs) -> Result<u8, CommandError> {
     }
     let repo = ctx.repo()?;
     let config = ctx.config(&repo)?;
-    let mut workflow = StoryWorkflow::for_config(&config, &init.source);
+    let mut workflow = Workflows::for_config(&config, &init.source);
     workflow.runs_on.clone_from(&init.runs_on);
     workflow.timeout_minutes = init.timeout_minutes;
-    let text = workflow.render();
     let main = repo.main_workdir().map_err(crate::session::Error::from)?;
-    let rel = format!(".github/workflows/{STORY_WORKFLOW}");
-    let path = main.join(&rel);
-    let outcome = match std::fs::read_to_string(&path) {
-        Ok(old) if old == text => "up to date",
-        Ok(_) if !init.force => {
-            return Err(CommandError::failed(format!(
-                "{rel} exists and differs from what git-bmad writes (it is yours to change); --force replaces it"
-            )))
-        }
-        Ok(_) => "replaced",
-        Err(_) => "written",
-    };
-    if outcome != "up to date" {
-        let dir = path.parent().unwrap_or(&main);
-        std::fs::create_dir_all(dir)
-            .and_then(|()| crate::fs::write_atomically(&path, text.as_bytes(), None))
-            .map_err(|e| CommandError::failed(format!("could not write {rel}: {e}")))?;
+    let mut files = Vec::new();
+    for (name, text) in [
+        (STORY_WORKFLOW, workflow.render()),
+        (EPIC_WORKFLOW, workflow.render_epic()),
+    ] {
+        let rel = format!(".github/workflows/{name}");
+        let outcome = write_workflow(&main.join(&rel), &rel, &text, init.force)?;
+        files.push((rel, outcome));
     }
     let secrets = workflow.secrets();
     let next = [
@@ -90,20 +80,21 @@ pub fn cmd_ci(ctx: &Context, args: &CiArgs) -> Result<u8, CommandError> {
         "gh secret set BMAD_SIGNING_KEY < bmad-runner && rm bmad-runner".to_owned(),
         "echo \"bmad-runner $(cut -d' ' -f1,2 bmad-runner.pub)\" >> .bmad/allowed_signers   # on main, reviewed".to_owned(),
         "git config bmad.origin.pushSessions true   # where you run the coordinator".to_owned(),
-        format!("git add {rel} .bmad/allowed_signers && git commit && git push   # to the epic's base branch"),
+        "git add .github/workflows .bmad/allowed_signers && git commit && git push   # to the epic's base branch".to_owned(),
         "git bmad epic run <epic> --on actions --parallel 4".to_owned(),
     ];
     let ui = &ctx.ui;
     if ui.json() {
         ui.print_json(&serde_json::json!({
-            "file": rel,
-            "outcome": outcome,
+            "files": files.iter().map(|(f, o)| serde_json::json!({"file": f, "outcome": o})).collect::<Vec<_>>(),
             "secrets": secrets.iter().map(|(n, h)| serde_json::json!({"name": n, "holds": h})).collect::<Vec<_>>(),
             "next": next,
         }));
         return Ok(exit::OK);
     }
-    ui.status(format!("{rel}: {outcome}"));
+    for (rel, outcome) in &files {
+        ui.status(format!("{rel}: {outcome}"));
+    }
     ui.line("Repository secrets the job reads (gh secret set NAME):");
     for (name, holds) in &secrets {
         ui.line(format!("  {name}: {holds}"));
@@ -113,4 +104,29 @@ pub fn cmd_ci(ctx: &Context, args: &CiArgs) -> Result<u8, CommandError> {
         ui.line(format!("  {step}"));
     }
     Ok(exit::OK)
+}
+
+/// Write a workflow file unless it is as git-bmad would write it; one that differs is the
+/// user's and is kept unless `force`. What was done.
+fn write_workflow(
+    path: &std::path::Path,
+    rel: &str,
+    text: &str,
+    force: bool,
+) -> Result<&'static str, CommandError> {
+    let outcome = match std::fs::read_to_string(path) {
+        Ok(old) if old == text => return Ok("up to date"),
+        Ok(_) if !force => {
+            return Err(CommandError::failed(format!(
+                "{rel} exists and differs from what git-bmad writes (it is yours to change); --force replaces it"
+            )))
+        }
+        Ok(_) => "replaced",
+        Err(_) => "written",
+    };
+    let dir = path.parent().unwrap_or(path);
+    std::fs::create_dir_all(dir)
+        .and_then(|()| crate::fs::write_atomically(path, text.as_bytes(), None))
+        .map_err(|e| CommandError::failed(format!("could not write {rel}: {e}")))?;
+    Ok(outcome)
 }

@@ -49,3 +49,35 @@ pub(super) fn here(repo: &Repo) -> Result<Repo, super::Error> {
     crate::session::trust::ensure_clone_id(repo)?;
     Ok(Repo::discover(repo.workdir()).map_err(crate::session::Error::from)?)
 }
+
+/// Take the epic's session `name` over from `remote` for a coordinator in a CI job: the one
+/// here, or the one the last coordinator handed back (taken even if its lease still runs:
+/// one coordinator per epic runs at a time). Whether a run of the epic exists.
+pub fn take_over(
+    repo: &Repo,
+    remote: &str,
+    branch_prefix: &str,
+    name: &str,
+    policy: &dyn crate::session::Policy,
+) -> Result<bool, super::Error> {
+    let repo = &here(repo)?;
+    sync::sync(repo, remote, branch_prefix)?;
+    if crate::session::closeout::find_by_name(repo, name)?.is_some() {
+        return Ok(true);
+    }
+    if newest_remote(repo, remote, name)?.is_none() {
+        return Ok(false);
+    }
+    crate::session::adopt(repo, remote, name, true, policy)?;
+    Ok(true)
+}
+
+/// Hand the epic's session `name` back to `remote`, released: the next coordinator, or a
+/// person answering its gate, takes it from there.
+pub fn hand_back(repo: &Repo, remote: &str, name: &str) -> Result<(), super::Error> {
+    let repo = &here(repo)?;
+    if let Some(session) = crate::session::closeout::find_by_name(repo, name)? {
+        sync::push(repo, &session, remote, true)?;
+    }
+    Ok(())
+}

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 
+use super::{EPIC_WORKFLOW, STORY_WORKFLOW};
 use crate::config::Config;
 
 /// An agent CLI a story job installs: its runner name, its npm package at the version
@@ -38,9 +39,9 @@ const AGENT_CLIS: &[AgentCli] = &[
 /// `.bmad/allowed_signers` on main).
 pub const SIGNING_SECRET: &str = "BMAD_SIGNING_KEY";
 
-/// What the story workflow is made of.
+/// What the workflows are made of.
 #[derive(Clone, Debug)]
-pub struct StoryWorkflow {
+pub struct Workflows {
     /// Where git-bmad is installed from when the runner has none: a git URL for
     /// `cargo install --git` (empty: the job says to set it).
     pub source: String,
@@ -56,9 +57,9 @@ pub struct StoryWorkflow {
     pub key_envs: BTreeSet<String>,
 }
 
-impl StoryWorkflow {
+impl Workflows {
     /// The workflow for a project configured as `config`.
-    pub fn for_config(config: &Config, source: &str) -> StoryWorkflow {
+    pub fn for_config(config: &Config, source: &str) -> Workflows {
         let mut runners: BTreeSet<String> = BTreeSet::new();
         runners.insert(config.runners.default.clone());
         runners.extend(config.runners.roles.values().cloned());
@@ -67,7 +68,7 @@ impl StoryWorkflow {
             runners.extend(a.runner.clone());
             key_envs.extend(a.api_key_env.clone());
         }
-        StoryWorkflow {
+        Workflows {
             source: source.to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             runs_on: "ubuntu-latest".into(),
@@ -104,7 +105,7 @@ impl StoryWorkflow {
         out
     }
 
-    /// The workflow file's text.
+    /// The story workflow's text.
     pub fn render(&self) -> String {
         let mut secrets_env = String::new();
         for (name, _) in self.secrets().iter().skip(1) {
@@ -131,10 +132,7 @@ impl StoryWorkflow {
 # runner lost mid-step costs that step: the next dispatch resumes from the last push. The
 # story ends as a draft pull request, never merged.
 #
-# Written by `git bmad ci init github`; it is yours to change. Set up once:
-#   - secrets: {secret_names}
-#   - the public half of BMAD_SIGNING_KEY in .bmad/allowed_signers on main (reviewed)
-#   - git config bmad.origin.pushSessions true where the coordinator runs
+{setup_note}
 name: bmad story
 run-name: bmad epic ${{{{ inputs.epic }}}} story ${{{{ inputs.story }}}} attempt ${{{{ inputs.attempt }}}}
 
@@ -167,16 +165,119 @@ concurrency:
 
 jobs:
   story:
-    runs-on: {runs_on}
-    timeout-minutes: {timeout}
-    env:
-      EPIC: ${{{{ inputs.epic }}}}
-      STORY: ${{{{ inputs.story }}}}
+{job_head}      STORY: ${{{{ inputs.story }}}}
       ATTEMPT: ${{{{ inputs.attempt }}}}
-      GIT_BMAD_VERSION: "{version}"
-      # A git URL of git-bmad's repository, for `cargo install --git` on a runner without it.
-      GIT_BMAD_SOURCE: {source}
-    steps:
+{setup_steps}
+      - name: Install the agent CLIs
+        run: |
+{install_clis}
+      - name: Run the story
+        env:
+          GH_TOKEN: ${{{{ github.token }}}}
+{secrets_env}        run: git bmad epic job "$EPIC" --story "$STORY" --attempt "$ATTEMPT"
+"#,
+            setup_note = self.setup_note(),
+            job_head = self.job_head(),
+            setup_steps = SETUP_STEPS,
+        )
+    }
+
+    /// The coordinator's workflow: `epic run --on actions` in a job of its own, for teams
+    /// that would rather not keep a machine on.
+    pub fn render_epic(&self) -> String {
+        format!(
+            r#"# The coordinator of a git-bmad epic run, in a job of its own (instead of your machine).
+#
+# Dispatch it (gh workflow run {EPIC_WORKFLOW} -f epic=3), or uncomment the schedule: each job
+# takes the epic's run over from the last one through the remote, dispatches the ready
+# stories to {STORY_WORKFLOW} and follows them, then hands the run back. When it stops at a
+# gate, answer it from any machine: git bmad sync && git bmad resume epic-<epic> &&
+# git bmad answer -s epic-<epic> continue (that machine coordinates from there on; or
+# git bmad push epic-<epic> after answering, for the next job of this workflow).
+#
+{setup_note}
+name: bmad epic
+run-name: bmad epic ${{{{ inputs.epic }}}} coordinator
+
+on:
+  workflow_dispatch:
+    inputs:
+      epic:
+        description: The epic (its number, or a spec folder)
+        required: true
+        type: string
+      parallel:
+        description: Stories run at once, each on its own runner
+        required: true
+        type: string
+        default: "4"
+  # schedule:
+  #   - cron: "17 * * * *"
+
+# Push the epic's session; dispatch and follow the story jobs.
+permissions:
+  contents: write
+  pull-requests: write
+  actions: write
+
+# One coordinator per epic at a time.
+concurrency:
+  group: bmad-epic-${{{{ inputs.epic }}}}
+  cancel-in-progress: false
+
+jobs:
+  coordinate:
+{job_head}      PARALLEL: ${{{{ inputs.parallel }}}}
+{setup_steps}
+      - name: Coordinate
+        env:
+          GH_TOKEN: ${{{{ github.token }}}}
+        run: |
+          # Exit 3: the run waits at a gate for a person, which is no failure of this job.
+          git bmad epic coordinate "$EPIC" --parallel "$PARALLEL" || {{
+            code=$?
+            if [ "$code" = 3 ]; then
+              echo "::notice::epic $EPIC waits for a person: git bmad sync && git bmad resume epic-$EPIC, then git bmad epic status $EPIC"
+              exit 0
+            fi
+            exit "$code"
+          }}
+"#,
+            setup_note = self.setup_note(),
+            job_head = self.job_head(),
+            setup_steps = SETUP_STEPS,
+        )
+    }
+
+    fn setup_note(&self) -> String {
+        format!(
+            "# Written by `git bmad ci init github`; it is yours to change. Set up once:\n\
+             #   - secrets: {}\n\
+             #   - the public half of BMAD_SIGNING_KEY in .bmad/allowed_signers on main (reviewed)\n\
+             #   - git config bmad.origin.pushSessions true where the coordinator runs",
+            self.secrets()
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    }
+
+    /// A job's first lines, through the environment every job has.
+    fn job_head(&self) -> String {
+        // JSON strings are YAML's double-quoted scalars: a value is never YAML itself.
+        format!(
+            "    runs-on: {runs_on}\n    timeout-minutes: {timeout}\n    env:\n      EPIC: ${{{{ inputs.epic }}}}\n      GIT_BMAD_VERSION: \"{version}\"\n      # A git URL of git-bmad's repository, for `cargo install --git` on a runner without it.\n      GIT_BMAD_SOURCE: {source}\n",
+            runs_on = quoted(&self.runs_on),
+            timeout = self.timeout_minutes,
+            version = self.version,
+            source = quoted(&self.source),
+        )
+    }
+}
+
+/// The steps every job starts with: the checkout, git-bmad, the identity and signing key.
+const SETUP_STEPS: &str = r#"    steps:
       - uses: actions/checkout@v4
         with:
           fetch-depth: 0
@@ -192,12 +293,9 @@ jobs:
           fi
           git bmad --version
 
-      - name: Install the agent CLIs
-        run: |
-{install_clis}
       - name: Identity and signing key
         env:
-          BMAD_SIGNING_KEY: ${{{{ secrets.BMAD_SIGNING_KEY }}}}
+          BMAD_SIGNING_KEY: ${{ secrets.BMAD_SIGNING_KEY }}
         run: |
           key="$RUNNER_TEMP/bmad-signing-key"
           (umask 077 && printf '%s\n' "$BMAD_SIGNING_KEY" > "$key")
@@ -207,26 +305,7 @@ jobs:
           git config user.signingKey "$key"
           git config bmad.origin.pushSessions true
           git bmad hooks install
-
-      - name: Run the story
-        env:
-          GH_TOKEN: ${{{{ github.token }}}}
-{secrets_env}        run: git bmad epic job "$EPIC" --story "$STORY" --attempt "$ATTEMPT"
-"#,
-            secret_names = self
-                .secrets()
-                .iter()
-                .map(|(n, _)| n.as_str())
-                .collect::<Vec<_>>()
-                .join(", "),
-            // JSON strings are YAML's double-quoted scalars: a value is never YAML itself.
-            runs_on = quoted(&self.runs_on),
-            timeout = self.timeout_minutes,
-            version = self.version,
-            source = quoted(&self.source),
-        )
-    }
-}
+"#;
 
 fn quoted(value: &str) -> String {
     serde_json::Value::from(value).to_string()
@@ -248,7 +327,7 @@ mod tests {
     fn the_configured_runners_bring_their_cli_and_key() {
         let mut config = Config::default();
         config.runners.default = "codex".into();
-        let w = StoryWorkflow::for_config(&config, "");
+        let w = Workflows::for_config(&config, "");
         let text = w.render();
         assert!(text.contains("npm install --global --no-fund --no-audit @openai/codex@"));
         assert!(text.contains("OPENAI_API_KEY: ${{ secrets.OPENAI_API_KEY }}"));

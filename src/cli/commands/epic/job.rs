@@ -1,4 +1,4 @@
-//! `git bmad epic job`: one story of an epic run, as a CI job.
+//! `git bmad epic job` and `epic coordinate`: an epic run's parts as CI jobs.
 
 use clap::Args;
 
@@ -98,4 +98,22 @@ fn this_run(attempt: u32) -> String {
         }
         _ => format!("attempt {attempt}"),
     }
+}
+
+/// Run `epic coordinate`.
+pub fn cmd_coordinate(ctx: &Context, args: &super::RunArgs) -> Result<u8, CommandError> {
+    let repo = ctx.repo()?;
+    let config = ctx.config(&repo)?;
+    let epic = &args.selection.epic;
+    let name = crate::epic::names::session_name(epic);
+    let prefix = &config.sessions.branch_prefix;
+    let code = if actions::take_over(&repo, &args.remote, prefix, &name, &ctx.policy)? {
+        super::resume(ctx, epic)?
+    } else {
+        let mut args = args.clone();
+        args.on = "actions".into();
+        super::cmd_run(ctx, &args)?
+    };
+    actions::hand_back(&repo, &args.remote, &name)?;
+    Ok(code)
 }

@@ -77,6 +77,10 @@ pub enum EpicAction {
     /// story workflow of git bmad ci init github runs): exit 0 done, 3 blocked or gated,
     /// 5 failed, 130 cancelled
     Job(job::JobArgs),
+    /// Coordinate an epic run on GitHub Actions from a CI job (what the coordinator workflow
+    /// of git bmad ci init github runs): take the run over from the remote and continue it,
+    /// or start it with these options, on actions; then hand it back
+    Coordinate(RunArgs),
     /// Continue an epic run with the options it was started with
     Resume {
         /// The epic
@@ -97,7 +101,7 @@ pub enum EpicAction {
 }
 
 /// `epic run`'s options.
-#[derive(Debug, Args)]
+#[derive(Clone, Debug, Args)]
 pub struct RunArgs {
     /// Which stories
     #[command(flatten)]
@@ -193,6 +197,7 @@ pub fn cmd_epic(ctx: &Context, args: &EpicArgs) -> Result<u8, CommandError> {
         }
         EpicAction::Run(run) => cmd_run(ctx, run),
         EpicAction::Job(args) => job::cmd_job(ctx, args),
+        EpicAction::Coordinate(args) => job::cmd_coordinate(ctx, args),
         EpicAction::Resume { epic } => resume(ctx, epic),
         EpicAction::Status { epic, html } => {
             let repo = ctx.repo()?;
@@ -277,7 +282,7 @@ fn epic_state(repo: &session::Repo, epic: &str) -> Result<Option<EpicState>, Com
     Ok(Some(EpicState::replay(journal.events())))
 }
 
-fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError> {
+pub(super) fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
     let gates = Gates::parse(&args.gates).ok_or_else(|| {
         CommandError::usage(format!(
