@@ -311,6 +311,47 @@ fn a_coordinator_job_runs_the_epic_on_actions_and_hands_it_back() {
 }
 
 #[test]
+fn a_run_begun_here_goes_on_on_actions_and_its_gates_are_answered_as_ever() {
+    let env = TestEnv::new();
+    let repo = project_on_github(&env, Trust::Both);
+    // Here, with the epic's gates: it waits for its scope to be confirmed.
+    env.bmad(&repo, &["epic", "run", "3", "--gates", "per-epic"])
+        .code(3);
+    let actions = service(&env);
+    // Moved to Actions: another run, whose scope is asked anew; the answer continues it
+    // there, through the coordinator's followers.
+    let moved = coordinator(&env, &repo, &["epic", "resume", "3", "--on", "actions"]);
+    assert_eq!(moved.code, 3, "{}\n{}", moved.stdout, moved.stderr);
+    // Each answer continues it there, through the coordinator's followers, up to what is
+    // left to a person at the end: the epic's completion.
+    let mut gates = Vec::new();
+    loop {
+        let s = status(&env, &repo);
+        let gate = s["gate"]["id"].as_str().unwrap_or_default().to_owned();
+        if gate == "completion" || gates.len() > 4 {
+            break;
+        }
+        gates.push(gate);
+        let answered = coordinator(&env, &repo, &["answer", "continue", "-s", "epic-3"]);
+        assert_eq!(answered.code, 3, "{}\n{}", answered.stdout, answered.stderr);
+    }
+    let ended = actions.ended.lock().unwrap().clone();
+    drop(actions);
+    assert_eq!(gates, ["scope", "integration:3-1-api-client"], "{ended:?}");
+    let s = status(&env, &repo);
+    assert_eq!(s["gate"]["id"], "completion", "{s:#}");
+    for key in STORIES {
+        assert_eq!(story(&s, key)["stage"], "done", "{key}: {s:#}");
+        assert!(
+            ended
+                .iter()
+                .any(|(story, _, c)| story == key && c == "success"),
+            "{key} ran on a runner: {ended:?}"
+        );
+    }
+}
+
+#[test]
 fn reports_from_runners_whose_key_the_repository_does_not_trust_are_never_taken() {
     let env = TestEnv::new();
     let OnActions {

@@ -39,7 +39,7 @@ pub fn cmd_answer(ctx: &Context, args: &AnswerArgs) -> Result<u8, CommandError> 
     if epic.started.is_some() {
         let message = args.message.as_deref();
         let epic = crate::epic::gates::answer(&repo, &s, &epic, &args.reply, message)?;
-        return super::epic::resume(ctx, &epic);
+        return super::epic::resume(ctx, &epic, None);
     }
     let request = Request::Answer {
         reply: args.reply.clone(),

@@ -108,7 +108,7 @@ pub fn cmd_coordinate(ctx: &Context, args: &super::RunArgs) -> Result<u8, Comman
     let name = crate::epic::names::session_name(epic);
     let prefix = &config.sessions.branch_prefix;
     let code = if actions::take_over(&repo, &args.remote, prefix, &name, &ctx.policy)? {
-        super::resume(ctx, epic)?
+        super::resume(ctx, epic, None)?
     } else {
         let mut args = args.clone();
         args.on = "actions".into();

@@ -85,6 +85,10 @@ pub enum EpicAction {
     Resume {
         /// The epic
         epic: String,
+        /// Where the stories run from now on: here, or actions (default: where the run
+        /// was started)
+        #[arg(long, value_name = "WHERE")]
+        on: Option<String>,
     },
     /// Print the pipeline playbook a story gets, to copy into .bmad/playbooks/ and change
     Playbook {
@@ -198,7 +202,7 @@ pub fn cmd_epic(ctx: &Context, args: &EpicArgs) -> Result<u8, CommandError> {
         EpicAction::Run(run) => cmd_run(ctx, run),
         EpicAction::Job(args) => job::cmd_job(ctx, args),
         EpicAction::Coordinate(args) => job::cmd_coordinate(ctx, args),
-        EpicAction::Resume { epic } => resume(ctx, epic),
+        EpicAction::Resume { epic, on } => resume(ctx, epic, on.as_deref()),
         EpicAction::Status { epic, html } => {
             let repo = ctx.repo()?;
             let plan = epic::plan::plan_epic(&repo, epic, &PlanOptions::default())?;
@@ -217,8 +221,8 @@ pub fn cmd_epic(ctx: &Context, args: &EpicArgs) -> Result<u8, CommandError> {
     }
 }
 
-/// Continue an epic run with the options it was started with.
-pub fn resume(ctx: &Context, epic: &str) -> Result<u8, CommandError> {
+/// Continue an epic run with the options it was started with (`on`: somewhere else).
+pub fn resume(ctx: &Context, epic: &str, on: Option<&str>) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
     let no_run = || CommandError::from(epic::Error::NoRun(epic.to_owned()));
     let session = epic_session(&repo, epic)?.ok_or_else(no_run)?;
@@ -239,8 +243,9 @@ pub fn resume(ctx: &Context, epic: &str) -> Result<u8, CommandError> {
                 reviewers: Some(started.reviewers.max(1)),
             },
             parallel: started.parallel.max(1) as usize,
-            on: Some(started.on.clone())
-                .filter(|o| !o.is_empty())
+            on: on
+                .map(str::to_owned)
+                .or(Some(started.on.clone()).filter(|o| !o.is_empty()))
                 .unwrap_or_else(|| "here".into()),
             gates: started.gates.clone(),
             budget_usd: budget.usd,
