@@ -30,8 +30,9 @@ pub const MAX_ATTEMPTS: u32 = 3;
 /// How long a dispatched job may take to show up in `gh run list` before it counts as lost.
 const SHOW_UP: Duration = Duration::from_secs(600);
 
-/// One fetch at a time: the followers of several stories share the remote-tracking refs.
-static FETCH: Mutex<()> = Mutex::new(());
+/// One fetch at a time, and when the last one is recent enough, none: the followers of
+/// several stories share the remote-tracking refs it fills. When the last fetch ended.
+static FETCH: Mutex<Option<Instant>> = Mutex::new(None);
 
 /// How often the remote and the runs are looked at: `BMAD_ACTIONS_POLL_MS`, else 20 s.
 fn poll() -> Duration {
@@ -152,7 +153,7 @@ pub(in crate::epic) fn follow_story(
             return Ok(End::Interrupted);
         }
         if ended.is_none() {
-            ended = take_reports(&repo, job, follow, &mut seen, &mut baseline, tx)?;
+            ended = take_reports(&repo, job, follow, &mut seen, &mut baseline, tx, false)?;
         }
         let runs = runs_of(&program, &job.main, &job.epic, key, follow.interrupt)?;
         let current = runs
@@ -166,7 +167,7 @@ pub(in crate::epic) fn follow_story(
             (None, None) => attempt == 0 || dispatched.elapsed() > SHOW_UP,
             (Some(run), None) => {
                 // Its last push may have landed after the look above.
-                ended = take_reports(&repo, job, follow, &mut seen, &mut baseline, tx)?;
+                ended = take_reports(&repo, job, follow, &mut seen, &mut baseline, tx, true)?;
                 if let Some(stage) = ended {
                     return end(&repo, job, follow, stage, &baseline);
                 }
@@ -212,8 +213,9 @@ struct Seen {
     unvouched: usize,
 }
 
-/// Fetch, and pass on the stages the story's runner reported (signed by a key this
-/// repository trusts) since `seen`; the stage the story ended at, if it did.
+/// Fetch (unless a follower just did and `fresh` is not asked), and pass on the stages the
+/// story's runner reported (signed by a key this repository trusts) since `seen`; the stage
+/// the story ended at, if it did.
 fn take_reports(
     repo: &Repo,
     job: &Job,
@@ -221,14 +223,19 @@ fn take_reports(
     seen: &mut Seen,
     baseline: &mut String,
     tx: &mpsc::Sender<Message>,
+    fresh: bool,
 ) -> Result<Option<Stage>, Error> {
     let key = &job.story.key;
     let entries = {
-        let _one = FETCH.lock().unwrap_or_else(|p| p.into_inner());
-        // A fetch that fails (the network, a ref busy here) is tried again at the next look.
-        if let Err(e) = sync::sync(repo, &job.remote, follow.branch_prefix) {
-            (follow.progress)(&format!("{key}: could not fetch from {}: {e}", job.remote));
-            return Ok(None);
+        let mut last = FETCH.lock().unwrap_or_else(|p| p.into_inner());
+        // Another follower's fetch within half a poll serves this look too.
+        if fresh || last.is_none_or(|t| t.elapsed() >= poll() / 2) {
+            // A fetch that fails (the network, a ref busy here) is tried again next look.
+            if let Err(e) = sync::sync(repo, &job.remote, follow.branch_prefix) {
+                (follow.progress)(&format!("{key}: could not fetch from {}: {e}", job.remote));
+                return Ok(None);
+            }
+            *last = Some(Instant::now());
         }
         match newest_remote(repo, &job.remote, &story_session_name(key))? {
             Some(id) => sync::remote_entries(repo, &job.remote, &id)?,
