@@ -14,6 +14,7 @@ use crate::common::actions::{run_bounded, Actions, Setup};
 use crate::common::{read, write, Run, TestEnv};
 use crate::test_epic::{epic_project, status, story};
 use crate::test_supervisor::agent_behaviour;
+use crate::test_trust::{attacker, forge_checkpoint, trailers};
 
 const STORIES: [&str; 4] = [
     "3-1-api-client",
@@ -349,6 +350,36 @@ fn a_run_begun_here_goes_on_on_actions_and_its_gates_are_answered_as_ever() {
             "{key} ran on a runner: {ended:?}"
         );
     }
+}
+
+#[test]
+fn sessions_forged_under_the_epics_and_a_storys_names_neither_hide_nor_replace_the_run() {
+    let env = TestEnv::new();
+    // Pushed by anyone with push rights, with plain git: newer sessions named like the
+    // epic's and the story's, unsigned.
+    let forge = |env: &TestEnv| {
+        let evil = attacker(env, &env.root().join("remote.git"));
+        for (id, name) in [
+            ("20991231-235959-abcdef", "epic-3"),
+            ("20991231-235959-abcde0", "3-1-api-client"),
+        ] {
+            let branch = format!("refs/heads/bmad/{name}");
+            forge_checkpoint(
+                env,
+                &evil,
+                id,
+                &trailers(id, name, &branch, &evil, ""),
+                true,
+            );
+        }
+    };
+    let OnActions {
+        repo, run, ended, ..
+    } = epic_on_actions(&env, Trust::Both, forge, &["--stories", "3-1"]);
+    assert_eq!(run.code, 0, "{}\n{}\n{ended:?}", run.stdout, run.stderr);
+    assert_eq!(ended.len(), 1, "{ended:?}");
+    let s = status(&env, &repo);
+    assert_eq!(story(&s, "3-1-api-client")["stage"], "done", "{s:#}");
 }
 
 #[test]

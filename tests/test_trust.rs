@@ -13,7 +13,7 @@ use crate::test_supervisor::named;
 use crate::test_sync::{events_of, trust_each_other, two_machines};
 
 /// The attacker's clone of the remote: plain git, no hooks.
-fn attacker(env: &TestEnv, remote: &Path) -> PathBuf {
+pub(crate) fn attacker(env: &TestEnv, remote: &Path) -> PathBuf {
     env.git(
         &env.root(),
         &["clone", "-q", remote.to_str().unwrap(), "evil"],
@@ -122,7 +122,7 @@ fn forge_run(env: &TestEnv, evil: &Path, id: &str, blob: &str) {
 }
 
 /// Checkpoint trailers for session `id` named `name` on `branch` (`extra`: more lines).
-fn trailers(id: &str, name: &str, branch: &str, worktree: &Path, extra: &str) -> String {
+pub(crate) fn trailers(id: &str, name: &str, branch: &str, worktree: &Path, extra: &str) -> String {
     format!(
         "Bmad-Session: {id}\nBmad-Seq: 1\nBmad-Status: running\nBmad-Step: -\nBmad-Name: {name}\n\
          Bmad-Branch: {branch}\nBmad-Worktree: {}\nBmad-Base: main\nBmad-Number: 9\n{extra}",
@@ -132,7 +132,7 @@ fn trailers(id: &str, name: &str, branch: &str, worktree: &Path, extra: &str) ->
 
 /// A checkpoint commit on top of the remote's chain of `id` (or a new chain), with these
 /// trailers, pushed as a fast-forward.
-fn forge_checkpoint(env: &TestEnv, evil: &Path, id: &str, trailers: &str, new: bool) {
+pub(crate) fn forge_checkpoint(env: &TestEnv, evil: &Path, id: &str, trailers: &str, new: bool) {
     let parent = if new {
         env.git(evil, &["rev-parse", "HEAD"]).trim().to_owned()
     } else {

@@ -19,9 +19,9 @@ use super::super::plan::Plan;
 use super::super::story::{fail, End, Message};
 use super::super::verify::{self, Verdict};
 use super::super::Error;
-use super::{newest_remote, run_name, run_prefix, STORY_WORKFLOW};
+use super::{remote_record, run_name, run_prefix, STORY_WORKFLOW};
 use crate::session::schema::{Body, Stage};
-use crate::session::{self, closeout, sync, Repo};
+use crate::session::{self, closeout, sync, Repo, SessionId};
 
 /// Jobs per story and invocation: a story whose runners are lost this often fails (a
 /// resume tries it afresh).
@@ -137,6 +137,7 @@ pub(in crate::epic) fn follow_story(
     // What was passed on: entry ids (the same in every copy of the journal), and on a resume
     // nothing from before the last stage recorded here.
     let mut seen = Seen {
+        session: None,
         ids: HashSet::new(),
         before: job.known.updated_at.clone(),
         unvouched: 0,
@@ -163,13 +164,13 @@ pub(in crate::epic) fn follow_story(
         let lost = match (current, ended) {
             (Some(run), _) if run.active => false,
             // The story ended and its runner is gone: the session comes back here.
-            (_, Some(stage)) => return end(&repo, job, follow, stage, &baseline),
+            (_, Some(stage)) => return end(&repo, job, follow, stage, &seen, &baseline),
             (None, None) => attempt == 0 || dispatched.elapsed() > SHOW_UP,
             (Some(run), None) => {
                 // Its last push may have landed after the look above.
                 ended = take_reports(&repo, job, follow, &mut seen, &mut baseline, tx, true)?;
                 if let Some(stage) = ended {
-                    return end(&repo, job, follow, stage, &baseline);
+                    return end(&repo, job, follow, stage, &seen, &baseline);
                 }
                 (follow.progress)(&format!(
                     "{key}: the runner of attempt {attempt} ended ({}) before the story did",
@@ -208,6 +209,8 @@ pub(in crate::epic) fn follow_story(
 /// The runner's entries already passed on, and how many of its reports no allowed signer
 /// vouched for (at the last look).
 struct Seen {
+    /// The story's session the reports came from.
+    session: Option<SessionId>,
     ids: HashSet<String>,
     before: Option<String>,
     unvouched: usize,
@@ -237,8 +240,11 @@ fn take_reports(
             }
             *last = Some(Instant::now());
         }
-        match newest_remote(repo, &job.remote, &story_session_name(key))? {
-            Some(id) => sync::remote_entries(repo, &job.remote, &id)?,
+        match remote_record(repo, &job.remote, &story_session_name(key))? {
+            Some((id, entries)) => {
+                seen.session = Some(id);
+                entries
+            }
             None => Vec::new(),
         }
     };
@@ -280,19 +286,20 @@ fn end(
     job: &Job,
     follow: &Follow<'_>,
     stage: Stage,
+    seen: &Seen,
     baseline: &str,
 ) -> Result<End, Error> {
     let key = &job.story.key;
+    let name = story_session_name(key);
+    // The session the reports came from, not another of its name.
+    let query = seen
+        .session
+        .as_ref()
+        .map_or(name.as_str(), |id| id.as_str());
     let (session, warnings) = {
         // Not while another follower's sync moves the refs it takes.
         let _one = FETCH.lock().unwrap_or_else(|p| p.into_inner());
-        session::adopt(
-            repo,
-            &job.remote,
-            &story_session_name(key),
-            true,
-            follow.policy,
-        )?
+        session::adopt(repo, &job.remote, query, true, follow.policy)?
     };
     for warning in warnings {
         (follow.progress)(&format!("{key}: {warning}"));

@@ -14,7 +14,7 @@ pub use coordinator::MAX_ATTEMPTS;
 pub(super) use coordinator::{follow_story, preflight, publish_run, Follow};
 pub use runner::{run_job, JobOptions, JobOutcome};
 
-use crate::session::{sync, Repo, SessionId};
+use crate::session::{sync, JournalEntry, Repo, SessionId};
 
 /// The story job's workflow, under `.github/workflows/`.
 pub const STORY_WORKFLOW: &str = "bmad-story.yml";
@@ -32,14 +32,30 @@ fn run_prefix(epic: &str, key: &str) -> String {
     format!("bmad epic {epic} story {key} attempt ")
 }
 
-/// The newest session named `name` that `remote` had at the last sync.
-fn newest_remote(repo: &Repo, remote: &str, name: &str) -> Result<Option<SessionId>, super::Error> {
-    Ok(sync::list_remote(repo, remote)
+/// A session's id and journal entries, each with whether a trusted key vouched for it.
+type Record = (SessionId, Vec<(JournalEntry, bool)>);
+
+/// The record of the session named `name` that `remote` had at the last sync: its id and
+/// journal entries, each with whether a key this repository trusts vouched for it. Of
+/// several sessions of that name, the newest with a vouched entry: one anybody else pushed
+/// under the name, unsigned, hides nothing (else the newest, for what it says).
+fn remote_record(repo: &Repo, remote: &str, name: &str) -> Result<Option<Record>, super::Error> {
+    let mut ids: Vec<SessionId> = sync::list_remote(repo, remote)
         .map_err(super::Error::from)?
         .into_iter()
         .filter(|r| r.session.name == name)
         .map(|r| r.session.id)
-        .max())
+        .collect();
+    ids.sort_unstable_by(|a, b| b.cmp(a));
+    let mut newest = None;
+    for id in ids {
+        let entries = sync::remote_entries(repo, remote, &id).map_err(super::Error::from)?;
+        if entries.iter().any(|(_, vouched)| *vouched) {
+            return Ok(Some((id, entries)));
+        }
+        newest.get_or_insert((id, entries));
+    }
+    Ok(newest)
 }
 
 /// `repo` with this clone's id made: a session that moves between clones is told apart
@@ -65,10 +81,12 @@ pub fn take_over(
     if crate::session::closeout::find_by_name(repo, name)?.is_some() {
         return Ok(true);
     }
-    if newest_remote(repo, remote, name)?.is_none() {
+    // Only a run a trusted key signed is taken over.
+    let record = remote_record(repo, remote, name)?;
+    let Some((id, _)) = record.filter(|(_, entries)| entries.iter().any(|(_, v)| *v)) else {
         return Ok(false);
-    }
-    crate::session::adopt(repo, remote, name, true, policy)?;
+    };
+    crate::session::adopt(repo, remote, id.as_str(), true, policy)?;
     Ok(true)
 }
 

@@ -16,7 +16,7 @@ use super::super::plan::plan_epic;
 use super::super::state::{purse, EpicState};
 use super::super::story::{fail, run_story, stage_line, End, Message};
 use super::super::Error;
-use super::{here, newest_remote};
+use super::{here, remote_record};
 use crate::config::Config;
 use crate::session::schema::{Body, Stage};
 use crate::session::{self, closeout, sync, NewEvent, Repo, Session};
@@ -73,8 +73,8 @@ pub fn run_job(
         epic: epic.to_owned(),
         remote: remote.clone(),
     };
-    let epic_id = newest_remote(repo, remote, &names::session_name(epic))?.ok_or_else(no_run)?;
-    let entries = sync::remote_entries(repo, remote, &epic_id)?;
+    let (_, entries) =
+        remote_record(repo, remote, &names::session_name(epic))?.ok_or_else(no_run)?;
     let state = EpicState::replay(entries.iter().filter(|(_, v)| *v).map(|(e, _)| &e.event));
     let started = state.started.clone().ok_or_else(no_run)?;
     let plan_options = PlanOptions {
@@ -117,12 +117,13 @@ pub fn run_job(
     for branch in std::iter::once(&job.base).chain(&job.merges) {
         closeout::branch_from_remote(repo, remote, branch)?;
     }
-    // The session an earlier runner left, taken up where its last push left it.
+    // The session an earlier runner left (one a trusted key signed), taken up where its
+    // last push left it.
     let name = story_session_name(key);
-    if closeout::find_by_name(repo, &name)?.is_none()
-        && newest_remote(repo, remote, &name)?.is_some()
-    {
-        let (_, warnings) = session::adopt(repo, remote, &name, o.attempt > 1, o.policy)?;
+    let left = remote_record(repo, remote, &name)?
+        .filter(|(_, entries)| entries.iter().any(|(_, vouched)| *vouched));
+    if let (None, Some((id, _))) = (closeout::find_by_name(repo, &name)?, left) {
+        let (_, warnings) = session::adopt(repo, remote, id.as_str(), o.attempt > 1, o.policy)?;
         for warning in warnings {
             (o.progress)(&format!("{key}: {warning}"));
         }
