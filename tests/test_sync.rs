@@ -408,37 +408,3 @@ fn a_project_whose_reviewed_branch_is_not_main_trusts_the_signers_committed_ther
         "{listed:#}"
     );
 }
-
-#[test]
-fn a_session_comes_back_to_the_machine_it_left_over_the_worktree_it_left_behind() {
-    let env = TestEnv::new();
-    let (a, b, _remote) = two_machines(&env);
-    trust_each_other(&env, &a, &[&b]);
-    for dir in [&a, &b] {
-        env.git(dir, &["config", "bmad.origin.pushSessions", "true"]);
-    }
-    let (_id, wt_a) = env.start(&a, "feat");
-    write(&wt_a, "notes.txt", "from a\n");
-    env.bmad(&wt_a, &["checkpoint", "-m", "a's work"]).success();
-    env.bmad(&a, &["push", "feat"]).success();
-    // B takes it, works, hands it back.
-    env.bmad(&b, &["sync"]).success();
-    env.bmad(&b, &["resume", "feat"]).success();
-    let wt_b = env.root().join("b.feat");
-    write(&wt_b, "notes.txt", "from a\nfrom b\n");
-    env.bmad(&wt_b, &["checkpoint", "-m", "b's work"]).success();
-    env.bmad(&b, &["push", "feat"]).success();
-
-    // A's old worktree holds a change made after the session left: it stays, and so does
-    // the session's newest state on the remote, until someone moves it away.
-    write(&wt_a, "scratch.txt", "a's own\n");
-    env.bmad(&a, &["sync"]).success();
-    let kept = env.bmad(&a, &["resume", "feat"]).code(1);
-    assert!(kept.stderr.contains("already exists"), "{}", kept.stderr);
-    assert_eq!(read(&wt_a, "scratch.txt"), "a's own\n");
-
-    // Holding only what went with the session, it is replaced by where B left it.
-    std::fs::remove_file(wt_a.join("scratch.txt")).unwrap();
-    env.bmad(&a, &["resume", "feat"]).success();
-    assert_eq!(read(&wt_a, "notes.txt"), "from a\nfrom b\n");
-}

@@ -151,6 +151,11 @@ fn settle_here(
     // An old worktree of this clone whose directory was deleted by hand still holds the
     // branch for git: let git forget it first.
     super::worktree::forget_vanished_worktrees(repo, Some(&worktree))?;
+    if std::fs::symlink_metadata(&worktree).is_ok() {
+        // Possibly this clone's own worktree from before the session left: git refuses to
+        // remove it if it holds changes, which is the check wanted here.
+        return Err(Error::PathExists { path: worktree });
+    }
     let head_id = repo
         .read_ref(&checkpoints_ref(&id))?
         .ok_or_else(|| Error::NoCheckpoint {
@@ -159,15 +164,6 @@ fn settle_here(
     let head = Checkpoint::read(repo, head_id)?.ok_or_else(|| Error::NoCheckpoint {
         session: id.to_string(),
     })?;
-    if std::fs::symlink_metadata(&worktree).is_ok() {
-        // This clone's own worktree of the session from before it left goes, when all it
-        // holds left with the session; anything else there stays, and so does the session.
-        let left = super::worktree::marks_session(repo, &worktree, &id)
-            && left_as_checkpointed(repo, &worktree, &head)?;
-        if !left || repo.remove_worktree(&worktree, true).is_err() {
-            return Err(Error::PathExists { path: worktree });
-        }
-    }
     // The branch: the remote's, or where the newest checkpoint saw it; an existing one here
     // only moves forward to it.
     let tracking_branch = format!("refs/remotes/{remote}/{}", session.short_branch());
@@ -223,31 +219,4 @@ fn settle_here(
     settled.elsewhere = false;
     settled.worktree_exists = settled.worktree.is_dir();
     Ok((settled, warnings))
-}
-
-/// Whether the worktree at `path` holds what this clone's newest checkpoint in `head`'s
-/// chain recorded, and nothing more (git's ignored files aside, which no checkpoint keeps):
-/// then everything in it went with the session when it left.
-fn left_as_checkpointed(repo: &Repo, path: &std::path::Path, head: &Checkpoint) -> Result<bool> {
-    let here = super::trust::clone_id(repo);
-    let mut at = Some(head.clone());
-    // The chain back to this clone's last checkpoint, a bounded walk.
-    for _ in 0..10_000 {
-        let Some(cp) = at else { break };
-        // A clone names itself in its checkpoints once it has an id; one taken here before
-        // names none (a clone that took the session over always has one).
-        if cp.trailers.clone.is_none() || cp.trailers.clone == here {
-            let wt = repo.open_worktree(path)?;
-            let now = wt.snapshot_tree_vetted(None, None)?.tree;
-            let changed = repo.diff_trees(cp.tree, now)?;
-            return Ok(changed
-                .iter()
-                .all(|c| c.path.starts_with(super::record::SESSION_FILES)));
-        }
-        at = match cp.parents.as_slice() {
-            [previous, _] => Checkpoint::read(repo, *previous)?,
-            _ => None,
-        };
-    }
-    Ok(false)
 }
