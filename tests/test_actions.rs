@@ -109,6 +109,8 @@ struct OnActions {
     ended: Vec<(String, String, String)>,
     /// Every `gh` call.
     gh: String,
+    /// Each job's time limit: (story, attempt, minutes).
+    timeouts: Vec<(String, String, u32)>,
 }
 
 fn epic_on_actions(
@@ -125,12 +127,14 @@ fn epic_on_actions(
     let run = coordinator(env, &repo, &command);
     let ended = actions.ended.lock().unwrap().clone();
     let gh = actions.gh_log();
+    let timeouts = actions.timeouts();
     drop(actions);
     OnActions {
         repo,
         run,
         ended,
         gh,
+        timeouts,
     }
 }
 
@@ -150,6 +154,7 @@ fn an_epic_runs_on_actions_runners_and_a_lost_runner_costs_only_its_step() {
         run,
         ended,
         gh,
+        timeouts,
     } = epic_on_actions(&env, Trust::Both, lost, &["--parallel", "2"]);
     assert_eq!(
         run.code,
@@ -194,6 +199,9 @@ fn an_epic_runs_on_actions_runners_and_a_lost_runner_costs_only_its_step() {
             "{gh}"
         );
     }
+    // With no time budget, each job has the workflow's own limit.
+    assert_eq!(timeouts.len(), 5, "{timeouts:?}");
+    assert!(timeouts.iter().all(|(_, _, m)| *m == 360), "{timeouts:?}");
     // Where each story ran: its Actions run and attempt.
     let on = |key: &str| {
         story(&s, key)["state"]["runner"]
@@ -350,6 +358,261 @@ fn a_run_begun_here_goes_on_on_actions_and_its_gates_are_answered_as_ever() {
             "{key} ran on a runner: {ended:?}"
         );
     }
+}
+
+#[test]
+fn the_judges_question_on_a_runner_is_the_epics_judge_gate_and_the_answer_goes_back_to_a_runner() {
+    let env = TestEnv::new();
+    let repo = project_on_github(&env, Trust::Both);
+    // An interface 3-3 builds on (it touches src/sync); 3-1's dev changes it.
+    write(&repo, "src/sync/api.rs", "pub fn connect() {}\n");
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "sync api"]);
+    env.git(&repo, &["push", "-q", "origin", "main"]);
+    crate::test_epic::dev_behaviour(
+        &env,
+        "case \"$key\" in 3-1-*) sed -i 's/connect()/connect(timeout: u32)/' src/sync/api.rs ;; esac",
+    );
+    let actions = service(&env);
+    let run = coordinator(
+        &env,
+        &repo,
+        &[
+            "epic",
+            "run",
+            "3",
+            "--on",
+            "actions",
+            "--stories",
+            "3-1",
+            "--max-time",
+            "1h",
+        ],
+    );
+    // The judge ran on the runner and asked; here it is the epic's gate, with the finding.
+    assert_eq!(
+        run.code,
+        3,
+        "{}\n{}\n{}",
+        run.stdout,
+        run.stderr,
+        runner_logs(&env)
+    );
+    let s = status(&env, &repo);
+    assert_eq!(s["gate"]["id"], "judge:3-1-api-client", "{s:#}");
+    let evidence = s["gate"]["evidence"].as_str().unwrap_or_default();
+    assert!(
+        evidence.contains("out-of-scope: src/sync/api.rs (3-3-sync-engine's)"),
+        "{evidence}"
+    );
+    assert!(
+        s["gate"]["question"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("judge stopped 3-1-api-client"),
+        "{s:#}"
+    );
+    // Let stand: the story goes back to a runner, which judges it on and pushes it; its
+    // session comes back here a second time, into the worktree it came back to the first.
+    let answered = coordinator(&env, &repo, &["answer", "continue", "-s", "epic-3"]);
+    let ended = actions.ended.lock().unwrap().clone();
+    let timeouts = actions.timeouts();
+    drop(actions);
+    assert_eq!(
+        answered.code,
+        0,
+        "{}\n{}\n{ended:?}\n{}",
+        answered.stdout,
+        answered.stderr,
+        runner_logs(&env)
+    );
+    // The first job stopped at the judge's question (exit 3, a failed job for GitHub).
+    let jobs: Vec<(&str, &str)> = ended
+        .iter()
+        .map(|(_, a, c)| (a.as_str(), c.as_str()))
+        .collect();
+    assert_eq!(jobs, [("1", "failure"), ("2", "success")], "{ended:?}");
+    // Each job's time limit: the story's hour left in the run's budget, and the setup.
+    let minutes: Vec<u32> = timeouts.iter().map(|(_, _, m)| *m).collect();
+    assert_eq!(minutes, [80, 80], "{timeouts:?}");
+    let s = status(&env, &repo);
+    let st = story(&s, "3-1-api-client");
+    assert_eq!(st["stage"], "done", "{st:#}");
+    assert!(st["state"]["pr"].is_string(), "{st:#}");
+    let wt = env.root().join("proj.3-1-api-client");
+    assert_eq!(
+        read(&wt, "src/sync/api.rs"),
+        "pub fn connect(timeout: u32) {}\n"
+    );
+    let list = env.bmad(&repo, &["list", "--json"]).success().json();
+    let here = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "3-1-api-client")
+        .unwrap();
+    assert_eq!(here["elsewhere"], false, "{here:#}");
+    // What the judge asked is the story's record, whatever was answered.
+    let journal = env.bmad(&wt, &["journal", "--json"]).success().json();
+    let asked = journal
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["event"] == "policy_violation"
+                && e["detail"]["rule"] == "out-of-scope"
+                && e["detail"]["hook"] == "judge"
+        })
+        .count();
+    assert_eq!(asked, 1, "{journal:#}");
+}
+
+/// 3-1's dev does nothing until a person has written `src/api/ANSWER.md` into its
+/// worktree.
+fn dev_waits_for_an_answer(env: &TestEnv) {
+    crate::test_epic::dev_behaviour(
+        env,
+        "case \"$key\" in 3-1-*) if [ ! -f src/api/ANSWER.md ]; then result 'which timeout should the client use?'; exit 0; fi ;; esac",
+    );
+}
+
+/// A story ended on a runner, short of done, and came back here: its worktree, with an
+/// ignored file of the person's beside it (`git` ignores `scratch/` in every worktree).
+fn a_story_back_short_of_done(env: &TestEnv) -> (PathBuf, PathBuf, Actions) {
+    let repo = project_on_github(env, Trust::Both);
+    let actions = service(env);
+    dev_waits_for_an_answer(env);
+    write(&repo, ".git/info/exclude", "scratch/\n");
+    let run = coordinator(
+        env,
+        &repo,
+        &["epic", "run", "3", "--on", "actions", "--stories", "3-1"],
+    );
+    assert_eq!(
+        run.code,
+        3,
+        "{}\n{}\n{}",
+        run.stdout,
+        run.stderr,
+        runner_logs(env)
+    );
+    let s = status(env, &repo);
+    assert_eq!(story(&s, "3-1-api-client")["stage"], "gated", "{s:#}");
+    assert_eq!(actions.ended.lock().unwrap().len(), 1);
+    let wt = env.root().join("proj.3-1-api-client");
+    write(&wt, "scratch/notes.txt", "the person's own notes\n");
+    (repo, wt, actions)
+}
+
+#[test]
+fn a_story_back_from_a_runner_goes_again_with_a_persons_edits_and_comes_back_into_its_worktree() {
+    let env = TestEnv::new();
+    let (repo, wt, actions) = a_story_back_short_of_done(&env);
+    // The person answers in the story's worktree here, and resumes on Actions: the
+    // answer goes with the story to the next runner, whose dev builds it.
+    let s = status(&env, &repo);
+    let why = story(&s, "3-1-api-client")["state"]["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        why.contains("answer in the story's worktree where its session came back"),
+        "{why}"
+    );
+    write(&wt, "src/api/ANSWER.md", "30 seconds\n");
+    // The answer is journaled here; the story's agents run on a runner only.
+    let answered = env.bmad(&wt, &["answer", "retry"]);
+    assert_eq!(answered.code, 0, "{}\n{}", answered.stdout, answered.stderr);
+    assert!(
+        answered
+            .stderr
+            .contains("goes on there from this answer: git bmad epic resume 3"),
+        "{}",
+        answered.stderr
+    );
+    assert_eq!(read(&env.root(), "home/agent/dev.log"), "3-1-api-client\n");
+    let resumed = coordinator(&env, &repo, &["epic", "resume", "3"]);
+    let ended = actions.ended.lock().unwrap().clone();
+    drop(actions);
+    assert_eq!(
+        resumed.code,
+        0,
+        "{}\n{}\n{ended:?}\n{}",
+        resumed.stdout,
+        resumed.stderr,
+        runner_logs(&env)
+    );
+    assert_eq!(ended.len(), 2, "{ended:?}");
+    let s = status(&env, &repo);
+    assert_eq!(story(&s, "3-1-api-client")["stage"], "done", "{s:#}");
+    // Back in the same worktree: the runner's work, the person's answer, and the ignored
+    // file no checkpoint keeps, untouched.
+    assert_eq!(read(&wt, "src/api/ANSWER.md"), "30 seconds\n");
+    assert!(
+        !resumed.stderr.contains("before the story did"),
+        "no runner was lost: {}",
+        resumed.stderr
+    );
+    assert!(read(&wt, "src/api/3-1-api-client.rs").contains("// 3-1-api-client"));
+    assert_eq!(read(&wt, "scratch/notes.txt"), "the person's own notes\n");
+    let clean = env.git(&wt, &["status", "--porcelain"]);
+    assert_eq!(clean, "", "the worktree is the session's newest state");
+}
+
+#[test]
+fn a_worktree_changed_while_its_story_was_on_a_runner_is_never_overwritten() {
+    let env = TestEnv::new();
+    let (repo, wt, actions) = a_story_back_short_of_done(&env);
+    write(&wt, "src/api/ANSWER.md", "30 seconds\n");
+    env.bmad(&wt, &["answer", "retry"]).success();
+    // While the next runner builds it, a person changes the worktree here too.
+    crate::test_epic::dev_behaviour(
+        &env,
+        "while [ ! -f \"$HOME/agent/go\" ]; do sleep 0.1; done",
+    );
+    let coordinating = {
+        let mut cmd = env.bmad_command(&repo);
+        cmd.args(["epic", "resume", "3"])
+            .env("BMAD_ACTIONS_POLL_MS", "100");
+        std::thread::spawn(move || run_bounded(cmd, Duration::from_secs(300)))
+    };
+    let dev_log = env.root().join("home/agent/dev.log");
+    let deadline = std::time::Instant::now() + Duration::from_secs(300);
+    while std::fs::read_to_string(&dev_log)
+        .unwrap_or_default()
+        .lines()
+        .count()
+        < 2
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the second dev never ran"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    write(&wt, "late-edit.txt", "written here meanwhile\n");
+    write(&env.root(), "home/agent/go", "");
+    let resumed = coordinating.join().unwrap();
+    drop(actions);
+    // The story's session stays where the runner pushed it; the worktree as the person
+    // left it, and the reason says what to do.
+    assert_eq!(resumed.code, 5, "{}\n{}", resumed.stdout, resumed.stderr);
+    assert_eq!(read(&wt, "late-edit.txt"), "written here meanwhile\n");
+    assert!(!wt.join("src/api/3-1-api-client.rs").exists());
+    let s = status(&env, &repo);
+    let why = story(&s, "3-1-api-client")["state"]["reason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(why.contains("move that directory away"), "{why}");
+    // Moved away, the session comes back whole.
+    std::fs::rename(&wt, env.root().join("kept")).unwrap();
+    env.bmad(&repo, &["resume", "3-1-api-client"]).success();
+    assert!(read(&wt, "src/api/3-1-api-client.rs").contains("// 3-1-api-client"));
+    assert_eq!(
+        read(&env.root().join("kept"), "late-edit.txt"),
+        "written here meanwhile\n"
+    );
 }
 
 #[test]

@@ -14,7 +14,7 @@ use super::verify;
 use super::Error;
 use crate::config::Config;
 use crate::session::schema::{Answer, Body, Stage, StoryStage};
-use crate::session::{self, closeout, NewEvent, Repo, StartOptions};
+use crate::session::{self, closeout, Repo, StartOptions};
 use crate::supervisor::{self, Outcome, Request, Source};
 
 /// The longest git-bmad's own test run of a story may take (a story step's default
@@ -146,7 +146,10 @@ pub(super) fn run_story(
         .open_worktree(&repo)?
         .map(|w| w.workdir().to_path_buf())
         .unwrap_or_else(|| session.worktree.clone());
-    if let Some((stage, end)) = pipeline_end(&report.outcome, &session.worktree) {
+    // A runner's worktree is gone once its job ends: the person answers where the session
+    // comes back.
+    let answer_in = (!job.pushes).then_some(session.worktree.as_path());
+    if let Some((stage, end)) = pipeline_end(&report.outcome, answer_in) {
         // An agent that halted on a blocking condition (BMAD's way of asking a human) left
         // no work, so its step's checks gated: the story is blocked, with its condition.
         if end == End::Gated {
@@ -210,6 +213,22 @@ pub(super) fn run_story(
     Ok(End::Done(sprint))
 }
 
+/// What git-bmad's judge asked about the story's committed branch, as its journal says (a
+/// runner judged it): the question the epic's judge gate asks.
+pub(super) fn asked(
+    repo: &Repo,
+    session: &session::Session,
+    job: &Job,
+    baseline: &str,
+) -> Result<Option<Concern>, Error> {
+    match committed(repo, session, baseline, job.story.file.as_deref())? {
+        Committed::Work { base, head, .. } => {
+            super::judge::journaled::read(repo, session, base, head)
+        }
+        _ => Ok(None),
+    }
+}
+
 /// Where a story stops short of its pull request: the stage to record, why, and its end.
 type Stop = (Stage, String, End);
 
@@ -265,7 +284,7 @@ fn verdict(
                 );
                 return Ok(Err((Stage::Failed, why, End::Failed)));
             }
-            report_concern(repo, session, &concern, head)?;
+            super::judge::journaled::report(repo, session, &concern, head)?;
             let why = format!(
                 "git-bmad's judge asks a human: it {}; git bmad answer -s {} continue lets it stand and the run goes on (skip or abort fails the story)",
                 concern.summary(),
@@ -283,39 +302,6 @@ fn verdict(
         return Ok(Err((Stage::Failed, why, End::Failed)));
     }
     Ok(Ok((head, evidence)))
-}
-
-/// Journal what the judge asks about as policy violations of the story's session, once per
-/// rule, paths and commit: the record says what the agents did, whatever a human answers.
-fn report_concern(
-    repo: &Repo,
-    session: &session::Session,
-    concern: &Concern,
-    head: session::ObjectId,
-) -> Result<(), Error> {
-    let journal = session::read_journal(repo, &session.id)?;
-    let head = head.to_string();
-    for (rule, paths) in &concern.findings {
-        let subject = format!("{} at {}", paths.join(", "), &head[..10]);
-        if journal.violations(rule).contains(&subject.as_str()) {
-            continue;
-        }
-        session::record(
-            repo,
-            session,
-            NewEvent::violation(
-                "judge",
-                rule,
-                subject,
-                format!(
-                    "the story's branch {}; a human decides at the epic's judge gate",
-                    concern.summary()
-                ),
-            )
-            .decision(Some(session::Decision::Escalated)),
-        )?;
-    }
-    Ok(())
 }
 
 /// What the story's pipeline is asked: to run (or go on). A story a human unblocked after
@@ -431,8 +417,11 @@ fn step_ended(pushes: bool, tx: &mpsc::Sender<Message>) {
 
 /// What a story's pipeline run came to, when it is not to be verified: the stage to record
 /// with its reason (none for an interruption, which `epic resume` continues), and the end.
-/// `None`: it completed.
-fn pipeline_end(outcome: &Outcome, worktree: &Path) -> Option<(Option<(Stage, String)>, End)> {
+/// `None`: it completed. `worktree`: the story's, where a gate is answered; none on a runner.
+fn pipeline_end(
+    outcome: &Outcome,
+    worktree: Option<&Path>,
+) -> Option<(Option<(Stage, String)>, End)> {
     let failed = |why: String| Some((Some((Stage::Failed, why)), End::Failed));
     match outcome {
         Outcome::Completed => None,
@@ -443,7 +432,10 @@ fn pipeline_end(outcome: &Outcome, worktree: &Path) -> Option<(Option<(Stage, St
                     "{} (at {}; answer in {} with git bmad answer, then git bmad epic resume)",
                     gate.question,
                     gate.step,
-                    worktree.display()
+                    worktree.map_or(
+                        "the story's worktree where its session came back from the runner".into(),
+                        |wt| wt.display().to_string()
+                    )
                 ),
             )),
             End::Gated,
@@ -527,7 +519,7 @@ mod tests {
 
     #[test]
     fn only_a_completed_pipeline_goes_on_to_be_verified() {
-        let wt = Path::new("/w");
+        let wt = Some(Path::new("/w"));
         assert!(pipeline_end(&Outcome::Completed, wt).is_none());
         assert_eq!(
             pipeline_end(&Outcome::Interrupted, wt),

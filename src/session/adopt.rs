@@ -151,11 +151,6 @@ fn settle_here(
     // An old worktree of this clone whose directory was deleted by hand still holds the
     // branch for git: let git forget it first.
     super::worktree::forget_vanished_worktrees(repo, Some(&worktree))?;
-    if std::fs::symlink_metadata(&worktree).is_ok() {
-        // Possibly this clone's own worktree from before the session left: git refuses to
-        // remove it if it holds changes, which is the check wanted here.
-        return Err(Error::PathExists { path: worktree });
-    }
     let head_id = repo
         .read_ref(&checkpoints_ref(&id))?
         .ok_or_else(|| Error::NoCheckpoint {
@@ -164,6 +159,19 @@ fn settle_here(
     let head = Checkpoint::read(repo, head_id)?.ok_or_else(|| Error::NoCheckpoint {
         session: id.to_string(),
     })?;
+    // This clone's own worktree of the session from before it left is brought up to date
+    // only when it was handed off and holds just that; anything else there stays.
+    let in_place = std::fs::symlink_metadata(&worktree).is_ok();
+    if in_place && !super::hand_off::may_update_in_place(repo, &worktree, &id, &head)? {
+        return Err(if super::worktree::marks_session(repo, &worktree, &id) {
+            Error::LeftWorktree {
+                session: session.name.clone(),
+                path: worktree,
+            }
+        } else {
+            Error::PathExists { path: worktree }
+        });
+    }
     // The branch: the remote's, or where the newest checkpoint saw it; an existing one here
     // only moves forward to it.
     let tracking_branch = format!("refs/remotes/{remote}/{}", session.short_branch());
@@ -185,12 +193,15 @@ fn settle_here(
             })
         }
     }
-    repo.add_worktree_on(&worktree, session.short_branch())?;
+    if !in_place {
+        repo.add_worktree_on(&worktree, session.short_branch())?;
+    }
     let worktree = std::fs::canonicalize(&worktree).unwrap_or(worktree);
     super::worktree::mark_session_worktree(repo, &worktree, &id, &session.branch)?;
     let warnings = policy.prepare_worktree(repo, &worktree);
     let wt = repo.open_worktree(&worktree)?;
     super::rollback::restore_state(repo, &wt, &head)?;
+    super::hand_off::forget(&wt)?;
     let from = std::mem::replace(&mut session.worktree, worktree.clone());
     session.worktree_exists = true;
     session.elsewhere = false;

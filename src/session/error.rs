@@ -95,6 +95,15 @@ pub enum Error {
         /// The directory.
         path: PathBuf,
     },
+    /// A session coming back finds this clone's worktree of it from before it left, holding
+    /// what the session does not have.
+    #[error("{} is this clone's worktree of session {session} from before it left, and holds what the session coming back does not: changes made there since it was handed off, or it was never handed off (a plain push leaves it as it is); move that directory away, keeping what you need of it, then resume again", path.display())]
+    LeftWorktree {
+        /// The session.
+        session: String,
+        /// The directory.
+        path: PathBuf,
+    },
     /// `start` without `--base` needs committed tracked files.
     #[error("tracked files have uncommitted changes ({count} path{}: {}{}); a new session starts from a commit and would not have them: commit them (git commit -am …), stash them (git stash), or pass --base HEAD to start from the last commit without them", if *count == 1 { "" } else { "s" }, sample.join(", "), if *count > sample.len() { ", …" } else { "" })]
     DirtyTree {

@@ -19,6 +19,7 @@ pub mod epic_state;
 mod error;
 mod event;
 mod git_locks;
+mod hand_off;
 mod id;
 mod init;
 mod journal;
@@ -45,6 +46,7 @@ pub use deferred::{defer, violations_kept_in};
 pub use doctor::{doctor, Finding, Severity};
 pub use error::{Error, Result};
 pub use event::{Decision, Event, NewEvent};
+pub use hand_off::{hand_off, HandedOff};
 pub use id::SessionId;
 pub use init::{init, InitOutcome};
 pub use journal::{

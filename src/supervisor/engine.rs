@@ -202,6 +202,24 @@ pub fn supervise(
     })
 }
 
+/// Journal a person's answer at the run's open gate and go no further: the run goes on
+/// from it wherever it is taken up next (a story whose pipeline runs on a runner).
+pub fn record_answer(
+    repo: &Repo,
+    session: &Session,
+    reply: &str,
+    message: Option<&str>,
+) -> Result<()> {
+    let worktree = session.open_worktree(repo)?;
+    let git_dir = worktree.as_ref().unwrap_or(repo).git_dir().to_path_buf();
+    let _lock = super::lock::RunLock::acquire(&git_dir, session.id.as_str())?;
+    let journal = session::read_journal(repo, &session.id)?;
+    let state = RunState::replay(journal.events());
+    let event = decide::answer(&state, session.id.as_str(), reply, message)?;
+    session::record(repo, session, event)?;
+    Ok(())
+}
+
 /// Answer `abort` at the open gate of a run whose playbook cannot be read: the answer and
 /// the run's end are journaled as the engine would, and nothing runs.
 fn abort_without_playbook(

@@ -31,7 +31,7 @@ pub mod state;
 pub use builtin::{builtin, scaffold, Scaffolded, BUILTINS, INDEX, TEMPLATE};
 pub use checks::{evaluate, CheckEnv, CheckOutcome};
 pub use commands::missing_commands;
-pub use engine::{supervise, Request, RunOptions};
+pub use engine::{record_answer, supervise, Request, RunOptions};
 pub use error::{Error, Result};
 pub use library::{
     check, compare_untrusted_playbook, list, playbook_dirs, playbook_of_session, resolve,

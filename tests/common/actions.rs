@@ -76,6 +76,18 @@ impl Actions {
         }
     }
 
+    /// Each job's `timeout-minutes` as GitHub would read it: (story, attempt, minutes).
+    pub fn timeouts(&self) -> Vec<(String, String, u32)> {
+        std::fs::read_to_string(self.sim.join("timeouts"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| {
+                let f: Vec<&str> = l.split('\t').collect();
+                (f[0].to_owned(), f[1].to_owned(), f[2].parse().unwrap())
+            })
+            .collect()
+    }
+
     /// Every `gh` call so far.
     pub fn gh_log(&self) -> String {
         std::fs::read_to_string(self.sim.join("gh.log")).unwrap_or_default()
@@ -223,6 +235,17 @@ impl World {
             ],
         );
         let workflow: Yaml = serde_norway::from_str(&workflow_text).expect("workflow YAML");
+        // An input the dispatch did not give has the workflow's default.
+        let mut d = d.clone();
+        let inputs = &workflow["on"]["workflow_dispatch"]["inputs"];
+        for (name, input) in inputs.as_mapping().into_iter().flatten() {
+            let name = name.as_str().expect("an input's name").to_owned();
+            if let (false, Some(default)) = (d.inputs.contains_key(&name), input.get("default")) {
+                let default = self.expand(default, &d);
+                d.inputs.insert(name, default);
+            }
+        }
+        let d = &d;
         let title = self.expand(&workflow["run-name"], d);
         self.set_run(&d.workflow, d.id, &title, "in_progress", "");
         // The workflow's concurrency group: never two jobs of one story at once.
@@ -273,6 +296,20 @@ impl World {
         let jobs = workflow["jobs"].as_mapping().expect("jobs");
         assert_eq!(jobs.len(), 1, "one job per workflow");
         let job = jobs.values().next().unwrap();
+        // Its time limit, which GitHub takes only as a number of minutes.
+        let minutes = self.expand(&job["timeout-minutes"], d);
+        let minutes: u32 = minutes.parse().expect("timeout-minutes is a number");
+        let mut timeouts = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.sim.join("timeouts"))
+            .unwrap();
+        let attempt = d.inputs.get("attempt").cloned().unwrap_or_default();
+        std::io::Write::write_all(
+            &mut timeouts,
+            format!("{story}\t{attempt}\t{minutes}\n").as_bytes(),
+        )
+        .unwrap();
         let mut env: BTreeMap<String, String> = BTreeMap::new();
         for (k, v) in job["env"].as_mapping().into_iter().flatten() {
             env.insert(k.as_str().unwrap().to_owned(), self.expand(v, d));
@@ -365,8 +402,16 @@ impl World {
             out.push_str(&rest[..start]);
             let end = rest[start..].find("}}").expect("closed expression") + start;
             let expr = rest[start + 3..end].trim();
+            let input = |name: &str| d.inputs.get(name).cloned().expect("a dispatched input");
             let v = if let Some(name) = expr.strip_prefix("inputs.") {
-                d.inputs.get(name).cloned().expect("a dispatched input")
+                input(name)
+            } else if let Some(name) = expr
+                .strip_prefix("fromJSON(inputs.")
+                .and_then(|e| e.strip_suffix(')'))
+            {
+                let value: serde_json::Value =
+                    serde_json::from_str(&input(name)).expect("fromJSON of JSON");
+                value.to_string()
             } else if let Some(name) = expr.strip_prefix("secrets.") {
                 self.setup.secrets.get(name).cloned().unwrap_or_default()
             } else if expr == "github.token" {

@@ -16,6 +16,10 @@ use crate::supervisor::{self, Request};
 /// continue: run the gated step, or accept an escalated one as done; retry: run the step
 /// again; skip: skip it; abort: end the run. The answer and the message are journaled as the
 /// human's decision. An answer the gate does not take shows the gate again (exit 3).
+///
+/// A story of an epic on GitHub Actions is answered in its worktree where its session came
+/// back; the answer is journaled, and `epic resume` hands the story to a runner, which goes
+/// on from it.
 #[derive(Debug, Args)]
 pub struct AnswerArgs {
     /// continue, retry, skip or abort (also: c, y, yes, r, s, a, n, no)
@@ -40,6 +44,24 @@ pub fn cmd_answer(ctx: &Context, args: &AnswerArgs) -> Result<u8, CommandError> 
         let message = args.message.as_deref();
         let epic = crate::epic::gates::answer(&repo, &s, &epic, &args.reply, message)?;
         return super::epic::resume(ctx, &epic, None);
+    }
+    // A story whose pipeline ran on a runner goes on there: its answer is only journaled.
+    if let Some(epic) = crate::epic::actions::ran_on_actions(&repo, &s)? {
+        supervisor::record_answer(&repo, &s, &args.reply, args.message.as_deref())?;
+        let next = format!("git bmad epic resume {epic}");
+        if ctx.ui.json() {
+            ctx.ui.print_json(&serde_json::json!({
+                "session": s.id.as_str(),
+                "answer": args.reply,
+                "next": next,
+            }));
+        } else {
+            ctx.ui.status(format!(
+                "answered: {} ran on GitHub Actions, and goes on there from this answer: {next}",
+                s.name
+            ));
+        }
+        return Ok(exit::OK);
     }
     let request = Request::Answer {
         reply: args.reply.clone(),

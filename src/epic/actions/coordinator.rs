@@ -16,7 +16,7 @@ use super::super::names::story_session_name;
 use super::super::options::{EpicOptions, Gates};
 use super::super::pipeline::Era;
 use super::super::plan::Plan;
-use super::super::story::{fail, End, Message};
+use super::super::story::{asked, fail, End, Message};
 use super::super::verify::{self, Verdict};
 use super::super::Error;
 use super::{remote_record, run_name, run_prefix, STORY_WORKFLOW};
@@ -129,22 +129,31 @@ pub(in crate::epic) fn follow_story(
         Error::Gh("gh is not on PATH: --on actions dispatches and follows the story jobs with it (https://cli.github.com), logged in with gh auth login".into())
     })?;
     let key = &job.story.key;
-    let name = story_session_name(key);
-    // A session of the story's here, from an earlier run here: the runner takes it up.
-    if let Some(here) = closeout::find_by_name(&repo, &name)? {
-        sync::push(&repo, &here, &job.remote, true)?;
+    // A session of the story's here (from a run here, or back from a runner) goes to the
+    // runner, unless a job of an earlier invocation still runs it.
+    let runs = runs_of(&program, &job.main, &job.epic, key, follow.interrupt)?;
+    if !runs.iter().any(|r| r.active) {
+        hand_off(&repo, job, follow)?;
     }
-    // What was passed on: entry ids (the same in every copy of the journal), and on a resume
-    // nothing from before the last stage recorded here.
+    // What was passed on: entry ids (the same in every copy of the journal), those of a
+    // session that came back here included, and on a resume nothing from before the last
+    // stage recorded here.
     let mut seen = Seen {
         session: None,
         ids: HashSet::new(),
         before: job.known.updated_at.clone(),
         unvouched: 0,
     };
+    if let Some(here) = closeout::find_by_name(&repo, &story_session_name(key))? {
+        let journal = session::read_journal(&repo, &here.id)?;
+        seen.ids.extend(journal.entries.into_iter().map(|e| e.id));
+    }
     let mut baseline = job.known.detail.baseline.clone().unwrap_or_default();
-    let runs = runs_of(&program, &job.main, &job.epic, key, follow.interrupt)?;
     let mut attempt = runs.iter().map(|r| r.attempt).max().unwrap_or(0);
+    let stopped_before = matches!(
+        job.known.stage,
+        Stage::Gated | Stage::Failed | Stage::Blocked
+    );
     // The jobs this invocation dispatched: a resume tries a failed story afresh.
     let mut tries = 0;
     let mut dispatched = Instant::now();
@@ -172,10 +181,14 @@ pub(in crate::epic) fn follow_story(
                 if let Some(stage) = ended {
                     return end(&repo, job, follow, stage, &seen, &baseline);
                 }
-                (follow.progress)(&format!(
-                    "{key}: the runner of attempt {attempt} ended ({}) before the story did",
-                    run.conclusion
-                ));
+                // A story resumed after it stopped on a runner (at a gate, failed) goes on
+                // with a new job; its last runner was not lost.
+                if tries > 0 || !stopped_before {
+                    (follow.progress)(&format!(
+                        "{key}: the runner of attempt {attempt} ended ({}) before the story did",
+                        run.conclusion
+                    ));
+                }
                 true
             }
         };
@@ -204,6 +217,28 @@ pub(in crate::epic) fn follow_story(
         }
         sleep(poll(), follow.interrupt);
     }
+}
+
+/// Hand the story's session to the runner when it lives here (an earlier run here, or its
+/// return from a runner): what a person changed in its worktree goes with it, and the
+/// worktree is brought up to date when the story comes back.
+fn hand_off(repo: &Repo, job: &Job, follow: &Follow<'_>) -> Result<(), Error> {
+    let key = &job.story.key;
+    // Not while another follower's sync moves the refs it pushes.
+    let _one = FETCH.lock().unwrap_or_else(|p| p.into_inner());
+    // Whether it lives elsewhere now is what the remote says.
+    sync::sync(repo, &job.remote, follow.branch_prefix)?;
+    let here = closeout::find_by_name(repo, &story_session_name(key))?;
+    let Some(here) = here.filter(|s| !s.elsewhere) else {
+        return Ok(());
+    };
+    let handed = session::hand_off(repo, &here, &job.remote, follow.policy)?;
+    for path in handed.kept_out {
+        (follow.progress)(&format!(
+            "{key}: {path} stays here: the policy kept it out of what the runner takes up"
+        ));
+    }
+    Ok(())
 }
 
 /// The runner's entries already passed on, and how many of its reports no allowed signer
@@ -298,7 +333,11 @@ fn end(
         .map_or(name.as_str(), |id| id.as_str());
     let (session, warnings) = {
         // Not while another follower's sync moves the refs it takes.
-        let _one = FETCH.lock().unwrap_or_else(|p| p.into_inner());
+        let mut last = FETCH.lock().unwrap_or_else(|p| p.into_inner());
+        // The runner's last push (released, with the state the story ended in) came after
+        // the report of its end.
+        sync::sync(repo, &job.remote, follow.branch_prefix)?;
+        *last = Some(Instant::now());
         session::adopt(repo, &job.remote, query, true, follow.policy)?
     };
     for warning in warnings {
@@ -312,7 +351,11 @@ fn end(
             _ => End::Done(None),
         },
         Stage::Blocked => End::Blocked,
-        Stage::Gated => End::Gated,
+        // The judge's question on the runner is the epic's judge gate here.
+        Stage::Gated => match asked(repo, &session, job, baseline)? {
+            Some(concern) => End::Asked(concern),
+            None => End::Gated,
+        },
         Stage::Skipped => End::Skipped,
         _ => End::Failed,
     })
@@ -326,7 +369,7 @@ fn dispatch(
     job: &Job,
     attempt: u32,
 ) -> Result<(), Error> {
-    let args = [
+    let mut args = vec![
         "workflow".to_owned(),
         "run".to_owned(),
         STORY_WORKFLOW.to_owned(),
@@ -339,7 +382,12 @@ fn dispatch(
         "-f".to_owned(),
         format!("attempt={attempt}"),
     ];
-    let out = gh(program, args.to_vec(), cwd, follow.interrupt)?;
+    // The job's time limit follows the story's time left in the run's budget (else the
+    // workflow's own applies).
+    if let Some(left) = job.limits.1 {
+        args.extend(["-f".to_owned(), format!("minutes={}", job_minutes(left))]);
+    }
+    let out = gh(program, args, cwd, follow.interrupt)?;
     if !out.exit.success() {
         let said = String::from_utf8_lossy(out.stderr.head()).trim().to_owned();
         return Err(Error::Gh(format!(
@@ -347,6 +395,16 @@ fn dispatch(
         )));
     }
     Ok(())
+}
+
+/// What a runner spends before and after the story's own run: the checkout, installing
+/// git-bmad and the agent CLIs, the pushes.
+const SETUP_MINUTES: u64 = 20;
+
+/// A story job's `timeout-minutes` for a story with `left` to run: whole minutes, with the
+/// setup, within what GitHub takes (4320).
+fn job_minutes(left: Duration) -> u64 {
+    (left.as_secs().div_ceil(60) + SETUP_MINUTES).min(4320)
 }
 
 /// The story's jobs, every attempt, as `gh run list` shows them.
@@ -411,6 +469,14 @@ fn sleep(total: Duration, interrupt: &AtomicBool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_jobs_time_limit_is_the_storys_time_left_in_whole_minutes_and_the_setup() {
+        assert_eq!(job_minutes(Duration::from_secs(0)), SETUP_MINUTES);
+        assert_eq!(job_minutes(Duration::from_secs(61)), 2 + SETUP_MINUTES);
+        assert_eq!(job_minutes(Duration::from_secs(3600)), 60 + SETUP_MINUTES);
+        assert_eq!(job_minutes(Duration::from_secs(u64::MAX)), 4320);
+    }
 
     #[test]
     fn only_the_storys_own_runs_are_read_with_their_attempt() {

@@ -58,6 +58,37 @@ fn remote_record(repo: &Repo, remote: &str, name: &str) -> Result<Option<Record>
     Ok(newest)
 }
 
+/// When story session `story`'s pipeline ran on a runner: the epic whose run took it there
+/// (`?` when no epic session here names it). A person's answer at its gate is then only
+/// journaled; `epic resume` hands the story to a runner, which goes on from it.
+pub fn ran_on_actions(
+    repo: &Repo,
+    story: &crate::session::Session,
+) -> Result<Option<String>, super::Error> {
+    let journal = crate::session::read_journal(repo, &story.id)?;
+    let on_a_runner = journal
+        .events()
+        .any(|e| matches!(&e.body, crate::session::Body::StoryStage(s) if s.runner.is_some()));
+    if !on_a_runner {
+        return Ok(None);
+    }
+    for epic in crate::session::list(repo)? {
+        if !epic.name.starts_with("epic-") {
+            continue;
+        }
+        let journal = crate::session::read_journal(repo, &epic.id)?;
+        let state = super::EpicState::replay(journal.events());
+        let names_it = state
+            .stories
+            .keys()
+            .any(|key| super::names::story_session_name(key) == story.name);
+        if let (true, Some(started)) = (names_it, state.started) {
+            return Ok(Some(started.epic));
+        }
+    }
+    Ok(Some("?".into()))
+}
+
 /// `repo` with this clone's id made: a session that moves between clones is told apart
 /// from one that lives here by it, and a handle opened before it was written would take
 /// every session for another clone's. The handle returned is opened after.

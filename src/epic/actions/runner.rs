@@ -205,6 +205,15 @@ fn report(
             Message::Status(..) => {}
             Message::End(_, end) => {
                 if let Some(s) = session()? {
+                    // The state the story ended in, its close-out's commits included: what
+                    // the session's worktree is made of where it is taken up next.
+                    let s = match s.worktree_exists {
+                        true => {
+                            session::checkpoint(repo, &s, "the job ended", None, None, o.policy)?;
+                            session()?.unwrap_or(s)
+                        }
+                        false => s,
+                    };
                     push(repo, &s, remote, end != End::Interrupted, o);
                 }
                 return Ok(match end {

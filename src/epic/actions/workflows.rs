@@ -152,6 +152,11 @@ on:
         required: true
         type: string
         default: "1"
+      minutes:
+        description: The job's time limit in minutes (the story's time left in the run's budget, and the setup)
+        required: false
+        type: string
+        default: "{timeout}"
 
 # Push the story's branch and session state; open its draft pull request.
 permissions:
@@ -177,8 +182,9 @@ jobs:
 {secrets_env}        run: git bmad epic job "$EPIC" --story "$STORY" --attempt "$ATTEMPT"
 "#,
             setup_note = self.setup_note(),
-            job_head = self.job_head(),
+            job_head = self.job_head("${{ fromJSON(inputs.minutes) }}"),
             setup_steps = SETUP_STEPS,
+            timeout = self.timeout_minutes,
         )
     }
 
@@ -244,7 +250,7 @@ jobs:
           }}
 "#,
             setup_note = self.setup_note(),
-            job_head = self.job_head(),
+            job_head = self.job_head(&self.timeout_minutes.to_string()),
             setup_steps = SETUP_STEPS,
         )
     }
@@ -263,13 +269,13 @@ jobs:
         )
     }
 
-    /// A job's first lines, through the environment every job has.
-    fn job_head(&self) -> String {
+    /// A job's first lines, through the environment every job has; `timeout`: its
+    /// `timeout-minutes`.
+    fn job_head(&self, timeout: &str) -> String {
         // JSON strings are YAML's double-quoted scalars: a value is never YAML itself.
         format!(
             "    runs-on: {runs_on}\n    timeout-minutes: {timeout}\n    env:\n      EPIC: ${{{{ inputs.epic }}}}\n      GIT_BMAD_VERSION: \"{version}\"\n      # A git URL of git-bmad's repository, for `cargo install --git` on a runner without it.\n      GIT_BMAD_SOURCE: {source}\n",
             runs_on = quoted(&self.runs_on),
-            timeout = self.timeout_minutes,
             version = self.version,
             source = quoted(&self.source),
         )

@@ -12,6 +12,7 @@
 //!   base's.
 
 mod counts;
+pub mod journaled;
 mod rules;
 
 use std::collections::HashMap;
@@ -201,10 +202,7 @@ fn concern(repo: &Repo, work: &Work<'_>, command: Option<&str>) -> Result<Concer
         .collect();
     let mut concern = Concern::default();
     if !judges.is_empty() {
-        let diff = repo
-            .diff_paths(base, work.head, &judges)
-            .map_err(session::Error::from)?;
-        concern.diff = cut(&redact(&diff), DIFF_SHOWN);
+        concern.diff = judges_diff(repo, base, work.head, &judges)?;
         let judges = judges.iter().map(|p| p.to_string()).collect();
         concern.findings.push((JUDGE_CHANGED.id, judges));
     }
@@ -226,6 +224,20 @@ fn concern(repo: &Repo, work: &Work<'_>, command: Option<&str>) -> Result<Concer
         concern.findings.push((OUT_OF_SCOPE.id, outside));
     }
     Ok(concern)
+}
+
+/// The diff of the judge's files `paths` from `base` to `head`, as a gate shows it:
+/// redacted, and cut short.
+fn judges_diff(
+    repo: &Repo,
+    base: ObjectId,
+    head: ObjectId,
+    paths: &[&str],
+) -> Result<String, Error> {
+    let diff = repo
+        .diff_paths(base, head, paths)
+        .map_err(session::Error::from)?;
+    Ok(cut(&redact(&diff), DIFF_SHOWN))
 }
 
 /// `text` cut to at most `max` bytes at a line's end, saying so.
