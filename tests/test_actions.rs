@@ -616,6 +616,57 @@ fn a_worktree_changed_while_its_story_was_on_a_runner_is_never_overwritten() {
 }
 
 #[test]
+fn per_story_gates_on_actions_wait_where_the_story_comes_back_and_the_answer_goes_to_a_runner() {
+    let env = TestEnv::new();
+    let repo = project_on_github(&env, Trust::Both);
+    let actions = service(&env);
+    let args = [
+        "epic",
+        "run",
+        "3",
+        "--on",
+        "actions",
+        "--stories",
+        "3-2",
+        "--gates",
+        "per-story",
+    ];
+    assert_eq!(coordinator(&env, &repo, &args).code, 3);
+    let answered = coordinator(&env, &repo, &["answer", "continue", "-s", "epic-3"]);
+    assert_eq!(answered.code, 3, "{}\n{}", answered.stdout, answered.stderr);
+    // Built and reviewed on a runner, the story waits for its person before its pull
+    // request, back here.
+    let s = status(&env, &repo);
+    let storage = story(&s, "3-2-storage");
+    assert_eq!(storage["stage"], "gated", "{s:#}");
+    let why = storage["state"]["reason"].as_str().unwrap_or_default();
+    assert!(why.contains("at accept"), "{why}");
+    assert!(storage["state"]["pr"].is_null(), "{s:#}");
+    let wt = env.root().join("proj.3-2-storage");
+    assert!(read(&wt, "src/storage/3-2-storage.rs").contains("// 3-2-storage"));
+    // Accepted here; a runner goes on from the answer to the pull request.
+    env.bmad(&wt, &["answer", "continue", "-m", "looked at it"])
+        .success();
+    let resumed = coordinator(&env, &repo, &["epic", "resume", "3"]);
+    let ended = actions.ended.lock().unwrap().clone();
+    drop(actions);
+    assert_eq!(
+        resumed.code, 3,
+        "{}\n{}\n{ended:?}",
+        resumed.stdout, resumed.stderr
+    );
+    let s = status(&env, &repo);
+    let storage = story(&s, "3-2-storage");
+    assert_eq!(storage["stage"], "done", "{s:#}");
+    assert!(storage["state"]["pr"].is_string(), "{s:#}");
+    assert_eq!(s["gate"]["id"], "completion", "{s:#}");
+    assert_eq!(ended.len(), 2, "{ended:?}");
+    // Each step ran once: the second runner took up the first's session at its gate.
+    let devs = read(&env.root(), "home/agent/dev.log");
+    assert_eq!(devs, "3-2-storage\n");
+}
+
+#[test]
 fn sessions_forged_under_the_epics_and_a_storys_names_neither_hide_nor_replace_the_run() {
     let env = TestEnv::new();
     // Pushed by anyone with push rights, with plain git: newer sessions named like the
@@ -716,7 +767,6 @@ fn a_run_on_actions_that_could_not_finish_is_refused_before_anything_starts() {
     env.git(&repo, &["config", "bmad.origin.pushSessions", "true"]);
     assert!(on_actions(&[]).contains("git bmad ci init github writes it"));
     env.bmad(&repo, &["ci", "init", "github"]).success();
-    assert!(on_actions(&["--gates", "per-story"]).contains("takes --gates none or per-epic"));
     assert!(on_actions(&["--remote", "upstream"]).contains("there is no upstream"));
     // Nothing was started, nothing dispatched.
     let list = env.bmad(&repo, &["list", "--json"]).success().json();

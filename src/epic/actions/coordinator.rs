@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use super::super::closeout::gh;
 use super::super::job::Job;
 use super::super::names::story_session_name;
-use super::super::options::{EpicOptions, Gates};
+use super::super::options::EpicOptions;
 use super::super::pipeline::Era;
 use super::super::plan::Plan;
 use super::super::story::{asked, fail, End, Message};
@@ -70,8 +70,7 @@ pub(in crate::epic) fn publish_run(
 }
 
 /// What a run on GitHub Actions needs before anything is dispatched: an era a runner can
-/// run, a remote that takes the sessions' state, the story workflow, and gates a runner's
-/// story can wait at.
+/// run, a remote that takes the sessions' state, and the story workflow.
 pub(in crate::epic) fn preflight(
     repo: &Repo,
     main: &Path,
@@ -82,9 +81,6 @@ pub(in crate::epic) fn preflight(
     let fail = |why: String| Err(Error::Actions(why));
     if plan.era == Era::V4 {
         return fail("--on actions runs v6 and v7 epics: a v4 epic signs each story's status into stories.json on the epic's branch as it goes, which only a run here does".into());
-    }
-    if options.gates == Gates::PerStory {
-        return fail("--on actions takes --gates none or per-epic: a story's own gate would wait in a worktree on a runner that is gone".into());
     }
     if !repo.has_remote(remote).map_err(session::Error::from)? {
         return fail(format!(
