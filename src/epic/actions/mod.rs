@@ -58,7 +58,7 @@ fn remote_record(repo: &Repo, remote: &str, name: &str) -> Result<Option<Record>
     Ok(newest)
 }
 
-/// When story session `story`'s pipeline ran on a runner: the epic whose run took it there
+/// When story session `story`'s pipeline last ran on a runner: the epic whose run took it there
 /// (`?` when no epic session here names it). A person's answer at its gate is then only
 /// journaled; `epic resume` hands the story to a runner, which goes on from it.
 pub fn ran_on_actions(
@@ -66,10 +66,19 @@ pub fn ran_on_actions(
     story: &crate::session::Session,
 ) -> Result<Option<String>, super::Error> {
     let journal = crate::session::read_journal(repo, &story.id)?;
-    let on_a_runner = journal
+    // Where it last started: a runner names itself there.
+    let last_start = journal
         .events()
-        .any(|e| matches!(&e.body, crate::session::Body::StoryStage(s) if s.runner.is_some()));
-    if !on_a_runner {
+        .filter_map(|e| match &e.body {
+            crate::session::Body::StoryStage(s)
+                if s.stage == crate::session::schema::Stage::Started =>
+            {
+                Some(s.runner.is_some())
+            }
+            _ => None,
+        })
+        .last();
+    if last_start != Some(true) {
         return Ok(None);
     }
     for epic in crate::session::list(repo)? {
