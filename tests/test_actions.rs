@@ -667,6 +667,49 @@ fn per_story_gates_on_actions_wait_where_the_story_comes_back_and_the_answer_goe
 }
 
 #[test]
+fn a_workflow_without_the_time_limit_input_keeps_its_own_limit() {
+    let env = TestEnv::new();
+    let repo = project_on_github(&env, Trust::Both);
+    // The workflow as an earlier git-bmad wrote it, or its user changed it: no `minutes`.
+    let path = ".github/workflows/bmad-story.yml";
+    let text = read(&repo, path);
+    let start = text.find("      minutes:\n").expect("the minutes input");
+    let end = text[start..].find("\n\n").unwrap() + start + 1;
+    let old = format!("{}{}", &text[..start], &text[end..]).replace(
+        "timeout-minutes: ${{ fromJSON(inputs.minutes) }}",
+        "timeout-minutes: 90",
+    );
+    write(&repo, path, &old);
+    env.git(&repo, &["commit", "-qam", "our own story workflow"]);
+    env.git(&repo, &["push", "-q", "origin", "main"]);
+    let actions = service(&env);
+    let run = coordinator(
+        &env,
+        &repo,
+        &[
+            "epic",
+            "run",
+            "3",
+            "--on",
+            "actions",
+            "--stories",
+            "3-1",
+            "--max-time",
+            "1h",
+        ],
+    );
+    let timeouts = actions.timeouts();
+    let gh = actions.gh_log();
+    drop(actions);
+    assert_eq!(run.code, 0, "{}\n{}\n{gh}", run.stdout, run.stderr);
+    assert_eq!(
+        timeouts,
+        [("3-1-api-client".to_owned(), "1".to_owned(), 90)]
+    );
+    assert!(!gh.contains("minutes="), "{gh}");
+}
+
+#[test]
 fn sessions_forged_under_the_epics_and_a_storys_names_neither_hide_nor_replace_the_run() {
     let env = TestEnv::new();
     // Pushed by anyone with push rights, with plain git: newer sessions named like the

@@ -48,7 +48,7 @@ impl Actions {
         if !sim.join("dispatches").exists() {
             std::fs::write(sim.join("dispatches"), "").unwrap();
         }
-        env.executable("gh", &fake_gh(&sim));
+        env.executable("gh", &fake_gh(&sim, &setup.remote));
         // `git bmad` on a runner: git finds git-bmad on PATH.
         let tools = env.root().join("runner-tools");
         std::fs::create_dir_all(&tools).unwrap();
@@ -104,7 +104,7 @@ impl Drop for Actions {
 }
 
 /// `gh` as the coordinator and the runners call it.
-fn fake_gh(sim: &Path) -> String {
+fn fake_gh(sim: &Path, remote: &Path) -> String {
     format!(
         r#"#!/bin/sh
 sim='{sim}'
@@ -112,13 +112,21 @@ echo "gh $*" >> "$sim/gh.log"
 case "$1 $2" in
   'workflow run')
     shift 2; workflow=$1; shift
-    ref= inputs=
+    ref= inputs= names=
     while [ $# -gt 0 ]; do
       case "$1" in
         --ref) ref=$2; shift 2 ;;
-        -f) inputs="$inputs	$2"; shift 2 ;;
+        -f) inputs="$inputs	$2"; names="$names ${{2%%=*}}"; shift 2 ;;
         *) echo "gh (simulated): unknown flag $1" >&2; exit 1 ;;
       esac
+    done
+    # GitHub refuses a dispatch with an input the workflow at the ref does not declare.
+    text=$(git --git-dir='{remote}' show "$ref:.github/workflows/$workflow")
+    for name in $names; do
+      printf '%s\n' "$text" | grep -q "^      $name:" || {{
+        echo "could not create workflow dispatch event: HTTP 422: Unexpected inputs provided: [\"$name\"]" >&2
+        exit 1
+      }}
     done
     printf '%s\t%s%s\n' "$workflow" "$ref" "$inputs" >> "$sim/dispatches" ;;
   'run list')
@@ -138,7 +146,8 @@ case "$1 $2" in
   *) echo "gh (simulated): $* is not simulated" >&2; exit 1 ;;
 esac
 "#,
-        sim = sim.display()
+        sim = sim.display(),
+        remote = remote.display()
     )
 }
 

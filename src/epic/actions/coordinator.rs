@@ -55,6 +55,21 @@ pub(in crate::epic) struct Follow<'a> {
     pub(in crate::epic) interrupt: &'a AtomicBool,
     /// The policy a session brought back here obeys.
     pub(in crate::epic) policy: &'a dyn session::Policy,
+    /// Whether the story workflow at `dispatch_ref` takes the job's time limit (its
+    /// `minutes` input): a workflow the user wrote or kept from before does not.
+    pub(in crate::epic) timed: bool,
+}
+
+/// Whether the story workflow at `git_ref` declares the `minutes` input: a dispatch with an
+/// input the workflow does not declare is refused by GitHub.
+pub(in crate::epic) fn takes_minutes(repo: &Repo, git_ref: &str) -> bool {
+    let path = format!(".github/workflows/{STORY_WORKFLOW}");
+    let Ok(Some(bytes)) = repo.file_at(git_ref, &path) else {
+        return false;
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    crate::config::yaml::from_str::<crate::config::yaml::Data>(&text)
+        .is_ok_and(|w| !w["on"]["workflow_dispatch"]["inputs"]["minutes"].is_null())
 }
 
 /// Push the epic's session for the runners to read the run from, not while a follower
@@ -122,7 +137,7 @@ pub(in crate::epic) fn follow_story(
 ) -> Result<End, Error> {
     let repo = Repo::discover(&job.main).map_err(session::Error::from)?;
     let program = which::which("gh").map_err(|_| {
-        Error::Gh("gh is not on PATH: --on actions dispatches and follows the story jobs with it (https://cli.github.com), logged in with gh auth login".into())
+        Error::Actions("gh is not on PATH: --on actions dispatches and follows the story jobs with it (https://cli.github.com), logged in with gh auth login".into())
     })?;
     let key = &job.story.key;
     // A session of the story's here (from a run here, or back from a runner) goes to the
@@ -378,15 +393,15 @@ fn dispatch(
         "-f".to_owned(),
         format!("attempt={attempt}"),
     ];
-    // The job's time limit follows the story's time left in the run's budget (else the
-    // workflow's own applies).
-    if let Some(left) = job.limits.1 {
+    // The job's time limit follows the story's time left in the run's budget (else, or
+    // with a workflow that takes none, the workflow's own applies).
+    if let (true, Some(left)) = (follow.timed, job.limits.1) {
         args.extend(["-f".to_owned(), format!("minutes={}", job_minutes(left))]);
     }
     let out = gh(program, args, cwd, follow.interrupt)?;
     if !out.exit.success() {
         let said = String::from_utf8_lossy(out.stderr.head()).trim().to_owned();
-        return Err(Error::Gh(format!(
+        return Err(Error::Actions(format!(
             "gh workflow run {STORY_WORKFLOW}: {said}"
         )));
     }
@@ -429,7 +444,7 @@ fn runs_of(
     )?;
     if !out.exit.success() {
         let said = String::from_utf8_lossy(out.stderr.head()).trim().to_owned();
-        return Err(Error::Gh(format!("gh run list: {said}")));
+        return Err(Error::Actions(format!("gh run list: {said}")));
     }
     Ok(parse_runs(out.stdout.head(), epic, key))
 }

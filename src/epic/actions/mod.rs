@@ -11,7 +11,7 @@ mod runner;
 pub mod workflows;
 
 pub use coordinator::MAX_ATTEMPTS;
-pub(super) use coordinator::{follow_story, preflight, publish_run, Follow};
+pub(super) use coordinator::{follow_story, preflight, publish_run, takes_minutes, Follow};
 pub use runner::{run_job, JobOptions, JobOutcome};
 
 use crate::session::{sync, JournalEntry, Repo, SessionId};
