@@ -55,13 +55,16 @@ pub fn hand_off(
         left_at = Some(taken.checkpoint.id);
         session = super::store::get(repo, &session.id)?.unwrap_or(session);
     }
-    let pushed = push(repo, &session, remote, true)?;
+    // Marked before it leaves: a hand-off killed after its push still has its worktree
+    // brought up to date on the return. A mark whose session never left changes nothing:
+    // only a session coming back from elsewhere is brought into it.
     if let Some(at) = left_at {
         let wt = repo.open_worktree(&session.worktree)?;
         let path = wt.git_dir().join(HANDED_OFF_MARKER);
         crate::fs::write_atomically(&path, format!("{at}\n").as_bytes(), None)
             .map_err(|e| Error::io("could not write", path, e))?;
     }
+    let pushed = push(repo, &session, remote, true)?;
     Ok(HandedOff { pushed, kept_out })
 }
 
