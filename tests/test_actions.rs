@@ -630,6 +630,8 @@ fn per_story_gates_on_actions_wait_where_the_story_comes_back_and_the_answer_goe
         "3-2",
         "--gates",
         "per-story",
+        "--max-time",
+        "8h",
     ];
     assert_eq!(coordinator(&env, &repo, &args).code, 3);
     let answered = coordinator(&env, &repo, &["answer", "continue", "-s", "epic-3"]);
@@ -649,6 +651,7 @@ fn per_story_gates_on_actions_wait_where_the_story_comes_back_and_the_answer_goe
         .success();
     let resumed = coordinator(&env, &repo, &["epic", "resume", "3"]);
     let ended = actions.ended.lock().unwrap().clone();
+    let timeouts = actions.timeouts();
     drop(actions);
     assert_eq!(
         resumed.code, 3,
@@ -661,6 +664,9 @@ fn per_story_gates_on_actions_wait_where_the_story_comes_back_and_the_answer_goe
     assert!(storage["state"]["pr"].is_string(), "{s:#}");
     assert_eq!(s["gate"]["id"], "completion", "{s:#}");
     assert_eq!(ended.len(), 2, "{ended:?}");
+    // Eight hours left is more than the workflow's own limit, which holds.
+    let minutes: Vec<u32> = timeouts.iter().map(|(_, _, m)| *m).collect();
+    assert_eq!(minutes, [360, 360], "{timeouts:?}");
     // Each step ran once: the second runner took up the first's session at its gate.
     let devs = read(&env.root(), "home/agent/dev.log");
     assert_eq!(devs, "3-2-storage\n");

@@ -211,7 +211,7 @@ impl Epic<'_> {
             progress: options.progress,
             interrupt: options.interrupt,
             policy: options.policy,
-            timed: actions::takes_minutes(self.repo, &self.session.base),
+            minutes: actions::takes_minutes(self.repo, &self.session.base),
         });
         let follow = follow.as_ref();
         std::thread::scope(|scope| -> Result<(), Error> {

@@ -37,7 +37,7 @@ pub struct InitArgs {
     #[arg(long, default_value = "ubuntu-latest", value_name = "LABEL")]
     pub runs_on: String,
     /// A job's time limit in minutes (GitHub-hosted runners stop at 360); a story's job is
-    /// dispatched with less when the epic run's time budget leaves the story less
+    /// dispatched with less when the epic run's time budget (--max-time) leaves the story less
     #[arg(long, default_value_t = 360, value_name = "MINUTES")]
     pub timeout_minutes: u32,
     /// Replace a workflow file that differs from what git-bmad writes (it is yours to change,

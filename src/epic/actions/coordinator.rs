@@ -55,21 +55,29 @@ pub(in crate::epic) struct Follow<'a> {
     pub(in crate::epic) interrupt: &'a AtomicBool,
     /// The policy a session brought back here obeys.
     pub(in crate::epic) policy: &'a dyn session::Policy,
-    /// Whether the story workflow at `dispatch_ref` takes the job's time limit (its
-    /// `minutes` input): a workflow the user wrote or kept from before does not.
-    pub(in crate::epic) timed: bool,
+    /// The longest time limit the story workflow at `dispatch_ref` takes for a job (its
+    /// `minutes` input's default), when it takes one: a workflow the user wrote or kept from
+    /// before may not.
+    pub(in crate::epic) minutes: Option<u64>,
 }
 
-/// Whether the story workflow at `git_ref` declares the `minutes` input: a dispatch with an
+/// The default of the `minutes` input the story workflow at `git_ref` declares (GitHub's
+/// largest, 4320, if it is no number); `None` when it declares none: a dispatch with an
 /// input the workflow does not declare is refused by GitHub.
-pub(in crate::epic) fn takes_minutes(repo: &Repo, git_ref: &str) -> bool {
+pub(in crate::epic) fn takes_minutes(repo: &Repo, git_ref: &str) -> Option<u64> {
     let path = format!(".github/workflows/{STORY_WORKFLOW}");
-    let Ok(Some(bytes)) = repo.file_at(git_ref, &path) else {
-        return false;
-    };
+    let bytes = repo.file_at(git_ref, &path).ok()??;
     let text = String::from_utf8_lossy(&bytes);
-    crate::config::yaml::from_str::<crate::config::yaml::Data>(&text)
-        .is_ok_and(|w| !w["on"]["workflow_dispatch"]["inputs"]["minutes"].is_null())
+    let workflow = crate::config::yaml::from_str::<crate::config::yaml::Data>(&text).ok()?;
+    let input = &workflow["on"]["workflow_dispatch"]["inputs"]["minutes"];
+    if input.is_null() {
+        return None;
+    }
+    let default = &input["default"];
+    let most = default
+        .as_u64()
+        .or_else(|| default.as_str().and_then(|s| s.trim().parse().ok()));
+    Some(most.unwrap_or(MOST_MINUTES))
 }
 
 /// Push the epic's session for the runners to read the run from, not while a follower
@@ -393,10 +401,11 @@ fn dispatch(
         "-f".to_owned(),
         format!("attempt={attempt}"),
     ];
-    // The job's time limit follows the story's time left in the run's budget (else, or
-    // with a workflow that takes none, the workflow's own applies).
-    if let (true, Some(left)) = (follow.timed, job.limits.1) {
-        args.extend(["-f".to_owned(), format!("minutes={}", job_minutes(left))]);
+    // The job's time limit follows the story's time left in the run's budget, within the
+    // workflow's own (which applies alone when there is no budget, or no such input).
+    if let (Some(most), Some(left)) = (follow.minutes, job.limits.1) {
+        let minutes = job_minutes(left).min(most);
+        args.extend(["-f".to_owned(), format!("minutes={minutes}")]);
     }
     let out = gh(program, args, cwd, follow.interrupt)?;
     if !out.exit.success() {
@@ -412,10 +421,13 @@ fn dispatch(
 /// git-bmad and the agent CLIs, the pushes.
 const SETUP_MINUTES: u64 = 20;
 
+/// The longest `timeout-minutes` GitHub takes.
+const MOST_MINUTES: u64 = 4320;
+
 /// A story job's `timeout-minutes` for a story with `left` to run: whole minutes, with the
-/// setup, within what GitHub takes (4320).
+/// setup, within what GitHub takes.
 fn job_minutes(left: Duration) -> u64 {
-    (left.as_secs().div_ceil(60) + SETUP_MINUTES).min(4320)
+    (left.as_secs().div_ceil(60) + SETUP_MINUTES).min(MOST_MINUTES)
 }
 
 /// The story's jobs, every attempt, as `gh run list` shows them.
@@ -486,7 +498,7 @@ mod tests {
         assert_eq!(job_minutes(Duration::from_secs(0)), SETUP_MINUTES);
         assert_eq!(job_minutes(Duration::from_secs(61)), 2 + SETUP_MINUTES);
         assert_eq!(job_minutes(Duration::from_secs(3600)), 60 + SETUP_MINUTES);
-        assert_eq!(job_minutes(Duration::from_secs(u64::MAX)), 4320);
+        assert_eq!(job_minutes(Duration::from_secs(u64::MAX)), MOST_MINUTES);
     }
 
     #[test]
