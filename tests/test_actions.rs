@@ -320,6 +320,61 @@ fn a_coordinator_job_runs_the_epic_on_actions_and_hands_it_back() {
 }
 
 #[test]
+fn a_run_coordinated_here_then_in_a_job_comes_back_here_into_its_worktree() {
+    let env = TestEnv::new();
+    let repo = project_on_github(&env, Trust::Both);
+    let actions = service(&env);
+    // Begun here, on actions: it waits at its scope.
+    let args = ["epic", "run", "3", "--on", "actions", "--gates", "per-epic"];
+    assert_eq!(coordinator(&env, &repo, &args).code, 3);
+    // Then a coordinator job takes it over, and stops at the same gate.
+    let dispatched = env.sh(
+        &repo,
+        "gh workflow run bmad-epic.yml --ref main -f epic=3 -f parallel=2",
+    );
+    assert_eq!(dispatched.code, 0, "{}", dispatched.stderr);
+    let deadline = std::time::Instant::now() + Duration::from_secs(300);
+    while !actions
+        .ended
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|(what, _, _)| what == "coordinator")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{}",
+            runner_logs(&env)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let ended = actions.ended.lock().unwrap().clone();
+    drop(actions);
+    assert_eq!(
+        ended,
+        [(
+            "coordinator".to_owned(),
+            "".to_owned(),
+            "success".to_owned()
+        )]
+    );
+    // Back here, to answer it: the epic's worktree here, handed off when the run stopped
+    // here, is brought up to date.
+    env.bmad(&repo, &["sync"]).success();
+    let back = env.bmad(&repo, &["resume", "epic-3"]);
+    assert_eq!(back.code, 0, "{}\n{}", back.stdout, back.stderr);
+    let list = env.bmad(&repo, &["list", "--json"]).success().json();
+    let epic = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "epic-3")
+        .unwrap();
+    assert_eq!(epic["elsewhere"], false, "{epic:#}");
+    assert_eq!(status(&env, &repo)["gate"]["id"], "scope");
+}
+
+#[test]
 fn a_run_begun_here_goes_on_on_actions_and_its_gates_are_answered_as_ever() {
     let env = TestEnv::new();
     let repo = project_on_github(&env, Trust::Both);

@@ -97,13 +97,19 @@ struct Epic<'a> {
 
 /// Run (or resume) an epic.
 pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun, Error> {
-    let reopened;
-    let repo = if options.on == On::Actions {
-        reopened = actions::here(repo)?;
-        &reopened
-    } else {
-        repo
-    };
+    if options.on != On::Actions {
+        return run_epic(repo, epic, options);
+    }
+    let repo = &actions::here(repo)?;
+    let run = run_epic(repo, epic, options)?;
+    // Handed off wherever it stopped: the next coordinator (a job, another machine) takes it
+    // up from the remote, and the epic's worktree here is brought up to date when it comes
+    // back.
+    actions::hand_back(repo, &options.remote, &session_name(epic), options.policy)?;
+    Ok(run)
+}
+
+fn run_epic(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun, Error> {
     let main = repo.main_workdir().map_err(session::Error::from)?;
     let plan = plan_epic(repo, epic, &options.plan)?;
     playbooks::preflight(&main, &plan, options.gates, options.retro, options.config)?;

@@ -130,12 +130,17 @@ pub fn take_over(
     Ok(true)
 }
 
-/// Hand the epic's session `name` back to `remote`, released: the next coordinator, or a
-/// person answering its gate, takes it from there.
-pub fn hand_back(repo: &Repo, remote: &str, name: &str) -> Result<(), super::Error> {
-    let repo = &here(repo)?;
-    if let Some(session) = crate::session::closeout::find_by_name(repo, name)? {
-        sync::push(repo, &session, remote, true)?;
+/// Hand the epic's session `name` to `remote` (see [`crate::session::hand_off`]), when it
+/// lives here: the next coordinator, or a person answering its gate, takes it from there.
+pub(super) fn hand_back(
+    repo: &Repo,
+    remote: &str,
+    name: &str,
+    policy: &dyn crate::session::Policy,
+) -> Result<(), super::Error> {
+    let here = crate::session::closeout::find_by_name(repo, name)?;
+    if let Some(session) = here.filter(|s| !s.elsewhere) {
+        crate::session::hand_off(repo, &session, remote, policy)?;
     }
     Ok(())
 }

@@ -107,13 +107,13 @@ pub fn cmd_coordinate(ctx: &Context, args: &super::RunArgs) -> Result<u8, Comman
     let epic = &args.selection.epic;
     let name = crate::epic::names::session_name(epic);
     let prefix = &config.sessions.branch_prefix;
-    let code = if actions::take_over(&repo, &args.remote, prefix, &name, &ctx.policy)? {
-        super::resume(ctx, epic, None)?
+    // On actions whatever it began as (this job has no agent CLIs); the run hands the
+    // epic's session back at its end.
+    if actions::take_over(&repo, &args.remote, prefix, &name, &ctx.policy)? {
+        super::resume(ctx, epic, Some("actions"))
     } else {
         let mut args = args.clone();
         args.on = "actions".into();
-        super::cmd_run(ctx, &args)?
-    };
-    actions::hand_back(&repo, &args.remote, &name)?;
-    Ok(code)
+        super::cmd_run(ctx, &args)
+    }
 }
