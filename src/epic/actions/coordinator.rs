@@ -244,9 +244,10 @@ pub(in crate::epic) fn follow_story(
 fn hand_off(repo: &Repo, job: &Job, follow: &Follow<'_>) -> Result<(), Error> {
     let key = &job.story.key;
     // Not while another follower's sync moves the refs it pushes.
-    let _one = FETCH.lock().unwrap_or_else(|p| p.into_inner());
+    let mut last = FETCH.lock().unwrap_or_else(|p| p.into_inner());
     // Whether it lives elsewhere now is what the remote says.
     sync::sync(repo, &job.remote, follow.branch_prefix)?;
+    *last = Some(Instant::now());
     let here = closeout::find_by_name(repo, &story_session_name(key))?;
     let Some(here) = here.filter(|s| !s.elsewhere) else {
         return Ok(());
