@@ -408,3 +408,32 @@ fn a_project_whose_reviewed_branch_is_not_main_trusts_the_signers_committed_ther
         "{listed:#}"
     );
 }
+
+/// What a story's close-out commits is the session's newest state: taken up on another
+/// machine, its worktree is its branch, nothing staged or left over.
+#[test]
+fn a_story_closed_out_here_is_resumed_elsewhere_as_its_branch_holds_it() {
+    let env = TestEnv::new();
+    let a = crate::test_epic::epic_project(&env);
+    env.git(&a, &["push", "-q", "origin", "main"]);
+    let remote = env.root().join("remote.git");
+    env.git(&env.root(), &["clone", "-q", remote.to_str().unwrap(), "b"]);
+    let b = env.root().join("b");
+    trust_each_other(&env, &a, &[&b]);
+    env.bmad(&a, &["epic", "run", "3", "--stories", "3-1"])
+        .success();
+    let wt_a = env.root().join("proj.3-1-api-client");
+    env.git(&a, &["config", "bmad.origin.pushSessions", "true"]);
+    env.bmad(&wt_a, &["push"]).success();
+
+    env.bmad(&b, &["sync"]).success();
+    let resumed = env.bmad(&b, &["resume", "3-1-api-client"]);
+    assert_eq!(resumed.code, 0, "{}\n{}", resumed.stdout, resumed.stderr);
+    let wt_b = env.root().join("b.3-1-api-client");
+    assert!(read(&wt_b, "src/api/3-1-api-client.rs").contains("// 3-1-api-client"));
+    assert_eq!(env.git(&wt_b, &["status", "--porcelain"]), "");
+    assert_eq!(
+        env.git(&wt_b, &["rev-parse", "HEAD"]),
+        env.git(&wt_a, &["rev-parse", "HEAD"])
+    );
+}

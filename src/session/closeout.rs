@@ -37,7 +37,28 @@ pub fn branch_head(repo: &Repo, session: &Session) -> Result<Option<ObjectId>> {
 /// Commit everything in the session's worktree onto its branch; `false` if nothing changed.
 pub fn commit_work(repo: &Repo, session: &Session, message: &str) -> Result<bool> {
     let worktree = session.open_worktree(repo)?;
-    Ok(worktree.as_ref().unwrap_or(repo).commit_all(message)?)
+    let wt = worktree.as_ref().unwrap_or(repo);
+    let committed = wt.commit_all(message)?;
+    if committed {
+        record_head(repo, session, wt, message)?;
+    }
+    Ok(committed)
+}
+
+/// Extend the session's chain with the state a commit or merge in its worktree `wt` left:
+/// its files and index are the new HEAD's (ignored files aside), so wherever the session is
+/// taken up next (another clone, a runner) it is made of what it is here.
+fn record_head(repo: &Repo, session: &Session, wt: &Repo, label: &str) -> Result<()> {
+    let Some(head) = wt.head_id()? else {
+        return Ok(());
+    };
+    let recorded = super::checkpoint::Recorded::State {
+        tree: repo.tree_of(head)?,
+        head: Some(head),
+        index: None,
+    };
+    super::checkpoint::extend_chain(repo, session, recorded, label, None, None)?;
+    Ok(())
 }
 
 /// Merge `short_branch` into the session's branch, in its worktree; `resolve` merges the
@@ -49,11 +70,14 @@ pub fn merge_into(
     resolve: &dyn Fn(&str, &str, &str, &str) -> Option<String>,
 ) -> Result<()> {
     let worktree = session.open_worktree(repo)?;
+    let wt = worktree.as_ref().unwrap_or(repo);
     let message = format!("Merge {short_branch} into {}", session.short_branch());
-    Ok(worktree
-        .as_ref()
-        .unwrap_or(repo)
-        .merge_branch(short_branch, &message, resolve)?)
+    let before = wt.head_id()?;
+    wt.merge_branch(short_branch, &message, resolve)?;
+    if wt.head_id()? != before {
+        record_head(repo, session, wt, &message)?;
+    }
+    Ok(())
 }
 
 /// Push the session's branch to `remote`; `false` when no such remote is configured.

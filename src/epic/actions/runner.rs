@@ -205,16 +205,6 @@ fn report(
             Message::Status(..) => {}
             Message::End(_, end) => {
                 if let Some(s) = session()? {
-                    // The state the story ended in, its close-out's commits included: what
-                    // the session's worktree is made of where it is taken up next.
-                    // Said and left out if it cannot be taken: the push goes all the same.
-                    let taken = s.worktree_exists.then(|| {
-                        session::checkpoint(repo, &s, "the job ended", None, None, o.policy)
-                    });
-                    if let Some(Err(e)) = taken {
-                        (o.progress)(&format!("{}: no checkpoint of its end: {e}", s.name));
-                    }
-                    let s = session()?.unwrap_or(s);
                     push(repo, &s, remote, end != End::Interrupted, o);
                 }
                 return Ok(match end {
