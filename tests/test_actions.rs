@@ -92,6 +92,13 @@ fn coordinator(env: &TestEnv, repo: &Path, args: &[&str]) -> Run {
     run_bounded(cmd, Duration::from_secs(300))
 }
 
+/// `epic run 3 --on actions <args>` as the coordinator.
+fn run_on_actions(env: &TestEnv, repo: &Path, args: &[&str]) -> Run {
+    let mut command = vec!["epic", "run", "3", "--on", "actions"];
+    command.extend(args);
+    coordinator(env, repo, &command)
+}
+
 /// The runners' allowed-signers line.
 fn runner_line(env: &TestEnv) -> String {
     let public = read(&env.root(), "bmad-runner.pub");
@@ -122,9 +129,7 @@ fn epic_on_actions(
     let repo = project_on_github(env, trust);
     agents(env);
     let actions = service(env);
-    let mut command = vec!["epic", "run", "3", "--on", "actions"];
-    command.extend(args);
-    let run = coordinator(env, &repo, &command);
+    let run = run_on_actions(env, &repo, args);
     let ended = actions.ended.lock().unwrap().clone();
     let gh = actions.gh_log();
     let timeouts = actions.timeouts();
@@ -325,8 +330,10 @@ fn a_run_coordinated_here_then_in_a_job_comes_back_here_into_its_worktree() {
     let repo = project_on_github(&env, Trust::Both);
     let actions = service(&env);
     // Begun here, on actions: it waits at its scope.
-    let args = ["epic", "run", "3", "--on", "actions", "--gates", "per-epic"];
-    assert_eq!(coordinator(&env, &repo, &args).code, 3);
+    assert_eq!(
+        run_on_actions(&env, &repo, &["--gates", "per-epic"]).code,
+        3
+    );
     // Then a coordinator job takes it over, and stops at the same gate.
     let dispatched = env.sh(
         &repo,
@@ -429,21 +436,7 @@ fn the_judges_question_on_a_runner_is_the_epics_judge_gate_and_the_answer_goes_b
         "case \"$key\" in 3-1-*) sed -i 's/connect()/connect(timeout: u32)/' src/sync/api.rs ;; esac",
     );
     let actions = service(&env);
-    let run = coordinator(
-        &env,
-        &repo,
-        &[
-            "epic",
-            "run",
-            "3",
-            "--on",
-            "actions",
-            "--stories",
-            "3-1",
-            "--max-time",
-            "1h",
-        ],
-    );
+    let run = run_on_actions(&env, &repo, &["--stories", "3-1", "--max-time", "1h"]);
     // The judge ran on the runner and asked; here it is the epic's gate, with the finding.
     assert_eq!(
         run.code,
@@ -538,11 +531,7 @@ fn a_story_back_short_of_done(env: &TestEnv) -> (PathBuf, PathBuf, Actions) {
     let actions = service(env);
     dev_waits_for_an_answer(env);
     write(&repo, ".git/info/exclude", "scratch/\n");
-    let run = coordinator(
-        env,
-        &repo,
-        &["epic", "run", "3", "--on", "actions", "--stories", "3-1"],
-    );
+    let run = run_on_actions(env, &repo, &["--stories", "3-1"]);
     assert_eq!(
         run.code,
         3,
@@ -676,11 +665,6 @@ fn per_story_gates_on_actions_wait_where_the_story_comes_back_and_the_answer_goe
     let repo = project_on_github(&env, Trust::Both);
     let actions = service(&env);
     let args = [
-        "epic",
-        "run",
-        "3",
-        "--on",
-        "actions",
         "--stories",
         "3-2",
         "--gates",
@@ -688,7 +672,7 @@ fn per_story_gates_on_actions_wait_where_the_story_comes_back_and_the_answer_goe
         "--max-time",
         "8h",
     ];
-    assert_eq!(coordinator(&env, &repo, &args).code, 3);
+    assert_eq!(run_on_actions(&env, &repo, &args).code, 3);
     let answered = coordinator(&env, &repo, &["answer", "continue", "-s", "epic-3"]);
     assert_eq!(answered.code, 3, "{}\n{}", answered.stdout, answered.stderr);
     // Built and reviewed on a runner, the story waits for its person before its pull
@@ -744,21 +728,7 @@ fn a_workflow_without_the_time_limit_input_keeps_its_own_limit() {
     env.git(&repo, &["commit", "-qam", "our own story workflow"]);
     env.git(&repo, &["push", "-q", "origin", "main"]);
     let actions = service(&env);
-    let run = coordinator(
-        &env,
-        &repo,
-        &[
-            "epic",
-            "run",
-            "3",
-            "--on",
-            "actions",
-            "--stories",
-            "3-1",
-            "--max-time",
-            "1h",
-        ],
-    );
+    let run = run_on_actions(&env, &repo, &["--stories", "3-1", "--max-time", "1h"]);
     let timeouts = actions.timeouts();
     let gh = actions.gh_log();
     drop(actions);
