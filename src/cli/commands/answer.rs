@@ -46,7 +46,7 @@ pub fn cmd_answer(ctx: &Context, args: &AnswerArgs) -> Result<u8, CommandError> 
         return super::epic::resume(ctx, &epic, None);
     }
     // A story whose pipeline ran on a runner goes on there: its answer is only journaled.
-    if let Some(epic) = crate::epic::actions::ran_on_actions(&repo, &s)? {
+    if let Some(epic) = crate::epic::actions::ran_on_actions(&repo, &s, &journal)? {
         supervisor::record_answer(&repo, &s, &args.reply, args.message.as_deref())?;
         let next = format!("git bmad epic resume {epic}");
         if ctx.ui.json() {

@@ -58,14 +58,14 @@ fn remote_record(repo: &Repo, remote: &str, name: &str) -> Result<Option<Record>
     Ok(newest)
 }
 
-/// When story session `story`'s pipeline last ran on a runner: the epic whose run took it there
+/// When story session `story` (its journal `journal`) last ran on a runner: the epic whose run took it there
 /// (`?` when no epic session here names it). A person's answer at its gate is then only
 /// journaled; `epic resume` hands the story to a runner, which goes on from it.
 pub fn ran_on_actions(
     repo: &Repo,
     story: &crate::session::Session,
+    journal: &crate::session::Journal,
 ) -> Result<Option<String>, super::Error> {
-    let journal = crate::session::read_journal(repo, &story.id)?;
     // Where it last started: a runner names itself there.
     let last_start = journal
         .events()

@@ -136,14 +136,7 @@ impl Workflows {
 name: bmad story
 run-name: bmad epic ${{{{ inputs.epic }}}} story ${{{{ inputs.story }}}} attempt ${{{{ inputs.attempt }}}}
 
-on:
-  workflow_dispatch:
-    inputs:
-      epic:
-        description: The epic (its number, or a spec folder)
-        required: true
-        type: string
-      story:
+{dispatch_epic}      story:
         description: The story's key
         required: true
         type: string
@@ -184,6 +177,7 @@ jobs:
             setup_note = self.setup_note(),
             job_head = self.job_head("${{ fromJSON(inputs.minutes) }}"),
             setup_steps = SETUP_STEPS,
+            dispatch_epic = DISPATCH_EPIC,
             timeout = self.timeout_minutes,
         )
     }
@@ -205,14 +199,7 @@ jobs:
 name: bmad epic
 run-name: bmad epic ${{{{ inputs.epic }}}} coordinator
 
-on:
-  workflow_dispatch:
-    inputs:
-      epic:
-        description: The epic (its number, or a spec folder)
-        required: true
-        type: string
-      parallel:
+{dispatch_epic}      parallel:
         description: Stories run at once, each on its own runner
         required: true
         type: string
@@ -252,6 +239,7 @@ jobs:
             setup_note = self.setup_note(),
             job_head = self.job_head(&self.timeout_minutes.to_string()),
             setup_steps = SETUP_STEPS,
+            dispatch_epic = DISPATCH_EPIC,
         )
     }
 
@@ -281,6 +269,17 @@ jobs:
         )
     }
 }
+
+/// How every workflow is started: dispatched with the epic it is for (its further inputs
+/// follow).
+const DISPATCH_EPIC: &str = "on:
+  workflow_dispatch:
+    inputs:
+      epic:
+        description: The epic (its number, or a spec folder)
+        required: true
+        type: string
+";
 
 /// The steps every job starts with: the checkout, git-bmad, the identity and signing key.
 const SETUP_STEPS: &str = r#"    steps:
