@@ -842,6 +842,9 @@ fn a_run_on_actions_that_could_not_finish_is_refused_before_anything_starts() {
     assert!(on_actions(&[]).contains("git bmad ci init github writes it"));
     env.bmad(&repo, &["ci", "init", "github"]).success();
     assert!(on_actions(&["--remote", "upstream"]).contains("there is no upstream"));
+    // Without gh nothing could be dispatched or followed: said before any story fails.
+    std::fs::remove_file(env.root().join("bin/gh")).unwrap();
+    assert!(on_actions(&[]).contains("gh is not on PATH"));
     // Nothing was started, nothing dispatched.
     let list = env.bmad(&repo, &["list", "--json"]).success().json();
     assert_eq!(list.as_array().map(Vec::len), Some(0), "{list:#}");

@@ -217,7 +217,7 @@ impl Epic<'_> {
             progress: options.progress,
             interrupt: options.interrupt,
             policy: options.policy,
-            minutes: actions::takes_minutes(self.repo, &self.session.base),
+            minutes: actions::takes_minutes(self.repo, &options.remote, &self.session.base),
         });
         let follow = follow.as_ref();
         std::thread::scope(|scope| -> Result<(), Error> {

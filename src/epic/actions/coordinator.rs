@@ -61,12 +61,17 @@ pub(in crate::epic) struct Follow<'a> {
     pub(in crate::epic) minutes: Option<u64>,
 }
 
-/// The default of the `minutes` input the story workflow at `git_ref` declares (GitHub's
+/// The default of the `minutes` input the story workflow at `git_ref` on `remote` declares (GitHub's
 /// largest, 4320, if it is no number); `None` when it declares none: a dispatch with an
 /// input the workflow does not declare is refused by GitHub.
-pub(in crate::epic) fn takes_minutes(repo: &Repo, git_ref: &str) -> Option<u64> {
+pub(in crate::epic) fn takes_minutes(repo: &Repo, remote: &str, git_ref: &str) -> Option<u64> {
     let path = format!(".github/workflows/{STORY_WORKFLOW}");
-    let bytes = repo.file_at(git_ref, &path).ok()??;
+    // GitHub runs the remote's copy: as the last fetch saw it, else this clone's.
+    let theirs = format!("refs/remotes/{remote}/{git_ref}");
+    let bytes = match repo.file_at(&theirs, &path) {
+        Ok(Some(bytes)) => bytes,
+        _ => repo.file_at(git_ref, &path).ok()??,
+    };
     let text = String::from_utf8_lossy(&bytes);
     let workflow = crate::config::yaml::from_str::<crate::config::yaml::Data>(&text).ok()?;
     let input = &workflow["on"]["workflow_dispatch"]["inputs"]["minutes"];
@@ -123,7 +128,15 @@ pub(in crate::epic) fn preflight(
             workflow.display()
         ));
     }
+    gh_program()?;
     Ok(())
+}
+
+/// `gh`, which dispatches and follows the story jobs.
+fn gh_program() -> Result<std::path::PathBuf, Error> {
+    which::which("gh").map_err(|_| {
+        Error::Actions("gh is not on PATH: --on actions dispatches and follows the story jobs with it (https://cli.github.com), logged in with gh auth login".into())
+    })
 }
 
 /// One story job as `gh run list` shows it.
@@ -144,9 +157,7 @@ pub(in crate::epic) fn follow_story(
     tx: &mpsc::Sender<Message>,
 ) -> Result<End, Error> {
     let repo = Repo::discover(&job.main).map_err(session::Error::from)?;
-    let program = which::which("gh").map_err(|_| {
-        Error::Actions("gh is not on PATH: --on actions dispatches and follows the story jobs with it (https://cli.github.com), logged in with gh auth login".into())
-    })?;
+    let program = gh_program()?;
     let key = &job.story.key;
     // A session of the story's here (from a run here, or back from a runner) goes to the
     // runner, unless a job of an earlier invocation still runs it.
