@@ -60,16 +60,54 @@ pub fn replace_unsynced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     written
 }
 
+/// Make `path` hold `bytes`, writing over the file in place (created if missing), not
+/// waiting for the disk: for a cache whose content says whether it is whole, since a crash
+/// or a second writer can leave it half old, half new. No file is created or deleted for it
+/// (each costs more than the write on some filesystems).
+pub fn overwrite_unsynced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
+    file.write_all_at(bytes, 0)?;
+    file.set_len(bytes.len() as u64)
+}
+
+/// Put `bytes` at `path` read-only, as git puts a pack file: written under a name starting
+/// `tmp_` (which `git gc` clears when a crash leaves one behind), then renamed into place.
+/// Not waited onto disk, as loose objects are not.
+pub fn place_read_only(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let (tmp_path, mut file) = create_temporary_as(dir, "tmp_bmad_")?;
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| file.set_permissions(std::fs::Permissions::from_mode(0o444)))
+        .and_then(|()| std::fs::rename(&tmp_path, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp_path);
+    }
+    written
+}
+
 /// A new file named `TEMP_PREFIX…` in `dir`, created exclusively with the default mode
 /// (0666 less the umask).
 fn create_temporary(dir: &Path) -> std::io::Result<(std::path::PathBuf, std::fs::File)> {
+    create_temporary_as(dir, TEMP_PREFIX)
+}
+
+fn create_temporary_as(
+    dir: &Path,
+    prefix: &str,
+) -> std::io::Result<(std::path::PathBuf, std::fs::File)> {
     let mut last = None;
     for attempt in 0..100u32 {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
             .unwrap_or_default();
-        let name = format!("{TEMP_PREFIX}{}-{nanos:x}-{attempt}", std::process::id());
+        let name = format!("{prefix}{}-{nanos:x}-{attempt}", std::process::id());
         let path = dir.join(name);
         match std::fs::OpenOptions::new()
             .write(true)

@@ -380,3 +380,73 @@ fn committed_content_never_blocks_and_a_new_secret_still_does() {
     assert_eq!(taken["kept_out"], serde_json::json!(["config/live.ini"]));
     env.bmad(&wt, &["rollback", "1"]).code(4);
 }
+
+/// A checkpoint's new blobs and trees land as one pack (two files, not one file an object),
+/// which git reads as its own, and small packs are rolled up before they pile up.
+#[test]
+fn a_checkpoint_of_many_files_is_one_pack_git_reads_and_packs_stay_few() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (_, wt) = env.start(&repo, "packed");
+    env.bmad(&wt, &["checkpoint", "-m", "before"]).success();
+    let objects = repo.join(".git/objects");
+    let loose = || {
+        std::fs::read_dir(&objects)
+            .unwrap()
+            .flatten()
+            .filter(|d| d.file_name().len() == 2)
+            .map(|d| std::fs::read_dir(d.path()).unwrap().count())
+            .sum::<usize>()
+    };
+    let packs = || {
+        std::fs::read_dir(objects.join("pack"))
+            .unwrap()
+            .flatten()
+            .filter(|f| f.path().extension().is_some_and(|x| x == "pack"))
+            .count()
+    };
+    let (loose_before, packs_before) = (loose(), packs());
+    for i in 0..30 {
+        write(
+            &wt,
+            &format!("src/part{}/f{i}.txt", i % 3),
+            &format!("file {i}\n"),
+        );
+    }
+    let cp = env
+        .bmad(&wt, &["checkpoint", "-m", "thirty files", "--json"])
+        .success()
+        .json();
+    assert_eq!(
+        cp["checkpoint"]["tree"].as_str().unwrap(),
+        env.worktree_tree(&wt)
+    );
+    assert_eq!(packs(), packs_before + 1, "one pack for the checkpoint");
+    // 30 blobs, 5 trees, the commit and its journal note: all in it, none loose.
+    assert_eq!(loose(), loose_before, "new loose objects");
+    env.git(&repo, &["fsck", "--full", "--strict", "--no-dangling"]);
+
+    for round in 0..20 {
+        for i in 0..10 {
+            write(
+                &wt,
+                &format!("more/r{round}/f{i}.txt"),
+                &format!("{round} {i}\n"),
+            );
+        }
+        env.bmad(&wt, &["checkpoint", "-m", &format!("round {round}")])
+            .success();
+    }
+    assert!(
+        packs() < 16,
+        "{} packs after 21 packed checkpoints",
+        packs()
+    );
+    env.git(&repo, &["fsck", "--full", "--strict", "--no-dangling"]);
+    // What the packs hold survives git's own gc, and rollback restores from it.
+    env.git(&repo, &["gc", "--quiet", "--prune=now"]);
+    let number = cp["number"].as_u64().unwrap().to_string();
+    env.bmad(&wt, &["rollback", &number]).success();
+    assert_eq!(read(&wt, "src/part1/f4.txt"), "file 4\n");
+    assert!(!wt.join("more").exists());
+}

@@ -56,6 +56,76 @@ fn concurrent_appenders_lose_nothing() {
     env.bmad(&repo, &["doctor"]).success();
 }
 
+/// A checkpoint writes its journal note with its snapshot, before the chain moves; an event
+/// journaled in between by another process comes first, and neither is lost.
+#[test]
+fn checkpoints_and_appenders_at_once_lose_nothing() {
+    const EVENTS: usize = 150;
+    const CHECKPOINTS: usize = 25;
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (_, wt) = env.start(&repo, "busy");
+    let before = env.bmad(&wt, &["journal", "--json"]).success().json();
+    let checkpoints_before = before
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["event"] == "checkpoint")
+        .count();
+    let appender = format!(
+        "for i in $(seq 1 {EVENTS}); do \"{BIN}\" journal append note --detail \"{{\\\"i\\\":$i}}\" -q || exit 1; done"
+    );
+    let checkpointer = format!(
+        "for i in $(seq 1 {CHECKPOINTS}); do for f in 1 2 3 4 5 6 7 8 9; do echo $i > f$f-$i.txt; done; \"{BIN}\" checkpoint -m \"c$i\" -q || exit 1; done"
+    );
+    let children: Vec<_> = [appender, checkpointer]
+        .iter()
+        .map(|script| {
+            let cmd = env.git_command(&wt);
+            let mut sh = std::process::Command::new("sh");
+            sh.args(["-c", script])
+                .current_dir(&wt)
+                .env_clear()
+                .stdout(std::process::Stdio::null());
+            for (k, v) in cmd.get_envs() {
+                if let Some(v) = v {
+                    sh.env(k, v);
+                }
+            }
+            sh.spawn().expect("spawn writer")
+        })
+        .collect();
+    for mut child in children {
+        assert!(child.wait().expect("wait").success(), "a writer failed");
+    }
+    let journal = env.bmad(&wt, &["journal", "--json"]).success().json();
+    let events = journal.as_array().unwrap();
+    let seqs: Vec<u64> = events.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    let expected: Vec<u64> = (1..=events.len() as u64).collect();
+    assert_eq!(seqs, expected, "seq is dense and strictly increasing");
+    let notes = events.iter().filter(|e| e["event"] == "note").count();
+    assert_eq!(notes, EVENTS, "notes lost");
+    let taken: Vec<&str> = events
+        .iter()
+        .filter(|e| e["event"] == "checkpoint")
+        .skip(checkpoints_before)
+        .map(|e| e["detail"]["commit"].as_str().unwrap())
+        .collect();
+    assert_eq!(taken.len(), CHECKPOINTS, "one event per checkpoint");
+    // Each journaled checkpoint is on the chain.
+    let status = env.bmad(&wt, &["status", "--json"]).success().json();
+    let chain: Vec<&str> = status["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["checkpoint"]["id"].as_str().unwrap())
+        .collect();
+    for commit in &taken {
+        assert!(chain.contains(commit), "{commit} is not on the chain");
+    }
+    env.bmad(&repo, &["doctor"]).success();
+}
+
 #[test]
 fn plain_git_log_shows_the_journal() {
     let env = TestEnv::new();

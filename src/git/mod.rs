@@ -16,6 +16,7 @@ mod ignores;
 mod index;
 mod merge;
 mod notes;
+mod pack;
 mod push;
 mod refs;
 mod repo;

@@ -14,13 +14,16 @@ use super::ObjectId;
 /// Paths are canonical, so comparing a worktree path from `git worktree list` with ours is
 /// a plain `==` (gix hands out `…/worktrees/x/../..`-style paths otherwise).
 pub struct Repo {
-    inner: gix::Repository,
-    workdir: PathBuf,
-    git_dir: PathBuf,
-    common_dir: PathBuf,
-    git: GitCli,
+    pub(super) inner: gix::Repository,
+    pub(super) workdir: PathBuf,
+    pub(super) git_dir: PathBuf,
+    pub(super) common_dir: PathBuf,
+    pub(super) git: GitCli,
     /// The change feed snapshots ask, when not the repository's own setting.
-    feed: Option<super::watch::FeedSetting>,
+    pub(super) feed: Option<super::watch::FeedSetting>,
+    /// Set on a handle whose new objects stay in memory (see [`super::pack`]): the bytes of
+    /// blobs held so far.
+    pub(super) held: Option<std::cell::Cell<u64>>,
 }
 
 /// A decoded commit, as far as git-bmad needs it.
@@ -120,6 +123,7 @@ impl Repo {
             common_dir,
             git,
             feed: None,
+            held: None,
         })
     }
 
@@ -388,6 +392,7 @@ impl Repo {
 
     /// Write a blob.
     pub fn write_blob(&self, data: &[u8]) -> Result<ObjectId> {
+        self.hold_bytes(data.len())?;
         self.inner
             .write_blob(data)
             .map(|id| id.detach())

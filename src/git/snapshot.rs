@@ -115,6 +115,10 @@ impl Repo {
         let (mut pipeline, _) = repo
             .filter_pipeline(None)
             .map_err(|e| Error::gix("could not set up the filter pipeline", e))?;
+        // The new blobs and trees are written together, as one pack when many: at the end,
+        // or by the caller when it holds objects itself.
+        let own = (!self.is_holding()).then(|| self.holding_objects());
+        let held = own.as_ref().unwrap_or(self);
         let mut edits = Vec::new();
         let mut refused = Vec::new();
         for path in &changed {
@@ -128,7 +132,8 @@ impl Repo {
                 cache.set(path, Some((id, mode, Stat::default())));
                 continue;
             }
-            let (stored, stat) = self.store_file(&mut pipeline, &index, path, before, &mut vet)?;
+            let (stored, stat) =
+                self.store_file(held, &mut pipeline, &index, path, before, &mut vet)?;
             let entry = match stored {
                 Stored::Object(kind, id) => Some((exec_bit.as_git_has_it(kind, &index, path), id)),
                 Stored::Refused => {
@@ -167,7 +172,8 @@ impl Repo {
         let tree = if edits.is_empty() {
             cache.tree
         } else {
-            let mut editor = repo
+            let mut editor = held
+                .gix()
                 .edit_tree(cache.tree)
                 .map_err(|e| Error::gix(format!("could not edit tree {}", cache.tree), e))?;
             for (path, entry) in &edits {
@@ -182,6 +188,9 @@ impl Repo {
                 .map(|id| id.detach())
                 .map_err(|e| Error::gix("could not write the snapshot tree", e))?
         };
+        if let Some(own) = &own {
+            own.write_held(&[])?;
+        }
         // A refused file must be shown to the vet again next time, changed or not (the feed
         // would not name it): no token, so the next snapshot scans everything.
         let token = feed.token_field().filter(|_| refused.is_empty());
@@ -202,6 +211,7 @@ impl Repo {
     /// (`before`) is neither vetted again nor written again.
     fn store_file(
         &self,
+        held: &Repo,
         pipeline: &mut gix::filter::Pipeline<'_>,
         index: &gix::index::State,
         path: &BStr,
@@ -289,10 +299,8 @@ impl Repo {
                 return Ok((Stored::Refused, stat));
             }
         }
-        let written = repo
-            .write_blob(&bytes)
-            .map_err(|e| Error::gix(format!("could not store {path}"), e))?;
-        Ok((Stored::Object(kind, written.detach()), stat))
+        let written = held.write_blob(&bytes)?;
+        Ok((Stored::Object(kind, written), stat))
     }
 
     /// The submodules whose checked-out commit is not the one the snapshot has: `git add -A`

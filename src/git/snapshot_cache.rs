@@ -23,12 +23,14 @@
 //! Rewriting the whole index after every snapshot cost as much as reading it (3 MB on a
 //! 40,000-file worktree), so most snapshots write only what changed since that file, to
 //! `bmad-snapshot-index.delta`: a header line
-//! `bmad-snapshot-delta 1 <tree> <verified> [<feed>]`, the base file's header line, then one
-//! record per changed path, NUL-terminated: `<mode> <id> <mtime> <ctime> <dev> <ino> <uid>
-//! <gid> <size> <path>` (times as `<seconds>.<nanoseconds>`), or `- <path>` for a path the
-//! snapshot no longer has. A delta
-//! counts only with the base it names; once it holds more than a sixteenth of the entries
-//! the whole index is written again and the delta removed.
+//! `bmad-snapshot-delta 2 <tree> <verified> <length> <crc32> [<feed>]`, then `length` bytes
+//! (whose CRC-32 is `crc32`): the base file's header line and one record per changed path,
+//! NUL-terminated: `<mode> <id> <mtime> <ctime> <dev> <ino> <uid> <gid> <size> <path>` (times
+//! as `<seconds>.<nanoseconds>`), or `- <path>` for a path the snapshot no longer has. It is
+//! overwritten in place, so no checkpoint creates or deletes a file for it; the length and
+//! checksum catch what a crash or two writers at once leave half-written. A delta counts only
+//! with the base it names; once it holds more than a sixteenth of the entries the whole
+//! index is written again and the delta removed.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -44,7 +46,7 @@ use super::ObjectId;
 const FILE: &str = "bmad-snapshot-index";
 const DELTA_FILE: &str = "bmad-snapshot-index.delta";
 const MAGIC: &str = "bmad-snapshot-index 2";
-const DELTA_MAGIC: &str = "bmad-snapshot-delta 1";
+const DELTA_MAGIC: &str = "bmad-snapshot-delta 2";
 /// Up to this many changed paths a delta is written whatever the cache's size.
 const DELTA_MIN: usize = 64;
 
@@ -308,9 +310,9 @@ impl SnapshotCache {
         let feed = feed.map(|f| format!(" {f}")).unwrap_or_default();
         if let Some((base, changed)) = &self.base {
             if changed.len() <= DELTA_MIN.max(self.state.entries().len() / 16) {
-                let header = format!("{DELTA_MAGIC} {tree} {}{feed}", format_time(verified));
-                let bytes = Delta::encode(&self.state, &header, base, changed);
-                return crate::fs::replace_unsynced(&delta_path, &bytes)
+                let head = format!("{DELTA_MAGIC} {tree} {}", format_time(verified));
+                let bytes = Delta::encode(&self.state, &head, &feed, base, changed);
+                return crate::fs::overwrite_unsynced(&delta_path, &bytes)
                     .map_err(|e| Error::io("could not write the snapshot cache", &delta_path, e));
             }
         }
@@ -360,18 +362,27 @@ struct Delta {
 }
 
 impl Delta {
-    /// The delta in `bytes`, if it builds on the full file whose header is `base` and reads
-    /// cleanly to its end.
+    /// The delta in `bytes`, if it builds on the full file whose header is `base` and is
+    /// whole: as long, and with the checksum, its header says.
     fn parse(bytes: &[u8], base: &str) -> Option<Delta> {
-        let mut lines = bytes.splitn(3, |b| *b == b'\n');
-        let header = std::str::from_utf8(lines.next()?).ok()?;
+        let (header, rest) = bytes.split_at(bytes.iter().position(|b| *b == b'\n')?);
+        let rest = &rest[1..];
+        let mut fields = std::str::from_utf8(header)
+            .ok()?
+            .strip_prefix(DELTA_MAGIC)?
+            .split_whitespace();
+        let tree = ObjectId::from_hex(fields.next()?.as_bytes()).ok()?;
+        let verified = parse_time(fields.next()?)?;
+        let length: usize = fields.next()?.parse().ok()?;
+        let crc: u32 = fields.next()?.parse().ok()?;
+        let feed = fields.next().map(str::to_owned);
+        if rest.len() != length || crc32fast::hash(rest) != crc {
+            return None;
+        }
+        let mut lines = rest.splitn(2, |b| *b == b'\n');
         if lines.next()? != base.as_bytes() {
             return None;
         }
-        let mut fields = header.strip_prefix(DELTA_MAGIC)?.split_whitespace();
-        let tree = ObjectId::from_hex(fields.next()?.as_bytes()).ok()?;
-        let verified = parse_time(fields.next()?)?;
-        let feed = fields.next().map(str::to_owned);
         let body = lines.next()?;
         let mut records = Vec::new();
         // Every record ends in NUL: a torn file leaves a last piece that is not empty.
@@ -415,15 +426,16 @@ impl Delta {
         })
     }
 
-    /// A delta (its first line `header`) of `changed` paths as `state` now has them, over
-    /// the full file whose header is `base`.
+    /// A delta of `changed` paths as `state` now has them, over the full file whose header
+    /// is `base`; its header is `head` (magic, tree, time), the length and checksum, `feed`.
     fn encode(
         state: &gix::index::State,
-        header: &str,
+        head: &str,
+        feed: &str,
         base: &str,
         changed: &BTreeSet<BString>,
     ) -> Vec<u8> {
-        let mut out = format!("{header}\n{base}\n").into_bytes();
+        let mut out = format!("{base}\n").into_bytes();
         for path in changed {
             match state.entry_by_path(path.as_bstr()) {
                 Some(e) => {
@@ -451,7 +463,10 @@ impl Delta {
             out.extend_from_slice(path);
             out.push(0);
         }
-        out
+        let header = format!("{head} {} {}{feed}\n", out.len(), crc32fast::hash(&out));
+        let mut bytes = header.into_bytes();
+        bytes.extend_from_slice(&out);
+        bytes
     }
 }
 
@@ -502,10 +517,10 @@ pub(super) fn tree_kind(mode: Mode) -> gix::object::tree::EntryKind {
 mod tests {
     use super::*;
 
-    /// A delta keeps a path's bytes as they are (a name need not be UTF-8), and one torn
-    /// inside a record is not read at all.
+    /// A delta keeps a path's bytes as they are (a name need not be UTF-8), and one that is
+    /// not whole (torn anywhere, or new bytes over a longer old delta) is not read at all.
     #[test]
-    fn a_delta_keeps_paths_as_bytes_and_a_torn_one_is_refused() {
+    fn a_delta_keeps_paths_as_bytes_and_one_not_whole_is_refused() {
         let id = ObjectId::from_hex(b"0123456789abcdef0123456789abcdef01234567").unwrap();
         let mut state = gix::index::State::new(gix::hash::Kind::Sha1);
         let stat = Stat {
@@ -516,14 +531,13 @@ mod tests {
         let latin1 = BStr::new(b"d\xfcr/caf\xe9 two.txt");
         state.dangerously_push_entry(stat, id, Flags::empty(), Mode::FILE, latin1);
         let changed: BTreeSet<BString> = [latin1.to_owned(), BString::from("gone.txt")].into();
-        let bytes = Delta::encode(&state, "bmad-snapshot-delta 1 x 1.0", "base", &changed);
-        let parse = |bytes: &[u8]| {
-            let mut with_tree = format!("{DELTA_MAGIC} {id} 1.000000000\nbase\n").into_bytes();
-            let body = bytes.splitn(3, |b| *b == b'\n').nth(2).unwrap();
-            with_tree.extend_from_slice(body);
-            Delta::parse(&with_tree, "base")
-        };
-        let delta = parse(&bytes).expect("a whole delta reads");
+        let head = format!("{DELTA_MAGIC} {id} 1.000000000");
+        let bytes = Delta::encode(&state, &head, " feed-token", "base", &changed);
+        let delta = Delta::parse(&bytes, "base").expect("a whole delta reads");
+        assert_eq!(
+            (delta.tree, delta.feed.as_deref()),
+            (id, Some("feed-token"))
+        );
         assert_eq!(delta.records.len(), 2);
         let (path, entry) = &delta.records[0];
         assert_eq!(path.as_bstr(), latin1);
@@ -532,12 +546,24 @@ mod tests {
             Some((id, Mode::FILE, 7, 42))
         );
         assert_eq!(delta.records[1], (BString::from("gone.txt"), None));
-        let records_start = bytes.len() - bytes.splitn(3, |b| *b == b'\n').nth(2).unwrap().len();
-        for end in records_start + 1..bytes.len() {
-            let torn = &bytes[..end];
-            if !torn.ends_with(b"\0") {
-                assert!(parse(torn).is_none(), "torn after {end} bytes");
-            }
+        assert!(Delta::parse(&bytes, "another base").is_none());
+        for end in 0..bytes.len() {
+            assert!(
+                Delta::parse(&bytes[..end], "base").is_none(),
+                "torn after {end} bytes"
+            );
         }
+        // Written over a longer delta, and the writer killed before it cut the file short.
+        let shorter: BTreeSet<BString> = [BString::from("gone.txt")].into();
+        let mut overwritten = Delta::encode(&state, &head, "", "base", &shorter);
+        let new_len = overwritten.len();
+        overwritten.extend_from_slice(&bytes[new_len..]);
+        assert!(Delta::parse(&overwritten, "base").is_none());
+        assert!(Delta::parse(&overwritten[..new_len], "base").is_some());
+        // Two writers' bytes mixed: same length, other content.
+        let mut mixed = bytes.clone();
+        let at = mixed.len() - 3;
+        mixed[at] ^= 1;
+        assert!(Delta::parse(&mixed, "base").is_none());
     }
 }

@@ -144,7 +144,9 @@ pub fn checkpoint(
     policy: &dyn Policy,
 ) -> Result<Taken> {
     let worktree = session.open_worktree(repo)?;
-    let wt = worktree.as_ref().unwrap_or(repo);
+    // The snapshot's objects are held and written with the checkpoint commit, as one pack.
+    let wt = worktree.as_ref().unwrap_or(repo).holding_objects();
+    let wt = &wt;
     // The last checkpoint's tree: what the worktree's snapshot cache may describe.
     let since = match repo.read_ref(&checkpoints_ref(&session.id))? {
         Some(tip) => Some(repo.tree_of(tip)?),
@@ -154,7 +156,7 @@ pub fn checkpoint(
     let mut vet = |path: &str, bytes: &[u8]| policy.admit(path, bytes, &|| committed.holds(bytes));
     let snapshot = wt.snapshot_tree_vetted(Some(&mut vet), since)?;
     let (state, staged_out) = Recorded::of(wt, snapshot.tree, Some(snapshot.staged), policy)?;
-    let (checkpoint, event) = extend_chain(repo, session, state, label, status, step)?;
+    let (checkpoint, event) = extend_chain_with(repo, &[wt], session, state, label, status, step)?;
     let mut kept_out = snapshot.refused;
     for path in staged_out {
         if !kept_out.contains(&path) {
@@ -184,6 +186,20 @@ pub fn mark_status(
 /// Add a checkpoint commit to the chain by compare-and-swap, then journal it.
 pub(crate) fn extend_chain(
     repo: &Repo,
+    session: &Session,
+    recorded: Recorded,
+    label: &str,
+    status: Option<Status>,
+    step: Option<String>,
+) -> Result<(Checkpoint, Event)> {
+    extend_chain_with(repo, &[], session, recorded, label, status, step)
+}
+
+/// [`extend_chain`], writing the commit and its journal note in one go with what the
+/// `held` handles hold (the snapshot's objects): one pack for the whole checkpoint.
+fn extend_chain_with(
+    repo: &Repo,
+    held: &[&Repo],
     session: &Session,
     recorded: Recorded,
     label: &str,
@@ -224,7 +240,19 @@ pub(crate) fn extend_chain(
             Recorded::State { tree, head, index } => (tree, head.or(prev.session_head()), index),
         };
         let parents: Vec<ObjectId> = std::iter::once(prev_id).chain(head).collect();
-        let id = write_commit(repo, tree, &parents, index, &label, &trailers)?;
+        // The commit and its journal note are written with the snapshot, before the chain
+        // moves; the note is published once it has.
+        let writer = repo.holding_objects();
+        let id = write_commit(&writer, tree, &parents, index, &label, &trailers)?;
+        let event = NewEvent::new(Body::Checkpoint(CheckpointTaken {
+            commit: id.to_string(),
+            tree: tree.to_string(),
+            label: label.clone(),
+        }))
+        .step(trailers.step.clone())
+        .decision(Some(Decision::Auto));
+        let note = journal::prepare(&writer, &session.id, std::slice::from_ref(&event), id)?;
+        writer.write_held(held)?;
         match repo.cas_ref(
             &chain,
             Some(prev_id),
@@ -232,17 +260,18 @@ pub(crate) fn extend_chain(
             &format!("bmad checkpoint: {label}"),
         )? {
             CasOutcome::Updated => {
-                let event = journal::append(
-                    repo,
-                    &session.id,
-                    NewEvent::new(Body::Checkpoint(CheckpointTaken {
-                        commit: id.to_string(),
-                        tree: tree.to_string(),
-                        label: label.clone(),
-                    }))
-                    .step(trailers.step.clone())
-                    .decision(Some(Decision::Auto)),
-                )?;
+                let event = match journal::publish(repo, &session.id, note)? {
+                    Some(mut stored) => stored.pop(),
+                    // Another event came first: journaled after it.
+                    None => Some(journal::append_all(
+                        repo,
+                        &session.id,
+                        vec![event],
+                        Some(id),
+                    )?)
+                    .and_then(|mut stored| stored.pop()),
+                }
+                .ok_or_else(|| Error::InvalidInput("no event to journal".into()))?;
                 let checkpoint = Checkpoint {
                     id,
                     tree,

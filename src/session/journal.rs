@@ -161,67 +161,114 @@ pub(crate) fn append_all(
     head: Option<ObjectId>,
 ) -> Result<Vec<Event>> {
     let notes = notes_ref(id);
-    let checkpoints = checkpoints_ref(id);
     let started = std::time::Instant::now();
     for attempt in (0..MAX_ATTEMPTS).take_while(|_| started.elapsed() < MAX_WAIT) {
-        let tip = repo.notes_tip(&notes)?;
-        let recorded = (
-            seq_trailer(&tip.message),
-            trailer(&tip.message, "Bmad-Chain"),
-        );
-        let (last, mut chain) = match recorded {
-            (Some(seq), Some(chain)) => (seq, chain.to_owned()),
-            // Written by something else (`git notes append`, a notes merge) or before the
-            // chain existed: read it the hard way.
-            _ if tip.commit.is_some() => {
-                let journal = read(repo, id)?;
-                (journal.last_seq(), journal.chain)
-            }
-            _ => (0, genesis(id)),
-        };
         let head = match head {
             Some(head) => head,
             None => repo
-                .read_ref(&checkpoints)?
+                .read_ref(&checkpoints_ref(id))?
                 .ok_or_else(|| Error::NoCheckpoint {
                     session: id.to_string(),
                 })?,
         };
-        let mut note = repo.note_in(tip.tree, head)?.unwrap_or_default();
-        if !note.is_empty() && !note.ends_with(b"\n") {
-            note.push(b'\n');
-        }
-        let now = Timestamp::now();
-        let mut stored = Vec::with_capacity(events.len());
-        for (n, event) in events.iter().enumerate() {
-            let event = event
-                .clone()
-                .into_event(last + 1 + n as u64, id, now, Some(chain.clone()));
-            let line = serde_json::to_string(&event)
-                .map_err(|e| Error::InvalidInput(format!("event cannot be stored as JSON: {e}")))?;
-            note.extend_from_slice(line.as_bytes());
-            note.push(b'\n');
-            chain = link(&chain, line.as_bytes());
-            stored.push(event);
-        }
-        let Some(newest) = stored.last() else {
-            return Ok(stored);
-        };
-        let message = format!(
-            "journal: {} #{}\n\nBmad-Seq: {}\nBmad-Chain: {}\n",
-            newest.kind(),
-            newest.seq,
-            newest.seq,
-            chain
-        );
-        let commit = repo.notes_commit_with(&tip, head, &note, &message)?;
-        let reflog = format!("bmad journal: {} #{}", newest.kind(), newest.seq);
-        match repo.cas_ref(&notes, tip.commit, commit, &reflog)? {
-            CasOutcome::Updated => return Ok(stored),
-            CasOutcome::Conflict => backoff(attempt),
+        let prepared = prepare(repo, id, &events, head)?;
+        match publish(repo, id, prepared)? {
+            Some(stored) => return Ok(stored),
+            None => backoff(attempt),
         }
     }
     Err(repo.contention(&notes, MAX_ATTEMPTS).into())
+}
+
+/// Events written into the journal's objects, not yet on its ref: [`publish`] moves the ref.
+pub(crate) struct Prepared {
+    tip: Option<ObjectId>,
+    commit: Option<ObjectId>,
+    reflog: String,
+    stored: Vec<Event>,
+}
+
+/// Write the notes commit that appends `events` to the note of `head`, after the journal's
+/// tip as it is now. Objects only: written through a holding handle, they can travel with
+/// others in one pack.
+pub(crate) fn prepare(
+    repo: &Repo,
+    id: &SessionId,
+    events: &[NewEvent],
+    head: ObjectId,
+) -> Result<Prepared> {
+    let tip = repo.notes_tip(&notes_ref(id))?;
+    let recorded = (
+        seq_trailer(&tip.message),
+        trailer(&tip.message, "Bmad-Chain"),
+    );
+    let (last, mut chain) = match recorded {
+        (Some(seq), Some(chain)) => (seq, chain.to_owned()),
+        // Written by something else (`git notes append`, a notes merge) or before the
+        // chain existed: read it the hard way.
+        _ if tip.commit.is_some() => {
+            let journal = read(repo, id)?;
+            (journal.last_seq(), journal.chain)
+        }
+        _ => (0, genesis(id)),
+    };
+    let mut note = repo.note_in(tip.tree, head)?.unwrap_or_default();
+    if !note.is_empty() && !note.ends_with(b"\n") {
+        note.push(b'\n');
+    }
+    let now = Timestamp::now();
+    let mut stored = Vec::with_capacity(events.len());
+    for (n, event) in events.iter().enumerate() {
+        let event = event
+            .clone()
+            .into_event(last + 1 + n as u64, id, now, Some(chain.clone()));
+        let line = serde_json::to_string(&event)
+            .map_err(|e| Error::InvalidInput(format!("event cannot be stored as JSON: {e}")))?;
+        note.extend_from_slice(line.as_bytes());
+        note.push(b'\n');
+        chain = link(&chain, line.as_bytes());
+        stored.push(event);
+    }
+    let Some(newest) = stored.last() else {
+        return Ok(Prepared {
+            tip: tip.commit,
+            commit: None,
+            reflog: String::new(),
+            stored,
+        });
+    };
+    let message = format!(
+        "journal: {} #{}\n\nBmad-Seq: {}\nBmad-Chain: {}\n",
+        newest.kind(),
+        newest.seq,
+        newest.seq,
+        chain
+    );
+    let commit = repo.notes_commit_with(&tip, head, &note, &message)?;
+    Ok(Prepared {
+        tip: tip.commit,
+        commit: Some(commit),
+        reflog: format!("bmad journal: {} #{}", newest.kind(), newest.seq),
+        stored,
+    })
+}
+
+/// Move the journal's ref to a prepared notes commit; `None` when another event got there
+/// first (prepare again).
+pub(crate) fn publish(
+    repo: &Repo,
+    id: &SessionId,
+    prepared: Prepared,
+) -> Result<Option<Vec<Event>>> {
+    let Some(commit) = prepared.commit else {
+        return Ok(Some(prepared.stored));
+    };
+    Ok(
+        match repo.cas_ref(&notes_ref(id), prepared.tip, commit, &prepared.reflog)? {
+            CasOutcome::Updated => Some(prepared.stored),
+            CasOutcome::Conflict => None,
+        },
+    )
 }
 
 /// Append one event to a session's journal: the one way every layer records an event.
