@@ -108,6 +108,9 @@ impl Repo {
 
     /// The index of this worktree, saved (see the module docs).
     pub fn save_index(&self) -> Result<SavedIndex> {
+        // git reads the index, which may name what this handle holds (a snapshot's blobs):
+        // written out first, where git sees it.
+        self.write_held(&[])?;
         let copy = self.copy_index()?;
         match self.git().run_on_index(Some(copy.path()), ["write-tree"]) {
             Ok(out) => Ok(SavedIndex::Tree(parse_id(&out)?)),

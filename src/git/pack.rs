@@ -35,7 +35,8 @@ const ROLL_UP_AT: usize = 16;
 impl Repo {
     /// This handle again, with its new objects kept in memory (reads see them) until
     /// [`Repo::write_held`] writes them. An operation that writes many objects holds them,
-    /// so that they land as one pack.
+    /// so that they land as one pack. A `git` process sees none of them: an operation that
+    /// runs one on objects this handle may hold writes them out first.
     pub fn holding_objects(&self) -> Repo {
         Repo {
             inner: self.inner.clone().with_object_memory(),

@@ -169,25 +169,7 @@ impl Repo {
                 entry.map(|(kind, id)| (id, mode_of(kind), Default::default())),
             );
         }
-        let tree = if edits.is_empty() {
-            cache.tree
-        } else {
-            let mut editor = held
-                .gix()
-                .edit_tree(cache.tree)
-                .map_err(|e| Error::gix(format!("could not edit tree {}", cache.tree), e))?;
-            for (path, entry) in &edits {
-                match entry {
-                    Some((kind, id)) => editor.upsert(path.as_bstr(), *kind, *id).map(drop),
-                    None => editor.remove(path.as_bstr()).map(drop),
-                }
-                .map_err(|e| Error::gix(format!("could not record {path} in the snapshot"), e))?;
-            }
-            editor
-                .write()
-                .map(|id| id.detach())
-                .map_err(|e| Error::gix("could not write the snapshot tree", e))?
-        };
+        let tree = held.edit_tree_with(cache.tree, &edits)?;
         if let Some(own) = &own {
             own.write_held(&[])?;
         }
@@ -203,6 +185,32 @@ impl Repo {
                 .collect(),
             staged,
         })
+    }
+
+    /// `tree` with `edits` made (a path to an entry, or `None` to remove it), written.
+    fn edit_tree_with(
+        &self,
+        tree: ObjectId,
+        edits: &[(gix::bstr::BString, Option<(EntryKind, ObjectId)>)],
+    ) -> Result<ObjectId> {
+        if edits.is_empty() {
+            return Ok(tree);
+        }
+        let mut editor = self
+            .gix()
+            .edit_tree(tree)
+            .map_err(|e| Error::gix(format!("could not edit tree {tree}"), e))?;
+        for (path, entry) in edits {
+            match entry {
+                Some((kind, id)) => editor.upsert(path.as_bstr(), *kind, *id).map(drop),
+                None => editor.remove(path.as_bstr()).map(drop),
+            }
+            .map_err(|e| Error::gix(format!("could not record {path} in the snapshot"), e))?;
+        }
+        editor
+            .write()
+            .map(|id| id.detach())
+            .map_err(|e| Error::gix("could not write the snapshot tree", e))
     }
 
     /// Store what the worktree file `path` holds, as `git add` would (filters applied, a
