@@ -15,22 +15,7 @@ fn concurrent_appenders_lose_nothing() {
         "for i in $(seq 1 {EVENTS}); do \"{BIN}\" journal append note --detail \"{{\\\"w\\\":$W,\\\"i\\\":$i}}\" -q || exit 1; done"
     );
     let children: Vec<_> = (0..WRITERS)
-        .map(|w| {
-            let mut cmd = env.git_command(&wt);
-            cmd.env("W", w.to_string());
-            // git_command is only used for its hermetic environment; run the shell instead.
-            let mut sh = std::process::Command::new("sh");
-            sh.args(["-c", &script])
-                .current_dir(&wt)
-                .env_clear()
-                .stdout(std::process::Stdio::null());
-            for (k, v) in cmd.get_envs() {
-                if let Some(v) = v {
-                    sh.env(k, v);
-                }
-            }
-            sh.spawn().expect("spawn writer")
-        })
+        .map(|w| env.spawn_sh(&wt, &script, &[("W", &w.to_string())]))
         .collect();
     for mut child in children {
         assert!(child.wait().expect("wait").success(), "a writer failed");
@@ -80,20 +65,7 @@ fn checkpoints_and_appenders_at_once_lose_nothing() {
     );
     let children: Vec<_> = [appender, checkpointer]
         .iter()
-        .map(|script| {
-            let cmd = env.git_command(&wt);
-            let mut sh = std::process::Command::new("sh");
-            sh.args(["-c", script])
-                .current_dir(&wt)
-                .env_clear()
-                .stdout(std::process::Stdio::null());
-            for (k, v) in cmd.get_envs() {
-                if let Some(v) = v {
-                    sh.env(k, v);
-                }
-            }
-            sh.spawn().expect("spawn writer")
-        })
+        .map(|script| env.spawn_sh(&wt, script, &[]))
         .collect();
     for mut child in children {
         assert!(child.wait().expect("wait").success(), "a writer failed");

@@ -159,6 +159,18 @@ impl TestEnv {
         )
     }
 
+    /// `sh -c script` in `dir`, in the background, with `vars` set (its output dropped).
+    pub fn spawn_sh(&self, dir: &Path, script: &str, vars: &[(&str, &str)]) -> std::process::Child {
+        let mut cmd = Command::new("sh");
+        self.hermetic(&mut cmd);
+        cmd.current_dir(dir)
+            .args(["-c", script])
+            .envs(vars.iter().copied())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("spawn sh")
+    }
+
     /// A `git-bmad` command in `dir`.
     pub fn bmad_command(&self, dir: &Path) -> Command {
         let mut cmd = Command::new(BIN);
