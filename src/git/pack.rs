@@ -13,7 +13,6 @@
 //! concurrent checkpoint has yet to point at is lost) and leaves the big ones, so they never
 //! reach `gc.autoPackLimit` (which makes the next `gc --auto` repack everything).
 
-use std::cell::Cell;
 use std::path::Path;
 
 use gix::odb::pack::data::{self, entry::Header};
@@ -38,25 +37,17 @@ impl Repo {
     /// so that they land as one pack. A `git` process sees none of them: an operation that
     /// runs one on objects this handle may hold writes them out first.
     pub fn holding_objects(&self) -> Repo {
-        Repo {
-            inner: self.inner.clone().with_object_memory(),
-            workdir: self.workdir.clone(),
-            git_dir: self.git_dir.clone(),
-            common_dir: self.common_dir.clone(),
-            git: self.git.clone(),
-            feed: self.feed.clone(),
-            held: Some(Cell::new(0)),
-        }
+        self.with_gix(self.gix().clone().with_object_memory(), true)
     }
 
     /// Whether this handle holds its new objects in memory.
     pub(super) fn is_holding(&self) -> bool {
-        self.held.is_some()
+        self.held_bytes().is_some()
     }
 
     /// Count `bytes` about to be held; write out what is held first when that is much.
     pub(super) fn hold_bytes(&self, bytes: usize) -> Result<()> {
-        let Some(held) = &self.held else {
+        let Some(held) = self.held_bytes() else {
             return Ok(());
         };
         if held.get() + bytes as u64 > HOLD_MAX_BYTES {
@@ -72,16 +63,16 @@ impl Repo {
     pub fn write_held(&self, others: &[&Repo]) -> Result<()> {
         let mut held = std::collections::BTreeMap::new();
         for repo in std::iter::once(self).chain(others.iter().copied()) {
-            if let Some(bytes) = &repo.held {
+            if let Some(bytes) = repo.held_bytes() {
                 bytes.set(0);
             }
-            if let Some(mut objects) = repo.inner.objects.reset_object_memory() {
+            if let Some(mut objects) = repo.gix().objects.reset_object_memory() {
                 held.extend(objects.drain());
             }
         }
         if held.len() < PACK_MIN {
             // Under the memory: straight to the object database.
-            let store = &*self.inner.objects;
+            let store = &*self.gix().objects;
             for (id, (kind, bytes)) in held {
                 use gix::objs::Write as _;
                 store
@@ -94,8 +85,8 @@ impl Repo {
             .iter()
             .map(|(id, (kind, bytes))| (*id, *kind, bytes.as_slice()))
             .collect();
-        let dir = self.inner.objects.store_ref().path().join("pack");
-        let (pack, index, checksum) = encode(self.inner.object_hash(), &objects)?;
+        let dir = self.gix().objects.store_ref().path().join("pack");
+        let (pack, index, checksum) = encode(self.gix().object_hash(), &objects)?;
         write_pack(&dir, checksum, &pack, &index)?;
         self.roll_up_packs(&dir);
         Ok(())

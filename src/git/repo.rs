@@ -14,16 +14,16 @@ use super::ObjectId;
 /// Paths are canonical, so comparing a worktree path from `git worktree list` with ours is
 /// a plain `==` (gix hands out `…/worktrees/x/../..`-style paths otherwise).
 pub struct Repo {
-    pub(super) inner: gix::Repository,
-    pub(super) workdir: PathBuf,
-    pub(super) git_dir: PathBuf,
-    pub(super) common_dir: PathBuf,
-    pub(super) git: GitCli,
+    inner: gix::Repository,
+    workdir: PathBuf,
+    git_dir: PathBuf,
+    common_dir: PathBuf,
+    git: GitCli,
     /// The change feed snapshots ask, when not the repository's own setting.
-    pub(super) feed: Option<super::watch::FeedSetting>,
+    feed: Option<super::watch::FeedSetting>,
     /// Set on a handle whose new objects stay in memory (see [`super::pack`]): the bytes of
     /// blobs held so far.
-    pub(super) held: Option<std::cell::Cell<u64>>,
+    held: Option<std::cell::Cell<u64>>,
 }
 
 /// A decoded commit, as far as git-bmad needs it.
@@ -125,6 +125,25 @@ impl Repo {
             feed: None,
             held: None,
         })
+    }
+
+    /// This handle over `inner` (a clone of its own gix handle), holding its new objects in
+    /// memory when `holding` (see [`super::pack`]).
+    pub(super) fn with_gix(&self, inner: gix::Repository, holding: bool) -> Repo {
+        Repo {
+            inner,
+            workdir: self.workdir.clone(),
+            git_dir: self.git_dir.clone(),
+            common_dir: self.common_dir.clone(),
+            git: self.git.clone(),
+            feed: self.feed.clone(),
+            held: holding.then(|| std::cell::Cell::new(0)),
+        }
+    }
+
+    /// The bytes of blobs held so far, on a handle that holds its new objects.
+    pub(super) fn held_bytes(&self) -> Option<&std::cell::Cell<u64>> {
+        self.held.as_ref()
     }
 
     /// This handle with its snapshots told what changed by `feed` instead of the
