@@ -207,6 +207,8 @@ fn digest(hash: gix::hash::Kind, bytes: &[u8]) -> Result<ObjectId> {
 /// Put a pack in `dir` as `git index-pack` does: the data first, then the index that makes
 /// readers see it, each renamed into place whole. A pack already there is left as it is.
 fn write_pack(dir: &Path, checksum: ObjectId, pack: &[u8], index: &[u8]) -> Result<()> {
+    // A database need not have its `pack` folder yet (git makes it when it first packs).
+    std::fs::create_dir_all(dir).map_err(|e| Error::io("could not make", dir, e))?;
     let name = format!("pack-{}", checksum.to_hex());
     for (bytes, extension) in [(pack, "pack"), (index, "idx")] {
         let path = dir.join(format!("{name}.{extension}"));
