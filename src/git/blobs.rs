@@ -16,7 +16,7 @@ impl Repo {
 
     /// Every blob `tree` holds, at any depth.
     pub fn blob_ids_under(&self, tree: ObjectId) -> Result<HashSet<ObjectId>> {
-        let out = self.git().run([
+        let out = self.git()?.run([
             "ls-tree",
             "-r",
             "-z",

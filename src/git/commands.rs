@@ -39,33 +39,33 @@ impl ConfigFile {
 impl Repo {
     /// The effective hooks directory of this worktree (`core.hooksPath` honoured).
     pub fn hooks_dir(&self) -> Result<PathBuf> {
-        let out = self
-            .git()
-            .run(["rev-parse", "--path-format=absolute", "--git-path", "hooks"])?;
+        let out =
+            self.git()?
+                .run(["rev-parse", "--path-format=absolute", "--git-path", "hooks"])?;
         Ok(PathBuf::from(String::from_utf8_lossy(&out).trim()))
     }
 
     /// All values of a key in the repository's own config file (`--local`).
     pub fn local_config_values(&self, key: &str) -> Result<Vec<String>> {
-        self.git().config_get_all(key)
+        self.git()?.config_get_all(key)
     }
 
     /// A boolean setting as the git running us sees it: every config file and the settings
     /// its command line gave (`git -c key=value …` reaches hooks through the environment).
     pub fn effective_config_bool(&self, key: &str) -> Result<Option<bool>> {
-        self.git().config_get_bool(key)
+        self.git()?.config_get_bool(key)
     }
 
     /// The scope (`local`, `worktree`, `global`, `system`, `command`) that sets `key` for
     /// this worktree, and its value: where a setting comes from decides who else it touches.
     pub fn config_scope(&self, key: &str) -> Result<Option<(String, String)>> {
-        self.git().config_get_with_scope(key)
+        self.git()?.config_get_with_scope(key)
     }
 
     /// Whether git tracks any file under `dir` (a directory of this worktree).
     pub fn tracks_files_under(&self, dir: &Path) -> Result<bool> {
         let out = self
-            .git()
+            .git()?
             .run([OsStr::new("ls-files"), OsStr::new("--"), dir.as_os_str()])?;
         Ok(!out.is_empty())
     }
@@ -75,7 +75,7 @@ impl Repo {
     /// left out): one git call for several keys.
     pub fn config_entries(&self, pattern: &str) -> Result<Vec<(ConfigFile, String, String)>> {
         Ok(self
-            .git()
+            .git()?
             .config_get_regexp_with_scope(pattern)?
             .into_iter()
             .filter_map(|(scope, key, value)| {
@@ -92,18 +92,18 @@ impl Repo {
 
     /// Set (`Some`) or remove (`None`) `key` in one config file.
     pub fn set_config_in(&self, file: ConfigFile, key: &str, value: Option<&str>) -> Result<()> {
-        self.git().config_put_in(file.flag(), key, value)
+        self.git()?.config_put_in(file.flag(), key, value)
     }
 
     /// Add a value to a multi-valued key of the repository's own config file.
     pub fn add_local_config(&self, key: &str, value: &str) -> Result<()> {
-        self.git().config_add(key, value)
+        self.git()?.config_add(key, value)
     }
 
     /// Add `Key: value` to the trailers of a commit message file, unless that exact trailer
     /// is there already (`git interpret-trailers --if-exists addIfDifferent`).
     pub fn add_trailer(&self, message_file: &Path, trailer: &str) -> Result<()> {
-        self.git()
+        self.git()?
             .run([
                 std::ffi::OsStr::new("interpret-trailers"),
                 "--in-place".as_ref(),
@@ -119,18 +119,18 @@ impl Repo {
     /// What an index would add to HEAD, as a zero-context patch (for secret scanning).
     /// `index` names another index file than this worktree's.
     pub fn staged_patch(&self, index: Option<&Path>) -> Result<Vec<u8>> {
-        self.git().staged_patch(index)
+        self.git()?.staged_patch(index)
     }
 
     /// The commits of `range` as zero-context patches, each introduced by `commit <id>`.
     pub fn log_patch(&self, range: &str) -> Result<Vec<u8>> {
-        self.git().log_patch(range)
+        self.git()?.log_patch(range)
     }
 
     /// Start `git log -p` of `revs` in the background (see [`Self::log_patch`]); dropping the
     /// handle stops it.
     pub fn start_log_patch(&self, revs: &[&str]) -> Result<PatchStream> {
-        let mut cmd = self.git().log_patch_command(revs);
+        let mut cmd = self.git()?.log_patch_command(revs);
         cmd.stdout(Stdio::piped()).stderr(Stdio::null());
         let child = cmd.spawn().map_err(|e| Error::Command {
             args: "log -p".into(),
@@ -142,7 +142,7 @@ impl Repo {
 
     /// Untracked files that the ignore rules on disk do not exclude.
     pub fn untracked_files(&self) -> Result<Vec<String>> {
-        self.git().untracked_files()
+        self.git()?.untracked_files()
     }
 
     /// Tracked and untracked-not-ignored files under `paths`, relative to the worktree root.
@@ -158,35 +158,35 @@ impl Repo {
                 });
             }
         }
-        self.git().list_files(paths)
+        self.git()?.list_files(paths)
     }
 
     /// Whether `index` (this worktree's own when `None`) stages a change to any path but
     /// `except`.
     pub fn staged_besides(&self, index: Option<&Path>, except: &str) -> Result<bool> {
-        self.git().staged_besides(index, except)
+        self.git()?.staged_besides(index, except)
     }
 
     /// Stage one file of this worktree into `index` (its own when `None`); ignore rules hold.
     pub fn stage_path(&self, index: Option<&Path>, path: &str) -> Result<()> {
-        self.git().stage_path(index, path)
+        self.git()?.stage_path(index, path)
     }
 
     /// Stage this whole worktree (`add -A`) into the index file `index` and return its tree.
     pub fn write_tree_of_worktree(&self, index: &Path) -> Result<ObjectId> {
-        self.git().write_tree_of_worktree(index)
+        self.git()?.write_tree_of_worktree(index)
     }
 
     /// The tree the index file `index` describes.
     pub fn write_tree_of_index(&self, index: &Path) -> Result<ObjectId> {
-        self.git().write_tree_of_index(index)
+        self.git()?.write_tree_of_index(index)
     }
 
     /// Two-way merge `from` → `to` through `index`, updating this worktree (`read-tree -m
     /// -u`). git refuses, before touching anything, when a file differs from what `index`
     /// records: that is how a rollback detects a worktree that changed under it.
     pub fn read_tree_update(&self, index: &Path, from: ObjectId, to: ObjectId) -> Result<()> {
-        self.git().read_tree_update(index, from, to)
+        self.git()?.read_tree_update(index, from, to)
     }
 
     /// The commits reachable from `to` but not from `from`: how many, and how many of those
@@ -196,7 +196,7 @@ impl Repo {
             let (from, to) = (format!("^{from}"), to.to_string());
             let mut args = vec!["rev-list", "--count", to.as_str(), from.as_str()];
             args.extend_from_slice(extra);
-            let out = self.git().run(args)?;
+            let out = self.git()?.run(args)?;
             Ok(String::from_utf8_lossy(&out).trim().parse().unwrap_or(0))
         };
         let total = count(&[])?;
@@ -210,7 +210,7 @@ impl Repo {
     /// Files changed and lines added and deleted from `from` to `to` (binary files count as
     /// changed, with no lines).
     pub fn diff_stat(&self, from: ObjectId, to: ObjectId) -> Result<DiffStat> {
-        let out = self.git().run([
+        let out = self.git()?.run([
             "diff",
             "--numstat",
             "-z",
@@ -230,20 +230,20 @@ impl Repo {
         let mut args = vec!["rev-list", "--count"];
         args.extend(heads.iter().map(String::as_str));
         args.extend(["--not", "--branches", "--remotes", "--tags"]);
-        let out = self.git().run(args)?;
+        let out = self.git()?.run(args)?;
         Ok(String::from_utf8_lossy(&out).trim().parse().unwrap_or(0))
     }
 
     /// Local branches and remote-tracking refs that contain `commit`, except `except`.
     pub fn refs_containing(&self, commit: ObjectId, except: &str) -> Result<Vec<String>> {
-        self.git().refs_containing(commit, except)
+        self.git()?.refs_containing(commit, except)
     }
 
     /// Stage everything in this worktree and commit it with `message` (the repository's
     /// hooks run, so the policy applies to git-bmad's own commits too). `false` when there
     /// was nothing to commit.
     pub fn commit_all(&self, message: &str) -> Result<bool> {
-        let git = self.git();
+        let git = self.git()?;
         git.run(["add", "--all"])?;
         if git.run(["diff", "--cached", "--name-only"])?.is_empty() {
             return Ok(false);
@@ -253,14 +253,16 @@ impl Repo {
 
     /// Whether a remote of this name is configured.
     pub fn has_remote(&self, name: &str) -> Result<bool> {
-        let out = self.git().run(["remote"])?;
+        let out = self.git()?.run(["remote"])?;
         Ok(String::from_utf8_lossy(&out).lines().any(|l| l == name))
     }
 
     /// `git push <remote> refs/heads/<b>:refs/heads/<b>`: never forced, through the hooks.
     pub fn push_branch(&self, remote: &str, short_branch: &str) -> Result<()> {
         let spec = format!("refs/heads/{short_branch}:refs/heads/{short_branch}");
-        self.git().run(["push", "--quiet", remote, &spec]).map(drop)
+        self.git()?
+            .run(["push", "--quiet", remote, &spec])
+            .map(drop)
     }
 
     /// Push `specs` (`src:dst`, never `+`-forced) to `remote` in one atomic push through the
@@ -286,24 +288,24 @@ impl Repo {
             .collect();
         args.push(remote.to_owned());
         args.extend(specs.iter().cloned());
-        self.git().push_atomic(&args)
+        self.git()?.push_atomic(&args)
     }
 
     /// Fetch `specs` from `remote` without tags or FETCH_HEAD.
     pub fn fetch(&self, remote: &str, specs: &[String]) -> Result<()> {
-        self.git().fetch(remote, specs)
+        self.git()?.fetch(remote, specs)
     }
 
     /// A checkout of exactly `commit` in `dir` (empty or absent): a repository of its own
     /// that borrows this one's objects and has none of its remotes, hooks or configuration.
     pub fn clean_checkout(&self, commit: ObjectId, dir: &Path) -> Result<()> {
-        self.git().clean_checkout(self.common_dir(), commit, dir)
+        self.git()?.clean_checkout(self.common_dir(), commit, dir)
     }
 
     /// `git worktree add -b <branch> <path> <base>`, with the submodules checked out.
     pub fn add_worktree(&self, path: &Path, branch: &str, base: ObjectId) -> Result<()> {
         let _turn = worktree_add_turn(self.common_dir())?;
-        self.git().worktree_add(path, branch, base)?;
+        self.git()?.worktree_add(path, branch, base)?;
         self.unsparse_index_in(path);
         self.check_out_submodules_in(path);
         Ok(())
@@ -313,7 +315,7 @@ impl Repo {
     /// with the submodules checked out.
     pub fn add_worktree_on(&self, path: &Path, short_branch: &str) -> Result<()> {
         let _turn = worktree_add_turn(self.common_dir())?;
-        self.git().worktree_add_existing(path, short_branch)?;
+        self.git()?.worktree_add_existing(path, short_branch)?;
         self.unsparse_index_in(path);
         self.check_out_submodules_in(path);
         Ok(())
@@ -323,12 +325,12 @@ impl Repo {
     /// checked out, changed or not; one whose submodules hold nothing uncommitted or
     /// untracked loses nothing, and is removed.
     pub fn remove_worktree(&self, path: &Path, force: bool) -> Result<()> {
-        match self.git().worktree_remove(path, force) {
+        match self.git()?.worktree_remove(path, force) {
             Err(e) if !force && e.to_string().contains("containing submodules") => {
                 if !self.changed_submodules(path)?.is_empty() {
                     return Err(e);
                 }
-                self.git().worktree_remove(path, true)
+                self.git()?.worktree_remove(path, true)
             }
             other => other,
         }
@@ -353,7 +355,7 @@ impl Repo {
             )));
         };
         match half {
-            HalfAdded::Listed => self.git().worktree_unlock(path)?,
+            HalfAdded::Listed => self.git()?.worktree_unlock(path)?,
             // git cannot name an unlisted worktree to unlock it; its lock is this file.
             HalfAdded::Unlisted { admin } => {
                 let lock = admin.join("locked");
@@ -415,7 +417,7 @@ impl Repo {
     /// removal already under way, which `git worktree remove` refuses once the `.git` file
     /// is gone.
     pub fn remove_worktree_files(&self, path: &Path) -> Result<()> {
-        if self.git().worktree_remove(path, true).is_ok() {
+        if self.git()?.worktree_remove(path, true).is_ok() {
             return Ok(());
         }
         match std::fs::remove_dir_all(path) {
@@ -428,17 +430,17 @@ impl Repo {
 
     /// `git worktree repair`: rewrite the links between worktrees and the repository.
     pub fn repair_worktrees(&self) -> Result<()> {
-        self.git().worktree_repair()
+        self.git()?.worktree_repair()
     }
 
     /// `git worktree prune`: forget worktrees whose directories are gone.
     pub fn prune_worktrees(&self) -> Result<()> {
-        self.git().worktree_prune()
+        self.git()?.worktree_prune()
     }
 
     /// `git branch -D <name>` (the caller has already decided it is safe).
     pub fn delete_branch(&self, short_name: &str) -> Result<()> {
-        self.git().delete_branch(short_name)
+        self.git()?.delete_branch(short_name)
     }
 }
 

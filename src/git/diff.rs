@@ -41,7 +41,7 @@ impl Repo {
         (from, from_label): (ObjectId, &str),
         (to, to_label): (ObjectId, &str),
     ) -> Result<String> {
-        let out = self.git().run([
+        let out = self.git()?.run([
             "diff",
             "--no-color",
             "--no-ext-diff",
@@ -72,13 +72,13 @@ impl Repo {
         // Names, not patterns: a path may hold `*` or start with `:`.
         let literal: Vec<String> = paths.iter().map(|p| format!(":(literal){p}")).collect();
         args.extend(literal.iter().map(String::as_str));
-        let out = self.git().run(args)?;
+        let out = self.git()?.run(args)?;
         Ok(String::from_utf8_lossy(&out).into_owned())
     }
 
     /// The paths that differ between two trees (or commits).
     pub fn diff_trees(&self, from: ObjectId, to: ObjectId) -> Result<Vec<TreeChange>> {
-        let out = self.git().run([
+        let out = self.git()?.run([
             "diff-tree",
             "-r",
             "-z",
@@ -94,7 +94,7 @@ impl Repo {
     /// renames, so a moved file is one removed and one added). Binary files are listed with
     /// no lines.
     pub fn changed_lines(&self, from: ObjectId, to: ObjectId) -> Result<Vec<ChangedFile>> {
-        let out = self.git().run([
+        let out = self.git()?.run([
             "diff",
             "-U0",
             "--no-renames",

@@ -221,7 +221,7 @@ impl Repo {
                 let path = entry.path();
                 if path.extension().is_some_and(|e| e == "pack")
                     && !path.to_string_lossy().contains("tmp_")
-                    && self.git().index_pack(&path).is_err()
+                    && self.git()?.index_pack(&path).is_err()
                 {
                     let name = entry.file_name().to_string_lossy().into_owned();
                     dropped.push(format!("objects/pack/{name}: not a sound pack"));

@@ -108,11 +108,8 @@ impl Repo {
 
     /// The index of this worktree, saved (see the module docs).
     pub fn save_index(&self) -> Result<SavedIndex> {
-        // git reads the index, which may name what this handle holds (a snapshot's blobs):
-        // written out first, where git sees it.
-        self.write_held(&[])?;
         let copy = self.copy_index()?;
-        match self.git().run_on_index(Some(copy.path()), ["write-tree"]) {
+        match self.git()?.run_on_index(Some(copy.path()), ["write-tree"]) {
             Ok(out) => Ok(SavedIndex::Tree(parse_id(&out)?)),
             Err(Error::Command { stderr, .. }) if stderr.contains("unmerged") => {
                 let bytes = std::fs::read(copy.path())
@@ -148,7 +145,7 @@ impl Repo {
     pub fn restore_index(&self, saved: SavedIndex) -> Result<()> {
         match saved {
             SavedIndex::Tree(tree) => self
-                .git()
+                .git()?
                 .run(["read-tree", "--reset", &tree.to_string()])
                 .map(drop),
             SavedIndex::Raw(blob) => {
@@ -158,7 +155,7 @@ impl Repo {
                 write_locked(&index, &bytes)?;
                 // The saved stat data describes files as they were: refresh it (a failure
                 // only means some entries stay marked as changed).
-                let _ = self.git().run(["update-index", "-q", "--refresh"]);
+                let _ = self.git()?.run(["update-index", "-q", "--refresh"]);
                 Ok(())
             }
         }
@@ -218,7 +215,7 @@ impl Repo {
         std::fs::write(scratch.path(), bytes)
             .map_err(|e| Error::io("could not write", scratch.path(), e))?;
         let listed = self
-            .git()
+            .git()?
             .run_on_index(Some(scratch.path()), ["ls-files", "--stage", "-z"])?;
         for record in listed.split(|b| *b == 0).filter(|r| !r.is_empty()) {
             // `<mode> <object> <stage>\t<path>`
@@ -241,7 +238,7 @@ impl Repo {
         for chunk in paths.chunks(500) {
             let mut args = vec!["update-index", "--force-remove", "--"];
             args.extend(chunk.iter().map(String::as_str));
-            self.git().run_on_index(Some(index), args)?;
+            self.git()?.run_on_index(Some(index), args)?;
         }
         Ok(())
     }

@@ -15,7 +15,7 @@ impl Repo {
         message: &str,
         resolve: &dyn Fn(&str, &str, &str, &str) -> Option<String>,
     ) -> Result<()> {
-        let git = self.git();
+        let git = self.git()?;
         let Err(failed) = git.run(["merge", "--no-ff", "--quiet", "-m", message, short_branch])
         else {
             return Ok(());

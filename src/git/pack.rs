@@ -34,8 +34,8 @@ const ROLL_UP_AT: usize = 16;
 impl Repo {
     /// This handle again, with its new objects kept in memory (reads see them) until
     /// [`Repo::write_held`] writes them. An operation that writes many objects holds them,
-    /// so that they land as one pack. A `git` process sees none of them: an operation that
-    /// runs one on objects this handle may hold writes them out first.
+    /// so that they land as one pack. A `git` process sees none of them, so the handle
+    /// writes them out before it starts one ([`Repo::git`]).
     pub fn holding_objects(&self) -> Repo {
         self.with_gix(self.gix().clone().with_object_memory(), true)
     }
@@ -104,10 +104,10 @@ impl Repo {
         if packs < ROLL_UP_AT {
             return;
         }
-        if let Err(e) = self
+        let rolled = self
             .git()
-            .run(["repack", "--geometric=2", "-d", "-l", "-q"])
-        {
+            .and_then(|git| git.run(["repack", "--geometric=2", "-d", "-l", "-q"]));
+        if let Err(e) = rolled {
             tracing::debug!("rolling up {packs} packs: {e}");
         }
     }

@@ -186,8 +186,10 @@ impl Repo {
     }
 
     /// The `git` binary, bound to this worktree; private to this layer (see `commands.rs`).
-    pub(super) fn git(&self) -> &GitCli {
-        &self.git
+    pub(super) fn git(&self) -> Result<&GitCli> {
+        // A git process sees none of what a holding handle keeps in memory: written first.
+        self.write_held(&[])?;
+        Ok(&self.git)
     }
 
     /// The root of the main worktree.

@@ -40,7 +40,7 @@ impl Repo {
             Untracked::All => "--untracked-files=all",
         };
         let out = self
-            .git()
+            .git()?
             .run(["status", "--porcelain=v2", "-z", "--no-renames", mode])?;
         Ok(parse_status(&out))
     }
