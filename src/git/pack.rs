@@ -35,7 +35,7 @@ impl Repo {
     /// This handle again, with its new objects kept in memory (reads see them) until
     /// [`Repo::write_held`] writes them. An operation that writes many objects holds them,
     /// so that they land as one pack. A `git` process sees none of them, so the handle
-    /// writes them out before it starts one ([`Repo::git`]).
+    /// writes them out before it starts one (`Repo::git`).
     pub fn holding_objects(&self) -> Repo {
         self.with_gix(self.gix().clone().with_object_memory(), true)
     }
