@@ -260,18 +260,14 @@ fn extend_chain_with(
             &format!("bmad checkpoint: {label}"),
         )? {
             CasOutcome::Updated => {
-                let event = match journal::publish(repo, &session.id, note)? {
-                    Some(mut stored) => stored.pop(),
+                let mut stored = match journal::publish(repo, &session.id, note)? {
+                    Some(stored) => stored,
                     // Another event came first: journaled after it.
-                    None => Some(journal::append_all(
-                        repo,
-                        &session.id,
-                        vec![event],
-                        Some(id),
-                    )?)
-                    .and_then(|mut stored| stored.pop()),
-                }
-                .ok_or_else(|| Error::InvalidInput("no event to journal".into()))?;
+                    None => journal::append_all(repo, &session.id, vec![event], Some(id))?,
+                };
+                let event = stored
+                    .pop()
+                    .ok_or_else(|| Error::InvalidInput("no event to journal".into()))?;
                 let checkpoint = Checkpoint {
                     id,
                     tree,
