@@ -70,6 +70,21 @@ impl Timestamp {
     }
 }
 
+/// The local time zone's offset from UTC at `seconds` since the epoch, in seconds east, as
+/// the C library reckons it (`TZ`, else `/etc/localtime`): the offset git records in a
+/// commit made at that instant. UTC when the C library cannot tell.
+pub fn local_offset(seconds: i64) -> i32 {
+    let at: libc::time_t = seconds;
+    // SAFETY: `localtime_r` writes only into `tm`, a plain struct it fully owns for the
+    // call; a null return (a time it cannot represent) leaves `tm` unread.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let filled = unsafe { libc::localtime_r(&at, &mut tm) };
+    if filled.is_null() {
+        return 0;
+    }
+    i32::try_from(tm.tm_gmtoff).unwrap_or(0)
+}
+
 /// `90s`, `30m`, `2h`, `1h30m`, or plain seconds; zero is not a duration.
 pub fn parse_duration(text: &str) -> Option<Duration> {
     let text = text.trim();

@@ -453,3 +453,81 @@ fn a_checkpoint_of_many_files_is_one_pack_git_reads_and_packs_stay_few() {
     assert_eq!(read(&wt, "src/part1/f4.txt"), "file 4\n");
     assert!(!wt.join("more").exists());
 }
+
+/// A checkpoint is dated as git would date a commit made in the same environment: the zone
+/// `TZ` names (with or without a leading `:`), a POSIX rule no zone file holds, the
+/// machine's own zone when `TZ` is unset, and the dates `GIT_*_DATE` give.
+#[test]
+fn checkpoints_are_dated_in_the_time_zone_git_would_use() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (id, wt) = env.start(&repo, "zones");
+    let chain = format!("refs/bmad/sessions/{id}/checkpoints");
+    let given = [
+        ("GIT_COMMITTER_DATE", "2005-04-07T22:13:13+0200"),
+        ("GIT_AUTHOR_DATE", "2005-04-07T22:13:13 -0700"),
+    ];
+    let cases: [(&[(&str, &str)], bool); 5] = [
+        (&[("TZ", "Asia/Kolkata")], false),
+        (&[("TZ", ":America/St_Johns")], false),
+        (&[("TZ", "<+0845>-8:45")], false),
+        (&[], true),
+        (&given, false),
+    ];
+    // `%ad|%cd` as raw dates: `<seconds> <offset>` each.
+    let dates = |commit: &str| {
+        env.git(
+            &wt,
+            &["log", "-1", "--date=raw", "--format=%ad|%cd", commit],
+        )
+        .trim()
+        .to_owned()
+    };
+    for (i, (vars, unset_tz)) in cases.into_iter().enumerate() {
+        write(&wt, "zone.txt", &format!("case {i}\n"));
+        let mut checkpoint = env.bmad_command(&wt);
+        let mut commit_tree = env.git_command(&wt);
+        for cmd in [&mut checkpoint, &mut commit_tree] {
+            cmd.envs(vars.iter().copied());
+            if unset_tz {
+                cmd.env_remove("TZ");
+            }
+        }
+        let out = checkpoint
+            .args(["checkpoint", "-m", "zone"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = commit_tree
+            .args(["commit-tree", "-m", "git's own", "HEAD^{tree}"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let gits = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        let (ours, gits) = (dates(&chain), dates(&gits));
+        for (ours, gits) in ours.split('|').zip(gits.split('|')) {
+            let (our_secs, our_zone) = ours.split_once(' ').unwrap();
+            let (git_secs, git_zone) = gits.split_once(' ').unwrap();
+            assert_eq!(
+                our_zone, git_zone,
+                "case {i} {vars:?}: ours {ours}, git's {gits}"
+            );
+            let apart = our_secs.parse::<i64>().unwrap() - git_secs.parse::<i64>().unwrap();
+            assert!(
+                apart.abs() <= 5,
+                "case {i} {vars:?}: ours {ours}, git's {gits}"
+            );
+        }
+        if vars == given.as_slice() {
+            assert_eq!(dates(&chain), "1112937193 -0700|1112904793 +0200");
+        }
+    }
+}

@@ -12,6 +12,7 @@ mod commands;
 mod diff;
 mod error;
 mod fence;
+mod identity;
 mod ignores;
 mod index;
 mod merge;

@@ -133,7 +133,13 @@ impl Repo {
     fn apply(&self, name: &str, edit: RefEdit) -> Result<CasOutcome> {
         let mut cleared_stale_lock = false;
         loop {
-            match self.gix().edit_reference(edit.clone()) {
+            let committer =
+                super::identity::signature(self.gix(), super::identity::Role::Committer)?;
+            let mut time = Default::default();
+            let edited = self
+                .gix()
+                .edit_references_as([edit.clone()], Some(committer.to_ref(&mut time)));
+            match edited {
                 Ok(_) => return Ok(CasOutcome::Updated),
                 Err(e) => {
                     // gix reports a held lock as a plain error after its own short wait; to us

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use gix::bstr::ByteSlice;
 
-use super::cli::{GitCli, FALLBACK_EMAIL, FALLBACK_NAME};
+use super::cli::GitCli;
 use super::error::{Error, Result};
 use super::ObjectId;
 
@@ -100,18 +100,7 @@ impl Repo {
         let workdir = canonical(workdir)?;
         let common_dir = canonical(inner.common_dir())?;
         // Checkpoints and notes must never fail for a missing user.name.
-        let no_identity = inner.committer().is_none() || inner.author().is_none();
-        inner
-            .committer_or_set_fallback(FALLBACK_NAME, FALLBACK_EMAIL)
-            .map_err(|e| Error::gix("could not set up the committer identity", e))?;
-        if inner.author().is_none() {
-            use gix::config::tree::gitoxide::Author;
-            let mut config = inner.config_snapshot_mut();
-            config
-                .set_value(&Author::NAME_FALLBACK, FALLBACK_NAME)
-                .and_then(|_| config.set_value(&Author::EMAIL_FALLBACK, FALLBACK_EMAIL))
-                .map_err(|e| Error::gix("could not set up the author identity", e))?;
-        }
+        let no_identity = super::identity::install_fallback(&mut inner)?;
         let mut git = GitCli::new(git_dir.clone(), workdir.clone())?;
         if no_identity {
             git = git.with_fallback_identity();
@@ -432,8 +421,18 @@ impl Repo {
         parents: &[ObjectId],
         message: &str,
     ) -> Result<ObjectId> {
+        use super::identity::{signature, Role};
+        let committer = signature(&self.inner, Role::Committer)?;
+        let author = signature(&self.inner, Role::Author)?;
+        let (mut committed, mut authored) = Default::default();
         self.inner
-            .new_commit(message, tree, parents.iter().copied())
+            .new_commit_as(
+                committer.to_ref(&mut committed),
+                author.to_ref(&mut authored),
+                message,
+                tree,
+                parents.iter().copied(),
+            )
             .map(|c| c.id)
             .map_err(|e| Error::gix(format!("could not write a commit for tree {tree}"), e))
     }
