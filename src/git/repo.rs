@@ -101,6 +101,12 @@ impl Repo {
         let common_dir = canonical(inner.common_dir())?;
         // Checkpoints and notes must never fail for a missing user.name.
         let no_identity = super::identity::install_fallback(&mut inner)?;
+        // Git checks the index's checksum only in `fsck`; gix on every read, which costs a
+        // copy and a hash of the whole file on every snapshot. Read it as git does.
+        inner
+            .config_snapshot_mut()
+            .set_value(&gix::config::tree::Index::SKIP_HASH, "true")
+            .map_err(|e| Error::gix("could not set up reading the index", e))?;
         let mut git = GitCli::new(git_dir.clone(), workdir.clone())?;
         if no_identity {
             git = git.with_fallback_identity();
