@@ -271,6 +271,60 @@ fn start_starts_the_watcher_a_killed_one_costs_one_full_scan_and_remove_ends_it(
     );
 }
 
+/// `start` waits for the watcher and reads the new worktree once, so the very first
+/// checkpoint already reads only what changed (git's fresh index, written in the same instant
+/// as the files, proves none of them unchanged) and is still exactly git's view.
+#[test]
+fn the_first_checkpoint_after_start_reads_only_what_changed() {
+    let env = TestEnv::new();
+    let s = Session::new(&env);
+    write(&s.wt, "src/a.txt", "changed after start\n");
+    write(&s.wt, "new.txt", "new\n");
+    assert!(
+        s.checkpoint("first"),
+        "the first checkpoint after start scanned the whole worktree"
+    );
+}
+
+/// A file a hook changes while `start` checks the worktree out was never shown to the
+/// secret scanner: reading the worktree at start stores nothing of it, so a secret in it
+/// never enters the object database, and the first checkpoint keeps it out as any other.
+#[test]
+fn a_secret_a_hook_writes_during_start_is_stored_by_nothing() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    write(&repo, "src/a.txt", "a\n");
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "base"]);
+    let key = format!("AKIA{}", "Q7ZK2M4XW6RT5PLN");
+    let hook = repo.join(".git/hooks/post-checkout");
+    std::fs::create_dir_all(hook.parent().unwrap()).unwrap();
+    let script = format!("#!/bin/sh\necho 'aws_access_key_id = {key}' > src/a.txt\n");
+    std::fs::write(&hook, script).unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (id, wt) = env.start(&repo, "hooked");
+    assert!(
+        crate::common::read(&wt, "src/a.txt").contains(&key),
+        "the hook ran"
+    );
+    assert!(
+        !env.all_objects(&repo).contains(&key),
+        "start stored the secret"
+    );
+    env.bmad(&wt, &["checkpoint", "-m", "first"]).code(4);
+    assert!(!env.all_objects(&repo).contains(&key));
+    let s = Session {
+        env: &env,
+        repo,
+        wt,
+        chain: format!("refs/bmad/sessions/{id}/checkpoints"),
+    };
+    write(&s.wt, "src/a.txt", "no secret\n");
+    s.checkpoint("fixed");
+    let recorded = env.git(&s.repo, &["show", &format!("{}:src/a.txt", s.chain)]);
+    assert_eq!(recorded, "no secret\n");
+}
+
 #[test]
 fn bmad_watch_false_keeps_every_checkpoint_a_full_scan_and_starts_no_watcher() {
     let env = TestEnv::new();

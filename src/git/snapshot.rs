@@ -187,6 +187,17 @@ impl Repo {
         })
     }
 
+    /// Read the whole worktree once, so that the next snapshot starts from a settled
+    /// snapshot cache and the change feed's token instead of a fresh checkout's index,
+    /// whose stat data proves nothing (git wrote it in the same instant as the files).
+    /// No file's content is stored: one that differs from `HEAD` is refused, so the next
+    /// snapshot reads it again and shows it to its own vet.
+    pub fn prime_snapshot_cache(&self) -> Result<()> {
+        let mut refuse_all = |_: &str, _: &[u8]| false;
+        self.snapshot_tree_vetted(Some(&mut refuse_all), None)
+            .map(drop)
+    }
+
     /// `tree` with `edits` made (a path to an entry, or `None` to remove it), written.
     fn edit_tree_with(
         &self,

@@ -169,9 +169,16 @@ pub fn start(repo: &Repo, options: &StartOptions, policy: &dyn Policy) -> Result
         }))
         .decision(Some(Decision::Auto)),
     )?;
-    // Best effort: without a watcher the first checkpoints scan the whole worktree.
+    // Best effort: without a watcher the first checkpoints scan the whole worktree, and
+    // without the primed cache the first one reads every file git just checked out.
     if let Ok(wt) = repo.open_worktree(&worktree) {
         wt.start_watching();
+        if let Err(e) = wt.prime_snapshot_cache() {
+            tracing::debug!(
+                "could not prime the snapshot cache of {}: {e}",
+                worktree.display()
+            );
+        }
     }
     let session = store::locate(repo, Some(id.as_str()))?;
     let checkpoint = Checkpoint::read(repo, first)?.ok_or_else(|| {

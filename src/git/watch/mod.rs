@@ -40,6 +40,9 @@ const FAILED_FILE: &str = "bmad-watch-failed";
 const RETRY_AFTER: Duration = Duration::from_secs(60 * 60);
 /// How long a snapshot waits for the watcher's answer before it scans everything.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(1);
+/// How long starting a watcher waits for it to watch the whole worktree (a few
+/// milliseconds for tens of thousands of files).
+const READY_WAIT: Duration = Duration::from_secs(1);
 
 /// A point in a watcher's history: the watcher (`epoch`) and the answer (`stamp`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -164,11 +167,22 @@ impl Repo {
         Some(reason.trim().to_owned()).filter(|r| !r.is_empty())
     }
 
-    /// Start this worktree's watcher now, if snapshots may use one and none runs, so that
-    /// the first snapshot already gets a token and the second reads only what changed.
+    /// Start this worktree's watcher now, if snapshots may use one and none runs, and give
+    /// it up to [`READY_WAIT`] to answer, so that the first snapshot already gets a token
+    /// and the second reads only what changed.
     pub fn start_watching(&self) {
-        if self.feed_setting() == FeedSetting::Watcher {
-            ask_watcher(self, None);
+        if self.feed_setting() != FeedSetting::Watcher || ask_watcher(self, None).token.is_some() {
+            return;
+        }
+        // Asked directly, not through `ask_watcher`: a watcher still walking the worktree
+        // does not answer yet, and a second one must not be started for that.
+        let failed = self.git_dir().join(FAILED_FILE);
+        let started = std::time::Instant::now();
+        while started.elapsed() < READY_WAIT && !failed_lately(&failed) {
+            std::thread::sleep(Duration::from_millis(2));
+            if question(self.workdir(), None).is_ok_and(|feed| feed.token.is_some()) {
+                return;
+            }
         }
     }
 }
