@@ -75,14 +75,17 @@ impl Timestamp {
 /// commit made at that instant. UTC when the C library cannot tell.
 pub fn local_offset(seconds: i64) -> i32 {
     let at: libc::time_t = seconds;
-    // SAFETY: `localtime_r` writes only into `tm`, a plain struct it fully owns for the
-    // call; a null return (a time it cannot represent) leaves `tm` unread.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    let filled = unsafe { libc::localtime_r(&at, &mut tm) };
-    if filled.is_null() {
-        return 0;
-    }
-    i32::try_from(tm.tm_gmtoff).unwrap_or(0)
+    // SAFETY: `tm` is plain integers (and a pointer `localtime_r` sets), all zero is a
+    // valid value of it, and `localtime_r` writes only into it; on a null return (a time
+    // it cannot represent) it is not read.
+    let gmtoff = unsafe {
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&at, &mut tm).is_null() {
+            return 0;
+        }
+        tm.tm_gmtoff
+    };
+    i32::try_from(gmtoff).unwrap_or(0)
 }
 
 /// `90s`, `30m`, `2h`, `1h30m`, or plain seconds; zero is not a duration.

@@ -3,7 +3,7 @@
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::Path;
 
-use crate::common::{read, write, TestEnv};
+use crate::common::{read, write, Run, TestEnv};
 
 #[test]
 fn checkpoint_leaves_index_head_and_branch_byte_for_byte_alone() {
@@ -493,26 +493,15 @@ fn checkpoints_are_dated_in_the_time_zone_git_would_use() {
                 cmd.env_remove("TZ");
             }
         }
-        let out = checkpoint
-            .args(["checkpoint", "-m", "zone"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let run = |cmd: &mut std::process::Command, args: &[&str]| {
+            Run::from(cmd.args(args).output().unwrap()).success().stdout
+        };
+        run(&mut checkpoint, &["checkpoint", "-m", "zone"]);
+        let gits = run(
+            &mut commit_tree,
+            &["commit-tree", "-m", "git's own", "HEAD^{tree}"],
         );
-        let out = commit_tree
-            .args(["commit-tree", "-m", "git's own", "HEAD^{tree}"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let gits = String::from_utf8_lossy(&out.stdout).trim().to_owned();
-        let (ours, gits) = (dates(&chain), dates(&gits));
+        let (ours, gits) = (dates(&chain), dates(gits.trim()));
         for (ours, gits) in ours.split('|').zip(gits.split('|')) {
             let (our_secs, our_zone) = ours.split_once(' ').unwrap();
             let (git_secs, git_zone) = gits.split_once(' ').unwrap();
