@@ -171,16 +171,20 @@ impl Repo {
     /// it up to [`READY_WAIT`] to answer, so that the first snapshot already gets a token
     /// and the second reads only what changed.
     pub fn start_watching(&self) {
-        if self.feed_setting() != FeedSetting::Watcher || ask_watcher(self, None).token.is_some() {
+        if self.feed_setting() != FeedSetting::Watcher {
+            return;
+        }
+        let (feed, started) = ask_or_start_watcher(self, None);
+        if feed.token.is_some() || !started {
             return;
         }
         // Asked directly, not through `ask_watcher`: a watcher still walking the worktree
         // does not answer yet, and a second one must not be started for that.
         let failed = self.git_dir().join(FAILED_FILE);
-        let started = std::time::Instant::now();
-        while started.elapsed() < READY_WAIT && !failed_lately(&failed) {
+        let waiting = std::time::Instant::now();
+        while waiting.elapsed() < READY_WAIT && !failed_lately(&failed) {
             std::thread::sleep(Duration::from_millis(2));
-            if question(self.workdir(), None).is_ok_and(|feed| feed.token.is_some()) {
+            if question(self.workdir(), None).is_ok() {
                 return;
             }
         }
@@ -189,23 +193,29 @@ impl Repo {
 
 /// Ask the worktree's watcher what changed since `saved`; start a watcher if none answers.
 fn ask_watcher(repo: &Repo, saved: Option<&str>) -> Feed {
+    ask_or_start_watcher(repo, saved).0
+}
+
+/// [`ask_watcher`], and whether it started a watcher.
+fn ask_or_start_watcher(repo: &Repo, saved: Option<&str>) -> (Feed, bool) {
     let fingerprint = ignore_fingerprint(repo);
     let since = saved.and_then(|field| Token::from_field(field, &fingerprint));
     // The workdir is canonical: the watcher's socket is named by the same path.
     let root = repo.workdir();
     match question(root, since) {
-        Ok(feed) => Feed {
-            fingerprint,
-            ..feed
-        },
+        Ok(feed) => (
+            Feed {
+                fingerprint,
+                ..feed
+            },
+            false,
+        ),
         Err(e) => {
             tracing::debug!("change feed of {}: {e}", root.display());
             let failed = repo.git_dir().join(FAILED_FILE);
             let none_runs = matches!(e.raw_os_error(), Some(libc::ECONNREFUSED | libc::ENOENT));
-            if none_runs && !failed_lately(&failed) {
-                start_watcher(root, &failed);
-            }
-            Feed::default()
+            let started = none_runs && !failed_lately(&failed) && start_watcher(root, &failed);
+            (Feed::default(), started)
         }
     }
 }
@@ -320,11 +330,12 @@ fn socket_address(root: &Path) -> std::io::Result<std::os::unix::net::SocketAddr
 }
 
 /// Start a watcher for `root` in a session of its own (a kill of this command's process
-/// group leaves it be), with nothing of this process open but what it asks for.
-fn start_watcher(root: &Path, failed: &Path) {
+/// group leaves it be), with nothing of this process open but what it asks for. Whether
+/// one was started.
+fn start_watcher(root: &Path, failed: &Path) -> bool {
     use std::os::unix::process::CommandExt;
     let Some(exe) = WATCHER_EXE.get() else {
-        return;
+        return false;
     };
     let mut command = std::process::Command::new(exe);
     command
@@ -353,8 +364,14 @@ fn start_watcher(root: &Path, failed: &Path) {
     }
     match command.spawn() {
         // Reaped when it exits, if this process still runs then.
-        Ok(mut child) => drop(std::thread::spawn(move || child.wait())),
-        Err(e) => tracing::debug!("could not start the watcher of {}: {e}", root.display()),
+        Ok(mut child) => {
+            drop(std::thread::spawn(move || child.wait()));
+            true
+        }
+        Err(e) => {
+            tracing::debug!("could not start the watcher of {}: {e}", root.display());
+            false
+        }
     }
 }
 
