@@ -133,8 +133,7 @@ impl Repo {
     fn apply(&self, name: &str, edit: RefEdit) -> Result<CasOutcome> {
         let mut cleared_stale_lock = false;
         loop {
-            let committer =
-                super::identity::signature(self.gix(), super::identity::Role::Committer)?;
+            let committer = self.committer()?;
             let mut time = Default::default();
             let edited = self
                 .gix()

@@ -24,6 +24,10 @@ pub struct Repo {
     /// Set on a handle whose new objects stay in memory (see [`super::pack`]): the bytes of
     /// blobs held so far.
     held: Option<std::cell::Cell<u64>>,
+    /// When the handle was opened: the time its commits and reflog entries carry, so that
+    /// what a command records agrees with times it reckons from later (a removed
+    /// session's keep time).
+    opened: gix::date::Time,
 }
 
 /// A decoded commit, as far as git-bmad needs it.
@@ -119,6 +123,7 @@ impl Repo {
             git,
             feed: None,
             held: None,
+            opened: super::identity::now(),
         })
     }
 
@@ -133,6 +138,7 @@ impl Repo {
             git: self.git.clone(),
             feed: self.feed.clone(),
             held: holding.then(|| std::cell::Cell::new(0)),
+            opened: self.opened,
         }
     }
 
@@ -428,8 +434,8 @@ impl Repo {
         message: &str,
     ) -> Result<ObjectId> {
         use super::identity::{signature, Role};
-        let committer = signature(&self.inner, Role::Committer)?;
-        let author = signature(&self.inner, Role::Author)?;
+        let committer = self.committer()?;
+        let author = signature(&self.inner, Role::Author, self.opened)?;
         let (mut committed, mut authored) = Default::default();
         self.inner
             .new_commit_as(
@@ -441,6 +447,11 @@ impl Repo {
             )
             .map(|c| c.id)
             .map_err(|e| Error::gix(format!("could not write a commit for tree {tree}"), e))
+    }
+
+    /// The committer of a ref update or commit made through this handle.
+    pub(super) fn committer(&self) -> Result<gix::actor::Signature> {
+        super::identity::signature(&self.inner, super::identity::Role::Committer, self.opened)
     }
 
     /// The empty tree's id.
