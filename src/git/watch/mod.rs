@@ -40,8 +40,8 @@ const FAILED_FILE: &str = "bmad-watch-failed";
 const RETRY_AFTER: Duration = Duration::from_secs(60 * 60);
 /// How long a snapshot waits for the watcher's answer before it scans everything.
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(1);
-/// How long starting a watcher waits for it to watch the whole worktree (a few
-/// milliseconds for tens of thousands of files).
+/// How long `start` waits for the watcher it started to watch the whole worktree before it
+/// goes on without a token.
 const READY_WAIT: Duration = Duration::from_secs(1);
 
 /// A point in a watcher's history: the watcher (`epoch`) and the answer (`stamp`).
