@@ -1,7 +1,8 @@
 //! UTC timestamps, as the journal, session ids and reports write them.
 //!
 //! The calendar arithmetic is jiff's (already compiled in through gix); this type only fixes
-//! the two text forms git-bmad uses, always in UTC, so no time-zone database is read.
+//! the two text forms git-bmad uses, always in UTC, so no time-zone database is read. The one
+//! local time is [`local_offset`], the C library's, which commits are dated with as git's are.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
