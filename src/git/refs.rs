@@ -133,7 +133,7 @@ impl Repo {
     fn apply(&self, name: &str, edit: RefEdit) -> Result<CasOutcome> {
         let mut cleared_stale_lock = false;
         loop {
-            let committer = self.committer()?;
+            let committer = self.signature(super::identity::Role::Committer)?;
             let mut time = Default::default();
             let edited = self
                 .gix()

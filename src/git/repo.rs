@@ -433,9 +433,9 @@ impl Repo {
         parents: &[ObjectId],
         message: &str,
     ) -> Result<ObjectId> {
-        use super::identity::{signature, Role};
-        let committer = self.committer()?;
-        let author = signature(&self.inner, Role::Author, self.opened)?;
+        use super::identity::Role;
+        let committer = self.signature(Role::Committer)?;
+        let author = self.signature(Role::Author)?;
         let (mut committed, mut authored) = Default::default();
         self.inner
             .new_commit_as(
@@ -449,9 +449,9 @@ impl Repo {
             .map_err(|e| Error::gix(format!("could not write a commit for tree {tree}"), e))
     }
 
-    /// The committer of a ref update or commit made through this handle.
-    pub(super) fn committer(&self) -> Result<gix::actor::Signature> {
-        super::identity::signature(&self.inner, super::identity::Role::Committer, self.opened)
+    /// The committer or author of a commit or ref update made through this handle.
+    pub(super) fn signature(&self, role: super::identity::Role) -> Result<gix::actor::Signature> {
+        super::identity::signature(&self.inner, role, self.opened)
     }
 
     /// The empty tree's id.

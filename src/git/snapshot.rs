@@ -216,12 +216,12 @@ impl Repo {
                 Some((kind, id)) => editor.upsert(path.as_bstr(), *kind, *id).map(drop),
                 None => editor.remove(path.as_bstr()).map(drop),
             }
-            .map_err(|e| Error::gix(format!("could not record {path} in the snapshot"), e))?;
+            .map_err(|e| Error::gix(format!("could not record {path} in tree {tree}"), e))?;
         }
         editor
             .write()
             .map(|id| id.detach())
-            .map_err(|e| Error::gix("could not write the snapshot tree", e))
+            .map_err(|e| Error::gix(format!("could not write the edit of tree {tree}"), e))
     }
 
     /// Store what the worktree file `path` holds, as `git add` would (filters applied, a
@@ -424,22 +424,8 @@ impl Repo {
 
     /// `tree` without `paths` (a path absent from it is no error).
     pub fn tree_without(&self, tree: ObjectId, paths: &[String]) -> Result<ObjectId> {
-        if paths.is_empty() {
-            return Ok(tree);
-        }
-        let mut editor = self
-            .gix()
-            .edit_tree(tree)
-            .map_err(|e| Error::gix(format!("could not edit tree {tree}"), e))?;
-        for path in paths {
-            editor
-                .remove(path)
-                .map_err(|e| Error::gix(format!("could not drop {path} from tree {tree}"), e))?;
-        }
-        editor
-            .write()
-            .map(|id| id.detach())
-            .map_err(|e| Error::gix(format!("could not write tree {tree} without some paths"), e))
+        let edits: Vec<_> = paths.iter().map(|p| (p.as_str().into(), None)).collect();
+        self.edit_tree_with(tree, &edits)
     }
 
     /// A tree holding `blobs`, each at its path.
