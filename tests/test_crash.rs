@@ -180,6 +180,38 @@ fn a_start_killed_inside_git_worktree_add_is_removed_by_doctors_fix() {
     }
 }
 
+/// A worktree git still marks as being added (`git worktree add` killed), in which the
+/// session nonetheless went on (a checkpoint began its journal), goes with one `remove
+/// --force`, as doctor's fix says; a lock a person set is not forced through.
+#[test]
+fn a_forced_remove_takes_a_worktree_git_still_marks_as_being_added() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (_, wt) = env.start(&repo, "half");
+    write(&wt, "a.txt", "work\n");
+    env.bmad(&wt, &["checkpoint", "-m", "work"]).success();
+    let locked = repo.join(".git/worktrees/proj.half/locked");
+    std::fs::write(&locked, "initializing\n").unwrap();
+    env.bmad(&repo, &["remove", "--force", "half"]).success();
+    assert!(!wt.exists(), "the worktree is still there");
+    env.bmad(&repo, &["restore", "half"]).success();
+    assert_eq!(read(&wt, "a.txt"), "work\n");
+
+    env.git(
+        &repo,
+        &[
+            "worktree",
+            "lock",
+            "--reason",
+            "on a USB disk",
+            &wt.to_string_lossy(),
+        ],
+    );
+    let refused = env.bmad(&repo, &["remove", "--force", "half"]);
+    assert_ne!(refused.code, 0, "a person's lock was forced through");
+    assert!(wt.exists());
+}
+
 /// Whether a command said it removed `lock` as a killed git's leftover.
 pub(crate) fn said_cleared(stderr: &str, lock: &std::path::Path) -> bool {
     stderr.contains(&format!(

@@ -323,8 +323,13 @@ impl Repo {
 
     /// `git worktree remove [--force] <path>`. git refuses any worktree with submodules
     /// checked out, changed or not; one whose submodules hold nothing uncommitted or
-    /// untracked loses nothing, and is removed.
+    /// untracked loses nothing, and is removed. Forced, it also takes a worktree git still
+    /// marks as being added (a killed `git worktree add` left it locked `initializing`),
+    /// which git would remove only with `-f -f`; a lock a person set stays in the way.
     pub fn remove_worktree(&self, path: &Path, force: bool) -> Result<()> {
+        if force && matches!(self.half_added(path)?, Some(HalfAdded::Listed)) {
+            self.git()?.worktree_unlock(path)?;
+        }
         match self.git()?.worktree_remove(path, force) {
             Err(e) if !force && e.to_string().contains("containing submodules") => {
                 if !self.changed_submodules(path)?.is_empty() {
