@@ -58,8 +58,8 @@ checkpoint_case() {
   fi
   : > "$work/ours" ; : > "$work/base"
   for _ in $(seq "$runs"); do
-    mutate; t0=$(now_us); ours; t1=$(now_us)
-    mutate; t2=$(now_us); baseline; t3=$(now_us)
+    mutate; now_us t0; ours; now_us t1
+    mutate; now_us t2; baseline; now_us t3
     echo $((t1 - t0)) >> "$work/ours"; echo $((t3 - t2)) >> "$work/base"
   done
   compare "git bmad checkpoint" "git plumbing baseline" "goal: ratio <= 0.25"
@@ -136,8 +136,8 @@ count=$("$bin" list --json | grep -c '"id"')
 echo "sessions listed: $count"
 : > "$work/ours" ; : > "$work/base"
 for _ in $(seq "$runs"); do
-  t0=$(now_us); "$bin" list --json >/dev/null; t1=$(now_us)
-  git for-each-ref --format='%(refname) %(contents:trailers)' refs/bmad/sessions/ >/dev/null; t2=$(now_us)
+  now_us t0; "$bin" list --json >/dev/null; now_us t1
+  git for-each-ref --format='%(refname) %(contents:trailers)' refs/bmad/sessions/ >/dev/null; now_us t2
   echo $((t1 - t0)) >> "$work/ours"; echo $((t2 - t1)) >> "$work/base"
 done
 compare "git bmad list --json" "git for-each-ref baseline" "goal < 100 ms"

@@ -21,7 +21,7 @@ per_step() {
   "$bin" start "$name" --playbook ten --quiet >/dev/null 2>&1
   cd "$work/proj.$name"
   local t0 t1
-  t0=$(now_us); "$bin" run --quiet >/dev/null 2>&1 || { echo "bench-contain: the $mode run failed" >&2; exit 1; }; t1=$(now_us)
+  now_us t0; "$bin" run --quiet >/dev/null 2>&1 || { echo "bench-contain: the $mode run failed" >&2; exit 1; }; now_us t1
   cd "$repo"
   echo $(( (t1 - t0) / 10 ))
 }

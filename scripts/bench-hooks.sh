@@ -33,7 +33,7 @@ for i in $(seq "$pushes"); do
   for name in plain guarded refonly; do
     cd "$work/$name"
     echo "$i" >> README.md && git commit -q -am "change $i" --no-verify
-    t0=$(now_us); git push -q origin feature; t1=$(now_us)
+    now_us t0; git push -q origin feature; now_us t1
     echo $((t1 - t0)) >> "$work/$name.t"
   done
 done
@@ -55,9 +55,9 @@ head=$(git rev-parse HEAD)
 time_updates() {  # dir, hooks path, label
   local dir=$1 hooks=$2 t0 t1
   cd "$dir"
-  t0=$(now_us)
+  now_us t0
   for i in $(seq "$updates"); do git -c core.hooksPath="$hooks" update-ref "refs/bench/r$i" "$head"; done
-  t1=$(now_us)
+  now_us t1
   echo $(( (t1 - t0) / updates ))
 }
 hooks_dir=$(cd "$work/guarded" && git rev-parse --path-format=absolute --git-path hooks)

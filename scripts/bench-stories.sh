@@ -15,7 +15,7 @@ time_runs() { # file command...
   : > "$out"
   for _ in $(seq 1 "$runs"); do
     local t0 t1
-    t0=$(now_us); "$@" >/dev/null; t1=$(now_us)
+    now_us t0; "$@" >/dev/null; now_us t1
     echo $((t1 - t0)) >> "$out"
   done
 }

@@ -18,11 +18,11 @@ cd "$repo"
 for r in $(seq 1 "$runs"); do
   "$bin" start "b$r" --playbook ten --quiet >/dev/null 2>&1
   cd "$work/proj.b$r"
-  t0=$(now_us); "$bin" run --quiet >/dev/null 2>&1; t1=$(now_us)
+  now_us t0; "$bin" run --quiet >/dev/null 2>&1; now_us t1
   echo $(( (t1 - t0) / 10 )) >> "$work/ours"
-  t0=$(now_us)
+  now_us t0
   for i in $(seq 1 10); do BMAD_STEP="x$i" claude -p "step $i" --output-format json >/dev/null; done
-  t1=$(now_us)
+  now_us t1
   echo $(( (t1 - t0) / 10 )) >> "$work/base"
   cd "$repo"
 done
