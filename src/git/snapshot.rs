@@ -61,12 +61,19 @@ impl Repo {
             .head_tree_id_or_empty()
             .map_err(|e| Error::gix("could not read HEAD's tree", e))?
             .detach();
-        let index = repo
-            .index_or_empty()
-            .map_err(|e| Error::gix("could not read the index", e))?;
+        // The two large reads are independent: on two cores at once.
+        let (git_dir, hash) = (self.git_dir(), repo.object_hash());
+        let (index, cached) = std::thread::scope(|scope| {
+            let cached =
+                since.map(|tree| scope.spawn(move || SnapshotCache::load(git_dir, hash, tree)));
+            let index = repo.index_or_empty();
+            // A cache that could not be read is rebuilt, like one that is not there.
+            (index, cached.and_then(|read| read.join().ok().flatten()))
+        });
+        let index = index.map_err(|e| Error::gix("could not read the index", e))?;
         // The change feed is asked before anything is read: whatever changes from here on
         // is in its next answer.
-        let (mut cache, feed) = match since.and_then(|tree| SnapshotCache::load(self, tree)) {
+        let (mut cache, feed) = match cached {
             Some(cache) => {
                 let feed = self.feed_setting().ask(self, cache.feed.as_deref());
                 (cache, feed)

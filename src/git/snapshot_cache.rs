@@ -33,7 +33,7 @@
 //! index is written again and the delta removed.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use gix::bstr::{BStr, BString, ByteSlice};
@@ -83,9 +83,10 @@ impl SnapshotCache {
         repo.git_dir().join(FILE)
     }
 
-    /// The cache of this worktree, if it describes `tree` and can be read.
-    pub fn load(repo: &Repo, tree: ObjectId) -> Option<SnapshotCache> {
-        let path = Self::path(repo);
+    /// The cache of the worktree whose git dir is `git_dir`, if it describes `tree` and can
+    /// be read (no handle: it is read on a thread of its own).
+    pub fn load(git_dir: &Path, hash: gix::hash::Kind, tree: ObjectId) -> Option<SnapshotCache> {
+        let path = git_dir.join(FILE);
         let bytes = map(&path)?;
         let newline = bytes.iter().position(|b| *b == b'\n')?;
         let header = std::str::from_utf8(&bytes[..newline]).ok()?;
@@ -99,7 +100,7 @@ impl SnapshotCache {
         if body.len() != length {
             return None;
         }
-        let delta = std::fs::read(repo.git_dir().join(DELTA_FILE))
+        let delta = std::fs::read(git_dir.join(DELTA_FILE))
             .ok()
             .and_then(|delta| Delta::parse(&delta, header));
         let expected = delta.as_ref().map_or(cached, |d| d.tree);
@@ -109,7 +110,7 @@ impl SnapshotCache {
         let decoded = gix::index::State::from_bytes(
             body,
             filetime::FileTime::from_unix_time(verified.as_secs() as i64, verified.subsec_nanos()),
-            repo.gix().object_hash(),
+            hash,
             Default::default(),
         );
         let (state, _) = match decoded {
