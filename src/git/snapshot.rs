@@ -63,12 +63,20 @@ impl Repo {
             .detach();
         // The two large reads are independent: on two cores at once.
         let (git_dir, hash) = (self.git_dir(), repo.object_hash());
+        let load = move |tree| SnapshotCache::load(git_dir, hash, tree);
         let (index, cached) = std::thread::scope(|scope| {
-            let cached =
-                since.map(|tree| scope.spawn(move || SnapshotCache::load(git_dir, hash, tree)));
+            let reading = since.map(|tree| {
+                let thread = std::thread::Builder::new().spawn_scoped(scope, move || load(tree));
+                (tree, thread)
+            });
             let index = repo.index_or_empty();
             // A cache that could not be read is rebuilt, like one that is not there.
-            (index, cached.and_then(|read| read.join().ok().flatten()))
+            let cached = reading.and_then(|(tree, thread)| match thread {
+                Ok(thread) => thread.join().ok().flatten(),
+                // No second thread to be had: read here.
+                Err(_) => load(tree),
+            });
+            (index, cached)
         });
         let index = index.map_err(|e| Error::gix("could not read the index", e))?;
         // The change feed is asked before anything is read: whatever changes from here on
