@@ -12,8 +12,11 @@ use super::{parse_time, Cached, DELTA_MAGIC};
 
 /// The changes a delta file records over a full cache file.
 pub(super) struct Delta {
+    /// The snapshot tree the delta brings the full file's entries to.
     pub tree: ObjectId,
+    /// When the stat data was known good, as the full file's header has it.
     pub verified: Duration,
+    /// The change feed's token saved with that snapshot.
     pub feed: Option<String>,
     /// Each changed path with its entry, or `None` when the snapshot no longer has it.
     pub records: Vec<(BString, Option<Cached>)>,
