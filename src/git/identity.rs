@@ -2,8 +2,9 @@
 //!
 //! Names and emails are resolved from the same configuration keys gix resolves them from
 //! (`GIT_COMMITTER_NAME` and friends arrive there as overrides), with git-bmad's fallback
-//! identity installed where the user has none. The time is taken here, once per handle when
-//! it is opened (as gix took it), not by gix: gix asks jiff for the local time zone, and jiff
+//! identity installed where the user has none. The time is taken here, not by gix: the
+//! instant once per handle when it is opened (as gix took it), the zone's offset only when
+//! something is signed. gix asks jiff for the local time zone, and jiff
 //! reads the name of every zone on the system first (about half a millisecond, on every
 //! command). The C library's local offset is the one git itself records, and costs one read
 //! of the zone file. A date git is told to use (`GIT_COMMITTER_DATE`, `GIT_AUTHOR_DATE`) is
@@ -53,22 +54,9 @@ pub(super) fn install_fallback(repo: &mut gix::Repository) -> Result<bool> {
     Ok(true)
 }
 
-/// The time a handle opened now dates what it writes with: the C library's local offset.
-pub(super) fn now() -> gix::date::Time {
-    let seconds = crate::time::Timestamp::now().secs() as i64;
-    gix::date::Time {
-        seconds,
-        offset: crate::time::local_offset(seconds),
-    }
-}
-
-/// The committer or author of something written through `repo`, dated `at` unless the
-/// environment gives a date.
-pub(super) fn signature(
-    repo: &gix::Repository,
-    role: Role,
-    at: gix::date::Time,
-) -> Result<Signature> {
+/// The committer or author of something written through `repo`, dated `at` (seconds since
+/// the epoch, in the local time zone's offset then) unless the environment gives a date.
+pub(super) fn signature(repo: &gix::Repository, role: Role, at: i64) -> Result<Signature> {
     let (name, email) = resolve(repo, role).ok_or_else(|| {
         Error::Corrupt("no identity to write with, not even git-bmad's fallback".into())
     })?;
@@ -79,7 +67,12 @@ pub(super) fn signature(
     let time = if repo.config_snapshot().string(date).is_some() {
         given_time(repo, role)?
     } else {
-        at
+        // The zone is looked up only here: a handle that writes nothing (a hook's) never
+        // reads it.
+        gix::date::Time {
+            seconds: at,
+            offset: crate::time::local_offset(at),
+        }
     };
     Ok(Signature { name, email, time })
 }

@@ -132,12 +132,13 @@ impl Repo {
 
     fn apply(&self, name: &str, edit: RefEdit) -> Result<CasOutcome> {
         let mut cleared_stale_lock = false;
+        let committer = self.signature(super::identity::Role::Committer)?;
+        let mut time = Default::default();
+        let committer = committer.to_ref(&mut time);
         loop {
-            let committer = self.signature(super::identity::Role::Committer)?;
-            let mut time = Default::default();
             let edited = self
                 .gix()
-                .edit_references_as([edit.clone()], Some(committer.to_ref(&mut time)));
+                .edit_references_as([edit.clone()], Some(committer));
             match edited {
                 Ok(_) => return Ok(CasOutcome::Updated),
                 Err(e) => {

@@ -24,10 +24,10 @@ pub struct Repo {
     /// Set on a handle whose new objects stay in memory (see [`super::pack`]): the bytes of
     /// blobs held so far.
     held: Option<std::cell::Cell<u64>>,
-    /// When the handle was opened: the time its commits and reflog entries carry, so that
-    /// what a command records agrees with times it reckons from later (a removed
-    /// session's keep time).
-    opened: gix::date::Time,
+    /// When the handle was opened (seconds since the epoch): the time its commits and
+    /// reflog entries carry, so that what a command records agrees with times it reckons
+    /// from later (a removed session's keep time).
+    opened: i64,
 }
 
 /// A decoded commit, as far as git-bmad needs it.
@@ -123,7 +123,7 @@ impl Repo {
             git,
             feed: None,
             held: None,
-            opened: super::identity::now(),
+            opened: crate::time::Timestamp::now().secs() as i64,
         })
     }
 
