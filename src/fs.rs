@@ -65,14 +65,51 @@ pub fn replace_unsynced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// or a second writer can leave it half old, half new. No file is created or deleted for it
 /// (each costs more than the write on some filesystems).
 pub fn overwrite_unsynced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::os::unix::fs::FileExt;
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
     let file = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(false)
-        .open(path)?;
+        .custom_flags(PRIVATE_FILE_FLAGS)
+        .open(path)
+        .and_then(regular)?;
     file.write_all_at(bytes, 0)?;
     file.set_len(bytes.len() as u64)
+}
+
+/// Open one of git-bmad's own files in a git dir for reading, if it is a regular file. What
+/// else may stand in its place must not stop the command: a FIFO would block the open and
+/// a device would feed bytes without end, and a symlink is never git-bmad's.
+pub fn open_private(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(PRIVATE_FILE_FLAGS)
+        .open(path)
+        .and_then(regular)
+}
+
+/// The bytes of one of git-bmad's own files, read as [`open_private`] opens it.
+pub fn read_private(path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    open_private(path)?.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Not waiting on a FIFO, not following a symlink.
+const PRIVATE_FILE_FLAGS: i32 = libc::O_NONBLOCK | libc::O_NOFOLLOW;
+
+/// `file`, if it is a regular file.
+fn regular(file: std::fs::File) -> std::io::Result<std::fs::File> {
+    if file.metadata()?.is_file() {
+        Ok(file)
+    } else {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ))
+    }
 }
 
 /// Put `bytes` at `path` read-only, as git puts a pack file: written under a name starting

@@ -370,3 +370,73 @@ fn a_submodule_is_checkpointed_at_the_commit_checked_out_in_it() {
         .success();
     assert_eq!(checkpoint_tree(&env, &wt), env.worktree_tree(&wt));
 }
+
+/// What stands in place of git-bmad's own files in a worktree's git dir (the snapshot cache,
+/// its delta, the session marker) never stops a checkpoint: a FIFO does not block it, a
+/// device does not feed it, a directory does not fail it, and a symlink is not written
+/// through. Each checkpoint is still git's own view of the worktree.
+#[test]
+fn odd_files_in_place_of_git_bmads_own_neither_stop_a_checkpoint_nor_are_written_through() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (_, wt) = env.start(&repo, "odd");
+    let git_dir = repo.join(".git/worktrees/proj.odd");
+    let elsewhere = env.root().join("precious.txt");
+    let files = [
+        "bmad-snapshot-index",
+        "bmad-snapshot-index.delta",
+        "bmad-session",
+    ];
+    let shapes = ["fifo", "device", "directory", "symlink"];
+    for (round, (file, shape)) in files
+        .iter()
+        .flat_map(|f| shapes.iter().map(move |s| (f, s)))
+        .enumerate()
+    {
+        // A checkpoint first, so that the next one would use the cache and its delta.
+        write(&wt, "a.txt", &format!("before {round}\n"));
+        env.bmad(&wt, &["checkpoint", "-m", "before"]).success();
+        let path = git_dir.join(file);
+        let kept = git_dir.join(format!("{file}.kept"));
+        // The delta is there only between two full writes.
+        let had = std::fs::rename(&path, &kept).is_ok();
+        std::fs::write(&elsewhere, "precious\n").unwrap();
+        match *shape {
+            "fifo" => env.sh(&git_dir, &format!("mkfifo {file}")).success(),
+            "device" => env
+                .sh(&git_dir, &format!("ln -s /dev/zero {file}"))
+                .success(),
+            "directory" => env.sh(&git_dir, &format!("mkdir {file}")).success(),
+            _ => env
+                .sh(&git_dir, &format!("ln -s '{}' {file}", elsewhere.display()))
+                .success(),
+        };
+        write(&wt, "a.txt", &format!("{file} as a {shape}\n"));
+        write(&wt, &format!("new-{round}.txt"), "new\n");
+        let mut checkpoint = env.spawn_group(&wt, &["checkpoint", "-m", shape]);
+        let waited = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = checkpoint.try_wait().unwrap() {
+                break Some(status);
+            }
+            if waited.elapsed() > std::time::Duration::from_secs(20) {
+                crate::common::kill_group(&mut checkpoint);
+                break None;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let what = format!("{file} as a {shape}");
+        assert!(status.is_some(), "{what}: the checkpoint hung");
+        assert!(status.unwrap().success(), "{what}: the checkpoint failed");
+        assert_eq!(
+            checkpoint_tree(&env, &wt),
+            env.worktree_tree(&wt).trim(),
+            "{what}: not git's view"
+        );
+        assert_eq!(read(&env.root(), "precious.txt"), "precious\n", "{what}");
+        env.sh(&git_dir, &format!("rm -rf {file}")).success();
+        if had {
+            std::fs::rename(&kept, &path).unwrap();
+        }
+    }
+}

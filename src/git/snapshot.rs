@@ -61,24 +61,7 @@ impl Repo {
             .head_tree_id_or_empty()
             .map_err(|e| Error::gix("could not read HEAD's tree", e))?
             .detach();
-        // The two large reads are independent: on two cores at once.
-        let (git_dir, hash) = (self.git_dir(), repo.object_hash());
-        let load = move |tree| SnapshotCache::load(git_dir, hash, tree);
-        let (index, cached) = std::thread::scope(|scope| {
-            let reading = since.map(|tree| {
-                let thread = std::thread::Builder::new().spawn_scoped(scope, move || load(tree));
-                (tree, thread)
-            });
-            let index = repo.index_or_empty();
-            // A cache that could not be read is rebuilt, like one that is not there.
-            let cached = reading.and_then(|(tree, thread)| match thread {
-                Ok(thread) => thread.join().ok().flatten(),
-                // No second thread to be had: read here.
-                Err(_) => load(tree),
-            });
-            (index, cached)
-        });
-        let index = index.map_err(|e| Error::gix("could not read the index", e))?;
+        let (index, cached) = self.index_and_snapshot_cache(since)?;
         // The change feed is asked before anything is read: whatever changes from here on
         // is in its next answer.
         let (mut cache, feed) = match cached {
@@ -191,7 +174,10 @@ impl Repo {
         // A refused file must be shown to the vet again next time, changed or not (the feed
         // would not name it): no token, so the next snapshot scans everything.
         let token = feed.token_field().filter(|_| refused.is_empty());
-        cache.store(self, tree, verified, token.as_deref())?;
+        if let Err(e) = cache.store(self, tree, verified, token.as_deref()) {
+            // Only a cache: this snapshot is whole without it, the next reads more.
+            tracing::warn!("{e}");
+        }
         Ok(Vetted {
             tree,
             refused: refused
@@ -200,6 +186,33 @@ impl Repo {
                 .collect(),
             staged,
         })
+    }
+
+    /// The worktree's index, and the snapshot cache if it describes `since`: two large
+    /// reads, independent, so on two cores at once.
+    fn index_and_snapshot_cache(
+        &self,
+        since: Option<ObjectId>,
+    ) -> Result<(gix::worktree::Index, Option<SnapshotCache>)> {
+        let repo = self.gix();
+        let (git_dir, hash) = (self.git_dir(), repo.object_hash());
+        let load = move |tree| SnapshotCache::load(git_dir, hash, tree);
+        let (index, cached) = std::thread::scope(|scope| {
+            let reading = since.map(|tree| {
+                let thread = std::thread::Builder::new().spawn_scoped(scope, move || load(tree));
+                (tree, thread)
+            });
+            let index = repo.index_or_empty();
+            // A cache that could not be read is rebuilt, like one that is not there.
+            let cached = reading.and_then(|(tree, thread)| match thread {
+                Ok(thread) => thread.join().ok().flatten(),
+                // No second thread to be had: read here.
+                Err(_) => load(tree),
+            });
+            (index, cached)
+        });
+        let index = index.map_err(|e| Error::gix("could not read the index", e))?;
+        Ok((index, cached))
     }
 
     /// Read the whole worktree once, so that the next snapshot starts from a settled

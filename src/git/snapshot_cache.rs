@@ -100,7 +100,7 @@ impl SnapshotCache {
         if body.len() != length {
             return None;
         }
-        let delta = std::fs::read(git_dir.join(DELTA_FILE))
+        let delta = crate::fs::read_private(&git_dir.join(DELTA_FILE))
             .ok()
             .and_then(|delta| Delta::parse(&delta, header));
         let expected = delta.as_ref().map_or(cached, |d| d.tree);
@@ -376,7 +376,7 @@ impl SnapshotCache {
 /// The bytes of the full cache file, mapped rather than copied: a snapshot reads it whole
 /// and keeps none of it, and a copy costs a page fault per 4 KiB on top of the read.
 fn map(path: &Path) -> Option<memmap2::Mmap> {
-    let file = std::fs::File::open(path).ok()?;
+    let file = crate::fs::open_private(path).ok()?;
     // SAFETY: the file is only ever replaced by a rename, never written in place, so the
     // mapped bytes do not change under the decode; a file a process truncates while it is
     // read is the same risk gix takes with every index it maps.

@@ -138,7 +138,8 @@ pub fn get(repo: &Repo, id: &SessionId) -> Result<Option<Session>> {
 
 /// The session the marker in this worktree's git dir names (see `SESSION_MARKER`).
 pub(super) fn marked_session(repo: &Repo) -> Option<SessionId> {
-    let text = std::fs::read_to_string(repo.git_dir().join(super::SESSION_MARKER)).ok()?;
+    let bytes = crate::fs::read_private(&repo.git_dir().join(super::SESSION_MARKER)).ok()?;
+    let text = String::from_utf8(bytes).ok()?;
     SessionId::parse(text.lines().next()?.trim())
 }
 

@@ -255,8 +255,8 @@ pub(super) fn mark_session_worktree(
 pub(super) fn marks_session(repo: &Repo, path: &std::path::Path, id: &SessionId) -> bool {
     repo.open_worktree(path)
         .ok()
-        .and_then(|wt| std::fs::read_to_string(wt.git_dir().join(SESSION_MARKER)).ok())
-        .is_some_and(|text| text.lines().next() == Some(id.as_str()))
+        .and_then(|wt| crate::fs::read_private(&wt.git_dir().join(SESSION_MARKER)).ok())
+        .is_some_and(|bytes| String::from_utf8_lossy(&bytes).lines().next() == Some(id.as_str()))
 }
 
 /// `git worktree prune`, when git still lists one of our sessions' worktrees whose directory

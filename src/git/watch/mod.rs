@@ -163,7 +163,8 @@ impl Repo {
         if !failed_lately(&failed) {
             return None;
         }
-        let reason = std::fs::read_to_string(&failed).ok()?;
+        let reason = crate::fs::read_private(&failed).ok()?;
+        let reason = String::from_utf8_lossy(&reason);
         Some(reason.trim().to_owned()).filter(|r| !r.is_empty())
     }
 
