@@ -372,6 +372,7 @@ echo '{"result":"done"}'
         log.ends_with("step work\n") && !log.starts_with(&commit),
         "{log}"
     );
+    crate::common::wait_for_repacks(&w.worktree);
     w.env.git(
         &w.worktree,
         &["fsck", "--connectivity-only", "--no-dangling"],

@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::{age_an_hour, kill_group, read, write, TestEnv};
+use crate::common::{age_an_hour, kill_group, read, wait_for_repacks, write, TestEnv};
 
 #[test]
 fn kill_dash_nine_during_checkpoints_and_rollbacks_leaves_a_consistent_repository() {
@@ -77,6 +77,7 @@ fn kill_dash_nine_during_checkpoints_and_rollbacks_leaves_a_consistent_repositor
         "only {killed_mid_run} of {KILLS} kills landed mid-run; the test is not testing"
     );
 
+    wait_for_repacks(&repo);
     let fsck = env
         .git_command(&repo)
         .args(["fsck", "--no-progress"])
@@ -418,6 +419,7 @@ pub(crate) fn recover(env: &TestEnv, repo: &std::path::Path, what: &str) {
 }
 
 fn fsck_is_clean(env: &TestEnv, repo: &std::path::Path, what: &str) {
+    wait_for_repacks(repo);
     let fsck = env
         .git_command(repo)
         .args(["fsck", "--no-progress", "--no-dangling"])

@@ -71,6 +71,7 @@ fn a_forced_remove_keeps_files_untracked_files_index_and_branch_until_restore() 
         (kept[0]["keep_until"].as_i64().unwrap() - kept[0]["removed"].as_i64().unwrap()) / 86_400;
     assert_eq!(days, 14, "kept 14 days by default");
     // Everything stays reachable: a gc that prunes every unreachable object loses nothing.
+    crate::common::wait_for_repacks(&repo);
     env.git(&repo, &["gc", "-q", "--prune=now"]);
     env.git(&repo, &["fsck", "--no-dangling"]);
     assert!(env

@@ -92,8 +92,11 @@ impl Repo {
         Ok(())
     }
 
-    /// Roll small packs up into one (`git repack --geometric=2`) once there are many; a
-    /// failure only leaves them as they are, so it is logged, not returned.
+    /// Roll small packs up into one (`git repack --geometric=2`) once there are many. git
+    /// does it on its own while this command goes on: it takes tens of milliseconds, every
+    /// [`ROLL_UP_AT`] checkpoints or so, and nothing needs its result (every object is in some
+    /// pack before, during and after it). A repack that cannot start only leaves the packs as
+    /// they are, so it is logged, not returned.
     fn roll_up_packs(&self, dir: &Path) {
         let packs = std::fs::read_dir(dir).map_or(0, |entries| {
             entries
@@ -104,13 +107,42 @@ impl Repo {
         if packs < ROLL_UP_AT {
             return;
         }
-        let rolled = self
-            .git()
-            .and_then(|git| git.run(["repack", "--geometric=2", "-d", "-l", "-q"]));
-        if let Err(e) = rolled {
-            tracing::debug!("rolling up {packs} packs: {e}");
+        // Checkpoints that follow while it runs see as many packs: one roll-up at a time.
+        let marker = self.common_dir().join(ROLL_UP_MARKER);
+        if roll_up_under_way(&marker) {
+            return;
+        }
+        // `-n`: no `info/refs` for dumb HTTP, which would list every ref of every session.
+        let rolled = self.git().and_then(|git| {
+            git.start_detached(["repack", "--geometric=2", "-d", "-l", "-n", "-q"])
+        });
+        match rolled {
+            Ok(pid) => {
+                if let Some(parent) = marker.parent() {
+                    let _ = std::fs::create_dir_all(parent);
+                }
+                if let Err(e) = crate::fs::overwrite_unsynced(&marker, pid.to_string().as_bytes()) {
+                    tracing::debug!("could not note the roll-up: {e}");
+                }
+            }
+            Err(e) => tracing::debug!("rolling up {packs} packs: {e}"),
         }
     }
+}
+
+/// Where the process id of the last roll-up started is noted, in the common git dir.
+const ROLL_UP_MARKER: &str = "bmad/roll-up";
+
+/// Whether the roll-up `marker` notes still runs: its process's command line is still a
+/// `git repack` (a finished one's is gone, or empty while a zombie, or another program's once
+/// the id is reused).
+fn roll_up_under_way(marker: &Path) -> bool {
+    let pid = crate::fs::read_private(marker)
+        .ok()
+        .and_then(|text| String::from_utf8(text).ok())
+        .and_then(|text| text.trim().parse::<u32>().ok());
+    pid.and_then(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).ok())
+        .is_some_and(|cmdline| cmdline.split(|&b| b == 0).any(|arg| arg == b"repack"))
 }
 
 /// The pack and its index for `objects`, sorted by id, and the pack's checksum (its name).
@@ -219,4 +251,46 @@ fn write_pack(dir: &Path, checksum: ObjectId, pack: &[u8], index: &[u8]) -> Resu
             .map_err(|e| Error::io("could not write the pack", &path, e))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    #[test]
+    fn a_roll_up_is_under_way_while_the_noted_process_is_a_repack() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("roll-up");
+        assert!(!roll_up_under_way(&marker), "nothing noted");
+        let note = |pid: u32| std::fs::write(&marker, format!("{pid}\n")).unwrap();
+        note(std::process::id());
+        assert!(
+            !roll_up_under_way(&marker),
+            "a live process that is not a repack"
+        );
+        let mut repack = std::process::Command::new("sleep")
+            .arg0("repack")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        note(repack.id());
+        // `spawn` returns once the exec has begun; the new command line is set a moment later.
+        let cmdline = format!("/proc/{}/cmdline", repack.id());
+        while std::fs::read(&cmdline).unwrap().is_empty() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(roll_up_under_way(&marker), "a running repack");
+        repack.kill().unwrap();
+        // Killed and not yet reaped: a zombie, whose command line is empty.
+        let zombie = format!("/proc/{}/stat", repack.id());
+        while !std::fs::read_to_string(&zombie).is_ok_and(|stat| stat.contains(") Z ")) {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(!roll_up_under_way(&marker), "a zombie");
+        repack.wait().unwrap();
+        assert!(!roll_up_under_way(&marker), "a finished one");
+        std::fs::write(&marker, "not a pid").unwrap();
+        assert!(!roll_up_under_way(&marker), "a marker that is not a pid");
+    }
 }

@@ -386,6 +386,31 @@ pub fn kill_group(child: &mut std::process::Child) {
     let _ = child.wait();
 }
 
+/// Wait until no `git repack` a checkpoint left running on `repo` runs any more: the packs
+/// are then as it left them, and `git fsck` does not see one go from under it (git's own
+/// race with any repack, as with `gc --auto`).
+pub fn wait_for_repacks(repo: &Path) {
+    let repo = repo.to_string_lossy().into_owned();
+    let repacking = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
+            let cmdline = std::fs::read(p.path().join("cmdline")).unwrap_or_default();
+            let args: Vec<_> = cmdline
+                .split(|&b| b == 0)
+                .map(String::from_utf8_lossy)
+                .collect();
+            args.iter().any(|a| a == "repack") && args.iter().any(|a| a.starts_with(&repo))
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while repacking() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a git repack on {repo} still runs after a minute"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Read a file.
 pub fn read(dir: &Path, rela: &str) -> String {
     std::fs::read_to_string(dir.join(rela)).unwrap_or_else(|e| panic!("read {rela}: {e}"))
