@@ -16,13 +16,16 @@ runs=${RUNS:-21}
 real_home=$HOME   # cargo and rustup live there
 source "$(dirname "$0")/bench-common.sh"
 
-# compare "ours label" "baseline label" "goal text": medians of $work/ours and $work/base.
+# compare "ours label" "baseline label" "goal text": medians (and means) of $work/ours and
+# $work/base; the goals are on the medians.
 compare() {
-  local o b
+  local o b om bm
   o=$(median < "$work/ours"); b=$(median < "$work/base")
-  printf '%-26s median %s   (%s runs; %s)\n' "$1" "$(ms "$o")" "$runs" "$3"
-  printf '%-26s median %s\n' "$2" "$(ms "$b")"
-  awk -v o="$o" -v b="$b" 'BEGIN {printf "ratio ours/baseline        %.2f\n", o/b}'
+  om=$(mean < "$work/ours"); bm=$(mean < "$work/base")
+  printf '%-26s median %s   mean %s   (%s runs; %s)\n' "$1" "$(ms "$o")" "$(ms "$om")" "$runs" "$3"
+  printf '%-26s median %s   mean %s\n' "$2" "$(ms "$b")" "$(ms "$bm")"
+  awk -v o="$o" -v b="$b" -v om="$om" -v bm="$bm" \
+    'BEGIN {printf "ratio ours/baseline        %.2f   (of the means: %.2f)\n", o/b, om/bm}'
 }
 
 # checkpoint_case FILES STATE: a fresh repository of FILES files (100 per directory), a

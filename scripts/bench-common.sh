@@ -20,6 +20,8 @@ export PATH="$work/bin:$PATH"
 now_us() { printf -v "$1" '%s' "${EPOCHREALTIME/./}"; }
 # The median of the numbers on stdin, one per line.
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# The mean of the numbers on stdin, one per line: what a run's slow outliers cost on average.
+mean() { awk '{s+=$1} END {printf "%d", s/NR}'; }
 # Microseconds as milliseconds.
 ms() { awk -v us="$1" 'BEGIN {printf "%.2f ms", us/1000}'; }
 
