@@ -8,10 +8,11 @@
 //! thousands of loose objects a snapshot spent most of its time creating files. Two files
 //! cost the same whatever the number of objects.
 //!
-//! Packs add up: [`Repo::write_held`] rolls small ones up with `git repack --geometric=2`,
-//! which merges the small packs (with every object in them, reachable or not, so nothing a
-//! concurrent checkpoint has yet to point at is lost) and leaves the big ones, so they never
-//! reach `gc.autoPackLimit` (which makes the next `gc --auto` repack everything).
+//! Packs add up: [`Repo::write_held`] has small ones rolled up by a `git repack --geometric=2`
+//! that runs on its own. It merges the small packs (with every object in them, reachable or
+//! not, so nothing a concurrent checkpoint has yet to point at is lost) and leaves the big
+//! ones, so they never reach `gc.autoPackLimit` (which makes the next `gc --auto` repack
+//! everything).
 
 use std::path::Path;
 
