@@ -125,7 +125,8 @@ impl GitCli {
             stderr: e.to_string(),
         })?;
         let pid = child.id();
-        drop(std::thread::spawn(move || child.wait()));
+        // With no thread to be had, it stays a zombie until this process exits: no panic.
+        let _ = std::thread::Builder::new().spawn(move || child.wait());
         Ok(pid)
     }
 

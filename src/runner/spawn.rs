@@ -82,7 +82,8 @@ impl Program {
             .stderr(Stdio::null())
             .process_group(0)
             .spawn()?;
-        drop(std::thread::spawn(move || child.wait()));
+        // With no thread to be had, it stays a zombie until this process exits: no panic.
+        let _ = std::thread::Builder::new().spawn(move || child.wait());
         Ok(())
     }
 }

@@ -366,7 +366,8 @@ fn start_watcher(root: &Path, failed: &Path) -> bool {
     match command.spawn() {
         // Reaped when it exits, if this process still runs then.
         Ok(mut child) => {
-            drop(std::thread::spawn(move || child.wait()));
+            // With no thread to be had, it stays a zombie until this process exits: no panic.
+            let _ = std::thread::Builder::new().spawn(move || child.wait());
             true
         }
         Err(e) => {
