@@ -197,7 +197,7 @@ fn settle_here(
         repo.add_worktree_on(&worktree, session.short_branch())?;
     }
     let worktree = std::fs::canonicalize(&worktree).unwrap_or(worktree);
-    super::worktree::mark_session_worktree(repo, &worktree, &id, &session.branch)?;
+    super::marker::mark_session_worktree(repo, &worktree, &id, &session.branch)?;
     let warnings = policy.prepare_worktree(repo, &worktree);
     let wt = repo.open_worktree(&worktree)?;
     super::rollback::restore_state(repo, &wt, &head)?;

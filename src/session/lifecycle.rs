@@ -142,7 +142,7 @@ pub fn start(repo: &Repo, options: &StartOptions, policy: &dyn Policy) -> Result
     }
     ensure_notes_config(repo)?;
     let worktree = std::fs::canonicalize(&worktree).unwrap_or(worktree);
-    worktree::mark_session_worktree(repo, &worktree, &id, &branch)?;
+    super::marker::mark_session_worktree(repo, &worktree, &id, &branch)?;
     warnings.extend(policy.prepare_worktree(repo, &worktree));
     journal::append(
         repo,

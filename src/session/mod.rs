@@ -24,6 +24,7 @@ mod id;
 mod init;
 mod journal;
 mod lifecycle;
+mod marker;
 mod policy;
 mod record;
 pub mod ref_record;
@@ -55,6 +56,7 @@ pub use journal::{
 pub use lifecycle::{
     finish, prune, remove, start, PruneOutcome, RemoveOptions, StartOptions, Started,
 };
+pub use marker::SESSION_MARKER;
 pub use policy::Policy;
 pub use removed::{gc, list_removed, removed_ref, restore, RemovedSession, Restored};
 pub use render::{event_summary, render_markdown, stage_for_commit, write_rendered};
@@ -68,7 +70,6 @@ pub use schema::Body;
 pub use state::{SessionState, Status};
 pub use store::{list, locate, Session};
 pub use tips::{MovedRef, RefTips};
-pub use worktree::SESSION_MARKER;
 pub use worktree::{ensure_worktree_intact, worktree_damage, Damage, WorktreeDamage};
 
 /// The repository handle sessions live in. Layers above the session layer hold it only to

@@ -370,7 +370,7 @@ fn restore_worktree(
             }
         }
         repo.add_worktree_on(&session.worktree, session.short_branch())?;
-        super::worktree::mark_session_worktree(
+        super::marker::mark_session_worktree(
             repo,
             &session.worktree,
             &session.id,

@@ -206,7 +206,7 @@ fn remove_abandoned_temporaries(dir: &Path) {
 /// its own: staging there would leave `journal.md` staged-deleted in the real index, so
 /// such a commit is skipped and the next one carries the journal.
 pub fn stage_for_commit(repo: &Repo, index: Option<&Path>) -> Result<Option<String>> {
-    let Some(id) = super::store::marked_session(repo) else {
+    let Some(id) = super::marker::marked_session(repo) else {
         return Ok(None);
     };
     let partial = index

@@ -136,13 +136,6 @@ pub fn get(repo: &Repo, id: &SessionId) -> Result<Option<Session>> {
         .map(|cp| Session::from_checkpoint(id.clone(), cp, here.as_deref())))
 }
 
-/// The session the marker in this worktree's git dir names (see `SESSION_MARKER`).
-pub(super) fn marked_session(repo: &Repo) -> Option<SessionId> {
-    let bytes = crate::fs::read_private(&repo.git_dir().join(super::SESSION_MARKER)).ok()?;
-    let text = String::from_utf8(bytes).ok()?;
-    SessionId::parse(text.lines().next()?.trim())
-}
-
 /// Find one session: by id, unique id prefix or name when `query` is given, otherwise the
 /// session whose worktree `repo` was opened in.
 ///
@@ -151,7 +144,7 @@ pub(super) fn marked_session(repo: &Repo) -> Option<SessionId> {
 pub fn locate(repo: &Repo, query: Option<&str>) -> Result<Session> {
     let direct = match query {
         Some(query) => SessionId::parse(query),
-        None => marked_session(repo),
+        None => super::marker::marked_session(repo),
     };
     if let Some(session) = direct.map(|id| get(repo, &id)).transpose()?.flatten() {
         if query.is_some() || same_dir(repo.workdir(), &session.worktree) {

@@ -231,32 +231,12 @@ pub(super) fn damage_among(
     })
 }
 
-/// The file in a session worktree's private git dir that names its session: its id on the
-/// first line, its branch (full ref name) on the second.
-///
-/// Hooks run on every commit and ref update; this lets them tell a session worktree from the
-/// user's own, and the session's own branch from others, with shell builtins alone, without
-/// starting a process. `git worktree prune` and `remove` delete it with the worktree's git dir.
-pub const SESSION_MARKER: &str = "bmad-session";
-
-pub(super) fn mark_session_worktree(
-    repo: &Repo,
-    worktree: &std::path::Path,
-    id: &SessionId,
-    branch: &str,
-) -> Result<()> {
-    let wt = repo.open_worktree(worktree)?;
-    let path = wt.git_dir().join(SESSION_MARKER);
-    std::fs::write(&path, format!("{id}\n{branch}\n"))
-        .map_err(|e| Error::io("could not write", path, e))
-}
-
 /// Whether the worktree at `path` is marked as `id`'s (an interrupted `remove` left it).
 pub(super) fn marks_session(repo: &Repo, path: &std::path::Path, id: &SessionId) -> bool {
     repo.open_worktree(path)
         .ok()
-        .and_then(|wt| crate::fs::read_private(&wt.git_dir().join(SESSION_MARKER)).ok())
-        .is_some_and(|bytes| String::from_utf8_lossy(&bytes).lines().next() == Some(id.as_str()))
+        .and_then(|wt| super::marker::marked_session(&wt))
+        .is_some_and(|marked| &marked == id)
 }
 
 /// `git worktree prune`, when git still lists one of our sessions' worktrees whose directory
