@@ -6,6 +6,11 @@
 //!   for agents.
 //! - The tests git-bmad runs to judge work: they run code an agent wrote, so they get no
 //!   credential of the user's ([`untrusted`]).
+//!
+//! And the one per-user place git-bmad keeps secrets in ([`key_store`]), which every wall
+//! hides.
+
+use std::path::PathBuf;
 
 /// Variables that would make a child git act on another repository, index or worktree.
 pub const REPO_REDIRECTING_VARS: &[&str] = &[
@@ -27,6 +32,35 @@ pub const CONTAINED: &str = "BMAD_CONTAINED";
 /// Set on every git command git-bmad runs itself: a hook it fires knows that git-bmad, not
 /// a person, acts (a push with the user's credentials, a merge of an agent's branch).
 pub const OWN_GIT: &str = "GIT_BMAD_OWN_GIT";
+
+/// git-bmad's per-user store of what no step may read, each clone's signing key in a folder
+/// named by its clone id: `$XDG_CONFIG_HOME/git-bmad/keys`, else `~/.config/git-bmad/keys`;
+/// `None` when neither names an absolute place. Outside every repository, so a step that
+/// reads its repository reads no key; hidden by the walls wherever it lies.
+pub fn key_store() -> Option<PathBuf> {
+    let absolute = |name: &str| {
+        std::env::var_os(name)
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute() && p.as_os_str().len() > 1)
+    };
+    let config =
+        absolute("XDG_CONFIG_HOME").or_else(|| absolute("HOME").map(|h| h.join(".config")))?;
+    Some(config.join("git-bmad").join("keys"))
+}
+
+/// Where git-bmad keeps the sockets of its own processes (the change feed's watchers): the
+/// user's runtime folder (`$XDG_RUNTIME_DIR/git-bmad`), else `/tmp/git-bmad-<uid>`. Both lie
+/// where the walls hide, so no contained step reaches them; the caller makes the folder and
+/// checks it is the user's alone.
+pub fn runtime_dir(uid: u32) -> PathBuf {
+    std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute() && p.is_dir())
+        .map(|p| p.join("git-bmad"))
+        // A socket's path has room for 107 bytes.
+        .filter(|p| p.as_os_str().len() < 48)
+        .unwrap_or_else(|| PathBuf::from(format!("/tmp/git-bmad-{uid}")))
+}
 
 /// Whether variable `key` names a credential: a token, a secret, a password, an API or
 /// access key, the SSH agent, git's ways to ask for one or reach a host.
@@ -56,25 +90,111 @@ pub fn is_credential(key: &str) -> bool {
         || upper.starts_with("GIT_SSH")
 }
 
-/// The environment of a process that runs code an agent wrote: the variables to set and
-/// those to remove from this process's own. No credential variable, no git configuration
-/// but the repository's (so no credential helper), no `gh` login, no prompt.
-pub fn untrusted() -> (Vec<(String, String)>, Vec<String>) {
-    let set = [
+/// What an agent or a test process gets of this process's environment, by name: the
+/// command search path and home, who the user is, the terminal, locale and time zone,
+/// proxies and certificate stores, git's identity and editor (and the two variables that
+/// only narrow what git reads), toolchains' homes, CI's marker. Nothing else but what its CLI
+/// needs and what the configuration names: a credential no name gives away (`GH_PAT`,
+/// `DATABASE_URL` with a password, `GIT_CONFIG_VALUE_0` with an `http.extraheader`) is not
+/// passed, contained or not.
+const PASSED: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "TERM",
+    "COLORTERM",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "LANG",
+    "LANGUAGE",
+    "LC_",
+    "TZ",
+    "TMPDIR",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "GIT_AUTHOR_NAME",
+    "GIT_AUTHOR_EMAIL",
+    "GIT_COMMITTER_NAME",
+    "GIT_COMMITTER_EMAIL",
+    "GIT_EDITOR",
+    "GIT_CONFIG_NOSYSTEM",
+    "GIT_CONFIG_GLOBAL",
+    "CARGO_HOME",
+    "RUSTUP_HOME",
+    "RUSTUP_TOOLCHAIN",
+    "GOPATH",
+    "GOROOT",
+    "GOMODCACHE",
+    "GOCACHE",
+    "JAVA_HOME",
+    "NVM_DIR",
+    "NVM_BIN",
+    "VOLTA_HOME",
+    "PYENV_ROOT",
+    "VIRTUAL_ENV",
+    "BUN_INSTALL",
+    "DENO_DIR",
+    "ASDF_DIR",
+    "ASDF_DATA_DIR",
+    "MISE_DATA_DIR",
+    "SDKMAN_DIR",
+    "GRADLE_USER_HOME",
+    "CI",
+];
+
+/// Whether `key` is named by `pattern`: the same name, or a prefix ending in `_` (`LC_`,
+/// `ANTHROPIC_`).
+fn names(pattern: &str, key: &str) -> bool {
+    match pattern.strip_suffix('_') {
+        Some(_) => key.starts_with(pattern),
+        None => key == pattern,
+    }
+}
+
+/// The environment of an agent or a test process, whole (it is started with a cleared
+/// one): the variables of this process's own that [`PASSED`], `also` (its CLI's names) or
+/// `configured` (the names the configuration gives) name. A name ending in `_` names every
+/// variable it begins.
+pub fn passed(also: &[&str], configured: &[String]) -> Vec<(String, String)> {
+    std::env::vars_os()
+        .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)))
+        .filter(|(key, _)| {
+            PASSED.iter().chain(also).any(|p| names(p, key))
+                || configured.iter().any(|p| names(p, key))
+        })
+        .filter(|(key, _)| !REPO_REDIRECTING_VARS.contains(&key.as_str()))
+        .collect()
+}
+
+/// The environment of a process that runs code an agent wrote (a test run), whole: what
+/// [`passed`] passes of the `configured` names, no git configuration but the repository's (so
+/// no credential helper), no `gh` login, no prompt.
+pub fn untrusted(configured: &[String]) -> Vec<(String, String)> {
+    let fixed = [
         ("GIT_CONFIG_GLOBAL", "/dev/null"),
         ("GIT_CONFIG_NOSYSTEM", "1"),
         ("GIT_TERMINAL_PROMPT", "0"),
         ("GH_CONFIG_DIR", "/dev/null"),
-    ]
-    .iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect();
-    let remove = std::env::vars_os()
-        .filter_map(|(key, _)| key.into_string().ok())
-        .filter(|key| is_credential(key))
-        .chain(REPO_REDIRECTING_VARS.iter().map(|s| s.to_string()))
+    ];
+    let mut env: Vec<(String, String)> = passed(&[], configured)
+        .into_iter()
+        .filter(|(key, _)| !fixed.iter().any(|(k, _)| k == key))
         .collect();
-    (set, remove)
+    env.extend(fixed.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    env
 }
 
 #[cfg(test)]
@@ -111,6 +231,29 @@ mod tests {
             "AUTHORITY_URL",
         ] {
             assert!(!is_credential(key), "{key}");
+        }
+    }
+
+    #[test]
+    fn names_are_names_and_prefixes_end_in_an_underscore() {
+        assert!(names("PATH", "PATH"));
+        assert!(!names("PATH", "PATHEXT"));
+        assert!(names("LC_", "LC_ALL"));
+        assert!(names("ANTHROPIC_", "ANTHROPIC_BASE_URL"));
+        assert!(!names("ANTHROPIC_", "ANTHROPIC"));
+        assert!(!names("CI", "CIRCLE_TOKEN"));
+        // Nothing the allow-list passes is a credential by name, nor one that is not by name.
+        for key in PASSED {
+            assert!(!is_credential(key), "{key}");
+        }
+        for key in [
+            "GH_PAT",
+            "OPENAI_KEY_DEV",
+            "DATABASE_URL",
+            "GIT_CONFIG_VALUE_0",
+            "SENTRY_DSN",
+        ] {
+            assert!(!PASSED.iter().any(|p| names(p, key)), "{key}");
         }
     }
 }

@@ -144,12 +144,15 @@ pub fn html_page(title: &str, style: &str, body: &str) -> String {
 }
 
 /// Text made safe inside HTML elements and attribute values; a bidirectional control is
-/// marked (`[U+202E]`) instead of reordering the page.
+/// marked (`[U+202E]`) instead of reordering the page, and any other control character but
+/// newline and tab (an escape, a bell, a C1 control) is shown as its escape (`\x1b`), never
+/// written raw for whatever reads or prints the page.
 pub fn html_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
             c if is_bidi_control(c) => out.push_str(&format!("[U+{:04X}]", c as u32)),
+            c if c.is_control() && c != '\n' && c != '\t' => out.push_str(&visible_escape(c)),
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
@@ -203,6 +206,11 @@ mod tests {
             "\x1b[32mok\x1b[0m\\x1b[8m"
         );
         assert_eq!(html_escape("a\u{202e}b"), "a[U+202E]b");
+        // A story title's escape and bell are shown, not written.
+        assert_eq!(
+            html_escape("t\x1b]0;x\x07\u{9b}1\n\tz"),
+            "t\\x1b]0;x\\x07\\u{9b}1\n\tz"
+        );
     }
 
     #[test]

@@ -34,6 +34,7 @@ mod test_real_cli;
 mod test_removed;
 mod test_report;
 mod test_rollback;
+mod test_root_of_trust;
 mod test_scan;
 mod test_session_state;
 mod test_shapes;

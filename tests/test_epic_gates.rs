@@ -532,10 +532,24 @@ fn with_gates_a_story_whose_dependency_failed_waits_for_a_human_who_may_override
             "-s",
             "epic-3",
             "-m",
-            "storage is stubbed",
+            "storage is stubbed; used ghp_R8x2Kq9LmZ4tVb7Nw1Yc6Hd3Jf5Gs0PaE2uQ to check",
         ],
     )
     .code(3);
+    // What a human types is redacted like anything else bound for the journal.
+    let journal = env
+        .bmad(&repo, &["journal", "epic-3", "--json"])
+        .success()
+        .stdout;
+    assert!(journal.contains("storage is stubbed"), "{journal}");
+    let leaked: Vec<&str> = journal
+        .lines()
+        .filter(|l| l.contains("ghp_R8x2Kq9LmZ4tVb7Nw1"))
+        .collect();
+    assert!(
+        leaked.is_empty(),
+        "the token reached the journal: {leaked:#?}"
+    );
     let s = status(&env, &repo);
     assert_eq!(story(&s, "3-3-sync-engine")["stage"], "done", "{s:#}");
     assert_eq!(gate_id(&s), "completion", "{s:#}");

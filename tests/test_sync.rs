@@ -318,25 +318,33 @@ fn a_squash_merge_keeps_the_session_trailer_and_a_rebase_keeps_the_journal() {
     assert_eq!(message.trim(), id, "{message}");
 }
 
-#[test]
-fn a_push_during_a_live_run_keeps_the_lease_and_one_after_it_hands_the_session_off() {
-    let env = TestEnv::new();
-    let (a, b, _remote) = two_machines(&env);
-    trust_each_other(&env, &a, &[&b]);
-    env.git(&a, &["config", "bmad.origin.pushSessions", "true"]);
+/// Session `feat` of A (which pushes sessions) with a run live in it: its step waits
+/// (bounded) for a file `go` in the worktree, then writes `out.txt`. Its id, worktree and
+/// the run's process.
+pub(crate) fn a_live_run(env: &TestEnv, a: &Path) -> (String, PathBuf, std::process::Child) {
+    env.git(a, &["config", "bmad.origin.pushSessions", "true"]);
     // A step that waits (bounded) for the test to let it finish.
     write(
-        &a,
+        a,
         ".bmad/playbooks/slow.yaml",
         "steps:\n  - {id: wait, runner: shell, command: 'touch started; i=0; while [ ! -f go ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; echo done > out.txt'}\n",
     );
-    let (_id, wt_a) = env.start(&a, "feat");
-    let mut run = env.spawn_group(&wt_a, &["run", "slow"]);
+    let (id, wt_a) = env.start(a, "feat");
+    let run = env.spawn_group(&wt_a, &["run", "slow"]);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while !wt_a.join("started").exists() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
     assert!(wt_a.join("started").exists(), "the step never started");
+    (id, wt_a, run)
+}
+
+#[test]
+fn a_push_during_a_live_run_keeps_the_lease_and_one_after_it_hands_the_session_off() {
+    let env = TestEnv::new();
+    let (a, b, _remote) = two_machines(&env);
+    trust_each_other(&env, &a, &[&b]);
+    let (_id, wt_a, mut run) = a_live_run(&env, &a);
 
     // Pushed while the run is live in A: the lease stays, B needs --steal.
     env.bmad(&a, &["push", "feat"]).success();
@@ -381,11 +389,14 @@ fn init_makes_the_signing_key_and_doctor_says_how_to_trust_a_second_machine() {
 fn a_project_whose_reviewed_branch_is_not_main_trusts_the_signers_committed_there() {
     let env = TestEnv::new();
     let repo = env.repo("proj");
+    // Which branches are reviewed is itself reviewed: main's committed config says so.
     write(
         &repo,
         ".bmad/config.yaml",
         "version: 1\npolicy:\n  protected_branches: [trunk]\n",
     );
+    env.git(&repo, &["add", ".bmad/config.yaml"]);
+    env.git(&repo, &["commit", "-q", "-m", "trunk is reviewed"]);
     env.git(&repo, &["checkout", "-q", "-b", "trunk"]);
     write(&repo, ".bmad/allowed_signers", "laptop@example.com ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIL5+ignHEahwm7h7Zi2iaXEZIfEkjPRjsmngjIuHIM4+\n");
     env.git(&repo, &["add", ".bmad/allowed_signers"]);

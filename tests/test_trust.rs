@@ -68,7 +68,7 @@ fn push_note(env: &TestEnv, evil: &Path, id: &str, head: &str, note: &str) {
 
 /// Append `events` (kind, step, decision, detail) to session `id`'s journal on the remote,
 /// chained to its real tip exactly as git-bmad would chain them.
-fn forge_events(
+pub(crate) fn forge_events(
     env: &TestEnv,
     evil: &Path,
     id: &str,
@@ -168,7 +168,7 @@ pub(crate) fn forge_checkpoint(env: &TestEnv, evil: &Path, id: &str, trailers: &
 }
 
 /// A, trusted, parks a gated run on session `feat` and pushes it with its journal.
-fn a_parks_and_pushes(env: &TestEnv, a: &Path) -> (String, PathBuf) {
+pub(crate) fn a_parks_and_pushes(env: &TestEnv, a: &Path) -> (String, PathBuf) {
     env.git(a, &["config", "bmad.origin.pushSessions", "true"]);
     let (id, wt_a) = env.start(a, "feat");
     env.bmad(&wt_a, &["run", "gated"]).code(3);

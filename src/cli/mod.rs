@@ -56,7 +56,7 @@ pub struct Context {
 impl Context {
     /// Open the repository the command runs in.
     pub fn repo(&self) -> Result<Repo, CommandError> {
-        Repo::discover(&self.cwd).map_err(|e| {
+        let repo = Repo::discover(&self.cwd).map_err(|e| {
             let not_repo = matches!(e, crate::git::Error::NotARepository { .. });
             let err = CommandError::from(e);
             if not_repo {
@@ -64,7 +64,17 @@ impl Context {
             } else {
                 err
             }
-        })
+        })?;
+        // A key an older git-bmad kept in the repository leaves it on the next command, before
+        // any step can read it (a contained process cannot write the repository's folder).
+        if std::env::var_os(crate::env::CONTAINED).is_none() {
+            if let Err(e) = crate::session::trust::move_legacy_key(&repo) {
+                self.ui.warn(format!(
+                    "this clone's signing key is still in the repository: {e}"
+                ));
+            }
+        }
+        Ok(repo)
     }
 
     /// The project configuration, with the runner names it uses checked against the

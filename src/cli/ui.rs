@@ -28,9 +28,40 @@ const PAINT: [&str; 6] = [
     "\x1b[32m", "\x1b[33m", "\x1b[31m", "\x1b[2m", "\x1b[1m", "\x1b[0m",
 ];
 
+/// What [`Ui::paint`] puts before each of its sequences, so that the output filter keeps
+/// only those: a private-use character and a number drawn anew by every process. The same
+/// sequence written by an agent or a remote (a session name of `\x1b[31m`) lacks it and is
+/// shown as an escape, wherever it stands.
+fn paint_tag() -> &'static str {
+    static TAG: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TAG.get_or_init(|| {
+        use std::hash::{BuildHasher, Hasher};
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u32(std::process::id());
+        format!("\u{e000}{:016x}\u{e001}", hasher.finish())
+    })
+}
+
+/// Our own sequences as painted: each behind the tag.
+fn tagged_paint() -> &'static [String] {
+    static TAGGED: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    TAGGED.get_or_init(|| {
+        PAINT
+            .iter()
+            .map(|p| format!("{}{p}", paint_tag()))
+            .collect()
+    })
+}
+
 /// Human output with every control character shown as an escape but our own colours.
 pub fn safe_for_terminal(text: &str) -> String {
-    crate::text::terminal_safe_keeping(text, &PAINT)
+    let ours: Vec<&str> = tagged_paint().iter().map(String::as_str).collect();
+    let safe = crate::text::terminal_safe_keeping(text, &ours);
+    if safe.contains(paint_tag()) {
+        safe.replace(paint_tag(), "")
+    } else {
+        safe
+    }
 }
 
 /// The terminal, as the commands see it.
@@ -95,14 +126,15 @@ impl Ui {
         if !self.color {
             return text.to_owned();
         }
+        let paint = tagged_paint();
         let code = match style {
-            Style::Green => PAINT[0],
-            Style::Yellow => PAINT[1],
-            Style::Red => PAINT[2],
-            Style::Dim => PAINT[3],
-            Style::Bold => PAINT[4],
+            Style::Green => &paint[0],
+            Style::Yellow => &paint[1],
+            Style::Red => &paint[2],
+            Style::Dim => &paint[3],
+            Style::Bold => &paint[4],
         };
-        format!("{code}{}{}", crate::text::terminal_safe(text), PAINT[5])
+        format!("{code}{}{}", crate::text::terminal_safe(text), paint[5])
     }
 
     /// Print rows as aligned columns (the last column is not padded).
@@ -152,5 +184,28 @@ pub fn ago(then_secs: i64) -> String {
         60..=3599 => format!("{}m ago", d / 60),
         3600..=86_399 => format!("{}h ago", d / 3600),
         _ => format!("{}d ago", d / 86_400),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_our_own_paint_reaches_the_terminal_whatever_the_text_holds() {
+        let ui = Ui {
+            json: false,
+            quiet: false,
+            color: true,
+        };
+        // A remote's name that holds the very colour codes git-bmad paints with.
+        let name = "\x1b[31mfeat\x1b[0m";
+        let line = safe_for_terminal(&format!("{} {name}", ui.paint("running", Style::Green)));
+        assert_eq!(line, "\x1b[32mrunning\x1b[0m \\x1b[31mfeat\\x1b[0m");
+        // Inside a painted span too.
+        let line = safe_for_terminal(&ui.paint(name, Style::Bold));
+        assert_eq!(line, "\x1b[1m\\x1b[31mfeat\\x1b[0m\x1b[0m");
+        // Text without colour is left as it is.
+        assert_eq!(safe_for_terminal("plain \u{e000}"), "plain \u{e000}");
     }
 }

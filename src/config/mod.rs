@@ -279,7 +279,8 @@ impl Config {
                 "sessions.branch_prefix {prefix:?} must be letters, digits, '-', '_', '.' and '/' (for example \"bmad/\")"
             )));
         }
-        let problems = self.orchestration.problems();
+        let mut problems = self.orchestration.problems();
+        problems.extend(self.runners.env_problems());
         if !problems.is_empty() {
             return Err(bad(problems.join("; ")));
         }

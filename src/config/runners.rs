@@ -5,8 +5,13 @@
 //!   default: claude
 //!   roles: {dev: codex}
 //!   claude: {args: ["--permission-mode", "acceptEdits", "--max-turns", "40"]}
-//!   generic: {command: ["my-agent", "--task", "{prompt}"]}
+//!   generic: {command: ["my-agent", "--task", "{prompt}"], env: [MY_AGENT_KEY]}
+//!   env: [DATABASE_URL]
 //! ```
+//!
+//! Agents and the commands run for them get an allow-listed environment (`crate::env`):
+//! `env` names more variables for all of them, `<runner>.env` for that runner's steps (a name
+//! ending in `_` names every variable it begins).
 //!
 //! Every key besides `default` and `roles` names a runner. This layer does not know which
 //! runners exist (the runner layer registers one adapter per CLI), so the names are checked
@@ -26,6 +31,8 @@ pub struct RunnersConfig {
     pub roles: BTreeMap<String, String>,
     /// Whether agent steps and the commands run for them are contained.
     pub sandbox: Sandbox,
+    /// More variables every agent and test process gets, by name, beyond the built-in list.
+    pub env: Vec<String>,
     /// How each runner is called, by runner name.
     #[serde(flatten)]
     pub clis: BTreeMap<String, CliConfig>,
@@ -37,6 +44,7 @@ impl Default for RunnersConfig {
             default: "claude".into(),
             roles: BTreeMap::new(),
             sandbox: Sandbox::Auto,
+            env: Vec::new(),
             clis: BTreeMap::new(),
         }
     }
@@ -49,6 +57,7 @@ impl RunnersConfig {
             program: None,
             args: None,
             command: Vec::new(),
+            env: Vec::new(),
         };
         self.clis.get(runner).unwrap_or(&UNCONFIGURED)
     }
@@ -85,4 +94,33 @@ pub struct CliConfig {
     /// The whole command line, for a runner that has no adapter of its own (`generic`):
     /// `{prompt}` is replaced by the prompt, else the prompt goes on stdin.
     pub command: Vec<String>,
+    /// More variables its steps get, by name (its own API key, say).
+    pub env: Vec<String>,
+}
+
+impl RunnersConfig {
+    /// Every `env` name that is not a variable's name (or a prefix ending in `_`), with its
+    /// place.
+    pub fn env_problems(&self) -> Vec<String> {
+        let bad = |name: &String| {
+            name.is_empty()
+                || name.starts_with(|c: char| c.is_ascii_digit())
+                || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        };
+        let mut out: Vec<String> = self
+            .env
+            .iter()
+            .filter(|n| bad(n))
+            .map(|n| format!("runners.env: {n:?} is not a variable's name"))
+            .collect();
+        for (runner, cli) in &self.clis {
+            out.extend(
+                cli.env
+                    .iter()
+                    .filter(|n| bad(n))
+                    .map(|n| format!("runners.{runner}.env: {n:?} is not a variable's name")),
+            );
+        }
+        out
+    }
 }

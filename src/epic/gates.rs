@@ -325,7 +325,10 @@ pub fn answer(
         .step(Some(gate.id.clone()))
         .decision(Some(Decision::Human))
         .trigger(Some("epic_checkpoint".into()))
-        .response(Some(message.unwrap_or(answer.as_str()).to_owned())),
+        // What a human types can hold a token as well as anything else bound for the journal.
+        .response(Some(crate::policy::secrets::redact(
+            message.unwrap_or(answer.as_str()),
+        ))),
     )?;
     Ok(started.epic.clone())
 }

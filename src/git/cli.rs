@@ -143,8 +143,9 @@ impl GitCli {
 
     /// `git index-pack --stdin` from `pack`: the pack checked, indexed and stored in this
     /// repository's database.
+    /// Only a plain file is read: a step's layer may hold a fifo or a link in its place.
     pub(super) fn index_pack(&self, pack: &Path) -> Result<()> {
-        let file = std::fs::File::open(pack).map_err(|e| Error::Io {
+        let file = crate::fs::open_private(pack).map_err(|e| Error::Io {
             op: "could not read the pack",
             path: pack.to_owned(),
             source: e,

@@ -62,6 +62,9 @@ fn stamp(meta: &std::fs::Metadata) -> Stamp {
     (meta.ino(), meta.ctime(), meta.ctime_nsec(), meta.size())
 }
 
+/// The report channel's socket, in a session's deferred folder (see `session::deferred`).
+pub const REPORT_SOCKET: &str = "report.sock";
+
 /// The copies: branches (the step's own is taken back), hooks and config (written, they
 /// are reported; git's own `git config` cannot replace the file and fails).
 const COPIED: &[&str] = &["refs/heads", "hooks", "config"];
@@ -219,6 +222,7 @@ impl Repo {
         if let Ok(entries) = std::fs::read_dir(dir.join("pack")) {
             for entry in entries.filter_map(|e| e.ok()) {
                 let path = entry.path();
+                // `index_pack` opens only a plain file: a fifo there would block it for good.
                 if path.extension().is_some_and(|e| e == "pack")
                     && !path.to_string_lossy().contains("tmp_")
                     && self.git()?.index_pack(&path).is_err()
@@ -243,10 +247,18 @@ impl Fence {
         self.layer.join("deferred")
     }
 
+    /// Where the step's hooks report to git-bmad (a socket it listens on, in
+    /// [`Self::deferred`]): shown mounted over itself, so the step can neither remove nor
+    /// replace it.
+    pub fn report_socket(&self) -> PathBuf {
+        self.deferred().join(REPORT_SOCKET)
+    }
+
     /// How the step's view differs from the read-only system: the repository readable, the
     /// layer's parts at the real paths, the worktree and its git dir writable but for the
-    /// files that link them to the repository.
-    pub fn views(&self, main_workdir: Option<&Path>) -> Vec<View> {
+    /// files that link them to the repository. (The main worktree is not the repository:
+    /// the walls hide it.)
+    pub fn views(&self) -> Vec<View> {
         let shown = |source: PathBuf, target: PathBuf, writable| View {
             source,
             target,
@@ -255,9 +267,6 @@ impl Fence {
         let same = |path: PathBuf, writable| shown(path.clone(), path, writable);
         let mut views = vec![same(self.common.clone(), false)];
         views.extend(self.local_remotes.iter().map(|r| same(r.clone(), false)));
-        if let Some(main) = main_workdir {
-            views.push(same(main.to_owned(), false));
-        }
         views.extend([
             shown(
                 self.layer.join("objects"),
@@ -273,6 +282,14 @@ impl Fence {
             shown(
                 self.deferred(),
                 self.common.join("bmad/deferred").join(&self.name),
+                true,
+            ),
+            shown(
+                self.report_socket(),
+                self.common
+                    .join("bmad/deferred")
+                    .join(&self.name)
+                    .join(REPORT_SOCKET),
                 true,
             ),
             same(self.worktree_git_dir.clone(), true),
@@ -341,8 +358,22 @@ impl Fence {
         }
         if let Some(content) = own_branch {
             let text = String::from_utf8_lossy(&content);
-            match ObjectId::from_hex(text.trim().as_bytes()) {
-                Ok(tip) if repo.is_commit(tip) => {
+            let tip = ObjectId::from_hex(text.trim().as_bytes())
+                .ok()
+                .filter(|tip| repo.is_commit(*tip));
+            // Trees git refuses (`..`, `.git`, a symlinked `.gitmodules`) never reach the
+            // branch, whence a push or another tool's checkout would carry them further.
+            let refused = match tip.filter(|tip| Some(*tip) != self.branch_before) {
+                Some(tip) => repo.refused_tree_entries(tip, self.branch_before)?,
+                None => Vec::new(),
+            };
+            match tip {
+                Some(_) if !refused.is_empty() => beyond.push(format!(
+                    "{}: set to commits whose trees git refuses ({}); the branch stays where it was",
+                    self.branch,
+                    refused.join("; ")
+                )),
+                Some(tip) => {
                     if Some(tip) != self.branch_before {
                         let moved = repo.cas_ref_waiting(
                             &self.branch,
@@ -356,7 +387,7 @@ impl Fence {
                     }
                 }
                 // What it holds is not shown: it is the step's to choose.
-                _ => beyond.push(format!(
+                None => beyond.push(format!(
                     "{}: set to something that is not a commit of this repository",
                     self.branch
                 )),

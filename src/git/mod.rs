@@ -26,6 +26,7 @@ mod snapshot;
 mod snapshot_cache;
 mod sparse;
 mod submodules;
+mod tree_check;
 mod watch;
 mod worktree_scan;
 
@@ -33,14 +34,14 @@ pub use commands::{ConfigFile, DiffStat, PatchStream};
 pub use diff::ChangedFile;
 pub use diff::TreeChange;
 pub use error::{Error, Result};
-pub use fence::{Fence, View};
+pub use fence::{Fence, View, REPORT_SOCKET};
 pub use gix::ObjectId;
 pub use index::SavedIndex;
 pub use notes::NotesTip;
 pub use push::{PushOutcome, Refused};
 pub use refs::{lock_age, CasOutcome, ABANDONED_GIT_LOCK, STALE_LOCK_AGE};
 pub use repo::{CommitInfo, Repo, WorktreeInfo};
-pub use signing::SshSigner;
+pub use signing::{precheck, Precheck, SshSigner};
 pub use snapshot::{Dirt, Vet, Vetted, VET_LIMIT};
 #[cfg(target_os = "linux")]
 pub use watch::run_watcher;

@@ -50,6 +50,19 @@ impl Repo {
         }
     }
 
+    /// The ref a symbolic ref names (`refs/remotes/origin/HEAD` → `refs/remotes/origin/main`),
+    /// or `None` when it does not exist or is not symbolic.
+    pub fn symbolic_target(&self, name: &str) -> Result<Option<String>> {
+        let found = self
+            .gix()
+            .try_find_reference(name)
+            .map_err(|e| Error::gix(format!("could not read {name}"), e))?;
+        Ok(found.and_then(|reference| match reference.target() {
+            gix::refs::TargetRef::Symbolic(target) => Some(target.as_bstr().to_string()),
+            gix::refs::TargetRef::Object(_) => None,
+        }))
+    }
+
     /// Set `name` to `new` if it currently is `expected` (`None`: must not exist).
     ///
     /// Writes a reflog entry even for refs outside `refs/heads` (git would not), so the history

@@ -467,6 +467,15 @@ impl Repo {
             .map(|v| v.to_str_lossy().into_owned())
     }
 
+    /// The names of the configured remotes.
+    pub fn remote_names(&self) -> Vec<String> {
+        self.inner
+            .remote_names()
+            .iter()
+            .map(|name| name.to_string())
+            .collect()
+    }
+
     /// The user's identity as git resolves it: `user.name`, `user.email`.
     pub fn identity(&self) -> [Option<String>; 2] {
         [

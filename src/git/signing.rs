@@ -171,6 +171,43 @@ impl SshSigner {
     }
 }
 
+/// What can be told of an SSH signature in-process, before the verifier is asked.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precheck {
+    /// Not a signature by this key of this data in this namespace (another key made it, it
+    /// names another namespace, its bytes do not verify, or it is no signature at all).
+    Refuted,
+    /// Made by this key, of this data, in this namespace: ed25519's check passed here.
+    Verified,
+    /// Made with this key's public half, of a kind not checked here: the verifier must say.
+    Unchecked,
+}
+
+/// Whether `signature` (armored) is `public`'s (`<type> <base64>`) of `data` in
+/// `namespace`, as far as can be told without a process: the key the signature carries must
+/// be the one named, and an ed25519 signature is checked in full. A forged signature that
+/// names a trusted key then costs nothing to refuse.
+pub fn precheck(public: &str, namespace: &str, data: &[u8], signature: &str) -> Precheck {
+    // A key of a kind this reader does not know: the verifier must say.
+    let Ok(key) = ssh_key::PublicKey::from_openssh(public.trim()) else {
+        return Precheck::Unchecked;
+    };
+    // Any signature this key made reads here, as its kind does.
+    let Ok(sig) = ssh_key::SshSig::from_pem(signature.trim()) else {
+        return Precheck::Refuted;
+    };
+    if sig.public_key() != key.key_data() || sig.namespace() != namespace {
+        return Precheck::Refuted;
+    }
+    if key.algorithm() != ssh_key::Algorithm::Ed25519 {
+        return Precheck::Unchecked;
+    }
+    match key.verify(namespace, data, &sig) {
+        Ok(()) => Precheck::Verified,
+        Err(_) => Precheck::Refuted,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,6 +256,71 @@ mod tests {
         assert_eq!(
             signer.verify("", "git-bmad", b"chain 1", &sig).unwrap(),
             None
+        );
+    }
+
+    #[test]
+    fn the_precheck_refutes_what_the_verifier_would_and_passes_what_it_would() {
+        let Ok(signer) = SshSigner::find(None) else {
+            panic!("ssh-keygen is required (openssh-client)");
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        signer.generate(&a, "a").unwrap();
+        signer.generate(&b, "b").unwrap();
+        let (pub_a, pub_b) = (
+            signer.public_key(&a).unwrap(),
+            signer.public_key(&b).unwrap(),
+        );
+        let sig = signer.sign(&a, "git-bmad", b"chain 1").unwrap();
+        assert_eq!(
+            precheck(&pub_a, "git-bmad", b"chain 1", &sig),
+            Precheck::Verified
+        );
+        // Named as another's key, over other data, in another namespace: refuted.
+        assert_eq!(
+            precheck(&pub_b, "git-bmad", b"chain 1", &sig),
+            Precheck::Refuted
+        );
+        assert_eq!(
+            precheck(&pub_a, "git-bmad", b"chain 2", &sig),
+            Precheck::Refuted
+        );
+        assert_eq!(precheck(&pub_a, "git", b"chain 1", &sig), Precheck::Refuted);
+        assert_eq!(
+            precheck(&pub_a, "git-bmad", b"chain 1", "junk"),
+            Precheck::Refuted
+        );
+        // A key that does not read is the verifier's to judge.
+        assert_eq!(
+            precheck("ssh-ed25519 junk", "git-bmad", b"chain 1", &sig),
+            Precheck::Unchecked
+        );
+        // The key a signature carries, with another signature's bytes: refuted too.
+        let by_b = signer.sign(&b, "git-bmad", b"chain 1").unwrap();
+        let mut lines: Vec<&str> = sig.lines().collect();
+        let theirs: Vec<&str> = by_b.lines().collect();
+        let last = lines.len() - 2;
+        lines[last] = theirs[theirs.len() - 2];
+        let spliced = lines.join("\n");
+        assert_ne!(
+            precheck(&pub_a, "git-bmad", b"chain 1", &spliced),
+            Precheck::Verified
+        );
+        // A key of a kind not checked here, carried by its own signature: the verifier says.
+        let rsa = dir.path().join("r");
+        let mut cmd = std::process::Command::new("ssh-keygen");
+        cmd.args(["-q", "-t", "ecdsa", "-N", "", "-f"]).arg(&rsa);
+        assert!(cmd.status().unwrap().success());
+        let pub_r = signer.public_key(&rsa).unwrap();
+        let by_r = signer.sign(&rsa, "git-bmad", b"chain 1").unwrap();
+        assert_eq!(
+            precheck(&pub_r, "git-bmad", b"chain 1", &by_r),
+            Precheck::Unchecked
+        );
+        assert_eq!(
+            precheck(&pub_a, "git-bmad", b"chain 1", &by_r),
+            Precheck::Refuted
         );
     }
 }

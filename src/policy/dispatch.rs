@@ -235,9 +235,16 @@ fn hook_walls(repo: &Repo, chained: &Path) -> Result<Option<sandbox::Scratch>, E
             )))
         }
     };
-    let mut readable = vec![repo.common_dir().to_owned()];
-    readable.extend(repo.main_workdir().ok());
-    sandbox::scratch(&bwrap, worktree, &readable, repo.identity(), true)
-        .map(Some)
-        .map_err(|e| Error::io("could not make a private home in", std::env::temp_dir(), e))
+    let main = repo.main_workdir().ok();
+    let readable = [repo.common_dir().to_owned()];
+    sandbox::scratch(
+        &bwrap,
+        worktree,
+        main.as_deref(),
+        &readable,
+        repo.identity(),
+        true,
+    )
+    .map(Some)
+    .map_err(|e| Error::io("could not make a private home in", std::env::temp_dir(), e))
 }

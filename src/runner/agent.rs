@@ -18,7 +18,6 @@ use super::error::Result;
 use super::process::{self, Captured, Contained, Exit, Spec};
 use super::sandbox;
 use crate::config::RunnersConfig;
-use crate::env::REPO_REDIRECTING_VARS;
 use crate::text::last_chars;
 
 /// What to run, and where.
@@ -66,24 +65,29 @@ pub fn invoke(
             contained: invocation.sandbox.is_some(),
         },
     );
-    let mut env: Vec<(String, String)> = adapter
-        .env()
+    // An allow-list, contained or not: what every process needs, what its CLI reads, what
+    // the configuration names; in walls, without the places they hide.
+    let configured: Vec<String> = config
+        .env
         .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .chain(&config.cli(invocation.kind.as_str()).env)
+        .cloned()
         .collect();
-    env.extend(invocation.env.iter().cloned());
-    let mut env_remove: Vec<String> = REPO_REDIRECTING_VARS
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let mut env = crate::env::passed(adapter.env_names(), &configured);
     if invocation.sandbox.is_some() {
-        env_remove.extend(sandbox::hidden_variables(adapter.credential_variables()));
-        env.extend(
-            adapter
-                .contained_env()
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string())),
-        );
+        let hidden = sandbox::hidden_variables(adapter.credential_variables());
+        env.retain(|(key, _)| !hidden.contains(key));
+    }
+    let owned = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    env.extend(owned(adapter.env()));
+    env.extend(invocation.env.iter().cloned());
+    if invocation.sandbox.is_some() {
+        env.extend(owned(adapter.contained_env()));
     }
     let output = process::run(
         &Spec {
@@ -91,8 +95,8 @@ pub fn invoke(
             args,
             cwd: invocation.cwd.clone(),
             env,
-            env_remove,
-            clear_env: false,
+            env_remove: Vec::new(),
+            clear_env: true,
             stdin,
             timeout: invocation.timeout,
             sandbox: invocation.sandbox.clone(),

@@ -189,7 +189,6 @@ pub fn run(spec: &Spec, interrupt: &AtomicBool) -> Result<Output> {
         }
         Some(contained) => {
             let mut command = Command::new(&contained.bwrap);
-            command.env(crate::env::CONTAINED, "1");
             command.args(sandbox::command_line(
                 &contained.walls,
                 &spec.cwd,
@@ -216,6 +215,10 @@ pub fn run(spec: &Spec, interrupt: &AtomicBool) -> Result<Output> {
         command.env_remove(key);
     }
     command.envs(spec.env.iter().map(|(k, v)| (k, v)));
+    // After the environment is settled: a cleared one keeps it too.
+    if spec.sandbox.is_some() {
+        command.env(crate::env::CONTAINED, "1");
+    }
     die_with_parent(&mut command);
     let mut child = command.spawn().map_err(|e| Error::Spawn {
         program: spec.program.clone(),

@@ -82,8 +82,9 @@ impl Mount {
 }
 
 /// The places a contained process never sees as they are: temporary files (other users'
-/// sockets, an SSH agent's), the user's home (keys, tokens, browser profiles) and the
-/// per-user runtime folder (the session bus, keyrings, gpg and ssh agents).
+/// sockets, an SSH agent's), the user's home (keys, tokens, browser profiles), the
+/// per-user runtime folder (the session bus, keyrings, gpg and ssh agents), and git-bmad's
+/// key store wherever it lies (inside the home or not: `XDG_CONFIG_HOME` may name any place).
 pub fn private_places(home: Option<&Path>) -> Vec<Mount> {
     // A mount needs its place: bubblewrap cannot make one in the read-only system.
     let mut places: Vec<Mount> = ["/tmp", "/var/tmp", "/run/user"]
@@ -94,6 +95,10 @@ pub fn private_places(home: Option<&Path>) -> Vec<Mount> {
         .collect();
     if let Some(home) = home.filter(|h| is_home(h)) {
         places.push(Mount::Hide(home.to_owned()));
+    }
+    // Hidden again below a shown place, however deep: mounts go parents first.
+    if let Some(store) = crate::env::key_store().filter(|s| s.is_dir()) {
+        places.push(Mount::Hide(store));
     }
     places
 }
@@ -159,11 +164,38 @@ impl Containment {
     }
 }
 
+/// The user's main worktree at `main`, which no step sees (an ignored `.env` with a live key,
+/// the user's own unfinished work), wherever it lies: hidden, but for git-bmad's project
+/// folder (`.bmad`: the configuration and playbooks the hooks read), read-only. What lies
+/// inside it and is shown (the repository's git dir, a session worktree) is shown again by
+/// deeper mounts. A main worktree that holds the home, or is `/`, is not hidden: the home is.
+pub fn main_worktree(main: &Path) -> Vec<Mount> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let holds_home = home.is_some_and(|h| h.starts_with(main));
+    if !main.is_absolute() || main == Path::new("/") || holds_home || !main.is_dir() {
+        return Vec::new();
+    }
+    let mut mounts = vec![Mount::Hide(main.to_owned())];
+    let project = main.join(".bmad");
+    if std::fs::symlink_metadata(&project).is_ok_and(|m| m.is_dir()) {
+        mounts.push(Mount::read_only(project));
+    }
+    mounts
+}
+
 /// The walls of a command run in `dir` (a test run, a hook an agent could have written):
-/// `dir` writable (but a `.git` link in it), `readable` shown again read-only, a private
-/// home at `home`, the tools on `PATH`.
-pub fn command_walls(dir: &Path, readable: &[PathBuf], home: &Path, network: bool) -> Walls {
+/// `dir` writable (but a `.git` link in it), the main worktree `main` hidden
+/// ([`main_worktree`]), `readable` shown again read-only, a private home at `home`, the
+/// tools on `PATH`.
+pub fn command_walls(
+    dir: &Path,
+    main: Option<&Path>,
+    readable: &[PathBuf],
+    home: &Path,
+    network: bool,
+) -> Walls {
     let mut mounts = home_and_tools(home, None);
+    mounts.extend(main.map(main_worktree).unwrap_or_default());
     mounts.extend(readable.iter().map(Mount::read_only));
     mounts.push(Mount::writable(dir));
     if dir.join(".git").exists() {
@@ -185,6 +217,7 @@ pub struct Scratch {
 pub fn scratch(
     bwrap: &Path,
     dir: &Path,
+    main: Option<&Path>,
     readable: &[PathBuf],
     identity: [Option<String>; 2],
     network: bool,
@@ -196,7 +229,7 @@ pub fn scratch(
     Ok(Scratch {
         contained: super::Contained {
             bwrap: bwrap.to_owned(),
-            walls: command_walls(dir, readable, home.path(), network),
+            walls: command_walls(dir, main, readable, home.path(), network),
         },
         _home: home,
     })

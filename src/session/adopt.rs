@@ -10,9 +10,10 @@ use super::error::{Error, Result};
 use super::event::NewEvent;
 use super::journal;
 use super::policy::Policy;
+use super::remote_checks::check_remote_trailers;
 use super::schema::Body;
 use super::store::Session;
-use super::sync::{cas, check_remote_trailers, list_remote, merge_journals, tracking_prefix};
+use super::sync::{cas, list_remote, merge_journals, tracking_prefix};
 use super::trust::ensure_clone_id;
 use crate::git::Repo;
 
@@ -48,10 +49,10 @@ pub fn adopt(
         None => (find_remote(repo, remote, query)?, false),
     };
     // Checked before anything is written here: a refusal leaves this clone as it was.
-    let age = crate::time::Timestamp::now().secs() as i64 - session.updated;
-    let live = session.status == super::Status::Running
-        && !session.released
-        && age < LEASE.as_secs() as i64;
+    let lease = vouched_lease(repo, remote, &session)?;
+    let age = crate::time::Timestamp::now().secs() as i64 - lease.updated;
+    let live =
+        lease.status == super::Status::Running && !lease.released && age < LEASE.as_secs() as i64;
     if live && !steal {
         return Err(Error::LeaseHeld {
             session: session.name.clone(),
@@ -63,6 +64,45 @@ pub fn adopt(
         import_refs(repo, remote, &session)?;
     }
     settle_here(repo, remote, session, policy)
+}
+
+/// Where a session stands as to its lease: running or not, released or not, and since when.
+struct Lease {
+    status: super::Status,
+    released: bool,
+    updated: i64,
+}
+
+/// The lease as the newest checkpoint that an allowed signer vouched for tells it (the
+/// remote's journal records each checkpoint by its commit). A checkpoint nobody signed is
+/// anyone's to write: its `Bmad-Lease: released`, its status and its date count for
+/// nothing, so a teammate's forged release or back-dated checkpoint cannot hand a live
+/// session to a third clone. With no vouched checkpoint at all, the newest one counts, but
+/// never as released.
+fn vouched_lease(repo: &Repo, remote: &str, session: &Session) -> Result<Lease> {
+    let vouched: Vec<crate::git::ObjectId> =
+        super::sync::remote_entries(repo, remote, &session.id)?
+            .into_iter()
+            .filter(|(_, vouched)| *vouched)
+            .filter_map(|(entry, _)| match &entry.event.body {
+                Body::Checkpoint(c) => crate::git::ObjectId::from_hex(c.commit.as_bytes()).ok(),
+                _ => None,
+            })
+            .collect();
+    for id in vouched.iter().rev() {
+        if let Some(cp) = Checkpoint::read(repo, *id)? {
+            return Ok(Lease {
+                status: cp.trailers.status,
+                released: cp.trailers.released,
+                updated: cp.time,
+            });
+        }
+    }
+    Ok(Lease {
+        status: session.status,
+        released: false,
+        updated: session.updated,
+    })
 }
 
 /// The one session of `remote` (as of the last sync) that `query` names, once its

@@ -46,6 +46,10 @@ pub fn defer(
     };
     let bytes = serde_json::to_vec(&deferred)
         .map_err(|e| Error::InvalidInput(format!("event cannot be stored as JSON: {e}")))?;
+    // Contained, git-bmad listens for it: sent there, the step cannot take it back.
+    if report(&dir(repo, id), &bytes) {
+        return Ok(());
+    }
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
@@ -75,20 +79,26 @@ pub fn violations_kept_in(
             std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() <= 64 << 10)
         })
         .filter_map(|path| serde_json::from_slice::<Deferred>(&std::fs::read(path).ok()?).ok())
-        .filter_map(|d| match Body::from_parts(d.event, d.detail) {
-            body @ Body::PolicyViolation(_) => Some(
-                NewEvent::new(body)
-                    .step(
-                        d.step
-                            .filter(|s| steps.contains(&s.as_str()))
-                            .or_else(|| otherwise.clone()),
-                    )
-                    .decision(Some(Decision::Auto))
-                    .trigger(d.trigger),
-            ),
-            _ => None,
-        })
+        .filter_map(|d| violation(d, steps, &otherwise))
         .collect()
+}
+
+/// A kept record as the event to journal, when it is a policy violation: of the step it
+/// names when that is one of `steps`, else of `otherwise`.
+fn violation(d: Deferred, steps: &[&str], otherwise: &Option<String>) -> Option<NewEvent> {
+    match Body::from_parts(d.event, d.detail) {
+        body @ Body::PolicyViolation(_) => Some(
+            NewEvent::new(body)
+                .step(
+                    d.step
+                        .filter(|s| steps.contains(&s.as_str()))
+                        .or_else(|| otherwise.clone()),
+                )
+                .decision(Some(Decision::Auto))
+                .trigger(d.trigger),
+        ),
+        _ => None,
+    }
 }
 
 /// Whether another live process has claimed an event of session `id` and not yet journaled
@@ -149,4 +159,153 @@ pub(super) fn take(repo: &Repo, id: &SessionId) -> Vec<(NewEvent, PathBuf)> {
         }
     }
     taken
+}
+
+/// Where, in a session's deferred folder, a contained step's hooks report what they refused
+/// (see [`ReportChannel`]).
+pub use crate::git::REPORT_SOCKET;
+
+/// How many records a step may report; past that its reports are a flood, which is named.
+const MAX_REPORTS: usize = 10_000;
+
+/// How long git-bmad waits for one report's bytes.
+const REPORT_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// How long closing the channel goes on reading reports still waiting.
+const DRAIN_LIMIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The channel a contained step's hooks report what they refused through: a socket git-bmad
+/// listens on for the step's length, shown in the walls where the hooks look, mounted over
+/// so that the step can neither remove nor replace it. What came through is in git-bmad's
+/// memory when the step ends: the step can add to it (which only puts more against its
+/// own name), never take from it, as it could with files in a folder it may write.
+pub struct ReportChannel {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<Reports>>,
+}
+
+/// What came through a [`ReportChannel`].
+#[derive(Default)]
+struct Reports {
+    records: Vec<Vec<u8>>,
+    /// Why some were not read (a flood, a stall at the end), for the journal.
+    lost: Option<String>,
+}
+
+impl ReportChannel {
+    /// Listen at `dir`/[`REPORT_SOCKET`] (a socket there before is replaced).
+    pub fn listen(dir: &std::path::Path) -> std::io::Result<ReportChannel> {
+        use std::sync::atomic::Ordering;
+        let path = dir.join(REPORT_SOCKET);
+        let _ = std::fs::remove_file(&path);
+        let listener = std::os::unix::net::UnixListener::bind(&path)?;
+        listener.set_nonblocking(true)?;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopping = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("bmad-reports".into())
+            .spawn(move || {
+                let mut reports = Reports::default();
+                let mut drain_until = None;
+                loop {
+                    match listener.accept() {
+                        Ok((stream, _)) => read_report(&stream, &mut reports),
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                            if drain_until.is_some() {
+                                break;
+                            }
+                            let mut fds = [rustix::event::PollFd::new(
+                                &listener,
+                                rustix::event::PollFlags::IN,
+                            )];
+                            let wait = rustix::time::Timespec {
+                                tv_sec: 0,
+                                tv_nsec: 50_000_000,
+                            };
+                            let _ = rustix::event::poll(&mut fds, Some(&wait));
+                        }
+                        Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+                    }
+                    if stopping.load(Ordering::SeqCst) {
+                        let until = *drain_until
+                            .get_or_insert_with(|| std::time::Instant::now() + DRAIN_LIMIT);
+                        if std::time::Instant::now() >= until {
+                            reports.lost = Some(
+                                "reports were still waiting when the step ended: the step kept \
+                                 its hooks' report channel busy"
+                                    .into(),
+                            );
+                            break;
+                        }
+                    }
+                }
+                reports
+            })?;
+        Ok(ReportChannel {
+            stop,
+            thread: Some(thread),
+        })
+    }
+
+    /// Stop listening, once what waits is read; the policy violations reported, as events
+    /// to journal, a violation naming one of `steps`, else `otherwise` (as
+    /// [`violations_kept_in`]), and why some reports were not read, if some were not.
+    pub fn close(
+        mut self,
+        steps: &[&str],
+        otherwise: Option<String>,
+    ) -> (Vec<NewEvent>, Option<String>) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let reports = self
+            .thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default();
+        let events = reports
+            .records
+            .iter()
+            .filter_map(|bytes| serde_json::from_slice::<Deferred>(bytes).ok())
+            .filter_map(|d| violation(d, steps, &otherwise))
+            .collect();
+        (events, reports.lost)
+    }
+}
+
+impl Drop for ReportChannel {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Read one report from `stream`: a record of at most 64 KiB, from this user's processes.
+fn read_report(stream: &std::os::unix::net::UnixStream, reports: &mut Reports) {
+    use std::io::Read;
+    let ours = rustix::net::sockopt::socket_peercred(stream)
+        .is_ok_and(|c| c.uid == rustix::process::getuid());
+    if !ours || stream.set_nonblocking(false).is_err() {
+        return;
+    }
+    let _ = stream.set_read_timeout(Some(REPORT_TIMEOUT));
+    let mut bytes = Vec::new();
+    if stream.take(64 << 10).read_to_end(&mut bytes).is_err() || bytes.is_empty() {
+        return;
+    }
+    if reports.records.len() >= MAX_REPORTS {
+        reports.lost = Some(format!(
+            "the step sent more than {MAX_REPORTS} reports: the rest were not read"
+        ));
+        return;
+    }
+    reports.records.push(bytes);
+}
+
+/// Send a record through the report channel in `dir`, when one listens there.
+fn report(dir: &std::path::Path, bytes: &[u8]) -> bool {
+    use std::io::Write;
+    let path = dir.join(REPORT_SOCKET);
+    let Ok(mut stream) = std::os::unix::net::UnixStream::connect(&path) else {
+        return false;
+    };
+    let _ = stream.set_write_timeout(Some(std::time::Duration::from_secs(2)));
+    stream.write_all(bytes).is_ok()
 }

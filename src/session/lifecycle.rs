@@ -193,6 +193,9 @@ pub fn start(repo: &Repo, options: &StartOptions, policy: &dyn Policy) -> Result
     })
 }
 
+/// The longest session name.
+const MAX_NAME: usize = 160;
+
 /// Session names become branch and directory names: keep them plain.
 pub(crate) fn validate_name(name: &str) -> Result<()> {
     let bad = |reason| Error::InvalidName {
@@ -202,8 +205,10 @@ pub(crate) fn validate_name(name: &str) -> Result<()> {
     if name.is_empty() {
         return Err(bad("it is empty"));
     }
-    if name.len() > 64 {
-        return Err(bad("it is longer than 64 characters"));
+    // A BMAD story key names a session as it is, and real ones run past 64 characters; the
+    // worktree's folder (`<repository>.<name>`) must still fit a file name's 255 bytes.
+    if name.len() > MAX_NAME {
+        return Err(bad("it is longer than 160 characters"));
     }
     if !name
         .chars()
@@ -535,9 +540,13 @@ mod tests {
 
     #[test]
     fn names() {
-        for ok in ["feature-x", "fix_1", "v1.2"] {
+        let story =
+            "1-2-a-user-can-reset-their-password-through-the-emailed-link-before-it-expires";
+        assert!(story.len() > 64);
+        for ok in ["feature-x", "fix_1", "v1.2", story] {
             assert!(validate_name(ok).is_ok(), "{ok}");
         }
+        assert!(validate_name(&"a".repeat(161)).is_err());
         for bad in ["", "a b", "a/b", ".x", "-x", "x.", "a..b", "x.lock", "é"] {
             assert!(validate_name(bad).is_err(), "{bad:?}");
         }

@@ -28,6 +28,7 @@ mod marker;
 mod policy;
 mod record;
 pub mod ref_record;
+mod remote_checks;
 mod removed;
 mod render;
 mod repair;
@@ -43,7 +44,7 @@ mod worktree;
 
 pub use adopt::{adopt, LEASE};
 pub use checkpoint::{chain, checkpoint, mark_status, Checkpoint, Taken, Trailers};
-pub use deferred::{defer, violations_kept_in};
+pub use deferred::{defer, violations_kept_in, ReportChannel, REPORT_SOCKET};
 pub use doctor::{doctor, Finding, Severity};
 pub use error::{Error, Result};
 pub use event::{Decision, Event, NewEvent};

@@ -215,9 +215,22 @@ pub fn sync(repo: &Repo, remote: &str, branch_prefix: &str) -> Result<Vec<Synced
     } else {
         Some(repo.open_worktree(&main_workdir)?)
     };
+    let journals = format!("{track}notes/");
+    let seen: Vec<(String, ObjectId)> = repo.refs_with_prefix(&journals)?;
     main.as_ref().unwrap_or(repo).fetch(remote, &specs)?;
+    let rewound = super::remote_checks::keep_rewound_journals(repo, &seen)?;
     let mut out = Vec::new();
     for (id, theirs) in tracked_sessions(repo, remote)? {
+        if let Some(why) = rewound.get(&format!("{journals}{id}")) {
+            out.push(Synced {
+                session: id.to_string(),
+                name: Checkpoint::read(repo, theirs)?.map(|cp| cp.trailers.name),
+                outcome: "refused".into(),
+                events_added: 0,
+                refused: Some(why.clone()),
+            });
+            continue;
+        }
         out.push(sync_session(repo, remote, &id, theirs, branch_prefix)?);
     }
     Ok(out)
@@ -261,7 +274,9 @@ fn sync_session(
     };
     let Some(ours) = repo.read_ref(&checkpoints_ref(id))? else {
         synced.outcome = "new".into();
-        if let Err(reason) = check_remote_trailers(&their_head.trailers, id, branch_prefix) {
+        if let Err(reason) =
+            super::remote_checks::check_remote_trailers(&their_head.trailers, id, branch_prefix)
+        {
             synced.outcome = "refused".into();
             synced.refused = Some(reason);
         }
@@ -309,40 +324,6 @@ fn sync_session(
     }
     .into();
     Ok(synced)
-}
-
-/// Whether the remote's trailers describe a session this clone would have written: the
-/// session `id` its ref names, a plain name, its branch `refs/heads/<prefix><name>`, a clone
-/// id of the right form. The reason when they do not, naming what came from the remote.
-pub fn check_remote_trailers(
-    t: &super::checkpoint::Trailers,
-    id: &SessionId,
-    branch_prefix: &str,
-) -> std::result::Result<(), String> {
-    if t.session != id.as_str() {
-        return Err(format!(
-            "the remote's checkpoint for session {id} says it is session {}",
-            t.session
-        ));
-    }
-    if let Err(e) = super::lifecycle::validate_name(&t.name) {
-        return Err(format!("the remote's session name is refused: {e}"));
-    }
-    let branch = format!("refs/heads/{branch_prefix}{}", t.name);
-    if t.branch != branch {
-        return Err(format!(
-            "the remote says session {} is on branch {}, not {branch}",
-            t.name, t.branch
-        ));
-    }
-    if let Some(clone) = &t.clone {
-        if SessionId::parse(clone).is_none() {
-            return Err(format!(
-                "the remote names a clone {clone} that is no clone id"
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// Whether the local session may move from checkpoint `ours` to the remote's `theirs`: the

@@ -10,17 +10,20 @@
 //! git's `allowedSignersFile` format, changed only through review), the user's own `gpg.ssh.allowedSignersFile`, and this clone's own key.
 //! Every other event from elsewhere is kept as information: shown, never replayed.
 //!
-//! The key: `user.signingKey` when `gpg.format` is `ssh`, else a key of this clone's own at
-//! `<common git dir>/bmad/signing/id_ed25519`, made the first time one is needed.
+//! The key: `user.signingKey` when `gpg.format` is `ssh`, else a key of this clone's own,
+//! made the first time one is needed, in the user's key store (`env::key_store`, outside
+//! every repository: a contained step reads its repository, and the walls hide the store
+//! wherever it lies), in a folder named by the clone's id. A key an older git-bmad kept in
+//! the repository (`<common git dir>/bmad/signing/`) moves there on the next command.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::error::{Error, Result};
 use super::event::Event;
 use super::id::SessionId;
 use super::journal::{self, Journal};
 use super::schema::{Body, JournalSigned};
-use crate::git::{Repo, SshSigner};
+use crate::git::{Precheck, Repo, SshSigner};
 
 /// The namespace of journal signatures: a signature made for a commit or a file never
 /// passes for one of these.
@@ -29,8 +32,15 @@ pub const NAMESPACE: &str = "git-bmad-journal";
 /// The committed file of the keys this repository trusts, read from protected branches.
 pub const ALLOWED_SIGNERS: &str = ".bmad/allowed_signers";
 
-/// This clone's own key, under the common git dir.
-const KEY_FILE: &str = "bmad/signing/id_ed25519";
+/// Where an older git-bmad kept this clone's key, under the common git dir, in reach of
+/// every step that reads the repository: moved to the key store by [`move_legacy_key`].
+const LEGACY_KEY_DIR: &str = "bmad/signing";
+
+/// The key's file name, in the store's folder of its clone (and in the legacy folder).
+const KEY_NAME: &str = "id_ed25519";
+
+/// The largest key file read when one is moved (an ed25519 key is about 400 bytes).
+const KEY_FILE_LIMIT: u64 = 64 * 1024;
 
 /// The git config key naming this clone of the repository (local config: every clone has
 /// its own).
@@ -97,12 +107,18 @@ pub fn own_key(repo: &Repo, make: bool) -> Result<Option<OwnKey>> {
     let (path, is_user_key) = match user_key {
         Some(path) => (path, true),
         None => {
-            let path = repo.common_dir().join(KEY_FILE);
+            move_legacy_key(repo)?;
+            let clone = match (make, clone_id(repo)) {
+                (_, Some(clone)) => clone,
+                (true, None) => ensure_clone_id(repo)?,
+                (false, None) => return Ok(None),
+            };
+            let path = clone_key_path(&clone)?;
             if !path.is_file() {
                 if !make {
                     return Ok(None);
                 }
-                let clone = ensure_clone_id(repo)?;
+                make_private_dirs(&path)?;
                 signer.generate(&path, &format!("git-bmad clone {clone}"))?;
             }
             (path, false)
@@ -124,6 +140,103 @@ pub fn own_key(repo: &Repo, make: bool) -> Result<Option<OwnKey>> {
         principal,
         user_key: is_user_key,
     }))
+}
+
+/// Where clone `clone`'s own key lives: its folder of the key store.
+fn clone_key_path(clone: &str) -> Result<PathBuf> {
+    // The id names a folder: only what a clone id is made of.
+    if clone.is_empty() || !clone.chars().all(|c| c.is_ascii_alphanumeric() || c == '-') {
+        return Err(Error::InvalidInput(format!(
+            "git config bmad.cloneId is {clone:?}, which is not a clone id: remove it \
+             (`git config --unset bmad.cloneId`) and a new one is made"
+        )));
+    }
+    let store = crate::env::key_store().ok_or_else(|| {
+        Error::InvalidInput(
+            "there is no place for this clone's signing key outside the repository: set HOME \
+             (or XDG_CONFIG_HOME) to an absolute path, or sign with your own key \
+             (`git config gpg.format ssh` and `git config user.signingKey <key>`)"
+                .into(),
+        )
+    })?;
+    Ok(store.join(clone).join(KEY_NAME))
+}
+
+/// The folders above a key, made readable by the user alone.
+fn make_private_dirs(key: &Path) -> Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    let io = |dir: &Path, e| Error::io("cannot make the key store folder", dir, e);
+    let Some(dir) = key.parent() else {
+        return Ok(());
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(|e| io(dir, e))?;
+    // The store's own folder too: it lists the clones.
+    for folder in [Some(dir), dir.parent()].into_iter().flatten() {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(folder, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| io(folder, e))?;
+    }
+    Ok(())
+}
+
+/// Move a key an older git-bmad kept in the repository to the key store, so that no step
+/// that reads the repository reads it; nothing to do when there is none. Safe to kill at any
+/// instant: the store's copy is complete before the repository's is removed, and a second
+/// run finishes what a killed one began.
+pub fn move_legacy_key(repo: &Repo) -> Result<()> {
+    let legacy = repo.common_dir().join(LEGACY_KEY_DIR);
+    if std::fs::symlink_metadata(&legacy).is_err() {
+        return Ok(());
+    }
+    let clone = ensure_clone_id(repo)?;
+    let target = clone_key_path(&clone)?;
+    let from = legacy.join(KEY_NAME);
+    let from_pub = legacy.join(format!("{KEY_NAME}.pub"));
+    if !target.is_file() {
+        // Only a plain file of a key's size is taken: what stands there otherwise (a link,
+        // a fifo) is not read.
+        let Some(private) = read_plain(&from) else {
+            return remove_legacy(&legacy);
+        };
+        make_private_dirs(&target)?;
+        let write = |path: &Path, bytes: &[u8], mode| {
+            crate::fs::write_atomically(path, bytes, Some(mode))
+                .map_err(|e| Error::io("cannot write the signing key", path, e))
+        };
+        if let Some(public) = read_plain(&from_pub) {
+            write(&target.with_extension("pub"), &public, 0o644)?;
+        }
+        // Last: a private key in the store marks the move done.
+        write(&target, &private, 0o600)?;
+        tracing::info!(
+            "moved this clone's signing key from {} to {}",
+            legacy.display(),
+            target.display()
+        );
+    }
+    remove_legacy(&legacy)
+}
+
+/// A plain file's bytes, when it is one of at most a key file's size.
+fn read_plain(path: &Path) -> Option<Vec<u8>> {
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > KEY_FILE_LIMIT {
+        return None;
+    }
+    std::fs::read(path).ok()
+}
+
+fn remove_legacy(legacy: &Path) -> Result<()> {
+    let removed = match std::fs::symlink_metadata(legacy) {
+        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(legacy),
+        Ok(_) => std::fs::remove_file(legacy),
+        Err(_) => Ok(()),
+    };
+    removed.map_err(|e| Error::io("cannot remove the old signing key folder", legacy, e))
 }
 
 fn expand_home(path: &str) -> PathBuf {
@@ -180,21 +293,70 @@ pub fn allowed_signers(repo: &Repo) -> Result<AllowedSigners> {
     Ok(allowed)
 }
 
-/// The file at `path` as each branch that changes only through review commits it: the
-/// protected branches (`main`, `master`, then `policy.protected_branches`), where it exists.
+/// The file at `path` as each branch that changes only through review commits it
+/// ([`reviewed_branches`]), where it exists, each read at its [`reviewed_tip`].
 pub fn reviewed_files(repo: &Repo, path: &str) -> Result<Vec<(String, Vec<u8>)>> {
-    // A config that does not load protects the built-in branches still.
-    let branches = super::load_config(repo)
-        .unwrap_or_default()
-        .protected_refs();
     let mut found = Vec::new();
-    for branch in branches {
-        if let Some(bytes) = repo.file_at(&branch, path)? {
+    for branch in reviewed_branches(repo)? {
+        if let Some(bytes) = repo.file_at(&reviewed_tip(repo, &branch)?, path)? {
             let short = branch.strip_prefix("refs/heads/").unwrap_or(&branch);
             found.push((format!("{short}:{path}"), bytes));
         }
     }
     Ok(found)
+}
+
+/// The branches whose commits count as reviewed: `main`, `master` and the remote's default
+/// branch, then the `policy.protected_branches` that `.bmad/config.yaml` names as those
+/// branches commit it. Never as a checkout, a worktree or a branch under review holds it: a
+/// pull request that names its own branch protected, checked out to be read, gains nothing.
+pub fn reviewed_branches(repo: &Repo) -> Result<Vec<String>> {
+    let mut anchors: Vec<String> = crate::config::ALWAYS_PROTECTED
+        .iter()
+        .map(|b| format!("refs/heads/{b}"))
+        .collect();
+    // A project whose default branch is `trunk` has it as the remote says.
+    for remote in repo.remote_names() {
+        let head = format!("refs/remotes/{remote}/HEAD");
+        let prefix = format!("refs/remotes/{remote}/");
+        if let Some(short) = repo
+            .symbolic_target(&head)?
+            .and_then(|t| t.strip_prefix(&prefix).map(str::to_owned))
+        {
+            anchors.push(format!("refs/heads/{short}"));
+        }
+    }
+    anchors.dedup();
+    let mut branches = anchors.clone();
+    for anchor in &anchors {
+        let Some(text) = repo.file_at(&reviewed_tip(repo, anchor)?, crate::config::CONFIG_PATH)?
+        else {
+            continue;
+        };
+        let path = Path::new(crate::config::CONFIG_PATH);
+        // A committed config that does not load names no more branches.
+        if let Ok(config) = crate::config::Config::parse(&String::from_utf8_lossy(&text), path) {
+            branches.extend(config.protected_refs());
+        }
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    branches.retain(|b| seen.insert(b.clone()));
+    Ok(branches)
+}
+
+/// Where a reviewed branch is read: its copy from its remote once fetched (what review let
+/// through there), else the branch here.
+pub fn reviewed_tip(repo: &Repo, branch: &str) -> Result<String> {
+    let short = branch.strip_prefix("refs/heads/").unwrap_or(branch);
+    let remote = repo
+        .config_string(&format!("branch.{short}.remote"))
+        .filter(|r| r != ".")
+        .unwrap_or_else(|| "origin".to_owned());
+    let tracking = format!("refs/remotes/{remote}/{short}");
+    Ok(match repo.read_ref(&tracking)? {
+        Some(_) => tracking,
+        None => branch.to_owned(),
+    })
 }
 
 /// A unified diff from text `from` to text `to`, its sides named by the labels (empty when
@@ -287,9 +449,11 @@ pub fn sign_journal(repo: &Repo, id: &SessionId) -> Result<Option<Event>> {
     Ok(Some(event))
 }
 
-/// How many signatures of another journal are checked, newest first, before its events are
-/// left unvouched: a remote cannot make a sync spawn a verifier per junk signature.
-const MAX_VERIFIED: usize = 16;
+/// How many signatures of one allowed key that cannot be checked in-process (not ed25519)
+/// the verifier is run on, newest first: a remote cannot make a sync spawn a process per
+/// junk signature. Junk that names an ed25519 key, or a key other than the one that made
+/// it, costs no process and is not counted (see [`crate::git::precheck`]).
+const MAX_VERIFIED_PER_KEY: usize = 4;
 
 /// Who vouched for an entry of another clone's journal: the allowed signer, and the clone
 /// its signature says it signed in.
@@ -333,13 +497,24 @@ pub fn vouchers(
             _ => None,
         });
     let signer = signer(repo)?;
-    for (signed, covered) in signatures.take(MAX_VERIFIED) {
-        let principal = signer.verify(
-            &allowed.text,
-            NAMESPACE,
-            &payload(id, &signed.chain),
-            &signed.signature,
-        )?;
+    // Each allowed key is judged on its own signatures: junk naming one key never uses up
+    // another's turn, and junk the precheck refutes uses up nothing.
+    let mut unchecked: std::collections::HashMap<&str, usize> = Default::default();
+    for (signed, covered) in signatures {
+        let data = payload(id, &signed.chain);
+        match crate::git::precheck(&signed.key, NAMESPACE, &data, &signed.signature) {
+            Precheck::Refuted => continue,
+            Precheck::Verified => {}
+            Precheck::Unchecked => {
+                let tries = unchecked.entry(signed.key.as_str()).or_default();
+                if *tries >= MAX_VERIFIED_PER_KEY {
+                    continue;
+                }
+                *tries += 1;
+            }
+        }
+        // The verifier stays the authority: the allowed line's principal and options.
+        let principal = signer.verify(&allowed.text, NAMESPACE, &data, &signed.signature)?;
         if let Some(principal) = principal {
             let voucher = Voucher {
                 principal,

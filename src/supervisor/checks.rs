@@ -28,6 +28,8 @@ pub struct CheckEnv<'a> {
     pub interrupt: &'a std::sync::atomic::AtomicBool,
     /// The walls a test run gets, when the run is contained.
     pub sandbox: Option<&'a runner::Contained>,
+    /// The variables the configuration passes to test runs by name (`runners.env`).
+    pub passed_env: &'a [String],
 }
 
 /// A check as evaluated; the journal stores it as it is.
@@ -170,14 +172,13 @@ fn tests_pass(
     outcome: impl Fn(bool, String, String) -> CheckOutcome,
 ) -> CheckOutcome {
     // The tests run code an agent wrote: none of the user's credentials.
-    let (vars, env_remove) = crate::env::untrusted();
     let spec = runner::Spec {
         program: "/bin/sh".into(),
         args: vec!["-c".into(), command.to_owned()],
         cwd: env.root.to_path_buf(),
-        env: vars,
-        env_remove,
-        clear_env: false,
+        env: crate::env::untrusted(env.passed_env),
+        env_remove: Vec::new(),
+        clear_env: true,
         stdin: None,
         timeout: env.timeout,
         sandbox: env.sandbox.cloned(),
@@ -267,6 +268,7 @@ mod tests {
             args: &[],
             interrupt: &std::sync::atomic::AtomicBool::new(false),
             sandbox: None,
+            passed_env: &[],
         };
         assert!(evaluate(&Check::SpecExists, &env).ok);
         let plan = evaluate(&Check::PlanExists, &env);

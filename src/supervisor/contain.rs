@@ -23,10 +23,17 @@ pub fn decide(config: &Config) -> Result<Containment> {
     Containment::decide(config.runners.sandbox).map_err(|why| Error::Uncontained { why })
 }
 
-/// The walls of an agent step: the fence's views of the repository, a private home at
-/// `home`, the tools it runs.
-pub fn step_walls(views: &[View], home: &Path, program: &Path, network: bool) -> Walls {
+/// The walls of an agent step: the main worktree `main` hidden, the fence's views of the
+/// repository, a private home at `home`, the tools it runs.
+pub fn step_walls(
+    views: &[View],
+    main: Option<&Path>,
+    home: &Path,
+    program: &Path,
+    network: bool,
+) -> Walls {
     let mut mounts = sandbox::home_and_tools(home, Some(program));
+    mounts.extend(main.map(sandbox::main_worktree).unwrap_or_default());
     mounts.extend(views.iter().map(|v| {
         if v.writable {
             Mount::Writable {
@@ -44,7 +51,7 @@ pub fn step_walls(views: &[View], home: &Path, program: &Path, network: bool) ->
 }
 
 /// Contain a command run in `dir` for a step (its tests), when the run is contained: `dir`
-/// writable, the repository (its common dir, and `main`, the main worktree) readable, a
+/// writable, the repository (its common dir) readable, `main`, the main worktree, hidden, a
 /// private home.
 pub fn command(
     containment: &Containment,
@@ -56,11 +63,11 @@ pub fn command(
     let Some(bwrap) = containment.bwrap() else {
         return Ok(None);
     };
-    let mut readable = vec![repo.common_dir().to_owned()];
-    readable.extend(main.map(Path::to_owned));
+    let readable = [repo.common_dir().to_owned()];
     sandbox::scratch(
         bwrap,
         dir,
+        main,
         &readable,
         repo.identity(),
         network == Network::Full,
@@ -104,6 +111,7 @@ mod tests {
         ];
         let walls = step_walls(
             &views,
+            None,
             Path::new("/r/.git/bmad/fence/s/home"),
             Path::new("/usr/bin/claude"),
             true,

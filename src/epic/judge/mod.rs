@@ -130,6 +130,7 @@ pub fn judge(
     let walls = Walls {
         containment: contain::decide(fallback)?,
         network: config.checks.network,
+        passed_env: config.runners.env.clone(),
     };
     let concern = concern(repo, work, command.as_deref())?;
     if !concern.findings.is_empty() && !work.accepted {
@@ -270,6 +271,7 @@ pub fn tests_on(
     let walls = Walls {
         containment: contain::decide(config)?,
         network: config.checks.network,
+        passed_env: config.runners.env.clone(),
     };
     let ran = run_on(repo, commit, command, &walls, timeout, interrupt)?;
     let said = match (ran.green, ran.passed) {
@@ -336,6 +338,8 @@ struct Ran {
 struct Walls {
     containment: contain::Containment,
     network: crate::config::Network,
+    /// The variables the configuration passes to test runs (`runners.env`).
+    passed_env: Vec<String>,
 }
 
 /// Run `command` in a clean checkout of `commit`, with no credential in its environment.
@@ -358,6 +362,7 @@ fn run_on(
     repo.clean_checkout(commit, &checkout)
         .map_err(session::Error::from)?;
     let main = repo.main_workdir().ok();
+    let walls_env = walls.passed_env.clone();
     let walls = contain::command(
         &walls.containment,
         &checkout,
@@ -365,14 +370,13 @@ fn run_on(
         main.as_deref(),
         walls.network,
     )?;
-    let (env, env_remove) = crate::env::untrusted();
     let spec = Spec {
         program: "/bin/sh".into(),
         args: vec!["-c".into(), command.to_owned()],
         cwd: checkout,
-        env,
-        env_remove,
-        clear_env: false,
+        env: crate::env::untrusted(&walls_env),
+        env_remove: Vec::new(),
+        clear_env: true,
         stdin: None,
         timeout,
         sandbox: walls.as_ref().map(|w| w.contained.clone()),

@@ -1,8 +1,8 @@
 //! The watcher: one process per worktree that keeps an inotify watch on each of its
 //! directories and tells a snapshot which paths changed since its last question.
 //!
-//! It answers on a Unix socket in the abstract namespace (no file to clean up, no path
-//! length limit), to processes of its own user only. Each answer first reads every event
+//! It answers on a Unix socket in the user's private folder for git-bmad's sockets (hidden
+//! by the walls), to processes of its own user only, one line of a bounded length a question. Each answer first reads every event
 //! the kernel has queued: inotify queues an event before the write that caused it returns,
 //! so whatever happened before the question is in the answer.
 //!
@@ -22,7 +22,7 @@ use rustix::event::{PollFd, PollFlags, Timespec};
 use rustix::io::Errno;
 
 use super::inotify::{Event, Inotify};
-use super::{current_uid, peer_uid, socket_address, Token};
+use super::{current_uid, lock_path, peer_uid, socket_path, Token};
 
 /// How long the watcher waits for a question before it exits.
 const IDLE: Duration = Duration::from_secs(30 * 60);
@@ -36,12 +36,32 @@ const CLIENT_TIMEOUT: Duration = Duration::from_millis(500);
 /// many watches, another watcher serving).
 pub fn serve(root: &Path) -> std::io::Result<()> {
     let mut watcher = Watcher::new(root)?;
+    // One watcher a worktree: the lock is held for as long as this one serves.
+    let lock = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(lock_path(root)?)?;
+    if rustix::fs::flock(&lock, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
+        return Err(std::io::ErrorKind::AddrInUse.into());
+    }
+    // A socket file here is a killed watcher's: nobody holds the lock.
+    let socket = socket_path(root)?;
+    let _ = std::fs::remove_file(&socket);
     // Bound only once every directory is watched: a token handed out covers every change
     // made after it.
-    let listener = UnixListener::bind_addr(&socket_address(root)?)?;
+    let listener = UnixListener::bind(&socket)?;
     listener.set_nonblocking(true)?;
-    watcher.run(&listener)
+    let served = watcher.run(&listener);
+    // Still ours while the lock is held: no later watcher's socket is removed.
+    let _ = std::fs::remove_file(&socket);
+    drop(lock);
+    served
 }
+
+/// The longest question (`since <epoch> <stamp>`): a client that sends more without a
+/// newline is cut off, not buffered.
+const MAX_QUESTION: u64 = 128;
 
 /// What the watcher knows.
 struct Watcher {
@@ -273,7 +293,10 @@ impl Watcher {
             return;
         }
         let mut question = String::new();
-        if reader.read_line(&mut question).is_err() {
+        if std::io::Read::take(&mut reader, MAX_QUESTION)
+            .read_line(&mut question)
+            .is_err()
+        {
             return;
         }
         self.last_question = Instant::now();

@@ -201,6 +201,10 @@ fn ask_watcher(repo: &Repo, saved: Option<&str>) -> Feed {
 fn ask_or_start_watcher(repo: &Repo, saved: Option<&str>) -> (Feed, bool) {
     let fingerprint = ignore_fingerprint(repo);
     let since = saved.and_then(|field| Token::from_field(field, &fingerprint));
+    // In walls the watcher is out of reach, by design: scan, and start none there.
+    if std::env::var_os(crate::env::CONTAINED).is_some() {
+        return (Feed::default(), false);
+    }
     // The workdir is canonical: the watcher's socket is named by the same path.
     let root = repo.workdir();
     match question(root, since) {
@@ -311,7 +315,7 @@ fn parse_answer(reply: &[u8]) -> Option<Feed> {
 
 #[cfg(target_os = "linux")]
 fn connect(root: &Path) -> std::io::Result<UnixStream> {
-    UnixStream::connect_addr(&socket_address(root)?)
+    UnixStream::connect(socket_path(root)?)
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -319,15 +323,47 @@ fn connect(_root: &Path) -> std::io::Result<UnixStream> {
     Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
 }
 
-/// The watcher's socket, in the abstract namespace: named by the user and the worktree.
+/// The watcher's socket: a file named by the worktree in the user's private folder for
+/// git-bmad's sockets ([`crate::env::runtime_dir`]), where no contained step can connect to
+/// it or answer in its place (an abstract socket is shared by every process of the network
+/// namespace, walls and all).
 #[cfg(target_os = "linux")]
-fn socket_address(root: &Path) -> std::io::Result<std::os::unix::net::SocketAddr> {
-    use std::os::linux::net::SocketAddrExt;
+fn socket_path(root: &Path) -> std::io::Result<PathBuf> {
+    Ok(private_dir()?.join(format!("{}.sock", worktree_name(root))))
+}
+
+/// The file a watcher holds locked for as long as it serves `root`: one watcher per
+/// worktree, and a socket file left by a killed one is known to be stale.
+#[cfg(target_os = "linux")]
+fn lock_path(root: &Path) -> std::io::Result<PathBuf> {
+    Ok(private_dir()?.join(format!("{}.lock", worktree_name(root))))
+}
+
+fn worktree_name(root: &Path) -> String {
     use std::os::unix::ffi::OsStrExt;
     let digest = Sha256::digest(root.as_os_str().as_bytes());
-    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
-    let name = format!("git-bmad-watch/{}/{hex}", current_uid());
-    std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The user's folder for git-bmad's sockets, made if missing; refused unless it is a
+/// folder of the user's own that nobody else may enter (in `/tmp`, another user could have
+/// made it first to answer in the watcher's place).
+#[cfg(target_os = "linux")]
+fn private_dir() -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    let dir = crate::env::runtime_dir(current_uid());
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(e),
+        _ => {}
+    }
+    let meta = std::fs::symlink_metadata(&dir)?;
+    if !meta.is_dir() || meta.uid() != current_uid() || meta.mode() & 0o077 != 0 {
+        return Err(std::io::Error::other(format!(
+            "{} is not a private folder of this user's",
+            dir.display()
+        )));
+    }
+    Ok(dir)
 }
 
 /// Start a watcher for `root` in a session of its own (a kill of this command's process

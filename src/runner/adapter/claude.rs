@@ -47,6 +47,21 @@ impl Adapter for Claude {
         &[("IS_SANDBOX", "1")]
     }
 
+    fn env_names(&self) -> &'static [&'static str] {
+        &[
+            "ANTHROPIC_",
+            "CLAUDE_CODE_",
+            "CLAUDE_CONFIG_DIR",
+            "DISABLE_",
+            "MAX_THINKING_TOKENS",
+            "MCP_TIMEOUT",
+            "MCP_TOOL_TIMEOUT",
+            "BASH_DEFAULT_TIMEOUT_MS",
+            "BASH_MAX_TIMEOUT_MS",
+            "CLOUD_ML_REGION",
+        ]
+    }
+
     fn credential_variables(&self) -> &'static [&'static str] {
         &[
             "ANTHROPIC_API_KEY",

@@ -44,6 +44,10 @@ impl Adapter for Codex {
         &["--sandbox", "danger-full-access"]
     }
 
+    fn env_names(&self) -> &'static [&'static str] {
+        &["OPENAI_", "CODEX_"]
+    }
+
     fn credential_variables(&self) -> &'static [&'static str] {
         &["OPENAI_API_KEY", "CODEX_API_KEY"]
     }

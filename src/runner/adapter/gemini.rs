@@ -37,6 +37,10 @@ impl Adapter for Gemini {
         Some("GEMINI_API_KEY")
     }
 
+    fn env_names(&self) -> &'static [&'static str] {
+        &["GEMINI_", "GOOGLE_"]
+    }
+
     fn credential_variables(&self) -> &'static [&'static str] {
         &["GEMINI_API_KEY", "GOOGLE_API_KEY"]
     }

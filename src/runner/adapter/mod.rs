@@ -86,6 +86,13 @@ pub trait Adapter: Sync {
     /// always passed so that the CLI cannot read it as an option (`--help`, `-v`).
     fn command_line(&self, cli: &CliConfig, call: &Call) -> (Vec<String>, Option<Vec<u8>>);
 
+    /// The variables of the user's environment the CLI reads (its key, its endpoint, its
+    /// switches), by name or by a prefix ending in `_`: it gets these beside the allow-list
+    /// of `crate::env`, and nothing else of the user's.
+    fn env_names(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// Variables the CLI needs to run unattended in a fresh session worktree.
     fn env(&self) -> &'static [(&'static str, &'static str)] {
         &[]

@@ -202,6 +202,7 @@ impl Engine<'_> {
             args: &self.args,
             interrupt: self.interrupt,
             sandbox: self.check_walls.as_ref().map(|s| &s.contained),
+            passed_env: &self.config.runners.env,
         }
     }
 

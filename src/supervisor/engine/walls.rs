@@ -13,9 +13,16 @@ use crate::session::{self, Fence, NewEvent};
 use crate::supervisor::contain;
 use crate::supervisor::error::{Error, Result};
 
+/// A contained round's fence, and the channel its steps' hooks report through.
+pub(super) struct RoundFence {
+    fence: Fence,
+    reports: session::ReportChannel,
+}
+
 impl Engine<'_> {
-    /// A fence around the session worktree, when the run is contained.
-    pub(super) fn fence_round(&self) -> Result<Option<Fence>> {
+    /// A fence around the session worktree, when the run is contained, and the channel its
+    /// steps' hooks report through.
+    pub(super) fn fence_round(&self) -> Result<Option<RoundFence>> {
         if self.containment.bwrap().is_none() {
             return Ok(None);
         }
@@ -23,7 +30,14 @@ impl Engine<'_> {
             .repo
             .fence(self.session.id.as_str(), &self.root, &self.session.branch)
             .map_err(session::Error::from)?;
-        Ok(Some(fence))
+        let reports =
+            session::ReportChannel::listen(&fence.deferred()).map_err(|e| Error::Uncontained {
+                why: format!(
+                    "could not listen for the step's reports at {}: {e}",
+                    fence.report_socket().display()
+                ),
+            })?;
+        Ok(Some(RoundFence { fence, reports }))
     }
 
     /// Why the run's steps are not contained, if they are not.
@@ -38,12 +52,13 @@ impl Engine<'_> {
     /// CLI needs; a shell step reaches the network as `checks.network` says.
     pub(super) fn step_walls(
         &self,
-        fence: Option<&Fence>,
+        fence: Option<&RoundFence>,
         step: &str,
         kind: Kind,
         program: &Path,
     ) -> Result<Option<Contained>> {
-        let (Some(fence), Some(bwrap)) = (fence, self.containment.bwrap()) else {
+        let (Some(RoundFence { fence, .. }), Some(bwrap)) = (fence, self.containment.bwrap())
+        else {
             return Ok(None);
         };
         let folder: String = step
@@ -57,16 +72,35 @@ impl Engine<'_> {
                 why: format!("could not make a private home in {}: {e}", home.display()),
             })?;
         let network = kind.is_agent() || self.config.checks.network == Network::Full;
-        let views = fence.views(self.main_workdir.as_deref());
+        let views = fence.views();
         Ok(Some(Contained {
             bwrap: bwrap.to_owned(),
-            walls: contain::step_walls(&views, &home, program, network),
+            walls: contain::step_walls(
+                &views,
+                self.main_workdir.as_deref(),
+                &home,
+                program,
+                network,
+            ),
         }))
     }
 
     /// Take in what the round's steps may change and journal what they wrote beyond that.
-    pub(super) fn settle_fence(&mut self, fence: Fence, ids: &[&str]) -> Result<()> {
-        // What its hooks and guard refused, which they could not journal from inside.
+    pub(super) fn settle_fence(&mut self, round: RoundFence, ids: &[&str]) -> Result<()> {
+        let RoundFence { fence, reports } = round;
+        // What its hooks and guard refused, which they could not journal from inside: what
+        // they reported (out of the step's reach), and what they kept in files when the
+        // channel could not be had (which the step could have removed).
+        let (reported, lost) = reports.close(ids, round_step(ids));
+        for event in reported {
+            self.record(event)?;
+        }
+        if let Some(lost) = lost {
+            self.record(
+                NewEvent::violation("supervisor", OUTSIDE_WALLS.id, "report channel", lost)
+                    .step(round_step(ids)),
+            )?;
+        }
         for kept in session::violations_kept_in(&fence.deferred(), ids, round_step(ids)) {
             self.record(kept)?;
         }
