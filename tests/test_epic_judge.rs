@@ -511,3 +511,59 @@ fn the_judges_checkout_has_the_projects_submodules() {
     env.bmad(&repo, &["remove", STORY]).success();
     assert!(!env.root().join(format!("proj.{STORY}")).exists());
 }
+
+/// The epic project with a Python suite run by unittest: two real tests.
+fn unittest_project(env: &TestEnv) -> std::path::PathBuf {
+    let repo = epic_project(env);
+    env.executable("gh", GH);
+    write(
+        &repo,
+        ".bmad/config.yaml",
+        "checks:\n  test_command: python3 -m unittest discover -s tests -t .\nrunners:\n  default: claude\n",
+    );
+    write(&repo, "tests/__init__.py", "");
+    write(
+        &repo,
+        "tests/test_api.py",
+        "import unittest\n\n\nclass Api(unittest.TestCase):\n    def test_get(self):\n        self.assertEqual(1 + 1, 2)\n\n    def test_put(self):\n        self.assertTrue(\"put\")\n",
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "a unittest suite"]);
+    env.git(&repo, &["push", "-q", "origin", "main"]);
+    repo
+}
+
+/// Tests that stop running are no evidence: skipped or expected to fail, they are not
+/// passed; a suite whose package init exits before any test runs counts none where the base
+/// counted two. Neither story is done, and nothing is pushed.
+#[test]
+fn skipped_tests_and_a_suite_that_runs_nothing_are_not_evidence() {
+    let cases = [
+        (
+            "sed -i 's/    def test_/    @unittest.skip(\"later\")\\n    def test_/' tests/test_api.py",
+            "passes 0 tests on && 2 at the base && tests were removed or skipped",
+        ),
+        (
+            // A stub whose tests are marked as failing, as the stub makes them.
+            "sed -i 's/    def test_/    @unittest.expectedFailure\\n    def test_/; s/1 + 1, 2/1 + 1, 3/; s/assertTrue(\"put\")/assertTrue(\"\")/' tests/test_api.py",
+            "passes 0 tests on && 2 at the base",
+        ),
+        (
+            "printf 'import os\\nos._exit(0)\\n' > tests/__init__.py",
+            "reports no passed test, where 2 passed at the base && unittest && the tests did not run",
+        ),
+    ];
+    for (cheat, why) in cases {
+        let env = TestEnv::new();
+        let repo = unittest_project(&env);
+        dev_behaviour(&env, cheat);
+        run_story(&env, &repo).code(5);
+        failed_unpushed(&env, &repo, why);
+    }
+    // The honest dev's story, on the same suite, is done.
+    let env = TestEnv::new();
+    let repo = unittest_project(&env);
+    run_story(&env, &repo).success();
+    let s = status(&env, &repo);
+    assert_eq!(story(&s, STORY)["stage"], "done", "{s:#}");
+}

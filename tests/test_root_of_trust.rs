@@ -153,6 +153,7 @@ main=$(dirname "$common")
   cat "$common"/bmad/signing/id_ed25519
   cat "$XDG_STORE"/git-bmad/keys/*/id_ed25519
   cat "$HOME"/.config/git-bmad/keys/*/id_ed25519
+  cat "$(git config user.signingKey)"
   cat "$main/.env"
   ls -a "$main"
 } > loot.txt 2>&1
@@ -177,6 +178,18 @@ fn a_contained_agent_reads_no_signing_key_and_not_the_main_worktree() {
     let legacy = p.repo.join(".git/bmad/signing");
     std::fs::create_dir_all(&legacy).unwrap();
     std::fs::rename(&key, legacy.join("id_ed25519")).unwrap();
+    // The user's own signing key, in a place the walls would otherwise show (a runner's work
+    // folder, say): it signs commits, not the journals, but is no step's to read either.
+    let user_key = p.store.join("user-key");
+    let made = p.env.sh(
+        &p.store,
+        "ssh-keygen -q -t ed25519 -N '' -C user -f user-key",
+    );
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    p.env.git(
+        &p.repo,
+        &["config", "user.signingKey", user_key.to_str().unwrap()],
+    );
 
     let run = p.bmad(&p.worktree, &["run", "one"]);
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
@@ -185,6 +198,11 @@ fn a_contained_agent_reads_no_signing_key_and_not_the_main_worktree() {
     assert!(
         !loot.contains(secret_line),
         "the signing key leaked:\n{loot}"
+    );
+    let user_secret = std::fs::read_to_string(&user_key).unwrap();
+    assert!(
+        !loot.contains(user_secret.lines().nth(1).unwrap()),
+        "user.signingKey leaked:\n{loot}"
     );
     assert!(
         !loot.contains("sk_live_notarealkey7f3a"),
@@ -590,4 +608,35 @@ fn what_the_hooks_refused_in_a_step_cannot_be_erased_by_the_step() {
         !p.worktree.join("erased.txt").exists(),
         "the channel was removed"
     );
+}
+
+#[test]
+fn a_branch_whose_trees_git_refuses_is_never_pushed() {
+    let env = TestEnv::new();
+    let repo = env.repo("project");
+    let remote = env.bare_remote(&repo);
+    env.git(&repo, &["push", "-q", "origin", "main"]);
+    let (_, wt) = env.start(&repo, "work");
+    // What an uncontained agent can do with plain git in its worktree.
+    let made = env.sh(
+        &wt,
+        r#"blob=$(printf '#!/bin/sh\ntouch "$HOME/pwned"\n' | git hash-object -w --stdin)
+hooks=$(printf '100755 blob %s\tpost-checkout\n' "$blob" | git mktree)
+dotgit=$(printf '040000 tree %s\thooks\n' "$hooks" | git mktree)
+tree=$(printf '040000 tree %s\t.GIT\n100644 blob %s\tREADME.md\n' "$dotgit" "$blob" | git mktree)
+git update-ref HEAD "$(git commit-tree "$tree" -p HEAD -m 'looks harmless')""#,
+    );
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    let refused = env.bmad(&wt, &["push"]).code(4);
+    assert!(
+        refused.stderr.contains("refusing to push"),
+        "{}",
+        refused.stderr
+    );
+    assert!(refused.stderr.contains(".GIT"), "{}", refused.stderr);
+    let remote_refs = env.git(&remote, &["for-each-ref", "--format=%(refname)"]);
+    assert!(!remote_refs.contains("bmad/work"), "{remote_refs}");
+    // Back on a sound commit, it goes.
+    env.git(&wt, &["reset", "-q", "--hard", "HEAD~1"]);
+    env.bmad(&wt, &["push"]).success();
 }

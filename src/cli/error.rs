@@ -126,6 +126,7 @@ impl From<session::Error> for CommandError {
             e,
             session::Error::SecretInWorktree { .. }
                 | session::Error::PushRefused { .. }
+                | session::Error::RefusedTrees { .. }
                 | session::Error::MovedOutside { .. }
         ) {
             exit::POLICY

@@ -18,14 +18,14 @@ use super::{ObjectId, Repo};
 const FINDINGS_SHOWN: usize = 5;
 
 impl Repo {
-    /// The entries git would refuse in the commits reachable from `tip` and not from
-    /// `known` (the branch before, whose trees were already taken), each as `path: why`;
-    /// empty when there is none. Each commit's tree is compared with its first parent's, so
-    /// the cost follows what changed, not the size of the tree.
+    /// The entries git would refuse in the commits reachable from `tip` and from none of
+    /// `known` (the branch before, whose trees were already taken; what a remote already
+    /// has), each as `path: why`; empty when there is none. Each commit's tree is compared
+    /// with its first parent's, so the cost follows what changed, not the size of the tree.
     pub fn refused_tree_entries(
         &self,
         tip: ObjectId,
-        known: Option<ObjectId>,
+        known: impl IntoIterator<Item = ObjectId>,
     ) -> Result<Vec<String>> {
         let walk = self
             .gix()

@@ -235,16 +235,12 @@ fn hook_walls(repo: &Repo, chained: &Path) -> Result<Option<sandbox::Scratch>, E
             )))
         }
     };
-    let main = repo.main_workdir().ok();
+    let hidden = sandbox::Hidden {
+        main: repo.main_workdir().ok(),
+        files: crate::session::trust::key_files(repo),
+    };
     let readable = [repo.common_dir().to_owned()];
-    sandbox::scratch(
-        &bwrap,
-        worktree,
-        main.as_deref(),
-        &readable,
-        repo.identity(),
-        true,
-    )
-    .map(Some)
-    .map_err(|e| Error::io("could not make a private home in", std::env::temp_dir(), e))
+    sandbox::scratch(&bwrap, worktree, &hidden, &readable, repo.identity(), true)
+        .map(Some)
+        .map_err(|e| Error::io("could not make a private home in", std::env::temp_dir(), e))
 }

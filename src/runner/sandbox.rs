@@ -183,19 +183,46 @@ pub fn main_worktree(main: &Path) -> Vec<Mount> {
     mounts
 }
 
+/// What of the user's the walls hide though it lies where they would show it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Hidden {
+    /// The user's main worktree ([`main_worktree`]).
+    pub main: Option<PathBuf>,
+    /// Files no step may read wherever they lie (a `user.signingKey` that signs the
+    /// journals other clones trust): blanked in place.
+    pub files: Vec<PathBuf>,
+}
+
+impl Hidden {
+    /// The mounts that hide it.
+    pub fn mounts(&self) -> Vec<Mount> {
+        let mut mounts = self.main.as_deref().map(main_worktree).unwrap_or_default();
+        for file in &self.files {
+            // The file itself, and where a link to it leads.
+            let real = std::fs::canonicalize(file).ok();
+            for path in std::iter::once(file.clone()).chain(real) {
+                let blank = Mount::Blank(path);
+                if blank.target().is_file() && !mounts.contains(&blank) {
+                    mounts.push(blank);
+                }
+            }
+        }
+        mounts
+    }
+}
+
 /// The walls of a command run in `dir` (a test run, a hook an agent could have written):
-/// `dir` writable (but a `.git` link in it), the main worktree `main` hidden
-/// ([`main_worktree`]), `readable` shown again read-only, a private home at `home`, the
-/// tools on `PATH`.
+/// `dir` writable (but a `.git` link in it), what is `hidden` hidden, `readable` shown again
+/// read-only, a private home at `home`, the tools on `PATH`.
 pub fn command_walls(
     dir: &Path,
-    main: Option<&Path>,
+    hidden: &Hidden,
     readable: &[PathBuf],
     home: &Path,
     network: bool,
 ) -> Walls {
     let mut mounts = home_and_tools(home, None);
-    mounts.extend(main.map(main_worktree).unwrap_or_default());
+    mounts.extend(hidden.mounts());
     mounts.extend(readable.iter().map(Mount::read_only));
     mounts.push(Mount::writable(dir));
     if dir.join(".git").exists() {
@@ -217,7 +244,7 @@ pub struct Scratch {
 pub fn scratch(
     bwrap: &Path,
     dir: &Path,
-    main: Option<&Path>,
+    hidden: &Hidden,
     readable: &[PathBuf],
     identity: [Option<String>; 2],
     network: bool,
@@ -229,7 +256,7 @@ pub fn scratch(
     Ok(Scratch {
         contained: super::Contained {
             bwrap: bwrap.to_owned(),
-            walls: command_walls(dir, main, readable, home.path(), network),
+            walls: command_walls(dir, hidden, readable, home.path(), network),
         },
         _home: home,
     })

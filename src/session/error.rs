@@ -234,6 +234,15 @@ pub enum Error {
         /// The refs it refused, and why.
         refused: Vec<crate::git::Refused>,
     },
+    /// A branch about to leave holds commits whose trees git refuses (`..`, a `.git`
+    /// entry): nothing was pushed.
+    #[error("refusing to push {branch}: its commits hold tree entries git refuses ({}); move the branch back to a commit without them (`git bmad rollback`, or `git reset` in the session worktree)", findings.join("; "))]
+    RefusedTrees {
+        /// The branch.
+        branch: String,
+        /// Each entry, as `path: why`.
+        findings: Vec<String>,
+    },
     /// A changed or staged file holds a secret, so the worktree cannot be saved before a
     /// rollback.
     #[error("{} hold(s) a secret: a rollback first saves the worktree and its index, and a secret never enters the repository. Remove it (or move it out of the worktree) and unstage it (git restore --staged), then run the command again", paths.join(", "))]

@@ -1,10 +1,11 @@
-//! What this clone refuses of a remote's copy of a session, whoever could push there: a
-//! checkpoint whose trailers it would not have written (another session's id, a name that
-//! climbs out of the worktree root, a branch outside the session prefix), and a journal that
-//! went back since this clone last saw it.
+//! What this clone refuses to take from a remote, whoever could push there (a checkpoint
+//! whose trailers it would not have written: another session's id, a name that climbs out
+//! of the worktree root, a branch outside the session prefix; a journal that went back since
+//! this clone last saw it), and to send to one (trees git refuses).
 
-use super::error::Result;
+use super::error::{Error, Result};
 use super::id::SessionId;
+use super::store::Session;
 use crate::git::{ObjectId, Repo};
 
 /// Whether the remote's trailers describe a session this clone would have written: the
@@ -82,4 +83,30 @@ pub(super) fn keep_rewound_journals(
         );
     }
     Ok(rewound)
+}
+
+/// Refuse to push a branch whose new commits hold trees git refuses (`..`, a `.git` entry,
+/// a symlinked `.gitmodules`, as `git fsck` checks): git's push does not look, and a remote
+/// without `receive.fsckObjects` would take them. New: not on the remote as last seen, nor
+/// on a reviewed branch here.
+pub(super) fn refuse_refused_trees(repo: &Repo, session: &Session, remote: &str) -> Result<()> {
+    let Some(tip) = repo.read_ref(&session.branch)? else {
+        return Ok(());
+    };
+    let mut known: Vec<ObjectId> = repo
+        .refs_with_prefix(&format!("refs/remotes/{remote}/"))?
+        .into_iter()
+        .map(|(_, id)| id)
+        .collect();
+    for branch in super::trust::reviewed_branches(repo)? {
+        known.extend(repo.read_ref(&branch)?);
+    }
+    let refused = repo.refused_tree_entries(tip, known)?;
+    if refused.is_empty() {
+        return Ok(());
+    }
+    Err(Error::RefusedTrees {
+        branch: session.branch.clone(),
+        findings: refused,
+    })
 }

@@ -73,6 +73,7 @@ pub fn push(repo: &Repo, session: &Session, remote: &str, release: bool) -> Resu
             remote: remote.to_owned(),
         });
     }
+    super::remote_checks::refuse_refused_trees(repo, session, remote)?;
     let state = repo
         .effective_config_bool(&opt_in_key(remote))?
         .unwrap_or(false);

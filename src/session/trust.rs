@@ -142,6 +142,30 @@ pub fn own_key(repo: &Repo, make: bool) -> Result<Option<OwnKey>> {
     }))
 }
 
+/// The files of the signing key the user configured (`user.signingKey`, with `gpg.format`
+/// `ssh`), private half and public: no step may read them, wherever they lie (a runner's
+/// key under its work folder, say). This clone's own key is in the key store, which every
+/// wall hides already.
+pub fn key_files(repo: &Repo) -> Vec<PathBuf> {
+    let Some(key) = repo
+        .config_string("user.signingKey")
+        .filter(|k| !k.starts_with("key::") && !k.trim().is_empty())
+        .map(|k| expand_home(&k))
+    else {
+        return Vec::new();
+    };
+    let private = match key.extension() {
+        Some(ext) if ext == "pub" => key.with_extension(""),
+        _ => key.clone(),
+    };
+    let mut public = private.as_os_str().to_owned();
+    public.push(".pub");
+    [private, PathBuf::from(public)]
+        .into_iter()
+        .filter(|p| p.is_file())
+        .collect()
+}
+
 /// Where clone `clone`'s own key lives: its folder of the key store.
 fn clone_key_path(clone: &str) -> Result<PathBuf> {
     // The id names a folder: only what a clone id is made of.

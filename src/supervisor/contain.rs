@@ -10,7 +10,7 @@
 use std::path::Path;
 
 use crate::config::{Config, Network};
-use crate::runner::sandbox::{self, Mount, Walls};
+use crate::runner::sandbox::{self, Hidden, Mount, Walls};
 use crate::session::{Repo, View};
 
 pub use crate::runner::sandbox::{Containment, Scratch};
@@ -23,17 +23,26 @@ pub fn decide(config: &Config) -> Result<Containment> {
     Containment::decide(config.runners.sandbox).map_err(|why| Error::Uncontained { why })
 }
 
-/// The walls of an agent step: the main worktree `main` hidden, the fence's views of the
+/// What the walls of `repo`'s steps hide though it lies where they would show it: the main
+/// worktree, and the signing key the user configured when it is a file.
+pub fn hidden(repo: &Repo) -> Hidden {
+    Hidden {
+        main: repo.main_workdir().ok(),
+        files: crate::session::trust::key_files(repo),
+    }
+}
+
+/// The walls of an agent step: what is `hidden` hidden, the fence's views of the
 /// repository, a private home at `home`, the tools it runs.
 pub fn step_walls(
     views: &[View],
-    main: Option<&Path>,
+    hidden: &Hidden,
     home: &Path,
     program: &Path,
     network: bool,
 ) -> Walls {
     let mut mounts = sandbox::home_and_tools(home, Some(program));
-    mounts.extend(main.map(sandbox::main_worktree).unwrap_or_default());
+    mounts.extend(hidden.mounts());
     mounts.extend(views.iter().map(|v| {
         if v.writable {
             Mount::Writable {
@@ -51,13 +60,12 @@ pub fn step_walls(
 }
 
 /// Contain a command run in `dir` for a step (its tests), when the run is contained: `dir`
-/// writable, the repository (its common dir) readable, `main`, the main worktree, hidden, a
+/// writable, the repository (its common dir) readable, what [`hidden`] names hidden, a
 /// private home.
 pub fn command(
     containment: &Containment,
     dir: &Path,
     repo: &Repo,
-    main: Option<&Path>,
     network: Network,
 ) -> Result<Option<Scratch>> {
     let Some(bwrap) = containment.bwrap() else {
@@ -67,7 +75,7 @@ pub fn command(
     sandbox::scratch(
         bwrap,
         dir,
-        main,
+        &hidden(repo),
         &readable,
         repo.identity(),
         network == Network::Full,
@@ -111,7 +119,7 @@ mod tests {
         ];
         let walls = step_walls(
             &views,
-            None,
+            &Hidden::default(),
             Path::new("/r/.git/bmad/fence/s/home"),
             Path::new("/usr/bin/claude"),
             true,

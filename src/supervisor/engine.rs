@@ -141,14 +141,9 @@ pub fn supervise(
     let before = if new_run.is_some() { &fresh } else { &state };
     let programs = preflight(&playbook, before, options.config, &root)?;
     let containment = super::contain::decide(options.config)?;
-    let main_workdir = repo.main_workdir().ok();
-    let check_walls = super::contain::command(
-        &containment,
-        &root,
-        repo,
-        main_workdir.as_deref(),
-        options.config.checks.network,
-    )?;
+    let hidden = super::contain::hidden(repo);
+    let check_walls =
+        super::contain::command(&containment, &root, repo, options.config.checks.network)?;
     let mut playbook = playbook;
     if let Some(limit) = options.time_limit {
         playbook.limits.max_run_time = playbook.limits.max_run_time.min(limit);
@@ -169,7 +164,7 @@ pub fn supervise(
         purse: options.purse,
         containment,
         check_walls,
-        main_workdir,
+        hidden,
     };
     if let Some(source) = new_run {
         let blob = session::store_text(repo, &session.id, &source.text)?;
@@ -322,7 +317,7 @@ struct Engine<'a> {
     /// The walls of test runs, when contained (their private home lives as long as the run).
     check_walls: Option<super::contain::Scratch>,
     /// The main worktree, shown read-only to contained steps (asked once: it may take git).
-    main_workdir: Option<PathBuf>,
+    hidden: crate::runner::sandbox::Hidden,
 }
 
 impl Engine<'_> {

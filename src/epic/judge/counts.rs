@@ -1,7 +1,9 @@
 //! How many tests a run passed, read from what its runner printed: the summary lines of
 //! cargo, pytest, unittest, go (`-v`), jest, vitest, mocha, node's test runner and TAP,
-//! rspec, phpunit, maven and dotnet. A run whose output holds none of them has no count,
-//! and the evidence says so.
+//! rspec, phpunit, maven and dotnet. Only passed tests count: a skipped, pending, expected
+//! failure or TODO test is no evidence, whatever its runner folds it into (unittest's `OK
+//! (skipped=2)`, rspec's examples, maven's tests run, TAP's `ok … # SKIP`). A run whose
+//! output holds none of them has no count, and the evidence says so.
 
 use std::sync::LazyLock;
 
@@ -14,6 +16,10 @@ struct Summary {
     fold: Fold,
 }
 
+/// In every pattern, group 1 is the number the runner reports; a group named `minus`, when
+/// it matched, holds the numbers of tests folded into it that did not pass (skipped,
+/// pending, expected failures), which are taken off; a match whose group `skip` matched is
+/// no passed test.
 enum Fold {
     /// Every match is one test binary or package: add them.
     Sum,
@@ -57,12 +63,17 @@ const SUMMARIES: &[Summary] = &[
     },
     Summary {
         runner: "rspec",
-        pattern: r"(?m)^(\d+) examples?, 0 failures",
+        pattern: r"(?m)^(\d+) examples?, 0 failures(?:, (?P<minus>\d+) pending)?",
         fold: Fold::Last,
     },
     Summary {
         runner: "phpunit",
         pattern: r"(?m)^OK \((\d+) tests?,",
+        fold: Fold::Last,
+    },
+    Summary {
+        runner: "phpunit",
+        pattern: r"(?m)^OK, but [^\n]*\nTests: (\d+), Assertions: \d+(?P<minus>(?:, (?:Skipped|Incomplete|Risky): \d+)*)\.",
         fold: Fold::Last,
     },
     Summary {
@@ -72,12 +83,12 @@ const SUMMARIES: &[Summary] = &[
     },
     Summary {
         runner: "maven",
-        pattern: r"(?m)^\[INFO\] Tests run: (\d+), Failures: 0, Errors: 0, Skipped: \d+$",
+        pattern: r"(?m)^\[INFO\] Tests run: (\d+), Failures: 0, Errors: 0, Skipped: (?P<minus>\d+)$",
         fold: Fold::Last,
     },
     Summary {
         runner: "unittest",
-        pattern: r"(?m)^Ran (\d+) tests? in [\d.]+s\s*\n\s*\nOK\b",
+        pattern: r"(?m)^Ran (\d+) tests? in [\d.]+s\s*\n\s*\nOK\b(?: \((?P<minus>[^)\n]*)\))?",
         fold: Fold::Last,
     },
     Summary {
@@ -87,7 +98,7 @@ const SUMMARIES: &[Summary] = &[
     },
     Summary {
         runner: "TAP",
-        pattern: r"(?m)^ok \d+\b",
+        pattern: r"(?m)^ok \d+\b[^\n#]*(?P<skip>#\s*(?i:skip|todo))?",
         fold: Fold::Count,
     },
 ];
@@ -116,14 +127,16 @@ pub fn passed(output: &str) -> Option<Passed> {
             continue;
         }
         let number = |c: &regex::Captures<'_>| {
-            c.get(1)
+            let reported = c
+                .get(1)
                 .and_then(|m| m.as_str().parse::<u64>().ok())
-                .unwrap_or(0)
+                .unwrap_or(0);
+            reported.saturating_sub(c.name("minus").map_or(0, |m| numbers(m.as_str())))
         };
         let count = match summary.fold {
             Fold::Sum => matches.map(|c| number(&c)).sum(),
             Fold::Last => matches.last().map(|c| number(&c)).unwrap_or(0),
-            Fold::Count => matches.count() as u64,
+            Fold::Count => matches.filter(|c| c.name("skip").is_none()).count() as u64,
         };
         return Some(Passed {
             count,
@@ -131,6 +144,13 @@ pub fn passed(output: &str) -> Option<Passed> {
         });
     }
     None
+}
+
+/// The sum of the numbers in `text` (`skipped=2, expected failures=1`: 3).
+fn numbers(text: &str) -> u64 {
+    text.split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse::<u64>().ok())
+        .sum()
 }
 
 #[cfg(test)]
@@ -207,6 +227,52 @@ mod tests {
             None
         );
         assert_eq!(count("all good\nOK\n"), None);
+    }
+
+    #[test]
+    fn skipped_pending_and_expected_failures_are_not_passed() {
+        let cases: &[(&str, u64, &str)] = &[
+            (
+                "...\nRan 3 tests in 0.001s\n\nOK (skipped=2)\n",
+                1,
+                "unittest",
+            ),
+            (
+                "Ran 4 tests in 0.001s\n\nOK (skipped=1, expected failures=2)\n",
+                1,
+                "unittest",
+            ),
+            ("9 examples, 0 failures, 4 pending\n", 5, "rspec"),
+            (
+                "[INFO] Tests run: 5, Failures: 0, Errors: 0, Skipped: 3\n",
+                2,
+                "maven",
+            ),
+            (
+                "1..3\nok 1 - real\nok 2 - later # SKIP not ready\nok 3 # todo write it\n",
+                1,
+                "TAP",
+            ),
+            (
+                "OK, but incomplete, skipped, or risky tests!\nTests: 12, Assertions: 30, Skipped: 2, Incomplete: 1.\n",
+                9,
+                "phpunit",
+            ),
+            (
+                "TAP version 13\n# tests 4\n# pass 1\n# skipped 3\n# fail 0\n",
+                1,
+                "node --test",
+            ),
+        ];
+        for (output, n, runner) in cases {
+            assert_eq!(count(output), Some((*n, *runner)), "{output}");
+        }
+        // Every test skipped: nothing passed, however the runner ends.
+        assert_eq!(count("3 skipped in 0.01s\n"), None);
+        assert_eq!(
+            count("Ran 2 tests in 0.001s\n\nOK (skipped=2)\n"),
+            Some((0, "unittest"))
+        );
         assert_eq!(count(""), None);
     }
 }

@@ -174,6 +174,18 @@ pub fn judge(
             "{} tests passed ({}; the base gave no count)",
             now.count, now.runner
         ),
+        // The base's runner counted its tests: one that now counts none ran none (an
+        // `os._exit(0)` in a test package's init, a runner told to collect nothing).
+        (None, Some(then)) if then.count > 0 && !concern.has(TESTS_REMOVED.id) => {
+            return Ok(Judgement::Fail(format!(
+                "`{command}` exits 0 on {} but reports no passed test, where {} passed at the \
+                 base {} ({}): the tests did not run",
+                short(head),
+                then.count,
+                short(base),
+                then.runner
+            )))
+        }
         (None, _) => "the runner reported no test count".to_owned(),
     };
     Ok(Judgement::Pass(format!(
@@ -361,15 +373,8 @@ fn run_on(
     let checkout = scratch.path().join("checkout");
     repo.clean_checkout(commit, &checkout)
         .map_err(session::Error::from)?;
-    let main = repo.main_workdir().ok();
     let walls_env = walls.passed_env.clone();
-    let walls = contain::command(
-        &walls.containment,
-        &checkout,
-        repo,
-        main.as_deref(),
-        walls.network,
-    )?;
+    let walls = contain::command(&walls.containment, &checkout, repo, walls.network)?;
     let spec = Spec {
         program: "/bin/sh".into(),
         args: vec!["-c".into(), command.to_owned()],

@@ -75,13 +75,7 @@ impl Engine<'_> {
         let views = fence.views();
         Ok(Some(Contained {
             bwrap: bwrap.to_owned(),
-            walls: contain::step_walls(
-                &views,
-                self.main_workdir.as_deref(),
-                &home,
-                program,
-                network,
-            ),
+            walls: contain::step_walls(&views, &self.hidden, &home, program, network),
         }))
     }
 
