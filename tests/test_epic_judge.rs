@@ -524,6 +524,11 @@ fn unittest_project(env: &TestEnv) -> std::path::PathBuf {
     write(&repo, "tests/__init__.py", "");
     write(
         &repo,
+        "pyproject.toml",
+        "[project]\nname = \"proj\"\nversion = \"0.1.0\"\n",
+    );
+    write(
+        &repo,
         "tests/test_api.py",
         "import unittest\n\n\nclass Api(unittest.TestCase):\n    def test_get(self):\n        self.assertEqual(1 + 1, 2)\n\n    def test_put(self):\n        self.assertTrue(\"put\")\n",
     );
@@ -549,7 +554,7 @@ fn skipped_tests_and_a_suite_that_runs_nothing_are_not_evidence() {
             "passes 0 tests on && 2 at the base",
         ),
         (
-            "printf 'import os\\nos._exit(0)\\n' > tests/__init__.py",
+            "sed -i '1i import os; os._exit(0)' tests/test_api.py",
             "reports no passed test, where 2 passed at the base && unittest && the tests did not run",
         ),
     ];
@@ -559,6 +564,29 @@ fn skipped_tests_and_a_suite_that_runs_nothing_are_not_evidence() {
         dev_behaviour(&env, cheat);
         run_story(&env, &repo).code(5);
         failed_unpushed(&env, &repo, why);
+    }
+    // Test infrastructure is the judge's: a package init that turns failures into passes,
+    // or a pytest section that selects nothing, waits for a human with the diff.
+    for (cheat, file) in [
+        (
+            "printf 'import unittest\\nunittest.TestResult.addFailure = unittest.TestResult.addSuccess\\n' > tests/__init__.py",
+            "tests/__init__.py",
+        ),
+        (
+            "printf '[tool.pytest.ini_options]\\naddopts = \"-k nothing\"\\n' >> pyproject.toml",
+            "pyproject.toml",
+        ),
+    ] {
+        let env = TestEnv::new();
+        let repo = unittest_project(&env);
+        dev_behaviour(&env, cheat);
+        run_story(&env, &repo).code(3);
+        asked_unpushed(
+            &env,
+            &repo,
+            &format!("changed files git-bmad judges it with ({file})"),
+            &["judge-changed"],
+        );
     }
     // The honest dev's story, on the same suite, is done.
     let env = TestEnv::new();

@@ -640,3 +640,55 @@ git update-ref HEAD "$(git commit-tree "$tree" -p HEAD -m 'looks harmless')""#,
     env.git(&wt, &["reset", "-q", "--hard", "HEAD~1"]);
     env.bmad(&wt, &["push"]).success();
 }
+
+/// It looks for every watcher it could stop: the sockets under /tmp and the runtime
+/// folder, and the abstract names earlier watchers used.
+const WATCHER_KILLER: &str = r#"#!/bin/sh
+for dir in /tmp/git-bmad-* "$XDG_RUNTIME_DIR"/git-bmad /run/user/*/git-bmad; do
+  for sock in "$dir"/*.sock; do
+    [ -S "$sock" ] && echo "found $sock" >> watchers.txt
+    python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"stop\n")' "$sock" 2>/dev/null && echo "stopped $sock" >> watchers.txt
+  done
+done
+python3 - "$OTHER_ABSTRACT" <<'PY' 2>/dev/null && echo "stopped the abstract one" >> watchers.txt
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.connect("\0" + sys.argv[1])
+s.sendall(b"stop\n")
+PY
+echo '{"result":"done"}'
+"#;
+
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
+)]
+fn a_contained_agent_reaches_no_other_sessions_watcher() {
+    use sha2::{Digest, Sha256};
+    let p = Project::new("#!/bin/sh\n");
+    // Another session, whose watcher `start` set going.
+    let (_, other) = p.env.start(&p.repo, "other");
+    let digest = Sha256::digest(other.to_str().unwrap().as_bytes());
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    let uid = p.env.sh(&p.repo, "id -u").stdout.trim().to_owned();
+    let socket = PathBuf::from(format!("/tmp/git-bmad-{uid}/{hex}.sock"));
+    assert!(
+        socket.exists(),
+        "the other session's watcher is not at {}",
+        socket.display()
+    );
+    let abstract_name = format!("git-bmad-watch/{uid}/{hex}");
+    p.env.executable(
+        "my-agent",
+        &WATCHER_KILLER.replace("$OTHER_ABSTRACT", &abstract_name),
+    );
+    let run = p.bmad(&p.worktree, &["run", "one"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let seen = std::fs::read_to_string(p.worktree.join("watchers.txt")).unwrap_or_default();
+    assert!(!seen.contains("stopped"), "{seen}");
+    assert!(!seen.contains(&hex), "{seen}");
+    // The other session's watcher still serves.
+    let alive = std::os::unix::net::UnixStream::connect(&socket);
+    assert!(alive.is_ok(), "the other session's watcher is gone");
+}

@@ -208,10 +208,25 @@ fn concern(repo: &Repo, work: &Work<'_>, command: Option<&str>) -> Result<Concer
         .unwrap_or_default();
     let changes = work.changes;
     let paths: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
+    let at_head = |path: &str| {
+        let bytes = repo.file_at(&work.head.to_string(), path).ok()??;
+        Some(String::from_utf8_lossy(&bytes).into_owned())
+    };
+    // A manifest the base has is the judge's where its test sections changed, and only
+    // there (a story's new dependency is the project's business).
+    let sections_changed = |p: &str| {
+        let section =
+            |text: Option<String>| text.and_then(|t| rules::test_sections(p, &t)).flatten();
+        if rules::test_sections(p, "").is_none() {
+            return false;
+        }
+        let before = at_base(p);
+        before.is_some() && section(before) != section(at_head(p))
+    };
     let judges: Vec<&str> = paths
         .iter()
         .copied()
-        .filter(|p| rules::is_judges(p, &named))
+        .filter(|p| rules::is_judges(p, &named) || sections_changed(p))
         .collect();
     let mut concern = Concern::default();
     if !judges.is_empty() {

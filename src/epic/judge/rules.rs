@@ -31,10 +31,11 @@ const IMPLIED: &[(&str, &[&str])] = &[
 ];
 
 /// Whether `path` is one of the judge's files: git-bmad's configuration (`.bmad/`, but not
-/// the journals it renders into `.bmad/sessions/`), CI configuration, or a file the test
-/// command runs (`named`).
+/// the journals it renders into `.bmad/sessions/`), CI configuration, test infrastructure,
+/// or a file the test command runs (`named`).
 pub fn is_judges(path: &str, named: &[String]) -> bool {
     (path.starts_with(".bmad/") && !path.starts_with(".bmad/sessions/"))
+        || is_test_infrastructure(path)
         || CI_CONFIG.iter().any(|ci| {
             if ci.ends_with('/') {
                 path.starts_with(ci)
@@ -43,6 +44,73 @@ pub fn is_judges(path: &str, named: &[String]) -> bool {
             }
         })
         || named.iter().any(|n| n == path)
+}
+
+/// Test infrastructure, by file name wherever it lies: what decides how tests run and what
+/// they report without being a test itself. Python's (`conftest.py`, a test package's
+/// `__init__.py`, `pytest.ini`, `tox.ini`, `setup.cfg`, `noxfile.py`), the JavaScript
+/// runners' configurations (jest, vitest, mocha, karma, ava), rspec's and phpunit's, cargo's
+/// (`.cargo/config.toml`, a `build.rs`), make's includes (`*.mk`). A story that changes one
+/// waits for a human, as one that changes the test script does.
+pub fn is_test_infrastructure(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let in_tests = is_test_file(path);
+    const NAMED: &[&str] = &[
+        "conftest.py",
+        "pytest.ini",
+        "tox.ini",
+        "setup.cfg",
+        "noxfile.py",
+        ".mocharc",
+        ".rspec",
+        "phpunit.xml",
+        "phpunit.xml.dist",
+        "build.rs",
+        "spec_helper.rb",
+        "rails_helper.rb",
+    ];
+    const CONFIG_STEMS: &[&str] = &[
+        "jest.config.",
+        "vitest.config.",
+        "vitest.workspace.",
+        ".mocharc.",
+        "karma.conf.",
+        "ava.config.",
+    ];
+    NAMED.contains(&name)
+        || CONFIG_STEMS.iter().any(|stem| name.starts_with(stem))
+        || (in_tests && name == "__init__.py")
+        || name.ends_with(".mk")
+        || path == ".cargo/config.toml"
+        || path == ".cargo/config"
+        || path.ends_with("/.cargo/config.toml")
+}
+
+/// Manifests whose test sections alone are the judge's (the rest is the project's: its
+/// dependencies, its version), and those sections: `pyproject.toml`'s `[tool.*]` tables
+/// (pytest's, coverage's, tox's), `package.json`'s scripts (`npm test` runs
+/// `scripts.test` as the branch holds it) and the runners' keys.
+pub fn test_sections(path: &str, text: &str) -> Option<Option<String>> {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let picked = match name {
+        "pyproject.toml" => match text.parse::<toml::Table>() {
+            Ok(table) => table.get("tool").map(|t| format!("{t:?}")),
+            Err(_) => Some(format!("unreadable: {text}")),
+        },
+        "package.json" => match serde_json::from_str::<serde_json::Value>(text) {
+            Ok(json) => {
+                let keys = ["scripts", "jest", "mocha", "ava", "c8", "nyc"];
+                let picked: Vec<String> = keys
+                    .iter()
+                    .map(|k| format!("{k}={}", json.get(k).cloned().unwrap_or_default()))
+                    .collect();
+                Some(picked.join("\n"))
+            }
+            Err(_) => Some(format!("unreadable: {text}")),
+        },
+        _ => return None,
+    };
+    Some(picked)
 }
 
 /// The files `command` runs, as the base holds them (`read` gives a file's text there): the
@@ -151,6 +219,54 @@ pub fn is_test_file(path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn test_infrastructure_is_the_judges_and_tests_are_not() {
+        for path in [
+            "conftest.py",
+            "tests/conftest.py",
+            "tests/__init__.py",
+            "pkg/tests/unit/__init__.py",
+            "pytest.ini",
+            "setup.cfg",
+            "jest.config.ts",
+            "web/vitest.config.mts",
+            ".mocharc.yml",
+            ".cargo/config.toml",
+            "crates/x/build.rs",
+            "make/rules.mk",
+            "spec/spec_helper.rb",
+            "phpunit.xml.dist",
+        ] {
+            assert!(is_judges(path, &[]), "{path}");
+        }
+        for path in [
+            "tests/test_api.py",
+            "src/__init__.py",
+            "src/api.test.ts",
+            "README.md",
+            "pyproject.toml",
+        ] {
+            assert!(!is_judges(path, &[]), "{path}");
+        }
+    }
+
+    #[test]
+    fn a_manifests_test_sections_alone_are_the_judges() {
+        let before = "[project]\nname = \"x\"\ndependencies = []\n[tool.pytest.ini_options]\naddopts = \"-q\"\n";
+        let deps = before.replace("dependencies = []", "dependencies = [\"httpx\"]");
+        let opts = before.replace("-q", "-q -k nothing");
+        let section = |text: &str| test_sections("pyproject.toml", text);
+        assert_eq!(section(before), section(&deps));
+        assert_ne!(section(before), section(&opts));
+        let pkg = r#"{"name":"x","dependencies":{},"scripts":{"test":"jest"}}"#;
+        let dep = pkg.replace(r#""dependencies":{}"#, r#""dependencies":{"a":"1"}"#);
+        let script = pkg.replace("jest", "echo ok 1");
+        let json = |text: &str| test_sections("web/package.json", text);
+        assert_eq!(json(pkg), json(&dep));
+        assert_ne!(json(pkg), json(&script));
+        assert_eq!(test_sections("Cargo.toml", ""), None);
+    }
 
     #[test]
     fn the_judges_files_are_config_ci_and_what_the_command_runs() {

@@ -528,6 +528,51 @@ mod tests {
     }
 
     #[test]
+    fn a_question_without_end_is_cut_off_and_the_watcher_serves_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let serving = {
+            let root = root.clone();
+            std::thread::spawn(move || run_watcher(&root, None))
+        };
+        let mut answered = false;
+        for _ in 0..100 {
+            answered = question(&root, None).is_ok();
+            if answered {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(answered, "the watcher answers");
+        // Its socket is a file of the user's private folder, not an abstract name.
+        let socket = socket_path(&root).unwrap();
+        assert!(socket.starts_with(crate::env::runtime_dir(current_uid())));
+        // A client that streams a question with no newline is cut off after a bounded read;
+        // its writes then fail instead of growing the watcher.
+        let stream = connect(&root).unwrap();
+        stream
+            .set_write_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        let chunk = vec![b'x'; 64 << 10];
+        let mut sent = 0usize;
+        while sent < 64 << 20 {
+            match (&stream).write(&chunk) {
+                Ok(n) => sent += n,
+                Err(_) => break,
+            }
+        }
+        assert!(
+            sent < 64 << 20,
+            "the watcher read {sent} bytes of one question"
+        );
+        assert!(question(&root, None).is_ok(), "the watcher still serves");
+        let stream = connect(&root).unwrap();
+        (&stream).write_all(b"stop\n").unwrap();
+        serving.join().unwrap().unwrap();
+        assert!(!socket.exists(), "the socket goes with the watcher");
+    }
+
+    #[test]
     fn a_malformed_answer_is_no_answer() {
         for reply in [
             &b""[..],
