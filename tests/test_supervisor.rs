@@ -1220,6 +1220,58 @@ fn a_running_step_is_cut_at_the_runs_time_limit_whatever_its_own_timeout() {
     assert_eq!(named(&events, "limit_run_time_reached").len(), 1);
 }
 
+/// A step's test run is the run's time too: once the step has used most of the run's
+/// time, its tests get what is left, not the step's own timeout.
+#[test]
+fn a_steps_test_run_gets_only_what_is_left_of_the_runs_time() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    // A test that, given three seconds, leaves a mark.
+    write(
+        &repo,
+        ".bmad/config.yaml",
+        "checks:\n  test_command: sleep 3 && touch survived\n",
+    );
+    let wt = with_playbook(
+        &env,
+        &repo,
+        "tested",
+        "limits: {max_run_time: 6s}\nsteps:\n  - {id: work, runner: shell, command: 'sleep 4.5; echo x > x.txt', timeout: 10m, postconditions: [tests_pass]}\n",
+    );
+    let mut cmd = env.bmad_command(&wt);
+    cmd.args(["run", "tested"]);
+    let run = crate::common::actions::run_bounded(cmd, Duration::from_secs(60));
+    assert_ne!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    // About a second was left for it: it was stopped long before its mark.
+    assert!(
+        !wt.join("survived").exists(),
+        "the test ran past the run's time"
+    );
+    let events = journal(&env, &wt);
+    let failed = serde_json::to_string(&named(&events, "step_failed")).unwrap();
+    assert!(failed.contains("timed out and was killed"), "{failed}");
+}
+
+/// A git killed with an earlier run (a kill in review) left the worktree's index locked:
+/// with no git running, the next run clears it instead of failing on it.
+#[test]
+fn an_index_lock_a_killed_git_left_does_not_fail_the_next_run() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let wt = with_playbook(
+        &env,
+        &repo,
+        "commit",
+        "steps:\n  - {id: work, runner: shell, command: 'echo x > x.txt && git add x.txt && git commit -qm x'}\n",
+    );
+    let git_dir = env.git(&wt, &["rev-parse", "--absolute-git-dir"]);
+    let lock = PathBuf::from(git_dir.trim()).join("index.lock");
+    std::fs::write(&lock, "").unwrap();
+    env.bmad(&wt, &["run", "commit"]).success();
+    assert!(!lock.exists());
+    assert_eq!(env.git(&wt, &["log", "-1", "--format=%s"]).trim(), "x");
+}
+
 #[test]
 fn the_invocation_cap_stops_the_run_with_its_own_exit_code() {
     let env = TestEnv::new();

@@ -403,6 +403,11 @@ impl Repo {
             .is_ok_and(|h| h.kind() == gix::object::Kind::Commit)
     }
 
+    /// The size of object `id` without reading it, if it is here.
+    pub fn object_size(&self, id: ObjectId) -> Option<u64> {
+        self.inner.find_header(id).ok().map(|h| h.size())
+    }
+
     /// The bytes of a blob.
     pub fn read_blob(&self, id: ObjectId) -> Result<Vec<u8>> {
         let blob = self

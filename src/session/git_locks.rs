@@ -29,6 +29,16 @@ pub(super) fn clear_abandoned_locks(repo: &Repo, locks: &[PathBuf]) -> Vec<Strin
         .collect()
 }
 
+/// Clear the lock files a killed git left in `session`'s worktree (its `index.lock`,
+/// `HEAD.lock`) while no git works in the repository: a run killed in the middle of a step
+/// must not fail every resume on them. One line for each removed.
+pub fn clear_abandoned_worktree_locks(repo: &Repo, git_dir: &Path) -> Vec<String> {
+    clear_abandoned_locks(
+        repo,
+        &[git_dir.join("index.lock"), git_dir.join("HEAD.lock")],
+    )
+}
+
 /// A live `git` or other git-bmad process working in this repository (its current
 /// directory in one of the worktrees or the git dir), if there is one: a lock may be its.
 /// Linux `/proc` only; elsewhere `Some(0)` is returned, so the lock's age alone decides.

@@ -302,6 +302,9 @@ pub fn read(repo: &Repo, id: &SessionId) -> Result<Journal> {
     read_at(repo, id, None)
 }
 
+/// The most a journal's notes are read, in bytes, together.
+const MAX_JOURNAL_BYTES: u64 = 64 << 20;
+
 /// Read a session's journal as the notes commit `at` has it (`None`: the notes ref's tip);
 /// `sync` reads another machine's journal this way.
 pub fn read_at(repo: &Repo, id: &SessionId, at: Option<ObjectId>) -> Result<Journal> {
@@ -321,7 +324,19 @@ pub fn read_at(repo: &Repo, id: &SessionId, at: Option<ObjectId>) -> Result<Jour
         ..Default::default()
     };
     let mut lines = Vec::new();
+    let mut read = 0u64;
     for (checkpoint, blob) in repo.notes_list(tip.tree)? {
+        // What a remote sends is read within bounds: a journal is kilobytes, its notes
+        // together never near this.
+        let size = repo.object_size(blob).unwrap_or(u64::MAX);
+        read = read.saturating_add(size);
+        if read > MAX_JOURNAL_BYTES {
+            journal.malformed.push(format!(
+                "note on {checkpoint}: the journal's notes pass {} MiB; the rest is not read",
+                MAX_JOURNAL_BYTES >> 20
+            ));
+            break;
+        }
         let data = repo.read_blob(blob)?;
         for (n, line) in String::from_utf8_lossy(&data).lines().enumerate() {
             if line.trim().is_empty() {

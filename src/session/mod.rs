@@ -48,6 +48,7 @@ pub use deferred::{defer, violations_kept_in, ReportChannel, REPORT_SOCKET};
 pub use doctor::{doctor, Finding, Severity};
 pub use error::{Error, Result};
 pub use event::{Decision, Event, NewEvent};
+pub use git_locks::clear_abandoned_worktree_locks;
 pub use hand_off::{hand_off, HandedOff};
 pub use id::SessionId;
 pub use init::{init, InitOutcome};

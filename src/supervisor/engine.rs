@@ -86,6 +86,10 @@ pub fn supervise(
     let worktree = session.open_worktree(repo)?;
     let git_dir = worktree.as_ref().unwrap_or(repo).git_dir().to_path_buf();
     let _lock = super::lock::RunLock::acquire(&git_dir, session.id.as_str())?;
+    // What a git killed with an earlier run left locked, with no git running now.
+    for cleared in session::clear_abandoned_worktree_locks(repo, &git_dir) {
+        tracing::warn!("{cleared}");
+    }
     let moved = session::ref_record::foreign_moves(repo, &session.id)?;
     let journal = session::read_journal(repo, &session.id)?;
     let state = RunState::replay(journal.events());
@@ -393,8 +397,9 @@ impl Engine<'_> {
             // A step a crash left running: what its round changed shows whether it worked.
             let crashed_round = self.changed_by_crashed_round(&pending)?;
             let settlement = {
+                let left = self.shares(1, None).0;
                 let mut evaluate = |step: &Step, check: &playbook::Check| {
-                    evaluate(check, &self.check_env(step, crashed_round.as_deref()))
+                    evaluate(check, &self.check_env(step, crashed_round.as_deref(), left))
                 };
                 decide::settle(&playbook, &self.state, &pending, &mut evaluate)
             };

@@ -40,6 +40,9 @@ impl Engine<'_> {
         let (before, round_start) =
             self.vetted_checkpoint(&format!("before {}", ids.join(", ")), &tag, &ids)?;
         let (share, budget_share) = self.shares(steps.len(), draw);
+        // The steps' checks run within the same share: a test that sleeps an hour ends
+        // where the run's time does, not at the step's own timeout.
+        let round_began = std::time::Instant::now();
         // Agents whose CLI takes a hook get the guard, unless the project's settings run it.
         let guard = match std::env::current_exe() {
             Ok(exe) if !agent::claude_guard_installed(&self.root) => {
@@ -136,7 +139,10 @@ impl Engine<'_> {
             let checks = step
                 .postconditions
                 .iter()
-                .map(|c| evaluate(c, &self.check_env(step, Some(&changed_paths))))
+                .map(|c| {
+                    let left = share.saturating_sub(round_began.elapsed());
+                    evaluate(c, &self.check_env(step, Some(&changed_paths), left))
+                })
                 .collect();
             let error = result.as_ref().err().map(|e| e.to_string());
             let hash = stall_hash(result.as_ref().ok(), error.as_deref(), &changes);
@@ -186,18 +192,24 @@ impl Engine<'_> {
         results
     }
 
-    /// What the checks of `step` look at; `changed`: the paths its round changed, if known.
+    /// What the checks of `step` look at; `changed`: the paths its round changed, if known;
+    /// `left`: the time the run has left for them (a test run ends by then, or by the step's
+    /// timeout if that comes first).
     pub(super) fn check_env<'e>(
         &'e self,
         step: &Step,
         changed: Option<&'e [String]>,
+        left: std::time::Duration,
     ) -> CheckEnv<'e> {
         CheckEnv {
             root: &self.root,
             feature_env: &self.feature_env,
             branch: Some(self.session.short_branch()),
             test_command: self.config.checks.test_command.as_deref(),
-            timeout: step.timeout,
+            timeout: step
+                .timeout
+                .min(left)
+                .max(std::time::Duration::from_secs(1)),
             changed,
             args: &self.args,
             interrupt: self.interrupt,
