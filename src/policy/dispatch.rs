@@ -235,10 +235,7 @@ fn hook_walls(repo: &Repo, chained: &Path) -> Result<Option<sandbox::Scratch>, E
             )))
         }
     };
-    let hidden = sandbox::Hidden {
-        main: repo.main_workdir().ok(),
-        files: crate::session::trust::key_files(repo),
-    };
+    let hidden = super::hidden_from_steps(repo);
     let readable = [repo.common_dir().to_owned()];
     sandbox::scratch(&bwrap, worktree, &hidden, &readable, repo.identity(), true)
         .map(Some)

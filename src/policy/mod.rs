@@ -71,6 +71,16 @@ impl Error {
     }
 }
 
+/// What every wall of `repo`'s steps and commands hides though it lies where the walls would
+/// show it: the user's main worktree, and the signing key the user configured when it is a
+/// file (this clone's own is in the key store, hidden everywhere already).
+pub fn hidden_from_steps(repo: &Repo) -> crate::runner::sandbox::Hidden {
+    crate::runner::sandbox::Hidden {
+        main: repo.main_workdir().ok(),
+        files: session::trust::key_files(repo),
+    }
+}
+
 /// The session of the worktree `repo` was opened in, if it is a session worktree.
 pub fn current_session(repo: &Repo) -> Option<session::Session> {
     if !repo.git_dir().join(session::SESSION_MARKER).exists() {

@@ -23,15 +23,6 @@ pub fn decide(config: &Config) -> Result<Containment> {
     Containment::decide(config.runners.sandbox).map_err(|why| Error::Uncontained { why })
 }
 
-/// What the walls of `repo`'s steps hide though it lies where they would show it: the main
-/// worktree, and the signing key the user configured when it is a file.
-pub fn hidden(repo: &Repo) -> Hidden {
-    Hidden {
-        main: repo.main_workdir().ok(),
-        files: crate::session::trust::key_files(repo),
-    }
-}
-
 /// The walls of an agent step: what is `hidden` hidden, the fence's views of the
 /// repository, a private home at `home`, the tools it runs.
 pub fn step_walls(
@@ -60,7 +51,8 @@ pub fn step_walls(
 }
 
 /// Contain a command run in `dir` for a step (its tests), when the run is contained: `dir`
-/// writable, the repository (its common dir) readable, what [`hidden`] names hidden, a
+/// writable, the repository (its common dir) readable, what
+/// [`crate::policy::hidden_from_steps`] names hidden, a
 /// private home.
 pub fn command(
     containment: &Containment,
@@ -75,7 +67,7 @@ pub fn command(
     sandbox::scratch(
         bwrap,
         dir,
-        &hidden(repo),
+        &crate::policy::hidden_from_steps(repo),
         &readable,
         repo.identity(),
         network == Network::Full,

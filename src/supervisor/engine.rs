@@ -145,7 +145,7 @@ pub fn supervise(
     let before = if new_run.is_some() { &fresh } else { &state };
     let programs = preflight(&playbook, before, options.config, &root)?;
     let containment = super::contain::decide(options.config)?;
-    let hidden = super::contain::hidden(repo);
+    let hidden = crate::policy::hidden_from_steps(repo);
     let check_walls =
         super::contain::command(&containment, &root, repo, options.config.checks.network)?;
     let mut playbook = playbook;
