@@ -284,18 +284,26 @@ impl Fence {
                 self.common.join("bmad/deferred").join(&self.name),
                 true,
             ),
-            shown(
-                self.report_socket(),
+            same(self.worktree_git_dir.clone(), true),
+            same(self.worktree.clone(), true),
+            same(self.worktree.join(".git"), false),
+        ]);
+        // The report channel, when git-bmad listens on it: mounted over itself, so that the
+        // step can neither remove nor replace it.
+        let socket = self.report_socket();
+        if std::fs::symlink_metadata(&socket).is_ok_and(|m| {
+            use std::os::unix::fs::FileTypeExt;
+            m.file_type().is_socket()
+        }) {
+            views.push(shown(
+                socket,
                 self.common
                     .join("bmad/deferred")
                     .join(&self.name)
                     .join(REPORT_SOCKET),
                 true,
-            ),
-            same(self.worktree_git_dir.clone(), true),
-            same(self.worktree.clone(), true),
-            same(self.worktree.join(".git"), false),
-        ]);
+            ));
+        }
         for copy in &self.copies {
             if copy_path(&self.layer, copy.name, "").exists() {
                 views.push(shown(

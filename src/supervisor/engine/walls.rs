@@ -16,7 +16,7 @@ use crate::supervisor::error::{Error, Result};
 /// A contained round's fence, and the channel its steps' hooks report through.
 pub(super) struct RoundFence {
     fence: Fence,
-    reports: session::ReportChannel,
+    reports: Option<session::ReportChannel>,
 }
 
 impl Engine<'_> {
@@ -30,13 +30,18 @@ impl Engine<'_> {
             .repo
             .fence(self.session.id.as_str(), &self.root, &self.session.branch)
             .map_err(session::Error::from)?;
-        let reports =
-            session::ReportChannel::listen(&fence.deferred()).map_err(|e| Error::Uncontained {
-                why: format!(
-                    "could not listen for the step's reports at {}: {e}",
+        // Without the channel (a socket's path past 107 bytes, say) the hooks keep their
+        // reports in files, as before it: the step could erase those.
+        let reports = match session::ReportChannel::listen(&fence.deferred()) {
+            Ok(reports) => Some(reports),
+            Err(e) => {
+                tracing::warn!(
+                    "no report channel at {}: {e}; the step's hooks keep their reports in files",
                     fence.report_socket().display()
-                ),
-            })?;
+                );
+                None
+            }
+        };
         Ok(Some(RoundFence { fence, reports }))
     }
 
@@ -85,7 +90,9 @@ impl Engine<'_> {
         // What its hooks and guard refused, which they could not journal from inside: what
         // they reported (out of the step's reach), and what they kept in files when the
         // channel could not be had (which the step could have removed).
-        let (reported, lost) = reports.close(ids, round_step(ids));
+        let (reported, lost) = reports
+            .map(|r| r.close(ids, round_step(ids)))
+            .unwrap_or_default();
         for event in reported {
             self.record(event)?;
         }
