@@ -1,7 +1,10 @@
-//! Contained agents: with the default configuration every step runs in walls (bubblewrap)
-//! that leave it its worktree and its own branch. An agent with its permissions bypassed
-//! tries everything a shell allows and reaches nothing: the repository, the remote, the
-//! credentials and the other sessions stay as they were, and what left a trace is journaled.
+//! Contained agents: with the default configuration every step runs in walls that leave it
+//! its worktree and its own branch. An agent with its permissions bypassed tries everything
+//! a shell allows and reaches nothing: the repository, the remote, the credentials and the
+//! other sessions stay as they were, and what left a trace is journaled. So it is on every
+//! machine: with bubblewrap working (bubblewrap and Landlock stacked), with bubblewrap
+//! refused as Ubuntu 24.04 and GitHub's runners refuse it, and with no bubblewrap at all
+//! (Landlock alone).
 
 use std::path::Path;
 
@@ -23,14 +26,64 @@ const GH_HOSTS: &str = "github.com:\n    oauth_token: gho_notarealtoken7f3a\n";
 const STORED_CREDENTIAL: &str = "https://u:ghp_notarealtoken7f3a@github.com\n";
 const ENV_TOKEN: &str = "ghp_fromtheenvironment7f3a";
 
+/// The machine the walls are raised on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Machine {
+    /// bubblewrap works: it and Landlock stack.
+    Bubblewrap,
+    /// bubblewrap is installed but may not make a user namespace (a locked-down Ubuntu).
+    Refused,
+    /// bubblewrap is not installed.
+    Absent,
+}
+
+impl Machine {
+    /// Make `env` this machine.
+    fn make(self, env: &TestEnv) {
+        match self {
+            Machine::Bubblewrap => {}
+            // bubblewrap as it answers where it may not create a user namespace.
+            Machine::Refused => env.executable(
+                "bwrap",
+                "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n",
+            ),
+            Machine::Absent => env.without_program("bwrap"),
+        }
+    }
+
+    /// What the journal says of the walls on it.
+    fn walls(self) -> &'static str {
+        match self {
+            Machine::Bubblewrap => "bubblewrap and Landlock",
+            Machine::Refused | Machine::Absent => "alone",
+        }
+    }
+}
+
 impl Walled {
-    fn new(script: &str, config: &str) -> Walled {
-        Walled::with(script, config, |_, _| {})
+    /// The same on `machine`.
+    fn on(machine: Machine, script: &str, config: &str) -> Walled {
+        Walled::with_on(machine, script, config, |_, _| {})
     }
 
     /// The same, `prepare` shaping the project before its first commit and the hooks.
-    fn with(script: &str, config: &str, prepare: impl FnOnce(&TestEnv, &Path)) -> Walled {
-        let env = TestEnv::contained();
+    fn with_on(
+        machine: Machine,
+        script: &str,
+        config: &str,
+        prepare: impl FnOnce(&TestEnv, &Path),
+    ) -> Walled {
+        Walled::in_world(TestEnv::contained(), machine, script, config, prepare)
+    }
+
+    fn in_world(
+        env: TestEnv,
+        machine: Machine,
+        script: &str,
+        config: &str,
+        prepare: impl FnOnce(&TestEnv, &Path),
+    ) -> Walled {
+        machine.make(&env);
         let home = env.root().join("home");
         write(&home, ".ssh/id_ed25519", SSH_KEY);
         write(&home, ".config/gh/hosts.yml", GH_HOSTS);
@@ -97,20 +150,24 @@ try bmad-ref git -c core.hooksPath=/dev/null update-ref refs/bmad/forged HEAD
 try config-file sh -c "printf '[core]\n\thooksPath = /tmp/none\n' >> '$common/config'"
 try corrupt sh -c "mkdir -p '$common/objects/ab' && echo junk > '$common/objects/ab/cdef0123456789abcdef0123456789abcdef01'"
 try hook sh -c "printf '#!/bin/sh\nexit 0\n' > '$(git rev-parse --git-path hooks)/pre-push'"
-try worktree-link sh -c "echo 'gitdir: /tmp/elsewhere' > .git"
 try other-session sh -c "echo pwned >> ../project.other/theirs.txt"
+try real-config sh -c "echo '[core]' >> '$(cd ../project && pwd)/.git/config'"
 cat ~/.ssh/id_ed25519 ~/.config/gh/hosts.yml ~/.git-credentials >> attempts.txt 2>/dev/null
+cat "$(cd ../project && pwd)/README.md" >> attempts.txt 2>/dev/null
 echo "token=$GH_TOKEN" >> attempts.txt
-# git-bmad's processes: none is there to see, so none can be killed.
+# git-bmad's supervisor: where it can be seen (Landlock alone), it cannot be signalled.
 for pid in $(ls /proc | grep '^[0-9]*$'); do
   case "$(tr '\0' ' ' < /proc/$pid/cmdline 2>/dev/null)" in
-    *git-bmad*run*) echo "saw git-bmad: $pid" >> attempts.txt; kill -9 "$pid" ;;
+    *git-bmad\ run\ *) echo "saw git-bmad: $pid" >> attempts.txt; try kill-git-bmad kill -9 "$pid" ;;
   esac
 done
+try user-namespace unshare -Ur true
 # Left in the layer for git-bmad to read: a fifo that would block it, and HEAD made a
 # symlink to the user's key, which git-bmad (not the step) could read and show.
 mkfifo "$common/refs/heads/fifo"
 ln -sfn "$HOME/.ssh/id_ed25519" "$(git rev-parse --git-dir)/HEAD"
+# Last: with it, git no longer finds the repository.
+try worktree-link sh -c "echo 'gitdir: /tmp/elsewhere' > .git"
 echo '{"result":"done"}'
 "#;
 
@@ -120,7 +177,25 @@ echo '{"result":"done"}'
     ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
 )]
 fn an_agent_with_its_permissions_bypassed_reaches_nothing_past_its_worktree_and_branch() {
-    let w = Walled::new(ATTACKER, GENERIC);
+    bypassed_agent_on(Machine::Bubblewrap);
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
+)]
+fn where_bubblewrap_is_refused_landlock_alone_holds_the_same_walls() {
+    bypassed_agent_on(Machine::Refused);
+}
+
+#[test]
+fn where_bubblewrap_is_not_installed_landlock_alone_holds_the_same_walls() {
+    bypassed_agent_on(Machine::Absent);
+}
+
+fn bypassed_agent_on(machine: Machine) {
+    let w = Walled::on(machine, ATTACKER, GENERIC);
     let main_before = w.git(&["rev-parse", "main"]);
     let config_before = read(&w.repo, ".git/config");
     let remote = w.env.root().join("remote.git");
@@ -139,12 +214,31 @@ fn an_agent_with_its_permissions_bypassed_reaches_nothing_past_its_worktree_and_
         "bmad-ref: failed",
         "push: failed",
         "push-no-verify: failed",
-        "worktree-link: failed",
         "other-session: failed",
+        "user-namespace: failed",
     ] {
         assert!(attempts.contains(failed), "{failed}?\n{attempts}");
     }
-    assert!(!attempts.contains("saw git-bmad"), "{attempts}");
+    assert!(
+        !attempts.contains("# project"),
+        "the main worktree was read"
+    );
+    match machine {
+        // Its own process tree: git-bmad is not there to see.
+        Machine::Bubblewrap => {
+            assert!(!attempts.contains("saw git-bmad"), "{attempts}");
+            assert!(attempts.contains("worktree-link: failed"), "{attempts}");
+        }
+        // Seen, not reached; a link inside its worktree is written, and put back after.
+        Machine::Refused | Machine::Absent => {
+            assert!(attempts.contains("saw git-bmad"), "{attempts}");
+            assert!(!attempts.contains("kill-git-bmad: done"), "{attempts}");
+            assert!(attempts.contains("worktree-link: done"), "{attempts}");
+            // Mounted, the repository's config is a copy the step may write (and loses);
+            // alone, the real one is not written at all.
+            assert!(attempts.contains("real-config: failed"), "{attempts}");
+        }
+    }
     for secret in [
         SSH_KEY,
         "gho_notarealtoken7f3a",
@@ -184,6 +278,8 @@ fn an_agent_with_its_permissions_bypassed_reaches_nothing_past_its_worktree_and_
         .find(|e| e["event"] == "step_started")
         .unwrap();
     assert!(started["detail"]["uncontained"].is_null(), "{started:#}");
+    let walls = started["detail"]["walls"].as_str().unwrap_or_default();
+    assert!(walls.contains(machine.walls()), "{started:#}");
     let outside: Vec<String> = journal
         .iter()
         .filter(|e| e["event"] == "policy_violation")
@@ -198,14 +294,18 @@ fn an_agent_with_its_permissions_bypassed_reaches_nothing_past_its_worktree_and_
         "git cat-file -e abcdef0123456789abcdef0123456789abcdef01",
     );
     assert_ne!(planted.code, 0, "a corrupt object came in");
-    for subject in [
+    let mut subjects = vec![
         "config",
         "refs/heads/main",
         "origin",
         "objects",
         "refs/heads/fifo",
         "HEAD",
-    ] {
+    ];
+    if machine != Machine::Bubblewrap {
+        subjects.push(".git");
+    }
+    for subject in subjects {
         assert!(
             outside.iter().any(|s| s == subject),
             "{subject}? {outside:?}"
@@ -221,7 +321,14 @@ fn an_agent_with_its_permissions_bypassed_reaches_nothing_past_its_worktree_and_
     ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
 )]
 fn the_tests_run_for_a_step_are_contained_too() {
-    let w = Walled::new(
+    for machine in [Machine::Bubblewrap, Machine::Refused] {
+        tests_contained_on(machine);
+    }
+}
+
+fn tests_contained_on(machine: Machine) {
+    let w = Walled::on(
+        machine,
         "#!/bin/sh\necho hello > hello.txt\necho '{\"result\":\"done\"}'\n",
         &format!("{GENERIC}checks:\n  test_command: sh test.sh\n"),
     );
@@ -255,53 +362,62 @@ fn the_tests_run_for_a_step_are_contained_too() {
 }
 
 /// Where bubblewrap cannot make a sandbox (user namespaces off, as on a locked-down
-/// Ubuntu), `auto` runs the step uncontained and says so with the step; `required`
-/// refuses to start and says what is missing.
+/// Ubuntu), `auto` still contains the step, with Landlock alone, and says so with the step,
+/// in the journal and in the morning report; `bubblewrap` refuses to start and says what
+/// is missing and what enables it; `doctor` names the command.
 #[test]
 #[cfg_attr(
     not(feature = "external-tests"),
     ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
 )]
-fn without_a_working_sandbox_auto_says_so_and_required_refuses() {
-    let honest = "#!/bin/sh\necho hello > hello.txt\necho '{\"result\":\"done\"}'\n";
-    let w = Walled::new(honest, GENERIC);
-    // bubblewrap as it answers where it may not create a user namespace.
-    w.env.executable(
-        "bwrap",
-        "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n",
-    );
+fn where_bubblewrap_is_refused_auto_contains_with_landlock_and_bubblewrap_refuses() {
+    let honest = "#!/bin/sh\necho hello > hello.txt\ncat ~/.git-credentials >> hello.txt 2>/dev/null\necho '{\"result\":\"done\"}'\n";
+    let w = Walled::on(Machine::Refused, honest, GENERIC);
     let run = w.run();
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(read(&w.worktree, "hello.txt"), "hello\n");
     let journal = w.journal();
     let started = journal
         .iter()
         .find(|e| e["event"] == "step_started")
         .unwrap();
-    let why = started["detail"]["uncontained"]
-        .as_str()
-        .unwrap_or_default();
-    assert!(why.contains("Permission denied"), "{started:#}");
+    assert!(started["detail"]["uncontained"].is_null(), "{started:#}");
+    let lack = started["detail"]["walls_lack"].as_str().unwrap_or_default();
+    assert!(
+        lack.contains("Permission denied") && lack.contains("not by mounts"),
+        "{started:#}"
+    );
     let shown = w.env.bmad(&w.worktree, &["journal"]).success().stdout;
-    assert!(shown.contains("uncontained"), "{shown}");
-    // The morning report says so too.
+    assert!(shown.contains("Landlock"), "{shown}");
+    // The morning report says which walls held.
     let report = w.env.bmad(&w.repo, &["report", "--json"]).success().json();
     let problems = report["sessions"].to_string();
-    assert!(problems.contains("ran uncontained"), "{report:#}");
+    assert!(problems.contains("Landlock"), "{report:#}");
+    // doctor names the layers and what bubblewrap needs here.
+    let doctor = w.env.bmad(&w.repo, &["doctor", "--json"]).json();
+    assert_eq!(doctor["containment"]["works"], true, "{doctor:#}");
+    assert!(doctor["containment"]["bwrap"].is_null(), "{doctor:#}");
+    assert!(
+        doctor["containment"]["landlock_abi"].as_i64() >= Some(1),
+        "{doctor:#}"
+    );
 
     write(
         &w.repo,
         ".bmad/config.yaml",
-        &format!("{GENERIC}  sandbox: required\n"),
+        &format!("{GENERIC}  sandbox: bubblewrap\n"),
     );
     w.env
-        .git(&w.repo, &["commit", "-qam", "containment required"]);
+        .git(&w.repo, &["commit", "-qam", "bubblewrap required"]);
     let (_, second) = w.env.start(&w.repo, "second");
     let refused = w.env.bmad(&second, &["run", "one"]);
     assert_eq!(refused.code, 1, "{}\n{}", refused.stdout, refused.stderr);
     assert!(
-        refused.stderr.contains("runners.sandbox is `required`")
+        refused
+            .stderr
+            .contains("runners.sandbox requires bubblewrap")
             && refused.stderr.contains("Permission denied")
-            && refused.stderr.contains("install bubblewrap"),
+            && refused.stderr.contains("git bmad doctor"),
         "{}",
         refused.stderr
     );
@@ -318,6 +434,12 @@ fn without_a_working_sandbox_auto_says_so_and_required_refuses() {
     ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
 )]
 fn a_kill_during_a_contained_step_loses_no_object_and_believes_nothing() {
+    for machine in [Machine::Bubblewrap, Machine::Refused] {
+        killed_during_a_step_on(machine);
+    }
+}
+
+fn killed_during_a_step_on(machine: Machine) {
     let agent = r#"#!/bin/sh
 echo "attempt" >> attempts.txt
 git add -A && git commit -qm "step work"
@@ -328,9 +450,9 @@ if [ -f slow ]; then
 fi
 echo '{"result":"done"}'
 "#;
-    let w = Walled::new(agent, GENERIC);
+    let w = Walled::on(machine, agent, GENERIC);
     write(&w.worktree, "slow", "");
-    let branch_before = w.env.git(&w.worktree, &["rev-parse", "HEAD"]);
+    let branch_before = w.git(&["rev-parse", "refs/heads/bmad/work"]);
     let mut child = w
         .env
         .bmad_command(&w.worktree)
@@ -349,10 +471,13 @@ echo '{"result":"done"}'
     child.wait().unwrap();
     let commit = read(&w.worktree, "killed-commit.txt").trim().to_owned();
     // Not taken in: the branch is where it was, the commit only in the layer.
-    assert_eq!(
-        w.env.git(&w.worktree, &["rev-parse", "HEAD"]),
-        branch_before
-    );
+    assert_eq!(w.git(&["rev-parse", "refs/heads/bmad/work"]), branch_before);
+    if machine == Machine::Bubblewrap {
+        assert_eq!(
+            w.env.git(&w.worktree, &["rev-parse", "HEAD"]),
+            branch_before
+        );
+    }
     let fences = w.repo.join(".git/bmad/fence");
     assert_eq!(std::fs::read_dir(&fences).unwrap().count(), 1);
     let missing = w.env.sh(&w.repo, &format!("git cat-file -e {commit}"));
@@ -378,6 +503,9 @@ echo '{"result":"done"}'
         &["fsck", "--connectivity-only", "--no-dangling"],
     );
     w.env.git(&w.worktree, &["diff", "--cached", "--stat"]);
+    // The worktree names the repository itself again, whichever way it was walled.
+    let common = w.env.git(&w.worktree, &["rev-parse", "--git-common-dir"]);
+    assert!(!common.contains("fence"), "{common}");
 }
 
 /// A hook in the worktree (a tracked `.githooks/`, husky's `.husky/`) is a file the agent can
@@ -389,7 +517,14 @@ echo '{"result":"done"}'
     ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
 )]
 fn a_hook_the_agent_rewrote_runs_in_walls_when_git_bmad_pushes() {
+    for machine in [Machine::Bubblewrap, Machine::Refused] {
+        rewritten_pre_push_on(machine);
+    }
+}
+
+fn rewritten_pre_push_on(machine: Machine) {
     let (w, stolen) = with_rewritten_hook(
+        machine,
         "pre-push",
         "cat ~/.git-credentials ~/.ssh/id_ed25519 > STOLEN 2>/dev/null\\necho \"token=$GH_TOKEN\" >> STOLEN\\necho ran > hook-ran.txt",
     );
@@ -420,8 +555,14 @@ fn checks_network_none_cuts_the_test_runs_off() {
     let probe = format!(
         "python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=3)\" 2>/dev/null && echo reached >> net.txt || echo cut >> net.txt\n"
     );
-    for (network, seen) in [("full", "reached\n"), ("none", "cut\n")] {
-        let w = Walled::new(
+    for (machine, network, seen) in [
+        (Machine::Bubblewrap, "full", "reached\n"),
+        (Machine::Bubblewrap, "none", "cut\n"),
+        (Machine::Refused, "full", "reached\n"),
+        (Machine::Refused, "none", "cut\n"),
+    ] {
+        let w = Walled::on(
+            machine,
             "#!/bin/sh\necho '{\"result\":\"done\"}'\n",
             &format!("{GENERIC}checks:\n  test_command: sh probe.sh\n  network: {network}\n"),
         );
@@ -436,7 +577,7 @@ fn checks_network_none_cuts_the_test_runs_off() {
         assert_eq!(
             read(&w.worktree, "net.txt"),
             seen,
-            "checks.network: {network}"
+            "checks.network: {network} on {machine:?}"
         );
     }
 }
@@ -450,7 +591,14 @@ fn checks_network_none_cuts_the_test_runs_off() {
     ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
 )]
 fn a_checkout_hook_the_agent_wrote_runs_in_walls_when_git_bmad_checks_out() {
+    for machine in [Machine::Bubblewrap, Machine::Refused] {
+        rewritten_post_checkout_on(machine);
+    }
+}
+
+fn rewritten_post_checkout_on(machine: Machine) {
     let (w, stolen) = with_rewritten_hook(
+        machine,
         "post-checkout",
         "cat ~/.git-credentials >> STOLEN 2>/dev/null\\ntrue",
     );
@@ -475,14 +623,14 @@ fn a_checkout_hook_the_agent_wrote_runs_in_walls_when_git_bmad_checks_out() {
 /// A project whose hooks live in a tracked `.githooks/` (its `hook` a no-op), and an agent
 /// that rewrites that hook to run `body` and commits it; `stolen` is a file of this
 /// machine's `/tmp` where the rewritten hook tries to put what it takes.
-fn with_rewritten_hook(hook: &str, body: &str) -> (Walled, std::path::PathBuf) {
+fn with_rewritten_hook(machine: Machine, hook: &str, body: &str) -> (Walled, std::path::PathBuf) {
     let stolen =
         std::env::temp_dir().join(format!("git-bmad-stolen-{hook}-{}", std::process::id()));
     let body = body.replace("STOLEN", &stolen.display().to_string());
     let agent = format!(
         "#!/bin/sh\nprintf '#!/bin/sh\\n{body}\\n' > .githooks/{hook}\nchmod +x .githooks/{hook}\ngit add -A && git commit -qm 'a better hook'\necho '{{\"result\":\"done\"}}'\n"
     );
-    let w = Walled::with(&agent, GENERIC, |env, repo| {
+    let w = Walled::with_on(machine, &agent, GENERIC, |env, repo| {
         write(repo, &format!(".githooks/{hook}"), "#!/bin/sh\nexit 0\n");
         env.sh(repo, &format!("chmod +x .githooks/{hook}"))
             .success();
@@ -490,4 +638,88 @@ fn with_rewritten_hook(hook: &str, body: &str) -> (Walled, std::path::PathBuf) {
     });
     w.env.bmad(&w.worktree, &["run", "one"]).success();
     (w, stolen)
+}
+
+/// A CLI whose install lies where the walls hide it (here, in the user's main worktree,
+/// which lies outside the home and `/tmp`) is refused before its step starts, with the
+/// place and the setting that shows it; shown by `runners.sandbox_paths`, it runs, on either
+/// machine.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
+)]
+fn a_cli_the_walls_hide_is_refused_up_front_and_runs_once_shown() {
+    for machine in [Machine::Bubblewrap, Machine::Refused] {
+        let honest = "#!/bin/sh\necho hello > hello.txt\necho '{\"result\":\"done\"}'\n";
+        let w = Walled::in_world(
+            TestEnv::contained_outside_tmp(),
+            machine,
+            honest,
+            GENERIC,
+            |_, _| {},
+        );
+        let tools = w.repo.join("tools");
+        write(&tools, "agent", honest);
+        w.env.sh(&tools, "chmod +x agent").success();
+        let config = |extra: &str| {
+            format!(
+                "runners:\n  default: generic\n  generic:\n    command: [\"{}\", \"{{prompt}}\"]\n{extra}",
+                tools.join("agent").display()
+            )
+        };
+        write(&w.repo, ".bmad/config.yaml", &config(""));
+        let refused = w.run();
+        assert_eq!(
+            refused.code, 1,
+            "{machine:?}: {}\n{}",
+            refused.stdout, refused.stderr
+        );
+        assert!(
+            refused.stderr.contains("which the walls hide")
+                && refused.stderr.contains("runners.sandbox_paths")
+                && refused.stderr.contains(&tools.display().to_string()),
+            "{machine:?}: {}",
+            refused.stderr
+        );
+        assert!(!w.worktree.join("hello.txt").exists());
+
+        write(
+            &w.repo,
+            ".bmad/config.yaml",
+            &config(&format!(
+                "  sandbox_paths: {{read: [\"{}\"]}}\n",
+                tools.display()
+            )),
+        );
+        w.env
+            .git(&w.repo, &["commit", "-qam", "show the agent's folder"]);
+        let (_, second) = w.env.start(&w.repo, "second");
+        let run = w.env.bmad(&second, &["run", "one"]);
+        assert_eq!(run.code, 0, "{machine:?}: {}\n{}", run.stdout, run.stderr);
+        assert_eq!(read(&second, "hello.txt"), "hello\n");
+    }
+}
+
+/// An agent's `npm install` works inside the walls, on either machine: the package lands
+/// in the worktree, npm's cache in the step's private home, and nothing in the user's.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs bubblewrap and the npm registry: cargo test --features external-tests"
+)]
+fn an_agents_npm_install_works_contained() {
+    let agent = "#!/bin/sh\nnpm install --no-audit --no-fund --no-update-notifier is-number@7.0.0 > npm.log 2>&1 && echo installed >> npm.log\necho '{\"result\":\"done\"}'\n";
+    for machine in [Machine::Bubblewrap, Machine::Refused] {
+        let w = Walled::on(machine, agent, GENERIC);
+        let run = w.run();
+        assert_eq!(run.code, 0, "{machine:?}: {}\n{}", run.stdout, run.stderr);
+        let log = read(&w.worktree, "npm.log");
+        assert!(log.ends_with("installed\n"), "{machine:?}: {log}");
+        assert!(w
+            .worktree
+            .join("node_modules/is-number/package.json")
+            .exists());
+        assert!(!w.env.root().join("home/.npm").exists(), "{machine:?}");
+    }
 }

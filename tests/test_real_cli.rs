@@ -73,16 +73,99 @@ struct World {
     worktree: PathBuf,
 }
 
+/// How a CLI is reached on `PATH`, as users install them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Reach {
+    /// A link to the npm install (`npm i -g`).
+    Link,
+    /// Claude Code's native installer: `~/.local/bin/claude`, a link to a file of
+    /// `~/.local/share/claude/versions/`.
+    NativeInstaller,
+    /// A wrapper script that execs the CLI from an install in the home.
+    Wrapper,
+    /// A version manager's shim: a script that execs the CLI through a `latest` link of its
+    /// installs folder in the home (mise's, asdf's layout).
+    Shim,
+}
+
 impl World {
     fn new(cli: Cli, script: Vec<Turn>, playbook: &str) -> World {
+        World::reached(cli, Reach::Link, false, script, playbook)
+    }
+
+    /// The same with the CLI reached as `reach` says, where bubblewrap is `refused` (as
+    /// Ubuntu 24.04 refuses it) or not.
+    fn reached(cli: Cli, reach: Reach, refused: bool, script: Vec<Turn>, playbook: &str) -> World {
         let env = TestEnv::contained();
         let api = ModelApi::start(script);
-        std::os::unix::fs::symlink(
-            installed().join(cli.name()),
-            env.root().join("bin").join(cli.name()),
-        )
-        .expect("link the CLI");
         let home = env.root().join("home");
+        let on_path = env.root().join("bin").join(cli.name());
+        let npm = installed().join(cli.name());
+        let link = |from: &Path, to: &Path| {
+            std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+            std::os::unix::fs::symlink(from, to).expect("link");
+        };
+        let script = |body: String| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::write(&on_path, format!("#!/bin/sh\n{body}\n")).unwrap();
+            std::fs::set_permissions(&on_path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        match reach {
+            Reach::Link => link(&npm, &on_path),
+            Reach::NativeInstaller => {
+                let version = home.join(".local/share/claude/versions/2.0.0");
+                std::fs::create_dir_all(version.parent().unwrap()).unwrap();
+                let real = std::fs::canonicalize(&npm).unwrap();
+                std::fs::hard_link(&real, &version)
+                    .or_else(|_| std::fs::copy(&real, &version).map(|_| ()))
+                    .unwrap();
+                link(&version, &home.join(".local/bin/claude"));
+                link(&home.join(".local/bin/claude"), &on_path);
+            }
+            Reach::Wrapper => {
+                // The whole install (its platform package beside it), linked file by file.
+                let modules = installed().parent().unwrap();
+                let scope = std::fs::canonicalize(&npm)
+                    .unwrap()
+                    .strip_prefix(modules)
+                    .unwrap()
+                    .components()
+                    .next()
+                    .unwrap()
+                    .as_os_str()
+                    .to_owned();
+                let copy = home.join(".agent-cli/node_modules");
+                std::fs::create_dir_all(&copy).unwrap();
+                let copied = Command::new("cp")
+                    .arg("-al")
+                    .arg(modules.join(&scope))
+                    .arg(&copy)
+                    .status()
+                    .unwrap();
+                assert!(copied.success());
+                let real = std::fs::canonicalize(&npm).unwrap();
+                let inside = real.strip_prefix(modules).unwrap();
+                script(format!(
+                    "exec \"$HOME/.agent-cli/node_modules/{}\" \"$@\"",
+                    inside.display()
+                ));
+            }
+            Reach::Shim => {
+                let installs = home.join(".local/share/mise/installs").join(cli.name());
+                link(&npm, &installs.join("1.0.0/bin").join(cli.name()));
+                link(Path::new("1.0.0"), &installs.join("latest"));
+                script(format!(
+                    "exec \"$HOME/.local/share/mise/installs/{0}/latest/bin/{0}\" \"$@\"",
+                    cli.name()
+                ));
+            }
+        }
+        if refused {
+            env.executable(
+                "bwrap",
+                "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n",
+            );
+        }
         match cli {
             Cli::Claude => {}
             Cli::Codex => write(
@@ -235,6 +318,39 @@ fn an_honest_agent_finishes_with_the_default_config() {
             "{}",
             world.explain(&run)
         );
+    }
+}
+
+/// CLIs reached the ways users install them (a native installer's link, a wrapper script,
+/// a version manager's shim, each leading into the home the walls hide) finish honest steps
+/// contained, with bubblewrap working and with it refused.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
+fn clis_behind_links_wrappers_and_shims_finish_honest_steps_contained() {
+    for refused in [false, true] {
+        for (cli, reach) in [
+            (Cli::Claude, Reach::NativeInstaller),
+            (Cli::Codex, Reach::Wrapper),
+            (Cli::Gemini, Reach::Shim),
+            (Cli::Claude, Reach::Wrapper),
+        ] {
+            let world = World::reached(cli, reach, refused, honest(), IMPLEMENT);
+            let run = world.run();
+            assert_eq!(
+                run.code,
+                0,
+                "{reach:?}, refused {refused}: {}",
+                world.explain(&run)
+            );
+            assert_eq!(read(&world.worktree, "src/hello.txt"), "hello\n");
+            let started = &world.named("step_started")[0]["detail"];
+            let walls = started["walls"].as_str().unwrap_or_default();
+            let expected = if refused { "alone" } else { "bubblewrap and" };
+            assert!(walls.contains(expected), "{reach:?}: {started:#}");
+        }
     }
 }
 

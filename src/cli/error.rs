@@ -172,7 +172,7 @@ impl From<supervisor::Error> for CommandError {
             E::NoRun { .. } => (exit::FAILED, None),
             E::Uncontained { .. } => (
                 exit::FAILED,
-                Some("install bubblewrap (`git bmad doctor` says what works here), or set runners.sandbox: auto in .bmad/config.yaml to run uncontained where it cannot be".into()),
+                Some("`git bmad doctor` names the command that enables bubblewrap here; runners.sandbox: required takes either layer (bubblewrap or Landlock), and auto runs uncontained where neither holds".into()),
             ),
             E::Invalid { .. } => (
                 exit::USAGE,

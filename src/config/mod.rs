@@ -21,7 +21,7 @@ use serde::Deserialize;
 pub use detect::{detect_test_command, DetectedTests};
 pub use error::{Error, Result};
 pub use orchestration::{Assignment, OrchestrationConfig, ProgressMode};
-pub use runners::{CliConfig, RunnersConfig, Sandbox};
+pub use runners::{CliConfig, RunnersConfig, Sandbox, SandboxPaths};
 
 /// Where the project configuration lives, relative to the main worktree.
 pub const CONFIG_PATH: &str = ".bmad/config.yaml";
@@ -212,13 +212,15 @@ impl Config {
             config.runners.sandbox = match mode.trim() {
                 "auto" => Sandbox::Auto,
                 "required" => Sandbox::Required,
+                "bubblewrap" => Sandbox::Bubblewrap,
+                "landlock" => Sandbox::Landlock,
                 "off" => Sandbox::Off,
                 other => {
                     return Err(Error::Invalid {
                         path: path.clone(),
                         location: None,
                         message: format!(
-                            "git config bmad.sandbox is {other:?}; it must be auto, required or off"
+                            "git config bmad.sandbox is {other:?}; it must be auto, required, bubblewrap, landlock or off"
                         ),
                     })
                 }
@@ -401,11 +403,16 @@ runners:
   default: claude
   # Runner per playbook role, e.g. `dev: codex`.
   roles: {}
-  # Containment (bubblewrap): each agent step, and each command run for it, sees the
-  # repository read-only but for its worktree and its own branch, a private home and /tmp,
-  # no credential, no other process. `auto`: contained where this machine can be (a step
-  # that is not is journaled so); `required`: refuse to run without it; `off`.
+  # Containment: each agent step, and each command run for it, sees the repository
+  # read-only but for its worktree and its own branch, a private home and /tmp, no
+  # credential, no other process. Two layers stack: bubblewrap (mounts) and Landlock with a
+  # seccomp filter (no user namespace needed: it holds where bubblewrap is refused, as on
+  # Ubuntu 24.04). `auto`: contained by whatever layer this machine has (a step that is not
+  # is journaled so); `required`: refuse to run without any; `bubblewrap` or `landlock`:
+  # refuse to run without that layer; `off`.
   sandbox: auto
+  # More places the walls show (`~/` is your home), when a CLI's install lies where they hide:
+  # sandbox_paths: {read: ["~/.claude/local"], write: ["~/.cache/my-tool"]}
   # Each CLI is found on PATH; `program:` names another executable, and `args:` replaces the
   # permission arguments git-bmad passes by default:
   #   claude: --permission-mode acceptEdits   codex: --sandbox workspace-write

@@ -33,6 +33,9 @@ pub struct RunnersConfig {
     pub sandbox: Sandbox,
     /// More variables every agent and test process gets, by name, beyond the built-in list.
     pub env: Vec<String>,
+    /// More places the walls show (`~/` is the home): what a CLI's install needs where the
+    /// walls hide it, a cache every step may write.
+    pub sandbox_paths: SandboxPaths,
     /// How each runner is called, by runner name.
     #[serde(flatten)]
     pub clis: BTreeMap<String, CliConfig>,
@@ -45,8 +48,36 @@ impl Default for RunnersConfig {
             roles: BTreeMap::new(),
             sandbox: Sandbox::Auto,
             env: Vec::new(),
+            sandbox_paths: SandboxPaths::default(),
             clis: BTreeMap::new(),
         }
+    }
+}
+
+/// `runners.sandbox_paths`.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(default, deny_unknown_fields)]
+pub struct SandboxPaths {
+    /// Shown read-only.
+    pub read: Vec<String>,
+    /// Shown writable.
+    pub write: Vec<String>,
+}
+
+impl SandboxPaths {
+    /// The places, `~/` read as `home`, each with whether it is writable; relative paths and
+    /// `~/` without a home are left out (nothing to show).
+    pub fn places(&self, home: Option<&std::path::Path>) -> Vec<(std::path::PathBuf, bool)> {
+        let place = |p: &String| -> Option<std::path::PathBuf> {
+            let path = match p.strip_prefix("~/") {
+                Some(rest) => home?.join(rest),
+                None => std::path::PathBuf::from(p),
+            };
+            path.is_absolute().then_some(path)
+        };
+        let read = self.read.iter().filter_map(place).map(|p| (p, false));
+        read.chain(self.write.iter().filter_map(place).map(|p| (p, true)))
+            .collect()
     }
 }
 
@@ -70,15 +101,19 @@ impl RunnersConfig {
     }
 }
 
-/// `runners.sandbox`: whether agents run contained (bubblewrap).
+/// `runners.sandbox`: whether agents run contained, and by which layer.
 #[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum Sandbox {
     /// Contained where this machine can; a step that cannot be is journaled as uncontained.
     #[default]
     Auto,
-    /// Contained or not run: a run refuses to start without containment.
+    /// Contained or not run: a run refuses to start without a layer of walls.
     Required,
+    /// Contained by bubblewrap (and Landlock where the kernel has it) or not run.
+    Bubblewrap,
+    /// Contained by Landlock (and bubblewrap where it works) or not run.
+    Landlock,
     /// Never contained (the hooks and the guard are all the policy has).
     Off,
 }

@@ -15,9 +15,16 @@
 //! - the session worktree and its own git dir (index, HEAD): writable, but for the links
 //!   that name the repository (`.git`, `commondir`, `gitdir`) and its own config.
 //!
+//! Where mounts cannot be had (Landlock alone), the same layer is reached without them: its
+//! copies folder becomes a shadow of the common git dir (the copies, the layer's objects and
+//! logs, and a link to everything else of the real one), and the worktree's `commondir`
+//! names it for the step's time. The links the step could rewrite (`.git`, `commondir`,
+//! `gitdir`, its own config) are put back when it ends, whichever way it was walled.
+//!
 //! The layer lives under `<common>/bmad/fence/<name>/`. A step killed with git-bmad leaves
-//! it behind: the next fence for the same name first copies in its objects (the worktree's
-//! index may name them) and drops the rest, as a killed step is never believed.
+//! it behind: the next fence for the same name first puts the worktree's links back, copies
+//! in its objects (the worktree's index may name them) and drops the rest, as a killed step
+//! is never believed.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -26,6 +33,12 @@ use gix::objs::Write as _;
 
 use super::error::{Error, Result};
 use super::{CasOutcome, ObjectId, Repo};
+
+mod files;
+mod shadow;
+use files::{files, watched};
+pub use shadow::put_back_abandoned_shadow;
+use shadow::{put_back, shadow};
 
 /// A fence set up for one session worktree.
 #[derive(Debug)]
@@ -39,7 +52,27 @@ pub struct Fence {
     branch: String,
     branch_before: Option<ObjectId>,
     copies: Vec<Copy>,
+    shadow: bool,
+    links: Vec<(PathBuf, Vec<u8>)>,
 }
+
+/// How the step's view of the repository is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FenceKind {
+    /// Mounts (bubblewrap): the layer's parts shown at the real paths.
+    Mounts,
+    /// A shadow of the common dir that the worktree names for the step's time (Landlock
+    /// alone, which can only allow or deny paths as they are).
+    Shadow,
+}
+
+/// The files that link a worktree to its repository, which the step must not change: the
+/// worktree's `.git`, and its git dir's `commondir`, `gitdir` and own config.
+const LINKS: &[&str] = &["commondir", "gitdir", "config.worktree"];
+/// The file in a worktree's git dir that a live run holds locked (`flock`).
+pub const RUN_LOCK: &str = "bmad-run.lock";
+/// Where the layer keeps the worktree's `commondir` while the shadow stands in for it.
+const COMMONDIR_KEPT: &str = "commondir.kept";
 
 /// A part of the common git dir the step sees as a writable copy, so that what it writes
 /// there is seen (and dropped, but for its own branch).
@@ -83,13 +116,19 @@ pub struct View {
 impl Repo {
     /// Set up a fence for the worktree at `worktree` (a linked worktree of this repository
     /// whose branch is `branch`, a full ref name), its layer named `name`.
-    pub fn fence(&self, name: &str, worktree: &Path, branch: &str) -> Result<Fence> {
+    pub fn fence(
+        &self,
+        name: &str,
+        worktree: &Path,
+        branch: &str,
+        kind: FenceKind,
+    ) -> Result<Fence> {
         let common = self.common_dir().to_owned();
         let layer = common.join("bmad").join("fence").join(name);
-        if layer.exists() {
-            self.recover_layer(&layer)?;
-        }
         let (worktree, worktree_git_dir) = linked_git_dir(&common, worktree)?;
+        if layer.exists() {
+            self.recover_layer(&layer, &worktree_git_dir)?;
+        }
         let io = |e: std::io::Error| Error::Io {
             op: "could not set up a fence in",
             path: layer.clone(),
@@ -114,7 +153,12 @@ impl Repo {
         // Where the step's hooks keep what they could not journal (a mount needs its place).
         std::fs::create_dir_all(common.join("bmad/deferred").join(name)).map_err(io)?;
         let objects = common.join("objects");
-        let mut alternates = format!("{}\n", layer.join("real-objects").display());
+        // Mounted, the real database is shown inside the layer; a shadow names it as it is.
+        let real_objects = match kind {
+            FenceKind::Mounts => layer.join("real-objects"),
+            FenceKind::Shadow => objects.clone(),
+        };
+        let mut alternates = format!("{}\n", real_objects.display());
         // The real database's own alternates, made absolute: they are read from elsewhere now.
         if let Ok(theirs) = std::fs::read_to_string(objects.join("info/alternates")) {
             for line in theirs
@@ -167,7 +211,22 @@ impl Repo {
             })
             .filter_map(|url| local_path(&url.to_string(), self.workdir()))
             .collect();
+        let links = std::iter::once(worktree.join(".git"))
+            .chain(LINKS.iter().map(|l| worktree_git_dir.join(l)))
+            .filter_map(|path| Some((path.clone(), std::fs::read(&path).ok()?)))
+            .collect();
+        if kind == FenceKind::Shadow {
+            shadow(&common, &layer, name).map_err(io)?;
+            // Kept first: a kill between the two leaves the layer able to put it back.
+            let link = worktree_git_dir.join("commondir");
+            let kept = std::fs::read(&link).map_err(io)?;
+            crate::fs::write_atomically(&layer.join(COMMONDIR_KEPT), &kept, None).map_err(io)?;
+            let named = format!("{}\n", layer.join("copies").display());
+            crate::fs::write_atomically(&link, named.as_bytes(), None).map_err(io)?;
+        }
         Ok(Fence {
+            shadow: kind == FenceKind::Shadow,
+            links,
             name: name.to_owned(),
             local_remotes,
             branch_before: self.read_ref(branch)?,
@@ -180,8 +239,13 @@ impl Repo {
         })
     }
 
-    /// A layer a killed step left: its objects are copied in, the rest dropped.
-    fn recover_layer(&self, layer: &Path) -> Result<()> {
+    /// A layer a killed step left: the worktree's `commondir` put back when the layer stood
+    /// in for it, its objects copied in, the rest dropped.
+    fn recover_layer(&self, layer: &Path, worktree_git_dir: &Path) -> Result<()> {
+        let kept = layer.join(COMMONDIR_KEPT);
+        if let Ok(content) = std::fs::read(&kept) {
+            put_back(&worktree_git_dir.join("commondir"), &content)?;
+        }
         self.adopt_objects(&layer.join("objects"))?;
         std::fs::remove_dir_all(layer).map_err(|e| Error::Io {
             op: "could not remove the fence",
@@ -267,6 +331,30 @@ impl Fence {
         let same = |path: PathBuf, writable| shown(path.clone(), path, writable);
         let mut views = vec![same(self.common.clone(), false)];
         views.extend(self.local_remotes.iter().map(|r| same(r.clone(), false)));
+        let socket = self.report_socket();
+        let listening = std::fs::symlink_metadata(&socket).is_ok_and(|m| {
+            use std::os::unix::fs::FileTypeExt;
+            m.file_type().is_socket()
+        });
+        if self.shadow {
+            // The shadow is read-only but for the parts the step writes (the socket's
+            // folder too, when git-bmad does not listen: the hooks keep their reports there).
+            views.extend([
+                same(self.layer.join("objects"), true),
+                same(self.layer.join("logs"), true),
+                same(self.deferred(), !listening),
+                same(self.worktree_git_dir.clone(), true),
+                same(self.worktree.clone(), true),
+            ]);
+            views.extend(
+                self.copies
+                    .iter()
+                    .map(|c| copy_path(&self.layer, c.name, ""))
+                    .filter(|p| p.exists())
+                    .map(|p| same(p, true)),
+            );
+            return views;
+        }
         views.extend([
             shown(
                 self.layer.join("objects"),
@@ -290,11 +378,7 @@ impl Fence {
         ]);
         // The report channel, when git-bmad listens on it: mounted over itself, so that the
         // step can neither remove nor replace it.
-        let socket = self.report_socket();
-        if std::fs::symlink_metadata(&socket).is_ok_and(|m| {
-            use std::os::unix::fs::FileTypeExt;
-            m.file_type().is_socket()
-        }) {
+        if listening {
             views.push(shown(
                 socket,
                 self.common
@@ -325,7 +409,9 @@ impl Fence {
     /// Take from the layer what the step may change, and remove the layer; what the step
     /// wrote beyond that, none of it kept (`refs/heads/main: changed`).
     pub fn settle(self, repo: &Repo) -> Result<Vec<String>> {
-        let mut beyond = repo.adopt_objects(&self.layer.join("objects"))?;
+        // The links first: nothing of the worktree is read while one names another place.
+        let mut beyond = self.put_back_links()?;
+        beyond.extend(repo.adopt_objects(&self.layer.join("objects"))?);
         let short = self
             .branch
             .strip_prefix("refs/heads/")
@@ -470,19 +556,6 @@ fn local_path(url: &str, workdir: &Path) -> Option<PathBuf> {
         .filter(|p| p.is_dir())
 }
 
-/// The files of `name` worth a copy: git never runs a hook's `.sample`.
-fn watched(name: &str, mut files: BTreeMap<String, Vec<u8>>) -> BTreeMap<String, Vec<u8>> {
-    if name == "hooks" {
-        files.retain(|file, _| !file.ends_with(".sample"));
-    }
-    files
-}
-
-/// The largest file of the layer's copies that is read (a ref is 41 bytes).
-const LAYER_FILE_LIMIT: u64 = 1 << 20;
-/// What stands for a layer file that is not read: differs from any file's content.
-const NOT_PLAIN: &[u8] = b"\0not a plain file";
-
 /// Where the layer keeps its copy of `file` of the common dir's `name`.
 fn copy_path(layer: &Path, name: &str, file: &str) -> PathBuf {
     part(&layer.join("copies"), name, file)
@@ -493,64 +566,5 @@ fn part(root: &Path, name: &str, file: &str) -> PathBuf {
     match file {
         "" => root.join(name),
         file => root.join(name).join(file),
-    }
-}
-
-/// The files at `path` (lock files aside), by path relative to it: `""` for a file itself;
-/// none when nothing is there. `known` gives a file's content without reading it, when it
-/// can tell from its metadata.
-fn files(
-    path: &Path,
-    layer: bool,
-    known: impl Fn(&str, &std::fs::Metadata) -> Option<Vec<u8>>,
-) -> std::io::Result<BTreeMap<String, Vec<u8>>> {
-    let read = |relative: &str, path: &Path| -> std::io::Result<Option<Vec<u8>>> {
-        // In the step's layer nothing is followed or opened but a plain file of a ref's or a
-        // config's size: a symlink there could name any file of the user's (which would
-        // then be read, and shown), a fifo would block git-bmad.
-        let meta = if layer {
-            std::fs::symlink_metadata(path)
-        } else {
-            std::fs::metadata(path)
-        };
-        match meta {
-            Ok(meta) if layer && !(meta.is_file() && meta.len() <= LAYER_FILE_LIMIT) => {
-                Ok(Some(NOT_PLAIN.to_vec()))
-            }
-            Ok(meta) => match known(relative, &meta) {
-                Some(content) => Ok(Some(content)),
-                None => std::fs::read(path).map(Some),
-            },
-            // A dangling symlink (a hook manager's, say) has nothing to copy.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e),
-        }
-    };
-    let mut seen = BTreeMap::new();
-    if path.is_file() {
-        seen.extend(read("", path)?.map(|c| (String::new(), c)));
-        return Ok(seen);
-    }
-    let mut pending = vec![(path.to_owned(), String::new())];
-    let walk = |seen: &mut BTreeMap<String, Vec<u8>>, pending: &mut Vec<(PathBuf, String)>| {
-        while let Some((dir, prefix)) = pending.pop() {
-            for entry in std::fs::read_dir(&dir)? {
-                let entry = entry?;
-                let name = entry.file_name().to_string_lossy().into_owned();
-                let relative = format!("{prefix}{name}");
-                if entry.file_type()?.is_dir() {
-                    pending.push((entry.path(), format!("{relative}/")));
-                } else if !name.ends_with(".lock") {
-                    if let Some(content) = read(&relative, &entry.path())? {
-                        seen.insert(relative, content);
-                    }
-                }
-            }
-        }
-        Ok::<(), std::io::Error>(())
-    };
-    match walk(&mut seen, &mut pending) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && seen.is_empty() => Ok(seen),
-        other => other.map(|()| seen),
     }
 }

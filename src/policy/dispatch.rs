@@ -199,12 +199,13 @@ pub fn run_chained(
         let cwd =
             std::env::current_dir().map_err(|e| Error::io("could not read", Path::new("."), e))?;
         let args: Vec<String> = args.to_vec();
-        hook = Program::new(
-            &contained.bwrap,
-            sandbox::command_line(&contained.walls, &cwd, chained, &args),
-        );
+        let launch = sandbox::launch(&contained.layers, &contained.walls, &cwd, chained, &args)
+            .map_err(|e| Error::io("could not contain the chained hook", chained, e))?;
+        hook = Program::new(&launch.program, launch.args);
         hook.env_remove = sandbox::hidden_variables(&[]);
         hook.env_remove.push(CHAINED_HOOK_VAR.to_owned());
+        hook.env
+            .extend(launch.env.into_iter().map(|(k, v)| (k.into(), v.into())));
         hook.env.push((crate::env::CONTAINED.into(), "1".into()));
     }
     let code = hook
@@ -225,8 +226,8 @@ fn hook_walls(repo: &Repo, chained: &Path) -> Result<Option<sandbox::Scratch>, E
         return Ok(None);
     }
     let config = crate::session::load_config(repo)?;
-    let bwrap = match sandbox::Containment::decide(config.runners.sandbox) {
-        Ok(sandbox::Containment::On(bwrap)) => bwrap,
+    let layers = match sandbox::Containment::decide(config.runners.sandbox) {
+        Ok(sandbox::Containment::On(layers)) => layers,
         Ok(sandbox::Containment::Off(_)) => return Ok(None),
         Err(why) => {
             return Err(Error::Contain(format!(
@@ -237,7 +238,15 @@ fn hook_walls(repo: &Repo, chained: &Path) -> Result<Option<sandbox::Scratch>, E
     };
     let hidden = super::hidden_from_steps(repo);
     let readable = [repo.common_dir().to_owned()];
-    sandbox::scratch(&bwrap, worktree, &hidden, &readable, repo.identity(), true)
-        .map(Some)
-        .map_err(|e| Error::io("could not make a private home in", std::env::temp_dir(), e))
+    sandbox::scratch(
+        &layers,
+        worktree,
+        &hidden,
+        &readable,
+        repo.identity(),
+        true,
+        Some(chained),
+    )
+    .map(Some)
+    .map_err(|e| Error::io("could not make a private home in", std::env::temp_dir(), e))
 }

@@ -75,9 +75,14 @@ impl Error {
 /// show it: the user's main worktree, and the signing key the user configured when it is a
 /// file (this clone's own is in the key store, hidden everywhere already).
 pub fn hidden_from_steps(repo: &Repo) -> crate::runner::sandbox::Hidden {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let shown = session::load_config(repo)
+        .map(|c| c.runners.sandbox_paths.places(home.as_deref()))
+        .unwrap_or_default();
     crate::runner::sandbox::Hidden {
         main: repo.main_workdir().ok(),
         files: session::trust::key_files(repo),
+        shown,
     }
 }
 

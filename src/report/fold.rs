@@ -201,9 +201,16 @@ fn problem(event: &Event) -> Option<Problem> {
             )
         }
         Body::StallDetected(_) => ("stall_detected", session::event_summary(event)),
-        Body::StepStarted(started) => match &started.uncontained {
-            Some(why) => ("uncontained", format!("ran uncontained: {why}")),
-            None => return None,
+        Body::StepStarted(started) => match (&started.uncontained, &started.walls_lack) {
+            (Some(why), _) => ("uncontained", format!("ran uncontained: {why}")),
+            (None, Some(lack)) => (
+                "walls",
+                format!(
+                    "ran in walls of {}: {lack}",
+                    started.walls.as_deref().unwrap_or("one layer")
+                ),
+            ),
+            (None, None) => return None,
         },
         Body::RunFailed(_) => ("run_failed", session::event_summary(event)),
         Body::LimitBudget(_)

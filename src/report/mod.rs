@@ -222,7 +222,8 @@ pub struct Problem {
     pub at: String,
     /// `step_failed`, `policy_violation`, `secret`, `stall_detected`, `limit`, `run_failed`,
     /// `stalled`, `not_trusted` (copies from another clone no allowed signer vouched for),
-    /// `uncontained` (a step that ran outside walls, and why).
+    /// `uncontained` (a step that ran outside walls, and why), `walls` (a step whose walls
+    /// lacked a layer here, and what that lack means).
     pub kind: String,
     /// The step, if one.
     pub step: Option<String>,

@@ -52,12 +52,12 @@ pub struct Spec {
     pub sandbox: Option<Contained>,
 }
 
-/// A process run inside walls: bubblewrap's path (from [`available`](super::sandbox::available))
-/// and the walls.
+/// A process run inside walls: the layers that raise them (from
+/// [`Layers::here`](super::sandbox::Layers::here)) and the walls.
 #[derive(Clone, Debug)]
 pub struct Contained {
-    /// `bwrap`.
-    pub bwrap: PathBuf,
+    /// The layers.
+    pub layers: sandbox::Layers,
     /// What the process may see and touch.
     pub walls: Walls,
 }
@@ -181,20 +181,31 @@ pub struct Output {
 /// Run `spec` to its end, its timeout, or an interrupt.
 pub fn run(spec: &Spec, interrupt: &AtomicBool) -> Result<Output> {
     let started = Instant::now();
-    let mut command = match &spec.sandbox {
+    let launch = match &spec.sandbox {
+        None => None,
+        Some(contained) => Some(
+            sandbox::launch(
+                &contained.layers,
+                &contained.walls,
+                &spec.cwd,
+                &spec.program,
+                &spec.args,
+            )
+            .map_err(|e| Error::Spawn {
+                program: spec.program.clone(),
+                source: e,
+            })?,
+        ),
+    };
+    let mut command = match &launch {
         None => {
             let mut command = Command::new(&spec.program);
             command.args(&spec.args);
             command
         }
-        Some(contained) => {
-            let mut command = Command::new(&contained.bwrap);
-            command.args(sandbox::command_line(
-                &contained.walls,
-                &spec.cwd,
-                &spec.program,
-                &spec.args,
-            ));
+        Some(launch) => {
+            let mut command = Command::new(&launch.program);
+            command.args(&launch.args);
             command
         }
     };
@@ -216,7 +227,8 @@ pub fn run(spec: &Spec, interrupt: &AtomicBool) -> Result<Output> {
     }
     command.envs(spec.env.iter().map(|(k, v)| (k, v)));
     // After the environment is settled: a cleared one keeps it too.
-    if spec.sandbox.is_some() {
+    if let Some(launch) = &launch {
+        command.envs(launch.env.iter().map(|(k, v)| (k, v)));
         command.env(crate::env::CONTAINED, "1");
     }
     die_with_parent(&mut command);

@@ -1,23 +1,28 @@
-//! Containment: a process run inside bubblewrap (`bwrap`), in its own mount, pid, ipc and uts
-//! namespaces, so that what it may write, read and signal is what its [`Walls`] say and
-//! nothing it does can widen them (no hook, no config, no flag of git's lifts a mount).
+//! Containment: a process run inside walls that say what it may write, read and signal,
+//! raised by up to two layers that stack:
 //!
-//! The view: the whole system read-only; `/tmp`, the user's home and `/run/user` replaced by
-//! empty places (so no credential file, agent socket or keyring is there to read), then the
-//! paths the step needs shown again (read-only or writable), deepest last so that a
-//! read-only file inside a writable folder stays read-only. Its own process tree: git-bmad's
-//! processes and other sessions' are not there to see or signal; it dies with its parent.
-//!
-//! Why bubblewrap and not Landlock: git keeps a branch in a folder that holds every branch,
-//! so "its own branch writable, no other ref" needs a different folder at the same path,
-//! which only a mount namespace gives; Landlock can only allow or deny paths as they are.
+//! - bubblewrap (`bwrap`): its own mount, pid, ipc and uts namespaces. The view: the whole
+//!   system read-only; `/tmp`, the user's home and `/run/user` replaced by empty places (so
+//!   no credential file, agent socket or keyring is there to read), then the paths the step
+//!   needs shown again (read-only or writable), deepest last so that a read-only file inside a
+//!   writable folder stays read-only. Its own process tree; it dies with its parent. Git keeps
+//!   a branch in a folder that holds every branch, so "its own branch writable, no other ref"
+//!   needs a different folder at the same path, which only a mount namespace gives.
+//! - Landlock and a seccomp filter ([`landlock`]): no user namespace needed, so it holds where
+//!   bubblewrap is refused (Ubuntu 24.04 and later, GitHub's runners). Inside bubblewrap it
+//!   adds what mounts cannot (no signals out, no new namespaces, no `ptrace`); alone, it is
+//!   the walls, and the fence gives the step a shadow of the repository instead of mounts.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
-use crate::config::Sandbox;
-
+mod landlock;
+mod layers;
 mod tools;
+pub use landlock::{enter_if_asked, Rules};
+pub use layers::{
+    available, enable_bubblewrap_here, own_executable, Containment, Enable, Landlock, Layers,
+};
+pub use tools::needs;
 use tools::{toolchains, tools};
 
 /// What a contained process may see and touch.
@@ -28,6 +33,32 @@ pub struct Walls {
     pub mounts: Vec<Mount>,
     /// Whether it keeps the network (agent CLIs need their model API).
     pub network: bool,
+}
+
+impl Walls {
+    /// Whether `path` (canonical) is seen inside as it is: the deepest mount over it says.
+    pub fn shows(&self, path: &Path) -> bool {
+        let deepest = self
+            .mounts
+            .iter()
+            .filter(|m| path.starts_with(m.target()))
+            .max_by_key(|m| m.target().components().count());
+        match deepest {
+            None => true,
+            Some(Mount::Hide(_) | Mount::Blank(_)) => false,
+            Some(Mount::ReadOnly { source, target } | Mount::Writable { source, target }) => {
+                source == target
+            }
+        }
+    }
+
+    /// What `program` needs to run that these walls hide (see [`needs`]).
+    pub fn hide_from(&self, program: &Path) -> Vec<PathBuf> {
+        needs(program)
+            .into_iter()
+            .filter(|p| !self.shows(p))
+            .collect()
+    }
 }
 
 /// One change to the read-only view.
@@ -133,34 +164,67 @@ pub fn hidden_variables(keep: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// Whether steps here run contained.
+/// What starts a program inside walls: the program to run, its arguments, and the variables
+/// it is given (its private home and temporary folder, where Landlock alone holds the walls).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Containment {
-    /// Contained by bubblewrap at this path.
-    On(PathBuf),
-    /// Not contained, for this reason (journaled with every step).
-    Off(String),
+pub struct Launch {
+    /// What is started.
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Variables set on top of its environment.
+    pub env: Vec<(String, String)>,
 }
 
-impl Containment {
-    /// `runners.sandbox` on this machine; `Err` (why not) when `required` cannot be had.
-    pub fn decide(mode: Sandbox) -> Result<Containment, String> {
-        match mode {
-            Sandbox::Off => Ok(Containment::Off("runners.sandbox is off".into())),
-            Sandbox::Auto => Ok(match available() {
-                Ok(bwrap) => Containment::On(bwrap),
-                Err(why) => Containment::Off(why),
-            }),
-            Sandbox::Required => available().map(Containment::On),
+/// Run `program` with `args` in `cwd` inside `walls`, raised by `layers`: bubblewrap's mounts
+/// then Landlock, or Landlock alone.
+pub fn launch(
+    layers: &Layers,
+    walls: &Walls,
+    cwd: &Path,
+    program: &Path,
+    args: &[String],
+) -> std::io::Result<Launch> {
+    match (&layers.bwrap, &layers.landlock) {
+        (Some(bwrap), landlock) => {
+            let inner = match landlock {
+                Some(l) => {
+                    let line =
+                        landlock::command_line(&l.helper, &landlock::stacked(walls), program, args);
+                    command_line(walls, cwd, Path::new(&line[0]), &line[1..])
+                }
+                None => command_line(walls, cwd, program, args),
+            };
+            Ok(Launch {
+                program: bwrap.clone(),
+                args: inner,
+                env: Vec::new(),
+            })
         }
-    }
-
-    /// Bubblewrap, when on.
-    pub fn bwrap(&self) -> Option<&Path> {
-        match self {
-            Containment::On(bwrap) => Some(bwrap),
-            Containment::Off(_) => None,
+        (None, Some(l)) => {
+            let home = std::env::var_os("HOME").map(PathBuf::from);
+            let plan = landlock::alone(walls, home.as_deref());
+            for dir in &plan.make {
+                std::fs::create_dir_all(dir)?;
+            }
+            for (link, target) in &plan.links {
+                // A copy the CLI keeps there (its settings) stays what it is.
+                if std::fs::symlink_metadata(link).is_ok() {
+                    continue;
+                }
+                if let Some(dir) = link.parent() {
+                    std::fs::create_dir_all(dir)?;
+                }
+                std::os::unix::fs::symlink(target, link)?;
+            }
+            let mut line = landlock::command_line(&l.helper, &plan.rules, program, args);
+            Ok(Launch {
+                program: PathBuf::from(line.remove(0)),
+                args: line,
+                env: plan.env,
+            })
         }
+        (None, None) => Err(std::io::Error::other("no layer of walls is here")),
     }
 }
 
@@ -191,12 +255,21 @@ pub struct Hidden {
     /// Files no step may read wherever they lie (a `user.signingKey` that signs the
     /// journals other clones trust): blanked in place.
     pub files: Vec<PathBuf>,
+    /// Places the configuration shows all the same (`runners.sandbox_paths`), each with
+    /// whether it is writable.
+    pub shown: Vec<(PathBuf, bool)>,
 }
 
 impl Hidden {
     /// The mounts that hide it.
     pub fn mounts(&self) -> Vec<Mount> {
         let mut mounts = self.main.as_deref().map(main_worktree).unwrap_or_default();
+        mounts.extend(self.shown.iter().filter(|(path, _)| path.exists()).map(
+            |(path, writable)| match writable {
+                true => Mount::writable(path),
+                false => Mount::read_only(path),
+            },
+        ));
         for file in &self.files {
             // The file itself, and where a link to it leads.
             let real = std::fs::canonicalize(file).ok();
@@ -220,8 +293,9 @@ pub fn command_walls(
     readable: &[PathBuf],
     home: &Path,
     network: bool,
+    program: Option<&Path>,
 ) -> Walls {
-    let mut mounts = home_and_tools(home, None);
+    let mut mounts = home_and_tools(home, program);
     mounts.extend(hidden.mounts());
     mounts.extend(readable.iter().map(Mount::read_only));
     mounts.push(Mount::writable(dir));
@@ -234,20 +308,21 @@ pub fn command_walls(
 /// A command's walls ready to run, with the temporary folder of its private home, removed
 /// when this is dropped.
 pub struct Scratch {
-    /// The walls and bubblewrap.
+    /// The walls and their layers.
     pub contained: super::Contained,
     _home: tempfile::TempDir,
 }
 
 /// The walls of a command run in `dir` ([`command_walls`]) with a fresh private home that
-/// holds only a git `identity`.
+/// holds only a git `identity`; `program`'s install shown when it lies where they hide.
 pub fn scratch(
-    bwrap: &Path,
+    layers: &Layers,
     dir: &Path,
     hidden: &Hidden,
     readable: &[PathBuf],
     identity: [Option<String>; 2],
     network: bool,
+    program: Option<&Path>,
 ) -> std::io::Result<Scratch> {
     let home = tempfile::Builder::new()
         .prefix("git-bmad-home-")
@@ -255,8 +330,8 @@ pub fn scratch(
     private_home(home.path(), None, &[], identity)?;
     Ok(Scratch {
         contained: super::Contained {
-            bwrap: bwrap.to_owned(),
-            walls: command_walls(dir, hidden, readable, home.path(), network),
+            layers: layers.clone(),
+            walls: command_walls(dir, hidden, readable, home.path(), network, program),
         },
         _home: home,
     })
@@ -358,41 +433,6 @@ pub fn command_line(walls: &Walls, cwd: &Path, program: &Path, args: &[String]) 
 
 fn text(path: &Path) -> String {
     path.to_string_lossy().into_owned()
-}
-
-/// Why containment cannot work here, or `Ok` with bubblewrap's path. Asked once per process:
-/// bubblewrap is looked for on `PATH` and run once in the walls every step gets.
-pub fn available() -> Result<PathBuf, String> {
-    static ANSWER: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    ANSWER.get_or_init(probe).clone()
-}
-
-fn probe() -> Result<PathBuf, String> {
-    let program = which::which("bwrap").map_err(|_| {
-        "bubblewrap is not installed (`bwrap` is not on PATH; Debian and Ubuntu: \
-         `apt install bubblewrap`, Fedora: `dnf install bubblewrap`)"
-            .to_owned()
-    })?;
-    let walls = Walls {
-        mounts: private_places(None),
-        network: false,
-    };
-    let args = command_line(&walls, Path::new("/"), Path::new("/bin/true"), &[]);
-    let out = std::process::Command::new(&program)
-        .args(&args)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .map_err(|e| format!("{} cannot be run: {e}", program.display()))?;
-    if out.status.success() {
-        return Ok(program);
-    }
-    let why = String::from_utf8_lossy(&out.stderr).trim().to_owned();
-    Err(format!(
-        "{} cannot make a sandbox here: {why} (unprivileged user namespaces may be off: \
-         `sysctl kernel.unprivileged_userns_clone=1`, or on Ubuntu 24.04 and later an \
-         AppArmor profile for bwrap)",
-        program.display()
-    ))
 }
 
 #[cfg(test)]

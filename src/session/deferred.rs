@@ -196,8 +196,8 @@ impl ReportChannel {
     /// Listen at `dir`/[`REPORT_SOCKET`] (a socket there before is replaced).
     pub fn listen(dir: &std::path::Path) -> std::io::Result<ReportChannel> {
         use std::sync::atomic::Ordering;
-        let path = dir.join(REPORT_SOCKET);
-        let _ = std::fs::remove_file(&path);
+        let _ = std::fs::remove_file(dir.join(REPORT_SOCKET));
+        let (_dir, path) = socket_path(dir)?;
         let listener = std::os::unix::net::UnixListener::bind(&path)?;
         listener.set_nonblocking(true)?;
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -302,10 +302,27 @@ fn read_report(stream: &std::os::unix::net::UnixStream, reports: &mut Reports) {
 /// Send a record through the report channel in `dir`, when one listens there.
 fn report(dir: &std::path::Path, bytes: &[u8]) -> bool {
     use std::io::Write;
-    let path = dir.join(REPORT_SOCKET);
+    let Ok((_dir, path)) = socket_path(dir) else {
+        return false;
+    };
     let Ok(mut stream) = std::os::unix::net::UnixStream::connect(&path) else {
         return false;
     };
     let _ = stream.set_write_timeout(Some(std::time::Duration::from_secs(2)));
     stream.write_all(bytes).is_ok()
+}
+
+/// The report socket of `dir` by a path that fits a socket address whatever `dir`'s length
+/// (a socket's path may not pass 107 bytes): through this process's handle on `dir`, kept
+/// open while the path is used.
+fn socket_path(dir: &std::path::Path) -> std::io::Result<(rustix::fd::OwnedFd, PathBuf)> {
+    use rustix::fd::AsRawFd;
+    use rustix::fs::{Mode, OFlags};
+    let fd = rustix::fs::open(
+        dir,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let path = PathBuf::from(format!("/proc/self/fd/{}/{REPORT_SOCKET}", fd.as_raw_fd()));
+    Ok((fd, path))
 }

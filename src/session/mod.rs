@@ -76,7 +76,7 @@ pub use worktree::{ensure_worktree_intact, worktree_damage, Damage, WorktreeDama
 
 /// The repository handle sessions live in. Layers above the session layer hold it only to
 /// hand it back to session operations; they never call git through it.
-pub use crate::git::{Fence, ObjectId, Repo, TreeChange, View};
+pub use crate::git::{Fence, FenceKind, ObjectId, Repo, TreeChange, View, RUN_LOCK};
 
 /// Store a text (a run's playbook) in the object database for `session`; its id names it in
 /// the journal. A ref (`refs/bmad/sessions/<id>/texts/<blob>`) keeps it reachable: a run

@@ -116,6 +116,8 @@ const SUMMARY_FIELDS: &[&str] = &[
     "runner",
     "attempt",
     "uncontained",
+    "walls",
+    "walls_lack",
     "verdict",
     "next",
     "steps",

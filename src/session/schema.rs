@@ -514,6 +514,12 @@ pub struct StepStarted {
     /// Why it runs uncontained, when it does (`runners.sandbox`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uncontained: Option<String>,
+    /// Which walls hold it, when it is contained (`bubblewrap and Landlock (ABI 7) …`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub walls: Option<String>,
+    /// What those walls lack on this machine, when a layer is missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub walls_lack: Option<String>,
 }
 
 /// What follows a failed or escalated step.

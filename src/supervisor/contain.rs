@@ -17,8 +17,8 @@ pub use crate::runner::sandbox::{Containment, Scratch};
 
 use super::error::{Error, Result};
 
-/// `runners.sandbox` of `config` on this machine: `required` without a working bubblewrap
-/// refuses.
+/// `runners.sandbox` of `config` on this machine: `required` (or the layer it names) that
+/// cannot be had here refuses.
 pub fn decide(config: &Config) -> Result<Containment> {
     Containment::decide(config.runners.sandbox).map_err(|why| Error::Uncontained { why })
 }
@@ -60,17 +60,18 @@ pub fn command(
     repo: &Repo,
     network: Network,
 ) -> Result<Option<Scratch>> {
-    let Some(bwrap) = containment.bwrap() else {
+    let Some(layers) = containment.layers() else {
         return Ok(None);
     };
     let readable = [repo.common_dir().to_owned()];
     sandbox::scratch(
-        bwrap,
+        layers,
         dir,
         &crate::policy::hidden_from_steps(repo),
         &readable,
         repo.identity(),
         network == Network::Full,
+        None,
     )
     .map(Some)
     .map_err(|e| Error::Uncontained {

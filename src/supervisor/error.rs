@@ -105,8 +105,8 @@ pub enum Error {
         /// The process holding the lock.
         pid: i32,
     },
-    /// `runners.sandbox: required` on a machine that cannot contain agents.
-    #[error("runners.sandbox is `required` and agents cannot be contained here: {why}")]
+    /// `runners.sandbox` requires walls this machine cannot raise.
+    #[error("agents cannot be contained as runners.sandbox requires: {why}")]
     Uncontained {
         /// Why not.
         why: String,

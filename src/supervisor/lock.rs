@@ -17,7 +17,7 @@ use super::error::{Error, Result};
 use crate::policy::live_run::{self, LiveRun};
 
 /// The lock file's name in the worktree's git dir.
-const LOCK_FILE: &str = "bmad-run.lock";
+const LOCK_FILE: &str = crate::session::RUN_LOCK;
 
 /// A held run lock; released when dropped (or when the process dies).
 #[derive(Debug)]

@@ -86,10 +86,20 @@ impl TestEnv {
         TestEnv::with_global_config("")
     }
 
+    /// The same with the world outside `/tmp` (in cargo's own temporary folder): a project
+    /// where the walls hide it only as the user's main worktree, not as a private place.
+    pub fn contained_outside_tmp() -> TestEnv {
+        TestEnv::with_global_config_in("", Path::new(env!("CARGO_TARGET_TMPDIR")))
+    }
+
     fn with_global_config(config: &str) -> TestEnv {
+        TestEnv::with_global_config_in(config, &std::env::temp_dir())
+    }
+
+    fn with_global_config_in(config: &str, parent: &Path) -> TestEnv {
         let root = tempfile::Builder::new()
             .prefix("git-bmad-test-")
-            .tempdir()
+            .tempdir_in(parent)
             .expect("temp dir");
         std::fs::create_dir_all(root.path().join("home")).expect("home");
         std::fs::write(root.path().join("home/.gitconfig"), config).expect("global config");
@@ -103,11 +113,22 @@ impl TestEnv {
     }
 
     fn hermetic(&self, cmd: &mut Command) {
-        // Fake agent CLIs go in <root>/bin, ahead of everything else.
+        // Fake agent CLIs go in <root>/bin, ahead of everything else; the rest is this
+        // process's PATH, or its copy without the programs a test took away.
         let mut dirs = vec![self.root().join("bin")];
-        dirs.extend(std::env::split_paths(
-            &std::env::var_os("PATH").unwrap_or_default(),
-        ));
+        let mirrored = self.root().join("path");
+        if mirrored.is_dir() {
+            let mut mirrors: Vec<PathBuf> = std::fs::read_dir(&mirrored)
+                .expect("path mirrors")
+                .map(|e| e.expect("mirror").path())
+                .collect();
+            mirrors.sort();
+            dirs.extend(mirrors);
+        } else {
+            dirs.extend(std::env::split_paths(
+                &std::env::var_os("PATH").unwrap_or_default(),
+            ));
+        }
         let path = std::env::join_paths(dirs).expect("PATH");
         let home = self.root().join("home");
         cmd.env_clear()
@@ -327,6 +348,25 @@ impl TestEnv {
             .expect("git cat-file");
         assert!(out.status.success());
         String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Every command's PATH from now on without the program `name`, as on a machine where
+    /// it is not installed: each folder of this process's PATH mirrored by links but to it.
+    pub fn without_program(&self, name: &str) {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        for (i, dir) in std::env::split_paths(&path).enumerate() {
+            let mirror = self.root().join("path").join(format!("{i:03}"));
+            std::fs::create_dir_all(&mirror).expect("mirror");
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.filter_map(|e| e.ok()) {
+                if entry.file_name() != name {
+                    let _ =
+                        std::os::unix::fs::symlink(entry.path(), mirror.join(entry.file_name()));
+                }
+            }
+        }
     }
 
     /// An executable `name` in the world's `bin`, first on every command's PATH.

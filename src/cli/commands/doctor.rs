@@ -6,6 +6,8 @@ use serde_json::json;
 use crate::cli::error::{exit, CommandError};
 use crate::cli::ui::Style;
 use crate::cli::Context;
+use crate::config::Sandbox;
+use crate::runner::sandbox;
 use crate::session::{self, Severity};
 
 /// Check every invariant of the stored state.
@@ -42,8 +44,12 @@ pub fn cmd_doctor(ctx: &Context, args: &DoctorArgs) -> Result<u8, CommandError> 
             findings = session::doctor(&repo, &crate::runner::config_problems)?;
         }
     }
-    let containment = crate::runner::sandbox::available();
-    findings.extend(containment_finding(&repo, &containment));
+    let layers = sandbox::Layers::here();
+    let mode = session::load_config(&repo)
+        .map(|c| c.runners.sandbox)
+        .unwrap_or_default();
+    let enabled = args.fix.then(|| enable_bubblewrap(&layers)).flatten();
+    findings.extend(containment_finding(mode, &layers));
     let problems = findings
         .iter()
         .filter(|f| f.severity == Severity::Problem)
@@ -65,9 +71,14 @@ pub fn cmd_doctor(ctx: &Context, args: &DoctorArgs) -> Result<u8, CommandError> 
             "problems": problems,
             "findings": findings,
             "repairs": repairs,
-            "containment": match &containment {
-                Ok(bwrap) => json!({"works": true, "bwrap": bwrap}),
-                Err(why) => json!({"works": false, "why": why}),
+            "bubblewrap_enabled": enabled.as_ref().map(|o| json!({"done": o.is_ok(), "error": o.as_ref().err()})),
+            "containment": {
+                "works": layers.any(),
+                "walls": layers.describe(),
+                "bwrap": layers.bwrap,
+                "landlock_abi": layers.landlock.as_ref().map(|l| l.abi),
+                "missing": layers.missing,
+                "lacks": layers.lacks(),
             },
         }));
         return Ok(code);
@@ -86,6 +97,17 @@ pub fn cmd_doctor(ctx: &Context, args: &DoctorArgs) -> Result<u8, CommandError> 
                 repair.describe()
             )),
         }
+    }
+    match &enabled {
+        Some(Ok(())) => ui.line(format!(
+            "{}: an AppArmor profile lets bubblewrap make its namespaces (the next run uses it)",
+            ui.paint("fixed", Style::Green)
+        )),
+        Some(Err(e)) => ui.line(format!(
+            "{}: bubblewrap's AppArmor profile: {e}",
+            ui.paint("not fixed", Style::Red)
+        )),
+        None => {}
     }
     for f in &findings {
         let tag = match f.severity {
@@ -113,10 +135,10 @@ pub fn cmd_doctor(ctx: &Context, args: &DoctorArgs) -> Result<u8, CommandError> 
             ui.line(format!("  ({note})"));
         }
     }
-    if let Ok(bwrap) = &containment {
+    if layers.any() {
         ui.line(format!(
             "containment: agents run in walls here ({})",
-            bwrap.display()
+            layers.describe()
         ));
     }
     if problems == 0 {
@@ -127,33 +149,54 @@ pub fn cmd_doctor(ctx: &Context, args: &DoctorArgs) -> Result<u8, CommandError> 
     Ok(code)
 }
 
-/// What `doctor` says of containment when it does not work here: a problem under
-/// `runners.sandbox: required`, a warning under `auto`, nothing when it is off.
-fn containment_finding(
-    repo: &session::Repo,
-    containment: &Result<std::path::PathBuf, String>,
-) -> Option<session::Finding> {
-    let why = containment.as_ref().err()?;
-    let mode = session::load_config(repo).ok()?.runners.sandbox;
-    let severity = match mode {
-        crate::config::Sandbox::Off => return None,
-        crate::config::Sandbox::Auto => Severity::Warning,
-        crate::config::Sandbox::Required => Severity::Problem,
+/// What `doctor` says of containment: a problem when `runners.sandbox` requires what this
+/// machine lacks, a warning when `auto` runs steps uncontained or without bubblewrap, and the
+/// one command that enables bubblewrap here when it is refused.
+fn containment_finding(mode: Sandbox, layers: &sandbox::Layers) -> Option<session::Finding> {
+    let refused = sandbox::Containment::decide_for(mode, layers.clone());
+    let (severity, message, note) = match (&refused, layers.lacks()) {
+        (_, _) if mode == Sandbox::Off => return None,
+        (Err(why), _) => (
+            Severity::Problem,
+            format!("agents cannot be contained as runners.sandbox requires: {why}"),
+            "no step runs until this is fixed, or runners.sandbox asks for less".to_owned(),
+        ),
+        (Ok(sandbox::Containment::Off(why)), _) => (
+            Severity::Warning,
+            format!("agents cannot be contained here: {why}"),
+            "runners.sandbox is `auto`: steps run uncontained, and their journal says so".into(),
+        ),
+        (Ok(_), Some(lacks)) if layers.bwrap.is_none() => (
+            Severity::Warning,
+            format!("agents run in walls of {} here", layers.describe()),
+            lacks,
+        ),
+        _ => return None,
     };
+    let enable = sandbox::enable_bubblewrap_here();
     Some(session::Finding {
         severity,
         session: None,
-        message: format!("agents cannot be contained here: {why}"),
-        fix: Some("apt install bubblewrap".into()),
-        alternatives: Vec::new(),
-        note: Some(match mode {
-            crate::config::Sandbox::Required => {
-                "runners.sandbox is `required`: no step runs until this is fixed".into()
-            }
-            _ => {
-                "runners.sandbox is `auto`: steps run uncontained, and their journal says so".into()
-            }
+        message,
+        fix: enable.as_ref().map(|e| e.command.clone()),
+        alternatives: enable
+            .as_ref()
+            .and_then(|e| e.alternative.clone())
+            .into_iter()
+            .collect(),
+        note: Some(match &enable {
+            Some(e) => format!("{note}; {}", e.trade_off),
+            None => note,
         }),
         repair: None,
     })
+}
+
+/// `doctor --fix` as root: the AppArmor profile that lets bubblewrap make its namespaces,
+/// written and loaded; `None` when there is nothing of the kind to do here.
+fn enable_bubblewrap(layers: &sandbox::Layers) -> Option<Result<(), String>> {
+    if layers.bwrap.is_some() || !rustix::process::geteuid().is_root() {
+        return None;
+    }
+    sandbox::enable_bubblewrap_here()?.apply()
 }

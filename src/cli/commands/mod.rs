@@ -6,6 +6,7 @@ mod checkpoint;
 mod ci;
 mod completions;
 mod conformance;
+mod contain;
 mod demo;
 mod demo_epic;
 mod doctor;
@@ -86,6 +87,8 @@ pub enum Command {
     Report(report::ReportArgs),
     /// Check every invariant of the stored state; exit 1 if something needs repair
     Doctor(doctor::DoctorArgs),
+    /// Run a command in the walls a step's command gets here
+    Contain(contain::ContainArgs),
     /// Scan staged changes, files or commits for secrets; exit 4 if one is found
     Scan(scan::ScanArgs),
     /// Check or list playbooks
@@ -173,6 +176,7 @@ pub fn dispatch(ctx: &Context, command: Command) -> Result<u8, CommandError> {
         Command::Sync(args) => sync::cmd_sync(ctx, &args),
         Command::Trust(args) => trust::cmd_trust(ctx, &args),
         Command::Doctor(args) => doctor::cmd_doctor(ctx, &args),
+        Command::Contain(args) => contain::cmd_contain(ctx, &args),
         Command::Scan(args) => scan::cmd_scan(ctx, &args),
         Command::Playbook(args) => playbook::cmd_playbook(ctx, &args),
         Command::Run(args) => run::cmd_run(ctx, &args),

@@ -60,24 +60,25 @@ pub(super) fn tools(program: Option<&Path>) -> Vec<Mount> {
             })
             .collect();
     let inside_hidden = |p: &Path| hidden.iter().any(|h| p.starts_with(h) && p != h);
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
+    let dirs: Vec<PathBuf> = std::env::var_os("PATH")
         .map(|path| std::env::split_paths(&path).collect())
         .unwrap_or_default();
+    let mut dirs: Vec<PathBuf> = dirs
+        .into_iter()
+        .map(|d| std::fs::canonicalize(&d).unwrap_or(d))
+        .collect();
+    // A program, a wrapper's target, a shim's: the folder as named (the links on the way
+    // are followed inside) and, for what it leads to, its install.
     if let Some(program) = program {
-        dirs.extend(program.parent().map(Path::to_owned));
-        if let Ok(real) = std::fs::canonicalize(program) {
-            let package = real
-                .ancestors()
-                .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
-                .last()
-                .map(Path::to_owned)
-                .or_else(|| real.parent().map(Path::to_owned));
-            dirs.extend(package);
+        for need in std::iter::once(program.to_owned()).chain(needs(program)) {
+            dirs.extend(need.parent().map(Path::to_owned));
+            dirs.extend(std::fs::canonicalize(&need).ok().and_then(|n| package(&n)));
         }
     }
+    // git-bmad itself: the hooks it installed name it, links followed.
+    dirs.extend(super::own_executable().and_then(|exe| exe.parent().map(Path::to_owned)));
     let mut mounts: Vec<Mount> = Vec::new();
     for dir in dirs {
-        let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
         let mount = Mount::read_only(&dir);
         if dir.is_absolute() && dir.is_dir() && inside_hidden(&dir) && !mounts.contains(&mount) {
             mounts.push(mount);
@@ -86,10 +87,136 @@ pub(super) fn tools(program: Option<&Path>) -> Vec<Mount> {
     mounts
 }
 
+/// The folder that holds an install: for a Node CLI, the outermost `node_modules` it lives
+/// in; else its own folder.
+fn package(real: &Path) -> Option<PathBuf> {
+    real.ancestors()
+        .filter(|a| a.file_name().is_some_and(|n| n == "node_modules"))
+        .last()
+        .map(Path::to_owned)
+        .or_else(|| real.parent().map(Path::to_owned))
+}
+
+/// What `program` needs to run, links followed: its own file, the interpreter its first line
+/// names (`#!/usr/bin/env node` names `node` on `PATH`), and what a wrapper script or a shim
+/// names that exists (`exec "$HOME/.claude/local/claude" "$@"`, asdf's and mise's
+/// installs), `$HOME` and `~` read as the home.
+pub fn needs(program: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for path in named(program) {
+        let real = std::fs::canonicalize(&path).ok();
+        for p in std::iter::once(path).chain(real) {
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    }
+    // Only what is run: a file a wrapper reads (a token's, say) is not shown for it.
+    out.retain(|p| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    });
+    out
+}
+
+/// Every path `program`'s script names that exists, as named, see [`needs`].
+fn named(program: &Path) -> Vec<PathBuf> {
+    let Ok(real) = std::fs::canonicalize(program) else {
+        return Vec::new();
+    };
+    let mut out = vec![program.to_owned()];
+    // A script is small; a binary is not read.
+    let text = match std::fs::metadata(&real) {
+        Ok(m) if m.len() <= 64 << 10 => std::fs::read(&real).unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    if !text.starts_with(b"#!") {
+        return out;
+    }
+    let text = String::from_utf8_lossy(&text);
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let mut lines = text.lines();
+    if let Some(first) = lines.next() {
+        let mut words = first[2..].split_whitespace();
+        match (words.next(), words.next()) {
+            (Some(env), Some(name)) if env.ends_with("/env") => {
+                let name = if name == "-S" {
+                    words.next().unwrap_or("")
+                } else {
+                    name
+                };
+                out.extend(which::which(name).ok());
+            }
+            (Some(interpreter), _) => out.push(PathBuf::from(interpreter)),
+            _ => {}
+        }
+    }
+    for word in lines
+        .flat_map(|l| l.split(|c: char| c.is_whitespace() || "\"'`;=():".contains(c)))
+        .filter(|w| !w.is_empty())
+    {
+        let path = match (
+            word.strip_prefix("$HOME/"),
+            word.strip_prefix("${HOME}/"),
+            word.strip_prefix("~/"),
+        ) {
+            (Some(rest), _, _) | (_, Some(rest), _) | (_, _, Some(rest)) => match &home {
+                Some(home) => home.join(rest),
+                None => continue,
+            },
+            _ if word.starts_with('/') => PathBuf::from(word),
+            _ => continue,
+        };
+        if path.exists() && !out.contains(&path) {
+            out.push(path);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::{command_line, Walls};
     use super::*;
+
+    #[test]
+    fn a_wrapper_and_its_interpreter_are_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let dir = std::fs::canonicalize(dir.path()).unwrap();
+        let real = dir.join("local/node_modules/.bin/claude");
+        std::fs::create_dir_all(real.parent().unwrap()).unwrap();
+        std::fs::write(&real, "binary").unwrap();
+        let wrapper = dir.join("claude");
+        std::fs::write(
+            &wrapper,
+            format!("#!/bin/sh\nexec \"{}\" \"$@\"\n", real.display()),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        for file in [&real, &wrapper] {
+            std::fs::set_permissions(file, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        // A file the wrapper reads but does not run is not what it needs to run.
+        let token = dir.join("token");
+        std::fs::write(&token, "secret").unwrap();
+        std::fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\nKEY=$(cat {})\nexec \"{}\" \"$@\"\n",
+                token.display(),
+                real.display()
+            ),
+        )
+        .unwrap();
+        let link = dir.join("link");
+        std::os::unix::fs::symlink(&wrapper, &link).unwrap();
+        let needed = needs(&link);
+        assert_eq!(needed[..2], [link.clone(), wrapper.clone()]);
+        assert!(needed.contains(&std::fs::canonicalize("/bin/sh").unwrap()));
+        assert!(needed.contains(&real));
+        assert!(!needed.contains(&token));
+        assert_eq!(package(&real), Some(dir.join("local/node_modules")));
+    }
 
     #[test]
     fn toolchains_in_the_home_are_shown_and_their_credentials_are_not() {

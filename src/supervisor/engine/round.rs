@@ -51,6 +51,7 @@ impl Engine<'_> {
             _ => None,
         };
         let fence = self.fence_round()?;
+        let (walls, walls_lack) = self.walls_held();
         let mut invocations = Vec::new();
         for step in steps {
             let agent = runner::agent(self.config, step.runner.as_deref(), step.role.as_deref())?;
@@ -66,6 +67,8 @@ impl Engine<'_> {
                     autonomy: step.autonomy.as_str().to_owned(),
                     phase: (steps.len() > 1).then(|| phase.to_owned()),
                     uncontained: self.uncontained(),
+                    walls: walls.clone(),
+                    walls_lack: walls_lack.clone(),
                 }))
                 .step(Some(step.id.clone()))
                 .decision(Some(Decision::Auto)),

@@ -23,12 +23,21 @@ impl Engine<'_> {
     /// A fence around the session worktree, when the run is contained, and the channel its
     /// steps' hooks report through.
     pub(super) fn fence_round(&self) -> Result<Option<RoundFence>> {
-        if self.containment.bwrap().is_none() {
+        let Some(layers) = self.containment.layers() else {
             return Ok(None);
-        }
+        };
+        let kind = match layers.bwrap {
+            Some(_) => session::FenceKind::Mounts,
+            None => session::FenceKind::Shadow,
+        };
         let fence = self
             .repo
-            .fence(self.session.id.as_str(), &self.root, &self.session.branch)
+            .fence(
+                self.session.id.as_str(),
+                &self.root,
+                &self.session.branch,
+                kind,
+            )
             .map_err(session::Error::from)?;
         // Without the channel (a socket's path past 107 bytes, say) the hooks keep their
         // reports in files, as before it: the step could erase those.
@@ -53,6 +62,14 @@ impl Engine<'_> {
         }
     }
 
+    /// Which walls hold the run's steps, and what they lack here, when they are contained.
+    pub(super) fn walls_held(&self) -> (Option<String>, Option<String>) {
+        match self.containment.layers() {
+            Some(layers) => (Some(layers.describe()), layers.lacks()),
+            None => (None, None),
+        }
+    }
+
     /// The walls of one step's invocation inside `fence`: its private home holds what its
     /// CLI needs; a shell step reaches the network as `checks.network` says.
     pub(super) fn step_walls(
@@ -62,7 +79,7 @@ impl Engine<'_> {
         kind: Kind,
         program: &Path,
     ) -> Result<Option<Contained>> {
-        let (Some(RoundFence { fence, .. }), Some(bwrap)) = (fence, self.containment.bwrap())
+        let (Some(RoundFence { fence, .. }), Some(layers)) = (fence, self.containment.layers())
         else {
             return Ok(None);
         };
@@ -78,9 +95,29 @@ impl Engine<'_> {
             })?;
         let network = kind.is_agent() || self.config.checks.network == Network::Full;
         let views = fence.views();
+        let walls = contain::step_walls(&views, &self.hidden, &home, program, network);
+        // Before it starts: a CLI whose install the walls hide would exit 127 with no word
+        // of why.
+        let unseen = walls.hide_from(program);
+        if let Some(first) = unseen.first() {
+            let folder = first.parent().unwrap_or(first);
+            return Err(Error::Uncontained {
+                why: format!(
+                    "{} needs {} to run, which the walls hide; show it with \
+                     `runners.sandbox_paths: {{read: [\"{}\"]}}` in .bmad/config.yaml",
+                    program.display(),
+                    unseen
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    folder.display()
+                ),
+            });
+        }
         Ok(Some(Contained {
-            bwrap: bwrap.to_owned(),
-            walls: contain::step_walls(&views, &self.hidden, &home, program, network),
+            layers: layers.clone(),
+            walls,
         }))
     }
 
