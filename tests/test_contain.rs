@@ -723,3 +723,47 @@ fn an_agents_npm_install_works_contained() {
         assert!(!w.env.root().join("home/.npm").exists(), "{machine:?}");
     }
 }
+
+/// git-bmad installed where the walls hide (a build in the home, linked from a folder on
+/// `PATH`) and its hooks installed from there: an agent's commit inside the walls still runs
+/// them, on either machine.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
+)]
+fn hooks_run_inside_the_walls_when_git_bmad_lies_where_they_hide() {
+    let agent = "#!/bin/sh\necho hello > hello.txt\ngit add hello.txt && git commit -qm 'honest work' 2> commit.err\necho '{\"result\":\"done\"}'\n";
+    for machine in [Machine::Bubblewrap, Machine::Refused] {
+        let w = Walled::on(machine, agent, GENERIC);
+        let build = w
+            .env
+            .root()
+            .join("home/src/git-bmad/target/release/git-bmad");
+        std::fs::create_dir_all(build.parent().unwrap()).unwrap();
+        std::fs::copy(env!("CARGO_BIN_EXE_git-bmad"), &build).unwrap();
+        let linked = w.env.root().join("bin/git-bmad");
+        std::os::unix::fs::symlink(&build, &linked).unwrap();
+        w.env
+            .sh(&w.repo, &format!("{} hooks install", linked.display()))
+            .success();
+        let status = w
+            .env
+            .bmad(&w.repo, &["hooks", "status", "--json"])
+            .success();
+        assert!(
+            status.stdout.contains("home/src/git-bmad"),
+            "{}",
+            status.stdout
+        );
+        let run = w.run();
+        assert_eq!(run.code, 0, "{machine:?}: {}\n{}", run.stdout, run.stderr);
+        let log = w.env.git(&w.worktree, &["log", "--format=%s", "-1"]);
+        assert_eq!(
+            log.trim(),
+            "honest work",
+            "{machine:?}: {}",
+            read(&w.worktree, "commit.err")
+        );
+    }
+}

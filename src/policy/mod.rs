@@ -73,12 +73,16 @@ impl Error {
 
 /// What every wall of `repo`'s steps and commands hides though it lies where the walls would
 /// show it: the user's main worktree, and the signing key the user configured when it is a
-/// file (this clone's own is in the key store, hidden everywhere already).
+/// file (this clone's own is in the key store, hidden everywhere already); and what they show
+/// though it lies where they would hide it: `runners.sandbox_paths`, and the git-bmad the
+/// hooks run.
 pub fn hidden_from_steps(repo: &Repo) -> crate::runner::sandbox::Hidden {
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
-    let shown = session::load_config(repo)
+    let mut shown = session::load_config(repo)
         .map(|c| c.runners.sandbox_paths.places(home.as_deref()))
         .unwrap_or_default();
+    // The git-bmad the hooks run, wherever it lies: an agent's commit runs them.
+    shown.extend(hooks::installed_binary(repo).map(|bin| (bin, false)));
     crate::runner::sandbox::Hidden {
         main: repo.main_workdir().ok(),
         files: session::trust::key_files(repo),

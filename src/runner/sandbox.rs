@@ -255,8 +255,8 @@ pub struct Hidden {
     /// Files no step may read wherever they lie (a `user.signingKey` that signs the
     /// journals other clones trust): blanked in place.
     pub files: Vec<PathBuf>,
-    /// Places the configuration shows all the same (`runners.sandbox_paths`), each with
-    /// whether it is writable.
+    /// Places shown all the same (`runners.sandbox_paths`, the git-bmad the hooks run), each
+    /// with whether it is writable.
     pub shown: Vec<(PathBuf, bool)>,
 }
 

@@ -18,6 +18,7 @@ mod shim;
 
 use super::Error;
 use crate::git::{ConfigFile, Repo};
+pub use shim::installed_binary;
 use shim::shim;
 
 /// The hooks that check something.

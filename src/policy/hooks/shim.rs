@@ -111,6 +111,16 @@ fi
     )
 }
 
+/// The git-bmad executable the installed hooks run (their `bin=`), when they are installed.
+pub fn installed_binary(repo: &crate::git::Repo) -> Option<std::path::PathBuf> {
+    let dir = repo.hooks_dir().ok()?;
+    super::MANAGED
+        .iter()
+        .map(|name| dir.join(name))
+        .filter(|path| super::is_ours(path))
+        .find_map(|path| super::recorded(&path, "bin=").map(std::path::PathBuf::from))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

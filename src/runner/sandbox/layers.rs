@@ -169,28 +169,54 @@ const APPARMOR_USERNS: &str = "/proc/sys/kernel/apparmor_restrict_unprivileged_u
 /// What enables bubblewrap here, when it does not work: installed, allowed by AppArmor
 /// (Ubuntu 24.04 and later), or allowed by the kernel's switches.
 pub fn enable_bubblewrap_here() -> Option<Enable> {
+    if available().is_ok() {
+        return None;
+    }
     let switch = |path: &str| {
         std::fs::read_to_string(path)
             .ok()
             .map(|v| v.trim().to_owned())
     };
-    let bwrap = match which::which("bwrap") {
-        Ok(path) => std::fs::canonicalize(&path).unwrap_or(path),
-        Err(_) => {
-            return Some(Enable {
-                command: "sudo apt install bubblewrap".into(),
-                alternative: Some("sudo dnf install bubblewrap".into()),
-                trade_off: "bubblewrap adds mounts to the walls: each step then sees its own \
-                            branch as the only writable ref"
-                    .into(),
-                profile: None,
-            })
-        }
+    let bwrap = which::which("bwrap")
+        .ok()
+        .map(|path| std::fs::canonicalize(&path).unwrap_or(path));
+    enable(
+        bwrap.as_deref(),
+        &Switches {
+            apparmor_restricts: switch(APPARMOR_USERNS).as_deref() == Some("1"),
+            userns_clone_off: switch("/proc/sys/kernel/unprivileged_userns_clone").as_deref()
+                == Some("0"),
+            no_user_namespaces: switch("/proc/sys/user/max_user_namespaces").as_deref()
+                == Some("0"),
+        },
+    )
+}
+
+/// The kernel's switches that refuse an unprivileged user namespace.
+#[derive(Clone, Copy, Debug, Default)]
+struct Switches {
+    /// AppArmor restricts them (Ubuntu 24.04 and later).
+    apparmor_restricts: bool,
+    /// Debian's own switch is off.
+    userns_clone_off: bool,
+    /// None may be made at all.
+    no_user_namespaces: bool,
+}
+
+/// What enables bubblewrap (at `bwrap`, when installed) on a machine whose switches are
+/// `switches`.
+fn enable(bwrap: Option<&Path>, switches: &Switches) -> Option<Enable> {
+    let Some(bwrap) = bwrap else {
+        return Some(Enable {
+            command: "sudo apt install bubblewrap".into(),
+            alternative: Some("sudo dnf install bubblewrap".into()),
+            trade_off: "bubblewrap adds mounts to the walls: each step then sees its own \
+                        branch as the only writable ref"
+                .into(),
+            profile: None,
+        });
     };
-    if available().is_ok() {
-        return None;
-    }
-    if switch(APPARMOR_USERNS).as_deref() == Some("1") {
+    if switches.apparmor_restricts {
         let path = PathBuf::from(APPARMOR_DIR).join("bwrap");
         let text = format!(
             "abi <abi/4.0>,\ninclude <tunables/global>\n\nprofile bwrap {} flags=(unconfined) {{\n  \
@@ -214,21 +240,17 @@ pub fn enable_bubblewrap_here() -> Option<Enable> {
             profile: Some((path, text)),
         });
     }
-    if switch("/proc/sys/kernel/unprivileged_userns_clone").as_deref() == Some("0") {
-        return Some(Enable {
-            command: "sudo sysctl -w kernel.unprivileged_userns_clone=1".into(),
-            alternative: None,
-            trade_off: "every program may make user namespaces again".into(),
-            profile: None,
-        });
+    let sysctl = |setting: &str| Enable {
+        command: format!("sudo sysctl -w {setting}"),
+        alternative: None,
+        trade_off: "every program may make user namespaces again".into(),
+        profile: None,
+    };
+    if switches.userns_clone_off {
+        return Some(sysctl("kernel.unprivileged_userns_clone=1"));
     }
-    if switch("/proc/sys/user/max_user_namespaces").as_deref() == Some("0") {
-        return Some(Enable {
-            command: "sudo sysctl -w user.max_user_namespaces=15000".into(),
-            alternative: None,
-            trade_off: "every program may make user namespaces again".into(),
-            profile: None,
-        });
+    if switches.no_user_namespaces {
+        return Some(sysctl("user.max_user_namespaces=15000"));
     }
     None
 }
@@ -343,6 +365,41 @@ mod tests {
         assert!(layers(true, false)
             .lacks()
             .is_some_and(|l| l.contains("signal")));
+    }
+
+    #[test]
+    fn each_refusal_has_its_one_command() {
+        let missing = enable(None, &Switches::default()).unwrap();
+        assert!(missing.command.contains("apt install bubblewrap"));
+        let bwrap = Path::new("/usr/bin/bwrap");
+        let ubuntu = Switches {
+            apparmor_restricts: true,
+            ..Switches::default()
+        };
+        let profile = enable(Some(bwrap), &ubuntu).unwrap();
+        let (path, text) = profile.profile.as_ref().unwrap();
+        assert_eq!(path, Path::new("/etc/apparmor.d/bwrap"));
+        assert!(
+            text.contains("profile bwrap /usr/bin/bwrap flags=(unconfined)")
+                && text.contains("userns,")
+        );
+        assert!(profile
+            .command
+            .contains("apparmor_parser -r /etc/apparmor.d/bwrap"));
+        assert!(profile.command.starts_with("printf '") && !profile.command.contains('\n'));
+        assert!(profile
+            .alternative
+            .unwrap()
+            .contains("apparmor_restrict_unprivileged_userns=0"));
+        let debian = Switches {
+            userns_clone_off: true,
+            ..Switches::default()
+        };
+        assert_eq!(
+            enable(Some(bwrap), &debian).unwrap().command,
+            "sudo sysctl -w kernel.unprivileged_userns_clone=1"
+        );
+        assert!(enable(Some(bwrap), &Switches::default()).is_none());
     }
 
     #[test]
