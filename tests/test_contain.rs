@@ -486,6 +486,29 @@ echo '{"result":"done"}'
         "the killed step's commit is not in the repository yet"
     );
 
+    if machine == Machine::Refused {
+        // Landlock alone: the worktree still names the dead step's shadow; doctor says so
+        // and puts it back.
+        let found = w.env.bmad(&w.repo, &["doctor", "--json"]);
+        assert!(
+            found.stdout.contains("naming its shadow"),
+            "{}",
+            found.stdout
+        );
+        let fixed = w.env.bmad(&w.repo, &["doctor", "--fix", "--json"]).json();
+        assert!(
+            !fixed["findings"].to_string().contains("naming its shadow")
+                && fixed["repairs"][0]["repair"]["kind"] == "put_back_shadow"
+                && fixed["repairs"][0]["done"] == true,
+            "{fixed:#}"
+        );
+        let common = w.env.git(&w.worktree, &["rev-parse", "--git-common-dir"]);
+        assert!(!common.contains("fence"), "{common}");
+        assert_eq!(
+            w.env.git(&w.worktree, &["rev-parse", "HEAD"]),
+            branch_before
+        );
+    }
     let resumed = w.env.bmad(&w.worktree, &["resume"]);
     assert_eq!(resumed.code, 0, "{}\n{}", resumed.stdout, resumed.stderr);
     // Its objects came in (checked by hash); the layer is gone; the step ran again.

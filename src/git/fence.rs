@@ -37,7 +37,7 @@ use super::{CasOutcome, ObjectId, Repo};
 mod files;
 mod shadow;
 use files::{files, watched};
-pub use shadow::put_back_abandoned_shadow;
+pub use shadow::{abandoned_shadow, put_back_abandoned_shadow};
 use shadow::{put_back, shadow};
 
 /// A fence set up for one session worktree.

@@ -34,7 +34,9 @@ pub use commands::{ConfigFile, DiffStat, PatchStream};
 pub use diff::ChangedFile;
 pub use diff::TreeChange;
 pub use error::{Error, Result};
-pub use fence::{put_back_abandoned_shadow, Fence, FenceKind, View, REPORT_SOCKET, RUN_LOCK};
+pub use fence::{
+    abandoned_shadow, put_back_abandoned_shadow, Fence, FenceKind, View, REPORT_SOCKET, RUN_LOCK,
+};
 pub use gix::ObjectId;
 pub use index::SavedIndex;
 pub use notes::NotesTip;

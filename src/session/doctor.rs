@@ -219,6 +219,20 @@ pub fn doctor(
             );
             f.repaired_by(Repair::ForgetWorktrees);
         }
+        if let (Some(s), Some(_)) = (ours, crate::git::abandoned_shadow(&wt.path)) {
+            f.add(
+                Severity::Problem,
+                Some(&s.id),
+                format!(
+                    "a contained step killed with git-bmad left {} naming its shadow of the repository: git there reads and writes the step's layer",
+                    wt.path.display()
+                ),
+                Some("git bmad doctor --fix".into()),
+            );
+            f.repaired_by(Repair::PutBackShadow {
+                worktree: wt.path.clone(),
+            });
+        }
     }
     // Whether a git or git-bmad process works here: without one, every lock is a leftover.
     let running = git_running_in(repo, &worktrees);

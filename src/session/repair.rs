@@ -38,6 +38,12 @@ pub enum Repair {
     RepairWorktrees,
     /// Show the journal in `git log` (the notes config `git bmad init` sets).
     NotesConfig,
+    /// Point a worktree whose contained step was killed back at the repository (its
+    /// `commondir` still names the step's shadow of it).
+    PutBackShadow {
+        /// The worktree.
+        worktree: PathBuf,
+    },
 }
 
 impl Repair {
@@ -54,6 +60,9 @@ impl Repair {
             Repair::ForgetWorktrees => "git worktree prune".into(),
             Repair::RepairWorktrees => "git worktree repair".into(),
             Repair::NotesConfig => "set notes.displayRef and notes.rewriteRef".into(),
+            Repair::PutBackShadow { worktree } => {
+                format!("pointed {} back at the repository", worktree.display())
+            }
         }
     }
 }
@@ -86,6 +95,9 @@ pub fn apply_repair(repo: &Repo, repair: &Repair) -> Result<()> {
             .open_worktree(&repo.main_workdir()?)?
             .repair_worktrees()?),
         Repair::NotesConfig => super::init::ensure_notes_config(repo).map(drop),
+        Repair::PutBackShadow { worktree } => {
+            Ok(crate::git::put_back_abandoned_shadow(worktree).map(drop)?)
+        }
     }
 }
 

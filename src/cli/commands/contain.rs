@@ -44,7 +44,6 @@ pub enum Layer {
 /// Run `contain`.
 pub fn cmd_contain(ctx: &Context, args: &ContainArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let mut layers = sandbox::Layers::here();
     if args.layers == Layer::None {
         let mut run = Program::new(&args.command[0], &args.command[1..]);
         run.cwd = Some(ctx.cwd.clone());
@@ -53,15 +52,18 @@ pub fn cmd_contain(ctx: &Context, args: &ContainArgs) -> Result<u8, CommandError
         })?;
         return Ok(code.map_or(exit::FAILED, |c| c.clamp(0, 255) as u8));
     }
-    match args.layers {
-        Layer::Auto | Layer::None => {}
-        Layer::Bubblewrap => layers.landlock = None,
-        Layer::Landlock => layers.bwrap = None,
-    }
+    let layers = match args.layers {
+        Layer::Landlock => sandbox::Layers::landlock_here(),
+        Layer::Bubblewrap => sandbox::Layers {
+            landlock: None,
+            ..sandbox::Layers::here()
+        },
+        Layer::Auto | Layer::None => sandbox::Layers::here(),
+    };
     if !layers.any() {
         return Err(CommandError::failed(format!(
             "no walls can be raised here as asked: {}",
-            sandbox::Layers::here().missing.join("; ")
+            layers.missing.join("; ")
         ))
         .hinted("`git bmad doctor` names the command that enables bubblewrap here"));
     }

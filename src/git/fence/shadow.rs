@@ -40,41 +40,35 @@ impl Fence {
 /// worktree's own `commondir` put back, so that nothing of the dead step's layer is taken
 /// for the repository. Whether it was.
 pub fn put_back_abandoned_shadow(start: &Path) -> Result<bool> {
-    let Some(worktree) = start
-        .ancestors()
-        .find(|d| std::fs::symlink_metadata(d.join(".git")).is_ok())
-    else {
-        return Ok(false);
-    };
-    let Some(git_dir) = std::fs::read_to_string(worktree.join(".git"))
-        .ok()
-        .and_then(|l| Some(worktree.join(l.strip_prefix("gitdir:")?.trim())))
-    else {
-        return Ok(false);
-    };
-    let link = git_dir.join("commondir");
-    let named = std::fs::read_to_string(&link).unwrap_or_default();
-    let named = Path::new(named.trim());
-    let Some(layer) = named
-        .parent()
-        .filter(|_| named.is_absolute() && named.ends_with("copies"))
-    else {
-        return Ok(false);
-    };
-    let Ok(kept) = std::fs::read(layer.join(COMMONDIR_KEPT)) else {
-        return Ok(false);
-    };
-    // A live run holds its worktree's run lock for as long as it lives.
-    let lock = std::fs::OpenOptions::new()
-        .read(true)
-        .open(git_dir.join(RUN_LOCK));
-    if let Ok(lock) = lock {
-        if lock.try_lock().is_err() {
-            return Ok(false);
-        }
+    match abandoned_shadow(start) {
+        Some((link, kept)) => put_back(&link, &kept).map(|()| true),
+        None => Ok(false),
     }
-    put_back(&link, &kept)?;
-    Ok(true)
+}
+
+/// The `commondir` of the worktree `start` lies in, and what it named before, when it names
+/// a fence's shadow that no live run holds (see [`put_back_abandoned_shadow`]).
+pub fn abandoned_shadow(start: &Path) -> Option<(PathBuf, Vec<u8>)> {
+    let worktree = start
+        .ancestors()
+        .find(|d| std::fs::symlink_metadata(d.join(".git")).is_ok())?;
+    let link = std::fs::read_to_string(worktree.join(".git")).ok()?;
+    let git_dir = worktree.join(link.strip_prefix("gitdir:")?.trim());
+    let link = git_dir.join("commondir");
+    let named = std::fs::read_to_string(&link).ok()?;
+    let named = Path::new(named.trim());
+    let layer = named
+        .parent()
+        .filter(|_| named.is_absolute() && named.ends_with("copies"))?;
+    let kept = std::fs::read(layer.join(COMMONDIR_KEPT)).ok()?;
+    // A live run holds its worktree's run lock for as long as it lives.
+    if let Ok(lock) = std::fs::OpenOptions::new()
+        .read(true)
+        .open(git_dir.join(RUN_LOCK))
+    {
+        lock.try_lock().ok()?;
+    }
+    Some((link, kept))
 }
 
 /// Write `content` at `path` in place of whatever is there (a link made a folder or a

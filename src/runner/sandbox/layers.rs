@@ -33,28 +33,33 @@ impl Layers {
         static ANSWER: OnceLock<Layers> = OnceLock::new();
         ANSWER
             .get_or_init(|| {
-                let mut missing = Vec::new();
-                let bwrap = available()
-                    .map_err(|why| missing.push(format!("bubblewrap: {why}")))
+                let mut layers = Layers::landlock_here();
+                layers.bwrap = available()
+                    .map_err(|why| layers.missing.insert(0, format!("bubblewrap: {why}")))
                     .ok();
-                let landlock = landlock::abi()
-                    .and_then(|abi| {
-                        own_executable()
-                            .map(|helper| Landlock { abi, helper })
-                            .ok_or_else(|| {
-                                "git-bmad's own executable, which raises it, cannot be found"
-                                    .to_owned()
-                            })
-                    })
-                    .map_err(|why| missing.push(format!("Landlock: {why}")))
-                    .ok();
-                Layers {
-                    bwrap,
-                    landlock,
-                    missing,
-                }
+                layers
             })
             .clone()
+    }
+
+    /// Landlock alone, as this machine has it (bubblewrap not tried).
+    pub fn landlock_here() -> Layers {
+        let mut missing = Vec::new();
+        let landlock = landlock::abi()
+            .and_then(|abi| {
+                own_executable()
+                    .map(|helper| Landlock { abi, helper })
+                    .ok_or_else(|| {
+                        "git-bmad's own executable, which raises it, cannot be found".to_owned()
+                    })
+            })
+            .map_err(|why| missing.push(format!("Landlock: {why}")))
+            .ok();
+        Layers {
+            bwrap: None,
+            landlock,
+            missing,
+        }
     }
 
     /// Whether any layer is here.
