@@ -513,7 +513,14 @@ echo '{"result":"done"}'
     assert_eq!(resumed.code, 0, "{}\n{}", resumed.stdout, resumed.stderr);
     // Its objects came in (checked by hash); the layer is gone; the step ran again.
     w.env.git(&w.repo, &["cat-file", "-e", &commit]);
-    assert_eq!(std::fs::read_dir(&fences).unwrap().count(), 0);
+    // Its copies stay, settled, for the next round; nothing else of the layer does.
+    let mut left: Vec<String> = std::fs::read_dir(&fences)
+        .unwrap()
+        .flat_map(|layer| std::fs::read_dir(layer.unwrap().path()).unwrap())
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["copies", "settled"]);
     assert_eq!(read(&w.worktree, "attempts.txt"), "attempt\nattempt\n");
     let log = w.env.git(&w.worktree, &["log", "--format=%H %s", "-1"]);
     assert!(

@@ -21,7 +21,9 @@
 //! names it for the step's time. The links the step could rewrite (`.git`, `commondir`,
 //! `gitdir`, its own config) are put back when it ends, whichever way it was walled.
 //!
-//! The layer lives under `<common>/bmad/fence/<name>/`. A step killed with git-bmad leaves
+//! The layer lives under `<common>/bmad/fence/<name>/`. A settled round leaves its copies
+//! (marked `settled`), which the session's next round refreshes rather than writes anew: a
+//! file made and removed each round costs far more than one read. A step killed with git-bmad leaves
 //! it behind: the next fence for the same name first puts the worktree's links back, copies
 //! in its objects (the worktree's index may name them) and drops the rest, as a killed step
 //! is never believed.
@@ -71,6 +73,8 @@ pub enum FenceKind {
 const LINKS: &[&str] = &["commondir", "gitdir", "config.worktree"];
 /// The file in a worktree's git dir that a live run holds locked (`flock`).
 pub const RUN_LOCK: &str = "bmad-run.lock";
+/// The mark of a layer its round settled: its copies are kept for the next round.
+const SETTLED: &str = "settled";
 /// Where the layer keeps the worktree's `commondir` while the shadow stands in for it.
 const COMMONDIR_KEPT: &str = "commondir.kept";
 
@@ -126,7 +130,9 @@ impl Repo {
         let common = self.common_dir().to_owned();
         let layer = common.join("bmad").join("fence").join(name);
         let (worktree, worktree_git_dir) = linked_git_dir(&common, worktree)?;
-        if layer.exists() {
+        if layer.join(SETTLED).exists() {
+            clear_but_copies(&layer)?;
+        } else if layer.exists() {
             self.recover_layer(&layer, &worktree_git_dir)?;
         }
         let io = |e: std::io::Error| Error::Io {
@@ -170,24 +176,29 @@ impl Repo {
         }
         std::fs::write(layer.join("objects/info/alternates"), alternates).map_err(io)?;
         let mut copies = Vec::new();
-        let mut made = std::collections::BTreeSet::new();
         for name in COPIED {
             let before = watched(
                 name,
                 files(&common.join(name), false, |_, _| None).map_err(io)?,
             );
+            let mode = |path: &Path| {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::metadata(path).map(|m| m.permissions().mode()).ok()
+            };
+            files::refresh(
+                &copy_path(&layer, name, ""),
+                &before,
+                // A hook is copied with its mode, so that it still runs.
+                |file, copy| *name != "hooks" || mode(copy) == mode(&part(&common, name, file)),
+                |file, copy| match *name {
+                    "hooks" => std::fs::copy(part(&common, name, file), copy).map(drop),
+                    _ => std::fs::write(copy, &before[file]),
+                },
+            )
+            .map_err(io)?;
             let mut stamps = BTreeMap::new();
-            for (file, content) in &before {
+            for file in before.keys() {
                 let copy = copy_path(&layer, name, file);
-                if let Some(dir) = copy.parent().filter(|d| made.insert(d.to_path_buf())) {
-                    std::fs::create_dir_all(dir).map_err(io)?;
-                }
-                if *name == "hooks" {
-                    // Copied with its mode, so that a hook still runs.
-                    std::fs::copy(part(&common, name, file), &copy).map_err(io)?;
-                } else {
-                    std::fs::write(&copy, content).map_err(io)?;
-                }
                 stamps.insert(file.clone(), stamp(&std::fs::metadata(&copy).map_err(io)?));
             }
             copies.push(Copy {
@@ -511,13 +522,35 @@ impl Fence {
                 source: e,
             })?;
         }
-        std::fs::remove_dir_all(&self.layer).map_err(|e| Error::Io {
-            op: "could not remove the fence",
+        // The copies stay for the session's next round, which refreshes them.
+        clear_but_copies(&self.layer)?;
+        std::fs::write(self.layer.join(SETTLED), b"").map_err(|e| Error::Io {
+            op: "could not mark the fence settled",
             path: self.layer.clone(),
             source: e,
         })?;
         Ok(beyond)
     }
+}
+
+/// Remove all of the layer at `layer` but its copies.
+fn clear_but_copies(layer: &Path) -> Result<()> {
+    let io = |e: std::io::Error| Error::Io {
+        op: "could not remove the fence",
+        path: layer.to_owned(),
+        source: e,
+    };
+    for entry in std::fs::read_dir(layer).map_err(io)? {
+        let entry = entry.map_err(io)?;
+        if entry.file_name() == "copies" {
+            continue;
+        }
+        match entry.file_type().map_err(io)?.is_dir() {
+            true => std::fs::remove_dir_all(entry.path()).map_err(io)?,
+            false => std::fs::remove_file(entry.path()).map_err(io)?,
+        }
+    }
+    Ok(())
 }
 
 /// The worktree at `worktree` (canonical) and its git dir, which must be one of the common

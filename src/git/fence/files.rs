@@ -78,3 +78,113 @@ pub(super) fn files(
         other => other.map(|()| seen),
     }
 }
+
+/// Make `root` (a copied part of the common dir: a folder, or one file) hold exactly
+/// `before`, each file written as `write` makes it; what is there already and right stays
+/// (a file made and removed each round costs far more than one read). Anything else there,
+/// whatever the last step left (a lock, a fifo, a symlink, a folder where a ref goes), is
+/// removed without being followed.
+pub(super) fn refresh(
+    root: &Path,
+    before: &BTreeMap<String, Vec<u8>>,
+    right: impl Fn(&str, &Path) -> bool,
+    write: impl Fn(&str, &Path) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let mut kept = std::collections::BTreeSet::new();
+    let mut pending = vec![(root.to_owned(), String::new())];
+    while let Some((path, relative)) = pending.pop() {
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        if meta.is_dir() {
+            if before.contains_key(&relative) {
+                std::fs::remove_dir_all(&path)?;
+                continue;
+            }
+            for entry in std::fs::read_dir(&path)? {
+                let entry = entry?;
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let child = match relative.as_str() {
+                    "" => name,
+                    prefix => format!("{prefix}/{name}"),
+                };
+                pending.push((entry.path(), child));
+            }
+            continue;
+        }
+        let plain = meta.is_file() && meta.len() <= LAYER_FILE_LIMIT;
+        let same = plain
+            && before
+                .get(&relative)
+                .is_some_and(|content| std::fs::read(&path).is_ok_and(|now| &now == content))
+            && right(&relative, &path);
+        if same {
+            kept.insert(relative);
+        } else {
+            std::fs::remove_file(&path)?;
+        }
+    }
+    for file in before.keys().filter(|f| !kept.contains(*f)) {
+        let path = match file.as_str() {
+            "" => root.to_owned(),
+            file => root.join(file),
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        write(file, &path)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn a_refreshed_copy_holds_exactly_what_it_should_and_keeps_what_was_right() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("heads");
+        let outside = dir.path().join("secret");
+        std::fs::write(&outside, "key").unwrap();
+        std::fs::create_dir_all(root.join("feature")).unwrap();
+        std::fs::write(root.join("main"), "a\n").unwrap();
+        std::fs::write(root.join("stale"), "b\n").unwrap();
+        std::fs::write(root.join("topic.lock"), "c\n").unwrap();
+        std::fs::create_dir_all(root.join("dir-where-a-ref-goes")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("feature/x")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &root.join("fifo"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let main_inode = std::fs::metadata(root.join("main")).unwrap().ino();
+        let before: BTreeMap<String, Vec<u8>> = [
+            ("main", "a\n"),
+            ("feature/x", "d\n"),
+            ("dir-where-a-ref-goes", "e\n"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))
+        .collect();
+        refresh(
+            &root,
+            &before,
+            |_, _| true,
+            |file, path| std::fs::write(path, &before[file]),
+        )
+        .unwrap();
+        let now = files(&root, true, |_, _| None).unwrap();
+        assert_eq!(now, before);
+        assert!(!root.join("topic.lock").exists() && !root.join("fifo").exists());
+        assert_eq!(
+            std::fs::metadata(root.join("main")).unwrap().ino(),
+            main_inode
+        );
+        assert_eq!(std::fs::read_to_string(&outside).unwrap(), "key");
+    }
+}

@@ -97,8 +97,17 @@ pub(super) fn shadow(common: &Path, layer: &Path, name: &str) -> std::io::Result
         ("objects", layer.join("objects")),
         ("logs", layer.join("logs")),
     ];
+    // Made again each round: the copies folder is kept between rounds.
+    let relink = |target: &Path, at: &Path| -> std::io::Result<()> {
+        match std::fs::symlink_metadata(at) {
+            Ok(m) if m.is_dir() => std::fs::remove_dir_all(at)?,
+            Ok(_) => std::fs::remove_file(at)?,
+            Err(_) => {}
+        }
+        symlink(target, at)
+    };
     for (part, target) in own {
-        symlink(target, shadow.join(part))?;
+        relink(target, &shadow.join(part))?;
     }
     // Everything else of `dir` in the real common dir, linked, but what `skip` names.
     let link_rest = |dir: &str, skip: &dyn Fn(&str) -> bool| -> std::io::Result<()> {
@@ -118,8 +127,8 @@ pub(super) fn shadow(common: &Path, layer: &Path, name: &str) -> std::io::Result
     link_rest("refs", &|f| f == "heads")?;
     link_rest("bmad", &|f| f == "deferred")?;
     std::fs::create_dir_all(shadow.join("bmad/deferred"))?;
-    symlink(
-        layer.join("deferred"),
-        shadow.join("bmad/deferred").join(name),
+    relink(
+        &layer.join("deferred"),
+        &shadow.join("bmad/deferred").join(name),
     )
 }
