@@ -38,7 +38,7 @@ use super::{CasOutcome, ObjectId, Repo};
 
 mod files;
 mod shadow;
-use files::{files, watched};
+use files::{clear_but_copies, files, watched};
 pub use shadow::{abandoned_shadow, put_back_abandoned_shadow};
 use shadow::{put_back, shadow};
 
@@ -531,26 +531,6 @@ impl Fence {
         })?;
         Ok(beyond)
     }
-}
-
-/// Remove all of the layer at `layer` but its copies.
-fn clear_but_copies(layer: &Path) -> Result<()> {
-    let io = |e: std::io::Error| Error::Io {
-        op: "could not remove the fence",
-        path: layer.to_owned(),
-        source: e,
-    };
-    for entry in std::fs::read_dir(layer).map_err(io)? {
-        let entry = entry.map_err(io)?;
-        if entry.file_name() == "copies" {
-            continue;
-        }
-        match entry.file_type().map_err(io)?.is_dir() {
-            true => std::fs::remove_dir_all(entry.path()).map_err(io)?,
-            false => std::fs::remove_file(entry.path()).map_err(io)?,
-        }
-    }
-    Ok(())
 }
 
 /// The worktree at `worktree` (canonical) and its git dir, which must be one of the common

@@ -4,6 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crate::git::error::{Error, Result};
+
 /// The files of `name` worth a copy: git never runs a hook's `.sample`.
 pub(super) fn watched(
     name: &str,
@@ -137,6 +139,26 @@ pub(super) fn refresh(
     Ok(())
 }
 
+/// Remove all of the layer at `layer` but its copies.
+pub(super) fn clear_but_copies(layer: &Path) -> Result<()> {
+    let io = |e: std::io::Error| Error::Io {
+        op: "could not remove the fence",
+        path: layer.to_owned(),
+        source: e,
+    };
+    for entry in std::fs::read_dir(layer).map_err(io)? {
+        let entry = entry.map_err(io)?;
+        if entry.file_name() == "copies" {
+            continue;
+        }
+        match entry.file_type().map_err(io)?.is_dir() {
+            true => std::fs::remove_dir_all(entry.path()).map_err(io)?,
+            false => std::fs::remove_file(entry.path()).map_err(io)?,
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,7 +178,7 @@ mod tests {
         std::os::unix::fs::symlink(&outside, root.join("feature/x")).unwrap();
         rustix::fs::mknodat(
             rustix::fs::CWD,
-            &root.join("fifo"),
+            root.join("fifo"),
             rustix::fs::FileType::Fifo,
             rustix::fs::Mode::from_raw_mode(0o600),
             0,
