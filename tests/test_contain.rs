@@ -797,3 +797,48 @@ fn hooks_run_inside_the_walls_when_git_bmad_lies_where_they_hide() {
         );
     }
 }
+
+/// A checkout that keeps the job's token in `.git/config` (actions/checkout's default
+/// `persist-credentials: true`): no step reads it, through its git or by the file's path,
+/// on either machine.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
+)]
+fn a_token_a_checkout_kept_in_the_config_is_out_of_every_steps_reach() {
+    let agent = r#"#!/bin/sh
+git config --get-regexp 'http\..*' >> seen.txt 2>&1
+git remote get-url origin >> seen.txt 2>&1
+cat "$(git rev-parse --git-common-dir)/config" >> seen.txt 2>&1
+cat "$(cd ../project && pwd)/.git/config" >> seen.txt 2>&1
+echo hello > hello.txt && git add hello.txt && git commit -qm 'honest work'
+echo '{"result":"done"}'
+"#;
+    for machine in [Machine::Bubblewrap, Machine::Refused] {
+        let w = Walled::on(machine, agent, GENERIC);
+        w.git(&[
+            "config",
+            "http.https://github.com/.extraheader",
+            "AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46Z2hzX2pvYnRva2Vu",
+        ]);
+        let remote = w.env.root().join("remote.git");
+        w.git(&[
+            "remote",
+            "set-url",
+            "origin",
+            &format!("https://x-access-token:ghs_jobtoken@{}", remote.display()),
+        ]);
+        let run = w.run();
+        assert_eq!(run.code, 0, "{machine:?}: {}\n{}", run.stdout, run.stderr);
+        let seen = read(&w.worktree, "seen.txt");
+        assert!(
+            !seen.contains("ghs_jobtoken") && !seen.contains("eC1hY2Nl"),
+            "{machine:?}: {seen}"
+        );
+        // Its git still knows the remote, without the password.
+        assert!(seen.contains("https://"), "{machine:?}: {seen}");
+        let log = w.env.git(&w.worktree, &["log", "--format=%s", "-1"]);
+        assert_eq!(log.trim(), "honest work", "{machine:?}");
+    }
+}

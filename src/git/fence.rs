@@ -177,10 +177,15 @@ impl Repo {
         std::fs::write(layer.join("objects/info/alternates"), alternates).map_err(io)?;
         let mut copies = Vec::new();
         for name in COPIED {
-            let before = watched(
+            let mut before = watched(
                 name,
                 files(&common.join(name), false, |_, _| None).map_err(io)?,
             );
+            if *name == "config" {
+                for content in before.values_mut() {
+                    *content = files::without_credentials(content);
+                }
+            }
             let mode = |path: &Path| {
                 use std::os::unix::fs::PermissionsExt;
                 std::fs::metadata(path).map(|m| m.permissions().mode()).ok()
@@ -364,6 +369,12 @@ impl Fence {
                     .filter(|p| p.exists())
                     .map(|p| same(p, true)),
             );
+            // The real config is not read at all: its copy, without credentials, stands
+            // in for it.
+            let config = copy_path(&self.layer, "config", "");
+            if config.exists() {
+                views.push(shown(config, self.common.join("config"), false));
+            }
             return views;
         }
         views.extend([

@@ -286,6 +286,10 @@ const SETUP_STEPS: &str = r#"    steps:
       - uses: actions/checkout@v4
         with:
           fetch-depth: 0
+          # No token in .git/config, where an agent step could read it: git-bmad's own
+          # pushes get it from the credential helper below, which reads GH_TOKEN (a variable
+          # no agent step is given).
+          persist-credentials: false
 
       - name: Install git-bmad
         run: |
@@ -309,6 +313,7 @@ const SETUP_STEPS: &str = r#"    steps:
           git config gpg.format ssh
           git config user.signingKey "$key"
           git config bmad.origin.pushSessions true
+          git config credential.helper '!f() { test "$1" = get && test -n "$GH_TOKEN" && printf "username=x-access-token\npassword=%s\n" "$GH_TOKEN"; }; f'
           git bmad hooks install
 "#;
 
@@ -346,6 +351,10 @@ mod tests {
             text.contains(r#"GIT_BMAD_SOURCE: "x\"\n  evil: true""#),
             "{text}"
         );
+        // The job's token is never kept where an agent step reads: not in .git/config (the
+        // checkout persists none), only in the environment of git-bmad's own steps.
+        assert!(text.contains("persist-credentials: false"));
+        assert!(text.contains(r#"git config credential.helper '!f() { test "$1" = get"#));
         // Inputs reach the shell through the environment only, never spliced into a script.
         for line in text.lines().filter(|l| l.trim_start().starts_with("run:")) {
             assert!(!line.contains("${{"), "{line}");

@@ -81,6 +81,36 @@ pub(super) fn files(
     }
 }
 
+/// A repository config as a step's copy holds it: without the credentials a config can
+/// carry (an `http.<url>.extraheader`, as actions/checkout persists the job's token; a
+/// password in a remote's URL), so that the step's git, and the step, never read them.
+pub(super) fn without_credentials(config: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(config);
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        let key: String = trimmed
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .collect::<String>()
+            .to_ascii_lowercase();
+        if key == "extraheader" {
+            continue;
+        }
+        match (key.as_str(), line.find("://"), line.rfind('@')) {
+            // A password (`user:secret@`), not a user alone (`ssh://git@host`).
+            ("url" | "pushurl", Some(scheme), Some(at))
+                if at > scheme && line[scheme + 3..at].contains(':') =>
+            {
+                out.push_str(&line[..scheme + 3]);
+                out.push_str(&line[at + 1..]);
+            }
+            _ => out.push_str(line),
+        }
+    }
+    out.into_bytes()
+}
+
 /// Make `root` (a copied part of the common dir: a folder, or one file) hold exactly
 /// `before`, each file written as `write` makes it; what is there already and right stays
 /// (a file made and removed each round costs far more than one read). Anything else there,
@@ -163,6 +193,25 @@ pub(super) fn clear_but_copies(layer: &Path) -> Result<()> {
 mod tests {
     use super::*;
     use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn a_configs_copy_keeps_no_credential() {
+        let config = b"[core]\n\tbare = false\n[http \"https://github.com/\"]\n\textraheader = AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46Z2hzX3NlY3JldA==\n[remote \"origin\"]\n\turl = https://x-access-token:ghs_secret@github.com/o/r.git\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n[remote \"mirror\"]\n\turl = git@github.com:o/r.git\n";
+        let copy = String::from_utf8(without_credentials(config)).unwrap();
+        assert!(
+            !copy.contains("ghs_secret") && !copy.contains("eC1hY2Nl"),
+            "{copy}"
+        );
+        assert!(
+            copy.contains("\turl = https://github.com/o/r.git\n"),
+            "{copy}"
+        );
+        // An ssh remote names a user, not a secret: kept as it is.
+        assert!(copy.contains("\turl = git@github.com:o/r.git\n"), "{copy}");
+        let ssh = without_credentials(b"\turl = ssh://git@example.com/r.git\n");
+        assert_eq!(ssh, b"\turl = ssh://git@example.com/r.git\n");
+        assert!(copy.contains("[core]\n\tbare = false\n") && copy.contains("fetch = +refs"));
+    }
 
     #[test]
     fn a_refreshed_copy_holds_exactly_what_it_should_and_keeps_what_was_right() {
