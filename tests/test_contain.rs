@@ -73,16 +73,7 @@ impl Walled {
         config: &str,
         prepare: impl FnOnce(&TestEnv, &Path),
     ) -> Walled {
-        Walled::in_world(TestEnv::contained(), machine, script, config, prepare)
-    }
-
-    fn in_world(
-        env: TestEnv,
-        machine: Machine,
-        script: &str,
-        config: &str,
-        prepare: impl FnOnce(&TestEnv, &Path),
-    ) -> Walled {
+        let env = TestEnv::contained();
         machine.make(&env);
         let home = env.root().join("home");
         write(&home, ".ssh/id_ed25519", SSH_KEY);
@@ -671,9 +662,9 @@ fn with_rewritten_hook(machine: Machine, hook: &str, body: &str) -> (Walled, std
 }
 
 /// A CLI whose install lies where the walls hide it (here, in the user's main worktree,
-/// which lies outside the home and `/tmp`) is refused before its step starts, with the
-/// place and the setting that shows it; shown by `runners.sandbox_paths`, it runs, on either
-/// machine.
+/// which no step sees but for what the user shows of it) is refused before its step starts,
+/// with the place and the setting that shows it; shown by `runners.sandbox_paths`, it runs,
+/// on either machine.
 #[test]
 #[cfg_attr(
     not(feature = "external-tests"),
@@ -682,13 +673,7 @@ fn with_rewritten_hook(machine: Machine, hook: &str, body: &str) -> (Walled, std
 fn a_cli_the_walls_hide_is_refused_up_front_and_runs_once_shown() {
     for machine in [Machine::Bubblewrap, Machine::Refused] {
         let honest = "#!/bin/sh\necho hello > hello.txt\necho '{\"result\":\"done\"}'\n";
-        let w = Walled::in_world(
-            TestEnv::contained_outside_tmp(),
-            machine,
-            honest,
-            GENERIC,
-            |_, _| {},
-        );
+        let w = Walled::on(machine, honest, GENERIC);
         let tools = w.repo.join("tools");
         write(&tools, "agent", honest);
         w.env.sh(&tools, "chmod +x agent").success();

@@ -295,7 +295,7 @@ pub fn command_walls(
     network: bool,
     program: Option<&Path>,
 ) -> Walls {
-    let mut mounts = home_and_tools(home, program);
+    let mut mounts = home_and_tools(home, program, hidden);
     mounts.extend(hidden.mounts());
     mounts.extend(readable.iter().map(Mount::read_only));
     mounts.push(Mount::writable(dir));
@@ -338,8 +338,9 @@ pub fn scratch(
 }
 
 /// The private places, the private home at `home` in the real one's place, and the tools
-/// installed where they hide (and `program`'s own folder) shown read-only.
-pub fn home_and_tools(home: &Path, program: Option<&Path>) -> Vec<Mount> {
+/// installed where they hide (and `program`'s own folder) shown read-only, but for what lies
+/// in the main worktree `hidden` names (what to show of it is the user's to say).
+pub fn home_and_tools(home: &Path, program: Option<&Path>, hidden: &Hidden) -> Vec<Mount> {
     let real_home = std::env::var_os("HOME").map(PathBuf::from);
     let mut mounts = private_places(real_home.as_deref());
     if let Some(real) = real_home.filter(|h| is_home(h)) {
@@ -349,7 +350,7 @@ pub fn home_and_tools(home: &Path, program: Option<&Path>) -> Vec<Mount> {
         });
         mounts.extend(toolchains(&real));
     }
-    mounts.extend(tools(program));
+    mounts.extend(tools(program, hidden.main.as_deref()));
     mounts
 }
 

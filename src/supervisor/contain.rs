@@ -32,7 +32,7 @@ pub fn step_walls(
     program: &Path,
     network: bool,
 ) -> Walls {
-    let mut mounts = sandbox::home_and_tools(home, Some(program));
+    let mut mounts = sandbox::home_and_tools(home, Some(program), hidden);
     mounts.extend(hidden.mounts());
     mounts.extend(views.iter().map(|v| {
         if v.writable {

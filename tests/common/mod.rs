@@ -86,20 +86,10 @@ impl TestEnv {
         TestEnv::with_global_config("")
     }
 
-    /// The same with the world outside `/tmp` (in cargo's own temporary folder): a project
-    /// where the walls hide it only as the user's main worktree, not as a private place.
-    pub fn contained_outside_tmp() -> TestEnv {
-        TestEnv::with_global_config_in("", Path::new(env!("CARGO_TARGET_TMPDIR")))
-    }
-
     fn with_global_config(config: &str) -> TestEnv {
-        TestEnv::with_global_config_in(config, &std::env::temp_dir())
-    }
-
-    fn with_global_config_in(config: &str, parent: &Path) -> TestEnv {
         let root = tempfile::Builder::new()
             .prefix("git-bmad-test-")
-            .tempdir_in(parent)
+            .tempdir()
             .expect("temp dir");
         std::fs::create_dir_all(root.path().join("home")).expect("home");
         std::fs::write(root.path().join("home/.gitconfig"), config).expect("global config");

@@ -47,10 +47,10 @@ pub(super) fn toolchains(real: &Path) -> Vec<Mount> {
     mounts
 }
 
-/// Tools installed where the walls hide (under the home or `/tmp`), shown read-only: each
-/// directory on `PATH` there, and `program`'s own folder (for a Node CLI, the
+/// Tools installed where the walls hide (under the home or `/tmp`, not in the user's `main`
+/// worktree), shown read-only: each directory on `PATH` there, and `program`'s own folder (for a Node CLI, the
 /// `node_modules` it lives in).
-pub(super) fn tools(program: Option<&Path>) -> Vec<Mount> {
+pub(super) fn tools(program: Option<&Path>, main: Option<&Path>) -> Vec<Mount> {
     let hidden: Vec<PathBuf> =
         private_places(std::env::var_os("HOME").map(PathBuf::from).as_deref())
             .into_iter()
@@ -59,7 +59,9 @@ pub(super) fn tools(program: Option<&Path>) -> Vec<Mount> {
                 _ => None,
             })
             .collect();
-    let inside_hidden = |p: &Path| hidden.iter().any(|h| p.starts_with(h) && p != h);
+    let inside_hidden = |p: &Path| {
+        hidden.iter().any(|h| p.starts_with(h) && p != h) && !main.is_some_and(|m| p.starts_with(m))
+    };
     let dirs: Vec<PathBuf> = std::env::var_os("PATH")
         .map(|path| std::env::split_paths(&path).collect())
         .unwrap_or_default();
