@@ -328,10 +328,11 @@ fn tests_contained_on(machine: Machine) {
         &w.worktree,
         "test.sh",
         &format!(
-            "cat ~/.git-credentials > leaked.txt 2>/dev/null\ntouch '{}' 2>/dev/null\nmkdir -p target && echo built > target/out\ntest -f hello.txt\n",
+            "cat ~/.git-credentials > leaked.txt 2>/dev/null\ntouch '{}' 2>/dev/null\nmkdir -p target && echo built > target/out\necho 'gitdir: /tmp/elsewhere' > .git 2>/dev/null\ntest -f hello.txt\n",
             escaped.display()
         ),
     );
+    let link = read(&w.worktree, ".git");
     write(
         &w.worktree,
         ".bmad/playbooks/one.yaml",
@@ -348,6 +349,9 @@ fn tests_contained_on(machine: Machine) {
     assert!(checks.contains("`sh test.sh` passed"), "{checks}");
     assert!(!escaped.exists(), "the test run wrote outside the worktree");
     assert_eq!(read(&w.worktree, "target/out"), "built\n");
+    // The worktree's link to the repository is what it was: held read-only by a mount, or
+    // put back after the test run where Landlock alone holds the walls.
+    assert_eq!(read(&w.worktree, ".git"), link, "{machine:?}");
     let leaked = std::fs::read_to_string(w.worktree.join("leaked.txt")).unwrap_or_default();
     assert!(leaked.is_empty(), "{leaked}");
 }

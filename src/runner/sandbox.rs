@@ -311,6 +311,33 @@ pub struct Scratch {
     /// The walls and their layers.
     pub contained: super::Contained,
     _home: tempfile::TempDir,
+    /// `dir`'s `.git` link and what it said: where no mount holds it read-only (Landlock
+    /// alone), a command could rewrite it, so it is put back when the command is done.
+    link: Option<(PathBuf, Vec<u8>)>,
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let Some((path, before)) = &self.link else {
+            return;
+        };
+        let plain = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file());
+        if plain && std::fs::read(path).is_ok_and(|now| &now == before) {
+            return;
+        }
+        tracing::warn!(
+            "a contained command changed {}; it is put back",
+            path.display()
+        );
+        let removed = match std::fs::symlink_metadata(path) {
+            Ok(m) if m.is_dir() => std::fs::remove_dir_all(path),
+            Ok(_) => std::fs::remove_file(path),
+            Err(_) => Ok(()),
+        };
+        if let Err(e) = removed.and_then(|()| crate::fs::write_atomically(path, before, None)) {
+            tracing::error!("could not put back {}: {e}", path.display());
+        }
+    }
 }
 
 /// The walls of a command run in `dir` ([`command_walls`]) with a fresh private home that
@@ -334,6 +361,9 @@ pub fn scratch(
             walls: command_walls(dir, hidden, readable, home.path(), network, program),
         },
         _home: home,
+        link: std::fs::read(dir.join(".git"))
+            .ok()
+            .map(|content| (dir.join(".git"), content)),
     })
 }
 
