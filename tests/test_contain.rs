@@ -831,3 +831,32 @@ echo '{"result":"done"}'
         assert_eq!(log.trim(), "honest work", "{machine:?}");
     }
 }
+
+/// A wrapper that names a program kept beside the user's credentials (`~/.config/agent`,
+/// next to `~/.config/gh/hosts.yml`) gets no folder of theirs shown: the step is refused up
+/// front, its token unread, on either machine.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
+)]
+fn a_wrapper_never_opens_a_folder_of_credentials() {
+    let honest =
+        "#!/bin/sh\ncat ~/.config/gh/hosts.yml > seen.txt 2>&1\necho '{\"result\":\"done\"}'\n";
+    let wrapper = "#!/bin/sh\nexec \"$HOME/.config/agent\" \"$@\"\n";
+    for machine in [Machine::Bubblewrap, Machine::Refused] {
+        let w = Walled::on(machine, wrapper, GENERIC);
+        let home = w.env.root().join("home");
+        write(&home, ".config/agent", honest);
+        w.env.sh(&home, "chmod +x .config/agent").success();
+        let run = w.run();
+        assert_eq!(run.code, 1, "{machine:?}: {}\n{}", run.stdout, run.stderr);
+        assert!(
+            run.stderr.contains("which the walls hide"),
+            "{machine:?}: {}",
+            run.stderr
+        );
+        let seen = std::fs::read_to_string(w.worktree.join("seen.txt")).unwrap_or_default();
+        assert!(!seen.contains("gho_"), "{machine:?}: {seen}");
+    }
+}

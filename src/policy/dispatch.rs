@@ -245,7 +245,9 @@ fn hook_walls(repo: &Repo, chained: &Path) -> Result<Option<sandbox::Scratch>, E
         &readable,
         repo.identity(),
         true,
-        Some(chained),
+        // Not followed: a hook in the worktree is the agent's to write, and so would be
+        // what it names.
+        None,
     )
     .map(Some)
     .map_err(|e| Error::io("could not make a private home in", std::env::temp_dir(), e))

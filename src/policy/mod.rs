@@ -82,7 +82,11 @@ pub fn hidden_from_steps(repo: &Repo) -> crate::runner::sandbox::Hidden {
         .map(|c| c.runners.sandbox_paths.places(home.as_deref()))
         .unwrap_or_default();
     // The git-bmad the hooks run, wherever it lies: an agent's commit runs them.
-    shown.extend(hooks::installed_binary(repo).map(|bin| (bin, false)));
+    shown.extend(
+        hooks::installed_binaries(repo)
+            .into_iter()
+            .map(|bin| (bin, false)),
+    );
     crate::runner::sandbox::Hidden {
         main: repo.main_workdir().ok(),
         files: session::trust::key_files(repo),

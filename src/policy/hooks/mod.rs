@@ -18,7 +18,7 @@ mod shim;
 
 use super::Error;
 use crate::git::{ConfigFile, Repo};
-pub use shim::installed_binary;
+pub use shim::installed_binaries;
 use shim::shim;
 
 /// The hooks that check something.

@@ -111,14 +111,30 @@ fi
     )
 }
 
-/// The git-bmad executable the installed hooks run (their `bin=`), when they are installed.
-pub fn installed_binary(repo: &crate::git::Repo) -> Option<std::path::PathBuf> {
-    let dir = repo.hooks_dir().ok()?;
-    super::MANAGED
-        .iter()
-        .map(|name| dir.join(name))
-        .filter(|path| super::is_ours(path))
-        .find_map(|path| super::recorded(&path, "bin=").map(std::path::PathBuf::from))
+/// The git-bmad executables git-bmad's own shims run (their `bin=`), read from its own
+/// folders (the repository's `bmad/hooks`, the user's global one), never from a hooks path a
+/// worktree could hold: only an executable file named `git-bmad…` counts.
+pub fn installed_binaries(repo: &crate::git::Repo) -> Vec<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut found = Vec::new();
+    for scope in [super::Scope::Repository, super::Scope::Global] {
+        let Ok(dir) = scope.dir(repo) else { continue };
+        let bin = super::MANAGED
+            .iter()
+            .map(|name| dir.join(name))
+            .filter(|path| super::is_ours(path))
+            .find_map(|path| super::recorded(&path, "bin=").map(std::path::PathBuf::from));
+        let Some(bin) = bin else { continue };
+        let named = bin
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("git-bmad"));
+        let runnable = std::fs::metadata(&bin)
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+        if named && runnable && !found.contains(&bin) {
+            found.push(bin);
+        }
+    }
+    found
 }
 
 #[cfg(test)]

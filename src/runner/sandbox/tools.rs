@@ -26,6 +26,21 @@ const TOOLCHAINS: &[&str] = &[
     ".gradle/caches",
     ".gradle/wrapper",
 ];
+/// Where a home keeps credentials: a folder that holds one of these, or lies in one, is
+/// never shown for a tool, whatever a wrapper or `PATH` names there.
+const CREDENTIAL_PLACES: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config",
+    ".docker",
+    ".kube",
+    ".netrc",
+    ".git-credentials",
+    ".password-store",
+    ".local/share/keyrings",
+];
 /// Credentials inside [`TOOLCHAINS`] (crates.io's token).
 const TOOLCHAIN_CREDENTIALS: &[&str] = &[".cargo/credentials", ".cargo/credentials.toml"];
 
@@ -59,8 +74,19 @@ pub(super) fn tools(program: Option<&Path>, main: Option<&Path>) -> Vec<Mount> {
                 _ => None,
             })
             .collect();
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let near_credentials = |p: &Path| {
+        home.as_deref().is_some_and(|home| {
+            CREDENTIAL_PLACES
+                .iter()
+                .map(|c| home.join(c))
+                .any(|c| c.starts_with(p) || p.starts_with(&c))
+        })
+    };
     let inside_hidden = |p: &Path| {
-        hidden.iter().any(|h| p.starts_with(h) && p != h) && !main.is_some_and(|m| p.starts_with(m))
+        hidden.iter().any(|h| p.starts_with(h) && p != h)
+            && !main.is_some_and(|m| p.starts_with(m))
+            && !near_credentials(p)
     };
     let dirs: Vec<PathBuf> = std::env::var_os("PATH")
         .map(|path| std::env::split_paths(&path).collect())
