@@ -805,7 +805,22 @@ echo hello > hello.txt && git add hello.txt && git commit -qm 'honest work'
 echo '{"result":"done"}'
 "#;
     for machine in [Machine::Bubblewrap, Machine::Refused] {
-        let w = Walled::on(machine, agent, GENERIC);
+        let w = Walled::on(
+            machine,
+            agent,
+            &format!("{GENERIC}checks:\n  test_command: sh test.sh\n"),
+        );
+        // The step's tests, which the agent writes, look too.
+        write(
+            &w.worktree,
+            "test.sh",
+            "cat \"$(cd ../project && pwd)/.git/config\" > test-seen.txt 2>&1\ntrue\n",
+        );
+        write(
+            &w.worktree,
+            ".bmad/playbooks/one.yaml",
+            "name: one\nsteps:\n  - id: work\n    command: do the work\n    postconditions: [tests_pass]\n",
+        );
         w.git(&[
             "config",
             "http.https://github.com/.extraheader",
@@ -820,7 +835,7 @@ echo '{"result":"done"}'
         ]);
         let run = w.run();
         assert_eq!(run.code, 0, "{machine:?}: {}\n{}", run.stdout, run.stderr);
-        let seen = read(&w.worktree, "seen.txt");
+        let seen = read(&w.worktree, "seen.txt") + &read(&w.worktree, "test-seen.txt");
         assert!(
             !seen.contains("ghs_jobtoken") && !seen.contains("eC1hY2Nl"),
             "{machine:?}: {seen}"

@@ -56,13 +56,6 @@ pub struct Context {
 impl Context {
     /// Open the repository the command runs in.
     pub fn repo(&self) -> Result<Repo, CommandError> {
-        // A step killed with git-bmad may have left its worktree naming the step's shadow of
-        // the repository: the repository itself first.
-        if std::env::var_os(crate::env::CONTAINED).is_none() {
-            if let Err(e) = crate::git::put_back_abandoned_shadow(&self.cwd) {
-                self.ui.warn(format!("a killed step's worktree link: {e}"));
-            }
-        }
         let repo = Repo::discover(&self.cwd).map_err(|e| {
             let not_repo = matches!(e, crate::git::Error::NotARepository { .. });
             let err = CommandError::from(e);
@@ -134,6 +127,13 @@ pub fn run() -> ExitCode {
     // Not for commands a machine runs: hooks run on every commit and push.
     if !cli.command.is_machine_run() {
         commands::ensure_man_pages();
+        // A step killed with git-bmad may have left this worktree naming the step's shadow
+        // of the repository: the repository itself first (a hook's git already chose).
+        if std::env::var_os(crate::env::CONTAINED).is_none() {
+            if let Err(e) = crate::git::put_back_abandoned_shadow(&cwd) {
+                ui.warn(format!("a killed step's worktree link: {e}"));
+            }
+        }
     }
     let ctx = Context {
         ui,

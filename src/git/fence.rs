@@ -369,12 +369,6 @@ impl Fence {
                     .filter(|p| p.exists())
                     .map(|p| same(p, true)),
             );
-            // The real config is not read at all: its copy, without credentials, stands
-            // in for it.
-            let config = copy_path(&self.layer, "config", "");
-            if config.exists() {
-                views.push(shown(config, self.common.join("config"), false));
-            }
             return views;
         }
         views.extend([

@@ -75,7 +75,7 @@ impl Error {
 /// show it: the user's main worktree, and the signing key the user configured when it is a
 /// file (this clone's own is in the key store, hidden everywhere already); and what they show
 /// though it lies where they would hide it: `runners.sandbox_paths`, and the git-bmad the
-/// hooks run.
+/// hooks run; and the repository's config as a copy without the credentials it carries.
 pub fn hidden_from_steps(repo: &Repo) -> crate::runner::sandbox::Hidden {
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let mut shown = session::load_config(repo)
@@ -87,10 +87,22 @@ pub fn hidden_from_steps(repo: &Repo) -> crate::runner::sandbox::Hidden {
             .into_iter()
             .map(|bin| (bin, false)),
     );
+    // A token a checkout kept in the config (`http.<url>.extraheader`) is read by no wall.
+    let stand_ins = match repo.config_without_credentials() {
+        Ok(copy) => copy
+            .map(|copy| (copy, repo.common_dir().join("config")))
+            .into_iter()
+            .collect(),
+        Err(e) => {
+            tracing::warn!("{e}");
+            Vec::new()
+        }
+    };
     crate::runner::sandbox::Hidden {
         main: repo.main_workdir().ok(),
         files: session::trust::key_files(repo),
         shown,
+        stand_ins,
     }
 }
 

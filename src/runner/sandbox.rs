@@ -260,6 +260,9 @@ pub struct Hidden {
     /// Places shown all the same (`runners.sandbox_paths`, the git-bmad the hooks run), each
     /// with whether it is writable.
     pub shown: Vec<(PathBuf, bool)>,
+    /// Files shown in another's place (a copy, then the file it stands in for): the
+    /// repository's config without the credentials it carries.
+    pub stand_ins: Vec<(PathBuf, PathBuf)>,
 }
 
 impl Hidden {
@@ -272,6 +275,14 @@ impl Hidden {
                 false => Mount::read_only(path),
             },
         ));
+        mounts.extend(
+            self.stand_ins
+                .iter()
+                .map(|(source, target)| Mount::ReadOnly {
+                    source: source.clone(),
+                    target: target.clone(),
+                }),
+        );
         for file in &self.files {
             // The file itself, and where a link to it leads.
             let real = std::fs::canonicalize(file).ok();

@@ -81,6 +81,33 @@ pub(super) fn files(
     }
 }
 
+impl crate::git::Repo {
+    /// Where a copy of the repository's config without its credentials is kept, when the
+    /// config carries one (see [`without_credentials`]): what every wall shows in its place.
+    /// Written only when it is not already what it must be.
+    pub fn config_without_credentials(&self) -> Result<Option<PathBuf>> {
+        let real = self.common_dir().join("config");
+        let Ok(config) = std::fs::read(&real) else {
+            return Ok(None);
+        };
+        let clean = without_credentials(&config);
+        if clean == config {
+            return Ok(None);
+        }
+        let copy = self.common_dir().join("bmad/config-without-credentials");
+        if std::fs::read(&copy).ok().as_ref() != Some(&clean) {
+            let io = |e| Error::Io {
+                op: "could not write",
+                path: copy.clone(),
+                source: e,
+            };
+            std::fs::create_dir_all(self.common_dir().join("bmad")).map_err(io)?;
+            crate::fs::write_atomically(&copy, &clean, Some(0o644)).map_err(io)?;
+        }
+        Ok(Some(copy))
+    }
+}
+
 /// A repository config as a step's copy holds it: without the credentials a config can
 /// carry (an `http.<url>.extraheader`, as actions/checkout persists the job's token; a
 /// password in a remote's URL), so that the step's git, and the step, never read them.
