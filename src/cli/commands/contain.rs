@@ -85,6 +85,14 @@ pub fn cmd_contain(ctx: &Context, args: &ContainArgs) -> Result<u8, CommandError
     let launch = sandbox::launch(&layers, walls, &ctx.cwd, &program, &args.command[1..])
         .map_err(|e| CommandError::failed(format!("could not raise the walls: {e}")))?;
     ctx.ui.status(format!("walls: {}", layers.describe()));
+    // Landlock cannot take a folder back out of a writable one: a repository's own `.git`
+    // folder (the main worktree's) is as writable as the worktree around it.
+    if layers.bwrap.is_none() && repo.workdir().join(".git").is_dir() {
+        ctx.ui.warn(format!(
+            "{} is writable in these walls (Landlock alone cannot hold it read-only inside the worktree); run this in a session worktree, where steps run",
+            repo.workdir().join(".git").display()
+        ));
+    }
     let mut run = Program::new(&launch.program, launch.args);
     run.cwd = Some(ctx.cwd.clone());
     run.env_remove = sandbox::hidden_variables(&[]);
