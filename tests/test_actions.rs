@@ -10,7 +10,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use crate::common::actions::{run_bounded, Actions, Setup};
+use crate::common::actions::{run_bounded, Actions, Layout, Setup};
 use crate::common::{read, write, Run, TestEnv};
 use crate::test_epic::{epic_project, status, story};
 use crate::test_supervisor::agent_behaviour;
@@ -45,6 +45,13 @@ fn project_on_github(env: &TestEnv, trust: Trust) -> PathBuf {
         allowed.push_str(&format!("{}\n", runner_line(env)));
     }
     write(&repo, ".bmad/allowed_signers", &allowed);
+    // The fake CLIs' behaviours and logs are in the runner's `~/agent` (one model API serves
+    // every runner): shown in the agents' walls, as a real CLI reaches its API.
+    let config = read(&repo, ".bmad/config.yaml").replace(
+        "runners:\n",
+        "runners:\n  sandbox_paths: {write: [\"~/agent\"]}\n",
+    );
+    write(&repo, ".bmad/config.yaml", &config);
     env.bmad(&repo, &["ci", "init", "github"]).success();
     env.git(&repo, &["add", "-A"]);
     env.git(
@@ -66,9 +73,15 @@ enum Trust {
 
 /// The simulated service, its runners holding the runners' key.
 fn service(env: &TestEnv) -> Actions {
+    service_on(env, Layout::Hosted)
+}
+
+/// The same, its runners laid out as `layout`.
+fn service_on(env: &TestEnv, layout: Layout) -> Actions {
     Actions::start(
         env,
         Setup {
+            layout,
             remote: env.root().join("remote.git"),
             secrets: BTreeMap::from([
                 (
@@ -170,6 +183,14 @@ fn an_epic_runs_on_actions_runners_and_a_lost_runner_costs_only_its_step() {
         runner_logs(&env)
     );
 
+    // Each job's log says which walls held its agents: both layers, on a hosted runner.
+    let logs = runner_logs(&env);
+    assert_eq!(
+        logs.matches("agents run in walls: bubblewrap and Landlock")
+            .count(),
+        5,
+        "{logs}"
+    );
     // Every story done, each with its draft pull request.
     let s = status(&env, &repo);
     for key in STORIES {
@@ -824,6 +845,114 @@ fn a_runner_never_runs_a_story_of_an_epic_run_no_trusted_key_signed() {
         logs.contains("holds no run of epic 3 signed by a key this repository trusts"),
         "{logs}"
     );
+}
+
+/// An agent on a runner, its permissions bypassed, looks for the job's token and the
+/// runners' signing key everywhere a shell reaches: its environment, every process's, its
+/// git's config, the checkout's, the runner's temporary folder where the workflow put the
+/// key. On a hosted runner (bubblewrap and Landlock), one that refuses bubblewrap (Landlock
+/// alone) and a self-hosted one whose folder is outside `HOME` and `/tmp`, it reads neither,
+/// the job's log says which walls held, and the story is done all the same.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
+)]
+fn an_agent_on_a_runner_reads_no_token_and_no_key_on_any_runner() {
+    let outside = tempfile::Builder::new()
+        .prefix("self-hosted-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let outside = outside.path().canonicalize().unwrap();
+    for (layout, walls) in [
+        (Layout::Hosted, "bubblewrap and Landlock"),
+        (Layout::Refused, "alone"),
+        (
+            Layout::SelfHosted(outside.clone()),
+            "bubblewrap and Landlock",
+        ),
+    ] {
+        let env = TestEnv::new();
+        let repo = project_on_github(&env, Trust::Both);
+        // Where the workflow keeps the key on each kind of runner.
+        let keys = [
+            format!(
+                "{}/runners/*/home/work/_temp/bmad-signing-key",
+                env.root().display()
+            ),
+            format!(
+                "{}/runner-*/_work/_temp/bmad-signing-key",
+                outside.display()
+            ),
+        ];
+        let look = format!(
+            r#"seen="$HOME/agent/seen"
+{{
+  env
+  cat /proc/[0-9]*/environ | tr '\0' '\n'
+  git config --list --show-origin
+  cat "$(git rev-parse --git-common-dir)/config" ../proj/.git/config
+  cat "$(git config user.signingKey)"
+  cat {keys} ../../_temp/* ../_temp/* {hosts}
+  ssh-keygen -Y sign -n git-bmad-journal -f "$(git config user.signingKey)" README.md && cat README.md.sig
+}} >> "$seen" 2>&1 || true
+"#,
+            keys = keys.join(" "),
+            hosts = format!(
+                "{}/runners/*/home/.config/gh/hosts.yml",
+                env.root().display()
+            ),
+        );
+        crate::test_epic::dev_behaviour(&env, &look);
+        let actions = service_on(&env, layout.clone());
+        let run = run_on_actions(&env, &repo, &["--stories", "3-1"]);
+        let ended = actions.ended.lock().unwrap().clone();
+        drop(actions);
+        let logs = runner_logs(&env);
+        assert_eq!(
+            run.code, 0,
+            "{layout:?}: {}\n{}\n{ended:?}\n{logs}",
+            run.stdout, run.stderr
+        );
+        // The agent ran and looked; the key was where it looked.
+        let seen = read(&env.root(), "home/agent/seen");
+        assert!(seen.contains("PATH="), "{layout:?}: {seen}");
+        let placed = env.sh(
+            &env.root(),
+            &format!("ls {} runners/*/home/.config/gh/hosts.yml", keys.join(" ")),
+        );
+        assert!(
+            placed.stdout.contains("bmad-signing-key") && placed.stdout.contains("hosts.yml"),
+            "{layout:?}: {}",
+            placed.stderr
+        );
+        // The key's own text (a line of its base64), which no copy or rewrap hides.
+        let secret_body = read(&env.root(), "bmad-runner")
+            .lines()
+            .nth(1)
+            .unwrap()
+            .to_owned();
+        for secret in [
+            "PRIVATE KEY",
+            "SSH SIGNATURE",
+            "ghs_simulated",
+            "eC1hY2Nlc3MtdG9rZW46",
+            secret_body.as_str(),
+        ] {
+            assert!(!seen.contains(secret), "{layout:?}: {secret} in\n{seen}");
+        }
+        // The job's log says which walls held.
+        assert!(
+            logs.contains("agents run in walls: ") && logs.contains(walls),
+            "{layout:?}: {logs}"
+        );
+        let s = status(&env, &repo);
+        assert_eq!(
+            story(&s, "3-1-api-client")["stage"],
+            "done",
+            "{layout:?}: {s:#}"
+        );
+    }
 }
 
 #[test]

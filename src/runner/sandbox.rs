@@ -21,7 +21,8 @@ mod scratch;
 mod tools;
 pub use landlock::{enter_if_asked, Rules};
 pub use layers::{
-    available, enable_bubblewrap_here, own_executable, Containment, Enable, Landlock, Layers,
+    apparmor_profile, available, enable_bubblewrap_here, own_executable, Containment, Enable,
+    Landlock, Layers,
 };
 pub use scratch::{scratch, Scratch};
 pub use tools::needs;

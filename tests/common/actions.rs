@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use serde_norway::Value as Yaml;
 
-use super::{TestEnv, BIN};
+use super::{write, TestEnv, BIN};
 
 /// The simulated service: its directory, the runners it started, and a flag that stops it.
 pub struct Actions {
@@ -35,6 +35,23 @@ pub struct Setup {
     pub remote: PathBuf,
     /// Secrets by name.
     pub secrets: BTreeMap<String, String>,
+    /// Which machines the runners are.
+    pub layout: Layout,
+}
+
+/// Which machines the runners are.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Layout {
+    /// GitHub's hosted runner: the workspace and `RUNNER_TEMP` under `HOME`
+    /// (`/home/runner/work/…`), bubblewrap working.
+    #[default]
+    Hosted,
+    /// The same where bubblewrap may not make a user namespace (stock `ubuntu-24.04`, whose
+    /// AppArmor refuses it), and `sudo` asks for a password, so the workflow cannot lift it.
+    Refused,
+    /// A self-hosted runner: its folder (workspace, `RUNNER_TEMP`) in this directory, outside
+    /// `HOME` and `/tmp`.
+    SelfHosted(PathBuf),
 }
 
 impl Actions {
@@ -49,6 +66,14 @@ impl Actions {
             std::fs::write(sim.join("dispatches"), "").unwrap();
         }
         env.executable("gh", &fake_gh(&sim, &setup.remote));
+        // The person who coordinates is logged in to gh.
+        write(
+            &env.root().join("home"),
+            ".config/gh/hosts.yml",
+            "github.com:\n    oauth_token: gho_personsimulated\n",
+        );
+        let names: Vec<&str> = setup.secrets.keys().map(String::as_str).collect();
+        std::fs::write(sim.join("secrets"), names.join("\n")).unwrap();
         // `git bmad` on a runner: git finds git-bmad on PATH.
         let tools = env.root().join("runner-tools");
         std::fs::create_dir_all(&tools).unwrap();
@@ -88,6 +113,25 @@ impl Actions {
             .collect()
     }
 
+    /// Make the next `call` of `gh` (`run list`, `workflow run`) fail, printing `said`, as
+    /// GitHub's API answers now and then; queued after the failures asked before.
+    pub fn fail_gh(&self, call: &str, said: &str) {
+        let mut queue = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.sim.join("gh-fail"))
+            .unwrap();
+        std::io::Write::write_all(&mut queue, format!("{call}\t{said}\n").as_bytes()).unwrap();
+    }
+
+    /// The failures queued with [`Actions::fail_gh`] that no call has met yet.
+    pub fn gh_failures_left(&self) -> usize {
+        std::fs::read_to_string(self.sim.join("gh-fail"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    }
+
     /// Every `gh` call so far.
     pub fn gh_log(&self) -> String {
         std::fs::read_to_string(self.sim.join("gh.log")).unwrap_or_default()
@@ -109,6 +153,32 @@ fn fake_gh(sim: &Path, remote: &Path) -> String {
         r#"#!/bin/sh
 sim='{sim}'
 echo "gh $*" >> "$sim/gh.log"
+# A failure the test queued for this call (`<call>\t<what gh prints>` a line), answered once,
+# as GitHub's API answers now and then: a 5xx, a rate limit.
+if [ -s "$sim/gh-fail" ]; then
+  line=$(head -n1 "$sim/gh-fail")
+  case "$line" in
+    "$1 $2	"*) sed -i 1d "$sim/gh-fail"; printf '%s\n' "${{line#*	}}" >&2; exit 1 ;;
+  esac
+fi
+default=$(git --git-dir='{remote}' symbolic-ref --short HEAD)
+hosts="${{GH_CONFIG_DIR:-$HOME/.config/gh}}/hosts.yml"
+case "$1 $2" in
+  'auth login')
+    # --with-token: the token on standard input, kept in gh's own store (no keyring here).
+    token=$(cat)
+    mkdir -p "$(dirname "$hosts")"
+    printf 'github.com:\n    oauth_token: %s\n    git_protocol: https\n' "$token" > "$hosts"
+    exit 0 ;;
+  'auth setup-git')
+    git config --global credential.https://github.com.helper '!gh auth git-credential'
+    exit 0 ;;
+esac
+# Every other call needs a login, as gh does.
+if [ -z "$GH_TOKEN" ] && ! grep -q oauth_token "$hosts" 2>/dev/null; then
+  printf 'To get started with GitHub CLI, please run:  gh auth login\nAlternatively, populate the GH_TOKEN environment variable with a GitHub API authentication token.\n' >&2
+  exit 4
+fi
 case "$1 $2" in
   'workflow run')
     shift 2; workflow=$1; shift
@@ -120,6 +190,15 @@ case "$1 $2" in
         *) echo "gh (simulated): unknown flag $1" >&2; exit 1 ;;
       esac
     done
+    # GitHub dispatches only workflows on the default branch, and only to a branch or tag.
+    git --git-dir='{remote}' cat-file -e "$default:.github/workflows/$workflow" 2>/dev/null || {{
+      echo "could not find any workflows named $workflow" >&2
+      exit 1
+    }}
+    git --git-dir='{remote}' show-ref -q --verify "refs/heads/$ref" || git --git-dir='{remote}' show-ref -q --verify "refs/tags/$ref" || {{
+      echo "could not create workflow dispatch event: HTTP 422: No ref found for: $ref" >&2
+      exit 1
+    }}
     # GitHub refuses a dispatch with an input the workflow at the ref does not declare.
     text=$(git --git-dir='{remote}' show "$ref:.github/workflows/$workflow")
     for name in $names; do
@@ -141,6 +220,14 @@ case "$1 $2" in
       first=0; cat "$f"
     done
     printf ']\n' ;;
+  'secret list')
+    printf '['; first=1
+    for name in $(cat "$sim/secrets"); do
+      [ $first = 1 ] || printf ','
+      first=0; printf '{{"name":"%s","updatedAt":"2026-12-01T00:00:00Z"}}' "$name"
+    done
+    printf ']\n' ;;
+  'repo view') printf '{{"defaultBranchRef":{{"name":"%s"}}}}\n' "$default" ;;
   'pr list') exit 0 ;;
   'pr create') echo "https://github.com/example/proj/pull/$$" ;;
   *) echo "gh (simulated): $* is not simulated" >&2; exit 1 ;;
@@ -288,10 +375,29 @@ impl World {
         std::fs::create_dir_all(&home).unwrap();
         // The agents' behaviours and logs are shared, as one model API serves every runner.
         std::os::unix::fs::symlink(self.root.join("home/agent"), home.join("agent")).unwrap();
-        std::fs::write(home.join(".gitconfig"), "[bmad]\n\tsandbox = off\n").unwrap();
-        let temp = machine.join("temp");
+        std::fs::write(home.join(".gitconfig"), "").unwrap();
+        // The runner's own programs: a sudo that asks for a password (a self-hosted runner's,
+        // or one where the workflow may not lift AppArmor), and on a refusing machine the
+        // bubblewrap that answers as Ubuntu 24.04's does.
+        let tools = machine.join("tools");
+        std::fs::create_dir_all(&tools).unwrap();
+        executable(
+            &tools.join("sudo"),
+            "#!/bin/sh\necho 'sudo: a password is required' >&2\nexit 1\n",
+        );
+        if self.setup.layout == Layout::Refused {
+            executable(
+                &tools.join("bwrap"),
+                "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n",
+            );
+        }
+        let folder = match &self.setup.layout {
+            Layout::Hosted | Layout::Refused => home.join("work"),
+            Layout::SelfHosted(outside) => outside.join(format!("runner-{}/_work", d.id)),
+        };
+        let temp = folder.join("_temp");
         std::fs::create_dir_all(&temp).unwrap();
-        let work = machine.join("work");
+        let work = folder.join("proj/proj");
         let clone = Command::new("git")
             .args(["clone", "-q", "--branch", &d.git_ref])
             .arg(&self.setup.remote)
@@ -305,6 +411,15 @@ impl World {
         let jobs = workflow["jobs"].as_mapping().expect("jobs");
         assert_eq!(jobs.len(), 1, "one job per workflow");
         let job = jobs.values().next().unwrap();
+        // actions/checkout keeps the job's token in the clone's config unless told not to.
+        let checkout = &job["steps"][0]["with"]["persist-credentials"];
+        if checkout.as_bool() != Some(false) && checkout.as_str() != Some("false") {
+            let header = "AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46Z2hzX3NpbXVsYXRlZA==";
+            git_out(
+                &work,
+                &["config", "http.https://github.com/.extraheader", header],
+            );
+        }
         // Its time limit, which GitHub takes only as a number of minutes.
         let minutes = self.expand(&job["timeout-minutes"], d);
         let minutes: u32 = minutes.parse().expect("timeout-minutes is a number");
@@ -324,16 +439,35 @@ impl World {
             env.insert(k.as_str().unwrap().to_owned(), self.expand(v, d));
         }
         let path = format!(
-            "{}:{}:{}",
+            "{}:{}:{}:{}",
+            tools.display(),
             self.root.join("bin").display(),
             self.root.join("runner-tools").display(),
             std::env::var("PATH").unwrap_or_default()
         );
+        // What actions/cache saves when the job succeeds: (path, key) of each miss.
+        let mut to_save = Vec::new();
         for (n, step) in job["steps"].as_sequence().unwrap().iter().enumerate() {
             if let Some(uses) = step["uses"].as_str() {
+                if uses.starts_with("actions/cache@") {
+                    let with = |name: &str| self.expand_in(&step["with"][name], d, &env);
+                    let path = with("path");
+                    let path = match path.strip_prefix("~/") {
+                        Some(rest) => home.join(rest),
+                        None => PathBuf::from(path),
+                    };
+                    let saved = self.sim.join("cache").join(with("key"));
+                    if saved.is_file() {
+                        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                        std::fs::copy(&saved, &path).unwrap();
+                    } else {
+                        to_save.push((path, saved));
+                    }
+                    continue;
+                }
                 assert!(
                     n == 0 && uses.starts_with("actions/checkout@"),
-                    "only the checkout is an action: {uses}"
+                    "only the checkout and the cache are actions: {uses}"
                 );
                 continue;
             }
@@ -373,6 +507,12 @@ impl World {
                 None => return "cancelled",
             }
         }
+        for (path, saved) in to_save {
+            if path.is_file() {
+                std::fs::create_dir_all(saved.parent().unwrap()).unwrap();
+                std::fs::copy(&path, &saved).unwrap();
+            }
+        }
         "success"
     }
 
@@ -399,6 +539,11 @@ impl World {
     /// A workflow value with its `${{ … }}` expressions evaluated; one this harness does not
     /// know fails the test (the runner would have a value the test did not think of).
     fn expand(&self, value: &Yaml, d: &Dispatch) -> String {
+        self.expand_in(value, d, &BTreeMap::new())
+    }
+
+    /// The same where the job's environment `env` is the `env` context.
+    fn expand_in(&self, value: &Yaml, d: &Dispatch, env: &BTreeMap<String, String>) -> String {
         let text = match value {
             Yaml::String(s) => s.clone(),
             Yaml::Number(n) => n.to_string(),
@@ -425,6 +570,10 @@ impl World {
                 self.setup.secrets.get(name).cloned().unwrap_or_default()
             } else if expr == "github.token" {
                 "ghs_simulated".to_owned()
+            } else if expr == "runner.os" {
+                "Linux".to_owned()
+            } else if let Some(name) = expr.strip_prefix("env.") {
+                env.get(name).cloned().expect("a variable of the job's env")
             } else {
                 panic!("the harness does not evaluate ${{{{ {expr} }}}}")
             };
@@ -434,6 +583,12 @@ impl World {
         out.push_str(rest);
         out
     }
+}
+
+fn executable(path: &Path, text: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 fn log_file(machine: &Path, n: usize) -> std::fs::File {

@@ -65,6 +65,7 @@ pub fn run_job(
             "a story job pushes its session's journal and checkpoints after every step: git config {opt_in} true"
         )));
     }
+    say_walls(o);
     let repo = &here(repo)?;
     sync::sync(repo, remote, &o.config.sessions.branch_prefix)?;
     // The run as the coordinator recorded it, and nothing a key this repository does not
@@ -164,6 +165,23 @@ pub fn run_job(
         drop(tx);
         report(repo, key, remote, o, rx)
     })
+}
+
+/// Which walls hold the story's agents on this runner, in the job's log: a person reading
+/// it learns whether an agent ran contained without reading the journal.
+fn say_walls(o: &JobOptions<'_>) {
+    use crate::supervisor::contain::Containment;
+    match crate::supervisor::contain::decide(o.config) {
+        Ok(Containment::On(layers)) => {
+            (o.progress)(&format!("agents run in walls: {}", layers.describe()));
+            if let Some(lacks) = layers.lacks() {
+                (o.progress)(&format!("the walls lack: {lacks}"));
+            }
+        }
+        Ok(Containment::Off(why)) => (o.progress)(&format!("agents run uncontained: {why}")),
+        // Each step refuses and says why: the story fails there, journaled.
+        Err(e) => (o.progress)(&e.to_string()),
+    }
 }
 
 /// Journal each stage the worker reports in the story's session and push the session after

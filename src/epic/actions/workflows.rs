@@ -111,6 +111,9 @@ impl Workflows {
         for (name, _) in self.secrets().iter().skip(1) {
             secrets_env.push_str(&format!("          {name}: ${{{{ secrets.{name} }}}}\n"));
         }
+        if !secrets_env.is_empty() {
+            secrets_env.insert_str(0, "        env:\n");
+        }
         let mut install_clis = String::new();
         for cli in self.clis() {
             install_clis.push_str(&format!(
@@ -170,13 +173,11 @@ jobs:
         run: |
 {install_clis}
       - name: Run the story
-        env:
-          GH_TOKEN: ${{{{ github.token }}}}
 {secrets_env}        run: git bmad epic job "$EPIC" --story "$STORY" --attempt "$ATTEMPT"
 "#,
             setup_note = self.setup_note(),
             job_head = self.job_head("${{ fromJSON(inputs.minutes) }}"),
-            setup_steps = SETUP_STEPS,
+            setup_steps = setup_steps(),
             dispatch_epic = DISPATCH_EPIC,
             timeout = self.timeout_minutes,
         )
@@ -223,8 +224,6 @@ jobs:
 {job_head}      PARALLEL: ${{{{ inputs.parallel }}}}
 {setup_steps}
       - name: Coordinate
-        env:
-          GH_TOKEN: ${{{{ github.token }}}}
         run: |
           # Exit 3: the run waits at a gate for a person, which is no failure of this job.
           git bmad epic coordinate "$EPIC" --parallel "$PARALLEL" || {{
@@ -238,7 +237,7 @@ jobs:
 "#,
             setup_note = self.setup_note(),
             job_head = self.job_head(&self.timeout_minutes.to_string()),
-            setup_steps = SETUP_STEPS,
+            setup_steps = setup_steps(),
             dispatch_epic = DISPATCH_EPIC,
         )
     }
@@ -281,15 +280,26 @@ const DISPATCH_EPIC: &str = "on:
         type: string
 ";
 
-/// The steps every job starts with: the checkout, git-bmad, the identity and signing key.
-const SETUP_STEPS: &str = r#"    steps:
-      - uses: actions/checkout@v4
+/// The steps every job starts with: the checkout, git-bmad (built once per version), the
+/// agents' walls, the identity and signing key.
+fn setup_steps() -> String {
+    // The profile names bubblewrap where the runner has it (the heredoc expands `$bwrap`).
+    let profile = crate::runner::sandbox::apparmor_profile(std::path::Path::new("$bwrap"));
+    format!(
+        r#"    steps:
+      - uses: actions/checkout@v5
         with:
           fetch-depth: 0
           # No token in .git/config, where an agent step could read it: git-bmad's own
-          # pushes get it from the credential helper below, which reads GH_TOKEN (a variable
-          # no agent step is given).
+          # pushes get it from gh (gh auth setup-git below).
           persist-credentials: false
+
+      # git-bmad is built once per version, not by every job.
+      - name: Cache git-bmad
+        uses: actions/cache@v4
+        with:
+          path: ~/.cargo/bin/git-bmad
+          key: git-bmad-${{{{ runner.os }}}}-${{{{ env.GIT_BMAD_VERSION }}}}
 
       - name: Install git-bmad
         run: |
@@ -302,10 +312,37 @@ const SETUP_STEPS: &str = r#"    steps:
           fi
           git bmad --version
 
-      - name: Identity and signing key
-        env:
-          BMAD_SIGNING_KEY: ${{ secrets.BMAD_SIGNING_KEY }}
+      # Every agent step runs in walls (runners.sandbox: required): its worktree and branch,
+      # no token, no key. Stock runners refuse bubblewrap a user namespace (AppArmor): it gets
+      # a profile of its own, as Ubuntu 25.04 ships it. Where bubblewrap cannot be had,
+      # Landlock holds the walls alone; where neither can, the job stops here.
+      - name: Walls for the agents
         run: |
+          if ! command -v bwrap >/dev/null; then
+            sudo -n apt-get install -y -q bubblewrap >/dev/null 2>&1 \
+              || echo "::warning::bubblewrap could not be installed: Landlock holds the agents' walls alone"
+          fi
+          bwrap=$(command -v bwrap || true)
+          restricted=$(cat /proc/sys/kernel/apparmor_restrict_unprivileged_userns 2>/dev/null || echo 0)
+          if [ -n "$bwrap" ] && [ "$restricted" = 1 ] && [ ! -e /etc/apparmor.d/bwrap ]; then
+            sudo -n tee /etc/apparmor.d/bwrap >/dev/null <<PROFILE && sudo -n apparmor_parser -r /etc/apparmor.d/bwrap || echo "::warning::AppArmor refuses bubblewrap a user namespace: Landlock holds the agents' walls alone"
+{profile}          PROFILE
+          fi
+          git config bmad.sandbox required
+          git bmad contain -- true
+
+      # The job's token and the signing key are kept where every wall hides them (gh's own
+      # store in this runner's home, a file the walls blank): no later step has either in its
+      # environment, which an agent could read.
+      - name: Identity, signing key and token
+        env:
+          BMAD_SIGNING_KEY: ${{{{ secrets.BMAD_SIGNING_KEY }}}}
+          JOB_TOKEN: ${{{{ github.token }}}}
+        run: |
+          if [ -z "$BMAD_SIGNING_KEY" ]; then
+            echo "::error::the repository secret BMAD_SIGNING_KEY is not set: git bmad ci init github says how to make it (gh secret set BMAD_SIGNING_KEY < key)"
+            exit 1
+          fi
           key="$RUNNER_TEMP/bmad-signing-key"
           (umask 077 && printf '%s\n' "$BMAD_SIGNING_KEY" > "$key")
           git config user.name "git-bmad runner"
@@ -313,9 +350,16 @@ const SETUP_STEPS: &str = r#"    steps:
           git config gpg.format ssh
           git config user.signingKey "$key"
           git config bmad.origin.pushSessions true
-          git config credential.helper '!f() { test "$1" = get && test -n "$GH_TOKEN" && printf "username=x-access-token\npassword=%s\n" "$GH_TOKEN"; }; f'
+          printf '%s\n' "$JOB_TOKEN" | gh auth login --with-token
+          gh auth setup-git
           git bmad hooks install
-"#;
+"#,
+        profile = profile
+            .lines()
+            .map(|l| format!("          {l}\n"))
+            .collect::<String>()
+    )
+}
 
 fn quoted(value: &str) -> String {
     serde_json::Value::from(value).to_string()
@@ -354,7 +398,8 @@ mod tests {
         // The job's token is never kept where an agent step reads: not in .git/config (the
         // checkout persists none), only in the environment of git-bmad's own steps.
         assert!(text.contains("persist-credentials: false"));
-        assert!(text.contains(r#"git config credential.helper '!f() { test "$1" = get"#));
+        assert!(text.contains("gh auth setup-git"));
+        assert!(!text.contains("GH_TOKEN"));
         // Inputs reach the shell through the environment only, never spliced into a script.
         for line in text.lines().filter(|l| l.trim_start().starts_with("run:")) {
             assert!(!line.contains("${{"), "{line}");

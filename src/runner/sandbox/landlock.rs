@@ -242,10 +242,33 @@ pub fn enter(rules: &Rules) -> Result<(), String> {
             .err()
             .unwrap_or_else(|| "Landlock was not enforced".into()));
     }
+    drop_ptrace_capability()?;
     for filter in syscall_filters()? {
         seccompiler::apply_filter(&filter).map_err(|e| format!("seccomp refused: {e}"))?;
     }
     Ok(())
+}
+
+/// Give up `CAP_SYS_PTRACE`, for good: a contained program started as root would else read
+/// every process's environment and memory through `/proc`, git-bmad's own included, where
+/// no mount hides them (Landlock alone). A program that is not root has nothing to give up.
+fn drop_ptrace_capability() -> Result<(), String> {
+    use rustix::thread::{capabilities, set_capabilities, CapabilitySet};
+    let mut sets = capabilities(None).map_err(|e| format!("cannot read the capabilities: {e}"))?;
+    if !sets.permitted.contains(CapabilitySet::SYS_PTRACE) {
+        return Ok(());
+    }
+    // Out of the bounding set first: root's next exec would else be given it again.
+    rustix::thread::remove_capability_from_bounding_set(CapabilitySet::SYS_PTRACE)
+        .map_err(|e| format!("cannot give up CAP_SYS_PTRACE: {e}"))?;
+    for set in [
+        &mut sets.effective,
+        &mut sets.permitted,
+        &mut sets.inheritable,
+    ] {
+        set.remove(CapabilitySet::SYS_PTRACE);
+    }
+    set_capabilities(None, sets).map_err(|e| format!("cannot give up CAP_SYS_PTRACE: {e}"))
 }
 
 /// The system calls a contained process is refused: new user namespaces (a way around the

@@ -208,6 +208,16 @@ struct Switches {
     no_user_namespaces: bool,
 }
 
+/// The AppArmor profile that lets bubblewrap at `bwrap` alone make user namespaces where
+/// AppArmor restricts them (what Ubuntu 25.04 ships for it).
+pub fn apparmor_profile(bwrap: &Path) -> String {
+    format!(
+        "abi <abi/4.0>,\ninclude <tunables/global>\n\nprofile bwrap {} flags=(unconfined) {{\n  \
+         userns,\n  include if exists <local/bwrap>\n}}\n",
+        bwrap.display()
+    )
+}
+
 /// What enables bubblewrap (at `bwrap`, when installed) on a machine whose switches are
 /// `switches`.
 fn enable(bwrap: Option<&Path>, switches: &Switches) -> Option<Enable> {
@@ -223,11 +233,7 @@ fn enable(bwrap: Option<&Path>, switches: &Switches) -> Option<Enable> {
     };
     if switches.apparmor_restricts {
         let path = PathBuf::from(APPARMOR_DIR).join("bwrap");
-        let text = format!(
-            "abi <abi/4.0>,\ninclude <tunables/global>\n\nprofile bwrap {} flags=(unconfined) {{\n  \
-             userns,\n  include if exists <local/bwrap>\n}}\n",
-            bwrap.display()
-        );
+        let text = apparmor_profile(bwrap);
         return Some(Enable {
             command: format!(
                 "printf '{}' | sudo tee {} && sudo apparmor_parser -r {}",
