@@ -885,6 +885,10 @@ fn an_agent_on_a_runner_reads_no_token_and_no_key_on_any_runner() {
                 outside.display()
             ),
         ];
+        let hosts = format!(
+            "{}/runners/*/home/.config/gh/hosts.yml",
+            env.root().display()
+        );
         let look = format!(
             r#"seen="$HOME/agent/seen"
 {{
@@ -898,10 +902,6 @@ fn an_agent_on_a_runner_reads_no_token_and_no_key_on_any_runner() {
 }} >> "$seen" 2>&1 || true
 "#,
             keys = keys.join(" "),
-            hosts = format!(
-                "{}/runners/*/home/.config/gh/hosts.yml",
-                env.root().display()
-            ),
         );
         crate::test_epic::dev_behaviour(&env, &look);
         let actions = service_on(&env, layout.clone());
