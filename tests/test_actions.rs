@@ -847,6 +847,67 @@ fn a_runner_never_runs_a_story_of_an_epic_run_no_trusted_key_signed() {
     );
 }
 
+/// GitHub's API as it answers on a busy night: lists that fail with a 502 or a spent rate
+/// limit, a dispatch refused eight times over. No story is lost to them, none is dispatched
+/// twice, and the jobs are listed once per poll for all the stories followed, not once per
+/// story.
+#[test]
+fn an_api_that_fails_now_and_then_costs_no_story_and_is_asked_once_per_poll() {
+    let env = TestEnv::new();
+    let repo = project_on_github(&env, Trust::Both);
+    let actions = service(&env);
+    for said in [
+        "HTTP 502: Bad Gateway (https://api.github.com/repos/example/proj/actions/workflows/bmad-story.yml/runs)",
+        "HTTP 403: API rate limit exceeded for installation ID 4242. (https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting)",
+        "HTTP 502: Bad Gateway (https://api.github.com/repos/example/proj/actions/workflows/bmad-story.yml/runs)",
+        "error connecting to api.github.com",
+    ] {
+        actions.fail_gh("run list", said);
+    }
+    // Two stories are dispatched at once, each call tried 4 times: 8 failures exhaust one.
+    for _ in 0..8 {
+        actions.fail_gh(
+            "workflow run",
+            "could not create workflow dispatch event: HTTP 503: Service Unavailable",
+        );
+    }
+    let mut cmd = env.bmad_command(&repo);
+    cmd.args(["epic", "run", "3", "--on", "actions", "--parallel", "4"])
+        .env("BMAD_ACTIONS_POLL_MS", "100")
+        .env("BMAD_GH_BACKOFF_MS", "10");
+    let run = run_bounded(cmd, Duration::from_secs(300));
+    let ended = actions.ended.lock().unwrap().clone();
+    let left = actions.gh_failures_left();
+    let lists = actions.answered("run list");
+    drop(actions);
+    assert_eq!(run.code, 0, "{}\n{}\n{ended:?}", run.stdout, run.stderr);
+    assert_eq!(left, 0, "every failure was met");
+    assert!(
+        run.stderr.contains(
+            "could not list the story's jobs this time (HTTP 403: API rate limit exceeded"
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("GitHub did not take the dispatch this time (could not create workflow dispatch event: HTTP 503"), "{}", run.stderr);
+    // One job per story, each done.
+    let s = status(&env, &repo);
+    for key in STORIES {
+        assert_eq!(story(&s, key)["stage"], "done", "{key}: {s:#}");
+        let jobs: Vec<_> = ended.iter().filter(|(k, _, _)| k == key).collect();
+        assert_eq!(jobs.len(), 1, "{key}: {ended:?}");
+    }
+    // Four stories followed at once, and never two lists within half a poll (50 ms).
+    assert!(lists.len() > 2, "{lists:?}");
+    for pair in lists.windows(2) {
+        assert!(
+            pair[1] - pair[0] >= 50_000_000,
+            "lists {} ns apart",
+            pair[1] - pair[0]
+        );
+    }
+}
+
 /// An agent on a runner, its permissions bypassed, looks for the job's token and the
 /// runners' signing key everywhere a shell reaches: its environment, every process's, its
 /// git's config, the checkout's, the runner's temporary folder where the workflow put the

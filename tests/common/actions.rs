@@ -132,6 +132,18 @@ impl Actions {
             .count()
     }
 
+    /// When each `call` of `gh` that GitHub answered (none the test failed) began, in
+    /// nanoseconds, in order.
+    pub fn answered(&self, call: &str) -> Vec<u128> {
+        std::fs::read_to_string(self.sim.join("gh.answered"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .filter(|(_, c)| *c == call)
+            .map(|(t, _)| t.parse().unwrap())
+            .collect()
+    }
+
     /// Every `gh` call so far.
     pub fn gh_log(&self) -> String {
         std::fs::read_to_string(self.sim.join("gh.log")).unwrap_or_default()
@@ -161,6 +173,8 @@ if [ -s "$sim/gh-fail" ]; then
     "$1 $2	"*) sed -i 1d "$sim/gh-fail"; printf '%s\n' "${{line#*	}}" >&2; exit 1 ;;
   esac
 fi
+# When each call GitHub answered began, in nanoseconds.
+echo "$(date +%s%N) $1 $2" >> "$sim/gh.answered"
 default=$(git --git-dir='{remote}' symbolic-ref --short HEAD)
 hosts="${{GH_CONFIG_DIR:-$HOME/.config/gh}}/hosts.yml"
 case "$1 $2" in

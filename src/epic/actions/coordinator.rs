@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
-use super::super::closeout::gh;
 use super::super::job::Job;
 use super::super::names::story_session_name;
 use super::super::options::EpicOptions;
@@ -19,7 +18,8 @@ use super::super::plan::Plan;
 use super::super::story::{asked, fail, End, Message};
 use super::super::verify::{self, Verdict};
 use super::super::Error;
-use super::{remote_record, run_name, run_prefix, STORY_WORKFLOW};
+use super::api::{self, Failed, JobRun};
+use super::{remote_record, run_name, STORY_WORKFLOW};
 use crate::session::schema::{Body, Stage};
 use crate::session::{self, closeout, sync, Repo, SessionId};
 
@@ -139,15 +139,6 @@ fn gh_program() -> Result<std::path::PathBuf, Error> {
     })
 }
 
-/// One story job as `gh run list` shows it.
-#[derive(Debug, PartialEq)]
-struct JobRun {
-    id: u64,
-    attempt: u32,
-    active: bool,
-    conclusion: String,
-}
-
 /// Follow story `job` on GitHub Actions until it ends: dispatch its job (or follow the one
 /// an earlier invocation dispatched), pass on each stage its runner reports, dispatch again
 /// when a runner is lost before the story ended, and bring the session back at the end.
@@ -160,8 +151,14 @@ pub(in crate::epic) fn follow_story(
     let program = gh_program()?;
     let key = &job.story.key;
     // A session of the story's here (from a run here, or back from a runner) goes to the
-    // runner, unless a job of an earlier invocation still runs it.
-    let runs = runs_of(&program, &job.main, &job.epic, key, follow.interrupt)?;
+    // runner, unless a job of an earlier invocation still runs it: which, only the list says.
+    let runs = loop {
+        match story_runs(&program, job, follow)? {
+            Some(runs) => break runs,
+            None if follow.interrupt.load(Ordering::SeqCst) => return Ok(End::Interrupted),
+            None => sleep(poll(), follow.interrupt),
+        }
+    };
     if !runs.iter().any(|r| r.active) {
         hand_off(&repo, job, follow)?;
     }
@@ -195,7 +192,11 @@ pub(in crate::epic) fn follow_story(
         if ended.is_none() {
             ended = take_reports(&repo, job, follow, &mut seen, &mut baseline, tx, false)?;
         }
-        let runs = runs_of(&program, &job.main, &job.epic, key, follow.interrupt)?;
+        // A list that could not be had this time decides nothing: the next poll looks again.
+        let Some(runs) = story_runs(&program, job, follow)? else {
+            sleep(poll(), follow.interrupt);
+            continue;
+        };
         let current = runs
             .iter()
             .filter(|r| r.attempt == attempt)
@@ -236,9 +237,17 @@ pub(in crate::epic) fn follow_story(
                 }
                 return Ok(fail(key, why, tx));
             }
+            // A dispatch the API did not take this time is made again at the next poll.
+            if let Err(said) = dispatch(&program, &job.main, follow, job, attempt + 1)? {
+                (follow.progress)(&format!(
+                    "{key}: GitHub did not take the dispatch this time ({said}); trying again in {:?}",
+                    poll()
+                ));
+                sleep(poll(), follow.interrupt);
+                continue;
+            }
             attempt += 1;
             tries += 1;
-            dispatch(&program, &job.main, follow, job, attempt)?;
             (follow.progress)(&format!(
                 "{key}: dispatched to GitHub Actions ({})",
                 run_name(&job.epic, key, attempt)
@@ -392,14 +401,43 @@ fn end(
     })
 }
 
-/// Dispatch attempt `attempt` of the story's job.
+/// The story's jobs, every attempt, from the list all followers share; `None` (said) when
+/// it could not be had this time.
+fn story_runs(
+    program: &Path,
+    job: &Job,
+    follow: &Follow<'_>,
+) -> Result<Option<Vec<JobRun>>, Error> {
+    let key = &job.story.key;
+    match api::story_runs(
+        program,
+        &job.main,
+        &job.epic,
+        key,
+        poll() / 2,
+        follow.interrupt,
+    )? {
+        Ok(runs) => Ok(Some(runs)),
+        Err(Failed::ForNow(said)) => {
+            (follow.progress)(&format!(
+                "{key}: could not list the story's jobs this time ({said}); looking again in {:?}",
+                poll()
+            ));
+            Ok(None)
+        }
+        Err(Failed::ForGood(said)) => Err(Error::Actions(format!("gh run list: {said}"))),
+    }
+}
+
+/// Dispatch attempt `attempt` of the story's job; `Ok(Err)` (what gh said) when the API did
+/// not take it this time.
 fn dispatch(
     program: &Path,
     cwd: &Path,
     follow: &Follow<'_>,
     job: &Job,
     attempt: u32,
-) -> Result<(), Error> {
+) -> Result<Result<(), String>, Error> {
     let mut args = vec![
         "workflow".to_owned(),
         "run".to_owned(),
@@ -419,14 +457,13 @@ fn dispatch(
         let minutes = job_minutes(left).min(most);
         args.extend(["-f".to_owned(), format!("minutes={minutes}")]);
     }
-    let out = gh(program, args, cwd, follow.interrupt)?;
-    if !out.exit.success() {
-        let said = String::from_utf8_lossy(out.stderr.head()).trim().to_owned();
-        return Err(Error::Actions(format!(
+    match api::call(program, &args, cwd, follow.interrupt)? {
+        Ok(_) => Ok(Ok(())),
+        Err(Failed::ForNow(said)) => Ok(Err(said)),
+        Err(Failed::ForGood(said)) => Err(Error::Actions(format!(
             "gh workflow run {STORY_WORKFLOW}: {said}"
-        )));
+        ))),
     }
-    Ok(())
 }
 
 /// What a runner spends before and after the story's own run: the checkout, installing
@@ -442,59 +479,8 @@ fn job_minutes(left: Duration) -> u64 {
     (left.as_secs().div_ceil(60) + SETUP_MINUTES).min(MOST_MINUTES)
 }
 
-/// The story's jobs, every attempt, as `gh run list` shows them.
-fn runs_of(
-    program: &Path,
-    cwd: &Path,
-    epic: &str,
-    key: &str,
-    interrupt: &AtomicBool,
-) -> Result<Vec<JobRun>, Error> {
-    let args = [
-        "run",
-        "list",
-        "--workflow",
-        STORY_WORKFLOW,
-        "--json",
-        "databaseId,displayTitle,status,conclusion",
-        "--limit",
-        "200",
-    ];
-    let out = gh(
-        program,
-        args.iter().map(|a| a.to_string()).collect(),
-        cwd,
-        interrupt,
-    )?;
-    if !out.exit.success() {
-        let said = String::from_utf8_lossy(out.stderr.head()).trim().to_owned();
-        return Err(Error::Actions(format!("gh run list: {said}")));
-    }
-    Ok(parse_runs(out.stdout.head(), epic, key))
-}
-
-/// The runs of story `key` of `epic` in `gh run list --json` output; others are left out.
-fn parse_runs(json: &[u8], epic: &str, key: &str) -> Vec<JobRun> {
-    let Ok(serde_json::Value::Array(runs)) = serde_json::from_slice(json) else {
-        return Vec::new();
-    };
-    let prefix = run_prefix(epic, key);
-    runs.iter()
-        .filter_map(|r| {
-            let title = r["displayTitle"].as_str()?;
-            let attempt = title.strip_prefix(prefix.as_str())?.parse().ok()?;
-            Some(JobRun {
-                id: r["databaseId"].as_u64().unwrap_or_default(),
-                attempt,
-                active: r["status"].as_str() != Some("completed"),
-                conclusion: r["conclusion"].as_str().unwrap_or_default().to_owned(),
-            })
-        })
-        .collect()
-}
-
 /// Sleep `total`, waking early when interrupted.
-fn sleep(total: Duration, interrupt: &AtomicBool) {
+pub(super) fn sleep(total: Duration, interrupt: &AtomicBool) {
     let until = Instant::now() + total;
     while Instant::now() < until && !interrupt.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(50).min(total));
@@ -511,35 +497,5 @@ mod tests {
         assert_eq!(job_minutes(Duration::from_secs(61)), 2 + SETUP_MINUTES);
         assert_eq!(job_minutes(Duration::from_secs(3600)), 60 + SETUP_MINUTES);
         assert_eq!(job_minutes(Duration::from_secs(u64::MAX)), MOST_MINUTES);
-    }
-
-    #[test]
-    fn only_the_storys_own_runs_are_read_with_their_attempt() {
-        let json = br#"[
-            {"databaseId": 7, "displayTitle": "bmad epic 3 story 3.1 attempt 2", "status": "in_progress", "conclusion": ""},
-            {"databaseId": 5, "displayTitle": "bmad epic 3 story 3.1 attempt 1", "status": "completed", "conclusion": "cancelled"},
-            {"databaseId": 6, "displayTitle": "bmad epic 3 story 3.10 attempt 1", "status": "completed", "conclusion": "success"},
-            {"databaseId": 4, "displayTitle": "bmad epic 3 story 3.1 attempt x", "status": "completed", "conclusion": "success"},
-            {"databaseId": 3, "displayTitle": "Deploy", "status": "completed", "conclusion": "success"}
-        ]"#;
-        let runs = parse_runs(json, "3", "3.1");
-        assert_eq!(
-            runs,
-            vec![
-                JobRun {
-                    id: 7,
-                    attempt: 2,
-                    active: true,
-                    conclusion: String::new()
-                },
-                JobRun {
-                    id: 5,
-                    attempt: 1,
-                    active: false,
-                    conclusion: "cancelled".into()
-                },
-            ]
-        );
-        assert!(parse_runs(b"not json", "3", "3.1").is_empty());
     }
 }

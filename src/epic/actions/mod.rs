@@ -6,6 +6,7 @@
 //! again when a runner is lost. The workflows are the user's files, written once by
 //! `git bmad ci init github`.
 
+mod api;
 mod coordinator;
 mod runner;
 pub mod workflows;
