@@ -43,6 +43,19 @@ fn project_on_github(env: &TestEnv, trust: Trust) -> PathBuf {
     }
     if trust != Trust::CoordinatorOnly {
         allowed.push_str(&format!("{}\n", runner_line(env)));
+    } else {
+        // A key the runners held once: the secret has been rotated since.
+        let old = env.root().join("old-runner");
+        env.sh(
+            &env.root(),
+            &format!(
+                "ssh-keygen -q -t ed25519 -N '' -C old -f '{}'",
+                old.display()
+            ),
+        );
+        let public = read(&env.root(), "old-runner.pub");
+        let key: Vec<&str> = public.split_whitespace().take(2).collect();
+        allowed.push_str(&format!("old-runner {}\n", key.join(" ")));
     }
     write(&repo, ".bmad/allowed_signers", &allowed);
     // The fake CLIs' behaviours and logs are in the runner's `~/agent` (one model API serves
@@ -67,6 +80,7 @@ fn project_on_github(env: &TestEnv, trust: Trust) -> PathBuf {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Trust {
     Both,
+    /// The coordinator's, and a runners' key that is not the one they sign with now.
     CoordinatorOnly,
     RunnersOnly,
 }
@@ -833,18 +847,157 @@ fn reports_from_runners_whose_key_the_repository_does_not_trust_are_never_taken(
 #[test]
 fn a_runner_never_runs_a_story_of_an_epic_run_no_trusted_key_signed() {
     let env = TestEnv::new();
-    let OnActions { run, ended, .. } =
-        epic_on_actions(&env, Trust::RunnersOnly, |_| {}, &["--stories", "3-1"]);
-    assert_eq!(run.code, 5, "{}\n{}", run.stdout, run.stderr);
-    assert_eq!(ended.len(), 3, "{ended:?}");
-    assert!(ended.iter().all(|(_, _, c)| c == "failure"), "{ended:?}");
-    // No agent ran: the runner read no run it could trust and said so.
-    assert!(!env.root().join("home/agent/dev.log").exists());
+    // A coordinator whose key main does not name is told so before anything is dispatched.
+    let repo = project_on_github(&env, Trust::RunnersOnly);
+    let actions = service(&env);
+    let refused = run_on_actions(&env, &repo, &["--stories", "3-1"]);
+    assert_eq!(refused.code, 1, "{}\n{}", refused.stdout, refused.stderr);
+    assert!(
+        refused
+            .stderr
+            .contains("this clone's is not there: add the line git bmad trust show prints"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        !actions.gh_log().contains("workflow run"),
+        "{}",
+        actions.gh_log()
+    );
+    drop(actions);
+
+    // Once trusted, a run goes through; then main stops trusting that key, and whoever
+    // dispatches a story job all the same finds its runner refusing the run.
+    let allowed = format!(
+        "{}{}",
+        env.bmad(&repo, &["trust", "show"]).success().stdout,
+        read(&repo, ".bmad/allowed_signers")
+    );
+    write(&repo, ".bmad/allowed_signers", &allowed);
+    env.git(&repo, &["commit", "-qam", "trust the coordinator"]);
+    env.git(&repo, &["push", "-q", "origin", "main"]);
+    let actions = service(&env);
+    let run = run_on_actions(&env, &repo, &["--stories", "3-1"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    drop(actions);
+    write(
+        &repo,
+        ".bmad/allowed_signers",
+        &format!("{}\n", runner_line(&env)),
+    );
+    env.git(
+        &repo,
+        &["commit", "-qam", "the coordinator's key is retired"],
+    );
+    env.git(&repo, &["push", "-q", "origin", "main"]);
+    let actions = service(&env);
+    let dispatched = env.sh(
+        &repo,
+        "gh workflow run bmad-story.yml --ref main -f epic=3 -f story=3-1-api-client -f attempt=2",
+    );
+    assert_eq!(dispatched.code, 0, "{}", dispatched.stderr);
+    let ended = wait_for_jobs(&actions, 1);
+    drop(actions);
+    assert_eq!(ended[0].2, "failure", "{ended:?}");
+    // No agent ran again: the runner read no run it could trust and said so.
+    assert_eq!(read(&env.root(), "home/agent/dev.log"), "3-1-api-client\n");
     let logs = runner_logs(&env);
     assert!(
         logs.contains("holds no run of epic 3 signed by a key this repository trusts"),
         "{logs}"
     );
+}
+
+/// The jobs ended so far, once `count` have (the test fails past five minutes).
+fn wait_for_jobs(actions: &Actions, count: usize) -> Vec<(String, String, String)> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(300);
+    loop {
+        let ended = actions.ended.lock().unwrap().clone();
+        if ended.len() >= count {
+            return ended;
+        }
+        assert!(std::time::Instant::now() < deadline, "{ended:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// What GitHub lacks for a run (a secret, the workflow on the default branch, a branch to
+/// dispatch on, a key of the runners') is named before anything is dispatched, with the
+/// command that mends it; a story job dispatched without the signing key says which secret.
+#[test]
+fn what_github_lacks_is_named_before_anything_is_dispatched() {
+    let env = TestEnv::new();
+    let repo = project_on_github(&env, Trust::Both);
+    let refused = |args: &[&str]| {
+        let run = run_on_actions(&env, &repo, args);
+        assert_eq!(run.code, 1, "{args:?}: {}\n{}", run.stdout, run.stderr);
+        run.stderr
+    };
+    // The signing key's secret is not set.
+    let actions = Actions::start(
+        &env,
+        Setup {
+            remote: env.root().join("remote.git"),
+            secrets: BTreeMap::from([(
+                "ANTHROPIC_API_KEY".to_owned(),
+                "sk-ant-simulated".to_owned(),
+            )]),
+            layout: Layout::Hosted,
+        },
+    );
+    let said = refused(&["--stories", "3-1"]);
+    assert!(
+        said.contains("BMAD_SIGNING_KEY (an SSH private key"),
+        "{said}"
+    );
+    assert!(said.contains("gh secret set BMAD_SIGNING_KEY"), "{said}");
+    // A job dispatched all the same names the secret it lacks.
+    let dispatched = env.sh(
+        &repo,
+        "gh workflow run bmad-story.yml --ref main -f epic=3 -f story=3-1-api-client -f attempt=1",
+    );
+    assert_eq!(dispatched.code, 0, "{}", dispatched.stderr);
+    let ended = wait_for_jobs(&actions, 1);
+    assert_eq!(ended[0].2, "failure", "{ended:?}");
+    assert!(
+        runner_logs(&env).contains("::error::the repository secret BMAD_SIGNING_KEY is not set"),
+        "{}",
+        runner_logs(&env)
+    );
+    drop(actions);
+    let actions = service(&env);
+    // A commit to start from is no branch GitHub can run a job on.
+    let head = env.git(&repo, &["rev-parse", "HEAD"]);
+    let said = refused(&["--stories", "3-1", "--base", head.trim()]);
+    assert!(
+        said.contains(&format!("origin has no branch {}", head.trim())),
+        "{said}"
+    );
+    // The default branch (trunk) has no story workflow: GitHub would dispatch nothing.
+    let remote = env.root().join("remote.git");
+    env.git(&repo, &["push", "-q", "origin", "HEAD~1:refs/heads/trunk"]);
+    env.git(&remote, &["symbolic-ref", "HEAD", "refs/heads/trunk"]);
+    let said = refused(&["--stories", "3-1"]);
+    assert!(said.contains("default branch (trunk)"), "{said}");
+    assert!(said.contains("git push origin trunk"), "{said}");
+    env.git(&remote, &["symbolic-ref", "HEAD", "refs/heads/main"]);
+    // Main names no key the runners hold.
+    write(
+        &repo,
+        ".bmad/allowed_signers",
+        &env.bmad(&repo, &["trust", "show"]).success().stdout,
+    );
+    env.git(&repo, &["commit", "-qam", "trust only the coordinator"]);
+    env.git(&repo, &["push", "-q", "origin", "main"]);
+    let said = refused(&["--stories", "3-1"]);
+    assert!(said.contains("names no key of the runners'"), "{said}");
+    // Nothing was dispatched by any of them (the one dispatch is the test's own); no
+    // session was started.
+    let log = actions.gh_log();
+    assert_eq!(log.matches("gh workflow run").count(), 1, "{log}");
+    drop(actions);
+    let list = env.bmad(&repo, &["list", "--json"]).success().json();
+    assert_eq!(list.as_array().map(Vec::len), Some(0), "{list:#}");
 }
 
 /// GitHub's API as it answers on a busy night: lists that fail with a 502 or a spent rate

@@ -12,9 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::super::job::Job;
 use super::super::names::story_session_name;
-use super::super::options::EpicOptions;
 use super::super::pipeline::Era;
-use super::super::plan::Plan;
 use super::super::story::{asked, fail, End, Message};
 use super::super::verify::{self, Verdict};
 use super::super::Error;
@@ -97,43 +95,8 @@ pub(in crate::epic) fn publish_run(
     Ok(())
 }
 
-/// What a run on GitHub Actions needs before anything is dispatched: an era a runner can
-/// run, a remote that takes the sessions' state, and the story workflow.
-pub(in crate::epic) fn preflight(
-    repo: &Repo,
-    main: &Path,
-    plan: &Plan,
-    options: &EpicOptions<'_>,
-) -> Result<(), Error> {
-    let remote = &options.remote;
-    let fail = |why: String| Err(Error::Actions(why));
-    if plan.era == Era::V4 {
-        return fail("--on actions runs v6 and v7 epics: a v4 epic signs each story's status into stories.json on the epic's branch as it goes, which only a run here does".into());
-    }
-    if !repo.has_remote(remote).map_err(session::Error::from)? {
-        return fail(format!(
-            "--on actions coordinates through a remote, and there is no {remote}: --remote names it"
-        ));
-    }
-    let opt_in = sync::opt_in_key(remote);
-    if repo.config_string(&opt_in).as_deref() != Some("true") {
-        return fail(format!(
-            "--on actions hands the run to runners through {remote}, journal and checkpoints included: git config {opt_in} true"
-        ));
-    }
-    let workflow = main.join(".github/workflows").join(STORY_WORKFLOW);
-    if !workflow.is_file() {
-        return fail(format!(
-            "no {}: git bmad ci init github writes it; commit and push it to the epic's base branch",
-            workflow.display()
-        ));
-    }
-    gh_program()?;
-    Ok(())
-}
-
 /// `gh`, which dispatches and follows the story jobs.
-fn gh_program() -> Result<std::path::PathBuf, Error> {
+pub(super) fn gh_program() -> Result<std::path::PathBuf, Error> {
     which::which("gh").map_err(|_| {
         Error::Actions("gh is not on PATH: --on actions dispatches and follows the story jobs with it (https://cli.github.com), logged in with gh auth login".into())
     })

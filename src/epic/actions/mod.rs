@@ -8,11 +8,13 @@
 
 mod api;
 mod coordinator;
+mod preflight;
 mod runner;
 pub mod workflows;
 
 pub use coordinator::MAX_ATTEMPTS;
-pub(super) use coordinator::{follow_story, preflight, publish_run, takes_minutes, Follow};
+pub(super) use coordinator::{follow_story, publish_run, takes_minutes, Follow};
+pub(super) use preflight::preflight;
 pub use runner::{run_job, JobOptions, JobOutcome};
 
 use crate::session::{sync, JournalEntry, Repo, SessionId};
