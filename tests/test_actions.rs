@@ -350,8 +350,12 @@ fn a_coordinator_job_runs_the_epic_on_actions_and_hands_it_back() {
             coordinated.1
         );
     }
-    // The run was handed back: this machine takes it and reads it as done.
+    // The run was handed back: after a sync this machine reads it as done, and takes it.
     env.bmad(&repo, &["sync"]).success();
+    let s = status(&env, &repo);
+    for key in STORIES {
+        assert_eq!(story(&s, key)["stage"], "done", "{key}: {s:#}");
+    }
     env.bmad(&repo, &["resume", "epic-3"]).success();
     let s = status(&env, &repo);
     for key in STORIES {
@@ -919,6 +923,38 @@ fn wait_for_jobs(actions: &Actions, count: usize) -> Vec<(String, String, String
         assert!(std::time::Instant::now() < deadline, "{ended:?}");
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// A dry run on Actions names the dispatch of each story it would make, and makes none.
+#[test]
+fn a_dry_run_on_actions_names_each_dispatch_and_makes_none() {
+    let env = TestEnv::new();
+    let repo = project_on_github(&env, Trust::Both);
+    let actions = service(&env);
+    let run = env.bmad(&repo, &["epic", "run", "3", "--on", "actions", "--dry-run"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for key in STORIES {
+        assert!(
+            run.stdout.contains(&format!(
+                "would: dispatch it to GitHub Actions (gh workflow run bmad-story.yml --ref main -f epic=3 -f story={key} -f attempt=1)"
+            )),
+            "{key}: {}",
+            run.stdout
+        );
+    }
+    let json = env
+        .bmad(
+            &repo,
+            &["epic", "run", "3", "--on", "actions", "--dry-run", "--json"],
+        )
+        .success()
+        .json();
+    assert_eq!(
+        json["dispatches"].as_array().map(Vec::len),
+        Some(4),
+        "{json:#}"
+    );
+    assert!(actions.gh_log().is_empty(), "{}", actions.gh_log());
 }
 
 /// What GitHub lacks for a run (a secret, the workflow on the default branch, a branch to

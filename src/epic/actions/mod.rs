@@ -14,6 +14,7 @@ pub mod workflows;
 
 pub use coordinator::MAX_ATTEMPTS;
 pub(super) use coordinator::{follow_story, publish_run, takes_minutes, Follow};
+pub use preflight::dispatch_base;
 pub(super) use preflight::preflight;
 pub use runner::{run_job, JobOptions, JobOutcome};
 
@@ -59,6 +60,23 @@ fn remote_record(repo: &Repo, remote: &str, name: &str) -> Result<Option<Record>
         newest.get_or_insert((id, entries));
     }
     Ok(newest)
+}
+
+/// The run of `epic` as the remotes had it at the last sync, for a run that lives in
+/// another clone (a coordinator job's, another machine's) or never ran here: the entries a
+/// key this repository trusts vouched for. `None` when no remote holds such a run.
+pub fn remote_state(repo: &Repo, epic: &str) -> Result<Option<super::EpicState>, super::Error> {
+    let name = super::names::session_name(epic);
+    for remote in repo.remote_names() {
+        let Some((_, entries)) = remote_record(repo, &remote, &name)? else {
+            continue;
+        };
+        if entries.iter().any(|(_, vouched)| *vouched) {
+            let vouched = entries.iter().filter(|(_, v)| *v).map(|(e, _)| &e.event);
+            return Ok(Some(super::EpicState::replay(vouched)));
+        }
+    }
+    Ok(None)
 }
 
 /// When story session `story` (its journal `journal`) last ran on a runner: the epic whose run took it there

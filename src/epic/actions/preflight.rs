@@ -51,7 +51,7 @@ pub(in crate::epic) fn preflight(
     let gh = gh_program()?;
     // What the remote holds now, as GitHub and the runners will read it.
     sync::sync(repo, remote, &options.config.sessions.branch_prefix)?;
-    let base = base(repo, plan, options)?;
+    let base = dispatch_base(repo, &plan.epic, options.base.as_deref())?;
     let theirs = |branch: &str| format!("refs/remotes/{remote}/{branch}");
     let has = |rev: &str, path: &str| -> Result<bool, Error> {
         Ok(repo
@@ -88,17 +88,17 @@ pub(in crate::epic) fn preflight(
     keys_trusted(repo, remote, &trusted_on)
 }
 
-/// The branch the story jobs are dispatched on: the epic session's base (an earlier run's),
-/// else `--base`, else the branch checked out.
-fn base(repo: &Repo, plan: &Plan, options: &EpicOptions<'_>) -> Result<String, Error> {
-    if let Some(epic) = closeout::find_by_name(repo, &session_name(&plan.epic))? {
+/// The branch the story jobs of `epic` are dispatched on: the epic session's base (an
+/// earlier run's), else `base` (`--base`), else the branch checked out.
+pub fn dispatch_base(repo: &Repo, epic: &str, base: Option<&str>) -> Result<String, Error> {
+    if let Some(epic) = closeout::find_by_name(repo, &session_name(epic))? {
         return Ok(epic.base);
     }
     let head = repo
         .head_branch()
         .map_err(session::Error::from)?
         .map(|b| b.trim_start_matches("refs/heads/").to_owned());
-    match options.base.clone().or(head) {
+    match base.map(str::to_owned).or(head) {
         Some(base) => Ok(base),
         None => Err(Error::Actions(
             "GitHub runs a story job on a branch, and HEAD is detached: check out the epic's base branch, or name it with --base".into(),

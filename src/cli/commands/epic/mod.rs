@@ -278,9 +278,16 @@ fn epic_session(
     )?)
 }
 
-/// The epic's state from its session's journal; `None` when it never ran.
+/// The epic's state from its session's journal; a run that lives in another clone (a
+/// coordinator job's) as the last sync brought it; `None` when it never ran.
 fn epic_state(repo: &session::Repo, epic: &str) -> Result<Option<EpicState>, CommandError> {
-    let Some(s) = epic_session(repo, epic)? else {
+    let here = epic_session(repo, epic)?;
+    if here.as_ref().is_none_or(|s| s.elsewhere) {
+        if let Some(state) = epic::actions::remote_state(repo, epic)? {
+            return Ok(Some(state));
+        }
+    }
+    let Some(s) = here else {
         return Ok(None);
     };
     let journal = session::read_journal(repo, &s.id)?;
@@ -319,7 +326,20 @@ pub(super) fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError>
             &budget,
             config.checks.test_command.as_deref(),
         );
-        print_plan(ctx, &plan, Some((&config, &actions)));
+        let dispatch_ref = match on {
+            epic::On::Actions => Some(epic::actions::dispatch_base(
+                &repo,
+                &args.selection.epic,
+                args.base.as_deref(),
+            )?),
+            epic::On::Here => None,
+        };
+        let dry = print::DryRun {
+            config: &config,
+            actions: &actions,
+            dispatch_ref,
+        };
+        print_plan(ctx, &plan, Some(&dry));
         return Ok(exit::OK);
     }
     let config = ctx.config(&repo)?;

@@ -26,18 +26,32 @@ pub(super) fn print_epic_gate(ctx: &Context, session: &str, gate: &epic::state::
     ));
 }
 
+/// What a dry run shows besides the plan.
+pub(super) struct DryRun<'a> {
+    pub(super) config: &'a crate::config::Config,
+    /// What the epic run does besides each story's pipeline.
+    pub(super) actions: &'a [String],
+    /// On GitHub Actions: the branch the story jobs are dispatched on.
+    pub(super) dispatch_ref: Option<String>,
+}
+
 /// The plan; with the configuration, a dry run's actions too.
-pub(super) fn print_plan(
-    ctx: &Context,
-    plan: &Plan,
-    dry_run: Option<(&crate::config::Config, &Vec<String>)>,
-) {
+pub(super) fn print_plan(ctx: &Context, plan: &Plan, dry_run: Option<&DryRun<'_>>) {
     let ui = &ctx.ui;
     if ui.json() {
-        let actions = dry_run.map(|(_, a)| a);
-        ui.print_json(
-            &json!({ "plan": plan, "dry_run": dry_run.is_some(), "epic_actions": actions }),
-        );
+        let actions = dry_run.map(|d| d.actions);
+        let dispatches: Option<Vec<String>> =
+            dry_run.and_then(|d| d.dispatch_ref.as_deref()).map(|r| {
+                plan.to_run()
+                    .map(|s| dispatch_command(plan, r, &s.key))
+                    .collect()
+            });
+        ui.print_json(&json!({
+            "plan": plan,
+            "dry_run": dry_run.is_some(),
+            "epic_actions": actions,
+            "dispatches": dispatches,
+        }));
         return;
     }
     ui.line(format!(
@@ -98,25 +112,42 @@ pub(super) fn print_plan(
             ));
         }
         ui.line(format!("      pipeline: {}", s.stages.join(" → ")));
-        if let Some((config, _)) = dry_run {
-            let branch = epic::names::story_branch(config, &s.key);
+        if let Some(dry) = dry_run {
+            let branch = epic::names::story_branch(dry.config, &s.key);
             let target = match &s.stacked_on {
-                Some(d) => epic::names::story_branch(config, d),
+                Some(d) => epic::names::story_branch(dry.config, d),
                 None => "the epic's base".to_owned(),
             };
-            ui.line(format!(
-                "      would: start session {} on branch {branch}, run {} with args {}, verify the story file, commit, then push and open a draft PR against {target} (when a remote and gh are set up)",
-                s.key, plan.pipeline, s.key
-            ));
+            match &dry.dispatch_ref {
+                None => ui.line(format!(
+                    "      would: start session {} on branch {branch}, run {} with args {}, verify the story file, commit, then push and open a draft PR against {target} (when a remote and gh are set up)",
+                    s.key, plan.pipeline, s.key
+                )),
+                Some(dispatch_ref) => ui.line(format!(
+                    "      would: dispatch it to GitHub Actions ({}); its runner starts session {} on branch {branch}, runs {}, pushes the session after every step and opens a draft PR against {target}; the session comes back here when it ends",
+                    dispatch_command(plan, dispatch_ref, &s.key),
+                    s.key,
+                    plan.pipeline
+                )),
+            }
         }
     }
-    if let Some((_, actions)) = dry_run {
+    if let Some(dry) = dry_run {
         ui.line("  the epic run would also:");
-        for action in actions {
+        for action in dry.actions {
             ui.line(format!("      {action}"));
         }
         ui.status("Dry run: no agent was invoked, no session started, nothing pushed.");
     }
+}
+
+/// The `gh` command that dispatches story `key`'s first job.
+fn dispatch_command(plan: &Plan, dispatch_ref: &str, key: &str) -> String {
+    format!(
+        "gh workflow run {} --ref {dispatch_ref} -f epic={} -f story={key} -f attempt=1",
+        epic::actions::STORY_WORKFLOW,
+        plan.epic
+    )
 }
 
 pub(super) fn print_status(ctx: &Context, plan: &Plan, state: &EpicState) {
