@@ -133,6 +133,7 @@ pub(in crate::epic) fn follow_story(
         ids: HashSet::new(),
         before: job.known.updated_at.clone(),
         unvouched: 0,
+        held: None,
     };
     if let Some(here) = closeout::find_by_name(&repo, &story_session_name(key))? {
         let journal = session::read_journal(&repo, &here.id)?;
@@ -167,13 +168,13 @@ pub(in crate::epic) fn follow_story(
         let lost = match (current, ended) {
             (Some(run), _) if run.active => false,
             // The story ended and its runner is gone: the session comes back here.
-            (_, Some(stage)) => return end(&repo, job, follow, stage, &seen, &baseline),
+            (_, Some(stage)) => return end(&repo, job, follow, stage, &mut seen, &baseline, tx),
             (None, None) => attempt == 0 || dispatched.elapsed() > SHOW_UP,
             (Some(run), None) => {
                 // Its last push may have landed after the look above.
                 ended = take_reports(&repo, job, follow, &mut seen, &mut baseline, tx, true)?;
                 if let Some(stage) = ended {
-                    return end(&repo, job, follow, stage, &seen, &baseline);
+                    return end(&repo, job, follow, stage, &mut seen, &baseline, tx);
                 }
                 // A story resumed after it stopped on a runner (at a gate, failed) goes on
                 // with a new job; its last runner was not lost.
@@ -252,6 +253,9 @@ struct Seen {
     ids: HashSet<String>,
     before: Option<String>,
     unvouched: usize,
+    /// The stage the story ended at, passed on only once its session is back here: what
+    /// follows a story's end (the integration checkpoint, a dependent's start) reads it here.
+    held: Option<crate::session::schema::StoryStage>,
 }
 
 /// Fetch (unless a follower just did and `fresh` is not asked), and pass on the stages the
@@ -306,13 +310,22 @@ fn take_reports(
         if let Some(b) = &stage.baseline {
             baseline.clone_from(b);
         }
+        // An end the story went on from (a gate answered) is passed on before what follows.
+        if let Some(earlier) = seen.held.take() {
+            let _ = tx.send(Message::Stage(key.clone(), earlier));
+        }
         ended = match stage.stage {
             Stage::Done | Stage::Failed | Stage::Blocked | Stage::Gated | Stage::Skipped => {
                 Some(stage.stage)
             }
             _ => None,
         };
-        let _ = tx.send(Message::Stage(key.clone(), stage));
+        match ended {
+            Some(_) => seen.held = Some(stage),
+            None => {
+                let _ = tx.send(Message::Stage(key.clone(), stage));
+            }
+        }
     }
     Ok(ended)
 }
@@ -324,8 +337,9 @@ fn end(
     job: &Job,
     follow: &Follow<'_>,
     stage: Stage,
-    seen: &Seen,
+    seen: &mut Seen,
     baseline: &str,
+    tx: &mpsc::Sender<Message>,
 ) -> Result<End, Error> {
     let key = &job.story.key;
     let name = story_session_name(key);
@@ -345,6 +359,9 @@ fn end(
     };
     for warning in warnings {
         (follow.progress)(&format!("{key}: {warning}"));
+    }
+    if let Some(held) = seen.held.take() {
+        let _ = tx.send(Message::Stage(key.clone(), held));
     }
     Ok(match stage {
         // v7 has no sprint status; the runner wrote the plan's `done` itself.

@@ -338,6 +338,10 @@ fn setup_steps() -> String {
         env:
           BMAD_SIGNING_KEY: ${{{{ secrets.BMAD_SIGNING_KEY }}}}
           JOB_TOKEN: ${{{{ github.token }}}}
+          # Optional. Pull requests the job's token opens start no workflow (GitHub's rule:
+          # your CI would not run on them); a fine-grained token or a GitHub App's token with
+          # contents and pull-requests write, stored as BMAD_PR_TOKEN, pushes and opens them.
+          PR_TOKEN: ${{{{ secrets.BMAD_PR_TOKEN }}}}
         run: |
           if [ -z "$BMAD_SIGNING_KEY" ]; then
             echo "::error::the repository secret BMAD_SIGNING_KEY is not set: git bmad ci init github says how to make it (gh secret set BMAD_SIGNING_KEY < key)"
@@ -350,7 +354,7 @@ fn setup_steps() -> String {
           git config gpg.format ssh
           git config user.signingKey "$key"
           git config bmad.origin.pushSessions true
-          printf '%s\n' "$JOB_TOKEN" | gh auth login --with-token
+          printf '%s\n' "${{PR_TOKEN:-$JOB_TOKEN}}" | gh auth login --with-token
           gh auth setup-git
           git bmad hooks install
 "#,
@@ -399,6 +403,8 @@ mod tests {
         // checkout persists none), only in the environment of git-bmad's own steps.
         assert!(text.contains("persist-credentials: false"));
         assert!(text.contains("gh auth setup-git"));
+        // A token that lets CI run on the pull requests, when the user stores one.
+        assert!(text.contains(r#""${PR_TOKEN:-$JOB_TOKEN}" | gh auth login --with-token"#));
         assert!(!text.contains("GH_TOKEN"));
         // Inputs reach the shell through the environment only, never spliced into a script.
         for line in text.lines().filter(|l| l.trim_start().starts_with("run:")) {
