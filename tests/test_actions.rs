@@ -96,6 +96,7 @@ fn service_on(env: &TestEnv, layout: Layout) -> Actions {
         env,
         Setup {
             layout,
+            preinstalled: true,
             remote: env.root().join("remote.git"),
             secrets: BTreeMap::from([
                 (
@@ -947,6 +948,72 @@ fn wait_for_jobs(actions: &Actions, count: usize) -> Vec<(String, String, String
     }
 }
 
+/// A runner without git-bmad builds it once per version: the first job installs it, the
+/// jobs after take it from the cache.
+#[test]
+fn git_bmad_is_built_once_per_version_and_cached_for_the_jobs_after() {
+    let env = TestEnv::new();
+    let repo = project_on_github(&env, Trust::Both);
+    env.bmad(
+        &repo,
+        &[
+            "ci",
+            "init",
+            "github",
+            "--force",
+            "--source",
+            "https://example.invalid/git-bmad.git",
+        ],
+    )
+    .success();
+    env.git(
+        &repo,
+        &["commit", "-qam", "install git-bmad from its repository"],
+    );
+    env.git(&repo, &["push", "-q", "origin", "main"]);
+    let actions = Actions::start(
+        &env,
+        Setup {
+            remote: env.root().join("remote.git"),
+            secrets: BTreeMap::from([
+                (
+                    "BMAD_SIGNING_KEY".to_owned(),
+                    read(&env.root(), "bmad-runner"),
+                ),
+                (
+                    "ANTHROPIC_API_KEY".to_owned(),
+                    "sk-ant-simulated".to_owned(),
+                ),
+            ]),
+            layout: Layout::Hosted,
+            preinstalled: false,
+        },
+    );
+    let run = run_on_actions(&env, &repo, &["--stories", "3-1,3-2", "--parallel", "1"]);
+    let builds = actions.builds();
+    drop(actions);
+    assert_eq!(
+        run.code,
+        0,
+        "{}\n{}\n{}",
+        run.stdout,
+        run.stderr,
+        runner_logs(&env)
+    );
+    assert_eq!(builds.len(), 1, "{builds:?}");
+    assert!(
+        builds[0].contains(&format!(
+            "install --locked --git https://example.invalid/git-bmad.git --tag v{} git-bmad",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{builds:?}"
+    );
+    let s = status(&env, &repo);
+    for key in ["3-1-api-client", "3-2-storage"] {
+        assert_eq!(story(&s, key)["stage"], "done", "{key}: {s:#}");
+    }
+}
+
 /// A dry run on Actions names the dispatch of each story it would make, and makes none.
 #[test]
 fn a_dry_run_on_actions_names_each_dispatch_and_makes_none() {
@@ -1001,6 +1068,7 @@ fn what_github_lacks_is_named_before_anything_is_dispatched() {
                 "sk-ant-simulated".to_owned(),
             )]),
             layout: Layout::Hosted,
+            preinstalled: true,
         },
     );
     let said = refused(&["--stories", "3-1"]);

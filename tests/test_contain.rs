@@ -875,3 +875,45 @@ fn a_wrapper_never_opens_a_folder_of_credentials() {
         assert!(!seen.contains("gho_"), "{machine:?}: {seen}");
     }
 }
+
+/// A program started in the walls holds no `CAP_SYS_PTRACE`, and, started as root, cannot
+/// be given it again: with it, root reads every process's environment and memory through
+/// `/proc`, which Landlock alone does not hide.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
+)]
+fn a_contained_program_holds_no_capability_to_read_other_processes() {
+    const SYS_PTRACE: u64 = 1 << 19;
+    let env = TestEnv::contained();
+    let repo = env.repo("project");
+    let root = env.sh(&repo, "id -u").stdout.trim() == "0";
+    for layers in ["landlock", "auto"] {
+        let run = env.bmad(
+            &repo,
+            &[
+                "contain",
+                "--layers",
+                layers,
+                "--",
+                "sh",
+                "-c",
+                "grep -E '^Cap(Eff|Bnd):' /proc/self/status",
+            ],
+        );
+        assert_eq!(run.code, 0, "{layers}: {}", run.stderr);
+        let cap = |name: &str| -> u64 {
+            let line = run
+                .stdout
+                .lines()
+                .find(|l| l.starts_with(name))
+                .unwrap_or_else(|| panic!("{layers}: {}", run.stdout));
+            u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap()
+        };
+        assert_eq!(cap("CapEff:") & SYS_PTRACE, 0, "{layers}: {}", run.stdout);
+        if root {
+            assert_eq!(cap("CapBnd:") & SYS_PTRACE, 0, "{layers}: {}", run.stdout);
+        }
+    }
+}

@@ -37,6 +37,9 @@ pub struct Setup {
     pub secrets: BTreeMap<String, String>,
     /// Which machines the runners are.
     pub layout: Layout,
+    /// Whether the runners have git-bmad already (a self-hosted image); else a job installs
+    /// it with `cargo install`, which the runners' `cargo` logs and does in an instant.
+    pub preinstalled: bool,
 }
 
 /// Which machines the runners are.
@@ -77,7 +80,18 @@ impl Actions {
         // `git bmad` on a runner: git finds git-bmad on PATH.
         let tools = env.root().join("runner-tools");
         std::fs::create_dir_all(&tools).unwrap();
-        let _ = std::os::unix::fs::symlink(BIN, tools.join("git-bmad"));
+        let _ = std::fs::remove_file(tools.join("git-bmad"));
+        if setup.preinstalled {
+            let _ = std::os::unix::fs::symlink(BIN, tools.join("git-bmad"));
+        }
+        // `cargo install --git … git-bmad`: the build, logged, where cargo puts it.
+        executable(
+            &tools.join("cargo"),
+            &format!(
+                "#!/bin/sh\necho \"cargo $*\" >> '{}'\nmkdir -p \"$HOME/.cargo/bin\"\ncp '{BIN}' \"$HOME/.cargo/bin/git-bmad\"\n",
+                sim.join("cargo.log").display()
+            ),
+        );
         let stop = Arc::new(AtomicBool::new(false));
         let ended = Arc::new(Mutex::new(Vec::new()));
         let world = World {
@@ -141,6 +155,15 @@ impl Actions {
             .filter_map(|l| l.split_once(' '))
             .filter(|(_, c)| *c == call)
             .map(|(t, _)| t.parse().unwrap())
+            .collect()
+    }
+
+    /// Every build of git-bmad a job made (`cargo install` calls).
+    pub fn builds(&self) -> Vec<String> {
+        std::fs::read_to_string(self.sim.join("cargo.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_owned)
             .collect()
     }
 
@@ -453,7 +476,8 @@ impl World {
             env.insert(k.as_str().unwrap().to_owned(), self.expand(v, d));
         }
         let path = format!(
-            "{}:{}:{}:{}",
+            "{}:{}:{}:{}:{}",
+            home.join(".cargo/bin").display(),
             tools.display(),
             self.root.join("bin").display(),
             self.root.join("runner-tools").display(),
