@@ -753,3 +753,79 @@ fn the_era_is_what_the_project_has_installed_then_what_its_files_say() {
     std::fs::remove_dir_all(repo.join(".claude")).unwrap();
     assert_eq!(era(&env), "v6.11", "no install: the spec files say");
 }
+
+/// A board's words for work nobody should build (superseded, wontfix, a word only its own
+/// tooling knows) are one rule for every scheduler: `epic plan`, a run, its dry run and
+/// `stories next` all leave them, say why, and hold what depends on them; no agent runs them.
+#[test]
+fn stories_set_aside_or_in_a_word_nobody_schedules_are_never_run() {
+    let env = TestEnv::new();
+    let repo = epic_project(&env);
+    let artifacts = "_bmad-output/implementation-artifacts";
+    let sprint = read(&repo, &format!("{artifacts}/sprint-status.yaml"))
+        .replace("3-2-storage: ready-for-dev", "3-2-storage: superseded")
+        .replace(
+            "3-4-api-retries: ready-for-dev",
+            "3-4-api-retries: awaiting-operator",
+        );
+    write(&repo, &format!("{artifacts}/sprint-status.yaml"), &sprint);
+    for (key, word) in [
+        ("3-2-storage", "superseded"),
+        ("3-4-api-retries", "awaiting-operator"),
+    ] {
+        let file = format!("{artifacts}/{key}.md");
+        let text = read(&repo, &file).replace("Status: ready-for-dev", &format!("Status: {word}"));
+        write(&repo, &file, &text);
+    }
+    env.git(
+        &repo,
+        &[
+            "commit",
+            "-qam",
+            "3-2 superseded, 3-4 waits for its operator",
+        ],
+    );
+
+    let plan = env
+        .bmad(&repo, &["epic", "plan", "3", "--json"])
+        .success()
+        .json();
+    let held = |key: &str| -> String {
+        let s = plan["plan"]["stories"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["key"] == key)
+            .unwrap_or_else(|| panic!("{key}: {plan:#}"));
+        assert_eq!(s["action"], "hold", "{key}: {s:#}");
+        s["reason"].as_str().unwrap_or_default().to_owned()
+    };
+    assert!(held("3-2-storage").starts_with("set aside (superseded)"));
+    assert!(held("3-4-api-retries").contains("\"awaiting-operator\" is none a run starts from"));
+    assert!(held("3-3-sync-engine").contains("depends on 3-2-storage, which is superseded"));
+    let dry = env
+        .bmad(&repo, &["epic", "run", "3", "--dry-run"])
+        .success();
+    assert!(
+        dry.stdout
+            .contains("3-2-storage  [superseded]  held: set aside"),
+        "{}",
+        dry.stdout
+    );
+    let check = env.bmad(&repo, &["stories", "check"]).success();
+    let said = format!("{}{}", check.stdout, check.stderr);
+    assert!(
+        said.contains("`superseded` of `3-2-storage` is not a BMAD status; kept as it is, and no run starts it: set aside"),
+        "{said}"
+    );
+    let next = env
+        .bmad(&repo, &["stories", "next", "--json"])
+        .success()
+        .json();
+    assert_eq!(next["next"]["key"], "3-1-api-client", "{next:#}");
+
+    // The run builds 3-1 alone.
+    let run = env.bmad(&repo, &["epic", "run", "3"]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(read(&env.root(), "home/agent/dev.log"), "3-1-api-client\n");
+}

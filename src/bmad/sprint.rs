@@ -194,10 +194,12 @@ impl SprintStatus {
                 status.warnings.push(Finding::line_warning(entry.line, format!("key `{}` is neither an epic, a retrospective nor a story (N-M-slug); kept as it is", entry.key)));
             }
             if let Status::Other(word) = &entry.status {
+                // What the schedulers do with it, by the rule they share.
+                let why = entry.status.why_no_run().unwrap_or_default();
                 status.warnings.push(Finding::line_warning(
                     entry.line,
                     format!(
-                        "status `{word}` of `{}` is not a BMAD status; kept as it is",
+                        "status `{word}` of `{}` is not a BMAD status; kept as it is, and no run starts it: {why}",
                         entry.key
                     ),
                 ));

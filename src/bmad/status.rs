@@ -162,6 +162,68 @@ impl Status {
     }
 }
 
+/// The words real boards use for a story nobody should build any more: abandoned,
+/// replaced, put off or de-scoped (v7's `dropped` among them), normalised as
+/// [`Status::parse`] normalises.
+const SET_ASIDE: &[&str] = &[
+    "cancelled",
+    "canceled",
+    "superseded",
+    "wontfix",
+    "won't-fix",
+    "wont-fix",
+    "deferred",
+    "obsolete",
+    "duplicate",
+    "dropped",
+    "descoped",
+    "de-scoped",
+    "out-of-scope",
+    "abandoned",
+    "rejected",
+    "postponed",
+    "on-hold",
+    "parked",
+];
+
+impl Status {
+    /// Why no run may start a story in this status, in words (`None`: one may). The one rule
+    /// every scheduler shares (`stories next`, `epic plan`, the epic run): a run starts from
+    /// what [`Status::priority`] ranks; done needs nothing; blocked, set-aside and unknown
+    /// words wait for a person.
+    pub fn why_no_run(&self) -> Option<String> {
+        if self.priority().is_some() {
+            return None;
+        }
+        Some(match self {
+            Status::Done => "done".to_owned(),
+            Status::Optional => "optional (a retrospective)".to_owned(),
+            Status::Blocked => "blocked".to_owned(),
+            Status::Other(word) if self.is_set_aside() => {
+                format!("set aside ({word}): a person put it out of the work")
+            }
+            Status::Other(word) => format!(
+                "its status {word:?} is none a run starts from (backlog, ready-for-dev, in-progress, review): a person decides what it means"
+            ),
+            _ => self.as_str().to_owned(),
+        })
+    }
+
+    /// Whether the word says the story was put out of the work (cancelled, superseded, …).
+    pub fn is_set_aside(&self) -> bool {
+        let Status::Other(word) = self else {
+            return false;
+        };
+        let word: String = word
+            .trim()
+            .to_ascii_lowercase()
+            .chars()
+            .map(|c| if c == '_' || c == ' ' { '-' } else { c })
+            .collect();
+        SET_ASIDE.contains(&word.as_str())
+    }
+}
+
 impl fmt::Display for Status {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -296,6 +358,44 @@ pub fn legal_transition(from: &Status, to: &Status) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_starts_only_from_what_next_would_recommend() {
+        for word in [
+            "backlog",
+            "ready-for-dev",
+            "in-progress",
+            "review",
+            "Approved",
+            "drafted",
+        ] {
+            assert_eq!(Status::parse(word).why_no_run(), None, "{word}");
+        }
+        for word in [
+            "Cancelled",
+            "superseded",
+            "wontfix",
+            "Won't Fix",
+            "deferred",
+            "on_hold",
+            "dropped",
+        ] {
+            let status = Status::parse(word);
+            assert!(status.is_set_aside(), "{word}");
+            assert!(
+                status.why_no_run().unwrap().starts_with("set aside"),
+                "{word}"
+            );
+        }
+        assert_eq!(Status::parse("done").why_no_run().as_deref(), Some("done"));
+        assert_eq!(
+            Status::parse("blocked").why_no_run().as_deref(),
+            Some("blocked")
+        );
+        let unknown = Status::parse("awaiting-operator");
+        assert!(!unknown.is_set_aside());
+        assert!(unknown.why_no_run().unwrap().contains("a person decides"));
+    }
 
     #[test]
     fn every_era_normalises() {

@@ -226,6 +226,8 @@ pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan
                     .map(|c| format!(": {c}"))
                     .unwrap_or_default()
             ))
+        } else if let Some(why) = s.status.why_no_run() {
+            Action::Hold(why)
         } else if !s.ambiguous.is_empty() {
             Action::Hold(format!("more than one file: {}", s.ambiguous.join(", ")))
         } else if let Some(dep) = s.depends_on.iter().find(|d| {
