@@ -319,7 +319,8 @@ fn setup_steps() -> String {
       - name: Walls for the agents
         run: |
           if ! command -v bwrap >/dev/null; then
-            sudo -n apt-get install -y -q bubblewrap >/dev/null 2>&1 \
+            # A runner image's package lists may be stale: refreshed only when needed.
+            {{ sudo -n apt-get install -y -q bubblewrap || {{ sudo -n apt-get update -q && sudo -n apt-get install -y -q bubblewrap; }}; }} >/dev/null 2>&1 \
               || echo "::warning::bubblewrap could not be installed: Landlock holds the agents' walls alone"
           fi
           bwrap=$(command -v bwrap || true)
