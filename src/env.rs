@@ -8,9 +8,20 @@
 //!   credential of the user's ([`untrusted`]).
 //!
 //! And the one per-user place git-bmad keeps secrets in ([`key_store`]), which every wall
-//! hides.
+//! hides; and the waits a variable may shorten ([`millis`]).
 
 use std::path::PathBuf;
+use std::time::Duration;
+
+/// A wait of `default_ms` milliseconds, or what variable `name` sets in milliseconds (a
+/// test's, or an impatient user's).
+pub fn millis(name: &str, default_ms: u64) -> Duration {
+    let ms = std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default_ms);
+    Duration::from_millis(ms)
+}
 
 /// Variables that would make a child git act on another repository, index or worktree.
 pub const REPO_REDIRECTING_VARS: &[&str] = &[

@@ -1117,6 +1117,29 @@ fn what_github_lacks_is_named_before_anything_is_dispatched() {
     env.git(&repo, &["push", "-q", "origin", "main"]);
     let said = refused(&["--stories", "3-1"]);
     assert!(said.contains("names no key of the runners'"), "{said}");
+    // Main as the remote holds it now, not as this clone last fetched it: another clone
+    // took the story workflow out of it since.
+    write(
+        &repo,
+        ".bmad/allowed_signers",
+        &format!(
+            "{}{}\n",
+            env.bmad(&repo, &["trust", "show"]).success().stdout,
+            runner_line(&env)
+        ),
+    );
+    env.git(&repo, &["commit", "-qam", "trust both again"]);
+    env.git(&repo, &["push", "-q", "origin", "main"]);
+    let other = env.root().join("other");
+    env.git(
+        &env.root(),
+        &["clone", "-q", remote.to_str().unwrap(), "other"],
+    );
+    env.git(&other, &["rm", "-q", ".github/workflows/bmad-story.yml"]);
+    env.git(&other, &["commit", "-qm", "no more story jobs"]);
+    env.git(&other, &["push", "-q", "origin", "main"]);
+    let said = refused(&["--stories", "3-1"]);
+    assert!(said.contains("default branch (main)"), "{said}");
     // Nothing was dispatched by any of them (the one dispatch is the test's own); no
     // session was started.
     let log = actions.gh_log();

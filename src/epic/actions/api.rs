@@ -24,11 +24,7 @@ const TRIES: u32 = 4;
 /// The first pause after a transient failure (`BMAD_GH_BACKOFF_MS`, else 2 s); each next
 /// one doubles.
 fn first_pause() -> Duration {
-    let ms = std::env::var("BMAD_GH_BACKOFF_MS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(2_000);
-    Duration::from_millis(ms)
+    crate::env::millis("BMAD_GH_BACKOFF_MS", 2_000)
 }
 
 /// How a call of `gh` failed.

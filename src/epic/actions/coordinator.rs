@@ -34,11 +34,7 @@ static FETCH: Mutex<Option<Instant>> = Mutex::new(None);
 
 /// How often the remote and the runs are looked at: `BMAD_ACTIONS_POLL_MS`, else 20 s.
 fn poll() -> Duration {
-    let ms = std::env::var("BMAD_ACTIONS_POLL_MS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20_000);
-    Duration::from_millis(ms)
+    crate::env::millis("BMAD_ACTIONS_POLL_MS", 20_000)
 }
 
 /// What every follower shares.

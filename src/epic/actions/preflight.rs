@@ -9,6 +9,7 @@ use super::super::names::session_name;
 use super::super::options::EpicOptions;
 use super::super::pipeline::Era;
 use super::super::plan::Plan;
+use super::super::run::new_base;
 use super::super::Error;
 use super::api::{self, Failed};
 use super::coordinator::gh_program;
@@ -49,8 +50,6 @@ pub(in crate::epic) fn preflight(
         ));
     }
     let gh = gh_program()?;
-    // What the remote holds now, as GitHub and the runners will read it.
-    sync::sync(repo, remote, &options.config.sessions.branch_prefix)?;
     let base = dispatch_base(repo, &plan.epic, options.base.as_deref())?;
     let theirs = |branch: &str| format!("refs/remotes/{remote}/{branch}");
     let has = |rev: &str, path: &str| -> Result<bool, Error> {
@@ -60,11 +59,9 @@ pub(in crate::epic) fn preflight(
             .is_some())
     };
     let workflow_path = format!(".github/workflows/{STORY_WORKFLOW}");
-    if repo
-        .resolve_commit(&theirs(&base))
-        .map_err(session::Error::from)?
-        .is_none()
-    {
+    // The branches as the remote holds them now (GitHub and the runners read them there),
+    // not as this clone last fetched them.
+    if !fetch_branch(repo, remote, &base)? {
         return fail(format!(
             "GitHub runs a story job on a branch, and {remote} has no branch {base}: push it (git push {remote} {base}), or name one with --base"
         ));
@@ -72,7 +69,7 @@ pub(in crate::epic) fn preflight(
     let interrupt = AtomicBool::new(false);
     let default = default_branch(&gh, main, &interrupt)?;
     if let Some(default) = &default {
-        if !has(&theirs(default), &workflow_path)? {
+        if !fetch_branch(repo, remote, default)? || !has(&theirs(default), &workflow_path)? {
             return fail(format!(
                 "GitHub dispatches only workflows its default branch ({default}) holds, and {remote}'s {default} has no {workflow_path}: commit it there and push (git push {remote} {default})"
             ));
@@ -94,15 +91,21 @@ pub fn dispatch_base(repo: &Repo, epic: &str, base: Option<&str>) -> Result<Stri
     if let Some(epic) = closeout::find_by_name(repo, &session_name(epic))? {
         return Ok(epic.base);
     }
-    let head = repo
-        .head_branch()
-        .map_err(session::Error::from)?
-        .map(|b| b.trim_start_matches("refs/heads/").to_owned());
-    match base.map(str::to_owned).or(head) {
+    match new_base(repo, base)? {
         Some(base) => Ok(base),
         None => Err(Error::Actions(
             "GitHub runs a story job on a branch, and HEAD is detached: check out the epic's base branch, or name it with --base".into(),
         )),
+    }
+}
+
+/// Fetch `branch` from `remote` into its remote-tracking ref; whether the remote has it.
+fn fetch_branch(repo: &Repo, remote: &str, branch: &str) -> Result<bool, Error> {
+    let spec = format!("+refs/heads/{branch}:refs/remotes/{remote}/{branch}");
+    match repo.fetch(remote, &[spec]) {
+        Ok(()) => Ok(true),
+        Err(e) if e.to_string().contains("couldn't find remote ref") => Ok(false),
+        Err(e) => Err(session::Error::from(e).into()),
     }
 }
 
