@@ -96,20 +96,29 @@ fn service_on(env: &TestEnv, layout: Layout) -> Actions {
         env,
         Setup {
             layout,
-            preinstalled: true,
-            remote: env.root().join("remote.git"),
-            secrets: BTreeMap::from([
-                (
-                    "BMAD_SIGNING_KEY".to_owned(),
-                    read(&env.root(), "bmad-runner"),
-                ),
-                (
-                    "ANTHROPIC_API_KEY".to_owned(),
-                    "sk-ant-simulated".to_owned(),
-                ),
-            ]),
+            ..runners(env)
         },
     )
+}
+
+/// Hosted runners with git-bmad on them, the runners' key and the agents' API key in the
+/// repository's secrets.
+fn runners(env: &TestEnv) -> Setup {
+    Setup {
+        layout: Layout::Hosted,
+        preinstalled: true,
+        remote: env.root().join("remote.git"),
+        secrets: BTreeMap::from([
+            (
+                "BMAD_SIGNING_KEY".to_owned(),
+                read(&env.root(), "bmad-runner"),
+            ),
+            (
+                "ANTHROPIC_API_KEY".to_owned(),
+                "sk-ant-simulated".to_owned(),
+            ),
+        ]),
+    }
 }
 
 /// git-bmad as the coordinator: polling every 100 ms, killed (failing the test) past five
@@ -299,33 +308,7 @@ fn an_epic_runs_on_actions_runners_and_a_lost_runner_costs_only_its_step() {
 
 /// What the runners printed, for a failure's message.
 fn runner_logs(env: &TestEnv) -> String {
-    let mut out = String::new();
-    let mut logs: Vec<_> = glob_logs(&env.root().join("runners"));
-    logs.sort();
-    for path in logs {
-        out.push_str(&format!(
-            "== {}\n{}\n",
-            path.display(),
-            std::fs::read_to_string(&path).unwrap_or_default()
-        ));
-    }
-    out
-}
-
-fn glob_logs(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for machine in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        for file in std::fs::read_dir(machine.path())
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            if file.path().extension().is_some_and(|e| e == "log") {
-                out.push(file.path());
-            }
-        }
-    }
-    out
+    crate::common::actions::runner_logs(&env.root())
 }
 
 #[test]
@@ -339,19 +322,12 @@ fn a_coordinator_job_runs_the_epic_on_actions_and_hands_it_back() {
         "gh workflow run bmad-epic.yml --ref main -f epic=3 -f parallel=2",
     );
     assert_eq!(dispatched.code, 0, "{}", dispatched.stderr);
-    let deadline = std::time::Instant::now() + Duration::from_secs(300);
-    let coordinated = loop {
-        let ended = actions.ended.lock().unwrap().clone();
-        if let Some(job) = ended.iter().find(|(what, _, _)| what == "coordinator") {
-            break (job.2.clone(), ended.clone());
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the coordinator job never ended: {ended:?}\n{}",
-            runner_logs(&env)
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    };
+    let ended = actions.wait_for(|ended| ended.iter().any(|(what, _, _)| what == "coordinator"));
+    let job = ended
+        .iter()
+        .find(|(what, _, _)| what == "coordinator")
+        .unwrap();
+    let coordinated = (job.2.clone(), ended.clone());
     drop(actions);
     assert_eq!(
         coordinated.0,
@@ -400,21 +376,7 @@ fn a_run_coordinated_here_then_in_a_job_comes_back_here_into_its_worktree() {
         "gh workflow run bmad-epic.yml --ref main -f epic=3 -f parallel=2",
     );
     assert_eq!(dispatched.code, 0, "{}", dispatched.stderr);
-    let deadline = std::time::Instant::now() + Duration::from_secs(300);
-    while !actions
-        .ended
-        .lock()
-        .unwrap()
-        .iter()
-        .any(|(what, _, _)| what == "coordinator")
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{}",
-            runner_logs(&env)
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    actions.wait_for(|ended| ended.iter().any(|(what, _, _)| what == "coordinator"));
     let ended = actions.ended.lock().unwrap().clone();
     drop(actions);
     assert_eq!(
@@ -923,7 +885,7 @@ fn a_runner_never_runs_a_story_of_an_epic_run_no_trusted_key_signed() {
         "gh workflow run bmad-story.yml --ref main -f epic=3 -f story=3-1-api-client -f attempt=2",
     );
     assert_eq!(dispatched.code, 0, "{}", dispatched.stderr);
-    let ended = wait_for_jobs(&actions, 1);
+    let ended = actions.wait_for(|ended| !ended.is_empty());
     drop(actions);
     assert_eq!(ended[0].2, "failure", "{ended:?}");
     // No agent ran again: the runner read no run it could trust and said so.
@@ -933,19 +895,6 @@ fn a_runner_never_runs_a_story_of_an_epic_run_no_trusted_key_signed() {
         logs.contains("holds no run of epic 3 signed by a key this repository trusts"),
         "{logs}"
     );
-}
-
-/// The jobs ended so far, once `count` have (the test fails past five minutes).
-fn wait_for_jobs(actions: &Actions, count: usize) -> Vec<(String, String, String)> {
-    let deadline = std::time::Instant::now() + Duration::from_secs(300);
-    loop {
-        let ended = actions.ended.lock().unwrap().clone();
-        if ended.len() >= count {
-            return ended;
-        }
-        assert!(std::time::Instant::now() < deadline, "{ended:?}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// A runner without git-bmad builds it once per version: the first job installs it, the
@@ -974,19 +923,8 @@ fn git_bmad_is_built_once_per_version_and_cached_for_the_jobs_after() {
     let actions = Actions::start(
         &env,
         Setup {
-            remote: env.root().join("remote.git"),
-            secrets: BTreeMap::from([
-                (
-                    "BMAD_SIGNING_KEY".to_owned(),
-                    read(&env.root(), "bmad-runner"),
-                ),
-                (
-                    "ANTHROPIC_API_KEY".to_owned(),
-                    "sk-ant-simulated".to_owned(),
-                ),
-            ]),
-            layout: Layout::Hosted,
             preinstalled: false,
+            ..runners(&env)
         },
     );
     let run = run_on_actions(&env, &repo, &["--stories", "3-1,3-2", "--parallel", "1"]);
@@ -1059,18 +997,9 @@ fn what_github_lacks_is_named_before_anything_is_dispatched() {
         run.stderr
     };
     // The signing key's secret is not set.
-    let actions = Actions::start(
-        &env,
-        Setup {
-            remote: env.root().join("remote.git"),
-            secrets: BTreeMap::from([(
-                "ANTHROPIC_API_KEY".to_owned(),
-                "sk-ant-simulated".to_owned(),
-            )]),
-            layout: Layout::Hosted,
-            preinstalled: true,
-        },
-    );
+    let mut setup = runners(&env);
+    setup.secrets.remove("BMAD_SIGNING_KEY");
+    let actions = Actions::start(&env, setup);
     let said = refused(&["--stories", "3-1"]);
     assert!(
         said.contains("BMAD_SIGNING_KEY (an SSH private key"),
@@ -1083,7 +1012,7 @@ fn what_github_lacks_is_named_before_anything_is_dispatched() {
         "gh workflow run bmad-story.yml --ref main -f epic=3 -f story=3-1-api-client -f attempt=1",
     );
     assert_eq!(dispatched.code, 0, "{}", dispatched.stderr);
-    let ended = wait_for_jobs(&actions, 1);
+    let ended = actions.wait_for(|ended| !ended.is_empty());
     assert_eq!(ended[0].2, "failure", "{ended:?}");
     assert!(
         runner_logs(&env).contains("::error::the repository secret BMAD_SIGNING_KEY is not set"),

@@ -167,6 +167,27 @@ impl Actions {
             .collect()
     }
 
+    /// The jobs ended so far, once `done` says enough have; the test fails past five
+    /// minutes, with what the runners printed.
+    pub fn wait_for(
+        &self,
+        done: impl Fn(&[(String, String, String)]) -> bool,
+    ) -> Vec<(String, String, String)> {
+        let deadline = std::time::Instant::now() + Duration::from_secs(300);
+        loop {
+            let ended = self.ended.lock().unwrap().clone();
+            if done(&ended) {
+                return ended;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "still waiting for jobs: {ended:?}\n{}",
+                runner_logs(self.sim.parent().unwrap())
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Every `gh` call so far.
     pub fn gh_log(&self) -> String {
         std::fs::read_to_string(self.sim.join("gh.log")).unwrap_or_default()
@@ -621,6 +642,36 @@ impl World {
         out.push_str(rest);
         out
     }
+}
+
+/// What the runners of the world at `root` printed, step by step, for a failure's message.
+pub fn runner_logs(root: &Path) -> String {
+    let mut logs = Vec::new();
+    for machine in std::fs::read_dir(root.join("runners"))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        for file in std::fs::read_dir(machine.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if file.path().extension().is_some_and(|e| e == "log") {
+                logs.push(file.path());
+            }
+        }
+    }
+    logs.sort();
+    logs.iter()
+        .map(|path| {
+            format!(
+                "== {}\n{}\n",
+                path.display(),
+                std::fs::read_to_string(path).unwrap_or_default()
+            )
+        })
+        .collect()
 }
 
 fn executable(path: &Path, text: &str) {
