@@ -1177,6 +1177,14 @@ fn an_agent_on_a_runner_reads_no_token_and_no_key_on_any_runner() {
                 outside.display()
             ),
         ];
+        // The runner's registration, which takes any job's secrets, on either kind of runner.
+        let registrations = [
+            format!(
+                "{}/runners/*/home/runners/*/.credentials",
+                env.root().display()
+            ),
+            format!("{}/runner-*/.credentials", outside.display()),
+        ];
         let hosts = format!(
             "{}/runners/*/home/.config/gh/hosts.yml",
             env.root().display()
@@ -1189,11 +1197,12 @@ fn an_agent_on_a_runner_reads_no_token_and_no_key_on_any_runner() {
   git config --list --show-origin
   cat "$(git rev-parse --git-common-dir)/config" ../proj/.git/config
   cat "$(git config user.signingKey)"
-  cat {keys} ../../_temp/* ../_temp/* {hosts}
+  cat {keys} ../../_temp/* ../_temp/* {hosts} {registrations}
   ssh-keygen -Y sign -n git-bmad-journal -f "$(git config user.signingKey)" README.md && cat README.md.sig
 }} >> "$seen" 2>&1 || true
 "#,
             keys = keys.join(" "),
+            registrations = registrations.join(" "),
         );
         crate::test_epic::dev_behaviour(&env, &look);
         let actions = service_on(&env, layout.clone());
@@ -1211,10 +1220,16 @@ fn an_agent_on_a_runner_reads_no_token_and_no_key_on_any_runner() {
         assert!(seen.contains("PATH="), "{layout:?}: {seen}");
         let placed = env.sh(
             &env.root(),
-            &format!("ls {} runners/*/home/.config/gh/hosts.yml", keys.join(" ")),
+            &format!(
+                "ls {} {} runners/*/home/.config/gh/hosts.yml",
+                keys.join(" "),
+                registrations.join(" ")
+            ),
         );
         assert!(
-            placed.stdout.contains("bmad-signing-key") && placed.stdout.contains("hosts.yml"),
+            placed.stdout.contains("bmad-signing-key")
+                && placed.stdout.contains("hosts.yml")
+                && placed.stdout.contains(".credentials"),
             "{layout:?}: {}",
             placed.stderr
         );
@@ -1229,6 +1244,7 @@ fn an_agent_on_a_runner_reads_no_token_and_no_key_on_any_runner() {
             "SSH SIGNATURE",
             "ghs_simulated",
             "eC1hY2Nlc3MtdG9rZW46",
+            "runner-registration-7f3a",
             secret_body.as_str(),
         ] {
             assert!(!seen.contains(secret), "{layout:?}: {secret} in\n{seen}");

@@ -72,8 +72,9 @@ impl Error {
 }
 
 /// What every wall of `repo`'s steps and commands hides though it lies where the walls would
-/// show it: the user's main worktree, and the signing key the user configured when it is a
-/// file (this clone's own is in the key store, hidden everywhere already); and what they show
+/// show it: the user's main worktree, the signing key the user configured when it is a
+/// file (this clone's own is in the key store, hidden everywhere already), and the
+/// registration of the CI runner git-bmad runs under; and what they show
 /// though it lies where they would hide it: `runners.sandbox_paths`, and the git-bmad the
 /// hooks run; and the repository's config as a copy without the credentials it carries.
 pub fn hidden_from_steps(repo: &Repo) -> crate::runner::sandbox::Hidden {
@@ -100,7 +101,10 @@ pub fn hidden_from_steps(repo: &Repo) -> crate::runner::sandbox::Hidden {
     };
     crate::runner::sandbox::Hidden {
         main: repo.main_workdir().ok(),
-        files: session::trust::key_files(repo),
+        files: session::trust::key_files(repo)
+            .into_iter()
+            .chain(crate::runner::sandbox::ci_runner_credentials())
+            .collect(),
         shown,
         stand_ins,
     }

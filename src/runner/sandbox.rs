@@ -25,7 +25,7 @@ pub use layers::{
     Landlock, Layers,
 };
 pub use scratch::{scratch, Scratch};
-pub use tools::needs;
+pub use tools::{ci_runner_credentials, needs};
 use tools::{toolchains, tools};
 
 /// What a contained process may see and touch.

@@ -449,10 +449,26 @@ impl World {
                 "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n",
             );
         }
-        let folder = match &self.setup.layout {
-            Layout::Hosted | Layout::Refused => home.join("work"),
-            Layout::SelfHosted(outside) => outside.join(format!("runner-{}/_work", d.id)),
+        // The runner's install (its registration, and the Runner.Worker that runs each
+        // step) and its work folder: apart under HOME on GitHub's machines, the work folder
+        // inside the install on a self-hosted one.
+        let (install, folder) = match &self.setup.layout {
+            Layout::Hosted | Layout::Refused => (home.join("runners/2.330.0"), home.join("work")),
+            Layout::SelfHosted(outside) => {
+                let install = outside.join(format!("runner-{}", d.id));
+                (install.clone(), install.join("_work"))
+            }
         };
+        std::fs::create_dir_all(install.join("bin")).unwrap();
+        std::fs::write(
+            install.join(".credentials"),
+            "{\"scheme\": \"OAuth\", \"data\": {\"clientId\": \"runner-registration-7f3a\"}}\n",
+        )
+        .unwrap();
+        // The step's shell is started by the runner's Runner.Worker, as GitHub's is: here a
+        // copy of bash under that name.
+        let worker = install.join("bin/Runner.Worker");
+        std::fs::copy(which_bash(), &worker).unwrap();
         let temp = folder.join("_temp");
         std::fs::create_dir_all(&temp).unwrap();
         let work = folder.join("proj/proj");
@@ -533,7 +549,7 @@ impl World {
             let script = step["run"].as_str().expect("a run: step");
             let file = temp.join(format!("step-{n}.sh"));
             std::fs::write(&file, script).unwrap();
-            let mut cmd = Command::new("bash");
+            let mut cmd = Command::new(&worker);
             cmd.args(["--noprofile", "--norc", "-eo", "pipefail"])
                 .arg(&file)
                 .current_dir(&work)
@@ -672,6 +688,13 @@ pub fn runner_logs(root: &Path) -> String {
             )
         })
         .collect()
+}
+
+fn which_bash() -> PathBuf {
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|dir| dir.join("bash"))
+        .find(|p| p.is_file())
+        .expect("bash on PATH")
 }
 
 fn executable(path: &Path, text: &str) {
