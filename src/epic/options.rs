@@ -117,3 +117,18 @@ pub struct EpicOptions<'a> {
     /// The policy every session of the run obeys (its hooks, what its checkpoints keep out).
     pub policy: &'a dyn session::Policy,
 }
+
+/// What a new run of an epic starts from: `base` (`--base`), else the branch checked out, as
+/// a branch name so story PRs have a base to target; `None` on a detached HEAD.
+pub(super) fn new_base(
+    repo: &session::Repo,
+    base: Option<&str>,
+) -> Result<Option<String>, super::Error> {
+    if let Some(base) = base {
+        return Ok(Some(base.to_owned()));
+    }
+    Ok(repo
+        .head_branch()
+        .map_err(session::Error::from)?
+        .map(|b| b.trim_start_matches("refs/heads/").to_owned()))
+}

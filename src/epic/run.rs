@@ -528,25 +528,14 @@ fn unblocked(repo: &Repo, plan: &Plan, state: &EpicState) -> Result<Vec<String>,
     Ok(keys)
 }
 
-/// What a new run of an epic starts from: `base` (`--base`), else the branch checked out, as
-/// a branch name so story PRs have a base to target; `None` on a detached HEAD.
-pub(super) fn new_base(repo: &Repo, base: Option<&str>) -> Result<Option<String>, Error> {
-    if let Some(base) = base {
-        return Ok(Some(base.to_owned()));
-    }
-    Ok(repo
-        .head_branch()
-        .map_err(session::Error::from)?
-        .map(|b| b.trim_start_matches("refs/heads/").to_owned()))
-}
-
 /// The epic's session: found by name, or started from `base`.
 fn epic_session(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<Session, Error> {
     let name = session_name(epic);
     if let Some(s) = closeout::find_by_name(repo, &name)? {
         return Ok(s);
     }
-    let base = new_base(repo, options.base.as_deref())?.unwrap_or_else(|| "HEAD".into());
+    let base =
+        super::options::new_base(repo, options.base.as_deref())?.unwrap_or_else(|| "HEAD".into());
     let start = StartOptions {
         name,
         base: Some(base),

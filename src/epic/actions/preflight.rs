@@ -6,10 +6,10 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 
 use super::super::names::session_name;
+use super::super::options::new_base;
 use super::super::options::EpicOptions;
 use super::super::pipeline::Era;
 use super::super::plan::Plan;
-use super::super::run::new_base;
 use super::super::Error;
 use super::api::{self, Failed};
 use super::coordinator::gh_program;
