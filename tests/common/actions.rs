@@ -644,7 +644,7 @@ impl World {
             } else if let Some(name) = expr.strip_prefix("secrets.") {
                 self.setup.secrets.get(name).cloned().unwrap_or_default()
             } else if expr == "github.token" {
-                "ghs_simulated".to_owned()
+                job_token(&self.root)
             } else if expr == "runner.os" {
                 "Linux".to_owned()
             } else if let Some(name) = expr.strip_prefix("env.") {
@@ -658,6 +658,16 @@ impl World {
         out.push_str(rest);
         out
     }
+}
+
+/// The job token the runners of the world at `root` are given (`github.token`): its own, as
+/// every repository's is.
+pub fn job_token(root: &Path) -> String {
+    let world = root.file_name().unwrap_or_default().to_string_lossy();
+    format!(
+        "ghs_simulated_{}",
+        world.trim_start_matches("git-bmad-test-")
+    )
 }
 
 /// What the runners of the world at `root` printed, step by step, for a failure's message.
