@@ -49,6 +49,26 @@ pub const OWN_GIT: &str = "GIT_BMAD_OWN_GIT";
 /// `None` when neither names an absolute place. Outside every repository, so a step that
 /// reads its repository reads no key; hidden by the walls wherever it lies.
 pub fn key_store() -> Option<PathBuf> {
+    Some(sealed_root()?.join("keys"))
+}
+
+/// git-bmad's per-user store of the acceptance tests written for stories before their dev
+/// began, by clone and story: `keys`' sibling, hidden by the walls as it is, so no step of
+/// the story (nor the code it runs) reads the tests it will be judged by.
+pub fn acceptance_store() -> Option<PathBuf> {
+    Some(sealed_root()?.join("acceptance"))
+}
+
+/// The stores no step may read: [`key_store`] and [`acceptance_store`].
+pub fn sealed_stores() -> Vec<PathBuf> {
+    [key_store(), acceptance_store()]
+        .into_iter()
+        .flatten()
+        .collect()
+}
+
+/// `$XDG_CONFIG_HOME/git-bmad`, else `~/.config/git-bmad`.
+fn sealed_root() -> Option<PathBuf> {
     let absolute = |name: &str| {
         std::env::var_os(name)
             .map(PathBuf::from)
@@ -56,7 +76,7 @@ pub fn key_store() -> Option<PathBuf> {
     };
     let config =
         absolute("XDG_CONFIG_HOME").or_else(|| absolute("HOME").map(|h| h.join(".config")))?;
-    Some(config.join("git-bmad").join("keys"))
+    Some(config.join("git-bmad"))
 }
 
 /// Where git-bmad keeps the sockets of its own processes (the change feed's watchers): the

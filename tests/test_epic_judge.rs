@@ -11,7 +11,7 @@ use std::path::Path;
 use crate::common::{read, write, TestEnv};
 use crate::test_epic::{dev_behaviour, epic_project, status, story};
 
-const STORY: &str = "3-1-api-client";
+pub(crate) const STORY: &str = "3-1-api-client";
 
 /// A `gh` that, like the real one, does nothing without a login: `GH_TOKEN` or a
 /// `hosts.yml` in its config directory. Every call is logged with whether it could act.
@@ -38,7 +38,7 @@ const USER_VARS: &[(&str, &str)] = &[
 
 /// The epic project, with a suite that counts: each `tests/*.sh` is a test (TAP `ok`
 /// lines), and any source file that says FAIL fails the run.
-fn counted_project(env: &TestEnv) -> std::path::PathBuf {
+pub(crate) fn counted_project(env: &TestEnv) -> std::path::PathBuf {
     let repo = epic_project(env);
     env.executable("gh", GH);
     write(
@@ -55,12 +55,12 @@ fn counted_project(env: &TestEnv) -> std::path::PathBuf {
     repo
 }
 
-fn run_story(env: &TestEnv, repo: &Path) -> crate::common::Run {
+pub(crate) fn run_story(env: &TestEnv, repo: &Path) -> crate::common::Run {
     env.bmad_with(repo, &["epic", "run", "3", "--stories", STORY], USER_VARS)
 }
 
 /// Answer the epic's gate as the user, who is logged in to `gh`.
-fn answer_epic(env: &TestEnv, repo: &Path, answer: &str) -> crate::common::Run {
+pub(crate) fn answer_epic(env: &TestEnv, repo: &Path, answer: &str) -> crate::common::Run {
     env.bmad_with(repo, &["answer", answer, "-s", "epic-3"], USER_VARS)
 }
 
@@ -288,10 +288,11 @@ fn a_suite_that_goes_red_after_the_agents_said_done_is_caught_on_the_pushed_comm
 fn the_tests_run_with_none_of_the_users_credentials_and_cannot_merge() {
     let env = TestEnv::new();
     let repo = counted_project(&env);
-    // The agent's new test reads its environment and tries to merge with the user's gh.
+    // The agent's new test reads its environment and tries to merge with the user's gh
+    // (and tests the story's code, so it is evidence of it).
     dev_behaviour(
         &env,
-        "mkdir -p src/api && echo '// client' > src/api/client.rs\ncat > tests/evil.sh <<'X'\nenv > \"$HOME/agent/test-env.txt\"\npwd > \"$HOME/agent/test-dir.txt\"\ngh pr merge --admin --squash 1 || true\ngit config --get credential.helper >> \"$HOME/agent/test-env.txt\" || true\nX\n",
+        "mkdir -p src/api && echo '// client' > src/api/client.rs\ncat > tests/evil.sh <<'X'\nenv > \"$HOME/agent/test-env.txt\"\npwd > \"$HOME/agent/test-dir.txt\"\ngh pr merge --admin --squash 1 || true\ngit config --get credential.helper >> \"$HOME/agent/test-env.txt\" || true\ntest -f src/api/client.rs\nX\n",
     );
     // A credential helper in the user's git config, as `gh auth setup-git` writes.
     env.git(

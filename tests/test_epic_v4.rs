@@ -88,7 +88,8 @@ fn a_v4_draft_is_approved_after_a_revision_and_every_status_change_is_signed() {
     ] {
         assert_eq!(story(&s, key)["stage"], "done", "{key}: {s:#}");
     }
-    // The SM revised with QA's findings; QA then approved; only then did the Dev start.
+    // The acceptance tests were written first, from the epic's criteria; the SM revised
+    // with QA's findings; QA then approved; only then did the Dev start.
     assert!(read(&env.root(), "home/agent/revise-prompt.txt").contains("AC 1 is not testable"));
     let calls = read(&env.root(), "home/agent/calls.log");
     // One line per call starts `<step> <attempt> <prompt>`; prompts run over more lines.
@@ -104,7 +105,14 @@ fn a_v4_draft_is_approved_after_a_revision_and_every_status_change_is_signed() {
         .collect();
     assert_eq!(
         steps,
-        ["approve-1", "revise-1", "approve-2", "dev", "review-1"],
+        [
+            "acceptance",
+            "approve-1",
+            "revise-1",
+            "approve-2",
+            "dev",
+            "review-1"
+        ],
         "{calls}"
     );
     // With nothing left, the SM was asked about the epic and said it is complete.

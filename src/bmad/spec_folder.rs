@@ -182,6 +182,7 @@ pub(super) fn stories(
                     .as_ref()
                     .map(|s| s.touches.clone())
                     .unwrap_or_default(),
+                refactor: story.as_ref().is_some_and(|s| s.refactor),
                 sprint_line: None,
                 blocking_condition: story.as_ref().and_then(|s| s.blocking_condition.clone()),
                 ambiguous,

@@ -27,6 +27,10 @@ pub struct StoryView {
     pub depends_on: Vec<String>,
     /// Paths it expects to change (`touches` in its frontmatter).
     pub touches: Vec<String>,
+    /// It says it changes no behaviour (a refactor): new tests that pass on its base are
+    /// what it should have.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub refactor: bool,
     /// Line in sprint-status.yaml.
     pub sprint_line: Option<usize>,
     /// What bmad-build-auto halted on, for a blocked story.

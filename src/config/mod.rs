@@ -9,6 +9,7 @@
 //! ignored is a setting the user believes in and does not have.
 
 mod detect;
+mod epic;
 mod error;
 mod orchestration;
 mod runners;
@@ -19,6 +20,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 pub use detect::{detect_test_command, DetectedTests};
+pub use epic::{EpicConfig, Switch};
 pub use error::{Error, Result};
 pub use orchestration::{Assignment, OrchestrationConfig, ProgressMode};
 pub use runners::{CliConfig, RunnersConfig, Sandbox, SandboxPaths};
@@ -42,6 +44,8 @@ pub struct Config {
     pub checks: ChecksConfig,
     /// Agents per role, concurrency, budget, escalation.
     pub orchestration: OrchestrationConfig,
+    /// How epic runs judge their stories.
+    pub epic: EpicConfig,
 }
 
 /// The `checks:` section.
@@ -152,6 +156,7 @@ impl Default for Config {
             runners: RunnersConfig::default(),
             checks: ChecksConfig::default(),
             orchestration: OrchestrationConfig::default(),
+            epic: EpicConfig::default(),
         }
     }
 }

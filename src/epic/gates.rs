@@ -454,6 +454,7 @@ mod tests {
             action: Action::Run,
             depends_on: depends_on.iter().map(|d| d.to_string()).collect(),
             touches: Vec::new(),
+            refactor: false,
             wave: None,
             stacked_on: None,
             merges: Vec::new(),

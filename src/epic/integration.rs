@@ -128,6 +128,7 @@ fn run(
         (Some(command), Ok(commit)) => super::judge::tests_on(
             repo,
             commit,
+            &[],
             command,
             options.config,
             TEST_TIMEOUT,

@@ -3,6 +3,7 @@
 //! pipeline playbook, verified, committed and offered as a draft pull request; the run's
 //! record is the epic session's journal, so `epic status` and `epic resume` replay it.
 
+mod acceptance;
 pub mod actions;
 mod close;
 mod closeout;

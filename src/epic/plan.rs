@@ -47,6 +47,9 @@ pub struct Planned {
     pub depends_on: Vec<String>,
     /// Paths it expects to change.
     pub touches: Vec<String>,
+    /// It says it changes no behaviour (a refactor).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub refactor: bool,
     /// 0-based wave: every dependency it waits for is in an earlier one.
     pub wave: Option<usize>,
     /// The story whose branch it is stacked on (a dependency the run itself implements).
@@ -282,6 +285,7 @@ pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan
             action,
             depends_on: s.depends_on.clone(),
             touches: s.touches.clone(),
+            refactor: s.refactor,
             wave,
             stacked_on: pending.first().cloned(),
             merges: pending.iter().skip(1).cloned().collect(),
@@ -520,6 +524,7 @@ mod tests {
             action,
             depends_on: v(depends_on),
             touches: v(touches),
+            refactor: false,
             wave,
             stacked_on: None,
             merges: Vec::new(),

@@ -109,6 +109,7 @@ pub(super) fn run_story(
         baseline: Some(baseline.clone()),
         ..Default::default()
     });
+    let hidden = super::acceptance::ensure(&repo, job, config, &baseline, purse, interrupt, &send)?;
     let mut observer = observer(key, &session.worktree, job.pushes, progress, tx);
     // What is left of the epic's budget caps the story's own (no step starts past it).
     let mut limited = config.clone();
@@ -131,15 +132,17 @@ pub(super) fn run_story(
         },
     )?;
     let (rounds, fixed) = review_rounds(&report.state, &job.source);
+    // What the story spent: its pipeline's, and writing its acceptance tests.
+    let before = hidden.as_ref().map(|h| h.spent).unwrap_or_default();
+    let micro_usd = report.state.cost_micro_usd + before.micro_usd;
     let numbers = |stage: Stage, reason: Option<String>| StoryStage {
         stage,
         reason,
         rounds: Some(rounds),
         findings_fixed: Some(fixed),
-        invocations: Some(report.state.invocations),
-        cost_usd: (report.state.cost_micro_usd > 0)
-            .then(|| report.state.cost_micro_usd as f64 / 1e6),
-        run_time_ms: Some(report.state.run_time_ms),
+        invocations: Some(report.state.invocations + before.invocations),
+        cost_usd: (micro_usd > 0).then(|| micro_usd as f64 / 1e6),
+        run_time_ms: Some(report.state.run_time_ms + before.ms),
         ..Default::default()
     };
     let worktree = session
@@ -190,7 +193,15 @@ pub(super) fn run_story(
             session.id
         ),
     )?;
-    let judged = match verdict(&repo, &session, job, &baseline, config, interrupt)? {
+    let judged = match verdict(
+        &repo,
+        &session,
+        job,
+        &baseline,
+        hidden.as_ref(),
+        config,
+        interrupt,
+    )? {
         Ok(judged) => judged,
         Err((stage, why, end)) => {
             send(numbers(stage, Some(why)));
@@ -243,6 +254,7 @@ fn verdict(
     session: &session::Session,
     job: &Job,
     baseline: &str,
+    hidden: Option<&super::judge::hidden::Hidden>,
     config: &Config,
     interrupt: &AtomicBool,
 ) -> Result<Result<(session::ObjectId, String), Stop>, Error> {
@@ -271,6 +283,8 @@ fn verdict(
         },
         story_file: job.story.file.as_deref(),
         accepted: job.judge_answer == Some(Answer::Continue),
+        refactor: job.story.refactor,
+        hidden,
     };
     let evidence = match super::judge::judge(repo, &work, config, timeout, interrupt)? {
         Judgement::Pass(evidence) => evidence,
@@ -506,6 +520,9 @@ pub(super) fn stage_line(key: &str, stage: &StoryStage) -> String {
     }
     if let Some(pr) = &stage.pr {
         line.push_str(&format!(" ({pr})"));
+    }
+    if let Some(acceptance) = &stage.acceptance {
+        line.push_str(&format!(", acceptance tests: {acceptance}"));
     }
     if let Some(reason) = &stage.reason {
         line.push_str(&format!(": {reason}"));

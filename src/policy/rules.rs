@@ -189,6 +189,12 @@ pub const TESTS_REMOVED: Rule = Rule {
     why: "a suite made smaller passes without the work being right",
     instead: "keep the tests; a human accepts a removal at the story's judge gate",
 };
+/// A story's new tests all pass on its base, without its code.
+pub const TESTS_PASS_ON_BASE: Rule = Rule {
+    id: "tests-pass-on-base",
+    why: "a test that passes without the story's code is no evidence of its work",
+    instead: "write tests that fail until the story's behaviour exists, or say `refactor: true` in the story's frontmatter; a human accepts them at the story's judge gate",
+};
 /// A story changed files outside its declared `touches`, or files another story declares.
 pub const OUT_OF_SCOPE: Rule = Rule {
     id: "out-of-scope",
@@ -243,6 +249,7 @@ pub const CATALOGUE: &[Rule] = &[
     RECORD_MOVED,
     JUDGE_CHANGED,
     TESTS_REMOVED,
+    TESTS_PASS_ON_BASE,
     OUT_OF_SCOPE,
     WORKTREE_DAMAGED,
     OUTSIDE_WALLS,

@@ -118,7 +118,8 @@ impl Mount {
 /// The places a contained process never sees as they are: temporary files (other users'
 /// sockets, an SSH agent's), the user's home (keys, tokens, browser profiles), the
 /// per-user runtime folder (the session bus, keyrings, gpg and ssh agents), and git-bmad's
-/// key store wherever it lies (inside the home or not: `XDG_CONFIG_HOME` may name any place).
+/// sealed stores (keys, acceptance tests) wherever they lie (inside the home or not:
+/// `XDG_CONFIG_HOME` may name any place).
 pub fn private_places(home: Option<&Path>) -> Vec<Mount> {
     // A mount needs its place: bubblewrap cannot make one in the read-only system.
     let mut places: Vec<Mount> = ["/tmp", "/var/tmp", "/run/user"]
@@ -131,8 +132,10 @@ pub fn private_places(home: Option<&Path>) -> Vec<Mount> {
         places.push(Mount::Hide(home.to_owned()));
     }
     // Hidden again below a shown place, however deep: mounts go parents first.
-    if let Some(store) = crate::env::key_store().filter(|s| s.is_dir()) {
-        places.push(Mount::Hide(store));
+    for store in crate::env::sealed_stores() {
+        if store.is_dir() {
+            places.push(Mount::Hide(store));
+        }
     }
     places
 }

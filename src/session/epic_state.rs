@@ -236,6 +236,7 @@ fn merge(into: &mut StoryStage, from: &StoryStage) {
         baseline,
         pr,
         tests,
+        acceptance,
         rounds,
         findings_fixed,
         invocations,

@@ -825,6 +825,10 @@ pub struct StoryStage {
     /// the count).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tests: Option<String>,
+    /// The acceptance tests written from its criteria before its dev began: how many, or
+    /// why there are none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub acceptance: Option<String>,
     /// Review rounds run.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rounds: Option<u32>,

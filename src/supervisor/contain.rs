@@ -79,6 +79,37 @@ pub fn command(
     })
 }
 
+/// Contain an agent git-bmad runs in `dir` for a step of its own (the acceptance tests
+/// written before a story's dev), when the run is contained: `dir` writable, the network
+/// its CLI needs, what [`crate::policy::hidden_from_steps`] names hidden, and a private home
+/// holding the copies of what `kind`'s CLI reads there (its login).
+pub fn agent(
+    containment: &Containment,
+    dir: &Path,
+    repo: &Repo,
+    kind: crate::runner::Kind,
+    program: &Path,
+) -> Result<Option<Scratch>> {
+    let Some(layers) = containment.layers() else {
+        return Ok(None);
+    };
+    let why = |e: std::io::Error| Error::Uncontained {
+        why: format!("could not make a private home: {e}"),
+    };
+    let scratch = sandbox::scratch(
+        layers,
+        dir,
+        &crate::policy::hidden_from_steps(repo),
+        &[],
+        repo.identity(),
+        true,
+        Some(program),
+    )
+    .map_err(why)?;
+    private_home(scratch.home(), kind.adapter().home_files(), repo).map_err(why)?;
+    Ok(Some(scratch))
+}
+
 /// Fill the private home at `home` with copies of the user's `files` and the repository's
 /// git identity.
 pub fn private_home(home: &Path, files: &[&str], repo: &Repo) -> std::io::Result<()> {

@@ -113,6 +113,7 @@ impl TicketTree {
                         .map(|a| reference.get(a).cloned().unwrap_or_else(|| a.clone()))
                         .collect(),
                     touches: Vec::new(),
+                    refactor: false,
                     sprint_line: None,
                     blocking_condition: condition,
                     ambiguous,

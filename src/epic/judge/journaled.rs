@@ -5,7 +5,7 @@
 
 use super::{judges_diff, Concern};
 use crate::epic::Error;
-use crate::policy::rules::{JUDGE_CHANGED, OUT_OF_SCOPE, TESTS_REMOVED};
+use crate::policy::rules::JUDGE_CHANGED;
 use crate::session::{self, NewEvent, ObjectId, Repo};
 
 /// Who journals the findings.
@@ -54,7 +54,7 @@ pub fn read(
     let journal = session::read_journal(repo, &session.id)?;
     let at = subject(&[], head);
     let mut concern = Concern::default();
-    for rule in [&JUDGE_CHANGED, &TESTS_REMOVED, &OUT_OF_SCOPE] {
+    for rule in super::RULES {
         let mut paths: Vec<String> = Vec::new();
         for said in journal.violations(rule.id) {
             let Some(named) = said.strip_suffix(at.as_str()) else {

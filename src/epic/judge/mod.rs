@@ -9,9 +9,15 @@
 //!   of its own, so nothing an agent left in its worktree counts), with no credential in
 //!   the environment ([`crate::env::untrusted`]);
 //! - **counting**: the number of tests the runner reports passing may not fall below the
-//!   base's.
+//!   base's;
+//! - **with tests the agents never saw**: the acceptance tests written from the story's
+//!   criteria before its dev began ([`hidden`]), laid over the commit, must pass;
+//! - **differentially**: a story's new tests that all pass on the base's code are no
+//!   evidence of its work, and a human is asked (unless it says it is a refactor).
 
 mod counts;
+mod differential;
+pub mod hidden;
 pub mod journaled;
 mod rules;
 
@@ -22,11 +28,11 @@ use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 pub use counts::{passed, Passed};
-pub use rules::Scope;
+pub use rules::{is_test_file, Scope};
 
 use super::Error;
 use crate::config::Config;
-use crate::policy::rules::{JUDGE_CHANGED, OUT_OF_SCOPE, TESTS_REMOVED};
+use crate::policy::rules::{JUDGE_CHANGED, OUT_OF_SCOPE, TESTS_PASS_ON_BASE, TESTS_REMOVED};
 use crate::policy::secrets::redact;
 use crate::runner::{self, Spec};
 use crate::session::{self, ObjectId, Repo, TreeChange};
@@ -65,6 +71,8 @@ impl Concern {
                     format!("changed files git-bmad judges it with ({paths})")
                 } else if *rule == TESTS_REMOVED.id {
                     format!("deleted or emptied test files: {paths}")
+                } else if *rule == TESTS_PASS_ON_BASE.id {
+                    format!("added tests that all pass without its code, on the base: {paths}")
                 } else {
                     format!("changed outside its scope: {paths}")
                 }
@@ -91,6 +99,14 @@ impl Concern {
     }
 }
 
+/// The rules the judge asks a human about, in the order it names them.
+pub const RULES: [&crate::policy::rules::Rule; 4] = [
+    &JUDGE_CHANGED,
+    &TESTS_REMOVED,
+    &TESTS_PASS_ON_BASE,
+    &OUT_OF_SCOPE,
+];
+
 /// The longest diff a gate shows.
 const DIFF_SHOWN: usize = 6000;
 
@@ -108,6 +124,23 @@ pub struct Work<'a> {
     pub story_file: Option<&'a str>,
     /// A human accepted what the judge asked about ([`Judgement::Ask`]).
     pub accepted: bool,
+    /// The story says it changes no behaviour (a refactor): new tests that pass on the base
+    /// are what it should have.
+    pub refactor: bool,
+    /// The acceptance tests written from its criteria before its dev began, if any.
+    pub hidden: Option<&'a hidden::Hidden>,
+}
+
+/// A file laid over a clean checkout before its tests run: a story's tests over its base,
+/// the hidden acceptance tests over its commit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Overlay {
+    /// Where, relative to the checkout.
+    pub path: String,
+    /// What it holds.
+    pub bytes: Vec<u8>,
+    /// Whether it is executable.
+    pub executable: bool,
 }
 
 /// Judge `work`. `fallback` is the configuration to use when the base has no
@@ -132,7 +165,15 @@ pub fn judge(
         network: config.checks.network,
         passed_env: config.runners.env.clone(),
     };
-    let concern = concern(repo, work, command.as_deref())?;
+    let mut concern = concern(repo, work, command.as_deref())?;
+    if let (Some(command), false, false) = (&command, work.accepted, work.refactor) {
+        let passing = differential::new_tests_passing_on_base(
+            repo, work, command, &walls, timeout, interrupt,
+        )?;
+        if !passing.is_empty() {
+            concern.findings.push((TESTS_PASS_ON_BASE.id, passing));
+        }
+    }
     if !concern.findings.is_empty() && !work.accepted {
         return Ok(Judgement::Ask(concern));
     }
@@ -147,7 +188,7 @@ pub fn judge(
             "no tests run: the base sets no checks.test_command{scope}"
         )));
     };
-    let ran = run_on(repo, head, &command, &walls, timeout, interrupt)?;
+    let ran = run_on(repo, head, &[], &command, &walls, timeout, interrupt)?;
     if !ran.green {
         return Ok(Judgement::Fail(format!(
             "`{command}` fails on {} in a clean checkout:\n{}",
@@ -155,6 +196,36 @@ pub fn judge(
             ran.excerpt
         )));
     }
+    let accepted = match work.hidden.filter(|h| !h.files.is_empty()) {
+        None => String::new(),
+        Some(hidden) => {
+            let ran = run_on(
+                repo,
+                head,
+                &hidden.files,
+                &command,
+                &walls,
+                timeout,
+                interrupt,
+            )?;
+            // Their output would tell the next dev what the tests ask: the record names
+            // where a person reads them instead.
+            if !ran.green {
+                return Ok(Judgement::Fail(format!(
+                    "the acceptance tests written from its criteria before its dev began fail \
+                     on {} (`{command}` over them: {}); they are kept out of the agents' reach, \
+                     in {}",
+                    short(head),
+                    ran.exit,
+                    hidden.place.display()
+                )));
+            }
+            format!(
+                "; its {} acceptance test file(s), unseen by its agents, pass",
+                hidden.files.len()
+            )
+        }
+    };
     let at_base = base_count(repo, base, &command, &walls, timeout, interrupt)?;
     let evidence = match (ran.passed, at_base) {
         (Some(now), Some(then)) if now.count < then.count && !concern.has(TESTS_REMOVED.id) => {
@@ -189,7 +260,7 @@ pub fn judge(
         (None, _) => "the runner reported no test count".to_owned(),
     };
     Ok(Judgement::Pass(format!(
-        "`{command}` passed on {} in a clean checkout: {evidence}{scope}",
+        "`{command}` passed on {} in a clean checkout: {evidence}{accepted}{scope}",
         short(head)
     )))
 }
@@ -285,11 +356,13 @@ fn cut(text: &str, max: usize) -> String {
     )
 }
 
-/// Whether `command` passes on a clean checkout of `commit`, run as the judge runs it, and
-/// what it said: the count when it passed, the end of its output when it failed.
+/// Whether `command` passes on a clean checkout of `commit` with `overlay` laid over it,
+/// run as the judge runs it, and what it said: the count when it passed, the end of its
+/// output when it failed.
 pub fn tests_on(
     repo: &Repo,
     commit: ObjectId,
+    overlay: &[Overlay],
     command: &str,
     config: &Config,
     timeout: Duration,
@@ -300,7 +373,7 @@ pub fn tests_on(
         network: config.checks.network,
         passed_env: config.runners.env.clone(),
     };
-    let ran = run_on(repo, commit, command, &walls, timeout, interrupt)?;
+    let ran = run_on(repo, commit, overlay, command, &walls, timeout, interrupt)?;
     let said = match (ran.green, ran.passed) {
         (true, Some(p)) => format!(
             "`{command}` passed on {}: {} tests ({})",
@@ -316,7 +389,7 @@ pub fn tests_on(
 
 /// The base's `.bmad/config.yaml`: `Ok(None)` when it has none, `Err` with why when it
 /// does not parse.
-fn config_at(repo: &Repo, base: ObjectId) -> Result<Result<Option<Config>, String>, Error> {
+pub fn config_at(repo: &Repo, base: ObjectId) -> Result<Result<Option<Config>, String>, Error> {
     let path = crate::config::CONFIG_PATH;
     let Some(bytes) = repo
         .file_at(&base.to_string(), path)
@@ -356,28 +429,28 @@ fn removed_tests(changes: &[TreeChange]) -> Vec<String> {
 /// One run of the test command.
 struct Ran {
     green: bool,
+    /// How it ended.
+    exit: runner::Exit,
     passed: Option<Passed>,
     /// The end of its output, redacted, when it failed.
     excerpt: String,
 }
 
 /// The walls the judge's test runs get.
-struct Walls {
+pub struct Walls {
     containment: contain::Containment,
     network: crate::config::Network,
     /// The variables the configuration passes to test runs (`runners.env`).
     passed_env: Vec<String>,
 }
 
-/// Run `command` in a clean checkout of `commit`, with no credential in its environment.
-fn run_on(
+/// A clean checkout of `commit` (a repository of its own) in a temporary folder, with
+/// `overlay` laid over it: the folder, removed when dropped, and the checkout.
+pub fn checkout(
     repo: &Repo,
     commit: ObjectId,
-    command: &str,
-    walls: &Walls,
-    timeout: Duration,
-    interrupt: &AtomicBool,
-) -> Result<Ran, Error> {
+    overlay: &[Overlay],
+) -> Result<(tempfile::TempDir, std::path::PathBuf), Error> {
     let scratch = tempfile::Builder::new()
         .prefix("git-bmad-judge-")
         .tempdir()
@@ -388,6 +461,40 @@ fn run_on(
     let checkout = scratch.path().join("checkout");
     repo.clean_checkout(commit, &checkout)
         .map_err(session::Error::from)?;
+    for file in overlay {
+        let to = checkout.join(&file.path);
+        let written = to
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            // A link of the commit's in the way is replaced, never written through.
+            .and_then(|()| match std::fs::symlink_metadata(&to) {
+                Ok(m) if m.is_dir() => std::fs::remove_dir_all(&to),
+                Ok(_) => std::fs::remove_file(&to),
+                Err(_) => Ok(()),
+            })
+            .and_then(|()| std::fs::write(&to, &file.bytes))
+            .and_then(|()| {
+                use std::os::unix::fs::PermissionsExt;
+                let mode = if file.executable { 0o755 } else { 0o644 };
+                std::fs::set_permissions(&to, std::fs::Permissions::from_mode(mode))
+            });
+        written.map_err(|source| Error::Write { path: to, source })?;
+    }
+    Ok((scratch, checkout))
+}
+
+/// Run `command` in a clean checkout of `commit` with `overlay` laid over it, with no
+/// credential in its environment.
+fn run_on(
+    repo: &Repo,
+    commit: ObjectId,
+    overlay: &[Overlay],
+    command: &str,
+    walls: &Walls,
+    timeout: Duration,
+    interrupt: &AtomicBool,
+) -> Result<Ran, Error> {
+    let (_scratch, checkout) = checkout(repo, commit, overlay)?;
     let walls_env = walls.passed_env.clone();
     let walls = contain::command(&walls.containment, &checkout, repo, walls.network)?;
     let spec = Spec {
@@ -423,6 +530,7 @@ fn run_on(
     };
     Ok(Ran {
         green,
+        exit: out.exit,
         passed: passed(&all),
         excerpt,
     })
@@ -445,7 +553,7 @@ fn base_count(
     if let Some(known) = COUNTED.lock().ok().and_then(|c| c.get(&key).copied()) {
         return Ok(known);
     }
-    let ran = run_on(repo, base, command, walls, timeout, interrupt)?;
+    let ran = run_on(repo, base, &[], command, walls, timeout, interrupt)?;
     // A red base gives no count to hold the story to.
     let count = ran.passed.filter(|_| ran.green);
     if let Ok(mut counted) = COUNTED.lock() {

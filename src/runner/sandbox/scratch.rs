@@ -10,10 +10,17 @@ use super::{command_walls, private_home, Hidden, Layers};
 pub struct Scratch {
     /// The walls and their layers.
     pub contained: crate::runner::Contained,
-    _home: tempfile::TempDir,
+    home: tempfile::TempDir,
     /// `dir`'s `.git` link and what it said: where no mount holds it read-only (Landlock
     /// alone), a command could rewrite it, so it is put back when the command is done.
     link: Option<(PathBuf, Vec<u8>)>,
+}
+
+impl Scratch {
+    /// Its private home.
+    pub fn home(&self) -> &Path {
+        self.home.path()
+    }
 }
 
 impl Drop for Scratch {
@@ -60,7 +67,7 @@ pub fn scratch(
             layers: layers.clone(),
             walls: command_walls(dir, hidden, readable, home.path(), network, program),
         },
-        _home: home,
+        home,
         link: std::fs::read(dir.join(".git"))
             .ok()
             .map(|content| (dir.join(".git"), content)),

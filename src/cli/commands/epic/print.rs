@@ -213,6 +213,9 @@ pub(super) fn print_status(ctx: &Context, plan: &Plan, state: &EpicState) {
         if let Some(reason) = &d.reason {
             ui.line(format!("      {reason}"));
         }
+        if let Some(acceptance) = &d.acceptance {
+            ui.line(format!("      acceptance tests: {acceptance}"));
+        }
         if let Some(tests) = d.tests.as_ref().filter(|_| st.stage == Stage::Done) {
             ui.line(format!("      {tests}"));
         }
