@@ -282,3 +282,107 @@ fn acceptance_tests_that_pass_before_the_work_are_not_kept_and_the_project_can_t
     let s = status(&env, &repo);
     assert!(story(&s, STORY)["state"]["acceptance"].is_null(), "{s:#}");
 }
+
+/// The counted suite (each `tests/*.sh` one test) in place of `repo`'s test script.
+fn count_tests(env: &TestEnv, repo: &Path) {
+    write(
+        repo,
+        "test.sh",
+        "#!/bin/sh\nn=0\nfor t in tests/*.sh; do\n  [ -f \"$t\" ] || continue\n  sh \"$t\" || { echo \"not ok $t\"; exit 1; }\n  n=$((n+1)); echo \"ok $n - $t\"\ndone\n! grep -rq FAIL src 2>/dev/null\n",
+    );
+    write(repo, "tests/base.sh", "true\n");
+    env.git(repo, &["add", "-A"]);
+    env.git(repo, &["commit", "-qm", "a suite that counts"]);
+}
+
+/// Every era's pipeline, an honest agent and one whose work misses what the story asks
+/// (its code written, in scope, but not what the criteria want) while every visible test
+/// passes: the first is done, the second failed by the tests its agents never saw.
+#[test]
+fn in_every_era_work_the_hidden_acceptance_tests_reject_is_not_done() {
+    // The criteria, as the test architect reads them: the story's key is implemented in
+    // its code.
+    const KEYED: &str = "mkdir -p tests\nprintf 'grep -rqs -- \"// %s\" src\\n' \"${BMAD_ARGS#ticket }\" > tests/accept.sh\nresult 'wrote tests/accept.sh'\n";
+    let miss = |script: String| script.replace("\"// $key\"", "\"// todo\"");
+    let judged = |env: &TestEnv, repo: &Path, epic: &str, key: &str, honest: bool| {
+        let s = env
+            .bmad(repo, &["epic", "status", epic, "--json"])
+            .success()
+            .json();
+        let st = story(&s, key);
+        let acceptance = st["state"]["acceptance"].as_str().unwrap_or_default();
+        assert!(acceptance.starts_with("1 file(s) written"), "{s:#}");
+        if honest {
+            assert_eq!(st["stage"], "done", "{s:#}");
+            let tests = st["state"]["tests"].as_str().unwrap();
+            assert!(tests.contains("acceptance test file(s), unseen by its agents, pass"));
+        } else {
+            assert_eq!(st["stage"], "failed", "{s:#}");
+            let reason = st["state"]["reason"].as_str().unwrap();
+            assert!(reason.contains("acceptance tests written from its criteria"), "{reason}");
+        }
+    };
+    for honest in [true, false] {
+        // v4: the Dev of a .bmad-core project.
+        let env = TestEnv::new();
+        let repo = crate::test_epic_v4::v4_project(&env);
+        count_tests(&env, &repo);
+        agent_behaviour(&env, "acceptance", KEYED);
+        let dev = format!(
+            "{}set_status 'Ready for Review'\nresult \"implemented $key\"\n",
+            crate::test_epic::write_in_scope(
+                "docs/stories/$key.md",
+                "src/$(echo \"$key\" | cut -d. -f3 | cut -d- -f1)/$key.rs"
+            )
+        );
+        let dev = if honest { dev } else { miss(dev) };
+        crate::test_epic_v4::behaviour(&env, "dev", &dev);
+        crate::test_epic_v4::behaviour(
+            &env,
+            "approve-1",
+            "set_status Approved\nresult 'Outcome: Approve'\n",
+        );
+        let code = if honest { 0 } else { 5 };
+        env.bmad(&repo, &["epic", "run", "4", "--stories", "4.1"])
+            .code(code);
+        judged(&env, &repo, "4", "4.1.api-client", honest);
+
+        // v6.11: bmad-build-auto on a spec.
+        let env = TestEnv::new();
+        let repo = env.repo("ledger");
+        crate::common::copy_dir(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/epic/v611"),
+            &repo,
+        );
+        count_tests(&env, &repo);
+        env.executable("claude", crate::test_supervisor::FAKE_CLAUDE);
+        agent_behaviour(&env, "acceptance", KEYED);
+        let build = format!(
+            "key=$BMAD_ARGS\nspec=\"_bmad-output/implementation-artifacts/spec-$key.md\"\nbase=$(git rev-parse HEAD)\n{}sed -i \"s/^status: .*/status: 'done'/\" \"$spec\"\nsed -i \"s/^review_loop_iteration: .*/&\\nbaseline_revision: $base/\" \"$spec\"\nresult \"built $key\"\n",
+            crate::test_epic::write_in_scope(
+                "$spec",
+                "src/$(echo \"$key\" | cut -d- -f3)/$key.rs"
+            )
+        );
+        let build = if honest { build } else { miss(build) };
+        agent_behaviour(&env, "build", &build);
+        agent_behaviour(&env, "review-1", "result 'Outcome: Approve'\n");
+        env.bmad(&repo, &["epic", "run", "5", "--stories", "5-1"])
+            .code(code);
+        judged(&env, &repo, "5", "5-1-parser", honest);
+
+        // v7: bmad-build-auto on a ticket.
+        let env = TestEnv::new();
+        let repo = crate::test_epic_v7::project(&env);
+        count_tests(&env, &repo);
+        env.executable("claude", crate::test_supervisor::FAKE_CLAUDE);
+        agent_behaviour(&env, "acceptance", KEYED);
+        let build = crate::test_epic_v7::build_auto("none");
+        let build = if honest { build } else { miss(build) };
+        agent_behaviour(&env, "build", &build);
+        agent_behaviour(&env, "review-1", "result 'Outcome: Approve'\n");
+        env.bmad(&repo, &["epic", "run", "1", "--stories", "1.1"])
+            .code(code);
+        judged(&env, &repo, "1", "1.1", honest);
+    }
+}

@@ -13,7 +13,7 @@ use crate::test_supervisor::{agent_behaviour, FAKE_CLAUDE};
 
 const PRICING: &str = "_bmad-output/initiative-shop/epic-pricing-rules";
 
-fn project(env: &TestEnv) -> PathBuf {
+pub(crate) fn project(env: &TestEnv) -> PathBuf {
     let repo = env.repo("shop");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/bmad/v7");
     copy_dir(&src, &repo);
@@ -31,7 +31,7 @@ fn project(env: &TestEnv) -> PathBuf {
 /// names where it is or goes), implements, and ends at `built` in the plan, creating the plan
 /// from its template when there is none; on a halt it marks the ticket blocked with its
 /// condition (`tickets.py mark <ref> blocked --blocked <condition>`).
-fn build_auto(halt_on: &str) -> String {
+pub(crate) fn build_auto(halt_on: &str) -> String {
     let plans = format!(
         "case \"$key\" in\n  1.1) plan={PRICING}/story-price-rules-engine-plan.md ;;\n  1.2) plan={PRICING}/story-apply-and-refuse-discount-codes-plan.md ;;\n  1.3) plan={PRICING}/spike-tax-providers-plan.md ;;\n  1.4) plan={PRICING}/bug-rounding-on-totals-plan.md ;;\nesac\n"
     );
