@@ -386,3 +386,35 @@ fn in_every_era_work_the_hidden_acceptance_tests_reject_is_not_done() {
         judged(&env, &repo, "1", "1.1", honest);
     }
 }
+
+/// A test that hangs only where git-bmad judges (a checkout with a `.git` folder, not a
+/// worktree's `.git` file): the judge's run ends with the epic's time, not after it.
+#[test]
+fn a_test_that_hangs_only_in_the_judges_checkout_ends_with_the_epics_time() {
+    let env = TestEnv::new();
+    let repo = counted_project(&env);
+    agent_behaviour(&env, "acceptance", ACCEPTANCE);
+    let ended = env.root().join("slow.log");
+    dev(
+        &env,
+        HONEST,
+        &format!(
+            "printf '[ -f .git ] || {{ sleep 90; echo end >> {}; }}\\n' > tests/slow.sh",
+            ended.display()
+        ),
+    );
+    let run = env.bmad_with(
+        &repo,
+        &["epic", "run", "3", "--stories", STORY, "--max-time", "10s"],
+        &[("GH_TOKEN", "gho_usertoken0123456789abcdefghijklmnopqr")],
+    );
+    let s = status(&env, &repo);
+    let st = story(&s, STORY);
+    assert_ne!(st["stage"], "done", "{s:#}\n{}", run.stderr);
+    assert!(
+        st["state"]["reason"].as_str().unwrap_or_default().contains("timed out"),
+        "{s:#}"
+    );
+    // Cut, not waited out.
+    assert!(!ended.exists());
+}

@@ -98,7 +98,13 @@ fn written(
         agent.kind,
         &program,
     )?;
-    let timeout = job.limits.1.map_or(TIMEOUT, |left| left.min(TIMEOUT));
+    // The story's time left: what it may take, less what its earlier runs took.
+    let spent = Duration::from_millis(job.known.detail.run_time_ms.unwrap_or(0));
+    let timeout = job
+        .limits
+        .1
+        .map_or(TIMEOUT, |limit| limit.saturating_sub(spent).min(TIMEOUT))
+        .max(Duration::from_secs(1));
     let story = job
         .story
         .file

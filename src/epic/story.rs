@@ -193,15 +193,12 @@ pub(super) fn run_story(
             session.id
         ),
     )?;
-    let judged = match verdict(
-        &repo,
-        &session,
-        job,
-        &baseline,
-        hidden.as_ref(),
-        config,
-        interrupt,
-    )? {
+    let spent = std::time::Duration::from_millis(report.state.run_time_ms + before.ms);
+    let judging = Judging {
+        hidden: hidden.as_ref(),
+        spent,
+    };
+    let judged = match verdict(&repo, &session, job, &baseline, &judging, config, interrupt)? {
         Ok(judged) => judged,
         Err((stage, why, end)) => {
             send(numbers(stage, Some(why)));
@@ -243,6 +240,14 @@ pub(super) fn asked(
 /// Where a story stops short of its pull request: the stage to record, why, and its end.
 type Stop = (Stage, String, End);
 
+/// What the judge holds a story to beside its branch.
+struct Judging<'a> {
+    /// The acceptance tests written before its dev began.
+    hidden: Option<&'a super::judge::hidden::Hidden>,
+    /// The time in steps it took so far, of the time it may take ([`Job::limits`]).
+    spent: std::time::Duration,
+}
+
 /// The judge's verdict on the story's committed branch, as the story takes it: the commit
 /// to push and its evidence, or the stage, reason and end the story stops at. A branch with
 /// no commit after its baseline, or only BMAD's bookkeeping, stops before any test runs;
@@ -254,7 +259,7 @@ fn verdict(
     session: &session::Session,
     job: &Job,
     baseline: &str,
-    hidden: Option<&super::judge::hidden::Hidden>,
+    judging: &Judging<'_>,
     config: &Config,
     interrupt: &AtomicBool,
 ) -> Result<Result<(session::ObjectId, String), Stop>, Error> {
@@ -269,10 +274,10 @@ fn verdict(
             return Ok(Err((Stage::Failed, why, End::Failed)))
         }
     };
-    let timeout = job
-        .limits
-        .1
-        .map_or(JUDGE_TIMEOUT, |left| left.min(JUDGE_TIMEOUT));
+    // What is left of the story's time when the judge starts, not when the story did.
+    let timeout = job.limits.1.map_or(JUDGE_TIMEOUT, |limit| {
+        limit.saturating_sub(judging.spent).min(JUDGE_TIMEOUT)
+    });
     let work = super::judge::Work {
         base,
         head,
@@ -284,7 +289,7 @@ fn verdict(
         story_file: job.story.file.as_deref(),
         accepted: job.judge_answer == Some(Answer::Continue),
         refactor: job.story.refactor,
-        hidden,
+        hidden: judging.hidden,
     };
     let evidence = match super::judge::judge(repo, &work, config, timeout, interrupt)? {
         Judgement::Pass(evidence) => evidence,

@@ -4,7 +4,7 @@
 //! own) brought no evidence of new behaviour, and a human is asked with the list.
 
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
+use std::time::Instant;
 
 use super::{base_count, rules, run_on, Overlay, Walls, Work};
 use crate::epic::Error;
@@ -17,7 +17,7 @@ pub(super) fn new_tests_passing_on_base(
     work: &Work<'_>,
     command: &str,
     walls: &Walls,
-    timeout: Duration,
+    deadline: Instant,
     interrupt: &AtomicBool,
 ) -> Result<Vec<String>, Error> {
     let changed: Vec<_> = work
@@ -42,9 +42,9 @@ pub(super) fn new_tests_passing_on_base(
     if overlay.is_empty() {
         return Ok(Vec::new());
     }
-    let before = base_count(repo, work.base, command, walls, timeout, interrupt)?;
+    let before = base_count(repo, work.base, command, walls, deadline, interrupt)?;
     let ran = run_on(
-        repo, work.base, &overlay, command, walls, timeout, interrupt,
+        repo, work.base, &overlay, command, walls, deadline, interrupt,
     )?;
     let more_passed = match (ran.passed, before) {
         (Some(now), Some(then)) => now.count > then.count,

@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{LazyLock, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub use counts::{passed, Passed};
 pub use rules::{is_test_file, Scope};
@@ -153,6 +153,8 @@ pub fn judge(
     interrupt: &AtomicBool,
 ) -> Result<Judgement, Error> {
     let (base, head) = (work.base, work.head);
+    // Every run of the story's tests ends by one deadline: together, within `timeout`.
+    let deadline = Instant::now() + timeout;
     let config = match config_at(repo, base)? {
         Ok(Some(config)) => config,
         Ok(None) => fallback.clone(),
@@ -168,7 +170,7 @@ pub fn judge(
     let mut concern = concern(repo, work, command.as_deref())?;
     if let (Some(command), false, false) = (&command, work.accepted, work.refactor) {
         let passing = differential::new_tests_passing_on_base(
-            repo, work, command, &walls, timeout, interrupt,
+            repo, work, command, &walls, deadline, interrupt,
         )?;
         if !passing.is_empty() {
             concern.findings.push((TESTS_PASS_ON_BASE.id, passing));
@@ -188,7 +190,7 @@ pub fn judge(
             "no tests run: the base sets no checks.test_command{scope}"
         )));
     };
-    let ran = run_on(repo, head, &[], &command, &walls, timeout, interrupt)?;
+    let ran = run_on(repo, head, &[], &command, &walls, deadline, interrupt)?;
     if !ran.green {
         return Ok(Judgement::Fail(format!(
             "`{command}` fails on {} in a clean checkout:\n{}",
@@ -205,7 +207,7 @@ pub fn judge(
                 &hidden.files,
                 &command,
                 &walls,
-                timeout,
+                deadline,
                 interrupt,
             )?;
             // Their output would tell the next dev what the tests ask: the record names
@@ -226,7 +228,7 @@ pub fn judge(
             )
         }
     };
-    let at_base = base_count(repo, base, &command, &walls, timeout, interrupt)?;
+    let at_base = base_count(repo, base, &command, &walls, deadline, interrupt)?;
     let evidence = match (ran.passed, at_base) {
         (Some(now), Some(then)) if now.count < then.count && !concern.has(TESTS_REMOVED.id) => {
             return Ok(Judgement::Fail(format!(
@@ -373,7 +375,8 @@ pub fn tests_on(
         network: config.checks.network,
         passed_env: config.runners.env.clone(),
     };
-    let ran = run_on(repo, commit, overlay, command, &walls, timeout, interrupt)?;
+    let deadline = Instant::now() + timeout;
+    let ran = run_on(repo, commit, overlay, command, &walls, deadline, interrupt)?;
     let said = match (ran.green, ran.passed) {
         (true, Some(p)) => format!(
             "`{command}` passed on {}: {} tests ({})",
@@ -484,16 +487,20 @@ pub fn checkout(
 }
 
 /// Run `command` in a clean checkout of `commit` with `overlay` laid over it, with no
-/// credential in its environment.
+/// credential in its environment, ended by `deadline`.
 fn run_on(
     repo: &Repo,
     commit: ObjectId,
     overlay: &[Overlay],
     command: &str,
     walls: &Walls,
-    timeout: Duration,
+    deadline: Instant,
     interrupt: &AtomicBool,
 ) -> Result<Ran, Error> {
+    // Past the deadline, a second: a run that cannot start still says it timed out.
+    let timeout = deadline
+        .saturating_duration_since(Instant::now())
+        .max(Duration::from_secs(1));
     let (_scratch, checkout) = checkout(repo, commit, overlay)?;
     let walls_env = walls.passed_env.clone();
     let walls = contain::command(&walls.containment, &checkout, repo, walls.network)?;
@@ -543,7 +550,7 @@ fn base_count(
     base: ObjectId,
     command: &str,
     walls: &Walls,
-    timeout: Duration,
+    deadline: Instant,
     interrupt: &AtomicBool,
 ) -> Result<Option<Passed>, Error> {
     /// A base and a test command, and what passed there.
@@ -553,7 +560,7 @@ fn base_count(
     if let Some(known) = COUNTED.lock().ok().and_then(|c| c.get(&key).copied()) {
         return Ok(known);
     }
-    let ran = run_on(repo, base, &[], command, walls, timeout, interrupt)?;
+    let ran = run_on(repo, base, &[], command, walls, deadline, interrupt)?;
     // A red base gives no count to hold the story to.
     let count = ran.passed.filter(|_| ran.green);
     if let Ok(mut counted) = COUNTED.lock() {
