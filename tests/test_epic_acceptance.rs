@@ -319,7 +319,10 @@ fn in_every_era_work_the_hidden_acceptance_tests_reject_is_not_done() {
         } else {
             assert_eq!(st["stage"], "failed", "{s:#}");
             let reason = st["state"]["reason"].as_str().unwrap();
-            assert!(reason.contains("acceptance tests written from its criteria"), "{reason}");
+            assert!(
+                reason.contains("acceptance tests written from its criteria"),
+                "{reason}"
+            );
         }
     };
     for honest in [true, false] {
@@ -412,7 +415,10 @@ fn a_test_that_hangs_only_in_the_judges_checkout_ends_with_the_epics_time() {
     let st = story(&s, STORY);
     assert_ne!(st["stage"], "done", "{s:#}\n{}", run.stderr);
     assert!(
-        st["state"]["reason"].as_str().unwrap_or_default().contains("timed out"),
+        st["state"]["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("timed out"),
         "{s:#}"
     );
     // Cut, not waited out.

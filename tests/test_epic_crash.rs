@@ -290,3 +290,48 @@ fn kill_then_resume(env: &TestEnv, repo: &Path, epic: &str, keys: &[&str], log: 
         }
     }
 }
+
+/// A dev killed half way (its module written and the story marked for review, its tests
+/// not yet): resume runs the step again, on what it left, and the story is done with the
+/// whole work, never on the half the kill left.
+#[test]
+fn a_dev_killed_half_way_runs_again_on_resume_and_the_story_ships_whole() {
+    let env = TestEnv::new();
+    let repo = epic_project(&env);
+    agent_behaviour(
+        &env,
+        "dev",
+        "key=$BMAD_ARGS\necho \"$key $BMAD_ATTEMPT\" >> \"$HOME/agent/dev.log\"\nmkdir -p src/api tests\necho '// client' > src/api/client.rs\nsed -i 's/^Status: .*/Status: review/' \"_bmad-output/implementation-artifacts/$key.md\"\nif [ \"$BMAD_ATTEMPT\" = 1 ]; then touch \"$HOME/agent/half-way\"; sleep 60; fi\necho 'true' > tests/client_test.sh\nresult \"implemented $key\"\n",
+    );
+    let mut child = env.spawn_group(&repo, &["epic", "run", "3", "--stories", "3-1"]);
+    let marker = env.root().join("home/agent/half-way");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !marker.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the dev never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    kill_group(&mut child);
+    recover(&env, &repo, "a dev killed half way");
+    env.bmad(&repo, &["epic", "resume", "3"]).success();
+    let status = env
+        .bmad(&repo, &["epic", "status", "3", "--json"])
+        .success()
+        .json();
+    assert_eq!(
+        story(&status, "3-1-api-client")["stage"],
+        "done",
+        "{status:#}"
+    );
+    let devs = std::fs::read_to_string(env.root().join("home/agent/dev.log")).unwrap();
+    assert_eq!(devs, "3-1-api-client 1\n3-1-api-client 2\n");
+    // What was pushed is the whole work.
+    let pushed = env.git(
+        &repo,
+        &["ls-tree", "-r", "--name-only", "origin/bmad/3-1-api-client"],
+    );
+    assert!(pushed.contains("tests/client_test.sh"), "{pushed}");
+}

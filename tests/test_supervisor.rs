@@ -674,43 +674,38 @@ fn assert_each_step_completed_once(events: &[Value]) {
     );
 }
 
+/// Only a step's journaled end says it finished: one killed after its artifact exists (its
+/// work half made, for all git-bmad knows) runs again, on the work it left.
 #[test]
-fn kill_dash_nine_in_step_five_then_resume_advances_when_the_artifact_exists() {
+fn kill_dash_nine_in_step_five_then_resume_runs_it_again_even_when_its_artifact_exists() {
     let env = TestEnv::new();
     let wt = six_step_session(&env);
-    // Step 5 does its work, then hangs.
+    // Step 5 does its work, then hangs; its second attempt finds the work there.
     agent_behaviour(
         &env,
         "s5",
-        "mkdir -p out && touch out/s5 && touch \"$HOME/agent/s5-started\"\nsleep 30\nresult late\n",
+        "[ -f out/s5 ] && echo found >> \"$HOME/agent/s5-found\"\nmkdir -p out && touch out/s5 && touch \"$HOME/agent/s5-started\"\nif [ \"$BMAD_ATTEMPT\" = 1 ]; then sleep 30; fi\nresult done\n",
     );
     kill_during_step_five(&env, &wt);
     let run = env.bmad(&wt, &["resume"]).success();
     assert!(
-        run.stderr.contains("s5 found done after the crash"),
+        run.stderr.contains("s5 runs again (crash_recovery)"),
         "{}",
         run.stderr
     );
     let events = journal(&env, &wt);
     assert_each_step_completed_once(&events);
-    let s5 = named(&events, "step_completed")
+    let retry = named(&events, "retry")
         .into_iter()
         .find(|e| e["step"] == "s5")
         .unwrap();
-    assert_eq!(s5["trigger"], "crash_recovery");
-    assert_eq!(
-        steps_of(&events, "step_started")
-            .iter()
-            .filter(|s| *s == "s5")
-            .count(),
-        1
-    );
-    assert_eq!(
-        calls(&env).len(),
-        6,
-        "nothing ran twice: {:#?}",
-        calls(&env)
-    );
+    assert_eq!(retry["trigger"], "crash_recovery");
+    let reason = retry["detail"]["reason"].as_str().unwrap();
+    assert!(reason.contains("no evidence it finished"), "{reason}");
+    let c = calls(&env);
+    assert_eq!(c.iter().filter(|l| l.starts_with("s5 ")).count(), 2);
+    assert_eq!(c.len(), 7, "only s5 ran twice: {c:#?}");
+    assert_eq!(read(&env.root(), "home/agent/s5-found"), "found\n");
 }
 
 #[test]
@@ -746,9 +741,9 @@ fn kill_dash_nine_in_step_five_then_resume_reruns_it_when_the_artifact_is_missin
     assert_eq!(c.iter().filter(|l| l.starts_with("s4 ")).count(), 1);
 }
 
-/// `diff_nonempty` after a crash is judged on what the crashed round changed: an agent
-/// killed before it wrote anything is not taken as done because the old code's tests pass;
-/// one killed after its work is.
+/// A crashed step runs again whether it was killed before its work or after: the old code's
+/// tests passing, or its own, is no evidence the attempt finished. `diff_nonempty` on what
+/// the crashed round changed says which, in the retry's checks.
 #[test]
 fn kill_dash_nine_before_a_steps_work_reruns_it_even_when_its_tests_pass() {
     for worked in [false, true] {
@@ -771,11 +766,7 @@ fn kill_dash_nine_before_a_steps_work_reruns_it_even_when_its_tests_pass() {
         );
         kill_during_step_five(&env, &wt);
         let run = env.bmad(&wt, &["resume"]).success();
-        let said = if worked {
-            "s5 found done after the crash"
-        } else {
-            "s5 runs again (crash_recovery)"
-        };
+        let said = "s5 runs again (crash_recovery)";
         assert!(run.stderr.contains(said), "worked {worked}: {}", run.stderr);
         let events = journal(&env, &wt);
         assert_each_step_completed_once(&events);
@@ -783,7 +774,19 @@ fn kill_dash_nine_before_a_steps_work_reruns_it_even_when_its_tests_pass() {
             .iter()
             .filter(|e| e["step"] == "s5")
             .count();
-        assert_eq!(s5_starts, if worked { 1 } else { 2 }, "worked {worked}");
+        assert_eq!(s5_starts, 2, "worked {worked}");
+        let retry = named(&events, "retry")
+            .into_iter()
+            .find(|e| e["step"] == "s5")
+            .unwrap();
+        let diff = retry["detail"]["checks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["check"] == "diff_nonempty")
+            .unwrap()
+            .clone();
+        assert_eq!(diff["ok"], worked, "worked {worked}: {retry:#}");
     }
 }
 

@@ -650,7 +650,8 @@ pub struct StepOutcome {
     /// The step's error policy, when that chose `next`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub policy: Option<String>,
-    /// A crashed attempt was found done by its postconditions.
+    /// A crashed attempt was found done by its postconditions (in journals written before a
+    /// crashed step always ran again).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub recovered: bool,
     /// Who accepted the step as done, when not the checks (`human`).

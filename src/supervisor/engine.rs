@@ -169,6 +169,7 @@ pub fn supervise(
         containment,
         check_walls,
         hidden,
+        crashed_from: None,
     };
     if let Some(source) = new_run {
         let blob = session::store_text(repo, &session.id, &source.text)?;
@@ -322,6 +323,9 @@ struct Engine<'a> {
     check_walls: Option<super::contain::Scratch>,
     /// The main worktree, shown read-only to contained steps (asked once: it may take git).
     hidden: crate::runner::sandbox::Hidden,
+    /// The checkpoint before a round a crash interrupted, and its steps: what their next
+    /// round changed counts from there (the work the killed attempt left is theirs).
+    crashed_from: Option<(Vec<String>, session::Checkpoint)>,
 }
 
 impl Engine<'_> {

@@ -170,29 +170,25 @@ pub fn stopped(steps: &[String]) -> NewEvent {
     .decision(Some(Decision::Auto))
 }
 
-/// A step found started but not finished (a crash): its postconditions say whether the
-/// crashed attempt did its work. `diff_nonempty` among them is judged on what changed since
-/// the checkpoint before the crashed round (the loop passes that in), so an attempt killed
-/// before it changed anything runs again even when the other checks hold on the old code.
+/// A step found started but not finished (a crash) runs again: only its journaled end says
+/// an attempt was done, and a killed one can leave work that passes its checks half made
+/// (the module written, its tests not). What the checks found of the crashed attempt's work
+/// (`diff_nonempty` on what changed since the checkpoint before its round, which the loop
+/// passes in) is kept with the retry; the work stays in the worktree for the next attempt.
 fn recover(step: &Step, checks: Vec<CheckOutcome>) -> NewEvent {
-    let met = !checks.is_empty() && checks.iter().all(|c| c.ok);
-    let body = if met {
-        Body::StepCompleted(StepOutcome {
-            recovered: true,
-            checks,
-            ..Default::default()
-        })
+    let left = if checks.is_empty() {
+        "it has no postcondition to show what it left"
+    } else if checks.iter().all(|c| c.ok) {
+        "its postconditions hold on what it left, which is no evidence it finished"
     } else {
-        let why = if checks.is_empty() {
-            "the step has no postcondition to show its work was done"
-        } else {
-            "its postconditions are not met"
-        };
-        Body::Retry(Retry {
-            reason: Some(format!("an attempt was interrupted and {why}")),
-            checks,
-        })
+        "its postconditions are not met"
     };
+    let body = Body::Retry(Retry {
+        reason: Some(format!(
+            "an attempt was interrupted before its end was journaled: it runs again ({left})"
+        )),
+        checks,
+    });
     NewEvent::new(body)
         .step(Some(step.id.clone()))
         .decision(Some(Decision::Auto))
@@ -415,18 +411,20 @@ mod tests {
     }
 
     #[test]
-    fn a_crashed_step_is_done_only_if_its_postconditions_say_so() {
+    fn a_crashed_step_runs_again_whatever_its_postconditions_say() {
         let p = playbook(TWO_STEPS);
         let crashed = replay(&[("step_started", "plan", json!({"attempt": 1}))]);
-        let Settlement::Record(events) = settle_all(&p, &crashed, true) else {
-            panic!()
-        };
-        assert_eq!(names(&events), ["step_completed"]);
-        assert_eq!(events[0].body().detail()["recovered"], true);
-        let Settlement::Record(events) = settle_all(&p, &crashed, false) else {
-            panic!()
-        };
-        assert_eq!(names(&events), ["retry"]);
+        for holds in [true, false] {
+            let Settlement::Record(events) = settle_all(&p, &crashed, holds) else {
+                panic!()
+            };
+            assert_eq!(names(&events), ["retry"]);
+            let reason = events[0].body().detail()["reason"].clone();
+            assert!(
+                reason.as_str().unwrap().contains("it runs again"),
+                "{reason}"
+            );
+        }
     }
 
     #[test]

@@ -135,7 +135,15 @@ impl Engine<'_> {
             }
         };
         let mut violations = self.round_violations(round_start, &ids)?;
-        let changes = before.work_changed_to(self.repo, &after)?;
+        // A step running again after a crash is judged on all it changed since it began.
+        let since = match self.crashed_from.take() {
+            Some((crashed, from)) if ids.iter().any(|id| crashed.iter().any(|c| c == id)) => from,
+            other => {
+                self.crashed_from = other;
+                before.clone()
+            }
+        };
+        let changes = since.work_changed_to(self.repo, &after)?;
         let changed_paths: Vec<String> = changes.iter().map(|(p, _)| p.clone()).collect();
         let mut attempts = Vec::new();
         for ((step, number, _), result) in invocations.into_iter().zip(results) {
@@ -250,6 +258,8 @@ impl Engine<'_> {
         let label = format!("after {} (interrupted)", crashed.join(", "));
         let (after, _) = self.vetted_checkpoint(&label, first, &crashed)?;
         let changed = before.work_changed_to(self.repo, &after)?;
+        let ids = crashed.iter().map(|id| id.to_string()).collect();
+        self.crashed_from = Some((ids, before));
         Ok(Some(changed.into_iter().map(|(path, _)| path).collect()))
     }
 
