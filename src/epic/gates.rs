@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use super::integration;
 use super::judge::Concern;
-use super::names::{self, COMPLETION, SCOPE};
+use super::names::{self, COMPLETION};
 use super::options::Gates;
 use super::plan::{Action, Plan, Planned};
 use super::state::EpicState;
@@ -225,43 +225,6 @@ fn kind(id: &str) -> GateKind {
     }
 }
 
-/// Where the scope confirmation stands.
-pub(super) enum Scope {
-    /// Answered `continue`, or not asked in this mode.
-    Confirmed,
-    /// Asked, not answered: the run parks.
-    Waiting,
-    /// Answered `abort` or `skip`: nothing runs, and why.
-    Cancelled(String),
-}
-
-/// The scope confirmation: asked once per run (new options are a new run), before the
-/// first story.
-pub(super) fn scope(
-    repo: &Repo,
-    epic: &Session,
-    plan: &Plan,
-    state: &mut EpicState,
-    mode: Gates,
-) -> Result<Scope, Error> {
-    if mode == Gates::None {
-        return Ok(Scope::Confirmed);
-    }
-    match state.answers.get(SCOPE) {
-        Some(Answer::Continue) => Ok(Scope::Confirmed),
-        Some(_) => Ok(Scope::Cancelled(
-            "a human cancelled the run at its scope confirmation".into(),
-        )),
-        None => {
-            if state.gate.is_none() {
-                let (question, evidence) = scope_question(plan);
-                open(repo, epic, state, SCOPE, &question, &evidence)?;
-            }
-            Ok(Scope::Waiting)
-        }
-    }
-}
-
 /// Open gate `id` in the epic's journal.
 pub(super) fn open(
     repo: &Repo,
@@ -397,26 +360,6 @@ pub(super) fn integration_gate(
         question,
         integration::summary(&checked),
     ))
-}
-
-/// The scope confirmation: the plan, for a human to accept or cancel.
-pub(super) fn scope_question(plan: &Plan) -> (String, String) {
-    let keys: Vec<&str> = plan.to_run().map(|s| s.key.as_str()).collect();
-    let question = format!(
-        "Run epic {} as planned: {} stories ({}) in {} waves? continue runs it; abort cancels (start again with --stories to run some).",
-        plan.epic,
-        keys.len(),
-        keys.join(", "),
-        plan.waves.len()
-    );
-    let mut evidence = String::new();
-    for (i, wave) in plan.waves.iter().enumerate() {
-        evidence.push_str(&format!("wave {}: {}\n", i + 1, wave.join(", ")));
-    }
-    for s in plan.to_run().filter(|s| s.integration_checkpoint) {
-        evidence.push_str(&format!("integration checkpoint after {}\n", s.key));
-    }
-    (question, evidence)
 }
 
 /// The completion gate: what the epic came to, for a human to sign off.

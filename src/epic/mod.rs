@@ -18,6 +18,7 @@ pub mod plan;
 mod playbooks;
 pub mod progress;
 pub mod run;
+mod scope;
 pub mod signatures;
 pub mod state;
 mod status;

@@ -23,6 +23,7 @@ use super::names::{self, close_session_name, session_name, story_session_name, C
 use super::options::{EpicOptions, On};
 use super::plan::{plan_epic, Plan};
 use super::playbooks;
+use super::scope;
 use super::state::{record, EpicState, OpenGate};
 use super::story::{fail, run_story, stage_line, End, Message};
 use super::Error;
@@ -137,11 +138,13 @@ fn run_epic(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRu
     if state.started.as_ref() != Some(&started) {
         record(repo, &session, &mut state, None, Body::EpicStarted(started))?;
     }
-    // Scope confirmation: nothing starts before a human has seen the plan.
-    match gates::scope(repo, &session, &plan, &mut state, options.gates)? {
-        gates::Scope::Confirmed => {}
-        gates::Scope::Waiting => return Ok(finished_run(plan, session, state, None, false)),
-        gates::Scope::Cancelled(why) => {
+    // Scope confirmation: nothing starts before a human has seen the plan, nor runs its
+    // agents with no walls that the configuration did not turn off.
+    let unwalled = scope::unwalled(options.config)?;
+    match scope::scope(repo, &session, &plan, &mut state, options.gates, unwalled)? {
+        scope::Scope::Confirmed => {}
+        scope::Scope::Waiting => return Ok(finished_run(plan, session, state, None, false)),
+        scope::Scope::Cancelled(why) => {
             if !state.finished {
                 finish(repo, &session, &plan, &mut state, Some(why.clone()))?;
             }

@@ -76,31 +76,7 @@ pub(super) fn run_story(
     let send = |stage: StoryStage| {
         let _ = tx.send(Message::Stage(key.clone(), stage));
     };
-    let name = story_session_name(key);
-    let (session, baseline) = match closeout::find_by_name(&repo, &name)? {
-        Some(s) => {
-            let baseline = job.known.detail.baseline.clone();
-            (s, baseline)
-        }
-        None => {
-            let start = StartOptions {
-                name,
-                base: Some(job.base.clone()),
-                playbook: Some(job.source.name.clone()),
-            };
-            let s = super::start_session(&repo, &start, policy, progress)?;
-            for branch in &job.merges {
-                closeout::merge_into(&repo, &s, branch, &merge_bookkeeping)?;
-            }
-            (s, None)
-        }
-    };
-    let baseline = match baseline {
-        Some(b) => b,
-        None => closeout::branch_head(&repo, &session)?
-            .map(|id| id.to_string())
-            .unwrap_or_default(),
-    };
+    let (session, baseline) = story_session(&repo, job, policy, progress)?;
     send(StoryStage {
         stage: Stage::Started,
         session: Some(session.id.to_string()),
@@ -219,6 +195,39 @@ pub(super) fn run_story(
     done.tests = Some(judged.1);
     send(done);
     Ok(End::Done(sprint))
+}
+
+/// The story's session, found again or started (stacked and merged as planned), and the
+/// commit it started at.
+fn story_session(
+    repo: &Repo,
+    job: &Job,
+    policy: &dyn session::Policy,
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<(session::Session, String), Error> {
+    let name = story_session_name(&job.story.key);
+    let (session, baseline) = match closeout::find_by_name(repo, &name)? {
+        Some(s) => (s, job.known.detail.baseline.clone()),
+        None => {
+            let start = StartOptions {
+                name,
+                base: Some(job.base.clone()),
+                playbook: Some(job.source.name.clone()),
+            };
+            let s = super::start_session(repo, &start, policy, progress)?;
+            for branch in &job.merges {
+                closeout::merge_into(repo, &s, branch, &merge_bookkeeping)?;
+            }
+            (s, None)
+        }
+    };
+    let baseline = match baseline {
+        Some(b) => b,
+        None => closeout::branch_head(repo, &session)?
+            .map(|id| id.to_string())
+            .unwrap_or_default(),
+    };
+    Ok((session, baseline))
 }
 
 /// What git-bmad's judge asked about the story's committed branch, as its journal says (a

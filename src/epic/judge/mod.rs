@@ -20,6 +20,7 @@ mod differential;
 pub mod hidden;
 pub mod journaled;
 mod rules;
+mod run;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -29,12 +30,13 @@ use std::time::{Duration, Instant};
 
 pub use counts::{passed, Passed};
 pub use rules::{is_test_file, Scope};
+use run::run_on;
+pub use run::{checkout, Overlay, Walls};
 
 use super::Error;
 use crate::config::Config;
 use crate::policy::rules::{JUDGE_CHANGED, OUT_OF_SCOPE, TESTS_PASS_ON_BASE, TESTS_REMOVED};
 use crate::policy::secrets::redact;
-use crate::runner::{self, Spec};
 use crate::session::{self, ObjectId, Repo, TreeChange};
 use crate::supervisor::contain;
 
@@ -129,18 +131,6 @@ pub struct Work<'a> {
     pub refactor: bool,
     /// The acceptance tests written from its criteria before its dev began, if any.
     pub hidden: Option<&'a hidden::Hidden>,
-}
-
-/// A file laid over a clean checkout before its tests run: a story's tests over its base,
-/// the hidden acceptance tests over its commit.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Overlay {
-    /// Where, relative to the checkout.
-    pub path: String,
-    /// What it holds.
-    pub bytes: Vec<u8>,
-    /// Whether it is executable.
-    pub executable: bool,
 }
 
 /// Judge `work`. `fallback` is the configuration to use when the base has no
@@ -427,120 +417,6 @@ fn removed_tests(changes: &[TreeChange]) -> Vec<String> {
         })
         .map(|c| c.path.clone())
         .collect()
-}
-
-/// One run of the test command.
-struct Ran {
-    green: bool,
-    /// How it ended.
-    exit: runner::Exit,
-    passed: Option<Passed>,
-    /// The end of its output, redacted, when it failed.
-    excerpt: String,
-}
-
-/// The walls the judge's test runs get.
-pub struct Walls {
-    containment: contain::Containment,
-    network: crate::config::Network,
-    /// The variables the configuration passes to test runs (`runners.env`).
-    passed_env: Vec<String>,
-}
-
-/// A clean checkout of `commit` (a repository of its own) in a temporary folder, with
-/// `overlay` laid over it: the folder, removed when dropped, and the checkout.
-pub fn checkout(
-    repo: &Repo,
-    commit: ObjectId,
-    overlay: &[Overlay],
-) -> Result<(tempfile::TempDir, std::path::PathBuf), Error> {
-    let scratch = tempfile::Builder::new()
-        .prefix("git-bmad-judge-")
-        .tempdir()
-        .map_err(|source| Error::Write {
-            path: std::env::temp_dir(),
-            source,
-        })?;
-    let checkout = scratch.path().join("checkout");
-    repo.clean_checkout(commit, &checkout)
-        .map_err(session::Error::from)?;
-    for file in overlay {
-        let to = checkout.join(&file.path);
-        let written = to
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            // A link of the commit's in the way is replaced, never written through.
-            .and_then(|()| match std::fs::symlink_metadata(&to) {
-                Ok(m) if m.is_dir() => std::fs::remove_dir_all(&to),
-                Ok(_) => std::fs::remove_file(&to),
-                Err(_) => Ok(()),
-            })
-            .and_then(|()| std::fs::write(&to, &file.bytes))
-            .and_then(|()| {
-                use std::os::unix::fs::PermissionsExt;
-                let mode = if file.executable { 0o755 } else { 0o644 };
-                std::fs::set_permissions(&to, std::fs::Permissions::from_mode(mode))
-            });
-        written.map_err(|source| Error::Write { path: to, source })?;
-    }
-    Ok((scratch, checkout))
-}
-
-/// Run `command` in a clean checkout of `commit` with `overlay` laid over it, with no
-/// credential in its environment, ended by `deadline`.
-fn run_on(
-    repo: &Repo,
-    commit: ObjectId,
-    overlay: &[Overlay],
-    command: &str,
-    walls: &Walls,
-    deadline: Instant,
-    interrupt: &AtomicBool,
-) -> Result<Ran, Error> {
-    // Past the deadline, a second: a run that cannot start still says it timed out.
-    let timeout = deadline
-        .saturating_duration_since(Instant::now())
-        .max(Duration::from_secs(1));
-    let (_scratch, checkout) = checkout(repo, commit, overlay)?;
-    let walls_env = walls.passed_env.clone();
-    let walls = contain::command(&walls.containment, &checkout, repo, walls.network)?;
-    let spec = Spec {
-        program: "/bin/sh".into(),
-        args: vec!["-c".into(), command.to_owned()],
-        cwd: checkout,
-        env: crate::env::untrusted(&walls_env),
-        env_remove: Vec::new(),
-        clear_env: true,
-        stdin: None,
-        timeout,
-        sandbox: walls.as_ref().map(|w| w.contained.clone()),
-    };
-    let out = runner::run_process(&spec, interrupt).map_err(|e| Error::Judge(e.to_string()))?;
-    let text = |c: &runner::Captured| {
-        let mut text = String::from_utf8_lossy(c.head()).into_owned();
-        if !c.complete() {
-            text.push('\n');
-            text.push_str(&String::from_utf8_lossy(&c.tail()));
-        }
-        text
-    };
-    let all = format!("{}\n{}", text(&out.stdout), text(&out.stderr));
-    let green = out.exit.success();
-    let excerpt = if green {
-        String::new()
-    } else {
-        let said = [
-            out.stdout.excerpt("output", 1200),
-            out.stderr.excerpt("stderr", 800),
-        ];
-        redact(format!("{}\n{}", out.exit, said.join("\n")).trim())
-    };
-    Ok(Ran {
-        green,
-        exit: out.exit,
-        passed: passed(&all),
-        excerpt,
-    })
 }
 
 /// What the base's tests pass, run once per base and command in this process: stories
