@@ -7,6 +7,11 @@
 //! moves its status to review, and approves every review), on fresh copies of the same
 //! 12-story BMAD v6 epic with a local bare remote. Printed: the whole run, the time the
 //! agent processes themselves take, and what is left per story; then the ratio.
+//!
+//! git-bmad runs twice: with its acceptance tests (the default: an agent writes a failing
+//! test per story before its dev, which git-bmad checks red on the base and runs over the
+//! pushed commit) and with `epic.acceptance_tests: off`. Printed: what they add per story,
+//! in time and in agent invocations.
 //! Run: cargo build --release && cargo bench --bench epic_overhead
 
 #![allow(clippy::unwrap_used)]
@@ -25,6 +30,9 @@ const SAMPLES: usize = 5;
 const AGENT: &str = r#"#!/bin/sh
 key=$BMAD_ARGS
 case "$BMAD_STEP" in
+  acceptance)
+    mkdir -p tests && echo "test -f src/$key.rs" > "tests/accept-$key.sh"
+    r="wrote tests/accept-$key.sh" ;;
   dev)
     mkdir -p src && echo "// $key" > "src/$key.rs"
     f="_bmad-output/implementation-artifacts/$key.md"
@@ -68,23 +76,60 @@ fn main() {
         started.elapsed()
     });
 
-    let ours = median(|round| {
-        let repo = project(dir.path(), &format!("ours-{round}"));
-        let started = Instant::now();
-        let out = Command::new(&bin)
-            .args(["epic", "run", "1"])
-            .current_dir(&repo)
-            .output()
-            .unwrap();
-        let took = started.elapsed();
-        assert!(
-            out.status.success(),
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        took
-    });
+    // git-bmad's run, with its acceptance tests or without: the time, and the agent
+    // invocations its stories record.
+    let epic = |acceptance: bool| {
+        let invocations = std::cell::Cell::new(0u64);
+        let took = median(|round| {
+            let name = format!("ours-{acceptance}-{round}");
+            let repo = project(dir.path(), &name);
+            if !acceptance {
+                let config = repo.join(".bmad/config.yaml");
+                let text = std::fs::read_to_string(&config).unwrap();
+                std::fs::write(&config, text + "epic:\n  acceptance_tests: off\n").unwrap();
+                git(&repo, &["commit", "-qam", "no acceptance tests"]);
+                git(&repo, &["push", "-q", "origin", "main"]);
+            }
+            let started = Instant::now();
+            let out = Command::new(&bin)
+                .args(["epic", "run", "1"])
+                .current_dir(&repo)
+                .output()
+                .unwrap();
+            let took = started.elapsed();
+            assert!(
+                out.status.success(),
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let status = Command::new(&bin)
+                .args(["epic", "status", "1", "--json"])
+                .current_dir(&repo)
+                .output()
+                .unwrap();
+            let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+            let stories = status["stories"].as_array().unwrap();
+            assert!(stories.iter().all(|s| s["stage"] == "done"), "{status:#}");
+            if acceptance {
+                let kept = stories.iter().all(|s| {
+                    let tests = s["state"]["tests"].as_str().unwrap_or_default();
+                    tests.contains("acceptance test file(s), unseen by its agents, pass")
+                });
+                assert!(kept, "{status:#}");
+            }
+            invocations.set(
+                stories
+                    .iter()
+                    .filter_map(|s| s["state"]["invocations"].as_u64())
+                    .sum(),
+            );
+            took
+        });
+        (took, invocations.get())
+    };
+    let (ours, with_invocations) = epic(true);
+    let (without, without_invocations) = epic(false);
 
     let script = median(|round| {
         let repo = project(dir.path(), &format!("script-{round}"));
@@ -122,6 +167,11 @@ fn main() {
         per_story(ours)
     );
     println!(
+        "  acceptance tests off          {:>8.1} ms   overhead {:>6.1} ms per story",
+        ms(without),
+        per_story(without)
+    );
+    println!(
         "worktree + commit + push loop   {:>8.1} ms   overhead {:>6.1} ms per story",
         ms(script),
         per_story(script)
@@ -129,6 +179,11 @@ fn main() {
     println!(
         "ratio ours/baseline (overhead)  {:.2}",
         per_story(ours) / per_story(script)
+    );
+    println!(
+        "acceptance tests add            {:>8.1} ms per story (agent included), {:.1} invocation(s) per story ({with_invocations} with, {without_invocations} without)",
+        (ms(ours) - ms(without)) / STORIES as f64,
+        (with_invocations as f64 - without_invocations as f64) / STORIES as f64
     );
 }
 
@@ -160,7 +215,13 @@ fn project(root: &Path, name: &str) -> PathBuf {
     std::fs::create_dir_all(repo.join(".bmad")).unwrap();
     std::fs::write(
         repo.join(".bmad/config.yaml"),
-        "checks:\n  test_command: \"true\"\nrunners:\n  default: claude\n",
+        "checks:\n  test_command: sh test.sh\nrunners:\n  default: claude\n",
+    )
+    .unwrap();
+    // Every `tests/*.sh` is a test.
+    std::fs::write(
+        repo.join("test.sh"),
+        "for t in tests/*.sh; do [ -f \"$t\" ] || continue; sh \"$t\" || exit 1; done\n",
     )
     .unwrap();
     for command in ["bmad-dev-story", "bmad-code-review"] {

@@ -47,6 +47,14 @@ pub(crate) fn build_auto(halt_on: &str) -> String {
     )
 }
 
+/// A person sends built ticket 1.1 back to be built again (its plan `ready-for-dev`).
+fn send_back_1_1(env: &TestEnv, repo: &Path) {
+    let plan = format!("{PRICING}/story-price-rules-engine-plan.md");
+    let text = read(repo, &plan).replacen("status: built", "status: ready-for-dev", 1);
+    std::fs::write(repo.join(&plan), text).unwrap();
+    env.git(repo, &["commit", "-qam", "1.1 goes back to be built again"]);
+}
+
 fn epic_status(env: &TestEnv, repo: &Path) -> Value {
     env.bmad(repo, &["epic", "status", "1", "--json"])
         .success()
@@ -80,13 +88,25 @@ fn a_v7_epic_is_built_to_built_and_marked_done_only_after_git_bmads_verification
         "{asks:#}"
     );
 
+    // A built ticket waits for a person to call it done: it is no new work, and what
+    // comes after it may start (it is past review).
+    let held = plan["plan"]["stories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["key"] == "1.1")
+        .unwrap();
+    assert_eq!(held["action"], "hold", "{held:#}");
+    assert!(
+        held["reason"].as_str().unwrap_or_default().contains("built"),
+        "{held:#}"
+    );
+
     // The halted ticket waits for a person: exit 3.
     let run = env.bmad(&repo, &["epic", "run", "1"]).code(3);
     assert!(run.stderr.contains("1.4 is blocked"), "{}", run.stderr);
     let s = epic_status(&env, &repo);
-    for key in ["1.1", "1.2"] {
-        assert_eq!(story(&s, key)["stage"], "done", "{key}: {s:#}");
-    }
+    assert_eq!(story(&s, "1.2")["stage"], "done", "{s:#}");
     let blocked = story(&s, "1.4");
     assert_eq!(blocked["stage"], "blocked", "{s:#}");
     assert!(
@@ -102,18 +122,14 @@ fn a_v7_epic_is_built_to_built_and_marked_done_only_after_git_bmads_verification
         s["gate"]["question"].as_str().unwrap().contains("hitl"),
         "{s:#}"
     );
-    // The agent was asked in BMAD's form, and never for the ticket waiting for a person.
+    // The agent was asked in BMAD's form, and never for the tickets waiting for a person.
     let calls = read(&env.root(), "home/agent/calls.log");
-    assert!(calls.contains("/bmad-build-auto ticket 1.1"), "{calls}");
-    assert!(!read(&env.root(), "home/agent/build.log")
-        .lines()
-        .any(|l| l == "1.3"));
+    assert!(calls.contains("/bmad-build-auto ticket 1.2"), "{calls}");
+    let built = read(&env.root(), "home/agent/build.log");
+    assert!(!built.lines().any(|l| l == "1.3" || l == "1.1"), "{built}");
 
-    // Each done ticket's plan on its branch: the agent's `built`, then git-bmad's `done`.
-    for (key, plan) in [
-        ("1.1", "story-price-rules-engine-plan.md"),
-        ("1.2", "story-apply-and-refuse-discount-codes-plan.md"),
-    ] {
+    // The done ticket's plan on its branch: the agent's `built`, then git-bmad's `done`.
+    for (key, plan) in [("1.2", "story-apply-and-refuse-discount-codes-plan.md")] {
         let text = env.git(&repo, &["show", &format!("bmad/{key}:{PRICING}/{plan}")]);
         assert!(
             text.contains("status: done\n") && text.contains("## Auto Run Result"),
@@ -153,6 +169,7 @@ fn work_pauses_after_a_done_checkpoint_until_a_person_says_continue() {
     );
     std::fs::write(repo.join(&toml), text).unwrap();
     env.git(&repo, &["commit", "-qam", "a checkpoint after the engine"]);
+    send_back_1_1(&env, &repo);
 
     env.bmad(&repo, &["epic", "run", "1", "--stories", "1.1,1.2"])
         .code(3);
@@ -167,9 +184,10 @@ fn work_pauses_after_a_done_checkpoint_until_a_person_says_continue() {
     assert_eq!(story(&s, "1.2")["stage"], "done", "{s:#}");
 }
 
-/// Ticket 1.1 run alone by a bmad-build-auto that ends its plan at `word` instead of
-/// `built`: the run fails it (exit 5); why.
+/// Ticket 1.1, sent back, run alone by a bmad-build-auto that ends its plan at `word`
+/// instead of `built`: the run fails it (exit 5); why.
 fn a_build_ending_at(env: &TestEnv, repo: &Path, word: &str) -> String {
+    send_back_1_1(env, repo);
     env.executable("claude", FAKE_CLAUDE);
     let script = build_auto("none").replace(
         "sed -i 's/^status: .*/status: built/'",

@@ -73,8 +73,8 @@ fn a_v7_ticket_tree_is_listed_and_recommended_by_tickets_py_rules() {
     assert_eq!(
         rows(&env, &repo),
         [
-            // Built: the build finished and nobody has called it done; its plan holds the word.
-            row("1.1", "review", "built", &[]),
+            // Built: the build finished and nobody has called it done; it waits for a person.
+            row("1.1", "built", "built", &[]),
             row("1.2", "in-progress", "in-progress", &["1.1"]),
             // No leaf file and no plan: planned.
             row("1.3", "backlog", "planned", &[]),

@@ -199,6 +199,9 @@ impl Status {
             Status::Done => "done".to_owned(),
             Status::Optional => "optional (a retrospective)".to_owned(),
             Status::Blocked => "blocked".to_owned(),
+            _ if self.is_built() => "built: its build finished and waits for a person to call it \
+                 done (tickets.py mark <ticket> done) or send it back"
+                .to_owned(),
             Status::Other(word) if self.is_set_aside() => {
                 format!("set aside ({word}): a person put it out of the work")
             }
@@ -207,6 +210,11 @@ impl Status {
             ),
             _ => self.as_str().to_owned(),
         })
+    }
+
+    /// v7's `built`: the build finished; only a person calls it done.
+    pub fn is_built(&self) -> bool {
+        matches!(self, Status::Other(word) if word == "built")
     }
 
     /// Whether the word says the story was put out of the work (cancelled, superseded, …).

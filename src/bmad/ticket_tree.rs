@@ -448,12 +448,11 @@ impl TicketTree {
     }
 }
 
-/// The v7 word as git-bmad's status: `built` is done building and awaits review and
-/// integration; `dropped` is no work.
+/// The v7 word as git-bmad's status: `built` (its build finished, and nobody has called it
+/// done) waits for a person, as `dropped` (no work) does.
 fn status_of(word: &str) -> Status {
     match word {
         "" | "draft" => Status::Backlog,
-        "built" => Status::Review,
         other => Status::parse(other),
     }
 }

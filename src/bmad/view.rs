@@ -53,7 +53,8 @@ pub struct StoryView {
 impl StoryView {
     /// Whether what depends on it may start.
     pub fn meets_dependents(&self) -> bool {
-        self.status == Status::Done || self.v7_ticket && self.status == Status::Review
+        let reviewed = self.status == Status::Review || self.status.is_built();
+        self.status == Status::Done || self.v7_ticket && reviewed
     }
 
     /// Whether its sprint-status word is one only git-bmad reads as work to do (`in
