@@ -98,7 +98,10 @@ fn a_v7_epic_is_built_to_built_and_marked_done_only_after_git_bmads_verification
         .unwrap();
     assert_eq!(held["action"], "hold", "{held:#}");
     assert!(
-        held["reason"].as_str().unwrap_or_default().contains("built"),
+        held["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("built"),
         "{held:#}"
     );
 

@@ -1006,8 +1006,12 @@ struct EpicWorld {
 
 impl EpicWorld {
     fn new(fixture: &str, script: Vec<Turn>) -> EpicWorld {
+        EpicWorld::serving(fixture, ModelApi::start(script))
+    }
+
+    /// The fixture, with the model answering each kind of conversation its own script.
+    fn serving(fixture: &str, api: ModelApi) -> EpicWorld {
         let env = TestEnv::contained();
-        let api = ModelApi::start(script);
         std::os::unix::fs::symlink(installed().join("claude"), env.root().join("bin/claude"))
             .expect("link the CLI");
         let repo = env.repo("proj");
@@ -1117,6 +1121,101 @@ fn an_epic_story_with_the_real_claude_code_is_done_only_when_the_work_is_there()
             );
         }
     }
+}
+
+/// The real Claude Code as the acceptance agent: before the story's dev, in walls and a
+/// clean checkout of its own, it writes a failing test from the story's criteria; git-bmad
+/// keeps it out of the dev's reach (the dev's whole conversation with the model never
+/// holds it) and runs it over the pushed commit.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
+fn the_real_claude_code_writes_acceptance_tests_the_dev_never_sees() {
+    // Claude writes files with its own tool and may run the project's tests (acceptEdits and
+    // the test command allowed), as it is started for this step.
+    let acceptance = vec![
+        Turn::Write {
+            path: "tests/accept_storage.sh".into(),
+            content: "test -f src/storage/store.rs\n".into(),
+        },
+        Turn::Shell("./test.sh".into()),
+        Turn::Answer("Wrote tests/accept_storage.sh; it fails until the store exists.".into()),
+    ];
+    let dev = vec![
+        Turn::Shell(
+            "mkdir -p src/storage && echo '// storage' > src/storage/store.rs && sed -i 's/^Status: .*/Status: review/' _bmad-output/implementation-artifacts/3-2-storage.md"
+                .into(),
+        ),
+        Turn::Answer("Implemented 3-2-storage and ran the tests.".into()),
+    ];
+    let review = vec![Turn::Answer("Outcome: Approve".into())];
+    let world = EpicWorld::serving(
+        "v6",
+        ModelApi::start_by_prompt(vec![
+            ("You are the test architect", acceptance),
+            ("bmad-dev-story", dev),
+            ("bmad-code-review", review),
+        ]),
+    );
+    // Every tests/*.sh is a test.
+    write(
+        &world.repo,
+        "test.sh",
+        "#!/bin/sh\nfor t in tests/*.sh; do [ -f \"$t\" ] || continue; sh \"$t\" || exit 1; done\n! grep -rq FAIL src 2>/dev/null\n",
+    );
+    world
+        .env
+        .git(&world.repo, &["commit", "-qam", "a suite that runs tests/"]);
+    world.env.bare_remote(&world.repo);
+    world.env.bmad(&world.repo, &["hooks", "install"]).success();
+    world.env.executable(
+        "gh",
+        "#!/bin/sh\ncase \"$1 $2\" in\n  'pr list') exit 0 ;;\n  'pr create') echo https://github.com/example/proj/pull/7 ;;\nesac\n",
+    );
+    let (code, said) = world.run(&["3", "--stories", "3-2"]);
+    assert_eq!(code, Some(0), "{said}");
+    let story = world.story("3", "3-2-storage");
+    assert_eq!(story["stage"], "done", "{story:#}");
+    let acceptance = story["state"]["acceptance"].as_str().unwrap_or_default();
+    assert!(
+        acceptance.starts_with("1 file(s) written by claude"),
+        "{story:#}"
+    );
+    let tests = story["state"]["tests"].as_str().unwrap_or_default();
+    assert!(
+        tests.contains("its 1 acceptance test file(s), unseen by its agents, pass"),
+        "{tests}"
+    );
+    // The real CLI wrote it: the model was asked as the test architect, and ran the test.
+    let seen = world.api.seen();
+    let bodies: Vec<String> = seen.iter().map(|s| s.body.to_string()).collect();
+    assert!(
+        bodies
+            .iter()
+            .any(|b| b.contains("You are the test architect for story 3-2-storage")),
+        "{said}"
+    );
+    // Nothing the dev's CLI sent the model holds the test (a conversation is the dev's when
+    // its first message asks for the slash command; the CLI lists the project's commands
+    // in every conversation's first message).
+    let first = |s: &crate::common::model_api::Seen| s.body["messages"][0].to_string();
+    let devs: Vec<&crate::common::model_api::Seen> = seen
+        .iter()
+        .filter(|s| first(s).contains("bmad-dev-story") && !first(s).contains("test architect"))
+        .collect();
+    assert!(!devs.is_empty(), "{said}");
+    for dev in devs {
+        let body = dev.body.to_string();
+        assert!(
+            !body.contains("accept_storage"),
+            "the dev saw the acceptance test"
+        );
+    }
+    // Nor does anything pushed.
+    let pushed = world.env.git(&world.repo, &["log", "--all", "-p"]);
+    assert!(!pushed.contains("accept_storage"), "{pushed}");
 }
 
 /// An epic's dollar budget holds across stories running at once: each running step is
