@@ -377,6 +377,7 @@ fn in_every_era_work_the_hidden_acceptance_tests_reject_is_not_done() {
         // v7: bmad-build-auto on a ticket.
         let env = TestEnv::new();
         let repo = crate::test_epic_v7::project(&env);
+        crate::test_epic_v7::send_back_1_1(&env, &repo);
         count_tests(&env, &repo);
         env.executable("claude", crate::test_supervisor::FAKE_CLAUDE);
         agent_behaviour(&env, "acceptance", KEYED);
