@@ -829,3 +829,82 @@ fn stories_set_aside_or_in_a_word_nobody_schedules_are_never_run() {
     assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
     assert_eq!(read(&env.root(), "home/agent/dev.log"), "3-1-api-client\n");
 }
+
+/// bmad-build takes any file whose frontmatter is its spec's as a spec, whatever its name: a
+/// project naming its specs `{key}.md` is read as v6.11 (no false drift for the designed
+/// sprint-review / spec-done pair, the era from its files where nothing is installed) and its
+/// stories run through bmad-build-auto to done.
+#[test]
+fn specs_named_by_their_key_are_known_by_their_frontmatter() {
+    let env = TestEnv::new();
+    let repo = env.repo("ledger");
+    copy_dir(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/epic/v611"),
+        &repo,
+    );
+    let artifacts = repo.join("_bmad-output/implementation-artifacts");
+    for entry in std::fs::read_dir(&artifacts).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(key) = name.strip_prefix("spec-") {
+            std::fs::rename(entry.path(), artifacts.join(key)).unwrap();
+        }
+    }
+    // The pair bmad-build-auto leaves: the spec done, the sprint in review.
+    let spec = "_bmad-output/implementation-artifacts/5-4-parser-errors.md";
+    let text = read(&repo, spec).replacen("status: 'ready-for-dev'", "status: 'done'", 1);
+    write(&repo, spec, &text);
+    let sprint = "_bmad-output/implementation-artifacts/sprint-status.yaml";
+    let text = read(&repo, sprint).replace(
+        "5-4-parser-errors: ready-for-dev",
+        "5-4-parser-errors: review",
+    );
+    write(&repo, sprint, &text);
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "specs named by their keys"]);
+    env.bare_remote(&repo);
+    let check = env.bmad(&repo, &["stories", "check"]).success();
+    assert!(check.stdout.contains("0 error(s)"), "{}", check.stdout);
+
+    // What is installed says v6.11; with nothing installed, the files do.
+    let era = |env: &TestEnv| {
+        let plan = env
+            .bmad(&repo, &["epic", "plan", "5", "--json"])
+            .success()
+            .json();
+        plan["plan"]["era"].as_str().unwrap_or_default().to_owned()
+    };
+    assert_eq!(era(&env), "v6.11");
+    let installed = repo.join(".claude");
+    let kept = env.root().join("claude-install");
+    std::fs::rename(&installed, &kept).unwrap();
+    assert_eq!(
+        era(&env),
+        "v6.11",
+        "no install: the specs' frontmatter says"
+    );
+    std::fs::rename(&kept, &installed).unwrap();
+
+    env.executable("claude", FAKE_CLAUDE);
+    env.executable(
+        "gh",
+        "#!/bin/sh\ncase \"$1 $2\" in\n  'pr list') exit 0 ;;\n  'pr create') echo https://github.com/example/ledger/pull/1 ;;\nesac\n",
+    );
+    agent_behaviour(
+        &env,
+        "build",
+        &format!(
+            "key=$BMAD_ARGS\nspec=\"_bmad-output/implementation-artifacts/$key.md\"\nbase=$(git rev-parse HEAD)\n{}sed -i \"s/^status: .*/status: 'done'/\" \"$spec\"\nsed -i \"s/^review_loop_iteration: .*/&\\nbaseline_revision: $base/\" \"$spec\"\nresult \"built $key\"\n",
+            write_in_scope("$spec", "src/$(echo \"$key\" | cut -d- -f3)/$key.rs")
+        ),
+    );
+    agent_behaviour(&env, "review-1", "result 'Outcome: Approve'\n");
+    env.bmad(&repo, &["epic", "run", "5", "--stories", "5-1"])
+        .success();
+    let s = env
+        .bmad(&repo, &["epic", "status", "5", "--json"])
+        .success()
+        .json();
+    assert_eq!(story(&s, "5-1-parser")["stage"], "done", "{s:#}");
+    let calls = read(&env.root(), "home/agent/calls.log");
+    assert!(calls.contains("bmad-build-auto"), "{calls}");
+}

@@ -218,6 +218,9 @@ impl Story {
                 self.followup_review_recommended = value
                     .get("followup_review_recommended")
                     .and_then(|v| v.as_bool());
+                // bmad-build's spec template, whatever the file's name.
+                let spec_fields = ["review_loop_iteration", "followup_review_recommended"];
+                self.spec_lifecycle |= spec_fields.iter().any(|k| value.get(k).is_some());
                 self.deferred = value
                     .get("deferred")
                     .and_then(|v| v.as_sequence())

@@ -321,15 +321,16 @@ pub fn close_playbook(era: Era, retro: bool) -> Source {
 /// and the story's own file (a status line moved is no work, nor proof of it after a crash),
 /// and the tests pass.
 fn work_done(era: Era) -> String {
-    let own = match era {
+    let own: &[&str] = match era {
         // A plan records the build; a build that wrote only plans built nothing.
-        Era::V7 => "*-plan.md",
-        Era::V611 => "*/spec-{args}.md",
-        Era::V6 | Era::V4 => "*/{args}.md",
+        Era::V7 => &["*-plan.md"],
+        // A spec is known by its frontmatter, whatever its name.
+        Era::V611 => &["*/spec-{args}.md", "*/{args}.md"],
+        Era::V6 | Era::V4 => &["*/{args}.md"],
     };
     let named: Vec<String> = crate::bmad::bookkeeping::BOOKKEEPING
         .iter()
-        .chain([&own])
+        .chain(own)
         .map(|p| quote(p))
         .collect();
     format!("[{{changed_beyond: [{}]}}, tests_pass]", named.join(", "))
