@@ -84,10 +84,12 @@ fn written(
         let why = "the base sets no checks.test_command to run them with";
         return none(why.into(), Some(Amounts::default()));
     };
-    let Ok(draw) = purse.draw(1) else {
-        return none("the epic's budget is spent".into(), None);
-    };
     let agent = runner::agent(config, None, Some("tea")).map_err(crate::supervisor::Error::from)?;
+    // A shell runner would run the prompt as a command.
+    if !agent.kind.is_agent() {
+        let why = format!("the {} runner is no agent to write them", agent.kind);
+        return none(why, Some(Amounts::default()));
+    }
     let program =
         runner::locate(config, agent.kind, &job.main).map_err(crate::supervisor::Error::from)?;
     let (_scratch, checkout) = judge::checkout(repo, base, &[])?;
@@ -111,6 +113,22 @@ fn written(
         .as_deref()
         .and_then(|f| repo.file_at(&base.to_string(), f).ok().flatten())
         .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
+    let mut env: Vec<(String, String)> = vec![
+        ("BMAD_STEP".into(), "acceptance".into()),
+        ("BMAD_ATTEMPT".into(), "1".into()),
+        ("BMAD_ARGS".into(), key.clone()),
+    ];
+    // The role's key, under the name its CLI reads, as its steps get it.
+    let key_variable = agent.kind.adapter().key_variable();
+    if let (Some(var), Some(target)) = (&agent.api_key_env, key_variable) {
+        if let Ok(value) = std::env::var(var) {
+            env.push((target.to_owned(), value));
+        }
+    }
+    // Drawn last: nothing between the draw and its settling can return early.
+    let Ok(draw) = purse.draw(1) else {
+        return none("the epic's budget is spent".into(), None);
+    };
     let invocation = Invocation {
         kind: agent.kind,
         program,
@@ -123,12 +141,10 @@ fn written(
         ),
         model: agent.model.clone(),
         cwd: checkout.clone(),
-        env: vec![
-            ("BMAD_STEP".into(), "acceptance".into()),
-            ("BMAD_ATTEMPT".into(), "1".into()),
-            ("BMAD_ARGS".into(), key.clone()),
-        ],
-        timeout,
+        env,
+        timeout: draw.ms.map_or(timeout, |ms| {
+            timeout.min(Duration::from_millis(ms.max(1000)))
+        }),
         budget_usd: draw.micro_usd.map(|m| m as f64 / 1e6),
         allowed_commands: vec![command.clone()],
         guard: None,
