@@ -243,16 +243,12 @@ fn written_tests(
     checkout: &Path,
     began: SystemTime,
 ) -> Result<Vec<Overlay>, Error> {
-    let mut found = Vec::new();
-    walk(checkout, checkout, began, &mut found).map_err(|source| Error::Write {
+    let found = Overlay::read_under(checkout, Some(began)).map_err(|source| Error::Write {
         path: checkout.to_owned(),
         source,
     })?;
     let mut kept = Vec::new();
-    for file in found {
-        if !judge::is_test_file(&file.path) {
-            continue;
-        }
+    for file in found.into_iter().filter(|f| judge::is_test_file(&f.path)) {
         let before = repo
             .file_at(&base.to_string(), &file.path)
             .map_err(session::Error::from)?;
@@ -260,39 +256,5 @@ fn written_tests(
             kept.push(file);
         }
     }
-    kept.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(kept)
-}
-
-/// Regular files under `dir` (its `.git` aside) modified since `since`.
-fn walk(root: &Path, dir: &Path, since: SystemTime, out: &mut Vec<Overlay>) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        let path = entry.path();
-        let kind = entry.file_type()?;
-        if kind.is_dir() {
-            if entry.file_name() != ".git" {
-                walk(root, &path, since, out)?;
-            }
-            continue;
-        }
-        if !kind.is_file() {
-            continue;
-        }
-        let meta = entry.metadata()?;
-        // A second of slack: file systems that keep coarse times.
-        let recent = meta
-            .modified()
-            .is_ok_and(|m| m + Duration::from_secs(1) >= since);
-        let relative = path.strip_prefix(root).ok().and_then(|p| p.to_str());
-        if let (true, Some(relative)) = (recent, relative) {
-            out.push(Overlay {
-                path: relative.to_owned(),
-                bytes: std::fs::read(&path)?,
-                executable: meta.permissions().mode() & 0o111 != 0,
-            });
-        }
-    }
-    Ok(())
 }

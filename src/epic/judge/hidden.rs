@@ -44,12 +44,10 @@ pub fn stored(repo: &Repo, key: &str, base: ObjectId) -> Result<Option<Hidden>, 
         }
     };
     let root = place.join("files");
-    let mut files = Vec::new();
-    read_tree(&root, &root, &mut files).map_err(|source| Error::Write {
+    let files = Overlay::read_under(&root, None).map_err(|source| Error::Write {
         path: root.clone(),
         source,
     })?;
-    files.sort_by(|a, b| a.path.cmp(&b.path));
     let spent = std::fs::read_to_string(place.join("spent")).unwrap_or_default();
     let mut numbers = spent
         .split_whitespace()
@@ -88,15 +86,10 @@ pub fn store(
         .prefix(".draft-")
         .tempdir_in(&parent)
         .map_err(io(&parent))?;
+    let root = draft.path().join("files");
     for file in &files {
-        let to = draft.path().join("files").join(&file.path);
-        if let Some(dir) = to.parent() {
-            std::fs::create_dir_all(dir).map_err(io(dir))?;
-        }
-        std::fs::write(&to, &file.bytes).map_err(io(&to))?;
-        if file.executable {
-            set_executable(&to).map_err(io(&to))?;
-        }
+        file.write_under(&root)
+            .map_err(io(&root.join(&file.path)))?;
     }
     let said_file = draft.path().join("said");
     std::fs::write(&said_file, format!("{said}\n")).map_err(io(&said_file))?;
@@ -137,43 +130,4 @@ fn place(repo: &Repo, key: &str, base: ObjectId) -> Result<PathBuf, Error> {
         .join(clone)
         .join(key.trim_start_matches('.'))
         .join(base.to_string()))
-}
-
-fn read_tree(root: &Path, dir: &Path, out: &mut Vec<Overlay>) -> std::io::Result<()> {
-    let entries = match std::fs::read_dir(dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e),
-    };
-    for entry in entries {
-        let entry = entry?;
-        let kind = entry.file_type()?;
-        let path = entry.path();
-        if kind.is_dir() {
-            read_tree(root, &path, out)?;
-        } else if kind.is_file() {
-            let Ok(relative) = path.strip_prefix(root) else {
-                continue;
-            };
-            let Some(relative) = relative.to_str() else {
-                continue;
-            };
-            out.push(Overlay {
-                path: relative.to_owned(),
-                executable: is_executable(&entry.metadata()?),
-                bytes: std::fs::read(&path)?,
-            });
-        }
-    }
-    Ok(())
-}
-
-fn is_executable(meta: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    meta.permissions().mode() & 0o111 != 0
-}
-
-fn set_executable(path: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
 }
