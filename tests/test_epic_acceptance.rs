@@ -95,8 +95,23 @@ fn acceptance_tests_no_agent_of_the_story_can_read_decide_whether_it_is_done() {
     };
 
     // Honest: the client doubles; its hidden tests pass on the pushed commit. git-bmad's
-    // configuration home lies in a place the walls show the agents (`~/agent`).
+    // configuration home lies in a place the walls show the agents (`~/agent`). On a
+    // machine that refuses bubblewrap too (Landlock alone holds the walls).
+    for refused in [false, true] {
+        honest_and_unseen(refused, &search);
+    }
+
+    gaming_the_visible_tests_is_not_done();
+}
+
+fn honest_and_unseen(refused: bool, search: &dyn Fn(&Path) -> String) {
     let env = TestEnv::contained();
+    if refused {
+        env.executable(
+            "bwrap",
+            "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n",
+        );
+    }
     let repo = contained_project(&env);
     let config = env.root().join("home/agent/xdg");
     let vars = [
@@ -127,6 +142,11 @@ fn acceptance_tests_no_agent_of_the_story_can_read_decide_whether_it_is_done() {
     assert!(kept[0].1.contains("ACCEPTANCE-MARKER-7c1"), "{kept:?}");
     assert!(!env.root().join("home/agent/acceptance.log").exists());
     // The dev searched, saw its story, and found the tests nowhere.
+    // The walls that held the dev: Landlock alone where bubblewrap is refused.
+    let wt = env.root().join(format!("proj.{STORY}"));
+    let journal = env.bmad(&wt, &["journal", "--json"]).success().stdout;
+    let walls = if refused { "alone" } else { "bubblewrap and Landlock" };
+    assert!(journal.contains(walls), "{refused}: {journal}");
     let saw = read(&env.root(), "home/agent/dev-saw.txt");
     assert!(saw.contains("control: ./_bmad-output"), "{saw}");
     for line in ["files: \n", "objects: 0\n", "history: 0\n"] {
@@ -143,9 +163,11 @@ fn acceptance_tests_no_agent_of_the_story_can_read_decide_whether_it_is_done() {
         text.contains("acceptance tests: 1 file(s) written"),
         "{text}"
     );
+}
 
-    // Gaming the visible tests: the client answers the one input its own test uses. The
-    // suite it sees is green; the tests it never saw are not.
+/// Gaming the visible tests: the client answers the one input its own test uses. The
+/// suite it sees is green; the tests it never saw are not.
+fn gaming_the_visible_tests_is_not_done() {
     let env = TestEnv::contained();
     let repo = contained_project(&env);
     dev(

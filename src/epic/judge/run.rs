@@ -232,13 +232,20 @@ mod tests {
         }
         assert!(!outside.join("accept.sh").exists());
         assert_eq!(std::fs::read(outside.join("key")).unwrap(), b"secret");
-        assert!(std::fs::symlink_metadata(root.join("tests")).unwrap().is_dir());
+        assert!(std::fs::symlink_metadata(root.join("tests"))
+            .unwrap()
+            .is_dir());
         // Read back: regular files only, with their mode.
         let read = Overlay::read_under(&root, None).unwrap();
         let paths: Vec<&str> = read.iter().map(|o| o.path.as_str()).collect();
         assert_eq!(paths, ["run.sh", "tests/accept.sh"]);
         assert!(read.iter().all(|o| o.executable));
-        for bad in ["../escape.sh", "tests/../../x", "/etc/x", ".git/hooks/pre-commit"] {
+        for bad in [
+            "../escape.sh",
+            "tests/../../x",
+            "/etc/x",
+            ".git/hooks/pre-commit",
+        ] {
             let file = Overlay {
                 path: bad.into(),
                 bytes: Vec::new(),
