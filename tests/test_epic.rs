@@ -726,6 +726,15 @@ fn a_hung_agent_is_cut_at_what_is_left_of_the_epic_time() {
     );
 }
 
+/// The era `epic plan <epic>` picks for `repo`.
+fn era_of(env: &TestEnv, repo: &Path, epic: &str) -> String {
+    let plan = env
+        .bmad(repo, &["epic", "plan", epic, "--json"])
+        .success()
+        .json();
+    plan["plan"]["era"].as_str().unwrap_or_default().to_owned()
+}
+
 /// The era comes from what the project has installed: spec files of a quick-dev (v6.8) do
 /// not make a project whose install has no bmad-build-auto run it. With no install to go
 /// by, the files say.
@@ -735,13 +744,7 @@ fn the_era_is_what_the_project_has_installed_then_what_its_files_say() {
     let repo = env.repo("ledger");
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/epic/v611");
     copy_dir(&src, &repo);
-    let era = |env: &TestEnv| {
-        let plan = env
-            .bmad(&repo, &["epic", "plan", "5", "--json"])
-            .success()
-            .json();
-        plan["plan"]["era"].as_str().unwrap_or_default().to_owned()
-    };
+    let era = |env: &TestEnv| era_of(env, &repo, "5");
     assert_eq!(era(&env), "v6.11");
     std::fs::remove_dir_all(repo.join(".claude/skills/bmad-build-auto")).unwrap();
     write(
@@ -866,13 +869,7 @@ fn specs_named_by_their_key_are_known_by_their_frontmatter() {
     assert!(check.stdout.contains("0 error(s)"), "{}", check.stdout);
 
     // What is installed says v6.11; with nothing installed, the files do.
-    let era = |env: &TestEnv| {
-        let plan = env
-            .bmad(&repo, &["epic", "plan", "5", "--json"])
-            .success()
-            .json();
-        plan["plan"]["era"].as_str().unwrap_or_default().to_owned()
-    };
+    let era = |env: &TestEnv| era_of(env, &repo, "5");
     assert_eq!(era(&env), "v6.11");
     let installed = repo.join(".claude");
     let kept = env.root().join("claude-install");

@@ -145,7 +145,11 @@ fn honest_and_unseen(refused: bool, search: &dyn Fn(&Path) -> String) {
     // The walls that held the dev: Landlock alone where bubblewrap is refused.
     let wt = env.root().join(format!("proj.{STORY}"));
     let journal = env.bmad(&wt, &["journal", "--json"]).success().stdout;
-    let walls = if refused { "alone" } else { "bubblewrap and Landlock" };
+    let walls = if refused {
+        "alone"
+    } else {
+        "bubblewrap and Landlock"
+    };
     assert!(journal.contains(walls), "{refused}: {journal}");
     let saw = read(&env.root(), "home/agent/dev-saw.txt");
     assert!(saw.contains("control: ./_bmad-output"), "{saw}");
