@@ -292,6 +292,7 @@ fn a_dry_run_prints_every_action_and_does_none() {
         .success();
     for action in [
         "would: start session 4.3.sync-engine on branch bmad/4.3.sync-engine",
+        "would first: have an agent of its own write failing acceptance tests from its criteria",
         "park at the scope gate before the first story (git bmad answer continue -s epic-4)",
         "after 4.1.api-client: check its changed files against its dependents' touches",
         "start no story once the epic has spent $30.00",

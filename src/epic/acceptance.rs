@@ -24,6 +24,12 @@ use crate::supervisor::{contain, Purse};
 /// shorter.
 const TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
+/// Whether a run under `config` writes acceptance tests before each story's dev: they are
+/// on, and there is a test command to run them with.
+pub fn planned(config: &Config) -> bool {
+    config.epic.acceptance_tests.is_on() && config.checks.test_command.is_some()
+}
+
 /// The story's acceptance tests at its `baseline` commit, written now if they were not
 /// yet, and said in its record (`say`); `None` when the project turned them off.
 pub(super) fn ensure(

@@ -4,6 +4,7 @@
 //! record is the epic session's journal, so `epic status` and `epic resume` replay it.
 
 mod acceptance;
+pub use acceptance::planned as acceptance_tests_planned;
 pub mod actions;
 mod close;
 mod closeout;

@@ -118,6 +118,11 @@ pub(super) fn print_plan(ctx: &Context, plan: &Plan, dry_run: Option<&DryRun<'_>
                 Some(d) => epic::names::story_branch(dry.config, d),
                 None => "the epic's base".to_owned(),
             };
+            if epic::acceptance_tests_planned(dry.config) {
+                ui.line(
+                    "      would first: have an agent of its own write failing acceptance tests from its criteria, kept out of its agents' reach (epic.acceptance_tests)",
+                );
+            }
             match &dry.dispatch_ref {
                 None => ui.line(format!(
                     "      would: start session {} on branch {branch}, run {} with args {}, verify the story file, commit, then push and open a draft PR against {target} (when a remote and gh are set up)",
