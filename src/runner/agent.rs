@@ -420,19 +420,29 @@ mod tests {
             ]
         );
         assert_eq!(claude[claude.len() - 2..], ["--", "p"]);
-        // A budget the user configured is theirs.
-        config.clis.insert(
-            "claude".into(),
-            crate::config::CliConfig {
-                args: Some(vec!["--max-budget-usd".into(), "0.5".into()]),
-                ..Default::default()
-            },
-        );
-        let claude = spend(&config, "claude");
-        assert_eq!(
-            claude.iter().filter(|a| *a == "--max-budget-usd").count(),
-            1
-        );
-        assert!(claude.iter().any(|a| a == "0.5"));
+        // A lower budget the user configured is theirs; a higher one yields to what is left
+        // of the run's (given after it: the last one wins).
+        let configured = |config: &mut RunnersConfig, usd: &str| {
+            config.clis.insert(
+                "claude".into(),
+                crate::config::CliConfig {
+                    args: Some(vec!["--max-budget-usd".into(), usd.into()]),
+                    ..Default::default()
+                },
+            );
+            spend(config, "claude")
+        };
+        let lower = configured(&mut config, "0.5");
+        assert_eq!(lower.iter().filter(|a| *a == "--max-budget-usd").count(), 1);
+        assert!(lower.iter().any(|a| a == "0.5"));
+        for higher in ["5", "lots"] {
+            let claude = configured(&mut config, higher);
+            let last = claude
+                .iter()
+                .rposition(|a| a == "--max-budget-usd")
+                .unwrap();
+            assert_eq!(claude[last + 1], "1.2500", "{claude:?}");
+            assert!(last > claude.iter().position(|a| a == higher).unwrap());
+        }
     }
 }

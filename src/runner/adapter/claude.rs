@@ -88,12 +88,14 @@ impl Adapter for Claude {
             args.push("--allowedTools".into());
             args.extend(allowed_tools(call.allowed_commands));
         }
-        // Claude stops itself once a request takes it past the amount.
-        if let (Some(usd), None) = (
-            call.budget_usd,
-            configured_value(cli, &["--max-budget-usd"]),
-        ) {
-            args.extend(["--max-budget-usd".into(), format!("{:.4}", usd.max(0.0001))]);
+        // Claude stops itself once a request takes it past the amount. A lower amount the
+        // user configured stands; a higher one would outspend the run's budget, so the share
+        // is given after it (the last one wins).
+        let configured = configured_value(cli, &["--max-budget-usd"]).map(str::parse::<f64>);
+        if let Some(usd) = call.budget_usd {
+            if !matches!(configured, Some(Ok(theirs)) if theirs <= usd) {
+                args.extend(["--max-budget-usd".into(), format!("{:.4}", usd.max(0.0001))]);
+            }
         }
         if let (Some(guard), None) = (call.guard, configured_value(cli, &["--settings"])) {
             args.extend(["--settings".into(), guard_settings(guard)]);
