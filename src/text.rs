@@ -10,6 +10,15 @@ pub fn first_line_within(text: &str, max: usize) -> String {
     }
 }
 
+/// Dollars as `$1.50`: cents at least, more digits only when they matter (a $0.015
+/// budget is not "$0.01").
+pub fn dollars(usd: f64) -> String {
+    let text = format!("{usd:.6}");
+    let trimmed = text.trim_end_matches('0');
+    let decimals = trimmed.split_once('.').map_or(0, |(_, d)| d.len());
+    format!("${usd:.*}", decimals.max(2))
+}
+
 /// A word for a POSIX shell: as it is when it is plain, else single-quoted.
 pub fn shell_quote(text: &str) -> String {
     if !text.is_empty()
@@ -167,6 +176,14 @@ pub fn html_escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dollars_show_cents_and_more_only_when_needed() {
+        assert_eq!(dollars(0.03), "$0.03");
+        assert_eq!(dollars(0.025), "$0.025");
+        assert_eq!(dollars(20.0), "$20.00");
+        assert_eq!(dollars(1.234567), "$1.234567");
+    }
 
     #[test]
     fn helpers() {

@@ -284,6 +284,60 @@ fn an_epic_budget_stops_new_stories_and_a_larger_one_goes_on() {
     );
 }
 
+/// A dollar budget counts what each step spent as it ends, so within a story too no step
+/// starts once the purse is empty: the agents here (like any CLI that cannot stop itself at
+/// an amount) spend a cent a call whatever they are given.
+#[test]
+fn no_step_starts_once_the_epic_budget_is_spent() {
+    let env = TestEnv::new();
+    let repo = epic_project(&env);
+    // Its acceptance tests ($0.01) and its dev ($0.01) spend the budget; its review would
+    // take the epic past it.
+    let run = env
+        .bmad(
+            &repo,
+            &[
+                "epic",
+                "run",
+                "3",
+                "--parallel",
+                "1",
+                "--budget-usd",
+                "0.015",
+            ],
+        )
+        .code(5);
+    let said = format!("{}{}", run.stdout, run.stderr);
+    let calls = read(&env.root(), "home/agent/calls.log");
+    // Each call's line starts `<step> <attempt> `; its prompt runs on below.
+    let steps: Vec<&str> = calls
+        .lines()
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            let step = words.next()?;
+            words.next()?.parse::<u32>().ok().map(|_| step)
+        })
+        .collect();
+    assert_eq!(steps, ["acceptance", "dev"], "{said}");
+    let s = status(&env, &repo);
+    let spent: f64 = KEYS
+        .iter()
+        .map(|k| story(&s, k)["state"]["cost_usd"].as_f64().unwrap_or(0.0))
+        .sum();
+    assert!((spent - 0.02).abs() < 1e-9, "${spent}: {s:#}");
+    let stopped: Vec<&Value> = KEYS
+        .iter()
+        .map(|k| story(&s, k))
+        .filter(|st| st["stage"] == "failed")
+        .collect();
+    assert_eq!(stopped.len(), 1, "{s:#}");
+    let reason = stopped[0]["state"]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("stopped at the budget: $0.02 spent of $0.015"),
+        "{reason}"
+    );
+}
+
 #[test]
 fn the_epic_demo_runs_three_stories_through_both_gates_with_simulated_agents() {
     let env = TestEnv::new();

@@ -65,7 +65,9 @@ pub(super) fn close_out(
     if !all_done || state.closed.is_some() || !pipeline::close_wanted(plan.era, options.retro) {
         return Ok(after);
     }
-    match run(repo, epic, plan, options)? {
+    // The close-out's agent draws on what the stories left of the epic's budget.
+    let purse = super::state::purse(state, &options.budget, 1);
+    match run(repo, epic, plan, options, &purse)? {
         Closed::Done(closed, branch) => {
             let asked = closed.answer.clone();
             let complete = closed.complete;
@@ -90,12 +92,14 @@ pub(super) fn close_out(
     Ok(after)
 }
 
-/// Run (or continue) the close-out of `plan`'s epic, based on the epic session's branch.
-pub(super) fn run(
+/// Run (or continue) the close-out of `plan`'s epic, based on the epic session's branch,
+/// its agents drawing on `purse`.
+fn run(
     repo: &Repo,
     epic: &Session,
     plan: &Plan,
     options: &EpicOptions<'_>,
+    purse: &supervisor::Purse,
 ) -> Result<Closed, Error> {
     let name = close_session_name(&plan.epic);
     let session = match closeout::find_by_name(repo, &name)? {
@@ -118,7 +122,7 @@ pub(super) fn run(
         },
         supervisor::RunOptions {
             time_limit: None,
-            purse: None,
+            purse: Some(purse),
             config: options.config,
             feature_env: Default::default(),
             observer: &mut |_| {},
@@ -134,7 +138,13 @@ pub(super) fn run(
             )))
         }
         Outcome::Interrupted => return Ok(Closed::Interrupted),
-        other => return Ok(Closed::Failed(format!("the close-out ended: {other:?}"))),
+        other => {
+            let why = match super::story::pipeline_end(other, None) {
+                Some((Some((_, why)), _)) => why,
+                _ => format!("ended: {other:?}"),
+            };
+            return Ok(Closed::Failed(format!("the close-out {why}")));
+        }
     }
     let journal = session::read_journal(repo, &session.id)?;
     let answer: Option<String> = journal

@@ -16,6 +16,7 @@ use crate::bmad::queue::{self, Item};
 use crate::bmad::status::Status;
 use crate::paths;
 use crate::session::{self, Repo};
+use crate::text::dollars;
 
 /// What the run does with a story.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -450,7 +451,7 @@ pub fn epic_actions(
     }
     let mut limits = Vec::new();
     if let Some(usd) = budget.usd {
-        limits.push(format!("${usd:.2}"));
+        limits.push(dollars(usd));
     }
     if let Some(n) = budget.invocations {
         limits.push(format!("{n} invocations"));
@@ -465,7 +466,7 @@ pub fn epic_actions(
         ));
     }
     if let Some(usd) = budget.story_usd {
-        out.push(format!("stop any story's run past ${usd:.2}"));
+        out.push(format!("stop any story's run past {}", dollars(usd)));
     }
     if pipeline::close_wanted(plan.era, retro) {
         let mut what = Vec::new();

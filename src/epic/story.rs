@@ -16,6 +16,7 @@ use crate::config::Config;
 use crate::session::schema::{Answer, Body, Stage, StoryStage};
 use crate::session::{self, closeout, Repo, StartOptions};
 use crate::supervisor::{self, Outcome, Request, Source};
+use crate::text::dollars;
 
 /// The longest git-bmad's own test run of a story may take (a story step's default
 /// timeout); what is left of the epic's time cuts it shorter.
@@ -446,7 +447,7 @@ fn step_ended(pushes: bool, tx: &mpsc::Sender<Message>) {
 /// What a story's pipeline run came to, when it is not to be verified: the stage to record
 /// with its reason (none for an interruption, which `epic resume` continues), and the end.
 /// `None`: it completed. `worktree`: the story's, where a gate is answered; none on a runner.
-fn pipeline_end(
+pub(super) fn pipeline_end(
     outcome: &Outcome,
     worktree: Option<&Path>,
 ) -> Option<(Option<(Stage, String)>, End)> {
@@ -475,9 +476,9 @@ fn pipeline_end(
             limit_micro_usd,
             spent_micro_usd,
         } => failed(format!(
-            "stopped at the budget: ${:.2} spent of ${:.2}; with more (--budget-usd), git bmad epic resume runs it on",
-            *spent_micro_usd as f64 / 1e6,
-            *limit_micro_usd as f64 / 1e6
+            "stopped at the budget: {} spent of {}; with more (--budget-usd), git bmad epic resume runs it on",
+            dollars(*spent_micro_usd as f64 / 1e6),
+            dollars(*limit_micro_usd as f64 / 1e6)
         )),
         Outcome::InvocationLimit { limit } => failed(format!(
             "stopped at {limit} agent invocations; with more (--max-invocations), git bmad epic resume runs it on"

@@ -11,6 +11,7 @@ use super::schema::{
     Answer, Body, EpicBudget, EpicClosed, EpicStarted, IntegrationChecked, Stage, StoryStage,
 };
 use super::Event;
+use crate::text::dollars;
 
 /// The scope confirmation's gate id.
 pub const SCOPE_GATE: &str = "scope";
@@ -174,7 +175,7 @@ impl EpicState {
     pub fn over_budget(&self, budget: &EpicBudget) -> Option<String> {
         let (usd, invocations, ms) = self.spent();
         let why = if budget.usd.is_some_and(|b| usd >= b) {
-            format!("budget: ${usd:.2} spent of ${:.2}", budget.usd?)
+            format!("budget: {} spent of {}", dollars(usd), dollars(budget.usd?))
         } else if budget.invocations.is_some_and(|b| invocations >= b) {
             format!(
                 "budget: {invocations} invocations of {}",

@@ -11,6 +11,7 @@ use serde::Serialize;
 pub use super::schema::{Answer, GateKind, Next};
 use super::schema::{Body, StepOutcome};
 use super::{Decision, Event};
+use crate::text::dollars;
 
 /// What a step has come to.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -216,7 +217,11 @@ impl Stop {
 pub fn limit_text(body: &Body) -> String {
     match body {
         Body::LimitBudget(l) => {
-            format!("budget spent: ${:.2} of ${:.2}", l.spent_usd, l.budget_usd)
+            format!(
+                "budget spent: {} of {}",
+                dollars(l.spent_usd),
+                dollars(l.budget_usd)
+            )
         }
         Body::LimitTokens(l) => format!(
             "token budget spent: {} of {}",

@@ -14,6 +14,7 @@ mod watchdog;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::attempt::Attempt;
 use super::checks::evaluate;
 use super::decide::{self, GateRequest, Settlement};
 use super::error::{Error, Result};
@@ -461,19 +462,18 @@ impl Engine<'_> {
                 Err(outcome) => return Ok(outcome),
             };
             let before = self.spent();
-            let attempts = self.run_round(&phase.id, &runnable, draw.as_ref());
+            let judged = self
+                .run_round(&phase.id, &runnable, draw.as_ref())
+                .and_then(|attempts| {
+                    let stopped = self.record_verdicts(&attempts)?;
+                    Ok((attempts, stopped))
+                });
+            // What a step spent is counted once its verdict is recorded: the purse is
+            // settled after that, on every path, or the stories sharing it never see it.
             if let (Some(purse), Some(draw)) = (self.purse, draw) {
                 purse.settle(draw, self.spent().since(before));
             }
-            let attempts = attempts?;
-            let mut stopped = Vec::new();
-            for attempt in &attempts {
-                let verdict = decide::judge(attempt, &self.state.step(&attempt.step.id));
-                self.record_all(verdict.events)?;
-                if verdict.stops {
-                    stopped.push(attempt.step.id.clone());
-                }
-            }
+            let (attempts, stopped) = judged?;
             if self.interrupt.load(Ordering::SeqCst) {
                 return self.interrupted();
             }
@@ -494,6 +494,19 @@ impl Engine<'_> {
                 return Ok(Outcome::Failed { steps: stopped });
             }
         }
+    }
+
+    /// Record each attempt's verdict (what it did and spent): the steps that stop the run.
+    fn record_verdicts(&mut self, attempts: &[Attempt<'_>]) -> Result<Vec<String>> {
+        let mut stopped = Vec::new();
+        for attempt in attempts {
+            let verdict = decide::judge(attempt, &self.state.step(&attempt.step.id));
+            self.record_all(verdict.events)?;
+            if verdict.stops {
+                stopped.push(attempt.step.id.clone());
+            }
+        }
+        Ok(stopped)
     }
 
     fn interrupted(&mut self) -> Result<Outcome> {

@@ -13,7 +13,7 @@ use crate::runner::interrupt;
 use crate::session::schema::Next;
 use crate::session::{self, Body, Event, Session};
 use crate::supervisor::{self, Outcome, Request, RunOptions};
-use crate::text::{duration, first_line_within};
+use crate::text::{dollars, duration, first_line_within};
 
 /// Run a playbook in the current session: its steps one after the other, each in a fresh
 /// agent process, until a gate, a failure or the end.
@@ -170,7 +170,7 @@ pub(super) fn supervise_and_report(
             ui.status("Next: look at why steps repeat (git bmad journal); raise limits.max_invocations in the playbook only if the work needs it");
         }
         Outcome::BudgetLimit { limit_micro_usd, spent_micro_usd } => {
-            ui.line(format!("{} the agents have spent {} of the {} budget ({done}/{total} steps finished).", ui.paint("Stopped:", Style::Red), dollars(*spent_micro_usd), dollars(*limit_micro_usd)));
+            ui.line(format!("{} the agents have spent {} of the {} budget ({done}/{total} steps finished).", ui.paint("Stopped:", Style::Red), dollars(*spent_micro_usd as f64 / 1e6), dollars(*limit_micro_usd as f64 / 1e6)));
             ui.status("Next: git bmad journal shows each step's cost; raise orchestration.budget_usd in .bmad/config.yaml to go on");
         }
         Outcome::TokenLimit { limit, spent } => {
@@ -188,14 +188,6 @@ pub(super) fn supervise_and_report(
         Outcome::Aborted => ui.line(format!("Run aborted ({done}/{total} steps finished). The session's work and journal stay; git bmad finish or remove ends it.")),
     }
     Ok(code)
-}
-
-/// Millionths of a dollar as `$1.50` (cents at least; more digits only when they matter).
-fn dollars(micro_usd: u64) -> String {
-    let text = format!("{:.6}", micro_usd as f64 / 1e6);
-    let trimmed = text.trim_end_matches('0');
-    let decimals = trimmed.split_once('.').map_or(0, |(_, d)| d.len());
-    format!("${:.*}", decimals.max(2), micro_usd as f64 / 1e6)
 }
 
 /// Evidence lines a Summary gate shows before pointing at the rest.
@@ -319,15 +311,4 @@ fn progress(ui: &Ui, event: &Event) -> Option<String> {
         _ => return None,
     };
     Some(text)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn dollars_show_cents_and_more_only_when_needed() {
-        assert_eq!(super::dollars(30_000), "$0.03");
-        assert_eq!(super::dollars(25_000), "$0.025");
-        assert_eq!(super::dollars(20_000_000), "$20.00");
-        assert_eq!(super::dollars(1_234_567), "$1.234567");
-    }
 }
