@@ -60,6 +60,23 @@ pub fn replace_unsynced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     written
 }
 
+/// Replace the file at `path` with `bytes` as a rename (readers see the old or the new
+/// content), keeping its permissions, without waiting for the disk: for a worktree file,
+/// which git's own checkout does not wait for either.
+pub fn replace_keeping_mode(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let permissions = std::fs::symlink_metadata(path)?.permissions();
+    let (tmp_path, mut file) = create_temporary(dir)?;
+    let written = file
+        .write_all(bytes)
+        .and_then(|()| std::fs::set_permissions(&tmp_path, permissions))
+        .and_then(|()| std::fs::rename(&tmp_path, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp_path);
+    }
+    written
+}
+
 /// Make `path` hold `bytes`, writing over the file in place (created if missing), not
 /// waiting for the disk: for a cache whose content says whether it is whole, since a crash
 /// or a second writer can leave it half old, half new. No file is created or deleted for it

@@ -297,3 +297,85 @@ fn a_nested_clone_is_left_alone_and_the_report_says_so() {
     assert!(!wt.join("b.txt").exists());
     assert_eq!(read(&nested, "y.txt"), "y\n");
 }
+
+/// What was on disk comes back byte for byte through rollback and undo, whatever git's
+/// attributes and filters make of it on the way in and out: CRLF under `text=auto` and
+/// `core.autocrlf`, LF where `eol=crlf` writes CRLF, an expanded `$Id$`, a lossy clean
+/// filter, a filter whose program this machine lacks. The checkpoint's tree is still git's
+/// view of the files; the bytes it does not give back are kept beside it.
+#[test]
+fn rollback_then_undo_gives_back_every_byte_whatever_the_attributes_and_filters() {
+    for files_only in [false, true] {
+        let env = TestEnv::new();
+        let repo = env.repo("proj");
+        write(
+            &repo,
+            ".gitattributes",
+            "*.txt text=auto\n*.crlf eol=crlf\n*.id ident\n*.low filter=upper\n*.tool filter=absent\n",
+        );
+        // With core.autocrlf, git converts whatever it takes for text; without it, only
+        // what an attribute names.
+        let autocrlf = if files_only { "input" } else { "false" };
+        for (key, value) in [
+            ("core.autocrlf", autocrlf),
+            ("filter.upper.clean", "tr a-z A-Z"),
+            ("filter.upper.smudge", "cat"),
+            ("filter.absent.clean", "no-such-filter-program clean"),
+            ("filter.absent.smudge", "no-such-filter-program smudge"),
+        ] {
+            env.git(&repo, &["config", key, value]);
+        }
+        // The user's files as their editors saved them, first as committed, then edited.
+        let edits: [(&str, &[u8], &[u8]); 7] = [
+            ("plain.rs", b"fn a() {}\r\n", b"fn b() {}\r\n"),
+            ("notes.txt", b"one\r\n", b"one\r\ntwo\r\n"),
+            ("auto.md", b"# a\r\n", b"# a\r\n# b\r\n"),
+            ("windows.crlf", b"lf\n", b"lf still\n"),
+            ("version.id", b"$Id$\n", b"$Id$ edited\n"),
+            ("words.low", b"lower\n", b"lower case\n"),
+            ("data.tool", b"raw\r\n", b"raw edit\r\n"),
+        ];
+        for (path, committed, _) in edits {
+            std::fs::write(repo.join(path), committed).unwrap();
+        }
+        env.git(&repo, &["add", "-A"]);
+        env.git(&repo, &["commit", "-q", "-m", "files with attributes"]);
+        let (_, wt) = env.start(&repo, "feature-x");
+        for (path, _, edited) in edits {
+            std::fs::write(wt.join(path), edited).unwrap();
+        }
+        let before = env.worktree_tree(&wt);
+
+        let mut rollback = vec!["rollback", "1", "--json"];
+        if files_only {
+            rollback.push("--files-only");
+        }
+        let rolled = env.bmad(&wt, &rollback).success().json();
+        assert_eq!(read(&wt, "words.low"), "LOWER\n", "the checkpoint's files");
+        // The safety checkpoint's tree is git's view of what was left; the bytes that view
+        // does not give back are kept beside it, and only those.
+        assert_eq!(rolled["safety"]["tree"], before.as_str());
+        let raw = rolled["safety"]["raw"].as_str().expect("raw bytes kept");
+        let kept = env.git(&repo, &["ls-tree", "-r", "--name-only", raw]);
+        // A filter whose program is missing stores and writes the bytes as they are: they come
+        // back by themselves, unless core.autocrlf converts their line endings.
+        let mut expected = vec!["notes.txt", "version.id", "windows.crlf", "words.low"];
+        if autocrlf == "input" {
+            expected.extend(["auto.md", "data.tool", "plain.rs"]);
+        }
+        expected.sort_unstable();
+        assert_eq!(kept.lines().collect::<Vec<_>>(), expected);
+
+        env.bmad(&wt, &["undo"]).success();
+        for (path, _, edited) in edits {
+            let on_disk = std::fs::read(wt.join(path)).unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&on_disk),
+                String::from_utf8_lossy(edited),
+                "{path} (files only: {files_only})"
+            );
+        }
+        assert_eq!(env.worktree_tree(&wt), before);
+        env.bmad(&repo, &["doctor"]).success();
+    }
+}

@@ -279,6 +279,78 @@ fn a_killed_rollback_is_finished_or_undone_exactly() {
     env.bmad(&repo, &["doctor"]).success();
 }
 
+/// An undo killed at any instant, then finished (`rollback --continue`), gives back the bytes
+/// that were on disk (CRLF under `text=auto`, LF where `eol=crlf` writes CRLF) and leaves no
+/// scratch behind.
+#[test]
+fn a_killed_undo_still_gives_back_every_byte() {
+    const KILLS: u32 = 12;
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    write(
+        &repo,
+        ".gitattributes",
+        "*.txt text=auto\n*.crlf eol=crlf\n",
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "attributes"]);
+    let (_, wt) = env.start(&repo, "work");
+    // Half saved with CRLF where git stores LF, half with LF where git writes CRLF.
+    let file = |i: u32| match i % 2 {
+        0 => (
+            format!("crlf/{i}.txt"),
+            format!("edited {i}\r\nby the user\r\n"),
+        ),
+        _ => (
+            format!("crlf/{i}.crlf"),
+            format!("edited {i}\nby the user\n"),
+        ),
+    };
+    let timed = {
+        for i in 0..300 {
+            let (path, bytes) = file(i);
+            write(&wt, &path, &bytes);
+        }
+        env.bmad(&wt, &["rollback", "1"]).success();
+        let started = Instant::now();
+        env.bmad(&wt, &["undo"]).success();
+        started.elapsed()
+    };
+    let mut interrupted = 0;
+    for round in 0..KILLS {
+        env.bmad(&wt, &["rollback", "1"]).success();
+        let mut child = env.spawn_group(&wt, &["undo"]);
+        std::thread::sleep(timed.mul_f64(f64::from(round) / f64::from(KILLS)));
+        kill_group(&mut child);
+        let doctor = env.bmad(&repo, &["doctor", "--json"]).json();
+        if doctor["findings"].to_string().contains("was interrupted") {
+            interrupted += 1;
+            env.bmad(&wt, &["rollback", "--continue"]).success();
+        } else if std::fs::read(wt.join("crlf/0.txt")).is_err() {
+            // Killed before it began: undo again.
+            env.bmad(&wt, &["undo"]).success();
+        }
+        for i in 0..300 {
+            let (path, bytes) = file(i);
+            let on_disk = std::fs::read(wt.join(&path)).unwrap();
+            assert_eq!(on_disk, bytes.as_bytes(), "round {round}, {path}");
+        }
+    }
+    assert!(
+        interrupted > 0,
+        "no kill landed inside an undo; the test is not testing"
+    );
+    let git_dir = env.git(&wt, &["rev-parse", "--absolute-git-dir"]);
+    let left: Vec<_> = std::fs::read_dir(git_dir.trim())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("bmad-checkout-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    env.bmad(&repo, &["doctor"]).success();
+}
+
 #[test]
 fn a_packed_refs_lock_is_named_while_a_git_may_hold_it_and_cleared_by_start_once_none_does() {
     let env = TestEnv::new();

@@ -7,6 +7,7 @@
 //! every git command line git-bmad runs is written, and can be audited, in this folder.
 
 mod blobs;
+mod checkout_form;
 mod cli;
 mod commands;
 mod diff;

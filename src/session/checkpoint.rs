@@ -12,8 +12,8 @@ use super::error::{Error, Result};
 use super::event::{Decision, Event, NewEvent};
 use super::journal::{self, backoff, seq_trailer};
 use super::policy::Policy;
-use super::record::INDEX_TRAILER;
 pub use super::record::{Checkpoint, Trailers};
+use super::record::{INDEX_TRAILER, RAW_TRAILER};
 use super::schema::{Body, CheckpointTaken};
 use super::state::Status;
 use super::store::Session;
@@ -34,10 +34,13 @@ pub(crate) enum Recorded {
     Head(Option<ObjectId>),
     /// A snapshot: the worktree's tree, its HEAD, and its saved index when that differs
     /// from HEAD.
+    /// With a rollback's state left, the bytes on disk its tree does not give back (see
+    /// [`Checkpoint::raw`]).
     State {
         tree: ObjectId,
         head: Option<ObjectId>,
         index: Option<ObjectId>,
+        raw: Option<ObjectId>,
     },
 }
 
@@ -57,6 +60,7 @@ impl Recorded {
                 tree,
                 head,
                 index: None,
+                raw: None,
             };
             Ok((state, Vec::new()))
         };
@@ -84,26 +88,34 @@ impl Recorded {
             _ => saved,
         };
         let index = Some(wt.write_saved_index(saved)?);
-        Ok((Recorded::State { tree, head, index }, kept_out))
+        let state = Recorded::State {
+            tree,
+            head,
+            index,
+            raw: None,
+        };
+        Ok((state, kept_out))
     }
 }
 
-/// Write a checkpoint commit (objects only; no ref moves); a saved index becomes its last
-/// parent.
+/// Write a checkpoint commit (objects only; no ref moves); a saved index and then the raw
+/// bytes become its last parents, each named by its trailer.
 pub(crate) fn write_commit(
     repo: &Repo,
     tree: ObjectId,
     parents: &[ObjectId],
-    index: Option<ObjectId>,
+    (index, raw): (Option<ObjectId>, Option<ObjectId>),
     label: &str,
     trailers: &Trailers,
 ) -> Result<ObjectId> {
     let label = one_line(label);
     let mut message = format!("{label}\n\n{}", trailers.format());
     let mut parents = parents.to_vec();
-    if let Some(index) = index {
-        message.push_str(&format!("{INDEX_TRAILER}: {index}\n"));
-        parents.push(index);
+    for (name, extra) in [(INDEX_TRAILER, index), (RAW_TRAILER, raw)] {
+        if let Some(id) = extra {
+            message.push_str(&format!("{name}: {id}\n"));
+            parents.push(id);
+        }
     }
     Ok(repo.write_commit(tree, &parents, &message)?)
 }
@@ -234,16 +246,23 @@ fn extend_chain_with(
             released: matches!(recorded, Recorded::Released),
             ..prev.trailers.clone()
         };
-        let (tree, head, index) = match recorded {
-            Recorded::Same | Recorded::Released => (prev.tree, prev.session_head(), prev.index),
-            Recorded::Head(head) => (prev.tree, head.or(prev.session_head()), prev.index),
-            Recorded::State { tree, head, index } => (tree, head.or(prev.session_head()), index),
+        let (tree, head, index, raw) = match recorded {
+            Recorded::Same | Recorded::Released => {
+                (prev.tree, prev.session_head(), prev.index, None)
+            }
+            Recorded::Head(head) => (prev.tree, head.or(prev.session_head()), prev.index, None),
+            Recorded::State {
+                tree,
+                head,
+                index,
+                raw,
+            } => (tree, head.or(prev.session_head()), index, raw),
         };
         let parents: Vec<ObjectId> = std::iter::once(prev_id).chain(head).collect();
         // The commit and its journal note are written with the snapshot, before the chain
         // moves; the note is published once it has.
         let writer = repo.holding_objects();
-        let id = write_commit(&writer, tree, &parents, index, &label, &trailers)?;
+        let id = write_commit(&writer, tree, &parents, (index, raw), &label, &trailers)?;
         let event = NewEvent::new(Body::Checkpoint(CheckpointTaken {
             commit: id.to_string(),
             tree: tree.to_string(),
@@ -271,10 +290,11 @@ fn extend_chain_with(
                 let checkpoint = Checkpoint {
                     id,
                     tree,
-                    parents: parents.into_iter().chain(index).collect(),
+                    parents: parents.into_iter().chain(index).chain(raw).collect(),
                     label,
                     trailers,
                     index,
+                    raw,
                     time: crate::time::Timestamp::now().secs() as i64,
                 };
                 return Ok((checkpoint, event));

@@ -56,6 +56,7 @@ fn record_head(repo: &Repo, session: &Session, wt: &Repo, label: &str) -> Result
         tree: repo.tree_of(head)?,
         head: Some(head),
         index: None,
+        raw: None,
     };
     super::checkpoint::extend_chain(repo, session, recorded, label, None, None)?;
     Ok(())

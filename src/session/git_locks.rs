@@ -29,6 +29,19 @@ pub(super) fn clear_abandoned_locks(repo: &Repo, locks: &[PathBuf]) -> Vec<Strin
         .collect()
 }
 
+/// Clear the scratch folders a killed git-bmad left in the git dir of worktree `wt` (see
+/// [`crate::git::Repo::clear_abandoned_scratch`]) while no git works in the repository.
+pub(super) fn clear_abandoned_scratch(repo: &Repo, wt: &Repo) {
+    if !wt.has_scratch_left() {
+        return;
+    }
+    if let Ok(worktrees) = repo.worktrees() {
+        if git_running_in(repo, &worktrees).is_none() {
+            wt.clear_abandoned_scratch();
+        }
+    }
+}
+
 /// Clear the lock files a killed git left in `session`'s worktree (its `index.lock`,
 /// `HEAD.lock`) while no git works in the repository: a run killed in the middle of a step
 /// must not fail every resume on them. One line for each removed.

@@ -120,7 +120,7 @@ pub fn start(repo: &Repo, options: &StartOptions, policy: &dyn Policy) -> Result
             clone: None,
             released: false,
         };
-        let commit = write_commit(repo, tree, &[base_commit], None, &label, &trailers)?;
+        let commit = write_commit(repo, tree, &[base_commit], (None, None), &label, &trailers)?;
         match repo.cas_ref(&checkpoints_ref(&id), None, commit, "bmad session started")? {
             CasOutcome::Updated => {
                 claimed = Some((id, commit));

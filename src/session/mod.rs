@@ -26,6 +26,7 @@ mod journal;
 mod lifecycle;
 mod marker;
 mod policy;
+mod raw_bytes;
 mod record;
 pub mod ref_record;
 mod remote_checks;

@@ -102,6 +102,11 @@ pub struct Checkpoint {
     /// The saved index, when it differed from the session HEAD (one of `parents`).
     #[serde(serialize_with = "serialize_optional_id")]
     pub index: Option<ObjectId>,
+    /// The bytes on disk that git's checkout of `tree` would not give back (a CRLF file
+    /// under `text=auto`, a lossy filter's input), as a commit of a tree of them at their
+    /// paths: the last of `parents`. Only a rollback's safety checkpoint has it.
+    #[serde(serialize_with = "serialize_optional_id")]
+    pub raw: Option<ObjectId>,
     /// Commit time, seconds since the epoch.
     pub time: i64,
 }
@@ -141,9 +146,13 @@ impl Checkpoint {
         let Some(trailers) = Trailers::parse(&info.message) else {
             return Ok(None);
         };
-        let index = trailer(&info.message, INDEX_TRAILER)
-            .and_then(|hex| ObjectId::from_hex(hex.as_bytes()).ok())
-            .filter(|id| info.parents.last() == Some(id));
+        // Each extra parent is named by its trailer, the raw bytes last, the index before.
+        let named = |name: &str| {
+            trailer(&info.message, name).and_then(|hex| ObjectId::from_hex(hex.as_bytes()).ok())
+        };
+        let raw = named(RAW_TRAILER).filter(|id| info.parents.last() == Some(id));
+        let before_raw = &info.parents[..info.parents.len() - usize::from(raw.is_some())];
+        let index = named(INDEX_TRAILER).filter(|id| before_raw.last() == Some(id));
         Ok(Some(Checkpoint {
             id,
             tree: info.tree,
@@ -151,16 +160,16 @@ impl Checkpoint {
             label: info.message.lines().next().unwrap_or_default().to_owned(),
             trailers,
             index,
+            raw,
             time: info.time,
         }))
     }
 
-    /// The parents that are checkpoints or session commits (the saved index left out).
+    /// The parents that are checkpoints or session commits (the saved index and the raw
+    /// bytes left out).
     fn chain_parents(&self) -> &[ObjectId] {
-        match self.index {
-            Some(_) => &self.parents[..self.parents.len() - 1],
-            None => &self.parents,
-        }
+        let extras = usize::from(self.index.is_some()) + usize::from(self.raw.is_some());
+        &self.parents[..self.parents.len().saturating_sub(extras)]
     }
 
     /// The previous checkpoint in the chain, if this is not the first.
@@ -187,6 +196,8 @@ impl Checkpoint {
 
 /// The trailer naming a checkpoint's saved index.
 pub(super) const INDEX_TRAILER: &str = "Bmad-Index";
+/// The trailer naming a checkpoint's raw bytes.
+pub(super) const RAW_TRAILER: &str = "Bmad-Raw";
 
 fn serialize_optional_id<S: serde::Serializer>(
     id: &Option<ObjectId>,

@@ -32,6 +32,7 @@ use super::store::Session;
 use crate::git::{CasOutcome, ObjectId, Repo, TreeChange, Vet};
 
 use super::policy::Policy;
+use super::raw_bytes;
 
 /// Which checkpoint to go back to.
 #[derive(Clone, Debug)]
@@ -216,21 +217,23 @@ fn begin(
     policy: &dyn Policy,
 ) -> Result<(Intent, Leaving)> {
     let committed = super::policy::Committed::at_head(wt);
-    let leaving = Leaving::take(
-        wt,
-        target.tree,
-        Some(&mut |path, bytes| policy.admit(path, bytes, &|| committed.holds(bytes))),
-    )?;
+    let mut vet = |path: &str, bytes: &[u8]| policy.admit(path, bytes, &|| committed.holds(bytes));
+    let leaving = Leaving::take(wt, target.tree, Some(&mut vet))?;
     let short = target.id.to_hex_with_len(10).to_string();
     let label = match undo_of {
         Some(seq) => format!("before undoing rollback #{seq}"),
         None => format!("before rollback to {short}"),
     };
-    let (state, staged_secrets) = Recorded::of(wt, leaving.tree, None, policy)?;
+    let (mut state, staged_secrets) = Recorded::of(wt, leaving.tree, None, policy)?;
     if !staged_secrets.is_empty() {
         return Err(Error::SecretInWorktree {
             paths: staged_secrets,
         });
+    }
+    // What the files the rollback rewrites held on disk, where their tree does not say.
+    let changes = wt.diff_trees(leaving.tree, target.tree)?;
+    if let Recorded::State { raw, .. } = &mut state {
+        *raw = raw_bytes::keep(wt, leaving.tree, &changes, &mut vet)?;
     }
     let (safety, _) = extend_chain(repo, session, state, &label, None, None)?;
     let message = format!(
@@ -281,6 +284,7 @@ fn finish(
     // A killed rollback's git left the index locked: with no git running here, clear it.
     let warnings =
         super::git_locks::clear_abandoned_locks(repo, &[wt.git_dir().join("index.lock")]);
+    super::git_locks::clear_abandoned_scratch(repo, wt);
     let Intent {
         id: intent_id,
         target,
@@ -312,6 +316,9 @@ fn finish(
         });
     }
     drop(scratch);
+    if let Some(raw) = target.raw {
+        raw_bytes::give_back(wt, raw, to)?;
+    }
     let branch = if files_only {
         None
     } else {
