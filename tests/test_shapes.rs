@@ -440,3 +440,37 @@ fn odd_files_in_place_of_git_bmads_own_neither_stop_a_checkpoint_nor_are_written
         }
     }
 }
+
+/// Repository formats git-bmad cannot read yet are named in one line with what to do, not
+/// as "not inside a git repository" or a decoding error: SHA-256 object ids, and refs kept
+/// in reftable (which `git refs migrate` converts). Nothing is written to either.
+#[test]
+fn sha256_and_reftable_repositories_are_named_with_what_to_do() {
+    let env = TestEnv::new();
+    for (name, format, said) in [
+        ("sha256", "--object-format=sha256", "SHA-256 ids"),
+        (
+            "reftable",
+            "--ref-format=reftable",
+            "git refs migrate --ref-format=files",
+        ),
+    ] {
+        let repo = env.root().join(name);
+        env.git(&env.root(), &["init", "-q", format, name]);
+        write(&repo, "a.txt", "a\n");
+        env.git(&repo, &["add", "a.txt"]);
+        env.git(&repo, &["commit", "-q", "-m", "a"]);
+        for args in [&["status"][..], &["start", "work"], &["doctor"]] {
+            let run = env.bmad(&repo, args).code(1);
+            let first = run.stderr.lines().next().unwrap_or_default();
+            assert!(
+                first.contains("which git-bmad cannot read yet") && first.contains(said),
+                "{name} {args:?}: {}",
+                run.stderr
+            );
+            assert!(!run.stderr.contains("not inside a git repository"));
+        }
+        assert_eq!(env.git(&repo, &["worktree", "list"]).lines().count(), 1);
+        assert_eq!(env.git(&repo, &["for-each-ref", "refs/bmad"]), "");
+    }
+}

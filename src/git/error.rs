@@ -23,6 +23,16 @@ pub enum Error {
         /// The repository's git dir.
         path: PathBuf,
     },
+    /// A repository format git-bmad cannot read yet.
+    #[error("{} {what}, which git-bmad cannot read yet; {next}", path.display())]
+    UnsupportedFormat {
+        /// Where the repository is.
+        path: PathBuf,
+        /// The format, with the config that names it.
+        what: &'static str,
+        /// What the user can do.
+        next: &'static str,
+    },
     /// A bare repository has no worktree to put sessions beside.
     #[error("{} is a bare repository; git-bmad needs a repository with a working tree", path.display())]
     Bare {

@@ -13,6 +13,7 @@ mod commands;
 mod diff;
 mod error;
 mod fence;
+mod format;
 mod identity;
 mod ignores;
 mod index;

@@ -68,9 +68,13 @@ impl Repo {
     /// repositories git itself would refuse for dubious ownership.
     pub fn discover(cwd: &Path) -> Result<Repo> {
         let inner = gix::ThreadSafeRepository::discover_with_environment_overrides(cwd)
-            .map_err(|e| Error::NotARepository {
-                path: cwd.to_path_buf(),
-                source: Box::new(e),
+            .map_err(|e| {
+                // gix refuses to open a SHA-256 repository: git itself names its format.
+                super::format::unsupported(cwd, |key| super::format::git_config_in(cwd, key))
+                    .unwrap_or_else(|| Error::NotARepository {
+                        path: cwd.to_path_buf(),
+                        source: Box::new(e),
+                    })
             })?
             .to_thread_local();
         Self::from_gix(inner)
@@ -95,6 +99,11 @@ impl Repo {
 
     fn from_gix(mut inner: gix::Repository) -> Result<Repo> {
         let git_dir = canonical(inner.git_dir())?;
+        let extension = |key: &str| inner.config_snapshot().string(key).map(|v| v.to_string());
+        let place = inner.workdir().unwrap_or(&git_dir);
+        if let Some(unsupported) = super::format::unsupported(place, extension) {
+            return Err(unsupported);
+        }
         if inner.git_dir_trust() != gix::sec::Trust::Full {
             return Err(Error::DubiousOwnership { path: git_dir });
         }
