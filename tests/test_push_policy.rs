@@ -614,6 +614,28 @@ fn secrets_are_found_wherever_a_push_carries_them() {
             s(&["origin", "v1"])
         },
     );
+    // Passwords and tokens a pattern of their own does not name: hex, special characters,
+    // Twilio's auth token.
+    for (file, content) in [
+        ("config/db.env", "DB_PASSWORD=9c41f0e7b2a85d36\n"),
+        (
+            "config/app.json",
+            "{\"database\": {\"password\": \"k7$Qz:9w;Lm2{x}|R8\"}}\n",
+        ),
+        (
+            "config/sms.yml",
+            "twilio_auth_token: \"5f2b8e91c04d7a63b1e9f0c28d4a7b36\"\n",
+        ),
+    ] {
+        scenario(
+            &format!("a secret in {file}"),
+            Expect::Refused("secret"),
+            |fx| {
+                commit_past_pre_commit(fx, file, content);
+                s(&["origin", "feat"])
+            },
+        );
+    }
     scenario("a clean annotated tag", Expect::Allowed, |fx| {
         fx.git(&["tag", "-a", "v1", "-m", "release one"]);
         s(&["origin", "v1"])

@@ -43,6 +43,7 @@ const PLACEHOLDERS: &[&str] = &[
     "redacted",
     "${",
     "{{",
+    // Last, so the password rules can leave them out (see `plausible`).
     "<",
     ">",
 ];
@@ -302,6 +303,8 @@ pub fn placeholder_words() -> &'static [&'static str] {
 /// password that is the word "password"): a pattern alone would refuse those.
 const VALUE_CHECKED: &[&str] = &[
     "jwt",
+    "password-assignment",
+    "password-in-environment",
     "url-with-password",
     "database-url-with-password",
     "jdbc-password",
@@ -321,17 +324,20 @@ fn plausible(rule: &Rule, secret: &str) -> bool {
         .all(|c| matches!(c, '*' | 'x' | 'X' | '.' | '#'));
     // A key block's base64 is long enough to hold any short run by chance (every OpenSSH
     // key body has `AAAAAA`): only words mark it as an example.
-    let placeholders: &[&str] = if rule.id == "private-key" {
-        &[
+    let placeholders: &[&str] = match rule.id {
+        "private-key" => &[
             "example",
             "placeholder",
             "redacted",
             "dummy",
             "xxxxxx",
             "...",
-        ]
-    } else {
-        PLACEHOLDERS
+        ],
+        // A password may hold `<` and `>`; one that is `<…>` is rejected by its shape.
+        "password-assignment" | "password-in-environment" => {
+            &PLACEHOLDERS[..PLACEHOLDERS.len() - 2]
+        }
+        _ => PLACEHOLDERS,
     };
     if masked || placeholders.iter().any(|p| lower.contains(p)) {
         return false;
@@ -347,8 +353,50 @@ fn plausible(rule: &Rule, secret: &str) -> bool {
                 ]
                 .contains(&lower.as_str())
         }
+        "password-assignment" | "password-in-environment" => looks_like_a_password(secret),
         _ => true,
     }
+}
+
+/// Whether a value given to something named like a password is one, not a reference to it
+/// (`${DB_PASSWORD}`, `{{ vault.pw }}`, `<password>`, `%(pw)s`, `settings.DB_PASSWORD`, a
+/// file such as `/run/secrets/db-password`) or a
+/// word a test types: random-looking hex, or mixed character classes, or long and varied.
+fn looks_like_a_password(value: &str) -> bool {
+    let variable = value
+        .strip_prefix('$')
+        .is_some_and(|name| name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+    let placeholder = value.starts_with('<') && value.ends_with('>');
+    // Docker's and Kubernetes' secrets are files: a path names where the password is.
+    let path = ["/", "./", "../", "~/", "file:"]
+        .iter()
+        .any(|p| value.starts_with(p));
+    let template = ["{{", "${", "$(", "%("].iter().any(|t| value.contains(t));
+    if variable || placeholder || path || template {
+        return false;
+    }
+    let identifier = value.split('.').all(|part| {
+        part.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    }) && value.chars().any(|c| c == '.' || c.is_ascii_uppercase())
+        && !value.chars().any(|c| c.is_ascii_digit());
+    if identifier {
+        return false;
+    }
+    let entropy = shannon_entropy(value);
+    let hex = value.len() >= 16 && value.chars().all(|c| c.is_ascii_hexdigit());
+    let classes = [
+        value.chars().any(|c| c.is_ascii_lowercase()),
+        value.chars().any(|c| c.is_ascii_uppercase()),
+        value.chars().any(|c| c.is_ascii_digit()),
+        value.chars().any(|c| !c.is_ascii_alphanumeric()),
+    ]
+    .iter()
+    .filter(|present| **present)
+    .count();
+    (hex && entropy > 2.0)
+        || (classes >= 3 && value.len() >= 10 && entropy > 2.8)
+        || (value.len() >= 20 && entropy > 3.5)
 }
 
 /// Shannon entropy in bits per character.

@@ -273,7 +273,41 @@ fn positives() -> Vec<(String, &'static str)> {
         ),
         (
             format!("db_password = \"{}!{}#{}\"", b(ALNUM, 8, 87), b(ALNUM, 6, 88), b(ALNUM, 5, 89)),
+            "password-assignment",
+        ),
+        // Passwords of every shape where a password is set: hex, special characters, an
+        // environment file, a compose file's list.
+        (
+            format!("password = \"{}\"", b("0123456789abcdef", 16, 90)),
+            "password-assignment",
+        ),
+        (
+            format!("\"password\": \"{}$:{};{}\"", b(ALNUM, 6, 91), b(ALNUM, 5, 92), b(ALNUM, 4, 93)),
+            "password-assignment",
+        ),
+        (
+            format!("DB_PASSWORD='{}(x)[y],{{z}}|{}'", b(ALNUM, 6, 94), b(ALNUM, 6, 95)),
+            "password-assignment",
+        ),
+        (
+            format!("DB_PASSWORD={}", b("0123456789abcdef", 16, 96)),
+            "password-in-environment",
+        ),
+        (
+            format!("  - POSTGRES_PASSWORD={}:{}", b(ALNUM, 8, 97), b(ALNUM, 6, 98)),
+            "password-in-environment",
+        ),
+        (
+            format!("TWILIO_AUTH_TOKEN={}", b("0123456789abcdef", 32, 99)),
+            "twilio-auth-token",
+        ),
+        (
+            format!("twilio:\n  auth_token: \"{}\"", b("0123456789abcdef", 32, 100)),
             "generic-secret-assignment",
+        ),
+        (
+            format!("twilio_token: \"{}\"", b("0123456789abcdef", 32, 101)),
+            "twilio-auth-token",
         ),
     ]
 }
@@ -281,6 +315,19 @@ fn positives() -> Vec<(String, &'static str)> {
 fn negatives() -> Vec<String> {
     let b = body;
     vec![
+        // What tests and configuration templates put where a password goes.
+        "client.login(username=\"alice\", password=\"testpass123\")".into(),
+        "password = \"P@ssw0rd\"".into(),
+        "password: \"{{ vault_db_password }}\"".into(),
+        "DB_PASSWORD=${DB_PASSWORD}".into(),
+        "DB_PASSWORD=secretpassword".into(),
+        "DB_PASSWORD=$(cat /run/secrets/db_password)".into(),
+        "\"password\": \"<your password here>\"".into(),
+        "PASSWORD_MIN_LENGTH=12".into(),
+        "password_field = \"password\"".into(),
+        "if password == \"hunter2hunter2\":".into(),
+        "db_password: \"%(db_password)s\"".into(),
+        "TWILIO_ACCOUNT_SID=AC00000000000000000000000000000000".into(),
         "aws_access_key_id = AKIAIOSFODNN7EXAMPLE".into(),
         format!("ghp_{}", "x".repeat(36)),
         format!("ghp_{}", b(ALNUM, 35, 50)),
@@ -504,4 +551,35 @@ fn files_about_to_be_stored_binary_ones_too() {
     // A file that must never be stored, whatever it holds.
     assert_eq!(scan_file("deploy/.env", b"X=1\n")[0].rule, "env-file");
     assert!(scan_file("src/main.rs", b"fn main() {}\n").is_empty());
+}
+
+#[test]
+fn a_password_is_told_from_a_reference_to_one_and_from_a_test_word() {
+    for value in [
+        "8f3a9c2e71b4d605",
+        "Xk9$mP2:qR7z;w",
+        "9eY)1;0>)ce:;,>|ef",
+        "c2b4278a2b8b8bcc",
+        "$f0X;7<1b4{0b$f7{1",
+        "((((X<(d3e4]1Y;dXa",
+        "aB3(x)[y],{z}|q9",
+        "thisisalongerpassphrasewithvariety2024x",
+    ] {
+        assert!(looks_like_a_password(value), "{value}");
+    }
+    for value in [
+        "Config.Database.Password",
+        "settings.DB_PASSWORD",
+        "${DB_PASSWORD}",
+        "$DB_PASSWORD",
+        "$(cat /run/secrets/pw)",
+        "/run/secrets/db-password",
+        "{{ vault_pw }}",
+        "<password>",
+        "%(password)s",
+        "testpass123",
+        "aaaaaaaaaaaaaaaa",
+    ] {
+        assert!(!looks_like_a_password(value), "{value}");
+    }
 }
