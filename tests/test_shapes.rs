@@ -474,3 +474,46 @@ fn sha256_and_reftable_repositories_are_named_with_what_to_do() {
         assert_eq!(env.git(&repo, &["for-each-ref", "refs/bmad"]), "");
     }
 }
+
+/// With `core.symlinks=false` (a filesystem without links, a Windows clone) a tracked link
+/// is a plain file holding its target: git keeps recording it as a link, and so does every
+/// checkpoint, a retargeted one included; rollback and undo bring each back exactly.
+#[test]
+fn with_symlinks_off_a_tracked_link_stays_a_link() {
+    for feed in ["true", "false"] {
+        let env = TestEnv::new();
+        let repo = env.repo("proj");
+        write(&repo, "target.txt", "target\n");
+        write(&repo, "other.txt", "other\n");
+        std::os::unix::fs::symlink("target.txt", repo.join("link")).unwrap();
+        env.git(&repo, &["add", "-A"]);
+        env.git(&repo, &["commit", "-qm", "a file and a link to it"]);
+        env.git(&repo, &["config", "core.symlinks", "false"]);
+        env.git(&repo, &["config", "bmad.watch", feed]);
+        let (_, wt) = env.start(&repo, "s");
+        let first = env.last_checkpoint(&wt);
+        assert!(std::fs::symlink_metadata(wt.join("link")).unwrap().is_file());
+
+        // The link is retargeted as such a clone does it, and files change beside it.
+        write(&wt, "link", "other.txt");
+        write(&wt, "target.txt", "target, edited\n");
+        write(&wt, "plain.txt", "a new plain file\n");
+        env.bmad(&wt, &["checkpoint", "-m", "retargeted"]).success();
+        let tree = checkpoint_tree(&env, &wt);
+        assert_eq!(tree, env.worktree_tree(&wt), "feed {feed}");
+        let listed = env.git(&wt, &["ls-tree", "-r", &tree]);
+        let mode_of = |name: &str| {
+            let line = listed.lines().find(|l| l.ends_with(&format!("\t{name}")));
+            line.map(|l| l[..6].to_owned()).unwrap_or_default()
+        };
+        assert_eq!(mode_of("link"), "120000", "{listed}");
+        assert_eq!(mode_of("plain.txt"), "100644", "{listed}");
+
+        env.bmad(&wt, &["rollback", &first]).success();
+        assert_eq!(read(&wt, "link"), "target.txt");
+        assert!(!wt.join("plain.txt").exists());
+        env.bmad(&wt, &["undo"]).success();
+        assert_eq!(read(&wt, "link"), "other.txt");
+        assert_eq!(env.worktree_tree(&wt), tree, "feed {feed}");
+    }
+}

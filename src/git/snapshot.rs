@@ -77,12 +77,15 @@ impl Repo {
         let (tracked_elsewhere, untracked) = cache.reconcile(&index);
         let verified = now();
         let config = repo.config_snapshot();
-        let exec_bit = ExecBit(config.boolean("core.fileMode").unwrap_or(true));
+        let modes = Modes {
+            file_mode: config.boolean("core.fileMode").unwrap_or(true),
+            symlinks: config.boolean("core.symlinks").unwrap_or(true),
+        };
         let scanner = Scanner::new(
             self.workdir(),
             &cache.state,
             cache.verified,
-            exec_bit.0,
+            modes.file_mode,
             config.boolean("core.trustCTime").unwrap_or(true),
         );
         let scan = match &feed.changed {
@@ -133,7 +136,7 @@ impl Repo {
             let (stored, stat) =
                 self.store_file(held, &mut pipeline, &index, path, before, &mut vet)?;
             let entry = match stored {
-                Stored::Object(kind, id) => Some((exec_bit.as_git_has_it(kind, &index, path), id)),
+                Stored::Object(kind, id) => Some((modes.as_git_has_it(kind, &index, path), id)),
                 Stored::Refused => {
                     refused.push(path.to_owned());
                     continue;
@@ -475,20 +478,31 @@ impl Repo {
     }
 }
 
-/// `core.fileMode`: whether the disk's exec bit is the file's. Without it, git keeps the
-/// mode a tracked file's index entry has and records a new file plain.
+/// What the disk says of a file's mode, as git takes it. `core.fileMode`: whether the disk's
+/// exec bit is the file's; without it, git keeps the mode a tracked file's index entry has
+/// and records a new file plain. `core.symlinks`: whether a link is one on disk; without it,
+/// a tracked link is a plain file holding its target, and git keeps it a link.
 #[derive(Clone, Copy, Debug)]
-struct ExecBit(bool);
+struct Modes {
+    file_mode: bool,
+    symlinks: bool,
+}
 
-impl ExecBit {
+impl Modes {
     /// The kind git records for a file `path` read from disk as `kind`.
     fn as_git_has_it(self, kind: EntryKind, index: &gix::index::State, path: &BStr) -> EntryKind {
-        if self.0 || !matches!(kind, EntryKind::Blob | EntryKind::BlobExecutable) {
+        if !matches!(kind, EntryKind::Blob | EntryKind::BlobExecutable) {
             return kind;
         }
-        let executable = gix::index::entry::Mode::FILE_EXECUTABLE;
-        match index.entry_by_path(path) {
-            Some(entry) if entry.mode == executable => EntryKind::BlobExecutable,
+        let recorded = index.entry_by_path(path).map(|entry| entry.mode);
+        if !self.symlinks && recorded == Some(gix::index::entry::Mode::SYMLINK) {
+            return EntryKind::Link;
+        }
+        if self.file_mode {
+            return kind;
+        }
+        match recorded {
+            Some(gix::index::entry::Mode::FILE_EXECUTABLE) => EntryKind::BlobExecutable,
             _ => EntryKind::Blob,
         }
     }
