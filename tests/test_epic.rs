@@ -745,7 +745,21 @@ fn the_era_is_what_the_project_has_installed_then_what_its_files_say() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/epic/v611");
     copy_dir(&src, &repo);
     let era = |env: &TestEnv| era_of(env, &repo, "5");
+    // The plan names what it went by.
+    let evidence = |env: &TestEnv, extra: &[&str]| {
+        let mut args = vec!["epic", "plan", "5", "--json"];
+        args.extend(extra);
+        let plan = env.bmad(&repo, &args).success().json();
+        plan["plan"]["era_evidence"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
+    };
     assert_eq!(era(&env), "v6.11");
+    assert_eq!(
+        evidence(&env, &[]),
+        ".claude/skills/bmad-build-auto is installed"
+    );
     std::fs::remove_dir_all(repo.join(".claude/skills/bmad-build-auto")).unwrap();
     write(
         &repo,
@@ -753,8 +767,18 @@ fn the_era_is_what_the_project_has_installed_then_what_its_files_say() {
         "---\nname: bmad-dev-story\n---\nImplement the story.\n",
     );
     assert_eq!(era(&env), "v6", "dev-story is what this install can run");
+    assert_eq!(
+        evidence(&env, &[]),
+        ".claude/skills/bmad-dev-story is installed"
+    );
     std::fs::remove_dir_all(repo.join(".claude")).unwrap();
     assert_eq!(era(&env), "v6.11", "no install: the spec files say");
+    let text = env.bmad(&repo, &["epic", "plan", "5"]).success().stdout;
+    assert!(
+        text.contains("  era v6.11: no BMAD skill installed; its files include bmad-build's specs"),
+        "{text}"
+    );
+    assert_eq!(evidence(&env, &["--era", "v6"]), "--era v6");
 }
 
 /// A board's words for work nobody should build (superseded, wontfix, a word only its own

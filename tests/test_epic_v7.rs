@@ -74,6 +74,8 @@ fn a_v7_epic_is_built_to_built_and_marked_done_only_after_git_bmads_verification
         .success()
         .json();
     assert_eq!(plan["plan"]["era"], "v7", "{plan:#}");
+    let evidence = plan["plan"]["era_evidence"].as_str().unwrap_or_default();
+    assert!(evidence.starts_with("a ticket tree at "), "{plan:#}");
     assert_eq!(plan["plan"]["pipeline"], "bmad-ticket-build");
     let asks = plan["plan"]["stories"]
         .as_array()

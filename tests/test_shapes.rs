@@ -492,7 +492,9 @@ fn with_symlinks_off_a_tracked_link_stays_a_link() {
         env.git(&repo, &["config", "bmad.watch", feed]);
         let (_, wt) = env.start(&repo, "s");
         let first = env.last_checkpoint(&wt);
-        assert!(std::fs::symlink_metadata(wt.join("link")).unwrap().is_file());
+        assert!(std::fs::symlink_metadata(wt.join("link"))
+            .unwrap()
+            .is_file());
 
         // The link is retargeted as such a clone does it, and files change beside it.
         write(&wt, "link", "other.txt");

@@ -410,6 +410,7 @@ mod tests {
         Plan {
             epic: "1".into(),
             era: Era::V6,
+            era_evidence: "--era v6".into(),
             pipeline: "p".into(),
             rounds: 1,
             reviewers: 1,

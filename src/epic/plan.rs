@@ -80,6 +80,8 @@ pub struct Plan {
     pub epic: String,
     /// The BMAD era, and so the pipeline.
     pub era: Era,
+    /// What the era was told by (`--era v6`, `.claude/skills/bmad-build-auto is installed`).
+    pub era_evidence: String,
     /// The playbook each story runs.
     pub pipeline: String,
     /// Review→fix rounds per story.
@@ -113,35 +115,51 @@ pub fn plan_epic(repo: &Repo, epic: &str, options: &PlanOptions) -> Result<Plan,
 
 /// The era of a project: what it has installed, else what its files say.
 pub fn detect_era(project: &Project) -> Era {
+    era_and_evidence(project, None).0
+}
+
+/// The era of a project (the one `given`, else its own) and what it was told by, for the
+/// plan to name.
+fn era_and_evidence(project: &Project, given: Option<Era>) -> (Era, String) {
+    if let Some(era) = given {
+        return (era, format!("--era {}", era.as_str()));
+    }
     let root = &project.layout.root;
-    let installed = |paths: &[&str]| paths.iter().any(|p| root.join(p).exists());
+    let installed = |paths: &[&'static str]| paths.iter().copied().find(|p| root.join(p).exists());
     // A ticket tree is v7's, whatever else lies beside it.
-    if project.tickets.is_some() {
-        return Era::V7;
+    if let Some(tree) = &project.tickets {
+        let at = tree.folder.strip_prefix(root).unwrap_or(&tree.folder);
+        return (Era::V7, format!("a ticket tree at {}", at.display()));
     }
     // What is installed decides: a run can only call the skills the project has. A v6.8
     // project with quick-dev's spec files has no bmad-build-auto to run.
-    if installed(&[
+    if let Some(skill) = installed(&[
         ".claude/skills/bmad-build-auto",
         ".agents/skills/bmad-build-auto",
         "_bmad/bmm/workflows/4-implementation/bmad-build-auto",
     ]) {
-        Era::V611
-    } else if installed(&[
+        (Era::V611, format!("{skill} is installed"))
+    } else if let Some(skill) = installed(&[
         ".claude/skills/bmad-dev-story",
         ".agents/skills/bmad-dev-story",
         ".claude/commands/bmad-dev-story.md",
         ".claude/commands/bmad/bmm/workflows/dev-story.md",
         "_bmad/bmm/workflows/4-implementation/dev-story",
     ]) {
-        Era::V6
+        (Era::V6, format!("{skill} is installed"))
     } else if project.sprint.is_none() && root.join(".bmad-core").is_dir() {
-        Era::V4
+        (Era::V4, "a .bmad-core folder and no sprint status".into())
     } else if !project.spec_folders.is_empty() || project.files.iter().any(|f| f.spec_lifecycle) {
         // Nothing installed to go by: the files say which era wrote them.
-        Era::V611
+        (
+            Era::V611,
+            "no BMAD skill installed; its files include bmad-build's specs".into(),
+        )
     } else {
-        Era::V6
+        (
+            Era::V6,
+            "no BMAD skill installed and no file of another era".into(),
+        )
     }
 }
 
@@ -161,7 +179,7 @@ fn touches_overlap(a: &[String], b: &[String]) -> bool {
 
 /// Plan `epic` of `project`.
 pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan, Error> {
-    let era = options.era.unwrap_or_else(|| detect_era(project));
+    let (era, era_evidence) = era_and_evidence(project, options.era);
     let rounds = options
         .rounds
         .unwrap_or(pipeline::DEFAULT_ROUNDS)
@@ -301,6 +319,7 @@ pub fn plan(project: &Project, epic: &str, options: &PlanOptions) -> Result<Plan
     Ok(Plan {
         epic: epic.to_owned(),
         era,
+        era_evidence,
         pipeline: era.playbook_name().to_owned(),
         rounds,
         reviewers,

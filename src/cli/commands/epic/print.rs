@@ -62,6 +62,11 @@ pub(super) fn print_plan(ctx: &Context, plan: &Plan, dry_run: Option<&DryRun<'_>
         plan.pipeline,
         plan.rounds
     ));
+    ui.line(format!(
+        "  era {}: {}",
+        plan.era.as_str(),
+        plan.era_evidence
+    ));
     for (i, wave) in plan.waves.iter().enumerate() {
         ui.line(format!("  wave {}: {}", i + 1, wave.join(", ")));
     }
