@@ -9,7 +9,7 @@
 #      watcher and reads the new worktree once, so the first checkpoint after it does too;
 #      its time is printed on its own (goal: <= 0.8 of the baseline)
 #   2. `git bmad list` with 1,000 sessions (goal < 100 ms) vs. `git for-each-ref`
-#   3. peak memory of checkpoint (goal < 64 MB)
+#   3. peak memory of checkpoint (goal < 64 MB), on 40,000 files and on one new 1 GB file
 #   4. journal append with 10,000 events: cargo bench --bench journal (goal < 10 ms)
 # Usage: scripts/bench-checkpoint.sh   (RUNS=N to change the sample count; default 21)
 runs=${RUNS:-21}
@@ -105,6 +105,24 @@ if [ -x /usr/bin/time ]; then
   awk -v kb="$kb" 'BEGIN {printf "peak RSS                  %.1f MB   (goal < 64 MB)\n", kb/1024}'
 else
   echo "(skipped: /usr/bin/time is not installed; apt-get install time)"
+fi
+
+echo
+echo "== 3b. one new 1 GB file: time and peak memory of a checkpoint vs. git's recipe"
+if [ -x /usr/bin/time ]; then
+  huge="$work/huge" && mkdir -p "$huge" && cd "$huge" && git init -q -b main
+  echo x > README.md && git add -A && git commit -q -m base
+  "$bin" start bench --quiet >/dev/null
+  cd "$huge.bench"
+  head -c 1000000000 /dev/urandom > huge.bin
+  read -r ours_kb ours_s < <( { /usr/bin/time -f '%M %e' "$bin" checkpoint -m huge --quiet >/dev/null; } 2>&1 | tail -1)
+  cp "$(git rev-parse --git-path index)" "$work/huge.index"
+  read -r git_kb git_s < <( { /usr/bin/time -f '%M %e' env GIT_INDEX_FILE="$work/huge.index" git add -A; } 2>&1 | tail -1)
+  awk -v o="$ours_kb" -v g="$git_kb" -v os="$ours_s" -v gs="$git_s" 'BEGIN {
+    printf "checkpoint                peak RSS %.1f MB, %.2f s   (goal < 64 MB)\n", o/1024, os
+    printf "git add -A (recipe)       peak RSS %.1f MB, %.2f s\n", g/1024, gs
+    printf "ratio ours/baseline       memory %.2f, time %.2f\n", o/g, os/gs }'
+  cd "$work"
 fi
 
 echo

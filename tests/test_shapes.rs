@@ -519,3 +519,47 @@ fn with_symlinks_off_a_tracked_link_stays_a_link() {
         assert_eq!(env.worktree_tree(&wt), tree, "feed {feed}");
     }
 }
+
+/// Files past what a checkpoint reads into memory (8 MiB) are stored as git stores them:
+/// streamed where git keeps their bytes, converted where an attribute says (a CRLF text file
+/// under `text=auto`). Each checkpoint equals git's view, a file rewritten with the same
+/// bytes changes nothing, and rollback and undo bring every byte back.
+#[test]
+fn files_too_big_for_memory_are_checkpointed_as_git_stores_them() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    write(&repo, ".gitattributes", "*.txt text=auto\n");
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-qm", "attributes"]);
+    let (_, wt) = env.start(&repo, "s");
+    let first = env.last_checkpoint(&wt);
+    let data: Vec<u8> = (0..9_000_000u32).map(|i| (i % 251) as u8).collect();
+    let log: String = (0..900_000).map(|i| format!("line {i}\r\n")).collect();
+    std::fs::write(wt.join("data.bin"), &data).unwrap();
+    std::fs::write(wt.join("log.txt"), &log).unwrap();
+    env.bmad(&wt, &["checkpoint", "-m", "big files"]).success();
+    let tree = checkpoint_tree(&env, &wt);
+    assert_eq!(tree, env.worktree_tree(&wt));
+
+    std::fs::write(wt.join("data.bin"), &data).unwrap();
+    env.bmad(&wt, &["checkpoint", "-m", "the same bytes"])
+        .success();
+    assert_eq!(checkpoint_tree(&env, &wt), tree);
+
+    env.bmad(&wt, &["rollback", &first]).success();
+    assert!(!wt.join("data.bin").exists() && !wt.join("log.txt").exists());
+    env.bmad(&wt, &["undo"]).success();
+    assert!(std::fs::read(wt.join("data.bin")).unwrap() == data);
+    assert!(std::fs::read_to_string(wt.join("log.txt")).unwrap() == log);
+    assert_eq!(env.worktree_tree(&wt), tree);
+    let fsck = env
+        .git_command(&repo)
+        .args(["fsck", "--no-progress"])
+        .output()
+        .unwrap();
+    assert!(
+        fsck.status.success(),
+        "{}",
+        String::from_utf8_lossy(&fsck.stderr)
+    );
+}

@@ -6,6 +6,7 @@
 //! The binary's runner is private: other layers call named operations (`commands.rs`), so
 //! every git command line git-bmad runs is written, and can be audited, in this folder.
 
+mod big_blob;
 mod blobs;
 mod checkout_form;
 mod cli;

@@ -309,11 +309,8 @@ impl Repo {
                         }
                     }
                 }
-                let found = pipeline.worktree_file_to_object(path, index).map_err(|e| {
-                    Error::gix(format!("could not read {path} from the worktree"), e)
-                })?;
-                let stored = match found {
-                    Some((id, kind, _)) => Stored::Object(kind, id),
+                let stored = match self.stream_big_file(held, pipeline, index, path, meta.len())? {
+                    Some(id) => Stored::Object(kind, id),
                     None => Stored::Nothing,
                 };
                 return Ok((stored, stat));
@@ -351,6 +348,45 @@ impl Repo {
         }
         let written = held.write_blob(&bytes)?;
         Ok((Stored::Object(kind, written), stat))
+    }
+
+    /// The blob of a worktree file too big to hold in memory: streamed when git stores its
+    /// bytes as they are (see [`Repo::stream_blob`]), else converted as git converts it.
+    fn stream_big_file(
+        &self,
+        held: &Repo,
+        pipeline: &mut gix::filter::Pipeline<'_>,
+        index: &gix::index::State,
+        path: &BStr,
+        len: u64,
+    ) -> Result<Option<ObjectId>> {
+        use gix::filter::plumbing::pipeline::convert::ToGitOutcome;
+        use std::io::Read;
+        use std::os::unix::ffi::OsStrExt;
+        let full = on_disk(self.workdir(), path);
+        let Ok(file) = std::fs::File::open(&full) else {
+            return Ok(None);
+        };
+        let mut bytes = Vec::new();
+        let read = match pipeline
+            .convert_to_git(file, std::ffi::OsStr::from_bytes(path).as_ref(), index)
+            .map_err(|e| Error::gix(format!("could not filter {path}"), e))?
+        {
+            ToGitOutcome::Unchanged(_) => {
+                if let Some(id) = self.stream_blob(&full, len)? {
+                    return Ok(Some(id));
+                }
+                // It changed as it was read: read as it is now.
+                std::fs::File::open(&full).and_then(|mut f| f.read_to_end(&mut bytes))
+            }
+            ToGitOutcome::Process(mut out) => out.read_to_end(&mut bytes),
+            ToGitOutcome::Buffer(buf) => {
+                bytes.extend_from_slice(buf);
+                Ok(0)
+            }
+        };
+        read.map_err(|e| Error::io("could not read", &full, e))?;
+        Ok(Some(held.write_blob(&bytes)?))
     }
 
     /// The submodules whose checked-out commit is not the one the snapshot has: `git add -A`
