@@ -11,7 +11,8 @@
 #   2. `git bmad list` with 1,000 sessions (goal < 100 ms) vs. `git for-each-ref`
 #   3. peak memory of checkpoint (goal < 64 MB), on 40,000 files and on one new 1 GB file
 #   4. journal append with 10,000 events: cargo bench --bench journal (goal < 10 ms)
-# Usage: scripts/bench-checkpoint.sh   (RUNS=N to change the sample count; default 21)
+# Usage: scripts/bench-checkpoint.sh   (RUNS=N to change the sample count; default 21;
+#        SIZES="10000 40000 200000 1000000" for repositories of those many files)
 runs=${RUNS:-21}
 real_home=$HOME   # cargo and rustup live there
 source "$(dirname "$0")/bench-common.sh"
@@ -45,7 +46,10 @@ checkpoint_case() {
     for f in $(seq -w 0 99); do printf 'file %s/%s\nline two\n' "$d" "$f" > "d$d/f$f.txt"; done
   done
   git add -A && git commit -q -m "$files files"
-  mutated=($(ls -d d* | head -10))
+  # The first ten folders, by glob: `ls | head` dies of SIGPIPE under pipefail once the
+  # listing outgrows the pipe (past about 1,000 folders).
+  all_dirs=(d*)
+  mutated=("${all_dirs[@]:0:10}")
   "$bin" start bench --quiet >/dev/null
   wt="$repo.bench"
   cd "$wt"
@@ -94,11 +98,12 @@ mutate() {
   for dir in "${mutated[@]}"; do echo "round $round" >> "$dir/f00.txt"; done
   for i in $(seq 1 5); do echo "untracked $round" > "untracked-$round-$i.txt"; done
 }
-for files in 10000 40000; do
+# SIZES="10000 40000 200000 1000000" for the large repositories (minutes to build each).
+for files in ${SIZES:-10000 40000}; do
   for state in fresh settled; do checkpoint_case "$files" "$state"; done
 done
 
-echo "== 3. peak memory of one checkpoint on the 40,000-file repository"
+echo "== 3. peak memory of one checkpoint on the last repository"
 if [ -x /usr/bin/time ]; then
   echo "another change" >> "${mutated[5]}/f50.txt"
   kb=$( { /usr/bin/time -f '%M' "$bin" checkpoint -m mem --quiet >/dev/null; } 2>&1 | tail -1)
