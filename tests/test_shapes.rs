@@ -563,3 +563,75 @@ fn files_too_big_for_memory_are_checkpointed_as_git_stores_them() {
         String::from_utf8_lossy(&fsck.stderr)
     );
 }
+
+/// A rollback moves a submodule's checkout to the commit its target records, and undo moves
+/// it back, as `git submodule update` would; one that holds work of its own refuses the
+/// rollback, with the reason, before anything is written.
+#[test]
+fn a_rollback_moves_a_submodule_to_the_recorded_commit_or_refuses_with_the_reason() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let lib = env.repo("lib");
+    write(&lib, "a.txt", "a\n");
+    env.git(&lib, &["add", "-A"]);
+    env.git(&lib, &["commit", "-qm", "a library"]);
+    let lib_path = lib.to_string_lossy().into_owned();
+    let add = ["-c", "protocol.file.allow=always", "submodule", "add", "-q"];
+    env.git(
+        &repo,
+        &[&add[..], &[lib_path.as_str(), "vendor/lib"]].concat(),
+    );
+    env.git(&repo, &["commit", "-qm", "the library as a submodule"]);
+    let (_, wt) = env.start(&repo, "s");
+    let first = env.last_checkpoint(&wt);
+    let sub = wt.join("vendor/lib");
+    let recorded = env.git(&sub, &["rev-parse", "HEAD"]);
+
+    // The agent commits inside the submodule, and the session records it.
+    write(&sub, "b.txt", "b\n");
+    env.git(&sub, &["add", "-A"]);
+    env.git(&sub, &["commit", "-qm", "work inside the submodule"]);
+    let moved = env.git(&sub, &["rev-parse", "HEAD"]);
+    env.bmad(&wt, &["checkpoint", "-m", "submodule moved"])
+        .success();
+
+    // Work of its own in the submodule: nothing is rolled back, and it says why.
+    write(&sub, "draft.txt", "unsaved\n");
+    let refused = env.bmad(&wt, &["rollback", &first]).code(1);
+    assert!(
+        refused
+            .stderr
+            .contains("submodule vendor/lib holds changes of its own"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(env.git(&sub, &["rev-parse", "HEAD"]), moved);
+    assert!(sub.join("draft.txt").exists());
+    std::fs::remove_file(sub.join("draft.txt")).unwrap();
+
+    env.bmad(&wt, &["rollback", &first]).success();
+    assert_eq!(env.git(&sub, &["rev-parse", "HEAD"]), recorded);
+    assert!(!sub.join("b.txt").exists());
+    assert_eq!(
+        env.worktree_tree(&wt),
+        checkpoint_tree_at(&env, &wt, &first)
+    );
+    env.bmad(&wt, &["undo"]).success();
+    assert_eq!(env.git(&sub, &["rev-parse", "HEAD"]), moved);
+    assert_eq!(read(&sub, "b.txt"), "b\n");
+}
+
+/// The tree of checkpoint `number` of the worktree's session.
+fn checkpoint_tree_at(env: &TestEnv, wt: &std::path::Path, number: &str) -> String {
+    let status = env.bmad(wt, &["status", "--json"]).success().json();
+    let checkpoint = status["checkpoints"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| number.parse::<u64>().is_ok_and(|n| c["number"] == n))
+        .expect("the checkpoint");
+    checkpoint["checkpoint"]["tree"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}

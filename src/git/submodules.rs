@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::cli::GitCli;
 use super::error::Result;
-use super::Repo;
+use super::{ObjectId, Repo};
 
 impl GitCli {
     /// Check out, in a clean checkout, each submodule the source repository holds a copy of
@@ -102,5 +102,50 @@ impl Repo {
         if let Err(e) = checked {
             tracing::warn!(worktree = %path.display(), error = %e, "could not check out the submodules");
         }
+    }
+}
+
+impl Repo {
+    /// Why the submodule checked out at `path` in this worktree cannot be moved to `commit`:
+    /// it holds edits or untracked files of its own, or lacks the commit. `None` when it can
+    /// be, or when nothing is checked out there (git leaves such a one as it is).
+    pub fn submodule_move_refused(&self, path: &str, commit: ObjectId) -> Result<Option<String>> {
+        let Some(inside) = self.submodule_git(path)? else {
+            return Ok(None);
+        };
+        let status = inside.run(["status", "--porcelain", "--untracked-files=normal"])?;
+        if !status.is_empty() {
+            return Ok(Some(format!(
+                "submodule {path} holds changes of its own: commit or stash them there first"
+            )));
+        }
+        let wanted = format!("{commit}^{{commit}}");
+        if inside.run(["cat-file", "-e", wanted.as_str()]).is_err() {
+            return Ok(Some(format!(
+                "submodule {path} does not have commit {}: fetch it there first",
+                commit.to_hex_with_len(10)
+            )));
+        }
+        Ok(None)
+    }
+
+    /// Check out `commit`, detached, in the submodule checked out at `path` in this
+    /// worktree, as `git submodule update` does; nothing when none is checked out there.
+    pub fn move_submodule(&self, path: &str, commit: ObjectId) -> Result<()> {
+        match self.submodule_git(path)? {
+            Some(inside) => inside
+                .run(["checkout", "-q", "--detach", commit.to_string().as_str()])
+                .map(drop),
+            None => Ok(()),
+        }
+    }
+
+    /// git bound to the submodule checked out at `path`, if one is.
+    fn submodule_git(&self, path: &str) -> Result<Option<GitCli>> {
+        let dir = self.workdir().join(path);
+        if self.beyond_symlink(path) || !dir.join(".git").exists() {
+            return Ok(None);
+        }
+        Ok(Some(GitCli::new(dir.join(".git"), dir)?))
     }
 }

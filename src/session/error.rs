@@ -243,6 +243,12 @@ pub enum Error {
         /// Each entry, as `path: why`.
         findings: Vec<String>,
     },
+    /// A submodule the rollback would move cannot be moved.
+    #[error("nothing was rolled back: {}", reasons.join("; "))]
+    SubmoduleHoldsWork {
+        /// Why, one per submodule.
+        reasons: Vec<String>,
+    },
     /// A changed or staged file holds a secret, so the worktree cannot be saved before a
     /// rollback.
     #[error("{} hold(s) a secret: a rollback first saves the worktree and its index, and a secret never enters the repository. Remove it (or move it out of the worktree) and unstage it (git restore --staged), then run the command again", paths.join(", "))]

@@ -38,6 +38,7 @@ pub mod run_state;
 pub mod schema;
 mod state;
 mod store;
+mod submodule_moves;
 pub mod sync;
 mod tips;
 pub mod trust;

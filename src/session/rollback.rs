@@ -33,6 +33,7 @@ use crate::git::{CasOutcome, ObjectId, Repo, TreeChange, Vet};
 
 use super::policy::Policy;
 use super::raw_bytes;
+use super::submodule_moves;
 
 /// Which checkpoint to go back to.
 #[derive(Clone, Debug)]
@@ -219,6 +220,8 @@ fn begin(
     let committed = super::policy::Committed::at_head(wt);
     let mut vet = |path: &str, bytes: &[u8]| policy.admit(path, bytes, &|| committed.holds(bytes));
     let leaving = Leaving::take(wt, target.tree, Some(&mut vet))?;
+    let changes = wt.diff_trees(leaving.tree, target.tree)?;
+    submodule_moves::refuse_if_held(wt, &submodule_moves::moves(&changes))?;
     let short = target.id.to_hex_with_len(10).to_string();
     let label = match undo_of {
         Some(seq) => format!("before undoing rollback #{seq}"),
@@ -231,7 +234,6 @@ fn begin(
         });
     }
     // What the files the rollback rewrites held on disk, where their tree does not say.
-    let changes = wt.diff_trees(leaving.tree, target.tree)?;
     if let Recorded::State { raw, .. } = &mut state {
         *raw = raw_bytes::keep(wt, leaving.tree, &changes, &mut vet)?;
     }
@@ -319,6 +321,11 @@ fn finish(
     if let Some(raw) = target.raw {
         raw_bytes::give_back(wt, raw, to)?;
     }
+    let mut warnings = warnings;
+    warnings.extend(submodule_moves::apply(
+        wt,
+        &submodule_moves::moves(&all_changes),
+    ));
     let branch = if files_only {
         None
     } else {
