@@ -309,3 +309,40 @@ fn with_no_git_identity_git_bmads_commits_are_its_fallback_identitys() {
     );
     assert_eq!(checkpoint.trim(), "git-bmad git-bmad");
 }
+
+/// A repository that is a submodule of another gets its sessions beside the superproject,
+/// not inside its worktree, where the superproject's `git add -A` would record a session as
+/// an embedded repository; the session works as any other.
+#[test]
+fn a_submodule_repository_starts_its_sessions_outside_its_superproject() {
+    let env = TestEnv::new();
+    let app = env.repo("app");
+    let lib = env.repo("lib");
+    let lib_path = lib.to_string_lossy().into_owned();
+    let add = ["-c", "protocol.file.allow=always", "submodule", "add", "-q"];
+    env.git(
+        &app,
+        &[&add[..], &[lib_path.as_str(), "vendor/lib"]].concat(),
+    );
+    env.git(&app, &["commit", "-qm", "the library as a submodule"]);
+    let sub = app.join("vendor/lib");
+    env.git(&sub, &["checkout", "-q", "-b", "work"]);
+
+    let started = env.bmad(&sub, &["start", "fix", "--json"]).success().json();
+    let worktree =
+        std::path::PathBuf::from(started["session"]["worktree"].as_str().unwrap_or_default());
+    let app_dir = std::fs::canonicalize(&app).unwrap();
+    assert!(
+        !worktree.starts_with(&app_dir),
+        "{worktree:?} is inside {app_dir:?}"
+    );
+    assert_eq!(worktree.parent(), app_dir.parent());
+    assert_eq!(worktree.file_name().unwrap(), "app.vendor-lib.fix");
+    assert_eq!(env.git(&app, &["status", "--porcelain"]), "");
+
+    write(&worktree, "fix.txt", "fixed\n");
+    env.bmad(&worktree, &["checkpoint", "-m", "a fix"])
+        .success();
+    assert_eq!(env.worktree_tree(&worktree).len(), 40);
+    assert_eq!(read(&worktree, "fix.txt"), "fixed\n");
+}

@@ -335,7 +335,38 @@ impl Config {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_else(|| "repo".into());
+        // Beside a submodule, a session would be inside its superproject's worktree, whose
+        // `git add -A` would record it as an embedded repository: it goes beside the
+        // superproject instead, named by the path down to the submodule.
+        if let Some(superproject) = self.default_root_in_superproject(main_workdir) {
+            let down = main_workdir
+                .strip_prefix(&superproject)
+                .map(|p| p.to_string_lossy().replace('/', "-"))
+                .unwrap_or(repo_dir);
+            let top = superproject
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "repo".into());
+            let beside = superproject.parent().unwrap_or(&superproject);
+            return beside.join(format!("{top}.{down}.{name}"));
+        }
         root.join(format!("{repo_dir}.{name}"))
+    }
+
+    /// The worktree of the superproject `main_workdir` is a submodule of, when sessions go
+    /// in the default place (beside the repository) and that is inside it: the submodule's
+    /// `.git` file names a git dir under `<superproject>/.git/modules/`.
+    fn default_root_in_superproject(&self, main_workdir: &Path) -> Option<PathBuf> {
+        if self.sessions.worktree_root.trim() != ".." {
+            return None;
+        }
+        let gitfile = std::fs::read_to_string(main_workdir.join(".git")).ok()?;
+        let git_dir = Path::new(gitfile.strip_prefix("gitdir:")?.trim());
+        let git_dir = std::fs::canonicalize(main_workdir.join(git_dir)).ok()?;
+        let text = git_dir.to_string_lossy();
+        let (top, _) = text.split_once("/.git/modules/")?;
+        let top = PathBuf::from(top);
+        main_workdir.starts_with(&top).then_some(top)
     }
 }
 
