@@ -138,8 +138,9 @@ fn ref_locks_are_contention_until_stale() {
 
 /// `start` killed inside `git worktree add`, at each stage git leaves behind: listed and
 /// locked `initializing`, not yet listed at all (no `gitdir` file), or with `commondir`
-/// created but not written. Doctor's fix removes
-/// the session and git's half-made worktree either way, and the name can be started again.
+/// created but not written. `doctor --fix` removes the session (restorably) and git's
+/// half-made worktree either way, with no step of the user's, and the name can be started
+/// again.
 #[test]
 fn a_start_killed_inside_git_worktree_add_is_removed_by_doctors_fix() {
     let env = TestEnv::new();
@@ -170,15 +171,49 @@ fn a_start_killed_inside_git_worktree_add_is_removed_by_doctors_fix() {
 
         let doctor = env.bmad(&repo, &["doctor", "--json"]).json();
         assert_eq!(doctor["problems"], 1, "{what}: {doctor:#}");
-        recover(&env, &repo, &what);
+        // One `doctor --fix`, no command of the user's: the session held nothing of anyone's.
+        let fixed = env
+            .bmad(&repo, &["doctor", "--fix", "--json"])
+            .success()
+            .json();
+        assert_eq!(fixed["repairs"][0]["done"], true, "{what}: {fixed:#}");
         assert!(
             !wt.exists(),
             "{what}: the half-made worktree is still there"
         );
         assert!(!admin.exists(), "{what}: git still keeps the worktree");
+        fsck_is_clean(&env, &repo, &what);
         env.start(&repo, "half");
         env.bmad(&repo, &["remove", "--force", "half"]).success();
     }
+}
+
+/// A `git worktree add` killed with no session to own its worktree (git lists it locked
+/// `initializing`, its HEAD pointing at nothing, which `git fsck` reports): doctor names it,
+/// and `doctor --fix` removes it once no git works in the repository.
+#[test]
+fn a_half_made_worktree_no_session_owns_is_removed_by_doctors_fix() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let path = env.root().join("proj.orphan");
+    env.git(
+        &repo,
+        &["worktree", "add", "-q", "--detach", &path.to_string_lossy()],
+    );
+    let admin = repo.join(".git/worktrees/proj.orphan");
+    std::fs::remove_file(admin.join("HEAD")).unwrap();
+    std::fs::write(admin.join("locked"), "initializing\n").unwrap();
+
+    let doctor = env.bmad(&repo, &["doctor", "--json"]).json();
+    let found = doctor["findings"].to_string();
+    assert!(
+        found.contains("left") && found.contains("half made"),
+        "{doctor:#}"
+    );
+    env.bmad(&repo, &["doctor", "--fix"]).success();
+    assert!(!path.exists() && !admin.exists());
+    fsck_is_clean(&env, &repo, "a half-made worktree removed");
+    env.bmad(&repo, &["doctor"]).success();
 }
 
 /// A worktree git still marks as being added (`git worktree add` killed), in which the

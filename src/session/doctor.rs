@@ -203,6 +203,8 @@ pub fn doctor(
     }
 
     let sessions = store::list(repo)?;
+    // Whether a git or git-bmad process works here: without one, every lock is a leftover.
+    let running = git_running_in(repo, &worktrees);
     for wt in &worktrees {
         let ours = sessions
             .iter()
@@ -234,8 +236,7 @@ pub fn doctor(
             });
         }
     }
-    // Whether a git or git-bmad process works here: without one, every lock is a leftover.
-    let running = git_running_in(repo, &worktrees);
+    check_half_added(repo, &worktrees, &sessions, running, &mut f)?;
     check_locks(repo, running, &mut f);
     check_git_locks(repo, &worktrees, running, &mut f);
     Ok(f.0)
@@ -260,6 +261,14 @@ fn check_session(
             "the session has checkpoints but no journal: its start was interrupted".into(),
             Some(format!("git bmad remove {id} --force")),
         );
+        // Killed before its worktree was whole, it holds nothing of anyone's: removed (it
+        // stays restorable) by the fix, which the half-made worktree would otherwise outlive.
+        let worktree = std::path::Path::new(&newest.trailers.worktree);
+        if !worktree.exists() || repo.is_half_added_worktree(worktree)? {
+            f.repaired_by(Repair::RemoveInterruptedStart {
+                session: id.to_string(),
+            });
+        }
         return Ok(());
     }
     for moved in super::ref_record::foreign_moves(repo, id)? {
@@ -597,6 +606,46 @@ fn is_session_side_ref(name: &str) -> bool {
             || side
                 .strip_prefix("texts/")
                 .is_some_and(|t| t.bytes().all(|b| b.is_ascii_hexdigit())))
+}
+
+/// Worktrees a killed `git worktree add` left half made with no session to own them (a
+/// `start` killed before it recorded one): git lists each locked `initializing`, its HEAD
+/// pointing at nothing, and `git fsck` reports it. Judged only while no git works here: a
+/// live `start` makes one just so.
+fn check_half_added(
+    repo: &Repo,
+    worktrees: &[WorktreeInfo],
+    sessions: &[store::Session],
+    running: Option<u32>,
+    f: &mut Findings,
+) -> Result<()> {
+    if running.is_some() {
+        return Ok(());
+    }
+    for wt in worktrees {
+        let owned = sessions.iter().any(|s| {
+            s.worktree == wt.path || std::fs::canonicalize(&s.worktree).is_ok_and(|p| p == wt.path)
+        });
+        if owned || wt.is_main || !repo.is_half_added_worktree(&wt.path)? {
+            continue;
+        }
+        f.add(
+            Severity::Problem,
+            None,
+            format!(
+                "a killed `git worktree add` left {} half made (locked `initializing`, its HEAD points at nothing); no session owns it",
+                wt.path.display()
+            ),
+            Some(format!(
+                "git worktree unlock '{0}' && git worktree remove --force '{0}'",
+                wt.path.display()
+            )),
+        );
+        f.repaired_by(Repair::RemoveHalfAdded {
+            worktree: wt.path.clone(),
+        });
+    }
+    Ok(())
 }
 
 /// git's own lock files (`packed-refs.lock`, a branch's, each worktree's `index.lock`): one

@@ -10,6 +10,7 @@ use serde::Serialize;
 use super::error::{Error, Result};
 use super::git_locks::git_running_in;
 use super::id::SessionId;
+use super::policy::Policy;
 use crate::git::Repo;
 
 /// A repair `doctor --fix` may apply.
@@ -38,6 +39,16 @@ pub enum Repair {
     RepairWorktrees,
     /// Show the journal in `git log` (the notes config `git bmad init` sets).
     NotesConfig,
+    /// Remove (restorably) a session whose start was killed before its worktree was whole.
+    RemoveInterruptedStart {
+        /// The session.
+        session: String,
+    },
+    /// Delete a worktree a killed `git worktree add` left half made, which no session owns.
+    RemoveHalfAdded {
+        /// The worktree.
+        worktree: PathBuf,
+    },
     /// Point a worktree whose contained step was killed back at the repository (its
     /// `commondir` still names the step's shadow of it).
     PutBackShadow {
@@ -63,12 +74,18 @@ impl Repair {
             Repair::PutBackShadow { worktree } => {
                 format!("pointed {} back at the repository", worktree.display())
             }
+            Repair::RemoveHalfAdded { worktree } => {
+                format!("removed the half-made worktree {}", worktree.display())
+            }
+            Repair::RemoveInterruptedStart { session } => {
+                format!("removed {session}, whose start was interrupted (git bmad restore brings it back)")
+            }
         }
     }
 }
 
-/// Apply one repair.
-pub fn apply_repair(repo: &Repo, repair: &Repair) -> Result<()> {
+/// Apply one repair; `policy` sees what a removal keeps.
+pub fn apply_repair(repo: &Repo, repair: &Repair, policy: &dyn Policy) -> Result<()> {
     match repair {
         Repair::RemoveLock { path } => {
             // Checked again now: a git command may have started since doctor looked.
@@ -97,6 +114,20 @@ pub fn apply_repair(repo: &Repo, repair: &Repair) -> Result<()> {
         Repair::NotesConfig => super::init::ensure_notes_config(repo).map(drop),
         Repair::PutBackShadow { worktree } => {
             Ok(crate::git::put_back_abandoned_shadow(worktree).map(drop)?)
+        }
+        Repair::RemoveInterruptedStart { session } => {
+            let options = super::lifecycle::RemoveOptions { force: true };
+            super::lifecycle::remove(repo, &session_of(repo, session)?, options, policy).map(drop)
+        }
+        Repair::RemoveHalfAdded { worktree } => {
+            // Checked again now: a `start` may have begun making it since doctor looked.
+            if let Some(pid) = git_running_in(repo, &repo.worktrees()?) {
+                return Err(Error::InvalidInput(format!(
+                    "git (pid {pid}) is running in this repository; {} may be the worktree it is adding",
+                    worktree.display()
+                )));
+            }
+            Ok(repo.remove_half_added_worktree(worktree)?)
         }
     }
 }

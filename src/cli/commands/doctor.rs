@@ -37,7 +37,8 @@ pub fn cmd_doctor(ctx: &Context, args: &DoctorArgs) -> Result<u8, CommandError> 
         // Locks first: every other repair runs git, which a dead process's lock blocks.
         repairs.sort_by_key(|r| !matches!(r, session::Repair::RemoveLock { .. }));
         for repair in repairs {
-            let outcome = session::apply_repair(&repo, repair).map_err(|e| e.to_string());
+            let outcome =
+                session::apply_repair(&repo, repair, &ctx.policy).map_err(|e| e.to_string());
             applied.push((repair.clone(), outcome));
         }
         if !applied.is_empty() {
