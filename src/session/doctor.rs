@@ -636,10 +636,7 @@ fn check_half_added(
                 "a killed `git worktree add` left {} half made (locked `initializing`, its HEAD points at nothing); no session owns it",
                 wt.path.display()
             ),
-            Some(format!(
-                "git worktree unlock '{0}' && git worktree remove --force '{0}'",
-                wt.path.display()
-            )),
+            Some("git bmad doctor --fix".into()),
         );
         f.repaired_by(Repair::RemoveHalfAdded {
             worktree: wt.path.clone(),

@@ -284,7 +284,7 @@ fn finish(
     leaving: Option<Leaving>,
 ) -> Result<RollbackOutcome> {
     // A killed rollback's git left the index locked: with no git running here, clear it.
-    let warnings =
+    let mut warnings =
         super::git_locks::clear_abandoned_locks(repo, &[wt.git_dir().join("index.lock")]);
     super::git_locks::clear_abandoned_scratch(repo, wt);
     let Intent {
@@ -321,7 +321,6 @@ fn finish(
     if let Some(raw) = target.raw {
         raw_bytes::give_back(wt, raw, to)?;
     }
-    let mut warnings = warnings;
     warnings.extend(submodule_moves::apply(
         wt,
         &submodule_moves::moves(&all_changes),
