@@ -14,7 +14,8 @@ impl Repo {
     /// The blob of the file at `full`, `len` bytes that git stores unconverted, in bounded
     /// memory: hashed first, so content the database has is not written again, then written
     /// to the store itself, past any memory this handle holds objects in. `None` when the
-    /// file changed size while it was read: the caller reads it again its own way.
+    /// file changed size while it was read (shrank under the reader, or grew past `len`):
+    /// the caller reads it again its own way.
     pub(super) fn stream_blob(&self, full: &Path, len: u64) -> Result<Option<ObjectId>> {
         use gix::objs::Write as _;
         let open = || std::fs::File::open(full).map_err(|e| Error::io("could not read", full, e));
@@ -31,13 +32,18 @@ impl Repo {
         let Ok(id) = hashed else {
             return Ok(None);
         };
-        if exact.short || repo.has_object(id) {
-            return Ok((!exact.short).then_some(id));
+        if exact.short {
+            return Ok(None);
+        }
+        if repo.has_object(id) {
+            let same_size = std::fs::metadata(full).is_ok_and(|m| m.len() == len);
+            return Ok(same_size.then_some(id));
         }
         let mut exact = Exact::new(open()?, len);
         let written = (*repo.objects).write_stream(gix::object::Kind::Blob, len, &mut exact);
+        let same_size = std::fs::metadata(full).is_ok_and(|m| m.len() == len);
         match written {
-            Ok(written) if !exact.short => Ok(Some(written)),
+            Ok(written) if !exact.short && same_size => Ok(Some(written)),
             _ => Ok(None),
         }
     }
