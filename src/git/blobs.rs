@@ -14,8 +14,27 @@ impl Repo {
             .map_err(|e| Error::gix("could not hash a file", e))
     }
 
-    /// Every file `tree` holds, at any depth: its path and its blob.
+    /// Every file `tree` holds, at any depth: its path and its blob (a path that is not
+    /// UTF-8 is left out).
     pub fn files_under(&self, tree: ObjectId) -> Result<Vec<(String, ObjectId)>> {
+        Ok(self
+            .blobs_under(tree)?
+            .into_iter()
+            .filter_map(|(path, id)| Some((String::from_utf8(path).ok()?, id)))
+            .collect())
+    }
+
+    /// Every blob `tree` holds, at any depth.
+    pub fn blob_ids_under(&self, tree: ObjectId) -> Result<HashSet<ObjectId>> {
+        Ok(self
+            .blobs_under(tree)?
+            .into_iter()
+            .map(|(_, id)| id)
+            .collect())
+    }
+
+    /// Each blob `tree` holds, at any depth, with its path's bytes (`ls-tree -r`).
+    fn blobs_under(&self, tree: ObjectId) -> Result<Vec<(Vec<u8>, ObjectId)>> {
         let out = self.git()?.run([
             "ls-tree",
             "-r",
@@ -26,28 +45,10 @@ impl Repo {
         Ok(out
             .split(|b| *b == 0)
             .filter_map(|entry| {
-                let entry = std::str::from_utf8(entry).ok()?;
-                let (id, path) = entry.strip_prefix("blob ")?.split_once(' ')?;
-                Some((path.to_owned(), ObjectId::from_hex(id.as_bytes()).ok()?))
-            })
-            .collect())
-    }
-
-    /// Every blob `tree` holds, at any depth.
-    pub fn blob_ids_under(&self, tree: ObjectId) -> Result<HashSet<ObjectId>> {
-        let out = self.git()?.run([
-            "ls-tree",
-            "-r",
-            "-z",
-            "--format=%(objecttype) %(objectname)",
-            &tree.to_string(),
-        ])?;
-        Ok(out
-            .split(|b| *b == 0)
-            .filter_map(|entry| {
-                let entry = std::str::from_utf8(entry).ok()?;
-                let id = entry.strip_prefix("blob ")?;
-                ObjectId::from_hex(id.as_bytes()).ok()
+                let rest = entry.strip_prefix(b"blob ")?;
+                let space = rest.iter().position(|b| *b == b' ')?;
+                let id = ObjectId::from_hex(&rest[..space]).ok()?;
+                Some((rest[space + 1..].to_vec(), id))
             })
             .collect())
     }
