@@ -18,35 +18,43 @@ impl Repo {
     /// the caller reads it again its own way.
     pub(super) fn stream_blob(&self, full: &Path, len: u64) -> Result<Option<ObjectId>> {
         use gix::objs::Write as _;
-        let open = || std::fs::File::open(full).map_err(|e| Error::io("could not read", full, e));
+        let Some(id) = self.hash_file(full, len)? else {
+            return Ok(None);
+        };
         let repo = self.gix();
-        let mut exact = Exact::new(open()?, len);
+        if repo.has_object(id) {
+            return Ok(Some(id));
+        }
+        let file = std::fs::File::open(full).map_err(|e| Error::io("could not read", full, e))?;
+        let mut exact = Exact::new(file, len);
+        let written = (*repo.objects).write_stream(gix::object::Kind::Blob, len, &mut exact);
+        match written {
+            Ok(written) if !exact.short && same_size(full, len) => Ok(Some(written)),
+            _ => Ok(None),
+        }
+    }
+
+    /// The blob id of the file at `full`, `len` bytes as it is stored, hashed a block at a
+    /// time; `None` when it is not `len` bytes long by the end (it changed as it was read).
+    pub(super) fn hash_file(&self, full: &Path, len: u64) -> Result<Option<ObjectId>> {
+        let file = std::fs::File::open(full).map_err(|e| Error::io("could not read", full, e))?;
+        let mut exact = Exact::new(file, len);
         let hashed = gix::objs::compute_stream_hash(
-            repo.object_hash(),
+            self.gix().object_hash(),
             gix::object::Kind::Blob,
             &mut exact,
             len,
             &mut gix::progress::Discard,
             &AtomicBool::new(false),
         );
-        let Ok(id) = hashed else {
-            return Ok(None);
-        };
-        if exact.short {
-            return Ok(None);
-        }
-        if repo.has_object(id) {
-            let same_size = std::fs::metadata(full).is_ok_and(|m| m.len() == len);
-            return Ok(same_size.then_some(id));
-        }
-        let mut exact = Exact::new(open()?, len);
-        let written = (*repo.objects).write_stream(gix::object::Kind::Blob, len, &mut exact);
-        let same_size = std::fs::metadata(full).is_ok_and(|m| m.len() == len);
-        match written {
-            Ok(written) if !exact.short && same_size => Ok(Some(written)),
-            _ => Ok(None),
-        }
+        Ok(hashed.ok().filter(|_| !exact.short && same_size(full, len)))
     }
+}
+
+/// Whether the file at `full` is `len` bytes long: one that grew while it was read is not
+/// what was read.
+fn same_size(full: &Path, len: u64) -> bool {
+    std::fs::metadata(full).is_ok_and(|m| m.len() == len)
 }
 
 /// A reader of exactly `left` bytes: one that ends sooner fails (and says so in `short`), so

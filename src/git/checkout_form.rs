@@ -51,8 +51,11 @@ impl Repo {
             match kinds.get(path.as_str()) {
                 Some(Checkout::AsStored) => {
                     let stored = self.entry_in(tree, path.as_str())?.map(|(_, id)| id);
-                    let bytes = std::fs::read(self.workdir().join(path)).ok();
-                    let on_disk = bytes.map(|b| self.blob_id_of(&b)).transpose()?;
+                    let full = self.workdir().join(path);
+                    let on_disk = match std::fs::metadata(&full) {
+                        Ok(meta) => self.hash_file(&full, meta.len())?,
+                        Err(_) => None,
+                    };
                     if stored.is_none() || on_disk != stored {
                         unlike.push(path.clone());
                     }
