@@ -328,12 +328,9 @@ fn a_secret_behind_a_name_that_is_not_utf8_is_kept_out_of_every_object() {
     assert_eq!(read(&wt, "plan.md"), "the plan\n");
 }
 
-/// A submodule is recorded as the commit checked out in it, as `git add -A` records it: a
-/// commit made inside it, or an older one checked out, is in the next checkpoint.
-#[test]
-fn a_submodule_is_checkpointed_at_the_commit_checked_out_in_it() {
-    let env = TestEnv::new();
-    let repo = env.repo("proj");
+/// A repository `name` with a library (`a.txt`) as its submodule at `vendor/lib`, committed.
+pub(crate) fn with_a_submodule(env: &TestEnv, name: &str) -> std::path::PathBuf {
+    let repo = env.repo(name);
     let lib = env.repo("lib");
     write(&lib, "a.txt", "a\n");
     env.git(&lib, &["add", "-A"]);
@@ -345,6 +342,15 @@ fn a_submodule_is_checkpointed_at_the_commit_checked_out_in_it() {
         &[&add[..], &[lib_path.as_str(), "vendor/lib"]].concat(),
     );
     env.git(&repo, &["commit", "-qm", "the library as a submodule"]);
+    repo
+}
+
+/// A submodule is recorded as the commit checked out in it, as `git add -A` records it: a
+/// commit made inside it, or an older one checked out, is in the next checkpoint.
+#[test]
+fn a_submodule_is_checkpointed_at_the_commit_checked_out_in_it() {
+    let env = TestEnv::new();
+    let repo = with_a_submodule(&env, "proj");
     let (_, wt) = env.start(&repo, "s");
     let sub = wt.join("vendor/lib");
     assert_eq!(read(&sub, "a.txt"), "a\n");
@@ -570,18 +576,7 @@ fn files_too_big_for_memory_are_checkpointed_as_git_stores_them() {
 #[test]
 fn a_rollback_moves_a_submodule_to_the_recorded_commit_or_refuses_with_the_reason() {
     let env = TestEnv::new();
-    let repo = env.repo("proj");
-    let lib = env.repo("lib");
-    write(&lib, "a.txt", "a\n");
-    env.git(&lib, &["add", "-A"]);
-    env.git(&lib, &["commit", "-qm", "a library"]);
-    let lib_path = lib.to_string_lossy().into_owned();
-    let add = ["-c", "protocol.file.allow=always", "submodule", "add", "-q"];
-    env.git(
-        &repo,
-        &[&add[..], &[lib_path.as_str(), "vendor/lib"]].concat(),
-    );
-    env.git(&repo, &["commit", "-qm", "the library as a submodule"]);
+    let repo = with_a_submodule(&env, "proj");
     let (_, wt) = env.start(&repo, "s");
     let first = env.last_checkpoint(&wt);
     let sub = wt.join("vendor/lib");

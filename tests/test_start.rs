@@ -316,15 +316,7 @@ fn with_no_git_identity_git_bmads_commits_are_its_fallback_identitys() {
 #[test]
 fn a_submodule_repository_starts_its_sessions_outside_its_superproject() {
     let env = TestEnv::new();
-    let app = env.repo("app");
-    let lib = env.repo("lib");
-    let lib_path = lib.to_string_lossy().into_owned();
-    let add = ["-c", "protocol.file.allow=always", "submodule", "add", "-q"];
-    env.git(
-        &app,
-        &[&add[..], &[lib_path.as_str(), "vendor/lib"]].concat(),
-    );
-    env.git(&app, &["commit", "-qm", "the library as a submodule"]);
+    let app = crate::test_shapes::with_a_submodule(&env, "app");
     let sub = app.join("vendor/lib");
     env.git(&sub, &["checkout", "-q", "-b", "work"]);
 
