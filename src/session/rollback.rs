@@ -81,7 +81,8 @@ pub fn plan_rollback(repo: &Repo, session: &Session, target: &Target) -> Result<
     let worktree = session.open_worktree(repo)?;
     let wt = worktree.as_ref().unwrap_or(repo);
     let leaving = Leaving::take(wt, target.tree, None)?;
-    let (changes, protected) = changes_to(wt, leaving.tree, target.tree, leaving.uncovered)?;
+    let diff = wt.diff_trees(leaving.tree, target.tree)?;
+    let (changes, protected) = changes_to(wt, diff, leaving.uncovered)?;
     let changes = visible_changes(session, changes, &protected);
     Ok(RollbackPlan {
         target,
@@ -219,7 +220,7 @@ fn begin(
 ) -> Result<(Intent, Leaving)> {
     let committed = super::policy::Committed::at_head(wt);
     let mut vet = |path: &str, bytes: &[u8]| policy.admit(path, bytes, &|| committed.holds(bytes));
-    let leaving = Leaving::take(wt, target.tree, Some(&mut vet))?;
+    let mut leaving = Leaving::take(wt, target.tree, Some(&mut vet))?;
     let changes = wt.diff_trees(leaving.tree, target.tree)?;
     submodule_moves::refuse_if_held(wt, &submodule_moves::moves(&changes))?;
     let short = target.id.to_hex_with_len(10).to_string();
@@ -237,6 +238,7 @@ fn begin(
     if let Recorded::State { raw, .. } = &mut state {
         *raw = raw_bytes::keep(wt, leaving.tree, &changes, &mut vet)?;
     }
+    leaving.to_target = Some(changes);
     let (safety, _) = extend_chain(repo, session, state, &label, None, None)?;
     let message = format!(
         "rollback intent: {short}\n\nBmad-Files-Only: {}\n{}",
@@ -299,11 +301,16 @@ fn finish(
         tree: from,
         uncovered,
         nested,
+        to_target,
     } = match leaving {
         Some(leaving) => leaving,
         None => Leaving::take(wt, target.tree, None)?,
     };
-    let (all_changes, protected) = changes_to(wt, from, target.tree, uncovered)?;
+    let diff = match to_target {
+        Some(diff) => diff,
+        None => wt.diff_trees(from, target.tree)?,
+    };
+    let (all_changes, protected) = changes_to(wt, diff, uncovered)?;
     // Out of both sides of the merge, a path is out of its reach.
     let to = wt.tree_without(target.tree, &protected)?;
     if let Err(e) = wt.read_tree_update(scratch.path(), from, to) {
@@ -373,7 +380,8 @@ fn finish(
 /// left alone. No safety checkpoint, no journal: the caller records what it did.
 pub(crate) fn restore_state(repo: &Repo, wt: &Repo, target: &Checkpoint) -> Result<Vec<String>> {
     let leaving = Leaving::take(wt, target.tree, None)?;
-    let (_, protected) = changes_to(wt, leaving.tree, target.tree, leaving.uncovered)?;
+    let diff = wt.diff_trees(leaving.tree, target.tree)?;
+    let (_, protected) = changes_to(wt, diff, leaving.uncovered)?;
     let to = wt.tree_without(target.tree, &protected)?;
     wt.read_tree_update(leaving.scratch.path(), leaving.tree, to)?;
     wt.restore_index(target.saved_index(repo)?)?;
@@ -426,16 +434,14 @@ fn uncovered_by_target(wt: &Repo, target: ObjectId, untracked: &[String]) -> Res
     Ok(wt.ignored_under(target, untracked)?)
 }
 
-/// The changes from the state `from` to `target`, and the paths a rollback leaves alone:
+/// The `changes` from the state left to the target, and the paths a rollback leaves alone:
 /// `uncovered` (see [`uncovered_by_target`]), and the ones the target has that exist on disk
 /// outside today's snapshot (ignored today).
 fn changes_to(
     wt: &Repo,
-    from: ObjectId,
-    target: ObjectId,
+    changes: Vec<TreeChange>,
     mut uncovered: Vec<String>,
 ) -> Result<(Vec<TreeChange>, Vec<String>)> {
-    let changes = wt.diff_trees(from, target)?;
     for change in &changes {
         // What is found through a symlinked directory is not there, as git sees it.
         let on_disk = || {
@@ -463,6 +469,8 @@ struct Leaving {
     /// Nested repositories: `add -A` stages each as a gitlink, which no checkpoint records
     /// and no rollback can restore, so they are left out of the state and left alone.
     nested: Vec<String>,
+    /// The changes from it to the target, once `begin` worked them out.
+    to_target: Option<Vec<TreeChange>>,
 }
 
 impl Leaving {
@@ -498,6 +506,7 @@ impl Leaving {
             tree,
             uncovered,
             nested,
+            to_target: None,
         })
     }
 }
