@@ -1,10 +1,12 @@
-//! The layers of `ARCHITECTURE.md` §2, checked: every file of a layer may name only the
+//! The layers of `docs/architecture.md` §2, checked: every file of a layer may name only the
 //! layers the contract lets it call. Reads each `crate::<module>` path in `src/` (in `use`
 //! lines, grouped imports and inline paths alike), so a new shortcut fails here, not in a
 //! review months later.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+
+use crate::common::rust_source::{code_only, module_of, named_paths};
 
 /// Leaf helpers every layer may use; they themselves import nothing of ours.
 const HELPERS: &[&str] = &["diagnostic", "env", "fs", "paths", "text", "time"];
@@ -70,89 +72,101 @@ fn source_files() -> (PathBuf, Vec<PathBuf>) {
     (src, files)
 }
 
-/// Every `crate::x` a file names, with its line number; `use crate::{a, b::c}` names a and b.
-fn crate_paths(text: &str) -> Vec<(usize, String)> {
-    let mut out = Vec::new();
-    for (n, line) in text.lines().enumerate() {
-        let code = line.split("//").next().unwrap_or_default();
-        let mut rest = code;
-        while let Some(at) = rest.find("crate::") {
-            let after = &rest[at + "crate::".len()..];
-            if let Some(group) = after.strip_prefix('{') {
-                let inner = group.split('}').next().unwrap_or_default();
-                for item in inner.split(',') {
-                    let name: String = item
-                        .trim()
-                        .chars()
-                        .take_while(|c| c.is_alphanumeric() || *c == '_')
-                        .collect();
-                    if !name.is_empty() {
-                        out.push((n + 1, name));
-                    }
-                }
-            } else {
-                let name: String = after
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                out.push((n + 1, name));
-            }
-            rest = after;
-        }
-    }
-    out
+/// Every Rust file of `src/`: its path inside `src/` and its text.
+fn sources() -> Vec<(PathBuf, String)> {
+    let (src, files) = source_files();
+    files
+        .into_iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).unwrap();
+            (f.strip_prefix(&src).unwrap().to_owned(), text)
+        })
+        .collect()
 }
 
-#[test]
-fn every_layer_imports_only_what_the_contract_allows() {
-    let (src, files) = source_files();
+/// A file's code without its unit tests (which may reach anywhere).
+fn without_unit_tests(text: &str) -> &str {
+    text.split("#[cfg(test)]\nmod tests")
+        .next()
+        .unwrap_or_default()
+}
+
+/// Each import of `sources` the contract's table does not allow, and how many files were
+/// checked. A file's layer is its first folder; the crate root only declares and calls.
+fn layer_violations(sources: &[(PathBuf, String)]) -> (usize, Vec<String>) {
     let allowed = allowed();
     let mut violations = Vec::new();
     let mut checked = 0;
-    for file in &files {
-        let rel = file.strip_prefix(&src).unwrap();
-        let first = rel
-            .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_string_lossy();
-        let module = first.trim_end_matches(".rs").to_owned();
-        let permitted: Vec<&str> = if HELPERS.contains(&module.as_str()) {
+    for (rel, text) in sources {
+        let module = module_of(rel);
+        let Some(layer) = module.first() else {
+            continue;
+        };
+        let permitted: Vec<&str> = if HELPERS.contains(&layer.as_str()) {
             Vec::new()
-        } else if let Some(list) = allowed.get(module.as_str()) {
+        } else if let Some(list) = allowed.get(layer.as_str()) {
             list.iter()
                 .copied()
                 .chain(HELPERS.iter().copied())
                 .collect()
         } else {
-            // lib.rs and main.rs only declare and call.
             continue;
         };
         checked += 1;
-        let text = std::fs::read_to_string(file).unwrap();
-        for (line, name) in crate_paths(&text) {
-            if name != module && !permitted.contains(&name.as_str()) {
+        for (line, path) in named_paths(&module, text) {
+            let Some(name) = path.first() else { continue };
+            if name != layer && !permitted.contains(&name.as_str()) {
                 violations.push(format!(
-                    "src/{}:{line}: layer `{module}` uses `crate::{name}`",
+                    "src/{}:{line}: layer `{layer}` uses `crate::{name}`",
                     rel.display()
                 ));
             }
         }
     }
+    (checked, violations)
+}
+
+#[test]
+fn every_layer_imports_only_what_the_contract_allows() {
+    let (checked, violations) = layer_violations(&sources());
     assert!(checked > 100, "only {checked} files were checked");
     assert!(
         violations.is_empty(),
-        "imports the architecture does not allow (ARCHITECTURE.md §2):\n{}",
+        "imports the architecture does not allow (docs/architecture.md, Layers):\n{}",
         violations.join("\n")
     );
 }
 
 #[test]
-fn the_reader_sees_grouped_and_inline_paths() {
-    let text = "use crate::{git, session::Event};\nlet x = crate::runner::invoke();\n// crate::cli in a comment\n";
-    let names: Vec<String> = crate_paths(text).into_iter().map(|(_, n)| n).collect();
-    assert_eq!(names, ["git", "session", "runner"]);
+fn the_layer_check_bites_on_every_way_of_naming_a_module() {
+    let file = |rel: &str, text: &str| (PathBuf::from(rel), text.to_owned());
+    let sources = [
+        // Allowed: git may call config; a layer its own modules.
+        file(
+            "git/repo.rs",
+            "use crate::config::Config;\nuse super::refs;\n",
+        ),
+        // Not allowed, each written another way.
+        file(
+            "git/refs.rs",
+            "use crate::{\n    config,\n    session::Event,\n};\n",
+        ),
+        file("git/mod.rs", "fn f() { super::epic::run(); }\n"),
+        file("session/x/y.rs", "use super::super::super::cli::ui;\n"),
+        // Leaf helpers import nothing of ours.
+        file("text.rs", "use crate::git::Repo;\n"),
+    ];
+    let (checked, violations) = layer_violations(&sources);
+    assert_eq!(checked, 5);
+    assert_eq!(
+        violations,
+        [
+            "src/git/refs.rs:3: layer `git` uses `crate::session`",
+            "src/git/mod.rs:1: layer `git` uses `crate::epic`",
+            "src/session/x/y.rs:1: layer `session` uses `crate::cli`",
+            "src/text.rs:1: layer `text` uses `crate::git`",
+        ]
+    );
 }
 
 /// The most lines a file in `src/` has without a reason at its top.
@@ -290,134 +304,169 @@ fn processes_are_started_only_by_the_git_and_runner_layers() {
     );
 }
 
-/// The modules of a layer folder each file names: `super::x` (from a file directly in the
-/// folder), `super::super::x` (one folder down), `crate::<layer>::x`, grouped or not. A file
-/// of a subfolder counts as its subfolder; `mod.rs` is the folder's front door and no node.
-fn sibling_modules(layer: &str, rel: &Path, text: &str) -> Vec<String> {
-    let depth = rel.components().count();
-    let mut prefixes = vec![format!("crate::{layer}::")];
-    match depth {
-        2 => prefixes.push("super::".to_owned()),
-        3 => prefixes.push("super::super::".to_owned()),
-        _ => {}
+/// The import circles among the modules of every folder of a layer, each as its modules in
+/// order. A file counts as the child of the folder it lies under (a subfolder's files as
+/// that subfolder); a folder's `mod.rs` is its front door and no node there, but a name it
+/// re-exports counts as the module it comes from.
+fn import_circles(sources: &[(PathBuf, String)]) -> Vec<String> {
+    let modules: Vec<Vec<String>> = sources.iter().map(|(rel, _)| module_of(rel)).collect();
+    let is_module = |path: &[String]| modules.iter().any(|m| m.starts_with(path));
+    // Every folder: a module with children, inside a layer.
+    let mut folders: BTreeSet<Vec<String>> = BTreeSet::new();
+    for m in &modules {
+        for len in 1..m.len() {
+            if allowed().contains_key(m[0].as_str()) {
+                folders.insert(m[..len].to_vec());
+            }
+        }
     }
-    let mut out = Vec::new();
-    for line in text.lines() {
-        let code = line.split("//").next().unwrap_or_default();
-        for prefix in &prefixes {
-            let mut rest = code;
-            while let Some(at) = rest.find(prefix.as_str()) {
-                // `super::super::x` also contains `super::x`: only the whole prefix counts.
-                let before = &rest[..at];
-                let after = &rest[at + prefix.len()..];
-                rest = after;
-                if prefix == "super::"
-                    && (before.ends_with("super::") || after.starts_with("super::"))
-                {
+    let mut circles = Vec::new();
+    for folder in &folders {
+        let depth = folder.len();
+        // Names the folder's front door re-exports, and the child each comes from.
+        let mut exported: BTreeMap<String, String> = BTreeMap::new();
+        for ((rel, text), module) in sources.iter().zip(&modules) {
+            if module != folder || !rel.ends_with("mod.rs") {
+                continue;
+            }
+            for statement in code_only(text).split(';') {
+                let statement = statement.trim();
+                let Some(at) = statement.find("use ") else {
+                    continue;
+                };
+                if !statement.starts_with("pub") {
                     continue;
                 }
-                let names: Vec<&str> = match after.strip_prefix('{') {
-                    Some(group) => group
-                        .split('}')
-                        .next()
-                        .unwrap_or_default()
-                        .split(',')
-                        .collect(),
-                    None => vec![after],
+                let path = statement[at + 4..].trim();
+                let path = match path.split("::").next() {
+                    Some("crate" | "super" | "self") => path.to_owned(),
+                    _ => format!("self::{path}"),
                 };
-                for name in names {
-                    let name: String = name
-                        .trim()
-                        .chars()
-                        .take_while(|c| c.is_alphanumeric() || *c == '_')
-                        .collect();
-                    if !name.is_empty() && name != "self" {
-                        out.push(name);
+                for (_, p) in named_paths(folder, &format!("use {path};")) {
+                    if p.len() > depth + 1 && p.starts_with(folder) {
+                        exported.insert(p[p.len() - 1].clone(), p[depth].clone());
                     }
                 }
             }
         }
-    }
-    out
-}
-
-/// The import circles among the modules of each layer folder, each as its modules in order.
-fn import_circles() -> Vec<String> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut circles = Vec::new();
-    for layer in allowed().keys() {
-        let dir = src.join(layer);
-        let mut files = Vec::new();
-        rust_files(&dir, &mut files);
-        let node_of = |rel: &Path| -> Option<String> {
-            let first = rel
-                .components()
-                .nth(1)?
-                .as_os_str()
-                .to_string_lossy()
-                .into_owned();
-            let node = first.trim_end_matches(".rs").to_owned();
-            (node != "mod").then_some(node)
-        };
-        let mut edges: BTreeMap<String, std::collections::BTreeSet<String>> = BTreeMap::new();
-        for file in &files {
-            let rel = file.strip_prefix(&src).unwrap();
-            let Some(node) = node_of(rel) else { continue };
-            let text = std::fs::read_to_string(file).unwrap();
-            // Unit tests may reach anywhere.
-            let code = text
-                .split("#[cfg(test)]\nmod tests")
-                .next()
-                .unwrap_or_default();
+        let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for ((_, text), module) in sources.iter().zip(&modules) {
+            if module.len() <= depth || !module.starts_with(folder) {
+                continue;
+            }
+            let node = &module[depth];
             let entry = edges.entry(node.clone()).or_default();
-            for name in sibling_modules(layer, rel, code) {
-                let module = dir.join(format!("{name}.rs")).exists() || dir.join(&name).is_dir();
-                if module && name != node && name != "mod" {
-                    entry.insert(name);
+            for (_, path) in named_paths(module, without_unit_tests(text)) {
+                if path.len() <= depth || !path.starts_with(folder) {
+                    continue;
+                }
+                let name = &path[depth];
+                let target = if is_module(&path[..=depth]) {
+                    Some(name.clone())
+                } else {
+                    exported.get(name).cloned()
+                };
+                if let Some(target) = target.filter(|t| t != node) {
+                    entry.insert(target);
                 }
             }
         }
-        // Depth-first search; a grey node met again closes a circle.
-        fn visit(
-            node: &str,
-            edges: &BTreeMap<String, std::collections::BTreeSet<String>>,
-            path: &mut Vec<String>,
-            done: &mut std::collections::BTreeSet<String>,
-            found: &mut Vec<String>,
-        ) {
-            if let Some(at) = path.iter().position(|n| n == node) {
-                found.push(path[at..].join(" -> ") + " -> " + node);
-                return;
-            }
-            if done.contains(node) {
-                return;
-            }
-            path.push(node.to_owned());
-            for next in edges.get(node).into_iter().flatten() {
-                visit(next, edges, path, done, found);
-            }
-            path.pop();
-            done.insert(node.to_owned());
-        }
-        let mut done = std::collections::BTreeSet::new();
-        for node in edges.keys() {
-            let mut found = Vec::new();
-            visit(node, &edges, &mut Vec::new(), &mut done, &mut found);
-            circles.extend(found.into_iter().map(|c| format!("src/{layer}: {c}")));
-        }
+        let place = folder.join("/");
+        circles.extend(
+            circles_of(&edges)
+                .into_iter()
+                .map(|c| format!("src/{place}: {c}")),
+        );
     }
     circles
 }
 
+/// The circles of a graph, each as `a -> b -> a` (depth first; a node on the path met
+/// again closes one).
+fn circles_of(edges: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    fn visit(
+        node: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+        found: &mut Vec<String>,
+    ) {
+        if let Some(at) = path.iter().position(|n| n == node) {
+            found.push(path[at..].join(" -> ") + " -> " + node);
+            return;
+        }
+        if done.contains(node) {
+            return;
+        }
+        path.push(node.to_owned());
+        for next in edges.get(node).into_iter().flatten() {
+            visit(next, edges, path, done, found);
+        }
+        path.pop();
+        done.insert(node.to_owned());
+    }
+    let mut done = BTreeSet::new();
+    let mut found = Vec::new();
+    for node in edges.keys() {
+        visit(node, edges, &mut Vec::new(), &mut done, &mut found);
+    }
+    found
+}
+
 #[test]
 fn no_layer_folder_has_an_import_circle() {
-    let circles = import_circles();
+    let circles = import_circles(&sources());
     assert!(
         circles.is_empty(),
         "modules of one layer that import each other, round: put what both need in a leaf \
          of its own\n{}",
         circles.join("\n")
     );
+}
+
+#[test]
+fn the_circle_check_sees_front_doors_re_exports_and_subfolders() {
+    let file = |rel: &str, text: &str| (PathBuf::from(rel), text.to_owned());
+    // The circle the old reader missed: a subfolder's front door naming its sibling.
+    let through_a_front_door = [
+        file("git/mod.rs", "mod repo;\nmod watch;\n"),
+        file(
+            "git/repo.rs",
+            "struct Repo { feed: super::watch::FeedSetting }\n",
+        ),
+        file("git/watch/mod.rs", "use super::repo::Repo;\n"),
+    ];
+    assert_eq!(
+        import_circles(&through_a_front_door),
+        ["src/git: repo -> watch -> repo"]
+    );
+    // Through a name the folder re-exports, and one folder down.
+    let through_a_re_export = [
+        file("git/mod.rs", "pub use repo::{Repo, Other};\n"),
+        file("git/repo.rs", "use super::snapshot::Dirt;\n"),
+        file("git/snapshot.rs", "fn f(r: &super::Repo) {}\n"),
+        file("git/watch/a.rs", "use super::b::B;\n"),
+        file("git/watch/b.rs", "use crate::git::watch::a::A;\n"),
+    ];
+    assert_eq!(
+        import_circles(&through_a_re_export),
+        [
+            "src/git: repo -> snapshot -> repo",
+            "src/git/watch: a -> b -> a"
+        ]
+    );
+    // Unit tests may reach anywhere; a one-way import is no circle.
+    let fine = [
+        file(
+            "git/repo.rs",
+            "use super::refs;\n#[cfg(test)]\nmod tests {\n    use super::super::refs;\n}\n",
+        ),
+        file(
+            "git/refs.rs",
+            "#[cfg(test)]\nmod tests {\n    use crate::git::repo::Repo;\n}\n",
+        ),
+    ];
+    assert!(import_circles(&fine).is_empty());
 }
 
 /// The most lines a function in `src/` has without a reason in its doc comment.

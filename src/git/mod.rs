@@ -13,6 +13,7 @@ mod cli;
 mod commands;
 mod diff;
 mod error;
+mod feed_setting;
 mod fence;
 mod format;
 mod identity;
@@ -37,6 +38,7 @@ pub use commands::{ConfigFile, DiffStat, PatchStream};
 pub use diff::ChangedFile;
 pub use diff::TreeChange;
 pub use error::{Error, Result};
+pub use feed_setting::FeedSetting;
 pub use fence::{
     abandoned_shadow, put_back_abandoned_shadow, Fence, FenceKind, View, REPORT_SOCKET, RUN_LOCK,
 };
@@ -48,9 +50,9 @@ pub use refs::{lock_age, CasOutcome, ABANDONED_GIT_LOCK, STALE_LOCK_AGE};
 pub use repo::{CommitInfo, Repo, WorktreeInfo};
 pub use signing::{precheck, Precheck, SshSigner};
 pub use snapshot::{Dirt, Vet, Vetted, VET_LIMIT};
+pub use watch::enable_watcher;
 #[cfg(target_os = "linux")]
 pub use watch::run_watcher;
-pub use watch::{enable_watcher, FeedSetting};
 
 /// Serialize an object id as its full hex string (for `--json` output).
 pub fn serialize_id<S: serde::Serializer>(

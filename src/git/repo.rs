@@ -20,7 +20,7 @@ pub struct Repo {
     common_dir: PathBuf,
     git: GitCli,
     /// The change feed snapshots ask, when not the repository's own setting.
-    feed: Option<super::watch::FeedSetting>,
+    pub(super) feed: Option<super::feed_setting::FeedSetting>,
     /// Set on a handle whose new objects stay in memory (see [`super::pack`]): the bytes of
     /// blobs held so far.
     held: Option<std::cell::Cell<u64>>,
@@ -154,20 +154,6 @@ impl Repo {
     /// The bytes of blobs held so far, on a handle that holds its new objects.
     pub(super) fn held_bytes(&self) -> Option<&std::cell::Cell<u64>> {
         self.held.as_ref()
-    }
-
-    /// This handle with its snapshots told what changed by `feed` instead of the
-    /// repository's setting.
-    pub fn with_feed(mut self, feed: super::watch::FeedSetting) -> Repo {
-        self.feed = Some(feed);
-        self
-    }
-
-    /// The change feed this handle's snapshots ask.
-    pub fn feed_setting(&self) -> super::watch::FeedSetting {
-        self.feed
-            .clone()
-            .unwrap_or_else(|| super::watch::FeedSetting::of(self))
     }
 
     /// The gix repository, for the other modules of this layer.

@@ -15,8 +15,9 @@ use regex::Regex;
 
 use super::adapter::{verdict_word, AgentResult, Call, Kind, Verdict};
 use super::error::Result;
-use super::process::{self, Captured, Contained, Exit, Spec};
+use super::process::{self, Captured, Exit, Spec};
 use super::sandbox;
+use super::sandbox::Contained;
 use crate::config::RunnersConfig;
 use crate::text::last_chars;
 

@@ -7,8 +7,9 @@
 //! with its state saved. As in gitoxide, the flag is passed to the operations that wait
 //! (`&AtomicBool`), never read from a global, so a test injects its own.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
@@ -19,4 +20,12 @@ pub fn install() -> std::io::Result<Arc<AtomicBool>> {
         signal_hook::flag::register(signal, Arc::clone(&flag))?;
     }
     Ok(flag)
+}
+
+/// Sleep `total`, waking early (within 50 ms) when `interrupt` turns true.
+pub fn sleep(total: Duration, interrupt: &AtomicBool) {
+    let until = Instant::now() + total;
+    while Instant::now() < until && !interrupt.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(50).min(total));
+    }
 }

@@ -17,6 +17,7 @@ mod spawn;
 pub use adapter::{Adapter, AgentResult, Kind, Verdict};
 pub use agent::{breaking_change_in, interpret, invoke, verdict_in, Invocation};
 pub use error::{Error, Result};
-pub use process::{run as run_process, Captured, Contained, Exit, Output, Spec};
+pub use process::{run as run_process, Captured, Exit, Output, Spec};
+pub use sandbox::Contained;
 pub use select::{agent, config_problems, locate, Agent};
 pub use spawn::Program;

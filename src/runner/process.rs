@@ -18,7 +18,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::error::{Error, Result};
-use super::sandbox::{self, Walls};
+use super::sandbox::{self, Contained};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// How much of a stream is kept from its start (enough to parse an agent's JSON result).
@@ -50,16 +50,6 @@ pub struct Spec {
     pub timeout: Duration,
     /// The walls it runs inside, when contained.
     pub sandbox: Option<Contained>,
-}
-
-/// A process run inside walls: the layers that raise them (from
-/// [`Layers::here`](super::sandbox::Layers::here)) and the walls.
-#[derive(Clone, Debug)]
-pub struct Contained {
-    /// The layers.
-    pub layers: sandbox::Layers,
-    /// What the process may see and touch.
-    pub walls: Walls,
 }
 
 /// How a child ended.

@@ -28,6 +28,16 @@ pub use scratch::{scratch, Scratch};
 pub use tools::{ci_runner_credentials, needs};
 use tools::{toolchains, tools};
 
+/// A process run inside walls: the layers that raise them (from [`Layers::here`]) and the
+/// walls.
+#[derive(Clone, Debug)]
+pub struct Contained {
+    /// The layers.
+    pub layers: Layers,
+    /// What the process may see and touch.
+    pub walls: Walls,
+}
+
 /// What a contained process may see and touch.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Walls {

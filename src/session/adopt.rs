@@ -8,13 +8,13 @@ use super::checkpoint::Checkpoint;
 use super::checkpoints_ref;
 use super::error::{Error, Result};
 use super::event::NewEvent;
+use super::id::ensure_clone_id;
 use super::journal;
 use super::policy::Policy;
 use super::remote_checks::check_remote_trailers;
 use super::schema::Body;
 use super::store::Session;
 use super::sync::{cas, list_remote, merge_journals, tracking_prefix};
-use super::trust::ensure_clone_id;
 use crate::git::Repo;
 
 /// How recent the newest checkpoint of a running session in another clone must be for it

@@ -10,13 +10,14 @@
 
 use super::error::{Error, Result};
 use super::event::{Decision, Event, NewEvent};
-use super::journal::{self, backoff, seq_trailer};
+use super::journal::{self, backoff};
 use super::policy::Policy;
 pub use super::record::{Checkpoint, Trailers};
 use super::record::{INDEX_TRAILER, RAW_TRAILER};
 use super::schema::{Body, CheckpointTaken};
 use super::state::Status;
 use super::store::Session;
+use super::trailers::seq_trailer;
 use super::{checkpoints_ref, notes_ref};
 use crate::git::{CasOutcome, ObjectId, Repo, SavedIndex};
 

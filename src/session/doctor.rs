@@ -477,7 +477,7 @@ fn check_live(
     let live = !matches!(state.status, Status::Completed | Status::Pruned);
     // Resumed in another clone: its worktree is on that machine, not ours to check.
     let elsewhere =
-        newest.trailers.clone.is_some() && newest.trailers.clone != super::sync::clone_id(repo);
+        newest.trailers.clone.is_some() && newest.trailers.clone != super::id::clone_id(repo);
     if live && !elsewhere {
         if let Some(damage) = super::worktree::damage_among(
             worktrees,

@@ -1,4 +1,5 @@
-//! Session ids: `YYYYMMDD-HHMMSS-xxxxxx`, UTC time and six random hex digits.
+//! Session ids: `YYYYMMDD-HHMMSS-xxxxxx`, UTC time and six random hex digits; and this
+//! clone's id (`bmad.cloneId`), of the same form.
 //!
 //! The time makes ids sort by creation; the random part keeps two sessions started in the same
 //! second apart. A collision is still possible, so the id is claimed by creating its
@@ -7,7 +8,33 @@
 use std::fmt;
 use std::hash::{BuildHasher, Hasher};
 
+use super::error::Result;
+use crate::git::Repo;
 use crate::time::Timestamp;
+
+/// The git config key naming this clone of the repository (local config: every clone has
+/// its own).
+const CLONE_ID_KEY: &str = "bmad.cloneId";
+
+/// This clone's id, if it has one yet.
+pub fn clone_id(repo: &Repo) -> Option<String> {
+    repo.config_string(CLONE_ID_KEY)
+}
+
+/// This clone's id, made when it has none yet: the time and six random hex digits, in
+/// the form of a session id.
+pub fn ensure_clone_id(repo: &Repo) -> Result<String> {
+    if let Some(id) = clone_id(repo) {
+        return Ok(id);
+    }
+    // Written since this process read its config: git's word, not the cached one.
+    if let Some((_, id)) = repo.config_scope(CLONE_ID_KEY)? {
+        return Ok(id);
+    }
+    let id = SessionId::generate(crate::time::Timestamp::now()).to_string();
+    repo.add_local_config(CLONE_ID_KEY, &id)?;
+    Ok(id)
+}
 
 /// A validated session id.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]

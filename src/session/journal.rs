@@ -22,6 +22,7 @@ use sha2::{Digest, Sha256};
 use super::error::{Error, Result};
 use super::event::{Event, NewEvent};
 use super::id::SessionId;
+use super::trailers::{seq_trailer, trailer};
 use super::{checkpoints_ref, notes_ref};
 use crate::git::{CasOutcome, ObjectId, Repo};
 use crate::time::Timestamp;
@@ -399,28 +400,6 @@ fn seal(journal: &mut Journal, id: &SessionId, mut lines: Vec<(Event, ObjectId, 
     journal.chain = chain;
 }
 
-/// The values of every `key: value` trailer of a message, in order.
-pub(crate) fn trailers<'m>(
-    message: &'m str,
-    key: &'m str,
-) -> impl DoubleEndedIterator<Item = &'m str> + 'm {
-    message.lines().filter_map(move |l| {
-        l.strip_prefix(key)
-            .and_then(|rest| rest.strip_prefix(": "))
-            .map(str::trim)
-    })
-}
-
-/// The value of the last `key: value` trailer of a message.
-pub(crate) fn trailer<'m>(message: &'m str, key: &'m str) -> Option<&'m str> {
-    trailers(message, key).next_back()
-}
-
-/// The `Bmad-Seq: N` trailer of a message.
-pub(crate) fn seq_trailer(message: &str) -> Option<u64> {
-    trailer(message, "Bmad-Seq").and_then(|v| v.parse().ok())
-}
-
 /// Wait a little before retrying a lost compare-and-swap, longer the more often we lost,
 /// with per-process jitter so the same writers do not collide again in lockstep.
 pub(crate) fn backoff(attempt: u32) {
@@ -507,15 +486,5 @@ mod tests {
         let j = journal_of(&[1, 2], &[3], &[&text]);
         assert!(seqs(&j).is_empty());
         assert_eq!(j.unsealed.len(), 4);
-    }
-
-    #[test]
-    fn reads_the_seq_trailer() {
-        assert_eq!(
-            seq_trailer("journal: checkpoint #12\n\nBmad-Seq: 12\n"),
-            Some(12)
-        );
-        assert_eq!(seq_trailer("Notes added by 'git notes add'\n"), None);
-        assert_eq!(seq_trailer(""), None);
     }
 }

@@ -1,7 +1,7 @@
 //! Sessions: a branch and a linked worktree per piece of agent work, a chain of checkpoint
 //! commits on a hidden ref, and a journal of events in git notes.
 //!
-//! Everything is stored in the repository's own git database (see `ARCHITECTURE.md` §3):
+//! Everything is stored in the repository's own git database (see `docs/architecture.md` §3, "What lives where"):
 //! - `refs/bmad/sessions/<id>/checkpoints`: the head of the session's checkpoint chain;
 //! - `refs/notes/bmad/<id>`: the journal, JSON lines in notes on the checkpoint commits;
 //! - `.bmad/sessions/<id>/journal.md` in the session worktree: the journal, rendered into
@@ -41,6 +41,7 @@ mod store;
 mod submodule_moves;
 pub mod sync;
 mod tips;
+mod trailers;
 pub mod trust;
 mod worktree;
 
@@ -52,7 +53,7 @@ pub use error::{Error, Result};
 pub use event::{Decision, Event, NewEvent};
 pub use git_locks::clear_abandoned_worktree_locks;
 pub use hand_off::{hand_off, HandedOff};
-pub use id::SessionId;
+pub use id::{clone_id, ensure_clone_id, SessionId};
 pub use init::{init, InitOutcome};
 pub use journal::{
     append, flush_deferred, read as read_journal, record, Journal, JournalEntry, Unsealed,

@@ -5,8 +5,8 @@
 use serde::Serialize;
 
 use super::error::Result;
-use super::journal::{seq_trailer, trailer};
 use super::state::Status;
+use super::trailers::{seq_trailer, trailer};
 use crate::git::{ObjectId, Repo, SavedIndex};
 
 /// The session summary carried by every checkpoint commit.

@@ -19,11 +19,12 @@ use super::checkpoints_ref;
 use super::error::{Error, Result};
 use super::event::{Decision, NewEvent};
 use super::id::SessionId;
-use super::journal::{self, trailer, trailers};
+use super::journal;
 use super::policy::Policy;
 use super::schema::{Body, SessionRestored};
 use super::state::Status;
 use super::store::{self, Session};
+use super::trailers::{trailer, trailers};
 use crate::git::{CasOutcome, ObjectId, Repo};
 
 const REMOVED_PREFIX: &str = "refs/bmad/removed/";

@@ -24,11 +24,12 @@ use super::checkpoint::{chain, extend_chain, Checkpoint, Recorded};
 use super::error::{Error, Result};
 use super::event::{Decision, Event, NewEvent};
 use super::id::SessionId;
-use super::journal::{self, trailer, Journal};
+use super::journal::{self, Journal};
 use super::journal_md_path;
 use super::schema::{Body, BranchOutcome, RolledBack};
 use super::state::SessionState;
 use super::store::Session;
+use super::trailers::trailer;
 use crate::git::{CasOutcome, ObjectId, Repo, TreeChange, Vet};
 
 use super::policy::Policy;

@@ -105,7 +105,7 @@ fn same_dir(a: &Path, b: &Path) -> bool {
 
 /// Every session of the repository, oldest first.
 pub fn list(repo: &Repo) -> Result<Vec<Session>> {
-    let here = super::trust::clone_id(repo);
+    let here = super::id::clone_id(repo);
     let mut sessions = Vec::new();
     for (name, head) in repo.refs_with_prefix(SESSIONS_PREFIX)? {
         let Some(id) = session_id_of_ref(&name) else {
@@ -131,7 +131,7 @@ pub fn get(repo: &Repo, id: &SessionId) -> Result<Option<Session>> {
     let Some(head) = repo.read_ref(&super::checkpoints_ref(id))? else {
         return Ok(None);
     };
-    let here = super::trust::clone_id(repo);
+    let here = super::id::clone_id(repo);
     Ok(Checkpoint::read(repo, head)?
         .map(|cp| Session::from_checkpoint(id.clone(), cp, here.as_deref())))
 }

@@ -31,8 +31,6 @@ use super::store::Session;
 use super::{checkpoints_ref, notes_ref};
 use crate::git::{CasOutcome, ObjectId, Repo};
 
-pub use super::trust::clone_id;
-
 /// Where the copies of `remote`'s sessions are kept here.
 pub fn tracking_prefix(remote: &str) -> String {
     format!("refs/bmad/remotes/{remote}/")

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use super::error::{Error, Result};
 use super::event::Event;
-use super::id::SessionId;
+use super::id::{clone_id, ensure_clone_id, SessionId};
 use super::journal::{self, Journal};
 use super::schema::{Body, JournalSigned};
 use crate::git::{Precheck, Repo, SshSigner};
@@ -41,30 +41,6 @@ const KEY_NAME: &str = "id_ed25519";
 
 /// The largest key file read when one is moved (an ed25519 key is about 400 bytes).
 const KEY_FILE_LIMIT: u64 = 64 * 1024;
-
-/// The git config key naming this clone of the repository (local config: every clone has
-/// its own).
-const CLONE_ID_KEY: &str = "bmad.cloneId";
-
-/// This clone's id, if it has one yet.
-pub fn clone_id(repo: &Repo) -> Option<String> {
-    repo.config_string(CLONE_ID_KEY)
-}
-
-/// This clone's id, made when it has none yet: the time and six random hex digits, in
-/// the form of a session id.
-pub fn ensure_clone_id(repo: &Repo) -> Result<String> {
-    if let Some(id) = clone_id(repo) {
-        return Ok(id);
-    }
-    // Written since this process read its config: git's word, not the cached one.
-    if let Some((_, id)) = repo.config_scope(CLONE_ID_KEY)? {
-        return Ok(id);
-    }
-    let id = SessionId::generate(crate::time::Timestamp::now()).to_string();
-    repo.add_local_config(CLONE_ID_KEY, &id)?;
-    Ok(id)
-}
 
 /// The key this clone signs with.
 #[derive(Clone, Debug, serde::Serialize)]

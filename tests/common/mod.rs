@@ -5,6 +5,7 @@
 
 pub mod actions;
 pub mod model_api;
+pub mod rust_source;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -90,7 +90,7 @@ pub(super) fn call(
         if !again || tries >= TRIES {
             return Ok(Err(failed));
         }
-        super::coordinator::sleep(pause, interrupt);
+        crate::runner::interrupt::sleep(pause, interrupt);
         pause *= 2;
     }
 }

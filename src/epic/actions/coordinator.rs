@@ -18,6 +18,7 @@ use super::super::verify::{self, Verdict};
 use super::super::Error;
 use super::api::{self, Failed, JobRun};
 use super::{remote_record, run_name, STORY_WORKFLOW};
+use crate::runner::interrupt::sleep;
 use crate::session::schema::{Body, Stage};
 use crate::session::{self, closeout, sync, Repo, SessionId};
 
@@ -453,14 +454,6 @@ const MOST_MINUTES: u64 = 4320;
 /// setup, within what GitHub takes.
 fn job_minutes(left: Duration) -> u64 {
     (left.as_secs().div_ceil(60) + SETUP_MINUTES).min(MOST_MINUTES)
-}
-
-/// Sleep `total`, waking early when interrupted.
-pub(super) fn sleep(total: Duration, interrupt: &AtomicBool) {
-    let until = Instant::now() + total;
-    while Instant::now() < until && !interrupt.load(Ordering::SeqCst) {
-        std::thread::sleep(Duration::from_millis(50).min(total));
-    }
 }
 
 #[cfg(test)]

@@ -123,7 +123,7 @@ pub fn ran_on_actions(
 /// from one that lives here by it, and a handle opened before it was written would take
 /// every session for another clone's. The handle returned is opened after.
 pub(super) fn here(repo: &Repo) -> Result<Repo, super::Error> {
-    crate::session::trust::ensure_clone_id(repo)?;
+    crate::session::ensure_clone_id(repo)?;
     Ok(Repo::discover(repo.workdir()).map_err(crate::session::Error::from)?)
 }
 

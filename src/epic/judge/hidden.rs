@@ -117,7 +117,7 @@ fn place(repo: &Repo, key: &str, base: ObjectId) -> Result<PathBuf, Error> {
                 .into(),
         )
     })?;
-    let clone = session::trust::ensure_clone_id(repo)?;
+    let clone = session::ensure_clone_id(repo)?;
     // A story key names a folder: only what keys are made of.
     let key: String = key
         .chars()

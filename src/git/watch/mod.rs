@@ -32,6 +32,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
+use super::feed_setting::FeedSetting;
 use super::repo::Repo;
 
 /// Where a watcher that could not start says why, in the worktree's git dir: no snapshot
@@ -110,21 +111,6 @@ pub fn enable_watcher(exe: PathBuf) {
     let _ = WATCHER_EXE.set(exe);
 }
 
-/// Where a snapshot learns which paths changed since the last one.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FeedSetting {
-    /// The worktree's watcher, started on demand (Linux, `bmad.watch` true, the default).
-    Watcher,
-    /// Told, not watched: every snapshot is handed exactly these paths, as a watcher would
-    /// name them. For tests of what a snapshot does with a feed, with no daemon to wait for.
-    Test {
-        /// The paths (files or directories, relative to the worktree root).
-        changed: Vec<String>,
-    },
-    /// No feed: every snapshot scans the whole worktree.
-    None,
-}
-
 impl FeedSetting {
     /// The setting of `repo`: the watcher where snapshots may use one (Linux, a watcher
     /// executable set by the command line, `bmad.watch` not false), else none.
@@ -156,6 +142,18 @@ impl FeedSetting {
 }
 
 impl Repo {
+    /// This handle with its snapshots told what changed by `feed` instead of the
+    /// repository's setting.
+    pub fn with_feed(mut self, feed: FeedSetting) -> Repo {
+        self.feed = Some(feed);
+        self
+    }
+
+    /// The change feed this handle's snapshots ask.
+    pub fn feed_setting(&self) -> FeedSetting {
+        self.feed.clone().unwrap_or_else(|| FeedSetting::of(self))
+    }
+
     /// Why this worktree has no change feed, when a watcher failed to start here lately:
     /// until one starts, every snapshot scans the whole worktree (exact, only slower).
     pub fn feed_off_reason(&self) -> Option<String> {

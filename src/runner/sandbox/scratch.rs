@@ -9,7 +9,7 @@ use super::{command_walls, private_home, Hidden, Layers};
 /// when this is dropped.
 pub struct Scratch {
     /// The walls and their layers.
-    pub contained: crate::runner::Contained,
+    pub contained: super::Contained,
     home: tempfile::TempDir,
     /// `dir`'s `.git` link and what it said: where no mount holds it read-only (Landlock
     /// alone), a command could rewrite it, so it is put back when the command is done.
@@ -63,7 +63,7 @@ pub fn scratch(
         .tempdir()?;
     private_home(home.path(), None, &[], identity)?;
     Ok(Scratch {
-        contained: crate::runner::Contained {
+        contained: super::Contained {
             layers: layers.clone(),
             walls: command_walls(dir, hidden, readable, home.path(), network, program),
         },
