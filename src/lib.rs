@@ -1,6 +1,6 @@
 //! git-bmad: run autonomous AI coding agents on a git repository safely.
 //!
-//! Layers, lowest first (each only calls the ones below it; `ARCHITECTURE.md` §2, checked by
+//! Layers, lowest first (each only calls the ones below it; `docs/architecture.md` §2, checked by
 //! `tests/test_layers.rs`):
 //! - [`config`]: `.bmad/config.yaml` and `git config bmad.*`, and bounded YAML reading;
 //! - [`git`]: one `Repo` handle; gix in-process, the `git` binary for the rest;

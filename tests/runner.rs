@@ -10,6 +10,7 @@ mod test_analyze;
 mod test_bmad_releases;
 mod test_checkpoint;
 mod test_contain;
+mod test_contract;
 mod test_corpus;
 mod test_crash;
 mod test_epic;

@@ -1,4 +1,4 @@
-//! The one error type of the CLI, and the exit codes of `ARCHITECTURE.md` §4.
+//! The one error type of the CLI, and the exit codes of `docs/architecture.md` §6 ("Exit codes").
 
 use std::fmt::Write as _;
 
@@ -27,6 +27,19 @@ pub mod exit {
     pub const RUN_TIME_LIMIT: u8 = 7;
     /// Interrupted; state was saved.
     pub const INTERRUPTED: u8 = 130;
+
+    /// Every code above, for the contract's test and the reference.
+    pub const ALL: &[u8] = &[
+        OK,
+        FAILED,
+        USAGE,
+        GATED,
+        POLICY,
+        STEP_FAILED,
+        INVOCATION_LIMIT,
+        RUN_TIME_LIMIT,
+        INTERRUPTED,
+    ];
 }
 
 /// A command's failure: a message, its causes, hints, and the exit code.

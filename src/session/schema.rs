@@ -2,9 +2,9 @@
 //!
 //! This is the one place that says what an event means. Writers build a [`Body`] variant and
 //! readers match on it, so a field cannot be written under one name and read under another.
-//! On disk an event is still `{"event": "<kind>", "detail": {…}}` (see `ARCHITECTURE.md` §3):
-//! detail fields that are unset are left out, and a missing field reads as its default, so
-//! older journals read as they always did.
+//! On disk an event is still `{"event": "<kind>", "detail": {…}}` (`docs/architecture.md`
+//! §4, "The journal"): detail fields that are unset are left out, and a missing field reads
+//! as its default, so older journals read as they always did.
 //!
 //! Kinds this version does not know (a newer git-bmad's, a script's own from
 //! `git bmad journal append`) are kept as [`Body::Other`], name and detail untouched, and
@@ -154,7 +154,7 @@ kinds! {
 
 impl Body {
     /// Whether only git-bmad may write this kind: the session's and the supervisor's own
-    /// (`ARCHITECTURE.md` §3, journal integrity).
+    /// (`docs/architecture.md` §4, "The journal": reserved kinds).
     pub fn is_reserved(name: &str) -> bool {
         Body::KINDS.contains(&name) && !matches!(name, "policy_violation" | "story_status")
     }
