@@ -13,6 +13,7 @@ mod test_contain;
 mod test_contract;
 mod test_corpus;
 mod test_crash;
+mod test_docs;
 mod test_epic;
 mod test_epic_acceptance;
 mod test_epic_crash;

@@ -491,8 +491,13 @@ fn every_file_the_contract_puts_under_git_is_named_by_the_code() {
     let mut checked = 0;
     for row in rows.iter().filter(|r| r[1].contains("git dir")) {
         for name in code_spans(row[0]) {
-            // The fixed part of a name: `bmad-verified.<pid>` is `bmad-verified.`.
-            let fixed = name.split('<').next().unwrap_or(name).trim_end_matches('/');
+            // The fixed part of a name: `bmad-verified.<pid>` is `bmad-verified.`,
+            // `bmad-checkout-*/` is `bmad-checkout-`.
+            let fixed = name
+                .split(['<', '*'])
+                .next()
+                .unwrap_or(name)
+                .trim_end_matches('/');
             let last = fixed.rsplit('/').find(|p| !p.is_empty()).unwrap_or(fixed);
             if last.len() < 3 {
                 continue;

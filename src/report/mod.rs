@@ -4,7 +4,7 @@
 //! The report is built from the journals alone, as everything else is: [`fold`] reads one
 //! session's events into a [`SessionReport`] (a pure function, tested beside it), [`gather`]
 //! reads the repository, and [`text`] and [`html`] render. The JSON form is the [`Report`]
-//! itself; its shape is versioned by [`Report::version`] and documented in the README.
+//! itself; its shape is versioned by [`Report::version`] and documented in `docs/guide/report.md`.
 
 mod epic;
 mod fold;

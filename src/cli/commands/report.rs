@@ -19,7 +19,7 @@ use crate::time::{parse_duration, Timestamp};
 /// and done sessions, with tests git-bmad ran, commits, diff and PR. Policy violations and
 /// secrets caught, agent time, tokens and cost per session and in total.
 ///
-/// `--json` prints the report as one object (shape: see README, "The report's JSON");
+/// `--json` prints the report as one object (shape: see `docs/guide/report.md`);
 /// `--html FILE` writes the same content as one self-contained page (no network, light and
 /// dark, readable on a phone).
 #[derive(Debug, Args)]
