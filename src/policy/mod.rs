@@ -135,6 +135,7 @@ pub fn record_violation(repo: &Repo, hook: &str, rule: &str, subject: &str, reas
         // A blocked command or a pushed URL may carry a token.
         subject: secrets::redact(subject),
         reason: secrets::redact(reason),
+        paths: Vec::new(),
     };
     let body = session::Body::PolicyViolation(violation);
     // Inside a run, the agent's environment names its step: the violation belongs to it.

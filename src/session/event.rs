@@ -213,6 +213,7 @@ impl NewEvent {
             rule: rule.to_owned(),
             subject: subject.into(),
             reason: reason.into(),
+            paths: Vec::new(),
         }))
         .decision(Some(Decision::Auto))
     }

@@ -108,17 +108,16 @@ impl Journal {
             .filter(|e| !e.is_trusted())
     }
 
-    /// The subjects of the policy violations of `rule` journaled so far: what is already
-    /// reported, and not to be reported again.
-    pub fn violations(&self, rule: &str) -> Vec<&str> {
-        self.events()
-            .filter_map(|e| match &e.body {
-                super::schema::Body::PolicyViolation(v) if v.rule == rule => {
-                    Some(v.subject.as_str())
-                }
-                _ => None,
-            })
-            .collect()
+    /// The policy violations of `rule` journaled so far: what is already reported, and not
+    /// to be reported again.
+    pub fn violations<'a>(
+        &'a self,
+        rule: &'a str,
+    ) -> impl Iterator<Item = &'a super::schema::PolicyViolation> + 'a {
+        self.events().filter_map(move |e| match &e.body {
+            super::schema::Body::PolicyViolation(v) if v.rule == rule => Some(v),
+            _ => None,
+        })
     }
 
     /// The highest `seq`, 0 for an empty journal; a forged line's `seq` counts too, so the

@@ -376,6 +376,9 @@ pub struct PolicyViolation {
     pub subject: String,
     /// Why, redacted.
     pub reason: String,
+    /// The paths it concerns one by one, where the subject names several (the judge's).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<String>,
 }
 
 /// `story_status`: what `git bmad stories set` wrote.

@@ -35,7 +35,7 @@ pub use run::{checkout, Overlay, Walls};
 
 use super::Error;
 use crate::config::Config;
-use crate::policy::rules::{JUDGE_CHANGED, OUT_OF_SCOPE, TESTS_PASS_ON_BASE, TESTS_REMOVED};
+use crate::policy::rules::{Rule, JUDGE_CHANGED, OUT_OF_SCOPE, TESTS_PASS_ON_BASE, TESTS_REMOVED};
 use crate::policy::secrets::redact;
 use crate::session::{self, ObjectId, Repo, TreeChange};
 use crate::supervisor::contain;
@@ -52,11 +52,57 @@ pub enum Judgement {
     Ask(Concern),
 }
 
+/// What the judge asks a human about, one kind per rule it journals: each says itself at the
+/// gate, so a new kind cannot read as another.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Finding {
+    /// The branch changed the files the judge judges it with.
+    JudgeChanged,
+    /// It deleted or emptied tests.
+    TestsRemoved,
+    /// It added tests that all pass without its code, on the base.
+    TestsPassOnBase,
+    /// It changed files outside its `touches`.
+    OutOfScope,
+}
+
+impl Finding {
+    /// Every kind, in the order the judge names them.
+    pub const ALL: [Finding; 4] = [
+        Finding::JudgeChanged,
+        Finding::TestsRemoved,
+        Finding::TestsPassOnBase,
+        Finding::OutOfScope,
+    ];
+
+    /// The policy rule it is journaled under.
+    pub fn rule(self) -> &'static Rule {
+        match self {
+            Finding::JudgeChanged => &JUDGE_CHANGED,
+            Finding::TestsRemoved => &TESTS_REMOVED,
+            Finding::TestsPassOnBase => &TESTS_PASS_ON_BASE,
+            Finding::OutOfScope => &OUT_OF_SCOPE,
+        }
+    }
+
+    /// What the branch did, naming `paths`, as a gate says it.
+    fn said(self, paths: &str) -> String {
+        match self {
+            Finding::JudgeChanged => format!("changed files git-bmad judges it with ({paths})"),
+            Finding::TestsRemoved => format!("deleted or emptied test files: {paths}"),
+            Finding::TestsPassOnBase => {
+                format!("added tests that all pass without its code, on the base: {paths}")
+            }
+            Finding::OutOfScope => format!("changed outside its scope: {paths}"),
+        }
+    }
+}
+
 /// What the judge asks a human about a story's branch.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Concern {
-    /// Each rule broken (a policy rule's id) with the paths that break it.
-    pub findings: Vec<(&'static str, Vec<String>)>,
+    /// Each kind of finding with the paths that make it.
+    pub findings: Vec<(Finding, Vec<String>)>,
     /// The diff of the judge's files the story changed, redacted and cut short.
     pub diff: String,
 }
@@ -67,18 +113,7 @@ impl Concern {
         let said: Vec<String> = self
             .findings
             .iter()
-            .map(|(rule, paths)| {
-                let paths = paths.join(", ");
-                if *rule == JUDGE_CHANGED.id {
-                    format!("changed files git-bmad judges it with ({paths})")
-                } else if *rule == TESTS_REMOVED.id {
-                    format!("deleted or emptied test files: {paths}")
-                } else if *rule == TESTS_PASS_ON_BASE.id {
-                    format!("added tests that all pass without its code, on the base: {paths}")
-                } else {
-                    format!("changed outside its scope: {paths}")
-                }
-            })
+            .map(|(finding, paths)| finding.said(&paths.join(", ")))
             .collect();
         said.join("; ")
     }
@@ -86,8 +121,8 @@ impl Concern {
     /// What a human reads at the gate: the findings, then the diff of the judge's files.
     pub fn evidence(&self) -> String {
         let mut text = String::new();
-        for (rule, paths) in &self.findings {
-            text.push_str(&format!("{rule}: {}\n", paths.join(", ")));
+        for (finding, paths) in &self.findings {
+            text.push_str(&format!("{}: {}\n", finding.rule().id, paths.join(", ")));
         }
         if !self.diff.is_empty() {
             text.push('\n');
@@ -96,18 +131,10 @@ impl Concern {
         text
     }
 
-    fn has(&self, rule: &str) -> bool {
-        self.findings.iter().any(|(r, _)| *r == rule)
+    fn has(&self, finding: Finding) -> bool {
+        self.findings.iter().any(|(f, _)| *f == finding)
     }
 }
-
-/// The rules the judge asks a human about, in the order it names them.
-pub const RULES: [&crate::policy::rules::Rule; 4] = [
-    &JUDGE_CHANGED,
-    &TESTS_REMOVED,
-    &TESTS_PASS_ON_BASE,
-    &OUT_OF_SCOPE,
-];
 
 /// The longest diff a gate shows.
 const DIFF_SHOWN: usize = 6000;
@@ -163,7 +190,7 @@ pub fn judge(
             repo, work, command, &walls, deadline, interrupt,
         )?;
         if !passing.is_empty() {
-            concern.findings.push((TESTS_PASS_ON_BASE.id, passing));
+            concern.findings.push((Finding::TestsPassOnBase, passing));
         }
     }
     if !concern.findings.is_empty() && !work.accepted {
@@ -220,7 +247,9 @@ pub fn judge(
     };
     let at_base = base_count(repo, base, &command, &walls, deadline, interrupt)?;
     let evidence = match (ran.passed, at_base) {
-        (Some(now), Some(then)) if now.count < then.count && !concern.has(TESTS_REMOVED.id) => {
+        (Some(now), Some(then))
+            if now.count < then.count && !concern.has(Finding::TestsRemoved) =>
+        {
             return Ok(Judgement::Fail(format!(
             "`{command}` passes {} tests on {}, {} at the base {}: tests were removed or skipped",
             now.count,
@@ -239,7 +268,7 @@ pub fn judge(
         ),
         // The base's runner counted its tests: one that now counts none ran none (an
         // `os._exit(0)` in a test package's init, a runner told to collect nothing).
-        (None, Some(then)) if then.count > 0 && !concern.has(TESTS_REMOVED.id) => {
+        (None, Some(then)) if then.count > 0 && !concern.has(Finding::TestsRemoved) => {
             return Ok(Judgement::Fail(format!(
                 "`{command}` exits 0 on {} but reports no passed test, where {} passed at the \
                  base {} ({}): the tests did not run",
@@ -295,11 +324,11 @@ fn concern(repo: &Repo, work: &Work<'_>, command: Option<&str>) -> Result<Concer
     if !judges.is_empty() {
         concern.diff = judges_diff(repo, base, work.head, &judges)?;
         let judges = judges.iter().map(|p| p.to_string()).collect();
-        concern.findings.push((JUDGE_CHANGED.id, judges));
+        concern.findings.push((Finding::JudgeChanged, judges));
     }
     let removed = removed_tests(changes);
     if !removed.is_empty() {
-        concern.findings.push((TESTS_REMOVED.id, removed));
+        concern.findings.push((Finding::TestsRemoved, removed));
     }
     // Each path is named once, by the first rule it breaks.
     let named_already = |p: &str| {
@@ -312,7 +341,7 @@ fn concern(repo: &Repo, work: &Work<'_>, command: Option<&str>) -> Result<Concer
         super::verify::is_bookkeeping(p, work.story_file) || named_already(p)
     });
     if !outside.is_empty() {
-        concern.findings.push((OUT_OF_SCOPE.id, outside));
+        concern.findings.push((Finding::OutOfScope, outside));
     }
     Ok(concern)
 }

@@ -370,7 +370,10 @@ impl Engine<'_> {
         step: Option<String>,
     ) -> Result<Vec<String>> {
         let rule = crate::policy::rules::JOURNAL_FORGED.id;
-        let reported = journal.violations(rule);
+        let reported: Vec<&str> = journal
+            .violations(rule)
+            .map(|v| v.subject.as_str())
+            .collect();
         let mut found = Vec::new();
         for forged in &journal.unsealed {
             let subject = format!("journal #{}", forged.seq);
@@ -420,7 +423,10 @@ impl Engine<'_> {
     /// that value: each is journaled now as a policy violation. Returns them, described.
     pub(super) fn report_moved_record(&mut self, journal: &Journal) -> Result<Vec<String>> {
         let rule = crate::policy::rules::RECORD_MOVED.id;
-        let reported = journal.violations(rule);
+        let reported: Vec<&str> = journal
+            .violations(rule)
+            .map(|v| v.subject.as_str())
+            .collect();
         let mut found = Vec::new();
         for moved in std::mem::take(&mut self.moved) {
             let subject = format!("{} at {}", moved.name, moved.now);
