@@ -146,10 +146,16 @@ impl From<session::Error> for CommandError {
         } else {
             exit::FAILED
         };
+        let hints = match &e {
+            session::Error::LivesElsewhere { name, .. } => vec![format!(
+                "git bmad sync shows its progress here; git bmad resume {name} brings it back (--steal if it is running there)"
+            )],
+            _ => Vec::new(),
+        };
         CommandError {
             code,
             error: Box::new(e),
-            hints: Vec::new(),
+            hints,
         }
     }
 }

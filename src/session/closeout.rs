@@ -14,6 +14,12 @@ pub fn find_by_name(repo: &Repo, name: &str) -> Result<Option<Session>> {
         .find(|s| s.name == name && s.worktree_exists))
 }
 
+/// The live session of this name that lives in this clone, if any: one resumed in another
+/// clone is that clone's to run and hand on.
+pub fn find_living_here(repo: &Repo, name: &str) -> Result<Option<Session>> {
+    Ok(find_by_name(repo, name)?.filter(|s| !s.elsewhere))
+}
+
 /// Make branch `short` here from `remote`'s (as the last fetch saw it) when there is none
 /// here: a runner's fresh clone stacks a story on the branch another runner pushed. `false`
 /// when the branch was here already, or the remote has none.

@@ -282,6 +282,15 @@ pub enum Error {
     /// Input given on the command line is not acceptable.
     #[error("{0}")]
     InvalidInput(String),
+    /// The session lives in another clone now (resumed on another machine): only that clone
+    /// runs it or hands it on.
+    #[error("session {name} lives in another clone of this repository now (resumed on another machine); {what}")]
+    LivesElsewhere {
+        /// The session's name.
+        name: String,
+        /// What that means for what was asked.
+        what: &'static str,
+    },
     /// A file-system operation failed.
     #[error("{op} {}", path.display())]
     Io {

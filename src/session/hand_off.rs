@@ -39,12 +39,7 @@ pub fn hand_off(
     remote: &str,
     policy: &dyn Policy,
 ) -> Result<HandedOff> {
-    if session.elsewhere {
-        return Err(Error::InvalidInput(format!(
-            "session {} lives in another clone: only the clone it lives in hands it off",
-            session.name
-        )));
-    }
+    session.ensure_lives_here("only the clone it lives in hands it off")?;
     let mut left_at = None;
     let mut kept_out = Vec::new();
     let mut session = session.clone();

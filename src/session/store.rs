@@ -61,6 +61,18 @@ impl Session {
             .unwrap_or(&self.branch)
     }
 
+    /// Refuse, saying `what` that means, when the session lives in another clone: only the
+    /// clone it lives in runs it or hands it on.
+    pub fn ensure_lives_here(&self, what: &'static str) -> Result<()> {
+        if self.elsewhere {
+            return Err(Error::LivesElsewhere {
+                name: self.name.clone(),
+                what,
+            });
+        }
+        Ok(())
+    }
+
     /// A handle on the session's worktree, or `None` when `repo` already is that worktree.
     pub fn open_worktree(&self, repo: &Repo) -> Result<Option<Repo>> {
         if same_dir(repo.workdir(), &self.worktree) {

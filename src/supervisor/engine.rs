@@ -82,6 +82,7 @@ pub fn supervise(
     request: Request,
     options: RunOptions<'_>,
 ) -> Result<Report> {
+    session.ensure_lives_here("its run goes on there")?;
     // Nothing runs, and no gate is answered, in a worktree git no longer tracks.
     session::ensure_worktree_intact(repo, session)?;
     let worktree = session.open_worktree(repo)?;

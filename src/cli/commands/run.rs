@@ -78,16 +78,6 @@ pub(super) fn supervise_and_report(
     request: Request,
     progress_arg: &ProgressArg,
 ) -> Result<u8, CommandError> {
-    if s.elsewhere {
-        return Err(CommandError::failed(format!(
-            "session {} lives in another clone of this repository now (resumed on another machine); its run goes on there",
-            s.name
-        ))
-        .hinted(format!(
-            "git bmad sync shows its progress here; git bmad resume {} brings it back (--steal if it is running there)",
-            s.name
-        )));
-    }
     let interrupt = interrupt::install()
         .map_err(|e| CommandError::failed(format!("could not catch Ctrl-C: {e}")))?;
     let config = ctx.config(repo)?;

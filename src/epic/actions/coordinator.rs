@@ -229,8 +229,7 @@ fn hand_off(repo: &Repo, job: &Job, follow: &Follow<'_>) -> Result<(), Error> {
     // Whether it lives elsewhere now is what the remote says.
     sync::sync(repo, &job.remote, follow.branch_prefix)?;
     *last = Some(Instant::now());
-    let here = closeout::find_by_name(repo, &story_session_name(key))?;
-    let Some(here) = here.filter(|s| !s.elsewhere) else {
+    let Some(here) = closeout::find_living_here(repo, &story_session_name(key))? else {
         return Ok(());
     };
     let handed = session::hand_off(repo, &here, &job.remote, follow.policy)?;

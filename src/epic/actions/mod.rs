@@ -159,8 +159,7 @@ pub(super) fn hand_back(
     name: &str,
     policy: &dyn crate::session::Policy,
 ) -> Result<(), super::Error> {
-    let here = crate::session::closeout::find_by_name(repo, name)?;
-    if let Some(session) = here.filter(|s| !s.elsewhere) {
+    if let Some(session) = crate::session::closeout::find_living_here(repo, name)? {
         crate::session::hand_off(repo, &session, remote, policy)?;
     }
     Ok(())
