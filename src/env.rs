@@ -8,19 +8,158 @@
 //!   credential of the user's ([`untrusted`]).
 //!
 //! And the one per-user place git-bmad keeps secrets in ([`key_store`]), which every wall
-//! hides; and the waits a variable may shorten ([`millis`]).
+//! hides; every variable git-bmad reads itself ([`Var`]), and the waits a test may shorten
+//! ([`millis`]).
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// A wait of `default_ms` milliseconds, or what variable `name` sets in milliseconds (a
-/// test's, or an impatient user's).
-pub fn millis(name: &str, default_ms: u64) -> Duration {
-    let ms = std::env::var(name)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(default_ms);
-    Duration::from_millis(ms)
+/// A variable of this process's environment that git-bmad reads: one entry each, so that
+/// what it reads is listed, and read, in one place. Children's environments are built apart
+/// ([`passed`], [`untrusted`]); variables a configuration names are read with [`named`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Var {
+    /// Where `~/` leads: the user's configuration, keys and CLI homes.
+    Home,
+    /// Where programs are found.
+    Path,
+    /// The user's configuration folder, before `~/.config`.
+    XdgConfigHome,
+    /// The user's runtime folder: the change feed's sockets.
+    XdgRuntimeDir,
+    /// The index git hands a hook (a `commit -a`, a partial commit).
+    GitIndexFile,
+    /// The session an agent's step runs in (set by the supervisor).
+    BmadSession,
+    /// The step an agent runs (set by the supervisor).
+    BmadStep,
+    /// Set in every contained process ([`CONTAINED`]).
+    Contained,
+    /// Set on every git command git-bmad runs itself ([`OWN_GIT`]).
+    OwnGit,
+    /// The user's hook a shim found and goes on to after its check (unset: none).
+    ChainedHook,
+    /// No colours in human output, when set and not empty.
+    NoColor,
+    /// The log filter, before `RUST_LOG`.
+    GitBmadLog,
+    /// The log filter.
+    RustLog,
+    /// The program `report --open` opens a page with.
+    Browser,
+    /// The SSH agent a signing key may live in.
+    SshAuthSock,
+    /// `true` in a GitHub Actions job.
+    GithubActions,
+    /// A GitHub Actions job's server, repository and run: the run a story's job reports.
+    GithubServerUrl,
+    /// See [`Var::GithubServerUrl`].
+    GithubRepository,
+    /// See [`Var::GithubServerUrl`].
+    GithubRunId,
+    /// spec-kit's current feature folder.
+    SpecifyFeatureDirectory,
+    /// spec-kit's current feature.
+    SpecifyFeature,
+    /// A test's knob (debug builds only): how often an epic on Actions looks at its runs.
+    ActionsPollMs,
+    /// A test's knob (debug builds only): the pause before `gh` is asked again.
+    GhBackoffMs,
+}
+
+impl Var {
+    /// Every entry, for the contract's test.
+    pub const ALL: [Var; 23] = [
+        Var::Home,
+        Var::Path,
+        Var::XdgConfigHome,
+        Var::XdgRuntimeDir,
+        Var::GitIndexFile,
+        Var::BmadSession,
+        Var::BmadStep,
+        Var::Contained,
+        Var::OwnGit,
+        Var::ChainedHook,
+        Var::NoColor,
+        Var::GitBmadLog,
+        Var::RustLog,
+        Var::Browser,
+        Var::SshAuthSock,
+        Var::GithubActions,
+        Var::GithubServerUrl,
+        Var::GithubRepository,
+        Var::GithubRunId,
+        Var::SpecifyFeatureDirectory,
+        Var::SpecifyFeature,
+        Var::ActionsPollMs,
+        Var::GhBackoffMs,
+    ];
+
+    /// Its name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Var::Home => "HOME",
+            Var::Path => "PATH",
+            Var::XdgConfigHome => "XDG_CONFIG_HOME",
+            Var::XdgRuntimeDir => "XDG_RUNTIME_DIR",
+            Var::GitIndexFile => "GIT_INDEX_FILE",
+            Var::BmadSession => "BMAD_SESSION",
+            Var::BmadStep => "BMAD_STEP",
+            Var::Contained => CONTAINED,
+            Var::OwnGit => OWN_GIT,
+            Var::ChainedHook => "GIT_BMAD_CHAINED_HOOK",
+            Var::NoColor => "NO_COLOR",
+            Var::GitBmadLog => "GIT_BMAD_LOG",
+            Var::RustLog => "RUST_LOG",
+            Var::Browser => "BROWSER",
+            Var::SshAuthSock => "SSH_AUTH_SOCK",
+            Var::GithubActions => "GITHUB_ACTIONS",
+            Var::GithubServerUrl => "GITHUB_SERVER_URL",
+            Var::GithubRepository => "GITHUB_REPOSITORY",
+            Var::GithubRunId => "GITHUB_RUN_ID",
+            Var::SpecifyFeatureDirectory => "SPECIFY_FEATURE_DIRECTORY",
+            Var::SpecifyFeature => "SPECIFY_FEATURE",
+            Var::ActionsPollMs => "BMAD_ACTIONS_POLL_MS",
+            Var::GhBackoffMs => "BMAD_GH_BACKOFF_MS",
+        }
+    }
+
+    /// Its value as the system holds it, if set.
+    pub fn os(self) -> Option<std::ffi::OsString> {
+        std::env::var_os(self.name())
+    }
+
+    /// Its value, if set and Unicode.
+    pub fn get(self) -> Option<String> {
+        std::env::var(self.name()).ok()
+    }
+
+    /// Its value as a path, if set.
+    pub fn path(self) -> Option<PathBuf> {
+        self.os().map(PathBuf::from)
+    }
+
+    /// Whether it is set (to anything, empty included).
+    pub fn is_set(self) -> bool {
+        self.os().is_some()
+    }
+}
+
+/// The variable `name` a configuration or a CLI's adapter names (an API key's, a runner's
+/// `env`), if set and Unicode.
+pub fn named(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// A wait of `default_ms` milliseconds; in a debug build (the tests'), what `knob` sets in
+/// milliseconds. A release build reads no test knob.
+pub fn millis(knob: Var, default_ms: u64) -> Duration {
+    let set = if cfg!(debug_assertions) {
+        knob.get().and_then(|v| v.trim().parse().ok())
+    } else {
+        None
+    };
+    Duration::from_millis(set.unwrap_or(default_ms))
 }
 
 /// Variables that would make a child git act on another repository, index or worktree.
@@ -67,15 +206,24 @@ pub fn sealed_stores() -> Vec<PathBuf> {
         .collect()
 }
 
-/// `$XDG_CONFIG_HOME/git-bmad`, else `~/.config/git-bmad`.
+/// The user's configuration folder as git finds it (its global `ignore`, git-bmad's global
+/// hooks): `$XDG_CONFIG_HOME` when set and not empty, else `~/.config`.
+pub fn config_home() -> Option<PathBuf> {
+    Var::XdgConfigHome
+        .path()
+        .filter(|p| !p.as_os_str().is_empty())
+        .or_else(|| Some(Var::Home.path()?.join(".config")))
+}
+
+/// `$XDG_CONFIG_HOME/git-bmad`, else `~/.config/git-bmad`; each only when absolute, so no
+/// secret is ever kept in a place relative to where a command runs.
 fn sealed_root() -> Option<PathBuf> {
-    let absolute = |name: &str| {
-        std::env::var_os(name)
-            .map(PathBuf::from)
+    let absolute = |var: Var| {
+        var.path()
             .filter(|p| p.is_absolute() && p.as_os_str().len() > 1)
     };
     let config =
-        absolute("XDG_CONFIG_HOME").or_else(|| absolute("HOME").map(|h| h.join(".config")))?;
+        absolute(Var::XdgConfigHome).or_else(|| absolute(Var::Home).map(|h| h.join(".config")))?;
     Some(config.join("git-bmad"))
 }
 
@@ -84,8 +232,8 @@ fn sealed_root() -> Option<PathBuf> {
 /// where the walls hide, so no contained step reaches them; the caller makes the folder and
 /// checks it is the user's alone.
 pub fn runtime_dir(uid: u32) -> PathBuf {
-    std::env::var_os("XDG_RUNTIME_DIR")
-        .map(PathBuf::from)
+    Var::XdgRuntimeDir
+        .path()
         .filter(|p| p.is_absolute() && p.is_dir())
         .map(|p| p.join("git-bmad"))
         // A socket's path has room for 107 bytes.
@@ -200,7 +348,7 @@ fn names(pattern: &str, key: &str) -> bool {
 /// `configured` (the names the configuration gives) name. A name ending in `_` names every
 /// variable it begins.
 pub fn passed(also: &[&str], configured: &[String]) -> Vec<(String, String)> {
-    std::env::vars_os()
+    all()
         .filter_map(|(key, value)| Some((key.into_string().ok()?, value.into_string().ok()?)))
         .filter(|(key, _)| {
             PASSED.iter().chain(also).any(|p| names(p, key))
@@ -208,6 +356,11 @@ pub fn passed(also: &[&str], configured: &[String]) -> Vec<(String, String)> {
         })
         .filter(|(key, _)| !REPO_REDIRECTING_VARS.contains(&key.as_str()))
         .collect()
+}
+
+/// Every variable of this process's environment, to pass or hide by name.
+pub fn all() -> std::env::VarsOs {
+    std::env::vars_os()
 }
 
 /// The environment of a process that runs code an agent wrote (a test run), whole: what

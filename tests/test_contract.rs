@@ -514,3 +514,23 @@ fn every_file_the_contract_puts_under_git_is_named_by_the_code() {
         "docs/architecture.md §3 names files under .git that no code in src/ names: {missing:?}"
     );
 }
+
+#[test]
+fn the_variables_git_bmad_reads_are_its_table() {
+    let doc = contract();
+    let text = section(&doc, "7.");
+    let start = text
+        .find("git-bmad reads these of its own environment")
+        .expect("§7 names the variables git-bmad reads");
+    let end = text[start..].find("\n\n").map_or(text.len(), |e| start + e);
+    let documented: BTreeSet<&str> = code_spans(&text[start..end])
+        .into_iter()
+        .flat_map(|s| s.split('/'))
+        .filter(|s| s.chars().all(|c| c.is_ascii_uppercase() || c == '_'))
+        .collect();
+    let read: BTreeSet<&str> = git_bmad::env::Var::ALL.iter().map(|v| v.name()).collect();
+    assert_eq!(
+        documented, read,
+        "docs/architecture.md §7 lists other variables than src/env.rs reads"
+    );
+}

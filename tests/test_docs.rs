@@ -94,8 +94,7 @@ fn every_shell_example_runs_as_written() {
         let at = run
             .stderr
             .lines()
-            .filter(|l| l.starts_with("@@ "))
-            .next_back()
+            .rfind(|l| l.starts_with("@@ "))
             .unwrap_or("@@ before the first block");
         assert_eq!(
             run.code,

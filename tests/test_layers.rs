@@ -304,6 +304,62 @@ fn processes_are_started_only_by_the_git_and_runner_layers() {
     );
 }
 
+/// Each place outside `src/env.rs` that reads this process's environment itself (unit tests
+/// aside): every variable git-bmad reads is an entry of `env::Var`, read there.
+fn environment_reads(sources: &[(PathBuf, String)]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (rel, text) in sources {
+        if rel == Path::new("env.rs") {
+            continue;
+        }
+        let code = code_only(without_unit_tests(text));
+        for (n, line) in code.lines().enumerate() {
+            if ["env::var(", "env::var_os(", "env::vars(", "env::vars_os("]
+                .iter()
+                .any(|read| line.contains(read))
+            {
+                found.push(format!("src/{}:{}", rel.display(), n + 1));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn the_environment_is_read_only_through_its_one_table() {
+    let found = environment_reads(&sources());
+    assert!(
+        found.is_empty(),
+        "read variables through crate::env::Var (one entry per variable) or env::named (a \
+         name the configuration gives): {found:?}"
+    );
+}
+
+#[test]
+fn the_environment_check_bites() {
+    let file = |rel: &str, text: &str| (PathBuf::from(rel), text.to_owned());
+    let sources = [
+        file("env.rs", "pub fn all() { std::env::vars_os() }\n"),
+        file("git/a.rs", "let h = std::env::var_os(\"HOME\");\n"),
+        file(
+            "cli/b.rs",
+            "use std::env;\nfn f() {\n    env::var(\"X\").ok();\n}\n",
+        ),
+        file(
+            "runner/c.rs",
+            "// std::env::var(\"X\") in a comment\nlet s = \"env::var(\";\n",
+        ),
+        file(
+            "epic/d.rs",
+            "fn f() {}\n#[cfg(test)]\nmod tests {\n    fn g() { std::env::var(\"X\"); }\n}\n",
+        ),
+    ];
+    assert_eq!(
+        environment_reads(&sources),
+        ["src/git/a.rs:1", "src/cli/b.rs:3"]
+    );
+}
+
 /// The import circles among the modules of every folder of a layer, each as its modules in
 /// order. A file counts as the child of the folder it lies under (a subfolder's files as
 /// that subfolder); a folder's `mod.rs` is its front door and no node there, but a name it

@@ -31,10 +31,11 @@ pub struct FeatureEnv {
 impl FeatureEnv {
     /// The variables of this process.
     pub fn from_process() -> FeatureEnv {
-        let var = |name| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        use crate::env::Var;
+        let var = |var: Var| var.get().filter(|v| !v.trim().is_empty());
         FeatureEnv {
-            directory: var("SPECIFY_FEATURE_DIRECTORY"),
-            feature: var("SPECIFY_FEATURE"),
+            directory: var(Var::SpecifyFeatureDirectory),
+            feature: var(Var::SpecifyFeature),
         }
     }
 }

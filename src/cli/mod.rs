@@ -67,7 +67,7 @@ impl Context {
         })?;
         // A key an older git-bmad kept in the repository leaves it on the next command, before
         // any step can read it (a contained process cannot write the repository's folder).
-        if std::env::var_os(crate::env::CONTAINED).is_none() {
+        if !crate::env::Var::Contained.is_set() {
             if let Err(e) = crate::session::trust::move_legacy_key(&repo) {
                 self.ui.warn(format!(
                     "this clone's signing key is still in the repository: {e}"
@@ -114,7 +114,7 @@ pub fn run() -> ExitCode {
     let ui = Ui::new(
         cli.json,
         cli.quiet,
-        std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()),
+        crate::env::Var::NoColor.os().is_some_and(|v| !v.is_empty()),
     );
     let cwd = match resolve_cwd(cli.directory.as_deref()) {
         Ok(cwd) => cwd,
@@ -129,7 +129,7 @@ pub fn run() -> ExitCode {
         commands::ensure_man_pages();
         // A step killed with git-bmad may have left this worktree naming the step's shadow
         // of the repository: the repository itself first (a hook's git already chose).
-        if std::env::var_os(crate::env::CONTAINED).is_none() {
+        if !crate::env::Var::Contained.is_set() {
             if let Err(e) = crate::git::put_back_abandoned_shadow(&cwd) {
                 ui.warn(format!("a killed step's worktree link: {e}"));
             }
@@ -170,8 +170,10 @@ fn resolve_cwd(directory: Option<&std::path::Path>) -> Result<PathBuf, CommandEr
 
 /// `GIT_BMAD_LOG=debug` (or `RUST_LOG`) turns on logging to stderr; off by default.
 fn init_logging() {
-    let filter = std::env::var("GIT_BMAD_LOG").or_else(|_| std::env::var("RUST_LOG"));
-    if let Ok(filter) = filter {
+    let filter = crate::env::Var::GitBmadLog
+        .get()
+        .or_else(|| crate::env::Var::RustLog.get());
+    if let Some(filter) = filter {
         let _ = tracing_subscriber::fmt()
             .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
             .with_writer(std::io::stderr)

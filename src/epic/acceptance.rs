@@ -127,7 +127,7 @@ fn written(
     // The role's key, under the name its CLI reads, as its steps get it.
     let key_variable = agent.kind.adapter().key_variable();
     if let (Some(var), Some(target)) = (&agent.api_key_env, key_variable) {
-        if let Ok(value) = std::env::var(var) {
+        if let Some(value) = crate::env::named(var) {
             env.push((target.to_owned(), value));
         }
     }

@@ -50,7 +50,7 @@ pub(super) fn gh(
 ) -> Result<Output, Error> {
     let env = GH_ENV
         .iter()
-        .filter_map(|key| Some((key.to_string(), std::env::var(key).ok()?)))
+        .filter_map(|key| Some((key.to_string(), crate::env::named(key)?)))
         .collect();
     let spec = Spec {
         program: program.to_path_buf(),

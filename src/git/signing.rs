@@ -31,7 +31,7 @@ impl SshSigner {
     fn command(&self) -> Command {
         let mut cmd = Command::new(&self.program);
         cmd.env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("PATH", crate::env::Var::Path.os().unwrap_or_default())
             .env("LC_ALL", "C")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -112,7 +112,7 @@ impl SshSigner {
     /// file, or a public one whose private half ssh-agent holds (the one variable let through).
     pub fn sign(&self, key: &Path, namespace: &str, data: &[u8]) -> Result<String> {
         let mut cmd = self.command();
-        if let Some(agent) = std::env::var_os("SSH_AUTH_SOCK") {
+        if let Some(agent) = crate::env::Var::SshAuthSock.os() {
             cmd.env("SSH_AUTH_SOCK", agent);
         }
         cmd.args(["-Y", "sign", "-n", namespace, "-f"]).arg(key);

@@ -37,7 +37,7 @@ pub struct PreCommit {
 pub fn pre_commit(repo: &Repo, git_pid: u32) -> Result<PreCommit, Error> {
     let in_session = current_session(repo).is_some();
     // git commits this index, which for `commit -a` / `commit <paths>` is not .git/index.
-    let source = match std::env::var_os("GIT_INDEX_FILE") {
+    let source = match crate::env::Var::GitIndexFile.os() {
         Some(index) => Source::StagedIn(repo.workdir().join(index)),
         None => Source::Staged,
     };

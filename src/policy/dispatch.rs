@@ -57,7 +57,7 @@ pub fn check(
     let report = match hook {
         // A contained step has no credential to push with; git-bmad pushes its branch
         // through its own gate. Trying is on the record.
-        "pre-push" if std::env::var_os(crate::env::CONTAINED).is_some() => HookReport {
+        "pre-push" if crate::env::Var::Contained.is_set() => HookReport {
             what: "push",
             refusals: vec![rules::OUTSIDE_WALLS.refuse(
                 args.first().map(String::as_str).unwrap_or("origin"),
@@ -125,7 +125,7 @@ pub fn check(
             // A session's commit carries its rendered journal. One that cannot be staged
             // (its path is ignored, say) costs the reviewer a file, not the agent its commit.
             if report.passed() {
-                let index = std::env::var_os("GIT_INDEX_FILE").map(std::path::PathBuf::from);
+                let index = crate::env::Var::GitIndexFile.path();
                 if let Err(e) = crate::session::stage_for_commit(repo, index.as_deref()) {
                     report.notes.push(format!(
                         "the session journal was not added to this commit: {e}"
@@ -172,13 +172,10 @@ pub fn check(
 fn binds_push(repo: &Repo, scope: PolicyScope) -> bool {
     // Cheapest first: the session lookup reads refs.
     scope == PolicyScope::Everywhere
-        || std::env::var_os("BMAD_SESSION").is_some()
+        || crate::env::Var::BmadSession.is_set()
         || !live_run::live_runs(repo.common_dir()).is_empty()
         || super::current_session(repo).is_some()
 }
-
-/// The variable through which a shim names the user's hook it found (unset: none).
-pub const CHAINED_HOOK_VAR: &str = "GIT_BMAD_CHAINED_HOOK";
 
 /// Run the user's hook `chained`, by its real path (husky finds its hook from `$0`), with the
 /// same arguments and stdin bytes; its exit code.
@@ -193,7 +190,8 @@ pub fn run_chained(
     input: &[u8],
 ) -> Result<i32, Error> {
     let mut hook = Program::new(chained, args);
-    hook.env_remove.push(CHAINED_HOOK_VAR.to_owned());
+    hook.env_remove
+        .push(crate::env::Var::ChainedHook.name().to_owned());
     let walls = hook_walls(repo, chained)?;
     if let Some(sandbox::Scratch { contained, .. }) = &walls {
         let cwd =
@@ -203,7 +201,8 @@ pub fn run_chained(
             .map_err(|e| Error::io("could not contain the chained hook", chained, e))?;
         hook = Program::new(&launch.program, launch.args);
         hook.env_remove = sandbox::hidden_variables(&[]);
-        hook.env_remove.push(CHAINED_HOOK_VAR.to_owned());
+        hook.env_remove
+            .push(crate::env::Var::ChainedHook.name().to_owned());
         hook.env
             .extend(launch.env.into_iter().map(|(k, v)| (k.into(), v.into())));
         hook.env.push((crate::env::CONTAINED.into(), "1".into()));
@@ -218,8 +217,7 @@ pub fn run_chained(
 /// The walls for a chained hook in the worktree that git-bmad's own git fires (and the
 /// private home they keep, removed when dropped); `None` when it runs as it is.
 fn hook_walls(repo: &Repo, chained: &Path) -> Result<Option<sandbox::Scratch>, Error> {
-    let ours = std::env::var_os(crate::env::OWN_GIT).is_some()
-        && std::env::var_os(crate::env::CONTAINED).is_none();
+    let ours = crate::env::Var::OwnGit.is_set() && !crate::env::Var::Contained.is_set();
     let worktree = repo.workdir();
     let real = std::fs::canonicalize(chained).unwrap_or_else(|_| chained.to_owned());
     if !ours || !real.starts_with(worktree) {

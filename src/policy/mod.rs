@@ -78,7 +78,7 @@ impl Error {
 /// though it lies where they would hide it: `runners.sandbox_paths`, and the git-bmad the
 /// hooks run; and the repository's config as a copy without the credentials it carries.
 pub fn hidden_from_steps(repo: &Repo) -> crate::runner::sandbox::Hidden {
-    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let home = crate::env::Var::Home.path();
     let mut shown = session::load_config(repo)
         .map(|c| c.runners.sandbox_paths.places(home.as_deref()))
         .unwrap_or_default();
@@ -139,12 +139,14 @@ pub fn record_violation(repo: &Repo, hook: &str, rule: &str, subject: &str, reas
     };
     let body = session::Body::PolicyViolation(violation);
     // Inside a run, the agent's environment names its step: the violation belongs to it.
-    let step = std::env::var("BMAD_STEP")
-        .ok()
-        .filter(|_| std::env::var("BMAD_SESSION").is_ok_and(|id| id == s.id.as_str()));
+    let step = crate::env::Var::BmadStep.get().filter(|_| {
+        crate::env::Var::BmadSession
+            .get()
+            .is_some_and(|id| id == s.id.as_str())
+    });
     // Contained, the journal is out of reach: the record waits in the step's walls for the
     // supervisor, which takes violations (and nothing else) from there after the step.
-    if std::env::var_os(crate::env::CONTAINED).is_some() {
+    if crate::env::Var::Contained.is_set() {
         if let Err(e) = session::defer(repo, &s.id, &body, step, Some(rule.to_owned())) {
             tracing::warn!(error = %e, "could not keep a policy violation for the supervisor");
         }

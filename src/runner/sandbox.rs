@@ -173,7 +173,7 @@ pub fn hidden_variables(keep: &[&str]) -> Vec<String> {
         "CODEX_HOME",
         "GIT_CONFIG_GLOBAL",
     ];
-    std::env::vars_os()
+    crate::env::all()
         .filter_map(|(key, _)| key.into_string().ok())
         .filter(|key| crate::env::is_credential(key) && !keep.contains(&key.as_str()))
         .chain(PLACES.iter().map(|s| s.to_string()))
@@ -218,7 +218,7 @@ pub fn launch(
             })
         }
         (None, Some(l)) => {
-            let home = std::env::var_os("HOME").map(PathBuf::from);
+            let home = crate::env::Var::Home.path();
             let plan = landlock::alone(walls, home.as_deref());
             for dir in &plan.make {
                 std::fs::create_dir_all(dir)?;
@@ -250,7 +250,7 @@ pub fn launch(
 /// inside it and is shown (the repository's git dir, a session worktree) is shown again by
 /// deeper mounts. A main worktree that holds the home, or is `/`, is not hidden: the home is.
 pub fn main_worktree(main: &Path) -> Vec<Mount> {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let home = crate::env::Var::Home.path();
     let holds_home = home.is_some_and(|h| h.starts_with(main));
     if !main.is_absolute() || main == Path::new("/") || holds_home || !main.is_dir() {
         return Vec::new();
@@ -336,7 +336,7 @@ pub fn command_walls(
 /// installed where they hide (and `program`'s own folder) shown read-only, but for what lies
 /// in the main worktree `hidden` names (what to show of it is the user's to say).
 pub fn home_and_tools(home: &Path, program: Option<&Path>, hidden: &Hidden) -> Vec<Mount> {
-    let real_home = std::env::var_os("HOME").map(PathBuf::from);
+    let real_home = crate::env::Var::Home.path();
     let mut mounts = private_places(real_home.as_deref());
     if let Some(real) = real_home.filter(|h| is_home(h)) {
         mounts.push(Mount::Writable {

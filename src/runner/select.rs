@@ -38,7 +38,7 @@ pub fn agent(config: &Config, runner: Option<&str>, role: Option<&str>) -> Resul
 /// Find a runner's program now, so a missing CLI stops a run before its first step.
 pub fn locate(config: &Config, kind: Kind, cwd: &Path) -> Result<PathBuf> {
     let program = kind.adapter().program(config.runners.cli(kind.as_str()))?;
-    which::which_in(&program, std::env::var_os("PATH"), cwd).map_err(|_| Error::NotInstalled {
+    which::which_in(&program, crate::env::Var::Path.os(), cwd).map_err(|_| Error::NotInstalled {
         runner: kind.as_str().to_owned(),
         program,
     })

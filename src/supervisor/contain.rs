@@ -115,7 +115,8 @@ pub fn agent(
 pub fn private_home(home: &Path, files: &[&str], repo: &Repo) -> std::io::Result<()> {
     sandbox::private_home(
         home,
-        std::env::var_os("HOME")
+        crate::env::Var::Home
+            .os()
             .map(std::path::PathBuf::from)
             .as_deref(),
         files,

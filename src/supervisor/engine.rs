@@ -287,7 +287,7 @@ fn preflight(
         }
         let agent = runner::agent(config, step.runner.as_deref(), step.role.as_deref())?;
         if let Some(var) = &agent.api_key_env {
-            if std::env::var_os(var).is_none_or(|v| v.is_empty()) {
+            if crate::env::named(var).is_none_or(|v| v.is_empty()) {
                 return Err(runner::Error::KeyNotSet {
                     role: step.role.clone().unwrap_or_default(),
                     variable: var.clone(),

@@ -142,7 +142,7 @@ impl<'a> Demo<'a> {
         )?;
         let mut dirs = vec![bin];
         dirs.extend(std::env::split_paths(
-            &std::env::var_os("PATH").unwrap_or_default(),
+            &crate::env::Var::Path.os().unwrap_or_default(),
         ));
         let path = std::env::join_paths(dirs).map_err(|e| CommandError::failed(e.to_string()))?;
         Ok(Demo {

@@ -61,7 +61,7 @@ pub fn ensure_installed() {
     let Some(dir) = man_dir_beside_binary() else {
         return;
     };
-    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let home = crate::env::Var::Home.path();
     let home = home.map(|h| std::fs::canonicalize(&h).unwrap_or(h));
     if !home.is_some_and(|h| h.as_os_str().len() > 1 && dir.starts_with(&h)) {
         return;

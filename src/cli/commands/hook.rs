@@ -35,7 +35,7 @@ pub fn cmd_hook(ctx: &Context, args: &HookArgs) -> Result<u8, CommandError> {
     if !report.passed() {
         return Ok(exit::POLICY);
     }
-    let Some(chained) = std::env::var_os(dispatch::CHAINED_HOOK_VAR) else {
+    let Some(chained) = crate::env::Var::ChainedHook.os() else {
         return Ok(exit::OK);
     };
     let code = dispatch::run_chained(&repo, std::path::Path::new(&chained), &args.args, &input)

@@ -115,8 +115,8 @@ fn since(text: &str, now: Timestamp) -> Result<Timestamp, CommandError> {
 
 /// Hand the page to the reader's browser, without waiting for it.
 fn open_in_browser(path: &Path) -> Result<(), CommandError> {
-    let browser = std::env::var("BROWSER")
-        .ok()
+    let browser = crate::env::Var::Browser
+        .get()
         .filter(|b| !b.trim().is_empty())
         .or_else(|| {
             ["xdg-open", "open"]

@@ -24,7 +24,7 @@ const TRIES: u32 = 4;
 /// The first pause after a transient failure (`BMAD_GH_BACKOFF_MS`, else 2 s); each next
 /// one doubles.
 fn first_pause() -> Duration {
-    crate::env::millis("BMAD_GH_BACKOFF_MS", 2_000)
+    crate::env::millis(crate::env::Var::GhBackoffMs, 2_000)
 }
 
 /// How a call of `gh` failed.

@@ -35,7 +35,7 @@ static FETCH: Mutex<Option<Instant>> = Mutex::new(None);
 
 /// How often the remote and the runs are looked at: `BMAD_ACTIONS_POLL_MS`, else 20 s.
 fn poll() -> Duration {
-    crate::env::millis("BMAD_ACTIONS_POLL_MS", 20_000)
+    crate::env::millis(crate::env::Var::ActionsPollMs, 20_000)
 }
 
 /// What every follower shares.

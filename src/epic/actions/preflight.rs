@@ -195,7 +195,9 @@ fn keys_trusted(repo: &Repo, remote: &str, branch: &str) -> Result<(), Error> {
         )));
     }
     // A coordinator in a job signs with the runners' key itself.
-    let in_a_job = std::env::var("GITHUB_ACTIONS").is_ok_and(|v| v == "true");
+    let in_a_job = crate::env::Var::GithubActions
+        .get()
+        .is_some_and(|v| v == "true");
     if !in_a_job && keys.iter().all(|k| *k == own.public) {
         return Err(Error::Actions(format!(
             "{file} on {remote}'s {branch} names no key of the runners': their reports would be taken from nobody. Add the public half of {SIGNING_SECRET} (ssh-keygen -y -f <key>, as one line: bmad-runner <type> <key>), commit and push it to {branch}"

@@ -200,7 +200,7 @@ fn ask_or_start_watcher(repo: &Repo, saved: Option<&str>) -> (Feed, bool) {
     let fingerprint = ignore_fingerprint(repo);
     let since = saved.and_then(|field| Token::from_field(field, &fingerprint));
     // In walls the watcher is out of reach, by design: scan, and start none there.
-    if std::env::var_os(crate::env::CONTAINED).is_some() {
+    if crate::env::Var::Contained.is_set() {
         return (Feed::default(), false);
     }
     // The workdir is canonical: the watcher's socket is named by the same path.
@@ -421,10 +421,8 @@ fn ignore_fingerprint(repo: &Repo) -> String {
         .config_snapshot()
         .string("core.excludesFile")
         .map(|s| s.to_string());
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let xdg = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| home.as_ref().map(|h| h.join(".config")));
+    let home = crate::env::Var::Home.path();
+    let xdg = crate::env::config_home();
     let mut files = vec![repo.common_dir().join("info/exclude")];
     if let Some(xdg) = xdg {
         files.push(xdg.join("git/ignore"));

@@ -98,11 +98,7 @@ impl Scope {
 }
 
 fn global_dir() -> Option<PathBuf> {
-    let config = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
-    Some(config.join("git-bmad/hooks"))
+    Some(crate::env::config_home()?.join("git-bmad/hooks"))
 }
 
 /// One managed hook slot.
@@ -152,8 +148,9 @@ impl Chain {
         match self.0.as_deref() {
             None => repo.common_dir().join("hooks"),
             Some(p) => match p.strip_prefix("~/") {
-                Some(rest) => std::env::var_os("HOME")
-                    .map(|h| PathBuf::from(h).join(rest))
+                Some(rest) => crate::env::Var::Home
+                    .path()
+                    .map(|h| h.join(rest))
                     .unwrap_or_else(|| PathBuf::from(p)),
                 None => repo.workdir().join(p),
             },

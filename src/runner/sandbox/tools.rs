@@ -103,15 +103,14 @@ pub(super) fn toolchains(real: &Path) -> Vec<Mount> {
 /// worktree), shown read-only: each directory on `PATH` there, and `program`'s own folder (for a Node CLI, the
 /// `node_modules` it lives in).
 pub(super) fn tools(program: Option<&Path>, main: Option<&Path>) -> Vec<Mount> {
-    let hidden: Vec<PathBuf> =
-        private_places(std::env::var_os("HOME").map(PathBuf::from).as_deref())
-            .into_iter()
-            .filter_map(|m| match m {
-                Mount::Hide(path) => Some(path),
-                _ => None,
-            })
-            .collect();
-    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let hidden: Vec<PathBuf> = private_places(crate::env::Var::Home.path().as_deref())
+        .into_iter()
+        .filter_map(|m| match m {
+            Mount::Hide(path) => Some(path),
+            _ => None,
+        })
+        .collect();
+    let home = crate::env::Var::Home.path();
     let near_credentials = |p: &Path| {
         home.as_deref().is_some_and(|home| {
             CREDENTIAL_PLACES
@@ -125,7 +124,8 @@ pub(super) fn tools(program: Option<&Path>, main: Option<&Path>) -> Vec<Mount> {
             && !main.is_some_and(|m| p.starts_with(m))
             && !near_credentials(p)
     };
-    let dirs: Vec<PathBuf> = std::env::var_os("PATH")
+    let dirs: Vec<PathBuf> = crate::env::Var::Path
+        .os()
         .map(|path| std::env::split_paths(&path).collect())
         .unwrap_or_default();
     let mut dirs: Vec<PathBuf> = dirs
@@ -199,7 +199,7 @@ fn named(program: &Path) -> Vec<PathBuf> {
         return out;
     }
     let text = String::from_utf8_lossy(&text);
-    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let home = crate::env::Var::Home.path();
     let mut lines = text.lines();
     if let Some(first) = lines.next() {
         let mut words = first[2..].split_whitespace();

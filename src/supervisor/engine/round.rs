@@ -94,7 +94,7 @@ impl Engine<'_> {
             // The role's key, under the name its CLI reads; only ever in the agent's
             // environment, never in an event.
             if let (Some(var), Some(target)) = (&agent.api_key_env, kind.adapter().key_variable()) {
-                if let Ok(key) = std::env::var(var) {
+                if let Some(key) = crate::env::named(var) {
                     env.push((target.to_owned(), key));
                 }
             }

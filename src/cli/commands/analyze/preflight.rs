@@ -88,7 +88,8 @@ fn check(
         inputs: inputs.to_vec(),
         commands: commands.to_vec(),
     };
-    let path_dirs: Vec<PathBuf> = std::env::var_os("PATH")
+    let path_dirs: Vec<PathBuf> = crate::env::Var::Path
+        .os()
         .map(|p| std::env::split_paths(&p).collect())
         .unwrap_or_default();
     let cfg = preflight::Config {

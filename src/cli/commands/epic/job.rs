@@ -87,11 +87,12 @@ pub fn cmd_job(ctx: &Context, args: &JobArgs) -> Result<u8, CommandError> {
 /// This job's Actions run, from the variables every GitHub Actions job has: its address and
 /// the attempt; a plain description elsewhere.
 fn this_run(attempt: u32) -> String {
-    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    use crate::env::Var;
+    let var = |var: Var| var.get().filter(|v| !v.is_empty());
     match (
-        var("GITHUB_SERVER_URL"),
-        var("GITHUB_REPOSITORY"),
-        var("GITHUB_RUN_ID"),
+        var(Var::GithubServerUrl),
+        var(Var::GithubRepository),
+        var(Var::GithubRunId),
     ) {
         (Some(server), Some(repo), Some(run)) => {
             format!("attempt {attempt}: {server}/{repo}/actions/runs/{run}")
