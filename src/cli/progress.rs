@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use super::ui::safe_for_terminal;
 use crate::config::ProgressMode;
+use crate::session::run_state::RunState;
 use crate::session::{Body, Event};
-use crate::supervisor::RunState;
 use crate::text::duration;
 
 /// Operations (step events) between two summaries, and the longest wait for one.

@@ -20,10 +20,10 @@ use super::plan::{Action, Plan, Planned};
 use super::state::EpicState;
 use super::Error;
 use crate::policy::secrets::redact;
+use crate::session::run_state::{Answer, GateKind};
 use crate::session::schema::Stage;
 use crate::session::schema::{Body, GateAnswered, GateOpened};
 use crate::session::{self, Decision, NewEvent, Repo, Session};
-use crate::supervisor::{Answer, GateKind};
 
 /// What a waiting story's dependencies decide when one did not end well: skip, pause, or
 /// let a human override at a gate.

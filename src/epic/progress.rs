@@ -9,9 +9,9 @@ use super::names;
 use super::plan::{Action, Plan};
 use super::state::EpicState;
 use super::Error;
+use crate::session::run_state::Answer;
 use crate::session::schema::Stage;
 use crate::session::{closeout, Repo, Session};
-use crate::supervisor::Answer;
 
 /// Where the progress document goes in the epic's worktree.
 pub fn path(epic: &str) -> String {

@@ -28,9 +28,9 @@ use super::state::{record, EpicState, OpenGate};
 use super::story::{fail, run_story, stage_line, End, Message};
 use super::Error;
 use crate::bmad::project::Project;
+use crate::session::run_state::Answer;
 use crate::session::schema::{Body, EpicFinished, EpicStarted, Stage, StoryStage};
 use crate::session::{self, closeout, Repo, Session, StartOptions};
-use crate::supervisor::Answer;
 
 /// How an epic run ended.
 #[derive(Debug, Serialize)]

@@ -494,8 +494,8 @@ pub(super) fn pipeline_end(
 
 /// Review rounds run (a round of several reviewers counts once) and MUST-FIX findings
 /// their fixes addressed.
-fn review_rounds(state: &supervisor::RunState, source: &Source) -> (u32, u32) {
-    use crate::supervisor::state::StepStatus;
+fn review_rounds(state: &crate::session::run_state::RunState, source: &Source) -> (u32, u32) {
+    use crate::session::run_state::StepStatus;
     let playbook = supervisor::parse_playbook(&source.text, &source.origin).0;
     let mut rounds = std::collections::BTreeSet::new();
     let mut fixed = 0;

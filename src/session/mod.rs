@@ -70,7 +70,6 @@ pub use rollback::{
     continue_rollback, interrupted, plan_rollback, rollback, undo, Intent, RollbackOutcome,
     RollbackPlan, Target,
 };
-pub use run_state::RunState;
 pub use schema::Body;
 pub use state::{SessionState, Status};
 pub use store::{list, locate, Session};

@@ -21,9 +21,9 @@ use super::error::{Error, Result};
 use super::library::{validate, Source};
 use super::outcome::{Outcome, Report};
 use super::playbook::{self, Autonomy, Playbook, Step};
-use super::state::{Ended, RunState, StepStatus};
 use crate::config::Config;
 use crate::runner::{self, Kind};
+use crate::session::run_state::{Ended, RunState, StepStatus};
 use crate::session::schema::{Body, Next, RunStarted};
 use crate::session::{self, Decision, Event, NewEvent, Repo, Session, Status};
 
@@ -123,7 +123,8 @@ pub fn supervise(
             // aborted at its gate instead of blocking the session for good.
             Err(e) => match &request {
                 Request::Answer { reply, message }
-                    if super::state::Answer::parse(reply) == Some(super::state::Answer::Abort)
+                    if crate::session::run_state::Answer::parse(reply)
+                        == Some(crate::session::run_state::Answer::Abort)
                         && state.gate.is_some() =>
                 {
                     let manifest = m.clone();
@@ -230,7 +231,7 @@ fn abort_without_playbook(
     mut state: RunState,
     reply: &str,
     message: &Option<String>,
-    manifest: &super::state::Manifest,
+    manifest: &crate::session::run_state::Manifest,
 ) -> Result<Report> {
     let answered = decide::answer(&state, session.id.as_str(), reply, message.as_deref())?;
     let step = state.gate.as_ref().map(|g| g.step.clone());
@@ -254,7 +255,11 @@ fn abort_without_playbook(
 }
 
 /// The exact playbook text the run started with, from git.
-fn stored_playbook(repo: &Repo, session: &Session, m: &super::state::Manifest) -> Result<Playbook> {
+fn stored_playbook(
+    repo: &Repo,
+    session: &Session,
+    m: &crate::session::run_state::Manifest,
+) -> Result<Playbook> {
     let failure = |why: String| Error::StoredPlaybook {
         session: session.id.to_string(),
         blob: m.blob.clone(),

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use super::playbook::{Diagnostic, Severity};
-use super::state::Gate;
+use crate::session::run_state::Gate;
 
 /// Why the supervisor could not do what was asked (a step that fails is an outcome, not this).
 #[derive(Debug, thiserror::Error)]

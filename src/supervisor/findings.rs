@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 
 use super::playbook::Playbook;
-use super::state::{RunState, StepStatus};
+use crate::session::run_state::{RunState, StepStatus};
 
 /// The findings of a step or a phase.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

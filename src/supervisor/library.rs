@@ -8,8 +8,8 @@ use super::commands::missing_commands;
 use super::error::{Error, Result};
 use super::evidence::evidence_problems;
 use super::playbook::{self, Diagnostic, Playbook, Severity};
-use super::state::RunState;
 use crate::config::Config;
+use crate::session::run_state::RunState;
 use crate::session::{self, Repo, Session, SessionState};
 
 /// Where playbooks are looked up, and where `init` writes them.

@@ -26,7 +26,6 @@ mod outcome;
 pub mod playbook;
 mod progress;
 pub mod purse;
-pub mod state;
 
 pub use builtin::{builtin, scaffold, Scaffolded, BUILTINS, INDEX, TEMPLATE};
 pub use checks::{evaluate, CheckEnv, CheckOutcome};
@@ -41,4 +40,3 @@ pub use outcome::{Outcome, Report};
 pub use playbook::{parse as parse_playbook, Diagnostic, Playbook, Severity};
 pub use progress::{run_progress, RunProgress};
 pub use purse::Purse;
-pub use state::{Answer, Gate, GateKind, RunState};

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use super::playbook::Playbook;
-use super::state::{Gate, RunState};
+use crate::session::run_state::{Gate, RunState};
 
 /// Where a run stopped this time.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::state::{Ended, RunState};
+use crate::session::run_state::{Ended, RunState};
 use crate::session::{Body, Event};
 use crate::time::Timestamp;
 
@@ -66,7 +66,7 @@ pub fn run_progress(events: &[Event], now: Timestamp) -> Option<RunProgress> {
     let running = manifest
         .steps
         .iter()
-        .find(|s| state.step(s).status == super::state::StepStatus::Running)
+        .find(|s| state.step(s).status == crate::session::run_state::StepStatus::Running)
         .cloned();
     Some(RunProgress {
         playbook: manifest.playbook.clone(),

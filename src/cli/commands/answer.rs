@@ -71,7 +71,7 @@ pub fn cmd_answer(ctx: &Context, args: &AnswerArgs) -> Result<u8, CommandError> 
         Err(e) if e.code == exit::GATED && !ctx.ui.json() => {
             // Show the gate again, so the right answer is on the screen.
             let journal = session::read_journal(&repo, &s.id)?;
-            let state = supervisor::RunState::replay(journal.events());
+            let state = crate::session::run_state::RunState::replay(journal.events());
             if let Some(gate) = &state.gate {
                 eprint!("{}", crate::cli::ui::safe_for_terminal(&e.render()));
                 let (done, total) = state.progress();

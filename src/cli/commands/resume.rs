@@ -100,7 +100,7 @@ pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> 
         Err(other) => return Err(other.into()),
     };
     let journal = session::read_journal(&repo, &s.id)?;
-    let has_run = supervisor::RunState::replay(journal.events())
+    let has_run = crate::session::run_state::RunState::replay(journal.events())
         .manifest
         .is_some();
     if !has_run {

@@ -187,7 +187,13 @@ const SUMMARY_LINES: usize = 8;
 /// and the confirming answer; Summary (50–79) adds the first lines of what happened; Full
 /// (< 50, and gates journaled without a confidence) shows everything and asks for a reason.
 /// `full` forces the full form, which `git bmad status --gate` offers for every gate.
-pub(super) fn print_gate(ui: &Ui, gate: &supervisor::Gate, done: usize, total: usize, full: bool) {
+pub(super) fn print_gate(
+    ui: &Ui,
+    gate: &crate::session::run_state::Gate,
+    done: usize,
+    total: usize,
+    full: bool,
+) {
     let format = if full {
         Format::Full
     } else {

@@ -61,7 +61,7 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
     }
     let journal = session::read_journal(&repo, &s.id)?;
     let state = SessionState::replay(journal.events());
-    let run = supervisor::RunState::replay(journal.events());
+    let run = crate::session::run_state::RunState::replay(journal.events());
     let chain = session::chain(&repo, &s)?;
     let moved = session::ref_record::foreign_moves(&repo, &s.id)?;
     let last = journal.events().last();
@@ -143,7 +143,7 @@ fn print_text(
     s: &session::Session,
     journal: &session::Journal,
     state: &SessionState,
-    run: &supervisor::RunState,
+    run: &crate::session::run_state::RunState,
     chain: &[session::Checkpoint],
 ) {
     let last = journal.events().last();
@@ -330,8 +330,8 @@ fn progress_line(p: &supervisor::RunProgress) -> String {
 /// The run's lines of `status`: progress, what remains, the last decision, the gate.
 fn print_run(
     ui: &crate::cli::ui::Ui,
-    run: &supervisor::RunState,
-    manifest: &supervisor::state::Manifest,
+    run: &crate::session::run_state::RunState,
+    manifest: &crate::session::run_state::Manifest,
 ) {
     let (done, total) = run.progress();
     let remaining: Vec<&str> = manifest
@@ -346,9 +346,9 @@ fn print_run(
         manifest.playbook,
         run.invocations,
         match &run.ended {
-            Some(supervisor::state::Ended::Completed) => ", completed".to_owned(),
-            Some(supervisor::state::Ended::Aborted) => ", aborted".to_owned(),
-            Some(supervisor::state::Ended::Stopped(why)) =>
+            Some(crate::session::run_state::Ended::Completed) => ", completed".to_owned(),
+            Some(crate::session::run_state::Ended::Aborted) => ", aborted".to_owned(),
+            Some(crate::session::run_state::Ended::Stopped(why)) =>
                 format!(", stopped ({why}; `git bmad resume` goes on)"),
             None => String::new(),
         }

@@ -2,9 +2,9 @@
 //! going on is right.
 
 use super::super::playbook::{Playbook, Step};
-use super::super::state::{Answer, GateKind, RunState, StepState, StepStatus};
 use crate::bmad::analysis::confidence;
 use crate::policy::secrets::redact;
+use crate::session::run_state::{Answer, GateKind, RunState, StepState, StepStatus};
 use crate::session::schema::{Body, GateOpened};
 use crate::session::{Decision, NewEvent};
 use crate::text::first_line_within;

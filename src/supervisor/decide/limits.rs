@@ -4,8 +4,8 @@
 use super::super::outcome::Outcome;
 use super::super::playbook::Limits;
 use super::super::purse::Exhausted;
-use super::super::state::RunState;
 use crate::config::OrchestrationConfig;
+use crate::session::run_state::RunState;
 use crate::session::schema::{Body, BudgetLimit, InvocationLimit, RunTimeLimit, TokenLimit};
 use crate::session::{Decision, NewEvent};
 

@@ -17,8 +17,8 @@ pub use verdict::judge;
 
 use super::error::{Error, Result};
 use super::playbook::Playbook;
-use super::state::{Answer, Ended, RunState, StepStatus};
 use crate::policy::secrets::redact;
+use crate::session::run_state::{Answer, Ended, RunState, StepStatus};
 use crate::session::schema::{Body, GateAnswered, Next, Retry, RunCompleted, RunResumed};
 use crate::session::{Decision, NewEvent};
 

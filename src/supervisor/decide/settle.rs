@@ -3,8 +3,8 @@
 
 use super::super::checks::CheckOutcome;
 use super::super::playbook::{Autonomy, Check, Playbook, Step, When};
-use super::super::state::{Answer, GateKind, RunState, StepStatus};
 use super::gate::{self, GateRequest};
+use crate::session::run_state::{Answer, GateKind, RunState, StepStatus};
 use crate::session::schema::{Body, Next, Retry, RunFailed, StepOutcome, StepSkipped};
 use crate::session::{Decision, NewEvent};
 use crate::supervisor::findings;

@@ -3,8 +3,8 @@
 
 use super::super::attempt::Attempt;
 use super::super::playbook::{Autonomy, ErrorPolicy, Trigger};
-use super::super::state::StepState;
 use crate::policy::secrets::redact;
+use crate::session::run_state::StepState;
 use crate::session::schema::{Body, Next, Retry, StallDetected};
 use crate::session::{Decision, NewEvent};
 

@@ -10,6 +10,7 @@ use super::{watchdog, Engine};
 use crate::policy::secrets::redact;
 use crate::policy::{agent, SessionPolicy};
 use crate::runner::{self, AgentResult, Invocation};
+use crate::session::run_state::StepStatus;
 use crate::session::schema::{Body, StepStarted};
 use crate::session::{self, Checkpoint, Decision, Journal, NewEvent, Status};
 use crate::supervisor::attempt::{stall_hash, Attempt};
@@ -19,7 +20,6 @@ use crate::supervisor::decide;
 use crate::supervisor::error::Result;
 use crate::supervisor::playbook::Step;
 use crate::supervisor::purse::Draw;
-use crate::supervisor::state::StepStatus;
 
 impl Engine<'_> {
     /// Run steps at the same time (one, for a plain step), between two checkpoints.
