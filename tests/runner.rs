@@ -41,6 +41,7 @@ mod test_root_of_trust;
 mod test_scan;
 mod test_session_state;
 mod test_shapes;
+mod test_snapshots;
 mod test_start;
 mod test_stories;
 mod test_stories_v7;
