@@ -29,7 +29,7 @@ fn snapshot(env: &TestEnv, name: &str, text: &str) {
     settings.set_snapshot_path("snapshots");
     settings.set_prepend_module_to_snapshot(false);
     for (pattern, replacement) in [
-        (regex_escape(&root), "[root]"),
+        (regex::escape(&root), "[root]"),
         (r"\b\d{8}-\d{6}-[0-9a-f]{6}\b".to_owned(), "[id]"),
         (
             r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})".to_owned(),
@@ -55,10 +55,6 @@ fn snapshot(env: &TestEnv, name: &str, text: &str) {
         settings.add_filter(&pattern, replacement);
     }
     settings.bind(|| insta::assert_snapshot!(name, text));
-}
-
-fn regex_escape(text: &str) -> String {
-    regex::escape(text)
 }
 
 /// A repository with git-bmad set up and the playbook committed, and a session of it
