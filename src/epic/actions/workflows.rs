@@ -7,33 +7,7 @@ use std::collections::BTreeSet;
 
 use super::{EPIC_WORKFLOW, STORY_WORKFLOW};
 use crate::config::Config;
-
-/// An agent CLI a story job installs: its runner name, its npm package at the version
-/// git-bmad's own suite drives, and the secret holding its API key.
-struct AgentCli {
-    runner: &'static str,
-    package: &'static str,
-    key: &'static str,
-}
-
-/// The CLIs git-bmad knows how to install (versions as `scripts/install-agent-clis.sh`).
-const AGENT_CLIS: &[AgentCli] = &[
-    AgentCli {
-        runner: "claude",
-        package: "@anthropic-ai/claude-code@2.1.330",
-        key: "ANTHROPIC_API_KEY",
-    },
-    AgentCli {
-        runner: "codex",
-        package: "@openai/codex@0.169.0",
-        key: "OPENAI_API_KEY",
-    },
-    AgentCli {
-        runner: "gemini",
-        package: "@google/gemini-cli@0.61.0",
-        key: "GEMINI_API_KEY",
-    },
-];
+use crate::runner::Kind;
 
 /// The secret holding the runners' signing key (an SSH private key whose public half is in
 /// `.bmad/allowed_signers` on main).
@@ -78,10 +52,19 @@ impl Workflows {
         }
     }
 
-    fn clis(&self) -> impl Iterator<Item = &'static AgentCli> + '_ {
-        AGENT_CLIS
-            .iter()
-            .filter(|c| self.runners.contains(c.runner))
+    /// The agent CLIs a story job installs, from their adapters: each runner's name, npm
+    /// package and the variable of its API key.
+    fn clis(&self) -> impl Iterator<Item = (&'static str, &'static str, &'static str)> + '_ {
+        Kind::all()
+            .filter(|kind| self.runners.contains(kind.as_str()))
+            .filter_map(|kind| {
+                let adapter = kind.adapter();
+                Some((
+                    kind.as_str(),
+                    adapter.npm_package()?,
+                    adapter.key_variable()?,
+                ))
+            })
     }
 
     /// The repository secrets the job reads, each with what it holds.
@@ -90,11 +73,8 @@ impl Workflows {
             SIGNING_SECRET.to_owned(),
             "an SSH private key (ssh-keygen -t ed25519 -N ''): the runners sign their sessions' journals with it; its public half goes into .bmad/allowed_signers on main".to_owned(),
         )];
-        for cli in self.clis() {
-            out.push((
-                cli.key.to_owned(),
-                format!("the {} CLI's API key", cli.runner),
-            ));
+        for (runner, _, key) in self.clis() {
+            out.push((key.to_owned(), format!("the {runner} CLI's API key")));
         }
         for env in &self.key_envs {
             out.push((
@@ -115,11 +95,9 @@ impl Workflows {
             secrets_env.insert_str(0, "        env:\n");
         }
         let mut install_clis = String::new();
-        for cli in self.clis() {
+        for (runner, package, _) in self.clis() {
             install_clis.push_str(&format!(
-                "          command -v {runner} >/dev/null || npm install --global --no-fund --no-audit {package}\n",
-                runner = cli.runner,
-                package = cli.package
+                "          command -v {runner} >/dev/null || npm install --global --no-fund --no-audit {package}\n"
             ));
         }
         if install_clis.is_empty() {
@@ -373,14 +351,6 @@ fn quoted(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_clis_are_the_versions_the_suite_drives() {
-        let script = include_str!("../../../scripts/install-agent-clis.sh");
-        for cli in AGENT_CLIS {
-            assert!(script.contains(cli.package), "{}", cli.package);
-        }
-    }
 
     #[test]
     fn the_configured_runners_bring_their_cli_and_key() {

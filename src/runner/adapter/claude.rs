@@ -41,6 +41,10 @@ impl Adapter for Claude {
         Some("ANTHROPIC_API_KEY")
     }
 
+    fn npm_package(&self) -> Option<&'static str> {
+        Some("@anthropic-ai/claude-code@2.1.330")
+    }
+
     fn contained_env(&self) -> &'static [(&'static str, &'static str)] {
         // As root it refuses bypassed permissions outside a sandbox it is told of: the walls
         // are that sandbox.

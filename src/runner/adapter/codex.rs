@@ -34,6 +34,10 @@ impl Adapter for Codex {
         Some("OPENAI_API_KEY")
     }
 
+    fn npm_package(&self) -> Option<&'static str> {
+        Some("@openai/codex@0.169.0")
+    }
+
     fn default_args(&self) -> &'static [&'static str] {
         &["--sandbox", "workspace-write"]
     }

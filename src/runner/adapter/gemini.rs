@@ -37,6 +37,10 @@ impl Adapter for Gemini {
         Some("GEMINI_API_KEY")
     }
 
+    fn npm_package(&self) -> Option<&'static str> {
+        Some("@google/gemini-cli@0.61.0")
+    }
+
     fn env_names(&self) -> &'static [&'static str] {
         &["GEMINI_", "GOOGLE_"]
     }

@@ -45,6 +45,12 @@ pub trait Adapter: Sync {
         None
     }
 
+    /// Its npm package at the version git-bmad's own suite drives it
+    /// (`scripts/install-agent-clis.sh`): what a fresh machine, an Actions runner, installs.
+    fn npm_package(&self) -> Option<&'static str> {
+        None
+    }
+
     /// The permission arguments it gets unless `runners.<name>.args` replaces them.
     fn default_args(&self) -> &'static [&'static str] {
         &[]
@@ -422,5 +428,22 @@ pub(crate) fn verdict_word(word: &str) -> Option<Verdict> {
             Some(Verdict::Fail)
         }
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_packages_a_fresh_machine_installs_are_the_versions_the_suite_drives() {
+        let script = include_str!("../../../scripts/install-agent-clis.sh");
+        let packages: Vec<&str> = Kind::all()
+            .filter_map(|kind| kind.adapter().npm_package())
+            .collect();
+        assert_eq!(packages.len(), 3, "{packages:?}");
+        for package in packages {
+            assert!(script.contains(package), "{package}");
+        }
     }
 }
