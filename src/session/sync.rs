@@ -177,17 +177,34 @@ pub struct Synced {
     pub session: String,
     /// Its name, when its journal says.
     pub name: Option<String>,
-    /// `new` (only on the remote: `git bmad resume` brings it here), `up_to_date`,
-    /// `fast_forwarded`, `ahead` (push to publish), `merged` (their events copied in),
-    /// `diverged` (checkpoints taken on both machines: nothing changed here), or `refused`
-    /// (the remote's checkpoint would re-point the session, or names it in a way this clone
-    /// would not: its events are copied as information, nothing else moves).
-    pub outcome: String,
+    /// What became of it.
+    pub outcome: SyncOutcome,
     /// Events of theirs added to our journal by a merge.
     pub events_added: usize,
     /// Why the remote's copy was refused (`refused`: nothing of it was taken but events).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub refused: Option<String>,
+}
+
+/// What a sync did with one session (serialised in snake case: `fast_forwarded`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SyncOutcome {
+    /// Only on the remote: `git bmad resume` brings it here.
+    New,
+    /// Nothing to do.
+    UpToDate,
+    /// Its checkpoints moved there only, and here now too.
+    FastForwarded,
+    /// It moved here only: `git bmad push` publishes it.
+    Ahead,
+    /// Their events were copied into our journal.
+    Merged,
+    /// Checkpoints were taken on both machines: nothing changed here.
+    Diverged,
+    /// The remote's checkpoint would re-point the session, or names it in a way this clone
+    /// would not: its events are copied as information, nothing else moves.
+    Refused,
 }
 
 /// Fetch every session's journal, checkpoints and branch from `remote`, then bring each
@@ -224,7 +241,7 @@ pub fn sync(repo: &Repo, remote: &str, branch_prefix: &str) -> Result<Vec<Synced
             out.push(Synced {
                 session: id.to_string(),
                 name: Checkpoint::read(repo, theirs)?.map(|cp| cp.trailers.name),
-                outcome: "refused".into(),
+                outcome: SyncOutcome::Refused,
                 events_added: 0,
                 refused: Some(why.clone()),
             });
@@ -256,14 +273,14 @@ fn sync_session(
     let mut synced = Synced {
         session: id.to_string(),
         name,
-        outcome: "up_to_date".into(),
+        outcome: SyncOutcome::UpToDate,
         events_added: 0,
         refused: None,
     };
     let their_head = match their_head {
         Some(cp) => cp,
         None => {
-            synced.outcome = "refused".into();
+            synced.outcome = SyncOutcome::Refused;
             synced.refused = Some(format!(
                 "the remote's {} holds no checkpoint",
                 checkpoints_ref(id)
@@ -272,11 +289,11 @@ fn sync_session(
         }
     };
     let Some(ours) = repo.read_ref(&checkpoints_ref(id))? else {
-        synced.outcome = "new".into();
+        synced.outcome = SyncOutcome::New;
         if let Err(reason) =
             super::remote_checks::check_remote_trailers(&their_head.trailers, id, branch_prefix)
         {
-            synced.outcome = "refused".into();
+            synced.outcome = SyncOutcome::Refused;
             synced.refused = Some(reason);
         }
         return Ok(synced);
@@ -284,7 +301,7 @@ fn sync_session(
     // Checkpoints: the chain only moves forward on one machine at a time.
     let checkpoints = judge(repo, ours, theirs)?;
     if checkpoints == Step::Diverged {
-        synced.outcome = "diverged".into();
+        synced.outcome = SyncOutcome::Diverged;
         return Ok(synced);
     }
     let notes = match their_notes {
@@ -315,13 +332,12 @@ fn sync_session(
         other => other,
     };
     synced.outcome = match (checkpoints, notes) {
-        (Step::Refused, _) => "refused",
-        (_, Step::Merged) => "merged",
-        (Step::Forwarded, _) => "fast_forwarded",
-        (Step::Ahead, _) => "ahead",
-        _ => "up_to_date",
-    }
-    .into();
+        (Step::Refused, _) => SyncOutcome::Refused,
+        (_, Step::Merged) => SyncOutcome::Merged,
+        (Step::Forwarded, _) => SyncOutcome::FastForwarded,
+        (Step::Ahead, _) => SyncOutcome::Ahead,
+        _ => SyncOutcome::UpToDate,
+    };
     Ok(synced)
 }
 

@@ -4,7 +4,8 @@ use clap::Args;
 
 use crate::cli::error::{exit, CommandError};
 use crate::cli::Context;
-use crate::session::{self, sync};
+use crate::session;
+use crate::session::sync::{self, SyncOutcome};
 
 /// Fetch every session's journal, checkpoints and branch from a remote and bring the local
 /// sessions up to date.
@@ -44,19 +45,23 @@ pub fn cmd_sync(ctx: &Context, args: &SyncArgs) -> Result<u8, CommandError> {
     let rows: Vec<Vec<String>> = synced
         .iter()
         .map(|s| {
-            let what = match s.outcome.as_str() {
-                "new" => "only there (git bmad list --remote)".to_owned(),
-                "merged" => format!("journals merged, {} event(s) added", s.events_added),
-                "refused" => format!(
+            let what = match s.outcome {
+                SyncOutcome::New => "only there (git bmad list --remote)".to_owned(),
+                SyncOutcome::Merged => {
+                    format!("journals merged, {} event(s) added", s.events_added)
+                }
+                SyncOutcome::Refused => format!(
                     "refused: {}",
                     s.refused
                         .as_deref()
                         .unwrap_or("the remote's copy is not trusted")
                 ),
-                "fast_forwarded" => "brought up to date".to_owned(),
-                "ahead" => "ahead here (git bmad push publishes it)".to_owned(),
-                "diverged" => "checkpoints taken on both machines: left as they are".to_owned(),
-                _ => "up to date".to_owned(),
+                SyncOutcome::FastForwarded => "brought up to date".to_owned(),
+                SyncOutcome::Ahead => "ahead here (git bmad push publishes it)".to_owned(),
+                SyncOutcome::Diverged => {
+                    "checkpoints taken on both machines: left as they are".to_owned()
+                }
+                SyncOutcome::UpToDate => "up to date".to_owned(),
             };
             vec![
                 s.session.clone(),
@@ -66,13 +71,13 @@ pub fn cmd_sync(ctx: &Context, args: &SyncArgs) -> Result<u8, CommandError> {
         })
         .collect();
     ctx.ui.table(&["ID", "NAME", "SYNC"], &rows);
-    if synced.iter().any(|s| s.outcome == "refused") {
+    if synced.iter().any(|s| s.outcome == SyncOutcome::Refused) {
         ctx.ui.warn(
             "the remote holds what this clone would not have written for a session; nothing \
              of it was taken but its events, kept as information (git bmad journal shows them)",
         );
     }
-    if synced.iter().any(|s| s.outcome == "diverged") {
+    if synced.iter().any(|s| s.outcome == SyncOutcome::Diverged) {
         ctx.ui.warn(
             "a session's checkpoints moved on both machines; pick one machine to go on \
              (git bmad rollback there), nothing was lost: the remote's chain is kept under \
