@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use crate::common::rust_source::{code_only, module_of, named_paths};
+use crate::common::rust_source::{code_only, items, module_of, named_paths, unconnected_groups};
 
 /// Leaf helpers every layer may use; they themselves import nothing of ours.
 const HELPERS: &[&str] = &["diagnostic", "env", "fs", "paths", "text", "time"];
@@ -169,30 +169,97 @@ fn the_layer_check_bites_on_every_way_of_naming_a_module() {
     );
 }
 
-/// The most lines a file in `src/` has without a reason at its top.
-const LIMIT: usize = 600;
+/// A file holds one concept. Length alone says little (a schema read in one place is long
+/// and one thing); what a reviewer objects to is a file of parts that do not need each other.
+/// So: the top-level items of a file over [`COHESION_FROM`] lines are grouped by the names
+/// they use, and two or more groups of at least [`CONCEPT_LINES`] lines each that never
+/// name each other are two concepts, to be two files (or to say why not, at the file's top:
+/// `Why this file holds several:`).
+const COHESION_FROM: usize = 300;
+const CONCEPT_LINES: usize = 60;
+/// Past this, a file says why it is long (`Why this file is long:`) even if it is one thing.
+const LONG: usize = 1000;
 
-#[test]
-fn no_source_file_is_large_without_a_reason() {
-    let (src, files) = source_files();
-    let mut large = Vec::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).unwrap();
+/// The files of `sources` that hold several concepts, each with its groups (their first
+/// items), and those longer than [`LONG`] with no reason.
+fn incohesive_files(sources: &[(PathBuf, String)]) -> Vec<String> {
+    let mut found = Vec::new();
+    for (rel, text) in sources {
         let lines = text.lines().count();
-        let rel = file
-            .strip_prefix(&src)
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        // A file may be larger when its opening doc says why (`Why this file is long:`).
         let head: String = text.lines().take(30).collect::<Vec<_>>().join("\n");
-        if lines > LIMIT && !head.contains("Why this file is long:") {
-            large.push(format!("src/{rel} ({lines} lines, at most {LIMIT})"));
+        if lines > LONG && !head.contains("Why this file is long:") {
+            found.push(format!(
+                "src/{} ({lines} lines, more than {LONG})",
+                rel.display()
+            ));
+        }
+        if lines <= COHESION_FROM || head.contains("Why this file holds several:") {
+            continue;
+        }
+        let items = items(text);
+        let concepts: Vec<String> = unconnected_groups(&items)
+            .into_iter()
+            .filter(|group| {
+                group.iter().map(|i| i.last - i.first + 1).sum::<usize>() >= CONCEPT_LINES
+            })
+            .map(|group| {
+                let names: Vec<&str> = group.iter().take(4).map(|i| i.name.as_str()).collect();
+                format!("{{{}…}}", names.join(", "))
+            })
+            .collect();
+        if concepts.len() > 1 {
+            found.push(format!(
+                "src/{} holds {} concepts that never name each other: {}",
+                rel.display(),
+                concepts.len(),
+                concepts.join(" ")
+            ));
         }
     }
+    found
+}
+
+#[test]
+fn every_source_file_holds_one_concept() {
+    let found = incohesive_files(&sources());
     assert!(
-        large.is_empty(),
-        "split these files or say why they are long: {large:?}"
+        found.is_empty(),
+        "split these files along their concepts, or say at their top why not:\n{}",
+        found.join("\n")
+    );
+}
+
+#[test]
+fn the_cohesion_check_bites() {
+    let body = |name: &str, calls: &str| {
+        let mut f = format!("fn {name}() {{\n    {calls}\n");
+        for n in 0..70 {
+            f.push_str(&format!("    let x{n} = {n};\n"));
+        }
+        f.push_str("}\n\n");
+        f
+    };
+    let padding = "//! A module.\n".repeat(100);
+    let two = format!(
+        "{padding}{}{}{}",
+        body("start", "claim();"),
+        body("claim", ""),
+        body("prune", "follow();") + &body("follow", "")
+    );
+    let one = format!(
+        "{padding}{}{}",
+        body("start", "prune();"),
+        body("prune", "")
+    );
+    let said = format!("//! Why this file holds several: one test's fixtures.\n{two}");
+    let sources = [
+        (PathBuf::from("session/two.rs"), two),
+        (PathBuf::from("session/one.rs"), one),
+        (PathBuf::from("session/said.rs"), said),
+    ];
+    assert_eq!(
+        incohesive_files(&sources),
+        ["src/session/two.rs holds 2 concepts that never name each other: {start, claim…} {prune, follow…}"]
     );
 }
 

@@ -13,7 +13,7 @@ use std::process::{Command, Output, Stdio};
 use super::error::{Error, Result};
 use super::push::{PushOutcome, Refused};
 use super::ObjectId;
-use crate::env::REPO_REDIRECTING_VARS;
+use crate::env::child::REPO_REDIRECTING_VARS;
 
 mod config;
 

@@ -74,7 +74,7 @@ pub fn invoke(
         .chain(&config.cli(invocation.kind.as_str()).env)
         .cloned()
         .collect();
-    let mut env = crate::env::passed(adapter.env_names(), &configured);
+    let mut env = crate::env::child::passed(adapter.env_names(), &configured);
     if invocation.sandbox.is_some() {
         let hidden = sandbox::hidden_variables(adapter.credential_variables());
         env.retain(|(key, _)| !hidden.contains(key));

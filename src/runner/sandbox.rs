@@ -175,7 +175,7 @@ pub fn hidden_variables(keep: &[&str]) -> Vec<String> {
     ];
     crate::env::all()
         .filter_map(|(key, _)| key.into_string().ok())
-        .filter(|key| crate::env::is_credential(key) && !keep.contains(&key.as_str()))
+        .filter(|key| crate::env::child::is_credential(key) && !keep.contains(&key.as_str()))
         .chain(PLACES.iter().map(|s| s.to_string()))
         .collect()
 }

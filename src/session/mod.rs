@@ -26,10 +26,12 @@ mod journal;
 mod lifecycle;
 mod marker;
 mod policy;
+mod prune;
 mod raw_bytes;
 mod record;
 pub mod ref_record;
 mod remote_checks;
+mod remove;
 mod removed;
 mod render;
 mod repair;
@@ -58,11 +60,11 @@ pub use init::{init, InitOutcome};
 pub use journal::{
     append, flush_deferred, read as read_journal, record, Journal, JournalEntry, Unsealed,
 };
-pub use lifecycle::{
-    finish, prune, remove, start, PruneOutcome, RemoveOptions, StartOptions, Started,
-};
+pub use lifecycle::{finish, start, StartOptions, Started};
 pub use marker::SESSION_MARKER;
 pub use policy::Policy;
+pub use prune::{prune, PruneOutcome};
+pub use remove::{remove, RemoveOptions};
 pub use removed::{gc, list_removed, removed_ref, restore, RemovedSession, Restored};
 pub use render::{event_summary, render_markdown, stage_for_commit, write_rendered};
 pub use repair::{apply_repair, Repair};

@@ -104,7 +104,7 @@ pub fn apply_repair(repo: &Repo, repair: &Repair, policy: &dyn Policy) -> Result
             super::rollback::continue_rollback(repo, &session_of(repo, session)?).map(drop)
         }
         Repair::FollowMove { session } => {
-            super::lifecycle::follow_move_of(repo, session_of(repo, session)?)
+            super::prune::follow_move_of(repo, session_of(repo, session)?)
         }
         Repair::ForgetWorktrees => super::worktree::forget_vanished_worktrees(repo, None),
         // From the main worktree: run in a linked one, git repairs that one only.
@@ -116,8 +116,8 @@ pub fn apply_repair(repo: &Repo, repair: &Repair, policy: &dyn Policy) -> Result
             Ok(crate::git::put_back_abandoned_shadow(worktree).map(drop)?)
         }
         Repair::RemoveInterruptedStart { session } => {
-            let options = super::lifecycle::RemoveOptions { force: true };
-            super::lifecycle::remove(repo, &session_of(repo, session)?, options, policy).map(drop)
+            let options = super::remove::RemoveOptions { force: true };
+            super::remove::remove(repo, &session_of(repo, session)?, options, policy).map(drop)
         }
         Repair::RemoveHalfAdded { worktree } => {
             // Checked again now: a `start` may have begun making it since doctor looked.

@@ -176,7 +176,7 @@ fn tests_pass(
         program: "/bin/sh".into(),
         args: vec!["-c".into(), command.to_owned()],
         cwd: env.root.to_path_buf(),
-        env: crate::env::untrusted(env.passed_env),
+        env: crate::env::child::untrusted(env.passed_env),
         env_remove: Vec::new(),
         clear_env: true,
         stdin: None,

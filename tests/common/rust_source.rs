@@ -333,3 +333,217 @@ mod tests {
         );
     }
 }
+
+/// A top-level item of a file (a function, type, impl block, constant, macro invocation…):
+/// the name it is known by (an impl block's: its type's), and its lines, 1-based, inclusive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Item {
+    pub name: String,
+    pub first: usize,
+    pub last: usize,
+    /// The names its code uses.
+    pub uses: std::collections::BTreeSet<String>,
+    /// Other names it is known by: what a macro invocation declares (`words! { pub enum
+    /// Autonomy … }` is known as `Autonomy` too).
+    pub declares: std::collections::BTreeSet<String>,
+}
+
+/// The top-level items of `text` (code only: comments and strings do not count), unit tests
+/// left out.
+pub fn items(text: &str) -> Vec<Item> {
+    let text = text
+        .split("#[cfg(test)]\nmod tests")
+        .next()
+        .unwrap_or_default();
+    let code = code_only(text);
+    let lines: Vec<&str> = code.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
+        let Some(name) = item_name(line) else {
+            i += 1;
+            continue;
+        };
+        // Its end: the brace that closes what it opens, or the `;` that ends it.
+        let (mut depth, mut opened, mut j) = (0i32, false, i);
+        'lines: while j < lines.len() {
+            for c in lines[j].chars() {
+                match c {
+                    '{' | '(' | '[' => {
+                        depth += 1;
+                        opened |= c == '{';
+                    }
+                    '}' | ')' | ']' => depth -= 1,
+                    ';' if depth == 0 => break 'lines,
+                    _ => {}
+                }
+            }
+            if opened && depth <= 0 {
+                break;
+            }
+            j += 1;
+        }
+        let last = j.min(lines.len() - 1);
+        let body = lines[i..=last].join("\n");
+        let uses = words(&body).into_iter().filter(|w| *w != name).collect();
+        let declares = if name.ends_with('!') {
+            declared_in(&body)
+        } else {
+            Default::default()
+        };
+        out.push(Item {
+            name,
+            first: i + 1,
+            last: last + 1,
+            uses,
+            declares,
+        });
+        i = last + 1;
+    }
+    out
+}
+
+/// The names of the items declared in a macro invocation's body.
+fn declared_in(body: &str) -> std::collections::BTreeSet<String> {
+    let tokens: Vec<&str> = body.split_whitespace().collect();
+    tokens
+        .windows(2)
+        .filter(|w| ["enum", "struct", "fn", "const", "static", "type", "trait"].contains(&w[0]))
+        .map(|w| {
+            w[1].chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect::<String>()
+        })
+        .filter(|n| !n.is_empty())
+        .collect()
+}
+
+/// The names a text uses.
+fn words(text: &str) -> std::collections::BTreeSet<String> {
+    text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| {
+            w.chars()
+                .next()
+                .is_some_and(|c| c.is_alphabetic() || c == '_')
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The name a top-level line starts an item with, if it does: `pub(crate) fn x` is `x`,
+/// `impl<T> Trait for Type<T>` is `Type`, `kinds! {` is `kinds!`.
+fn item_name(line: &str) -> Option<String> {
+    if line.starts_with(char::is_whitespace) || line.starts_with('#') || line.is_empty() {
+        return None;
+    }
+    let mut rest = line;
+    for prefix in ["pub(crate) ", "pub(super) ", "pub "] {
+        rest = rest.strip_prefix(prefix).unwrap_or(rest);
+    }
+    // `const fn`, `async fn`, `unsafe fn`: a function, not a constant.
+    for prefix in ["const ", "async ", "unsafe "] {
+        if let Some(after) = rest.strip_prefix(prefix) {
+            if after.starts_with("fn ") || after.starts_with("unsafe ") {
+                rest = after;
+            }
+        }
+    }
+    let ident = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect()
+    };
+    if let Some(after) = rest.strip_prefix("impl") {
+        // Skip the generics, then take the type after `for`, else the first type.
+        let after = if after.starts_with('<') {
+            let mut depth = 0;
+            let end = after
+                .char_indices()
+                .find(|(_, c)| {
+                    match c {
+                        '<' => depth += 1,
+                        '>' => depth -= 1,
+                        _ => {}
+                    }
+                    depth == 0
+                })
+                .map_or(after.len(), |(i, _)| i + 1);
+            &after[end..]
+        } else {
+            after
+        };
+        let target = after.split(" for ").last().unwrap_or(after).trim_start();
+        let path = target.split(['<', ' ', '{']).next().unwrap_or(target);
+        return Some(path.rsplit("::").next().unwrap_or(path).to_owned()).filter(|n| !n.is_empty());
+    }
+    for keyword in [
+        "fn ", "struct ", "enum ", "const ", "static ", "type ", "trait ", "mod ", "union ",
+    ] {
+        if let Some(after) = rest.strip_prefix(keyword) {
+            let name = ident(after.trim_start_matches("mut "));
+            return (!name.is_empty()).then_some(name);
+        }
+    }
+    if let Some(after) = rest.strip_prefix("macro_rules! ") {
+        return Some(format!("{}!", ident(after)));
+    }
+    // A macro invocation at the top level: `kinds! {`.
+    let name = ident(rest);
+    let after = &rest[name.len()..];
+    (!name.is_empty() && after.starts_with('!')).then(|| format!("{name}!"))
+}
+
+/// The groups of `items` that name no item of another group, each as the items it holds.
+pub fn unconnected_groups(items: &[Item]) -> Vec<Vec<&Item>> {
+    let mut parent: Vec<usize> = (0..items.len()).collect();
+    fn root(parent: &mut [usize], mut x: usize) -> usize {
+        while parent[x] != x {
+            parent[x] = parent[parent[x]];
+            x = parent[x];
+        }
+        x
+    }
+    for a in 0..items.len() {
+        for b in 0..items.len() {
+            let bare = items[b].name.trim_end_matches('!');
+            let named = items[a].uses.contains(bare)
+                || items[b].declares.iter().any(|d| items[a].uses.contains(d));
+            if a != b && (items[a].name == items[b].name || named) {
+                let (ra, rb) = (root(&mut parent, a), root(&mut parent, b));
+                parent[ra] = rb;
+            }
+        }
+    }
+    let mut groups: std::collections::BTreeMap<usize, Vec<&Item>> = Default::default();
+    for (i, item) in items.iter().enumerate() {
+        let r = root(&mut parent, i);
+        groups.entry(r).or_default().push(item);
+    }
+    groups.into_values().collect()
+}
+
+#[cfg(test)]
+mod item_tests {
+    use super::*;
+
+    #[test]
+    fn items_and_what_connects_them() {
+        let text = "//! doc\nuse x::y;\n\npub struct Repo {\n    a: u8,\n}\n\nimpl<T> From<T> for Repo {\n    fn from(_: T) -> Repo { todo!() }\n}\n\npub(crate) fn open() -> Repo {\n    let s = \"fn lone() {\";\n    Repo { a: 1 }\n}\n\nfn lone() {}\n\nkinds! {\n    \"x\" => X(Repo),\n}\n\nconst N: usize = 3;\n\nwords! {\n    pub enum Autonomy { Auto = \"auto\", }\n}\n\nfn level() -> Autonomy { todo!() }\n";
+        let found = items(text);
+        let names: Vec<&str> = found.iter().map(|i| i.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["Repo", "Repo", "open", "lone", "kinds!", "N", "words!", "level"]
+        );
+        assert_eq!((found[2].first, found[2].last), (12, 15));
+        let groups: Vec<Vec<&str>> = unconnected_groups(&found)
+            .into_iter()
+            .map(|g| g.iter().map(|i| i.name.as_str()).collect())
+            .collect();
+        assert_eq!(groups.len(), 4, "{groups:?}");
+        assert!(groups.contains(&vec!["Repo", "Repo", "open", "kinds!"]));
+        // What a macro invocation declares connects it to what uses it.
+        assert!(groups.contains(&vec!["words!", "level"]));
+    }
+}

@@ -165,7 +165,7 @@ impl<'a> Demo<'a> {
         ];
         cmd.env_remove = ["SPECIFY_FEATURE_DIRECTORY", "SPECIFY_FEATURE"]
             .iter()
-            .chain(crate::env::REPO_REDIRECTING_VARS)
+            .chain(crate::env::child::REPO_REDIRECTING_VARS)
             .map(|k| k.to_string())
             .collect();
         cmd

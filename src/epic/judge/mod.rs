@@ -7,7 +7,7 @@
 //!   with the diff (so is a story that deletes or empties tests, or works outside its scope);
 //! - **on the commit it pushes**, in a clean checkout of exactly that commit (a repository
 //!   of its own, so nothing an agent left in its worktree counts), with no credential in
-//!   the environment ([`crate::env::untrusted`]);
+//!   the environment ([`crate::env::child::untrusted`]);
 //! - **counting**: the number of tests the runner reports passing may not fall below the
 //!   base's;
 //! - **with tests the agents never saw**: the acceptance tests written from the story's

@@ -172,7 +172,7 @@ pub(super) fn run_on(
         program: "/bin/sh".into(),
         args: vec!["-c".into(), command.to_owned()],
         cwd: checkout,
-        env: crate::env::untrusted(&walls_env),
+        env: crate::env::child::untrusted(&walls_env),
         env_remove: Vec::new(),
         clear_env: true,
         stdin: None,
