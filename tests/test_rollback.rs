@@ -354,7 +354,13 @@ fn rollback_then_undo_gives_back_every_byte_whatever_the_attributes_and_filters(
         assert_eq!(read(&wt, "words.low"), "LOWER\n", "the checkpoint's files");
         // The safety checkpoint's tree is git's view of what was left; the bytes that view
         // does not give back are kept beside it, and only those.
-        assert_eq!(rolled["safety"]["tree"], before.as_str());
+        let safety = rolled["safety"]["tree"].as_str().unwrap_or_default();
+        assert_eq!(
+            safety,
+            before.as_str(),
+            "files_only {files_only}: the safety checkpoint differs from git's view: {}",
+            env.git(&repo, &["diff-tree", "-r", "--raw", &before, safety])
+        );
         let raw = rolled["safety"]["raw"].as_str().expect("raw bytes kept");
         let kept = env.git(&repo, &["ls-tree", "-r", "--name-only", raw]);
         // A filter whose program is missing stores and writes the bytes as they are: they come
