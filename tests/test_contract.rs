@@ -12,6 +12,8 @@ use git_bmad::config::Config;
 use git_bmad::policy::rules::CATALOGUE;
 use git_bmad::session::Body;
 
+use crate::common::rust_source::{project_sources, without_unit_tests};
+
 fn contract() -> String {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/architecture.md");
     std::fs::read_to_string(path).unwrap()
@@ -25,6 +27,15 @@ fn section<'a>(doc: &'a str, heading: &str) -> &'a str {
     let rest = &doc[start + 1..];
     let end = rest[3..].find("\n## ").map_or(rest.len(), |e| e + 3);
     &rest[..end]
+}
+
+/// The paragraph of `text` that begins with `marker`, up to the blank line after it.
+fn paragraph<'a>(text: &'a str, marker: &str) -> &'a str {
+    let start = text
+        .find(marker)
+        .unwrap_or_else(|| panic!("docs/architecture.md has no paragraph `{marker}`"));
+    let end = text[start..].find("\n\n").map_or(text.len(), |e| start + e);
+    &text[start..end]
 }
 
 /// The rows of the first table in `text` after a line starting with `| <first header>`, as
@@ -291,9 +302,7 @@ fn the_journal_kinds_are_the_schemas() {
 fn the_rule_ids_are_the_catalogues() {
     let doc = contract();
     let text = section(&doc, "6.");
-    let start = text.find("Rule ids").expect("§6 names the rule ids");
-    let end = start + text[start..].find("\n\n").unwrap_or(text.len() - start);
-    let documented: BTreeSet<&str> = code_spans(&text[start..end])
+    let documented: BTreeSet<&str> = code_spans(paragraph(text, "Rule ids"))
         .into_iter()
         .filter(|s| *s != "rule")
         .collect();
@@ -308,11 +317,7 @@ fn the_rule_ids_are_the_catalogues() {
 fn the_exit_codes_are_the_clis() {
     let doc = contract();
     let text = section(&doc, "6.");
-    let start = text
-        .find("**Exit codes**")
-        .expect("§6 names the exit codes");
-    let end = text[start..].find("\n\n").map_or(text.len(), |e| start + e);
-    let line = &text[start..end];
+    let line = paragraph(text, "**Exit codes**");
     let documented: BTreeSet<u8> = line
         .split('·')
         .filter_map(|item| {
@@ -430,30 +435,9 @@ fn the_config_keys_are_the_config_types() {
 
 /// The string literals of `src/` outside unit tests.
 fn source_literals() -> String {
-    let mut files = Vec::new();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut stack = vec![src];
-    while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                files.push(path);
-            }
-        }
-    }
-    files
+    project_sources()
         .iter()
-        .map(|f| {
-            let text = std::fs::read_to_string(f).unwrap();
-            let code = text
-                .split("#[cfg(test)]\nmod tests")
-                .next()
-                .unwrap_or_default()
-                .to_owned();
-            code
-        })
+        .map(|(_, text)| without_unit_tests(text))
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -519,11 +503,8 @@ fn every_file_the_contract_puts_under_git_is_named_by_the_code() {
 fn the_variables_git_bmad_reads_are_its_table() {
     let doc = contract();
     let text = section(&doc, "7.");
-    let start = text
-        .find("git-bmad reads these of its own environment")
-        .expect("§7 names the variables git-bmad reads");
-    let end = text[start..].find("\n\n").map_or(text.len(), |e| start + e);
-    let documented: BTreeSet<&str> = code_spans(&text[start..end])
+    let read_here = paragraph(text, "git-bmad reads these of its own environment");
+    let documented: BTreeSet<&str> = code_spans(read_here)
         .into_iter()
         .flat_map(|s| s.split('/'))
         .filter(|s| s.chars().all(|c| c.is_ascii_uppercase() || c == '_'))

@@ -6,7 +6,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use crate::common::rust_source::{code_only, items, module_of, named_paths, unconnected_groups};
+use crate::common::rust_source::{
+    code_only, items, module_of, named_paths, project_sources, unconnected_groups,
+    without_unit_tests,
+};
 
 /// Leaf helpers every layer may use; they themselves import nothing of ours.
 const HELPERS: &[&str] = &["diagnostic", "env", "fs", "paths", "text", "time"];
@@ -53,42 +56,9 @@ fn allowed() -> BTreeMap<&'static str, &'static [&'static str]> {
     ])
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
-/// The `src/` folder and every Rust file in it.
-fn source_files() -> (PathBuf, Vec<PathBuf>) {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    (src, files)
-}
-
 /// Every Rust file of `src/`: its path inside `src/` and its text.
 fn sources() -> Vec<(PathBuf, String)> {
-    let (src, files) = source_files();
-    files
-        .into_iter()
-        .map(|f| {
-            let text = std::fs::read_to_string(&f).unwrap();
-            (f.strip_prefix(&src).unwrap().to_owned(), text)
-        })
-        .collect()
-}
-
-/// A file's code without its unit tests (which may reach anywhere).
-fn without_unit_tests(text: &str) -> &str {
-    text.split("#[cfg(test)]\nmod tests")
-        .next()
-        .unwrap_or_default()
+    project_sources()
 }
 
 /// Each import of `sources` the contract's table does not allow, and how many files were
@@ -280,10 +250,8 @@ const UNSAFE_ALLOWED: &[(&str, usize)] = &[
 
 #[test]
 fn unsafe_code_is_only_where_std_demands_it() {
-    let (src, files) = source_files();
     let mut found = BTreeMap::new();
-    for file in &files {
-        let text = std::fs::read_to_string(file).unwrap();
+    for (rel, text) in sources() {
         let count = text
             .lines()
             .map(|l| l.split("//").next().unwrap_or_default())
@@ -294,8 +262,7 @@ fn unsafe_code_is_only_where_std_demands_it() {
             })
             .count();
         if count > 0 {
-            let rel = file.strip_prefix(&src).unwrap().to_string_lossy();
-            found.insert(rel.into_owned(), count);
+            found.insert(rel.to_string_lossy().into_owned(), count);
         }
     }
     let allowed: BTreeMap<String, usize> = UNSAFE_ALLOWED
@@ -341,23 +308,14 @@ fn every_test_file_is_part_of_the_test_binary() {
 
 #[test]
 fn processes_are_started_only_by_the_git_and_runner_layers() {
-    let (src, files) = source_files();
     let mut spawning = Vec::new();
-    for file in &files {
-        let rel = file
-            .strip_prefix(&src)
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
+    for (rel, text) in sources() {
+        let rel = rel.to_string_lossy().into_owned();
         if rel.starts_with("git/") || rel.starts_with("runner/") {
             continue;
         }
-        let text = std::fs::read_to_string(file).unwrap();
         // Unit tests may run what they like.
-        let code = text
-            .split("#[cfg(test)]\nmod tests")
-            .next()
-            .unwrap_or_default();
+        let code = without_unit_tests(&text);
         for (n, line) in code.lines().enumerate() {
             let line = line.split("//").next().unwrap_or_default();
             if line.contains("Command::new") || line.contains("process::Command") {
@@ -658,11 +616,9 @@ fn function_lengths(text: &str) -> Vec<(String, usize, usize)> {
 
 #[test]
 fn no_function_is_long_without_a_reason() {
-    let (src, files) = source_files();
     let mut long = Vec::new();
     let mut measured = 0;
-    for file in files {
-        let text = std::fs::read_to_string(&file).unwrap();
+    for (rel, text) in sources() {
         let lines: Vec<&str> = text.lines().collect();
         for (name, start, length) in function_lengths(&text) {
             measured += 1;
@@ -680,8 +636,10 @@ fn no_function_is_long_without_a_reason() {
                 .copied()
                 .collect();
             if !doc.iter().any(|l| l.contains("Why this function is long:")) {
-                let rel = file.strip_prefix(&src).unwrap().display().to_string();
-                long.push(format!("src/{rel}:{start} {name} ({length} lines)"));
+                long.push(format!(
+                    "src/{}:{start} {name} ({length} lines)",
+                    rel.display()
+                ));
             }
         }
     }

@@ -2,7 +2,38 @@
 //! names, with `crate::`, `super::` and `self::` paths made absolute (grouped, nested, over
 //! several lines, inside inline modules), reading code only (not comments or strings).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// Every Rust file under `dir`: its path inside `dir` and its text.
+pub fn sources_under(dir: &Path) -> Vec<(PathBuf, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(next) = stack.pop() {
+        for entry in std::fs::read_dir(&next).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                out.push((path.strip_prefix(dir).unwrap().to_owned(), text));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Every Rust file of this project's `src/`, as [`sources_under`] gives them.
+pub fn project_sources() -> Vec<(PathBuf, String)> {
+    sources_under(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src"))
+}
+
+/// A file's code without its unit tests (which may reach anywhere).
+pub fn without_unit_tests(text: &str) -> &str {
+    text.split("#[cfg(test)]\nmod tests")
+        .next()
+        .unwrap_or_default()
+}
 
 /// The module a file of `src/` is, as crate-relative names: `git/watch/mod.rs` is
 /// `git::watch`, `git/watch/daemon.rs` is `git::watch::daemon`, `lib.rs` is the root.
@@ -351,11 +382,7 @@ pub struct Item {
 /// The top-level items of `text` (code only: comments and strings do not count), unit tests
 /// left out.
 pub fn items(text: &str) -> Vec<Item> {
-    let text = text
-        .split("#[cfg(test)]\nmod tests")
-        .next()
-        .unwrap_or_default();
-    let code = code_only(text);
+    let code = code_only(without_unit_tests(text));
     let lines: Vec<&str> = code.lines().collect();
     let mut out = Vec::new();
     let mut i = 0;
