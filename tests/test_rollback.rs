@@ -84,6 +84,83 @@ fn rollback_never_touches_ignored_files() {
     );
 }
 
+/// An agent stages a file and edits it again in the same second, to the same size: git's
+/// stat data (whole seconds here) cannot tell the two apart, only the index's own time says
+/// the entry must be read again. The rollback's safety checkpoint holds the edit, and undo
+/// gives it back.
+#[test]
+fn an_edit_in_the_second_its_file_was_staged_survives_rollback_and_undo() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (_, wt) = env.start(&repo, "feature-x");
+    write(&wt, "plan.md", "the plan\n");
+    env.bmad(&wt, &["checkpoint", "-m", "plan"]).success();
+    let plan = env.last_checkpoint(&wt);
+
+    // Staged, then edited, then the rollback a second later: tried until no second's
+    // boundary falls between the staging and the edit.
+    use std::os::unix::fs::MetadataExt;
+    let mut tries = 0;
+    let staged_second = loop {
+        tries += 1;
+        assert!(tries <= 10, "could not stage and edit within one second");
+        sleep_to_the_next_second();
+        write(&wt, "plan.md", "draft one\n");
+        env.git(&wt, &["add", "plan.md"]);
+        write(&wt, "plan.md", "draft two\n");
+        let entry = env.git(&wt, &["ls-files", "--debug", "plan.md"]);
+        let seconds = |field: &str| {
+            let line = entry.lines().find(|l| l.trim_start().starts_with(field));
+            line.and_then(|l| l.split(':').nth(1))
+                .map(|s| s.trim().parse::<i64>().expect("seconds"))
+        };
+        let meta = std::fs::metadata(wt.join("plan.md")).unwrap();
+        let index = env.git(
+            &wt,
+            &["rev-parse", "--path-format=absolute", "--git-path", "index"],
+        );
+        let index_written = std::fs::metadata(index.trim()).unwrap().mtime();
+        let second = meta.mtime();
+        if seconds("mtime") == Some(second)
+            && seconds("ctime") == Some(meta.ctime())
+            && index_written == second
+        {
+            break second;
+        }
+    };
+    sleep_to_the_next_second();
+    assert!(now_seconds() > staged_second);
+
+    let rolled = env
+        .bmad(&wt, &["rollback", &plan, "--json"])
+        .success()
+        .json();
+    assert_eq!(read(&wt, "plan.md"), "the plan\n");
+    let safety = rolled["safety"]["tree"].as_str().expect("the safety tree");
+    assert_eq!(
+        env.git(&repo, &["cat-file", "blob", &format!("{safety}:plan.md")]),
+        "draft two\n",
+        "the safety checkpoint holds the edit"
+    );
+    env.bmad(&wt, &["undo"]).success();
+    assert_eq!(read(&wt, "plan.md"), "draft two\n");
+}
+
+/// Seconds since the Unix epoch.
+fn now_seconds() -> i64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    now.expect("a clock after 1970").as_secs() as i64
+}
+
+/// Sleep into the next second, past the kernel's file-time tick (which lags the clock).
+fn sleep_to_the_next_second() {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    let into = now.expect("a clock after 1970").subsec_nanos();
+    std::thread::sleep(std::time::Duration::from_nanos(
+        u64::from(1_000_000_000 - into) + 20_000_000,
+    ));
+}
+
 #[test]
 fn rollback_by_step_and_bad_targets() {
     let env = TestEnv::new();

@@ -88,6 +88,10 @@ impl Repo {
     /// index, which git reads as an empty one; an empty file it refuses):
     /// its stat cache keeps `add -A` and `read-tree -u` cheap, and the real index, which an
     /// agent may be staging into, is never written. Deleted when dropped.
+    ///
+    /// The copy keeps the index's modification time: git re-reads a file stamped no earlier
+    /// than its index (racy git), and a copy stamped now would have it trust the stat data
+    /// of a file rewritten, same size, in the second git checked it out, and miss the edit.
     pub fn copy_index(&self) -> Result<tempfile::NamedTempFile> {
         let copy = tempfile::Builder::new()
             .prefix("bmad-index-")
@@ -97,6 +101,12 @@ impl Repo {
         if real.exists() {
             std::fs::copy(&real, copy.path())
                 .map_err(|e| Error::io("could not copy the index", &real, e))?;
+            let written = std::fs::metadata(&real)
+                .and_then(|meta| meta.modified())
+                .map_err(|e| Error::io("could not read the time of", &real, e))?;
+            copy.as_file()
+                .set_modified(written)
+                .map_err(|e| Error::io("could not keep the index's time on", copy.path(), e))?;
         } else {
             // A worktree whose checkout was interrupted; the name stays reserved by `copy`,
             // which deletes whatever git writes there when dropped.
