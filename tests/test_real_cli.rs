@@ -681,8 +681,9 @@ fn a_codex_stream_that_reconnects_and_recovers_passes() {
     assert!(stdout.contains("Reconnecting"), "{stdout}");
 }
 
-/// Codex and Gemini report no cost, so a dollar budget is refused for them; a token budget
-/// counts what every CLI reports (cache included) and stops the run between steps.
+/// A token budget counts what every CLI reports (cache included) and stops the run between
+/// steps. Codex names no model in its output, so a dollar budget is refused for it until
+/// the configuration names one (its tokens are priced by model).
 #[test]
 #[cfg_attr(
     not(feature = "external-tests"),
@@ -698,13 +699,15 @@ fn a_token_budget_stops_every_cli_between_steps() {
                 cli.name()
             )
         };
-        if cli != Cli::Claude {
+        if cli == Cli::Codex {
             world.configure(&config("budget_usd: 1"));
             let refused = world.run();
             assert_ne!(refused.code, 0, "{}", world.explain(&refused));
             assert!(
-                refused.stderr.contains("reports no cost")
-                    && refused.stderr.contains("budget_tokens"),
+                refused
+                    .stderr
+                    .contains("codex does not say which model it ran")
+                    && refused.stderr.contains("orchestration.agents.<role>.model"),
                 "{}",
                 refused.stderr
             );
@@ -734,6 +737,123 @@ fn a_token_budget_stops_every_cli_between_steps() {
             world.explain(&run)
         );
     }
+}
+
+/// Codex and Gemini report tokens, not dollars: a dollar budget counts their tokens at their
+/// model's price (here one the configuration gives), the ledger keeps per model what the
+/// model API served, and the run stops at the budget between steps. A model with no price
+/// (Gemini's, chosen by `GEMINI_MODEL`, which git-bmad cannot see beforehand) stops the run
+/// before what it spends goes uncounted; once priced, `resume` goes on and counts it.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
+fn a_dollar_budget_counts_codex_and_gemini_tokens_at_their_models_price() {
+    let two_steps = "name: scenario\nsteps:\n  - id: implement\n    role: dev\n    command: Create src/hello.txt, run the tests and commit\n    timeout: 120s\n    postconditions: [{file_exists: src/hello.txt}, tests_pass]\n  - {id: again, role: dev, command: Do it again, timeout: 120s}\n";
+    // Per request the scripted API serves 100 fresh input tokens, 1,000 cached and 20 out:
+    // at these prices, $0.01 + $0.01 + $0.02.
+    let price = "{input: 100, cached_input: 10, output: 1000}";
+    for cli in [Cli::Codex, Cli::Gemini] {
+        let world = World::new(cli, honest(), two_steps);
+        world.configure(&format!(
+            "runners:\n  default: {}\nchecks:\n  test_command: sh test.sh\norchestration:\n  budget_usd: 0.05\n  agents:\n    dev: {{model: test-model}}\n  prices:\n    test-model: {price}\n",
+            cli.name()
+        ));
+        let run = world.run();
+        assert_eq!(run.code, 6, "{}", world.explain(&run));
+        let done = world.named("step_completed");
+        assert_eq!(done.len(), 1, "{}", world.explain(&run));
+        let served = world
+            .api
+            .seen()
+            .iter()
+            .filter(|r| {
+                let line = r.line.to_ascii_lowercase();
+                (line.contains("/responses") || line.contains("generatecontent"))
+                    && !line.contains("counttokens")
+            })
+            .count() as u64;
+        let usage = done[0]["detail"]["usage"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let sum = |key: &str| {
+            usage
+                .iter()
+                .map(|u| u[key].as_u64().unwrap_or(0))
+                .sum::<u64>()
+        };
+        assert_eq!(
+            (sum("tokens_in"), sum("tokens_cached"), sum("tokens_out")),
+            (100 * served, 1000 * served, 20 * served),
+            "{cli:?}: the ledger holds what the API served ({served} requests)\n{}",
+            world.explain(&run)
+        );
+        let ours = usage.iter().find(|u| u["model"] == "test-model");
+        let ours = ours.unwrap_or_else(|| panic!("{cli:?}: no test-model usage: {usage:?}"));
+        let tokens = |key: &str| ours[key].as_u64().unwrap_or(0) as f64;
+        let expected = (tokens("tokens_in") * 100.0
+            + tokens("tokens_cached") * 10.0
+            + tokens("tokens_out") * 1000.0)
+            / 1e6;
+        assert!(
+            (ours["cost_usd"].as_f64().unwrap_or(-1.0) - expected).abs() < 1e-9,
+            "{ours}"
+        );
+        let cost = done[0]["detail"]["cost_usd"].as_f64().unwrap_or(0.0);
+        let per_model: f64 = usage.iter().filter_map(|u| u["cost_usd"].as_f64()).sum();
+        assert!(
+            (cost - per_model).abs() < 1e-9 && cost >= 0.05,
+            "{cost} {per_model}"
+        );
+        assert_eq!(done[0]["detail"]["cost_priced"], true);
+        let limit = world.named("limit_budget_reached");
+        assert_eq!(limit.len(), 1, "{}", world.explain(&run));
+        assert!(
+            run.stdout.contains("of the $0.05 budget"),
+            "{}",
+            world.explain(&run)
+        );
+    }
+
+    // Gemini running a model git-bmad has no price for.
+    let world = World::new(Cli::Gemini, honest(), two_steps);
+    let config = "runners:\n  default: gemini\nchecks:\n  test_command: sh test.sh\norchestration:\n  budget_usd: 5\n";
+    world.configure(config);
+    let with_model = |args: &[&str]| {
+        let mut cmd = world.env.bmad_command(&world.worktree);
+        with_model(&mut cmd, &world.api.url());
+        cmd.env("GEMINI_MODEL", "bmad-unreleased-model").args(args);
+        Run::from(cmd.output().expect("spawn git-bmad"))
+    };
+    let run = with_model(&["run", "scenario"]);
+    assert_eq!(run.code, 6, "{}", world.explain(&run));
+    assert!(
+        run.stdout
+            .contains("bmad-unreleased-model, which git-bmad has no price for")
+            && run.stderr.contains("orchestration.prices"),
+        "{}",
+        world.explain(&run)
+    );
+    let limit = &world.named("limit_budget_reached")[0];
+    assert_eq!(
+        limit["detail"]["unpriced"][0], "bmad-unreleased-model",
+        "{limit}"
+    );
+    assert_eq!(world.named("step_completed").len(), 1);
+    world.configure(&format!(
+        "{config}  prices:\n    bmad-unreleased-model: {price}\n"
+    ));
+    let resumed = with_model(&["resume"]);
+    assert_eq!(resumed.code, 0, "{}", world.explain(&resumed));
+    let done = world.named("step_completed");
+    assert_eq!(done.len(), 2, "{}", world.explain(&resumed));
+    assert!(
+        done[1]["detail"]["cost_usd"].as_f64().unwrap_or(0.0) > 0.0,
+        "{}",
+        done[1]
+    );
 }
 
 /// The built-in auto-feature playbook with the real Claude Code and the default config

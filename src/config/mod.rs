@@ -23,7 +23,7 @@ use serde::Deserialize;
 pub use detect::{detect_test_command, DetectedTests};
 pub use epic::{EpicConfig, Switch};
 pub use error::{Error, Result};
-pub use orchestration::{Assignment, OrchestrationConfig, ProgressMode};
+pub use orchestration::{Assignment, ModelPrice, OrchestrationConfig, ProgressMode};
 pub use runners::{CliConfig, RunnersConfig, Sandbox, SandboxPaths};
 pub use template::{template_for, TEMPLATE};
 

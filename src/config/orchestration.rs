@@ -8,9 +8,11 @@
 //!     sm:  {runner: claude, model: claude-sonnet-4-5}
 //!     dev: {runner: codex, model: gpt-5-codex, api_key_env: OPENAI_API_KEY_DEV}
 //!   max_concurrent_agents: 2
-//!   budget_usd: 20        # for CLIs that report cost (Claude Code)
+//!   budget_usd: 20        # what the CLIs report, or their tokens at the models' prices
 //!   budget_tokens: 2000000  # for any that reports tokens (Claude, Codex, Gemini)
 //!   escalation_threshold: 0.5
+//!   prices:               # US dollars per million tokens, over git-bmad's own table
+//!     my-fine-tune: {input: 3, output: 12, cached_input: 0.3}
 //! ```
 //!
 //! API keys are named by environment variable, never written here: a config file is
@@ -30,7 +32,8 @@ pub struct OrchestrationConfig {
     pub agents: BTreeMap<String, Assignment>,
     /// Steps of a parallel phase running at once, at most (1–16).
     pub max_concurrent_agents: u32,
-    /// Stop the run once agents have reported this much cost, in US dollars.
+    /// Stop the run once agents have spent this much, in US dollars: the cost a CLI reports,
+    /// else the tokens it reports at their model's price.
     pub budget_usd: Option<f64>,
     /// Stop the run once agents have reported this many tokens (input, cache and output):
     /// the budget that applies to CLIs that report no cost.
@@ -39,6 +42,21 @@ pub struct OrchestrationConfig {
     pub escalation_threshold: f64,
     /// How `run`, `resume` and `answer` show progress (git config `bmad.progress`).
     pub progress: ProgressMode,
+    /// Prices of models, by model name, over git-bmad's own table (`runner::prices`).
+    pub prices: BTreeMap<String, ModelPrice>,
+}
+
+/// What a model's tokens cost, in US dollars per million.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ModelPrice {
+    /// Each input token read fresh (a cache write counts as one).
+    pub input: f64,
+    /// Each output token (reasoning included).
+    pub output: f64,
+    /// Each input token read from the prompt cache; the input price when not given.
+    #[serde(default)]
+    pub cached_input: Option<f64>,
 }
 
 /// How a run shows its progress.
@@ -79,6 +97,7 @@ impl Default for OrchestrationConfig {
             budget_tokens: None,
             escalation_threshold: 0.5,
             progress: ProgressMode::Verbose,
+            prices: BTreeMap::new(),
         }
     }
 }
@@ -150,6 +169,21 @@ impl OrchestrationConfig {
         if self.budget_tokens == Some(0) {
             out.push("orchestration.budget_tokens: 0 would stop the run before its first step; give a positive number of tokens".into());
         }
+        for (model, price) in &self.prices {
+            let amounts = [Some(price.input), Some(price.output), price.cached_input];
+            if model.trim().is_empty() {
+                out.push("orchestration.prices: a price needs the model's name as its key".into());
+            }
+            if amounts
+                .iter()
+                .flatten()
+                .any(|a| !(a.is_finite() && *a >= 0.0))
+            {
+                out.push(format!(
+                    "orchestration.prices.{model}: input, output and cached_input are US dollars per million tokens, 0 or more"
+                ));
+            }
+        }
         if !(0.0..=1.0).contains(&self.escalation_threshold) {
             out.push(format!(
                 "orchestration.escalation_threshold: {} is outside 0–1 (0.5 shows gates below 50% confidence in full)",
@@ -191,5 +225,20 @@ mod tests {
         let e = super::super::yaml::from_str::<OrchestrationConfig>("agents:\n  dev: {modle: x}\n")
             .unwrap_err();
         assert!(e.message.contains("unknown field `modle`"), "{e}");
+    }
+
+    #[test]
+    fn prices_are_dollars_per_million_tokens_and_nothing_else() {
+        let o = parse("prices:\n  my-model: {input: 3, output: 15}\n  other: {input: 1, output: 2, cached_input: 0.1}\n");
+        assert!(o.problems().is_empty(), "{:?}", o.problems());
+        assert_eq!(o.prices["my-model"].cached_input, None);
+        let bad = parse("prices:\n  my-model: {input: -3, output: 15}\n");
+        assert_eq!(bad.problems().len(), 1, "{:?}", bad.problems());
+        assert!(bad.problems()[0].starts_with("orchestration.prices.my-model: "));
+        let e = super::super::yaml::from_str::<OrchestrationConfig>(
+            "prices:\n  m: {input: 1, outptu: 2}\n",
+        )
+        .unwrap_err();
+        assert!(e.message.contains("unknown field `outptu`"), "{e}");
     }
 }

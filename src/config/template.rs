@@ -81,11 +81,15 @@ orchestration:
   #   qa:  {runner: claude, model: claude-sonnet-4-5}
   # Steps of a parallel phase that run at once.
   max_concurrent_agents: 4
-  # Stop a run once the agents have reported spending this much (US dollars; only
-  # Claude Code reports cost).
+  # Stop a run once the agents have spent this much (US dollars): what Claude Code reports,
+  # and Codex's and Gemini's tokens at their model's price (git-bmad's table, or `prices`).
   # budget_usd: 20
   # Or once they have used this many tokens, cache included (Claude, Codex, Gemini).
   # budget_tokens: 5000000
+  # Prices of models git-bmad's table lacks or that you pay differently for, in US dollars
+  # per million tokens.
+  # prices:
+  #   my-fine-tune: {input: 3, output: 12, cached_input: 0.3}
   # Gates whose confidence is below this (0-1) are shown in full.
   escalation_threshold: 0.5
   # How run, resume and answer show progress (git config bmad.progress): verbose (every

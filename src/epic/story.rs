@@ -472,9 +472,14 @@ pub(super) fn pipeline_end(
         Outcome::Interrupted => Some((None, End::Interrupted)),
         Outcome::Aborted => failed("aborted by a human at a gate".into()),
         Outcome::Failed { steps } => failed(format!("step {} failed", steps.join(", "))),
+        Outcome::BudgetLimit { unpriced, .. } if !unpriced.is_empty() => failed(format!(
+            "stopped: {} ran with no price, so the budget cannot count what it spent; price it under orchestration.prices in .bmad/config.yaml, then git bmad epic resume",
+            unpriced.join(", ")
+        )),
         Outcome::BudgetLimit {
             limit_micro_usd,
             spent_micro_usd,
+            ..
         } => failed(format!(
             "stopped at the budget: {} spent of {}; with more (--budget-usd), git bmad epic resume runs it on",
             dollars(*spent_micro_usd as f64 / 1e6),
@@ -580,6 +585,7 @@ mod tests {
         let budget = Outcome::BudgetLimit {
             limit_micro_usd: 3_000_000,
             spent_micro_usd: 3_010_000,
+            unpriced: Vec::new(),
         };
         let (stage, _) = pipeline_end(&budget, wt).unwrap();
         assert!(stage

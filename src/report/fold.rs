@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use super::{
-    CheckRun, Evidence, GateReport, Outcome, Problem, Progress, SessionReport, TimelineEntry,
+    CheckRun, Evidence, GateReport, ModelLine, Outcome, Problem, Progress, SessionReport,
+    TimelineEntry,
 };
 use crate::session::run_state::{limit_text, Ended, RunState, Stop, StopKind};
 use crate::session::schema::{Answer, GateKind, StepOutcome};
@@ -47,6 +48,7 @@ pub fn fold(session: &session::Session, events: &[Event], window: Window) -> Opt
         agent_time_ms: 0,
         tokens: 0,
         cost_usd: 0.0,
+        models: Vec::new(),
         timeline: Vec::new(),
     };
     let mut checks: BTreeMap<(Option<String>, String), CheckRun> = BTreeMap::new();
@@ -63,8 +65,7 @@ pub fn fold(session: &session::Session, events: &[Event], window: Window) -> Opt
         }
         if let Some(outcome) = step_outcome(&event.body) {
             report.agent_time_ms += event.duration_ms.unwrap_or(0);
-            report.tokens += outcome.tokens_in.unwrap_or(0) + outcome.tokens_out.unwrap_or(0);
-            report.cost_usd += outcome.cost_usd.unwrap_or(0.0);
+            add_spend(&mut report, outcome);
             for check in &outcome.checks {
                 let run = CheckRun {
                     step: event.step.clone(),
@@ -227,6 +228,23 @@ fn problem(event: &Event) -> Option<Problem> {
     })
 }
 
+/// A step's tokens and cost, in all and per model.
+fn add_spend(report: &mut SessionReport, outcome: &StepOutcome) {
+    report.tokens += outcome.tokens_in.unwrap_or(0) + outcome.tokens_out.unwrap_or(0);
+    report.cost_usd += outcome.cost_usd.unwrap_or(0.0);
+    for used in &outcome.usage {
+        let line = ModelLine {
+            model: used.model.clone(),
+            tokens_in: used.tokens_in,
+            tokens_cached: used.tokens_cached,
+            tokens_out: used.tokens_out,
+            cost_usd: used.cost_usd.unwrap_or(0.0),
+            unpriced: used.cost_usd.is_none() && outcome.cost_usd.is_none(),
+        };
+        ModelLine::add_to(&mut report.models, &line);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
@@ -294,6 +312,46 @@ mod tests {
         ];
         all.extend(extra.iter().cloned());
         events(&all)
+    }
+
+    #[test]
+    fn spend_is_told_per_model_with_what_had_no_price() {
+        let used = |model: &str, cost: Option<f64>| json!({"model": model, "tokens_in": 100, "tokens_cached": 1000, "tokens_out": 20, "cost_usd": cost});
+        let ran = run(&[
+            (
+                "step_completed",
+                Some("a"),
+                json!({"cost_usd": 0.5, "cost_priced": true, "usage": [used("gpt-5", Some(0.5))]}),
+            ),
+            (
+                "step_failed",
+                Some("b"),
+                json!({"usage": [used("gpt-5", Some(0.25)), used("my-model", None)]}),
+            ),
+        ]);
+        let report = fold(&session(), &ran, window(0, 10)).unwrap();
+        let [gpt, mine] = report.models.as_slice() else {
+            panic!("{:?}", report.models)
+        };
+        assert_eq!(
+            (
+                gpt.model.as_str(),
+                gpt.tokens_in,
+                gpt.tokens_cached,
+                gpt.tokens_out
+            ),
+            ("gpt-5", 200, 2000, 40)
+        );
+        assert!(
+            (gpt.cost_usd - 0.75).abs() < 1e-9 && !gpt.unpriced,
+            "{gpt:?}"
+        );
+        assert!(mine.unpriced, "{mine:?}");
+        let text = super::super::text::models_line(&report.models).unwrap_or_default();
+        assert_eq!(
+            text,
+            "by model: gpt-5 $0.75 (200 in, 2000 cached, 40 out); my-model $0.00 and unpriced tokens (100 in, 1000 cached, 20 out)"
+        );
     }
 
     #[test]

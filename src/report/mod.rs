@@ -68,8 +68,49 @@ pub struct Summary {
     pub agent_time_ms: u64,
     /// Tokens in and out.
     pub tokens: u64,
-    /// Cost as the agents reported it, USD.
+    /// Cost as the agents reported it, or their tokens priced, USD.
     pub cost_usd: f64,
+    /// Tokens and cost per model.
+    pub models: Vec<ModelLine>,
+}
+
+/// What one model used and cost over a period.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ModelLine {
+    /// The model; empty when neither its CLI nor the call named it.
+    pub model: String,
+    /// Input tokens read fresh.
+    pub tokens_in: u64,
+    /// Input tokens read from the prompt cache.
+    pub tokens_cached: u64,
+    /// Output tokens.
+    pub tokens_out: u64,
+    /// What it cost as far as known, USD.
+    pub cost_usd: f64,
+    /// Some of its tokens had no price and no reported cost.
+    pub unpriced: bool,
+}
+
+impl ModelLine {
+    /// Add `other`'s tokens and cost to `lines`, under its model.
+    pub fn add_to(lines: &mut Vec<ModelLine>, other: &ModelLine) {
+        let at = match lines.iter().position(|l| l.model == other.model) {
+            Some(at) => at,
+            None => {
+                lines.push(ModelLine {
+                    model: other.model.clone(),
+                    ..ModelLine::default()
+                });
+                lines.len() - 1
+            }
+        };
+        let line = &mut lines[at];
+        line.tokens_in += other.tokens_in;
+        line.tokens_cached += other.tokens_cached;
+        line.tokens_out += other.tokens_out;
+        line.cost_usd += other.cost_usd;
+        line.unpriced |= other.unpriced;
+    }
 }
 
 /// Where a session stands, in the order a morning reader cares about.
@@ -151,6 +192,8 @@ pub struct SessionReport {
     pub tokens: u64,
     /// Cost in the period, USD.
     pub cost_usd: f64,
+    /// Tokens and cost per model in the period.
+    pub models: Vec<ModelLine>,
     /// Every event of the period, oldest first.
     pub timeline: Vec<TimelineEntry>,
 }
@@ -304,6 +347,9 @@ fn summarise(sessions: &[SessionReport]) -> Summary {
         summary.agent_time_ms += s.agent_time_ms;
         summary.tokens += s.tokens;
         summary.cost_usd += s.cost_usd;
+        for line in &s.models {
+            ModelLine::add_to(&mut summary.models, line);
+        }
     }
     summary
 }

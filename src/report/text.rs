@@ -80,6 +80,9 @@ pub fn render(report: &Report, timeline: bool, paint: &dyn Fn(&str, Tone) -> Str
         s.tokens,
         s.cost_usd
     ));
+    if let Some(models) = models_line(&s.models) {
+        out.push(models);
+    }
     for card in &report.epics {
         out.push(String::new());
         epic_lines(card, paint, &mut out);
@@ -230,6 +233,9 @@ fn session_lines(
         ),
         Tone::Dim,
     ));
+    if let Some(models) = models_line(&s.models) {
+        out.push(paint(&format!("  {models}"), Tone::Dim));
+    }
     if timeline {
         for entry in &s.timeline {
             let step = entry
@@ -300,4 +306,29 @@ fn join(lines: Vec<String>) -> String {
     let mut text = lines.join("\n");
     text.push('\n');
     text
+}
+
+/// What each model used and cost, in a line: `by model: gpt-5 $0.18 (1.2k in, 40k cached,
+/// 300 out); …`; a model whose spend is not all known says so.
+pub(super) fn models_line(models: &[super::ModelLine]) -> Option<String> {
+    let parts: Vec<String> = models
+        .iter()
+        .map(|m| {
+            let name = if m.model.is_empty() {
+                "unnamed model"
+            } else {
+                &m.model
+            };
+            let cost = if m.unpriced {
+                format!("${:.2} and unpriced tokens", m.cost_usd)
+            } else {
+                format!("${:.2}", m.cost_usd)
+            };
+            format!(
+                "{name} {cost} ({} in, {} cached, {} out)",
+                m.tokens_in, m.tokens_cached, m.tokens_out
+            )
+        })
+        .collect();
+    (!parts.is_empty()).then(|| format!("by model: {}", parts.join("; ")))
 }

@@ -104,13 +104,22 @@ pub fn invoke(
         },
         interrupt,
     )?;
-    Ok(interpret(
+    let mut result = interpret(
         invocation.kind,
         output.exit,
         output.stdout,
         output.stderr,
         output.duration.as_millis() as u64,
-    ))
+    );
+    let cli = config.cli(invocation.kind.as_str());
+    // The call's `--model` comes after the configured arguments: it is the one the CLI uses.
+    result.name_usage(
+        invocation
+            .model
+            .as_deref()
+            .or(adapter.configured_model(cli)),
+    );
+    Ok(result)
 }
 
 /// Read a finished process's output into the common shape.
@@ -131,6 +140,7 @@ pub fn interpret(
         tokens_in: None,
         tokens_out: None,
         cost_usd: None,
+        usage: Vec::new(),
         permission_denials: Vec::new(),
         reported_error: None,
         budget_spent: false,
@@ -285,6 +295,82 @@ mod tests {
             r#"{"response":null,"error":{"type":"ApiError","message":"bad key","code":1}}"#,
         );
         assert_eq!(e.reported_error.as_deref(), Some("bad key"));
+    }
+
+    #[test]
+    fn each_cli_reports_its_tokens_per_model_with_the_cached_part_apart() {
+        // Claude: per model, a cache write counted as fresh input, with its own dollars.
+        let claude = result(
+            "claude",
+            r#"{"type":"result","subtype":"success","is_error":false,"result":"ok","total_cost_usd":0.2,"usage":{"input_tokens":1},"modelUsage":{"claude-sonnet-4-5-20250929":{"inputTokens":10,"outputTokens":20,"cacheReadInputTokens":300,"cacheCreationInputTokens":40,"costUSD":0.15},"claude-haiku-4-5":{"inputTokens":5,"outputTokens":1,"costUSD":0.05}}}"#,
+        );
+        let sonnet = claude
+            .usage
+            .iter()
+            .find(|u| u.model.as_deref() != Some("claude-haiku-4-5"));
+        let sonnet = sonnet.expect("two models");
+        assert_eq!(
+            (
+                sonnet.model.as_deref(),
+                sonnet.input,
+                sonnet.cached,
+                sonnet.output,
+                sonnet.usd
+            ),
+            (Some("claude-sonnet-4-5-20250929"), 50, 300, 20, Some(0.15))
+        );
+        assert_eq!((claude.tokens_in, claude.tokens_out), (Some(355), Some(21)));
+        // Codex: input counts the cached part; no model named, summed over turns.
+        let turn = r#"{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":60,"output_tokens":7}}"#;
+        let codex = result(
+            "codex",
+            &format!(
+                "{turn}
+{turn}"
+            ),
+        );
+        assert_eq!(codex.usage.len(), 1);
+        let all = &codex.usage[0];
+        assert_eq!(
+            (all.model.as_deref(), all.input, all.cached, all.output),
+            (None, 80, 120, 14)
+        );
+        assert_eq!((codex.tokens_in, codex.tokens_out), (Some(200), Some(14)));
+        // Gemini: per model, the prompt counts the cached part; thoughts are output.
+        let gemini = result(
+            "gemini",
+            r#"{"response":"ok","stats":{"models":{"gemini-2.5-pro":{"tokens":{"prompt":500,"candidates":5,"cached":400,"thoughts":30}}}}}"#,
+        );
+        let pro = &gemini.usage[0];
+        assert_eq!(
+            (pro.model.as_deref(), pro.input, pro.cached, pro.output),
+            (Some("gemini-2.5-pro"), 100, 400, 35)
+        );
+    }
+
+    #[test]
+    fn the_model_a_codex_configuration_names_is_the_last_one_set() {
+        let codex = Kind::parse("codex").unwrap().adapter();
+        let cli = |args: &[&str]| crate::config::CliConfig {
+            args: Some(args.iter().map(|a| a.to_string()).collect()),
+            ..Default::default()
+        };
+        let model = |args: &[&str]| codex.configured_model(&cli(args)).map(str::to_owned);
+        assert_eq!(model(&["--yolo"]), None);
+        assert_eq!(model(&["-m", "gpt-5"]).as_deref(), Some("gpt-5"));
+        assert_eq!(
+            model(&["-c", "model=\"o4-mini\""]).as_deref(),
+            Some("o4-mini")
+        );
+        assert_eq!(
+            model(&["--model=gpt-5", "-c", "model = 'gpt-5-mini'"]).as_deref(),
+            Some("gpt-5-mini")
+        );
+        assert_eq!(
+            model(&["-c", "model_reasoning_effort=high", "-m", "gpt-5"]).as_deref(),
+            Some("gpt-5")
+        );
+        assert_eq!(model(&["-c", "model_provider=x"]), None);
     }
 
     #[test]

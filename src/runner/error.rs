@@ -29,6 +29,14 @@ pub enum Error {
         /// The variable.
         variable: String,
     },
+    /// A dollar budget could not count what a step's agent spends.
+    #[error("step `{step}`: {why}")]
+    BudgetCannotCount {
+        /// The step.
+        step: String,
+        /// Why, and what to configure.
+        why: String,
+    },
     /// The generic runner has no command configured.
     #[error("runner `generic` has no command: set runners.generic.command in .bmad/config.yaml (e.g. [\"my-agent\", \"--prompt\", \"{{prompt}}\"])")]
     GenericUnconfigured,

@@ -9,15 +9,16 @@ mod adapter;
 mod agent;
 mod error;
 pub mod interrupt;
+pub mod prices;
 mod process;
 pub mod sandbox;
 mod select;
 mod spawn;
 
-pub use adapter::{Adapter, AgentResult, Kind, Verdict};
+pub use adapter::{Adapter, AgentResult, Kind, ModelUsage, Verdict};
 pub use agent::{breaking_change_in, interpret, invoke, verdict_in, Invocation};
 pub use error::{Error, Result};
 pub use process::{run as run_process, Captured, Exit, Output, Spec};
 pub use sandbox::Contained;
-pub use select::{agent, config_problems, locate, Agent};
+pub use select::{agent, budget_problem, config_problems, locate, Agent};
 pub use spawn::Program;

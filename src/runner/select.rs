@@ -53,25 +53,79 @@ fn reporters(reports: fn(&Kind) -> bool) -> String {
         .join(", ")
 }
 
+/// Why the configuration's dollar budget cannot count what `agent` spends, if it has one
+/// and cannot.
+pub fn budget_problem(config: &Config, agent: &Agent) -> Option<String> {
+    config.orchestration.budget_usd?;
+    // A command spends nothing.
+    if !agent.kind.is_agent() {
+        return None;
+    }
+    let configured = agent
+        .kind
+        .adapter()
+        .configured_model(config.runners.cli(agent.kind.as_str()));
+    let model = agent.model.as_deref().or(configured);
+    let prices = super::prices::Prices::new(&config.orchestration.prices);
+    dollar_budget_problem(agent.kind, model, &prices)
+}
+
+/// Why a dollar budget cannot count what `kind` spends running `model` (`None`: the one the
+/// CLI picks), if it cannot: a budget counts only what is reported or priced, and one that
+/// could not count a step would let it run past unseen.
+fn dollar_budget_problem(
+    kind: Kind,
+    model: Option<&str>,
+    prices: &super::prices::Prices<'_>,
+) -> Option<String> {
+    let adapter = kind.adapter();
+    if adapter.reports_cost() {
+        return None;
+    }
+    if !adapter.reports_tokens() {
+        return Some(format!(
+            "{kind} reports neither cost nor tokens, so orchestration.budget_usd cannot limit it; use {} for that role, or drop the budget and cap the run with limits.max_invocations",
+            reporters(|k| k.adapter().reports_tokens())
+        ));
+    }
+    match model {
+        Some(model) if prices.of(model).is_none() => Some(format!(
+            "{model} has no price in git-bmad's table (of {}), so orchestration.budget_usd cannot count what {kind} spends; price it: orchestration.prices.{model}: {{input: …, output: …, cached_input: …}} (US dollars per million tokens)",
+            super::prices::PRICED_ON
+        )),
+        None if !adapter.names_models() => Some(format!(
+            "{kind} does not say which model it ran, so orchestration.budget_usd cannot price its tokens; name the model (orchestration.agents.<role>.model, or --model in runners.{kind}.args)"
+        )),
+        _ => None,
+    }
+}
+
 /// Everything wrong with the runner names and runner sections of a config, field path first.
 pub fn config_problems(config: &Config) -> Vec<String> {
     let mut out = Vec::new();
     let runners = &config.runners;
-    let named = std::iter::once(("runners.default".to_owned(), &runners.default))
+    // Each runner named, with its field and the model its role is assigned, if any.
+    let model_of = |role: &str| {
+        let assigned = config.orchestration.agents.get(role);
+        assigned.and_then(|a| a.model.as_deref())
+    };
+    let named = std::iter::once(("runners.default".to_owned(), &runners.default, None))
         .chain(
             runners
                 .roles
                 .iter()
-                .map(|(role, r)| (format!("runners.roles.{role}"), r)),
+                .map(|(role, r)| (format!("runners.roles.{role}"), r, model_of(role))),
         )
         .chain(config.orchestration.agents.iter().filter_map(|(role, a)| {
-            a.runner
-                .as_ref()
-                .map(|r| (format!("orchestration.agents.{role}.runner"), r))
+            a.runner.as_ref().map(|r| {
+                let field = format!("orchestration.agents.{role}.runner");
+                (field, r, a.model.as_deref())
+            })
         }));
     let budget_usd = config.orchestration.budget_usd.is_some();
     let budget_tokens = config.orchestration.budget_tokens.is_some();
-    for (field, name) in named {
+    let prices = super::prices::Prices::new(&config.orchestration.prices);
+    for (field, name, model) in named {
         let kind = match Kind::parse(name) {
             Err(e) => {
                 out.push(format!("{field}: {e}"));
@@ -80,15 +134,17 @@ pub fn config_problems(config: &Config) -> Vec<String> {
             Ok(kind) if kind.is_agent() => kind,
             Ok(_) => continue,
         };
-        // A budget counts only what a CLI reports: one that reports nothing would run past
-        // it unseen.
-        if budget_usd && !kind.adapter().reports_cost() {
-            out.push(format!(
-                "{field}: {kind} reports no cost, so orchestration.budget_usd cannot limit it; use {} for that role, or replace budget_usd with orchestration.budget_tokens",
-                reporters(|k| k.adapter().reports_cost())
-            ))
+        let adapter = kind.adapter();
+        let model = model.or(adapter.configured_model(runners.cli(name)));
+        // The default runner's model is each step's role's: whether it is named is checked
+        // for each step when a run starts (see `budget_problem`).
+        let deferred = field == "runners.default" && model.is_none() && adapter.reports_tokens();
+        if budget_usd && !deferred {
+            out.extend(
+                dollar_budget_problem(kind, model, &prices).map(|why| format!("{field}: {why}")),
+            );
         }
-        if budget_tokens && !kind.adapter().reports_tokens() {
+        if budget_tokens && !adapter.reports_tokens() {
             out.push(format!(
                 "{field}: {kind} reports no token counts, so orchestration.budget_tokens cannot limit it; use {} for that role, or drop the budget and cap the run with limits.max_invocations",
                 reporters(|k| k.adapter().reports_tokens())
@@ -197,17 +253,58 @@ mod tests {
     }
 
     #[test]
-    fn a_dollar_budget_needs_runners_that_report_cost() {
+    fn a_dollar_budget_needs_runners_whose_spend_it_can_count() {
+        // Claude reports dollars; Gemini names its models, priced at run time; Codex names
+        // none, so its model must be named, and priced.
         let c = config("runners:\n  default: claude\n  roles: {dev: codex, qa: gemini}\norchestration:\n  budget_usd: 5\n");
         let p = config_problems(&c);
-        assert_eq!(p.len(), 2, "{p:#?}");
+        assert_eq!(p.len(), 1, "{p:#?}");
         assert!(
-            p[0].starts_with("runners.roles.dev: codex reports no cost"),
+            p[0].starts_with("runners.roles.dev: codex does not say which model it ran"),
             "{p:?}"
         );
-        assert!(p[1].contains("use claude for that role"), "{p:?}");
+        let named = "runners:\n  roles: {dev: codex, qa: gemini}\norchestration:\n  budget_usd: 5\n  agents:\n    dev: {model: gpt-5-codex}\n    qa: {model: gemini-2.5-flash}\n";
+        assert!(
+            config_problems(&config(named)).is_empty(),
+            "{:?}",
+            config_problems(&config(named))
+        );
+        let in_args = "runners:\n  default: codex\n  codex: {args: [--yolo, -c, 'model=\"gpt-5\"']}\norchestration:\n  budget_usd: 5\n";
+        assert!(
+            config_problems(&config(in_args)).is_empty(),
+            "{:?}",
+            config_problems(&config(in_args))
+        );
+        let unpriced = "runners:\n  default: codex\norchestration:\n  budget_usd: 5\n  agents:\n    dev: {runner: codex, model: gpt-9}\n";
+        let p = config_problems(&config(unpriced));
+        assert!(
+            p.iter().any(
+                |m| m.starts_with("orchestration.agents.dev.runner: gpt-9 has no price")
+                    && m.contains("orchestration.prices.gpt-9")
+            ),
+            "{p:?}"
+        );
+        let priced = "orchestration:\n  budget_usd: 5\n  prices:\n    gpt-9: {input: 1, output: 2}\n  agents:\n    dev: {runner: codex, model: gpt-9}\n";
+        assert!(
+            config_problems(&config(priced)).is_empty(),
+            "{:?}",
+            config_problems(&config(priced))
+        );
         let c = config("runners:\n  roles: {dev: codex}\n");
         assert!(config_problems(&c).is_empty());
+        // The default runner's model is each step's: checked step by step when a run starts.
+        let c = config("runners:\n  default: codex\norchestration:\n  budget_usd: 5\n  agents:\n    dev: {model: gpt-5}\n");
+        assert!(config_problems(&c).is_empty(), "{:?}", config_problems(&c));
+        let dev = agent(&c, None, Some("dev")).unwrap();
+        assert_eq!(budget_problem(&c, &dev), None);
+        let qa = agent(&c, None, Some("qa")).unwrap();
+        let why = budget_problem(&c, &qa).unwrap_or_default();
+        assert!(
+            why.starts_with("codex does not say which model it ran"),
+            "{why}"
+        );
+        let shell = agent(&c, Some("shell"), None).unwrap();
+        assert_eq!(budget_problem(&c, &shell), None);
     }
 
     #[test]

@@ -154,6 +154,19 @@ pub struct Manifest {
     pub steps: Vec<String>,
 }
 
+/// What a model with no price used in one invocation.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct UnpricedTokens {
+    /// The model; empty when neither the CLI nor the call named it.
+    pub model: String,
+    /// Input tokens read fresh.
+    pub tokens_in: u64,
+    /// Input tokens read from the prompt cache.
+    pub tokens_cached: u64,
+    /// Output tokens.
+    pub tokens_out: u64,
+}
+
 /// A run, replayed.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct RunState {
@@ -173,8 +186,11 @@ pub struct RunState {
     pub last_decision: Option<(String, Decision, String)>,
     /// Every answer a human gave at a gate, oldest first.
     pub answers: Vec<Answer>,
-    /// What the agents reported spending, in millionths of a US dollar.
+    /// What the agents spent, as reported or priced, in millionths of a US dollar.
     pub cost_micro_usd: u64,
+    /// The tokens of models that had no price when they ran, by the model's name (which a
+    /// price given since can count).
+    pub unpriced: Vec<UnpricedTokens>,
     /// The tokens the agents reported using.
     pub tokens: u64,
     /// Why the run stopped, when it did and has not been resumed.
@@ -216,6 +232,9 @@ impl Stop {
 /// A limit event in words.
 pub fn limit_text(body: &Body) -> String {
     match body {
+        Body::LimitBudget(l) if !l.unpriced.is_empty() => {
+            format!("budget cannot count {}: no price", l.unpriced.join(", "))
+        }
         Body::LimitBudget(l) => {
             format!(
                 "budget spent: {} of {}",
@@ -249,8 +268,29 @@ impl RunState {
 
     /// An attempt's reported cost and tokens, added up.
     fn add_cost(&mut self, outcome: &StepOutcome) {
-        if let Some(usd) = outcome.cost_usd.filter(|c| c.is_finite() && *c > 0.0) {
-            self.cost_micro_usd += (usd * 1e6).round() as u64;
+        match outcome.cost_usd {
+            Some(usd) if usd.is_finite() && usd > 0.0 => {
+                self.cost_micro_usd += (usd * 1e6).round() as u64;
+            }
+            Some(_) => {}
+            // Not counted: what each model used is kept for a price given later; a priced
+            // model's part is counted now.
+            None => {
+                for model in &outcome.usage {
+                    match model.cost_usd {
+                        Some(usd) if usd.is_finite() && usd > 0.0 => {
+                            self.cost_micro_usd += (usd * 1e6).round() as u64;
+                        }
+                        Some(_) => {}
+                        None => self.unpriced.push(UnpricedTokens {
+                            model: model.model.clone(),
+                            tokens_in: model.tokens_in,
+                            tokens_cached: model.tokens_cached,
+                            tokens_out: model.tokens_out,
+                        }),
+                    }
+                }
+            }
         }
         let tokens = outcome.tokens_in.unwrap_or(0) + outcome.tokens_out.unwrap_or(0);
         self.tokens = self.tokens.saturating_add(tokens);

@@ -472,8 +472,29 @@ pub struct InvocationLimit {
 pub struct BudgetLimit {
     /// The budget, in US dollars.
     pub budget_usd: f64,
-    /// What the agents reported spending.
+    /// What the agents spent, as far as it can be counted.
     pub spent_usd: f64,
+    /// Models the agents ran that have no price: what they spent cannot be counted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unpriced: Vec<String>,
+}
+
+/// What one model of one invocation used and cost.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ModelSpent {
+    /// The model; empty when neither the CLI nor the call named it.
+    pub model: String,
+    /// Input tokens read fresh (cache writes included).
+    pub tokens_in: u64,
+    /// Input tokens read from the prompt cache.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub tokens_cached: u64,
+    /// Output tokens (reasoning included).
+    pub tokens_out: u64,
+    /// Its cost in US dollars; none when it had no price.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 /// `limit_tokens_reached`.
@@ -608,9 +629,16 @@ pub struct StepOutcome {
     /// Tokens out, as reported.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokens_out: Option<u64>,
-    /// Cost in US dollars, as reported.
+    /// Cost in US dollars: as the CLI reported it, else its tokens at their models' prices
+    /// (see `cost_priced`); none when a model it ran has no price.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// Whether `cost_usd` is git-bmad's pricing of the tokens, not the CLI's own figure.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub cost_priced: bool,
+    /// Tokens and cost per model, as the CLI reported them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub usage: Vec<ModelSpent>,
     /// Tool uses the agent CLI refused.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub permission_denials: Vec<String>,
@@ -730,8 +758,8 @@ impl EpicBudget {
     }
 }
 
-fn is_zero(n: &u32) -> bool {
-    *n == 0
+fn is_zero<N: Default + PartialEq>(n: &N) -> bool {
+    *n == N::default()
 }
 
 /// Where a story of an epic run stands: the stage its newest `story_stage` names.

@@ -6,8 +6,9 @@ use sha2::{Digest, Sha256};
 use super::checks::CheckOutcome;
 use super::playbook::{Step, Trigger, VerdictRule};
 use crate::policy::secrets::redact;
+use crate::runner::prices::Spend;
 use crate::runner::{self, AgentResult, Captured, Exit};
-use crate::session::schema::StepOutcome;
+use crate::session::schema::{ModelSpent, StepOutcome};
 use crate::text::last_chars;
 
 /// How much of an agent's stdout and stderr the journal keeps.
@@ -33,6 +34,8 @@ pub(super) struct Attempt<'s> {
     pub changed: usize,
     /// What the policy refused during the attempt (hooks, the guard, the secret scan).
     pub violations: Vec<String>,
+    /// What it cost, per model, reported or priced; nothing when it did not run.
+    pub spend: Spend,
 }
 
 impl Attempt<'_> {
@@ -144,7 +147,20 @@ impl Attempt<'_> {
                     agent_session_id: r.agent_session_id.clone(),
                     tokens_in: r.tokens_in,
                     tokens_out: r.tokens_out,
-                    cost_usd: r.cost_usd,
+                    cost_usd: self.spend.usd,
+                    cost_priced: self.spend.usd.is_some() && !self.spend.reported,
+                    usage: self
+                        .spend
+                        .models
+                        .iter()
+                        .map(|m| ModelSpent {
+                            model: m.model.clone(),
+                            tokens_in: m.tokens_in,
+                            tokens_cached: m.tokens_cached,
+                            tokens_out: m.tokens_out,
+                            cost_usd: m.usd,
+                        })
+                        .collect(),
                     permission_denials: r.permission_denials.iter().map(|d| redact(d)).collect(),
                     reported_error: r.reported_error.as_deref().map(redact),
                     stdout: Some(journal_text(&r.stdout, "stdout", STDOUT_LIMIT)),

@@ -291,6 +291,13 @@ fn preflight(
             continue;
         }
         let agent = runner::agent(config, step.runner.as_deref(), step.role.as_deref())?;
+        if let Some(why) = runner::budget_problem(config, &agent) {
+            return Err(runner::Error::BudgetCannotCount {
+                step: step.id.clone(),
+                why,
+            }
+            .into());
+        }
         if let Some(var) = &agent.api_key_env {
             if crate::env::named(var).is_none_or(|v| v.is_empty()) {
                 return Err(runner::Error::KeyNotSet {

@@ -30,8 +30,11 @@ pub enum Outcome {
     BudgetLimit {
         /// The budget, in millionths of a dollar.
         limit_micro_usd: u64,
-        /// Spent, in millionths of a dollar.
+        /// Spent, in millionths of a dollar, as far as it can be counted.
         spent_micro_usd: u64,
+        /// Models the agents ran that have no price: what they spent cannot be counted.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        unpriced: Vec<String>,
     },
     /// The token budget was spent.
     TokenLimit {

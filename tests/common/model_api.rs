@@ -200,13 +200,30 @@ fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             &json!({"error": format!("the scripted model API has no {path}")}),
         );
     };
+    // The model that serves, as the real APIs name it in their answers: the one asked for.
+    let model = match api {
+        Api::Gemini => path
+            .split("/models/")
+            .nth(1)
+            .and_then(|rest| rest.split(':').next())
+            .unwrap_or("gemini-test")
+            .to_owned(),
+        _ => body["model"].as_str().unwrap_or("model-test").to_owned(),
+    };
     let streamed = match api {
         Api::Gemini => path.contains(":streamGenerateContent"),
         _ => body["stream"].as_bool().unwrap_or(false),
     };
     if !has_tools(api, &body) {
         let text = side_answer(api, &body);
-        return reply(&mut stream, api, streamed, &[Part::Text(text)], false);
+        return reply(
+            &mut stream,
+            api,
+            &model,
+            streamed,
+            &[Part::Text(text)],
+            false,
+        );
     }
     if api == Api::Anthropic {
         if let Some(command) = subagent_command(&body) {
@@ -216,7 +233,7 @@ fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             } else {
                 shell_call(api, &command)
             };
-            return reply(&mut stream, api, streamed, &[part], !ran);
+            return reply(&mut stream, api, &model, streamed, &[part], !ran);
         }
     }
     let index = tool_results(api, &body);
@@ -239,7 +256,14 @@ fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             std::thread::sleep(Duration::from_secs(3600));
             Ok(())
         }
-        Turn::Answer(text) => reply(&mut stream, api, streamed, &[Part::Text(text)], false),
+        Turn::Answer(text) => reply(
+            &mut stream,
+            api,
+            &model,
+            streamed,
+            &[Part::Text(text)],
+            false,
+        ),
         Turn::Reply(text) => {
             let asked = body.to_string().contains("VERDICT: PASS or VERDICT: FAIL");
             let text = if asked {
@@ -247,11 +271,18 @@ fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             } else {
                 text
             };
-            reply(&mut stream, api, streamed, &[Part::Text(text)], false)
+            reply(
+                &mut stream,
+                api,
+                &model,
+                streamed,
+                &[Part::Text(text)],
+                false,
+            )
         }
         Turn::Shell(command) => {
             let call = shell_call(api, &command);
-            reply(&mut stream, api, streamed, &[call], true)
+            reply(&mut stream, api, &model, streamed, &[call], true)
         }
         Turn::Write { path, content } => {
             let call = match api {
@@ -272,7 +303,7 @@ fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
                     ),
                 ),
             };
-            reply(&mut stream, api, streamed, &[call], true)
+            reply(&mut stream, api, &model, streamed, &[call], true)
         }
         Turn::SubagentShell(command) => {
             let call = Part::Call(
@@ -283,7 +314,7 @@ fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
                     "subagent_type": "general-purpose"
                 }),
             );
-            reply(&mut stream, api, streamed, &[call], true)
+            reply(&mut stream, api, &model, streamed, &[call], true)
         }
     }
 }
@@ -454,19 +485,21 @@ const OUTPUT: u64 = 20;
 fn reply(
     stream: &mut TcpStream,
     api: Api,
+    model: &str,
     streamed: bool,
     parts: &[Part],
     tool: bool,
 ) -> std::io::Result<()> {
     match api {
-        Api::Anthropic => anthropic(stream, streamed, parts, tool),
-        Api::OpenAi => openai(stream, parts),
-        Api::Gemini => gemini(stream, streamed, parts),
+        Api::Anthropic => anthropic(stream, model, streamed, parts, tool),
+        Api::OpenAi => openai(stream, model, parts),
+        Api::Gemini => gemini(stream, model, streamed, parts),
     }
 }
 
 fn anthropic(
     stream: &mut TcpStream,
+    model: &str,
     streamed: bool,
     parts: &[Part],
     tool: bool,
@@ -492,14 +525,14 @@ fn anthropic(
         return respond_json(
             stream,
             200,
-            &json!({"id": id, "type": "message", "role": "assistant", "model": "claude-test",
+            &json!({"id": id, "type": "message", "role": "assistant", "model": model,
                     "content": blocks, "stop_reason": stop, "stop_sequence": null, "usage": usage}),
         );
     }
     let mut events = vec![(
         "message_start",
         json!({"type": "message_start", "message": {"id": id, "type": "message",
-            "role": "assistant", "model": "claude-test", "content": [], "stop_reason": null,
+            "role": "assistant", "model": model, "content": [], "stop_reason": null,
             "stop_sequence": null, "usage": {"input_tokens": INPUT,
             "cache_read_input_tokens": CACHE_READ, "cache_creation_input_tokens": CACHE_WRITE,
             "output_tokens": 1}}}),
@@ -544,11 +577,11 @@ fn anthropic(
     respond_sse(stream, &events)
 }
 
-fn openai(stream: &mut TcpStream, parts: &[Part]) -> std::io::Result<()> {
+fn openai(stream: &mut TcpStream, model: &str, parts: &[Part]) -> std::io::Result<()> {
     let id = unique("resp");
     let mut events = vec![(
         "response.created",
-        json!({"type": "response.created", "response": {"id": id}}),
+        json!({"type": "response.created", "response": {"id": id, "model": model}}),
     )];
     for part in parts {
         let item = match part {
@@ -565,7 +598,7 @@ fn openai(stream: &mut TcpStream, parts: &[Part]) -> std::io::Result<()> {
     }
     events.push((
         "response.completed",
-        json!({"type": "response.completed", "response": {"id": id, "usage": {
+        json!({"type": "response.completed", "response": {"id": id, "model": model, "usage": {
             "input_tokens": INPUT + CACHE_READ,
             "input_tokens_details": {"cached_tokens": CACHE_READ},
             "output_tokens": OUTPUT,
@@ -575,7 +608,12 @@ fn openai(stream: &mut TcpStream, parts: &[Part]) -> std::io::Result<()> {
     respond_sse(stream, &events)
 }
 
-fn gemini(stream: &mut TcpStream, streamed: bool, parts: &[Part]) -> std::io::Result<()> {
+fn gemini(
+    stream: &mut TcpStream,
+    model: &str,
+    streamed: bool,
+    parts: &[Part],
+) -> std::io::Result<()> {
     let parts: Vec<Value> = parts
         .iter()
         .map(|p| match p {
@@ -590,7 +628,7 @@ fn gemini(stream: &mut TcpStream, streamed: bool, parts: &[Part]) -> std::io::Re
                           "cachedContentTokenCount": CACHE_READ,
                           "candidatesTokenCount": OUTPUT,
                           "totalTokenCount": INPUT + CACHE_READ + OUTPUT},
-        "modelVersion": "gemini-test"
+        "modelVersion": model
     });
     if streamed {
         respond_sse(stream, &[("", response)])

@@ -159,7 +159,11 @@ pub(super) fn supervise_and_report(
             ui.line(format!("{} the run reached its cap of {limit} invocations ({done}/{total} steps finished).", ui.paint("Stopped:", Style::Red)));
             ui.status("Next: look at why steps repeat (git bmad journal); raise limits.max_invocations in the playbook only if the work needs it");
         }
-        Outcome::BudgetLimit { limit_micro_usd, spent_micro_usd } => {
+        Outcome::BudgetLimit { unpriced, .. } if !unpriced.is_empty() => {
+            ui.line(format!("{} the agents ran {}, which git-bmad has no price for, so the budget cannot count what they spent ({done}/{total} steps finished).", ui.paint("Stopped:", Style::Red), unpriced.join(", ")));
+            ui.status("Next: price each under orchestration.prices in .bmad/config.yaml (US dollars per million tokens: {input, output, cached_input}), then git bmad resume");
+        }
+        Outcome::BudgetLimit { limit_micro_usd, spent_micro_usd, .. } => {
             ui.line(format!("{} the agents have spent {} of the {} budget ({done}/{total} steps finished).", ui.paint("Stopped:", Style::Red), dollars(*spent_micro_usd as f64 / 1e6), dollars(*limit_micro_usd as f64 / 1e6)));
             ui.status("Next: git bmad journal shows each step's cost; raise orchestration.budget_usd in .bmad/config.yaml to go on");
         }

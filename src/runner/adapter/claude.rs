@@ -25,7 +25,7 @@ use super::{
     agent_args, allowed_prefixes, configured_value, dashed, json_values, nested,
     whole_command_problem, whole_stdout, Adapter, Call,
 };
-use super::{verdict_word, AgentResult};
+use super::{verdict_word, AgentResult, ModelUsage};
 use crate::config::CliConfig;
 use crate::text::last_chars;
 
@@ -122,6 +122,10 @@ impl Adapter for Claude {
         true
     }
 
+    fn names_models(&self) -> bool {
+        true
+    }
+
     fn read_output(&self, result: &mut AgentResult) -> bool {
         let Some(text) = whole_stdout(result) else {
             return false;
@@ -140,9 +144,7 @@ impl Adapter for Claude {
         result.final_text = value["result"].as_str().unwrap_or_default().to_owned();
         result.agent_session_id = value["session_id"].as_str().map(str::to_owned);
         result.cost_usd = value["total_cost_usd"].as_f64();
-        let (tokens_in, tokens_out) = tokens(&value);
-        result.tokens_in = Some(tokens_in);
-        result.tokens_out = Some(tokens_out);
+        result.set_usage(usage(&value));
         if value["is_error"].as_bool() == Some(true) {
             result.reported_error = Some(error_message(&value));
         }
@@ -179,28 +181,33 @@ impl Adapter for Claude {
     }
 }
 
-/// Everything the model processed: fresh input, cache reads and writes, of every model the
-/// session used (subagents included, in `modelUsage`), else of the top-level `usage`.
-fn tokens(value: &Value) -> (u64, u64) {
+/// The tokens of every model the session used (subagents included, in `modelUsage`, with
+/// what each cost), else the top-level `usage` of a model it does not name. A cache write is
+/// input read fresh.
+fn usage(value: &Value) -> Vec<ModelUsage> {
     let n = |v: &Value, key: &str| v[key].as_u64().unwrap_or(0);
     match value["modelUsage"].as_object().filter(|m| !m.is_empty()) {
-        Some(models) => models.values().fold((0, 0), |(i, o), m| {
-            (
-                i + n(m, "inputTokens")
-                    + n(m, "cacheReadInputTokens")
-                    + n(m, "cacheCreationInputTokens"),
-                o + n(m, "outputTokens"),
-            )
-        }),
-        None => {
+        Some(models) => models
+            .iter()
+            .map(|(model, m)| ModelUsage {
+                model: Some(model.clone()),
+                input: n(m, "inputTokens") + n(m, "cacheCreationInputTokens"),
+                cached: n(m, "cacheReadInputTokens"),
+                output: n(m, "outputTokens"),
+                usd: m["costUSD"].as_f64(),
+            })
+            .collect(),
+        None if value["usage"].is_object() => {
             let usage = &value["usage"];
-            (
-                n(usage, "input_tokens")
-                    + n(usage, "cache_read_input_tokens")
-                    + n(usage, "cache_creation_input_tokens"),
-                n(usage, "output_tokens"),
-            )
+            vec![ModelUsage {
+                model: None,
+                input: n(usage, "input_tokens") + n(usage, "cache_creation_input_tokens"),
+                cached: n(usage, "cache_read_input_tokens"),
+                output: n(usage, "output_tokens"),
+                usd: None,
+            }]
         }
+        None => Vec::new(),
     }
 }
 

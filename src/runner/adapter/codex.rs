@@ -18,8 +18,8 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::AgentResult;
 use super::{agent_args, dashed, whole_stdout, Adapter, Call};
+use super::{AgentResult, ModelUsage};
 use crate::config::CliConfig;
 
 /// The adapter.
@@ -80,12 +80,30 @@ impl Adapter for Codex {
         true
     }
 
+    fn configured_model<'c>(&self, cli: &'c CliConfig) -> Option<&'c str> {
+        // `-c model=…` (a TOML value) sets it too; the last setting wins, as in the CLI.
+        let args = cli.args.as_deref().unwrap_or_default();
+        let mut model = None;
+        for (i, arg) in args.iter().enumerate() {
+            let next = args.get(i + 1).map(String::as_str);
+            let value = match arg.as_str() {
+                "--model" | "-m" => next,
+                "-c" | "--config" => next.and_then(model_setting),
+                other => other
+                    .strip_prefix("--model=")
+                    .or_else(|| other.strip_prefix("--config=").and_then(model_setting)),
+            };
+            model = value.or(model);
+        }
+        model
+    }
+
     fn read_output(&self, result: &mut AgentResult) -> bool {
         // JSON lines: a torn first line is skipped, so a long run is read from its end.
         let text = whole_stdout(result)
             .unwrap_or_else(|| String::from_utf8_lossy(&result.stdout.tail()).into_owned());
         let mut any = false;
-        let (mut tokens_in, mut tokens_out) = (0u64, 0u64);
+        let mut usage = ModelUsage::default();
         for line in text.lines() {
             let Ok(event) = serde_json::from_str::<Value>(line) else {
                 continue;
@@ -103,10 +121,13 @@ impl Adapter for Codex {
                 "turn.completed" => {
                     // Whatever failed before was retried and recovered.
                     result.reported_error = None;
-                    tokens_in += event["usage"]["input_tokens"].as_u64().unwrap_or(0);
-                    tokens_out += event["usage"]["output_tokens"].as_u64().unwrap_or(0);
-                    result.tokens_in = Some(tokens_in);
-                    result.tokens_out = Some(tokens_out);
+                    // Its input counts the cached part too; it names no model.
+                    let n = |key: &str| event["usage"][key].as_u64().unwrap_or(0);
+                    let cached = n("cached_input_tokens");
+                    usage.input += n("input_tokens").saturating_sub(cached);
+                    usage.cached += cached;
+                    usage.output += n("output_tokens");
+                    result.set_usage(vec![usage.clone()]);
                 }
                 "turn.failed" => {
                     result.reported_error = event["error"]["message"]
@@ -142,4 +163,13 @@ fn is_reconnecting(event: &Value) -> bool {
     event["message"]
         .as_str()
         .is_some_and(|m| m.trim_start().starts_with("Reconnecting"))
+}
+
+/// The model a `-c` setting names (`model="gpt-5"`), if it is that setting.
+fn model_setting(setting: &str) -> Option<&str> {
+    let value = setting
+        .strip_prefix("model")?
+        .trim_start()
+        .strip_prefix('=')?;
+    Some(value.trim().trim_matches(['"', '\'']))
 }

@@ -18,11 +18,11 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::AgentResult;
 use super::{
     agent_args, allowed_prefixes, configured_value, json_values, nested, whole_command_problem,
     whole_stdout, Adapter, Call,
 };
+use super::{AgentResult, ModelUsage};
 use crate::config::CliConfig;
 
 /// The adapter.
@@ -96,6 +96,10 @@ impl Adapter for Gemini {
         true
     }
 
+    fn names_models(&self) -> bool {
+        true
+    }
+
     fn read_output(&self, result: &mut AgentResult) -> bool {
         let object = |text: &str| json_values(text).into_iter().find(Value::is_object);
         let value = match whole_stdout(result).and_then(|t| object(&t)) {
@@ -107,14 +111,18 @@ impl Adapter for Gemini {
         };
         result.final_text = value["response"].as_str().unwrap_or_default().to_owned();
         if let Some(models) = value["stats"]["models"].as_object() {
-            let sum = |field: &str| {
-                models
-                    .values()
-                    .filter_map(|m| m["tokens"][field].as_u64())
-                    .sum::<u64>()
-            };
-            result.tokens_in = Some(sum("prompt"));
-            result.tokens_out = Some(sum("candidates"));
+            // Its prompt counts the cached part too; thoughts are billed as output.
+            let usage = models.iter().map(|(model, m)| {
+                let n = |key: &str| m["tokens"][key].as_u64().unwrap_or(0);
+                ModelUsage {
+                    model: Some(model.clone()),
+                    input: n("prompt").saturating_sub(n("cached")),
+                    cached: n("cached"),
+                    output: n("candidates") + n("thoughts"),
+                    usd: None,
+                }
+            });
+            result.set_usage(usage.collect());
         }
         if value["error"].is_object() {
             result.reported_error = Some(

@@ -80,6 +80,11 @@ pub trait Adapter: Sync {
         &[]
     }
 
+    /// The model its configured arguments name (`--model x`, `-m x`), if they name one.
+    fn configured_model<'c>(&self, cli: &'c CliConfig) -> Option<&'c str> {
+        configured_value(cli, &["--model", "-m"])
+    }
+
     /// The program to look for on PATH.
     fn program(&self, cli: &CliConfig) -> Result<String> {
         Ok(cli
@@ -124,6 +129,12 @@ pub trait Adapter: Sync {
     /// every structured result the adapters read (Claude, Codex, Gemini) carries its usage.
     fn reports_tokens(&self) -> bool {
         self.structured()
+    }
+
+    /// Whether it names the model of the tokens it reports (so they can be priced without
+    /// the call naming one).
+    fn names_models(&self) -> bool {
+        false
     }
 
     /// Whether the CLI always prints a result the adapter reads: when it prints none, every
@@ -375,6 +386,8 @@ pub struct AgentResult {
     pub tokens_out: Option<u64>,
     /// Cost in US dollars, when the CLI reports it.
     pub cost_usd: Option<f64>,
+    /// The tokens of each model it used, as it reports them.
+    pub usage: Vec<ModelUsage>,
     /// Tool calls the agent was refused.
     pub permission_denials: Vec<String>,
     /// An error the CLI reported in its output, exit code aside.
@@ -391,7 +404,36 @@ pub struct AgentResult {
     pub stderr: Captured,
 }
 
+/// The tokens one model used in one invocation, as its CLI reports them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ModelUsage {
+    /// The model; `None` when the CLI does not say (nor the call's `--model`).
+    pub model: Option<String>,
+    /// Input tokens read fresh (cache writes included).
+    pub input: u64,
+    /// Input tokens read from the prompt cache.
+    pub cached: u64,
+    /// Output tokens (reasoning included).
+    pub output: u64,
+    /// What the CLI says this model cost, when it does.
+    pub usd: Option<f64>,
+}
+
 impl AgentResult {
+    /// Record the tokens of each model, and their sums.
+    pub(super) fn set_usage(&mut self, usage: Vec<ModelUsage>) {
+        self.tokens_in = Some(usage.iter().map(|u| u.input + u.cached).sum());
+        self.tokens_out = Some(usage.iter().map(|u| u.output).sum());
+        self.usage = usage;
+    }
+
+    /// Name the model of the usage the CLI did not name: the one the call asked for.
+    pub fn name_usage(&mut self, model: Option<&str>) {
+        for usage in self.usage.iter_mut().filter(|u| u.model.is_none()) {
+            usage.model = model.map(str::to_owned);
+        }
+    }
+
     /// Why the invocation failed as a process, if it did: exit status, an error the CLI
     /// reported, or refused tool calls. `None` does not mean the step succeeded.
     pub fn failure(&self) -> Option<String> {

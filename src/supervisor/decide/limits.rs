@@ -5,6 +5,8 @@ use super::super::outcome::Outcome;
 use super::super::playbook::Limits;
 use super::super::purse::Exhausted;
 use crate::config::OrchestrationConfig;
+use crate::runner::prices::Prices;
+use crate::runner::ModelUsage;
 use crate::session::run_state::RunState;
 use crate::session::schema::{Body, BudgetLimit, InvocationLimit, RunTimeLimit, TokenLimit};
 use crate::session::{Decision, NewEvent};
@@ -25,11 +27,12 @@ pub fn reached(
     }
     if let Some(budget) = budgets.budget_usd {
         let limit = (budget * 1e6).round() as u64;
-        if state.cost_micro_usd >= limit {
-            return Some(stop(Exhausted::Usd {
-                limit,
-                spent: state.cost_micro_usd,
-            }));
+        let (spent, unpriced) = spent_usd(state, &Prices::new(&budgets.prices));
+        if !unpriced.is_empty() {
+            return Some(budget_stop(limit, spent, unpriced));
+        }
+        if spent >= limit {
+            return Some(stop(Exhausted::Usd { limit, spent }));
         }
     }
     if let Some(budget) = budgets.budget_tokens.filter(|b| state.tokens >= *b) {
@@ -55,6 +58,50 @@ pub fn reached(
     None
 }
 
+/// What the run spent, in millionths of a dollar, as `prices` count it now (tokens of a model
+/// priced since they were spent included), and the models still without a price.
+pub fn spent_usd(state: &RunState, prices: &Prices<'_>) -> (u64, Vec<String>) {
+    let mut spent = state.cost_micro_usd;
+    let mut unpriced: Vec<String> = Vec::new();
+    for tokens in &state.unpriced {
+        let usage = ModelUsage {
+            model: Some(tokens.model.clone()).filter(|m| !m.is_empty()),
+            input: tokens.tokens_in,
+            cached: tokens.tokens_cached,
+            output: tokens.tokens_out,
+            usd: None,
+        };
+        match prices.cost(&usage) {
+            Some(usd) => spent += (usd * 1e6).round() as u64,
+            None => {
+                let name = match tokens.model.as_str() {
+                    "" => "a model its CLI did not name".to_owned(),
+                    model => model.to_owned(),
+                };
+                if !unpriced.contains(&name) {
+                    unpriced.push(name);
+                }
+            }
+        }
+    }
+    (spent, unpriced)
+}
+
+/// A run stopped at its dollar budget: spent, or not countable (`unpriced` models ran).
+fn budget_stop(limit: u64, spent: u64, unpriced: Vec<String>) -> (NewEvent, Outcome) {
+    let event = NewEvent::new(Body::LimitBudget(BudgetLimit {
+        budget_usd: limit as f64 / 1e6,
+        spent_usd: spent as f64 / 1e6,
+        unpriced: unpriced.clone(),
+    }));
+    let outcome = Outcome::BudgetLimit {
+        limit_micro_usd: limit,
+        spent_micro_usd: spent,
+        unpriced,
+    };
+    (event.decision(Some(Decision::Auto)), outcome)
+}
+
 /// The event and outcome of a run stopped at `limit` (its own, or one it shares through a
 /// [`Purse`](super::super::purse::Purse)).
 pub fn stop(limit: Exhausted) -> (NewEvent, Outcome) {
@@ -71,16 +118,7 @@ pub fn stop(limit: Exhausted) -> (NewEvent, Outcome) {
             }),
             Outcome::InvocationLimit { limit },
         ),
-        Exhausted::Usd { limit, spent } => (
-            Body::LimitBudget(BudgetLimit {
-                budget_usd: limit as f64 / 1e6,
-                spent_usd: spent as f64 / 1e6,
-            }),
-            Outcome::BudgetLimit {
-                limit_micro_usd: limit,
-                spent_micro_usd: spent,
-            },
-        ),
+        Exhausted::Usd { limit, spent } => return budget_stop(limit, spent, Vec::new()),
         Exhausted::Time { limit, spent } => (
             Body::LimitRunTime(RunTimeLimit {
                 limit_secs: limit / 1000,
@@ -148,5 +186,63 @@ mod tests {
         let (event, outcome) = reached(&limits, &none, &late, 1).unwrap();
         assert_eq!(event.name(), "limit_run_time_reached");
         assert_eq!(outcome, Outcome::RunTimeLimit { limit_secs: 60 });
+    }
+
+    #[test]
+    fn a_dollar_budget_counts_priced_tokens_and_stops_at_a_model_it_cannot_price() {
+        let limits = Limits {
+            max_invocations: 10,
+            max_run_time: Duration::from_secs(60),
+        };
+        let tokens = |model: &str| crate::session::run_state::UnpricedTokens {
+            model: model.to_owned(),
+            tokens_in: 1_000_000,
+            tokens_cached: 0,
+            tokens_out: 100_000,
+        };
+        let state = RunState {
+            cost_micro_usd: 500_000,
+            unpriced: vec![tokens("my-fine-tune"), tokens("")],
+            ..Default::default()
+        };
+        let (event, outcome) = reached(&limits, &budgets(Some(10.0), None), &state, 1).unwrap();
+        assert_eq!(event.name(), "limit_budget_reached");
+        let Outcome::BudgetLimit {
+            unpriced,
+            spent_micro_usd,
+            ..
+        } = outcome
+        else {
+            panic!("{outcome:?}")
+        };
+        assert_eq!(unpriced, ["my-fine-tune", "a model its CLI did not name"]);
+        assert_eq!(spent_micro_usd, 500_000);
+        // Priced since: its tokens count now (1M in at $2, 0.1M out at $10: $3).
+        let mut priced = budgets(Some(10.0), None);
+        priced.prices.insert(
+            "my-fine-tune".into(),
+            crate::config::ModelPrice {
+                input: 2.0,
+                output: 10.0,
+                cached_input: None,
+            },
+        );
+        let one = RunState {
+            unpriced: vec![tokens("my-fine-tune")],
+            ..state.clone()
+        };
+        assert!(reached(&limits, &priced, &one, 1).is_none());
+        assert_eq!(
+            spent_usd(&one, &Prices::new(&priced.prices)),
+            (3_500_000, Vec::new())
+        );
+        priced.budget_usd = Some(3.5);
+        let (_, outcome) = reached(&limits, &priced, &one, 1).unwrap();
+        assert!(
+            matches!(outcome, Outcome::BudgetLimit { spent_micro_usd: 3_500_000, ref unpriced, .. } if unpriced.is_empty()),
+            "{outcome:?}"
+        );
+        // No dollar budget: nothing to count, nothing stops.
+        assert!(reached(&limits, &budgets(None, None), &state, 1).is_none());
     }
 }

@@ -11,7 +11,7 @@ mod settle;
 mod verdict;
 
 pub use gate::{forged_journal, moved_record, GateRequest};
-pub use limits::{reached as limit_reached, stop as limit_stop};
+pub use limits::{reached as limit_reached, spent_usd, stop as limit_stop};
 pub use settle::{settle, stopped, Settlement};
 pub use verdict::judge;
 

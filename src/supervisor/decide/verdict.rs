@@ -178,6 +178,7 @@ mod tests {
             hash: "h".into(),
             changed: 1,
             violations: Vec::new(),
+            spend: Default::default(),
         }
     }
 

@@ -25,7 +25,9 @@ impl Engine<'_> {
             time = time.min(Duration::from_millis(ms));
         }
         let own = self.config.orchestration.budget_usd.map(|budget| {
-            let left = (budget - self.state.cost_micro_usd as f64 / 1e6).max(0.0);
+            let prices = crate::runner::prices::Prices::new(&self.config.orchestration.prices);
+            let (spent, _) = decide::spent_usd(&self.state, &prices);
+            let left = (budget - spent as f64 / 1e6).max(0.0);
             left / n as f64
         });
         let drawn = draw.and_then(|d| d.micro_usd).map(|m| m as f64 / 1e6);

@@ -145,6 +145,7 @@ impl Engine<'_> {
         };
         let changes = since.work_changed_to(self.repo, &after)?;
         let changed_paths: Vec<String> = changes.iter().map(|(p, _)| p.clone()).collect();
+        let prices = runner::prices::Prices::new(&self.config.orchestration.prices);
         let mut attempts = Vec::new();
         for ((step, number, _), result) in invocations.into_iter().zip(results) {
             let checks = step
@@ -157,6 +158,7 @@ impl Engine<'_> {
                 .collect();
             let error = result.as_ref().err().map(|e| e.to_string());
             let hash = stall_hash(result.as_ref().ok(), error.as_deref(), &changes);
+            let spend = result.as_ref().map(|r| prices.spend(r)).unwrap_or_default();
             attempts.push(Attempt {
                 step,
                 number,
@@ -165,6 +167,7 @@ impl Engine<'_> {
                 hash,
                 changed: changes.len(),
                 violations: violations.remove(step.id.as_str()).unwrap_or_default(),
+                spend,
             });
         }
         Ok(attempts)
