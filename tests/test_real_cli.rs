@@ -815,6 +815,18 @@ fn a_dollar_budget_counts_codex_and_gemini_tokens_at_their_models_price() {
             "{}",
             world.explain(&run)
         );
+        assert!(
+            run.stderr.contains("git bmad resume --budget-usd"),
+            "{}",
+            run.stderr
+        );
+        // More money: the run goes on from the step it stopped before, and stays on it.
+        let resumed = world.bmad(&["resume", "--budget-usd", "5"]);
+        assert_eq!(resumed.code, 0, "{}", world.explain(&resumed));
+        let done = world.named("step_completed");
+        let steps: Vec<&str> = done.iter().filter_map(|e| e["step"].as_str()).collect();
+        assert_eq!(steps, ["implement", "again"], "{}", world.explain(&resumed));
+        assert_eq!(world.named("run_resumed")[0]["detail"]["budget_usd"], 5.0);
     }
 
     // Gemini running a model git-bmad has no price for.

@@ -188,6 +188,9 @@ pub struct RunState {
     pub answers: Vec<Answer>,
     /// What the agents spent, as reported or priced, in millionths of a US dollar.
     pub cost_micro_usd: u64,
+    /// The dollar budget a resume set (`resume --budget-usd`), newest; over the
+    /// configuration's, in millionths of a US dollar.
+    pub budget_micro_usd: Option<u64>,
     /// The tokens of models that had no price when they ran, by the model's name (which a
     /// price given since can count).
     pub unpriced: Vec<UnpricedTokens>,
@@ -346,9 +349,12 @@ impl RunState {
                 self.ended = None;
                 self.stop = None;
             }
-            Body::RunResumed(_) => {
+            Body::RunResumed(resumed) => {
                 self.ended = None;
                 self.stop = None;
+                if let Some(usd) = resumed.budget_usd.filter(|b| b.is_finite() && *b > 0.0) {
+                    self.budget_micro_usd = Some((usd * 1e6).round() as u64);
+                }
             }
             Body::StepStarted(started) => {
                 self.invocations += 1;
@@ -440,8 +446,12 @@ impl RunState {
             | Body::RunInterrupted(_) => self.ended = Some(Ended::Stopped(event.kind().to_owned())),
             _ => {}
         }
-        // Why it stopped: the failed step says it first; the run's own end says it when no
-        // step did.
+        self.note_stop(event);
+    }
+
+    /// Why the run stopped: the failed step says it first; the run's own end says it when
+    /// no step did.
+    fn note_stop(&mut self, event: &Event) {
         match &event.body {
             Body::StepFailed(outcome) if outcome.next == Some(Next::Stop) => {
                 let why = outcome

@@ -432,6 +432,10 @@ pub struct RunStarted {
 pub struct RunResumed {
     /// The kind of the event that had stopped it.
     pub after: String,
+    /// The dollar budget the run goes on with, when the resume set one (over the
+    /// configuration's, from here on).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_usd: Option<f64>,
 }
 
 /// `run_completed`.

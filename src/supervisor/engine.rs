@@ -47,7 +47,11 @@ pub enum Request {
         args: Vec<String>,
     },
     /// Continue after a crash, a stop or an answered gate.
-    Resume,
+    Resume {
+        /// The dollar budget to go on with, over the configuration's (a run stopped at its
+        /// budget goes on with more).
+        budget_usd: Option<f64>,
+    },
     /// Answer the open gate, then continue.
     Answer {
         /// The reply (continue, retry, skip, abort, or a synonym).
@@ -197,7 +201,11 @@ pub fn supervise(
         )?;
         engine.record(event)?;
     }
-    let outcome = engine.drive()?;
+    let budget_usd = match &request {
+        Request::Resume { budget_usd } => *budget_usd,
+        _ => None,
+    };
+    let outcome = engine.drive(budget_usd)?;
     Ok(Report {
         outcome,
         playbook: engine.playbook,
@@ -377,7 +385,9 @@ impl Engine<'_> {
         Ok(())
     }
 
-    fn drive(&mut self) -> Result<Outcome> {
+    /// Run the playbook on from where it stands; a stopped run is resumed, with
+    /// `budget_usd` when given.
+    fn drive(&mut self, budget_usd: Option<f64>) -> Result<Outcome> {
         match self.state.ended {
             Some(Ended::Completed) => return Ok(Outcome::Completed),
             Some(Ended::Aborted) => {
@@ -387,7 +397,7 @@ impl Engine<'_> {
             }
             _ => {}
         }
-        let resumed = decide::resume(&self.playbook, &self.state);
+        let resumed = decide::resume(&self.playbook, &self.state, budget_usd);
         self.record_all(resumed)?;
         self.park_on_a_record_not_ours()?;
         loop {

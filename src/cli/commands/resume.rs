@@ -32,6 +32,10 @@ pub struct ResumeArgs {
     /// Resume a session even if another machine was working on it moments ago
     #[arg(long)]
     pub steal: bool,
+    /// Go on with this dollar budget for the run (what it spent so far counts against it),
+    /// over orchestration.budget_usd: a run stopped at its budget goes on with more
+    #[arg(long, value_name = "USD", value_parser = positive_usd)]
+    pub budget_usd: Option<f64>,
     #[command(flatten)]
     pub progress: super::run::ProgressArg,
 }
@@ -130,7 +134,20 @@ pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> 
         }
         return Ok(exit::OK);
     }
-    super::run::supervise_and_report(ctx, &repo, &s, Request::Resume, &args.progress)
+    let request = Request::Resume {
+        budget_usd: args.budget_usd,
+    };
+    super::run::supervise_and_report(ctx, &repo, &s, request, &args.progress)
+}
+
+/// A dollar amount above zero.
+fn positive_usd(text: &str) -> Result<f64, String> {
+    match text.trim().trim_start_matches('$').parse::<f64>() {
+        Ok(usd) if usd.is_finite() && usd > 0.0 => Ok(usd),
+        _ => Err(format!(
+            "{text:?} is not an amount of US dollars above 0 (for example 20 or 7.5)"
+        )),
+    }
 }
 
 /// The refusal of a run only untrusted events speak of: how its playbook compares with the

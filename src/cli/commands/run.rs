@@ -165,7 +165,7 @@ pub(super) fn supervise_and_report(
         }
         Outcome::BudgetLimit { limit_micro_usd, spent_micro_usd, .. } => {
             ui.line(format!("{} the agents have spent {} of the {} budget ({done}/{total} steps finished).", ui.paint("Stopped:", Style::Red), dollars(*spent_micro_usd as f64 / 1e6), dollars(*limit_micro_usd as f64 / 1e6)));
-            ui.status("Next: git bmad journal shows each step's cost; raise orchestration.budget_usd in .bmad/config.yaml to go on");
+            ui.status("Next: git bmad journal shows each step's cost; to go on with more, git bmad resume --budget-usd <total>, or raise orchestration.budget_usd in .bmad/config.yaml");
         }
         Outcome::TokenLimit { limit, spent } => {
             ui.line(format!("{} the agents have used {spent} of the {limit} tokens budgeted ({done}/{total} steps finished).", ui.paint("Stopped:", Style::Red)));

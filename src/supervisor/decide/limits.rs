@@ -25,8 +25,7 @@ pub fn reached(
             wanted: starting,
         }));
     }
-    if let Some(budget) = budgets.budget_usd {
-        let limit = (budget * 1e6).round() as u64;
+    if let Some(limit) = budget_micro_usd(budgets, state) {
         let (spent, unpriced) = spent_usd(state, &Prices::new(&budgets.prices));
         if !unpriced.is_empty() {
             return Some(budget_stop(limit, spent, unpriced));
@@ -56,6 +55,13 @@ pub fn reached(
         }));
     }
     None
+}
+
+/// The run's dollar budget, in millionths: the one its newest resume set, else the
+/// configuration's.
+pub fn budget_micro_usd(budgets: &OrchestrationConfig, state: &RunState) -> Option<u64> {
+    let configured = budgets.budget_usd.map(|usd| (usd * 1e6).round() as u64);
+    state.budget_micro_usd.or(configured)
 }
 
 /// What the run spent, in millionths of a dollar, as `prices` count it now (tokens of a model

@@ -11,7 +11,7 @@ mod settle;
 mod verdict;
 
 pub use gate::{forged_journal, moved_record, GateRequest};
-pub use limits::{reached as limit_reached, spent_usd, stop as limit_stop};
+pub use limits::{budget_micro_usd, reached as limit_reached, spent_usd, stop as limit_stop};
 pub use settle::{settle, stopped, Settlement};
 pub use verdict::judge;
 
@@ -55,7 +55,7 @@ pub fn answer(
 /// Taking up a run that stopped (a failure, a limit, an interrupt): the resume, and a retry
 /// of every step whose failure stopped it. Nothing for a run that did not stop, or that
 /// waits at a gate.
-pub fn resume(playbook: &Playbook, state: &RunState) -> Vec<NewEvent> {
+pub fn resume(playbook: &Playbook, state: &RunState, budget_usd: Option<f64>) -> Vec<NewEvent> {
     let Some(Ended::Stopped(after)) = &state.ended else {
         return Vec::new();
     };
@@ -64,6 +64,7 @@ pub fn resume(playbook: &Playbook, state: &RunState) -> Vec<NewEvent> {
     }
     let mut events = vec![NewEvent::new(Body::RunResumed(RunResumed {
         after: after.clone(),
+        budget_usd,
     }))
     .decision(Some(Decision::Human))];
     events.extend(
@@ -170,10 +171,20 @@ pub(super) mod tests {
             ("step_failed", "b", json!({"next": "stop"})),
             ("run_failed", "", json!({"steps": ["b"]})),
         ]);
-        let events = resume(&p, &stopped);
+        let events = resume(&p, &stopped, None);
         let names: Vec<&str> = events.iter().map(|e| e.name()).collect();
         assert_eq!(names, ["run_resumed", "retry"]);
         assert_eq!(events[0].body().detail()["after"], "run_failed");
-        assert!(resume(&p, &replay(&[("step_completed", "a", json!({}))])).is_empty());
+        assert!(events[0].body().detail().get("budget_usd").is_none());
+        assert!(resume(&p, &replay(&[("step_completed", "a", json!({}))]), None).is_empty());
+        // With more money: the budget goes on with the run, over the configuration's.
+        let more = resume(&p, &stopped, Some(7.5));
+        assert_eq!(more[0].body().detail()["budget_usd"], 7.5);
+        let state = replay(&[
+            ("step_failed", "b", json!({"next": "stop"})),
+            ("run_failed", "", json!({"steps": ["b"]})),
+            ("run_resumed", "", more[0].body().detail()),
+        ]);
+        assert_eq!(state.budget_micro_usd, Some(7_500_000));
     }
 }

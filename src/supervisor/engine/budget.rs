@@ -24,10 +24,11 @@ impl Engine<'_> {
         if let Some(ms) = draw.and_then(|d| d.ms) {
             time = time.min(Duration::from_millis(ms));
         }
-        let own = self.config.orchestration.budget_usd.map(|budget| {
+        let budget = decide::budget_micro_usd(&self.config.orchestration, &self.state);
+        let own = budget.map(|budget| {
             let prices = crate::runner::prices::Prices::new(&self.config.orchestration.prices);
             let (spent, _) = decide::spent_usd(&self.state, &prices);
-            let left = (budget - spent as f64 / 1e6).max(0.0);
+            let left = budget.saturating_sub(spent) as f64 / 1e6;
             left / n as f64
         });
         let drawn = draw.and_then(|d| d.micro_usd).map(|m| m as f64 / 1e6);

@@ -124,8 +124,8 @@ pub struct RunArgs {
     /// changes its test set-up, removes tests or works outside its scope
     #[arg(long, default_value = "none", value_name = "MODE")]
     pub gates: String,
-    /// Stop starting stories once the epic has spent this many US dollars (runners that
-    /// report cost)
+    /// Stop starting stories once the epic has spent this many US dollars (as the CLIs
+    /// report it, or their tokens at their model's price)
     #[arg(long, value_name = "USD")]
     pub budget_usd: Option<f64>,
     /// Stop starting stories after this many agent invocations over the epic
