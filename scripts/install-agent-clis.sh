@@ -12,6 +12,7 @@ packages=(
   @anthropic-ai/claude-code@2.1.330
   @openai/codex@0.169.0
   @google/gemini-cli@0.61.0
+  @qwen-code/qwen-code@0.24.4
 )
 stamp="$dest/installed"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "${packages[*]}" ]; then
@@ -27,7 +28,7 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "${packages[*]}" ]; then
   exit 0
 fi
 npm install --prefix "$dest" --no-audit --no-fund --no-save --loglevel=error "${packages[@]}" >&2
-for cli in claude codex gemini; do
+for cli in claude codex gemini qwen; do
   "$dest/node_modules/.bin/$cli" --version >/dev/null || { echo "install-agent-clis: $cli does not run" >&2; exit 1; }
 done
 printf '%s' "${packages[*]}" > "$stamp"

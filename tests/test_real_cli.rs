@@ -21,9 +21,10 @@ enum Cli {
     Claude,
     Codex,
     Gemini,
+    Qwen,
 }
 
-const ALL: [Cli; 3] = [Cli::Claude, Cli::Codex, Cli::Gemini];
+const ALL: [Cli; 4] = [Cli::Claude, Cli::Codex, Cli::Gemini, Cli::Qwen];
 
 impl Cli {
     fn name(self) -> &'static str {
@@ -31,6 +32,7 @@ impl Cli {
             Cli::Claude => "claude",
             Cli::Codex => "codex",
             Cli::Gemini => "gemini",
+            Cli::Qwen => "qwen",
         }
     }
 }
@@ -184,6 +186,12 @@ impl World {
                 &home,
                 ".gemini/settings.json",
                 r#"{"security":{"auth":{"selectedType":"gemini-api-key"}}}"#,
+            ),
+            // Qwen Code speaks Gemini's API too (it is a fork), with a model named.
+            Cli::Qwen => write(
+                &home,
+                ".qwen/settings.json",
+                r#"{"security":{"auth":{"selectedType":"gemini"}},"model":{"name":"test-model"}}"#,
             ),
         }
         let repo = env.repo("project");
@@ -493,7 +501,8 @@ fn a_prompt_that_starts_with_a_dash_reaches_the_model_as_a_prompt() {
 
 /// Gemini CLI refuses the push itself, silently: `git push` is not among the commands its
 /// defaults allow, and its JSON counts the refusal as a failed tool call like any other, so
-/// for Gemini the test can only show that nothing was pushed.
+/// for Gemini the test can only show that nothing was pushed. Qwen Code refuses it itself
+/// too, and says so: the step fails on the refusal.
 #[test]
 #[cfg_attr(
     not(feature = "external-tests"),
@@ -511,8 +520,14 @@ fn a_force_push_the_policy_blocks_fails_the_step_whatever_the_cli_says() {
             IMPLEMENT,
         );
         let run = world.run_with_remote();
-        if cli != Cli::Gemini {
-            assert_not_done(&world, &run, "policy_violation");
+        match cli {
+            Cli::Gemini => {}
+            Cli::Qwen => assert_not_done(
+                &world,
+                &run,
+                "refused 1 tool call(s): run_shell_command (git push --force",
+            ),
+            _ => assert_not_done(&world, &run, "policy_violation"),
         }
         let remote_log = world.env.git(
             &world.env.root().join("remote.git"),
@@ -739,8 +754,8 @@ fn a_token_budget_stops_every_cli_between_steps() {
     }
 }
 
-/// Codex and Gemini report tokens, not dollars: a dollar budget counts their tokens at their
-/// model's price (here one the configuration gives), the ledger keeps per model what the
+/// Codex, Gemini and Qwen Code report tokens, not dollars: a dollar budget counts their
+/// tokens at their model's price (here one the configuration gives), the ledger keeps per model what the
 /// model API served, and the run stops at the budget between steps. A model with no price
 /// (Gemini's, chosen by `GEMINI_MODEL`, which git-bmad cannot see beforehand) stops the run
 /// before what it spends goes uncounted; once priced, `resume` goes on and counts it.
@@ -749,12 +764,12 @@ fn a_token_budget_stops_every_cli_between_steps() {
     not(feature = "external-tests"),
     ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
 )]
-fn a_dollar_budget_counts_codex_and_gemini_tokens_at_their_models_price() {
+fn a_dollar_budget_counts_tokens_at_their_models_price_for_every_cli_without_dollars() {
     let two_steps = "name: scenario\nsteps:\n  - id: implement\n    role: dev\n    command: Create src/hello.txt, run the tests and commit\n    timeout: 120s\n    postconditions: [{file_exists: src/hello.txt}, tests_pass]\n  - {id: again, role: dev, command: Do it again, timeout: 120s}\n";
     // Per request the scripted API serves 100 fresh input tokens, 1,000 cached and 20 out:
     // at these prices, $0.01 + $0.01 + $0.02.
     let price = "{input: 100, cached_input: 10, output: 1000}";
-    for cli in [Cli::Codex, Cli::Gemini] {
+    for cli in [Cli::Codex, Cli::Gemini, Cli::Qwen] {
         let world = World::new(cli, honest(), two_steps);
         world.configure(&format!(
             "runners:\n  default: {}\nchecks:\n  test_command: sh test.sh\norchestration:\n  budget_usd: 0.05\n  agents:\n    dev: {{model: test-model}}\n  prices:\n    test-model: {price}\n",

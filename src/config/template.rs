@@ -41,7 +41,8 @@ policy:
   scope: sessions
 
 runners:
-  # The agent CLI of playbook steps that name none: claude, codex, gemini, shell or generic.
+  # The agent CLI of playbook steps that name none: claude, codex, gemini, qwen, shell or
+  # generic.
   default: claude
   # Runner per playbook role, e.g. `dev: codex`.
   roles: {}
@@ -58,7 +59,7 @@ runners:
   # Each CLI is found on PATH; `program:` names another executable, and `args:` replaces the
   # permission arguments git-bmad passes by default:
   #   claude: --permission-mode acceptEdits   codex: --sandbox workspace-write
-  #   gemini: --approval-mode auto_edit
+  #   gemini: --approval-mode auto_edit   qwen: --approval-mode auto-edit
   # claude:
   #   args: ["--permission-mode", "acceptEdits", "--max-turns", "40"]
   # Any other agent: its command line, with {prompt} where the prompt goes (else on stdin).

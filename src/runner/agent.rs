@@ -349,6 +349,46 @@ mod tests {
     }
 
     #[test]
+    fn qwen_messages_are_read_as_claude_codes_with_gemini_clis_token_counts() {
+        let init =
+            r#"{"type":"system","subtype":"init","session_id":"s1","model":"qwen3-coder-plus"}"#;
+        let done = r#"{"type":"result","subtype":"success","session_id":"s1","is_error":false,"result":"Done.\nVERDICT: PASS","usage":{"input_tokens":1100,"output_tokens":20,"cache_read_input_tokens":1000},"permission_denials":[],"stats":{"models":{"qwen3-coder-plus":{"tokens":{"prompt":1100,"candidates":20,"cached":1000,"thoughts":5}}}}}"#;
+        let r = result("qwen", &format!("[{init},{done}]"));
+        assert_eq!(r.failure(), None);
+        assert_eq!(
+            (r.final_text.as_str(), r.verdict),
+            (
+                "Done.
+VERDICT: PASS",
+                Some(Verdict::Pass)
+            )
+        );
+        assert_eq!(r.agent_session_id.as_deref(), Some("s1"));
+        let used = &r.usage[0];
+        assert_eq!(
+            (used.model.as_deref(), used.input, used.cached, used.output),
+            (Some("qwen3-coder-plus"), 100, 1000, 25)
+        );
+        // Without stats: its usage counts the cached part in the input; the model is init's.
+        let plain = done.replace(r#","stats":{"models":{"qwen3-coder-plus":{"tokens":{"prompt":1100,"candidates":20,"cached":1000,"thoughts":5}}}}"#, "");
+        let r = result("qwen", &format!("[{init},{plain}]"));
+        let used = &r.usage[0];
+        assert_eq!(
+            (used.model.as_deref(), used.input, used.cached, used.output),
+            (Some("qwen3-coder-plus"), 100, 1000, 20)
+        );
+        // An API failure exits 0: the result says it, and a denial fails it too.
+        let failed = r#"[{"type":"result","subtype":"error_during_execution","is_error":true,"usage":{"input_tokens":0,"output_tokens":0},"permission_denials":[{"tool_name":"run_shell_command","tool_input":{"command":"git push"}}],"error":{"message":"[API Error: 401 invalid key]"}}]"#;
+        let r = result("qwen", failed);
+        assert_eq!(
+            r.reported_error.as_deref(),
+            Some("error_during_execution: [API Error: 401 invalid key]")
+        );
+        assert_eq!(r.permission_denials, ["run_shell_command (git push)"]);
+        assert!(r.failure().is_some());
+    }
+
+    #[test]
     fn the_model_a_codex_configuration_names_is_the_last_one_set() {
         let codex = Kind::parse("codex").unwrap().adapter();
         let cli = |args: &[&str]| crate::config::CliConfig {

@@ -292,7 +292,7 @@ fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
                 ),
                 Api::Gemini => Part::Call(
                     "write_file".into(),
-                    json!({"file_path": path, "content": content}),
+                    json!({"file_path": path_as_asked(&body, &path), "content": content}),
                 ),
                 // A heredoc ends every file with a newline: give it one to end with.
                 Api::OpenAi => shell_call(
@@ -316,6 +316,38 @@ fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             );
             reply(&mut stream, api, &model, streamed, &[call], true)
         }
+    }
+}
+
+/// `path` as the CLI's `write_file` asks for it: absolute, under the directory the
+/// conversation says it works in, when the tool's declaration says so (Qwen Code's), as a
+/// model reading both would write it.
+fn path_as_asked(body: &Value, path: &str) -> String {
+    let declarations = body["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|t| t["functionDeclarations"].as_array().into_iter().flatten());
+    let absolute = declarations.filter(|d| d["name"] == "write_file").any(|d| {
+        let schema = &d["parametersJsonSchema"]["properties"]["file_path"];
+        let schema = if schema.is_null() {
+            &d["parameters"]["properties"]["file_path"]
+        } else {
+            schema
+        };
+        let said = schema["description"].as_str().unwrap_or_default();
+        said.to_ascii_lowercase().contains("absolute")
+    });
+    let text = body.to_string();
+    let marker = "working in the directory: ";
+    let dir = text.find(marker).map(|at| {
+        let rest = &text[at + marker.len()..];
+        let end = rest.find("\\n").unwrap_or(rest.len());
+        rest[..end].to_owned()
+    });
+    match dir {
+        Some(dir) if absolute => format!("{dir}/{path}"),
+        _ => path.to_owned(),
     }
 }
 

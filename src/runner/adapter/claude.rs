@@ -1,14 +1,6 @@
 //! Claude Code, headless: `claude -p --output-format json … -- <prompt>`.
 //!
-//! Output: one JSON object, `{"type":"result", "subtype":"success"|"error_…",
-//! "is_error":bool, "result":"<final text>", "session_id":…, "total_cost_usd":…,
-//! "usage":{…}, "modelUsage":{<model>:{…}}, "permission_denials":[{"tool_name":…,
-//! "tool_input":{…}}], "structured_output":{…}}`. With `--verbose` some versions print the
-//! whole message array, and `--output-format stream-json` prints one message per line; the
-//! last `result` element is the one read either way.
-//!
-//! An API failure is `is_error: true` with `subtype: "success"`: the message is in `result`
-//! (and `api_error`), which is what gets journaled.
+//! Output: its result message (see [`result_message`]).
 //!
 //! Permissions: `acceptEdits` lets the agent edit files but asks before every shell command,
 //! and headless nobody answers, so an honest agent could not run the tests it must pass.
@@ -19,15 +11,12 @@
 
 use std::path::PathBuf;
 
-use serde_json::Value;
-
+use super::AgentResult;
 use super::{
-    agent_args, allowed_prefixes, configured_value, dashed, json_values, nested,
-    whole_command_problem, whole_stdout, Adapter, Call,
+    agent_args, allowed_prefixes, configured_value, dashed, nested, result_message,
+    whole_command_problem, Adapter, Call,
 };
-use super::{verdict_word, AgentResult, ModelUsage};
 use crate::config::CliConfig;
-use crate::text::last_chars;
 
 /// The adapter.
 pub struct Claude;
@@ -127,35 +116,8 @@ impl Adapter for Claude {
     }
 
     fn read_output(&self, result: &mut AgentResult) -> bool {
-        let Some(text) = whole_stdout(result) else {
-            return false;
-        };
-        let Some(value) = json_values(&text)
-            .into_iter()
-            .flat_map(|v| match v {
-                Value::Array(items) => items,
-                other => vec![other],
-            })
-            .rev()
-            .find(|v| v["type"] == "result")
-        else {
-            return false;
-        };
-        result.final_text = value["result"].as_str().unwrap_or_default().to_owned();
-        result.agent_session_id = value["session_id"].as_str().map(str::to_owned);
-        result.cost_usd = value["total_cost_usd"].as_f64();
-        result.set_usage(usage(&value));
-        if value["is_error"].as_bool() == Some(true) {
-            result.reported_error = Some(error_message(&value));
-        }
-        result.budget_spent = value["subtype"] == "error_max_budget_usd";
-        if let Some(denials) = value["permission_denials"].as_array() {
-            result.permission_denials = denials.iter().map(describe_denial).collect();
-        }
-        result.verdict = value["structured_output"]["verdict"]
-            .as_str()
-            .and_then(verdict_word);
-        true
+        let messages = result_message::messages(result);
+        result_message::read(result, &messages)
     }
 
     fn config_problems(&self, cli: &CliConfig) -> Vec<String> {
@@ -181,52 +143,6 @@ impl Adapter for Claude {
     }
 }
 
-/// The tokens of every model the session used (subagents included, in `modelUsage`, with
-/// what each cost), else the top-level `usage` of a model it does not name. A cache write is
-/// input read fresh.
-fn usage(value: &Value) -> Vec<ModelUsage> {
-    let n = |v: &Value, key: &str| v[key].as_u64().unwrap_or(0);
-    match value["modelUsage"].as_object().filter(|m| !m.is_empty()) {
-        Some(models) => models
-            .iter()
-            .map(|(model, m)| ModelUsage {
-                model: Some(model.clone()),
-                input: n(m, "inputTokens") + n(m, "cacheCreationInputTokens"),
-                cached: n(m, "cacheReadInputTokens"),
-                output: n(m, "outputTokens"),
-                usd: m["costUSD"].as_f64(),
-            })
-            .collect(),
-        None if value["usage"].is_object() => {
-            let usage = &value["usage"];
-            vec![ModelUsage {
-                model: None,
-                input: n(usage, "input_tokens") + n(usage, "cache_creation_input_tokens"),
-                cached: n(usage, "cache_read_input_tokens"),
-                output: n(usage, "output_tokens"),
-                usd: None,
-            }]
-        }
-        None => Vec::new(),
-    }
-}
-
-/// What went wrong, in words: the API's message when there is one (Claude reports an API
-/// failure with `subtype: "success"`), else the subtype (`error_max_turns`).
-fn error_message(value: &Value) -> String {
-    let subtype = value["subtype"].as_str().unwrap_or("error");
-    let text = value["result"]
-        .as_str()
-        .filter(|t| !t.trim().is_empty())
-        .or_else(|| value["api_error"].as_str())
-        .or_else(|| value["errors"][0].as_str());
-    match (subtype, text) {
-        ("success", Some(text)) => last_chars(text.trim(), 500),
-        (_, Some(text)) => format!("{subtype}: {}", last_chars(text.trim(), 500)),
-        (_, None) => subtype.to_owned(),
-    }
-}
-
 /// Permission rules for the allowed prefixes: each command as given and with arguments
 /// (`pwd`, `Bash(cargo test:*)`).
 fn allowed_tools(tests: &[String]) -> Vec<String> {
@@ -242,15 +158,4 @@ fn guard_settings(guard: &str) -> String {
         {"matcher": "Bash", "hooks": [{"type": "command", "command": guard}]}
     ]}})
     .to_string()
-}
-
-fn describe_denial(denial: &Value) -> String {
-    let tool = denial["tool_name"].as_str().unwrap_or("a tool");
-    let input = &denial["tool_input"];
-    let what = input["command"]
-        .as_str()
-        .or_else(|| input["file_path"].as_str())
-        .map(|s| format!(" ({})", last_chars(s, 200)))
-        .unwrap_or_default();
-    format!("{tool}{what}")
 }

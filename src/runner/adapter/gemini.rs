@@ -110,19 +110,8 @@ impl Adapter for Gemini {
             },
         };
         result.final_text = value["response"].as_str().unwrap_or_default().to_owned();
-        if let Some(models) = value["stats"]["models"].as_object() {
-            // Its prompt counts the cached part too; thoughts are billed as output.
-            let usage = models.iter().map(|(model, m)| {
-                let n = |key: &str| m["tokens"][key].as_u64().unwrap_or(0);
-                ModelUsage {
-                    model: Some(model.clone()),
-                    input: n("prompt").saturating_sub(n("cached")),
-                    cached: n("cached"),
-                    output: n("candidates") + n("thoughts"),
-                    usd: None,
-                }
-            });
-            result.set_usage(usage.collect());
+        if let Some(usage) = stats_usage(&value["stats"]) {
+            result.set_usage(usage);
         }
         if value["error"].is_object() {
             result.reported_error = Some(
@@ -163,4 +152,21 @@ fn allowed_tools(tests: &[String]) -> Vec<String> {
         .into_iter()
         .map(|p| format!("run_shell_command({p})"))
         .collect()
+}
+
+/// The tokens per model of Gemini CLI's `stats` (which Qwen Code prints too): its prompt
+/// counts the cached part; thoughts are billed as output.
+pub(super) fn stats_usage(stats: &Value) -> Option<Vec<ModelUsage>> {
+    let models = stats["models"].as_object()?;
+    let usage = models.iter().map(|(model, m)| {
+        let n = |key: &str| m["tokens"][key].as_u64().unwrap_or(0);
+        ModelUsage {
+            model: Some(model.clone()),
+            input: n("prompt").saturating_sub(n("cached")),
+            cached: n("cached"),
+            output: n("candidates") + n("thoughts"),
+            usd: None,
+        }
+    });
+    Some(usage.collect())
 }

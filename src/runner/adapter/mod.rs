@@ -4,12 +4,15 @@
 //! variable the CLI reads its API key from, how to read its stdout into the one
 //! [`AgentResult`] shape, and where it looks for a project's slash commands. Adding a CLI
 //! (OpenHands, Aider, opencode, Copilot CLI) is one new file here and one line in
-//! [`ADAPTERS`].
+//! [`ADAPTERS`]; one that prints Claude Code's result messages (Qwen Code) reads them with
+//! [`result_message`].
 
 mod claude;
 mod codex;
 mod gemini;
 mod generic;
+mod qwen;
+mod result_message;
 mod shell;
 
 use std::fmt;
@@ -26,6 +29,7 @@ static ADAPTERS: &[&dyn Adapter] = &[
     &claude::Claude,
     &codex::Codex,
     &gemini::Gemini,
+    &qwen::Qwen,
     &shell::Shell,
     &generic::Generic,
 ];
@@ -243,7 +247,7 @@ impl fmt::Display for Kind {
 }
 
 /// `head`, then the adapter's permission arguments (unless the config replaces them), then
-/// `--model`, which Claude Code, Codex and Gemini CLI all take.
+/// `--model`, which Claude Code, Codex, Gemini CLI and Qwen Code all take.
 fn agent_args(head: &[&str], adapter: &dyn Adapter, cli: &CliConfig, call: &Call) -> Vec<String> {
     let mut args = strings(head);
     match &cli.args {
@@ -483,7 +487,7 @@ mod tests {
         let packages: Vec<&str> = Kind::all()
             .filter_map(|kind| kind.adapter().npm_package())
             .collect();
-        assert_eq!(packages.len(), 3, "{packages:?}");
+        assert_eq!(packages.len(), 4, "{packages:?}");
         for package in packages {
             assert!(script.contains(package), "{package}");
         }

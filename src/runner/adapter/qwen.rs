@@ -1,0 +1,146 @@
+//! Qwen Code, headless: `qwen --output-format json … --prompt=<prompt>`.
+//!
+//! Output: the message array of Claude Code's headless format (see [`result_message`]),
+//! ending in its result message, whose `stats` are Gemini CLI's (tokens per model); the
+//! `init` message names the model, which the result's `usage` does not. An API failure exits 0 with `is_error: true` and the message in
+//! `error.message`, so the result is what decides.
+//!
+//! Qwen Code is a fork of Gemini CLI and keeps its tools and approval modes: `auto-edit`
+//! approves file edits and, headless, leaves out every tool that would ask (the shell
+//! among them), so the defaults allow the step's test commands, read-only commands and
+//! `git add`/`git commit` (`--allowed-tools`), as for Gemini CLI. It reads its provider's
+//! key and endpoint from the environment (`OPENAI_*` for an OpenAI-compatible one such as
+//! DashScope, `ANTHROPIC_*`, `GEMINI_*`) or its settings in `~/.qwen`.
+
+use std::path::PathBuf;
+
+use super::AgentResult;
+use super::{
+    agent_args, allowed_prefixes, configured_value, nested, result_message, whole_command_problem,
+    Adapter, Call,
+};
+use crate::config::CliConfig;
+
+/// The adapter.
+pub struct Qwen;
+
+impl Adapter for Qwen {
+    fn name(&self) -> &'static str {
+        "qwen"
+    }
+
+    fn key_variable(&self) -> Option<&'static str> {
+        Some("OPENAI_API_KEY")
+    }
+
+    fn npm_package(&self) -> Option<&'static str> {
+        Some("@qwen-code/qwen-code@0.24.4")
+    }
+
+    fn env_names(&self) -> &'static [&'static str] {
+        &[
+            "QWEN_",
+            "OPENAI_",
+            "DASHSCOPE_",
+            "ANTHROPIC_",
+            "GEMINI_",
+            "GOOGLE_",
+        ]
+    }
+
+    fn credential_variables(&self) -> &'static [&'static str] {
+        &[
+            "OPENAI_API_KEY",
+            "DASHSCOPE_API_KEY",
+            "ANTHROPIC_API_KEY",
+            "GEMINI_API_KEY",
+            "GOOGLE_API_KEY",
+        ]
+    }
+
+    fn home_files(&self) -> &'static [&'static str] {
+        &[".qwen/settings.json", ".qwen/oauth_creds.json"]
+    }
+
+    fn own_sandbox(&self, cli: &CliConfig) -> Option<String> {
+        let args = cli.args.as_deref().unwrap_or_default();
+        args.iter()
+            .find(|a| {
+                *a == "-s"
+                    || *a == "--sandbox"
+                    || a.starts_with("--sandbox=") && !a.ends_with("=false")
+            })
+            .cloned()
+    }
+
+    fn default_args(&self) -> &'static [&'static str] {
+        &["--approval-mode", "auto-edit"]
+    }
+
+    fn command_line(&self, cli: &CliConfig, call: &Call) -> (Vec<String>, Option<Vec<u8>>) {
+        let mut args = agent_args(&["--output-format", "json"], self, cli, call);
+        if cli.args.is_none() {
+            args.extend(
+                allowed_prefixes(call.allowed_commands)
+                    .into_iter()
+                    .map(|p| format!("--allowed-tools=run_shell_command({p})")),
+            );
+        }
+        // One argument, `--prompt=…`: a prompt starting with `-` stays a prompt (after `--`
+        // it would be no prompt at all: it reads stdin then).
+        args.push(format!("--prompt={}", call.prompt));
+        (args, None)
+    }
+
+    fn structured(&self) -> bool {
+        true
+    }
+
+    fn names_models(&self) -> bool {
+        true
+    }
+
+    fn read_output(&self, result: &mut AgentResult) -> bool {
+        let messages = result_message::messages(result);
+        if !result_message::read(result, &messages) {
+            return false;
+        }
+        // Its `usage` counts the cached part in `input_tokens`, unlike Claude Code's; its
+        // `stats` (Gemini CLI's) has the tokens per model.
+        let last = messages.iter().rev().find(|m| m["type"] == "result");
+        match last.and_then(|m| super::gemini::stats_usage(&m["stats"])) {
+            Some(usage) => result.set_usage(usage),
+            None => {
+                let mut usage = std::mem::take(&mut result.usage);
+                for model in &mut usage {
+                    model.input = model.input.saturating_sub(model.cached);
+                }
+                result.set_usage(usage);
+            }
+        }
+        result.name_usage(result_message::init_model(&messages).as_deref());
+        true
+    }
+
+    fn command_files(&self, name: &str) -> Vec<PathBuf> {
+        vec![
+            PathBuf::from(format!(".qwen/commands/{}.toml", nested(name))),
+            PathBuf::from(format!(".qwen/commands/{}.md", nested(name))),
+            PathBuf::from(format!(".qwen/skills/{name}/SKILL.md")),
+        ]
+    }
+
+    fn config_problems(&self, cli: &CliConfig) -> Vec<String> {
+        let mut problems: Vec<String> = whole_command_problem(self.name(), cli)
+            .into_iter()
+            .collect();
+        if let Some(format) = configured_value(cli, &["--output-format", "-o"])
+            .filter(|f| !matches!(*f, "json" | "stream-json"))
+        {
+            problems.push(format!(
+                "runners.qwen.args: `--output-format {format}` would hide Qwen Code's errors, denials and tokens from git-bmad; leave the output format to it (json)"
+            ));
+        }
+        problems
+    }
+}
