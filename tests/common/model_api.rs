@@ -231,7 +231,7 @@ fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             let part = if ran {
                 Part::Text("ran it".into())
             } else {
-                shell_call(api, &command)
+                shell_call(api, &body, &command)
             };
             return reply(&mut stream, api, &model, streamed, &[part], !ran);
         }
@@ -281,22 +281,24 @@ fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             )
         }
         Turn::Shell(command) => {
-            let call = shell_call(api, &command);
+            let call = shell_call(api, &body, &command);
             reply(&mut stream, api, &model, streamed, &[call], true)
         }
         Turn::Write { path, content } => {
-            let call = match api {
-                Api::Anthropic => Part::Call(
-                    "Write".into(),
-                    json!({"file_path": path, "content": content}),
-                ),
-                Api::Gemini => Part::Call(
-                    "write_file".into(),
-                    json!({"file_path": path_as_asked(&body, &path), "content": content}),
-                ),
-                // A heredoc ends every file with a newline: give it one to end with.
-                Api::OpenAi => shell_call(
+            let tools = offered(api, &body);
+            let write = ["Write", "write", "write_file"]
+                .into_iter()
+                .find_map(|name| tools.iter().find(|(n, _)| n == name));
+            let call = match write {
+                Some((name, schema)) => {
+                    let (key, path) = path_as_asked(&body, schema, &path);
+                    Part::Call(name.clone(), json!({key: path, "content": content}))
+                }
+                // No file tool (Codex): a heredoc, which ends every file with a newline, so
+                // it is given one to end with.
+                None => shell_call(
                     api,
+                    &body,
                     &format!(
                         "mkdir -p \"$(dirname '{path}')\" && cat > '{path}' <<'BMAD_EOF'\n{}\nBMAD_EOF",
                         content.strip_suffix('\n').unwrap_or(&content)
@@ -319,36 +321,55 @@ fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
     }
 }
 
-/// `path` as the CLI's `write_file` asks for it: absolute, under the directory the
-/// conversation says it works in, when the tool's declaration says so (Qwen Code's), as a
-/// model reading both would write it.
-fn path_as_asked(body: &Value, path: &str) -> String {
-    let declarations = body["tools"]
-        .as_array()
+/// The tools the request offers, each with its parameters' schema, as a model sees them.
+fn offered(api: Api, body: &Value) -> Vec<(String, Value)> {
+    let tools = body["tools"].as_array().into_iter().flatten();
+    let declared: Vec<&Value> = match api {
+        Api::Gemini => tools
+            .flat_map(|t| t["functionDeclarations"].as_array().into_iter().flatten())
+            .collect(),
+        _ => tools.collect(),
+    };
+    declared
         .into_iter()
-        .flatten()
-        .flat_map(|t| t["functionDeclarations"].as_array().into_iter().flatten());
-    let absolute = declarations.filter(|d| d["name"] == "write_file").any(|d| {
-        let schema = &d["parametersJsonSchema"]["properties"]["file_path"];
-        let schema = if schema.is_null() {
-            &d["parameters"]["properties"]["file_path"]
-        } else {
-            schema
-        };
-        let said = schema["description"].as_str().unwrap_or_default();
-        said.to_ascii_lowercase().contains("absolute")
-    });
+        .filter_map(|tool| {
+            let name = tool["name"].as_str()?.to_owned();
+            let schema = ["input_schema", "parameters", "parametersJsonSchema"]
+                .into_iter()
+                .map(|key| &tool[key])
+                .find(|s| s.is_object())
+                .cloned()
+                .unwrap_or(Value::Null);
+            Some((name, schema))
+        })
+        .collect()
+}
+
+/// The name a file tool's path parameter has, and `path` as it asks for it: absolute, under
+/// the directory the conversation says it works in, when its description says so (Qwen
+/// Code's, OpenCode's), as a model reading both would write it.
+fn path_as_asked(body: &Value, schema: &Value, path: &str) -> (String, String) {
+    let properties = &schema["properties"];
+    let key = ["file_path", "filePath", "path"]
+        .into_iter()
+        .find(|k| properties.get(*k).is_some())
+        .unwrap_or("file_path");
+    let said = properties[key]["description"].as_str().unwrap_or_default();
+    let absolute = said.to_ascii_lowercase().contains("absolute");
     let text = body.to_string();
-    let marker = "working in the directory: ";
-    let dir = text.find(marker).map(|at| {
-        let rest = &text[at + marker.len()..];
-        let end = rest.find("\\n").unwrap_or(rest.len());
-        rest[..end].to_owned()
-    });
-    match dir {
+    let dir = ["working in the directory: ", "Working directory: "]
+        .into_iter()
+        .find_map(|marker| {
+            let at = text.find(marker)?;
+            let rest = &text[at + marker.len()..];
+            let end = rest.find("\\n").unwrap_or(rest.len());
+            Some(rest[..end].trim().to_owned())
+        });
+    let path = match dir {
         Some(dir) if absolute => format!("{dir}/{path}"),
         _ => path.to_owned(),
-    }
+    };
+    (key.to_owned(), path)
 }
 
 /// The turn for a conversation with `index` tool results, counting failures.
@@ -378,7 +399,17 @@ fn turn_at(shared: &Shared, index: usize) -> Turn {
 }
 
 /// The CLI's shell tool called with `command`.
-fn shell_call(api: Api, command: &str) -> Part {
+fn shell_call(api: Api, body: &Value, command: &str) -> Part {
+    // The shell tool the CLI offers, by the name it gives it.
+    let tools = offered(api, body);
+    let has = |name: &str| tools.iter().any(|(n, _)| n == name);
+    if has("Bash") || has("bash") {
+        let name = if has("Bash") { "Bash" } else { "bash" };
+        return Part::Call(
+            name.into(),
+            json!({"command": command, "description": "run a command"}),
+        );
+    }
     match api {
         Api::Anthropic => Part::Call(
             "Bash".into(),
