@@ -22,9 +22,16 @@ enum Cli {
     Codex,
     Gemini,
     Qwen,
+    OpenCode,
 }
 
-const ALL: [Cli; 4] = [Cli::Claude, Cli::Codex, Cli::Gemini, Cli::Qwen];
+const ALL: [Cli; 5] = [
+    Cli::Claude,
+    Cli::Codex,
+    Cli::Gemini,
+    Cli::Qwen,
+    Cli::OpenCode,
+];
 
 impl Cli {
     fn name(self) -> &'static str {
@@ -33,6 +40,7 @@ impl Cli {
             Cli::Codex => "codex",
             Cli::Gemini => "gemini",
             Cli::Qwen => "qwen",
+            Cli::OpenCode => "opencode",
         }
     }
 }
@@ -192,6 +200,21 @@ impl World {
                 &home,
                 ".qwen/settings.json",
                 r#"{"security":{"auth":{"selectedType":"gemini"}},"model":{"name":"test-model"}}"#,
+            ),
+            // OpenCode's Anthropic provider, at the scripted API, with its model declared.
+            Cli::OpenCode => write(
+                &home,
+                ".config/opencode/opencode.json",
+                &serde_json::json!({
+                    "$schema": "https://opencode.ai/config.json",
+                    "model": "anthropic/test-model",
+                    "autoupdate": false,
+                    "provider": {"anthropic": {
+                        "options": {"baseURL": format!("{}/v1", api.url())},
+                        "models": {"test-model": {"name": "test-model"}}
+                    }}
+                })
+                .to_string(),
             ),
         }
         let repo = env.repo("project");
@@ -501,8 +524,8 @@ fn a_prompt_that_starts_with_a_dash_reaches_the_model_as_a_prompt() {
 
 /// Gemini CLI refuses the push itself, silently: `git push` is not among the commands its
 /// defaults allow, and its JSON counts the refusal as a failed tool call like any other, so
-/// for Gemini the test can only show that nothing was pushed. Qwen Code refuses it itself
-/// too, and says so: the step fails on the refusal.
+/// for Gemini the test can only show that nothing was pushed. Qwen Code and OpenCode refuse
+/// it themselves too, and say so: the step fails on the refusal.
 #[test]
 #[cfg_attr(
     not(feature = "external-tests"),
@@ -526,6 +549,11 @@ fn a_force_push_the_policy_blocks_fails_the_step_whatever_the_cli_says() {
                 &world,
                 &run,
                 "refused 1 tool call(s): run_shell_command (git push --force",
+            ),
+            Cli::OpenCode => assert_not_done(
+                &world,
+                &run,
+                "refused 1 tool call(s): bash (git push --force",
             ),
             _ => assert_not_done(&world, &run, "policy_violation"),
         }
@@ -754,8 +782,9 @@ fn a_token_budget_stops_every_cli_between_steps() {
     }
 }
 
-/// Codex, Gemini and Qwen Code report tokens, not dollars: a dollar budget counts their
-/// tokens at their model's price (here one the configuration gives), the ledger keeps per model what the
+/// Codex, Gemini, Qwen Code and OpenCode report tokens, not dollars (OpenCode's own figure
+/// is 0 for a model it does not know): a dollar budget counts their tokens at their model's
+/// price (here one the configuration gives), the ledger keeps per model what the
 /// model API served, and the run stops at the budget between steps. A model with no price
 /// (Gemini's, chosen by `GEMINI_MODEL`, which git-bmad cannot see beforehand) stops the run
 /// before what it spends goes uncounted; once priced, `resume` goes on and counts it.
@@ -769,10 +798,15 @@ fn a_dollar_budget_counts_tokens_at_their_models_price_for_every_cli_without_dol
     // Per request the scripted API serves 100 fresh input tokens, 1,000 cached and 20 out:
     // at these prices, $0.01 + $0.01 + $0.02.
     let price = "{input: 100, cached_input: 10, output: 1000}";
-    for cli in [Cli::Codex, Cli::Gemini, Cli::Qwen] {
+    for cli in [Cli::Codex, Cli::Gemini, Cli::Qwen, Cli::OpenCode] {
         let world = World::new(cli, honest(), two_steps);
+        // OpenCode names a model with its provider; the price of the model it names counts.
+        let model = match cli {
+            Cli::OpenCode => "anthropic/test-model",
+            _ => "test-model",
+        };
         world.configure(&format!(
-            "runners:\n  default: {}\nchecks:\n  test_command: sh test.sh\norchestration:\n  budget_usd: 0.05\n  agents:\n    dev: {{model: test-model}}\n  prices:\n    test-model: {price}\n",
+            "runners:\n  default: {}\nchecks:\n  test_command: sh test.sh\norchestration:\n  budget_usd: 0.05\n  agents:\n    dev: {{model: {model}}}\n  prices:\n    test-model: {price}\n",
             cli.name()
         ));
         let run = world.run();
@@ -785,10 +819,14 @@ fn a_dollar_budget_counts_tokens_at_their_models_price_for_every_cli_without_dol
             .iter()
             .filter(|r| {
                 let line = r.line.to_ascii_lowercase();
-                (line.contains("/responses") || line.contains("generatecontent"))
-                    && !line.contains("counttokens")
+                let generates = ["/responses", "generatecontent", "/messages"]
+                    .iter()
+                    .any(|path| line.contains(path));
+                generates && !line.contains("count")
             })
             .count() as u64;
+        // Anthropic's API counts a cache write (500 a request) apart; it is read fresh.
+        let fresh = if cli == Cli::OpenCode { 600 } else { 100 };
         let usage = done[0]["detail"]["usage"]
             .as_array()
             .cloned()
@@ -801,11 +839,11 @@ fn a_dollar_budget_counts_tokens_at_their_models_price_for_every_cli_without_dol
         };
         assert_eq!(
             (sum("tokens_in"), sum("tokens_cached"), sum("tokens_out")),
-            (100 * served, 1000 * served, 20 * served),
+            (fresh * served, 1000 * served, 20 * served),
             "{cli:?}: the ledger holds what the API served ({served} requests)\n{}",
             world.explain(&run)
         );
-        let ours = usage.iter().find(|u| u["model"] == "test-model");
+        let ours = usage.iter().find(|u| u["model"] == model);
         let ours = ours.unwrap_or_else(|| panic!("{cli:?}: no test-model usage: {usage:?}"));
         let tokens = |key: &str| ours[key].as_u64().unwrap_or(0) as f64;
         let expected = (tokens("tokens_in") * 100.0

@@ -41,8 +41,8 @@ policy:
   scope: sessions
 
 runners:
-  # The agent CLI of playbook steps that name none: claude, codex, gemini, qwen, shell or
-  # generic.
+  # The agent CLI of playbook steps that name none: claude, codex, gemini, qwen, opencode,
+  # shell or generic.
   default: claude
   # Runner per playbook role, e.g. `dev: codex`.
   roles: {}

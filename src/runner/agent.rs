@@ -55,17 +55,16 @@ pub fn invoke(
     interrupt: &std::sync::atomic::AtomicBool,
 ) -> Result<AgentResult> {
     let adapter = invocation.kind.adapter();
-    let (args, stdin) = adapter.command_line(
-        config.cli(invocation.kind.as_str()),
-        &Call {
-            prompt: &invocation.prompt,
-            model: invocation.model.as_deref(),
-            allowed_commands: &invocation.allowed_commands,
-            guard: invocation.guard.as_deref(),
-            budget_usd: invocation.budget_usd,
-            contained: invocation.sandbox.is_some(),
-        },
-    );
+    let cli = config.cli(invocation.kind.as_str());
+    let call = Call {
+        prompt: &invocation.prompt,
+        model: invocation.model.as_deref(),
+        allowed_commands: &invocation.allowed_commands,
+        guard: invocation.guard.as_deref(),
+        budget_usd: invocation.budget_usd,
+        contained: invocation.sandbox.is_some(),
+    };
+    let (args, stdin) = adapter.command_line(cli, &call);
     // An allow-list, contained or not: what every process needs, what its CLI reads, what
     // the configuration names; in walls, without the places they hide.
     let configured: Vec<String> = config
@@ -86,6 +85,7 @@ pub fn invoke(
             .collect()
     };
     env.extend(owned(adapter.env()));
+    env.extend(adapter.call_env(cli, &call));
     env.extend(invocation.env.iter().cloned());
     if invocation.sandbox.is_some() {
         env.extend(owned(adapter.contained_env()));
@@ -111,7 +111,6 @@ pub fn invoke(
         output.stderr,
         output.duration.as_millis() as u64,
     );
-    let cli = config.cli(invocation.kind.as_str());
     // The call's `--model` comes after the configured arguments: it is the one the CLI uses.
     result.name_usage(
         invocation
@@ -386,6 +385,33 @@ VERDICT: PASS",
         );
         assert_eq!(r.permission_denials, ["run_shell_command (git push)"]);
         assert!(r.failure().is_some());
+    }
+
+    #[test]
+    fn opencode_events_give_the_last_text_the_tokens_of_every_step_and_the_refusals() {
+        let step = r#"{"type":"step_finish","sessionID":"ses_1","part":{"tokens":{"input":100,"output":20,"reasoning":5,"cache":{"write":500,"read":1000}},"cost":0}}"#;
+        let denied = r#"{"type":"tool_use","sessionID":"ses_1","part":{"tool":"bash","state":{"status":"error","input":{"command":"git push --force"},"error":"The user has specified a rule which prevents you from using this specific tool call."}}}"#;
+        let failed_run = r#"{"type":"tool_use","sessionID":"ses_1","part":{"tool":"bash","state":{"status":"error","input":{"command":"cargo test"},"error":"exit 101"}}}"#;
+        let text = r#"{"type":"text","sessionID":"ses_1","part":{"type":"text","text":"All done.\nVERDICT: PASS"}}"#;
+        let r = result(
+            "opencode",
+            &[step, failed_run, denied, step, text].join("\n"),
+        );
+        assert_eq!(r.agent_session_id.as_deref(), Some("ses_1"));
+        assert_eq!(
+            (r.final_text.as_str(), r.verdict),
+            ("All done.\nVERDICT: PASS", Some(Verdict::Pass))
+        );
+        let used = &r.usage[0];
+        assert_eq!(
+            (used.model.as_deref(), used.input, used.cached, used.output),
+            (None, 1200, 2000, 50)
+        );
+        // A command that failed as it ran is the agent's business; a refused one fails it.
+        assert_eq!(r.permission_denials, ["bash (git push --force)"]);
+        let error = r#"{"type":"error","sessionID":"ses_1","error":{"name":"APIError","data":{"message":"Cannot connect to API"}}}"#;
+        let r = result("opencode", error);
+        assert_eq!(r.reported_error.as_deref(), Some("Cannot connect to API"));
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod claude;
 mod codex;
 mod gemini;
 mod generic;
+mod opencode;
 mod qwen;
 mod result_message;
 mod shell;
@@ -30,6 +31,7 @@ static ADAPTERS: &[&dyn Adapter] = &[
     &codex::Codex,
     &gemini::Gemini,
     &qwen::Qwen,
+    &opencode::OpenCode,
     &shell::Shell,
     &generic::Generic,
 ];
@@ -111,6 +113,12 @@ pub trait Adapter: Sync {
     /// Variables the CLI needs to run unattended in a fresh session worktree.
     fn env(&self) -> &'static [(&'static str, &'static str)] {
         &[]
+    }
+
+    /// Variables for one call: a CLI that takes its permissions from the environment
+    /// rather than its arguments gets them here.
+    fn call_env(&self, _cli: &CliConfig, _call: &Call) -> Vec<(String, String)> {
+        Vec::new()
     }
 
     /// Variables it gets on top of those when git-bmad contains it.
@@ -247,7 +255,7 @@ impl fmt::Display for Kind {
 }
 
 /// `head`, then the adapter's permission arguments (unless the config replaces them), then
-/// `--model`, which Claude Code, Codex, Gemini CLI and Qwen Code all take.
+/// `--model`, which every agent CLI here takes.
 fn agent_args(head: &[&str], adapter: &dyn Adapter, cli: &CliConfig, call: &Call) -> Vec<String> {
     let mut args = strings(head);
     match &cli.args {
@@ -487,7 +495,7 @@ mod tests {
         let packages: Vec<&str> = Kind::all()
             .filter_map(|kind| kind.adapter().npm_package())
             .collect();
-        assert_eq!(packages.len(), 4, "{packages:?}");
+        assert_eq!(packages.len(), 5, "{packages:?}");
         for package in packages {
             assert!(script.contains(package), "{package}");
         }

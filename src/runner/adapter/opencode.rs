@@ -1,0 +1,199 @@
+//! OpenCode, headless: `opencode run --format json … -- <prompt>`.
+//!
+//! Output: one JSON event per line (`step_start`, `text`, `tool_use`, `step_finish`,
+//! `error`), each with the session's id.
+//!
+//! Permissions come from its configuration, which `OPENCODE_PERMISSION` overrides for one
+//! run: edits are allowed, the shell only for the step's test commands, read-only commands
+//! and `git add`/`git commit` (every other command is denied, never asked: headless nobody
+//! answers).
+
+use std::path::PathBuf;
+
+use serde_json::{json, Value};
+
+use super::{agent_args, allowed_prefixes, whole_command_problem, whole_stdout, Adapter, Call};
+use super::{AgentResult, ModelUsage};
+use crate::config::CliConfig;
+
+/// The adapter.
+pub struct OpenCode;
+
+impl Adapter for OpenCode {
+    fn name(&self) -> &'static str {
+        "opencode"
+    }
+
+    fn key_variable(&self) -> Option<&'static str> {
+        Some("ANTHROPIC_API_KEY")
+    }
+
+    fn npm_package(&self) -> Option<&'static str> {
+        Some("opencode-ai@1.18.33")
+    }
+
+    fn env_names(&self) -> &'static [&'static str] {
+        &[
+            "OPENCODE_",
+            "ANTHROPIC_",
+            "OPENAI_",
+            "GEMINI_",
+            "GOOGLE_",
+            "OPENROUTER_",
+            "GROQ_",
+            "XAI_",
+            "DEEPSEEK_",
+            "MISTRAL_",
+        ]
+    }
+
+    fn credential_variables(&self) -> &'static [&'static str] {
+        &[
+            "ANTHROPIC_API_KEY",
+            "OPENAI_API_KEY",
+            "GEMINI_API_KEY",
+            "GOOGLE_GENERATIVE_AI_API_KEY",
+            "OPENROUTER_API_KEY",
+            "GROQ_API_KEY",
+            "XAI_API_KEY",
+            "DEEPSEEK_API_KEY",
+            "MISTRAL_API_KEY",
+            "OPENCODE_API_KEY",
+        ]
+    }
+
+    fn home_files(&self) -> &'static [&'static str] {
+        &[
+            ".config/opencode/opencode.json",
+            ".config/opencode/opencode.jsonc",
+            ".local/share/opencode/auth.json",
+        ]
+    }
+
+    fn command_line(&self, cli: &CliConfig, call: &Call) -> (Vec<String>, Option<Vec<u8>>) {
+        // A title given: else a model request names the session, whose tokens its events
+        // never report (a budget could not count them).
+        let mut args = agent_args(
+            &["run", "--format", "json", "--title", "git-bmad step"],
+            self,
+            cli,
+            call,
+        );
+        args.extend(["--".into(), call.prompt.to_owned()]);
+        (args, None)
+    }
+
+    fn call_env(&self, cli: &CliConfig, call: &Call) -> Vec<(String, String)> {
+        if cli.args.is_some() {
+            return Vec::new();
+        }
+        let mut bash = serde_json::Map::new();
+        bash.insert("*".into(), json!("deny"));
+        for prefix in allowed_prefixes(call.allowed_commands) {
+            bash.insert(prefix.clone(), json!("allow"));
+            bash.insert(format!("{prefix} *"), json!("allow"));
+        }
+        let permission = json!({"*": "deny", "read": "allow", "list": "allow", "glob": "allow",
+            "grep": "allow", "edit": "allow", "bash": bash});
+        vec![("OPENCODE_PERMISSION".into(), permission.to_string())]
+    }
+
+    fn env(&self) -> &'static [(&'static str, &'static str)] {
+        &[
+            ("OPENCODE_DISABLE_AUTOUPDATE", "true"),
+            ("OPENCODE_DISABLE_SHARE", "true"),
+        ]
+    }
+
+    fn structured(&self) -> bool {
+        true
+    }
+
+    fn read_output(&self, result: &mut AgentResult) -> bool {
+        // JSON lines: a torn first line is skipped, so a long run is read from its end.
+        let text = whole_stdout(result)
+            .unwrap_or_else(|| String::from_utf8_lossy(&result.stdout.tail()).into_owned());
+        let events: Vec<Value> = text
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|event| event["type"].is_string())
+            .collect();
+        if events.is_empty() {
+            return false;
+        }
+        let mut usage = ModelUsage::default();
+        for event in &events {
+            let part = &event["part"];
+            result.agent_session_id = event["sessionID"].as_str().map(str::to_owned);
+            match event["type"].as_str().unwrap_or_default() {
+                "text" => {
+                    result.final_text = part["text"].as_str().unwrap_or_default().to_owned();
+                }
+                "step_finish" => {
+                    // Its input leaves the cache out; a cache write is read fresh, reasoning
+                    // is output.
+                    let tokens = &part["tokens"];
+                    let n = |v: &Value| v.as_u64().unwrap_or(0);
+                    usage.input += n(&tokens["input"]) + n(&tokens["cache"]["write"]);
+                    usage.cached += n(&tokens["cache"]["read"]);
+                    usage.output += n(&tokens["output"]) + n(&tokens["reasoning"]);
+                }
+                "tool_use" if is_denied(part) => {
+                    result.permission_denials.push(describe_call(part));
+                }
+                "error" => {
+                    let error = &event["error"];
+                    let message = error["data"]["message"]
+                        .as_str()
+                        .or_else(|| error["message"].as_str())
+                        .or_else(|| error["name"].as_str())
+                        .unwrap_or("error");
+                    result.reported_error = Some(message.to_owned());
+                }
+                _ => {}
+            }
+        }
+        result.set_usage(vec![usage]);
+        true
+    }
+
+    fn command_files(&self, name: &str) -> Vec<PathBuf> {
+        vec![
+            PathBuf::from(format!(".opencode/command/{name}.md")),
+            PathBuf::from(format!(".opencode/commands/{name}.md")),
+        ]
+    }
+
+    fn config_problems(&self, cli: &CliConfig) -> Vec<String> {
+        whole_command_problem(self.name(), cli)
+            .into_iter()
+            .collect()
+    }
+}
+
+/// Whether a tool call was refused by its permissions (rather than failing as it ran).
+fn is_denied(part: &Value) -> bool {
+    let state = &part["state"];
+    let error = state["error"]
+        .as_str()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    // "The user has specified a rule which prevents you from using this specific tool
+    // call", or a rejection had it asked.
+    state["status"] == "error"
+        && ["prevents you", "rejected", "permission"]
+            .iter()
+            .any(|said| error.contains(said))
+}
+
+/// A refused call in words: the tool and what it was given.
+fn describe_call(part: &Value) -> String {
+    let tool = part["tool"].as_str().unwrap_or("a tool");
+    let input = &part["state"]["input"];
+    let what = input["command"]
+        .as_str()
+        .or_else(|| input["filePath"].as_str())
+        .map(|s| format!(" ({})", crate::text::last_chars(s, 200)))
+        .unwrap_or_default();
+    format!("{tool}{what}")
+}
