@@ -14,6 +14,7 @@ packages=(
   @google/gemini-cli@0.61.0
   @qwen-code/qwen-code@0.24.4
   opencode-ai@1.18.33
+  @mariozechner/pi-coding-agent@0.73.1
 )
 stamp="$dest/installed"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "${packages[*]}" ]; then
@@ -29,7 +30,7 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "${packages[*]}" ]; then
   exit 0
 fi
 npm install --prefix "$dest" --no-audit --no-fund --no-save --loglevel=error "${packages[@]}" >&2
-for cli in claude codex gemini qwen opencode; do
+for cli in claude codex gemini qwen opencode pi; do
   "$dest/node_modules/.bin/$cli" --version >/dev/null || { echo "install-agent-clis: $cli does not run" >&2; exit 1; }
 done
 printf '%s' "${packages[*]}" > "$stamp"

@@ -23,14 +23,16 @@ enum Cli {
     Gemini,
     Qwen,
     OpenCode,
+    Pi,
 }
 
-const ALL: [Cli; 5] = [
+const ALL: [Cli; 6] = [
     Cli::Claude,
     Cli::Codex,
     Cli::Gemini,
     Cli::Qwen,
     Cli::OpenCode,
+    Cli::Pi,
 ];
 
 impl Cli {
@@ -41,6 +43,7 @@ impl Cli {
             Cli::Gemini => "gemini",
             Cli::Qwen => "qwen",
             Cli::OpenCode => "opencode",
+            Cli::Pi => "pi",
         }
     }
 }
@@ -216,6 +219,26 @@ impl World {
                 })
                 .to_string(),
             ),
+            // Pi's Anthropic provider at the scripted API, with its model declared.
+            Cli::Pi => {
+                write(
+                    &home,
+                    ".pi/agent/models.json",
+                    &serde_json::json!({"providers": {"anthropic": {
+                        "baseUrl": api.url(),
+                        "models": [{"id": "test-model", "name": "test-model",
+                            "api": "anthropic-messages", "reasoning": false, "input": ["text"],
+                            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                            "contextWindow": 200000, "maxTokens": 8192}]
+                    }}})
+                    .to_string(),
+                );
+                write(
+                    &home,
+                    ".pi/agent/settings.json",
+                    r#"{"defaultProvider":"anthropic","defaultModel":"test-model"}"#,
+                );
+            }
         }
         let repo = env.repo("project");
         write(&repo, "test.sh", "#!/bin/sh\ntest -f src/hello.txt\n");
@@ -782,8 +805,8 @@ fn a_token_budget_stops_every_cli_between_steps() {
     }
 }
 
-/// Codex, Gemini, Qwen Code and OpenCode report tokens, not dollars (OpenCode's own figure
-/// is 0 for a model it does not know): a dollar budget counts their tokens at their model's
+/// Codex, Gemini, Qwen Code, OpenCode and Pi report tokens, not dollars (OpenCode's and
+/// Pi's own figures are 0 for a model they do not know): a dollar budget counts their tokens at their model's
 /// price (here one the configuration gives), the ledger keeps per model what the
 /// model API served, and the run stops at the budget between steps. A model with no price
 /// (Gemini's, chosen by `GEMINI_MODEL`, which git-bmad cannot see beforehand) stops the run
@@ -798,7 +821,7 @@ fn a_dollar_budget_counts_tokens_at_their_models_price_for_every_cli_without_dol
     // Per request the scripted API serves 100 fresh input tokens, 1,000 cached and 20 out:
     // at these prices, $0.01 + $0.01 + $0.02.
     let price = "{input: 100, cached_input: 10, output: 1000}";
-    for cli in [Cli::Codex, Cli::Gemini, Cli::Qwen, Cli::OpenCode] {
+    for cli in [Cli::Codex, Cli::Gemini, Cli::Qwen, Cli::OpenCode, Cli::Pi] {
         let world = World::new(cli, honest(), two_steps);
         // OpenCode names a model with its provider; the price of the model it names counts.
         let model = match cli {
@@ -826,7 +849,11 @@ fn a_dollar_budget_counts_tokens_at_their_models_price_for_every_cli_without_dol
             })
             .count() as u64;
         // Anthropic's API counts a cache write (500 a request) apart; it is read fresh.
-        let fresh = if cli == Cli::OpenCode { 600 } else { 100 };
+        let fresh = if matches!(cli, Cli::OpenCode | Cli::Pi) {
+            600
+        } else {
+            100
+        };
         let usage = done[0]["detail"]["usage"]
             .as_array()
             .cloned()

@@ -106,7 +106,7 @@ impl Default for OrchestrationConfig {
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq)]
 #[serde(default, deny_unknown_fields)]
 pub struct Assignment {
-    /// `claude`, `codex`, `gemini`, `qwen`, `opencode`, `shell` or `generic`.
+    /// `claude`, `codex`, `gemini`, `qwen`, `opencode`, `pi`, `shell` or `generic`.
     pub runner: Option<String>,
     /// The model, passed as `--model`.
     pub model: Option<String>,

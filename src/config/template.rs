@@ -42,7 +42,7 @@ policy:
 
 runners:
   # The agent CLI of playbook steps that name none: claude, codex, gemini, qwen, opencode,
-  # shell or generic.
+  # pi, shell or generic.
   default: claude
   # Runner per playbook role, e.g. `dev: codex`.
   roles: {}

@@ -356,11 +356,7 @@ mod tests {
         assert_eq!(r.failure(), None);
         assert_eq!(
             (r.final_text.as_str(), r.verdict),
-            (
-                "Done.
-VERDICT: PASS",
-                Some(Verdict::Pass)
-            )
+            ("Done.\nVERDICT: PASS", Some(Verdict::Pass))
         );
         assert_eq!(r.agent_session_id.as_deref(), Some("s1"));
         let used = &r.usage[0];
@@ -412,6 +408,53 @@ VERDICT: PASS",
         let error = r#"{"type":"error","sessionID":"ses_1","error":{"name":"APIError","data":{"message":"Cannot connect to API"}}}"#;
         let r = result("opencode", error);
         assert_eq!(r.reported_error.as_deref(), Some("Cannot connect to API"));
+    }
+
+    #[test]
+    fn pi_events_give_each_models_tokens_and_the_last_answer_decides() {
+        let answer = |model: &str, stop: &str, text: &str| {
+            serde_json::json!({"type": "message_end", "message": {"role": "assistant",
+                "model": model, "stopReason": stop, "errorMessage": "overloaded",
+                "content": [{"type": "text", "text": text}],
+                "usage": {"input": 100, "output": 20, "cacheRead": 1000, "cacheWrite": 500}}})
+            .to_string()
+        };
+        let session = r#"{"type":"session","id":"pi-1"}"#;
+        let retried = [
+            session.to_owned(),
+            answer("claude-sonnet-4-5", "error", ""),
+            r#"{"type":"auto_retry_start","attempt":1}"#.to_owned(),
+            answer("claude-sonnet-4-5", "toolUse", ""),
+            answer("claude-haiku-4-5", "stop", "Done.\nVERDICT: FAIL"),
+        ];
+        let r = result("pi", &retried.join("\n"));
+        assert_eq!(
+            r.failure(),
+            None,
+            "a retried request that recovered is no error"
+        );
+        assert_eq!(
+            (r.final_text.as_str(), r.verdict),
+            ("Done.\nVERDICT: FAIL", Some(Verdict::Fail))
+        );
+        assert_eq!(r.agent_session_id.as_deref(), Some("pi-1"));
+        let sonnet = &r.usage[0];
+        assert_eq!(
+            (
+                sonnet.model.as_deref(),
+                sonnet.input,
+                sonnet.cached,
+                sonnet.output
+            ),
+            (Some("claude-sonnet-4-5"), 1200, 2000, 40)
+        );
+        assert_eq!(r.usage[1].model.as_deref(), Some("claude-haiku-4-5"));
+        // It exits 0 when the last request failed: the message says so.
+        let failed = [session.to_owned(), answer("m", "error", "")].join("\n");
+        assert_eq!(
+            result("pi", &failed).reported_error.as_deref(),
+            Some("overloaded")
+        );
     }
 
     #[test]

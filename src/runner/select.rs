@@ -319,7 +319,7 @@ mod tests {
             "{p:?}"
         );
         assert!(
-            p[0].contains("use claude, codex, gemini, qwen, opencode for that role"),
+            p[0].contains("use claude, codex, gemini, qwen, opencode, pi for that role"),
             "{p:?}"
         );
     }

@@ -12,6 +12,7 @@ mod codex;
 mod gemini;
 mod generic;
 mod opencode;
+mod pi;
 mod qwen;
 mod result_message;
 mod shell;
@@ -32,6 +33,7 @@ static ADAPTERS: &[&dyn Adapter] = &[
     &gemini::Gemini,
     &qwen::Qwen,
     &opencode::OpenCode,
+    &pi::Pi,
     &shell::Shell,
     &generic::Generic,
 ];
@@ -495,7 +497,7 @@ mod tests {
         let packages: Vec<&str> = Kind::all()
             .filter_map(|kind| kind.adapter().npm_package())
             .collect();
-        assert_eq!(packages.len(), 5, "{packages:?}");
+        assert_eq!(packages.len(), 6, "{packages:?}");
         for package in packages {
             assert!(script.contains(package), "{package}");
         }
