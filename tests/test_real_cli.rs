@@ -492,6 +492,12 @@ fn api_errors_fail_the_step_with_the_apis_own_message() {
         (Cli::Codex, 500),
         (Cli::Gemini, 401),
         (Cli::Gemini, 400),
+        // These three exit 0 on an API error (Qwen Code, Pi) or name it in an event
+        // (OpenCode): what they print is what fails the step.
+        (Cli::Qwen, 401),
+        (Cli::Qwen, 400),
+        (Cli::OpenCode, 401),
+        (Cli::Pi, 401),
     ];
     for &(cli, status) in cases {
         let message = format!("scripted failure {status}");
