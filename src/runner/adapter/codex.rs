@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use super::{agent_args, dashed, whole_stdout, Adapter, Call};
+use super::{agent_args, dashed, Adapter, Call};
 use super::{AgentResult, ModelUsage};
 use crate::config::CliConfig;
 
@@ -99,16 +99,9 @@ impl Adapter for Codex {
     }
 
     fn read_output(&self, result: &mut AgentResult) -> bool {
-        // JSON lines: a torn first line is skipped, so a long run is read from its end.
-        let text = whole_stdout(result)
-            .unwrap_or_else(|| String::from_utf8_lossy(&result.stdout.tail()).into_owned());
-        let mut any = false;
+        let events = super::json_events(result);
         let mut usage = ModelUsage::default();
-        for line in text.lines() {
-            let Ok(event) = serde_json::from_str::<Value>(line) else {
-                continue;
-            };
-            any = true;
+        for event in &events {
             match event["type"].as_str().unwrap_or_default() {
                 "thread.started" => {
                     result.agent_session_id = event["thread_id"].as_str().map(str::to_owned);
@@ -135,7 +128,7 @@ impl Adapter for Codex {
                         .map(str::to_owned)
                         .or(Some("turn failed".into()));
                 }
-                "error" if is_reconnecting(&event) => {}
+                "error" if is_reconnecting(event) => {}
                 "error" => {
                     result.reported_error = event["message"]
                         .as_str()
@@ -145,7 +138,7 @@ impl Adapter for Codex {
                 _ => {}
             }
         }
-        any
+        !events.is_empty()
     }
 
     fn command_files(&self, name: &str) -> Vec<PathBuf> {

@@ -50,14 +50,7 @@ impl Adapter for Gemini {
     }
 
     fn own_sandbox(&self, cli: &CliConfig) -> Option<String> {
-        let args = cli.args.as_deref().unwrap_or_default();
-        args.iter()
-            .find(|a| {
-                *a == "-s"
-                    || *a == "--sandbox"
-                    || a.starts_with("--sandbox=") && !a.ends_with("=false")
-            })
-            .cloned()
+        super::gemini_sandbox_flag(cli)
     }
 
     fn home_files(&self) -> &'static [&'static str] {
@@ -146,8 +139,9 @@ impl Adapter for Gemini {
     }
 }
 
-/// Gemini CLI's rules for the allowed prefixes (it matches a shell command by prefix).
-fn allowed_tools(tests: &[String]) -> Vec<String> {
+/// Gemini CLI's rules for the allowed prefixes (it matches a shell command by prefix), which
+/// Qwen Code takes too.
+pub(super) fn allowed_tools(tests: &[String]) -> Vec<String> {
     allowed_prefixes(tests)
         .into_iter()
         .map(|p| format!("run_shell_command({p})"))

@@ -346,6 +346,29 @@ fn json_values(text: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The events of a CLI that prints one JSON object per line with a `type`, in order: from
+/// the whole of stdout, else from its kept end (a torn first line is skipped), so a long
+/// run is read from its end.
+fn json_events(result: &AgentResult) -> Vec<serde_json::Value> {
+    let text = whole_stdout(result)
+        .unwrap_or_else(|| String::from_utf8_lossy(&result.stdout.tail()).into_owned());
+    text.lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|event| event["type"].is_string())
+        .collect()
+}
+
+/// The configured argument that turns on the sandbox of Gemini CLI or its fork Qwen Code
+/// (`-s`, `--sandbox`, `--sandbox=true`).
+fn gemini_sandbox_flag(cli: &CliConfig) -> Option<String> {
+    let args = cli.args.as_deref().unwrap_or_default();
+    args.iter()
+        .find(|a| {
+            *a == "-s" || *a == "--sandbox" || a.starts_with("--sandbox=") && !a.ends_with("=false")
+        })
+        .cloned()
+}
+
 /// Owned strings from literals.
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()

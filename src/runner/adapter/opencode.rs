@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use super::{agent_args, allowed_prefixes, whole_command_problem, whole_stdout, Adapter, Call};
+use super::{agent_args, allowed_prefixes, whole_command_problem, Adapter, Call};
 use super::{AgentResult, ModelUsage};
 use crate::config::CliConfig;
 
@@ -110,14 +110,7 @@ impl Adapter for OpenCode {
     }
 
     fn read_output(&self, result: &mut AgentResult) -> bool {
-        // JSON lines: a torn first line is skipped, so a long run is read from its end.
-        let text = whole_stdout(result)
-            .unwrap_or_else(|| String::from_utf8_lossy(&result.stdout.tail()).into_owned());
-        let events: Vec<Value> = text
-            .lines()
-            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-            .filter(|event| event["type"].is_string())
-            .collect();
+        let events = super::json_events(result);
         if events.is_empty() {
             return false;
         }

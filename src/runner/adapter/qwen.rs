@@ -16,8 +16,7 @@ use std::path::PathBuf;
 
 use super::AgentResult;
 use super::{
-    agent_args, allowed_prefixes, configured_value, nested, result_message, whole_command_problem,
-    Adapter, Call,
+    agent_args, configured_value, nested, result_message, whole_command_problem, Adapter, Call,
 };
 use crate::config::CliConfig;
 
@@ -63,14 +62,7 @@ impl Adapter for Qwen {
     }
 
     fn own_sandbox(&self, cli: &CliConfig) -> Option<String> {
-        let args = cli.args.as_deref().unwrap_or_default();
-        args.iter()
-            .find(|a| {
-                *a == "-s"
-                    || *a == "--sandbox"
-                    || a.starts_with("--sandbox=") && !a.ends_with("=false")
-            })
-            .cloned()
+        super::gemini_sandbox_flag(cli)
     }
 
     fn default_args(&self) -> &'static [&'static str] {
@@ -81,9 +73,9 @@ impl Adapter for Qwen {
         let mut args = agent_args(&["--output-format", "json"], self, cli, call);
         if cli.args.is_none() {
             args.extend(
-                allowed_prefixes(call.allowed_commands)
+                super::gemini::allowed_tools(call.allowed_commands)
                     .into_iter()
-                    .map(|p| format!("--allowed-tools=run_shell_command({p})")),
+                    .map(|rule| format!("--allowed-tools={rule}")),
             );
         }
         // One argument, `--prompt=…`: a prompt starting with `-` stays a prompt (after `--`
