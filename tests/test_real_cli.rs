@@ -77,6 +77,72 @@ fn with_model(cmd: &mut Command, url: &str) {
         .env("GOOGLE_GEMINI_BASE_URL", url);
 }
 
+/// Point `cli`'s own settings in `home` at the scripted model API, as a user points it at
+/// a provider.
+fn point_at(cli: Cli, home: &Path, api: &ModelApi) {
+    match cli {
+        Cli::Claude => {}
+        Cli::Codex => write(
+            home,
+            ".codex/config.toml",
+            &format!(
+                "model = \"test-model\"\nmodel_provider = \"scripted\"\n\
+                 [model_providers.scripted]\nname = \"scripted\"\n\
+                 base_url = \"{}/v1\"\nwire_api = \"responses\"\n\
+                 env_key = \"OPENAI_API_KEY\"\nrequest_max_retries = 0\n\
+                 stream_max_retries = 2\n",
+                api.url()
+            ),
+        ),
+        Cli::Gemini => write(
+            home,
+            ".gemini/settings.json",
+            r#"{"security":{"auth":{"selectedType":"gemini-api-key"}}}"#,
+        ),
+        // Qwen Code speaks Gemini's API too (it is a fork), with a model named.
+        Cli::Qwen => write(
+            home,
+            ".qwen/settings.json",
+            r#"{"security":{"auth":{"selectedType":"gemini"}},"model":{"name":"test-model"}}"#,
+        ),
+        // OpenCode's Anthropic provider, at the scripted API, with its model declared.
+        Cli::OpenCode => write(
+            home,
+            ".config/opencode/opencode.json",
+            &serde_json::json!({
+                "$schema": "https://opencode.ai/config.json",
+                "model": "anthropic/test-model",
+                "autoupdate": false,
+                "provider": {"anthropic": {
+                    "options": {"baseURL": format!("{}/v1", api.url())},
+                    "models": {"test-model": {"name": "test-model"}}
+                }}
+            })
+            .to_string(),
+        ),
+        // Pi's Anthropic provider at the scripted API, with its model declared.
+        Cli::Pi => {
+            write(
+                home,
+                ".pi/agent/models.json",
+                &serde_json::json!({"providers": {"anthropic": {
+                    "baseUrl": api.url(),
+                    "models": [{"id": "test-model", "name": "test-model",
+                        "api": "anthropic-messages", "reasoning": false, "input": ["text"],
+                        "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
+                        "contextWindow": 200000, "maxTokens": 8192}]
+                }}})
+                .to_string(),
+            );
+            write(
+                home,
+                ".pi/agent/settings.json",
+                r#"{"defaultProvider":"anthropic","defaultModel":"test-model"}"#,
+            );
+        }
+    }
+}
+
 /// A repository with a playbook, a session, the CLI on PATH and its settings in HOME
 /// pointing at `api`.
 struct World {
@@ -179,67 +245,7 @@ impl World {
                 "#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n",
             );
         }
-        match cli {
-            Cli::Claude => {}
-            Cli::Codex => write(
-                &home,
-                ".codex/config.toml",
-                &format!(
-                    "model = \"test-model\"\nmodel_provider = \"scripted\"\n\
-                     [model_providers.scripted]\nname = \"scripted\"\n\
-                     base_url = \"{}/v1\"\nwire_api = \"responses\"\n\
-                     env_key = \"OPENAI_API_KEY\"\nrequest_max_retries = 0\n\
-                     stream_max_retries = 2\n",
-                    api.url()
-                ),
-            ),
-            Cli::Gemini => write(
-                &home,
-                ".gemini/settings.json",
-                r#"{"security":{"auth":{"selectedType":"gemini-api-key"}}}"#,
-            ),
-            // Qwen Code speaks Gemini's API too (it is a fork), with a model named.
-            Cli::Qwen => write(
-                &home,
-                ".qwen/settings.json",
-                r#"{"security":{"auth":{"selectedType":"gemini"}},"model":{"name":"test-model"}}"#,
-            ),
-            // OpenCode's Anthropic provider, at the scripted API, with its model declared.
-            Cli::OpenCode => write(
-                &home,
-                ".config/opencode/opencode.json",
-                &serde_json::json!({
-                    "$schema": "https://opencode.ai/config.json",
-                    "model": "anthropic/test-model",
-                    "autoupdate": false,
-                    "provider": {"anthropic": {
-                        "options": {"baseURL": format!("{}/v1", api.url())},
-                        "models": {"test-model": {"name": "test-model"}}
-                    }}
-                })
-                .to_string(),
-            ),
-            // Pi's Anthropic provider at the scripted API, with its model declared.
-            Cli::Pi => {
-                write(
-                    &home,
-                    ".pi/agent/models.json",
-                    &serde_json::json!({"providers": {"anthropic": {
-                        "baseUrl": api.url(),
-                        "models": [{"id": "test-model", "name": "test-model",
-                            "api": "anthropic-messages", "reasoning": false, "input": ["text"],
-                            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
-                            "contextWindow": 200000, "maxTokens": 8192}]
-                    }}})
-                    .to_string(),
-                );
-                write(
-                    &home,
-                    ".pi/agent/settings.json",
-                    r#"{"defaultProvider":"anthropic","defaultModel":"test-model"}"#,
-                );
-            }
-        }
+        point_at(cli, &home, &api);
         let repo = env.repo("project");
         write(&repo, "test.sh", "#!/bin/sh\ntest -f src/hello.txt\n");
         write(
@@ -1244,6 +1250,14 @@ impl EpicWorld {
         EpicWorld { env, api, repo }
     }
 
+    /// Another real CLI on `PATH` too, pointed at the same model API.
+    fn with_cli(self, cli: Cli) -> EpicWorld {
+        let bin = self.env.root().join("bin").join(cli.name());
+        std::os::unix::fs::symlink(installed().join(cli.name()), bin).expect("link the CLI");
+        point_at(cli, &self.env.root().join("home"), &self.api);
+        self
+    }
+
     /// `git bmad epic run <args>` with the model in the environment: exit code and output.
     fn run(&self, args: &[&str]) -> (Option<i32>, String) {
         let mut cmd = self.env.bmad_command(&self.repo);
@@ -1490,6 +1504,94 @@ fn an_epic_budget_stops_stories_running_at_once_within_one_request_each() {
         assert!(story["state"]["pr"].is_null(), "{story:#}");
     }
     assert_eq!(code, Some(5), "{said}");
+    assert!(said.contains("nothing new is started"), "{said}");
+}
+
+/// An epic's dollar budget holds across CLIs that count money apart: Claude Code reports
+/// its dollars, Codex only its tokens, which git-bmad prices; both draw on the one purse.
+/// The dev steps run on Codex and would write for ever: each ends when its model does
+/// (Codex cannot stop itself at an amount), its priced tokens take the purse past the
+/// budget, and no step starts after that.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
+fn an_epic_budget_counts_claude_dollars_and_codex_tokens_in_one_purse() {
+    let endless: Vec<Turn> = (0..12)
+        .map(|i| Turn::Write {
+            path: format!("notes/{i}.txt"),
+            content: "x\n".into(),
+        })
+        .collect();
+    let world = EpicWorld::new("v6", endless).with_cli(Cli::Codex);
+    // $0.04 a request at this price (see the run's dollar-budget test).
+    write(
+        &world.repo,
+        ".bmad/config.yaml",
+        "checks:\n  test_command: ./test.sh\nrunners:\n  default: claude\n  roles: {dev: codex}\norchestration:\n  agents:\n    dev: {model: test-model}\n  prices:\n    test-model: {input: 100, cached_input: 10, output: 1000}\n",
+    );
+    // BMAD installed for Codex too: its dev workflow as a Codex prompt.
+    let dev_story = std::fs::read_to_string(world.repo.join(".claude/commands/bmad-dev-story.md"))
+        .expect("the fixture's dev workflow");
+    write(&world.repo, ".codex/prompts/bmad-dev-story.md", &dev_story);
+    world.env.git(&world.repo, &["add", "-A"]);
+    world
+        .env
+        .git(&world.repo, &["commit", "-qm", "dev on codex, priced"]);
+    let budget = 0.3;
+    let (code, said) = world.run(&[
+        "3",
+        "--stories",
+        "3-1,3-2",
+        "--parallel",
+        "2",
+        "--budget-usd",
+        &budget.to_string(),
+    ]);
+    assert_eq!(code, Some(5), "{said}");
+    let mut codex_spent = 0.0;
+    for key in ["3-1-api-client", "3-2-storage"] {
+        let story = world.story("3", key);
+        assert_eq!(story["stage"], "failed", "{story:#}");
+        let reason = story["state"]["reason"].as_str().unwrap_or_default();
+        assert!(
+            reason.starts_with("stopped at the budget: $"),
+            "{story:#}\n{said}"
+        );
+        let journal = world
+            .env
+            .bmad(&world.repo, &["journal", key, "--json"])
+            .success()
+            .json();
+        let events = journal.as_array().cloned().unwrap_or_default();
+        let on_codex: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["detail"]["runner"] == "codex" && e["detail"]["usage"].is_array())
+            .collect();
+        assert!(!on_codex.is_empty(), "{key}: no Codex step: {said}");
+        for step in &on_codex {
+            assert_eq!(step["detail"]["cost_priced"], true, "{step:#}");
+            assert_eq!(
+                step["detail"]["usage"][0]["model"], "test-model",
+                "{step:#}"
+            );
+            codex_spent += step["detail"]["cost_usd"].as_f64().unwrap_or(0.0);
+        }
+        // Nothing started once the purse was spent: the step that spent it was the last.
+        let last_start = events.iter().rposition(|e| e["event"] == "step_started");
+        let codex_end = events
+            .iter()
+            .rposition(|e| e["detail"]["runner"] == "codex" && e["detail"]["usage"].is_array());
+        assert!(
+            last_start < codex_end,
+            "{key}: a step started after the budget was spent\n{said}"
+        );
+    }
+    assert!(
+        codex_spent > budget,
+        "Codex's priced tokens: ${codex_spent}\n{said}"
+    );
     assert!(said.contains("nothing new is started"), "{said}");
 }
 
