@@ -192,10 +192,26 @@ fn names(model: &str, name: &str) -> bool {
     let Some(suffix) = rest.strip_prefix('-') else {
         return rest.is_empty();
     };
-    let dated = suffix.len() >= 8
-        && suffix.starts_with(|c: char| c.is_ascii_digit())
-        && suffix.chars().all(|c| c.is_ascii_digit() || c == '-');
-    suffix == "latest" || dated
+    suffix == "latest" || is_date(suffix)
+}
+
+/// `20250929` or `2025-08-07`, and nothing else: a version after the name
+/// (`claude-opus-4-7-20260101` after `claude-opus-4`) is another model, never priced as
+/// this one.
+fn is_date(text: &str) -> bool {
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    match text.len() {
+        8 => digits(text),
+        10 => {
+            let b = text.as_bytes();
+            b[4] == b'-'
+                && b[7] == b'-'
+                && digits(&text[..4])
+                && digits(&text[5..7])
+                && digits(&text[8..])
+        }
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -238,6 +254,10 @@ mod tests {
         assert_eq!(prices.of("gpt-5-mini").unwrap().input, 0.25);
         assert_eq!(prices.of("gemini-2.5-flash-lite").unwrap().output, 0.4);
         assert_eq!(prices.of("gpt-5-turbo-ultra"), None);
+        // A newer version of a priced model is not that model.
+        assert_eq!(prices.of("claude-opus-4-7-20260101"), None);
+        assert_eq!(prices.of("claude-sonnet-4-5-1-20260101"), None);
+        assert_eq!(prices.of("gemini-2.5-pro-2026"), None);
         assert_eq!(prices.of("claude-sonnet-4-5x"), None);
         assert_eq!(prices.of(""), None);
     }
