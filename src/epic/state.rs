@@ -31,7 +31,7 @@ pub(super) fn record(
 
 /// The purse the run's stories share: the epic's budget, less what its stories spent.
 pub(super) fn purse(state: &EpicState, budget: &EpicBudget, parallel: usize) -> Purse {
-    let micro = |usd: f64| (usd * 1e6).round() as u64;
+    let micro = crate::session::run_state::micro_usd;
     let (usd, invocations, ms) = state.spent();
     let limits = Limits {
         micro_usd: budget.usd.map(micro),

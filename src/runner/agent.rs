@@ -136,8 +136,6 @@ pub fn interpret(
         verdict: None,
         breaking_change: false,
         agent_session_id: None,
-        tokens_in: None,
-        tokens_out: None,
         cost_usd: None,
         usage: Vec::new(),
         permission_denials: Vec::new(),
@@ -211,7 +209,7 @@ mod tests {
         assert_eq!(r.verdict, Some(Verdict::Pass));
         assert_eq!(r.agent_session_id.as_deref(), Some("abc"));
         assert_eq!(
-            (r.tokens_in, r.tokens_out, r.cost_usd),
+            (r.tokens_in(), r.tokens_out(), r.cost_usd),
             (Some(10), Some(20), Some(0.12))
         );
         assert_eq!(r.failure(), None);
@@ -253,7 +251,7 @@ mod tests {
         );
         assert_eq!(stream.final_text, "ok");
         assert_eq!(
-            (stream.tokens_in, stream.tokens_out),
+            (stream.tokens_in(), stream.tokens_out()),
             (Some(61_512), Some(3))
         );
         assert_eq!(stream.failure(), None);
@@ -273,7 +271,7 @@ mod tests {
         assert_eq!(r.agent_session_id.as_deref(), Some("th_1"));
         assert!(r.final_text.starts_with("All done."));
         assert!(r.breaking_change);
-        assert_eq!((r.tokens_in, r.tokens_out), (Some(100), Some(7)));
+        assert_eq!((r.tokens_in(), r.tokens_out()), (Some(100), Some(7)));
         let failed = result(
             "codex",
             r#"{"type":"turn.failed","error":{"message":"quota exceeded"}}"#,
@@ -288,7 +286,7 @@ mod tests {
             r#"{"response":"ok\n**Verdict:** FAIL","stats":{"models":{"gemini-2.5-pro":{"tokens":{"prompt":50,"candidates":5,"total":55}},"flash":{"tokens":{"prompt":1,"candidates":1}}}}}"#,
         );
         assert_eq!(r.verdict, Some(Verdict::Fail));
-        assert_eq!((r.tokens_in, r.tokens_out), (Some(51), Some(6)));
+        assert_eq!((r.tokens_in(), r.tokens_out()), (Some(51), Some(6)));
         let e = result(
             "gemini",
             r#"{"response":null,"error":{"type":"ApiError","message":"bad key","code":1}}"#,
@@ -318,23 +316,23 @@ mod tests {
             ),
             (Some("claude-sonnet-4-5-20250929"), 50, 300, 20, Some(0.15))
         );
-        assert_eq!((claude.tokens_in, claude.tokens_out), (Some(355), Some(21)));
+        assert_eq!(
+            (claude.tokens_in(), claude.tokens_out()),
+            (Some(355), Some(21))
+        );
         // Codex: input counts the cached part; no model named, summed over turns.
         let turn = r#"{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":60,"output_tokens":7}}"#;
-        let codex = result(
-            "codex",
-            &format!(
-                "{turn}
-{turn}"
-            ),
-        );
+        let codex = result("codex", &format!("{turn}\n{turn}"));
         assert_eq!(codex.usage.len(), 1);
         let all = &codex.usage[0];
         assert_eq!(
             (all.model.as_deref(), all.input, all.cached, all.output),
             (None, 80, 120, 14)
         );
-        assert_eq!((codex.tokens_in, codex.tokens_out), (Some(200), Some(14)));
+        assert_eq!(
+            (codex.tokens_in(), codex.tokens_out()),
+            (Some(200), Some(14))
+        );
         // Gemini: per model, the prompt counts the cached part; thoughts are output.
         let gemini = result(
             "gemini",

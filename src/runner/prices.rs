@@ -52,21 +52,6 @@ pub struct Prices<'c> {
     configured: &'c BTreeMap<String, ModelPrice>,
 }
 
-/// What one model of one invocation used and cost.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct ModelSpend {
-    /// The model, as the CLI or the configuration named it.
-    pub model: String,
-    /// Input tokens read fresh (cache writes included).
-    pub tokens_in: u64,
-    /// Input tokens read from the prompt cache.
-    pub tokens_cached: u64,
-    /// Output tokens (reasoning included).
-    pub tokens_out: u64,
-    /// Its cost: the CLI's figure, else its tokens at its price; `None` when unpriced.
-    pub usd: Option<f64>,
-}
-
 /// What one invocation cost.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Spend {
@@ -75,10 +60,20 @@ pub struct Spend {
     pub usd: Option<f64>,
     /// Whether `usd` is the CLI's own figure.
     pub reported: bool,
-    /// Per model, as the CLI reported them.
-    pub models: Vec<ModelSpend>,
-    /// The models with no price, when the cost rests on them.
-    pub unpriced: Vec<String>,
+    /// Per model, as the CLI reported them, each with its cost (`usd`): the CLI's figure,
+    /// else its tokens at its price; `None` when it has no price.
+    pub models: Vec<ModelUsage>,
+}
+
+impl Spend {
+    /// The models with no price that the cost rests on (`None`: one nobody named).
+    pub fn unpriced(&self) -> Vec<Option<&str>> {
+        let unknown = self
+            .models
+            .iter()
+            .filter(|m| m.usd.is_none() && !self.reported);
+        unknown.map(|m| m.model.as_deref()).collect()
+    }
 }
 
 impl<'c> Prices<'c> {
@@ -121,44 +116,19 @@ impl<'c> Prices<'c> {
 
     /// What `result` cost, and per model.
     pub fn spend(&self, result: &AgentResult) -> Spend {
-        let mut unpriced = Vec::new();
-        let models: Vec<ModelSpend> = result
+        let models: Vec<ModelUsage> = result
             .usage
             .iter()
-            .map(|usage| {
-                let model = usage.model.clone().unwrap_or_default();
-                let usd = usage.usd.or_else(|| self.cost(usage));
-                if usd.is_none() {
-                    unpriced.push(if model.is_empty() {
-                        format!("{}'s default model", result.runner)
-                    } else {
-                        model.clone()
-                    });
-                }
-                ModelSpend {
-                    model,
-                    tokens_in: usage.input,
-                    tokens_cached: usage.cached,
-                    tokens_out: usage.output,
-                    usd,
-                }
+            .map(|usage| ModelUsage {
+                usd: usage.usd.or_else(|| self.cost(usage)),
+                ..usage.clone()
             })
             .collect();
-        match result.cost_usd {
-            Some(usd) => Spend {
-                usd: Some(usd),
-                reported: true,
-                models,
-                unpriced: Vec::new(),
-            },
-            None => Spend {
-                usd: unpriced
-                    .is_empty()
-                    .then(|| models.iter().filter_map(|m| m.usd).sum()),
-                reported: false,
-                models,
-                unpriced,
-            },
+        let priced = || models.iter().map(|m| m.usd).sum::<Option<f64>>();
+        Spend {
+            usd: result.cost_usd.or_else(priced),
+            reported: result.cost_usd.is_some(),
+            models,
         }
     }
 
@@ -302,10 +272,10 @@ mod tests {
         );
         let spend = prices.spend(&two);
         assert_eq!(spend.usd, None);
-        assert_eq!(spend.unpriced, ["gemini-9-ultra"]);
+        assert_eq!(spend.unpriced(), [Some("gemini-9-ultra")]);
         assert_eq!(spend.models[0].usd, Some(0.3));
         let unnamed = prices.spend(&result("codex", None, vec![usage(None, 1, 0, 1)]));
-        assert_eq!(unnamed.unpriced, ["codex's default model"]);
+        assert_eq!(unnamed.unpriced(), [None]);
     }
 
     #[test]
@@ -318,7 +288,7 @@ mod tests {
             vec![usage(Some("claude-unreleased"), 1, 0, 1)],
         ));
         assert_eq!((spend.usd, spend.reported), (Some(0.5), true));
-        assert!(spend.unpriced.is_empty());
+        assert!(spend.unpriced().is_empty());
         assert_eq!(spend.models[0].usd, None);
     }
 

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 pub use super::schema::{Answer, GateKind, Next};
-use super::schema::{Body, StepOutcome};
+use super::schema::{Body, ModelSpent, StepOutcome};
 use super::{Decision, Event};
 use crate::text::dollars;
 
@@ -154,21 +154,18 @@ pub struct Manifest {
     pub steps: Vec<String>,
 }
 
-/// What a model with no price used in one invocation.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
-pub struct UnpricedTokens {
-    /// The model; empty when neither the CLI nor the call named it.
-    pub model: String,
-    /// Input tokens read fresh.
-    pub tokens_in: u64,
-    /// Input tokens read from the prompt cache.
-    pub tokens_cached: u64,
-    /// Output tokens.
-    pub tokens_out: u64,
+/// US dollars in millionths, as the run counts money; an amount that is not a positive
+/// number counts as nothing.
+pub fn micro_usd(usd: f64) -> u64 {
+    if usd.is_finite() && usd > 0.0 {
+        (usd * 1e6).round() as u64
+    } else {
+        0
+    }
 }
 
 /// A run, replayed.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct RunState {
     /// The playbook; `None` when no run was started in this session.
     pub manifest: Option<Manifest>,
@@ -193,7 +190,7 @@ pub struct RunState {
     pub budget_micro_usd: Option<u64>,
     /// The tokens of models that had no price when they ran, by the model's name (which a
     /// price given since can count).
-    pub unpriced: Vec<UnpricedTokens>,
+    pub unpriced: Vec<ModelSpent>,
     /// The tokens the agents reported using.
     pub tokens: u64,
     /// Why the run stopped, when it did and has not been resumed.
@@ -272,25 +269,14 @@ impl RunState {
     /// An attempt's reported cost and tokens, added up.
     fn add_cost(&mut self, outcome: &StepOutcome) {
         match outcome.cost_usd {
-            Some(usd) if usd.is_finite() && usd > 0.0 => {
-                self.cost_micro_usd += (usd * 1e6).round() as u64;
-            }
-            Some(_) => {}
-            // Not counted: what each model used is kept for a price given later; a priced
-            // model's part is counted now.
+            Some(usd) => self.cost_micro_usd += micro_usd(usd),
+            // Not counted as a whole: a priced model's part is counted now, an unpriced one's
+            // tokens are kept for a price given later.
             None => {
                 for model in &outcome.usage {
                     match model.cost_usd {
-                        Some(usd) if usd.is_finite() && usd > 0.0 => {
-                            self.cost_micro_usd += (usd * 1e6).round() as u64;
-                        }
-                        Some(_) => {}
-                        None => self.unpriced.push(UnpricedTokens {
-                            model: model.model.clone(),
-                            tokens_in: model.tokens_in,
-                            tokens_cached: model.tokens_cached,
-                            tokens_out: model.tokens_out,
-                        }),
+                        Some(usd) => self.cost_micro_usd += micro_usd(usd),
+                        None => self.unpriced.push(model.clone()),
                     }
                 }
             }
@@ -352,8 +338,8 @@ impl RunState {
             Body::RunResumed(resumed) => {
                 self.ended = None;
                 self.stop = None;
-                if let Some(usd) = resumed.budget_usd.filter(|b| b.is_finite() && *b > 0.0) {
-                    self.budget_micro_usd = Some((usd * 1e6).round() as u64);
+                if let Some(usd) = resumed.budget_usd.map(micro_usd).filter(|m| *m > 0) {
+                    self.budget_micro_usd = Some(usd);
                 }
             }
             Body::StepStarted(started) => {

@@ -8,7 +8,7 @@ use super::playbook::{Step, Trigger, VerdictRule};
 use crate::policy::secrets::redact;
 use crate::runner::prices::Spend;
 use crate::runner::{self, AgentResult, Captured, Exit};
-use crate::session::schema::{ModelSpent, StepOutcome};
+use crate::session::schema::StepOutcome;
 use crate::text::last_chars;
 
 /// How much of an agent's stdout and stderr the journal keeps.
@@ -145,21 +145,15 @@ impl Attempt<'_> {
                     }),
                     breaking_change: r.breaking_change,
                     agent_session_id: r.agent_session_id.clone(),
-                    tokens_in: r.tokens_in,
-                    tokens_out: r.tokens_out,
+                    tokens_in: r.tokens_in(),
+                    tokens_out: r.tokens_out(),
                     cost_usd: self.spend.usd,
                     cost_priced: self.spend.usd.is_some() && !self.spend.reported,
                     usage: self
                         .spend
                         .models
                         .iter()
-                        .map(|m| ModelSpent {
-                            model: m.model.clone(),
-                            tokens_in: m.tokens_in,
-                            tokens_cached: m.tokens_cached,
-                            tokens_out: m.tokens_out,
-                            cost_usd: m.usd,
-                        })
+                        .map(super::ledger::record)
                         .collect(),
                     permission_denials: r.permission_denials.iter().map(|d| redact(d)).collect(),
                     reported_error: r.reported_error.as_deref().map(redact),

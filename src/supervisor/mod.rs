@@ -20,6 +20,7 @@ mod engine;
 mod error;
 mod evidence;
 pub mod findings;
+mod ledger;
 mod library;
 mod lock;
 mod outcome;

@@ -100,7 +100,8 @@ impl Adapter for Codex {
 
     fn read_output(&self, result: &mut AgentResult) -> bool {
         let events = super::json_events(result);
-        let mut usage = ModelUsage::default();
+        // Summed over its turns; it names no model.
+        let mut usage: Option<ModelUsage> = None;
         for event in &events {
             match event["type"].as_str().unwrap_or_default() {
                 "thread.started" => {
@@ -114,13 +115,13 @@ impl Adapter for Codex {
                 "turn.completed" => {
                     // Whatever failed before was retried and recovered.
                     result.reported_error = None;
-                    // Its input counts the cached part too; it names no model.
+                    // Its input counts the cached part too.
                     let n = |key: &str| event["usage"][key].as_u64().unwrap_or(0);
                     let cached = n("cached_input_tokens");
+                    let usage = usage.get_or_insert_with(ModelUsage::default);
                     usage.input += n("input_tokens").saturating_sub(cached);
                     usage.cached += cached;
                     usage.output += n("output_tokens");
-                    result.set_usage(vec![usage.clone()]);
                 }
                 "turn.failed" => {
                     result.reported_error = event["error"]["message"]
@@ -138,6 +139,7 @@ impl Adapter for Codex {
                 _ => {}
             }
         }
+        result.usage.extend(usage);
         !events.is_empty()
     }
 

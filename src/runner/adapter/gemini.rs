@@ -104,7 +104,7 @@ impl Adapter for Gemini {
         };
         result.final_text = value["response"].as_str().unwrap_or_default().to_owned();
         if let Some(usage) = stats_usage(&value["stats"]) {
-            result.set_usage(usage);
+            result.usage = usage;
         }
         if value["error"].is_object() {
             result.reported_error = Some(

@@ -417,10 +417,6 @@ pub struct AgentResult {
     pub breaking_change: bool,
     /// The agent CLI's own session id (to inspect its transcript).
     pub agent_session_id: Option<String>,
-    /// Input tokens, when the CLI reports them.
-    pub tokens_in: Option<u64>,
-    /// Output tokens, when the CLI reports them.
-    pub tokens_out: Option<u64>,
     /// Cost in US dollars, when the CLI reports it.
     pub cost_usd: Option<f64>,
     /// The tokens of each model it used, as it reports them.
@@ -457,11 +453,14 @@ pub struct ModelUsage {
 }
 
 impl AgentResult {
-    /// Record the tokens of each model, and their sums.
-    pub(super) fn set_usage(&mut self, usage: Vec<ModelUsage>) {
-        self.tokens_in = Some(usage.iter().map(|u| u.input + u.cached).sum());
-        self.tokens_out = Some(usage.iter().map(|u| u.output).sum());
-        self.usage = usage;
+    /// Input tokens of every model, cached or not, when the CLI reports them.
+    pub fn tokens_in(&self) -> Option<u64> {
+        (!self.usage.is_empty()).then(|| self.usage.iter().map(|u| u.input + u.cached).sum())
+    }
+
+    /// Output tokens of every model, when the CLI reports them.
+    pub fn tokens_out(&self) -> Option<u64> {
+        (!self.usage.is_empty()).then(|| self.usage.iter().map(|u| u.output).sum())
     }
 
     /// Name the model of the usage the CLI did not name: the one the call asked for.

@@ -146,7 +146,7 @@ impl Adapter for OpenCode {
                 _ => {}
             }
         }
-        result.set_usage(vec![usage]);
+        result.usage = vec![usage];
         true
     }
 

@@ -112,7 +112,7 @@ impl Adapter for Pi {
                 _ => {}
             }
         }
-        result.set_usage(usage);
+        result.usage = usage;
         true
     }
 

@@ -101,13 +101,11 @@ impl Adapter for Qwen {
         // `stats` (Gemini CLI's) has the tokens per model.
         let last = messages.iter().rev().find(|m| m["type"] == "result");
         match last.and_then(|m| super::gemini::stats_usage(&m["stats"])) {
-            Some(usage) => result.set_usage(usage),
+            Some(usage) => result.usage = usage,
             None => {
-                let mut usage = std::mem::take(&mut result.usage);
-                for model in &mut usage {
+                for model in &mut result.usage {
                     model.input = model.input.saturating_sub(model.cached);
                 }
-                result.set_usage(usage);
             }
         }
         result.name_usage(result_message::init_model(&messages).as_deref());

@@ -46,7 +46,7 @@ pub(super) fn read(result: &mut AgentResult, messages: &[Value]) -> bool {
     result.final_text = value["result"].as_str().unwrap_or_default().to_owned();
     result.agent_session_id = value["session_id"].as_str().map(str::to_owned);
     result.cost_usd = value["total_cost_usd"].as_f64();
-    result.set_usage(usage(value));
+    result.usage = usage(value);
     if value["is_error"].as_bool() == Some(true) {
         result.reported_error = Some(error_message(value));
     }

@@ -1,13 +1,13 @@
 //! The run's caps: invocations, money, tokens, time. Checked before a round starts, so a cap stops
 //! the run between steps rather than killing one.
 
+use super::super::ledger;
 use super::super::outcome::Outcome;
 use super::super::playbook::Limits;
 use super::super::purse::Exhausted;
 use crate::config::OrchestrationConfig;
 use crate::runner::prices::Prices;
-use crate::runner::ModelUsage;
-use crate::session::run_state::RunState;
+use crate::session::run_state::{micro_usd, RunState};
 use crate::session::schema::{Body, BudgetLimit, InvocationLimit, RunTimeLimit, TokenLimit};
 use crate::session::{Decision, NewEvent};
 
@@ -60,7 +60,7 @@ pub fn reached(
 /// The run's dollar budget, in millionths: the one its newest resume set, else the
 /// configuration's.
 pub fn budget_micro_usd(budgets: &OrchestrationConfig, state: &RunState) -> Option<u64> {
-    let configured = budgets.budget_usd.map(|usd| (usd * 1e6).round() as u64);
+    let configured = budgets.budget_usd.map(micro_usd);
     state.budget_micro_usd.or(configured)
 }
 
@@ -70,15 +70,8 @@ pub fn spent_usd(state: &RunState, prices: &Prices<'_>) -> (u64, Vec<String>) {
     let mut spent = state.cost_micro_usd;
     let mut unpriced: Vec<String> = Vec::new();
     for tokens in &state.unpriced {
-        let usage = ModelUsage {
-            model: Some(tokens.model.clone()).filter(|m| !m.is_empty()),
-            input: tokens.tokens_in,
-            cached: tokens.tokens_cached,
-            output: tokens.tokens_out,
-            usd: None,
-        };
-        match prices.cost(&usage) {
-            Some(usd) => spent += (usd * 1e6).round() as u64,
+        match prices.cost(&ledger::usage(tokens)) {
+            Some(usd) => spent += micro_usd(usd),
             None => {
                 let name = match tokens.model.as_str() {
                     "" => "a model its CLI did not name".to_owned(),
@@ -200,11 +193,12 @@ mod tests {
             max_invocations: 10,
             max_run_time: Duration::from_secs(60),
         };
-        let tokens = |model: &str| crate::session::run_state::UnpricedTokens {
+        let tokens = |model: &str| crate::session::schema::ModelSpent {
             model: model.to_owned(),
             tokens_in: 1_000_000,
             tokens_cached: 0,
             tokens_out: 100_000,
+            cost_usd: None,
         };
         let state = RunState {
             cost_micro_usd: 500_000,
