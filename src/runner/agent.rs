@@ -386,10 +386,11 @@ mod tests {
         let step = r#"{"type":"step_finish","sessionID":"ses_1","part":{"tokens":{"input":100,"output":20,"reasoning":5,"cache":{"write":500,"read":1000}},"cost":0}}"#;
         let denied = r#"{"type":"tool_use","sessionID":"ses_1","part":{"tool":"bash","state":{"status":"error","input":{"command":"git push --force"},"error":"The user has specified a rule which prevents you from using this specific tool call."}}}"#;
         let failed_run = r#"{"type":"tool_use","sessionID":"ses_1","part":{"tool":"bash","state":{"status":"error","input":{"command":"cargo test"},"error":"exit 101"}}}"#;
+        let no_access = r#"{"type":"tool_use","sessionID":"ses_1","part":{"tool":"write","state":{"status":"error","input":{"filePath":"/etc/x"},"error":"EACCES: permission denied, open '/etc/x'"}}}"#;
         let text = r#"{"type":"text","sessionID":"ses_1","part":{"type":"text","text":"All done.\nVERDICT: PASS"}}"#;
         let r = result(
             "opencode",
-            &[step, failed_run, denied, step, text].join("\n"),
+            &[step, failed_run, no_access, denied, step, text].join("\n"),
         );
         assert_eq!(r.agent_session_id.as_deref(), Some("ses_1"));
         assert_eq!(

@@ -369,6 +369,17 @@ fn gemini_sandbox_flag(cli: &CliConfig) -> Option<String> {
         .cloned()
 }
 
+/// A refused tool call in words, as the journal and the gate show it: the tool, and the
+/// command or file it was given (`Bash (git push --force)`).
+fn describe_call(tool: Option<&str>, input: &serde_json::Value) -> String {
+    let what = ["command", "file_path", "filePath", "path"]
+        .iter()
+        .find_map(|key| input[*key].as_str())
+        .map(|s| format!(" ({})", crate::text::last_chars(s, 200)))
+        .unwrap_or_default();
+    format!("{}{what}", tool.unwrap_or("a tool"))
+}
+
 /// Owned strings from literals.
 fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()

@@ -132,7 +132,8 @@ impl Adapter for OpenCode {
                     usage.output += n(&tokens["output"]) + n(&tokens["reasoning"]);
                 }
                 "tool_use" if is_denied(part) => {
-                    result.permission_denials.push(describe_call(part));
+                    let said = super::describe_call(part["tool"].as_str(), &part["state"]["input"]);
+                    result.permission_denials.push(said);
                 }
                 "error" => {
                     let error = &event["error"];
@@ -164,29 +165,12 @@ impl Adapter for OpenCode {
     }
 }
 
-/// Whether a tool call was refused by its permissions (rather than failing as it ran).
+/// Whether a tool call was refused by its permissions, not failing as it ran (a command's
+/// own "permission denied" is the agent's business): OpenCode's refusals, by a rule ("…a
+/// rule which prevents you from using this specific tool call") or by a rejected request
+/// ("…rejected permission to use this specific tool call"), end alike.
 fn is_denied(part: &Value) -> bool {
     let state = &part["state"];
-    let error = state["error"]
-        .as_str()
-        .unwrap_or_default()
-        .to_ascii_lowercase();
-    // "The user has specified a rule which prevents you from using this specific tool
-    // call", or a rejection had it asked.
-    state["status"] == "error"
-        && ["prevents you", "rejected", "permission"]
-            .iter()
-            .any(|said| error.contains(said))
-}
-
-/// A refused call in words: the tool and what it was given.
-fn describe_call(part: &Value) -> String {
-    let tool = part["tool"].as_str().unwrap_or("a tool");
-    let input = &part["state"]["input"];
-    let what = input["command"]
-        .as_str()
-        .or_else(|| input["filePath"].as_str())
-        .map(|s| format!(" ({})", crate::text::last_chars(s, 200)))
-        .unwrap_or_default();
-    format!("{tool}{what}")
+    let error = state["error"].as_str().unwrap_or_default();
+    state["status"] == "error" && error.contains("this specific tool call")
 }

@@ -52,7 +52,10 @@ pub(super) fn read(result: &mut AgentResult, messages: &[Value]) -> bool {
     }
     result.budget_spent = value["subtype"] == "error_max_budget_usd";
     if let Some(denials) = value["permission_denials"].as_array() {
-        result.permission_denials = denials.iter().map(describe_denial).collect();
+        result.permission_denials = denials
+            .iter()
+            .map(|d| super::describe_call(d["tool_name"].as_str(), &d["tool_input"]))
+            .collect();
     }
     result.verdict = value["structured_output"]["verdict"]
         .as_str()
@@ -105,15 +108,4 @@ fn error_message(value: &Value) -> String {
         (_, Some(text)) => format!("{subtype}: {}", last_chars(text.trim(), 500)),
         (_, None) => subtype.to_owned(),
     }
-}
-
-fn describe_denial(denial: &Value) -> String {
-    let tool = denial["tool_name"].as_str().unwrap_or("a tool");
-    let input = &denial["tool_input"];
-    let what = input["command"]
-        .as_str()
-        .or_else(|| input["file_path"].as_str())
-        .map(|s| format!(" ({})", last_chars(s, 200)))
-        .unwrap_or_default();
-    format!("{tool}{what}")
 }
