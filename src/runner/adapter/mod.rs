@@ -7,6 +7,21 @@
 //! [`ADAPTERS`]; one that prints Claude Code's result messages (Qwen Code) reads them with
 //! [`result_message`].
 
+/// What a CLI that speaks to any provider reads (OpenCode, Pi), with its own `$extra`:
+/// `env` the providers' variables, by prefix; `keys` their credentials, which a contained
+/// step keeps.
+macro_rules! any_provider {
+    (env $($extra:literal),*) => {
+        &[$($extra,)* "ANTHROPIC_", "OPENAI_", "GEMINI_", "GOOGLE_", "OPENROUTER_", "GROQ_",
+          "XAI_", "DEEPSEEK_", "MISTRAL_", "CEREBRAS_"]
+    };
+    (keys $($extra:literal),*) => {
+        &[$($extra,)* "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY",
+          "GOOGLE_GENERATIVE_AI_API_KEY", "OPENROUTER_API_KEY", "GROQ_API_KEY", "XAI_API_KEY",
+          "DEEPSEEK_API_KEY", "MISTRAL_API_KEY", "CEREBRAS_API_KEY"]
+    };
+}
+
 mod claude;
 mod codex;
 mod gemini;

@@ -33,33 +33,11 @@ impl Adapter for OpenCode {
     }
 
     fn env_names(&self) -> &'static [&'static str] {
-        &[
-            "OPENCODE_",
-            "ANTHROPIC_",
-            "OPENAI_",
-            "GEMINI_",
-            "GOOGLE_",
-            "OPENROUTER_",
-            "GROQ_",
-            "XAI_",
-            "DEEPSEEK_",
-            "MISTRAL_",
-        ]
+        any_provider!(env "OPENCODE_")
     }
 
     fn credential_variables(&self) -> &'static [&'static str] {
-        &[
-            "ANTHROPIC_API_KEY",
-            "OPENAI_API_KEY",
-            "GEMINI_API_KEY",
-            "GOOGLE_GENERATIVE_AI_API_KEY",
-            "OPENROUTER_API_KEY",
-            "GROQ_API_KEY",
-            "XAI_API_KEY",
-            "DEEPSEEK_API_KEY",
-            "MISTRAL_API_KEY",
-            "OPENCODE_API_KEY",
-        ]
+        any_provider!(keys "OPENCODE_API_KEY")
     }
 
     fn home_files(&self) -> &'static [&'static str] {

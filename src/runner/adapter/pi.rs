@@ -36,32 +36,11 @@ impl Adapter for Pi {
     }
 
     fn env_names(&self) -> &'static [&'static str] {
-        &[
-            "PI_",
-            "ANTHROPIC_",
-            "OPENAI_",
-            "GEMINI_",
-            "GOOGLE_",
-            "OPENROUTER_",
-            "GROQ_",
-            "XAI_",
-            "MISTRAL_",
-            "CEREBRAS_",
-        ]
+        any_provider!(env "PI_")
     }
 
     fn credential_variables(&self) -> &'static [&'static str] {
-        &[
-            "ANTHROPIC_API_KEY",
-            "ANTHROPIC_OAUTH_TOKEN",
-            "OPENAI_API_KEY",
-            "GEMINI_API_KEY",
-            "OPENROUTER_API_KEY",
-            "GROQ_API_KEY",
-            "XAI_API_KEY",
-            "MISTRAL_API_KEY",
-            "CEREBRAS_API_KEY",
-        ]
+        any_provider!(keys "ANTHROPIC_OAUTH_TOKEN")
     }
 
     fn home_files(&self) -> &'static [&'static str] {
