@@ -337,6 +337,17 @@ fn write_hello() -> Turn {
     }
 }
 
+/// A model that writes `count` files (`<prefix><n>.txt`) one request at a time, then says it
+/// is done: as good as for ever, for a budget.
+fn writing(prefix: &str, count: usize) -> Vec<Turn> {
+    (0..count)
+        .map(|i| Turn::Write {
+            path: format!("{prefix}{i}.txt"),
+            content: "x\n".into(),
+        })
+        .collect()
+}
+
 /// What an honest agent does: writes the file, runs the tests, commits, answers.
 fn honest() -> Vec<Turn> {
     vec![
@@ -1135,13 +1146,7 @@ fn a_dollar_budget_stops_a_running_claude_step_within_one_request() {
     assert!(per_request > 0.0, "Claude counted no cost: {done:#}");
 
     // An agent that would write files for ever, with a budget of two and a half requests.
-    let endless: Vec<Turn> = (0..40)
-        .map(|i| Turn::Write {
-            path: format!("src/f{i}.txt"),
-            content: "x\n".into(),
-        })
-        .collect();
-    let world = World::new(Cli::Claude, endless, IMPLEMENT);
+    let world = World::new(Cli::Claude, writing("src/f", 40), IMPLEMENT);
     let budget = per_request * 2.5;
     world.configure(&format!(
         "runners:\n  default: claude\nchecks:\n  test_command: sh test.sh\norchestration:\n  budget_usd: {budget}\n"
@@ -1460,13 +1465,7 @@ fn the_real_claude_code_writes_acceptance_tests_the_dev_never_sees() {
 )]
 fn an_epic_budget_stops_stories_running_at_once_within_one_request_each() {
     // Agents that would write files for ever.
-    let endless: Vec<Turn> = (0..40)
-        .map(|i| Turn::Write {
-            path: format!("notes/{i}.txt"),
-            content: "x\n".into(),
-        })
-        .collect();
-    let world = EpicWorld::new("v6", endless);
+    let world = EpicWorld::new("v6", writing("notes/", 40));
     let budget = 0.02;
     let (code, said) = world.run(&[
         "3",
@@ -1518,13 +1517,7 @@ fn an_epic_budget_stops_stories_running_at_once_within_one_request_each() {
     ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
 )]
 fn an_epic_budget_counts_claude_dollars_and_codex_tokens_in_one_purse() {
-    let endless: Vec<Turn> = (0..12)
-        .map(|i| Turn::Write {
-            path: format!("notes/{i}.txt"),
-            content: "x\n".into(),
-        })
-        .collect();
-    let world = EpicWorld::new("v6", endless).with_cli(Cli::Codex);
+    let world = EpicWorld::new("v6", writing("notes/", 12)).with_cli(Cli::Codex);
     // $0.04 a request at this price (see the run's dollar-budget test).
     write(
         &world.repo,

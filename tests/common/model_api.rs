@@ -214,16 +214,13 @@ fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
         Api::Gemini => path.contains(":streamGenerateContent"),
         _ => body["stream"].as_bool().unwrap_or(false),
     };
+    // Every answer goes back in the API's shape, from the model asked for.
+    let send = |stream: &mut TcpStream, parts: &[Part], tool: bool| {
+        reply(stream, api, &model, streamed, parts, tool)
+    };
     if !has_tools(api, &body) {
         let text = side_answer(api, &body);
-        return reply(
-            &mut stream,
-            api,
-            &model,
-            streamed,
-            &[Part::Text(text)],
-            false,
-        );
+        return send(&mut stream, &[Part::Text(text)], false);
     }
     if api == Api::Anthropic {
         if let Some(command) = subagent_command(&body) {
@@ -233,7 +230,7 @@ fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             } else {
                 shell_call(api, &body, &command)
             };
-            return reply(&mut stream, api, &model, streamed, &[part], !ran);
+            return send(&mut stream, &[part], !ran);
         }
     }
     let index = tool_results(api, &body);
@@ -256,14 +253,7 @@ fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             std::thread::sleep(Duration::from_secs(3600));
             Ok(())
         }
-        Turn::Answer(text) => reply(
-            &mut stream,
-            api,
-            &model,
-            streamed,
-            &[Part::Text(text)],
-            false,
-        ),
+        Turn::Answer(text) => send(&mut stream, &[Part::Text(text)], false),
         Turn::Reply(text) => {
             let asked = body.to_string().contains("VERDICT: PASS or VERDICT: FAIL");
             let text = if asked {
@@ -271,18 +261,11 @@ fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
             } else {
                 text
             };
-            reply(
-                &mut stream,
-                api,
-                &model,
-                streamed,
-                &[Part::Text(text)],
-                false,
-            )
+            send(&mut stream, &[Part::Text(text)], false)
         }
         Turn::Shell(command) => {
             let call = shell_call(api, &body, &command);
-            reply(&mut stream, api, &model, streamed, &[call], true)
+            send(&mut stream, &[call], true)
         }
         Turn::Write { path, content } => {
             let tools = offered(api, &body);
@@ -305,7 +288,7 @@ fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
                     ),
                 ),
             };
-            reply(&mut stream, api, &model, streamed, &[call], true)
+            send(&mut stream, &[call], true)
         }
         Turn::SubagentShell(command) => {
             let call = Part::Call(
@@ -316,7 +299,7 @@ fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
                     "subagent_type": "general-purpose"
                 }),
             );
-            reply(&mut stream, api, &model, streamed, &[call], true)
+            send(&mut stream, &[call], true)
         }
     }
 }
