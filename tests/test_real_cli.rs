@@ -407,6 +407,9 @@ fn clis_behind_links_wrappers_and_shims_finish_honest_steps_contained() {
             (Cli::Codex, Reach::Wrapper),
             (Cli::Gemini, Reach::Shim),
             (Cli::Claude, Reach::Wrapper),
+            (Cli::Qwen, Reach::Shim),
+            (Cli::OpenCode, Reach::Shim),
+            (Cli::Pi, Reach::Shim),
         ] {
             let world = World::reached(cli, reach, refused, honest(), IMPLEMENT);
             let run = world.run();
