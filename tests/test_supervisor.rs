@@ -1291,6 +1291,42 @@ fn the_invocation_cap_stops_the_run_with_its_own_exit_code() {
     assert_eq!(named(&events, "limit_invocations_reached").len(), 1);
 }
 
+/// A budget goes with a run that stopped: given to one that completed (or waits at a gate),
+/// `resume --budget-usd` says so and changes nothing, rather than drop it unseen.
+#[test]
+fn resume_with_a_budget_refuses_a_run_that_did_not_stop() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let wt = with_playbook(
+        &env,
+        &repo,
+        "done",
+        "steps:\n  - {id: a, runner: shell, command: 'true'}\n",
+    );
+    env.bmad(&wt, &["run", "done"]).success();
+    let before = journal(&env, &wt).len();
+    let refused = env.bmad(&wt, &["resume", "--budget-usd", "5"]).code(2);
+    assert!(
+        refused.stderr.contains("did not stop (it completed)"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        refused.stderr.contains("orchestration.budget_usd"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(journal(&env, &wt).len(), before, "nothing journaled");
+    let no_amount = env.bmad(&wt, &["resume", "--budget-usd", "0"]).code(2);
+    assert!(
+        no_amount
+            .stderr
+            .contains("not an amount of US dollars above 0"),
+        "{}",
+        no_amount.stderr
+    );
+}
+
 #[test]
 fn a_stop_policy_failure_exits_five_and_resume_runs_the_step_again() {
     let env = TestEnv::new();

@@ -181,6 +181,11 @@ impl From<supervisor::Error> for CommandError {
                     "install it, name another executable with runners.{runner}.program in .bmad/config.yaml, or give the step another runner"
                 )),
             ),
+            // The configuration cannot count what the run would spend: fix it, nothing ran.
+            E::Runner(runner::Error::BudgetCannotCount { .. }) => (
+                exit::USAGE,
+                Some("a step's model is its role's (the playbook's `role:`, then orchestration.agents.<role>.model in .bmad/config.yaml) or --model in runners.<runner>.args; a price goes under orchestration.prices.<model>: {input, output} in US dollars per million tokens".into()),
+            ),
             E::Runner(_)
             | E::Policy(_)
             | E::Read { .. }
@@ -189,6 +194,10 @@ impl From<supervisor::Error> for CommandError {
             | E::Stuck { .. }
             | E::RunInProgress { .. } => (exit::FAILED, None),
             E::NoRun { .. } => (exit::FAILED, None),
+            E::BudgetNotResumed { .. } => (
+                exit::USAGE,
+                Some("for a run that goes on, raise orchestration.budget_usd in .bmad/config.yaml; `git bmad resume` without --budget-usd continues it".into()),
+            ),
             E::Uncontained { .. } => (
                 exit::FAILED,
                 Some("`git bmad doctor` names the command that enables bubblewrap here; runners.sandbox: required takes either layer (bubblewrap or Landlock), and auto runs uncontained where neither holds".into()),

@@ -99,6 +99,24 @@ pub fn supervise(
     let moved = session::ref_record::foreign_moves(repo, &session.id)?;
     let journal = session::read_journal(repo, &session.id)?;
     let state = RunState::replay(journal.events());
+    // A budget goes with a run that stopped; given to any other, it would be dropped unseen.
+    if let Request::Resume {
+        budget_usd: Some(_),
+    } = &request
+    {
+        if state.manifest.is_some() && decide::stopped_by(&state).is_none() {
+            let where_it_stands = match (&state.ended, &state.gate) {
+                (_, Some(gate)) => format!("it waits at a gate at {}", gate.step),
+                (Some(Ended::Completed), _) => "it completed".to_owned(),
+                (Some(Ended::Aborted), _) => "it was aborted".to_owned(),
+                _ => "it has not stopped".to_owned(),
+            };
+            return Err(Error::BudgetNotResumed {
+                session: session.id.to_string(),
+                state: where_it_stands,
+            });
+        }
+    }
     let root = session.worktree.clone();
     // A run parked at a gate is over too for a restart: the story's halt that parked it
     // was resolved by a human outside it.

@@ -52,6 +52,15 @@ pub enum Error {
         /// The session.
         session: String,
     },
+    /// `resume --budget-usd` of a run that did not stop: there is nothing for the budget to
+    /// go on from, and it would be dropped unseen.
+    #[error("the run of session {session} did not stop ({state}): a budget is given to a run resumed after it stopped")]
+    BudgetNotResumed {
+        /// The session.
+        session: String,
+        /// Where the run stands.
+        state: String,
+    },
     /// `run` without a playbook in a session that names none.
     #[error("session {session} has no playbook; name one")]
     NoPlaybook {

@@ -52,18 +52,23 @@ pub fn answer(
     .response(Some(redact(message.unwrap_or(answer.as_str())))))
 }
 
-/// Taking up a run that stopped (a failure, a limit, an interrupt): the resume, and a retry
-/// of every step whose failure stopped it. Nothing for a run that did not stop, or that
-/// waits at a gate.
+/// What stopped the run (a failure, a limit, an interrupt: the event's kind), when it
+/// stopped and does not wait at a gate: what a resume takes up.
+pub fn stopped_by(state: &RunState) -> Option<&str> {
+    match &state.ended {
+        Some(Ended::Stopped(after)) if state.gate.is_none() => Some(after),
+        _ => None,
+    }
+}
+
+/// Taking up a run that stopped: the resume, and a retry of every step whose failure
+/// stopped it. Nothing for a run that did not stop, or that waits at a gate.
 pub fn resume(playbook: &Playbook, state: &RunState, budget_usd: Option<f64>) -> Vec<NewEvent> {
-    let Some(Ended::Stopped(after)) = &state.ended else {
+    let Some(after) = stopped_by(state) else {
         return Vec::new();
     };
-    if state.gate.is_some() {
-        return Vec::new();
-    }
     let mut events = vec![NewEvent::new(Body::RunResumed(RunResumed {
-        after: after.clone(),
+        after: after.to_owned(),
         budget_usd,
     }))
     .decision(Some(Decision::Human))];
