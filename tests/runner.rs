@@ -5,6 +5,7 @@
 
 mod common;
 
+mod test_acp;
 mod test_actions;
 mod test_analyze;
 mod test_bmad_releases;

@@ -17,7 +17,7 @@ use crate::common::{read, write, Run, TestEnv};
 
 /// The three CLIs.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Cli {
+pub(crate) enum Cli {
     Claude,
     Codex,
     Gemini,
@@ -36,7 +36,7 @@ const ALL: [Cli; 6] = [
 ];
 
 impl Cli {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Cli::Claude => "claude",
             Cli::Codex => "codex",
@@ -145,11 +145,11 @@ fn point_at(cli: Cli, home: &Path, api: &ModelApi) {
 
 /// A repository with a playbook, a session, the CLI on PATH and its settings in HOME
 /// pointing at `api`.
-struct World {
-    env: TestEnv,
-    api: ModelApi,
-    cli: Cli,
-    worktree: PathBuf,
+pub(crate) struct World {
+    pub(crate) env: TestEnv,
+    pub(crate) api: ModelApi,
+    pub(crate) cli: Cli,
+    pub(crate) worktree: PathBuf,
 }
 
 /// How a CLI is reached on `PATH`, as users install them.
@@ -168,7 +168,7 @@ enum Reach {
 }
 
 impl World {
-    fn new(cli: Cli, script: Vec<Turn>, playbook: &str) -> World {
+    pub(crate) fn new(cli: Cli, script: Vec<Turn>, playbook: &str) -> World {
         World::reached(cli, Reach::Link, false, script, playbook)
     }
 
@@ -270,7 +270,7 @@ impl World {
     }
 
     /// `git bmad <args>` in the session, with the model API in the environment.
-    fn bmad(&self, args: &[&str]) -> Run {
+    pub(crate) fn bmad(&self, args: &[&str]) -> Run {
         let mut cmd = self.env.bmad_command(&self.worktree);
         with_model(&mut cmd, &self.api.url());
         cmd.args(args);
@@ -282,30 +282,30 @@ impl World {
         }
     }
 
-    fn run(&self) -> Run {
+    pub(crate) fn run(&self) -> Run {
         self.bmad(&["run", "scenario"])
     }
 
     /// Run with a bare `origin` to push to.
-    fn run_with_remote(&self) -> Run {
+    pub(crate) fn run_with_remote(&self) -> Run {
         self.env.bare_remote(&self.env.root().join("project"));
         self.run()
     }
 
     /// Replace the project's `.bmad/config.yaml` (read from the main worktree).
-    fn configure(&self, yaml: &str) {
+    pub(crate) fn configure(&self, yaml: &str) {
         write(&self.env.root().join("project"), ".bmad/config.yaml", yaml);
     }
 
     /// The journal's events.
-    fn journal(&self) -> Vec<Value> {
+    pub(crate) fn journal(&self) -> Vec<Value> {
         let run = self.bmad(&["journal", "--json"]);
         assert_eq!(run.code, 0, "{}", run.stderr);
         let v: Value = serde_json::from_str(&run.stdout).expect("journal JSON");
         v.as_array().cloned().unwrap_or_default()
     }
 
-    fn named(&self, name: &str) -> Vec<Value> {
+    pub(crate) fn named(&self, name: &str) -> Vec<Value> {
         self.journal()
             .into_iter()
             .filter(|e| e["event"] == name)
@@ -313,7 +313,7 @@ impl World {
     }
 
     /// What the run printed and journaled, for failure messages.
-    fn explain(&self, run: &Run) -> String {
+    pub(crate) fn explain(&self, run: &Run) -> String {
         format!(
             "{:?}: exit {}\nstdout:\n{}\nstderr:\n{}\njournal:\n{:#?}\nrequests: {}",
             self.cli,
@@ -327,10 +327,10 @@ impl World {
 }
 
 /// One step that must leave `src/hello.txt` and pass the project's tests.
-const IMPLEMENT: &str = "name: scenario\nsteps:\n  - id: implement\n    command: Create src/hello.txt, run the tests and commit\n    timeout: 120s\n    postconditions: [{file_exists: src/hello.txt}, tests_pass]\n";
+pub(crate) const IMPLEMENT: &str = "name: scenario\nsteps:\n  - id: implement\n    command: Create src/hello.txt, run the tests and commit\n    timeout: 120s\n    postconditions: [{file_exists: src/hello.txt}, tests_pass]\n";
 
 /// The file the scenarios' step must leave.
-fn write_hello() -> Turn {
+pub(crate) fn write_hello() -> Turn {
     Turn::Write {
         path: "src/hello.txt".into(),
         content: "hello\n".into(),
@@ -339,7 +339,7 @@ fn write_hello() -> Turn {
 
 /// A model that writes `count` files (`<prefix><n>.txt`) one request at a time, then says it
 /// is done: as good as for ever, for a budget.
-fn writing(prefix: &str, count: usize) -> Vec<Turn> {
+pub(crate) fn writing(prefix: &str, count: usize) -> Vec<Turn> {
     (0..count)
         .map(|i| Turn::Write {
             path: format!("{prefix}{i}.txt"),
@@ -349,7 +349,7 @@ fn writing(prefix: &str, count: usize) -> Vec<Turn> {
 }
 
 /// What an honest agent does: writes the file, runs the tests, commits, answers.
-fn honest() -> Vec<Turn> {
+pub(crate) fn honest() -> Vec<Turn> {
     vec![
         write_hello(),
         Turn::Shell("sh test.sh".into()),
@@ -430,7 +430,7 @@ fn clis_behind_links_wrappers_and_shims_finish_honest_steps_contained() {
 
 /// The step never ended "done", and the journal says why.
 #[track_caller]
-fn assert_not_done(world: &World, run: &Run, why: &str) {
+pub(crate) fn assert_not_done(world: &World, run: &Run, why: &str) {
     assert_ne!(run.code, 0, "{}", world.explain(run));
     assert!(
         world.named("step_completed").is_empty(),
@@ -1738,3 +1738,4 @@ fn claude_with_its_permissions_bypassed_reaches_nothing_past_its_walls() {
     );
     assert!(violations.len() >= 2, "{violations:?}");
 }
+

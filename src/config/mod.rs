@@ -24,7 +24,7 @@ pub use detect::{detect_test_command, DetectedTests};
 pub use epic::{EpicConfig, Switch};
 pub use error::{Error, Result};
 pub use orchestration::{Assignment, ModelPrice, OrchestrationConfig, ProgressMode};
-pub use runners::{CliConfig, RunnersConfig, Sandbox, SandboxPaths};
+pub use runners::{CliConfig, Protocol, RunnersConfig, Sandbox, SandboxPaths};
 pub use template::{template_for, TEMPLATE};
 
 /// Where the project configuration lives, relative to the main worktree.

@@ -6,6 +6,7 @@
 //!   roles: {dev: codex}
 //!   claude: {args: ["--permission-mode", "acceptEdits", "--max-turns", "40"]}
 //!   generic: {command: ["my-agent", "--task", "{prompt}"], env: [MY_AGENT_KEY]}
+//!   qwen: {protocol: acp}
 //!   env: [DATABASE_URL]
 //! ```
 //!
@@ -89,6 +90,7 @@ impl RunnersConfig {
             args: None,
             command: Vec::new(),
             env: Vec::new(),
+            protocol: Protocol::Headless,
         };
         self.clis.get(runner).unwrap_or(&UNCONFIGURED)
     }
@@ -131,6 +133,20 @@ pub struct CliConfig {
     pub command: Vec<String>,
     /// More variables its steps get, by name (its own API key, say).
     pub env: Vec<String>,
+    /// How git-bmad talks to it: its headless mode, or the Agent Client Protocol.
+    pub protocol: Protocol,
+}
+
+/// `runners.<name>.protocol`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Protocol {
+    /// One prompt on its command line, one result on its stdout.
+    #[default]
+    Headless,
+    /// The Agent Client Protocol over its stdin and stdout: git-bmad answers each of its
+    /// permission requests.
+    Acp,
 }
 
 impl RunnersConfig {

@@ -153,7 +153,10 @@ fn written(
         }),
         budget_usd: draw.micro_usd.map(|m| m as f64 / 1e6),
         allowed_commands: vec![command.clone()],
-        guard: None,
+        guard: std::env::current_exe()
+            .ok()
+            .map(|exe| crate::policy::agent::guard_command_for(&exe)),
+        guard_hooked: crate::policy::agent::claude_guard_installed(&checkout),
         sandbox: walls.as_ref().map(|w| w.contained.clone()),
     };
     let began = SystemTime::now();

@@ -13,12 +13,13 @@ use std::time::Duration;
 
 use regex::Regex;
 
+use super::acp;
 use super::adapter::{verdict_word, AgentResult, Call, Kind, Verdict};
 use super::error::Result;
 use super::process::{self, Captured, Exit, Spec};
 use super::sandbox;
 use super::sandbox::Contained;
-use crate::config::RunnersConfig;
+use crate::config::{Protocol, RunnersConfig};
 use crate::text::last_chars;
 
 /// What to run, and where.
@@ -42,8 +43,10 @@ pub struct Invocation {
     pub budget_usd: Option<f64>,
     /// Commands the step's checks run, which the agent may run too.
     pub allowed_commands: Vec<String>,
-    /// The guard's hook command, when the project does not run it itself.
+    /// The guard's command (`git-bmad guard`), which judges each shell command.
     pub guard: Option<String>,
+    /// Whether the project's own settings already run the guard as the CLI's hook.
+    pub guard_hooked: bool,
     /// The walls it runs inside, when contained.
     pub sandbox: Option<Contained>,
 }
@@ -61,10 +64,15 @@ pub fn invoke(
         model: invocation.model.as_deref(),
         allowed_commands: &invocation.allowed_commands,
         guard: invocation.guard.as_deref(),
+        guard_hooked: invocation.guard_hooked,
         budget_usd: invocation.budget_usd,
         contained: invocation.sandbox.is_some(),
     };
-    let (args, stdin) = adapter.command_line(cli, &call);
+    let acp = cli.protocol == Protocol::Acp;
+    let (args, stdin) = match adapter.acp_args(cli).filter(|_| acp) {
+        Some(args) => (args, None),
+        None => adapter.command_line(cli, &call),
+    };
     // An allow-list, contained or not: what every process needs, what its CLI reads, what
     // the configuration names; in walls, without the places they hide.
     let configured: Vec<String> = config
@@ -85,32 +93,38 @@ pub fn invoke(
             .collect()
     };
     env.extend(owned(adapter.env()));
-    env.extend(adapter.call_env(cli, &call));
+    if acp {
+        env.extend(owned(adapter.acp_env()));
+    } else {
+        env.extend(adapter.call_env(cli, &call));
+    }
     env.extend(invocation.env.iter().cloned());
     if invocation.sandbox.is_some() {
         env.extend(owned(adapter.contained_env()));
     }
-    let output = process::run(
-        &Spec {
-            program: invocation.program.clone(),
-            args,
-            cwd: invocation.cwd.clone(),
-            env,
-            env_remove: Vec::new(),
-            clear_env: true,
-            stdin,
-            timeout: invocation.timeout,
-            sandbox: invocation.sandbox.clone(),
-        },
-        interrupt,
-    )?;
-    let mut result = interpret(
-        invocation.kind,
-        output.exit,
-        output.stdout,
-        output.stderr,
-        output.duration.as_millis() as u64,
-    );
+    let spec = Spec {
+        program: invocation.program.clone(),
+        args,
+        cwd: invocation.cwd.clone(),
+        env,
+        env_remove: Vec::new(),
+        clear_env: true,
+        stdin,
+        timeout: invocation.timeout,
+        sandbox: invocation.sandbox.clone(),
+    };
+    let mut result = if acp {
+        turn(invocation, &spec, interrupt)?
+    } else {
+        let output = process::run(&spec, interrupt)?;
+        interpret(
+            invocation.kind,
+            output.exit,
+            output.stdout,
+            output.stderr,
+            output.duration.as_millis() as u64,
+        )
+    };
     // The call's `--model` comes after the configured arguments: it is the one the CLI uses.
     result.name_usage(
         invocation
@@ -121,6 +135,74 @@ pub fn invoke(
     Ok(result)
 }
 
+/// One prompt turn over the Agent Client Protocol, each shell command the agent asks to run
+/// put to the guard first: outside the walls, where the agent cannot reach it.
+fn turn(
+    invocation: &Invocation,
+    spec: &Spec,
+    interrupt: &std::sync::atomic::AtomicBool,
+) -> Result<AgentResult> {
+    let guard = invocation.guard.clone();
+    let (cwd, env) = (invocation.cwd.clone(), invocation.env.clone());
+    let judge = Box::new(move |command: &str| match &guard {
+        Some(guard) => ask_guard(guard, command, &cwd, &env),
+        None => Some("git-bmad cannot find its own guard to judge the command".to_owned()),
+    });
+    let mut client = acp::Client::new(
+        &invocation.prompt,
+        &invocation.cwd,
+        invocation.model.as_deref(),
+        judge,
+    );
+    let output = process::converse(spec, &mut client, interrupt)?;
+    let mut result = shaped(
+        invocation.kind,
+        output.exit,
+        output.stdout,
+        output.stderr,
+        output.duration.as_millis() as u64,
+    );
+    client.read_into(&mut result);
+    judged(&mut result);
+    Ok(result)
+}
+
+/// What the guard says of `command`, asked as an agent CLI's hook asks it: why it is
+/// refused, if it is. A guard that cannot answer refuses.
+fn ask_guard(
+    guard: &str,
+    command: &str,
+    cwd: &std::path::Path,
+    env: &[(String, String)],
+) -> Option<String> {
+    let call = serde_json::json!({"tool_name": "Bash", "tool_input": {"command": command}, "cwd": cwd});
+    let asked = process::run(
+        &Spec {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), guard.to_owned()],
+            cwd: cwd.to_path_buf(),
+            env: env.to_vec(),
+            env_remove: Vec::new(),
+            clear_env: false,
+            stdin: Some(call.to_string().into_bytes()),
+            timeout: Duration::from_secs(60),
+            sandbox: None,
+        },
+        &std::sync::atomic::AtomicBool::new(false),
+    );
+    match asked {
+        Ok(out) if out.exit.success() => None,
+        Ok(out) => {
+            let said = String::from_utf8_lossy(&out.stderr.tail()).trim().to_owned();
+            Some(match out.exit {
+                Exit::Code(2) if !said.is_empty() => said,
+                exit => format!("the guard {exit}: {said}"),
+            })
+        }
+        Err(e) => Some(format!("the guard could not run: {e}")),
+    }
+}
+
 /// Read a finished process's output into the common shape.
 pub fn interpret(
     kind: Kind,
@@ -129,7 +211,38 @@ pub fn interpret(
     stderr: Captured,
     duration_ms: u64,
 ) -> AgentResult {
-    let mut result = AgentResult {
+    let mut result = shaped(kind, exit, stdout, stderr, duration_ms);
+    if !kind.adapter().read_output(&mut result) {
+        let tail = result.stdout.tail();
+        let text = String::from_utf8_lossy(&tail);
+        result.final_text = last_chars(text.trim_end(), 4000);
+        // Blind to its errors, denials and cost: never a success on exit 0 alone.
+        if kind.adapter().structured() && result.exit.success() {
+            result.reported_error = Some(format!(
+                "{kind} printed no result git-bmad can read (check `runners.{kind}.args`)"
+            ));
+        }
+    }
+    judged(&mut result);
+    result
+}
+
+/// The agent's own verdict and breaking-change claim, from its final text where its output
+/// had none.
+fn judged(result: &mut AgentResult) {
+    result.verdict = result.verdict.or_else(|| verdict_in(&result.final_text));
+    result.breaking_change = breaking_change_in(&result.final_text);
+}
+
+/// A result with nothing read yet.
+fn shaped(
+    kind: Kind,
+    exit: Exit,
+    stdout: Captured,
+    stderr: Captured,
+    duration_ms: u64,
+) -> AgentResult {
+    AgentResult {
         runner: kind,
         exit,
         final_text: String::new(),
@@ -144,21 +257,7 @@ pub fn interpret(
         duration_ms,
         stdout,
         stderr,
-    };
-    if !kind.adapter().read_output(&mut result) {
-        let tail = result.stdout.tail();
-        let text = String::from_utf8_lossy(&tail);
-        result.final_text = last_chars(text.trim_end(), 4000);
-        // Blind to its errors, denials and cost: never a success on exit 0 alone.
-        if kind.adapter().structured() && result.exit.success() {
-            result.reported_error = Some(format!(
-                "{kind} printed no result git-bmad can read (check `runners.{kind}.args`)"
-            ));
-        }
     }
-    result.verdict = result.verdict.or_else(|| verdict_in(&result.final_text));
-    result.breaking_change = breaking_change_in(&result.final_text);
-    result
 }
 
 /// The last `VERDICT: …` line of a text.
@@ -511,6 +610,7 @@ mod tests {
                     model,
                     allowed_commands: &tests,
                     guard: Some("'/opt/git-bmad' guard"),
+                    guard_hooked: false,
                     budget_usd: None,
                     contained: false,
                 },
@@ -524,6 +624,7 @@ mod tests {
                 model: None,
                 allowed_commands: &tests,
                 guard: None,
+                guard_hooked: false,
                 budget_usd: Some(1.25),
                 contained: false,
             };

@@ -5,6 +5,7 @@
 //! One adapter file per CLI under [`adapter`]. This layer knows nothing of sessions or
 //! journals: the supervisor decides what a result means, redacts secrets and journals it.
 
+mod acp;
 mod adapter;
 mod agent;
 mod error;

@@ -10,11 +10,11 @@
 //! Output is captured with a cap on memory ([`Captured`]); the journal keeps a smaller excerpt.
 
 use std::collections::VecDeque;
-use std::io::{Read, Write};
+use std::io::{BufRead, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::error::{Error, Result};
@@ -171,6 +171,156 @@ pub struct Output {
 /// Run `spec` to its end, its timeout, or an interrupt.
 pub fn run(spec: &Spec, interrupt: &AtomicBool) -> Result<Output> {
     let started = Instant::now();
+    let mut child = spawn(spec, spec.stdin.is_some())?;
+    let group = child.id() as i32;
+    let stdin = child.stdin.take();
+    let input = spec.stdin.clone();
+    let writer = std::thread::spawn(move || {
+        if let (Some(mut pipe), Some(bytes)) = (stdin, input) {
+            // The child may not read it all; a broken pipe is its business.
+            let _ = pipe.write_all(&bytes);
+        }
+    });
+    let stdout = child.stdout.take().map(reader);
+    let stderr = child.stderr.take().map(reader);
+    let ended = wait(child, group, started + spec.timeout, interrupt, &mut Quiet);
+    let _ = writer.join();
+    let stdout = stdout.map(join_reader).unwrap_or_default();
+    let stderr = stderr.map(join_reader).unwrap_or_default();
+    finish(spec, ended, stdout, stderr, started)
+}
+
+/// A child that is talked to: it reads lines on stdin and answers with lines on stdout (a
+/// JSON-RPC peer), until the conversation is over. It does not end by itself then: it is
+/// ended, with its group.
+pub trait Dialogue: Send {
+    /// What to write first.
+    fn opening(&mut self) -> Vec<u8>;
+    /// One line the child printed (without its newline); what to write back.
+    fn hear(&mut self, line: &[u8]) -> Vec<u8>;
+    /// Whether the conversation is over.
+    fn over(&self) -> bool;
+    /// What asks the child to stop what it is doing (at a timeout or an interrupt); it is
+    /// given a moment to answer before it is killed.
+    fn cancel(&mut self) -> Vec<u8>;
+}
+
+/// How long a child asked to stop has to end its turn before it is killed.
+const CANCEL_GRACE: Duration = Duration::from_secs(3);
+
+/// Run `spec` as one side of `dialogue`, to the conversation's end, the child's, its
+/// timeout or an interrupt. The child's stdout is kept as it is for any other child.
+pub fn converse(spec: &Spec, dialogue: &mut dyn Dialogue, interrupt: &AtomicBool) -> Result<Output> {
+    let started = Instant::now();
+    let mut child = spawn(spec, true)?;
+    let group = child.id() as i32;
+    let stdin = Mutex::new(child.stdin.take());
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take().map(reader);
+    let dialogue = Mutex::new(dialogue);
+    let say = |bytes: Vec<u8>| {
+        if bytes.is_empty() {
+            return;
+        }
+        let mut pipe = stdin.lock().unwrap_or_else(|e| e.into_inner());
+        // A child that stopped reading has ended or is about to; its end decides.
+        if let Some(p) = pipe.as_mut() {
+            if p.write_all(&bytes).and_then(|_| p.flush()).is_err() {
+                *pipe = None;
+            }
+        }
+    };
+    let over = AtomicBool::new(false);
+    let (ended, stdout) = std::thread::scope(|scope| {
+        let listener = scope.spawn(|| {
+            let mut captured = Captured::default();
+            let Some(pipe) = stdout else {
+                return captured;
+            };
+            say(lock(&dialogue).opening());
+            let mut lines = std::io::BufReader::new(pipe);
+            let mut line = Vec::new();
+            loop {
+                line.clear();
+                match lines.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {}
+                }
+                captured.push(&line);
+                let text = line.strip_suffix(b"\n").unwrap_or(&line);
+                let mut talk = lock(&dialogue);
+                let reply = talk.hear(text);
+                let done = talk.over();
+                drop(talk);
+                say(reply);
+                if done {
+                    over.store(true, Ordering::SeqCst);
+                }
+            }
+            captured
+        });
+        let mut talk = Talk {
+            over: &over,
+            cancel: &mut || say(lock(&dialogue).cancel()),
+        };
+        let ended = wait(child, group, started + spec.timeout, interrupt, &mut talk);
+        // Its pipes are closed with its group; what is left to read ends the listener.
+        *stdin.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        (ended, listener.join().unwrap_or_default())
+    });
+    let stderr = stderr.map(join_reader).unwrap_or_default();
+    finish(spec, ended, stdout, stderr, started)
+}
+
+fn lock<'a, 'd>(
+    dialogue: &'a Mutex<&'d mut dyn Dialogue>,
+) -> std::sync::MutexGuard<'a, &'d mut dyn Dialogue> {
+    dialogue.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What the wait for a child listens to besides its end.
+trait Listener {
+    /// Whether the child's work is over although it still runs.
+    fn over(&self) -> bool {
+        false
+    }
+    /// Ask the child to stop; `true` when it was asked (and gets a moment to).
+    fn cancel(&mut self) -> bool {
+        false
+    }
+}
+
+/// A child that is not talked to.
+struct Quiet;
+
+impl Listener for Quiet {}
+
+/// A child in a [`Dialogue`].
+struct Talk<'a> {
+    over: &'a AtomicBool,
+    cancel: &'a mut dyn FnMut(),
+}
+
+impl Listener for Talk<'_> {
+    fn over(&self) -> bool {
+        self.over.load(Ordering::SeqCst)
+    }
+
+    fn cancel(&mut self) -> bool {
+        (self.cancel)();
+        true
+    }
+}
+
+/// How a wait ended: the child's status, and why git-bmad ended it if it did.
+struct Ended {
+    status: std::io::Result<std::process::ExitStatus>,
+    killed: Option<Exit>,
+    over: bool,
+}
+
+/// Start the child of `spec`, in a process group of its own, inside its walls.
+fn spawn(spec: &Spec, piped_stdin: bool) -> Result<std::process::Child> {
     let launch = match &spec.sandbox {
         None => None,
         Some(contained) => Some(
@@ -201,7 +351,7 @@ pub fn run(spec: &Spec, interrupt: &AtomicBool) -> Result<Output> {
     };
     command
         .current_dir(&spec.cwd)
-        .stdin(if spec.stdin.is_some() {
+        .stdin(if piped_stdin {
             Stdio::piped()
         } else {
             Stdio::null()
@@ -222,64 +372,92 @@ pub fn run(spec: &Spec, interrupt: &AtomicBool) -> Result<Output> {
         command.env(crate::env::CONTAINED, "1");
     }
     die_with_parent(&mut command);
-    let mut child = command.spawn().map_err(|e| Error::Spawn {
+    command.spawn().map_err(|e| Error::Spawn {
         program: spec.program.clone(),
         source: e,
-    })?;
-    let group = child.id() as i32;
+    })
+}
 
-    let stdin = child.stdin.take();
-    let input = spec.stdin.clone();
-    let writer = std::thread::spawn(move || {
-        if let (Some(mut pipe), Some(bytes)) = (stdin, input) {
-            // The child may not read it all; a broken pipe is its business.
-            let _ = pipe.write_all(&bytes);
-        }
-    });
-    let stdout = child.stdout.take().map(reader);
-    let stderr = child.stderr.take().map(reader);
-
+/// Wait for `child` to end, to be over, to reach `deadline` or to be interrupted; then kill
+/// its group (whatever it left running goes with it). A child that can be asked to stop is
+/// asked first, and killed if it has not ended a moment later.
+fn wait(
+    mut child: std::process::Child,
+    group: i32,
+    deadline: Instant,
+    interrupt: &AtomicBool,
+    listener: &mut dyn Listener,
+) -> Ended {
     let (done_tx, done_rx) = mpsc::channel();
     let waiter = std::thread::spawn(move || {
         let _ = done_tx.send(child.wait());
     });
-    let deadline = started + spec.timeout;
     let mut killed: Option<Exit> = None;
+    let mut kill_at: Option<Instant> = None;
+    let mut over = false;
     let status = loop {
         let wait = POLL.min(deadline.saturating_duration_since(Instant::now()));
-        match done_rx.recv_timeout(wait) {
+        match done_rx.recv_timeout(wait.max(Duration::from_millis(1))) {
             Ok(status) => break status,
             Err(mpsc::RecvTimeoutError::Disconnected) => {
                 break Err(std::io::Error::other("the child's waiter thread stopped"));
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
-        if killed.is_none() {
+        if !over && listener.over() {
+            over = true;
+            kill_group(group);
+        }
+        if killed.is_none() && !over {
             if interrupt.load(Ordering::SeqCst) {
                 killed = Some(Exit::Interrupted);
             } else if Instant::now() >= deadline {
                 killed = Some(Exit::TimedOut);
             }
             if killed.is_some() {
-                kill_group(group);
+                if listener.cancel() {
+                    kill_at = Some(Instant::now() + CANCEL_GRACE);
+                } else {
+                    kill_group(group);
+                }
             }
         }
+        if kill_at.is_some_and(|at| Instant::now() >= at || listener.over()) {
+            kill_at = None;
+            kill_group(group);
+        }
     };
-    // Whatever the child left running goes with it.
     kill_group(group);
     let _ = waiter.join();
-    let _ = writer.join();
-    let stdout = stdout.map(join_reader).unwrap_or_default();
-    let stderr = stderr.map(join_reader).unwrap_or_default();
-    let status = status.map_err(|e| Error::Wait {
+    Ended {
+        status,
+        killed,
+        over,
+    }
+}
+
+/// What a wait left, as an [`Output`]: a child whose conversation was over exited well,
+/// whatever ending it took.
+fn finish(
+    spec: &Spec,
+    ended: Ended,
+    stdout: Captured,
+    stderr: Captured,
+    started: Instant,
+) -> Result<Output> {
+    let status = ended.status.map_err(|e| Error::Wait {
         program: spec.program.clone(),
         source: e,
     })?;
-    let exit = killed.unwrap_or_else(|| match (status.code(), status.signal()) {
-        (Some(code), _) => Exit::Code(code),
-        (None, Some(signal)) => Exit::Signal(signal),
-        (None, None) => Exit::Code(-1),
-    });
+    let exit = match ended.killed {
+        Some(exit) => exit,
+        None if ended.over => Exit::Code(0),
+        None => match (status.code(), status.signal()) {
+            (Some(code), _) => Exit::Code(code),
+            (None, Some(signal)) => Exit::Signal(signal),
+            (None, None) => Exit::Code(-1),
+        },
+    };
     Ok(Output {
         exit,
         stdout,
@@ -387,6 +565,78 @@ mod tests {
         assert_eq!(out.exit, Exit::Code(0));
         assert_eq!(out.stdout.head(), b"done\n");
         assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    /// Says `hello`, and is over when the child answers `heard`; asks it to `stop`.
+    struct Greeting {
+        heard: Vec<String>,
+    }
+
+    impl Dialogue for Greeting {
+        fn opening(&mut self) -> Vec<u8> {
+            b"hello\n".to_vec()
+        }
+        fn hear(&mut self, line: &[u8]) -> Vec<u8> {
+            self.heard.push(String::from_utf8_lossy(line).into_owned());
+            Vec::new()
+        }
+        fn over(&self) -> bool {
+            self.heard.iter().any(|l| l.starts_with("heard"))
+        }
+        fn cancel(&mut self) -> Vec<u8> {
+            b"stop\n".to_vec()
+        }
+    }
+
+    fn talk(script: &str, timeout: Duration) -> (Output, Vec<String>) {
+        let mut greeting = Greeting { heard: Vec::new() };
+        let spec = Spec {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), script.into()],
+            cwd: std::env::temp_dir(),
+            env: vec![],
+            env_remove: vec![],
+            clear_env: false,
+            stdin: None,
+            timeout,
+            sandbox: None,
+        };
+        let out = converse(&spec, &mut greeting, &AtomicBool::new(false)).unwrap();
+        (out, greeting.heard)
+    }
+
+    #[test]
+    fn a_conversation_ends_the_child_when_it_is_over() {
+        let started = Instant::now();
+        // The child would go on for ever: the conversation's end ends it, and its group.
+        let (out, heard) = talk(
+            "echo log line; read word; echo \"heard $word\"; sleep 30 & sleep 30",
+            Duration::from_secs(20),
+        );
+        assert_eq!(out.exit, Exit::Code(0));
+        assert_eq!(heard, ["log line", "heard hello"]);
+        assert_eq!(out.stdout.head(), b"log line\nheard hello\n");
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_conversation_past_its_deadline_is_asked_to_stop_then_killed() {
+        // It answers the request to stop: over at once, still a timeout.
+        let (out, heard) = talk(
+            "read first; read second; echo \"heard $second\"; sleep 30",
+            Duration::from_millis(300),
+        );
+        assert_eq!(out.exit, Exit::TimedOut);
+        assert_eq!(heard, ["heard stop"]);
+        // It does not: killed after the grace.
+        let started = Instant::now();
+        let (out, heard) = talk("sleep 30", Duration::from_millis(300));
+        assert_eq!(out.exit, Exit::TimedOut);
+        assert!(heard.is_empty());
+        assert!(started.elapsed() < CANCEL_GRACE + Duration::from_secs(5));
+        // A child that ends before the conversation does keeps its own exit.
+        let (out, _) = talk("exit 7", Duration::from_secs(20));
+        assert_eq!(out.exit, Exit::Code(7));
     }
 
     #[test]

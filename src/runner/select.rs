@@ -67,7 +67,31 @@ pub fn budget_problem(config: &Config, agent: &Agent) -> Option<String> {
         .configured_model(config.runners.cli(agent.kind.as_str()));
     let model = agent.model.as_deref().or(configured);
     let prices = super::prices::Prices::new(&config.orchestration.prices);
-    dollar_budget_problem(agent.kind, model, &prices)
+    let cli = config.runners.cli(agent.kind.as_str());
+    dollar_budget_problem(agent.kind, cli, model, &prices)
+}
+
+/// Why `budget` (`orchestration.budget_usd` or `budget_tokens`) cannot count what `kind`
+/// spends as `cli` calls it, if it cannot: over ACP, what the agent leaves out of its
+/// reports; headless, a CLI that reports no tokens.
+fn uncounted(kind: Kind, cli: &crate::config::CliConfig, budget: &str) -> Option<String> {
+    let adapter = kind.adapter();
+    if cli.protocol == crate::config::Protocol::Acp {
+        return adapter.acp_uncounted().map(|why| {
+            format!("{kind} over ACP cannot be counted by {budget}: {why}; run it headless for a budgeted run (drop runners.{kind}.protocol), or drop the budget and cap the run with limits.max_invocations")
+        });
+    }
+    let reports = if budget.ends_with("usd") {
+        "neither cost nor tokens"
+    } else {
+        "no token counts"
+    };
+    (!adapter.reports_tokens()).then(|| {
+        format!(
+            "{kind} reports {reports}, so {budget} cannot limit it; use {} for that role, or drop the budget and cap the run with limits.max_invocations",
+            reporters(|k| k.adapter().reports_tokens())
+        )
+    })
 }
 
 /// Why a dollar budget cannot count what `kind` spends running `model` (`None`: the one the
@@ -75,18 +99,17 @@ pub fn budget_problem(config: &Config, agent: &Agent) -> Option<String> {
 /// could not count a step would let it run past unseen.
 fn dollar_budget_problem(
     kind: Kind,
+    cli: &crate::config::CliConfig,
     model: Option<&str>,
     prices: &super::prices::Prices<'_>,
 ) -> Option<String> {
     let adapter = kind.adapter();
-    if adapter.reports_cost() {
+    let acp = cli.protocol == crate::config::Protocol::Acp;
+    if adapter.reports_cost() && !acp {
         return None;
     }
-    if !adapter.reports_tokens() {
-        return Some(format!(
-            "{kind} reports neither cost nor tokens, so orchestration.budget_usd cannot limit it; use {} for that role, or drop the budget and cap the run with limits.max_invocations",
-            reporters(|k| k.adapter().reports_tokens())
-        ));
+    if let Some(why) = uncounted(kind, cli, "orchestration.budget_usd") {
+        return Some(why);
     }
     match model {
         Some(model) if prices.of(model).is_none() => Some(format!(
@@ -138,23 +161,35 @@ pub fn config_problems(config: &Config) -> Vec<String> {
         let model = model.or(adapter.configured_model(runners.cli(name)));
         // The default runner's model is each step's role's: whether it is named is checked
         // for each step when a run starts (see `budget_problem`).
-        let deferred = field == "runners.default" && model.is_none() && adapter.reports_tokens();
+        let cli = runners.cli(name);
+        let unseen = uncounted(kind, cli, "orchestration.budget_tokens");
+        let deferred = field == "runners.default" && model.is_none() && unseen.is_none();
         if budget_usd && !deferred {
             out.extend(
-                dollar_budget_problem(kind, model, &prices).map(|why| format!("{field}: {why}")),
+                dollar_budget_problem(kind, cli, model, &prices)
+                    .map(|why| format!("{field}: {why}")),
             );
         }
-        if budget_tokens && !adapter.reports_tokens() {
-            out.push(format!(
-                "{field}: {kind} reports no token counts, so orchestration.budget_tokens cannot limit it; use {} for that role, or drop the budget and cap the run with limits.max_invocations",
-                reporters(|k| k.adapter().reports_tokens())
-            ))
+        if let Some(why) = unseen.filter(|_| budget_tokens) {
+            out.push(format!("{field}: {why}"));
         }
     }
     for (name, cli) in &runners.clis {
         match Kind::parse(name) {
             Ok(kind) => {
                 out.extend(kind.adapter().config_problems(cli));
+                if cli.protocol == crate::config::Protocol::Acp
+                    && kind.adapter().acp_args(cli).is_none()
+                {
+                    out.push(format!(
+                        "runners.{name}.protocol: {kind} speaks no ACP of its own ({} do); run its ACP adapter as runners.generic: {{command: [adapter, args…], protocol: acp}}",
+                        Kind::all()
+                            .filter(|k| k.as_str() != "generic" && k.adapter().acp_args(runners.cli(k.as_str())).is_some())
+                            .map(|k| k.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
                 if let Some(flag) = kind
                     .adapter()
                     .own_sandbox(cli)
@@ -180,6 +215,48 @@ mod tests {
 
     fn config(yaml: &str) -> Config {
         Config::parse(yaml, Path::new("c.yaml")).unwrap()
+    }
+
+    #[test]
+    fn a_budget_over_acp_counts_only_agents_that_report_every_request() {
+        let budgeted = |runner: &str| {
+            config_problems(&config(&format!(
+                "runners:\n  default: {runner}\n  {runner}: {{protocol: acp}}\norchestration:\n  budget_usd: 5\n  agents:\n    dev: {{model: gemini-2.5-pro}}\n"
+            )))
+        };
+        assert!(budgeted("gemini").is_empty(), "{:?}", budgeted("gemini"));
+        let p = budgeted("opencode");
+        assert_eq!(p.len(), 1, "{p:?}");
+        assert!(
+            p[0].starts_with("runners.default: opencode over ACP cannot be counted by orchestration.budget_usd: OpenCode reports only its last request's tokens")
+                && p[0].contains("drop runners.opencode.protocol"),
+            "{p:?}"
+        );
+        let c = config("runners:\n  default: qwen\n  qwen: {protocol: acp}\norchestration:\n  budget_tokens: 1000\n");
+        let p = config_problems(&c);
+        assert!(
+            p.len() == 1 && p[0].contains("Qwen Code extracts memories in the background"),
+            "{p:?}"
+        );
+        // Headless, the same CLIs count.
+        let c = config("runners:\n  default: qwen\norchestration:\n  budget_tokens: 1000\n");
+        assert!(config_problems(&c).is_empty());
+    }
+
+    #[test]
+    fn acp_is_refused_for_a_cli_that_does_not_speak_it() {
+        let problems = config_problems(&config("runners:\n  claude: {protocol: acp}\n"));
+        assert_eq!(
+            problems,
+            ["runners.claude.protocol: claude speaks no ACP of its own (gemini, qwen, opencode do); run its ACP adapter as runners.generic: {command: [adapter, args…], protocol: acp}"]
+        );
+        for fine in ["gemini: {protocol: acp}", "generic: {command: [claude-code-acp], protocol: acp}"] {
+            assert!(config_problems(&config(&format!("runners:\n  {fine}\n"))).is_empty(), "{fine}");
+        }
+        assert_eq!(
+            config_problems(&config("runners:\n  generic: {command: [agent, \"{prompt}\"], protocol: acp}\n")),
+            ["runners.generic.command: an ACP agent gets its prompt over the protocol; drop `{prompt}`"]
+        );
     }
 
     #[test]

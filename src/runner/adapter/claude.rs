@@ -90,7 +90,11 @@ impl Adapter for Claude {
                 args.extend(["--max-budget-usd".into(), format!("{:.4}", usd.max(0.0001))]);
             }
         }
-        if let (Some(guard), None) = (call.guard, configured_value(cli, &["--settings"])) {
+        if let (Some(guard), false, None) = (
+            call.guard,
+            call.guard_hooked,
+            configured_value(cli, &["--settings"]),
+        ) {
             args.extend(["--settings".into(), guard_settings(guard)]);
         }
         // `stream-json` headless needs `--verbose`; it changes nothing else.

@@ -85,6 +85,14 @@ impl Adapter for Gemini {
         &[("GEMINI_CLI_TRUST_WORKSPACE", "true")]
     }
 
+    fn acp_args(&self, cli: &CliConfig) -> Option<Vec<String>> {
+        super::acp_with(&["--acp"], cli)
+    }
+
+    fn acp_uncounted(&self) -> Option<&'static str> {
+        None
+    }
+
     fn structured(&self) -> bool {
         true
     }

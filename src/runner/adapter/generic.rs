@@ -1,10 +1,12 @@
 //! Any agent git-bmad has no adapter for, from `runners.generic.command`: `{prompt}` in an
 //! argument is replaced by the prompt, else the prompt goes on stdin. Plain text output.
+//! With `protocol: acp` the command starts any ACP agent (Claude Code's or Codex's ACP
+//! adapter), which gets its prompt over the protocol.
 
 use std::path::PathBuf;
 
 use super::{Adapter, Call};
-use crate::config::CliConfig;
+use crate::config::{CliConfig, Protocol};
 use crate::runner::error::{Error, Result};
 
 /// The adapter.
@@ -32,6 +34,11 @@ impl Adapter for Generic {
         (args, (!templated).then(|| call.prompt.as_bytes().to_vec()))
     }
 
+    /// Its whole command is the ACP server's (`[npx, claude-code-acp]`).
+    fn acp_args(&self, cli: &CliConfig) -> Option<Vec<String>> {
+        Some(cli.command.get(1..).unwrap_or_default().to_vec())
+    }
+
     /// Any of the places the known CLIs look, and GitHub's prompt files.
     fn command_files(&self, name: &str) -> Vec<PathBuf> {
         let mut all: Vec<PathBuf> = super::Kind::all()
@@ -43,13 +50,19 @@ impl Adapter for Generic {
     }
 
     fn config_problems(&self, cli: &CliConfig) -> Vec<String> {
+        let mut problems = Vec::new();
         if cli.program.is_some() || cli.args.is_some() {
-            vec![
+            problems.push(
                 "runners.generic: give the whole command line as `command: [program, args…]`"
                     .into(),
-            ]
-        } else {
-            Vec::new()
+            );
         }
+        if cli.protocol == Protocol::Acp && cli.command.iter().any(|a| a.contains("{prompt}")) {
+            problems.push(
+                "runners.generic.command: an ACP agent gets its prompt over the protocol; drop `{prompt}`"
+                    .into(),
+            );
+        }
+        problems
     }
 }

@@ -143,6 +143,25 @@ pub trait Adapter: Sync {
         &[]
     }
 
+    /// Its arguments for a turn over the Agent Client Protocol (`runners.<name>.protocol:
+    /// acp`): what starts its ACP server, then the configured arguments, never the
+    /// permission defaults (git-bmad answers each request itself). `None`: it speaks no ACP.
+    fn acp_args(&self, _cli: &CliConfig) -> Option<Vec<String>> {
+        None
+    }
+
+    /// Variables for a turn over ACP: a CLI that takes its permissions from the environment
+    /// is told to ask git-bmad.
+    fn acp_env(&self) -> &'static [(&'static str, &'static str)] {
+        &[]
+    }
+
+    /// What it leaves out of the tokens it reports over ACP, if anything: a budget cannot
+    /// count such a turn. An agent without an adapter of its own is not known to report them.
+    fn acp_uncounted(&self) -> Option<&'static str> {
+        Some("an agent git-bmad has no adapter for is not known to report every request's tokens")
+    }
+
     /// Read the CLI's output into `result`; `false` when it printed nothing the adapter
     /// understands (the end of stdout then becomes the final text).
     fn read_output(&self, _result: &mut AgentResult) -> bool {
@@ -195,9 +214,11 @@ pub struct Call<'a> {
     /// Commands the step's own checks run (the project's tests): an agent may run them
     /// too, so a CLI that asks before each shell command is told they are allowed.
     pub allowed_commands: &'a [String],
-    /// The command that judges each shell call before it runs, for a CLI that takes such a
-    /// hook; `None` when the project's own settings already run it.
+    /// The command that judges each shell call before it runs (`git-bmad guard`): a CLI that
+    /// takes such a hook gets it, and an ACP turn asks it about each command.
     pub guard: Option<&'a str>,
+    /// Whether the project's own settings already run the guard as the CLI's hook.
+    pub guard_hooked: bool,
     /// What the invocation may spend, in US dollars, for a CLI that stops itself there.
     pub budget_usd: Option<f64>,
     /// Whether git-bmad runs it contained.
@@ -371,6 +392,13 @@ fn json_events(result: &AgentResult) -> Vec<serde_json::Value> {
         .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
         .filter(|event| event["type"].is_string())
         .collect()
+}
+
+/// What starts an ACP server (`--acp`), then the configured arguments.
+fn acp_with(head: &[&str], cli: &CliConfig) -> Option<Vec<String>> {
+    let mut args = strings(head);
+    args.extend(cli.args.iter().flatten().cloned());
+    Some(args)
 }
 
 /// The configured argument that turns on the sandbox of Gemini CLI or its fork Qwen Code

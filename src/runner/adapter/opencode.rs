@@ -83,6 +83,25 @@ impl Adapter for OpenCode {
         ]
     }
 
+    fn acp_args(&self, cli: &CliConfig) -> Option<Vec<String>> {
+        super::acp_with(&["acp"], cli)
+    }
+
+    fn acp_env(&self) -> &'static [(&'static str, &'static str)] {
+        // Every edit, command and fetch is asked of git-bmad; reading is not.
+        &[
+            (
+                "OPENCODE_PERMISSION",
+                r#"{"*":"ask","read":"allow","list":"allow","glob":"allow","grep":"allow"}"#,
+            ),
+            ("OPENCODE_CONFIG_CONTENT", r#"{"agent":{"title":{"disable":true}}}"#),
+        ]
+    }
+
+    fn acp_uncounted(&self) -> Option<&'static str> {
+        Some("OpenCode reports only its last request's tokens over ACP")
+    }
+
     fn structured(&self) -> bool {
         true
     }

@@ -84,6 +84,14 @@ impl Adapter for Qwen {
         (args, None)
     }
 
+    fn acp_args(&self, cli: &CliConfig) -> Option<Vec<String>> {
+        super::acp_with(&["--acp"], cli)
+    }
+
+    fn acp_uncounted(&self) -> Option<&'static str> {
+        Some("Qwen Code extracts memories in the background after each turn and reports those tokens to no client")
+    }
+
     fn structured(&self) -> bool {
         true
     }

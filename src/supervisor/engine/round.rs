@@ -43,13 +43,12 @@ impl Engine<'_> {
         // The steps' checks run within the same share: a test that sleeps an hour ends
         // where the run's time does, not at the step's own timeout.
         let round_began = std::time::Instant::now();
-        // Agents whose CLI takes a hook get the guard, unless the project's settings run it.
-        let guard = match std::env::current_exe() {
-            Ok(exe) if !agent::claude_guard_installed(&self.root) => {
-                Some(agent::guard_command_for(&exe))
-            }
-            _ => None,
-        };
+        // Agents whose CLI takes a hook get the guard, unless the project's settings run it;
+        // an ACP turn asks it about each command.
+        let guard = std::env::current_exe()
+            .ok()
+            .map(|exe| agent::guard_command_for(&exe));
+        let guard_hooked = agent::claude_guard_installed(&self.root);
         let fence = self.fence_round()?;
         let (walls, walls_lack) = self.walls_held();
         let mut invocations = Vec::new();
@@ -113,6 +112,7 @@ impl Engine<'_> {
                     budget_usd: budget_share,
                     allowed_commands: self.test_commands(step),
                     guard: guard.clone(),
+                    guard_hooked,
                     sandbox,
                 },
             ));

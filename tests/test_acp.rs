@@ -1,0 +1,246 @@
+//! The real Gemini CLI, Qwen Code and OpenCode driven over the Agent Client Protocol
+//! (`runners.<cli>.protocol: acp`) against the scripted model API: git-bmad is the client,
+//! answers every permission request with its own policy (the guard for commands, the
+//! worktree for edits), counts the tokens each agent reports, and cancels a turn at its
+//! timeout. The world (CLIs, model API, project) is the real-CLI suite's.
+
+use crate::common::model_api::Turn;
+use crate::common::read;
+use crate::test_real_cli::{assert_not_done, honest, write_hello, Cli, World, IMPLEMENT};
+
+/// The CLIs that speak ACP, each started in its ACP mode by git-bmad.
+const ACP: [Cli; 3] = [Cli::Gemini, Cli::Qwen, Cli::OpenCode];
+
+/// A world whose runner is `cli` over ACP, with `more` configuration.
+fn over_acp(cli: Cli, script: Vec<Turn>, playbook: &str, more: &str) -> World {
+    let world = World::new(cli, script, playbook);
+    world.configure(&format!(
+        "runners:\n  default: {0}\n  {0}: {{protocol: acp}}\nchecks:\n  test_command: sh test.sh\n{more}",
+        cli.name()
+    ));
+    world
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
+fn an_honest_agent_over_acp_finishes_contained_with_each_call_answered_by_git_bmad() {
+    for cli in ACP {
+        let world = over_acp(cli, honest(), IMPLEMENT, "");
+        let run = world.run();
+        assert_eq!(run.code, 0, "{}", world.explain(&run));
+        assert_eq!(read(&world.worktree, "src/hello.txt"), "hello\n");
+        let log = world.env.git(&world.worktree, &["log", "--format=%s"]);
+        assert!(log.contains("add hello"), "{cli:?}: {log}");
+        let started = &world.named("step_started")[0]["detail"];
+        assert!(started["uncontained"].is_null(), "{cli:?}: {started}");
+        let done = world.named("step_completed");
+        assert_eq!(done.len(), 1, "{}", world.explain(&run));
+        assert!(world.named("policy_violation").is_empty());
+        // Its session is the ACP session it opened.
+        assert!(
+            done[0]["detail"]["agent_session_id"].is_string(),
+            "{}",
+            done[0]
+        );
+    }
+}
+
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
+fn an_agent_over_acp_that_only_claims_done_is_not_done() {
+    for cli in ACP {
+        let world = over_acp(
+            cli,
+            vec![Turn::Answer(
+                "Done: created src/hello.txt and every test passes.".into(),
+            )],
+            IMPLEMENT,
+            "",
+        );
+        let run = world.run();
+        assert_not_done(&world, &run, "src/hello.txt is missing");
+    }
+}
+
+/// The agent asks to run a force push; git-bmad puts it to the guard, which refuses it
+/// before it runs: nothing reaches the remote, the refusal and the violation are journaled.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
+fn a_force_push_over_acp_is_refused_by_the_guard_before_it_runs() {
+    for cli in ACP {
+        let world = over_acp(
+            cli,
+            vec![
+                write_hello(),
+                Turn::Shell("git push --force origin HEAD:main".into()),
+                Turn::Answer("Created src/hello.txt and pushed it.".into()),
+            ],
+            IMPLEMENT,
+            "",
+        );
+        let run = world.run_with_remote();
+        assert_not_done(
+            &world,
+            &run,
+            "refused 1 tool call(s): execute (git push --force origin HEAD:main)",
+        );
+        let violations = world.named("policy_violation");
+        assert_eq!(violations.len(), 1, "{}", world.explain(&run));
+        assert_eq!(violations[0]["detail"]["hook"], "guard", "{}", violations[0]);
+        let remote_log = world.env.git(
+            &world.env.root().join("remote.git"),
+            &["log", "--all", "--oneline"],
+        );
+        assert!(remote_log.is_empty(), "{cli:?} pushed: {remote_log}");
+    }
+}
+
+/// A model that never answers: at the step's timeout the turn is cancelled and the agent
+/// ended; the step is not done and says why.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
+fn a_hanging_turn_over_acp_is_cancelled_at_its_timeout() {
+    let playbook = "name: scenario\nsteps:\n  - id: implement\n    command: Create src/hello.txt\n    timeout: 8s\n    postconditions: [{file_exists: src/hello.txt}]\n";
+    for cli in ACP {
+        let world = over_acp(cli, vec![Turn::Hang], playbook, "");
+        let began = std::time::Instant::now();
+        let run = world.run();
+        assert_not_done(&world, &run, "timed out");
+        assert!(
+            began.elapsed() < std::time::Duration::from_secs(60),
+            "{cli:?} outlived its timeout"
+        );
+    }
+}
+
+/// The requests that made an agent's turn, and apart those after it: what the model API
+/// served, less the count requests, up to the memory extraction Qwen Code starts in the
+/// background once a turn is over (and what that extraction goes on to ask).
+fn served(world: &World) -> (u64, u64) {
+    let requests: Vec<_> = world
+        .api
+        .seen()
+        .into_iter()
+        .filter(|r| {
+            let line = r.line.to_ascii_lowercase();
+            ["generatecontent", "/messages"]
+                .iter()
+                .any(|path| line.contains(path))
+                && !line.contains("count")
+        })
+        .collect();
+    let turn = requests
+        .iter()
+        .position(|r| {
+            r.body["systemInstruction"]
+                .to_string()
+                .contains("managed memory extraction")
+        })
+        .unwrap_or(requests.len());
+    (turn as u64, (requests.len() - turn) as u64)
+}
+
+/// The tokens a step's journal holds: fresh in, cached, out.
+fn ledger(done: &serde_json::Value) -> (u64, u64, u64) {
+    let usage = done["detail"]["usage"].as_array().cloned().unwrap_or_default();
+    let sum = |key: &str| {
+        usage
+            .iter()
+            .map(|u| u[key].as_u64().unwrap_or(0))
+            .sum::<u64>()
+    };
+    (sum("tokens_in"), sum("tokens_cached"), sum("tokens_out"))
+}
+
+/// A dollar budget over ACP: the step's model is chosen over the protocol, the tokens the
+/// agent reports for every request are priced, the ledger holds what the API served, and the
+/// run stops at the budget between steps.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
+fn a_dollar_budget_over_acp_counts_every_request_gemini_cli_reports() {
+    let two_steps = "name: scenario\nsteps:\n  - id: implement\n    role: dev\n    command: Create src/hello.txt, run the tests and commit\n    timeout: 120s\n    postconditions: [{file_exists: src/hello.txt}, tests_pass]\n  - {id: again, role: dev, command: Do it again, timeout: 120s}\n";
+    let world = over_acp(
+        Cli::Gemini,
+        honest(),
+        two_steps,
+        "orchestration:\n  budget_usd: 0.05\n  agents:\n    dev: {model: test-model}\n  prices:\n    test-model: {input: 100, cached_input: 10, output: 1000}\n",
+    );
+    let run = world.run();
+    assert_eq!(run.code, 6, "{}", world.explain(&run));
+    let done = world.named("step_completed");
+    assert_eq!(done.len(), 1, "{}", world.explain(&run));
+    // Per request the API serves 1,100 input tokens (1,000 of them cached) and 20 out;
+    // over ACP Gemini CLI reports the input whole, so it is priced as read fresh.
+    let (served, background) = served(&world);
+    assert_eq!(background, 0);
+    assert_eq!(
+        ledger(&done[0]),
+        (1100 * served, 0, 20 * served),
+        "the ledger holds what the API served ({served} requests)\n{}",
+        world.explain(&run)
+    );
+    assert_eq!(done[0]["detail"]["cost_priced"], true, "{}", done[0]);
+    assert_eq!(world.named("limit_budget_reached").len(), 1);
+    // The model was chosen over the protocol: each request asked for it.
+    assert!(world
+        .api
+        .seen()
+        .iter()
+        .all(|r| !r.line.contains("generateContent") || r.line.contains("/test-model:")));
+}
+
+/// Qwen Code and OpenCode leave requests out of what they report over ACP: the ledger holds
+/// what they report, and a budget that could not count the rest refuses to start.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
+fn an_agent_that_reports_part_of_its_tokens_over_acp_cannot_be_budgeted() {
+    for cli in [Cli::Qwen, Cli::OpenCode] {
+        let world = over_acp(cli, honest(), IMPLEMENT, "");
+        let run = world.run();
+        assert_eq!(run.code, 0, "{}", world.explain(&run));
+        let (served, background) = served(&world);
+        let done = world.named("step_completed");
+        match cli {
+            // Every request of the turn; the memory extraction after it, never.
+            Cli::Qwen => {
+                assert!(background >= 1, "{}", world.explain(&run));
+                assert_eq!(ledger(&done[0]), (100 * served, 1000 * served, 20 * served));
+            }
+            // Its last request alone (Anthropic's 500 cache writes are read fresh).
+            _ => {
+                assert!(served > 1, "{}", world.explain(&run));
+                assert_eq!(ledger(&done[0]), (600, 1000, 20));
+            }
+        }
+        world.configure(&format!(
+            "runners:\n  default: {0}\n  {0}: {{protocol: acp}}\norchestration:\n  budget_usd: 5\n  prices:\n    test-model: {{input: 1, output: 1}}\n",
+            cli.name()
+        ));
+        let refused = world.bmad(&["run", "scenario"]);
+        assert_eq!(refused.code, 2, "{}", world.explain(&refused));
+        assert!(
+            refused.stderr.contains("over ACP cannot be counted by orchestration.budget_usd"),
+            "{}",
+            refused.stderr
+        );
+        assert_eq!(world.named("step_started").len(), 1, "nothing more ran");
+    }
+}
