@@ -244,3 +244,36 @@ fn an_agent_that_reports_part_of_its_tokens_over_acp_cannot_be_budgeted() {
         assert_eq!(world.named("step_started").len(), 1, "nothing more ran");
     }
 }
+
+/// An edit outside the session's worktree is refused when the agent asks for it, whatever
+/// its own rules would allow.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
+fn an_edit_outside_the_worktree_is_refused_over_acp() {
+    for cli in ACP {
+        let world = over_acp(
+            cli,
+            vec![
+                Turn::Write {
+                    path: "../escaped.txt".into(),
+                    content: "out\n".into(),
+                },
+                write_hello(),
+                Turn::Answer("Created src/hello.txt.".into()),
+            ],
+            IMPLEMENT,
+            "",
+        );
+        let run = world.run();
+        let escaped = world.worktree.parent().unwrap().join("escaped.txt");
+        assert!(!escaped.exists(), "{cli:?} wrote outside its worktree");
+        match cli {
+            // Its own file tool refuses a path outside its workspace before asking anyone.
+            Cli::Gemini => assert_eq!(run.code, 0, "{}", world.explain(&run)),
+            _ => assert_not_done(&world, &run, "is outside the session's worktree"),
+        }
+    }
+}
