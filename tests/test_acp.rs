@@ -95,7 +95,11 @@ fn a_force_push_over_acp_is_refused_by_the_guard_before_it_runs() {
         );
         let violations = world.named("policy_violation");
         assert_eq!(violations.len(), 1, "{}", world.explain(&run));
-        assert_eq!(violations[0]["detail"]["hook"], "guard", "{}", violations[0]);
+        assert_eq!(
+            violations[0]["detail"]["hook"], "guard",
+            "{}",
+            violations[0]
+        );
         let remote_log = world.env.git(
             &world.env.root().join("remote.git"),
             &["log", "--all", "--oneline"],
@@ -154,7 +158,10 @@ fn served(world: &World) -> (u64, u64) {
 
 /// The tokens a step's journal holds: fresh in, cached, out.
 fn ledger(done: &serde_json::Value) -> (u64, u64, u64) {
-    let usage = done["detail"]["usage"].as_array().cloned().unwrap_or_default();
+    let usage = done["detail"]["usage"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let sum = |key: &str| {
         usage
             .iter()
@@ -237,7 +244,9 @@ fn an_agent_that_reports_part_of_its_tokens_over_acp_cannot_be_budgeted() {
         let refused = world.bmad(&["run", "scenario"]);
         assert_eq!(refused.code, 2, "{}", world.explain(&refused));
         assert!(
-            refused.stderr.contains("over ACP cannot be counted by orchestration.budget_usd"),
+            refused
+                .stderr
+                .contains("over ACP cannot be counted by orchestration.budget_usd"),
             "{}",
             refused.stderr
         );

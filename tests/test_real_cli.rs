@@ -1738,4 +1738,3 @@ fn claude_with_its_permissions_bypassed_reaches_nothing_past_its_walls() {
     );
     assert!(violations.len() >= 2, "{violations:?}");
 }
-

@@ -103,9 +103,10 @@ impl<'a> Client<'a> {
             None => Vec::new(),
         };
         result.reported_error = self.error.or_else(|| match &self.answer {
-            None if result.exit.success() => {
-                Some(format!("{} ended before it answered the prompt", self.agent))
-            }
+            None if result.exit.success() => Some(format!(
+                "{} ended before it answered the prompt",
+                self.agent
+            )),
             None => None,
             Some(answer) => stop_problem(answer["stopReason"].as_str()),
         });
@@ -183,7 +184,8 @@ impl<'a> Client<'a> {
             .is_some_and(|m| m.iter().any(|m| m["id"] == "default"));
         if asks && modes["currentModeId"] != "default" {
             let params = json!({"sessionId": id, "modeId": "default"});
-            self.queue.push_back((Ours::Setup, "session/set_mode", params));
+            self.queue
+                .push_back((Ours::Setup, "session/set_mode", params));
         }
         let current = self.session_model.as_deref();
         if let Some(model) = self.model.clone().filter(|m| Some(m.as_str()) != current) {
@@ -209,7 +211,8 @@ impl<'a> Client<'a> {
             self.session_model = self.model.clone();
         }
         let prompt = json!({"sessionId": id, "prompt": [{"type": "text", "text": self.prompt}]});
-        self.queue.push_back((Ours::Prompt, "session/prompt", prompt));
+        self.queue
+            .push_back((Ours::Prompt, "session/prompt", prompt));
         self.send_next()
     }
 
@@ -486,9 +489,7 @@ fn inside_worktree(worktree: &Path, path: &Path) -> bool {
         }
     }
     match resolved.strip_prefix(worktree) {
-        Ok(rest) => !rest
-            .components()
-            .any(|c| c.as_os_str() == ".git"),
+        Ok(rest) => !rest.components().any(|c| c.as_os_str() == ".git"),
         Err(_) => false,
     }
 }
@@ -541,9 +542,15 @@ mod tests {
         let mut client = Client::new("do it", Path::new("/w"), Some("m2"), refusing("--force"));
         let init: Value = serde_json::from_slice(&client.opening()).unwrap();
         assert_eq!(init["method"], "initialize");
-        assert_eq!(init["params"]["clientCapabilities"]["fs"]["writeTextFile"], false);
-        let new = talk(&mut client, json!({"jsonrpc": "2.0", "id": 1,
-            "result": {"agentInfo": {"name": "qwen-code"}}}))
+        assert_eq!(
+            init["params"]["clientCapabilities"]["fs"]["writeTextFile"],
+            false
+        );
+        let new = talk(
+            &mut client,
+            json!({"jsonrpc": "2.0", "id": 1,
+            "result": {"agentInfo": {"name": "qwen-code"}}}),
+        )
         .unwrap();
         assert_eq!(new["method"], "session/new");
         assert_eq!(new["params"]["cwd"], "/w");
@@ -555,29 +562,46 @@ mod tests {
         .unwrap();
         assert_eq!(mode["method"], "session/set_mode");
         assert_eq!(mode["params"]["modeId"], "default");
-        let model = talk(&mut client, json!({"jsonrpc": "2.0", "id": 3, "result": {}})).unwrap();
+        let model = talk(
+            &mut client,
+            json!({"jsonrpc": "2.0", "id": 3, "result": {}}),
+        )
+        .unwrap();
         assert_eq!(model["method"], "session/set_model");
         assert_eq!(model["params"]["modelId"], "m2");
-        let prompt = talk(&mut client, json!({"jsonrpc": "2.0", "id": 4, "result": {}})).unwrap();
+        let prompt = talk(
+            &mut client,
+            json!({"jsonrpc": "2.0", "id": 4, "result": {}}),
+        )
+        .unwrap();
         assert_eq!(prompt["method"], "session/prompt");
         assert_eq!(prompt["params"]["prompt"][0]["text"], "do it");
         assert!(!client.over());
         // The agent's own request ids run apart from ours: a request with id 4 is a request.
-        let asked = talk(&mut client, json!({"jsonrpc": "2.0", "id": 5,
+        let asked = talk(
+            &mut client,
+            json!({"jsonrpc": "2.0", "id": 5,
             "method": "session/request_permission", "params": {"sessionId": "s1",
             "options": [{"optionId": "always", "kind": "allow_always"},
                         {"optionId": "once", "kind": "allow_once"},
                         {"optionId": "no", "kind": "reject_once"}],
-            "toolCall": {"kind": "execute", "title": "git push --force origin main"}}}))
+            "toolCall": {"kind": "execute", "title": "git push --force origin main"}}}),
+        )
         .unwrap();
         assert_eq!(asked["id"], 5);
         assert_eq!(asked["result"]["outcome"]["optionId"], "no");
         assert!(!client.over(), "a refused call does not end the turn");
-        talk(&mut client, json!({"jsonrpc": "2.0", "method": "session/update", "params": {
+        talk(
+            &mut client,
+            json!({"jsonrpc": "2.0", "method": "session/update", "params": {
             "sessionId": "s1", "update": {"sessionUpdate": "agent_message_chunk",
             "content": {"type": "text", "text": "Done."},
-            "_meta": {"usage": {"inputTokens": 1100, "cachedReadTokens": 1000, "outputTokens": 20}}}}}));
-        talk(&mut client, json!({"jsonrpc": "2.0", "id": 5, "result": {"stopReason": "end_turn"}}));
+            "_meta": {"usage": {"inputTokens": 1100, "cachedReadTokens": 1000, "outputTokens": 20}}}}}),
+        );
+        talk(
+            &mut client,
+            json!({"jsonrpc": "2.0", "id": 5, "result": {"stopReason": "end_turn"}}),
+        );
         assert!(client.over());
         let mut read = result(Exit::Code(0));
         client.read_into(&mut read);
@@ -678,9 +702,15 @@ mod tests {
     fn errors_and_early_ends_are_the_agents_own_words() {
         let mut client = Client::new("x", Path::new("/w"), None, refusing("never"));
         client.opening();
-        talk(&mut client, json!({"jsonrpc": "2.0", "id": 1, "result": {}}));
-        talk(&mut client, json!({"jsonrpc": "2.0", "id": 2,
-            "error": {"code": -32000, "message": "Authentication required"}}));
+        talk(
+            &mut client,
+            json!({"jsonrpc": "2.0", "id": 1, "result": {}}),
+        );
+        talk(
+            &mut client,
+            json!({"jsonrpc": "2.0", "id": 2,
+            "error": {"code": -32000, "message": "Authentication required"}}),
+        );
         assert!(client.over());
         let mut read = result(Exit::Code(0));
         client.read_into(&mut read);
@@ -697,10 +727,15 @@ mod tests {
             read.reported_error.as_deref(),
             Some("the ACP agent ended before it answered the prompt")
         );
-        assert_eq!(stop_problem(Some("max_turn_requests")).as_deref(), Some("the agent reached its turn limit"));
         assert_eq!(
-            session_model(&json!({"configOptions": [{"id": "model", "category": "model",
-                "currentValue": "anthropic/test-model"}]}))
+            stop_problem(Some("max_turn_requests")).as_deref(),
+            Some("the agent reached its turn limit")
+        );
+        assert_eq!(
+            session_model(
+                &json!({"configOptions": [{"id": "model", "category": "model",
+                "currentValue": "anthropic/test-model"}]})
+            )
             .as_deref(),
             Some("anthropic/test-model")
         );
@@ -713,7 +748,10 @@ mod tests {
         for (wanted, sent) in [("a", None), ("b", Some("b(openai)")), ("c", Some("c"))] {
             let mut client = Client::new("x", Path::new("/w"), Some(wanted), refusing("never"));
             client.opening();
-            talk(&mut client, json!({"jsonrpc": "2.0", "id": 1, "result": {}}));
+            talk(
+                &mut client,
+                json!({"jsonrpc": "2.0", "id": 1, "result": {}}),
+            );
             let mut reply = json!({"jsonrpc": "2.0", "id": 2, "result": session});
             reply["result"]["sessionId"] = json!("s");
             let next = talk(&mut client, reply).unwrap();
@@ -728,8 +766,14 @@ mod tests {
     fn a_model_the_agent_cannot_choose_fails_before_the_prompt() {
         let mut client = Client::new("x", Path::new("/w"), Some("m"), refusing("never"));
         client.opening();
-        talk(&mut client, json!({"jsonrpc": "2.0", "id": 1, "result": {}}));
-        let reply = talk(&mut client, json!({"jsonrpc": "2.0", "id": 2, "result": {"sessionId": "s"}}));
+        talk(
+            &mut client,
+            json!({"jsonrpc": "2.0", "id": 1, "result": {}}),
+        );
+        let reply = talk(
+            &mut client,
+            json!({"jsonrpc": "2.0", "id": 2, "result": {"sessionId": "s"}}),
+        );
         assert_eq!(reply, None);
         assert!(client.over());
     }

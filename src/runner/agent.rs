@@ -175,7 +175,8 @@ fn ask_guard(
     cwd: &std::path::Path,
     env: &[(String, String)],
 ) -> Option<String> {
-    let call = serde_json::json!({"tool_name": "Bash", "tool_input": {"command": command}, "cwd": cwd});
+    let call =
+        serde_json::json!({"tool_name": "Bash", "tool_input": {"command": command}, "cwd": cwd});
     let asked = process::run(
         &Spec {
             program: "/bin/sh".into(),
@@ -193,7 +194,9 @@ fn ask_guard(
     match asked {
         Ok(out) if out.exit.success() => None,
         Ok(out) => {
-            let said = String::from_utf8_lossy(&out.stderr.tail()).trim().to_owned();
+            let said = String::from_utf8_lossy(&out.stderr.tail())
+                .trim()
+                .to_owned();
             Some(match out.exit {
                 Exit::Code(2) if !said.is_empty() => said,
                 exit => format!("the guard {exit}: {said}"),

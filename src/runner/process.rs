@@ -210,7 +210,11 @@ const CANCEL_GRACE: Duration = Duration::from_secs(3);
 
 /// Run `spec` as one side of `dialogue`, to the conversation's end, the child's, its
 /// timeout or an interrupt. The child's stdout is kept as it is for any other child.
-pub fn converse(spec: &Spec, dialogue: &mut dyn Dialogue, interrupt: &AtomicBool) -> Result<Output> {
+pub fn converse(
+    spec: &Spec,
+    dialogue: &mut dyn Dialogue,
+    interrupt: &AtomicBool,
+) -> Result<Output> {
     let started = Instant::now();
     let mut child = spawn(spec, true)?;
     let group = child.id() as i32;

@@ -250,8 +250,14 @@ mod tests {
             problems,
             ["runners.claude.protocol: claude speaks no ACP of its own (gemini, qwen, opencode do); run its ACP adapter as runners.generic: {command: [adapter, args…], protocol: acp}"]
         );
-        for fine in ["gemini: {protocol: acp}", "generic: {command: [claude-code-acp], protocol: acp}"] {
-            assert!(config_problems(&config(&format!("runners:\n  {fine}\n"))).is_empty(), "{fine}");
+        for fine in [
+            "gemini: {protocol: acp}",
+            "generic: {command: [claude-code-acp], protocol: acp}",
+        ] {
+            assert!(
+                config_problems(&config(&format!("runners:\n  {fine}\n"))).is_empty(),
+                "{fine}"
+            );
         }
         assert_eq!(
             config_problems(&config("runners:\n  generic: {command: [agent, \"{prompt}\"], protocol: acp}\n")),

@@ -94,7 +94,10 @@ impl Adapter for OpenCode {
                 "OPENCODE_PERMISSION",
                 r#"{"*":"ask","read":"allow","list":"allow","glob":"allow","grep":"allow"}"#,
             ),
-            ("OPENCODE_CONFIG_CONTENT", r#"{"agent":{"title":{"disable":true}}}"#),
+            (
+                "OPENCODE_CONFIG_CONTENT",
+                r#"{"agent":{"title":{"disable":true}}}"#,
+            ),
         ]
     }
 
