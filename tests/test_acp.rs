@@ -203,6 +203,17 @@ fn a_dollar_budget_over_acp_counts_every_request_gemini_cli_reports() {
     );
     assert_eq!(done[0]["detail"]["cost_priced"], true, "{}", done[0]);
     assert_eq!(world.named("limit_budget_reached").len(), 1);
+    // The morning report's page has the model's row: its tokens, as journaled.
+    let page = world.env.root().join("report.html");
+    let report = world.bmad(&["report", "--html", page.to_str().unwrap()]);
+    assert_eq!(report.code, 0, "{}", report.stderr);
+    let html = std::fs::read_to_string(&page).unwrap();
+    let row = format!(
+        "<tr><td>test-model</td><td>{}</td><td>0</td><td>{}</td>",
+        1100 * served,
+        20 * served
+    );
+    assert!(html.contains(&row), "{row}\n{html}");
     // The model was chosen over the protocol: each request asked for it.
     assert!(world
         .api

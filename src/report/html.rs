@@ -87,6 +87,7 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(page, "<li{class}><b>{}</b>{word}</li>", html_escape(&n));
     }
     page.push_str("</ul>\n");
+    models_table(&mut page, &s.models);
     if report.sessions.is_empty() {
         page.push_str(
             "<p>No session had any activity in this period, and none waits for you.</p>\n",
@@ -220,6 +221,7 @@ fn section(page: &mut String, s: &SessionReport) {
         s.tokens,
         s.cost_usd
     );
+    models_table(page, &s.models);
     if !s.timeline.is_empty() {
         let _ = writeln!(
             page,
@@ -241,4 +243,74 @@ fn section(page: &mut String, s: &SessionReport) {
         page.push_str("</table></details>\n");
     }
     page.push_str("</section>\n");
+}
+
+/// What each model used and cost, a row per model; a model whose spend is not all known
+/// says so.
+fn models_table(page: &mut String, models: &[super::ModelLine]) {
+    if models.is_empty() {
+        return;
+    }
+    page.push_str("<table class=\"models\">\n<tr><th>model</th><th>tokens in</th><th>cached</th><th>out</th><th>cost</th></tr>\n");
+    for m in models {
+        let name = if m.model.is_empty() {
+            "unnamed model"
+        } else {
+            &m.model
+        };
+        let cost = if m.unpriced {
+            format!("${:.2} and unpriced tokens", m.cost_usd)
+        } else {
+            format!("${:.2}", m.cost_usd)
+        };
+        let _ = writeln!(
+            page,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            html_escape(name),
+            m.tokens_in,
+            m.tokens_cached,
+            m.tokens_out,
+            html_escape(&cost)
+        );
+    }
+    page.push_str("</table>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ModelLine;
+    use super::*;
+
+    #[test]
+    fn each_model_is_a_row_and_unpriced_tokens_are_said() {
+        let mut page = String::new();
+        models_table(&mut page, &[]);
+        assert!(page.is_empty());
+        let models = [
+            ModelLine {
+                model: "gpt-5".into(),
+                tokens_in: 200,
+                tokens_cached: 2000,
+                tokens_out: 40,
+                cost_usd: 0.75,
+                unpriced: false,
+            },
+            ModelLine {
+                model: "<mine>".into(),
+                unpriced: true,
+                ..ModelLine::default()
+            },
+        ];
+        models_table(&mut page, &models);
+        assert!(
+            page.contains(
+                "<tr><td>gpt-5</td><td>200</td><td>2000</td><td>40</td><td>$0.75</td></tr>"
+            ),
+            "{page}"
+        );
+        assert!(
+            page.contains("<td>&lt;mine&gt;</td><td>0</td><td>0</td><td>0</td><td>$0.00 and unpriced tokens</td>"),
+            "{page}"
+        );
+    }
 }
