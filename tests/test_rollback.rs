@@ -462,3 +462,60 @@ fn rollback_then_undo_gives_back_every_byte_whatever_the_attributes_and_filters(
         env.bmad(&repo, &["doctor"]).success();
     }
 }
+
+/// A required filter whose program fails: git refuses to store the file, and so does
+/// git-bmad, saying which file, why and what to do; a rollback then moves nothing, so the
+/// edit stays on disk. Once the filter is no longer required, the raw bytes are stored.
+#[test]
+fn a_required_filter_that_fails_stops_the_checkpoint_and_the_rollback_with_the_fix() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    write(&repo, ".gitattributes", "*.dat filter=lfsish\n");
+    write(&repo, "data.dat", "committed\n");
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "data"]);
+    let (_, wt) = env.start(&repo, "feature-x");
+    for (key, value) in [
+        ("filter.lfsish.clean", "no-such-filter-program clean"),
+        ("filter.lfsish.required", "true"),
+    ] {
+        env.git(&repo, &["config", key, value]);
+    }
+    write(&wt, "data.dat", "edited\n");
+    // git's own view refuses the file too.
+    let git_add = std::process::Command::new("git")
+        .args(["add", "-A", "--dry-run"])
+        .current_dir(&wt)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", env.root().join("home"))
+        .output()
+        .unwrap();
+    assert!(!git_add.status.success(), "git stores it after all");
+
+    let refused = env.bmad(&wt, &["checkpoint", "-m", "edited"]);
+    assert_ne!(refused.code, 0, "{}", refused.stdout);
+    assert!(
+        refused
+            .stderr
+            .contains("data.dat: its clean filter failed, and the filter is required")
+            && refused
+                .stderr
+                .contains("install the filter's program, or unset that setting"),
+        "{}",
+        refused.stderr
+    );
+    let rollback = env.bmad(&wt, &["rollback", "1"]);
+    assert_ne!(rollback.code, 0, "{}", rollback.stdout);
+    assert_eq!(
+        read(&wt, "data.dat"),
+        "edited\n",
+        "the edit is still on disk"
+    );
+
+    env.git(&repo, &["config", "--unset", "filter.lfsish.required"]);
+    env.bmad(&wt, &["checkpoint", "-m", "edited"]).success();
+    env.bmad(&wt, &["rollback", "1"]).success();
+    assert_eq!(read(&wt, "data.dat"), "committed\n");
+    env.bmad(&wt, &["undo"]).success();
+    assert_eq!(read(&wt, "data.dat"), "edited\n");
+}

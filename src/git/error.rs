@@ -39,6 +39,15 @@ pub enum Error {
         /// The repository's git dir.
         path: PathBuf,
     },
+    /// A filter the file's attributes name failed, and git's setting makes it required.
+    #[error("{}: its clean filter failed, and the filter is required (`filter.<driver>.required`), so git would not store the file either; install the filter's program, or unset that setting to store the file as it is", path.display())]
+    RequiredFilterFailed {
+        /// The file.
+        path: PathBuf,
+        /// What the filter's process did.
+        #[source]
+        source: std::io::Error,
+    },
     /// A gix operation failed.
     #[error("{op}")]
     Gix {

@@ -324,7 +324,11 @@ impl Repo {
                 .map_err(|e| Error::gix(format!("could not filter {path}"), e))?
             {
                 ToGitOutcome::Unchanged(mut file) => file.read_to_end(&mut bytes).map(drop),
-                ToGitOutcome::Process(mut out) => out.read_to_end(&mut bytes).map(drop),
+                ToGitOutcome::Process(mut out) => {
+                    out.read_to_end(&mut bytes)
+                        .map_err(|e| filter_failed(&full, e))?;
+                    Ok(())
+                }
                 ToGitOutcome::Buffer(buf) => {
                     bytes.extend_from_slice(buf);
                     Ok(())
@@ -379,7 +383,9 @@ impl Repo {
                 // It changed as it was read: read as it is now.
                 std::fs::File::open(&full).and_then(|mut f| f.read_to_end(&mut bytes))
             }
-            ToGitOutcome::Process(mut out) => out.read_to_end(&mut bytes),
+            ToGitOutcome::Process(mut out) => Ok(out
+                .read_to_end(&mut bytes)
+                .map_err(|e| filter_failed(&full, e))?),
             ToGitOutcome::Buffer(buf) => {
                 bytes.extend_from_slice(buf);
                 Ok(0)
@@ -576,4 +582,14 @@ fn held_by_index(
 fn gitlink(index: &gix::index::State, path: &BStr) -> Option<ObjectId> {
     let entry = index.entry_by_path(path)?;
     (entry.mode == gix::index::entry::Mode::COMMIT).then_some(entry.id)
+}
+
+/// A filter's process that failed as its output was read: gix lets a driver that is not
+/// required fail quietly (the bytes are stored as they are, as git does), so one that fails
+/// here is required.
+fn filter_failed(file: &std::path::Path, source: std::io::Error) -> Error {
+    Error::RequiredFilterFailed {
+        path: file.to_path_buf(),
+        source,
+    }
 }
