@@ -15,6 +15,7 @@ packages=(
   @qwen-code/qwen-code@0.24.4
   opencode-ai@1.18.33
   @mariozechner/pi-coding-agent@0.73.1
+  @github/copilot@1.0.102
 )
 stamp="$dest/installed"
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "${packages[*]}" ]; then
@@ -30,7 +31,7 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "${packages[*]}" ]; then
   exit 0
 fi
 npm install --prefix "$dest" --no-audit --no-fund --no-save --loglevel=error "${packages[@]}" >&2
-for cli in claude codex gemini qwen opencode pi; do
+for cli in claude codex gemini qwen opencode pi copilot; do
   "$dest/node_modules/.bin/$cli" --version >/dev/null || { echo "install-agent-clis: $cli does not run" >&2; exit 1; }
 done
 printf '%s' "${packages[*]}" > "$stamp"

@@ -1,4 +1,4 @@
-//! The real Gemini CLI, Qwen Code and OpenCode driven over the Agent Client Protocol
+//! The real Gemini CLI, Qwen Code, OpenCode and Copilot CLI driven over the Agent Client Protocol
 //! (`runners.<cli>.protocol: acp`) against the scripted model API: git-bmad is the client,
 //! answers every permission request with its own policy (the guard for commands, the
 //! worktree for edits), counts the tokens each agent reports, and cancels a turn at its
@@ -9,7 +9,7 @@ use crate::common::read;
 use crate::test_real_cli::{assert_not_done, honest, write_hello, Cli, World, IMPLEMENT};
 
 /// The CLIs that speak ACP, each started in its ACP mode by git-bmad.
-const ACP: [Cli; 3] = [Cli::Gemini, Cli::Qwen, Cli::OpenCode];
+const ACP: [Cli; 4] = [Cli::Gemini, Cli::Qwen, Cli::OpenCode, Cli::Copilot];
 
 /// A world whose runner is `cli` over ACP, with `more` configuration.
 fn over_acp(cli: Cli, script: Vec<Turn>, playbook: &str, more: &str) -> World {
@@ -179,47 +179,120 @@ fn ledger(done: &serde_json::Value) -> (u64, u64, u64) {
     not(feature = "external-tests"),
     ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
 )]
-fn a_dollar_budget_over_acp_counts_every_request_gemini_cli_reports() {
+fn a_dollar_budget_over_acp_counts_every_request_an_agent_reports() {
     let two_steps = "name: scenario\nsteps:\n  - id: implement\n    role: dev\n    command: Create src/hello.txt, run the tests and commit\n    timeout: 120s\n    postconditions: [{file_exists: src/hello.txt}, tests_pass]\n  - {id: again, role: dev, command: Do it again, timeout: 120s}\n";
-    let world = over_acp(
-        Cli::Gemini,
-        honest(),
-        two_steps,
-        "orchestration:\n  budget_usd: 0.05\n  agents:\n    dev: {model: test-model}\n  prices:\n    test-model: {input: 100, cached_input: 10, output: 1000}\n",
-    );
+    for cli in [Cli::Gemini, Cli::Copilot] {
+        let world = over_acp(
+            cli,
+            honest(),
+            two_steps,
+            "orchestration:\n  budget_usd: 0.05\n  agents:\n    dev: {model: test-model}\n  prices:\n    test-model: {input: 100, cached_input: 10, output: 1000}\n",
+        );
+        let run = world.run();
+        assert_eq!(run.code, 6, "{}", world.explain(&run));
+        let done = world.named("step_completed");
+        assert_eq!(done.len(), 1, "{}", world.explain(&run));
+        // Per request the API serves 1,100 input tokens (1,000 of them cached) and 20 out,
+        // and to an Anthropic client 500 cache writes, read fresh. Over ACP Gemini CLI
+        // reports the input whole, so it is priced as read fresh.
+        let (served, background) = served(&world);
+        assert_eq!(background, 0);
+        let (fresh, cached) = match cli {
+            Cli::Gemini => (1100, 0),
+            _ => (600, 1000),
+        };
+        assert_eq!(
+            ledger(&done[0]),
+            (fresh * served, cached * served, 20 * served),
+            "{cli:?}: the ledger holds what the API served ({served} requests)\n{}",
+            world.explain(&run)
+        );
+        assert_eq!(done[0]["detail"]["cost_priced"], true, "{}", done[0]);
+        assert_eq!(world.named("limit_budget_reached").len(), 1);
+        // The morning report's page has the model's row: its tokens, as journaled.
+        let page = world.env.root().join("report.html");
+        let report = world.bmad(&["report", "--html", page.to_str().unwrap()]);
+        assert_eq!(report.code, 0, "{}", report.stderr);
+        let html = std::fs::read_to_string(&page).unwrap();
+        let row = format!(
+            "<tr><td>test-model</td><td>{}</td><td>{}</td><td>{}</td>",
+            fresh * served,
+            cached * served,
+            20 * served
+        );
+        assert!(html.contains(&row), "{row}\n{html}");
+        // Each request asked for the step's model.
+        assert!(world
+            .api
+            .seen()
+            .iter()
+            .all(|r| { !r.line.contains("generateContent") || r.line.contains("/test-model:") }));
+    }
+}
+
+/// Copilot CLI headless: an honest step is done, a lie is not, a push is refused by its own
+/// rules before the hooks; it reports premium requests, not tokens, so a budget refuses it
+/// headless (over ACP it counts).
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
+fn copilot_cli_headless_is_done_only_when_the_work_is_there() {
+    let world = World::new(Cli::Copilot, honest(), IMPLEMENT);
     let run = world.run();
-    assert_eq!(run.code, 6, "{}", world.explain(&run));
+    assert_eq!(run.code, 0, "{}", world.explain(&run));
+    assert_eq!(read(&world.worktree, "src/hello.txt"), "hello\n");
     let done = world.named("step_completed");
-    assert_eq!(done.len(), 1, "{}", world.explain(&run));
-    // Per request the API serves 1,100 input tokens (1,000 of them cached) and 20 out;
-    // over ACP Gemini CLI reports the input whole, so it is priced as read fresh.
-    let (served, background) = served(&world);
-    assert_eq!(background, 0);
+    assert!(
+        done[0]["detail"]["agent_session_id"].is_string(),
+        "{}",
+        done[0]
+    );
     assert_eq!(
-        ledger(&done[0]),
-        (1100 * served, 0, 20 * served),
-        "the ledger holds what the API served ({served} requests)\n{}",
-        world.explain(&run)
+        done[0]["detail"]["final_text"], "Created src/hello.txt; the tests pass.",
+        "{}",
+        done[0]
     );
-    assert_eq!(done[0]["detail"]["cost_priced"], true, "{}", done[0]);
-    assert_eq!(world.named("limit_budget_reached").len(), 1);
-    // The morning report's page has the model's row: its tokens, as journaled.
-    let page = world.env.root().join("report.html");
-    let report = world.bmad(&["report", "--html", page.to_str().unwrap()]);
-    assert_eq!(report.code, 0, "{}", report.stderr);
-    let html = std::fs::read_to_string(&page).unwrap();
-    let row = format!(
-        "<tr><td>test-model</td><td>{}</td><td>0</td><td>{}</td>",
-        1100 * served,
-        20 * served
+
+    let lying = World::new(
+        Cli::Copilot,
+        vec![Turn::Answer("Done: created src/hello.txt.".into())],
+        IMPLEMENT,
     );
-    assert!(html.contains(&row), "{row}\n{html}");
-    // The model was chosen over the protocol: each request asked for it.
-    assert!(world
-        .api
-        .seen()
-        .iter()
-        .all(|r| !r.line.contains("generateContent") || r.line.contains("/test-model:")));
+    let run = lying.run();
+    assert_not_done(&lying, &run, "src/hello.txt is missing");
+
+    let pushing = World::new(
+        Cli::Copilot,
+        vec![
+            write_hello(),
+            Turn::Shell("git push --force origin HEAD:main".into()),
+            Turn::Answer("Created src/hello.txt and pushed it.".into()),
+        ],
+        IMPLEMENT,
+    );
+    let run = pushing.run_with_remote();
+    let remote_log = pushing.env.git(
+        &pushing.env.root().join("remote.git"),
+        &["log", "--all", "--oneline"],
+    );
+    assert!(
+        remote_log.is_empty(),
+        "pushed: {remote_log}\n{}",
+        pushing.explain(&run)
+    );
+
+    world.configure("runners:\n  default: copilot\nchecks:\n  test_command: sh test.sh\norchestration:\n  budget_usd: 5\n");
+    let refused = world.bmad(&["run", "scenario"]);
+    assert_eq!(refused.code, 2, "{}", world.explain(&refused));
+    assert!(
+        refused
+            .stderr
+            .contains("copilot reports neither cost nor tokens"),
+        "{}",
+        refused.stderr
+    );
 }
 
 /// Qwen Code and OpenCode leave requests out of what they report over ACP: the ledger holds
@@ -293,6 +366,9 @@ fn an_edit_outside_the_worktree_is_refused_over_acp() {
         match cli {
             // Its own file tool refuses a path outside its workspace before asking anyone.
             Cli::Gemini => assert_eq!(run.code, 0, "{}", world.explain(&run)),
+            // It writes through its shell (it has no file tool the model picks): a command
+            // the guard lets by, whose write lands inside the walls, not on the disk.
+            Cli::Copilot => assert_eq!(run.code, 0, "{}", world.explain(&run)),
             _ => assert_not_done(&world, &run, "is outside the session's worktree"),
         }
     }

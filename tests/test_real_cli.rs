@@ -24,6 +24,8 @@ pub(crate) enum Cli {
     Qwen,
     OpenCode,
     Pi,
+    /// Driven by the ACP suite (`test_acp`), headless and over ACP.
+    Copilot,
 }
 
 const ALL: [Cli; 6] = [
@@ -44,6 +46,7 @@ impl Cli {
             Cli::Qwen => "qwen",
             Cli::OpenCode => "opencode",
             Cli::Pi => "pi",
+            Cli::Copilot => "copilot",
         }
     }
 }
@@ -74,14 +77,20 @@ fn with_model(cmd: &mut Command, url: &str) {
         .env("CLAUDE_CODE_MAX_RETRIES", "1")
         .env("OPENAI_API_KEY", "sk-openai-test-key")
         .env("GEMINI_API_KEY", "gemini-test-key")
-        .env("GOOGLE_GEMINI_BASE_URL", url);
+        .env("GOOGLE_GEMINI_BASE_URL", url)
+        // Copilot CLI with a provider of the user's own (no GitHub login), its Anthropic one.
+        .env("COPILOT_PROVIDER_BASE_URL", url)
+        .env("COPILOT_PROVIDER_TYPE", "anthropic")
+        .env("COPILOT_PROVIDER_API_KEY", "sk-ant-test-key")
+        .env("COPILOT_MODEL", "test-model")
+        .env("COPILOT_OFFLINE", "true");
 }
 
 /// Point `cli`'s own settings in `home` at the scripted model API, as a user points it at
 /// a provider.
 fn point_at(cli: Cli, home: &Path, api: &ModelApi) {
     match cli {
-        Cli::Claude => {}
+        Cli::Claude | Cli::Copilot => {}
         Cli::Codex => write(
             home,
             ".codex/config.toml",

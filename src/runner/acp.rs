@@ -8,8 +8,8 @@
 //! never by the agent: a command goes to the guard, an edit must stay in the worktree and out
 //! of `.git`, a mode switch is refused. A timeout sends `session/cancel`.
 //!
-//! Tokens are read where each agent puts them: the prompt's `usage` (the protocol's own:
-//! input, cache reads and cache writes apart), Gemini CLI's `_meta.quota` (per model), or
+//! Tokens are read where each agent puts them: the prompt's `usage` (the protocol's own;
+//! its total says whether the input counts the cache), Gemini CLI's `_meta.quota` (per model), or
 //! Qwen Code's `_meta.usage` on message chunks (per request, its input counting the cached
 //! part, as Gemini's API counts it).
 
@@ -397,10 +397,28 @@ fn usage(answer: &Value, chunks: Option<ModelUsage>, model: Option<&str>) -> Vec
     };
     let counts = &answer["usage"];
     if counts.is_object() {
+        let (input, output) = (
+            count(&counts["inputTokens"]),
+            count(&counts["outputTokens"]) + count(&counts["thoughtTokens"]),
+        );
+        let (read, written) = (
+            count(&counts["cachedReadTokens"]),
+            count(&counts["cachedWriteTokens"]),
+        );
+        // Agents differ on whether the input counts the cache: its total says which
+        // (Copilot CLI's total is input and output; OpenCode's adds the cache to them).
+        let cache_in_input = read + written > 0
+            && count(&counts["totalTokens"]) == input + output
+            && input >= read + written;
+        let fresh = if cache_in_input {
+            input - read
+        } else {
+            input + written
+        };
         return vec![named(ModelUsage {
-            input: count(&counts["inputTokens"]) + count(&counts["cachedWriteTokens"]),
-            cached: count(&counts["cachedReadTokens"]),
-            output: count(&counts["outputTokens"]) + count(&counts["thoughtTokens"]),
+            input: fresh,
+            cached: read,
+            output,
             ..ModelUsage::default()
         })];
     }
@@ -686,6 +704,15 @@ mod tests {
                 output: 25,
                 usd: None
             }]
+        );
+        // Copilot CLI's input holds the cache, as its total shows.
+        let copilot = json!({"stopReason": "end_turn", "usage": {"inputTokens": 6400,
+            "outputTokens": 80, "totalTokens": 6480, "cachedReadTokens": 4000,
+            "cachedWriteTokens": 2000}});
+        let read = usage(&copilot, None, Some("m"));
+        assert_eq!(
+            (read[0].input, read[0].cached, read[0].output),
+            (2400, 4000, 80)
         );
         // Gemini CLI's, per model.
         let quota = json!({"stopReason": "end_turn", "_meta": {"quota": {"model_usage": [

@@ -70,7 +70,12 @@ pub fn invoke(
     };
     let acp = cli.protocol == Protocol::Acp;
     let (args, stdin) = match adapter.acp_args(cli).filter(|_| acp) {
-        Some(args) => (args, None),
+        Some(mut args) => {
+            if let (Some(flag), Some(model)) = (adapter.acp_model_flag(), call.model) {
+                args.extend([flag.to_owned(), model.to_owned()]);
+            }
+            (args, None)
+        }
         None => adapter.command_line(cli, &call),
     };
     // An allow-list, contained or not: what every process needs, what its CLI reads, what
@@ -148,12 +153,12 @@ fn turn(
         Some(guard) => ask_guard(guard, command, &cwd, &env),
         None => Some("git-bmad cannot find its own guard to judge the command".to_owned()),
     });
-    let mut client = acp::Client::new(
-        &invocation.prompt,
-        &invocation.cwd,
-        invocation.model.as_deref(),
-        judge,
-    );
+    // A model its command line did not name is chosen over the protocol.
+    let model = invocation
+        .model
+        .as_deref()
+        .filter(|_| invocation.kind.adapter().acp_model_flag().is_none());
+    let mut client = acp::Client::new(&invocation.prompt, &invocation.cwd, model, judge);
     let output = process::converse(spec, &mut client, interrupt)?;
     let mut result = shaped(
         invocation.kind,

@@ -248,7 +248,7 @@ mod tests {
         let problems = config_problems(&config("runners:\n  claude: {protocol: acp}\n"));
         assert_eq!(
             problems,
-            ["runners.claude.protocol: claude speaks no ACP of its own (gemini, qwen, opencode do); run its ACP adapter as runners.generic: {command: [adapter, args…], protocol: acp}"]
+            ["runners.claude.protocol: claude speaks no ACP of its own (gemini, qwen, opencode, copilot do); run its ACP adapter as runners.generic: {command: [adapter, args…], protocol: acp}"]
         );
         for fine in [
             "gemini: {protocol: acp}",

@@ -89,6 +89,10 @@ impl Adapter for Gemini {
         super::acp_with(&["--acp"], cli)
     }
 
+    fn acp_model_flag(&self) -> Option<&'static str> {
+        Some("--model")
+    }
+
     fn acp_uncounted(&self) -> Option<&'static str> {
         None
     }

@@ -24,6 +24,7 @@ macro_rules! any_provider {
 
 mod claude;
 mod codex;
+mod copilot;
 mod gemini;
 mod generic;
 mod opencode;
@@ -49,6 +50,7 @@ static ADAPTERS: &[&dyn Adapter] = &[
     &qwen::Qwen,
     &opencode::OpenCode,
     &pi::Pi,
+    &copilot::Copilot,
     &shell::Shell,
     &generic::Generic,
 ];
@@ -147,6 +149,12 @@ pub trait Adapter: Sync {
     /// acp`): what starts its ACP server, then the configured arguments, never the
     /// permission defaults (git-bmad answers each request itself). `None`: it speaks no ACP.
     fn acp_args(&self, _cli: &CliConfig) -> Option<Vec<String>> {
+        None
+    }
+
+    /// The flag that names its model when its ACP server starts (`--model`); without one,
+    /// the step's model is chosen over the protocol.
+    fn acp_model_flag(&self) -> Option<&'static str> {
         None
     }
 
@@ -573,7 +581,7 @@ mod tests {
         let packages: Vec<&str> = Kind::all()
             .filter_map(|kind| kind.adapter().npm_package())
             .collect();
-        assert_eq!(packages.len(), 6, "{packages:?}");
+        assert_eq!(packages.len(), 7, "{packages:?}");
         for package in packages {
             assert!(script.contains(package), "{package}");
         }

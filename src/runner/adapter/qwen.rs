@@ -88,6 +88,10 @@ impl Adapter for Qwen {
         super::acp_with(&["--acp"], cli)
     }
 
+    fn acp_model_flag(&self) -> Option<&'static str> {
+        Some("--model")
+    }
+
     fn acp_uncounted(&self) -> Option<&'static str> {
         Some("Qwen Code extracts memories in the background after each turn and reports those tokens to no client")
     }
