@@ -241,10 +241,14 @@ impl<'a> Client<'a> {
     fn decide(&mut self, call: &Value) -> Decision {
         match call["kind"].as_str().unwrap_or("other") {
             "execute" => {
+                // The command as the agent will run it; Gemini CLI names it only in the title.
                 let command = call["rawInput"]["command"]
                     .as_str()
                     .or(call["title"].as_str())
                     .unwrap_or_default();
+                if command.trim().is_empty() {
+                    return Decision::Refuse("the call names no command git-bmad can judge".into());
+                }
                 match (self.judge)(command) {
                     Some(why) => Decision::Refuse(why),
                     None => Decision::Allow,
@@ -674,6 +678,11 @@ mod tests {
             Decision::Refuse(_)
         ));
         assert_eq!(client.decide(&json!({"kind": "read"})), Decision::Allow);
+        // A command it does not show is not run blind.
+        assert!(matches!(
+            client.decide(&json!({"kind": "execute", "rawInput": {}})),
+            Decision::Refuse(_)
+        ));
     }
 
     #[test]
