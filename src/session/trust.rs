@@ -427,26 +427,44 @@ fn payload(id: &SessionId, chain: &str) -> Vec<u8> {
 /// Sign this clone's journal of `id` as it stands, unless its newest event already is this
 /// clone's signature; the event written, if one was.
 pub fn sign_journal(repo: &Repo, id: &SessionId) -> Result<Option<Event>> {
-    let journal = journal::read(repo, id)?;
     let clone = ensure_clone_id(repo)?;
-    if let Some(Body::JournalSigned(s)) = journal.entries.last().map(|e| &e.event.body) {
-        if s.clone == clone {
-            return Ok(None);
+    let mut signed = None;
+    // An event a run appends while the signature is made lands before it, uncovered: the
+    // journal is signed again until its signature covers everything before it.
+    for _ in 0..SIGN_ATTEMPTS {
+        let journal = journal::read(repo, id)?;
+        if signed_to_its_end(&journal, &clone) {
+            break;
         }
+        let key =
+            own_key(repo, true)?.ok_or_else(|| Error::InvalidInput("no signing key".into()))?;
+        let signature = signer(repo)?.sign(&key.path, NAMESPACE, &payload(id, &journal.chain))?;
+        signed = Some(journal::append(
+            repo,
+            id,
+            super::NewEvent::new(Body::JournalSigned(JournalSigned {
+                clone: clone.clone(),
+                key: key.public,
+                chain: journal.chain.clone(),
+                signature,
+            })),
+        )?);
     }
-    let key = own_key(repo, true)?.ok_or_else(|| Error::InvalidInput("no signing key".into()))?;
-    let signature = signer(repo)?.sign(&key.path, NAMESPACE, &payload(id, &journal.chain))?;
-    let event = journal::append(
-        repo,
-        id,
-        super::NewEvent::new(Body::JournalSigned(JournalSigned {
-            clone,
-            key: key.public,
-            chain: journal.chain.clone(),
-            signature,
-        })),
-    )?;
-    Ok(Some(event))
+    Ok(signed)
+}
+
+/// How often a journal is signed in one go while a run keeps appending to it.
+const SIGN_ATTEMPTS: usize = 3;
+
+/// Whether the journal ends in this clone's signature of everything before it.
+fn signed_to_its_end(journal: &journal::Journal, clone: &str) -> bool {
+    match journal.entries.as_slice() {
+        [.., before, last] => matches!(
+            &last.event.body,
+            Body::JournalSigned(s) if s.clone == clone && s.chain == before.link
+        ),
+        _ => false,
+    }
 }
 
 /// How many signatures of one allowed key that cannot be checked in-process (not ed25519)
@@ -538,4 +556,54 @@ fn allowed_key(allowed: &AllowedSigners, key: &str) -> bool {
         .text
         .lines()
         .any(|line| line.split_whitespace().any(|word| word == blob))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::ObjectId;
+
+    /// Entries with these links; `signed` (clone, chain) makes the last one a signature.
+    fn journal(links: &[&str], signed: (&str, &str)) -> journal::Journal {
+        let event = |seq: usize, body: &str| -> Event {
+            serde_json::from_str(&format!(
+                "{{\"seq\":{seq},\"ts\":\"2026-12-06T00:00:00Z\",\"session\":\"20261206-000000-abcdef\",{body}}}"
+            ))
+            .unwrap()
+        };
+        let mut entries: Vec<journal::JournalEntry> = links
+            .iter()
+            .enumerate()
+            .map(|(n, link)| journal::JournalEntry {
+                event: event(n + 1, "\"event\":\"run_interrupted\""),
+                checkpoint: ObjectId::from_hex(&[b'0'; 40]).unwrap(),
+                id: link.to_string(),
+                link: link.to_string(),
+            })
+            .collect();
+        let (clone, chain) = signed;
+        let body = format!("\"event\":\"journal_signed\",\"detail\":{{\"clone\":\"{clone}\",\"key\":\"k\",\"chain\":\"{chain}\",\"signature\":\"s\"}}");
+        entries.push(journal::JournalEntry {
+            event: event(links.len() + 1, &body),
+            checkpoint: ObjectId::from_hex(&[b'0'; 40]).unwrap(),
+            id: "sig".into(),
+            link: "sig".into(),
+        });
+        journal::Journal {
+            entries,
+            ..journal::Journal::default()
+        }
+    }
+
+    #[test]
+    fn a_signature_covers_the_journal_only_up_to_the_chain_it_signed() {
+        assert!(signed_to_its_end(&journal(&["a", "b"], ("me", "b")), "me"));
+        // An event appended while the signature was made sits before it, uncovered.
+        assert!(!signed_to_its_end(&journal(&["a", "b"], ("me", "a")), "me"));
+        // Another clone's signature vouches for nothing of this one's.
+        assert!(!signed_to_its_end(
+            &journal(&["a", "b"], ("them", "b")),
+            "me"
+        ));
+    }
 }
