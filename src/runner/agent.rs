@@ -68,11 +68,16 @@ pub fn invoke(
         budget_usd: invocation.budget_usd,
         contained: invocation.sandbox.is_some(),
     };
-    let acp = cli.protocol == Protocol::Acp;
-    let (args, stdin) = match adapter.acp_args(cli).filter(|_| acp) {
+    let over_acp = cli.protocol == Protocol::Acp;
+    // Over ACP, the step's model goes on the command line where the CLI takes it there,
+    // else over the protocol.
+    let mut model_over_protocol = None;
+    let (args, stdin) = match adapter.acp_args(cli).filter(|_| over_acp) {
         Some(mut args) => {
-            if let (Some(flag), Some(model)) = (adapter.acp_model_flag(), call.model) {
-                args.extend([flag.to_owned(), model.to_owned()]);
+            match (adapter.acp_model_flag(), call.model) {
+                (Some(flag), Some(model)) => args.extend([flag.to_owned(), model.to_owned()]),
+                (None, model) => model_over_protocol = model,
+                (Some(_), None) => {}
             }
             (args, None)
         }
@@ -98,7 +103,7 @@ pub fn invoke(
             .collect()
     };
     env.extend(owned(adapter.env()));
-    if acp {
+    if over_acp {
         env.extend(owned(adapter.acp_env()));
     } else {
         env.extend(adapter.call_env(cli, &call));
@@ -118,8 +123,8 @@ pub fn invoke(
         timeout: invocation.timeout,
         sandbox: invocation.sandbox.clone(),
     };
-    let mut result = if acp {
-        turn(invocation, &spec, interrupt)?
+    let mut result = if over_acp {
+        turn(invocation, model_over_protocol, &spec, interrupt)?
     } else {
         let output = process::run(&spec, interrupt)?;
         interpret(
@@ -144,6 +149,7 @@ pub fn invoke(
 /// put to the guard first: outside the walls, where the agent cannot reach it.
 fn turn(
     invocation: &Invocation,
+    model: Option<&str>,
     spec: &Spec,
     interrupt: &std::sync::atomic::AtomicBool,
 ) -> Result<AgentResult> {
@@ -153,11 +159,6 @@ fn turn(
         Some(guard) => ask_guard(guard, command, &cwd, &env),
         None => Some("git-bmad cannot find its own guard to judge the command".to_owned()),
     });
-    // A model its command line did not name is chosen over the protocol.
-    let model = invocation
-        .model
-        .as_deref()
-        .filter(|_| invocation.kind.adapter().acp_model_flag().is_none());
     let mut client = acp::Client::new(&invocation.prompt, &invocation.cwd, model, judge);
     let output = process::converse(spec, &mut client, interrupt)?;
     let mut result = shaped(
