@@ -15,7 +15,7 @@
 use serde_json::Value;
 
 use super::{agent_args, whole_command_problem, Adapter, AgentResult, Call};
-use crate::config::CliConfig;
+use crate::config::{CliConfig, Protocol};
 
 /// The adapter.
 pub struct Copilot;
@@ -134,6 +134,48 @@ impl Adapter for Copilot {
                 "runners.copilot.args: `--output-format {format}` would hide Copilot CLI's errors from git-bmad; leave the output format to it (json)"
             ));
         }
+        // Over ACP it asks git-bmad before each tool call, unless told ahead that it may.
+        let ahead = cli.args.iter().flatten().find(|a| {
+            ["--allow-all-tools", "--allow-all", "--yolo", "--allow-tool"]
+                .iter()
+                .any(|flag| a == flag || a.starts_with(&format!("{flag}=")))
+        });
+        if let Some(flag) = ahead.filter(|_| cli.protocol == Protocol::Acp) {
+            problems.push(format!(
+                "runners.copilot.args: `{flag}` approves tools ahead, so over ACP Copilot CLI would run them without asking git-bmad's policy; drop it (git-bmad answers each request)"
+            ));
+        }
         problems
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn over_acp_no_tool_is_approved_ahead() {
+        let cli = |args: &[&str], protocol: Protocol| CliConfig {
+            args: Some(args.iter().map(|a| a.to_string()).collect()),
+            protocol,
+            ..CliConfig::default()
+        };
+        let problems = Copilot.config_problems(&cli(&["--allow-all-tools"], Protocol::Acp));
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0]
+            .starts_with("runners.copilot.args: `--allow-all-tools` approves tools ahead"));
+        assert_eq!(
+            Copilot
+                .config_problems(&cli(&["--allow-tool=write"], Protocol::Acp))
+                .len(),
+            1
+        );
+        // Headless, its prompt mode needs them.
+        assert!(Copilot
+            .config_problems(&cli(&["--allow-all-tools"], Protocol::Headless))
+            .is_empty());
+        assert!(Copilot
+            .config_problems(&cli(&["--model", "gpt-5"], Protocol::Acp))
+            .is_empty());
     }
 }
