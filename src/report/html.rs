@@ -253,24 +253,14 @@ fn models_table(page: &mut String, models: &[super::ModelLine]) {
     }
     page.push_str("<table class=\"models\">\n<tr><th>model</th><th>tokens in</th><th>cached</th><th>out</th><th>cost</th></tr>\n");
     for m in models {
-        let name = if m.model.is_empty() {
-            "unnamed model"
-        } else {
-            &m.model
-        };
-        let cost = if m.unpriced {
-            format!("${:.2} and unpriced tokens", m.cost_usd)
-        } else {
-            format!("${:.2}", m.cost_usd)
-        };
         let _ = writeln!(
             page,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            html_escape(name),
+            html_escape(m.name()),
             m.tokens_in,
             m.tokens_cached,
             m.tokens_out,
-            html_escape(&cost)
+            html_escape(&m.cost_text())
         );
     }
     page.push_str("</table>\n");

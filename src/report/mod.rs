@@ -92,6 +92,24 @@ pub struct ModelLine {
 }
 
 impl ModelLine {
+    /// Its model's name, for a reader.
+    pub fn name(&self) -> &str {
+        if self.model.is_empty() {
+            "unnamed model"
+        } else {
+            &self.model
+        }
+    }
+
+    /// What it cost, saying so when some of its tokens had no price (`$0.18`).
+    pub fn cost_text(&self) -> String {
+        if self.unpriced {
+            format!("${:.2} and unpriced tokens", self.cost_usd)
+        } else {
+            format!("${:.2}", self.cost_usd)
+        }
+    }
+
     /// Add `other`'s tokens and cost to `lines`, under its model.
     pub fn add_to(lines: &mut Vec<ModelLine>, other: &ModelLine) {
         let at = match lines.iter().position(|l| l.model == other.model) {

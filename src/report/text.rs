@@ -314,19 +314,13 @@ pub(super) fn models_line(models: &[super::ModelLine]) -> Option<String> {
     let parts: Vec<String> = models
         .iter()
         .map(|m| {
-            let name = if m.model.is_empty() {
-                "unnamed model"
-            } else {
-                &m.model
-            };
-            let cost = if m.unpriced {
-                format!("${:.2} and unpriced tokens", m.cost_usd)
-            } else {
-                format!("${:.2}", m.cost_usd)
-            };
             format!(
-                "{name} {cost} ({} in, {} cached, {} out)",
-                m.tokens_in, m.tokens_cached, m.tokens_out
+                "{} {} ({} in, {} cached, {} out)",
+                m.name(),
+                m.cost_text(),
+                m.tokens_in,
+                m.tokens_cached,
+                m.tokens_out
             )
         })
         .collect();
