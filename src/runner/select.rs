@@ -71,24 +71,40 @@ pub fn budget_problem(config: &Config, agent: &Agent) -> Option<String> {
     dollar_budget_problem(agent.kind, cli, model, &prices)
 }
 
-/// Why `budget` (`orchestration.budget_usd` or `budget_tokens`) cannot count what `kind`
-/// spends as `cli` calls it, if it cannot: over ACP, what the agent leaves out of its
-/// reports; headless, a CLI that reports no tokens.
-fn uncounted(kind: Kind, cli: &crate::config::CliConfig, budget: &str) -> Option<String> {
+/// A budget of the run's: in dollars or in tokens.
+#[derive(Clone, Copy)]
+enum Budget {
+    Usd,
+    Tokens,
+}
+
+impl Budget {
+    /// Its key in the configuration.
+    fn key(self) -> &'static str {
+        match self {
+            Budget::Usd => "orchestration.budget_usd",
+            Budget::Tokens => "orchestration.budget_tokens",
+        }
+    }
+}
+
+/// Why `budget` cannot count what `kind` spends as `cli` calls it, if it cannot: over ACP,
+/// what the agent leaves out of its reports; headless, a CLI that reports no tokens.
+fn uncounted(kind: Kind, cli: &crate::config::CliConfig, budget: Budget) -> Option<String> {
     let adapter = kind.adapter();
+    let key = budget.key();
     if cli.protocol == crate::config::Protocol::Acp {
         return adapter.acp_uncounted().map(|why| {
-            format!("{kind} over ACP cannot be counted by {budget}: {why}; run it headless for a budgeted run (drop runners.{kind}.protocol), or drop the budget and cap the run with limits.max_invocations")
+            format!("{kind} over ACP cannot be counted by {key}: {why}; run it headless for a budgeted run (drop runners.{kind}.protocol), or drop the budget and cap the run with limits.max_invocations")
         });
     }
-    let reports = if budget.ends_with("usd") {
-        "neither cost nor tokens"
-    } else {
-        "no token counts"
+    let reports = match budget {
+        Budget::Usd => "neither cost nor tokens",
+        Budget::Tokens => "no token counts",
     };
     (!adapter.reports_tokens()).then(|| {
         format!(
-            "{kind} reports {reports}, so {budget} cannot limit it; use {} for that role, or drop the budget and cap the run with limits.max_invocations",
+            "{kind} reports {reports}, so {key} cannot limit it; use {} for that role, or drop the budget and cap the run with limits.max_invocations",
             reporters(|k| k.adapter().reports_tokens())
         )
     })
@@ -108,7 +124,7 @@ fn dollar_budget_problem(
     if adapter.reports_cost() && !acp {
         return None;
     }
-    if let Some(why) = uncounted(kind, cli, "orchestration.budget_usd") {
+    if let Some(why) = uncounted(kind, cli, Budget::Usd) {
         return Some(why);
     }
     match model {
@@ -162,7 +178,7 @@ pub fn config_problems(config: &Config) -> Vec<String> {
         // The default runner's model is each step's role's: whether it is named is checked
         // for each step when a run starts (see `budget_problem`).
         let cli = runners.cli(name);
-        let unseen = uncounted(kind, cli, "orchestration.budget_tokens");
+        let unseen = uncounted(kind, cli, Budget::Tokens);
         let deferred = field == "runners.default" && model.is_none() && unseen.is_none();
         if budget_usd && !deferred {
             out.extend(
