@@ -205,6 +205,9 @@ pub trait Dialogue: Send {
     fn cancel(&mut self) -> Vec<u8>;
 }
 
+/// The longest line of a [`Dialogue`] that is heard (a message with a whole file in it fits).
+const MAX_LINE: u64 = 16 << 20;
+
 /// How long a child asked to stop has to end its turn before it is killed.
 const CANCEL_GRACE: Duration = Duration::from_secs(3);
 
@@ -244,14 +247,23 @@ pub fn converse(
             say(lock(&dialogue).opening());
             let mut lines = std::io::BufReader::new(pipe);
             let mut line = Vec::new();
+            // A line longer than any message is kept in the capture and never heard: a
+            // child that prints without end cannot make git-bmad hold it all.
+            let mut overlong = false;
             loop {
                 line.clear();
-                match lines.read_until(b'\n', &mut line) {
+                match (&mut lines).take(MAX_LINE).read_until(b'\n', &mut line) {
                     Ok(0) | Err(_) => break,
                     Ok(_) => {}
                 }
                 captured.push(&line);
-                let text = line.strip_suffix(b"\n").unwrap_or(&line);
+                let Some(text) = line.strip_suffix(b"\n") else {
+                    overlong = true;
+                    continue;
+                };
+                if std::mem::take(&mut overlong) {
+                    continue;
+                }
                 let mut talk = lock(&dialogue);
                 let reply = talk.hear(text);
                 let done = talk.over();
@@ -621,6 +633,17 @@ mod tests {
         assert_eq!(heard, ["log line", "heard hello"]);
         assert_eq!(out.stdout.head(), b"log line\nheard hello\n");
         assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_line_longer_than_any_message_is_not_heard_and_the_talk_goes_on() {
+        let (out, heard) = talk(
+            "head -c 40000000 /dev/zero | tr '\\0' a; echo; echo heard after; sleep 30",
+            Duration::from_secs(60),
+        );
+        assert_eq!(out.exit, Exit::Code(0));
+        assert_eq!(heard, ["heard after"]);
+        assert_eq!(out.stdout.total(), 40_000_000 + 1 + 12);
     }
 
     #[test]
