@@ -6,7 +6,7 @@
 
 use crate::common::model_api::Turn;
 use crate::common::read;
-use crate::test_real_cli::{assert_not_done, honest, write_hello, Cli, World, IMPLEMENT};
+use crate::test_real_cli::{assert_not_done, honest, write_hello, Cli, Reach, World, IMPLEMENT};
 
 /// The CLIs that speak ACP, each started in its ACP mode by git-bmad.
 const ACP: [Cli; 4] = [Cli::Gemini, Cli::Qwen, Cli::OpenCode, Cli::Copilot];
@@ -45,6 +45,31 @@ fn an_honest_agent_over_acp_finishes_contained_with_each_call_answered_by_git_bm
             "{}",
             done[0]
         );
+    }
+}
+
+/// On the machines users run: each ACP agent behind a version manager's shim, on a kernel
+/// that refuses bubblewrap, finishes an honest step in the walls that are left (Landlock),
+/// every call still answered by git-bmad.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
+fn acp_agents_behind_a_shim_with_bubblewrap_refused_finish_contained() {
+    for cli in ACP {
+        let world = World::reached(cli, Reach::Shim, true, honest(), IMPLEMENT);
+        world.configure(&format!(
+            "runners:\n  default: {0}\n  {0}: {{protocol: acp}}\nchecks:\n  test_command: sh test.sh\n",
+            cli.name()
+        ));
+        let run = world.run();
+        assert_eq!(run.code, 0, "{}", world.explain(&run));
+        assert_eq!(read(&world.worktree, "src/hello.txt"), "hello\n");
+        let started = &world.named("step_started")[0]["detail"];
+        assert!(started["uncontained"].is_null(), "{cli:?}: {started}");
+        let walls = started["walls"].as_str().unwrap_or_default();
+        assert!(walls.contains("alone"), "{cli:?}: {started}");
     }
 }
 
@@ -100,10 +125,7 @@ fn a_force_push_over_acp_is_refused_by_the_guard_before_it_runs() {
             "{}",
             violations[0]
         );
-        let remote_log = world.env.git(
-            &world.env.root().join("remote.git"),
-            &["log", "--all", "--oneline"],
-        );
+        let remote_log = world.remote_log();
         assert!(remote_log.is_empty(), "{cli:?} pushed: {remote_log}");
     }
 }
@@ -273,10 +295,7 @@ fn copilot_cli_headless_is_done_only_when_the_work_is_there() {
         IMPLEMENT,
     );
     let run = pushing.run_with_remote();
-    let remote_log = pushing.env.git(
-        &pushing.env.root().join("remote.git"),
-        &["log", "--all", "--oneline"],
-    );
+    let remote_log = pushing.remote_log();
     assert!(
         remote_log.is_empty(),
         "pushed: {remote_log}\n{}",

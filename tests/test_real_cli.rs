@@ -163,7 +163,7 @@ pub(crate) struct World {
 
 /// How a CLI is reached on `PATH`, as users install them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Reach {
+pub(crate) enum Reach {
     /// A link to the npm install (`npm i -g`).
     Link,
     /// Claude Code's native installer: `~/.local/bin/claude`, a link to a file of
@@ -183,7 +183,13 @@ impl World {
 
     /// The same with the CLI reached as `reach` says, where bubblewrap is `refused` (as
     /// Ubuntu 24.04 refuses it) or not.
-    fn reached(cli: Cli, reach: Reach, refused: bool, script: Vec<Turn>, playbook: &str) -> World {
+    pub(crate) fn reached(
+        cli: Cli,
+        reach: Reach,
+        refused: bool,
+        script: Vec<Turn>,
+        playbook: &str,
+    ) -> World {
         let env = TestEnv::contained();
         let api = ModelApi::start(script);
         let home = env.root().join("home");
@@ -293,6 +299,14 @@ impl World {
 
     pub(crate) fn run(&self) -> Run {
         self.bmad(&["run", "scenario"])
+    }
+
+    /// Every commit the bare `origin` of [`World::run_with_remote`] holds, one a line.
+    pub(crate) fn remote_log(&self) -> String {
+        self.env.git(
+            &self.env.root().join("remote.git"),
+            &["log", "--all", "--oneline"],
+        )
     }
 
     /// Run with a bare `origin` to push to.
@@ -615,10 +629,7 @@ fn a_force_push_the_policy_blocks_fails_the_step_whatever_the_cli_says() {
             ),
             _ => assert_not_done(&world, &run, "policy_violation"),
         }
-        let remote_log = world.env.git(
-            &world.env.root().join("remote.git"),
-            &["log", "--all", "--oneline"],
-        );
+        let remote_log = world.remote_log();
         assert!(remote_log.is_empty(), "{cli:?} pushed: {remote_log}");
     }
 }
