@@ -630,3 +630,86 @@ fn checkpoint_tree_at(env: &TestEnv, wt: &std::path::Path, number: &str) -> Stri
         .unwrap_or_default()
         .to_owned()
 }
+
+/// `core.ignorecase` on a disk that keeps case (a repository copied from macOS or Windows):
+/// a file and a directory renamed by case alone with `mv`, the file edited too. One `git add
+/// -A` drops them (the new names hide behind the old entries until those are gone); git holds
+/// them at its next `add -A`, and so does every checkpoint. Rollback brings back the old names
+/// and bytes and leaves no new-case name on disk; undo brings the new ones back, byte for byte.
+#[test]
+fn with_ignorecase_a_case_only_rename_is_held_once_and_rolled_back_and_forth() {
+    for feed in ["true", "false"] {
+        let env = TestEnv::new();
+        let repo = env.repo("proj");
+        write(&repo, "README.md", "hello\n");
+        write(&repo, "Docs/guide.txt", "guide\n");
+        write(&repo, "other.txt", "other\n");
+        env.git(&repo, &["add", "-A"]);
+        env.git(&repo, &["commit", "-qm", "three files"]);
+        env.git(&repo, &["config", "core.ignorecase", "true"]);
+        env.git(&repo, &["config", "bmad.watch", feed]);
+        let (_, wt) = env.start(&repo, "s");
+        let first = env.last_checkpoint(&wt);
+        let before = checkpoint_tree(&env, &wt);
+
+        std::fs::rename(wt.join("README.md"), wt.join("readme.md")).unwrap();
+        write(&wt, "readme.md", "hello, edited\n");
+        std::fs::rename(wt.join("Docs"), wt.join("docs")).unwrap();
+        env.bmad(&wt, &["checkpoint", "-m", "renamed by case"]).success();
+        let tree = checkpoint_tree(&env, &wt);
+        assert_eq!(tree, settled_worktree_tree(&env, &wt), "feed {feed}");
+        let names = env.git(&wt, &["ls-tree", "-r", "--name-only", &tree]);
+        assert_eq!(names, ".gitignore\ndocs/guide.txt\nother.txt\nreadme.md\n", "feed {feed}");
+
+        env.bmad(&wt, &["rollback", &first]).success();
+        assert_eq!(files_on_disk(&wt), [".gitignore", "Docs/guide.txt", "README.md", "other.txt"]);
+        assert_eq!(read(&wt, "README.md"), "hello\n");
+        assert_eq!(settled_worktree_tree(&env, &wt), before, "feed {feed}");
+
+        env.bmad(&wt, &["undo"]).success();
+        assert_eq!(files_on_disk(&wt), [".gitignore", "docs/guide.txt", "other.txt", "readme.md"]);
+        assert_eq!(read(&wt, "readme.md"), "hello, edited\n");
+        assert_eq!(settled_worktree_tree(&env, &wt), tree, "feed {feed}");
+    }
+}
+
+/// git's view once `add -A` settles: one pass is not enough under `core.ignorecase` (see the
+/// test above); git's own view is `add -A` again.
+fn settled_worktree_tree(env: &TestEnv, wt: &std::path::Path) -> String {
+    let index = env.root().join("settled-index");
+    let _ = std::fs::remove_file(&index);
+    env.git(wt, &["read-tree", "--index-output", index.to_str().unwrap(), "HEAD"]);
+    let mut tree = String::new();
+    for _ in 0..3 {
+        let mut add = env.git_command(wt);
+        add.env("GIT_INDEX_FILE", &index).args(["add", "-A"]);
+        assert!(add.status().expect("git add").success());
+        let mut write = env.git_command(wt);
+        write.env("GIT_INDEX_FILE", &index).arg("write-tree");
+        tree = String::from_utf8_lossy(&write.output().expect("git write-tree").stdout)
+            .trim()
+            .to_owned();
+    }
+    tree
+}
+
+/// The files in a worktree, `.git` left out, sorted.
+fn files_on_disk(wt: &std::path::Path) -> Vec<String> {
+    fn walk(dir: &std::path::Path, root: &std::path::Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.file_name().is_some_and(|n| n == ".git") {
+                continue;
+            }
+            if path.is_dir() {
+                walk(&path, root, out);
+            } else {
+                out.push(path.strip_prefix(root).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(wt, wt, &mut out);
+    out.sort();
+    out
+}

@@ -351,13 +351,12 @@ impl GitCli {
         parse_id(&self.run_with_index(index, ["write-tree"])?)
     }
 
-    /// Stage everything (`add -A`) into `index` and return the tree it describes.
-    pub(super) fn write_tree_of_worktree(&self, index: &Path) -> Result<ObjectId> {
+    /// Stage everything (`add -A`) into `index`, the worktree's own when `None`.
+    pub(super) fn stage_all(&self, index: Option<&Path>) -> Result<()> {
         let mut args = vec!["add", "-A"];
         args.extend(self.sparse_flag());
         args.extend(["--", "."]);
-        self.run_with_index(index, args)?;
-        self.write_tree_of_index(index)
+        self.run_on_index(index, args).map(drop)
     }
 
     /// Two-way merge `from` → `to` through `index`, updating the worktree (`read-tree -m -u`).

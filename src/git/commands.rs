@@ -174,7 +174,27 @@ impl Repo {
 
     /// Stage this whole worktree (`add -A`) into the index file `index` and return its tree.
     pub fn write_tree_of_worktree(&self, index: &Path) -> Result<ObjectId> {
-        self.git()?.write_tree_of_worktree(index)
+        let git = self.git()?;
+        self.stage_all(&git, Some(index))?;
+        git.write_tree_of_index(index)
+    }
+
+    /// `add -A` into `index` (the worktree's own when `None`), as git holds every file.
+    ///
+    /// Under `core.ignorecase` on a disk that keeps case, one pass drops a file or directory
+    /// renamed by case alone: the old name is gone from disk, and the new one stays hidden
+    /// behind the old entry until that entry is gone. The pass drops every such entry at once,
+    /// so a second one holds every new name, as git's own next `add -A` does.
+    fn stage_all(&self, git: &super::cli::GitCli, index: Option<&Path>) -> Result<()> {
+        let passes = if self.config_bool("core.ignoreCase") == Some(true) {
+            2
+        } else {
+            1
+        };
+        for _ in 0..passes {
+            git.stage_all(index)?;
+        }
+        Ok(())
     }
 
     /// The tree the index file `index` describes.
@@ -244,7 +264,7 @@ impl Repo {
     /// was nothing to commit.
     pub fn commit_all(&self, message: &str) -> Result<bool> {
         let git = self.git()?;
-        git.run(["add", "--all"])?;
+        self.stage_all(&git, None)?;
         if git.run(["diff", "--cached", "--name-only"])?.is_empty() {
             return Ok(false);
         }

@@ -467,6 +467,11 @@ impl Repo {
             .map(|v| v.to_str_lossy().into_owned())
     }
 
+    /// A boolean config value as git would resolve it, if set.
+    pub fn config_bool(&self, key: &str) -> Option<bool> {
+        self.inner.config_snapshot().boolean(key)
+    }
+
     /// The names of the configured remotes.
     pub fn remote_names(&self) -> Vec<String> {
         self.inner
