@@ -175,7 +175,7 @@ impl Repo {
     /// Stage this whole worktree (`add -A`) into the index file `index` and return its tree.
     pub fn write_tree_of_worktree(&self, index: &Path) -> Result<ObjectId> {
         let git = self.git()?;
-        self.stage_all(&git, Some(index))?;
+        self.stage_all(git, Some(index))?;
         git.write_tree_of_index(index)
     }
 
@@ -264,7 +264,7 @@ impl Repo {
     /// was nothing to commit.
     pub fn commit_all(&self, message: &str) -> Result<bool> {
         let git = self.git()?;
-        self.stage_all(&git, None)?;
+        self.stage_all(git, None)?;
         if git.run(["diff", "--cached", "--name-only"])?.is_empty() {
             return Ok(false);
         }
