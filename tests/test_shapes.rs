@@ -655,19 +655,29 @@ fn with_ignorecase_a_case_only_rename_is_held_once_and_rolled_back_and_forth() {
         std::fs::rename(wt.join("README.md"), wt.join("readme.md")).unwrap();
         write(&wt, "readme.md", "hello, edited\n");
         std::fs::rename(wt.join("Docs"), wt.join("docs")).unwrap();
-        env.bmad(&wt, &["checkpoint", "-m", "renamed by case"]).success();
+        env.bmad(&wt, &["checkpoint", "-m", "renamed by case"])
+            .success();
         let tree = checkpoint_tree(&env, &wt);
         assert_eq!(tree, settled_worktree_tree(&env, &wt), "feed {feed}");
         let names = env.git(&wt, &["ls-tree", "-r", "--name-only", &tree]);
-        assert_eq!(names, ".gitignore\ndocs/guide.txt\nother.txt\nreadme.md\n", "feed {feed}");
+        assert_eq!(
+            names, ".gitignore\ndocs/guide.txt\nother.txt\nreadme.md\n",
+            "feed {feed}"
+        );
 
         env.bmad(&wt, &["rollback", &first]).success();
-        assert_eq!(files_on_disk(&wt), [".gitignore", "Docs/guide.txt", "README.md", "other.txt"]);
+        assert_eq!(
+            files_on_disk(&wt),
+            [".gitignore", "Docs/guide.txt", "README.md", "other.txt"]
+        );
         assert_eq!(read(&wt, "README.md"), "hello\n");
         assert_eq!(settled_worktree_tree(&env, &wt), before, "feed {feed}");
 
         env.bmad(&wt, &["undo"]).success();
-        assert_eq!(files_on_disk(&wt), [".gitignore", "docs/guide.txt", "other.txt", "readme.md"]);
+        assert_eq!(
+            files_on_disk(&wt),
+            [".gitignore", "docs/guide.txt", "other.txt", "readme.md"]
+        );
         assert_eq!(read(&wt, "readme.md"), "hello, edited\n");
         assert_eq!(settled_worktree_tree(&env, &wt), tree, "feed {feed}");
     }
@@ -678,7 +688,15 @@ fn with_ignorecase_a_case_only_rename_is_held_once_and_rolled_back_and_forth() {
 fn settled_worktree_tree(env: &TestEnv, wt: &std::path::Path) -> String {
     let index = env.root().join("settled-index");
     let _ = std::fs::remove_file(&index);
-    env.git(wt, &["read-tree", "--index-output", index.to_str().unwrap(), "HEAD"]);
+    env.git(
+        wt,
+        &[
+            "read-tree",
+            "--index-output",
+            index.to_str().unwrap(),
+            "HEAD",
+        ],
+    );
     let mut tree = String::new();
     for _ in 0..3 {
         let mut add = env.git_command(wt);
@@ -704,7 +722,12 @@ fn files_on_disk(wt: &std::path::Path) -> Vec<String> {
             if path.is_dir() {
                 walk(&path, root, out);
             } else {
-                out.push(path.strip_prefix(root).unwrap().to_string_lossy().into_owned());
+                out.push(
+                    path.strip_prefix(root)
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned(),
+                );
             }
         }
     }
