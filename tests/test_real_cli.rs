@@ -320,6 +320,19 @@ impl World {
         write(&self.env.root().join("project"), ".bmad/config.yaml", yaml);
     }
 
+    /// The model requests the API served (token counts apart).
+    pub(crate) fn generations(&self) -> u64 {
+        let seen = self.api.seen();
+        let generates = |line: &str| {
+            let line = line.to_ascii_lowercase();
+            ["/responses", "generatecontent", "/messages"]
+                .iter()
+                .any(|path| line.contains(path))
+                && !line.contains("count")
+        };
+        seen.iter().filter(|r| generates(&r.line)).count() as u64
+    }
+
     /// The journal's events.
     pub(crate) fn journal(&self) -> Vec<Value> {
         let run = self.bmad(&["journal", "--json"]);
@@ -793,8 +806,12 @@ fn a_codex_stream_that_reconnects_and_recovers_passes() {
     assert!(stdout.contains("Reconnecting"), "{stdout}");
 }
 
-/// A token budget counts what every CLI reports (cache included) and stops the run between
-/// steps. Codex names no model in its output, so a dollar budget is refused for it until
+/// The CLIs that report each model request as they run: a budget stops them within a step
+/// (`a_budget_stops_a_running_step_within_one_request_for_clis_that_report_each_request`).
+const EACH_REQUEST: [Cli; 2] = [Cli::OpenCode, Cli::Pi];
+
+/// A token budget counts what every CLI that reports at its end only (cache included) and
+/// stops the run between steps. Codex names no model in its output, so a dollar budget is refused for it until
 /// the configuration names one (its tokens are priced by model).
 #[test]
 #[cfg_attr(
@@ -803,7 +820,7 @@ fn a_codex_stream_that_reconnects_and_recovers_passes() {
 )]
 fn a_token_budget_stops_every_cli_between_steps() {
     let two_steps = format!("{IMPLEMENT}  - {{id: again, command: Do it again, timeout: 120s}}\n");
-    for cli in ALL {
+    for cli in ALL.into_iter().filter(|c| !EACH_REQUEST.contains(c)) {
         let world = World::new(cli, honest(), &two_steps);
         let config = |budget: &str| {
             format!(
@@ -851,8 +868,8 @@ fn a_token_budget_stops_every_cli_between_steps() {
     }
 }
 
-/// Codex, Gemini, Qwen Code, OpenCode and Pi report tokens, not dollars (OpenCode's and
-/// Pi's own figures are 0 for a model they do not know): a dollar budget counts their tokens at their model's
+/// Codex, Gemini and Qwen Code report tokens, not dollars, and at their end only (OpenCode
+/// and Pi, which report each request, are stopped within it): a dollar budget counts their tokens at their model's
 /// price (here one the configuration gives), the ledger keeps per model what the
 /// model API served, and the run stops at the budget between steps. A model with no price
 /// (Gemini's, chosen by `GEMINI_MODEL`, which git-bmad cannot see beforehand) stops the run
@@ -867,13 +884,9 @@ fn a_dollar_budget_counts_tokens_at_their_models_price_for_every_cli_without_dol
     // Per request the scripted API serves 100 fresh input tokens, 1,000 cached and 20 out:
     // at these prices, $0.01 + $0.01 + $0.02.
     let price = "{input: 100, cached_input: 10, output: 1000}";
-    for cli in [Cli::Codex, Cli::Gemini, Cli::Qwen, Cli::OpenCode, Cli::Pi] {
+    for cli in [Cli::Codex, Cli::Gemini, Cli::Qwen] {
         let world = World::new(cli, honest(), two_steps);
-        // OpenCode names a model with its provider; the price of the model it names counts.
-        let model = match cli {
-            Cli::OpenCode => "anthropic/test-model",
-            _ => "test-model",
-        };
+        let model = "test-model";
         world.configure(&format!(
             "runners:\n  default: {}\nchecks:\n  test_command: sh test.sh\norchestration:\n  budget_usd: 0.05\n  agents:\n    dev: {{model: {model}}}\n  prices:\n    test-model: {price}\n",
             cli.name()
@@ -882,24 +895,8 @@ fn a_dollar_budget_counts_tokens_at_their_models_price_for_every_cli_without_dol
         assert_eq!(run.code, 6, "{}", world.explain(&run));
         let done = world.named("step_completed");
         assert_eq!(done.len(), 1, "{}", world.explain(&run));
-        let served = world
-            .api
-            .seen()
-            .iter()
-            .filter(|r| {
-                let line = r.line.to_ascii_lowercase();
-                let generates = ["/responses", "generatecontent", "/messages"]
-                    .iter()
-                    .any(|path| line.contains(path));
-                generates && !line.contains("count")
-            })
-            .count() as u64;
-        // Anthropic's API counts a cache write (500 a request) apart; it is read fresh.
-        let fresh = if matches!(cli, Cli::OpenCode | Cli::Pi) {
-            600
-        } else {
-            100
-        };
+        let served = world.generations();
+        let fresh = 100;
         let usage = done[0]["detail"]["usage"]
             .as_array()
             .cloned()
@@ -1203,6 +1200,83 @@ fn a_dollar_budget_stops_a_running_claude_step_within_one_request() {
     // The run stops at its limit, and says so.
     assert_eq!(run.code, 6, "{}", world.explain(&run));
     assert_eq!(world.named("limit_budget_reached").len(), 1);
+}
+
+/// OpenCode and Pi report each model request as they run: a dollar or a token budget stops
+/// a running step once the requests reported reach it, not at the step's end; the run then
+/// stops at its limit (exit 6) with the step to run again. Spent: the budget and at most one
+/// request more.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
+fn a_budget_stops_a_running_step_within_one_request_for_clis_that_report_each_request() {
+    let playbook = "name: scenario\nsteps:\n  - id: implement\n    role: dev\n    command: Create src/hello.txt, run the tests and commit\n    timeout: 120s\n    postconditions: [{file_exists: src/hello.txt}, tests_pass]\n";
+    // Per request the scripted API serves 100 fresh input tokens, a cache write of 500 (read
+    // fresh), 1,000 cached and 20 out: 1,620 tokens, at these prices $0.06 + $0.01 + $0.02.
+    let (per_request_usd, per_request_tokens) = (0.09, 1620);
+    let price = "{input: 100, cached_input: 10, output: 1000}";
+    for cli in [Cli::OpenCode, Cli::Pi] {
+        let model = match cli {
+            Cli::OpenCode => "anthropic/test-model",
+            _ => "test-model",
+        };
+        for (budget, limit_event) in [
+            ("budget_usd: 0.225", "limit_budget_reached"),
+            ("budget_tokens: 4000", "limit_tokens_reached"),
+        ] {
+            // An agent that would write files for ever; a budget of two and a half requests.
+            let world = World::new(cli, writing("src/f", 40), playbook);
+            world.configure(&format!(
+                "runners:\n  default: {}\nchecks:\n  test_command: sh test.sh\norchestration:\n  {budget}\n  agents:\n    dev: {{model: {model}}}\n  prices:\n    test-model: {price}\n",
+                cli.name()
+            ));
+            let run = world.run();
+            let why = format!("{cli:?} with {budget}\n{}", world.explain(&run));
+            assert_eq!(run.code, 6, "{why}");
+            let requests = world.generations();
+            assert!((3..=4).contains(&requests), "{requests} requests: {why}");
+            assert!(world.named("step_completed").is_empty(), "{why}");
+            let failed = world.named("step_failed");
+            assert_eq!(failed.len(), 1, "{why}");
+            assert_eq!(failed[0]["trigger"], "budget", "{why}");
+            assert_eq!(
+                failed[0]["detail"]["reason"], "stopped at its share of the budget",
+                "{why}"
+            );
+            assert_eq!(world.named(limit_event).len(), 1, "{why}");
+            // What the step was charged is what the API served before it was stopped.
+            let detail = &failed[0]["detail"];
+            let tokens = detail["tokens_in"].as_u64().unwrap_or(0)
+                + detail["tokens_out"].as_u64().unwrap_or(0);
+            assert!(
+                (3 * per_request_tokens..=4 * per_request_tokens).contains(&tokens),
+                "{tokens} tokens: {why}"
+            );
+            // Per model, as priced: OpenCode names the model with its provider.
+            let usage = detail["usage"].as_array().cloned().unwrap_or_default();
+            let ours = usage.iter().find(|u| u["model"] == model);
+            let ours = ours.unwrap_or_else(|| panic!("no {model} usage: {why}"));
+            let n = |key: &str| ours[key].as_u64().unwrap_or(0) as f64;
+            let priced =
+                (n("tokens_in") * 100.0 + n("tokens_cached") * 10.0 + n("tokens_out") * 1000.0)
+                    / 1e6;
+            assert!(
+                (ours["cost_usd"].as_f64().unwrap_or(-1.0) - priced).abs() < 1e-9,
+                "{ours}"
+            );
+            let spent = detail["cost_usd"].as_f64().unwrap_or(-1.0);
+            assert!(
+                (3.0 * per_request_usd - 1e-9..=4.0 * per_request_usd + 1e-9).contains(&spent),
+                "${spent}: {why}"
+            );
+            let written = (0..40)
+                .filter(|i| world.worktree.join(format!("src/f{i}.txt")).exists())
+                .count();
+            assert!(written <= 4, "{written} files written: {why}");
+        }
+    }
 }
 
 /// Claude Code refuses a command its permissions do not allow (here `curl`, which neither

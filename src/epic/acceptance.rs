@@ -151,7 +151,11 @@ fn written(
         timeout: draw.ms.map_or(timeout, |ms| {
             timeout.min(Duration::from_millis(ms.max(1000)))
         }),
-        budget_usd: draw.micro_usd.map(|m| m as f64 / 1e6),
+        allowance: crate::runner::meter::Allowance {
+            usd: draw.micro_usd.map(|m| m as f64 / 1e6),
+            tokens: None,
+        },
+        prices: config.orchestration.prices.clone(),
         allowed_commands: vec![command.clone()],
         guard: std::env::current_exe()
             .ok()

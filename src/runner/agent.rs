@@ -7,6 +7,7 @@
 //! text, or `structured_output.verdict`); a breaking change is claimed with a
 //! `BREAKING CHANGE:` line, the Conventional Commits footer.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -16,10 +17,12 @@ use regex::Regex;
 use super::acp;
 use super::adapter::{verdict_word, AgentResult, Call, Kind, Verdict};
 use super::error::Result;
+use super::meter::{Allowance, Meter};
+use super::prices::Prices;
 use super::process::{self, Captured, Exit, Spec};
 use super::sandbox;
 use super::sandbox::Contained;
-use crate::config::{Protocol, RunnersConfig};
+use crate::config::{ModelPrice, Protocol, RunnersConfig};
 use crate::text::last_chars;
 
 /// What to run, and where.
@@ -39,8 +42,11 @@ pub struct Invocation {
     pub env: Vec<(String, String)>,
     /// Wall-clock limit.
     pub timeout: Duration,
-    /// What it may spend, in US dollars, for a CLI that stops itself there.
-    pub budget_usd: Option<f64>,
+    /// What it may spend: a CLI that stops itself at a dollar figure is given it, and one
+    /// that reports each request as it runs is stopped once that reaches it.
+    pub allowance: Allowance,
+    /// The configuration's prices (over git-bmad's table), which count a dollar allowance.
+    pub prices: BTreeMap<String, ModelPrice>,
     /// Commands the step's checks run, which the agent may run too.
     pub allowed_commands: Vec<String>,
     /// The guard's command (`git-bmad guard`), which judges each shell command.
@@ -65,7 +71,7 @@ pub fn invoke(
         allowed_commands: &invocation.allowed_commands,
         guard: invocation.guard.as_deref(),
         guard_hooked: invocation.guard_hooked,
-        budget_usd: invocation.budget_usd,
+        budget_usd: invocation.allowance.usd,
         contained: invocation.sandbox.is_some(),
     };
     let over_acp = cli.protocol == Protocol::Acp;
@@ -126,7 +132,21 @@ pub fn invoke(
     let mut result = if over_acp {
         turn(invocation, model_over_protocol, &spec, interrupt)?
     } else {
-        let output = process::run(&spec, interrupt)?;
+        let output = if invocation.allowance.limits() {
+            let model = invocation
+                .model
+                .as_deref()
+                .or(adapter.configured_model(cli));
+            let mut meter =
+                Meter::new(invocation.allowance, Prices::new(&invocation.prices), model);
+            process::run_watching(&spec, interrupt, &mut |line| {
+                let event = serde_json::from_slice::<serde_json::Value>(line).ok();
+                let request = event.and_then(|e| adapter.request_usage(&e));
+                request.is_some_and(|r| meter.count(&r))
+            })?
+        } else {
+            process::run(&spec, interrupt)?
+        };
         interpret(
             invocation.kind,
             output.exit,
@@ -232,6 +252,8 @@ pub fn interpret(
             ));
         }
     }
+    // Stopped at what it was given, as its requests were counted.
+    result.budget_spent |= result.exit == Exit::Spent;
     judged(&mut result);
     result
 }
@@ -292,6 +314,7 @@ pub fn breaking_change_in(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runner::adapter::ModelUsage;
 
     fn k(name: &str) -> Kind {
         Kind::parse(name).unwrap()
@@ -562,6 +585,65 @@ mod tests {
             result("pi", &failed).reported_error.as_deref(),
             Some("overloaded")
         );
+    }
+
+    #[test]
+    fn the_requests_a_cli_reports_as_it_runs_add_up_to_what_it_reports_in_all() {
+        let pi = |model: &str| {
+            serde_json::json!({"type": "message_end", "message": {"role": "assistant",
+                "model": model, "stopReason": "toolUse", "content": [],
+                "usage": {"input": 100, "output": 20, "cacheRead": 1000, "cacheWrite": 500}}})
+            .to_string()
+        };
+        let opencode = r#"{"type":"step_finish","sessionID":"ses_1","part":{"tokens":{"input":100,"output":20,"reasoning":5,"cache":{"write":500,"read":1000}},"cost":0}}"#;
+        let user = r#"{"type":"message_end","message":{"role":"user","usage":{"input":9}}}"#;
+        let text = r#"{"type":"text","sessionID":"ses_1","part":{"type":"text","text":"Done."}}"#;
+        let runs = [
+            ("pi", vec![pi("m-1"), user.to_owned(), pi("m-2"), pi("m-1")]),
+            (
+                "opencode",
+                vec![opencode.to_owned(), text.to_owned(), opencode.to_owned()],
+            ),
+        ];
+        for (kind, lines) in runs {
+            let adapter = k(kind).adapter();
+            let requests: Vec<ModelUsage> = lines
+                .iter()
+                .filter_map(|l| adapter.request_usage(&serde_json::from_str(l).unwrap()))
+                .collect();
+            let whole = result(kind, &lines.join("\n")).usage;
+            let sum = |usage: &[ModelUsage]| {
+                usage.iter().fold((0, 0, 0), |(i, c, o), u| {
+                    (i + u.input, c + u.cached, o + u.output)
+                })
+            };
+            assert_eq!(sum(&requests), sum(&whole), "{kind}");
+            assert_eq!(requests.len(), lines.len() - 1, "{kind}: one a request");
+        }
+        // The others report at the end only: they are stopped between steps.
+        for kind in ["claude", "codex", "gemini", "qwen", "copilot"] {
+            let line = r#"{"type":"result","usage":{"input_tokens":5}}"#;
+            let event = serde_json::from_str(line).unwrap();
+            assert!(k(kind).adapter().request_usage(&event).is_none(), "{kind}");
+        }
+    }
+
+    #[test]
+    fn a_cli_stopped_at_its_allowance_spent_it_and_did_not_succeed() {
+        let step = r#"{"type":"step_finish","sessionID":"ses_1","part":{"tokens":{"input":100,"output":20}}}"#;
+        let r = interpret(
+            k("opencode"),
+            Exit::Spent,
+            Captured::from_bytes(step.as_bytes()),
+            Captured::default(),
+            5,
+        );
+        assert!(r.budget_spent);
+        assert_eq!(
+            r.failure().as_deref(),
+            Some("opencode reached what it was given to spend and was stopped")
+        );
+        assert!(!result("opencode", step).budget_spent);
     }
 
     #[test]

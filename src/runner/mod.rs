@@ -10,6 +10,7 @@ mod adapter;
 mod agent;
 mod error;
 pub mod interrupt;
+pub mod meter;
 pub mod prices;
 mod process;
 pub mod sandbox;

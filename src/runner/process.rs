@@ -66,6 +66,8 @@ pub enum Exit {
     Interrupted,
     /// It changed nothing in the worktree for its step's `no_progress` limit and was killed.
     Abandoned,
+    /// What it reported as it ran reached what it was given to spend, and it was killed.
+    Spent,
 }
 
 impl Exit {
@@ -85,6 +87,7 @@ impl std::fmt::Display for Exit {
             Exit::Abandoned => {
                 f.write_str("made no progress (nothing changed in the worktree) and was abandoned")
             }
+            Exit::Spent => f.write_str("reached what it was given to spend and was stopped"),
         }
     }
 }
@@ -170,6 +173,25 @@ pub struct Output {
 
 /// Run `spec` to its end, its timeout, or an interrupt.
 pub fn run(spec: &Spec, interrupt: &AtomicBool) -> Result<Output> {
+    run_inner(spec, interrupt, None)
+}
+
+/// Run `spec` as [`run`] does, each line of its stdout put to `watch` as it is printed: the
+/// first line `watch` answers `true` to kills the child and its group at once, which then
+/// ends [`Exit::Spent`].
+pub fn run_watching(
+    spec: &Spec,
+    interrupt: &AtomicBool,
+    watch: &mut (dyn FnMut(&[u8]) -> bool + Send),
+) -> Result<Output> {
+    run_inner(spec, interrupt, Some(watch))
+}
+
+fn run_inner(
+    spec: &Spec,
+    interrupt: &AtomicBool,
+    watch: Option<&mut (dyn FnMut(&[u8]) -> bool + Send)>,
+) -> Result<Output> {
     let started = Instant::now();
     let mut child = spawn(spec, spec.stdin.is_some())?;
     let group = child.id() as i32;
@@ -181,13 +203,61 @@ pub fn run(spec: &Spec, interrupt: &AtomicBool) -> Result<Output> {
             let _ = pipe.write_all(&bytes);
         }
     });
-    let stdout = child.stdout.take().map(reader);
     let stderr = child.stderr.take().map(reader);
-    let ended = wait(child, group, started + spec.timeout, interrupt, &mut Quiet);
+    let spent = AtomicBool::new(false);
+    let (mut ended, stdout) = match (watch, child.stdout.take()) {
+        (Some(watch), Some(pipe)) => std::thread::scope(|scope| {
+            let listener = scope.spawn(|| {
+                read_lines(pipe, &mut |line| {
+                    if !spent.load(Ordering::SeqCst) && watch(line) {
+                        spent.store(true, Ordering::SeqCst);
+                        // At once: the poll's moment is time for another request.
+                        kill_group(group);
+                    }
+                })
+            });
+            let ended = wait(child, group, started + spec.timeout, interrupt, &mut Quiet);
+            (ended, listener.join().unwrap_or_default())
+        }),
+        (_, pipe) => {
+            let stdout = pipe.map(reader);
+            let ended = wait(child, group, started + spec.timeout, interrupt, &mut Quiet);
+            (ended, stdout.map(join_reader).unwrap_or_default())
+        }
+    };
+    if spent.load(Ordering::SeqCst) && ended.killed.is_none() {
+        ended.killed = Some(Exit::Spent);
+    }
     let _ = writer.join();
-    let stdout = stdout.map(join_reader).unwrap_or_default();
     let stderr = stderr.map(join_reader).unwrap_or_default();
     finish(spec, ended, stdout, stderr, started)
+}
+
+/// Read `pipe` to its end, each whole line (without its newline) put to `hear`. A line
+/// longer than any message is kept in the capture and never heard: a child that prints
+/// without end cannot make git-bmad hold it all.
+fn read_lines<R: Read>(pipe: R, hear: &mut dyn FnMut(&[u8])) -> Captured {
+    let mut captured = Captured::default();
+    let mut lines = std::io::BufReader::new(pipe);
+    let mut line = Vec::new();
+    let mut overlong = false;
+    loop {
+        line.clear();
+        match (&mut lines).take(MAX_LINE).read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        captured.push(&line);
+        let Some(text) = line.strip_suffix(b"\n") else {
+            overlong = true;
+            continue;
+        };
+        if std::mem::take(&mut overlong) {
+            continue;
+        }
+        hear(text);
+    }
+    captured
 }
 
 /// A child that is talked to: it reads lines on stdin and answers with lines on stdout (a
@@ -205,7 +275,7 @@ pub trait Dialogue: Send {
     fn cancel(&mut self) -> Vec<u8>;
 }
 
-/// The longest line of a [`Dialogue`] that is heard (a message with a whole file in it fits).
+/// The longest line that is heard (by a [`Dialogue`] or a watch) (a message with a whole file in it fits).
 const MAX_LINE: u64 = 16 << 20;
 
 /// How long a child asked to stop has to end its turn before it is killed.
@@ -240,30 +310,11 @@ pub fn converse(
     let over = AtomicBool::new(false);
     let (ended, stdout) = std::thread::scope(|scope| {
         let listener = scope.spawn(|| {
-            let mut captured = Captured::default();
             let Some(pipe) = stdout else {
-                return captured;
+                return Captured::default();
             };
             say(lock(&dialogue).opening());
-            let mut lines = std::io::BufReader::new(pipe);
-            let mut line = Vec::new();
-            // A line longer than any message is kept in the capture and never heard: a
-            // child that prints without end cannot make git-bmad hold it all.
-            let mut overlong = false;
-            loop {
-                line.clear();
-                match (&mut lines).take(MAX_LINE).read_until(b'\n', &mut line) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {}
-                }
-                captured.push(&line);
-                let Some(text) = line.strip_suffix(b"\n") else {
-                    overlong = true;
-                    continue;
-                };
-                if std::mem::take(&mut overlong) {
-                    continue;
-                }
+            read_lines(pipe, &mut |text| {
                 let mut talk = lock(&dialogue);
                 let reply = talk.hear(text);
                 let done = talk.over();
@@ -272,8 +323,7 @@ pub fn converse(
                 if done {
                     over.store(true, Ordering::SeqCst);
                 }
-            }
-            captured
+            })
         });
         let mut talk = Talk {
             over: &over,
@@ -581,6 +631,45 @@ mod tests {
         assert_eq!(out.exit, Exit::Code(0));
         assert_eq!(out.stdout.head(), b"done\n");
         assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_watched_child_is_killed_at_the_line_its_watch_stops_at() {
+        let spec = |script: &str| Spec {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), script.into()],
+            cwd: std::env::temp_dir(),
+            env: vec![],
+            env_remove: vec![],
+            clear_env: false,
+            stdin: None,
+            timeout: Duration::from_secs(20),
+            sandbox: None,
+        };
+        let mut seen = Vec::new();
+        let started = Instant::now();
+        let out = run_watching(
+            &spec("echo one; echo two; sleep 30 & sleep 30; echo three"),
+            &AtomicBool::new(false),
+            &mut |line| {
+                seen.push(String::from_utf8_lossy(line).into_owned());
+                line == b"two"
+            },
+        )
+        .unwrap();
+        assert_eq!(out.exit, Exit::Spent);
+        assert_eq!(seen, ["one", "two"]);
+        assert_eq!(out.stdout.head(), b"one\ntwo\n");
+        assert!(started.elapsed() < Duration::from_secs(10));
+        // A watch that never stops it leaves the child its own end.
+        let out = run_watching(
+            &spec("echo one; exit 4"),
+            &AtomicBool::new(false),
+            &mut |_| false,
+        )
+        .unwrap();
+        assert_eq!(out.exit, Exit::Code(4));
+        assert_eq!(out.stdout.head(), b"one\n");
     }
 
     /// Says `hello`, and is over when the child answers `heard`; asks it to `stop`.

@@ -176,6 +176,13 @@ pub trait Adapter: Sync {
         false
     }
 
+    /// The tokens of one model request, when `event` (a line of its headless output, read
+    /// as it is printed) reports them: a budget then stops the CLI within a request of
+    /// reaching it, not at the step's end.
+    fn request_usage(&self, _event: &serde_json::Value) -> Option<ModelUsage> {
+        None
+    }
+
     /// Whether the CLI reports what an invocation cost (so a dollar budget can apply).
     fn reports_cost(&self) -> bool {
         false

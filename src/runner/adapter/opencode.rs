@@ -109,6 +109,22 @@ impl Adapter for OpenCode {
         true
     }
 
+    /// Each model request ends a step (`step_finish`), with its tokens: its input leaves
+    /// the cache out; a cache write is read fresh, reasoning is output.
+    fn request_usage(&self, event: &Value) -> Option<ModelUsage> {
+        if event["type"] != "step_finish" {
+            return None;
+        }
+        let tokens = &event["part"]["tokens"];
+        let n = |v: &Value| v.as_u64().unwrap_or(0);
+        Some(ModelUsage {
+            input: n(&tokens["input"]) + n(&tokens["cache"]["write"]),
+            cached: n(&tokens["cache"]["read"]),
+            output: n(&tokens["output"]) + n(&tokens["reasoning"]),
+            ..ModelUsage::default()
+        })
+    }
+
     fn read_output(&self, result: &mut AgentResult) -> bool {
         let events = super::json_events(result);
         if events.is_empty() {
@@ -123,13 +139,10 @@ impl Adapter for OpenCode {
                     result.final_text = part["text"].as_str().unwrap_or_default().to_owned();
                 }
                 "step_finish" => {
-                    // Its input leaves the cache out; a cache write is read fresh, reasoning
-                    // is output.
-                    let tokens = &part["tokens"];
-                    let n = |v: &Value| v.as_u64().unwrap_or(0);
-                    usage.input += n(&tokens["input"]) + n(&tokens["cache"]["write"]);
-                    usage.cached += n(&tokens["cache"]["read"]);
-                    usage.output += n(&tokens["output"]) + n(&tokens["reasoning"]);
+                    let step = self.request_usage(event).unwrap_or_default();
+                    usage.input += step.input;
+                    usage.cached += step.cached;
+                    usage.output += step.output;
                 }
                 "tool_use" if is_denied(part) => {
                     let said = super::describe_call(part["tool"].as_str(), &part["state"]["input"]);

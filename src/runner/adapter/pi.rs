@@ -69,6 +69,23 @@ impl Adapter for Pi {
         true
     }
 
+    /// Each assistant message is one model request, with its model and tokens: a cache
+    /// write is read fresh.
+    fn request_usage(&self, event: &Value) -> Option<ModelUsage> {
+        let message = &event["message"];
+        if event["type"] != "message_end" || message["role"] != "assistant" {
+            return None;
+        }
+        let n = |key: &str| message["usage"][key].as_u64().unwrap_or(0);
+        Some(ModelUsage {
+            model: message["model"].as_str().map(str::to_owned),
+            input: n("input") + n("cacheWrite"),
+            cached: n("cacheRead"),
+            output: n("output"),
+            usd: None,
+        })
+    }
+
     fn read_output(&self, result: &mut AgentResult) -> bool {
         let events = super::json_events(result);
         if events.is_empty() {
@@ -80,7 +97,7 @@ impl Adapter for Pi {
                 "session" => result.agent_session_id = event["id"].as_str().map(str::to_owned),
                 "message_end" if event["message"]["role"] == "assistant" => {
                     let message = &event["message"];
-                    add_usage(&mut usage, message);
+                    add_usage(&mut usage, self.request_usage(event));
                     result.final_text = text_of(message);
                     // A later answer means a failed request was retried and recovered.
                     result.reported_error = (message["stopReason"] == "error").then(|| {
@@ -115,24 +132,19 @@ impl Adapter for Pi {
     }
 }
 
-/// Add an assistant message's tokens to those of its model: a cache write is read fresh.
-fn add_usage(usage: &mut Vec<ModelUsage>, message: &Value) {
-    let n = |key: &str| message["usage"][key].as_u64().unwrap_or(0);
-    let model = message["model"].as_str().map(str::to_owned);
-    let at = match usage.iter().position(|u| u.model == model) {
-        Some(at) => at,
-        None => {
-            usage.push(ModelUsage {
-                model,
-                ..ModelUsage::default()
-            });
-            usage.len() - 1
-        }
+/// Add one request's tokens to those of its model.
+fn add_usage(usage: &mut Vec<ModelUsage>, request: Option<ModelUsage>) {
+    let Some(request) = request else {
+        return;
     };
-    let entry = &mut usage[at];
-    entry.input += n("input") + n("cacheWrite");
-    entry.cached += n("cacheRead");
-    entry.output += n("output");
+    match usage.iter_mut().find(|u| u.model == request.model) {
+        Some(entry) => {
+            entry.input += request.input;
+            entry.cached += request.cached;
+            entry.output += request.output;
+        }
+        None => usage.push(request),
+    }
 }
 
 /// The text blocks of a message, joined.

@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::Engine;
+use crate::runner::meter::Allowance;
 use crate::session::NewEvent;
 use crate::supervisor::decide;
 use crate::supervisor::error::Result;
@@ -13,10 +14,11 @@ use crate::supervisor::purse::{Amounts, Draw, Exhausted};
 impl Engine<'_> {
     /// What each of a round's `steps` steps may take and spend: the run's limit is on time
     /// in steps, summed, so they share what is left of it, and no step runs past it however
-    /// its own timeout is set; dollars likewise (a CLI that can stop itself at an amount is
-    /// given its share, so a running step stops at the budget, one request over at most).
-    /// `draw` is the round's allowance from a shared purse, which may be less.
-    pub(super) fn shares(&self, steps: usize, draw: Option<&Draw>) -> (Duration, Option<f64>) {
+    /// its own timeout is set; dollars and tokens likewise (a CLI that can stop itself at an
+    /// amount is given its share, and one that reports each request as it runs is stopped at
+    /// it, so a running step stops at the budget, one request over at most). `draw` is the
+    /// round's allowance from a shared purse, which may be less.
+    pub(super) fn shares(&self, steps: usize, draw: Option<&Draw>) -> (Duration, Allowance) {
         let n = steps.max(1);
         let spent = Duration::from_millis(self.state.run_time_ms);
         let left = self.playbook.limits.max_run_time.saturating_sub(spent);
@@ -36,7 +38,12 @@ impl Engine<'_> {
             (Some(own), Some(drawn)) => Some(own.min(drawn)),
             (own, drawn) => own.or(drawn),
         };
-        (time.max(Duration::from_secs(1)), money)
+        let tokens = self.config.orchestration.budget_tokens.map(|budget| {
+            let left = budget.saturating_sub(self.state.tokens);
+            left.div_ceil(n as u64)
+        });
+        let allowance = Allowance { usd: money, tokens };
+        (time.max(Duration::from_secs(1)), allowance)
     }
 
     /// Draw a round of `steps` steps' allowance from the purse the run shares, if it shares
