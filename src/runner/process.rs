@@ -176,22 +176,17 @@ pub fn run(spec: &Spec, interrupt: &AtomicBool) -> Result<Output> {
     run_inner(spec, interrupt, None)
 }
 
+/// What a watched child's stdout is put to, a line at a time: `true` stops it.
+pub type Watch<'w> = dyn FnMut(&[u8]) -> bool + Send + 'w;
+
 /// Run `spec` as [`run`] does, each line of its stdout put to `watch` as it is printed: the
 /// first line `watch` answers `true` to kills the child and its group at once, which then
 /// ends [`Exit::Spent`].
-pub fn run_watching(
-    spec: &Spec,
-    interrupt: &AtomicBool,
-    watch: &mut (dyn FnMut(&[u8]) -> bool + Send),
-) -> Result<Output> {
+pub fn run_watching(spec: &Spec, interrupt: &AtomicBool, watch: &mut Watch<'_>) -> Result<Output> {
     run_inner(spec, interrupt, Some(watch))
 }
 
-fn run_inner(
-    spec: &Spec,
-    interrupt: &AtomicBool,
-    watch: Option<&mut (dyn FnMut(&[u8]) -> bool + Send)>,
-) -> Result<Output> {
+fn run_inner(spec: &Spec, interrupt: &AtomicBool, watch: Option<&mut Watch<'_>>) -> Result<Output> {
     let started = Instant::now();
     let mut child = spawn(spec, spec.stdin.is_some())?;
     let group = child.id() as i32;
