@@ -53,8 +53,8 @@ impl<'c> Meter<'c> {
             model: request.model.clone().or(self.model.map(str::to_owned)),
             ..request.clone()
         };
-        // A model with no price is not started under a dollar budget (`budget_problem`),
-        // so a request it cannot price is one that cost nothing.
+        // A request whose model has no price cannot be counted here; the run's check
+        // after the step stops on it and names the model unpriced (`limit_budget_reached`).
         self.usd += named
             .usd
             .or_else(|| self.prices.cost(&named))
