@@ -1393,6 +1393,22 @@ impl EpicWorld {
             .clone()
     }
 
+    /// Why epic `epic` stopped, and the dollars it names as spent when that was its budget.
+    fn budget_stop(&self, epic: &str) -> (String, f64) {
+        let status = self
+            .env
+            .bmad(&self.repo, &["epic", "status", epic, "--json"])
+            .success()
+            .json();
+        let stopped = status["stopped"].as_str().unwrap_or_default().to_owned();
+        let total = stopped
+            .strip_prefix("budget: $")
+            .and_then(|rest| rest.split_once(" spent"))
+            .and_then(|(usd, _)| usd.parse().ok())
+            .unwrap_or(f64::NAN);
+        (stopped, total)
+    }
+
     /// Everything the model was sent.
     fn prompts(&self) -> String {
         self.api.seen().iter().map(|s| s.body.to_string()).collect()
@@ -1601,6 +1617,13 @@ fn an_epic_budget_stops_stories_running_at_once_within_one_request_each() {
     }
     assert_eq!(code, Some(5), "{said}");
     assert!(said.contains("nothing new is started"), "{said}");
+    // The epic's end counts what both stories spent, the one still running when the
+    // budget was reached included.
+    let (stopped, total) = world.budget_stop("3");
+    assert!(
+        (total - spent).abs() < 1e-6,
+        "the end says {stopped:?}; the stories spent ${spent}"
+    );
 }
 
 /// An epic's dollar budget holds across CLIs that count money apart: Claude Code reports
@@ -1683,6 +1706,20 @@ fn an_epic_budget_counts_claude_dollars_and_codex_tokens_in_one_purse() {
         "Codex's priced tokens: ${codex_spent}\n{said}"
     );
     assert!(said.contains("nothing new is started"), "{said}");
+    // The epic's end counts what every story spent, after the last step ended.
+    let spent: f64 = ["3-1-api-client", "3-2-storage"]
+        .iter()
+        .map(|key| {
+            world.story("3", key)["state"]["cost_usd"]
+                .as_f64()
+                .unwrap_or(0.0)
+        })
+        .sum();
+    let (stopped, total) = world.budget_stop("3");
+    assert!(
+        (total - spent).abs() < 1e-6,
+        "the end says {stopped:?}; the stories spent ${spent}"
+    );
 }
 
 /// BMAD v6.11 with the real Claude Code: the pipeline's `/bmad-build-auto <key>` reaches the

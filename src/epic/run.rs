@@ -29,7 +29,7 @@ use super::story::{fail, run_story, stage_line, End, Message};
 use super::Error;
 use crate::bmad::project::Project;
 use crate::session::run_state::Answer;
-use crate::session::schema::{Body, EpicFinished, EpicStarted, Stage, StoryStage};
+use crate::session::schema::{Body, EpicBudget, EpicFinished, EpicStarted, Stage, StoryStage};
 use crate::session::{self, closeout, Repo, Session, StartOptions};
 
 /// How an epic run ended.
@@ -69,8 +69,33 @@ struct Schedule {
     /// Stories git-bmad's judge asks a human about.
     judge_asks: BTreeMap<String, super::judge::Concern>,
     consecutive_failures: u32,
-    /// Why nothing new starts (the circuit breaker, the budget).
-    stopped: Option<String>,
+    /// Why nothing new starts.
+    stopped: Option<Halt>,
+}
+
+/// Why an epic run starts nothing new.
+enum Halt {
+    /// The circuit breaker tripped: why.
+    Breaker(String),
+    /// The budget is spent: why, when it was found so.
+    Budget(String),
+}
+
+impl Halt {
+    /// Why, as the run's end records it. What the budget says is counted again then, so the
+    /// total holds what the stories still running when it was reached went on to spend.
+    fn why(self, state: &EpicState, budget: &EpicBudget) -> String {
+        match self {
+            Halt::Breaker(why) => why,
+            Halt::Budget(then) => state.over_budget(budget).unwrap_or(then),
+        }
+    }
+
+    fn said(&self) -> &str {
+        match self {
+            Halt::Breaker(why) | Halt::Budget(why) => why,
+        }
+    }
 }
 
 impl Schedule {
@@ -159,7 +184,7 @@ fn run_epic(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRu
         main,
     };
     let mut schedule = Schedule {
-        stopped: state.over_budget(&options.budget),
+        stopped: state.over_budget(&options.budget).map(Halt::Budget),
         ..Schedule::default()
     };
     epic.schedule(&mut schedule, &mut state)?;
@@ -369,14 +394,14 @@ impl Epic<'_> {
                 if schedule.stopped.is_none() {
                     let failures = schedule.consecutive_failures;
                     schedule.stopped = if failures >= options.max_failures.max(1) {
-                        Some(format!(
+                        Some(Halt::Breaker(format!(
                             "circuit breaker: {failures} stories failed in a row; nothing new is started"
-                        ))
+                        )))
                     } else {
-                        state.over_budget(&options.budget)
+                        state.over_budget(&options.budget).map(Halt::Budget)
                     };
-                    if let Some(why) = &schedule.stopped {
-                        (options.progress)(why);
+                    if let Some(halt) = &schedule.stopped {
+                        (options.progress)(halt.said());
                     }
                 }
                 schedule.ended_here.insert(key, end);
@@ -399,9 +424,10 @@ impl Epic<'_> {
             ended_here,
             asks,
             judge_asks,
-            mut stopped,
+            stopped,
             ..
         } = schedule;
+        let mut stopped = stopped.map(|halt| halt.why(&state, &options.budget));
         let epic = plan.epic.clone();
         let mut interrupted = options.interrupt.load(Ordering::SeqCst)
             || ended_here.values().any(|e| *e == End::Interrupted);

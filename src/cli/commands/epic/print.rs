@@ -182,6 +182,7 @@ pub(super) fn print_status(ctx: &Context, plan: &Plan, state: &EpicState) {
             "era": plan.era,
             "started": state.started,
             "finished": state.finished,
+            "stopped": state.stopped,
             "gate": state.gate,
             "closed": state.closed,
             "stories": stories,
