@@ -185,3 +185,44 @@ fn init_logging() {
 pub fn command() -> clap::Command {
     Cli::command()
 }
+
+#[cfg(test)]
+mod tests {
+    /// Every command, with the words that reach it (`["journal", "export"]`).
+    fn every_command(
+        command: &clap::Command,
+        path: Vec<String>,
+        out: &mut Vec<(Vec<String>, clap::Command)>,
+    ) {
+        for sub in command.get_subcommands() {
+            let mut words = path.clone();
+            words.push(sub.get_name().to_owned());
+            out.push((words.clone(), sub.clone()));
+            every_command(sub, words, out);
+        }
+    }
+
+    #[test]
+    fn the_definition_is_consistent() {
+        super::command().debug_assert();
+    }
+
+    #[test]
+    fn every_command_that_takes_one_session_takes_it_by_s_too() {
+        let mut commands = Vec::new();
+        every_command(&super::command(), Vec::new(), &mut commands);
+        let mut missing = Vec::new();
+        for (words, command) in &commands {
+            let names_a_session = command
+                .get_arguments()
+                .any(|a| a.get_value_names().is_some_and(|v| v == ["SESSION"]));
+            let by_s = command
+                .get_arguments()
+                .any(|a| a.get_short() == Some('s') && a.get_long() == Some("session"));
+            if names_a_session && !by_s {
+                missing.push(words.join(" "));
+            }
+        }
+        assert!(missing.is_empty(), "no -s/--session: {missing:?}");
+    }
+}

@@ -13,14 +13,14 @@ use crate::session::{self, Status};
 /// the work can be reviewed and pushed; `git bmad remove` deletes them afterwards.
 #[derive(Debug, Args)]
 pub struct FinishArgs {
-    /// Session id, id prefix or name (default: the current worktree's session)
-    pub session: Option<String>,
+    #[command(flatten)]
+    pub session: super::SessionArg,
 }
 
 /// Run `finish`.
 pub fn cmd_finish(ctx: &Context, args: &FinishArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let s = session::locate(&repo, args.session.as_deref())?;
+    let s = session::locate(&repo, args.session.query())?;
     if s.status == Status::Completed {
         if ctx.ui.json() {
             ctx.ui

@@ -16,8 +16,8 @@ use crate::session::{self, Body, Decision, NewEvent, SessionState};
 #[derive(Debug, Args)]
 #[command(args_conflicts_with_subcommands = true)]
 pub struct JournalArgs {
-    /// Session id, id prefix or name (default: the current worktree's session)
-    pub session: Option<String>,
+    #[command(flatten)]
+    pub session: super::SessionArg,
     /// Output format (--json is the same as --format json)
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -42,16 +42,16 @@ pub enum Format {
 pub enum JournalAction {
     /// Write the rendered journal to .bmad/sessions/<id>/journal.md in the session worktree
     Export {
-        /// Session id, id prefix or name (default: the current worktree's session)
-        session: Option<String>,
+        #[command(flatten)]
+        session: super::SessionArg,
     },
     /// Append an event (for scripts and agents' hooks)
     Append(AppendArgs),
     /// Journal the events the reference-transaction hook kept for later (the hook runs this)
     #[command(hide = true)]
     Flush {
-        /// Session id, id prefix or name (default: the current worktree's session)
-        session: Option<String>,
+        #[command(flatten)]
+        session: super::SessionArg,
     },
 }
 
@@ -87,11 +87,11 @@ pub struct AppendArgs {
 pub fn cmd_journal(ctx: &Context, args: &JournalArgs) -> Result<u8, CommandError> {
     match &args.action {
         None => show(ctx, args),
-        Some(JournalAction::Export { session }) => export(ctx, session.as_deref()),
+        Some(JournalAction::Export { session }) => export(ctx, session.query()),
         Some(JournalAction::Append(append)) => cmd_append(ctx, append),
         Some(JournalAction::Flush { session }) => {
             let repo = ctx.repo()?;
-            let s = session::locate(&repo, session.as_deref())?;
+            let s = session::locate(&repo, session.query())?;
             session::flush_deferred(&repo, &s)?;
             Ok(exit::OK)
         }
@@ -100,7 +100,7 @@ pub fn cmd_journal(ctx: &Context, args: &JournalArgs) -> Result<u8, CommandError
 
 fn show(ctx: &Context, args: &JournalArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let s = session::locate(&repo, args.session.as_deref())?;
+    let s = session::locate(&repo, args.session.query())?;
     let journal = session::read_journal(&repo, &s.id)?;
     let state = SessionState::replay(journal.events());
     let format = if ctx.ui.json() {

@@ -43,10 +43,53 @@ mod undo;
 mod watch;
 mod workflow;
 
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 
 use super::error::CommandError;
 use super::Context;
+
+/// Which session a command acts on, named as its argument or by `-s`: the same either way.
+#[derive(Debug, Args)]
+pub struct SessionArg {
+    /// Session id, id prefix or name (default: the current worktree's session)
+    #[arg(value_name = "SESSION", conflicts_with = "session")]
+    target: Option<String>,
+    /// Session id, id prefix or name (the same as the argument)
+    #[arg(long, short = 's', value_name = "SESSION")]
+    session: Option<String>,
+}
+
+impl SessionArg {
+    /// The session asked for, if one was.
+    pub fn query(&self) -> Option<&str> {
+        self.target.as_deref().or(self.session.as_deref())
+    }
+}
+
+/// The session a command must be told, as its argument or by `-s`.
+#[derive(Debug, Args)]
+pub struct NamedSessionArg {
+    /// Session id, id prefix or name
+    #[arg(
+        value_name = "SESSION",
+        conflicts_with = "session",
+        required_unless_present = "session"
+    )]
+    target: Option<String>,
+    /// Session id, id prefix or name (the same as the argument)
+    #[arg(long, short = 's', value_name = "SESSION")]
+    session: Option<String>,
+}
+
+impl NamedSessionArg {
+    /// The session named (clap requires one of the two).
+    pub fn name(&self) -> &str {
+        self.target
+            .as_deref()
+            .or(self.session.as_deref())
+            .unwrap_or_default()
+    }
+}
 
 /// The commands.
 #[derive(Debug, Subcommand)]

@@ -19,8 +19,8 @@ use crate::session::{self, sync};
 /// the session off, so another machine resumes it at once.
 #[derive(Debug, Args)]
 pub struct PushArgs {
-    /// Session id, id prefix or name (default: the current worktree's session)
-    pub session: Option<String>,
+    #[command(flatten)]
+    pub session: super::SessionArg,
     /// The remote
     #[arg(long, default_value = "origin")]
     pub remote: String,
@@ -29,7 +29,7 @@ pub struct PushArgs {
 /// Run `push`.
 pub fn cmd_push(ctx: &Context, args: &PushArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let s = session::locate(&repo, args.session.as_deref())?;
+    let s = session::locate(&repo, args.session.query())?;
     // A run live in this clone keeps its lease; otherwise the push hands the session off.
     let live = crate::policy::live_run::live_runs(repo.common_dir())
         .iter()

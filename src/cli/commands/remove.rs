@@ -19,8 +19,8 @@ use crate::time::Timestamp;
 /// neither merged into another branch nor pushed, unless --force is given.
 #[derive(Debug, Args)]
 pub struct RemoveArgs {
-    /// Session id, id prefix or name
-    pub session: String,
+    #[command(flatten)]
+    pub session: super::NamedSessionArg,
     /// Remove even if the worktree is dirty or the work is unmerged (it is still kept)
     #[arg(long, short = 'f')]
     pub force: bool,
@@ -29,7 +29,7 @@ pub struct RemoveArgs {
 /// Run `remove`.
 pub fn cmd_remove(ctx: &Context, args: &RemoveArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let s = session::locate(&repo, Some(&args.session))?;
+    let s = session::locate(&repo, Some(args.session.name()))?;
     // A secret in a changed file stays out of the last checkpoint, as in any checkpoint.
     let (kept, warnings) =
         session::remove(&repo, &s, RemoveOptions { force: args.force }, &ctx.policy)?;

@@ -16,14 +16,14 @@ use crate::session;
 /// restored.
 #[derive(Debug, Args)]
 pub struct RestoreArgs {
-    /// Session id, id prefix or name
-    pub session: String,
+    #[command(flatten)]
+    pub session: super::NamedSessionArg,
 }
 
 /// Run `restore`.
 pub fn cmd_restore(ctx: &Context, args: &RestoreArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let restored = session::restore(&repo, &args.session, &ctx.policy)?;
+    let restored = session::restore(&repo, args.session.name(), &ctx.policy)?;
     for warning in &restored.warnings {
         ctx.ui.warn(warning);
     }

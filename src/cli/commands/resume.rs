@@ -20,12 +20,8 @@ use crate::supervisor::{self, Request, UntrustedPlaybook};
 /// the last 15 minutes is refused unless `--steal`: one machine runs a session at a time.
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
-    /// Session id, id prefix or name (default: the current worktree's session)
-    #[arg(value_name = "SESSION", conflicts_with = "session")]
-    pub target: Option<String>,
-    /// Session id, id prefix or name (the same as the argument)
-    #[arg(long, short = 's')]
-    pub session: Option<String>,
+    #[command(flatten)]
+    pub session: super::SessionArg,
     /// Where to look for a session that is not here (as of the last `git bmad sync`)
     #[arg(long, default_value = "origin")]
     pub remote: String,
@@ -43,7 +39,7 @@ pub struct ResumeArgs {
 /// Run `resume`.
 pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let query = args.target.as_deref().or(args.session.as_deref());
+    let query = args.session.query();
     let mut adopted = false;
     let s = match session::locate(&repo, query) {
         // It lives in another clone now: taking it back is an adoption too.

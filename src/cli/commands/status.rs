@@ -15,8 +15,8 @@ use crate::supervisor;
 /// the only one, or where every session stands when there are several.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    /// Session id, id prefix or name (default: the current worktree's session)
-    pub session: Option<String>,
+    #[command(flatten)]
+    pub session: super::SessionArg,
     /// Show every checkpoint, not just the newest ten
     #[arg(long)]
     pub all: bool,
@@ -41,7 +41,7 @@ pub struct StatusArgs {
 /// Run `status`.
 pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let s = match session::locate(&repo, args.session.as_deref()) {
+    let s = match session::locate(&repo, args.session.query()) {
         // Outside any session, with just one session in the repository: that one is meant;
         // with none or several, where each stands.
         Err(session::Error::NotInSession { workdir }) => {
