@@ -48,6 +48,28 @@ fn an_honest_agent_over_acp_finishes_contained_with_each_call_answered_by_git_bm
     }
 }
 
+/// A user who gives OpenCode its provider inline (`OPENCODE_CONFIG_CONTENT`, as a CI job
+/// does) keeps it over ACP: git-bmad's own settings are laid over the user's, not in their
+/// place.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
+fn opencode_over_acp_keeps_the_provider_a_user_gives_it_inline() {
+    let world = over_acp(Cli::OpenCode, honest(), IMPLEMENT, "");
+    let file = world.env.root().join("home/.config/opencode/opencode.json");
+    let inline = std::fs::read_to_string(&file).expect("the provider's settings");
+    std::fs::remove_file(&file).expect("no settings file left");
+    let run = world.bmad_with(
+        &["run", "scenario"],
+        &[("OPENCODE_CONFIG_CONTENT", inline.as_str())],
+    );
+    assert_eq!(run.code, 0, "{}", world.explain(&run));
+    assert_eq!(read(&world.worktree, "src/hello.txt"), "hello\n");
+    assert!(world.api.seen().len() >= 2, "{}", world.explain(&run));
+}
+
 /// On the machines users run: each ACP agent behind a version manager's shim, on a kernel
 /// that refuses bubblewrap, finishes an honest step in the walls that are left (Landlock),
 /// every call still answered by git-bmad.

@@ -286,9 +286,14 @@ impl World {
 
     /// `git bmad <args>` in the session, with the model API in the environment.
     pub(crate) fn bmad(&self, args: &[&str]) -> Run {
+        self.bmad_with(args, &[])
+    }
+
+    /// The same with `env` set too, as the user's shell sets it.
+    pub(crate) fn bmad_with(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
         let mut cmd = self.env.bmad_command(&self.worktree);
         with_model(&mut cmd, &self.api.url());
-        cmd.args(args);
+        cmd.envs(env.iter().copied()).args(args);
         let output = cmd.output().expect("spawn git-bmad");
         Run {
             code: output.status.code().unwrap_or(-1),

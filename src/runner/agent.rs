@@ -110,7 +110,8 @@ pub fn invoke(
     };
     env.extend(owned(adapter.env()));
     if over_acp {
-        env.extend(owned(adapter.acp_env()));
+        let acp = adapter.acp_env(&env);
+        env.extend(acp);
     } else {
         env.extend(adapter.call_env(cli, &call));
     }

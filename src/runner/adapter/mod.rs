@@ -158,10 +158,10 @@ pub trait Adapter: Sync {
         None
     }
 
-    /// Variables for a turn over ACP: a CLI that takes its permissions from the environment
-    /// is told to ask git-bmad.
-    fn acp_env(&self) -> &'static [(&'static str, &'static str)] {
-        &[]
+    /// Variables for a turn over ACP, given what is passed from the user's environment: a
+    /// CLI that takes its permissions from the environment is told to ask git-bmad.
+    fn acp_env(&self, _passed: &[(String, String)]) -> Vec<(String, String)> {
+        Vec::new()
     }
 
     /// What it leaves out of the tokens it reports over ACP, if anything: a budget cannot

@@ -87,17 +87,24 @@ impl Adapter for OpenCode {
         super::acp_with(&["acp"], cli)
     }
 
-    fn acp_env(&self) -> &'static [(&'static str, &'static str)] {
-        // Every edit, command and fetch is asked of git-bmad; reading is not.
-        &[
-            (
-                "OPENCODE_PERMISSION",
-                r#"{"*":"ask","read":"allow","list":"allow","glob":"allow","grep":"allow"}"#,
-            ),
-            (
-                "OPENCODE_CONFIG_CONTENT",
-                r#"{"agent":{"title":{"disable":true}}}"#,
-            ),
+    fn acp_env(&self, passed: &[(String, String)]) -> Vec<(String, String)> {
+        // Every edit, command and fetch is asked of git-bmad; reading is not. The permissions
+        // replace the user's; the inline config is a layer over theirs (their providers,
+        // say), with no title request of its own.
+        let permission =
+            r#"{"*":"ask","read":"allow","list":"allow","glob":"allow","grep":"allow"}"#;
+        let ours = json!({"agent": {"title": {"disable": true}}});
+        let theirs = passed
+            .iter()
+            .find(|(name, _)| name == CONFIG_CONTENT)
+            .map(|(_, value)| value.as_str());
+        let config = match theirs {
+            None => ours.to_string(),
+            Some(theirs) => layered(theirs, ours),
+        };
+        vec![
+            ("OPENCODE_PERMISSION".into(), permission.into()),
+            (CONFIG_CONTENT.into(), config),
         ]
     }
 
@@ -182,8 +189,83 @@ impl Adapter for OpenCode {
 /// own "permission denied" is the agent's business): OpenCode's refusals, by a rule ("…a
 /// rule which prevents you from using this specific tool call") or by a rejected request
 /// ("…rejected permission to use this specific tool call"), end alike.
+/// The variable OpenCode reads as the last layer of its configuration.
+const CONFIG_CONTENT: &str = "OPENCODE_CONFIG_CONTENT";
+
+/// The user's inline configuration with git-bmad's laid over it, key by key. One that is not
+/// a JSON object (OpenCode also reads comments) is passed as the user wrote it: what it would
+/// lose matters more than the title request git-bmad's layer saves.
+fn layered(theirs: &str, ours: Value) -> String {
+    fn lay(under: &mut Value, over: Value) {
+        match (under, over) {
+            (Value::Object(under), Value::Object(over)) => {
+                for (key, value) in over {
+                    lay(under.entry(key).or_insert(Value::Null), value);
+                }
+            }
+            (under, over) => *under = over,
+        }
+    }
+    match serde_json::from_str::<Value>(theirs) {
+        Ok(mut config @ Value::Object(_)) => {
+            lay(&mut config, ours);
+            config.to_string()
+        }
+        _ => theirs.to_owned(),
+    }
+}
+
 fn is_denied(part: &Value) -> bool {
     let state = &part["state"];
     let error = state["error"].as_str().unwrap_or_default();
     state["status"] == "error" && error.contains("this specific tool call")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_users_inline_config_is_kept_under_git_bmads_layer() {
+        let ours = || json!({"agent": {"title": {"disable": true}}});
+        let theirs = r#"{"provider":{"corp":{"options":{"baseURL":"https://llm.corp"}}},"agent":{"build":{"model":"corp/m"},"title":{"disable":false,"model":"x"}}}"#;
+        let config: Value = serde_json::from_str(&layered(theirs, ours())).unwrap_or_default();
+        assert_eq!(
+            config,
+            json!({"provider": {"corp": {"options": {"baseURL": "https://llm.corp"}}},
+                "agent": {"build": {"model": "corp/m"}, "title": {"disable": true, "model": "x"}}})
+        );
+        // Not a JSON object (comments, a typo): passed on as written.
+        for odd in ["{ // corp\n \"model\": \"m\" }", "[1]", ""] {
+            assert_eq!(layered(odd, ours()), odd);
+        }
+    }
+
+    #[test]
+    fn over_acp_the_users_inline_config_reaches_opencode_with_its_permissions_replaced() {
+        let user = vec![
+            (
+                CONFIG_CONTENT.to_owned(),
+                r#"{"model":"corp/m"}"#.to_owned(),
+            ),
+            (
+                "OPENCODE_PERMISSION".to_owned(),
+                r#"{"*":"allow"}"#.to_owned(),
+            ),
+        ];
+        let env = OpenCode.acp_env(&user);
+        let get = |name: &str| env.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone());
+        let config: Value =
+            serde_json::from_str(&get(CONFIG_CONTENT).unwrap_or_default()).unwrap_or_default();
+        assert_eq!(config["model"], "corp/m");
+        assert_eq!(config["agent"]["title"]["disable"], true);
+        let permission = get("OPENCODE_PERMISSION").unwrap_or_default();
+        assert!(permission.starts_with(r#"{"*":"ask""#), "{permission}");
+        // With none of the user's, git-bmad's own layer.
+        let alone = OpenCode.acp_env(&[]);
+        assert!(alone.contains(&(
+            CONFIG_CONTENT.to_owned(),
+            r#"{"agent":{"title":{"disable":true}}}"#.to_owned()
+        )));
+    }
 }
