@@ -91,6 +91,7 @@ impl Halt {
         }
     }
 
+    /// Why, as it was said when nothing new started.
     fn said(&self) -> &str {
         match self {
             Halt::Breaker(why) | Halt::Budget(why) => why,

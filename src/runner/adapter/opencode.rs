@@ -185,10 +185,6 @@ impl Adapter for OpenCode {
     }
 }
 
-/// Whether a tool call was refused by its permissions, not failing as it ran (a command's
-/// own "permission denied" is the agent's business): OpenCode's refusals, by a rule ("…a
-/// rule which prevents you from using this specific tool call") or by a rejected request
-/// ("…rejected permission to use this specific tool call"), end alike.
 /// The variable OpenCode reads as the last layer of its configuration.
 const CONFIG_CONTENT: &str = "OPENCODE_CONFIG_CONTENT";
 
@@ -215,6 +211,10 @@ fn layered(theirs: &str, ours: Value) -> String {
     }
 }
 
+/// Whether a tool call was refused by its permissions, not failing as it ran (a command's
+/// own "permission denied" is the agent's business): OpenCode's refusals, by a rule ("…a
+/// rule which prevents you from using this specific tool call") or by a rejected request
+/// ("…rejected permission to use this specific tool call"), end alike.
 fn is_denied(part: &Value) -> bool {
     let state = &part["state"];
     let error = state["error"].as_str().unwrap_or_default();
