@@ -188,9 +188,11 @@ impl Adapter for OpenCode {
 /// The variable OpenCode reads as the last layer of its configuration.
 const CONFIG_CONTENT: &str = "OPENCODE_CONFIG_CONTENT";
 
-/// The user's inline configuration with git-bmad's laid over it, key by key. One that is not
-/// a JSON object (OpenCode also reads comments) is passed as the user wrote it: what it would
-/// lose matters more than the title request git-bmad's layer saves.
+/// The user's inline configuration with git-bmad's laid over it, key by key, less its
+/// permissions: OpenCode merges `OPENCODE_PERMISSION` into theirs rather than replacing it,
+/// and git-bmad's policy answers every call. One that is not a JSON object (OpenCode also
+/// reads comments) is passed as the user wrote it: what it would lose matters more than the
+/// title request git-bmad's layer saves.
 fn layered(theirs: &str, ours: Value) -> String {
     fn lay(under: &mut Value, over: Value) {
         match (under, over) {
@@ -203,7 +205,9 @@ fn layered(theirs: &str, ours: Value) -> String {
         }
     }
     match serde_json::from_str::<Value>(theirs) {
-        Ok(mut config @ Value::Object(_)) => {
+        Ok(Value::Object(mut config)) => {
+            config.remove("permission");
+            let mut config = Value::Object(config);
             lay(&mut config, ours);
             config.to_string()
         }
@@ -246,7 +250,7 @@ mod tests {
         let user = vec![
             (
                 CONFIG_CONTENT.to_owned(),
-                r#"{"model":"corp/m"}"#.to_owned(),
+                r#"{"model":"corp/m","permission":{"bash":"allow"}}"#.to_owned(),
             ),
             (
                 "OPENCODE_PERMISSION".to_owned(),
@@ -259,6 +263,7 @@ mod tests {
             serde_json::from_str(&get(CONFIG_CONTENT).unwrap_or_default()).unwrap_or_default();
         assert_eq!(config["model"], "corp/m");
         assert_eq!(config["agent"]["title"]["disable"], true);
+        assert!(config.get("permission").is_none(), "{config}");
         let permission = get("OPENCODE_PERMISSION").unwrap_or_default();
         assert!(permission.starts_with(r#"{"*":"ask""#), "{permission}");
         // With none of the user's, git-bmad's own layer.
