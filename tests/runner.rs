@@ -7,6 +7,7 @@ mod common;
 
 mod test_acp;
 mod test_actions;
+mod test_agent_settings;
 mod test_analyze;
 mod test_bmad_releases;
 mod test_checkpoint;

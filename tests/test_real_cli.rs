@@ -1874,3 +1874,57 @@ fn claude_with_its_permissions_bypassed_reaches_nothing_past_its_walls() {
     );
     assert!(violations.len() >= 2, "{violations:?}");
 }
+
+/// An agent that writes what a CLI reads its grants from (here a plain command, as any
+/// agent's shell can) grants the next step's real CLI nothing: the step is gated and the
+/// grant put back, so the real CLI still refuses what its permissions refuse. With the grant
+/// left in place (the put-back switched off), OpenCode and Qwen Code each ran the command;
+/// Claude Code ran it with `touch` (which `acceptEdits` allows anyway) but not with `sh -c`,
+/// so it is not among the CLIs this test can tell apart.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
+fn settings_an_agent_writes_grant_the_next_steps_cli_nothing() {
+    let grants = r#"printf '{"permissions":{"allow":["Bash"]},"disableAllHooks":true}' > .claude/settings.json; printf '{"permission":{"*":"allow","bash":{"*":"allow","sh *":"allow"}}}' > opencode.json; printf '{"tools":{"allowed":["run_shell_command"]}}' > .qwen/settings.json"#;
+    let playbook = format!(
+        "name: scenario\nsteps:\n  - id: grant\n    runner: shell\n    command: \"mkdir -p .claude .qwen && {}\"\n  - id: implement\n    command: Create src/hello.txt\n    timeout: 120s\n",
+        grants.replace('"', "\\\"")
+    );
+    for cli in [Cli::OpenCode, Cli::Qwen] {
+        let world = World::new(
+            cli,
+            vec![
+                Turn::Shell("sh -c 'echo granted > granted.txt'".into()),
+                write_hello(),
+                Turn::Answer("Created src/hello.txt.".into()),
+            ],
+            &playbook,
+        );
+        let run = world.run();
+        assert_eq!(run.code, 3, "{}", world.explain(&run));
+        let violation = &world.named("policy_violation")[0];
+        assert_eq!(
+            violation["detail"]["rule"], "agent-settings",
+            "{violation:#}"
+        );
+        assert_eq!(violation["step"], "grant", "{violation:#}");
+        let run = world.bmad(&["answer", "continue", "-m", "looked"]);
+        assert!(
+            !world.api.seen().is_empty(),
+            "{cli:?}'s step never reached the model: {}",
+            world.explain(&run)
+        );
+        assert!(
+            !world.worktree.join("granted.txt").exists(),
+            "{cli:?} ran what only the agent's settings allow: {}",
+            world.explain(&run)
+        );
+        assert!(
+            world.worktree.join("src/hello.txt").exists(),
+            "{}",
+            world.explain(&run)
+        );
+    }
+}

@@ -359,6 +359,19 @@ impl GitCli {
         self.run_on_index(index, args).map(drop)
     }
 
+    /// `add -A -f` of `paths` into `index`: ignored files too.
+    pub(super) fn stage_forced(&self, index: &Path, paths: &[String]) -> Result<()> {
+        if paths.is_empty() {
+            return Ok(());
+        }
+        let literal: Vec<String> = paths.iter().map(|p| format!(":(literal){p}")).collect();
+        let mut args = vec!["add", "-A", "-f"];
+        args.extend(self.sparse_flag());
+        args.push("--");
+        args.extend(literal.iter().map(String::as_str));
+        self.run_with_index(index, args).map(drop)
+    }
+
     /// Two-way merge `from` → `to` through `index`, updating the worktree (`read-tree -m -u`).
     ///
     /// git refuses, before touching anything, when a file differs from what `index` records:

@@ -207,6 +207,13 @@ pub const WORKTREE_DAMAGED: Rule = Rule {
     why: "a worktree git no longer tracks can neither be checkpointed nor checked, so nothing in it is evidence",
     instead: "leave the worktree's .git file and directory alone; `git bmad doctor` names the repair",
 };
+/// A step changed what an agent CLI reads its grants from (`.claude/`, `opencode.json`);
+/// git-bmad put it back.
+pub const AGENT_SETTINGS: Rule = Rule {
+    id: "agent-settings",
+    why: "agent CLIs read their permission rules, hooks and tools from these files in the worktree: an agent that writes them grants itself, or the next step's agent, what the policy refused",
+    instead: "leave the agents' settings to the user; git-bmad put them back as they were before the step",
+};
 /// A contained step wrote where its walls keep nothing: a branch not its own, its
 /// worktree's HEAD; the write was dropped.
 pub const OUTSIDE_WALLS: Rule = Rule {
@@ -252,6 +259,7 @@ pub const CATALOGUE: &[Rule] = &[
     TESTS_PASS_ON_BASE,
     OUT_OF_SCOPE,
     WORKTREE_DAMAGED,
+    AGENT_SETTINGS,
     OUTSIDE_WALLS,
     TOO_NESTED,
     UNDECIDABLE,

@@ -17,7 +17,9 @@ pub mod sandbox;
 mod select;
 mod spawn;
 
-pub use adapter::{Adapter, AgentResult, Kind, ModelUsage, Verdict};
+pub use adapter::{
+    agent_settings, is_agent_settings, Adapter, AgentResult, Kind, ModelUsage, Verdict,
+};
 pub use agent::{breaking_change_in, interpret, invoke, verdict_in, Invocation};
 pub use error::{Error, Result};
 pub use process::{run as run_process, Captured, Exit, Output, Spec};

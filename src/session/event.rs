@@ -218,6 +218,21 @@ impl NewEvent {
         .decision(Some(Decision::Auto))
     }
 
+    /// A policy violation that concerns several paths: named one by one (a path may hold
+    /// ", ", which the subject joins them with).
+    pub fn violation_of_paths(
+        hook: &str,
+        rule: &str,
+        paths: Vec<String>,
+        reason: impl Into<String>,
+    ) -> Self {
+        let mut event = NewEvent::violation(hook, rule, paths.join(", "), reason);
+        if let Body::PolicyViolation(violation) = &mut event.body {
+            violation.paths = paths;
+        }
+        event
+    }
+
     /// A copy of another journal's event (`sync` merging journals): the same kind, detail,
     /// step and time, with where it came from and who vouched for it.
     pub fn copy_of(event: &Event, provenance: Provenance) -> Self {

@@ -11,6 +11,7 @@
 //! the trailers on the newest checkpoint summarise it so listing sessions reads one commit each.
 
 mod adopt;
+mod agent_settings;
 mod checkpoint;
 pub mod closeout;
 mod deferred;
@@ -48,6 +49,7 @@ pub mod trust;
 mod worktree;
 
 pub use adopt::{adopt, LEASE};
+pub use agent_settings::{held as hold_agent_settings, HeldSettings};
 pub use checkpoint::{chain, checkpoint, mark_status, Checkpoint, Taken, Trailers};
 pub use deferred::{defer, violations_kept_in, ReportChannel, REPORT_SOCKET};
 pub use doctor::{doctor, Finding, Severity};

@@ -31,10 +31,11 @@ const IMPLIED: &[(&str, &[&str])] = &[
 ];
 
 /// Whether `path` is one of the judge's files: git-bmad's configuration (`.bmad/`, but not
-/// the journals it renders into `.bmad/sessions/`), CI configuration, test infrastructure,
-/// or a file the test command runs (`named`).
+/// the journals it renders into `.bmad/sessions/`), what agent CLIs read their grants from,
+/// CI configuration, test infrastructure, or a file the test command runs (`named`).
 pub fn is_judges(path: &str, named: &[String]) -> bool {
     (path.starts_with(".bmad/") && !path.starts_with(".bmad/sessions/"))
+        || crate::runner::is_agent_settings(path)
         || is_test_infrastructure(path)
         || CI_CONFIG.iter().any(|ci| {
             if ci.ends_with('/') {
@@ -321,6 +322,8 @@ mod tests {
             ".github/workflows/ci.yml",
             ".gitlab-ci.yml",
             "test.sh",
+            ".claude/settings.json",
+            "opencode.json",
         ] {
             assert!(is_judges(judges, &named), "{judges}");
         }

@@ -71,6 +71,12 @@ impl Adapter for Claude {
         ]
     }
 
+    fn project_settings(&self) -> &'static [&'static str] {
+        // Settings (permission rules, `disableAllHooks`), subagents, skills' and commands'
+        // `allowed-tools`, and the project's MCP servers.
+        &[".claude/", ".mcp.json"]
+    }
+
     fn default_args(&self) -> &'static [&'static str] {
         &["--permission-mode", "acceptEdits"]
     }

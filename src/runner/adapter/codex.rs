@@ -30,6 +30,11 @@ impl Adapter for Codex {
         "codex"
     }
 
+    fn project_settings(&self) -> &'static [&'static str] {
+        // Its project `config.toml` (approval and sandbox policy).
+        &[".codex/"]
+    }
+
     fn key_variable(&self) -> Option<&'static str> {
         Some("OPENAI_API_KEY")
     }

@@ -33,6 +33,11 @@ impl Adapter for Gemini {
         "gemini"
     }
 
+    fn project_settings(&self) -> &'static [&'static str] {
+        // Settings (allowed tools, hooks, MCP servers), commands and extensions.
+        &[".gemini/"]
+    }
+
     fn key_variable(&self) -> Option<&'static str> {
         Some("GEMINI_API_KEY")
     }

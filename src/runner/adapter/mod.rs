@@ -55,6 +55,28 @@ static ADAPTERS: &[&dyn Adapter] = &[
     &generic::Generic,
 ];
 
+/// Whether `path` (relative to a worktree) is one of the files an agent CLI reads its
+/// grants from (see [`Adapter::project_settings`]), any CLI's: a step of one CLI can write
+/// what the next step's CLI reads. Compared without case, as a case-insensitive disk does.
+pub fn is_agent_settings(path: &str) -> bool {
+    let path = path.to_ascii_lowercase();
+    agent_settings()
+        .iter()
+        .any(|entry| crate::paths::names(entry, &path))
+}
+
+/// Every CLI's [`Adapter::project_settings`], once each.
+pub fn agent_settings() -> Vec<&'static str> {
+    let mut all: Vec<&'static str> = ADAPTERS
+        .iter()
+        .flat_map(|a| a.project_settings())
+        .copied()
+        .collect();
+    all.sort_unstable();
+    all.dedup();
+    all
+}
+
 /// What git-bmad needs to know about one agent CLI.
 pub trait Adapter: Sync {
     /// The runner's name in configs and playbooks (`claude`).
@@ -102,6 +124,13 @@ pub trait Adapter: Sync {
     /// The files of its own it needs from the user's home (login, settings), relative to
     /// it: a contained step gets copies of these in a private home, and nothing else.
     fn home_files(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// What it reads from the project that can grant it tools, permissions or hooks (its
+    /// settings, agents, skills, plugins): files, and folders ending in `/`. They sit in
+    /// the worktree the agent writes, so git-bmad puts back whatever a step changes there.
+    fn project_settings(&self) -> &'static [&'static str] {
         &[]
     }
 
@@ -591,6 +620,37 @@ mod tests {
         assert_eq!(packages.len(), 7, "{packages:?}");
         for package in packages {
             assert!(script.contains(package), "{package}");
+        }
+    }
+
+    #[test]
+    fn agent_settings_are_each_clis_grants_and_nothing_else() {
+        for grants in [
+            ".claude/settings.json",
+            ".claude/settings.local.json",
+            ".claude/skills/bmad-dev/SKILL.md",
+            ".claude",
+            ".Claude/Settings.json",
+            ".mcp.json",
+            "opencode.json",
+            "opencode.jsonc",
+            ".opencode/plugin/allow.ts",
+            ".qwen/settings.json",
+            ".gemini/settings.json",
+            ".codex/config.toml",
+            ".pi/extensions/x.ts",
+        ] {
+            assert!(is_agent_settings(grants), "{grants}");
+        }
+        for work in [
+            "src/.claude.rs",
+            "docs/.claude/settings.json",
+            ".claudeignore",
+            "opencode.json.md",
+            "CLAUDE.md",
+            "AGENTS.md",
+        ] {
+            assert!(!is_agent_settings(work), "{work}");
         }
     }
 }

@@ -24,6 +24,11 @@ impl Adapter for OpenCode {
         "opencode"
     }
 
+    fn project_settings(&self) -> &'static [&'static str] {
+        // Its config (permissions merged under git-bmad's), agents, commands and plugins.
+        &["opencode.json", "opencode.jsonc", ".opencode/"]
+    }
+
     fn key_variable(&self) -> Option<&'static str> {
         Some("ANTHROPIC_API_KEY")
     }

@@ -27,6 +27,11 @@ impl Adapter for Pi {
         "pi"
     }
 
+    fn project_settings(&self) -> &'static [&'static str] {
+        // Settings and extensions (code it loads).
+        &[".pi/"]
+    }
+
     fn key_variable(&self) -> Option<&'static str> {
         Some("ANTHROPIC_API_KEY")
     }

@@ -28,6 +28,11 @@ impl Adapter for Qwen {
         "qwen"
     }
 
+    fn project_settings(&self) -> &'static [&'static str] {
+        // Settings (allowed tools, permissions), commands and extensions.
+        &[".qwen/"]
+    }
+
     fn key_variable(&self) -> Option<&'static str> {
         Some("OPENAI_API_KEY")
     }

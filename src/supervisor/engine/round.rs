@@ -49,6 +49,8 @@ impl Engine<'_> {
             .ok()
             .map(|exe| agent::guard_command_for(&exe));
         let guard_hooked = agent::claude_guard_installed(&self.root);
+        let settings =
+            session::hold_agent_settings(self.repo, self.session, &runner::agent_settings())?;
         let fence = self.fence_round()?;
         let (walls, walls_lack) = self.walls_held();
         let mut invocations = Vec::new();
@@ -131,8 +133,11 @@ impl Engine<'_> {
                 before.clone()
             }
             None => {
-                self.vetted_checkpoint(&format!("after {}", ids.join(", ")), &tag, &ids)?
-                    .0
+                let after = self
+                    .vetted_checkpoint(&format!("after {}", ids.join(", ")), &tag, &ids)?
+                    .0;
+                self.put_back_agent_settings(&settings, &after, &ids)?;
+                after
             }
         };
         let mut violations = self.round_violations(round_start, &ids)?;
@@ -337,6 +342,36 @@ impl Engine<'_> {
                 .step(round_step(ids)),
             )?;
         }
+        Ok(())
+    }
+
+    /// Put back what the round changed of the files agent CLIs read their grants from, the
+    /// agent's version kept in `after`, and journal it as a policy violation of its steps
+    /// (the round's violations then gate them).
+    fn put_back_agent_settings(
+        &mut self,
+        held: &session::HeldSettings,
+        after: &Checkpoint,
+        ids: &[&str],
+    ) -> Result<()> {
+        let put_back = held.put_back(self.repo, self.session)?;
+        if put_back.is_empty() {
+            return Ok(());
+        }
+        let rule = &crate::policy::rules::AGENT_SETTINGS;
+        let kept = after.id.to_hex_with_len(10);
+        self.record(
+            NewEvent::violation_of_paths(
+                "supervisor",
+                rule.id,
+                put_back.clone(),
+                format!(
+                    "the step changed what agent CLIs read their permissions from: {}; put back as it was before the step (what git keeps of the step's version is in checkpoint {kept})",
+                    put_back.join(", ")
+                ),
+            )
+            .step(round_step(ids)),
+        )?;
         Ok(())
     }
 

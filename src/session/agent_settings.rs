@@ -1,0 +1,68 @@
+//! The files agents read their grants from (permission rules, hooks, tools), held across a
+//! step: they lie in the worktree the agent writes, so what a step changes there is put back
+//! before any other step's CLI reads it.
+//!
+//! They are held as git stores them with ignore rules set aside (`add -A -f`): a
+//! `.claude/settings.local.json` that `.gitignore` hides from every checkpoint is read by
+//! the CLI all the same.
+
+use crate::git::{ObjectId, Repo};
+
+use super::error::Result;
+use super::store::Session;
+
+/// The agents' settings in a session's worktree as they were when [`held`] took them.
+pub struct HeldSettings {
+    /// The entries (`.claude`, `opencode.json`): files, or folders with all under them.
+    entries: Vec<String>,
+    tree: ObjectId,
+}
+
+/// Take what `entries` (files; folders end in `/`) hold in the session's worktree now.
+pub fn held(repo: &Repo, session: &Session, entries: &[&str]) -> Result<HeldSettings> {
+    let entries: Vec<String> = entries
+        .iter()
+        .map(|e| crate::paths::trimmed(e).to_owned())
+        .collect();
+    let tree = taken(repo, session, &entries)?.1;
+    Ok(HeldSettings { entries, tree })
+}
+
+impl HeldSettings {
+    /// Put back every path under the entries that changed since they were held (changed,
+    /// added or removed, ignored or not): the paths put back. The state being left is the
+    /// caller's to keep (a checkpoint taken before).
+    pub fn put_back(&self, repo: &Repo, session: &Session) -> Result<Vec<String>> {
+        let (scratch, now) = taken(repo, session, &self.entries)?;
+        if now == self.tree {
+            return Ok(Vec::new());
+        }
+        let worktree = session.open_worktree(repo)?;
+        let wt = worktree.as_ref().unwrap_or(repo);
+        let changed: Vec<String> = wt
+            .diff_trees(self.tree, now)?
+            .into_iter()
+            .map(|change| change.path)
+            .filter(|path| self.entries.iter().any(|e| crate::paths::names(e, path)))
+            .collect();
+        if changed.is_empty() {
+            return Ok(changed);
+        }
+        let to = wt.tree_taking(now, self.tree, &changed)?;
+        wt.read_tree_update(scratch.path(), now, to)?;
+        Ok(changed)
+    }
+}
+
+/// A private copy of the worktree's index with the entries staged, and its tree.
+fn taken(
+    repo: &Repo,
+    session: &Session,
+    entries: &[String],
+) -> Result<(tempfile::NamedTempFile, ObjectId)> {
+    let worktree = session.open_worktree(repo)?;
+    let wt = worktree.as_ref().unwrap_or(repo);
+    let scratch = wt.copy_index()?;
+    let tree = wt.write_tree_forcing(scratch.path(), entries)?;
+    Ok((scratch, tree))
+}

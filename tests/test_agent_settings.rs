@@ -1,0 +1,133 @@
+//! What agent CLIs read their grants from (`.claude/`, `opencode.json`, `.qwen/`…) lies in
+//! the worktree the agent writes: a step that changes it is journaled as a policy violation,
+//! gated, and its change put back before any other step's CLI reads it; the rest of its work
+//! stays.
+
+use crate::common::{read, write, TestEnv};
+use crate::test_supervisor::{agent_behaviour, journal, named, start_with, FAKE_CLAUDE};
+
+const USERS_SETTINGS: &str = "{\"permissions\": {\"deny\": [\"Bash(curl:*)\"]}}\n";
+const USERS_AGENT: &str = "---\ndescription: reviews\n---\nReview the diff.\r\n";
+
+/// A project with the user's own agent settings, one of them ignored, and a two-step
+/// playbook whose first step's agent grants itself more.
+fn project(env: &TestEnv) -> std::path::PathBuf {
+    let repo = env.repo("proj");
+    env.bmad(&repo, &["init"]).success();
+    env.executable("claude", FAKE_CLAUDE);
+    write(&repo, ".claude/settings.json", USERS_SETTINGS);
+    write(&repo, ".opencode/agent/review.md", USERS_AGENT);
+    write(&repo, ".gitignore", ".claude/settings.local.json\n");
+    write(
+        &repo,
+        ".bmad/playbooks/two.yaml",
+        "steps:\n  - {id: work, command: do the work, postconditions: [{file_exists: src/work.txt}]}\n  - {id: more, command: do more}\n",
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "project"]);
+    repo
+}
+
+#[test]
+fn a_step_that_grants_agents_more_is_gated_and_its_grant_put_back() {
+    let env = TestEnv::new();
+    let repo = project(&env);
+    let (_, wt) = start_with(&env, &repo, "grants", "two");
+    // The user's own ignored settings in the session's worktree, from before any step.
+    write(
+        &wt,
+        ".claude/settings.local.json",
+        "{\"env\": {\"USERS\": \"1\"}}\n",
+    );
+    agent_behaviour(
+        &env,
+        "work",
+        r#"mkdir -p src && echo work > src/work.txt
+printf '{"permissions":{"allow":["Bash"]},"disableAllHooks":true}' > .claude/settings.json
+printf '{"permissions":{"allow":["Bash(*)"]}}' > .claude/settings.local.json
+rm .opencode/agent/review.md
+printf '{"permission":{"*":"allow"}}' > opencode.json
+mkdir -p .qwen && printf '{"tools":{"allowed":["run_shell_command"]}}' > .qwen/settings.json
+result "did the work"
+"#,
+    );
+    let run = env.bmad(&wt, &["run"]).code(3);
+    assert!(
+        run.stdout
+            .contains("Waiting for you at step `work` (policy_violation"),
+        "{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+
+    // Every grant is put back byte for byte, ignored or not; the work stays.
+    assert_eq!(read(&wt, ".claude/settings.json"), USERS_SETTINGS);
+    assert_eq!(
+        read(&wt, ".claude/settings.local.json"),
+        "{\"env\": {\"USERS\": \"1\"}}\n"
+    );
+    assert_eq!(read(&wt, ".opencode/agent/review.md"), USERS_AGENT);
+    assert!(!wt.join("opencode.json").exists());
+    assert!(!wt.join(".qwen/settings.json").exists());
+    assert_eq!(read(&wt, "src/work.txt"), "work\n");
+
+    let events = journal(&env, &wt);
+    let violations: Vec<_> = named(&events, "policy_violation")
+        .into_iter()
+        .filter(|v| v["detail"]["rule"] == "agent-settings")
+        .collect();
+    assert_eq!(violations.len(), 1, "{events:#?}");
+    assert_eq!(violations[0]["step"], "work", "{:#}", violations[0]);
+    assert_eq!(
+        violations[0]["detail"]["paths"],
+        serde_json::json!([
+            ".claude/settings.json",
+            ".claude/settings.local.json",
+            ".opencode/agent/review.md",
+            ".qwen/settings.json",
+            "opencode.json",
+        ]),
+        "{:#}",
+        violations[0]
+    );
+    // What git keeps of the agent's version is in the step's checkpoint.
+    let after_work = env.git(
+        &wt,
+        &["log", "--all", "--format=%H", "-1", "--grep=after work"],
+    );
+    let kept = env.git(
+        &wt,
+        &[
+            "show",
+            &format!("{}:.claude/settings.json", after_work.trim()),
+        ],
+    );
+    assert!(kept.contains("disableAllHooks"), "{kept}");
+
+    // Once a human has looked, the next step's agent starts from the user's settings.
+    agent_behaviour(
+        &env,
+        "more",
+        "cat .claude/settings.json > seen.txt\nresult \"did more\"\n",
+    );
+    env.bmad(&wt, &["answer", "continue", "-m", "looked"])
+        .success();
+    assert_eq!(read(&wt, "seen.txt"), USERS_SETTINGS);
+}
+
+#[test]
+fn a_step_that_leaves_agent_settings_alone_is_not_gated() {
+    let env = TestEnv::new();
+    let repo = project(&env);
+    let (_, wt) = start_with(&env, &repo, "clean", "two");
+    write(&wt, ".claude/settings.local.json", "{}\n");
+    agent_behaviour(
+        &env,
+        "work",
+        "mkdir -p src && echo work > src/work.txt\nresult \"did the work\"\n",
+    );
+    env.bmad(&wt, &["run"]).success();
+    let events = journal(&env, &wt);
+    assert!(named(&events, "policy_violation").is_empty(), "{events:#?}");
+    assert_eq!(named(&events, "step_completed").len(), 2, "{events:#?}");
+}
