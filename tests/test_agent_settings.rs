@@ -44,6 +44,7 @@ fn a_step_that_grants_agents_more_is_gated_and_its_grant_put_back() {
         "work",
         r#"mkdir -p src && echo work > src/work.txt
 printf '{"permissions":{"allow":["Bash"]},"disableAllHooks":true}' > .claude/settings.json
+git add .claude/settings.json && git commit -q -m "settings"
 printf '{"permissions":{"allow":["Bash(*)"]}}' > .claude/settings.local.json
 rm .opencode/agent/review.md
 printf '{"permission":{"*":"allow"}}' > opencode.json
@@ -70,6 +71,11 @@ result "did the work"
     assert!(!wt.join("opencode.json").exists());
     assert!(!wt.join(".qwen/settings.json").exists());
     assert_eq!(read(&wt, "src/work.txt"), "work\n");
+    // The grant it committed is not staged to come back: the index holds the user's too.
+    assert_eq!(
+        env.git(&wt, &["show", ":.claude/settings.json"]),
+        USERS_SETTINGS
+    );
 
     let events = journal(&env, &wt);
     let violations: Vec<_> = named(&events, "policy_violation")

@@ -359,6 +359,15 @@ impl GitCli {
         self.run_on_index(index, args).map(drop)
     }
 
+    /// `add -A` of `pathspecs` into this worktree's own index.
+    pub(super) fn stage_pathspecs(&self, pathspecs: &[String]) -> Result<()> {
+        let mut args = vec!["add", "-A"];
+        args.extend(self.sparse_flag());
+        args.push("--");
+        args.extend(pathspecs.iter().map(String::as_str));
+        self.run(args).map(drop)
+    }
+
     /// `add -A -f` of `paths` into `index`: ignored files too.
     pub(super) fn stage_forced(&self, index: &Path, paths: &[String]) -> Result<()> {
         if paths.is_empty() {

@@ -197,6 +197,28 @@ impl Repo {
         Ok(())
     }
 
+    /// Bring this worktree's own index in line with the disk for those of `paths` it
+    /// tracks (a changed file staged, a deleted one removed); the others stay untracked.
+    pub fn restage_tracked(&self, paths: &[String]) -> Result<()> {
+        if paths.is_empty() {
+            return Ok(());
+        }
+        let git = self.git()?;
+        let literal: Vec<String> = paths.iter().map(|p| format!(":(literal){p}")).collect();
+        let mut args = vec!["ls-files", "-z", "--cached", "--"];
+        args.extend(literal.iter().map(String::as_str));
+        let listed = git.run(args)?;
+        let tracked: Vec<String> = listed
+            .split(|b| *b == 0)
+            .filter(|p| !p.is_empty())
+            .map(|p| format!(":(literal){}", String::from_utf8_lossy(p)))
+            .collect();
+        if tracked.is_empty() {
+            return Ok(());
+        }
+        git.stage_pathspecs(&tracked)
+    }
+
     /// Stage `paths` (files, or folders and all under them), ignored ones too, into the index
     /// file `index` and return its tree: what those paths hold now, whatever `.gitignore`
     /// says. A path neither on disk nor in `index` is left out (git would call it a typo).

@@ -30,8 +30,9 @@ pub fn held(repo: &Repo, session: &Session, entries: &[&str]) -> Result<HeldSett
 
 impl HeldSettings {
     /// Put back every path under the entries that changed since they were held (changed,
-    /// added or removed, ignored or not): the paths put back. The state being left is the
-    /// caller's to keep (a checkpoint taken before).
+    /// added or removed, ignored or not), on disk and in the worktree's index where it tracks
+    /// them: the paths put back. The state being left is the caller's to keep (a checkpoint
+    /// taken before).
     pub fn put_back(&self, repo: &Repo, session: &Session) -> Result<Vec<String>> {
         let (scratch, now) = taken(repo, session, &self.entries)?;
         if now == self.tree {
@@ -50,6 +51,9 @@ impl HeldSettings {
         }
         let to = wt.tree_taking(now, self.tree, &changed)?;
         wt.read_tree_update(scratch.path(), now, to)?;
+        // A grant the agent staged would come back with its next `git checkout -- .` or
+        // `git commit`.
+        wt.restage_tracked(&changed)?;
         Ok(changed)
     }
 }

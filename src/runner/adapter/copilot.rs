@@ -25,6 +25,19 @@ impl Adapter for Copilot {
         "copilot"
     }
 
+    fn project_settings(&self) -> &'static [&'static str] {
+        // Hooks (which may allow a tool call), agents and skills (their tool lists), MCP
+        // servers; it reads `.claude/`'s skills, commands and agents too.
+        &[
+            ".github/hooks/",
+            ".github/agents/",
+            ".github/skills/",
+            ".agents/skills/",
+            ".mcp.json",
+            ".vscode/mcp.json",
+        ]
+    }
+
     fn key_variable(&self) -> Option<&'static str> {
         Some("COPILOT_GITHUB_TOKEN")
     }

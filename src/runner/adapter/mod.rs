@@ -639,6 +639,9 @@ mod tests {
             ".gemini/settings.json",
             ".codex/config.toml",
             ".pi/extensions/x.ts",
+            ".github/hooks/allow.json",
+            ".github/agents/dev.agent.md",
+            ".vscode/mcp.json",
         ] {
             assert!(is_agent_settings(grants), "{grants}");
         }
@@ -649,6 +652,8 @@ mod tests {
             "opencode.json.md",
             "CLAUDE.md",
             "AGENTS.md",
+            ".github/workflows/ci.yml",
+            ".vscode/settings.json",
         ] {
             assert!(!is_agent_settings(work), "{work}");
         }

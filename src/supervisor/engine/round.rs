@@ -125,21 +125,7 @@ impl Engine<'_> {
             self.settle_fence(fence, &ids)?;
         }
         self.report_moved_protected(&protected, &ids)?;
-        // A worktree the round deleted or unlinked cannot be checkpointed or checked: its
-        // steps fail on that, with nothing changed to show.
-        let after = match self.worktree_damage()? {
-            Some(damage) => {
-                self.report_damage(&damage, &ids)?;
-                before.clone()
-            }
-            None => {
-                let after = self
-                    .vetted_checkpoint(&format!("after {}", ids.join(", ")), &tag, &ids)?
-                    .0;
-                self.put_back_agent_settings(&settings, &after, &ids)?;
-                after
-            }
-        };
+        let after = self.checkpoint_after(&before, &settings, &tag, &ids)?;
         let mut violations = self.round_violations(round_start, &ids)?;
         // A step running again after a crash is judged on all it changed since it began.
         let since = match self.crashed_from.take() {
@@ -343,6 +329,27 @@ impl Engine<'_> {
             )?;
         }
         Ok(())
+    }
+
+    /// The state a round left, checkpointed, with what it changed of the agents' settings
+    /// put back. A worktree the round deleted or unlinked cannot be checkpointed or checked:
+    /// its steps fail on that, with nothing changed to show (`before`).
+    fn checkpoint_after(
+        &mut self,
+        before: &Checkpoint,
+        settings: &session::HeldSettings,
+        tag: &str,
+        ids: &[&str],
+    ) -> Result<Checkpoint> {
+        if let Some(damage) = self.worktree_damage()? {
+            self.report_damage(&damage, ids)?;
+            return Ok(before.clone());
+        }
+        let after = self
+            .vetted_checkpoint(&format!("after {}", ids.join(", ")), tag, ids)?
+            .0;
+        self.put_back_agent_settings(settings, &after, ids)?;
+        Ok(after)
     }
 
     /// Put back what the round changed of the files agent CLIs read their grants from, the
