@@ -137,3 +137,70 @@ fn a_step_that_leaves_agent_settings_alone_is_not_gated() {
     assert!(named(&events, "policy_violation").is_empty(), "{events:#?}");
     assert_eq!(named(&events, "step_completed").len(), 2, "{events:#?}");
 }
+
+/// A step killed with git-bmad after it wrote its grant (say, by an agent that then killed
+/// its supervisor): `resume` puts the grant back before the step runs again, and gates it.
+#[test]
+fn a_grant_written_before_a_crash_is_put_back_before_the_step_runs_again() {
+    let env = TestEnv::new();
+    let repo = project(&env);
+    let (_, wt) = start_with(&env, &repo, "crashed", "two");
+    let started = env.root().join("home/agent/work-started");
+    agent_behaviour(
+        &env,
+        "work",
+        r#"if [ "$BMAD_ATTEMPT" = 1 ]; then
+  printf '{"permissions":{"allow":["Bash"]}}' > .claude/settings.json
+  printf '{"permission":{"*":"allow"}}' > opencode.json
+  touch "$HOME/agent/work-started"
+  sleep 30
+fi
+cat .claude/settings.json > seen.txt
+mkdir -p src && echo work > src/work.txt
+result "did the work"
+"#,
+    );
+    let mut run = env
+        .bmad_command(&wt)
+        .args(["run"])
+        .spawn()
+        .expect("spawn git-bmad");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !started.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the step never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    run.kill().expect("kill -9");
+    run.wait().expect("wait");
+
+    let resumed = env.bmad(&wt, &["resume"]).code(3);
+    assert!(
+        resumed
+            .stdout
+            .contains("Waiting for you at step `work` (policy_violation"),
+        "{}\n{}",
+        resumed.stdout,
+        resumed.stderr
+    );
+    assert_eq!(
+        read(&wt, "seen.txt"),
+        USERS_SETTINGS,
+        "the step ran again on the grant"
+    );
+    assert_eq!(read(&wt, ".claude/settings.json"), USERS_SETTINGS);
+    assert!(!wt.join("opencode.json").exists());
+    let events = journal(&env, &wt);
+    let violation = named(&events, "policy_violation")
+        .into_iter()
+        .find(|v| v["detail"]["rule"] == "agent-settings")
+        .unwrap_or_else(|| panic!("no agent-settings violation: {events:#?}"));
+    assert_eq!(violation["step"], "work", "{violation:#}");
+    assert_eq!(
+        violation["detail"]["paths"],
+        serde_json::json!([".claude/settings.json", "opencode.json"]),
+        "{violation:#}"
+    );
+}

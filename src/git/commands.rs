@@ -220,32 +220,13 @@ impl Repo {
     }
 
     /// Stage `paths` (files, or folders and all under them), ignored ones too, into the index
-    /// file `index` and return its tree: what those paths hold now, whatever `.gitignore`
-    /// says. A path neither on disk nor in `index` is left out (git would call it a typo).
+    /// file `index` and return its tree: what those paths hold on disk now, whatever
+    /// `.gitignore` says. A path not on disk is left out (git would call it a typo).
     pub fn write_tree_forcing(&self, index: &Path, paths: &[String]) -> Result<ObjectId> {
         let git = self.git()?;
-        let listed: Vec<std::path::PathBuf> = paths.iter().map(std::path::PathBuf::from).collect();
-        let indexed = git.run_on_index(Some(index), {
-            let mut args: Vec<std::ffi::OsString> = ["ls-files", "-z", "--cached", "--"]
-                .map(Into::into)
-                .to_vec();
-            args.extend(listed.iter().map(|p| p.as_os_str().to_owned()));
-            args
-        })?;
-        let indexed: Vec<&[u8]> = indexed
-            .split(|b| *b == 0)
-            .filter(|p| !p.is_empty())
-            .collect();
         let present: Vec<String> = paths
             .iter()
-            .filter(|path| {
-                std::fs::symlink_metadata(self.workdir().join(path)).is_ok()
-                    || indexed.iter().any(|entry| {
-                        entry
-                            .strip_prefix(path.as_bytes())
-                            .is_some_and(|rest| rest.is_empty() || rest.starts_with(b"/"))
-                    })
-            })
+            .filter(|path| std::fs::symlink_metadata(self.workdir().join(path)).is_ok())
             .cloned()
             .collect();
         git.stage_forced(index, &present)?;

@@ -56,12 +56,14 @@ impl Repo {
         mut vet: Option<Vet<'_>>,
         since: Option<ObjectId>,
     ) -> Result<Vetted> {
+        let mut phases = Phases::start();
         let repo = self.gix();
         let head_tree = repo
             .head_tree_id_or_empty()
             .map_err(|e| Error::gix("could not read HEAD's tree", e))?
             .detach();
         let (index, cached) = self.index_and_snapshot_cache(since)?;
+        phases.done("index and snapshot cache read");
         // The change feed is asked before anything is read: whatever changes from here on
         // is in its next answer.
         let (mut cache, feed) = match cached {
@@ -75,6 +77,7 @@ impl Repo {
             ),
         };
         let (tracked_elsewhere, untracked) = cache.reconcile(&index);
+        phases.done("change feed asked, cache reconciled");
         let verified = now();
         let config = repo.config_snapshot();
         let modes = Modes {
@@ -98,6 +101,7 @@ impl Repo {
                 scanner.run()?
             }
         };
+        phases.done("worktree scanned");
         let mut ignores = Ignores::of_worktree(repo, &index)?;
         let mut changed = scan.changed;
         changed.extend(tracked_elsewhere);
@@ -112,7 +116,9 @@ impl Repo {
                 now_ignored.push(path);
             }
         }
+        phases.done("new files listed");
         let staged = self.index_differs_from(head_tree, &index)?;
+        phases.done("index compared with HEAD");
         let (mut pipeline, _) = repo
             .filter_pipeline(None)
             .map_err(|e| Error::gix("could not set up the filter pipeline", e))?;
@@ -170,10 +176,12 @@ impl Repo {
                 entry.map(|(kind, id)| (id, mode_of(kind), Default::default())),
             );
         }
+        phases.done("changed files stored");
         let tree = held.edit_tree_with(cache.tree, &edits)?;
         if let Some(own) = &own {
             own.write_held(&[])?;
         }
+        phases.done("tree written");
         // A refused file must be shown to the vet again next time, changed or not (the feed
         // would not name it): no token, so the next snapshot scans everything.
         let token = feed.token_field().filter(|_| refused.is_empty());
@@ -181,6 +189,7 @@ impl Repo {
             // Only a cache: this snapshot is whole without it, the next reads more.
             tracing::warn!("{e}");
         }
+        phases.done("snapshot cache stored");
         Ok(Vetted {
             tree,
             refused: refused
@@ -199,13 +208,22 @@ impl Repo {
     ) -> Result<(gix::worktree::Index, Option<SnapshotCache>)> {
         let repo = self.gix();
         let (git_dir, hash) = (self.git_dir(), repo.object_hash());
-        let load = move |tree| SnapshotCache::load(git_dir, hash, tree);
+        let load = move |tree| {
+            let began = std::time::Instant::now();
+            let cache = SnapshotCache::load(git_dir, hash, tree);
+            let ms = began.elapsed().as_secs_f64() * 1e3;
+            tracing::debug!(ms, "snapshot cache read");
+            cache
+        };
         let (index, cached) = std::thread::scope(|scope| {
             let reading = since.map(|tree| {
                 let thread = std::thread::Builder::new().spawn_scoped(scope, move || load(tree));
                 (tree, thread)
             });
+            let began = std::time::Instant::now();
             let index = repo.index_or_empty();
+            let ms = began.elapsed().as_secs_f64() * 1e3;
+            tracing::debug!(ms, "index read");
             // A cache that could not be read is rebuilt, like one that is not there.
             let cached = reading.and_then(|(tree, thread)| match thread {
                 Ok(thread) => thread.join().ok().flatten(),
@@ -532,6 +550,27 @@ impl Repo {
             .write()
             .map(|id| id.detach())
             .map_err(|e| Error::gix("could not write a tree of blobs", e))
+    }
+}
+
+/// How long each part of a snapshot took, at debug level (`GIT_BMAD_LOG=debug`): where
+/// the time of a large repository goes.
+struct Phases {
+    last: std::time::Instant,
+}
+
+impl Phases {
+    fn start() -> Phases {
+        Phases {
+            last: std::time::Instant::now(),
+        }
+    }
+
+    fn done(&mut self, phase: &str) {
+        let now = std::time::Instant::now();
+        let ms = (now - self.last).as_secs_f64() * 1e3;
+        tracing::debug!(phase, ms, "snapshot");
+        self.last = now;
     }
 }
 

@@ -29,6 +29,24 @@ pub fn held(repo: &Repo, session: &Session, entries: &[&str]) -> Result<HeldSett
 }
 
 impl HeldSettings {
+    /// The same, but with `paths` as `tree` has them: what a step interrupted by a crash
+    /// changed there, so the next [`Self::put_back`] restores them from before that step.
+    pub fn as_before(
+        self,
+        repo: &Repo,
+        session: &Session,
+        tree: ObjectId,
+        paths: &[String],
+    ) -> Result<HeldSettings> {
+        if paths.is_empty() {
+            return Ok(self);
+        }
+        let worktree = session.open_worktree(repo)?;
+        let wt = worktree.as_ref().unwrap_or(repo);
+        let tree = wt.tree_taking(self.tree, tree, paths)?;
+        Ok(HeldSettings { tree, ..self })
+    }
+
     /// Put back every path under the entries that changed since they were held (changed,
     /// added or removed, ignored or not), on disk and in the worktree's index where it tracks
     /// them: the paths put back. The state being left is the caller's to keep (a checkpoint
@@ -44,7 +62,6 @@ impl HeldSettings {
             .diff_trees(self.tree, now)?
             .into_iter()
             .map(|change| change.path)
-            .filter(|path| self.entries.iter().any(|e| crate::paths::names(e, path)))
             .collect();
         if changed.is_empty() {
             return Ok(changed);
@@ -58,7 +75,8 @@ impl HeldSettings {
     }
 }
 
-/// A private copy of the worktree's index with the entries staged, and its tree.
+/// A private index of the entries alone, staged from disk, and its tree: what they hold
+/// costs what they are, whatever the size of the repository.
 fn taken(
     repo: &Repo,
     session: &Session,
@@ -66,7 +84,7 @@ fn taken(
 ) -> Result<(tempfile::NamedTempFile, ObjectId)> {
     let worktree = session.open_worktree(repo)?;
     let wt = worktree.as_ref().unwrap_or(repo);
-    let scratch = wt.copy_index()?;
+    let scratch = wt.empty_index()?;
     let tree = wt.write_tree_forcing(scratch.path(), entries)?;
     Ok((scratch, tree))
 }

@@ -49,8 +49,7 @@ impl Engine<'_> {
             .ok()
             .map(|exe| agent::guard_command_for(&exe));
         let guard_hooked = agent::claude_guard_installed(&self.root);
-        let settings =
-            session::hold_agent_settings(self.repo, self.session, &runner::agent_settings())?;
+        let settings = self.hold_agent_settings(&before, &ids)?;
         let fence = self.fence_round()?;
         let (walls, walls_lack) = self.walls_held();
         let mut invocations = Vec::new();
@@ -350,6 +349,39 @@ impl Engine<'_> {
             .0;
         self.put_back_agent_settings(settings, &after, ids)?;
         Ok(after)
+    }
+
+    /// What agent CLIs read their grants from, held for the round. A step a crash
+    /// interrupted may have changed it before the crash: that goes back before it runs again,
+    /// journaled as its violation.
+    fn hold_agent_settings(
+        &mut self,
+        before: &Checkpoint,
+        ids: &[&str],
+    ) -> Result<session::HeldSettings> {
+        let held =
+            session::hold_agent_settings(self.repo, self.session, &runner::agent_settings())?;
+        let crashed_before = self
+            .crashed_from
+            .as_ref()
+            .filter(|(crashed, _)| ids.iter().any(|id| crashed.iter().any(|c| c == id)))
+            .map(|(_, from)| from.clone());
+        let Some(from) = crashed_before else {
+            return Ok(held);
+        };
+        let changed: Vec<String> = from
+            .work_changed_to(self.repo, before)?
+            .into_iter()
+            .map(|(path, _)| path)
+            .filter(|path| runner::is_agent_settings(path))
+            .collect();
+        let held = held.as_before(self.repo, self.session, from.tree, &changed)?;
+        self.put_back_agent_settings(&held, before, ids)?;
+        Ok(session::hold_agent_settings(
+            self.repo,
+            self.session,
+            &runner::agent_settings(),
+        )?)
     }
 
     /// Put back what the round changed of the files agent CLIs read their grants from, the
