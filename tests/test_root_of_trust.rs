@@ -692,3 +692,36 @@ fn a_contained_agent_reaches_no_other_sessions_watcher() {
     let alive = std::os::unix::net::UnixStream::connect(&socket);
     assert!(alive.is_ok(), "the other session's watcher is gone");
 }
+
+/// The first git-bmad processes of a clone, started together (an epic's first stories),
+/// agree on one clone id and one key: none fails on git's config lock or another's key.
+#[test]
+fn processes_that_start_together_agree_on_one_clone_id_and_one_key() {
+    let env = TestEnv::new();
+    let repo = env.repo("together");
+    let children: Vec<_> = (0..6)
+        .map(|_| {
+            env.bmad_command(&repo)
+                .args(["trust", "show"])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn git-bmad")
+        })
+        .collect();
+    let lines: Vec<String> = children
+        .into_iter()
+        .map(|child| {
+            let out = child.wait_with_output().expect("wait");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        })
+        .collect();
+    let ids = env.git(&repo, &["config", "--local", "--get-all", "bmad.cloneId"]);
+    assert_eq!(ids.lines().count(), 1, "{ids}");
+    assert!(lines.iter().all(|l| l == &lines[0]), "{lines:#?}");
+}

@@ -95,9 +95,27 @@ impl Repo {
         self.git()?.config_put_in(file.flag(), key, value)
     }
 
-    /// Add a value to a multi-valued key of the repository's own config file.
+    /// Add `value` to a multi-valued key of the repository's own config file, unless it is
+    /// there already.
     pub fn add_local_config(&self, key: &str, value: &str) -> Result<()> {
+        let _turn = turn(self.common_dir(), "config")?;
+        if self.local_config_values(key)?.iter().any(|v| v == value) {
+            return Ok(());
+        }
         self.git()?.config_add(key, value)
+    }
+
+    /// What `key` is set to (git's word, whatever the scope), or else `value`, added to the
+    /// repository's own config file now. git-bmad processes take turns: two that found it
+    /// unset at once (the first stories of an epic, starting together) would both write,
+    /// and git's config lock refuses the second.
+    pub fn config_or_add(&self, key: &str, value: &str) -> Result<String> {
+        let _turn = turn(self.common_dir(), "config")?;
+        if let Some((_, set)) = self.config_scope(key)? {
+            return Ok(set);
+        }
+        self.git()?.config_add(key, value)?;
+        Ok(value.to_owned())
     }
 
     /// Add `Key: value` to the trailers of a commit message file, unless that exact trailer
@@ -360,7 +378,7 @@ impl Repo {
 
     /// `git worktree add -b <branch> <path> <base>`, with the submodules checked out.
     pub fn add_worktree(&self, path: &Path, branch: &str, base: ObjectId) -> Result<()> {
-        let _turn = worktree_add_turn(self.common_dir())?;
+        let _turn = turn(self.common_dir(), "worktree-add")?;
         self.git()?.worktree_add(path, branch, base)?;
         self.unsparse_index_in(path);
         self.check_out_submodules_in(path);
@@ -370,7 +388,7 @@ impl Repo {
     /// `git worktree add <path> <branch>`: a worktree on a branch that exists (short name),
     /// with the submodules checked out.
     pub fn add_worktree_on(&self, path: &Path, short_branch: &str) -> Result<()> {
-        let _turn = worktree_add_turn(self.common_dir())?;
+        let _turn = turn(self.common_dir(), "worktree-add")?;
         self.git()?.worktree_add_existing(path, short_branch)?;
         self.unsparse_index_in(path);
         self.check_out_submodules_in(path);
@@ -593,12 +611,13 @@ impl DiffStat {
     }
 }
 
-/// `git worktree add` reads every other worktree's administrative files while it writes its
-/// own: two at once in one repository can read a half-written `commondir` and fail. So every
-/// git-bmad process and thread takes turns, holding an advisory lock on
-/// `<common dir>/bmad/worktree-add.lock` (released by the kernel if the holder dies).
-fn worktree_add_turn(common_dir: &Path) -> Result<std::fs::File> {
-    let path = common_dir.join("bmad/worktree-add.lock");
+/// Work that two git-bmad processes must not do at once in one repository (`what`): each
+/// process and thread takes turns, holding an advisory lock on `<common dir>/bmad/<what>.lock`
+/// (released by the kernel if the holder dies). `git worktree add` reads every other
+/// worktree's administrative files while it writes its own, so two at once can read a
+/// half-written `commondir` and fail; a config write takes git's lock on the file.
+fn turn(common_dir: &Path, what: &str) -> Result<std::fs::File> {
+    let path = common_dir.join(format!("bmad/{what}.lock"));
     let io = |op, e| Error::io(op, &path, e);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| io("create the directory of", e))?;

@@ -75,10 +75,35 @@ impl SshSigner {
                 what: format!("cannot make {}: {e}", dir.display()),
             })?;
         }
+        // Made aside and linked into place, which fails if a key is there: two processes
+        // making the key at once (an epic's first stories) agree on the first one's.
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let fail = |what: String| Error::Signing { what };
+        let aside = tempfile::Builder::new()
+            .prefix(".keygen-")
+            .tempdir_in(dir)
+            .map_err(|e| fail(format!("cannot make a folder in {}: {e}", dir.display())))?;
+        let made = aside.path().join("key");
         let mut cmd = self.command();
         cmd.args(["-q", "-t", "ed25519", "-N", "", "-C", comment, "-f"])
-            .arg(path);
-        self.run(cmd, None, "making a signing key").map(drop)
+            .arg(&made);
+        self.run(cmd, None, "making a signing key")?;
+        match std::fs::hard_link(&made, path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => return Ok(()),
+            // A file system without hard links: moved, unless a key came meanwhile.
+            Err(_) if path.exists() => return Ok(()),
+            Err(_) => std::fs::rename(&made, path)
+                .map_err(|e| fail(format!("cannot put the key at {}: {e}", path.display())))?,
+        }
+        let mut public = path.as_os_str().to_owned();
+        public.push(".pub");
+        std::fs::rename(aside.path().join("key.pub"), &public).map_err(|e| {
+            fail(format!(
+                "cannot put the public key beside {}: {e}",
+                path.display()
+            ))
+        })
     }
 
     /// The public key of the key at `path` (`<type> <base64>`, no comment): the file itself

@@ -27,13 +27,10 @@ pub fn ensure_clone_id(repo: &Repo) -> Result<String> {
     if let Some(id) = clone_id(repo) {
         return Ok(id);
     }
-    // Written since this process read its config: git's word, not the cached one.
-    if let Some((_, id)) = repo.config_scope(CLONE_ID_KEY)? {
-        return Ok(id);
-    }
+    // Written since this process read its config, maybe by a process starting beside it:
+    // git's word, not the cached one.
     let id = SessionId::generate(crate::time::Timestamp::now()).to_string();
-    repo.add_local_config(CLONE_ID_KEY, &id)?;
-    Ok(id)
+    Ok(repo.config_or_add(CLONE_ID_KEY, &id)?)
 }
 
 /// A validated session id.

@@ -405,7 +405,7 @@ impl Engine<'_> {
                 rule.id,
                 put_back.clone(),
                 format!(
-                    "the step changed what agent CLIs read their permissions from: {}; put back as it was before the step (what git keeps of the step's version is in checkpoint {kept})",
+                    "the step changed what agent CLIs read their permissions from: {}; put back as it was before the step. What git keeps of the step's version is in checkpoint {kept}: `git checkout {kept} -- <path>` takes one back, if you want it",
                     put_back.join(", ")
                 ),
             )
