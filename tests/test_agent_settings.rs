@@ -18,6 +18,8 @@ fn project(env: &TestEnv) -> std::path::PathBuf {
     write(&repo, ".claude/settings.json", USERS_SETTINGS);
     write(&repo, ".opencode/agent/review.md", USERS_AGENT);
     write(&repo, ".gitignore", ".claude/settings.local.json\n");
+    // git stores the agent file's CRLF as LF: put back, it must still be CRLF.
+    write(&repo, ".gitattributes", "* text=auto\n");
     write(
         &repo,
         ".bmad/playbooks/two.yaml",
@@ -33,7 +35,9 @@ fn a_step_that_grants_agents_more_is_gated_and_its_grant_put_back() {
     let env = TestEnv::new();
     let repo = project(&env);
     let (_, wt) = start_with(&env, &repo, "grants", "two");
-    // The user's own ignored settings in the session's worktree, from before any step.
+    // The user's own ignored settings in the session's worktree, from before any step, and
+    // an agent file as their editor wrote it (git holds it with LF).
+    write(&wt, ".opencode/agent/review.md", USERS_AGENT);
     write(
         &wt,
         ".claude/settings.local.json",

@@ -98,7 +98,7 @@ impl Repo {
     /// Add `value` to a multi-valued key of the repository's own config file, unless it is
     /// there already.
     pub fn add_local_config(&self, key: &str, value: &str) -> Result<()> {
-        let _turn = turn(self.common_dir(), "config")?;
+        let _turn = turn(self.common_dir(), "bmad/config.lock")?;
         if self.local_config_values(key)?.iter().any(|v| v == value) {
             return Ok(());
         }
@@ -110,7 +110,7 @@ impl Repo {
     /// unset at once (the first stories of an epic, starting together) would both write,
     /// and git's config lock refuses the second.
     pub fn config_or_add(&self, key: &str, value: &str) -> Result<String> {
-        let _turn = turn(self.common_dir(), "config")?;
+        let _turn = turn(self.common_dir(), "bmad/config.lock")?;
         if let Some((_, set)) = self.config_scope(key)? {
             return Ok(set);
         }
@@ -238,8 +238,10 @@ impl Repo {
     }
 
     /// Stage `paths` (files, or folders and all under them), ignored ones too, into the index
-    /// file `index` and return its tree: what those paths hold on disk now, whatever
-    /// `.gitignore` says. A path not on disk is left out (git would call it a typo).
+    /// file `index` and return its tree: what those paths hold on disk now, byte for byte
+    /// (no filter or line-ending conversion), whatever `.gitignore` says. A path not on disk
+    /// is left out (git would call it a typo). Not a checkpoint's form: a tree to put the
+    /// same bytes back from, with [`Self::read_tree_update_as_they_are`].
     pub fn write_tree_forcing(&self, index: &Path, paths: &[String]) -> Result<ObjectId> {
         let git = self.git()?;
         let present: Vec<String> = paths
@@ -254,6 +256,17 @@ impl Repo {
     /// The tree the index file `index` describes.
     pub fn write_tree_of_index(&self, index: &Path) -> Result<ObjectId> {
         self.git()?.write_tree_of_index(index)
+    }
+
+    /// [`Self::read_tree_update`] for trees [`Self::write_tree_forcing`] made: the bytes
+    /// written as they are in the objects.
+    pub fn read_tree_update_as_they_are(
+        &self,
+        index: &Path,
+        from: ObjectId,
+        to: ObjectId,
+    ) -> Result<()> {
+        self.git()?.read_tree_update_as_they_are(index, from, to)
     }
 
     /// Two-way merge `from` → `to` through `index`, updating this worktree (`read-tree -m
@@ -378,7 +391,7 @@ impl Repo {
 
     /// `git worktree add -b <branch> <path> <base>`, with the submodules checked out.
     pub fn add_worktree(&self, path: &Path, branch: &str, base: ObjectId) -> Result<()> {
-        let _turn = turn(self.common_dir(), "worktree-add")?;
+        let _turn = turn(self.common_dir(), "bmad/worktree-add.lock")?;
         self.git()?.worktree_add(path, branch, base)?;
         self.unsparse_index_in(path);
         self.check_out_submodules_in(path);
@@ -388,7 +401,7 @@ impl Repo {
     /// `git worktree add <path> <branch>`: a worktree on a branch that exists (short name),
     /// with the submodules checked out.
     pub fn add_worktree_on(&self, path: &Path, short_branch: &str) -> Result<()> {
-        let _turn = turn(self.common_dir(), "worktree-add")?;
+        let _turn = turn(self.common_dir(), "bmad/worktree-add.lock")?;
         self.git()?.worktree_add_existing(path, short_branch)?;
         self.unsparse_index_in(path);
         self.check_out_submodules_in(path);
@@ -611,13 +624,13 @@ impl DiffStat {
     }
 }
 
-/// Work that two git-bmad processes must not do at once in one repository (`what`): each
-/// process and thread takes turns, holding an advisory lock on `<common dir>/bmad/<what>.lock`
-/// (released by the kernel if the holder dies). `git worktree add` reads every other
-/// worktree's administrative files while it writes its own, so two at once can read a
-/// half-written `commondir` and fail; a config write takes git's lock on the file.
-fn turn(common_dir: &Path, what: &str) -> Result<std::fs::File> {
-    let path = common_dir.join(format!("bmad/{what}.lock"));
+/// Work that two git-bmad processes must not do at once in one repository: each process
+/// and thread takes turns, holding an advisory lock on `<common dir>/<lock>` (released by
+/// the kernel if the holder dies). `git worktree add` reads every other worktree's
+/// administrative files while it writes its own, so two at once can read a half-written
+/// `commondir` and fail; a config write takes git's lock on the file.
+fn turn(common_dir: &Path, lock: &str) -> Result<std::fs::File> {
+    let path = common_dir.join(lock);
     let io = |op, e| Error::io(op, &path, e);
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| io("create the directory of", e))?;

@@ -67,7 +67,7 @@ impl HeldSettings {
             return Ok(changed);
         }
         let to = wt.tree_taking(now, self.tree, &changed)?;
-        wt.read_tree_update(scratch.path(), now, to)?;
+        wt.read_tree_update_as_they_are(scratch.path(), now, to)?;
         // A grant the agent staged would come back with its next `git checkout -- .` or
         // `git commit`.
         wt.restage_tracked(&changed)?;
