@@ -53,6 +53,7 @@ printf '{"permissions":{"allow":["Bash(*)"]}}' > .claude/settings.local.json
 rm .opencode/agent/review.md
 printf '{"permission":{"*":"allow"}}' > opencode.json
 mkdir -p .qwen && printf '{"tools":{"allowed":["run_shell_command"]}}' > .qwen/settings.json
+mkdir -p "$HOME/agent/elsewhere/hooks" && ln -s "$HOME/agent/elsewhere" .github
 result "did the work"
 "#,
     );
@@ -74,6 +75,10 @@ result "did the work"
     assert_eq!(read(&wt, ".opencode/agent/review.md"), USERS_AGENT);
     assert!(!wt.join("opencode.json").exists());
     assert!(!wt.join(".qwen/settings.json").exists());
+    assert!(
+        std::fs::symlink_metadata(wt.join(".github")).is_err(),
+        "the .github link Copilot would read hooks through is gone"
+    );
     assert_eq!(read(&wt, "src/work.txt"), "work\n");
     // The grant it committed is not staged to come back: the index holds the user's too.
     assert_eq!(
@@ -93,6 +98,7 @@ result "did the work"
         serde_json::json!([
             ".claude/settings.json",
             ".claude/settings.local.json",
+            ".github",
             ".opencode/agent/review.md",
             ".qwen/settings.json",
             "opencode.json",

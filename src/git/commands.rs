@@ -237,18 +237,39 @@ impl Repo {
         git.stage_pathspecs(&tracked)
     }
 
+    /// The symlink on the way to `path` (relative to the worktree), if a folder above it is
+    /// one: git stores the link, and takes nothing through it.
+    fn symlink_above(&self, path: &str) -> Option<String> {
+        let mut above = String::new();
+        let parts: Vec<&str> = path.split('/').collect();
+        for part in &parts[..parts.len().saturating_sub(1)] {
+            if !above.is_empty() {
+                above.push('/');
+            }
+            above.push_str(part);
+            let on_disk = std::fs::symlink_metadata(self.workdir().join(&above));
+            if on_disk.is_ok_and(|m| m.file_type().is_symlink()) {
+                return Some(above);
+            }
+        }
+        None
+    }
+
     /// Stage `paths` (files, or folders and all under them), ignored ones too, into the index
     /// file `index` and return its tree: what those paths hold on disk now, byte for byte
-    /// (no filter or line-ending conversion), whatever `.gitignore` says. A path not on disk
-    /// is left out (git would call it a typo). Not a checkpoint's form: a tree to put the
+    /// (no filter or line-ending conversion), whatever `.gitignore` says. A path under a
+    /// symlinked folder is held as that link; a path not on disk is left out (git would call
+    /// it a typo). Not a checkpoint's form: a tree to put the
     /// same bytes back from, with [`Self::read_tree_update_as_they_are`].
     pub fn write_tree_forcing(&self, index: &Path, paths: &[String]) -> Result<ObjectId> {
         let git = self.git()?;
-        let present: Vec<String> = paths
+        let mut present: Vec<String> = paths
             .iter()
+            .map(|path| self.symlink_above(path).unwrap_or_else(|| path.clone()))
             .filter(|path| std::fs::symlink_metadata(self.workdir().join(path)).is_ok())
-            .cloned()
             .collect();
+        present.sort();
+        present.dedup();
         git.stage_forced(index, &present)?;
         git.write_tree_of_index(index)
     }

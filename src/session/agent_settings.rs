@@ -2,7 +2,7 @@
 //! step: they lie in the worktree the agent writes, so what a step changes there is put back
 //! before any other step's CLI reads it.
 //!
-//! They are held as git stores them with ignore rules set aside (`add -A -f`): a
+//! They are held as the bytes on disk, with ignore rules set aside (`add -A -f`): a
 //! `.claude/settings.local.json` that `.gitignore` hides from every checkpoint is read by
 //! the CLI all the same.
 
@@ -69,8 +69,11 @@ impl HeldSettings {
         let to = wt.tree_taking(now, self.tree, &changed)?;
         wt.read_tree_update_as_they_are(scratch.path(), now, to)?;
         // A grant the agent staged would come back with its next `git checkout -- .` or
-        // `git commit`.
-        wt.restage_tracked(&changed)?;
+        // `git commit`. The disk is what CLIs read: an index a killed git left locked only
+        // costs this.
+        if let Err(e) = wt.restage_tracked(&changed) {
+            tracing::warn!("agent settings put back on disk, not in the index: {e}");
+        }
         Ok(changed)
     }
 }
