@@ -259,8 +259,8 @@ impl Repo {
     /// file `index` and return its tree: what those paths hold on disk now, byte for byte
     /// (no filter or line-ending conversion), whatever `.gitignore` says. A path under a
     /// symlinked folder is held as that link; a path not on disk is left out (git would call
-    /// it a typo). Not a checkpoint's form: a tree to put the
-    /// same bytes back from, with [`Self::read_tree_update_as_they_are`].
+    /// it a typo). Not a checkpoint's form: a tree to put the same bytes back from, with
+    /// [`Self::read_tree_update_as_they_are`].
     pub fn write_tree_forcing(&self, index: &Path, paths: &[String]) -> Result<ObjectId> {
         let git = self.git()?;
         let mut present: Vec<String> = paths
