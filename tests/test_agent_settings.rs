@@ -80,6 +80,24 @@ result "did the work"
         "the .github link Copilot would read hooks through is gone"
     );
     assert_eq!(read(&wt, "src/work.txt"), "work\n");
+    // The ignored settings (where keys and tokens go) never became an object, the user's
+    // or the agent's.
+    for ignored in [
+        "{\"env\": {\"USERS\": \"1\"}}\n",
+        "{\"permissions\":{\"allow\":[\"Bash(*)\"]}}",
+    ] {
+        write(&env.root(), "probe", ignored);
+        let id = env.git(
+            &wt,
+            &["hash-object", &env.root().join("probe").to_string_lossy()],
+        );
+        let found = std::process::Command::new("git")
+            .current_dir(&wt)
+            .args(["cat-file", "-e", id.trim()])
+            .status()
+            .unwrap();
+        assert!(!found.success(), "{ignored} is in the object database");
+    }
     // The grant it committed is not staged to come back: the index holds the user's too.
     assert_eq!(
         env.git(&wt, &["show", ":.claude/settings.json"]),

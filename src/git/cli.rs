@@ -15,9 +15,6 @@ use super::push::{PushOutcome, Refused};
 use super::ObjectId;
 use crate::env::child::REPO_REDIRECTING_VARS;
 
-/// The empty tree's id (SHA-1: git-bmad reads no other format yet).
-const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
-
 mod config;
 
 /// Options of every patch read for secret scanning: no context, colour, external diff,
@@ -369,48 +366,6 @@ impl GitCli {
         args.push("--");
         args.extend(pathspecs.iter().map(String::as_str));
         self.run(args).map(drop)
-    }
-
-    /// `add -A -f` of `paths` into `index`, ignored files too, their bytes as they are on
-    /// disk (see [`Self::bytes_as_they_are`]).
-    pub(super) fn stage_forced(&self, index: &Path, paths: &[String]) -> Result<()> {
-        if paths.is_empty() {
-            return Ok(());
-        }
-        let literal: Vec<String> = paths.iter().map(|p| format!(":(literal){p}")).collect();
-        let mut cmd = self.bytes_as_they_are();
-        cmd.env("GIT_INDEX_FILE", index).args(["add", "-A", "-f"]);
-        cmd.args(self.sparse_flag()).arg("--").args(&literal);
-        run_checked(cmd).map(drop)
-    }
-
-    /// A git command that moves bytes between disk and objects unconverted: no attribute
-    /// applies (they are read from the empty tree, git 2.40 on), so no filter, `eol` or
-    /// `ident`, and no `core.autocrlf`. What goes back is then what was there, byte for byte.
-    fn bytes_as_they_are(&self) -> std::process::Command {
-        let mut cmd = self.command();
-        cmd.env("GIT_ATTR_SOURCE", EMPTY_TREE)
-            .args(["-c", "core.autocrlf=false"]);
-        cmd
-    }
-
-    /// [`Self::read_tree_update`] with the bytes as they are (see
-    /// [`Self::bytes_as_they_are`]): for trees [`Self::stage_forced`] made.
-    pub(super) fn read_tree_update_as_they_are(
-        &self,
-        index: &Path,
-        from: ObjectId,
-        to: ObjectId,
-    ) -> Result<()> {
-        let mut cmd = self.bytes_as_they_are();
-        cmd.env("GIT_INDEX_FILE", index).args([
-            "read-tree",
-            "-m",
-            "-u",
-            &from.to_string(),
-            &to.to_string(),
-        ]);
-        run_checked(cmd).map(drop)
     }
 
     /// Two-way merge `from` → `to` through `index`, updating the worktree (`read-tree -m -u`).

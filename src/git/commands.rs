@@ -96,13 +96,13 @@ impl Repo {
     }
 
     /// Add `value` to a multi-valued key of the repository's own config file, unless it is
-    /// there already.
-    pub fn add_local_config(&self, key: &str, value: &str) -> Result<()> {
+    /// there already; whether it was added.
+    pub fn add_local_config(&self, key: &str, value: &str) -> Result<bool> {
         let _turn = turn(self.common_dir(), "bmad/config.lock")?;
         if self.local_config_values(key)?.iter().any(|v| v == value) {
-            return Ok(());
+            return Ok(false);
         }
-        self.git()?.config_add(key, value)
+        self.git()?.config_add(key, value).map(|()| true)
     }
 
     /// What `key` is set to (git's word, whatever the scope), or else `value`, added to the
@@ -237,57 +237,9 @@ impl Repo {
         git.stage_pathspecs(&tracked)
     }
 
-    /// The symlink on the way to `path` (relative to the worktree), if a folder above it is
-    /// one: git stores the link, and takes nothing through it.
-    fn symlink_above(&self, path: &str) -> Option<String> {
-        let mut above = String::new();
-        let parts: Vec<&str> = path.split('/').collect();
-        for part in &parts[..parts.len().saturating_sub(1)] {
-            if !above.is_empty() {
-                above.push('/');
-            }
-            above.push_str(part);
-            let on_disk = std::fs::symlink_metadata(self.workdir().join(&above));
-            if on_disk.is_ok_and(|m| m.file_type().is_symlink()) {
-                return Some(above);
-            }
-        }
-        None
-    }
-
-    /// Stage `paths` (files, or folders and all under them), ignored ones too, into the index
-    /// file `index` and return its tree: what those paths hold on disk now, byte for byte
-    /// (no filter or line-ending conversion), whatever `.gitignore` says. A path under a
-    /// symlinked folder is held as that link; a path not on disk is left out (git would call
-    /// it a typo). Not a checkpoint's form: a tree to put the same bytes back from, with
-    /// [`Self::read_tree_update_as_they_are`].
-    pub fn write_tree_forcing(&self, index: &Path, paths: &[String]) -> Result<ObjectId> {
-        let git = self.git()?;
-        let mut present: Vec<String> = paths
-            .iter()
-            .map(|path| self.symlink_above(path).unwrap_or_else(|| path.clone()))
-            .filter(|path| std::fs::symlink_metadata(self.workdir().join(path)).is_ok())
-            .collect();
-        present.sort();
-        present.dedup();
-        git.stage_forced(index, &present)?;
-        git.write_tree_of_index(index)
-    }
-
     /// The tree the index file `index` describes.
     pub fn write_tree_of_index(&self, index: &Path) -> Result<ObjectId> {
         self.git()?.write_tree_of_index(index)
-    }
-
-    /// [`Self::read_tree_update`] for trees [`Self::write_tree_forcing`] made: the bytes
-    /// written as they are in the objects.
-    pub fn read_tree_update_as_they_are(
-        &self,
-        index: &Path,
-        from: ObjectId,
-        to: ObjectId,
-    ) -> Result<()> {
-        self.git()?.read_tree_update_as_they_are(index, from, to)
     }
 
     /// Two-way merge `from` → `to` through `index`, updating this worktree (`read-tree -m

@@ -116,18 +116,6 @@ impl Repo {
         Ok(copy)
     }
 
-    /// A private index that holds nothing yet, in the git dir (git reads an absent file as an
-    /// empty index). Deleted when dropped.
-    pub fn empty_index(&self) -> Result<tempfile::NamedTempFile> {
-        let index = tempfile::Builder::new()
-            .prefix("bmad-index-")
-            .tempfile_in(self.git_dir())
-            .map_err(|e| Error::io("could not create a temporary index in", self.git_dir(), e))?;
-        std::fs::remove_file(index.path())
-            .map_err(|e| Error::io("could not clear", index.path(), e))?;
-        Ok(index)
-    }
-
     /// The index of this worktree, saved (see the module docs).
     pub fn save_index(&self) -> Result<SavedIndex> {
         let copy = self.copy_index()?;

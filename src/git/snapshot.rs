@@ -513,21 +513,6 @@ impl Repo {
         false
     }
 
-    /// `tree` with each of `paths` as `source` holds it: taken from there, or removed where
-    /// `source` has none.
-    pub fn tree_taking(
-        &self,
-        tree: ObjectId,
-        source: ObjectId,
-        paths: &[String],
-    ) -> Result<ObjectId> {
-        let mut edits = Vec::with_capacity(paths.len());
-        for path in paths {
-            edits.push((path.as_str().into(), self.entry_in(source, path)?));
-        }
-        self.edit_tree_with(tree, &edits)
-    }
-
     /// `tree` without `paths` (a path absent from it is no error).
     pub fn tree_without(&self, tree: ObjectId, paths: &[String]) -> Result<ObjectId> {
         let edits: Vec<_> = paths.iter().map(|p| (p.as_str().into(), None)).collect();

@@ -65,12 +65,7 @@ pub fn init(repo: &Repo) -> Result<InitOutcome> {
 pub(crate) fn ensure_notes_config(repo: &Repo) -> Result<Vec<String>> {
     let mut added = Vec::new();
     for key in ["notes.displayRef", "notes.rewriteRef"] {
-        if !repo
-            .local_config_values(key)?
-            .iter()
-            .any(|v| v == NOTES_GLOB)
-        {
-            repo.add_local_config(key, NOTES_GLOB)?;
+        if repo.add_local_config(key, NOTES_GLOB)? {
             added.push(format!("{key}={NOTES_GLOB}"));
         }
     }

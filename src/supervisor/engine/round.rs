@@ -359,8 +359,7 @@ impl Engine<'_> {
         before: &Checkpoint,
         ids: &[&str],
     ) -> Result<session::HeldSettings> {
-        let held =
-            session::hold_agent_settings(self.repo, self.session, &runner::agent_settings())?;
+        let held = session::hold_agent_settings(self.session, &runner::agent_settings())?;
         let crashed_before = self
             .crashed_from
             .as_ref()
@@ -375,10 +374,9 @@ impl Engine<'_> {
             .map(|(path, _)| path)
             .filter(|path| runner::is_agent_settings(path))
             .collect();
-        let held = held.as_before(self.repo, self.session, from.tree, &changed)?;
+        let held = held.as_before(self.repo, from.id, &changed)?;
         self.put_back_agent_settings(&held, before, ids)?;
         Ok(session::hold_agent_settings(
-            self.repo,
             self.session,
             &runner::agent_settings(),
         )?)
