@@ -43,6 +43,26 @@ impl Session<'_> {
     /// change feed told it what to read (rather than a scan of the whole worktree).
     #[track_caller]
     fn checkpoint(&self, what: &str) -> bool {
+        let log = self.checkpoint_log(what);
+        !log.contains("scanning the whole worktree")
+    }
+
+    /// Take a checkpoint, assert it is exactly what `git add -A` records and that the feed
+    /// answered, and say whether it read the worktree's index.
+    #[track_caller]
+    fn reads_the_index(&self, what: &str) -> bool {
+        let log = self.checkpoint_log(what);
+        assert!(
+            !log.contains("scanning the whole worktree"),
+            "not fed: {what}"
+        );
+        !log.contains("the index is as the last snapshot saw it, not read")
+    }
+
+    /// Take a checkpoint, assert it is exactly what `git add -A` records and that a change
+    /// feed was asked; its debug log.
+    #[track_caller]
+    fn checkpoint_log(&self, what: &str) -> String {
         let run = self
             .env
             .bmad_command(&self.wt)
@@ -57,8 +77,8 @@ impl Session<'_> {
             &["rev-parse", &format!("{}^{{tree}}", self.chain)],
         );
         assert_eq!(tree.trim(), self.add_all(), "checkpoint after: {what}");
-        assert!(stderr.contains("change feed: "), "{stderr}");
-        !stderr.contains("scanning the whole worktree")
+        assert!(stderr.contains("change feed"), "{stderr}");
+        stderr.into_owned()
     }
 
     /// What `git add -A` on a copy of the worktree's index records: a file added by force
@@ -181,6 +201,87 @@ fn fed_checkpoints_are_exact_through_every_kind_of_change() {
         "info/exclude is outside the feed"
     );
     fed("fed again");
+}
+
+/// While the index is the one the last checkpoint read and `HEAD` has not moved, a fed
+/// checkpoint reads neither the index nor the whole snapshot cache: what it would take from
+/// the index is `HEAD`'s (line endings kept where the committed copy has CRs, an executable
+/// bit git keeps under `core.fileMode=false`). Whatever changes the index, `HEAD`, or the
+/// rules an index decides has the next checkpoint read it. Each is exactly `git add -A`.
+#[test]
+fn a_checkpoint_reads_the_index_only_when_it_may_have_changed() {
+    let env = TestEnv::new();
+    let s = Session::new(&env);
+    let wt = &s.wt;
+    std::fs::write(wt.join("crlf.txt"), "one\r\ntwo\r\n").unwrap();
+    write(wt, "tool.sh", "#!/bin/sh\n");
+    std::fs::set_permissions(wt.join("tool.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    env.git(wt, &["add", "-A"]);
+    env.git(wt, &["commit", "-q", "-m", "CRLF and a tool"]);
+    write(wt, ".gitattributes", "* text=auto\n");
+    env.git(wt, &["add", "-A"]);
+    env.git(wt, &["commit", "-q", "-m", "text=auto"]);
+    env.git(wt, &["config", "core.fileMode", "false"]);
+    s.wait_for_the_feed();
+    s.checkpoint("settled");
+    let quick = |what: &str| assert!(!s.reads_the_index(what), "read the index: {what}");
+    let reads = |what: &str| assert!(s.reads_the_index(what), "did not read the index: {what}");
+
+    write(wt, "src/a.txt", "changed\n");
+    quick("a modified file");
+    write(wt, "new/deeper/n.txt", "n\n");
+    quick("a new directory");
+    std::fs::write(wt.join("crlf.txt"), "one\r\ntwo\r\nthree\r\n").unwrap();
+    quick("CRLF kept where the committed copy has it");
+    write(wt, "tool.sh", "#!/bin/sh\necho\n");
+    std::fs::set_permissions(wt.join("tool.sh"), std::fs::Permissions::from_mode(0o644)).unwrap();
+    quick("an executable's bit kept under core.fileMode=false");
+    for i in 0..100 {
+        write(wt, &format!("many/f{i}.txt"), &format!("{i}\n"));
+    }
+    quick("more new files than a delta holds: the cache written whole");
+    write(wt, "src/a.txt", "changed again\n");
+    quick("from the cache written whole");
+    std::fs::remove_dir_all(wt.join("many")).unwrap();
+    reads("more paths gone than a delta holds: the whole cache is read");
+
+    env.git(wt, &["add", "src/a.txt"]);
+    reads("a path staged");
+    write(wt, "docs/c.md", "c2\n");
+    reads("while something is staged");
+    env.git(wt, &["commit", "-q", "-m", "a"]);
+    reads("HEAD moved");
+    write(wt, "docs/c.md", "c3\n");
+    quick("settled again");
+    env.git(wt, &["add", "-N", "new/deeper/n.txt"]);
+    reads("an intent to add");
+    write(wt, "docs/c.md", "c4\n");
+    reads("while an intent to add stands");
+    env.git(wt, &["reset", "-q"]);
+    reads("the index reset");
+    write(wt, "src/ignored.log", "log\n");
+    quick("an untracked file");
+    write(wt, "src/.gitignore", "*.log\n");
+    assert!(
+        !s.checkpoint("a new .gitignore"),
+        "the watcher has it scan it all"
+    );
+    std::fs::remove_file(wt.join(".gitattributes")).unwrap();
+    reads("a tracked .gitattributes deleted: git reads the index's copy");
+    write(wt, "docs/c.md", "c5\n");
+    reads("while the index has a .gitattributes the disk has not");
+    env.git(wt, &["checkout", "--", ".gitattributes"]);
+    reads("the .gitattributes back");
+    write(wt, "docs/c.md", "c6\n");
+    quick("settled again with the rules on disk");
+    let index = env.git(
+        wt,
+        &["rev-parse", "--path-format=absolute", "--git-path", "index"],
+    );
+    let before = std::fs::read(index.trim()).unwrap();
+    env.git(wt, &["update-index", "--index-version", "4"]);
+    assert_ne!(std::fs::read(index.trim()).unwrap(), before);
+    reads("the index rewritten, nothing changed on disk");
 }
 
 /// Random changes in random order, a checkpoint after each few: every one fed and exact.

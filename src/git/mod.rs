@@ -49,7 +49,7 @@ pub use push::{PushOutcome, Refused};
 pub use refs::{lock_age, CasOutcome, ABANDONED_GIT_LOCK, STALE_LOCK_AGE};
 pub use repo::{CommitInfo, Repo, WorktreeInfo};
 pub use signing::{precheck, Precheck, SshSigner};
-pub use snapshot::{Dirt, Vet, Vetted, VET_LIMIT};
+pub use snapshot::{Dirt, Staged, Vet, Vetted, VET_LIMIT};
 pub use watch::enable_watcher;
 #[cfg(target_os = "linux")]
 pub use watch::run_watcher;

@@ -6,15 +6,20 @@
 //! ignored files are never read. The index is only ever read: its stat cache is what makes
 //! status cheap, and writing it would race with the agent's own `git add`.
 
-use gix::bstr::{BStr, ByteSlice};
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
 
-use gix::index::entry::Stat;
+use gix::bstr::{BStr, BString, ByteSlice};
+use gix::index::entry::{Flags, Stat};
 use gix::object::tree::EntryKind;
 
 use super::error::{Error, Result};
 use super::ignores::Ignores;
 use super::repo::Repo;
-use super::snapshot_cache::{mode_of, tree_kind, SnapshotCache};
+use super::snapshot_cache::index_seen::{FileStamp, IndexSeen};
+use super::snapshot_cache::{mode_of, tree_kind, SnapshotCache, StoredCache};
+use super::watch::Feed;
 use super::worktree_scan::{new_files, on_disk, stat_of, Scanner};
 use super::ObjectId;
 
@@ -35,9 +40,19 @@ pub struct Vetted {
     pub tree: ObjectId,
     /// Changed files the vet refused, as `HEAD` has them in `tree`.
     pub refused: Vec<String>,
+    /// What the index holds besides `HEAD`'s tree.
+    pub staged: Staged,
+}
+
+/// What the worktree's index holds besides `HEAD`'s tree, as a snapshot found it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Staged {
     /// Whether the index differs from `HEAD` (staged changes, conflicts), so a checkpoint
     /// must save it too.
-    pub staged: bool,
+    pub changes: bool,
+    /// Whether it has intent-to-add entries (`git add -N`), which no tree can hold, so a
+    /// checkpoint keeps the index whole.
+    pub intent_to_add: bool,
 }
 
 impl Repo {
@@ -62,51 +77,36 @@ impl Repo {
             .head_tree_id_or_empty()
             .map_err(|e| Error::gix("could not read HEAD's tree", e))?
             .detach();
-        let (index, cached) = self.index_and_snapshot_cache(since)?;
-        phases.done("index and snapshot cache read");
-        // The change feed is asked before anything is read: whatever changes from here on
-        // is in its next answer.
-        let (mut cache, feed) = match cached {
-            Some(cache) => {
-                let feed = self.feed_setting().ask(self, cache.feed.as_deref());
-                (cache, feed)
-            }
-            None => (
-                SnapshotCache::from_head(self, head_tree, &index)?,
-                self.feed_setting().ask(self, None),
-            ),
-        };
-        let (tracked_elsewhere, untracked) = cache.reconcile(&index);
-        phases.done("change feed asked, cache reconciled");
-        let verified = now();
-        let config = repo.config_snapshot();
-        let modes = Modes {
-            file_mode: config.boolean("core.fileMode").unwrap_or(true),
-            symlinks: config.boolean("core.symlinks").unwrap_or(true),
-        };
-        let scanner = Scanner::new(
-            self.workdir(),
-            &cache.state,
-            cache.verified,
-            modes.file_mode,
-            config.boolean("core.trustCTime").unwrap_or(true),
-        );
-        let scan = match &feed.changed {
-            Some(paths) => {
-                tracing::debug!("change feed: {} paths changed", paths.len());
-                scanner.run_targeted(paths)?
-            }
-            None => {
-                tracing::debug!("change feed: none, scanning the whole worktree");
-                scanner.run()?
-            }
+        let stored = since
+            .and_then(|tree| StoredCache::open(self.git_dir(), repo.object_hash(), tree))
+            .map(Arc::new);
+        // The change feed is asked before the worktree is read: whatever changes from here
+        // on is in its next answer.
+        let feed = self
+            .feed_setting()
+            .ask(self, stored.as_deref().and_then(StoredCache::feed));
+        phases.done("change feed asked");
+        let start = match self.quick_start(stored.as_ref(), &feed, head_tree)? {
+            Some(start) => start,
+            None => self.full_start(stored, &feed, head_tree)?,
         };
         phases.done("worktree scanned");
-        let mut ignores = Ignores::of_worktree(repo, &index)?;
-        let mut changed = scan.changed;
-        changed.extend(tracked_elsewhere);
-        changed.extend(self.moved_submodules(&cache));
-        changed.extend(new_files(self.workdir(), &mut ignores, scan.unknown)?);
+        let Start {
+            mut cache,
+            index,
+            mut changed,
+            unknown,
+            untracked,
+            staged,
+            seen,
+            verified,
+        } = start;
+        let no_index = gix::index::State::new(repo.object_hash());
+        // A quick start reads no index: every ignore file the index has is on disk, where
+        // these rules read them first.
+        let read = index.as_ref().map(|index| -> &gix::index::State { index });
+        let mut ignores = Ignores::of_worktree(repo, read.unwrap_or(&no_index))?;
+        changed.extend(new_files(self.workdir(), &mut ignores, unknown)?);
         // A file only the snapshot had (untracked) that the ignore rules now exclude leaves
         // it, as `add -A` on a copy of the index would leave it out.
         let mut now_ignored = Vec::new();
@@ -117,11 +117,19 @@ impl Repo {
             }
         }
         phases.done("new files listed");
-        let staged = self.index_differs_from(head_tree, &index)?;
-        phases.done("index compared with HEAD");
-        let (mut pipeline, _) = repo
-            .filter_pipeline(None)
-            .map_err(|e| Error::gix("could not set up the filter pipeline", e))?;
+        // Without the index, what it holds for the paths to store: `HEAD`'s entries, which
+        // a quick start's index records exactly.
+        let head_entries;
+        let index: &gix::index::State = match &index {
+            Some(index) => index,
+            None => {
+                head_entries = self.entries_in(head_tree, &changed)?;
+                &head_entries
+            }
+        };
+        let mut pipeline = self.filter_pipeline_with(index)?;
+        let modes = Modes::of(repo);
+        phases.done("index entries and filters ready");
         // The new blobs and trees are written together, as one pack when many: at the end,
         // or by the caller when it holds objects itself.
         let own = (!self.is_holding()).then(|| self.holding_objects());
@@ -131,7 +139,7 @@ impl Repo {
         for path in &changed {
             let path = path.as_bstr();
             let before = cache.entry(path);
-            if let Some((id, mode)) = held_by_index(&index, path) {
+            if let Some((id, mode)) = held_by_index(index, path) {
                 if Some((id, mode)) != before {
                     edits.push((path.to_owned(), Some((tree_kind(mode), id))));
                 }
@@ -140,16 +148,16 @@ impl Repo {
                 continue;
             }
             let (stored, stat) =
-                self.store_file(held, &mut pipeline, &index, path, before, &mut vet)?;
+                self.store_file(held, &mut pipeline, index, path, before, &mut vet)?;
             let entry = match stored {
-                Stored::Object(kind, id) => Some((modes.as_git_has_it(kind, &index, path), id)),
+                Stored::Object(kind, id) => Some((modes.as_git_has_it(kind, index, path), id)),
                 Stored::Refused => {
                     refused.push(path.to_owned());
                     continue;
                 }
                 // A submodule is a directory on disk: the commit checked out in it, or the
                 // one the index records while none is.
-                Stored::Nothing => gitlink(&index, path).map(|recorded| {
+                Stored::Nothing => gitlink(index, path).map(|recorded| {
                     let checked_out = self.submodule_head(path);
                     (EntryKind::Commit, checked_out.unwrap_or(recorded))
                 }),
@@ -178,14 +186,15 @@ impl Repo {
         }
         phases.done("changed files stored");
         let tree = held.edit_tree_with(cache.tree, &edits)?;
+        phases.done("tree edited");
         if let Some(own) = &own {
             own.write_held(&[])?;
         }
-        phases.done("tree written");
+        phases.done("objects written");
         // A refused file must be shown to the vet again next time, changed or not (the feed
         // would not name it): no token, so the next snapshot scans everything.
         let token = feed.token_field().filter(|_| refused.is_empty());
-        if let Err(e) = cache.store(self, tree, verified, token.as_deref()) {
+        if let Err(e) = cache.store(self, tree, verified, seen.as_ref(), token.as_deref()) {
             // Only a cache: this snapshot is whole without it, the next reads more.
             tracing::warn!("{e}");
         }
@@ -200,40 +209,233 @@ impl Repo {
         })
     }
 
-    /// The worktree's index, and the snapshot cache if it describes `since`: two large
-    /// reads, independent, so on two cores at once.
+    /// A start that reads neither the index nor the whole snapshot cache, whose cost
+    /// follows the changes, not the repository: when the index is the one the last
+    /// snapshot saw (and was plain, see [`IndexSeen`]), the change feed names what changed,
+    /// those paths are few, none has other names, and none is an ignore or attributes file
+    /// (which decide again what the untracked paths are, or may leave git to read the
+    /// index's copy).
+    fn quick_start(
+        &self,
+        stored: Option<&Arc<StoredCache>>,
+        feed: &Feed,
+        head_tree: ObjectId,
+    ) -> Result<Option<Start>> {
+        let (Some(stored), Some(paths)) = (stored, &feed.changed) else {
+            return Ok(None);
+        };
+        let Some(seen) = stored.seen().filter(|seen| seen.holds(self, head_tree)) else {
+            return Ok(None);
+        };
+        if paths.iter().any(|path| names_rules(path.as_bytes())) {
+            return Ok(None);
+        }
+        let Some(cache) = stored.around(paths) else {
+            return Ok(None);
+        };
+        let verified = now();
+        let modes = Modes::of(self.gix());
+        let scanner = Scanner::new(
+            self.workdir(),
+            &cache.state,
+            cache.verified,
+            modes.file_mode,
+            modes.trust_ctime,
+        );
+        if scanner.links_elsewhere(paths) {
+            return Ok(None);
+        }
+        let scan = scanner.run_on(paths)?;
+        let mut found = scan
+            .changed
+            .iter()
+            .chain(scan.unknown.iter().map(|(path, _)| path));
+        if found.any(|path| names_rules(path)) {
+            return Ok(None);
+        }
+        tracing::debug!("snapshot: the index is as the last snapshot saw it, not read");
+        Ok(Some(Start {
+            cache,
+            index: None,
+            changed: scan.changed,
+            unknown: scan.unknown,
+            untracked: Vec::new(),
+            staged: Staged::default(),
+            seen: Some(seen.clone()),
+            verified,
+        }))
+    }
+
+    /// A start from the worktree's index and the whole snapshot cache (or, without one,
+    /// `HEAD` and the index's stat data).
+    fn full_start(
+        &self,
+        stored: Option<Arc<StoredCache>>,
+        feed: &Feed,
+        head_tree: ObjectId,
+    ) -> Result<Start> {
+        // Before the read: an index replaced meanwhile then has another checksum than the
+        // one read, and is not taken as seen.
+        let stamp = FileStamp::of(self);
+        let (index, cached) = self.index_and_snapshot_cache(stored)?;
+        // The feed's paths are what changed since the stored cache: without it, anything
+        // may differ from `HEAD`.
+        let paths = feed.changed.as_ref().filter(|_| cached.is_some());
+        let mut cache = match cached {
+            Some(cache) => cache,
+            None => SnapshotCache::from_head(self, head_tree, &index)?,
+        };
+        let (tracked_elsewhere, untracked) = cache.reconcile(&index);
+        tracing::debug!("snapshot: index read, cache reconciled");
+        let verified = now();
+        let modes = Modes::of(self.gix());
+        let scanner = Scanner::new(
+            self.workdir(),
+            &cache.state,
+            cache.verified,
+            modes.file_mode,
+            modes.trust_ctime,
+        );
+        let scan = match paths {
+            Some(paths) => {
+                tracing::debug!("change feed: {} paths changed", paths.len());
+                scanner.run_targeted(paths)?
+            }
+            None => {
+                tracing::debug!("change feed: none, scanning the whole worktree");
+                scanner.run()?
+            }
+        };
+        let mut changed = scan.changed;
+        changed.extend(tracked_elsewhere);
+        changed.extend(self.moved_submodules(&cache));
+        let staged = Staged {
+            changes: self.index_differs_from(head_tree, &index)?,
+            intent_to_add: index
+                .entries()
+                .iter()
+                .any(|e| e.flags.contains(Flags::INTENT_TO_ADD)),
+        };
+        let seen = IndexSeen::of(self, stamp, &index, head_tree, staged.changes);
+        Ok(Start {
+            cache,
+            index: Some(index),
+            changed,
+            unknown: scan.unknown,
+            untracked,
+            staged,
+            seen,
+            verified,
+        })
+    }
+
+    /// The worktree's index, and the stored snapshot cache decoded: two large reads,
+    /// independent, so on two cores at once.
     fn index_and_snapshot_cache(
         &self,
-        since: Option<ObjectId>,
+        stored: Option<Arc<StoredCache>>,
     ) -> Result<(gix::worktree::Index, Option<SnapshotCache>)> {
         let repo = self.gix();
-        let (git_dir, hash) = (self.git_dir(), repo.object_hash());
-        let load = move |tree| {
+        let decode = |stored: &StoredCache| {
             let began = std::time::Instant::now();
-            let cache = SnapshotCache::load(git_dir, hash, tree);
+            let cache = stored.decode();
             let ms = began.elapsed().as_secs_f64() * 1e3;
             tracing::debug!(ms, "snapshot cache read");
             cache
         };
         let (index, cached) = std::thread::scope(|scope| {
-            let reading = since.map(|tree| {
-                let thread = std::thread::Builder::new().spawn_scoped(scope, move || load(tree));
-                (tree, thread)
+            let reading = stored.as_deref().map(|stored| {
+                let thread =
+                    std::thread::Builder::new().spawn_scoped(scope, move || decode(stored));
+                (stored, thread)
             });
             let began = std::time::Instant::now();
             let index = repo.index_or_empty();
             let ms = began.elapsed().as_secs_f64() * 1e3;
             tracing::debug!(ms, "index read");
             // A cache that could not be read is rebuilt, like one that is not there.
-            let cached = reading.and_then(|(tree, thread)| match thread {
+            let cached = reading.and_then(|(stored, thread)| match thread {
                 Ok(thread) => thread.join().ok().flatten(),
                 // No second thread to be had: read here.
-                Err(_) => load(tree),
+                Err(_) => decode(stored),
             });
             (index, cached)
         });
         let index = index.map_err(|e| Error::gix("could not read the index", e))?;
         Ok((index, cached))
+    }
+
+    /// The entries `tree` has for `paths` (files, links and submodules), as an index holds
+    /// them: each tree on the way read once, however many of the paths pass through it.
+    fn entries_in(&self, tree: ObjectId, paths: &BTreeSet<BString>) -> Result<gix::index::State> {
+        let mut state = gix::index::State::new(self.gix().object_hash());
+        let paths: Vec<&[u8]> = paths.iter().map(|path| path.as_slice()).collect();
+        self.push_entries(tree, 0, &paths, &mut state)?;
+        Ok(state)
+    }
+
+    /// Push to `state`, in order, the entries of `paths` (sorted; the first `depth` bytes of
+    /// each name the folder whose tree is `tree`) that `tree` has.
+    fn push_entries(
+        &self,
+        tree: ObjectId,
+        depth: usize,
+        paths: &[&[u8]],
+        state: &mut gix::index::State,
+    ) -> Result<()> {
+        let object = self
+            .gix()
+            .find_tree(tree)
+            .map_err(|e| Error::gix(format!("could not read tree {tree}"), e))?;
+        let decoded = object
+            .decode()
+            .map_err(|e| Error::gix(format!("could not decode tree {tree}"), e))?;
+        let by_name: std::collections::HashMap<&[u8], _> = decoded
+            .entries
+            .iter()
+            .map(|e| (e.filename.as_bytes(), e))
+            .collect();
+        let mut rest = paths;
+        while let Some(first) = rest.first() {
+            let tail = &first[depth..];
+            let Some(slash) = tail.find_byte(b'/') else {
+                let found = by_name.get(tail).filter(|e| !e.mode.is_tree());
+                if let Some(e) = found {
+                    let (mode, id) = (mode_of(e.mode.kind()), e.oid.to_owned());
+                    let flags = gix::index::entry::Flags::empty();
+                    state.dangerously_push_entry(Stat::default(), id, flags, mode, first.as_bstr());
+                }
+                rest = &rest[1..];
+                continue;
+            };
+            // Sorted, the paths under one folder come together.
+            let folder = &tail[..=slash];
+            let under = rest
+                .iter()
+                .take_while(|p| p[depth..].starts_with(folder))
+                .count();
+            let subtree = by_name.get(&folder[..slash]).filter(|e| e.mode.is_tree());
+            if let Some(e) = subtree {
+                let id = e.oid.to_owned();
+                self.push_entries(id, depth + folder.len(), &rest[..under], state)?;
+            }
+            rest = &rest[under..];
+        }
+        Ok(())
+    }
+
+    /// How `git add` converts files (clean filters, line endings, encodings), with the
+    /// attributes read from the worktree and, for a file missing there, from `index`.
+    fn filter_pipeline_with(&self, index: &gix::index::State) -> Result<gix::filter::Pipeline<'_>> {
+        let repo = self.gix();
+        let attributes = repo
+            .attributes_only(
+                index,
+                gix::worktree::stack::state::attributes::Source::WorktreeThenIdMapping,
+            )
+            .map_err(|e| Error::gix("could not read the attributes", e))?;
+        gix::filter::Pipeline::new(repo, attributes.detach())
+            .map_err(|e| Error::gix("could not set up the filter pipeline", e))
     }
 
     /// Read the whole worktree once, so that the next snapshot starts from a settled
@@ -538,6 +740,33 @@ impl Repo {
     }
 }
 
+/// Where a snapshot starts: the last one's cache (in line with the index, when it was
+/// read), the paths to read again, and what the index says.
+struct Start {
+    cache: SnapshotCache,
+    /// The worktree's index; `None` when it is the one the last snapshot saw, not read.
+    index: Option<gix::worktree::Index>,
+    /// Paths to read again: changed on disk, or new in the index.
+    changed: BTreeSet<BString>,
+    /// Names on disk the cache does not have (`true` for a directory), for the ignore rules.
+    unknown: Vec<(BString, bool)>,
+    /// Paths the snapshot has and the index does not, for the ignore rules.
+    untracked: Vec<BString>,
+    /// What the index holds besides `HEAD`'s tree.
+    staged: Staged,
+    /// The index as this snapshot saw it, for the next.
+    seen: Option<IndexSeen>,
+    /// When the scan began: stat data taken after it is good from then.
+    verified: Duration,
+}
+
+/// Whether `path` is an ignore or attributes file (any case: a case-insensitive disk reads
+/// it so).
+fn names_rules(path: &[u8]) -> bool {
+    let name = path.rsplit(|b| *b == b'/').next().unwrap_or(path);
+    name.eq_ignore_ascii_case(b".gitignore") || name.eq_ignore_ascii_case(b".gitattributes")
+}
+
 /// How long each part of a snapshot took, at debug level (`GIT_BMAD_LOG=debug`): where
 /// the time of a large repository goes.
 struct Phases {
@@ -567,9 +796,20 @@ impl Phases {
 struct Modes {
     file_mode: bool,
     symlinks: bool,
+    /// `core.trustCTime`: whether a file's change time counts in its stat data.
+    trust_ctime: bool,
 }
 
 impl Modes {
+    fn of(repo: &gix::Repository) -> Modes {
+        let config = repo.config_snapshot();
+        Modes {
+            file_mode: config.boolean("core.fileMode").unwrap_or(true),
+            symlinks: config.boolean("core.symlinks").unwrap_or(true),
+            trust_ctime: config.boolean("core.trustCTime").unwrap_or(true),
+        }
+    }
+
     /// The kind git records for a file `path` read from disk as `kind`.
     fn as_git_has_it(self, kind: EntryKind, index: &gix::index::State, path: &BStr) -> EntryKind {
         if !matches!(kind, EntryKind::Blob | EntryKind::BlobExecutable) {

@@ -15,25 +15,30 @@
 //! worktree's index. It never decides what a snapshot holds, only what must be re-read.
 //!
 //! File: `<worktree git dir>/bmad-snapshot-index`: a header line
-//! `bmad-snapshot-index 2 <tree> <verified> <length> [<feed>]` (`verified`: when its stat data
-//! was known good, as `<seconds>.<nanoseconds>`; `feed`: the change feed's token taken before
-//! the snapshot was read, see [`super::watch`]), then a git index (version 2) of `length`
-//! bytes.
+//! `bmad-snapshot-index 3 <tree> <verified> <length> <index> [<feed>]` (`verified`: when its
+//! stat data was known good, as `<seconds>.<nanoseconds>`; `index`: the worktree's index as
+//! that snapshot saw it, or `-`, see [`index_seen`]; `feed`: the change feed's token taken
+//! before the snapshot was read, see [`super::watch`]), then a git index (version 2 or 3)
+//! of `length` bytes, then the offset of every 64th of its entries (8 bytes each,
+//! little-endian), so that a snapshot of a few changed paths decodes only the entries
+//! around them (see [`entries`]).
 //!
 //! Rewriting the whole index after every snapshot cost as much as reading it (3 MB on a
 //! 40,000-file worktree), so most snapshots write only what changed since that file, to
 //! `bmad-snapshot-index.delta`: a header line
-//! `bmad-snapshot-delta 2 <tree> <verified> <length> <crc32> [<feed>]`, then `length` bytes
-//! (whose CRC-32 is `crc32`): the base file's header line and one record per changed path,
-//! NUL-terminated: `<mode> <id> <mtime> <ctime> <dev> <ino> <uid> <gid> <size> <path>` (times
-//! as `<seconds>.<nanoseconds>`), or `- <path>` for a path the snapshot no longer has. It is
-//! overwritten in place, so no checkpoint creates or deletes a file for it; the length and
-//! checksum catch what a crash or two writers at once leave half-written. A delta counts only
-//! with the base it names; once it holds more than a sixteenth of the entries the whole
-//! index is written again and the delta removed.
+//! `bmad-snapshot-delta 3 <tree> <verified> <length> <crc32> <index> [<feed>]`, then `length`
+//! bytes (whose CRC-32 is `crc32`): the base file's header line and one record per changed
+//! path, NUL-terminated: `<mode> <id> <mtime> <ctime> <dev> <ino> <uid> <gid> <size> <path>`
+//! (times as `<seconds>.<nanoseconds>`), or `- <path>` for a path the snapshot no longer
+//! has. It is overwritten in place, so no checkpoint creates or deletes a file for it; the
+//! length and checksum catch what a crash or two writers at once leave half-written. A
+//! delta counts only with the base it names; once it holds more than a sixteenth of the
+//! entries the whole index is written again and the delta removed.
 
 use std::collections::BTreeSet;
+use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use gix::bstr::{BStr, BString, ByteSlice};
@@ -44,13 +49,17 @@ use super::repo::Repo;
 use super::ObjectId;
 
 mod delta;
+mod entries;
+pub(super) mod index_seen;
 
 use delta::Delta;
+use entries::Entries;
+use index_seen::IndexSeen;
 
 const FILE: &str = "bmad-snapshot-index";
 const DELTA_FILE: &str = "bmad-snapshot-index.delta";
-const MAGIC: &str = "bmad-snapshot-index 2";
-const DELTA_MAGIC: &str = "bmad-snapshot-delta 2";
+const MAGIC: &str = "bmad-snapshot-index 3";
+const DELTA_MAGIC: &str = "bmad-snapshot-delta 3";
 /// Up to this many changed paths a delta is written whatever the cache's size.
 const DELTA_MIN: usize = 64;
 
@@ -65,86 +74,212 @@ pub(super) struct SnapshotCache {
     /// When the stat data was known good (since the Unix epoch); see
     /// [`super::worktree_scan::trusted`].
     pub verified: Duration,
-    /// One stage-0 entry per file, link and submodule of `tree`, sorted by path.
+    /// One stage-0 entry per file, link and submodule of `tree`, sorted by path; only
+    /// those around the paths a snapshot looks at when the cache is `partial`.
     pub state: gix::index::State,
-    /// The change feed's token saved with the snapshot, as [`super::watch::Token::field`]
-    /// wrote it.
-    pub feed: Option<String>,
     /// Entries for paths `state` lacks, added in one sort when the cache is stored.
     added: Vec<(BString, Cached)>,
     /// The header line of the full file `state` was read from, and the paths changed since
     /// (in its delta, or by [`Self::set`]): what a delta must hold. `None` when there is no
     /// full file to build on.
     base: Option<(String, BTreeSet<BString>)>,
+    /// When `state` holds only some entries: the stored cache they were taken from, whose
+    /// others a full write takes from there.
+    partial: Option<Arc<StoredCache>>,
 }
 
-impl SnapshotCache {
-    fn path(repo: &Repo) -> PathBuf {
-        repo.git_dir().join(FILE)
-    }
+/// The cache as stored: the full file mapped, not decoded, and its delta read.
+pub(super) struct StoredCache {
+    bytes: memmap2::Mmap,
+    /// The full file's header line, which a delta names.
+    header: String,
+    body: Range<usize>,
+    table: Range<usize>,
+    hash: gix::hash::Kind,
+    /// The snapshot tree it describes (the delta's, when there is one).
+    tree: ObjectId,
+    verified: Duration,
+    seen: Option<IndexSeen>,
+    /// The change feed's token saved with the snapshot, as [`super::watch::Token::field`]
+    /// wrote it.
+    feed: Option<String>,
+    /// The delta's records, to apply over the full file's entries.
+    records: Vec<(BString, Option<Cached>)>,
+}
 
-    /// The cache of the worktree whose git dir is `git_dir`, if it describes `tree` and can
-    /// be read (no handle: it is read on a thread of its own).
-    pub fn load(git_dir: &Path, hash: gix::hash::Kind, tree: ObjectId) -> Option<SnapshotCache> {
-        let path = git_dir.join(FILE);
-        let bytes = map(&path)?;
+impl StoredCache {
+    /// The cache of the worktree whose git dir is `git_dir`, if it describes `tree` and is
+    /// whole (no handle: it may be read on a thread of its own).
+    pub fn open(git_dir: &Path, hash: gix::hash::Kind, tree: ObjectId) -> Option<StoredCache> {
+        let bytes = map(&git_dir.join(FILE))?;
         let newline = bytes.iter().position(|b| *b == b'\n')?;
-        let header = std::str::from_utf8(&bytes[..newline]).ok()?;
-        let rest = header.strip_prefix(MAGIC)?;
-        let mut fields = rest.split_whitespace();
+        let header = std::str::from_utf8(&bytes[..newline]).ok()?.to_owned();
+        let mut fields = header.strip_prefix(MAGIC)?.split_whitespace();
         let cached = ObjectId::from_hex(fields.next()?.as_bytes()).ok()?;
         let verified = parse_time(fields.next()?)?;
         let length: usize = fields.next()?.parse().ok()?;
+        let seen = IndexSeen::parse(fields.next()?);
         let feed = fields.next().map(str::to_owned);
-        let body = &bytes[newline + 1..];
-        if body.len() != length {
-            return None;
-        }
+        let body = newline + 1..(newline + 1).checked_add(length)?;
+        let table = body.end..bytes.len();
+        Entries::new(bytes.get(body.clone())?, &bytes[table.clone()], hash)?;
+        let mut stored = StoredCache {
+            header,
+            body,
+            table,
+            hash,
+            tree: cached,
+            verified,
+            seen,
+            feed,
+            records: Vec::new(),
+            bytes,
+        };
         let delta = crate::fs::read_private(&git_dir.join(DELTA_FILE))
             .ok()
-            .and_then(|delta| Delta::parse(&delta, header));
-        let expected = delta.as_ref().map_or(cached, |d| d.tree);
-        if expected != tree {
-            return None;
+            .and_then(|delta| Delta::parse(&delta, &stored.header));
+        if let Some(delta) = delta {
+            stored.tree = delta.tree;
+            stored.verified = delta.verified;
+            stored.seen = delta.seen;
+            stored.feed = delta.feed;
+            stored.records = delta.records;
         }
-        let decoded = gix::index::State::from_bytes(
-            body,
-            filetime::FileTime::from_unix_time(verified.as_secs() as i64, verified.subsec_nanos()),
-            hash,
-            Default::default(),
-        );
-        let (state, _) = match decoded {
-            Ok(decoded) => decoded,
-            Err(e) => {
-                tracing::debug!("snapshot cache {}: unreadable: {e}", path.display());
+        (stored.tree == tree).then_some(stored)
+    }
+
+    /// The change feed's token saved with the last snapshot.
+    pub fn feed(&self) -> Option<&str> {
+        self.feed.as_deref()
+    }
+
+    /// The worktree's index as the last snapshot saw it.
+    pub fn seen(&self) -> Option<&IndexSeen> {
+        self.seen.as_ref()
+    }
+
+    fn entries(&self) -> Option<Entries<'_>> {
+        Entries::new(
+            &self.bytes[self.body.clone()],
+            &self.bytes[self.table.clone()],
+            self.hash,
+        )
+    }
+
+    /// Every entry, decoded.
+    pub fn decode(&self) -> Option<SnapshotCache> {
+        // Read ahead of the decode, as one sequential read (ignored where not supported).
+        let _ = self.bytes.advise(memmap2::Advice::PopulateRead);
+        let state = self.decode_body(&self.bytes[self.body.clone()])?;
+        Some(self.with_records(state, None))
+    }
+
+    /// The entries around `paths` (the paths a change feed named), if not too many:
+    /// each path's own and every entry under it, and for each folder on the way its own
+    /// entry (a file it replaced) and one under it that is still there (that it has any):
+    /// all a scan of those paths looks up.
+    pub fn around(self: &Arc<Self>, paths: &[String]) -> Option<SnapshotCache> {
+        // More would be as many as a delta may hold: then the whole is read.
+        let limit = DELTA_MIN.max(self.len() / 16);
+        let body = &self.bytes[self.body.clone()];
+        let entries = self.entries()?;
+        let gone: BTreeSet<&[u8]> = self
+            .records
+            .iter()
+            .filter(|(_, entry)| entry.is_none())
+            .map(|(path, _)| path.as_slice())
+            .collect();
+        let mut picked = std::collections::BTreeMap::new();
+        let mut pick = |(_, raw): (&[u8], Range<usize>)| {
+            picked.insert(raw.start, raw);
+            picked.len() <= limit
+        };
+        let mut under = Vec::new();
+        for path in paths {
+            let path = path.as_bytes();
+            if let Some(raw) = entries.find(path) {
+                pick(raw);
+            }
+            under.clear();
+            under.extend_from_slice(path);
+            under.push(b'/');
+            if !entries.under(&under).all(&mut pick) {
                 return None;
             }
-        };
+            for end in path.find_iter("/") {
+                let dir = &path[..end];
+                if let Some(raw) = entries.find(dir) {
+                    pick(raw);
+                }
+                under.clear();
+                under.extend_from_slice(dir);
+                under.push(b'/');
+                if let Some(raw) = entries.under(&under).find(|(p, _)| !gone.contains(p)) {
+                    pick(raw);
+                }
+            }
+        }
+        if picked.len() > limit {
+            return None;
+        }
+        let raws: Vec<Range<usize>> = picked.into_values().collect();
+        let state = self.decode_body(&entries::body_of(body, &raws, self.hash))?;
+        Some(self.with_records(state, Some(Arc::clone(self))))
+    }
+
+    /// The entries of an index body, if it decodes and is as the cache writes them: one
+    /// stage-0 entry per path, sorted.
+    fn decode_body(&self, body: &[u8]) -> Option<gix::index::State> {
+        let stamp = filetime::FileTime::from_unix_time(
+            self.verified.as_secs() as i64,
+            self.verified.subsec_nanos(),
+        );
+        let (state, _) =
+            match gix::index::State::from_bytes(body, stamp, self.hash, Default::default()) {
+                Ok(decoded) => decoded,
+                Err(e) => {
+                    tracing::debug!("snapshot cache: unreadable: {e}");
+                    return None;
+                }
+            };
         let sound = state.entries().iter().all(|e| e.stage_raw() == 0)
             && state
                 .entries()
                 .windows(2)
                 .all(|w| w[0].path(&state).cmp(w[1].path(&state)) == std::cmp::Ordering::Less);
-        if !sound {
-            return None;
-        }
+        sound.then_some(state)
+    }
+
+    /// The cache of `state` (the full file's entries, or some) with the delta applied.
+    fn with_records(
+        &self,
+        state: gix::index::State,
+        partial: Option<Arc<StoredCache>>,
+    ) -> SnapshotCache {
         let mut cache = SnapshotCache {
-            tree,
-            verified,
+            tree: self.tree,
+            verified: self.verified,
             state,
-            feed,
             added: Vec::new(),
-            base: Some((header.to_owned(), BTreeSet::new())),
+            base: Some((self.header.clone(), BTreeSet::new())),
+            partial,
         };
-        if let Some(delta) = delta {
-            cache.verified = delta.verified;
-            cache.feed = delta.feed;
-            for (path, entry) in delta.records {
-                cache.set(path.as_bstr(), entry);
-            }
-            cache.settle_added();
+        for (path, entry) in &self.records {
+            cache.set(path.as_bstr(), *entry);
         }
-        Some(cache)
+        cache.settle_added();
+        cache
+    }
+
+    /// How many entries the full file has.
+    fn len(&self) -> usize {
+        self.entries().map_or(0, |e| e.len())
+    }
+}
+
+impl SnapshotCache {
+    fn path(repo: &Repo) -> PathBuf {
+        repo.git_dir().join(FILE)
     }
 
     /// A cache for `HEAD`'s tree, taking the stat data of the worktree index's entries
@@ -182,9 +317,9 @@ impl SnapshotCache {
                 stamp.nanoseconds(),
             ),
             state,
-            feed: None,
             added: Vec::new(),
             base: None,
+            partial: None,
         })
     }
 
@@ -314,14 +449,16 @@ impl SnapshotCache {
         merge_sorted_tail(self.state.entries_mut(), head, &slots);
     }
 
-    /// Write the cache for `tree`, its stat data known good at `verified`, with the change
-    /// feed's token `feed`: only the paths changed since the full file while they are few,
-    /// else the full file. No fsync: a cache a crash tears is found torn and rebuilt.
+    /// Write the cache for `tree`, its stat data known good at `verified`, with the index
+    /// as this snapshot saw it and the change feed's token `feed`: only the paths changed
+    /// since the full file while they are few, else the full file. No fsync: a cache a
+    /// crash tears is found torn and rebuilt.
     pub fn store(
         mut self,
         repo: &Repo,
         tree: ObjectId,
         verified: Duration,
+        seen: Option<&IndexSeen>,
         feed: Option<&str>,
     ) -> Result<()> {
         self.settle_added();
@@ -329,16 +466,22 @@ impl SnapshotCache {
         // A field of a header line: one word.
         let feed = feed.filter(|f| !f.is_empty() && !f.contains(char::is_whitespace));
         let feed = feed.map(|f| format!(" {f}")).unwrap_or_default();
+        let tail = format!(" {}{feed}", IndexSeen::field(seen));
+        let entries = match &self.partial {
+            Some(stored) => stored.len(),
+            None => self.state.entries().len(),
+        };
         if let Some((base, changed)) = &self.base {
-            if changed.len() <= DELTA_MIN.max(self.state.entries().len() / 16) {
+            if changed.len() <= DELTA_MIN.max(entries / 16) {
                 let head = format!("{DELTA_MAGIC} {tree} {}", format_time(verified));
-                let bytes = Delta::encode(&self.state, &head, &feed, base, changed);
+                let bytes = Delta::encode(&self.state, &head, &tail, base, changed);
                 return crate::fs::overwrite_unsynced(&delta_path, &bytes)
                     .map_err(|e| Error::io("could not write the snapshot cache", &delta_path, e));
             }
         }
+        let state = self.into_whole()?;
         let mut body = Vec::new();
-        self.state
+        state
             .write_to(
                 &mut body,
                 gix::index::write::Options {
@@ -349,14 +492,19 @@ impl SnapshotCache {
             .map_err(|e| Error::gix("could not encode the snapshot cache", e))?;
         // The trailing checksum, all zeros as with `index.skipHash`: the header's length
         // catches a torn file, and hashing 1 MB on every checkpoint would cost more than it finds.
-        body.resize(body.len() + repo.gix().object_hash().len_in_bytes(), 0);
+        let hash = repo.gix().object_hash();
+        body.resize(body.len() + hash.len_in_bytes(), 0);
+        let table = Entries::table_of(&body, hash).ok_or_else(|| {
+            Error::Corrupt("the snapshot cache just encoded cannot be walked".into())
+        })?;
         let mut bytes = format!(
-            "{MAGIC} {tree} {} {}{feed}\n",
+            "{MAGIC} {tree} {} {}{tail}\n",
             format_time(verified),
             body.len()
         )
         .into_bytes();
         bytes.extend_from_slice(&body);
+        bytes.extend_from_slice(&table);
         let path = Self::path(repo);
         crate::fs::replace_unsynced(&path, &bytes)
             .map_err(|e| Error::io("could not write the snapshot cache", &path, e))?;
@@ -370,6 +518,39 @@ impl SnapshotCache {
             )),
             _ => Ok(()),
         }
+    }
+
+    /// Every entry: `state`, or when it holds only some, the stored file's with every path
+    /// changed since (its delta's and this snapshot's) as `state` has it.
+    fn into_whole(self) -> Result<gix::index::State> {
+        let SnapshotCache {
+            tree,
+            verified,
+            state,
+            base,
+            partial,
+            ..
+        } = self;
+        let Some(stored) = partial else {
+            return Ok(state);
+        };
+        let decoded = stored.decode_body(&stored.bytes[stored.body.clone()]);
+        let mut whole = SnapshotCache {
+            tree,
+            verified,
+            state: decoded.ok_or_else(|| {
+                Error::Corrupt("the snapshot cache read a moment ago is unreadable".into())
+            })?,
+            added: Vec::new(),
+            base: None,
+            partial: None,
+        };
+        for path in base.iter().flat_map(|(_, changed)| changed) {
+            let entry = state.entry_by_path(path.as_bstr());
+            whole.set(path.as_bstr(), entry.map(|e| (e.id, e.mode, e.stat)));
+        }
+        whole.settle_added();
+        Ok(whole.state)
     }
 }
 
@@ -486,9 +667,9 @@ mod tests {
             tree: id(0),
             verified: Duration::ZERO,
             state,
-            feed: None,
             added: Vec::new(),
             base: None,
+            partial: None,
         };
         let file = |n| Some((id(n), Mode::FILE, Stat::default()));
         cache.set("z".into(), file(1));

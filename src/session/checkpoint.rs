@@ -19,7 +19,7 @@ use super::state::Status;
 use super::store::Session;
 use super::trailers::seq_trailer;
 use super::{checkpoints_ref, notes_ref};
-use crate::git::{CasOutcome, ObjectId, Repo, SavedIndex};
+use crate::git::{CasOutcome, ObjectId, Repo, SavedIndex, Staged};
 
 const MAX_ATTEMPTS: u32 = 500;
 
@@ -52,7 +52,7 @@ impl Recorded {
     pub(crate) fn of(
         wt: &Repo,
         tree: ObjectId,
-        staged: Option<bool>,
+        staged: Option<Staged>,
         policy: &dyn Policy,
     ) -> Result<(Recorded, Vec<String>)> {
         let head = wt.head_id()?;
@@ -66,8 +66,14 @@ impl Recorded {
             Ok((state, Vec::new()))
         };
         // Intent-to-add entries (`git add -N`) are in no tree: such an index is kept whole.
-        let intent_to_add = wt.index_with_intent_to_add()?;
-        if staged == Some(false) && intent_to_add.is_none() {
+        let intent_to_add = match staged {
+            Some(Staged {
+                intent_to_add: false,
+                ..
+            }) => None,
+            _ => wt.index_with_intent_to_add()?,
+        };
+        if staged.is_some_and(|s| !s.changes) && intent_to_add.is_none() {
             return without_index();
         }
         let head_tree = match head {

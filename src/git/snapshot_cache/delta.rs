@@ -8,6 +8,7 @@ use gix::bstr::{BString, ByteSlice};
 use gix::index::entry::{Mode, Stat};
 
 use super::super::ObjectId;
+use super::index_seen::IndexSeen;
 use super::{parse_time, Cached, DELTA_MAGIC};
 
 /// The changes a delta file records over a full cache file.
@@ -16,6 +17,8 @@ pub(super) struct Delta {
     pub tree: ObjectId,
     /// When the stat data was known good, as the full file's header has it.
     pub verified: Duration,
+    /// The worktree's index as that snapshot saw it.
+    pub seen: Option<IndexSeen>,
     /// The change feed's token saved with that snapshot.
     pub feed: Option<String>,
     /// Each changed path with its entry, or `None` when the snapshot no longer has it.
@@ -36,6 +39,7 @@ impl Delta {
         let verified = parse_time(fields.next()?)?;
         let length: usize = fields.next()?.parse().ok()?;
         let crc: u32 = fields.next()?.parse().ok()?;
+        let seen = IndexSeen::parse(fields.next()?);
         let feed = fields.next().map(str::to_owned);
         if rest.len() != length || crc32fast::hash(rest) != crc {
             return None;
@@ -82,17 +86,19 @@ impl Delta {
         Some(Delta {
             tree,
             verified,
+            seen,
             feed,
             records,
         })
     }
 
     /// A delta of `changed` paths as `state` now has them, over the full file whose header
-    /// is `base`; its header is `head` (magic, tree, time), the length and checksum, `feed`.
+    /// is `base`; its header is `head` (magic, tree, time), the length and checksum, `tail`
+    /// (the index seen and the feed's token, each after a space).
     pub fn encode(
         state: &gix::index::State,
         head: &str,
-        feed: &str,
+        tail: &str,
         base: &str,
         changed: &BTreeSet<BString>,
     ) -> Vec<u8> {
@@ -124,7 +130,7 @@ impl Delta {
             out.extend_from_slice(path);
             out.push(0);
         }
-        let header = format!("{head} {} {}{feed}\n", out.len(), crc32fast::hash(&out));
+        let header = format!("{head} {} {}{tail}\n", out.len(), crc32fast::hash(&out));
         let mut bytes = header.into_bytes();
         bytes.extend_from_slice(&out);
         bytes
@@ -161,7 +167,7 @@ mod tests {
         state.dangerously_push_entry(stat, id, Flags::empty(), Mode::FILE, latin1);
         let changed: BTreeSet<BString> = [latin1.to_owned(), BString::from("gone.txt")].into();
         let head = format!("{DELTA_MAGIC} {id} 1.000000000");
-        let bytes = Delta::encode(&state, &head, " feed-token", "base", &changed);
+        let bytes = Delta::encode(&state, &head, " - feed-token", "base", &changed);
         let delta = Delta::parse(&bytes, "base").expect("a whole delta reads");
         assert_eq!(
             (delta.tree, delta.feed.as_deref()),
@@ -184,7 +190,7 @@ mod tests {
         }
         // Written over a longer delta, and the writer killed before it cut the file short.
         let shorter: BTreeSet<BString> = [BString::from("gone.txt")].into();
-        let mut overwritten = Delta::encode(&state, &head, "", "base", &shorter);
+        let mut overwritten = Delta::encode(&state, &head, " -", "base", &shorter);
         let new_len = overwritten.len();
         overwritten.extend_from_slice(&bytes[new_len..]);
         assert!(Delta::parse(&overwritten, "base").is_none());

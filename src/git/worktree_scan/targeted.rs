@@ -18,18 +18,30 @@ impl Scanner<'_> {
     /// links) changed under those too, which no feed names: then the whole worktree is
     /// scanned.
     pub fn run_targeted(&self, paths: &[String]) -> Result<Scan> {
-        let paths = paths.iter().filter(|path| in_worktree(path));
-        // Only a name the snapshot has can go stale unread: a package manager's hard-linked
-        // store under an ignored folder (pnpm's node_modules) is none of its business.
-        if paths
-            .clone()
-            .any(|path| self.entry(path).is_some() && has_other_names(&self.root.join(path)))
-        {
+        if self.links_elsewhere(paths) {
             tracing::debug!(
                 "change feed: a changed file has other names, scanning the whole worktree"
             );
             return self.run();
         }
+        self.run_on(paths)
+    }
+
+    /// Whether one of `paths` is a file the snapshot has under other names too (hard
+    /// links), which a change feed would not name. Only a name the snapshot has can go
+    /// stale unread: a package manager's hard-linked store under an ignored folder (pnpm's
+    /// node_modules) is none of its business.
+    pub fn links_elsewhere(&self, paths: &[String]) -> bool {
+        paths
+            .iter()
+            .filter(|path| in_worktree(path))
+            .any(|path| self.entry(path).is_some() && has_other_names(&self.root.join(path)))
+    }
+
+    /// [`Self::run_targeted`] with no look at other names: the caller asked
+    /// [`Self::links_elsewhere`].
+    pub fn run_on(&self, paths: &[String]) -> Result<Scan> {
+        let paths = paths.iter().filter(|path| in_worktree(path));
         let mut scan = Scan::default();
         let mut subtrees = Vec::new();
         // Directories reported whole already: thousands of new files under one new directory
