@@ -116,6 +116,16 @@ pub enum Error {
     /// A stored object is not what it should be.
     #[error("{0}")]
     Corrupt(String),
+    /// A worktree path has a name git refuses in a tree (`.git`, or one NTFS or HFS+ would
+    /// read as such where those are protected).
+    #[error("{path} cannot be recorded in a tree: {source}; rename it, as git refuses it too")]
+    UnrecordableName {
+        /// The path.
+        path: String,
+        /// What is wrong with a name of it.
+        #[source]
+        source: gix::validate::path::component::Error,
+    },
     /// A merge met conflicts nothing could resolve; it was undone.
     #[error("merging {branch} conflicts in {}: the merge was undone; merge it by hand in {}, then resume", paths.join(", "), worktree.display())]
     MergeConflict {

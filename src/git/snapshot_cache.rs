@@ -561,7 +561,7 @@ fn map(path: &Path) -> Option<memmap2::Mmap> {
     // SAFETY: the file is only ever replaced by a rename, never written in place, so the
     // mapped bytes do not change under the decode; a file a process truncates while it is
     // read is the same risk gix takes with every index it maps.
-    unsafe { memmap2::MmapOptions::new().populate().map(&file) }.ok()
+    unsafe { memmap2::MmapOptions::new().map(&file) }.ok()
 }
 
 /// Merge the sorted `items[head..]` in among the sorted `items[..head]`, in place, where
