@@ -522,3 +522,38 @@ fn checkpoints_are_dated_in_the_time_zone_git_would_use() {
         }
     }
 }
+
+/// A name git refuses in a tree (a `.GIT` folder an agent made, which a checkout on a
+/// case-insensitive disk would take for the repository's own) is refused as `git add -A`
+/// refuses it: the checkpoint fails naming the path and what to do, records nothing, and
+/// goes once the folder is renamed.
+#[test]
+fn a_name_git_refuses_in_a_tree_fails_the_checkpoint_with_what_to_do() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (id, wt) = env.start(&repo, "work");
+    let chain = format!("refs/bmad/sessions/{id}/checkpoints");
+    let before = env.git(&repo, &["rev-parse", &chain]);
+    write(&wt, ".GIT/hooks/post-checkout", "#!/bin/sh\ntouch pwned\n");
+    let add = env
+        .git_command(&wt)
+        .env("GIT_INDEX_FILE", env.root().join("an-index"))
+        .args(["add", "-A"])
+        .output()
+        .unwrap();
+    assert!(!add.status.success(), "git refuses it too");
+    let refused = env.bmad(&wt, &["checkpoint", "-m", "refused"]).code(1);
+    assert!(
+        refused
+            .stderr
+            .contains(".GIT/hooks/post-checkout cannot be recorded in a tree")
+            && refused.stderr.contains("rename it"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(env.git(&repo, &["rev-parse", &chain]), before);
+    std::fs::rename(wt.join(".GIT"), wt.join("git-hooks")).unwrap();
+    env.bmad(&wt, &["checkpoint", "-m", "renamed"]).success();
+    let tree = env.git(&repo, &["ls-tree", "-r", "--name-only", &chain]);
+    assert!(tree.contains("git-hooks/hooks/post-checkout"), "{tree}");
+}
