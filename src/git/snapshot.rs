@@ -252,21 +252,12 @@ impl Repo {
         let protect = self.protected_names();
         for (path, entry) in edits {
             let names = || path.split(|b| *b == b'/');
-            let link = matches!(entry, Some((EntryKind::Link, _)));
-            let mut left = names().count();
-            for name in names() {
-                left -= 1;
-                let mode =
-                    (left == 0 && link).then_some(gix::validate::path::component::Mode::Symlink);
-                gix::validate::path::component(name.as_bstr(), mode, protect).map_err(
-                    |source| Error::UnrecordableName {
-                        path: path.to_str_lossy().into_owned(),
-                        source,
-                    },
-                )?;
-            }
             match entry {
-                Some((kind, id)) => editor.upsert(names(), *kind, *id).map(drop),
+                Some((kind, id)) => {
+                    Self::check_names(path.as_bstr(), *kind == EntryKind::Link, protect)?;
+                    editor.upsert(names(), *kind, *id).map(drop)
+                }
+                // What is removed needs no check: the tree will not have it.
                 None => editor.remove(names()).map(drop),
             }
             .map_err(|e| Error::gix(format!("could not record {path} in tree {tree}"), e))?;
@@ -274,6 +265,27 @@ impl Repo {
         editor
             .write(|tree| repo.write_object(tree).map(|id| id.detach()))
             .map_err(|e| Error::gix(format!("could not write the edit of tree {tree}"), e))
+    }
+
+    /// Refuse `path` if git would refuse one of its names in a tree (`link`: the last is a
+    /// symbolic link's, which has rules of its own).
+    fn check_names(
+        path: &BStr,
+        link: bool,
+        protect: gix::validate::path::component::Options,
+    ) -> Result<()> {
+        let mut names = path.split(|b| *b == b'/').peekable();
+        while let Some(name) = names.next() {
+            let last = names.peek().is_none();
+            let mode = (last && link).then_some(gix::validate::path::component::Mode::Symlink);
+            gix::validate::path::component(name.as_bstr(), mode, protect).map_err(|source| {
+                Error::UnrecordableName {
+                    path: path.to_str_lossy().into_owned(),
+                    source,
+                }
+            })?;
+        }
+        Ok(())
     }
 
     /// Which names git refuses in a tree here: `core.protectNTFS` (on unless turned off),

@@ -554,8 +554,8 @@ impl SnapshotCache {
     }
 }
 
-/// The bytes of the full cache file, mapped rather than copied: a snapshot reads it whole
-/// and keeps none of it, and a copy costs a page fault per 4 KiB on top of the read.
+/// The bytes of the full cache file, mapped rather than copied: a quick snapshot reads a
+/// few pages of it, a full one all once (see [`StoredCache::decode`]), and neither keeps any.
 fn map(path: &Path) -> Option<memmap2::Mmap> {
     let file = crate::fs::open_private(path).ok()?;
     // SAFETY: the file is only ever replaced by a rename, never written in place, so the
