@@ -284,6 +284,70 @@ fn a_checkpoint_reads_the_index_only_when_it_may_have_changed() {
     reads("the index rewritten, nothing changed on disk");
 }
 
+/// An agent that stages a change and then writes the index back in place to look like the
+/// one the last checkpoint read (its inode, size, modification time and checksum) still
+/// moves its change time, which no process can set: the next checkpoint reads the index
+/// and keeps the staged change.
+#[test]
+fn an_index_forged_to_look_unread_is_read() {
+    use std::io::Write;
+    use std::os::unix::fs::MetadataExt;
+    let env = TestEnv::new();
+    let s = Session::new(&env);
+    let wt = &s.wt;
+    s.wait_for_the_feed();
+    s.checkpoint("settled");
+    write(wt, "src/a.txt", "changed\n");
+    assert!(
+        !s.reads_the_index("settled"),
+        "a settled checkpoint reads no index"
+    );
+    let index = env.git(
+        wt,
+        &["rev-parse", "--path-format=absolute", "--git-path", "index"],
+    );
+    let index = Path::new(index.trim());
+    let read = std::fs::read(index).unwrap();
+    let seen = std::fs::metadata(index).unwrap();
+    let kept = env.root().join("kept-index");
+    std::fs::hard_link(index, &kept).unwrap();
+    write(wt, "src/a.txt", "CHANGED\n");
+    env.git(wt, &["add", "src/a.txt"]);
+    let staged = std::fs::read(index).unwrap();
+    // The staged index, padded to the old length with an extension git ignores, ending
+    // with the old checksum, written over the old file.
+    let (body, pad) = (&staged[..staged.len() - 20], read.len() - staged.len());
+    assert!(pad == 0 || pad >= 8, "{} then {}", read.len(), staged.len());
+    let mut forged = body.to_vec();
+    if pad > 0 {
+        forged.extend_from_slice(b"ZZZZ");
+        forged.extend_from_slice(&(pad as u32 - 8).to_be_bytes());
+        forged.resize(forged.len() + pad - 8, 0);
+    }
+    forged.extend_from_slice(&read[read.len() - 20..]);
+    let mut file = std::fs::OpenOptions::new().write(true).open(&kept).unwrap();
+    file.write_all(&forged).unwrap();
+    file.set_modified(seen.modified().unwrap()).unwrap();
+    drop(file);
+    std::fs::rename(&kept, index).unwrap();
+    let now = std::fs::metadata(index).unwrap();
+    assert_eq!(
+        (now.ino(), now.len(), now.modified().unwrap()),
+        (seen.ino(), seen.len(), seen.modified().unwrap()),
+        "the forgery is as the last checkpoint saw the index"
+    );
+    assert!(env
+        .git(wt, &["diff", "--cached", "--name-only"])
+        .contains("src/a.txt"));
+    write(wt, "docs/c.md", "c2\n");
+    assert!(s.reads_the_index("an index forged to look unread"));
+    let message = env.git(&s.repo, &["log", "-1", "--format=%B", &s.chain]);
+    assert!(
+        message.contains("Bmad-Index:"),
+        "the staged change is kept: {message}"
+    );
+}
+
 /// Random changes in random order, a checkpoint after each few: every one fed and exact.
 #[test]
 fn fed_checkpoints_are_exact_under_random_changes() {

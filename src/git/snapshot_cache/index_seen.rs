@@ -27,12 +27,15 @@ pub(crate) struct IndexSeen {
 }
 
 /// Which index file it was: git replaces the file on every write (a new inode), and its
-/// trailing checksum is of its content.
+/// trailing checksum is of its content. Its change time too: a process can write a file in
+/// place, end it with any checksum and set its modification time back, but every such
+/// write moves the change time, which no process can set.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct FileStamp {
     ino: u64,
     size: u64,
     mtime: (i64, i64),
+    ctime: (i64, i64),
     checksum: ObjectId,
 }
 
@@ -60,6 +63,7 @@ impl FileStamp {
             ino: meta.ino(),
             size: meta.len(),
             mtime: (meta.mtime(), meta.mtime_nsec()),
+            ctime: (meta.ctime(), meta.ctime_nsec()),
             checksum,
         })
     }
@@ -119,8 +123,15 @@ impl IndexSeen {
             Some(s) => {
                 let f = &s.file;
                 format!(
-                    "{},{},{}.{},{},{}",
-                    f.ino, f.size, f.mtime.0, f.mtime.1, f.checksum, s.head_tree
+                    "{},{},{}.{},{}.{},{},{}",
+                    f.ino,
+                    f.size,
+                    f.mtime.0,
+                    f.mtime.1,
+                    f.ctime.0,
+                    f.ctime.1,
+                    f.checksum,
+                    s.head_tree
                 )
             }
         }
@@ -132,8 +143,12 @@ impl IndexSeen {
         let mut next = || parts.next();
         let ino = next()?.parse().ok()?;
         let size = next()?.parse().ok()?;
-        let (secs, nanos) = next()?.split_once('.')?;
-        let mtime = (secs.parse().ok()?, nanos.parse().ok()?);
+        let mut time = || -> Option<(i64, i64)> {
+            let (secs, nanos) = next()?.split_once('.')?;
+            Some((secs.parse().ok()?, nanos.parse().ok()?))
+        };
+        let mtime = time()?;
+        let ctime = time()?;
         let checksum = ObjectId::from_hex(next()?.as_bytes()).ok()?;
         let head_tree = ObjectId::from_hex(next()?.as_bytes()).ok()?;
         next().is_none().then_some(IndexSeen {
@@ -141,6 +156,7 @@ impl IndexSeen {
                 ino,
                 size,
                 mtime,
+                ctime,
                 checksum,
             },
             head_tree,
@@ -167,6 +183,7 @@ mod tests {
                 ino: 7,
                 size: 80_000_000,
                 mtime: (1_790_000_000, 123_456_789),
+                ctime: (1_790_000_001, 5),
                 checksum: id(1),
             },
             head_tree: id(2),
