@@ -215,16 +215,14 @@ fn every_checkpoint_is_exact_though_only_changes_are_read() {
     checkpoint_is_exact("file to symlink");
     // A forged cache (any content, for any tree) is never trusted for another tree.
     let git_dir = env.git(&wt, &["rev-parse", "--absolute-git-dir"]);
-    std::fs::write(
-        Path::new(git_dir.trim()).join("bmad-snapshot-index"),
-        "garbage",
-    )
-    .unwrap();
+    let name = Path::new(git_dir.trim()).file_name().unwrap();
+    let cache_dir = repo.join(".git/bmad/snapshot/worktrees").join(name);
+    std::fs::write(cache_dir.join("bmad-snapshot-index"), "garbage").unwrap();
     write(&wt, "src/c.txt", "c\n");
     checkpoint_is_exact("unreadable cache");
     // Most checkpoints write only what changed since the full cache; a torn or forged
     // delta is never trusted, and once many paths changed the full cache is written again.
-    let delta = Path::new(git_dir.trim()).join("bmad-snapshot-index.delta");
+    let delta = cache_dir.join("bmad-snapshot-index.delta");
     write(&wt, "src/d.txt", "d\n");
     checkpoint_is_exact("a delta");
     assert!(delta.exists(), "a small change writes a delta");

@@ -139,6 +139,10 @@ try main git -c core.hooksPath=/dev/null update-ref refs/heads/main HEAD
 try notes git -c core.hooksPath=/dev/null update-ref refs/notes/bmad/forged HEAD
 try bmad-ref git -c core.hooksPath=/dev/null update-ref refs/bmad/forged HEAD
 try config-file sh -c "printf '[core]\n\thooksPath = /tmp/none\n' >> '$common/config'"
+# What decides which files the next checkpoint reads again, wherever it is: git-bmad's alone.
+cache=$(find -L "$common" "$(git rev-parse --git-dir)" -name bmad-snapshot-index 2>/dev/null | head -n 1)
+echo "snapshot-cache at: $cache" >> attempts.txt
+try snapshot-cache sh -c "echo forged >> '$cache'"
 try corrupt sh -c "mkdir -p '$common/objects/ab' && echo junk > '$common/objects/ab/cdef0123456789abcdef0123456789abcdef01'"
 try hook sh -c "printf '#!/bin/sh\nexit 0\n' > '$(git rev-parse --git-path hooks)/pre-push'"
 try other-session sh -c "echo pwned >> ../project.other/theirs.txt"
@@ -203,6 +207,8 @@ fn bypassed_agent_on(machine: Machine) {
         "hook: failed",
         "notes: failed",
         "bmad-ref: failed",
+        "snapshot-cache at: /",
+        "snapshot-cache: failed",
         "push: failed",
         "push-no-verify: failed",
         "other-session: failed",

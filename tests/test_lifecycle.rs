@@ -9,6 +9,10 @@ fn worktree_deleted_by_hand_is_reported_and_pruned() {
     let (id, wt) = env.start(&repo, "doomed");
     write(&wt, "work.txt", "work\n");
     env.bmad(&wt, &["checkpoint", "-m", "work"]).success();
+    // The worktree's snapshot cache, in the common git dir, goes when git forgets it.
+    let caches = repo.join(".git/bmad/snapshot/worktrees");
+    let cached = |caches: &std::path::Path| std::fs::read_dir(caches).map_or(0, |d| d.count());
+    assert_eq!(cached(&caches), 1);
     std::fs::remove_dir_all(&wt).unwrap();
 
     let doctor = env.bmad(&repo, &["doctor"]).code(1);
@@ -38,6 +42,7 @@ fn worktree_deleted_by_hand_is_reported_and_pruned() {
     // git forgot the worktree; the work is still in the checkpoints.
     let worktrees = env.git(&repo, &["worktree", "list", "--porcelain"]);
     assert!(!worktrees.contains("doomed"), "{worktrees}");
+    assert_eq!(cached(&caches), 0, "the cache of a worktree git forgot");
     let chain = format!("refs/bmad/sessions/{id}/checkpoints");
     assert_eq!(
         env.git(&repo, &["show", &format!("{chain}:work.txt")]),
@@ -85,6 +90,12 @@ fn remove_refuses_to_lose_work_unless_forced() {
     env.git(&repo, &["fetch", "-q", "origin"]);
     env.bmad(&repo, &["remove", &id]).success();
     assert!(!wt.exists());
+    let caches = repo.join(".git/bmad/snapshot/worktrees");
+    assert_eq!(
+        std::fs::read_dir(caches).map_or(0, |d| d.count()),
+        0,
+        "its snapshot cache went with it"
+    );
     assert_eq!(env.git(&repo, &["branch", "--list", "bmad/work"]), "");
     // Only the keep is left, until `git bmad gc` (see test_removed).
     assert_eq!(env.bmad_refs(&repo), format!("refs/bmad/removed/{id}\n"));

@@ -377,8 +377,8 @@ fn a_submodule_is_checkpointed_at_the_commit_checked_out_in_it() {
     assert_eq!(checkpoint_tree(&env, &wt), env.worktree_tree(&wt));
 }
 
-/// What stands in place of git-bmad's own files in a worktree's git dir (the snapshot cache,
-/// its delta, the session marker) never stops a checkpoint: a FIFO does not block it, a
+/// What stands in place of git-bmad's own files for a worktree (the snapshot cache, its
+/// delta, the session marker) never stops a checkpoint: a FIFO does not block it, a
 /// device does not feed it, a directory does not fail it, and a symlink is not written
 /// through. Each checkpoint is still git's own view of the worktree.
 #[test]
@@ -387,6 +387,8 @@ fn odd_files_in_place_of_git_bmads_own_neither_stop_a_checkpoint_nor_are_written
     let repo = env.repo("proj");
     let (_, wt) = env.start(&repo, "odd");
     let git_dir = repo.join(".git/worktrees/proj.odd");
+    // The snapshot cache lives in the common git dir, out of a contained step's reach.
+    let cache_dir = repo.join(".git/bmad/snapshot/worktrees/proj.odd");
     let elsewhere = env.root().join("precious.txt");
     let files = [
         "bmad-snapshot-index",
@@ -402,19 +404,22 @@ fn odd_files_in_place_of_git_bmads_own_neither_stop_a_checkpoint_nor_are_written
         // A checkpoint first, so that the next one would use the cache and its delta.
         write(&wt, "a.txt", &format!("before {round}\n"));
         env.bmad(&wt, &["checkpoint", "-m", "before"]).success();
-        let path = git_dir.join(file);
-        let kept = git_dir.join(format!("{file}.kept"));
+        let dir = if *file == "bmad-session" {
+            &git_dir
+        } else {
+            &cache_dir
+        };
+        let path = dir.join(file);
+        let kept = dir.join(format!("{file}.kept"));
         // The delta is there only between two full writes.
         let had = std::fs::rename(&path, &kept).is_ok();
         std::fs::write(&elsewhere, "precious\n").unwrap();
         match *shape {
-            "fifo" => env.sh(&git_dir, &format!("mkfifo {file}")).success(),
-            "device" => env
-                .sh(&git_dir, &format!("ln -s /dev/zero {file}"))
-                .success(),
-            "directory" => env.sh(&git_dir, &format!("mkdir {file}")).success(),
+            "fifo" => env.sh(dir, &format!("mkfifo {file}")).success(),
+            "device" => env.sh(dir, &format!("ln -s /dev/zero {file}")).success(),
+            "directory" => env.sh(dir, &format!("mkdir {file}")).success(),
             _ => env
-                .sh(&git_dir, &format!("ln -s '{}' {file}", elsewhere.display()))
+                .sh(dir, &format!("ln -s '{}' {file}", elsewhere.display()))
                 .success(),
         };
         write(&wt, "a.txt", &format!("{file} as a {shape}\n"));
@@ -440,7 +445,7 @@ fn odd_files_in_place_of_git_bmads_own_neither_stop_a_checkpoint_nor_are_written
             "{what}: not git's view"
         );
         assert_eq!(read(&env.root(), "precious.txt"), "precious\n", "{what}");
-        env.sh(&git_dir, &format!("rm -rf {file}")).success();
+        env.sh(dir, &format!("rm -rf {file}")).success();
         if had {
             std::fs::rename(&kept, &path).unwrap();
         }

@@ -390,7 +390,7 @@ impl Repo {
         if force && matches!(self.half_added(path)?, Some(HalfAdded::Listed)) {
             self.git()?.worktree_unlock(path)?;
         }
-        match self.git()?.worktree_remove(path, force) {
+        let removed = match self.git()?.worktree_remove(path, force) {
             Err(e) if !force && e.to_string().contains("containing submodules") => {
                 if !self.changed_submodules(path)?.is_empty() {
                     return Err(e);
@@ -398,7 +398,9 @@ impl Repo {
                 self.git()?.worktree_remove(path, true)
             }
             other => other,
-        }
+        };
+        self.forget_caches_of_gone_worktrees();
+        removed
     }
 
     /// Whether the worktree at `path` is one whose `git worktree add` was killed: git lists
@@ -483,6 +485,7 @@ impl Repo {
     /// is gone.
     pub fn remove_worktree_files(&self, path: &Path) -> Result<()> {
         if self.git()?.worktree_remove(path, true).is_ok() {
+            self.forget_caches_of_gone_worktrees();
             return Ok(());
         }
         match std::fs::remove_dir_all(path) {
@@ -500,7 +503,9 @@ impl Repo {
 
     /// `git worktree prune`: forget worktrees whose directories are gone.
     pub fn prune_worktrees(&self) -> Result<()> {
-        self.git()?.worktree_prune()
+        self.git()?.worktree_prune()?;
+        self.forget_caches_of_gone_worktrees();
+        Ok(())
     }
 
     /// `git branch -D <name>` (the caller has already decided it is safe).

@@ -77,7 +77,9 @@ impl Repo {
             .map_err(|e| Error::gix("could not read HEAD's tree", e))?
             .detach();
         let stored = since
-            .and_then(|tree| StoredCache::open(self.git_dir(), repo.object_hash(), tree))
+            .and_then(|tree| {
+                StoredCache::open(&self.snapshot_cache_dir(), repo.object_hash(), tree)
+            })
             .map(Arc::new);
         // The change feed is asked before the worktree is read: whatever changes from here
         // on is in its next answer.

@@ -14,7 +14,8 @@
 //! is read again, and a missing, torn or foreign file is rebuilt from `HEAD` and the
 //! worktree's index. It never decides what a snapshot holds, only what must be re-read.
 //!
-//! File: `<worktree git dir>/bmad-snapshot-index`: a header line
+//! File: `bmad-snapshot-index` in the worktree's folder of caches (see
+//! [`Repo::snapshot_cache_dir`], out of a contained step's reach): a header line
 //! `bmad-snapshot-index 3 <tree> <verified> <length> <index> [<feed>]` (`verified`: when its
 //! stat data was known good, as `<seconds>.<nanoseconds>`; `index`: the worktree's index as
 //! that snapshot saw it, or `-`, see [`index_seen`]; `feed`: the change feed's token taken
@@ -108,10 +109,10 @@ pub(super) struct StoredCache {
 }
 
 impl StoredCache {
-    /// The cache of the worktree whose git dir is `git_dir`, if it describes `tree` and is
-    /// whole (no handle: it may be read on a thread of its own).
-    pub fn open(git_dir: &Path, hash: gix::hash::Kind, tree: ObjectId) -> Option<StoredCache> {
-        let bytes = map(&git_dir.join(FILE))?;
+    /// The cache in `dir` (see [`Repo::snapshot_cache_dir`]), if it describes `tree` and is
+    /// whole.
+    pub fn open(dir: &Path, hash: gix::hash::Kind, tree: ObjectId) -> Option<StoredCache> {
+        let bytes = map(&dir.join(FILE))?;
         let newline = bytes.iter().position(|b| *b == b'\n')?;
         let header = std::str::from_utf8(&bytes[..newline]).ok()?.to_owned();
         let mut fields = header.strip_prefix(MAGIC)?.split_whitespace();
@@ -135,7 +136,7 @@ impl StoredCache {
             records: Vec::new(),
             bytes,
         };
-        let delta = crate::fs::read_private(&git_dir.join(DELTA_FILE))
+        let delta = crate::fs::read_private(&dir.join(DELTA_FILE))
             .ok()
             .and_then(|delta| Delta::parse(&delta, &stored.header));
         if let Some(delta) = delta {
@@ -278,10 +279,6 @@ impl StoredCache {
 }
 
 impl SnapshotCache {
-    fn path(repo: &Repo) -> PathBuf {
-        repo.git_dir().join(FILE)
-    }
-
     /// A cache for `HEAD`'s tree, taking the stat data of the worktree index's entries
     /// that record the same content, as known good when git wrote that index. Files the
     /// index marks as outside the sparse checkout stay so.
@@ -462,7 +459,10 @@ impl SnapshotCache {
         feed: Option<&str>,
     ) -> Result<()> {
         self.settle_added();
-        let delta_path = repo.git_dir().join(DELTA_FILE);
+        let dir = repo.snapshot_cache_dir();
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::io("could not make the snapshot cache's folder", &dir, e))?;
+        let delta_path = dir.join(DELTA_FILE);
         // A field of a header line: one word.
         let feed = feed.filter(|f| !f.is_empty() && !f.contains(char::is_whitespace));
         let feed = feed.map(|f| format!(" {f}")).unwrap_or_default();
@@ -505,7 +505,7 @@ impl SnapshotCache {
         .into_bytes();
         bytes.extend_from_slice(&body);
         bytes.extend_from_slice(&table);
-        let path = Self::path(repo);
+        let path = dir.join(FILE);
         crate::fs::replace_unsynced(&path, &bytes)
             .map_err(|e| Error::io("could not write the snapshot cache", &path, e))?;
         // A delta names the full file it builds on, so a stale one left by a crash here is
@@ -551,6 +551,46 @@ impl SnapshotCache {
         }
         whole.settle_added();
         Ok(whole.state)
+    }
+}
+
+/// Where caches live: one folder per worktree, named as its git dir is under the common
+/// dir (the main worktree's is the top one).
+const CACHES: &str = "bmad/snapshot";
+
+impl Repo {
+    /// The folder of this worktree's snapshot cache: in the common git dir, which a
+    /// contained step cannot write (its own git dir it can), so that what decides which
+    /// files a checkpoint reads again is git-bmad's own, as it saw the files.
+    pub(super) fn snapshot_cache_dir(&self) -> PathBuf {
+        let caches = self.common_dir().join(CACHES);
+        match self.git_dir().strip_prefix(self.common_dir()) {
+            Ok(own) => caches.join(own),
+            // A git dir outside the common one (not git's layout): its own, as before.
+            Err(_) => self.git_dir().to_owned(),
+        }
+    }
+
+    /// Remove the snapshot caches of worktrees git no longer has (removed, pruned): each is
+    /// as large as the worktree's index. Only tidiness: a cache is never trusted for a tree
+    /// other than its own.
+    pub(super) fn forget_caches_of_gone_worktrees(&self) {
+        let caches = self.common_dir().join(CACHES).join("worktrees");
+        let Ok(entries) = std::fs::read_dir(&caches) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let gone = !self
+                .common_dir()
+                .join("worktrees")
+                .join(entry.file_name())
+                .exists();
+            if gone {
+                if let Err(e) = std::fs::remove_dir_all(entry.path()) {
+                    tracing::warn!("{}: {e}", entry.path().display());
+                }
+            }
+        }
     }
 }
 
