@@ -18,9 +18,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use git_bmad::git::Repo;
 use git_bmad::policy::SessionPolicy;
 use git_bmad::session::schema::{Stage, StoryStage};
+use git_bmad::session::Repo;
 use git_bmad::session::{self, Body, NewEvent, StartOptions};
 
 mod common;
@@ -122,7 +122,7 @@ fn main() {
             ..Default::default()
         };
         session::append(
-            &repo,
+            repo.git(git_bmad::git::Direct),
             &epic.id,
             NewEvent::new(Body::StoryStage(stage)).step(Some(key)),
         )

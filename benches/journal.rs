@@ -36,7 +36,7 @@ fn main() {
 
     let repo = Repo::discover(&repo_dir).expect("open");
     let started = session::start(
-        &repo,
+        session::Repo::of(&repo),
         &StartOptions {
             name: "bench".into(),
             ..Default::default()
@@ -49,7 +49,7 @@ fn main() {
     for i in 0..EVENTS {
         if i % EVENTS_PER_CHECKPOINT == 0 {
             session::checkpoint(
-                &repo,
+                session::Repo::of(&repo),
                 &s,
                 &format!("step {i}"),
                 None,
@@ -87,7 +87,7 @@ fn main() {
     }
     let journal_read = {
         let t = Instant::now();
-        let journal = session::read_journal(&repo, &s.id).expect("read");
+        let journal = session::read_journal(session::Repo::of(&repo), &s.id).expect("read");
         let read = t.elapsed();
         let t = Instant::now();
         session::write_rendered(&s, &journal).expect("render");

@@ -385,6 +385,77 @@ fn the_environment_check_bites() {
     );
 }
 
+/// Each place that could hand a layer above sessions the git repository itself. Those layers
+/// hold `session::Repo`, which has no git operation; it gives up its git repository only for
+/// a `git::Direct`, so that name may appear only where the git layer may be named, and no
+/// module may re-export it.
+fn git_handle_leaks(sources: &[(PathBuf, String)]) -> Vec<String> {
+    let allowed = allowed();
+    let direct = regex::Regex::new(r"\bDirect\b").unwrap();
+    let mut found = Vec::new();
+    for (rel, text) in sources {
+        let module = module_of(rel);
+        let Some(layer) = module.first() else {
+            continue;
+        };
+        let may_name_git = layer == "git"
+            || allowed
+                .get(layer.as_str())
+                .is_some_and(|list| list.contains(&"git"));
+        let code = code_only(without_unit_tests(text));
+        for (n, line) in code.lines().enumerate() {
+            if !direct.is_match(line) {
+                continue;
+            }
+            let reexport = line.trim_start().starts_with("pub") && line.contains(" use ");
+            if !may_name_git || (reexport && layer != "git") {
+                found.push(format!("src/{}:{}", rel.display(), n + 1));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn layers_above_sessions_cannot_reach_a_git_operation() {
+    let found = git_handle_leaks(&sources());
+    assert!(
+        found.is_empty(),
+        "above the session layer, what a layer needs of the repository is a session \
+         operation (session::repository and the handle's own facts): {found:?}"
+    );
+}
+
+#[test]
+fn the_git_handle_check_bites() {
+    let file = |rel: &str, text: &str| (PathBuf::from(rel), text.to_owned());
+    let sources = [
+        // Allowed: the layers that may call git.
+        file("git/mod.rs", "pub struct Direct;\n"),
+        file("cli/a.rs", "let git = repo.git(crate::git::Direct);\n"),
+        file("policy/b.rs", "use crate::git::Direct;\n"),
+        // Not allowed: naming it above sessions, however it got there, or handing it on.
+        file(
+            "supervisor/c.rs",
+            "fn f() {}\nlet git = repo.git(crate::session::Direct);\n",
+        ),
+        file("epic/d.rs", "use crate::policy::Direct as D;\n"),
+        file("session/e.rs", "pub use crate::git::Direct;\n"),
+        file(
+            "report/f.rs",
+            "// Direct in a comment\nlet s = \"Direct\";\n",
+        ),
+    ];
+    assert_eq!(
+        git_handle_leaks(&sources),
+        [
+            "src/supervisor/c.rs:2",
+            "src/epic/d.rs:1",
+            "src/session/e.rs:1"
+        ]
+    );
+}
+
 /// The import circles among the modules of every folder of a layer, each as its modules in
 /// order. A file counts as the child of the folder it lies under (a subfolder's files as
 /// that subfolder); a folder's `mod.rs` is its front door and no node there, but a name it

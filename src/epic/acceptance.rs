@@ -117,7 +117,7 @@ fn written(
         .story
         .file
         .as_deref()
-        .and_then(|f| repo.file_at(&base.to_string(), f).ok().flatten())
+        .and_then(|f| session::repository::file_at(repo, &base.to_string(), f).ok()?)
         .map(|bytes| String::from_utf8_lossy(&bytes).into_owned());
     let mut env: Vec<(String, String)> = vec![
         ("BMAD_STEP".into(), "acceptance".into()),
@@ -262,9 +262,7 @@ fn written_tests(
     })?;
     let mut kept = Vec::new();
     for file in found.into_iter().filter(|f| judge::is_test_file(&f.path)) {
-        let before = repo
-            .file_at(&base.to_string(), &file.path)
-            .map_err(session::Error::from)?;
+        let before = session::repository::file_at(repo, &base.to_string(), &file.path)?;
         if before.as_deref() != Some(file.bytes.as_slice()) {
             kept.push(file);
         }

@@ -127,8 +127,5 @@ pub(super) fn new_base(
     if let Some(base) = base {
         return Ok(Some(base.to_owned()));
     }
-    Ok(repo
-        .head_branch()
-        .map_err(session::Error::from)?
-        .map(|b| b.trim_start_matches("refs/heads/").to_owned()))
+    Ok(session::repository::checked_out_branch(repo)?)
 }

@@ -15,7 +15,7 @@ use crate::bmad::project::{Project, StoryView};
 use crate::bmad::queue::{self, Item};
 use crate::bmad::status::Status;
 use crate::paths;
-use crate::session::{self, Repo};
+use crate::session::Repo;
 use crate::text::dollars;
 
 /// What the run does with a story.
@@ -108,7 +108,7 @@ impl Plan {
 
 /// Plan the epic from the main worktree's files.
 pub fn plan_epic(repo: &Repo, epic: &str, options: &PlanOptions) -> Result<Plan, Error> {
-    let main = repo.main_workdir().map_err(session::Error::from)?;
+    let main = repo.main_workdir()?;
     let project = Project::load(&main, None)?;
     plan(&project, epic, options)
 }

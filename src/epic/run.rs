@@ -137,7 +137,7 @@ pub fn run(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun
 }
 
 fn run_epic(repo: &Repo, epic: &str, options: &EpicOptions<'_>) -> Result<EpicRun, Error> {
-    let main = repo.main_workdir().map_err(session::Error::from)?;
+    let main = repo.main_workdir()?;
     let plan = plan_epic(repo, epic, &options.plan)?;
     playbooks::preflight(&main, &plan, options.gates, options.retro, options.config)?;
     if options.on == On::Actions {

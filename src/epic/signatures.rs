@@ -47,7 +47,7 @@ pub fn agent_of(step: &str) -> &'static str {
 /// Sign `change` of story `key` into `stories.json` on the epic's branch and commit it.
 /// `false` when the project has no `stories.json`, or no entry for the story's file.
 pub fn sign(repo: &Repo, epic: &Session, key: &str, change: &Change) -> Result<bool, Error> {
-    let worktree = epic.open_worktree(repo)?;
+    let worktree = epic.worktree_handle(repo)?;
     let root = worktree
         .as_ref()
         .map(|w| w.workdir().to_path_buf())

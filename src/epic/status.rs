@@ -55,7 +55,7 @@ pub(super) fn mark_ticket_done(
     worktree: &std::path::Path,
     key: &str,
 ) -> Result<(), Error> {
-    let handle = session.open_worktree(repo)?;
+    let handle = session.worktree_handle(repo)?;
     let project = Project::load(worktree, None)?;
     let by = "git-bmad epic runner";
     set_story_status(&project, handle.as_ref(), key, &Status::Done, by, true)?;
@@ -71,7 +71,7 @@ pub(super) fn sync_sprint_status(
     key: &str,
     to: crate::bmad::status::Status,
 ) -> Result<(), Error> {
-    let worktree = epic.open_worktree(repo)?;
+    let worktree = epic.worktree_handle(repo)?;
     let handle = worktree.as_ref().unwrap_or(repo);
     let project = Project::load(handle.workdir(), None)?;
     set_story_status(

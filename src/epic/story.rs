@@ -72,7 +72,7 @@ pub(super) fn run_story(
     purse: &supervisor::Purse,
     tx: &mpsc::Sender<Message>,
 ) -> Result<End, Error> {
-    let repo = Repo::discover(&job.main).map_err(session::Error::from)?;
+    let repo = Repo::discover(&job.main)?;
     let key = &job.story.key;
     let send = |stage: StoryStage| {
         let _ = tx.send(Message::Stage(key.clone(), stage));
@@ -123,7 +123,7 @@ pub(super) fn run_story(
         ..Default::default()
     };
     let worktree = session
-        .open_worktree(&repo)?
+        .worktree_handle(&repo)?
         .map(|w| w.workdir().to_path_buf())
         .unwrap_or_else(|| session.worktree.clone());
     // A runner's worktree is gone once its job ends: the person answers where the session
@@ -388,7 +388,7 @@ fn committed(
             "the story's branch has no commit after its baseline: nothing was implemented".into(),
         ));
     }
-    let changes = repo.diff_trees(base, head).map_err(session::Error::from)?;
+    let changes = session::repository::diff_trees(repo, base, head)?;
     let paths: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
     Ok(match verify::bookkeeping_only(&paths, story_file) {
         Some(why) => Committed::OnlyBookkeeping(why),

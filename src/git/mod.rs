@@ -69,3 +69,10 @@ pub fn serialize_ids<S: serde::Serializer>(
 ) -> std::result::Result<S::Ok, S::Error> {
     s.collect_seq(ids.iter().map(ToString::to_string))
 }
+
+/// Proof that the caller's layer may call git itself (the git layer's neighbours below the
+/// session layer, and the CLI): a session handle gives up its git repository only for one.
+/// The layer test keeps this name out of every layer above sessions, so those layers can
+/// reach the repository through session operations only.
+#[derive(Clone, Copy, Debug)]
+pub struct Direct;

@@ -71,7 +71,7 @@ pub fn check(
             // git produces the outgoing patches on the other core while the checks run.
             let scans = push::start_scans(repo, &lines);
             let config = crate::session::load_config(repo)?;
-            let protected = super::protected_refs_with(repo, &config)?;
+            let protected = super::protected_refs_with(crate::session::Repo::of(repo), &config)?;
             let argv = super::parent_argv();
             let bound = binds_push(repo, config.policy.scope);
             let found = push::check(
@@ -234,7 +234,7 @@ fn hook_walls(repo: &Repo, chained: &Path) -> Result<Option<sandbox::Scratch>, E
             )))
         }
     };
-    let hidden = super::hidden_from_steps(repo);
+    let hidden = super::hidden_from_steps(crate::session::Repo::of(repo));
     let readable = [repo.common_dir().to_owned()];
     sandbox::scratch(
         &layers,

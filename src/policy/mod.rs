@@ -77,7 +77,8 @@ impl Error {
 /// registration of the CI runner git-bmad runs under; and what they show
 /// though it lies where they would hide it: `runners.sandbox_paths`, and the git-bmad the
 /// hooks run; and the repository's config as a copy without the credentials it carries.
-pub fn hidden_from_steps(repo: &Repo) -> crate::runner::sandbox::Hidden {
+pub fn hidden_from_steps(repo: &session::Repo) -> crate::runner::sandbox::Hidden {
+    let repo = repo.git(crate::git::Direct);
     let home = crate::env::Var::Home.path();
     let mut shown = session::load_config(repo)
         .map(|c| c.runners.sandbox_paths.places(home.as_deref()))
@@ -115,7 +116,7 @@ pub fn current_session(repo: &Repo) -> Option<session::Session> {
     if !repo.git_dir().join(session::SESSION_MARKER).exists() {
         return None;
     }
-    session::locate(repo, None).ok()
+    session::locate(session::Repo::of(repo), None).ok()
 }
 
 /// Record a refusal in the journal of the session it happened in (if any). A journal that
@@ -182,7 +183,7 @@ pub fn record_violation(repo: &Repo, hook: &str, rule: &str, subject: &str, reas
         .step(step)
         .decision(Some(session::Decision::Auto))
         .trigger(Some(rule.to_owned()));
-    if let Err(e) = session::record(repo, &s, event) {
+    if let Err(e) = session::record(session::Repo::of(repo), &s, event) {
         tracing::warn!(error = %e, "could not journal a policy violation");
     }
 }

@@ -8,15 +8,16 @@ use crate::session;
 /// Every protected branch (full ref names): `main`, `master`, the configured ones, and the
 /// base branch of every session.
 pub fn protected_refs(repo: &Repo) -> Result<Vec<String>, Error> {
-    protected_refs_with(repo, &session::load_config(repo)?)
+    protected_refs_with(session::Repo::of(repo), &session::load_config(repo)?)
 }
 
 /// [`protected_refs`] with the configuration already loaded (the supervisor has it).
-pub fn protected_refs_with(repo: &Repo, config: &Config) -> Result<Vec<String>, Error> {
+pub fn protected_refs_with(repo: &session::Repo, config: &Config) -> Result<Vec<String>, Error> {
     let mut refs = config.protected_refs();
     for s in session::list(repo)? {
         let base = format!("refs/heads/{}", s.base);
-        if !s.base.is_empty() && !refs.contains(&base) && repo.read_ref(&base)?.is_some() {
+        let exists = repo.git(crate::git::Direct).read_ref(&base)?.is_some();
+        if !s.base.is_empty() && !refs.contains(&base) && exists {
             refs.push(base);
         }
     }

@@ -82,11 +82,7 @@ pub fn gather(repo: &Repo, options: Options) -> session::Result<Report> {
         reports.push(report);
     }
     sort_sessions(&mut reports);
-    let repository = repo
-        .main_workdir()
-        .map_err(session::Error::from)?
-        .display()
-        .to_string();
+    let repository = repo.main_workdir()?.display().to_string();
     Ok(Report {
         version: VERSION,
         generated: options.now.rfc3339(),

@@ -32,13 +32,14 @@ pub const LEASE: std::time::Duration = std::time::Duration::from_secs(15 * 60);
 /// Refuses a session that looks live in the other clone (running, newest checkpoint under
 /// [`LEASE`] ago) unless `steal`. A session that already lives here is returned as it is.
 pub fn adopt(
-    repo: &Repo,
+    repo: &super::Repo,
     remote: &str,
     query: &str,
     steal: bool,
     policy: &dyn Policy,
 ) -> Result<(Session, Vec<String>)> {
-    let local = match super::store::locate(repo, Some(query)) {
+    let repo = &repo.git;
+    let local = match super::store::locate(super::Repo::of(repo), Some(query)) {
         Ok(s) => Some(s),
         Err(Error::UnknownSession { .. }) => None,
         Err(e) => return Err(e),
@@ -81,7 +82,7 @@ struct Lease {
 /// never as released.
 fn vouched_lease(repo: &Repo, remote: &str, session: &Session) -> Result<Lease> {
     let vouched: Vec<crate::git::ObjectId> =
-        super::sync::remote_entries(repo, remote, &session.id)?
+        super::sync::remote_entries(super::Repo::of(repo), remote, &session.id)?
             .into_iter()
             .filter(|(_, vouched)| *vouched)
             .filter_map(|(entry, _)| match &entry.event.body {
@@ -108,7 +109,7 @@ fn vouched_lease(repo: &Repo, remote: &str, session: &Session) -> Result<Lease> 
 /// The one session of `remote` (as of the last sync) that `query` names, once its
 /// trailers are what this clone would have written.
 fn find_remote(repo: &Repo, remote: &str, query: &str) -> Result<Session> {
-    let mut candidates: Vec<Session> = list_remote(repo, remote)?
+    let mut candidates: Vec<Session> = list_remote(super::Repo::of(repo), remote)?
         .into_iter()
         .map(|r| r.session)
         .filter(|s| s.id.as_str() == query || s.name == query || s.id.as_str().starts_with(query))
@@ -245,7 +246,7 @@ fn settle_here(
     let from = std::mem::replace(&mut session.worktree, worktree.clone());
     session.worktree_exists = true;
     session.elsewhere = false;
-    session.clone = Some(ensure_clone_id(repo)?);
+    session.clone = Some(ensure_clone_id(super::Repo::of(repo))?);
     journal::append(
         repo,
         &id,

@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::git::{ObjectId, Repo};
+use crate::git::ObjectId;
 
 use super::error::{Error, Result};
 use super::store::Session;
@@ -71,10 +71,11 @@ impl HeldSettings {
     /// from before that step.
     pub fn as_before(
         mut self,
-        repo: &Repo,
+        repo: &super::Repo,
         checkpoint: ObjectId,
         paths: &[String],
     ) -> Result<Self> {
+        let repo = &repo.git;
         for path in paths {
             match repo.file_at(&checkpoint.to_string(), path)? {
                 Some(bytes) => {
@@ -93,7 +94,8 @@ impl HeldSettings {
     /// (changed, added or removed, ignored or not): the paths put back. A link the step put
     /// where a folder was is removed, never written through. The state being left is the
     /// caller's to keep (a checkpoint taken before).
-    pub fn put_back(&self, repo: &Repo, session: &Session) -> Result<Vec<String>> {
+    pub fn put_back(&self, repo: &super::Repo, session: &Session) -> Result<Vec<String>> {
+        let repo = &repo.git;
         let (now, folders_now) = on_disk(&self.worktree, &self.entries)?;
         let mut changed: Vec<String> = now
             .iter()

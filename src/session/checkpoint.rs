@@ -155,13 +155,14 @@ pub struct Taken {
 /// `status` and `step` default to those of the previous checkpoint. `repo` may be any
 /// worktree of the repository; the session's own worktree is snapshotted.
 pub fn checkpoint(
-    repo: &Repo,
+    repo: &super::Repo,
     session: &Session,
     label: &str,
     status: Option<Status>,
     step: Option<String>,
     policy: &dyn Policy,
 ) -> Result<Taken> {
+    let repo = &repo.git;
     let worktree = session.open_worktree(repo)?;
     // The snapshot's objects are held and written with the checkpoint commit, as one pack.
     let wt = worktree.as_ref().unwrap_or(repo).holding_objects();
@@ -193,12 +194,13 @@ pub fn checkpoint(
 /// snapshot: the new checkpoint reuses the previous one's tree, so `list` shows the status
 /// from one commit.
 pub fn mark_status(
-    repo: &Repo,
+    repo: &super::Repo,
     session: &Session,
     label: &str,
     status: Status,
     step: Option<String>,
 ) -> Result<(Checkpoint, Event)> {
+    let repo = &repo.git;
     extend_chain(repo, session, Recorded::Same, label, Some(status), step)
 }
 
@@ -247,7 +249,7 @@ fn extend_chain_with(
             worktree: session.worktree.to_string_lossy().into_owned(),
             clone: session.clone.clone(),
             number: match prev.trailers.number {
-                0 => self::chain(repo, session)?.len() as u64 + 1,
+                0 => self::chain(super::Repo::of(repo), session)?.len() as u64 + 1,
                 n => n + 1,
             },
             released: matches!(recorded, Recorded::Released),
@@ -313,7 +315,8 @@ fn extend_chain_with(
 }
 
 /// The session's checkpoints, newest first, following the chain's first parents.
-pub fn chain(repo: &Repo, session: &Session) -> Result<Vec<Checkpoint>> {
+pub fn chain(repo: &super::Repo, session: &Session) -> Result<Vec<Checkpoint>> {
+    let repo = &repo.git;
     let mut out = Vec::new();
     let mut next = repo.read_ref(&checkpoints_ref(&session.id))?;
     while let Some(id) = next {

@@ -8,22 +8,25 @@ pub use crate::git::ChangedFile;
 use crate::git::{DiffStat, ObjectId, Repo};
 
 /// The live session (worktree present) of this name, if any.
-pub fn find_by_name(repo: &Repo, name: &str) -> Result<Option<Session>> {
-    Ok(super::store::list(repo)?
+pub fn find_by_name(repo: &super::Repo, name: &str) -> Result<Option<Session>> {
+    let repo = &repo.git;
+    Ok(super::store::list(super::Repo::of(repo))?
         .into_iter()
         .find(|s| s.name == name && s.worktree_exists))
 }
 
 /// The live session of this name that lives in this clone, if any: one resumed in another
 /// clone is that clone's to run and hand on.
-pub fn find_living_here(repo: &Repo, name: &str) -> Result<Option<Session>> {
-    Ok(find_by_name(repo, name)?.filter(|s| !s.elsewhere))
+pub fn find_living_here(repo: &super::Repo, name: &str) -> Result<Option<Session>> {
+    let repo = &repo.git;
+    Ok(find_by_name(super::Repo::of(repo), name)?.filter(|s| !s.elsewhere))
 }
 
 /// Make branch `short` here from `remote`'s (as the last fetch saw it) when there is none
 /// here: a runner's fresh clone stacks a story on the branch another runner pushed. `false`
 /// when the branch was here already, or the remote has none.
-pub fn branch_from_remote(repo: &Repo, remote: &str, short: &str) -> Result<bool> {
+pub fn branch_from_remote(repo: &super::Repo, remote: &str, short: &str) -> Result<bool> {
+    let repo = &repo.git;
     let local = format!("refs/heads/{short}");
     if repo.read_ref(&local)?.is_some() {
         return Ok(false);
@@ -36,12 +39,14 @@ pub fn branch_from_remote(repo: &Repo, remote: &str, short: &str) -> Result<bool
 }
 
 /// The commit the session's branch points at.
-pub fn branch_head(repo: &Repo, session: &Session) -> Result<Option<ObjectId>> {
+pub fn branch_head(repo: &super::Repo, session: &Session) -> Result<Option<ObjectId>> {
+    let repo = &repo.git;
     Ok(repo.read_ref(&session.branch)?)
 }
 
 /// Commit everything in the session's worktree onto its branch; `false` if nothing changed.
-pub fn commit_work(repo: &Repo, session: &Session, message: &str) -> Result<bool> {
+pub fn commit_work(repo: &super::Repo, session: &Session, message: &str) -> Result<bool> {
+    let repo = &repo.git;
     let worktree = session.open_worktree(repo)?;
     let wt = worktree.as_ref().unwrap_or(repo);
     let committed = wt.commit_all(message)?;
@@ -71,11 +76,12 @@ fn record_head(repo: &Repo, session: &Session, wt: &Repo, label: &str) -> Result
 /// Merge `short_branch` into the session's branch, in its worktree; `resolve` merges the
 /// conflicted files it knows (see [`crate::git::Repo::merge_branch`]).
 pub fn merge_into(
-    repo: &Repo,
+    repo: &super::Repo,
     session: &Session,
     short_branch: &str,
     resolve: &dyn Fn(&str, &str, &str, &str) -> Option<String>,
 ) -> Result<()> {
+    let repo = &repo.git;
     let worktree = session.open_worktree(repo)?;
     let wt = worktree.as_ref().unwrap_or(repo);
     let message = format!("Merge {short_branch} into {}", session.short_branch());
@@ -88,7 +94,8 @@ pub fn merge_into(
 }
 
 /// Push the session's branch to `remote`; `false` when no such remote is configured.
-pub fn publish(repo: &Repo, session: &Session, remote: &str) -> Result<bool> {
+pub fn publish(repo: &super::Repo, session: &Session, remote: &str) -> Result<bool> {
+    let repo = &repo.git;
     if !repo.has_remote(remote)? {
         return Ok(false);
     }
@@ -103,10 +110,11 @@ pub fn publish(repo: &Repo, session: &Session, remote: &str) -> Result<bool> {
 /// The files and lines the session's branch changed since `base_commit`; `None` when the
 /// commit or the branch is gone.
 pub fn changes_since(
-    repo: &Repo,
+    repo: &super::Repo,
     session: &Session,
     base_commit: &str,
 ) -> Result<Option<Vec<ChangedFile>>> {
+    let repo = &repo.git;
     let Some((base, head)) = since(repo, session, base_commit)? else {
         return Ok(None);
     };
@@ -122,7 +130,7 @@ fn since(
     let Ok(base) = ObjectId::from_hex(base_commit.as_bytes()) else {
         return Ok(None);
     };
-    let Some(head) = branch_head(repo, session)? else {
+    let Some(head) = branch_head(super::Repo::of(repo), session)? else {
         return Ok(None);
     };
     Ok(repo.has_object(base).then_some((base, head)))
@@ -142,7 +150,12 @@ pub struct WorkDone {
 
 /// The work on the session's branch since `base_commit` (the commit `start` recorded);
 /// `None` when either is gone (a removed branch, a base pruned away).
-pub fn work_done(repo: &Repo, session: &Session, base_commit: &str) -> Result<Option<WorkDone>> {
+pub fn work_done(
+    repo: &super::Repo,
+    session: &Session,
+    base_commit: &str,
+) -> Result<Option<WorkDone>> {
+    let repo = &repo.git;
     let Some((base, head)) = since(repo, session, base_commit)? else {
         return Ok(None);
     };

@@ -202,7 +202,7 @@ pub fn doctor(
         }
     }
 
-    let sessions = store::list(repo)?;
+    let sessions = store::list(super::Repo::of(repo))?;
     // Whether a git or git-bmad process works here: without one, every lock is a leftover.
     let running = git_running_in(repo, &worktrees);
     for wt in &worktrees {
@@ -271,7 +271,7 @@ fn check_session(
         }
         return Ok(());
     }
-    for moved in super::ref_record::foreign_moves(repo, id)? {
+    for moved in super::ref_record::foreign_moves(super::Repo::of(repo), id)? {
         f.add(
             Severity::Problem,
             Some(id),
@@ -279,7 +279,7 @@ fn check_session(
             Some(moved.fix()),
         );
     }
-    let journal = journal::read(repo, id)?;
+    let journal = journal::read(super::Repo::of(repo), id)?;
     check_journal(id, &journal, &chain, f);
 
     if let Some(intent) = super::rollback::interrupted(repo, id)? {
@@ -558,7 +558,7 @@ fn check_playbooks(
         let super::schema::Body::RunStarted(run) = &e.body else {
             continue;
         };
-        let Err(why) = super::read_stored_text(repo, &run.blob) else {
+        let Err(why) = super::read_stored_text(super::Repo::of(repo), &run.blob) else {
             continue;
         };
         let over = session_over

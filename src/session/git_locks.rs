@@ -45,7 +45,8 @@ pub(super) fn clear_abandoned_scratch(repo: &Repo, wt: &Repo) {
 /// Clear the lock files a killed git left in `session`'s worktree (its `index.lock`,
 /// `HEAD.lock`) while no git works in the repository: a run killed in the middle of a step
 /// must not fail every resume on them. One line for each removed.
-pub fn clear_abandoned_worktree_locks(repo: &Repo, git_dir: &Path) -> Vec<String> {
+pub fn clear_abandoned_worktree_locks(repo: &super::Repo, git_dir: &Path) -> Vec<String> {
+    let repo = &repo.git;
     clear_abandoned_locks(
         repo,
         &[git_dir.join("index.lock"), git_dir.join("HEAD.lock")],

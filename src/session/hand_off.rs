@@ -34,18 +34,19 @@ pub struct HandedOff {
 /// checkpointed, the session pushed released, the worktree marked as left at that
 /// checkpoint (see the module's documentation).
 pub fn hand_off(
-    repo: &Repo,
+    repo: &super::Repo,
     session: &Session,
     remote: &str,
     policy: &dyn Policy,
 ) -> Result<HandedOff> {
+    let repo = &repo.git;
     session.ensure_lives_here("only the clone it lives in hands it off")?;
     let mut left_at = None;
     let mut kept_out = Vec::new();
     let mut session = session.clone();
     if session.worktree_exists {
         let label = format!("handed off to {remote}");
-        let taken = checkpoint(repo, &session, &label, None, None, policy)?;
+        let taken = checkpoint(super::Repo::of(repo), &session, &label, None, None, policy)?;
         kept_out = taken.kept_out;
         left_at = Some(taken.checkpoint.id);
         session = super::store::get(repo, &session.id)?.unwrap_or(session);
@@ -59,7 +60,7 @@ pub fn hand_off(
         crate::fs::write_atomically(&path, format!("{at}\n").as_bytes(), None)
             .map_err(|e| Error::io("could not write", path, e))?;
     }
-    let pushed = push(repo, &session, remote, true)?;
+    let pushed = push(super::Repo::of(repo), &session, remote, true)?;
     Ok(HandedOff { pushed, kept_out })
 }
 

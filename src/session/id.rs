@@ -23,7 +23,8 @@ pub fn clone_id(repo: &Repo) -> Option<String> {
 
 /// This clone's id, made when it has none yet: the time and six random hex digits, in
 /// the form of a session id.
-pub fn ensure_clone_id(repo: &Repo) -> Result<String> {
+pub fn ensure_clone_id(repo: &super::Repo) -> Result<String> {
+    let repo = &repo.git;
     if let Some(id) = clone_id(repo) {
         return Ok(id);
     }

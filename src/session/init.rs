@@ -45,7 +45,7 @@ pub fn init(repo: &Repo) -> Result<InitOutcome> {
     };
     let git_config_added = ensure_notes_config(repo)?;
     // Local journals need no key; one made now is what another machine will trust.
-    let (signing_line, signing_problem) = match super::trust::own_key(repo, true) {
+    let (signing_line, signing_problem) = match super::trust::own_key(super::Repo::of(repo), true) {
         Ok(key) => (key.map(|k| k.allowed_signers_line()), None),
         Err(e) => (None, Some(e.to_string())),
     };

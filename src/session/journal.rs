@@ -207,7 +207,7 @@ pub(crate) fn prepare(
         // Written by something else (`git notes append`, a notes merge) or before the
         // chain existed: read it the hard way.
         _ if tip.commit.is_some() => {
-            let journal = read(repo, id)?;
+            let journal = read(super::Repo::of(repo), id)?;
             (journal.last_seq(), journal.chain)
         }
         _ => (0, genesis(id)),
@@ -275,13 +275,15 @@ pub(crate) fn publish(
 ///
 /// Events a hook kept for later are journaled first, so they come before anything that
 /// happened after them.
-pub fn record(repo: &Repo, session: &super::Session, event: NewEvent) -> Result<Event> {
-    flush_deferred(repo, session)?;
+pub fn record(repo: &super::Repo, session: &super::Session, event: NewEvent) -> Result<Event> {
+    let repo = &repo.git;
+    flush_deferred(super::Repo::of(repo), session)?;
     append(repo, &session.id, event)
 }
 
 /// Journal the events a hook kept for later ([`super::deferred`]); returns them as stored.
-pub fn flush_deferred(repo: &Repo, session: &super::Session) -> Result<Vec<Event>> {
+pub fn flush_deferred(repo: &super::Repo, session: &super::Session) -> Result<Vec<Event>> {
+    let repo = &repo.git;
     let mut flushed = Vec::new();
     for (waiting, file) in super::deferred::take(repo, &session.id) {
         let event = append(repo, &session.id, waiting)?;
@@ -298,7 +300,8 @@ pub fn flush_deferred(repo: &Repo, session: &super::Session) -> Result<Vec<Event
 }
 
 /// Read a session's whole journal, oldest event first.
-pub fn read(repo: &Repo, id: &SessionId) -> Result<Journal> {
+pub fn read(repo: &super::Repo, id: &SessionId) -> Result<Journal> {
+    let repo = &repo.git;
     read_at(repo, id, None)
 }
 

@@ -49,7 +49,8 @@ pub struct Started {
 /// refuse the start, so no one believes they went along; untracked files never do (they stay
 /// where they are, like any other file outside the commit). `policy` guards the new worktree
 /// before anything runs in it.
-pub fn start(repo: &Repo, options: &StartOptions, policy: &dyn Policy) -> Result<Started> {
+pub fn start(repo: &super::Repo, options: &StartOptions, policy: &dyn Policy) -> Result<Started> {
+    let repo = &repo.git;
     let name = options.name.as_str();
     validate_name(name)?;
     let main = repo.main_workdir()?;
@@ -70,7 +71,7 @@ pub fn start(repo: &Repo, options: &StartOptions, policy: &dyn Policy) -> Result
             branch: branch.trim_start_matches("refs/heads/").to_owned(),
         });
     }
-    if let Some(live) = store::list(repo)?
+    if let Some(live) = store::list(super::Repo::of(repo))?
         .into_iter()
         .find(|s| s.name == name && s.status != Status::Pruned && s.worktree_exists)
     {
@@ -177,7 +178,7 @@ pub fn start(repo: &Repo, options: &StartOptions, policy: &dyn Policy) -> Result
             );
         }
     }
-    let session = store::locate(repo, Some(id.as_str()))?;
+    let session = store::locate(super::Repo::of(repo), Some(id.as_str()))?;
     let checkpoint = Checkpoint::read(repo, first)?.ok_or_else(|| {
         crate::git::Error::Corrupt(format!(
             "the first checkpoint {first} of {id} cannot be read back"
@@ -252,7 +253,7 @@ fn resolve_base(repo: &Repo, base: Option<&str>) -> Result<(ObjectId, String)> {
 /// every changed file before the last checkpoint takes it.
 pub fn finish(repo: &Repo, session: &Session, policy: &dyn Policy) -> Result<Taken> {
     let taken = checkpoint::checkpoint(
-        repo,
+        super::Repo::of(repo),
         session,
         "session finished",
         Some(Status::Completed),
@@ -260,7 +261,7 @@ pub fn finish(repo: &Repo, session: &Session, policy: &dyn Policy) -> Result<Tak
         policy,
     )?;
     journal::record(
-        repo,
+        super::Repo::of(repo),
         session,
         NewEvent::new(Body::SessionFinished(NoDetail)).decision(Some(Decision::Human)),
     )?;

@@ -21,6 +21,7 @@ mod error;
 mod event;
 mod git_locks;
 mod hand_off;
+mod handle;
 mod id;
 mod init;
 mod journal;
@@ -36,6 +37,7 @@ mod remove;
 mod removed;
 mod render;
 mod repair;
+pub mod repository;
 mod rollback;
 pub mod run_state;
 pub mod schema;
@@ -80,14 +82,16 @@ pub use store::{list, locate, Session};
 pub use tips::{MovedRef, RefTips};
 pub use worktree::{ensure_worktree_intact, worktree_damage, Damage, WorktreeDamage};
 
-/// The repository handle sessions live in. Layers above the session layer hold it only to
-/// hand it back to session operations; they never call git through it.
-pub use crate::git::{Fence, FenceKind, ObjectId, Repo, TreeChange, View, RUN_LOCK};
+/// The git values session operations take and give (plain data: ids, changes, a fence's
+/// paths); none of them can run a git operation without a git `Repo`.
+pub use crate::git::{Fence, FenceKind, ObjectId, TreeChange, View, RUN_LOCK};
+pub use handle::Repo;
 
 /// Store a text (a run's playbook) in the object database for `session`; its id names it in
 /// the journal. A ref (`refs/bmad/sessions/<id>/texts/<blob>`) keeps it reachable: a run
 /// parked at a gate for weeks must survive `git gc --prune=now`.
 pub fn store_text(repo: &Repo, session: &SessionId, text: &str) -> Result<String> {
+    let repo = &repo.git;
     let blob = repo.write_blob(text.as_bytes())?;
     let name = session_ref(session, &format!("texts/{blob}"));
     // Created once, never moved: after a conflict, another writer may have made it.
@@ -103,6 +107,7 @@ pub fn store_text(repo: &Repo, session: &SessionId, text: &str) -> Result<String
 
 /// A text stored with [`store_text`], by the id the journal recorded.
 pub fn read_stored_text(repo: &Repo, id: &str) -> Result<String> {
+    let repo = &repo.git;
     let object = crate::git::ObjectId::from_hex(id.as_bytes())
         .map_err(|e| Error::InvalidInput(format!("{id:?} is not an object id: {e}")))?;
     let bytes = repo.read_blob(object)?;
@@ -132,7 +137,7 @@ pub fn checkpoints_ref(id: &SessionId) -> String {
 /// stored texts), its journal, and its checkpoint chain last (the ref that makes it a
 /// session, so deleting in this order keeps it listed until the end).
 pub(crate) fn session_refs(
-    repo: &Repo,
+    repo: &crate::git::Repo,
     session: &Session,
 ) -> Result<Vec<(String, crate::git::ObjectId)>> {
     let chain = checkpoints_ref(&session.id);

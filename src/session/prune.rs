@@ -36,7 +36,7 @@ pub struct PruneOutcome {
 ///
 /// The session's refs stay: its checkpoints still hold the work.
 pub fn prune(repo: &Repo) -> Result<Vec<PruneOutcome>> {
-    let gone: Vec<Session> = store::list(repo)?
+    let gone: Vec<Session> = store::list(super::Repo::of(repo))?
         .into_iter()
         .filter(|s| !s.worktree_exists && !s.elsewhere && s.status != Status::Pruned)
         .collect();

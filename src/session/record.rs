@@ -120,9 +120,10 @@ impl Checkpoint {
     /// they change with every event and are no step's work.
     pub fn work_changed_to(
         &self,
-        repo: &Repo,
+        repo: &super::Repo,
         later: &Checkpoint,
     ) -> Result<Vec<(String, String)>> {
+        let repo = &repo.git;
         if self.tree == later.tree {
             return Ok(Vec::new());
         }

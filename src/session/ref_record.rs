@@ -7,7 +7,7 @@
 use super::error::Result;
 use super::id::SessionId;
 use super::{checkpoints_ref, notes_ref};
-use crate::git::{ObjectId, Repo};
+use crate::git::ObjectId;
 
 /// A ref moved by something other than git-bmad.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,8 +45,9 @@ impl ForeignMove {
 
 /// An error naming what moved, when any of the session's refs was moved outside git-bmad:
 /// what every command that would act on the session's record checks first.
-pub fn ensure_vouched(repo: &Repo, id: &SessionId) -> Result<()> {
-    let moved = foreign_moves(repo, id)?;
+pub fn ensure_vouched(repo: &super::Repo, id: &SessionId) -> Result<()> {
+    let repo = &repo.git;
+    let moved = foreign_moves(super::Repo::of(repo), id)?;
     if moved.is_empty() {
         return Ok(());
     }
@@ -59,7 +60,8 @@ pub fn ensure_vouched(repo: &Repo, id: &SessionId) -> Result<()> {
 }
 
 /// The session's refs that something other than git-bmad moved.
-pub fn foreign_moves(repo: &Repo, id: &SessionId) -> Result<Vec<ForeignMove>> {
+pub fn foreign_moves(repo: &super::Repo, id: &SessionId) -> Result<Vec<ForeignMove>> {
+    let repo = &repo.git;
     let mut found = Vec::new();
     for name in [checkpoints_ref(id), notes_ref(id)] {
         let Some(now) = repo.read_ref(&name)? else {

@@ -78,9 +78,15 @@ pub fn remove(
         // The worktree's last state (files, untracked files, index) becomes the newest
         // checkpoint, so the keep holds it.
         if session.worktree_exists && !half_added {
-            left_out =
-                checkpoint::checkpoint(repo, session, "session removed", None, None, policy)?
-                    .kept_out;
+            left_out = checkpoint::checkpoint(
+                super::Repo::of(repo),
+                session,
+                "session removed",
+                None,
+                None,
+                policy,
+            )?
+            .kept_out;
         }
         journal::append(
             repo,
@@ -147,7 +153,7 @@ fn work_remove_would_lose(repo: &Repo, session: &Session) -> Result<Vec<String>>
     }
     // A rollback that moved the branch back left the dropped commits in its safety
     // checkpoint alone: deleting the chain would lose them.
-    let heads: Vec<ObjectId> = checkpoint::chain(repo, session)?
+    let heads: Vec<ObjectId> = checkpoint::chain(super::Repo::of(repo), session)?
         .iter()
         .filter_map(Checkpoint::session_head)
         .collect();

@@ -237,7 +237,7 @@ pub fn restore(repo: &Repo, query: &str, policy: &dyn Policy) -> Result<Restored
     if let Some(removed) = find_removed(repo, query)? {
         return restore_removed(repo, removed, policy);
     }
-    let session = match store::locate(repo, Some(query)) {
+    let session = match store::locate(super::Repo::of(repo), Some(query)) {
         Err(Error::UnknownSession { query }) => return Err(Error::NothingToRestore { query }),
         other => other?,
     };
@@ -254,7 +254,7 @@ pub fn restore(repo: &Repo, query: &str, policy: &dyn Policy) -> Result<Restored
 
 fn restore_removed(repo: &Repo, removed: RemovedSession, policy: &dyn Policy) -> Result<Restored> {
     // Another session took the branch or the directory since: refuse before writing.
-    if let Some(other) = store::list(repo)?.into_iter().find(|s| {
+    if let Some(other) = store::list(super::Repo::of(repo))?.into_iter().find(|s| {
         s.id != removed.id && (s.branch == removed.branch || s.worktree == removed.worktree)
     }) {
         return Err(Error::RestoreBlocked {
@@ -327,7 +327,7 @@ fn restored_already(repo: &Repo, session: &Session) -> Result<bool> {
 const RESTORED_LABEL: &str = "session restored";
 
 fn chain_head(repo: &Repo, session: &Session) -> Result<Checkpoint> {
-    chain(repo, session)?
+    chain(super::Repo::of(repo), session)?
         .into_iter()
         .next()
         .ok_or_else(|| Error::NoCheckpoint {
@@ -343,7 +343,7 @@ fn restore_worktree(
     from: &'static str,
     policy: &dyn Policy,
 ) -> Result<Restored> {
-    let checkpoints = chain(repo, &session)?;
+    let checkpoints = chain(super::Repo::of(repo), &session)?;
     let target = checkpoints
         .first()
         .cloned()

@@ -218,8 +218,8 @@ pub fn stage_for_commit(repo: &Repo, index: Option<&Path>) -> Result<Option<Stri
     if partial || !repo.staged_besides(index, &path)? {
         return Ok(None);
     }
-    let session = super::store::locate(repo, Some(id.as_str()))?;
-    write_rendered(&session, &journal::read(repo, &id)?)?;
+    let session = super::store::locate(super::Repo::of(repo), Some(id.as_str()))?;
+    write_rendered(&session, &journal::read(super::Repo::of(repo), &id)?)?;
     repo.stage_path(index, &path)?;
     Ok(Some(path))
 }

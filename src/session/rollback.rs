@@ -121,7 +121,7 @@ pub fn undo(repo: &Repo, session: &Session, policy: &dyn Policy) -> Result<Rollb
     if let Some(intent) = interrupted(repo, &session.id)? {
         finish(repo, wt, session, intent, None)?;
     }
-    let journal = journal::read(repo, &session.id)?;
+    let journal = journal::read(super::Repo::of(repo), &session.id)?;
     let state = SessionState::replay(journal.events());
     let last = state.rollbacks.last().ok_or_else(|| Error::NothingToUndo {
         session: session.id.to_string(),
@@ -342,7 +342,7 @@ fn finish(
     };
 
     let changes = visible_changes(session, all_changes, &protected);
-    let journal = journal::read(repo, &session.id)?;
+    let journal = journal::read(super::Repo::of(repo), &session.id)?;
     let detail = RolledBack {
         target: target.id.to_string(),
         target_seq: checkpoint_seq(&journal, &target),
@@ -546,7 +546,7 @@ fn checkpoint_seq(journal: &Journal, cp: &Checkpoint) -> u64 {
 
 /// Find the checkpoint a user means; returns it and its number (1 = first).
 fn resolve(repo: &Repo, session: &Session, target: &Target) -> Result<(Checkpoint, usize)> {
-    let mut checkpoints = chain(repo, session)?;
+    let mut checkpoints = chain(super::Repo::of(repo), session)?;
     checkpoints.reverse();
     let unknown = |query: &str| Error::UnknownCheckpoint {
         session: session.id.to_string(),

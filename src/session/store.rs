@@ -74,6 +74,11 @@ impl Session {
     }
 
     /// A handle on the session's worktree, or `None` when `repo` already is that worktree.
+    pub fn worktree_handle(&self, repo: &super::Repo) -> Result<Option<super::Repo>> {
+        Ok(self.open_worktree(&repo.git)?.map(super::Repo::from))
+    }
+
+    /// [`Session::worktree_handle`], for the layers that call git.
     pub fn open_worktree(&self, repo: &Repo) -> Result<Option<Repo>> {
         if same_dir(repo.workdir(), &self.worktree) {
             return Ok(None);
@@ -116,7 +121,8 @@ fn same_dir(a: &Path, b: &Path) -> bool {
 }
 
 /// Every session of the repository, oldest first.
-pub fn list(repo: &Repo) -> Result<Vec<Session>> {
+pub fn list(repo: &super::Repo) -> Result<Vec<Session>> {
+    let repo = &repo.git;
     let here = super::id::clone_id(repo);
     let mut sessions = Vec::new();
     for (name, head) in repo.refs_with_prefix(SESSIONS_PREFIX)? {
@@ -153,7 +159,8 @@ pub fn get(repo: &Repo, id: &SessionId) -> Result<Option<Session>> {
 ///
 /// An exact id, or the marker `start` leaves in a session worktree, is looked up directly
 /// (hooks do this on every commit); everything else scans the sessions.
-pub fn locate(repo: &Repo, query: Option<&str>) -> Result<Session> {
+pub fn locate(repo: &super::Repo, query: Option<&str>) -> Result<Session> {
+    let repo = &repo.git;
     let direct = match query {
         Some(query) => SessionId::parse(query),
         None => super::marker::marked_session(repo),
@@ -163,7 +170,7 @@ pub fn locate(repo: &Repo, query: Option<&str>) -> Result<Session> {
             return Ok(session);
         }
     }
-    let sessions = list(repo)?;
+    let sessions = list(super::Repo::of(repo))?;
     let Some(query) = query else {
         let here = repo.workdir();
         return sessions

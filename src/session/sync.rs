@@ -41,6 +41,14 @@ pub fn opt_in_key(remote: &str) -> String {
     format!("bmad.{remote}.pushSessions")
 }
 
+/// Whether this clone lets `push` send sessions (journals and checkpoints) to `remote`.
+pub fn sends_sessions_to(repo: &super::Repo, remote: &str) -> Result<bool> {
+    Ok(repo
+        .git
+        .effective_config_bool(&opt_in_key(remote))?
+        .unwrap_or(false))
+}
+
 /// What a push sent.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct Pushed {
@@ -65,7 +73,8 @@ pub struct Pushed {
 /// A journal that leaves is signed first (see [`super::trust`]), so another clone that
 /// trusts this one's key takes its events as state. With `release`, the caller saw no run
 /// live here: the lease is released, and another clone resumes the session at once.
-pub fn push(repo: &Repo, session: &Session, remote: &str, release: bool) -> Result<Pushed> {
+pub fn push(repo: &super::Repo, session: &Session, remote: &str, release: bool) -> Result<Pushed> {
+    let repo = &repo.git;
     if !repo.has_remote(remote)? {
         return Err(Error::NoSuchRemote {
             remote: remote.to_owned(),
@@ -211,7 +220,8 @@ pub enum SyncOutcome {
 /// local session up to date: fast-forward what only moved there, merge journals appended on
 /// both sides. Sessions that exist only there are listed, not created: `resume` makes one
 /// here.
-pub fn sync(repo: &Repo, remote: &str, branch_prefix: &str) -> Result<Vec<Synced>> {
+pub fn sync(repo: &super::Repo, remote: &str, branch_prefix: &str) -> Result<Vec<Synced>> {
+    let repo = &repo.git;
     if !repo.has_remote(remote)? {
         return Err(Error::NoSuchRemote {
             remote: remote.to_owned(),
@@ -369,7 +379,7 @@ fn may_forward(
         return Ok(Ok(()));
     }
     // It says the session lives somewhere else now: only a trusted lease moves it.
-    let lease = trusted_lease(&journal::read(repo, id)?);
+    let lease = trusted_lease(&journal::read(super::Repo::of(repo), id)?);
     match (lease, &t.clone) {
         (Some(leased), Some(clone)) if &leased == clone => Ok(Ok(())),
         _ => Ok(Err(format!(
@@ -439,7 +449,7 @@ pub(super) fn merge_journals(
     remote: &str,
     head: Option<ObjectId>,
 ) -> Result<usize> {
-    let mine = journal::read(repo, id)?;
+    let mine = journal::read(super::Repo::of(repo), id)?;
     let other = journal::read_at(repo, id, Some(theirs))?;
     let (mut trusted, mut untrusted) = (BTreeSet::new(), BTreeSet::new());
     for e in &mine.entries {
@@ -520,10 +530,11 @@ pub(super) fn merge_journals(
 /// record without taking its session (a runner the coordinator's epic, the coordinator a
 /// runner's story). An entry's id is the same in every clone's copy.
 pub fn remote_entries(
-    repo: &Repo,
+    repo: &super::Repo,
     remote: &str,
     id: &SessionId,
 ) -> Result<Vec<(JournalEntry, bool)>> {
+    let repo = &repo.git;
     let notes = format!("{}notes/{id}", tracking_prefix(remote));
     let Some(tip) = repo.read_ref(&notes)?.filter(|t| repo.is_commit(*t)) else {
         return Ok(Vec::new());
@@ -579,7 +590,8 @@ fn tracked_sessions(repo: &Repo, remote: &str) -> Result<Vec<(SessionId, ObjectI
 }
 
 /// The sessions `remote` had at the last sync or push.
-pub fn list_remote(repo: &Repo, remote: &str) -> Result<Vec<RemoteSession>> {
+pub fn list_remote(repo: &super::Repo, remote: &str) -> Result<Vec<RemoteSession>> {
+    let repo = &repo.git;
     let mut out = Vec::new();
     for (id, head) in tracked_sessions(repo, remote)? {
         let Some(cp) = Checkpoint::read(repo, head)? else {

@@ -4,7 +4,7 @@
 use serde::Serialize;
 
 use super::Result;
-use crate::git::{ObjectId, Repo};
+use crate::git::ObjectId;
 
 /// The refs and their commits at one moment.
 #[derive(Clone, Debug, Default)]
@@ -35,7 +35,8 @@ impl MovedRef {
 
 impl RefTips {
     /// Where `names` point now.
-    pub fn take(repo: &Repo, names: impl IntoIterator<Item = String>) -> Result<RefTips> {
+    pub fn take(repo: &super::Repo, names: impl IntoIterator<Item = String>) -> Result<RefTips> {
+        let repo = &repo.git;
         let mut tips = Vec::new();
         for name in names {
             let tip = repo.read_ref(&name)?;
@@ -45,7 +46,8 @@ impl RefTips {
     }
 
     /// The refs that point elsewhere now.
-    pub fn moved(&self, repo: &Repo) -> Result<Vec<MovedRef>> {
+    pub fn moved(&self, repo: &super::Repo) -> Result<Vec<MovedRef>> {
+        let repo = &repo.git;
         let mut moved = Vec::new();
         for (name, was) in &self.0 {
             let now = repo.read_ref(name)?;

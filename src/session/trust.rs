@@ -69,7 +69,8 @@ fn signer(repo: &Repo) -> Result<SshSigner> {
 }
 
 /// This clone's signing key; made (with its clone id) when `make` and there is none yet.
-pub fn own_key(repo: &Repo, make: bool) -> Result<Option<OwnKey>> {
+pub fn own_key(repo: &super::Repo, make: bool) -> Result<Option<OwnKey>> {
+    let repo = &repo.git;
     let signer = signer(repo)?;
     // As git takes it: a private key file, or a public one whose private half is beside it
     // or held by ssh-agent.
@@ -86,7 +87,7 @@ pub fn own_key(repo: &Repo, make: bool) -> Result<Option<OwnKey>> {
             move_legacy_key(repo)?;
             let clone = match (make, clone_id(repo)) {
                 (_, Some(clone)) => clone,
-                (true, None) => ensure_clone_id(repo)?,
+                (true, None) => ensure_clone_id(super::Repo::of(repo))?,
                 (false, None) => return Ok(None),
             };
             let path = clone_key_path(&clone)?;
@@ -108,7 +109,7 @@ pub fn own_key(repo: &Repo, make: bool) -> Result<Option<OwnKey>> {
     };
     let principal = match repo.config_string("user.email") {
         Some(email) if !email.trim().is_empty() && !email.contains(char::is_whitespace) => email,
-        _ => format!("clone-{}@git-bmad", ensure_clone_id(repo)?),
+        _ => format!("clone-{}@git-bmad", ensure_clone_id(super::Repo::of(repo))?),
     };
     Ok(Some(OwnKey {
         path,
@@ -192,7 +193,7 @@ pub fn move_legacy_key(repo: &Repo) -> Result<()> {
     if std::fs::symlink_metadata(&legacy).is_err() {
         return Ok(());
     }
-    let clone = ensure_clone_id(repo)?;
+    let clone = ensure_clone_id(super::Repo::of(repo))?;
     let target = clone_key_path(&clone)?;
     let from = legacy.join(KEY_NAME);
     let from_pub = legacy.join(format!("{KEY_NAME}.pub"));
@@ -277,7 +278,7 @@ pub fn allowed_signers(repo: &Repo) -> Result<AllowedSigners> {
             allowed.sources.push(source);
         }
     };
-    for (source, bytes) in reviewed_files(repo, ALLOWED_SIGNERS)? {
+    for (source, bytes) in reviewed_files(super::Repo::of(repo), ALLOWED_SIGNERS)? {
         add(&String::from_utf8_lossy(&bytes), source);
     }
     if let Some(file) = repo.config_string("gpg.ssh.allowedSignersFile") {
@@ -286,7 +287,7 @@ pub fn allowed_signers(repo: &Repo) -> Result<AllowedSigners> {
             add(&text, path.display().to_string());
         }
     }
-    if let Some(key) = own_key(repo, false)? {
+    if let Some(key) = own_key(super::Repo::of(repo), false)? {
         add(&key.allowed_signers_line(), "this clone".into());
         allowed.own = true;
     }
@@ -295,7 +296,8 @@ pub fn allowed_signers(repo: &Repo) -> Result<AllowedSigners> {
 
 /// The file at `path` as each branch that changes only through review commits it
 /// ([`reviewed_branches`]), where it exists, each read at its [`reviewed_tip`].
-pub fn reviewed_files(repo: &Repo, path: &str) -> Result<Vec<(String, Vec<u8>)>> {
+pub fn reviewed_files(repo: &super::Repo, path: &str) -> Result<Vec<(String, Vec<u8>)>> {
+    let repo = &repo.git;
     let mut found = Vec::new();
     for branch in reviewed_branches(repo)? {
         if let Some(bytes) = repo.file_at(&reviewed_tip(repo, &branch)?, path)? {
@@ -361,7 +363,8 @@ pub fn reviewed_tip(repo: &Repo, branch: &str) -> Result<String> {
 
 /// A unified diff from text `from` to text `to`, its sides named by the labels (empty when
 /// they are the same).
-pub fn diff_texts(repo: &Repo, from: (&str, &str), to: (&str, &str)) -> Result<String> {
+pub fn diff_texts(repo: &super::Repo, from: (&str, &str), to: (&str, &str)) -> Result<String> {
+    let repo = &repo.git;
     let (from_id, to_id) = (
         repo.write_blob(from.0.as_bytes())?,
         repo.write_blob(to.0.as_bytes())?,
@@ -427,17 +430,17 @@ fn payload(id: &SessionId, chain: &str) -> Vec<u8> {
 /// Sign this clone's journal of `id` as it stands, unless its newest event already is this
 /// clone's signature; the event written, if one was.
 pub fn sign_journal(repo: &Repo, id: &SessionId) -> Result<Option<Event>> {
-    let clone = ensure_clone_id(repo)?;
+    let clone = ensure_clone_id(super::Repo::of(repo))?;
     let mut signed = None;
     // An event a run appends while the signature is made lands before it, uncovered: the
     // journal is signed again until its signature covers everything before it.
     for _ in 0..SIGN_ATTEMPTS {
-        let journal = journal::read(repo, id)?;
+        let journal = journal::read(super::Repo::of(repo), id)?;
         if signed_to_its_end(&journal, &clone) {
             break;
         }
-        let key =
-            own_key(repo, true)?.ok_or_else(|| Error::InvalidInput("no signing key".into()))?;
+        let key = own_key(super::Repo::of(repo), true)?
+            .ok_or_else(|| Error::InvalidInput("no signing key".into()))?;
         let signature = signer(repo)?.sign(&key.path, NAMESPACE, &payload(id, &journal.chain))?;
         signed = Some(journal::append(
             repo,

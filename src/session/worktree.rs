@@ -131,7 +131,8 @@ impl WorktreeDamage {
 
 /// An error naming the damage and its repair when the session's worktree is damaged: what
 /// every command that would run or record something there checks first.
-pub fn ensure_worktree_intact(repo: &Repo, session: &Session) -> Result<()> {
+pub fn ensure_worktree_intact(repo: &super::Repo, session: &Session) -> Result<()> {
+    let repo = &repo.git;
     intact_among(&repo.worktrees()?, repo, session)
 }
 
@@ -158,7 +159,8 @@ pub(super) fn intact_among(
 }
 
 /// What is wrong with the session's worktree, if anything.
-pub fn worktree_damage(repo: &Repo, session: &Session) -> Result<Option<WorktreeDamage>> {
+pub fn worktree_damage(repo: &super::Repo, session: &Session) -> Result<Option<WorktreeDamage>> {
+    let repo = &repo.git;
     damage_among(
         &repo.worktrees()?,
         repo,
@@ -242,7 +244,7 @@ pub(super) fn marks_session(repo: &Repo, path: &std::path::Path, id: &SessionId)
 /// `git worktree prune`, when git still lists one of our sessions' worktrees whose directory
 /// is gone (or the one at `path`): only those are this tool's business.
 pub(super) fn forget_vanished_worktrees(repo: &Repo, path: Option<&std::path::Path>) -> Result<()> {
-    let sessions = super::store::list(repo)?;
+    let sessions = super::store::list(super::Repo::of(repo))?;
     let worktrees = repo.worktrees()?;
     let ours_gone_for_git = worktrees.iter().any(|w| {
         w.prunable

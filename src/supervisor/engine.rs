@@ -89,8 +89,7 @@ pub fn supervise(
     session.ensure_lives_here("its run goes on there")?;
     // Nothing runs, and no gate is answered, in a worktree git no longer tracks.
     session::ensure_worktree_intact(repo, session)?;
-    let worktree = session.open_worktree(repo)?;
-    let git_dir = worktree.as_ref().unwrap_or(repo).git_dir().to_path_buf();
+    let git_dir = session.worktree_git_dir(repo)?;
     let _lock = super::lock::RunLock::acquire(&git_dir, session.id.as_str())?;
     // What a git killed with an earlier run left locked, with no git running now.
     for cleared in session::clear_abandoned_worktree_locks(repo, &git_dir) {
@@ -239,8 +238,7 @@ pub fn record_answer(
     reply: &str,
     message: Option<&str>,
 ) -> Result<()> {
-    let worktree = session.open_worktree(repo)?;
-    let git_dir = worktree.as_ref().unwrap_or(repo).git_dir().to_path_buf();
+    let git_dir = session.worktree_git_dir(repo)?;
     let _lock = super::lock::RunLock::acquire(&git_dir, session.id.as_str())?;
     let journal = session::read_journal(repo, &session.id)?;
     let state = RunState::replay(journal.events());

@@ -125,7 +125,7 @@ pub fn compare_untrusted_playbook(
 
 /// Where a session's playbooks are looked up: its worktree, then the main worktree.
 pub fn playbook_dirs(repo: &Repo, session: &Session) -> Result<Vec<PathBuf>> {
-    let main = repo.main_workdir().map_err(session::Error::from)?;
+    let main = repo.main_workdir()?;
     Ok(vec![session.worktree.clone(), main])
 }
 

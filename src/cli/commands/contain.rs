@@ -69,7 +69,7 @@ pub fn cmd_contain(ctx: &Context, args: &ContainArgs) -> Result<u8, CommandError
     }
     let program =
         which::which(&args.command[0]).unwrap_or_else(|_| PathBuf::from(&args.command[0]));
-    let hidden = crate::policy::hidden_from_steps(&repo);
+    let hidden = crate::policy::hidden_from_steps(crate::session::Repo::of(&repo));
     let readable = [repo.common_dir().to_owned()];
     let scratch = sandbox::scratch(
         &layers,

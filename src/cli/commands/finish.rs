@@ -20,7 +20,7 @@ pub struct FinishArgs {
 /// Run `finish`.
 pub fn cmd_finish(ctx: &Context, args: &FinishArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let s = session::locate(&repo, args.session.query())?;
+    let s = session::locate(session::Repo::of(&repo), args.session.query())?;
     if s.status == Status::Completed {
         if ctx.ui.json() {
             ctx.ui

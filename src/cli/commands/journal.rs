@@ -91,8 +91,8 @@ pub fn cmd_journal(ctx: &Context, args: &JournalArgs) -> Result<u8, CommandError
         Some(JournalAction::Append(append)) => cmd_append(ctx, append),
         Some(JournalAction::Flush { session }) => {
             let repo = ctx.repo()?;
-            let s = session::locate(&repo, session.query())?;
-            session::flush_deferred(&repo, &s)?;
+            let s = session::locate(session::Repo::of(&repo), session.query())?;
+            session::flush_deferred(session::Repo::of(&repo), &s)?;
             Ok(exit::OK)
         }
     }
@@ -100,8 +100,8 @@ pub fn cmd_journal(ctx: &Context, args: &JournalArgs) -> Result<u8, CommandError
 
 fn show(ctx: &Context, args: &JournalArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let s = session::locate(&repo, args.session.query())?;
-    let journal = session::read_journal(&repo, &s.id)?;
+    let s = session::locate(session::Repo::of(&repo), args.session.query())?;
+    let journal = session::read_journal(session::Repo::of(&repo), &s.id)?;
     let state = SessionState::replay(journal.events());
     let format = if ctx.ui.json() {
         Format::Json
@@ -188,8 +188,8 @@ fn session_details(e: &session::Event) -> String {
 
 fn export(ctx: &Context, query: Option<&str>) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let s = session::locate(&repo, query)?;
-    session::write_rendered(&s, &session::read_journal(&repo, &s.id)?)?;
+    let s = session::locate(session::Repo::of(&repo), query)?;
+    session::write_rendered(&s, &session::read_journal(session::Repo::of(&repo), &s.id)?)?;
     let path = s.worktree.join(session::journal_md_path(&s.id));
     if ctx.ui.json() {
         ctx.ui.print_json(&json!({"path": path}));
@@ -224,9 +224,9 @@ fn cmd_append(ctx: &Context, args: &AppendArgs) -> Result<u8, CommandError> {
         _ => Decision::Human,
     });
     let repo = ctx.repo()?;
-    let s = session::locate(&repo, args.session.as_deref())?;
+    let s = session::locate(session::Repo::of(&repo), args.session.as_deref())?;
     let event = session::record(
-        &repo,
+        session::Repo::of(&repo),
         &s,
         // Nothing a script hands over is stored unredacted.
         NewEvent::new(Body::from_parts(args.event.clone(), redact_json(detail)))

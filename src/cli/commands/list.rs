@@ -41,9 +41,13 @@ pub fn cmd_list(ctx: &Context, args: &ListArgs) -> Result<u8, CommandError> {
         return list_removed(ctx, &session::list_removed(&repo)?);
     }
     if let Some(remote) = &args.remote {
-        return list_remote(ctx, remote, &session::sync::list_remote(&repo, remote)?);
+        return list_remote(
+            ctx,
+            remote,
+            &session::sync::list_remote(session::Repo::of(&repo), remote)?,
+        );
     }
-    let sessions = session::list(&repo)?;
+    let sessions = session::list(session::Repo::of(&repo))?;
     let disk: Vec<u64> = if args.disk {
         sessions.iter().map(|s| disk_use(&s.worktree)).collect()
     } else {

@@ -29,7 +29,7 @@ pub struct RemoveArgs {
 /// Run `remove`.
 pub fn cmd_remove(ctx: &Context, args: &RemoveArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let s = session::locate(&repo, Some(args.session.name()))?;
+    let s = session::locate(session::Repo::of(&repo), Some(args.session.name()))?;
     // A secret in a changed file stays out of the last checkpoint, as in any checkpoint.
     let (kept, warnings) =
         session::remove(&repo, &s, RemoveOptions { force: args.force }, &ctx.policy)?;

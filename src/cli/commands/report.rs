@@ -55,7 +55,7 @@ pub fn cmd_report(ctx: &Context, args: &ReportArgs) -> Result<u8, CommandError> 
     })?;
     let repo = ctx.repo()?;
     let report = report::gather(
-        &repo,
+        crate::session::Repo::of(&repo),
         report::Options {
             since,
             now,

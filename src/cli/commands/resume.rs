@@ -41,11 +41,16 @@ pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> 
     let repo = ctx.repo()?;
     let query = args.session.query();
     let mut adopted = false;
-    let s = match session::locate(&repo, query) {
+    let s = match session::locate(session::Repo::of(&repo), query) {
         // It lives in another clone now: taking it back is an adoption too.
         Ok(s) if s.elsewhere => {
-            let (here, warnings) =
-                session::adopt(&repo, &args.remote, s.id.as_str(), args.steal, &ctx.policy)?;
+            let (here, warnings) = session::adopt(
+                session::Repo::of(&repo),
+                &args.remote,
+                s.id.as_str(),
+                args.steal,
+                &ctx.policy,
+            )?;
             for warning in &warnings {
                 ctx.ui.warn(warning);
             }
@@ -60,21 +65,25 @@ pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> 
         }
         Ok(s) => s,
         Err(session::Error::UnknownSession { query }) => {
-            let (here, warnings) =
-                session::adopt(&repo, &args.remote, &query, args.steal, &ctx.policy).map_err(
-                    |e| match e {
-                        session::Error::UnknownSession { .. } => {
-                            CommandError::from(session::Error::UnknownSession {
-                                query: query.clone(),
-                            })
-                            .hinted(format!(
+            let (here, warnings) = session::adopt(
+                session::Repo::of(&repo),
+                &args.remote,
+                &query,
+                args.steal,
+                &ctx.policy,
+            )
+            .map_err(|e| match e {
+                session::Error::UnknownSession { .. } => {
+                    CommandError::from(session::Error::UnknownSession {
+                        query: query.clone(),
+                    })
+                    .hinted(format!(
                         "a session pushed from another machine: git bmad sync --remote {} first",
                         args.remote
                     ))
-                        }
-                        other => other.into(),
-                    },
-                )?;
+                }
+                other => other.into(),
+            })?;
             ctx.ui.status(format!(
                 "Session {} ({}) is here now, from {}: {}",
                 here.id,
@@ -99,7 +108,7 @@ pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> 
         }
         Err(other) => return Err(other.into()),
     };
-    let journal = session::read_journal(&repo, &s.id)?;
+    let journal = session::read_journal(session::Repo::of(&repo), &s.id)?;
     let has_run = crate::session::run_state::RunState::replay(journal.events())
         .manifest
         .is_some();
@@ -113,7 +122,13 @@ pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> 
             })
             .last();
         if let Some(started) = newest {
-            return Err(untrusted_run(ctx, &repo, &s, started.0, started.1));
+            return Err(untrusted_run(
+                ctx,
+                session::Repo::of(&repo),
+                &s,
+                started.0,
+                started.1,
+            ));
         }
     }
     if adopted && !has_run {

@@ -44,7 +44,7 @@ pub struct RollbackArgs {
 /// Run `rollback`.
 pub fn cmd_rollback(ctx: &Context, args: &RollbackArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let s = session::locate(&repo, args.session.as_deref())?;
+    let s = session::locate(session::Repo::of(&repo), args.session.as_deref())?;
     if args.continue_ {
         let outcome = session::continue_rollback(&repo, &s)?;
         return report(ctx, &outcome, "Finished the interrupted rollback to");

@@ -50,13 +50,13 @@ pub struct ProgressArg {
 /// Run `run`.
 pub fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let s = session::locate(&repo, args.session.as_deref())?;
+    let s = session::locate(session::Repo::of(&repo), args.session.as_deref())?;
     let source = match &args.playbook {
         Some(query) => {
-            let dirs = supervisor::playbook_dirs(&repo, &s)?;
+            let dirs = supervisor::playbook_dirs(session::Repo::of(&repo), &s)?;
             supervisor::resolve(query, &ctx.cwd, &dirs)?
         }
-        None => supervisor::playbook_of_session(&repo, &s, &ctx.cwd)?,
+        None => supervisor::playbook_of_session(session::Repo::of(&repo), &s, &ctx.cwd)?,
     };
     supervise_and_report(
         ctx,
@@ -90,12 +90,12 @@ pub(super) fn supervise_and_report(
         Some(mode) => ProgressMode::parse(mode).unwrap_or_default(),
         None => config.orchestration.progress,
     };
-    let journal = session::read_journal(repo, &s.id)?;
+    let journal = session::read_journal(session::Repo::of(repo), &s.id)?;
     let events: Vec<Event> = journal.events().cloned().collect();
     let mut printer = Progress::new(mode, &events);
     let mut observer = |event: &Event| printer.event(event, || progress(ui, event));
     let report = supervisor::supervise(
-        repo,
+        session::Repo::of(repo),
         s,
         request,
         RunOptions {

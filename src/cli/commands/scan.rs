@@ -35,7 +35,7 @@ pub fn cmd_scan(ctx: &Context, args: &ScanArgs) -> Result<u8, CommandError> {
     } else {
         Source::from_args(&ctx.cwd, &args.targets)
     };
-    let in_session = session::locate(&repo, None).is_ok();
+    let in_session = session::locate(session::Repo::of(&repo), None).is_ok();
     let options = Options {
         honour_allow_comments: !(args.strict || in_session),
     };

@@ -44,7 +44,7 @@ pub fn cmd_start(ctx: &Context, args: &StartArgs) -> Result<u8, CommandError> {
         None => None,
     };
     let started = session::start(
-        &repo,
+        session::Repo::of(&repo),
         &StartOptions {
             name: args.name.clone(),
             base: args.base.clone(),

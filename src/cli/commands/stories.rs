@@ -196,7 +196,14 @@ pub fn cmd_stories(ctx: &Context, args: &StoriesArgs) -> Result<u8, CommandError
         } => {
             let to = Status::parse(status);
             let by = signer(by);
-            let change = epic::set_story_status(&project, repo.as_ref(), key, &to, &by, *force)?;
+            let change = epic::set_story_status(
+                &project,
+                repo.as_ref().map(crate::session::Repo::of),
+                key,
+                &to,
+                &by,
+                *force,
+            )?;
             if ui.json() {
                 ui.print_json(&change);
                 return Ok(exit::OK);

@@ -30,7 +30,11 @@ pub struct SyncArgs {
 pub fn cmd_sync(ctx: &Context, args: &SyncArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
     let config = session::load_config(&repo)?;
-    let synced = sync::sync(&repo, &args.remote, &config.sessions.branch_prefix)?;
+    let synced = sync::sync(
+        session::Repo::of(&repo),
+        &args.remote,
+        &config.sessions.branch_prefix,
+    )?;
     if ctx.ui.json() {
         ctx.ui.print_json(&synced);
         return Ok(exit::OK);

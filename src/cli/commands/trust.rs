@@ -39,7 +39,7 @@ pub fn cmd_trust(ctx: &Context, args: &TrustArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
     match args.action {
         TrustAction::Show => {
-            let key = trust::own_key(&repo, true)?
+            let key = trust::own_key(crate::session::Repo::of(&repo), true)?
                 .ok_or_else(|| CommandError::failed("this clone has no signing key"))?;
             if ctx.ui.json() {
                 ctx.ui.print_json(&serde_json::json!({

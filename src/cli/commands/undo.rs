@@ -19,7 +19,7 @@ pub struct UndoArgs {
 /// Run `undo`.
 pub fn cmd_undo(ctx: &Context, args: &UndoArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let s = session::locate(&repo, args.session.as_deref())?;
+    let s = session::locate(session::Repo::of(&repo), args.session.as_deref())?;
     let outcome = session::undo(&repo, &s, &ctx.policy);
     super::checkpoint::report_secrets(&ctx.policy.take_found(), "");
     super::rollback::report(ctx, &outcome?, "Undid the last rollback: back to")

@@ -63,9 +63,9 @@ pub(in crate::epic) fn takes_minutes(repo: &Repo, remote: &str, git_ref: &str) -
     let path = format!(".github/workflows/{STORY_WORKFLOW}");
     // GitHub runs the remote's copy: as the last fetch saw it, else this clone's.
     let theirs = format!("refs/remotes/{remote}/{git_ref}");
-    let bytes = match repo.file_at(&theirs, &path) {
+    let bytes = match session::repository::file_at(repo, &theirs, &path) {
         Ok(Some(bytes)) => bytes,
-        _ => repo.file_at(git_ref, &path).ok()??,
+        _ => session::repository::file_at(repo, git_ref, &path).ok()??,
     };
     let text = String::from_utf8_lossy(&bytes);
     let workflow = crate::config::yaml::from_str::<crate::config::yaml::Data>(&text).ok()?;
@@ -107,7 +107,7 @@ pub(in crate::epic) fn follow_story(
     follow: &Follow<'_>,
     tx: &mpsc::Sender<Message>,
 ) -> Result<End, Error> {
-    let repo = Repo::discover(&job.main).map_err(session::Error::from)?;
+    let repo = Repo::discover(&job.main)?;
     let program = gh_program()?;
     let key = &job.story.key;
     // A session of the story's here (from a run here, or back from a runner) goes to the

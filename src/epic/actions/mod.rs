@@ -67,7 +67,7 @@ fn remote_record(repo: &Repo, remote: &str, name: &str) -> Result<Option<Record>
 /// key this repository trusts vouched for. `None` when no remote holds such a run.
 pub fn remote_state(repo: &Repo, epic: &str) -> Result<Option<super::EpicState>, super::Error> {
     let name = super::names::session_name(epic);
-    for remote in repo.remote_names() {
+    for remote in crate::session::repository::remote_names(repo) {
         let Some((_, entries)) = remote_record(repo, &remote, &name)? else {
             continue;
         };
@@ -124,7 +124,7 @@ pub fn ran_on_actions(
 /// every session for another clone's. The handle returned is opened after.
 pub(super) fn here(repo: &Repo) -> Result<Repo, super::Error> {
     crate::session::ensure_clone_id(repo)?;
-    Ok(Repo::discover(repo.workdir()).map_err(crate::session::Error::from)?)
+    Ok(Repo::discover(repo.workdir())?)
 }
 
 /// Take the epic's session `name` over from `remote` for a coordinator in a CI job: the one

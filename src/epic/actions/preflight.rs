@@ -31,13 +31,13 @@ pub(in crate::epic) fn preflight(
     if plan.era == Era::V4 {
         return fail("--on actions runs v6 and v7 epics: a v4 epic signs each story's status into stories.json on the epic's branch as it goes, which only a run here does".into());
     }
-    if !repo.has_remote(remote).map_err(session::Error::from)? {
+    if !session::repository::has_remote(repo, remote)? {
         return fail(format!(
             "--on actions coordinates through a remote, and there is no {remote}: --remote names it"
         ));
     }
-    let opt_in = sync::opt_in_key(remote);
-    if repo.config_string(&opt_in).as_deref() != Some("true") {
+    if !sync::sends_sessions_to(repo, remote)? {
+        let opt_in = sync::opt_in_key(remote);
         return fail(format!(
             "--on actions hands the run to runners through {remote}, journal and checkpoints included: git config {opt_in} true"
         ));
@@ -53,15 +53,12 @@ pub(in crate::epic) fn preflight(
     let base = dispatch_base(repo, &plan.epic, options.base.as_deref())?;
     let theirs = |branch: &str| format!("refs/remotes/{remote}/{branch}");
     let has = |rev: &str, path: &str| -> Result<bool, Error> {
-        Ok(repo
-            .file_at(rev, path)
-            .map_err(session::Error::from)?
-            .is_some())
+        Ok(session::repository::file_at(repo, rev, path)?.is_some())
     };
     let workflow_path = format!(".github/workflows/{STORY_WORKFLOW}");
     // The branches as the remote holds them now (GitHub and the runners read them there),
     // not as this clone last fetched them.
-    if !fetch_branch(repo, remote, &base)? {
+    if !session::repository::fetch_branch(repo, remote, &base)? {
         return fail(format!(
             "GitHub runs a story job on a branch, and {remote} has no branch {base}: push it (git push {remote} {base}), or name one with --base"
         ));
@@ -69,7 +66,9 @@ pub(in crate::epic) fn preflight(
     let interrupt = AtomicBool::new(false);
     let default = default_branch(&gh, main, &interrupt)?;
     if let Some(default) = &default {
-        if !fetch_branch(repo, remote, default)? || !has(&theirs(default), &workflow_path)? {
+        if !session::repository::fetch_branch(repo, remote, default)?
+            || !has(&theirs(default), &workflow_path)?
+        {
             return fail(format!(
                 "GitHub dispatches only workflows its default branch ({default}) holds, and {remote}'s {default} has no {workflow_path}: commit it there and push (git push {remote} {default})"
             ));
@@ -96,16 +95,6 @@ pub fn dispatch_base(repo: &Repo, epic: &str, base: Option<&str>) -> Result<Stri
         None => Err(Error::Actions(
             "GitHub runs a story job on a branch, and HEAD is detached: check out the epic's base branch, or name it with --base".into(),
         )),
-    }
-}
-
-/// Fetch `branch` from `remote` into its remote-tracking ref; whether the remote has it.
-fn fetch_branch(repo: &Repo, remote: &str, branch: &str) -> Result<bool, Error> {
-    let spec = format!("+refs/heads/{branch}:refs/remotes/{remote}/{branch}");
-    match repo.fetch(remote, &[spec]) {
-        Ok(()) => Ok(true),
-        Err(e) if e.to_string().contains("couldn't find remote ref") => Ok(false),
-        Err(e) => Err(session::Error::from(e).into()),
     }
 }
 
@@ -167,9 +156,7 @@ fn missing_secrets(
 /// signs their reports.
 fn keys_trusted(repo: &Repo, remote: &str, branch: &str) -> Result<(), Error> {
     let rev = format!("refs/remotes/{remote}/{branch}");
-    let text = repo
-        .file_at(&rev, trust::ALLOWED_SIGNERS)
-        .map_err(session::Error::from)?
+    let text = session::repository::file_at(repo, &rev, trust::ALLOWED_SIGNERS)?
         .map(|b| String::from_utf8_lossy(&b).into_owned())
         .unwrap_or_default();
     // Each line's key, `<type> <base64>`.

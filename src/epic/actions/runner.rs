@@ -59,8 +59,8 @@ pub fn run_job(
     o: &JobOptions<'_>,
 ) -> Result<JobOutcome, Error> {
     let remote = &o.remote;
-    let opt_in = sync::opt_in_key(remote);
-    if repo.config_string(&opt_in).as_deref() != Some("true") {
+    if !sync::sends_sessions_to(repo, remote)? {
+        let opt_in = sync::opt_in_key(remote);
         return Err(Error::Actions(format!(
             "a story job pushes its session's journal and checkpoints after every step: git config {opt_in} true"
         )));
@@ -111,7 +111,7 @@ pub fn run_job(
         interrupt: o.interrupt,
         policy: o.policy,
     };
-    let main = repo.main_workdir().map_err(session::Error::from)?;
+    let main = repo.main_workdir()?;
     let mut job = job(&main, &plan, story, &state, &started.base, &options);
     job.pushes = true;
     // The branches it starts from and merges, as other runners pushed them.

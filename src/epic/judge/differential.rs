@@ -27,9 +27,7 @@ pub(super) fn new_tests_passing_on_base(
         .collect();
     let mut overlay = Vec::new();
     for change in &changed {
-        let Some(bytes) = repo
-            .file_at(&work.head.to_string(), &change.path)
-            .map_err(session::Error::from)?
+        let Some(bytes) = session::repository::file_at(repo, &work.head.to_string(), &change.path)?
         else {
             continue;
         };

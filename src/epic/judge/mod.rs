@@ -291,7 +291,7 @@ pub fn judge(
 fn concern(repo: &Repo, work: &Work<'_>, command: Option<&str>) -> Result<Concern, Error> {
     let base = work.base;
     let at_base = |path: &str| {
-        let bytes = repo.file_at(&base.to_string(), path).ok()??;
+        let bytes = session::repository::file_at(repo, &base.to_string(), path).ok()??;
         // What a script runs is read from its text; a binary names nothing.
         Some(String::from_utf8(bytes).unwrap_or_default())
     };
@@ -301,7 +301,7 @@ fn concern(repo: &Repo, work: &Work<'_>, command: Option<&str>) -> Result<Concer
     let changes = work.changes;
     let paths: Vec<&str> = changes.iter().map(|c| c.path.as_str()).collect();
     let at_head = |path: &str| {
-        let bytes = repo.file_at(&work.head.to_string(), path).ok()??;
+        let bytes = session::repository::file_at(repo, &work.head.to_string(), path).ok()??;
         Some(String::from_utf8_lossy(&bytes).into_owned())
     };
     // A manifest the base has is the judge's where its test sections changed, and only
@@ -354,9 +354,7 @@ fn judges_diff(
     head: ObjectId,
     paths: &[&str],
 ) -> Result<String, Error> {
-    let diff = repo
-        .diff_paths(base, head, paths)
-        .map_err(session::Error::from)?;
+    let diff = session::repository::diff_paths(repo, base, head, paths)?;
     Ok(cut(&redact(&diff), DIFF_SHOWN))
 }
 
@@ -413,10 +411,7 @@ pub fn tests_on(
 /// does not parse.
 pub fn config_at(repo: &Repo, base: ObjectId) -> Result<Result<Option<Config>, String>, Error> {
     let path = crate::config::CONFIG_PATH;
-    let Some(bytes) = repo
-        .file_at(&base.to_string(), path)
-        .map_err(session::Error::from)?
-    else {
+    let Some(bytes) = session::repository::file_at(repo, &base.to_string(), path)? else {
         return Ok(Ok(None));
     };
     let text = String::from_utf8_lossy(&bytes);

@@ -139,8 +139,7 @@ pub fn checkout(
             source,
         })?;
     let checkout = scratch.path().join("checkout");
-    repo.clean_checkout(commit, &checkout)
-        .map_err(session::Error::from)?;
+    session::repository::clean_checkout(repo, commit, &checkout)?;
     for file in overlay {
         file.write_under(&checkout).map_err(|source| Error::Write {
             path: checkout.join(&file.path),

@@ -30,15 +30,7 @@ impl Engine<'_> {
             Some(_) => session::FenceKind::Mounts,
             None => session::FenceKind::Shadow,
         };
-        let fence = self
-            .repo
-            .fence(
-                self.session.id.as_str(),
-                &self.root,
-                &self.session.branch,
-                kind,
-            )
-            .map_err(session::Error::from)?;
+        let fence = session::repository::fence(self.repo, self.session, &self.root, kind)?;
         // Without the channel (a socket's path past 107 bytes, say) the hooks keep their
         // reports in files, as before it: the step could erase those.
         let reports = match session::ReportChannel::listen(&fence.deferred()) {
@@ -142,7 +134,7 @@ impl Engine<'_> {
         for kept in session::violations_kept_in(&fence.deferred(), ids, round_step(ids)) {
             self.record(kept)?;
         }
-        let beyond_walls = fence.settle(self.repo).map_err(session::Error::from)?;
+        let beyond_walls = session::repository::settle_fence(self.repo, fence)?;
         for beyond in beyond_walls {
             let subject = beyond.split(':').next().unwrap_or_default().to_owned();
             self.record(

@@ -42,7 +42,7 @@ pub fn cmd_job(ctx: &Context, args: &JobArgs) -> Result<u8, CommandError> {
     let ui = &ctx.ui;
     let progress = |line: &str| ui.status(line);
     let outcome = actions::run_job(
-        &repo,
+        crate::session::Repo::of(&repo),
         &args.epic,
         &args.story,
         &JobOptions {
@@ -110,7 +110,13 @@ pub fn cmd_coordinate(ctx: &Context, args: &super::RunArgs) -> Result<u8, Comman
     let prefix = &config.sessions.branch_prefix;
     // On actions whatever it began as (this job has no agent CLIs); the run hands the
     // epic's session back at its end.
-    if actions::take_over(&repo, &args.remote, prefix, &name, &ctx.policy)? {
+    if actions::take_over(
+        crate::session::Repo::of(&repo),
+        &args.remote,
+        prefix,
+        &name,
+        &ctx.policy,
+    )? {
         super::resume(ctx, epic, Some("actions"))
     } else {
         let mut args = args.clone();

@@ -175,7 +175,11 @@ pub fn cmd_epic(ctx: &Context, args: &EpicArgs) -> Result<u8, CommandError> {
     match &args.action {
         EpicAction::Plan(selection) => {
             let repo = ctx.repo()?;
-            let plan = epic::plan::plan_epic(&repo, &selection.epic, &plan_options(selection)?)?;
+            let plan = epic::plan::plan_epic(
+                session::Repo::of(&repo),
+                &selection.epic,
+                &plan_options(selection)?,
+            )?;
             print_plan(ctx, &plan, None);
             Ok(exit::OK)
         }
@@ -205,8 +209,9 @@ pub fn cmd_epic(ctx: &Context, args: &EpicArgs) -> Result<u8, CommandError> {
         EpicAction::Resume { epic, on } => resume(ctx, epic, on.as_deref()),
         EpicAction::Status { epic, html } => {
             let repo = ctx.repo()?;
-            let plan = epic::plan::plan_epic(&repo, epic, &PlanOptions::default())?;
-            let state = epic_state(&repo, epic)?.unwrap_or_default();
+            let plan =
+                epic::plan::plan_epic(session::Repo::of(&repo), epic, &PlanOptions::default())?;
+            let state = epic_state(session::Repo::of(&repo), epic)?.unwrap_or_default();
             if let Some(file) = html {
                 let page = epic::progress::render_html(&plan, &state);
                 crate::fs::write_atomically(file, page.as_bytes(), None).map_err(|e| {
@@ -225,10 +230,10 @@ pub fn cmd_epic(ctx: &Context, args: &EpicArgs) -> Result<u8, CommandError> {
 pub fn resume(ctx: &Context, epic: &str, on: Option<&str>) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
     let no_run = || CommandError::from(epic::Error::NoRun(epic.to_owned()));
-    let session = epic_session(&repo, epic)?.ok_or_else(no_run)?;
+    let session = epic_session(session::Repo::of(&repo), epic)?.ok_or_else(no_run)?;
     // The options come from the record: only as git-bmad wrote it.
-    session::ref_record::ensure_vouched(&repo, &session.id)?;
-    let journal = session::read_journal(&repo, &session.id)?;
+    session::ref_record::ensure_vouched(session::Repo::of(&repo), &session.id)?;
+    let journal = session::read_journal(session::Repo::of(&repo), &session.id)?;
     let state = EpicState::replay(journal.events());
     let started = state.started.ok_or_else(no_run)?;
     let budget = started.budget;
@@ -317,7 +322,7 @@ pub(super) fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError>
         )));
     }
     if args.dry_run {
-        let plan = epic::plan::plan_epic(&repo, &args.selection.epic, &options)?;
+        let plan = epic::plan::plan_epic(session::Repo::of(&repo), &args.selection.epic, &options)?;
         let config = ctx.config(&repo)?;
         let actions = epic::plan::epic_actions(
             &plan,
@@ -328,7 +333,7 @@ pub(super) fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError>
         );
         let dispatch_ref = match on {
             epic::On::Actions => Some(epic::actions::dispatch_base(
-                &repo,
+                session::Repo::of(&repo),
                 &args.selection.epic,
                 args.base.as_deref(),
             )?),
@@ -348,7 +353,7 @@ pub(super) fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError>
     let ui = &ctx.ui;
     let progress = |line: &str| ui.status(line);
     let run = epic::run(
-        &repo,
+        session::Repo::of(&repo),
         &args.selection.epic,
         &EpicOptions {
             config: &config,
