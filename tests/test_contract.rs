@@ -306,7 +306,7 @@ fn the_rule_ids_are_the_catalogues() {
         .into_iter()
         .filter(|s| *s != "rule")
         .collect();
-    let catalogue: BTreeSet<&str> = CATALOGUE.iter().map(|r| r.id).collect();
+    let catalogue: BTreeSet<&str> = CATALOGUE.iter().map(|r| r.id.as_str()).collect();
     assert_eq!(
         documented, catalogue,
         "docs/architecture.md §6 lists other rule ids than src/policy/rules.rs"

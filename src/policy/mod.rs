@@ -32,6 +32,7 @@ use std::path::PathBuf;
 
 use crate::git::Repo;
 use crate::session;
+use rules::RuleId;
 
 /// Errors of the policy layer.
 #[derive(Debug, thiserror::Error)]
@@ -126,13 +127,13 @@ pub fn current_session(repo: &Repo) -> Option<session::Session> {
 /// returns, so writing the journal there would wait on git and git on us. That hook keeps the
 /// record in a file ([`session::defer`]) for the next journal write, and starts a detached
 /// `git bmad journal flush` that makes it once git has let go.
-pub fn record_violation(repo: &Repo, hook: &str, rule: &str, subject: &str, reason: &str) {
+pub fn record_violation(repo: &Repo, hook: &str, rule: RuleId, subject: &str, reason: &str) {
     let Some(s) = current_session(repo) else {
         return;
     };
     let violation = session::schema::PolicyViolation {
         hook: hook.to_owned(),
-        rule: rule.to_owned(),
+        rule: rule.to_string(),
         // A blocked command or a pushed URL may carry a token.
         subject: secrets::redact(subject),
         reason: secrets::redact(reason),
@@ -148,7 +149,7 @@ pub fn record_violation(repo: &Repo, hook: &str, rule: &str, subject: &str, reas
     // Contained, the journal is out of reach: the record waits in the step's walls for the
     // supervisor, which takes violations (and nothing else) from there after the step.
     if crate::env::Var::Contained.is_set() {
-        if let Err(e) = session::defer(repo, &s.id, &body, step, Some(rule.to_owned())) {
+        if let Err(e) = session::defer(repo, &s.id, &body, step, Some(rule.to_string())) {
             tracing::warn!(error = %e, "could not keep a policy violation for the supervisor");
         }
         return;
@@ -156,7 +157,7 @@ pub fn record_violation(repo: &Repo, hook: &str, rule: &str, subject: &str, reas
     if hook == "reference-transaction" {
         // Kept in a file now, before git returns; a detached flusher (its own process group,
         // so a step's cleanup does not kill it) journals it once git lets go of the refs.
-        if let Err(e) = session::defer(repo, &s.id, &body, step, Some(rule.to_owned())) {
+        if let Err(e) = session::defer(repo, &s.id, &body, step, Some(rule.to_string())) {
             tracing::warn!(error = %e, "could not keep a policy violation for the journal");
             return;
         }
@@ -182,7 +183,7 @@ pub fn record_violation(repo: &Repo, hook: &str, rule: &str, subject: &str, reas
     let event = session::NewEvent::new(body)
         .step(step)
         .decision(Some(session::Decision::Auto))
-        .trigger(Some(rule.to_owned()));
+        .trigger(Some(rule.to_string()));
     if let Err(e) = session::record(session::Repo::of(repo), &s, event) {
         tracing::warn!(error = %e, "could not journal a policy violation");
     }

@@ -204,13 +204,13 @@ impl NewEvent {
     /// itself.
     pub fn violation(
         hook: &str,
-        rule: &str,
+        rule: impl AsRef<str>,
         subject: impl Into<String>,
         reason: impl Into<String>,
     ) -> Self {
         NewEvent::new(Body::PolicyViolation(super::schema::PolicyViolation {
             hook: hook.to_owned(),
-            rule: rule.to_owned(),
+            rule: rule.as_ref().to_owned(),
             subject: subject.into(),
             reason: reason.into(),
             paths: Vec::new(),
@@ -222,7 +222,7 @@ impl NewEvent {
     /// ", ", which the subject joins them with).
     pub fn violation_of_paths(
         hook: &str,
-        rule: &str,
+        rule: impl AsRef<str>,
         paths: Vec<String>,
         reason: impl Into<String>,
     ) -> Self {

@@ -110,12 +110,12 @@ impl Journal {
 
     /// The policy violations of `rule` journaled so far: what is already reported, and not
     /// to be reported again.
-    pub fn violations<'a>(
-        &'a self,
-        rule: &'a str,
-    ) -> impl Iterator<Item = &'a super::schema::PolicyViolation> + 'a {
+    pub fn violations(
+        &self,
+        rule: impl AsRef<str>,
+    ) -> impl Iterator<Item = &super::schema::PolicyViolation> {
         self.events().filter_map(move |e| match &e.body {
-            super::schema::Body::PolicyViolation(v) if v.rule == rule => Some(v),
+            super::schema::Body::PolicyViolation(v) if v.rule == rule.as_ref() => Some(v),
             _ => None,
         })
     }

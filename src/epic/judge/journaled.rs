@@ -28,7 +28,7 @@ pub fn report(
         // The paths one by one too: a path may hold ", ", which the subject joins them with.
         let violation = PolicyViolation {
             hook: HOOK.to_owned(),
-            rule: rule.to_owned(),
+            rule: rule.to_string(),
             subject,
             reason: format!(
                 "the story's branch {}; a human decides at the epic's judge gate",

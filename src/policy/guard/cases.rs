@@ -7,7 +7,7 @@ fn assert_blocked(cases: &[(&str, &str)]) {
     let wrong: Vec<String> = cases
         .iter()
         .filter_map(|(cmd, rule)| match check_command(cmd, &protected()) {
-            Some(block) if block.rule == *rule => None,
+            Some(block) if block.rule.as_str() == *rule => None,
             Some(block) => Some(format!("{cmd}: {} ({})", block.rule, block.reason)),
             None => Some(format!("{cmd}: not blocked")),
         })
