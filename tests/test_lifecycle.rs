@@ -202,3 +202,67 @@ fn status_in_the_main_worktree_shows_the_only_session_and_remove_lists_dirt_in_o
     let run = env.bmad(&repo, &["status", "--watch"]).code(1);
     assert!(run.stderr.contains("git bmad list"), "{}", run.stderr);
 }
+
+/// Every command that takes a session finds it one way, and says why when it finds no one
+/// session: what to type instead (a usage error), or, outside any session worktree, where it
+/// ran; `status` and `resume` act on the cause instead of failing.
+#[test]
+fn a_query_that_names_no_one_session_says_why_and_what_to_do() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (one, _) = env.start(&repo, "one");
+    let (two, _) = env.start(&repo, "two");
+
+    let unknown = env.bmad(&repo, &["status", "nope"]).code(2);
+    assert!(
+        unknown
+            .stderr
+            .contains("no session matches \"nope\"; `git bmad list` shows them all"),
+        "{}",
+        unknown.stderr
+    );
+    let json = env.bmad(&repo, &["status", "nope", "--json"]).code(2);
+    let json: serde_json::Value = serde_json::from_str(&json.stderr).expect("a JSON error");
+    assert_eq!(json["exit_code"], 2, "{json}");
+
+    // Both ids begin with the year they were made in.
+    let ambiguous = env.bmad(&repo, &["status", &one[..4]]).code(2);
+    assert!(
+        ambiguous.stderr.contains("matches several sessions")
+            && ambiguous.stderr.contains(&one)
+            && ambiguous.stderr.contains(&two)
+            && ambiguous.stderr.contains("give more of the id"),
+        "{}",
+        ambiguous.stderr
+    );
+
+    // Outside every session worktree, a command on one session fails with where it ran…
+    let outside = env.bmad(&repo, &["checkpoint"]).code(1);
+    assert!(
+        outside
+            .stderr
+            .contains("is not a git-bmad session worktree")
+            && outside.stderr.contains("name the session"),
+        "{}",
+        outside.stderr
+    );
+    // …while `status` shows where each session stands,
+    let overview = env.bmad(&repo, &["status"]).success();
+    assert!(
+        overview.stdout.contains(&one) && overview.stdout.contains(&two),
+        "{}",
+        overview.stdout
+    );
+    // and `resume` of a session unknown here looks for it on the remote, and says how to
+    // bring one from another machine when it is not there either.
+    env.bare_remote(&repo);
+    let resumed = env.bmad(&repo, &["resume", "nope"]).code(2);
+    assert!(
+        resumed.stderr.contains("no session matches \"nope\"")
+            && resumed.stderr.contains(
+                "hint: a session pushed from another machine: git bmad sync --remote origin first"
+            ),
+        "{}",
+        resumed.stderr
+    );
+}

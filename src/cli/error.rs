@@ -160,6 +160,12 @@ impl From<session::Error> for CommandError {
     }
 }
 
+impl From<session::LocateError> for CommandError {
+    fn from(e: session::LocateError) -> Self {
+        session::Error::from(e).into()
+    }
+}
+
 impl From<git::Error> for CommandError {
     fn from(e: git::Error) -> Self {
         session::Error::from(e).into()

@@ -356,6 +356,19 @@ impl Repo {
         self.git()?.fetch(remote, specs)
     }
 
+    /// Fetch `branch` (a short name) from `remote` into its remote-tracking ref; `false`
+    /// when the remote has no such branch (git says so only in its message, read here once).
+    pub fn fetch_branch(&self, remote: &str, branch: &str) -> Result<bool> {
+        let spec = format!("+refs/heads/{branch}:refs/remotes/{remote}/{branch}");
+        match self.fetch(remote, &[spec]) {
+            Ok(()) => Ok(true),
+            Err(Error::Command { stderr, .. }) if stderr.contains("couldn't find remote ref") => {
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// A checkout of exactly `commit` in `dir` (empty or absent): a repository of its own
     /// that borrows this one's objects and has none of its remotes, hooks or configuration.
     pub fn clean_checkout(&self, commit: ObjectId, dir: &Path) -> Result<()> {

@@ -41,8 +41,8 @@ pub fn adopt(
     let repo = &repo.git;
     let local = match super::store::locate(super::Repo::of(repo), Some(query)) {
         Ok(s) => Some(s),
-        Err(Error::UnknownSession { .. }) => None,
-        Err(e) => return Err(e),
+        Err(super::LocateError::Unknown { .. }) => None,
+        Err(e) => return Err(e.into()),
     };
     let (session, imported) = match local {
         Some(here) if !here.elsewhere => return Ok((here, Vec::new())),
@@ -116,16 +116,18 @@ fn find_remote(repo: &Repo, remote: &str, query: &str) -> Result<Session> {
         .collect();
     let session = match candidates.len() {
         0 => {
-            return Err(Error::UnknownSession {
+            return Err(super::LocateError::Unknown {
                 query: query.to_owned(),
-            })
+            }
+            .into())
         }
         1 => candidates.remove(0),
         _ => {
-            return Err(Error::AmbiguousSession {
+            return Err(super::LocateError::Ambiguous {
                 query: query.to_owned(),
                 candidates: candidates.iter().map(|s| s.id.to_string()).collect(),
-            })
+            }
+            .into())
         }
     };
     let prefix = super::load_config(repo)?.sessions.branch_prefix;

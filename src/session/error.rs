@@ -11,18 +11,9 @@ pub enum Error {
     /// The git layer failed.
     #[error(transparent)]
     Git(#[from] crate::git::Error),
-    /// The command needs a session and none was named or found here.
-    #[error("{} is not a git-bmad session worktree; run the command inside a session's worktree, or name the session (see `git bmad list`)", workdir.display())]
-    NotInSession {
-        /// Where the command ran.
-        workdir: PathBuf,
-    },
-    /// No session matches what the user typed.
-    #[error("no session matches {query:?}; `git bmad list` shows them all")]
-    UnknownSession {
-        /// What the user typed.
-        query: String,
-    },
+    /// No one session is the one asked for.
+    #[error(transparent)]
+    Locate(LocateError),
     /// `restore` found neither a removed session nor one whose worktree is gone.
     #[error("no removed or pruned session matches {query:?}; `git bmad list --removed` shows the removed ones, `git bmad list` the others")]
     NothingToRestore {
@@ -36,14 +27,6 @@ pub enum Error {
         session: String,
         /// The directory.
         path: PathBuf,
-    },
-    /// More than one session matches.
-    #[error("{query:?} matches several sessions ({}); give more of the id", candidates.join(", "))]
-    AmbiguousSession {
-        /// What the user typed.
-        query: String,
-        /// The matching ids.
-        candidates: Vec<String>,
     },
     /// A session name that cannot become a branch and directory name.
     #[error("invalid session name {name:?}: {reason}")]
@@ -304,6 +287,56 @@ pub enum Error {
     },
 }
 
+/// Why [`super::locate`] found no one session: causes its callers act on (a resume adopts a session
+/// unknown here from a remote; a status outside every session shows the repository's).
+#[derive(Debug, thiserror::Error)]
+pub enum LocateError {
+    /// No query, and the command did not run in a session's worktree.
+    #[error("{} is not a git-bmad session worktree; run the command inside a session's worktree, or name the session (see `git bmad list`)", workdir.display())]
+    NotInSession {
+        /// Where the command ran.
+        workdir: PathBuf,
+    },
+    /// No session matches what the user typed.
+    #[error("no session matches {query:?}; `git bmad list` shows them all")]
+    Unknown {
+        /// What the user typed.
+        query: String,
+    },
+    /// More than one session matches.
+    #[error("{query:?} matches several sessions ({}); give more of the id", candidates.join(", "))]
+    Ambiguous {
+        /// What the user typed.
+        query: String,
+        /// The matching ids.
+        candidates: Vec<String>,
+    },
+    /// The sessions could not be read.
+    #[error(transparent)]
+    Failed(Box<Error>),
+}
+
+impl From<Error> for LocateError {
+    fn from(e: Error) -> Self {
+        LocateError::Failed(Box::new(e))
+    }
+}
+
+impl From<crate::git::Error> for LocateError {
+    fn from(e: crate::git::Error) -> Self {
+        Error::from(e).into()
+    }
+}
+
+impl From<LocateError> for Error {
+    fn from(e: LocateError) -> Self {
+        match e {
+            LocateError::Failed(e) => *e,
+            cause => Error::Locate(cause),
+        }
+    }
+}
+
 impl Error {
     /// Wrap an I/O error with its operation and path.
     pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: std::io::Error) -> Self {
@@ -318,9 +351,9 @@ impl Error {
     pub fn is_usage(&self) -> bool {
         matches!(
             self,
-            Error::UnknownSession { .. }
-                | Error::NothingToRestore { .. }
-                | Error::AmbiguousSession { .. }
+            Error::Locate(
+                super::LocateError::Unknown { .. } | super::LocateError::Ambiguous { .. }
+            ) | Error::NothingToRestore { .. }
                 | Error::InvalidName { .. }
                 | Error::UnknownRevision { .. }
                 | Error::UnknownCheckpoint { .. }

@@ -55,7 +55,7 @@ pub use agent_settings::{held as hold_agent_settings, HeldSettings};
 pub use checkpoint::{chain, checkpoint, mark_status, Checkpoint, Taken, Trailers};
 pub use deferred::{defer, violations_kept_in, ReportChannel, REPORT_SOCKET};
 pub use doctor::{doctor, Finding, Severity};
-pub use error::{Error, Result};
+pub use error::{Error, LocateError, Result};
 pub use event::{Decision, Event, NewEvent};
 pub use git_locks::clear_abandoned_worktree_locks;
 pub use hand_off::{hand_off, HandedOff};

@@ -207,10 +207,11 @@ fn find_removed(repo: &Repo, query: &str) -> Result<Option<RemovedSession>> {
     match matches.as_slice() {
         [] => Ok(None),
         [one] => Ok(Some((*one).clone())),
-        many => Err(Error::AmbiguousSession {
+        many => Err(super::LocateError::Ambiguous {
             query: query.to_owned(),
             candidates: many.iter().map(|r| r.id.to_string()).collect(),
-        }),
+        }
+        .into()),
     }
 }
 
@@ -238,7 +239,9 @@ pub fn restore(repo: &Repo, query: &str, policy: &dyn Policy) -> Result<Restored
         return restore_removed(repo, removed, policy);
     }
     let session = match store::locate(super::Repo::of(repo), Some(query)) {
-        Err(Error::UnknownSession { query }) => return Err(Error::NothingToRestore { query }),
+        Err(super::LocateError::Unknown { query }) => {
+            return Err(Error::NothingToRestore { query })
+        }
         other => other?,
     };
     if session.worktree_exists {

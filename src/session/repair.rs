@@ -133,8 +133,10 @@ pub fn apply_repair(repo: &Repo, repair: &Repair, policy: &dyn Policy) -> Result
 }
 
 fn session_of(repo: &Repo, id: &str) -> Result<super::store::Session> {
-    let unknown = || Error::UnknownSession {
-        query: id.to_owned(),
+    let unknown = || {
+        Error::from(super::LocateError::Unknown {
+            query: id.to_owned(),
+        })
     };
     let id = SessionId::parse(id).ok_or_else(unknown)?;
     super::store::get(repo, &id)?.ok_or_else(unknown)

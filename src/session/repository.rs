@@ -54,12 +54,7 @@ pub fn remote_names(repo: &super::Repo) -> Vec<String> {
 
 /// Fetch `branch` from `remote` into its remote-tracking ref; whether the remote has it.
 pub fn fetch_branch(repo: &super::Repo, remote: &str, branch: &str) -> Result<bool> {
-    let spec = format!("+refs/heads/{branch}:refs/remotes/{remote}/{branch}");
-    match repo.git.fetch(remote, &[spec]) {
-        Ok(()) => Ok(true),
-        Err(e) if e.to_string().contains("couldn't find remote ref") => Ok(false),
-        Err(e) => Err(e.into()),
-    }
+    Ok(repo.git.fetch_branch(remote, branch)?)
 }
 
 /// The fence a contained round of `session` runs in, around its worktree at `root`.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::error::{Error, Result};
+use super::error::{Error, LocateError, Result};
 use super::id::SessionId;
 use super::record::Checkpoint;
 use super::state::Status;
@@ -159,7 +159,7 @@ pub fn get(repo: &Repo, id: &SessionId) -> Result<Option<Session>> {
 ///
 /// An exact id, or the marker `start` leaves in a session worktree, is looked up directly
 /// (hooks do this on every commit); everything else scans the sessions.
-pub fn locate(repo: &super::Repo, query: Option<&str>) -> Result<Session> {
+pub fn locate(repo: &super::Repo, query: Option<&str>) -> Result<Session, LocateError> {
     let repo = &repo.git;
     let direct = match query {
         Some(query) => SessionId::parse(query),
@@ -176,7 +176,7 @@ pub fn locate(repo: &super::Repo, query: Option<&str>) -> Result<Session> {
         return sessions
             .into_iter()
             .find(|s| same_dir(here, &s.worktree))
-            .ok_or_else(|| Error::NotInSession {
+            .ok_or_else(|| LocateError::NotInSession {
                 workdir: here.to_path_buf(),
             });
     };
@@ -193,10 +193,10 @@ pub fn locate(repo: &super::Repo, query: Option<&str>) -> Result<Session> {
         .collect();
     match matches.as_slice() {
         [one] => Ok((*one).clone()),
-        [] => Err(Error::UnknownSession {
+        [] => Err(LocateError::Unknown {
             query: query.to_owned(),
         }),
-        many => Err(Error::AmbiguousSession {
+        many => Err(LocateError::Ambiguous {
             query: query.to_owned(),
             candidates: many.iter().map(|s| s.id.to_string()).collect(),
         }),

@@ -64,7 +64,7 @@ pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> 
             here
         }
         Ok(s) => s,
-        Err(session::Error::UnknownSession { query }) => {
+        Err(session::LocateError::Unknown { query }) => {
             let (here, warnings) = session::adopt(
                 session::Repo::of(&repo),
                 &args.remote,
@@ -73,8 +73,8 @@ pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> 
                 &ctx.policy,
             )
             .map_err(|e| match e {
-                session::Error::UnknownSession { .. } => {
-                    CommandError::from(session::Error::UnknownSession {
+                session::Error::Locate(session::LocateError::Unknown { .. }) => {
+                    CommandError::from(session::LocateError::Unknown {
                         query: query.clone(),
                     })
                     .hinted(format!(
@@ -97,7 +97,7 @@ pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> 
             adopted = true;
             here
         }
-        Err(session::Error::NotInSession { workdir }) => {
+        Err(session::LocateError::NotInSession { workdir }) => {
             return Err(CommandError::failed(format!(
                 "no active session here: {} is not a git-bmad session worktree",
                 workdir.display()

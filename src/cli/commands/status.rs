@@ -44,11 +44,11 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
     let s = match session::locate(session::Repo::of(&repo), args.session.query()) {
         // Outside any session, with just one session in the repository: that one is meant;
         // with none or several, where each stands.
-        Err(session::Error::NotInSession { workdir }) => {
+        Err(session::LocateError::NotInSession { workdir }) => {
             let mut all = session::list(session::Repo::of(&repo))?;
             if all.len() != 1 {
                 if args.watch || args.gate {
-                    return Err(session::Error::NotInSession { workdir }.into());
+                    return Err(session::LocateError::NotInSession { workdir }.into());
                 }
                 return overview(ctx, &all);
             }
