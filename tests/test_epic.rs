@@ -282,6 +282,59 @@ fn an_epic_runs_in_parallel_stacked_reviewed_to_convergence_and_is_never_merged(
     assert_eq!(status(&env, &repo)["started"], started_before);
 }
 
+/// `epic resume` goes on with the options the run's record holds, so a record something
+/// other than git-bmad moved (a plain `git update-ref`) is not read: nothing runs until it is
+/// put back, with the command that does it.
+#[test]
+fn an_epic_whose_record_something_else_moved_is_not_resumed_until_it_is_put_back() {
+    let env = TestEnv::new();
+    let repo = epic_project(&env);
+    dev_behaviour(
+        &env,
+        "case \"$key\" in 3-2-*) result 'All done, tests pass.' ; exit 0 ;; esac",
+    );
+    env.bmad(&repo, &["epic", "run", "3"]).code(3);
+    dev_behaviour(&env, "");
+    env.bmad(&env.root().join("proj.3-2-storage"), &["answer", "retry"])
+        .success();
+    let list = env.bmad(&repo, &["list", "--json"]).success().json();
+    let epic = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "epic-3")
+        .expect("the epic's session");
+    let notes = format!("refs/notes/bmad/{}", epic["id"].as_str().unwrap());
+    let recorded = env.git(&repo, &["rev-parse", &notes]).trim().to_owned();
+    let earlier = env
+        .git(&repo, &["rev-parse", &format!("{notes}~1")])
+        .trim()
+        .to_owned();
+    env.git(&repo, &["update-ref", &notes, &earlier]);
+
+    let calls = read(&env.root(), "home/agent/calls.log");
+    let refused = env.bmad(&repo, &["epic", "resume", "3"]).code(4);
+    assert!(
+        refused
+            .stderr
+            .contains("nothing runs or is answered there until git-bmad's record is put back")
+            && refused
+                .stderr
+                .contains(&format!("git update-ref {notes} {recorded} {earlier}")),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(
+        read(&env.root(), "home/agent/calls.log"),
+        calls,
+        "no agent ran"
+    );
+
+    env.git(&repo, &["update-ref", &notes, &recorded, &earlier]);
+    env.bmad(&repo, &["epic", "resume", "3"]).success();
+    assert_eq!(story(&status(&env, &repo), "3-2-storage")["stage"], "done");
+}
+
 #[test]
 fn a_lying_dev_parks_at_a_gate_its_dependent_is_skipped_and_resume_never_repeats_a_done_story() {
     let env = TestEnv::new();

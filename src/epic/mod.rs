@@ -18,6 +18,7 @@ pub mod pipeline;
 pub mod plan;
 mod playbooks;
 pub mod progress;
+pub mod resume;
 pub mod run;
 mod scope;
 pub mod signatures;

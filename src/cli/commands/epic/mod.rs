@@ -11,10 +11,10 @@ mod job;
 mod print;
 use crate::epic::pipeline::{self, Era, Shape};
 use crate::epic::PlanOptions;
-use crate::epic::{self, EpicOptions, EpicState, Gates};
+use crate::epic::{self, EpicOptions, Gates};
 use crate::runner::interrupt;
+use crate::session;
 use crate::session::schema::EpicBudget;
-use crate::session::{self, closeout};
 use print::{print_plan, print_status};
 
 /// The BMAD epic runner: a whole epic implemented unattended, story by story and in
@@ -115,7 +115,7 @@ pub struct RunArgs {
     pub parallel: usize,
     /// Where the stories run: here, or actions (one GitHub Actions job per story, from
     /// .github/workflows/bmad-story.yml; git bmad ci init github writes it)
-    #[arg(long, default_value = "here", value_name = "WHERE")]
+    #[arg(long, default_value = epic::On::Here.as_str(), value_name = "WHERE")]
     pub on: String,
     /// Human checkpoints: none; per-epic (scope confirmation before the first story, an
     /// integration checkpoint that is not green, completion); per-story (those, and each
@@ -145,10 +145,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "REV")]
     pub base: Option<String>,
     /// The remote pull requests go to
-    #[arg(long, default_value = "origin")]
+    #[arg(long, default_value = epic::resume::DEFAULT_REMOTE)]
     pub remote: String,
     /// Stop starting stories after this many fail in a row (the circuit breaker)
-    #[arg(long, default_value_t = 3, value_name = "N")]
+    #[arg(long, default_value_t = epic::resume::DEFAULT_MAX_FAILURES, value_name = "N")]
     pub max_failures: u32,
     /// Print the plan and every action it would take; no agent, no session, no push
     #[arg(long)]
@@ -211,7 +211,7 @@ pub fn cmd_epic(ctx: &Context, args: &EpicArgs) -> Result<u8, CommandError> {
             let repo = ctx.repo()?;
             let plan =
                 epic::plan::plan_epic(session::Repo::of(&repo), epic, &PlanOptions::default())?;
-            let state = epic_state(session::Repo::of(&repo), epic)?.unwrap_or_default();
+            let state = epic::resume::state(session::Repo::of(&repo), epic)?.unwrap_or_default();
             if let Some(file) = html {
                 let page = epic::progress::render_html(&plan, &state);
                 crate::fs::write_atomically(file, page.as_bytes(), None).map_err(|e| {
@@ -229,74 +229,32 @@ pub fn cmd_epic(ctx: &Context, args: &EpicArgs) -> Result<u8, CommandError> {
 /// Continue an epic run with the options it was started with (`on`: somewhere else).
 pub fn resume(ctx: &Context, epic: &str, on: Option<&str>) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let no_run = || CommandError::from(epic::Error::NoRun(epic.to_owned()));
-    let session = epic_session(session::Repo::of(&repo), epic)?.ok_or_else(no_run)?;
-    // The options come from the record: only as git-bmad wrote it.
-    session::ref_record::ensure_vouched(session::Repo::of(&repo), &session.id)?;
-    let journal = session::read_journal(session::Repo::of(&repo), &session.id)?;
-    let state = EpicState::replay(journal.events());
-    let started = state.started.ok_or_else(no_run)?;
+    let started = epic::resume::resume_options(session::Repo::of(&repo), epic, on)?;
     let budget = started.budget;
     cmd_run(
         ctx,
         &RunArgs {
             selection: Selection {
                 epic: epic.to_owned(),
-                stories: started.stories.clone(),
-                era: Some(started.era.clone()),
+                stories: started.stories,
+                era: Some(started.era),
                 rounds: Some(started.rounds),
-                reviewers: Some(started.reviewers.max(1)),
+                reviewers: Some(started.reviewers),
             },
-            parallel: started.parallel.max(1) as usize,
-            on: on
-                .map(str::to_owned)
-                .or(Some(started.on.clone()).filter(|o| !o.is_empty()))
-                .unwrap_or_else(|| "here".into()),
-            gates: started.gates.clone(),
+            parallel: started.parallel as usize,
+            on: started.on,
+            gates: started.gates,
             budget_usd: budget.usd,
             max_invocations: budget.invocations,
             max_time: budget.time_secs.map(|s| format!("{s}s")),
             story_budget_usd: budget.story_usd,
             retro: started.retro,
-            base: Some(started.base.clone()),
-            // Runs journaled before these were recorded used the defaults.
-            remote: Some(started.remote.clone())
-                .filter(|r| !r.is_empty())
-                .unwrap_or_else(|| "origin".into()),
-            max_failures: match started.max_failures {
-                0 => 3,
-                n => n,
-            },
+            base: Some(started.base),
+            remote: started.remote,
+            max_failures: started.max_failures,
             dry_run: false,
         },
     )
-}
-
-/// The epic's session; `None` when it never ran.
-fn epic_session(
-    repo: &session::Repo,
-    epic: &str,
-) -> Result<Option<session::Session>, CommandError> {
-    Ok(closeout::find_by_name(
-        repo,
-        &epic::names::session_name(epic),
-    )?)
-}
-
-/// The epic's state from its session's journal; a run that lives in another clone (a
-/// coordinator job's) as the last sync brought it; `None` when it never ran.
-fn epic_state(repo: &session::Repo, epic: &str) -> Result<Option<EpicState>, CommandError> {
-    let here = epic_session(repo, epic)?;
-    if here.as_ref().is_none_or(|s| s.elsewhere) {
-        if let Some(state) = epic::actions::remote_state(repo, epic)? {
-            return Ok(Some(state));
-        }
-    }
-    let Some(s) = here else {
-        return Ok(None);
-    };
-    let journal = session::read_journal(repo, &s.id)?;
-    Ok(Some(EpicState::replay(journal.events())))
 }
 
 pub(super) fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError> {
