@@ -42,11 +42,6 @@ impl Repo {
         self.git.common_dir()
     }
 
-    /// The git identity (`user.name`, `user.email`) the repository's config names.
-    pub fn identity(&self) -> [Option<String>; 2] {
-        self.git.identity()
-    }
-
     /// The git repository, for a layer that may call git itself ([`Direct`] says so).
     pub fn git(&self, _: Direct) -> &crate::git::Repo {
         &self.git

@@ -42,6 +42,12 @@ pub fn checked_out_branch(repo: &super::Repo) -> Result<Option<String>> {
         .map(|b| b.trim_start_matches("refs/heads/").to_owned()))
 }
 
+/// The git identity (`user.name`, `user.email`) the repository's config names: what a
+/// contained step's private home is given.
+pub fn identity(repo: &super::Repo) -> [Option<String>; 2] {
+    repo.git.identity()
+}
+
 /// Whether the repository has a remote named `name`.
 pub fn has_remote(repo: &super::Repo, name: &str) -> Result<bool> {
     Ok(repo.git.has_remote(name)?)

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use crate::config::{Config, Network};
 use crate::runner::sandbox::{self, Hidden, Mount, Walls};
-use crate::session::{Repo, View};
+use crate::session::{self, Repo, View};
 
 pub use crate::runner::sandbox::{Containment, Scratch};
 
@@ -69,7 +69,7 @@ pub fn command(
         dir,
         &crate::policy::hidden_from_steps(repo),
         &readable,
-        repo.identity(),
+        session::repository::identity(repo),
         network == Network::Full,
         None,
     )
@@ -101,7 +101,7 @@ pub fn agent(
         dir,
         &crate::policy::hidden_from_steps(repo),
         &[],
-        repo.identity(),
+        session::repository::identity(repo),
         true,
         Some(program),
     )
@@ -120,7 +120,7 @@ pub fn private_home(home: &Path, files: &[&str], repo: &Repo) -> std::io::Result
             .map(std::path::PathBuf::from)
             .as_deref(),
         files,
-        repo.identity(),
+        session::repository::identity(repo),
     )
 }
 
