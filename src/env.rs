@@ -5,8 +5,24 @@
 
 pub mod child;
 
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::time::Duration;
+
+/// This process's environment, read once: the first read takes all of it (`cli::run` makes
+/// that the command's first act), and every read after comes from it, so a command sees one
+/// environment from its start to its end, whatever a library does to the live one.
+fn environment() -> &'static BTreeMap<OsString, OsString> {
+    static READ: OnceLock<BTreeMap<OsString, OsString>> = OnceLock::new();
+    READ.get_or_init(|| std::env::vars_os().collect())
+}
+
+/// Read the environment now, before the command does anything else.
+pub fn read_once() {
+    environment();
+}
 
 /// A variable of this process's environment that git-bmad reads: one entry each, so that
 /// what it reads is listed, and read, in one place. Children's environments are built apart
@@ -120,13 +136,13 @@ impl Var {
     }
 
     /// Its value as the system holds it, if set.
-    pub fn os(self) -> Option<std::ffi::OsString> {
-        std::env::var_os(self.name())
+    pub fn os(self) -> Option<OsString> {
+        environment().get(OsStr::new(self.name())).cloned()
     }
 
     /// Its value, if set and Unicode.
     pub fn get(self) -> Option<String> {
-        std::env::var(self.name()).ok()
+        self.os()?.into_string().ok()
     }
 
     /// Its value as a path, if set.
@@ -143,7 +159,11 @@ impl Var {
 /// The variable `name` a configuration or a CLI's adapter names (an API key's, a runner's
 /// `env`), if set and Unicode.
 pub fn named(name: &str) -> Option<String> {
-    std::env::var(name).ok()
+    environment()
+        .get(OsStr::new(name))?
+        .clone()
+        .into_string()
+        .ok()
 }
 
 /// A wait of `default_ms` milliseconds; in a debug build (the tests'), what `knob` sets in
@@ -224,6 +244,6 @@ pub fn runtime_dir(uid: u32) -> PathBuf {
 }
 
 /// Every variable of this process's environment, to pass or hide by name.
-pub fn all() -> std::env::VarsOs {
-    std::env::vars_os()
+pub fn all() -> impl Iterator<Item = (OsString, OsString)> {
+    environment().iter().map(|(k, v)| (k.clone(), v.clone()))
 }

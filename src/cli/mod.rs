@@ -97,6 +97,7 @@ impl Context {
 
 /// Parse the arguments, run the command, and turn the outcome into an exit code.
 pub fn run() -> ExitCode {
+    crate::env::read_once();
     init_logging();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
