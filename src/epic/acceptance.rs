@@ -160,7 +160,6 @@ fn written(
         guard: std::env::current_exe()
             .ok()
             .map(|exe| crate::policy::agent::guard_command_for(&exe)),
-        guard_hooked: crate::policy::agent::claude_guard_installed(&checkout),
         sandbox: walls.as_ref().map(|w| w.contained.clone()),
     };
     let began = SystemTime::now();

@@ -9,11 +9,10 @@ use serde_json::{json, Map, Value};
 
 use super::Error;
 
-/// The command Claude Code runs before each shell tool call.
-pub const GUARD_COMMAND: &str = "git bmad guard";
-
-/// Where the project's Claude Code settings live, relative to a worktree.
-pub const CLAUDE_SETTINGS: &str = ".claude/settings.json";
+use crate::runner::is_guard_group;
+/// The command Claude Code runs before each shell tool call, and where the project's Claude
+/// Code settings live (relative to a worktree): the adapter's, which reads them too.
+pub use crate::runner::{CLAUDE_SETTINGS, GUARD_COMMAND};
 
 /// Add the guard to `<worktree>/.claude/settings.json` (idempotent); returns the file.
 pub fn install_claude(worktree: &Path) -> Result<PathBuf, Error> {
@@ -68,19 +67,6 @@ pub fn uninstall_claude(worktree: &Path) -> Result<Option<PathBuf>, Error> {
     Ok(Some(path))
 }
 
-/// Whether the project's Claude Code settings in `worktree` already run the guard (shared
-/// or local settings), so a run need not add it a second time.
-pub fn claude_guard_installed(worktree: &Path) -> bool {
-    [CLAUDE_SETTINGS, ".claude/settings.local.json"]
-        .iter()
-        .filter_map(|rela| read(&worktree.join(rela)).ok())
-        .any(|settings| {
-            settings["hooks"]["PreToolUse"]
-                .as_array()
-                .is_some_and(|groups| groups.iter().any(is_guard_group))
-        })
-}
-
 /// The guard as a hook command that runs `binary` itself, not whichever `git-bmad` PATH
 /// finds first.
 pub fn guard_command_for(binary: &Path) -> String {
@@ -88,18 +74,6 @@ pub fn guard_command_for(binary: &Path) -> String {
         "{} guard",
         crate::text::shell_quote(&binary.to_string_lossy())
     )
-}
-
-fn is_guard_group(group: &Value) -> bool {
-    group["hooks"].as_array().is_some_and(|hooks| {
-        hooks.iter().any(|h| {
-            h["command"].as_str().is_some_and(|c| {
-                c == GUARD_COMMAND
-                    || c.ends_with("git-bmad guard")
-                    || c.ends_with("git-bmad' guard")
-            })
-        })
-    })
 }
 
 fn read(path: &Path) -> Result<Value, Error> {
@@ -138,6 +112,13 @@ fn write(path: &Path, value: &Value) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn claude_guard_installed(worktree: &Path) -> bool {
+        crate::runner::Kind::parse("claude")
+            .expect("an adapter")
+            .adapter()
+            .guard_hooked(worktree)
+    }
 
     #[test]
     fn a_run_knows_when_the_project_already_runs_the_guard() {

@@ -51,8 +51,6 @@ pub struct Invocation {
     pub allowed_commands: Vec<String>,
     /// The guard's command (`git-bmad guard`), which judges each shell command.
     pub guard: Option<String>,
-    /// Whether the project's own settings already run the guard as the CLI's hook.
-    pub guard_hooked: bool,
     /// The walls it runs inside, when contained.
     pub sandbox: Option<Contained>,
 }
@@ -70,7 +68,7 @@ pub fn invoke(
         model: invocation.model.as_deref(),
         allowed_commands: &invocation.allowed_commands,
         guard: invocation.guard.as_deref(),
-        guard_hooked: invocation.guard_hooked,
+        guard_hooked: adapter.guard_hooked(&invocation.cwd),
         budget_usd: invocation.allowance.usd,
         contained: invocation.sandbox.is_some(),
     };

@@ -18,7 +18,8 @@ mod select;
 mod spawn;
 
 pub use adapter::{
-    agent_settings, is_agent_settings, Adapter, AgentResult, Kind, ModelUsage, Verdict,
+    agent_settings, is_agent_settings, is_guard_group, Adapter, AgentResult, Kind, ModelUsage,
+    Verdict, CLAUDE_SETTINGS, GUARD_COMMAND,
 };
 pub use agent::{breaking_change_in, interpret, invoke, verdict_in, Invocation};
 pub use error::{Error, Result};

@@ -21,9 +21,29 @@ use crate::config::CliConfig;
 /// The adapter.
 pub struct Claude;
 
+/// The guard as a project's settings name it when git-bmad installs it there.
+pub const GUARD_COMMAND: &str = "git bmad guard";
+
+/// The project's shared settings, where `hooks install --agent` puts the guard.
+pub const SETTINGS: &str = ".claude/settings.json";
+
 impl Adapter for Claude {
     fn name(&self) -> &'static str {
         "claude"
+    }
+
+    /// Shared or local settings whose `PreToolUse` hooks run the guard (as installed, or by
+    /// a path to git-bmad written by hand).
+    fn guard_hooked(&self, worktree: &std::path::Path) -> bool {
+        [SETTINGS, ".claude/settings.local.json"]
+            .iter()
+            .filter_map(|rela| std::fs::read_to_string(worktree.join(rela)).ok())
+            .filter_map(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+            .any(|settings| {
+                settings["hooks"]["PreToolUse"]
+                    .as_array()
+                    .is_some_and(|groups| groups.iter().any(is_guard_group))
+            })
     }
 
     fn key_variable(&self) -> Option<&'static str> {
@@ -168,4 +188,17 @@ fn guard_settings(guard: &str) -> String {
         {"matcher": "Bash", "hooks": [{"type": "command", "command": guard}]}
     ]}})
     .to_string()
+}
+
+/// Whether a settings' `PreToolUse` group runs git-bmad's guard.
+pub fn is_guard_group(group: &serde_json::Value) -> bool {
+    group["hooks"].as_array().is_some_and(|hooks| {
+        hooks.iter().any(|h| {
+            h["command"].as_str().is_some_and(|c| {
+                c == GUARD_COMMAND
+                    || c.ends_with("git-bmad guard")
+                    || c.ends_with("git-bmad' guard")
+            })
+        })
+    })
 }

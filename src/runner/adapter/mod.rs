@@ -23,6 +23,7 @@ macro_rules! any_provider {
 }
 
 mod claude;
+pub use claude::{is_guard_group, GUARD_COMMAND, SETTINGS as CLAUDE_SETTINGS};
 mod codex;
 mod copilot;
 mod gemini;
@@ -214,6 +215,14 @@ pub trait Adapter: Sync {
 
     /// Whether the CLI reports what an invocation cost (so a dollar budget can apply).
     fn reports_cost(&self) -> bool {
+        false
+    }
+
+    /// Whether the project's own settings in `worktree` already run git-bmad's guard as the
+    /// CLI's hook, so a run need not add it a second time (only a CLI that takes the guard
+    /// as a hook has such settings).
+    fn guard_hooked(&self, worktree: &std::path::Path) -> bool {
+        let _ = worktree;
         false
     }
 

@@ -48,7 +48,6 @@ impl Engine<'_> {
         let guard = std::env::current_exe()
             .ok()
             .map(|exe| agent::guard_command_for(&exe));
-        let guard_hooked = agent::claude_guard_installed(&self.root);
         let settings = self.hold_agent_settings(&before, &ids)?;
         let fence = self.fence_round()?;
         let (walls, walls_lack) = self.walls_held();
@@ -114,7 +113,6 @@ impl Engine<'_> {
                     prices: self.config.orchestration.prices.clone(),
                     allowed_commands: self.test_commands(step),
                     guard: guard.clone(),
-                    guard_hooked,
                     sandbox,
                 },
             ));
