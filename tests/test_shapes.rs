@@ -452,38 +452,80 @@ fn odd_files_in_place_of_git_bmads_own_neither_stop_a_checkpoint_nor_are_written
     }
 }
 
-/// Repository formats git-bmad cannot read yet are named in one line with what to do, not
-/// as "not inside a git repository" or a decoding error: SHA-256 object ids, and refs kept
-/// in reftable (which `git refs migrate` converts). Nothing is written to either.
+/// A repository format git-bmad cannot read yet is named in one line with what to do, not as
+/// "not inside a git repository" or a decoding error: refs kept in reftable (which `git refs
+/// migrate` converts). Nothing is written to it.
 #[test]
-fn sha256_and_reftable_repositories_are_named_with_what_to_do() {
+fn a_reftable_repository_is_named_with_what_to_do() {
     let env = TestEnv::new();
-    for (name, format, said) in [
-        ("sha256", "--object-format=sha256", "SHA-256 ids"),
-        (
-            "reftable",
-            "--ref-format=reftable",
-            "git refs migrate --ref-format=files",
-        ),
-    ] {
-        let repo = env.root().join(name);
-        env.git(&env.root(), &["init", "-q", format, name]);
-        write(&repo, "a.txt", "a\n");
-        env.git(&repo, &["add", "a.txt"]);
-        env.git(&repo, &["commit", "-q", "-m", "a"]);
-        for args in [&["status"][..], &["start", "work"], &["doctor"]] {
-            let run = env.bmad(&repo, args).code(1);
-            let first = run.stderr.lines().next().unwrap_or_default();
-            assert!(
-                first.contains("which git-bmad cannot read yet") && first.contains(said),
-                "{name} {args:?}: {}",
-                run.stderr
-            );
-            assert!(!run.stderr.contains("not inside a git repository"));
-        }
-        assert_eq!(env.git(&repo, &["worktree", "list"]).lines().count(), 1);
-        assert_eq!(env.git(&repo, &["for-each-ref", "refs/bmad"]), "");
+    let repo = env.root().join("reftable");
+    env.git(
+        &env.root(),
+        &["init", "-q", "--ref-format=reftable", "reftable"],
+    );
+    write(&repo, "a.txt", "a\n");
+    env.git(&repo, &["add", "a.txt"]);
+    env.git(&repo, &["commit", "-q", "-m", "a"]);
+    for args in [&["status"][..], &["start", "work"], &["doctor"]] {
+        let run = env.bmad(&repo, args).code(1);
+        let first = run.stderr.lines().next().unwrap_or_default();
+        assert!(
+            first.contains("which git-bmad cannot read yet")
+                && first.contains("git refs migrate --ref-format=files"),
+            "{args:?}: {}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains("not inside a git repository"));
     }
+    assert_eq!(env.git(&repo, &["worktree", "list"]).lines().count(), 1);
+    assert_eq!(env.git(&repo, &["for-each-ref", "refs/bmad"]), "");
+}
+
+/// A repository whose objects have SHA-256 ids works as a SHA-1 one does: its checkpoints
+/// are git's own view (64-digit ids), rollback and undo give back every byte (CRLF under
+/// `text=auto` included), its journal chains and verifies, and git finds nothing wrong.
+#[test]
+fn a_sha256_repository_works_as_a_sha1_one() {
+    let env = TestEnv::new();
+    let repo = env.root().join("proj");
+    env.git(
+        &env.root(),
+        &["init", "-q", "--object-format=sha256", "-b", "main", "proj"],
+    );
+    write(&repo, ".gitattributes", "* text=auto\n");
+    write(&repo, "crlf.txt", "a\r\nb\r\n");
+    write(&repo, "d/e/f.txt", "f\n");
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "a"]);
+    let (_, wt) = env.start(&repo, "work");
+    let at_start = read(&wt, "crlf.txt");
+
+    write(&wt, "crlf.txt", "a\r\nB\r\n");
+    write(&wt, "d/new.txt", "new\n");
+    write(&wt, "d/e/f.txt", "f, edited\n");
+    let edited = |wt: &std::path::Path| {
+        ["crlf.txt", "d/new.txt", "d/e/f.txt"].map(|p| std::fs::read(wt.join(p)).unwrap())
+    };
+    let before = edited(&wt);
+    let checkpoint = env
+        .bmad(&wt, &["checkpoint", "--json", "-m", "edits"])
+        .success()
+        .json();
+    let commit = checkpoint["checkpoint"]["id"].as_str().unwrap_or_default();
+    assert_eq!(commit.len(), 64, "{checkpoint}");
+    assert_eq!(checkpoint_tree(&env, &wt), env.worktree_tree(&wt).trim());
+
+    env.bmad(&wt, &["rollback", "1"]).success();
+    assert_eq!(read(&wt, "crlf.txt"), at_start);
+    assert!(!wt.join("d/new.txt").exists());
+    env.bmad(&wt, &["undo"]).success();
+    assert_eq!(edited(&wt), before, "every byte back");
+
+    env.bmad(&repo, &["doctor"]).success();
+    let fsck = env
+        .sh(&repo, "git fsck --full --no-dangling 2>&1")
+        .success();
+    assert!(!fsck.stdout.contains("error"), "{}", fsck.stdout);
 }
 
 /// With `core.symlinks=false` (a filesystem without links, a Windows clone) a tracked link

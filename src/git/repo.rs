@@ -69,7 +69,8 @@ impl Repo {
     pub fn discover(cwd: &Path) -> Result<Repo> {
         let inner = gix::ThreadSafeRepository::discover_with_environment_overrides(cwd)
             .map_err(|e| {
-                // gix refuses to open a SHA-256 repository: git itself names its format.
+                // A repository gix refuses to open (a format it does not know): git itself
+                // names its format.
                 super::format::unsupported(cwd, |key| super::format::git_config_in(cwd, key))
                     .unwrap_or_else(|| Error::NotARepository {
                         path: cwd.to_path_buf(),
