@@ -287,8 +287,8 @@ pub enum Error {
     },
 }
 
-/// Why [`super::locate`] found no one session: causes its callers act on (a resume adopts a session
-/// unknown here from a remote; a status outside every session shows the repository's).
+/// Why [`super::locate`] found no one session: causes its callers act on (a resume adopts
+/// a session unknown here from a remote; a status outside every session shows them all).
 #[derive(Debug, thiserror::Error)]
 pub enum LocateError {
     /// No query, and the command did not run in a session's worktree.
@@ -351,9 +351,8 @@ impl Error {
     pub fn is_usage(&self) -> bool {
         matches!(
             self,
-            Error::Locate(
-                super::LocateError::Unknown { .. } | super::LocateError::Ambiguous { .. }
-            ) | Error::NothingToRestore { .. }
+            Error::Locate(LocateError::Unknown { .. } | LocateError::Ambiguous { .. })
+                | Error::NothingToRestore { .. }
                 | Error::InvalidName { .. }
                 | Error::UnknownRevision { .. }
                 | Error::UnknownCheckpoint { .. }

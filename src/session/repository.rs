@@ -3,7 +3,7 @@
 //! fence a contained round runs in. The handle they hold ([`super::Repo`]) has no git
 //! operation, so these are the only ways they reach one.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::{Result, Session};
 use crate::git::{Fence, FenceKind, ObjectId, TreeChange};
@@ -74,16 +74,4 @@ pub fn fence(repo: &super::Repo, session: &Session, root: &Path, kind: FenceKind
 /// its walls, one line each.
 pub fn settle_fence(repo: &super::Repo, fence: Fence) -> Result<Vec<String>> {
     Ok(fence.settle(&repo.git)?)
-}
-
-impl Session {
-    /// The git dir of the session's worktree (where its run lock lives).
-    pub fn worktree_git_dir(&self, repo: &super::Repo) -> Result<PathBuf> {
-        let worktree = self.open_worktree(&repo.git)?;
-        Ok(worktree
-            .as_ref()
-            .unwrap_or(&repo.git)
-            .git_dir()
-            .to_path_buf())
-    }
 }

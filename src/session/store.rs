@@ -78,6 +78,16 @@ impl Session {
         Ok(self.open_worktree(&repo.git)?.map(super::Repo::from))
     }
 
+    /// The git dir of the session's worktree (where its run lock lives).
+    pub fn worktree_git_dir(&self, repo: &super::Repo) -> Result<PathBuf> {
+        let worktree = self.open_worktree(&repo.git)?;
+        Ok(worktree
+            .as_ref()
+            .unwrap_or(&repo.git)
+            .git_dir()
+            .to_path_buf())
+    }
+
     /// [`Session::worktree_handle`], for the layers that call git.
     pub fn open_worktree(&self, repo: &Repo) -> Result<Option<Repo>> {
         if same_dir(repo.workdir(), &self.worktree) {
