@@ -72,17 +72,12 @@ mod tests {
 
     #[test]
     fn a_record_without_an_option_goes_on_with_its_default_and_on_moves_the_stories() {
+        let options = |s: &EpicStarted| {
+            let (on, remote) = (s.on.clone(), s.remote.clone());
+            (s.parallel, s.reviewers, on, remote, s.max_failures)
+        };
         let old = with_defaults(EpicStarted::default(), None);
-        assert_eq!(
-            (
-                old.parallel,
-                old.reviewers,
-                old.on.as_str(),
-                old.remote.as_str(),
-                old.max_failures
-            ),
-            (1, 1, "here", "origin", 3)
-        );
+        assert_eq!(options(&old), (1, 1, "here".into(), "origin".into(), 3));
         let recorded = EpicStarted {
             parallel: 4,
             reviewers: 2,
@@ -92,16 +87,7 @@ mod tests {
             ..EpicStarted::default()
         };
         let kept = with_defaults(recorded.clone(), None);
-        assert_eq!(
-            (
-                kept.parallel,
-                kept.reviewers,
-                kept.on.as_str(),
-                kept.remote.as_str(),
-                kept.max_failures
-            ),
-            (4, 2, "actions", "upstream", 7)
-        );
+        assert_eq!(options(&kept), options(&recorded));
         assert_eq!(with_defaults(recorded, Some("here")).on, "here");
     }
 }

@@ -37,25 +37,18 @@ pub struct AnswerArgs {
 /// Run `answer`.
 pub fn cmd_answer(ctx: &Context, args: &AnswerArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let s = session::locate(session::Repo::of(&repo), args.session.as_deref())?;
-    let journal = session::read_journal(session::Repo::of(&repo), &s.id)?;
+    let sessions = session::Repo::of(&repo);
+    let s = session::locate(sessions, args.session.as_deref())?;
+    let journal = session::read_journal(sessions, &s.id)?;
     let epic = crate::epic::EpicState::replay(journal.events());
     if epic.started.is_some() {
         let message = args.message.as_deref();
-        let epic =
-            crate::epic::gates::answer(session::Repo::of(&repo), &s, &epic, &args.reply, message)?;
+        let epic = crate::epic::gates::answer(sessions, &s, &epic, &args.reply, message)?;
         return super::epic::resume(ctx, &epic, None);
     }
     // A story whose pipeline ran on a runner goes on there: its answer is only journaled.
-    if let Some(epic) =
-        crate::epic::actions::ran_on_actions(session::Repo::of(&repo), &s, &journal)?
-    {
-        supervisor::record_answer(
-            session::Repo::of(&repo),
-            &s,
-            &args.reply,
-            args.message.as_deref(),
-        )?;
+    if let Some(epic) = crate::epic::actions::ran_on_actions(sessions, &s, &journal)? {
+        supervisor::record_answer(sessions, &s, &args.reply, args.message.as_deref())?;
         let next = format!("git bmad epic resume {epic}");
         if ctx.ui.json() {
             ctx.ui.print_json(&serde_json::json!({
@@ -78,7 +71,7 @@ pub fn cmd_answer(ctx: &Context, args: &AnswerArgs) -> Result<u8, CommandError> 
     match super::run::supervise_and_report(ctx, &repo, &s, request, &args.progress) {
         Err(e) if e.code == exit::GATED && !ctx.ui.json() => {
             // Show the gate again, so the right answer is on the screen.
-            let journal = session::read_journal(session::Repo::of(&repo), &s.id)?;
+            let journal = session::read_journal(sessions, &s.id)?;
             let state = crate::session::run_state::RunState::replay(journal.events());
             if let Some(gate) = &state.gate {
                 eprint!("{}", crate::cli::ui::safe_for_terminal(&e.render()));

@@ -31,18 +31,12 @@ pub struct CheckpointArgs {
 /// Run `checkpoint`.
 pub fn cmd_checkpoint(ctx: &Context, args: &CheckpointArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let s = session::locate(session::Repo::of(&repo), args.session.as_deref())?;
+    let sessions = session::Repo::of(&repo);
+    let s = session::locate(sessions, args.session.as_deref())?;
     // The label goes into a commit message and a note: no secret in it is ever stored.
     let label = redact(&args.message);
     // Every changed file is scanned first: a secret never enters the object database.
-    let taken = session::checkpoint(
-        session::Repo::of(&repo),
-        &s,
-        &label,
-        None,
-        args.step.clone(),
-        &ctx.policy,
-    )?;
+    let taken = session::checkpoint(sessions, &s, &label, None, args.step.clone(), &ctx.policy)?;
     let (cp, event, refused) = (taken.checkpoint, taken.event, taken.kept_out);
     let secrets = ctx.policy.take_found();
     let code = if refused.is_empty() {

@@ -91,8 +91,9 @@ pub fn cmd_journal(ctx: &Context, args: &JournalArgs) -> Result<u8, CommandError
         Some(JournalAction::Append(append)) => cmd_append(ctx, append),
         Some(JournalAction::Flush { session }) => {
             let repo = ctx.repo()?;
-            let s = session::locate(session::Repo::of(&repo), session.query())?;
-            session::flush_deferred(session::Repo::of(&repo), &s)?;
+            let sessions = session::Repo::of(&repo);
+            let s = session::locate(sessions, session.query())?;
+            session::flush_deferred(sessions, &s)?;
             Ok(exit::OK)
         }
     }
@@ -100,8 +101,9 @@ pub fn cmd_journal(ctx: &Context, args: &JournalArgs) -> Result<u8, CommandError
 
 fn show(ctx: &Context, args: &JournalArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let s = session::locate(session::Repo::of(&repo), args.session.query())?;
-    let journal = session::read_journal(session::Repo::of(&repo), &s.id)?;
+    let sessions = session::Repo::of(&repo);
+    let s = session::locate(sessions, args.session.query())?;
+    let journal = session::read_journal(sessions, &s.id)?;
     let state = SessionState::replay(journal.events());
     let format = if ctx.ui.json() {
         Format::Json
@@ -188,8 +190,9 @@ fn session_details(e: &session::Event) -> String {
 
 fn export(ctx: &Context, query: Option<&str>) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let s = session::locate(session::Repo::of(&repo), query)?;
-    session::write_rendered(&s, &session::read_journal(session::Repo::of(&repo), &s.id)?)?;
+    let sessions = session::Repo::of(&repo);
+    let s = session::locate(sessions, query)?;
+    session::write_rendered(&s, &session::read_journal(sessions, &s.id)?)?;
     let path = s.worktree.join(session::journal_md_path(&s.id));
     if ctx.ui.json() {
         ctx.ui.print_json(&json!({"path": path}));
@@ -224,9 +227,10 @@ fn cmd_append(ctx: &Context, args: &AppendArgs) -> Result<u8, CommandError> {
         _ => Decision::Human,
     });
     let repo = ctx.repo()?;
-    let s = session::locate(session::Repo::of(&repo), args.session.as_deref())?;
+    let sessions = session::Repo::of(&repo);
+    let s = session::locate(sessions, args.session.as_deref())?;
     let event = session::record(
-        session::Repo::of(&repo),
+        sessions,
         &s,
         // Nothing a script hands over is stored unredacted.
         NewEvent::new(Body::from_parts(args.event.clone(), redact_json(detail)))

@@ -29,12 +29,13 @@ pub struct PushArgs {
 /// Run `push`.
 pub fn cmd_push(ctx: &Context, args: &PushArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let s = session::locate(session::Repo::of(&repo), args.session.query())?;
+    let sessions = session::Repo::of(&repo);
+    let s = session::locate(sessions, args.session.query())?;
     // A run live in this clone keeps its lease; otherwise the push hands the session off.
     let live = crate::policy::live_run::live_runs(repo.common_dir())
         .iter()
         .any(|dir| dir == &s.worktree || std::fs::canonicalize(dir).is_ok_and(|d| d == s.worktree));
-    let pushed = sync::push(session::Repo::of(&repo), &s, &args.remote, !live)?;
+    let pushed = sync::push(sessions, &s, &args.remote, !live)?;
     if ctx.ui.json() {
         ctx.ui.print_json(&pushed);
         return Ok(exit::OK);

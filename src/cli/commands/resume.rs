@@ -39,13 +39,14 @@ pub struct ResumeArgs {
 /// Run `resume`.
 pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
+    let sessions = session::Repo::of(&repo);
     let query = args.session.query();
     let mut adopted = false;
-    let s = match session::locate(session::Repo::of(&repo), query) {
+    let s = match session::locate(sessions, query) {
         // It lives in another clone now: taking it back is an adoption too.
         Ok(s) if s.elsewhere => {
             let (here, warnings) = session::adopt(
-                session::Repo::of(&repo),
+                sessions,
                 &args.remote,
                 s.id.as_str(),
                 args.steal,
@@ -65,25 +66,21 @@ pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> 
         }
         Ok(s) => s,
         Err(session::LocateError::Unknown { query }) => {
-            let (here, warnings) = session::adopt(
-                session::Repo::of(&repo),
-                &args.remote,
-                &query,
-                args.steal,
-                &ctx.policy,
-            )
-            .map_err(|e| match e {
-                session::Error::Locate(session::LocateError::Unknown { .. }) => {
-                    CommandError::from(session::LocateError::Unknown {
-                        query: query.clone(),
-                    })
-                    .hinted(format!(
+            let (here, warnings) =
+                session::adopt(sessions, &args.remote, &query, args.steal, &ctx.policy).map_err(
+                    |e| match e {
+                        session::Error::Locate(session::LocateError::Unknown { .. }) => {
+                            CommandError::from(session::LocateError::Unknown {
+                                query: query.clone(),
+                            })
+                            .hinted(format!(
                         "a session pushed from another machine: git bmad sync --remote {} first",
                         args.remote
                     ))
-                }
-                other => other.into(),
-            })?;
+                        }
+                        other => other.into(),
+                    },
+                )?;
             ctx.ui.status(format!(
                 "Session {} ({}) is here now, from {}: {}",
                 here.id,
@@ -108,7 +105,7 @@ pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> 
         }
         Err(other) => return Err(other.into()),
     };
-    let journal = session::read_journal(session::Repo::of(&repo), &s.id)?;
+    let journal = session::read_journal(sessions, &s.id)?;
     let has_run = crate::session::run_state::RunState::replay(journal.events())
         .manifest
         .is_some();
@@ -122,13 +119,7 @@ pub fn cmd_resume(ctx: &Context, args: &ResumeArgs) -> Result<u8, CommandError> 
             })
             .last();
         if let Some(started) = newest {
-            return Err(untrusted_run(
-                ctx,
-                session::Repo::of(&repo),
-                &s,
-                started.0,
-                started.1,
-            ));
+            return Err(untrusted_run(ctx, sessions, &s, started.0, started.1));
         }
     }
     if adopted && !has_run {

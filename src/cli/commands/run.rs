@@ -50,13 +50,14 @@ pub struct ProgressArg {
 /// Run `run`.
 pub fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let s = session::locate(session::Repo::of(&repo), args.session.as_deref())?;
+    let sessions = session::Repo::of(&repo);
+    let s = session::locate(sessions, args.session.as_deref())?;
     let source = match &args.playbook {
         Some(query) => {
-            let dirs = supervisor::playbook_dirs(session::Repo::of(&repo), &s)?;
+            let dirs = supervisor::playbook_dirs(sessions, &s)?;
             supervisor::resolve(query, &ctx.cwd, &dirs)?
         }
-        None => supervisor::playbook_of_session(session::Repo::of(&repo), &s, &ctx.cwd)?,
+        None => supervisor::playbook_of_session(sessions, &s, &ctx.cwd)?,
     };
     supervise_and_report(
         ctx,

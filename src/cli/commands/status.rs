@@ -41,11 +41,12 @@ pub struct StatusArgs {
 /// Run `status`.
 pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let s = match session::locate(session::Repo::of(&repo), args.session.query()) {
+    let sessions = session::Repo::of(&repo);
+    let s = match session::locate(sessions, args.session.query()) {
         // Outside any session, with just one session in the repository: that one is meant;
         // with none or several, where each stands.
         Err(session::LocateError::NotInSession { workdir }) => {
-            let mut all = session::list(session::Repo::of(&repo))?;
+            let mut all = session::list(sessions)?;
             if all.len() != 1 {
                 if args.watch || args.gate {
                     return Err(session::LocateError::NotInSession { workdir }.into());
@@ -57,13 +58,13 @@ pub fn cmd_status(ctx: &Context, args: &StatusArgs) -> Result<u8, CommandError> 
         other => other?,
     };
     if args.watch {
-        return watch(ctx, session::Repo::of(&repo), &s, &args.interval);
+        return watch(ctx, sessions, &s, &args.interval);
     }
-    let journal = session::read_journal(session::Repo::of(&repo), &s.id)?;
+    let journal = session::read_journal(sessions, &s.id)?;
     let state = SessionState::replay(journal.events());
     let run = crate::session::run_state::RunState::replay(journal.events());
-    let chain = session::chain(session::Repo::of(&repo), &s)?;
-    let moved = session::ref_record::foreign_moves(session::Repo::of(&repo), &s.id)?;
+    let chain = session::chain(sessions, &s)?;
+    let moved = session::ref_record::foreign_moves(sessions, &s.id)?;
     let last = journal.events().last();
     if args.gate {
         let Some(gate) = &run.gate else {

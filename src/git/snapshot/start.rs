@@ -88,14 +88,7 @@ impl Repo {
             return Ok(None);
         };
         let verified = now();
-        let modes = Modes::of(self.gix());
-        let scanner = Scanner::new(
-            self.workdir(),
-            &cache.state,
-            cache.verified,
-            modes.file_mode,
-            modes.trust_ctime,
-        );
+        let scanner = self.scanner_of(&cache);
         if scanner.links_elsewhere(paths) {
             return Ok(None);
         }
@@ -120,6 +113,19 @@ impl Repo {
         }))
     }
 
+    /// The worktree's scanner against what `cache` last saw, with this repository's modes
+    /// (both starts read the worktree the same way).
+    fn scanner_of<'a>(&'a self, cache: &'a SnapshotCache) -> Scanner<'a> {
+        let modes = Modes::of(self.gix());
+        Scanner::new(
+            self.workdir(),
+            &cache.state,
+            cache.verified,
+            modes.file_mode,
+            modes.trust_ctime,
+        )
+    }
+
     /// A start from the worktree's index and the whole snapshot cache (or, without one,
     /// `HEAD` and the index's stat data).
     fn full_start(
@@ -142,14 +148,7 @@ impl Repo {
         let (tracked_elsewhere, untracked) = cache.reconcile(&index);
         tracing::debug!("snapshot: index read, cache reconciled");
         let verified = now();
-        let modes = Modes::of(self.gix());
-        let scanner = Scanner::new(
-            self.workdir(),
-            &cache.state,
-            cache.verified,
-            modes.file_mode,
-            modes.trust_ctime,
-        );
+        let scanner = self.scanner_of(&cache);
         let scan = match paths {
             Some(paths) => {
                 tracing::debug!("change feed: {} paths changed", paths.len());

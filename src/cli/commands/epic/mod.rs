@@ -209,9 +209,9 @@ pub fn cmd_epic(ctx: &Context, args: &EpicArgs) -> Result<u8, CommandError> {
         EpicAction::Resume { epic, on } => resume(ctx, epic, on.as_deref()),
         EpicAction::Status { epic, html } => {
             let repo = ctx.repo()?;
-            let plan =
-                epic::plan::plan_epic(session::Repo::of(&repo), epic, &PlanOptions::default())?;
-            let state = epic::resume::state(session::Repo::of(&repo), epic)?.unwrap_or_default();
+            let sessions = session::Repo::of(&repo);
+            let plan = epic::plan::plan_epic(sessions, epic, &PlanOptions::default())?;
+            let state = epic::resume::state(sessions, epic)?.unwrap_or_default();
             if let Some(file) = html {
                 let page = epic::progress::render_html(&plan, &state);
                 crate::fs::write_atomically(file, page.as_bytes(), None).map_err(|e| {
@@ -259,6 +259,7 @@ pub fn resume(ctx: &Context, epic: &str, on: Option<&str>) -> Result<u8, Command
 
 pub(super) fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
+    let sessions = session::Repo::of(&repo);
     let gates = Gates::parse(&args.gates).ok_or_else(|| {
         CommandError::usage(format!(
             "--gates {:?}: use none, per-epic or per-story",
@@ -280,7 +281,7 @@ pub(super) fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError>
         )));
     }
     if args.dry_run {
-        let plan = epic::plan::plan_epic(session::Repo::of(&repo), &args.selection.epic, &options)?;
+        let plan = epic::plan::plan_epic(sessions, &args.selection.epic, &options)?;
         let config = ctx.config(&repo)?;
         let actions = epic::plan::epic_actions(
             &plan,
@@ -291,7 +292,7 @@ pub(super) fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError>
         );
         let dispatch_ref = match on {
             epic::On::Actions => Some(epic::actions::dispatch_base(
-                session::Repo::of(&repo),
+                sessions,
                 &args.selection.epic,
                 args.base.as_deref(),
             )?),
@@ -311,7 +312,7 @@ pub(super) fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError>
     let ui = &ctx.ui;
     let progress = |line: &str| ui.status(line);
     let run = epic::run(
-        session::Repo::of(&repo),
+        sessions,
         &args.selection.epic,
         &EpicOptions {
             config: &config,
