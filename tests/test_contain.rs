@@ -816,11 +816,11 @@ echo '{"result":"done"}'
             agent,
             &format!("{GENERIC}checks:\n  test_command: sh test.sh\n"),
         );
-        // The step's tests, which the agent writes, look too.
+        // The step's tests, which the agent writes, look too; and they need git.
         write(
             &w.worktree,
             "test.sh",
-            "cat \"$(cd ../project && pwd)/.git/config\" > test-seen.txt 2>&1\ntrue\n",
+            "cat \"$(cd ../project && pwd)/.git/config\" > test-seen.txt 2>&1\ngit config --get-regexp 'http\\..*' >> test-seen.txt 2>&1\ngit remote get-url origin >> test-seen.txt 2>&1\ngit log -1 --format=%s | grep -qx 'honest work'\n",
         );
         write(
             &w.worktree,
@@ -848,9 +848,163 @@ echo '{"result":"done"}'
         );
         // Its git still knows the remote, without the password.
         assert!(seen.contains("https://"), "{machine:?}: {seen}");
+        let checks = w
+            .journal()
+            .iter()
+            .filter(|e| e["event"] == "step_completed")
+            .map(|e| e["detail"]["checks"].to_string())
+            .collect::<String>();
+        assert!(
+            checks.contains("`sh test.sh` passed"),
+            "{machine:?}: {checks}"
+        );
         let log = w.env.git(&w.worktree, &["log", "--format=%s", "-1"]);
         assert_eq!(log.trim(), "honest work", "{machine:?}");
+        // The same walls by hand: git works in them, the token is not there.
+        let contained = w.env.bmad(
+            &w.worktree,
+            &[
+                "contain",
+                "--",
+                "sh",
+                "-c",
+                "git log -1 --format=%s && git config --get-regexp 'http\\..*'; git remote get-url origin",
+            ],
+        );
+        assert_eq!(contained.code, 0, "{machine:?}: {}", contained.stderr);
+        assert!(
+            contained.stdout.contains("honest work"),
+            "{machine:?}: {}",
+            contained.stdout
+        );
+        assert!(
+            !contained.stdout.contains("ghs_jobtoken") && !contained.stdout.contains("eC1hY2Nl"),
+            "{machine:?}: {}",
+            contained.stdout
+        );
+        // And the worktree names the repository itself again, with its token.
+        let common = w.env.git(
+            &w.worktree,
+            &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+        );
+        assert_eq!(
+            std::fs::canonicalize(common.trim()).unwrap(),
+            std::fs::canonicalize(w.repo.join(".git")).unwrap(),
+            "{machine:?}"
+        );
+        let header = w
+            .env
+            .git(&w.worktree, &["config", "--get-regexp", "http\\..*"]);
+        assert!(header.contains("eC1hY2Nl"), "{machine:?}: {header}");
     }
+}
+
+/// A worktree's hook that runs git (a pre-push that reads the log) where the repository's
+/// config keeps a token: when git-bmad's push fires it in walls, its git works there and
+/// reads no token, on either machine.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
+)]
+fn a_hook_git_bmad_fires_runs_git_in_walls_though_the_config_holds_a_token() {
+    for machine in [Machine::Bubblewrap, Machine::Refused] {
+        let (w, stolen) = with_rewritten_hook(
+            machine,
+            "pre-push",
+            "git log -1 --format=%%s > hook-ran.txt && git config --get-regexp http >> hook-ran.txt; cat $(git rev-parse --git-common-dir)/config >> STOLEN 2>/dev/null; true",
+        );
+        w.git(&[
+            "config",
+            "http.https://github.com/.extraheader",
+            "AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46Z2hzX2pvYnRva2Vu",
+        ]);
+        let pushed = w.env.bmad(&w.worktree, &["push"]);
+        assert_eq!(
+            pushed.code, 0,
+            "{machine:?}: {}\n{}",
+            pushed.stdout, pushed.stderr
+        );
+        let ran = read(&w.worktree, "hook-ran.txt");
+        assert_eq!(ran, "a better hook\n", "{machine:?}");
+        let taken = std::fs::read_to_string(&stolen).unwrap_or_default();
+        let _ = std::fs::remove_file(&stolen);
+        assert!(!taken.contains("eC1hY2Nl"), "{machine:?}: {taken}");
+        let common = w.env.git(
+            &w.worktree,
+            &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+        );
+        assert_eq!(
+            std::fs::canonicalize(common.trim()).unwrap(),
+            std::fs::canonicalize(w.repo.join(".git")).unwrap(),
+            "{machine:?}"
+        );
+    }
+}
+
+/// `git bmad contain` killed while its command runs, where the walls are Landlock alone and
+/// the config keeps a token: the worktree still names the command's shadow of the
+/// repository (a second command in the same walls came and went meanwhile, and left it to
+/// the first); `doctor` names it, and the next command puts the worktree's link back.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
+)]
+fn a_contained_command_killed_leaves_a_link_the_next_command_puts_back() {
+    let w = Walled::on(
+        Machine::Refused,
+        "#!/bin/sh\necho '{\"result\":\"done\"}'\n",
+        GENERIC,
+    );
+    w.git(&[
+        "config",
+        "http.https://github.com/.extraheader",
+        "AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46Z2hzX2pvYnRva2Vu",
+    ]);
+    let git_dir = w.env.git(&w.worktree, &["rev-parse", "--absolute-git-dir"]);
+    let link = Path::new(git_dir.trim()).join("commondir");
+    let before = std::fs::read_to_string(&link).unwrap();
+    let mut first = w
+        .env
+        .spawn_group(&w.worktree, &["contain", "--", "sleep", "60"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while std::fs::read_to_string(&link).unwrap() == before {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the shadow never stood in"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let second = w.env.bmad(
+        &w.worktree,
+        &["contain", "--", "git", "log", "-1", "--format=%s"],
+    );
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert_eq!(second.stdout, "project\n");
+    // Nor does another command take the link from a command still running.
+    w.env.bmad(&w.worktree, &["status"]).success();
+    assert_ne!(
+        std::fs::read_to_string(&link).unwrap(),
+        before,
+        "the first still runs"
+    );
+    crate::common::kill_group(&mut first);
+    // Plain git, which runs no git-bmad, still reads the shadow.
+    let common = w.env.git(&w.worktree, &["rev-parse", "--git-common-dir"]);
+    assert!(common.contains("bmad/shadow"), "{common}");
+    let found = w.env.bmad(&w.repo, &["doctor", "--json"]);
+    assert!(
+        found.stdout.contains("naming its shadow"),
+        "{}",
+        found.stdout
+    );
+    w.env.bmad(&w.worktree, &["status"]).success();
+    assert_eq!(std::fs::read_to_string(&link).unwrap(), before);
+    let header = w
+        .env
+        .git(&w.worktree, &["config", "--get-regexp", "http\\..*"]);
+    assert!(header.contains("eC1hY2Nl"), "{header}");
 }
 
 /// A wrapper that names a program kept beside the user's credentials (`~/.config/agent`,

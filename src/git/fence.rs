@@ -36,8 +36,11 @@ use gix::objs::Write as _;
 use super::error::{Error, Result};
 use super::{CasOutcome, ObjectId, Repo};
 
+mod command;
 mod files;
 mod shadow;
+use super::shadow_place::COMMONDIR_KEPT;
+pub use command::CommandShadow;
 use files::{clear_but_copies, files, watched};
 pub use shadow::{abandoned_shadow, put_back_abandoned_shadow};
 use shadow::{put_back, shadow};
@@ -75,8 +78,6 @@ const LINKS: &[&str] = &["commondir", "gitdir", "config.worktree"];
 pub const RUN_LOCK: &str = "bmad-run.lock";
 /// The mark of a layer its round settled: its copies are kept for the next round.
 const SETTLED: &str = "settled";
-/// Where the layer keeps the worktree's `commondir` while the shadow stands in for it.
-const COMMONDIR_KEPT: &str = "commondir.kept";
 
 /// A part of the common git dir the step sees as a writable copy, so that what it writes
 /// there is seen (and dropped, but for its own branch).

@@ -25,6 +25,7 @@ mod pack;
 mod push;
 mod refs;
 mod repo;
+mod shadow_place;
 mod signing;
 mod snapshot;
 mod snapshot_cache;
@@ -40,7 +41,8 @@ pub use diff::TreeChange;
 pub use error::{Error, Result};
 pub use feed_setting::FeedSetting;
 pub use fence::{
-    abandoned_shadow, put_back_abandoned_shadow, Fence, FenceKind, View, REPORT_SOCKET, RUN_LOCK,
+    abandoned_shadow, put_back_abandoned_shadow, CommandShadow, Fence, FenceKind, View,
+    REPORT_SOCKET, RUN_LOCK,
 };
 pub use gix::ObjectId;
 pub use index::SavedIndex;

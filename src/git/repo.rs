@@ -112,7 +112,8 @@ impl Repo {
             return Err(Error::Bare { path: git_dir });
         };
         let workdir = canonical(workdir)?;
-        let common_dir = canonical(inner.common_dir())?;
+        let common_dir =
+            super::shadow_place::real_common_dir(&git_dir, canonical(inner.common_dir())?);
         // Checkpoints and notes must never fail for a missing user.name.
         let no_identity = super::identity::install_fallback(&mut inner)?;
         // Git checks the index's checksum only in `fsck`; gix on every read, which costs a

@@ -193,7 +193,7 @@ pub fn run_chained(
     hook.env_remove
         .push(crate::env::Var::ChainedHook.name().to_owned());
     let walls = hook_walls(repo, chained)?;
-    if let Some(sandbox::Scratch { contained, .. }) = &walls {
+    if let Some((sandbox::Scratch { contained, .. }, _)) = &walls {
         let cwd =
             std::env::current_dir().map_err(|e| Error::io("could not read", Path::new("."), e))?;
         let args: Vec<String> = args.to_vec();
@@ -214,9 +214,13 @@ pub fn run_chained(
     Ok(code.unwrap_or(1))
 }
 
-/// The walls for a chained hook in the worktree that git-bmad's own git fires (and the
-/// private home they keep, removed when dropped); `None` when it runs as it is.
-fn hook_walls(repo: &Repo, chained: &Path) -> Result<Option<sandbox::Scratch>, Error> {
+/// The walls for a chained hook in the worktree that git-bmad's own git fires, with the
+/// private home they keep and what git there needs in them, both undone when dropped; `None`
+/// when it runs as it is.
+fn hook_walls(
+    repo: &Repo,
+    chained: &Path,
+) -> Result<Option<(sandbox::Scratch, Option<crate::session::CommandShadow>)>, Error> {
     let ours = crate::env::Var::OwnGit.is_set() && !crate::env::Var::Contained.is_set();
     let worktree = repo.workdir();
     let real = std::fs::canonicalize(chained).unwrap_or_else(|_| chained.to_owned());
@@ -236,7 +240,7 @@ fn hook_walls(repo: &Repo, chained: &Path) -> Result<Option<sandbox::Scratch>, E
     };
     let hidden = super::hidden_from_steps(crate::session::Repo::of(repo));
     let readable = [repo.common_dir().to_owned()];
-    sandbox::scratch(
+    let scratch = sandbox::scratch(
         &layers,
         worktree,
         &hidden,
@@ -247,6 +251,7 @@ fn hook_walls(repo: &Repo, chained: &Path) -> Result<Option<sandbox::Scratch>, E
         // what it names.
         None,
     )
-    .map(Some)
-    .map_err(|e| Error::io("could not make a private home in", std::env::temp_dir(), e))
+    .map_err(|e| Error::io("could not make a private home in", std::env::temp_dir(), e))?;
+    let shadow = super::command_shadow(crate::session::Repo::of(repo), &layers, worktree)?;
+    Ok(Some((scratch, shadow)))
 }

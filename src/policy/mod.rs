@@ -112,6 +112,21 @@ pub fn hidden_from_steps(repo: &session::Repo) -> crate::runner::sandbox::Hidden
     }
 }
 
+/// What git in `worktree` needs while a command runs there in walls raised by `layers`,
+/// held until dropped: where the walls cannot show the config's credential-free copy in its
+/// place, the worktree names a shadow of the common dir that holds it
+/// ([`crate::git::CommandShadow`]).
+pub fn command_shadow(
+    repo: &session::Repo,
+    layers: &crate::runner::sandbox::Layers,
+    worktree: &std::path::Path,
+) -> Result<Option<session::CommandShadow>, Error> {
+    if layers.can_stand_in() || !layers.any() {
+        return Ok(None);
+    }
+    Ok(repo.git(crate::git::Direct).command_shadow(worktree)?)
+}
+
 /// The session of the worktree `repo` was opened in, if it is a session worktree.
 pub fn current_session(repo: &Repo) -> Option<session::Session> {
     if !repo.git_dir().join(session::SESSION_MARKER).exists() {

@@ -226,7 +226,7 @@ pub fn doctor(
                 Severity::Problem,
                 Some(&s.id),
                 format!(
-                    "a contained step killed with git-bmad left {} naming its shadow of the repository: git there reads and writes the step's layer",
+                    "a contained step or command killed with git-bmad left {} naming its shadow of the repository: git there does not read the repository's own config, and a step's git writes its layer",
                     wt.path.display()
                 ),
                 Some("git bmad doctor --fix".into()),

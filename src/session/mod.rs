@@ -84,7 +84,7 @@ pub use worktree::{ensure_worktree_intact, worktree_damage, Damage, WorktreeDama
 
 /// The git values session operations take and give (plain data: ids, changes, a fence's
 /// paths); none of them can run a git operation without a git `Repo`.
-pub use crate::git::{Fence, FenceKind, ObjectId, TreeChange, View, RUN_LOCK};
+pub use crate::git::{CommandShadow, Fence, FenceKind, ObjectId, TreeChange, View, RUN_LOCK};
 pub use handle::Repo;
 
 /// Store a text (a run's playbook) in the object database for `session`; its id names it in

@@ -441,6 +441,7 @@ impl Engine<'_> {
             // A step a crash left running: what its round changed shows whether it worked.
             let crashed_round = self.changed_by_crashed_round(&pending)?;
             let settlement = {
+                let _shadow = self.checks_shadow()?;
                 let left = self.shares(1, None).0;
                 let mut evaluate = |step: &Step, check: &playbook::Check| {
                     evaluate(check, &self.check_env(step, crashed_round.as_deref(), left))

@@ -3,8 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Fence, COMMONDIR_KEPT, RUN_LOCK};
+use super::{Fence, RUN_LOCK};
 use crate::git::error::{Error, Result};
+use crate::git::shadow_place::{COMMONDIR_KEPT, HOLDERS};
 
 impl Fence {
     /// Put back each link of the worktree to the repository that is not as it was (the
@@ -36,9 +37,9 @@ impl Fence {
 }
 
 /// When `start` lies in a linked worktree whose `commondir` still names a fence's shadow
-/// though no run holds the worktree (git-bmad was killed during a contained step): the
-/// worktree's own `commondir` put back, so that nothing of the dead step's layer is taken
-/// for the repository. Whether it was.
+/// though no run holds the worktree (git-bmad was killed during a contained step), or a
+/// command shadow no walled command holds: the worktree's own `commondir` put back, so that
+/// nothing of the dead step's layer is taken for the repository. Whether it was.
 pub fn put_back_abandoned_shadow(start: &Path) -> Result<bool> {
     match abandoned_shadow(start) {
         Some((link, kept)) => put_back(&link, &kept).map(|()| true),
@@ -47,7 +48,8 @@ pub fn put_back_abandoned_shadow(start: &Path) -> Result<bool> {
 }
 
 /// The `commondir` of the worktree `start` lies in, and what it named before, when it names
-/// a fence's shadow that no live run holds (see [`put_back_abandoned_shadow`]).
+/// a fence's shadow, or a walled command's, that nothing live holds (see
+/// [`put_back_abandoned_shadow`]).
 pub fn abandoned_shadow(start: &Path) -> Option<(PathBuf, Vec<u8>)> {
     let worktree = start
         .ancestors()
@@ -61,12 +63,12 @@ pub fn abandoned_shadow(start: &Path) -> Option<(PathBuf, Vec<u8>)> {
         .parent()
         .filter(|_| named.is_absolute() && named.ends_with("copies"))?;
     let kept = std::fs::read(layer.join(COMMONDIR_KEPT)).ok()?;
-    // A live run holds its worktree's run lock for as long as it lives.
-    if let Ok(lock) = std::fs::OpenOptions::new()
-        .read(true)
-        .open(git_dir.join(RUN_LOCK))
-    {
-        lock.try_lock().ok()?;
+    // A live run holds its worktree's run lock for as long as it lives, and a walled
+    // command the command shadow's.
+    for lock in [git_dir.join(RUN_LOCK), layer.join(HOLDERS)] {
+        if let Ok(lock) = std::fs::OpenOptions::new().read(true).open(lock) {
+            lock.try_lock().ok()?;
+        }
     }
     Some((link, kept))
 }
@@ -109,26 +111,39 @@ pub(super) fn shadow(common: &Path, layer: &Path, name: &str) -> std::io::Result
     for (part, target) in own {
         relink(target, &shadow.join(part))?;
     }
-    // Everything else of `dir` in the real common dir, linked, but what `skip` names.
-    let link_rest = |dir: &str, skip: &dyn Fn(&str) -> bool| -> std::io::Result<()> {
-        std::fs::create_dir_all(shadow.join(dir))?;
-        for entry in std::fs::read_dir(common.join(dir))? {
-            let entry = entry?;
-            let file = entry.file_name();
-            let at = shadow.join(dir).join(&file);
-            if skip(&file.to_string_lossy()) || std::fs::symlink_metadata(&at).is_ok() {
-                continue;
-            }
-            symlink(entry.path(), at)?;
-        }
-        Ok(())
-    };
-    link_rest("", &|f| ["objects", "logs", "refs", "bmad"].contains(&f))?;
-    link_rest("refs", &|f| f == "heads")?;
-    link_rest("bmad", &|f| f == "deferred")?;
+    // Everything else of the real common dir, linked.
+    link_entries(common, &shadow, &|f| {
+        ["objects", "logs", "refs", "bmad"].contains(&f)
+    })?;
+    link_entries(&common.join("refs"), &shadow.join("refs"), &|f| {
+        f == "heads"
+    })?;
+    link_entries(&common.join("bmad"), &shadow.join("bmad"), &|f| {
+        f == "deferred"
+    })?;
     std::fs::create_dir_all(shadow.join("bmad/deferred"))?;
     relink(
         &layer.join("deferred"),
         &shadow.join("bmad/deferred").join(name),
     )
+}
+
+/// A link in `to` (made if missing) to each entry of `from` but what `skip` names and what
+/// `to` holds already.
+pub(super) fn link_entries(
+    from: &Path,
+    to: &Path,
+    skip: &dyn Fn(&str) -> bool,
+) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let file = entry.file_name();
+        let at = to.join(&file);
+        if skip(&file.to_string_lossy()) || std::fs::symlink_metadata(&at).is_ok() {
+            continue;
+        }
+        std::os::unix::fs::symlink(entry.path(), at)?;
+    }
+    Ok(())
 }

@@ -62,6 +62,12 @@ impl Layers {
         }
     }
 
+    /// Whether the walls can show a copy in a file's place (a config without its
+    /// credentials): only mounts can; Landlock alone can only deny the file.
+    pub fn can_stand_in(&self) -> bool {
+        self.bwrap.is_some()
+    }
+
     /// Whether any layer is here.
     pub fn any(&self) -> bool {
         self.bwrap.is_some() || self.landlock.is_some()

@@ -136,6 +136,7 @@ impl Engine<'_> {
         let changed_paths: Vec<String> = changes.iter().map(|(p, _)| p.clone()).collect();
         let prices = runner::prices::Prices::new(&self.config.orchestration.prices);
         let mut attempts = Vec::new();
+        let _shadow = self.checks_shadow()?;
         for ((step, number, _), result) in invocations.into_iter().zip(results) {
             let checks = step
                 .postconditions

@@ -46,6 +46,17 @@ impl Engine<'_> {
         Ok(Some(RoundFence { fence, reports }))
     }
 
+    /// What git in the session worktree needs while the run's checks run there in walls,
+    /// held until dropped (see [`crate::policy::command_shadow`]).
+    pub(super) fn checks_shadow(&self) -> Result<Option<session::CommandShadow>> {
+        match (self.containment.layers(), &self.check_walls) {
+            (Some(layers), Some(_)) => Ok(crate::policy::command_shadow(
+                self.repo, layers, &self.root,
+            )?),
+            _ => Ok(None),
+        }
+    }
+
     /// Why the run's steps are not contained, if they are not.
     pub(super) fn uncontained(&self) -> Option<String> {
         match &self.containment {
