@@ -1007,6 +1007,62 @@ fn a_contained_command_killed_leaves_a_link_the_next_command_puts_back() {
     assert!(header.contains("eC1hY2Nl"), "{header}");
 }
 
+/// A process a contained step left behind holds the command shadow's lock whole, to keep
+/// git-bmad's next walled command waiting: that command gives up after a while and says why,
+/// rather than hang the run or the user.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
+)]
+fn a_command_shadow_held_by_a_stray_process_is_refused_not_waited_on_forever() {
+    let w = Walled::on(
+        Machine::Refused,
+        "#!/bin/sh\necho '{\"result\":\"done\"}'\n",
+        GENERIC,
+    );
+    w.git(&[
+        "config",
+        "http.https://github.com/.extraheader",
+        "AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46Z2hzX2pvYnRva2Vu",
+    ]);
+    // Once, so that the place and its lock exist.
+    w.env
+        .bmad(&w.worktree, &["contain", "--", "true"])
+        .success();
+    let git_dir = w.env.git(&w.worktree, &["rev-parse", "--absolute-git-dir"]);
+    let name = Path::new(git_dir.trim()).file_name().unwrap().to_owned();
+    let lock = w
+        .repo
+        .join(".git/bmad/shadow")
+        .join(name)
+        .join("holders.lock");
+    assert!(lock.is_file(), "{}", lock.display());
+    let held = w.env.root().join("held");
+    let mut stray = {
+        use std::os::unix::process::CommandExt;
+        std::process::Command::new("flock")
+            .arg("-x")
+            .arg(&lock)
+            .args(["sh", "-c", "touch \"$0\"; exec sleep 60"])
+            .arg(&held)
+            .process_group(0)
+            .spawn()
+            .unwrap()
+    };
+    while !held.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let refused = w.env.bmad(&w.worktree, &["contain", "--", "true"]);
+    crate::common::kill_group(&mut stray);
+    assert_ne!(refused.code, 0, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("held whole by another process"),
+        "{}",
+        refused.stderr
+    );
+}
+
 /// A wrapper that names a program kept beside the user's credentials (`~/.config/agent`,
 /// next to `~/.config/gh/hosts.yml`) gets no folder of theirs shown: the step is refused up
 /// front, its token unread, on either machine.

@@ -172,6 +172,16 @@ impl From<git::Error> for CommandError {
     }
 }
 
+impl From<crate::policy::Error> for CommandError {
+    fn from(e: crate::policy::Error) -> Self {
+        match e {
+            crate::policy::Error::Git(inner) => inner.into(),
+            crate::policy::Error::Session(inner) => inner.into(),
+            other => CommandError::coded(exit::FAILED, other, None),
+        }
+    }
+}
+
 impl From<supervisor::Error> for CommandError {
     fn from(e: supervisor::Error) -> Self {
         use supervisor::Error as E;

@@ -82,8 +82,7 @@ pub fn cmd_contain(ctx: &Context, args: &ContainArgs) -> Result<u8, CommandError
     )
     .map_err(|e| CommandError::failed(format!("could not make a private home: {e}")))?;
     let _shadow =
-        crate::policy::command_shadow(crate::session::Repo::of(&repo), &layers, repo.workdir())
-            .map_err(|e| CommandError::failed(format!("could not raise the walls: {e}")))?;
+        crate::policy::command_shadow(crate::session::Repo::of(&repo), &layers, repo.workdir())?;
     let walls = &scratch.contained.walls;
     let launch = sandbox::launch(&layers, walls, &ctx.cwd, &program, &args.command[1..])
         .map_err(|e| CommandError::failed(format!("could not raise the walls: {e}")))?;

@@ -29,8 +29,7 @@ pub fn cmd_hook(ctx: &Context, args: &HookArgs) -> Result<u8, CommandError> {
     }
     let repo = ctx.repo()?;
     let git_pid = std::os::unix::process::parent_id();
-    let report =
-        dispatch::check(&repo, &args.name, &args.args, &input, git_pid).map_err(policy_error)?;
+    let report = dispatch::check(&repo, &args.name, &args.args, &input, git_pid)?;
     print(&report);
     if !report.passed() {
         return Ok(exit::POLICY);
@@ -38,16 +37,11 @@ pub fn cmd_hook(ctx: &Context, args: &HookArgs) -> Result<u8, CommandError> {
     let Some(chained) = crate::env::Var::ChainedHook.os() else {
         return Ok(exit::OK);
     };
-    let code = dispatch::run_chained(&repo, std::path::Path::new(&chained), &args.args, &input)
-        .map_err(policy_error)?;
+    let code = dispatch::run_chained(&repo, std::path::Path::new(&chained), &args.args, &input)?;
     Ok(match code {
         0 => exit::OK,
         code => u8::try_from(code).unwrap_or(exit::FAILED).max(1),
     })
-}
-
-fn policy_error(e: policy::Error) -> CommandError {
-    CommandError::failed(e.to_string())
 }
 
 fn print(report: &dispatch::HookReport) {

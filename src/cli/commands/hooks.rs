@@ -59,7 +59,6 @@ pub enum Agent {
 /// Run `hooks`.
 pub fn cmd_hooks(ctx: &Context, args: &HooksArgs) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
-    let fail = |e: crate::policy::Error| CommandError::failed(e.to_string());
     let status = match args.action {
         HooksAction::Install { agent, global } => {
             let binary = std::env::current_exe()
@@ -67,9 +66,9 @@ pub fn cmd_hooks(ctx: &Context, args: &HooksArgs) -> Result<u8, CommandError> {
                 .map_err(|e| {
                     CommandError::failed(format!("cannot find the git-bmad binary: {e}"))
                 })?;
-            let status = hooks::install(&repo, &binary, scope(global)).map_err(fail)?;
+            let status = hooks::install(&repo, &binary, scope(global))?;
             if let Some(Agent::Claude) = agent {
-                let path = agent::install_claude(repo.workdir()).map_err(fail)?;
+                let path = agent::install_claude(repo.workdir())?;
                 ctx.ui.status(format!(
                     "Added `{}` as a PreToolUse hook in {}",
                     agent::GUARD_COMMAND,
@@ -80,14 +79,14 @@ pub fn cmd_hooks(ctx: &Context, args: &HooksArgs) -> Result<u8, CommandError> {
         }
         HooksAction::Uninstall { agent, global } => {
             if let Some(Agent::Claude) = agent {
-                if let Some(path) = agent::uninstall_claude(repo.workdir()).map_err(fail)? {
+                if let Some(path) = agent::uninstall_claude(repo.workdir())? {
                     ctx.ui
                         .status(format!("Removed the guard from {}", path.display()));
                 }
             }
-            hooks::uninstall(&repo, scope(global)).map_err(fail)?
+            hooks::uninstall(&repo, scope(global))?
         }
-        HooksAction::Status => hooks::status(&repo).map_err(fail)?,
+        HooksAction::Status => hooks::status(&repo)?,
     };
     if ctx.ui.json() {
         ctx.ui.print_json(&status);

@@ -58,7 +58,7 @@ impl Repo {
         std::fs::create_dir_all(place.join("copies")).map_err(io(&place))?;
         let holders = File::create(place.join(HOLDERS)).map_err(io(&place))?;
         // Shared: a holder ending now puts the link back before this one reads it.
-        holders.lock_shared().map_err(io(&place))?;
+        hold(&holders).map_err(io(&place.join(HOLDERS)))?;
         let link = git_dir.join("commondir");
         let now = std::fs::read(&link).map_err(io(&link))?;
         let named = format!("{}\n", place.join("copies").display()).into_bytes();
@@ -80,6 +80,30 @@ impl Repo {
             kept,
             holders,
         }))
+    }
+}
+
+/// How long a command waits for a holder that is putting the link back: an instant, but for
+/// a process that holds the lock to keep others out (one a contained step left behind).
+const WAIT_FOR_HOLDERS: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Take `holders` shared, waiting at most [`WAIT_FOR_HOLDERS`] rather than forever.
+fn hold(holders: &File) -> std::io::Result<()> {
+    let deadline = std::time::Instant::now() + WAIT_FOR_HOLDERS;
+    loop {
+        match holders.try_lock_shared() {
+            Ok(()) => return Ok(()),
+            Err(std::fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(std::io::Error::other(format!(
+                    "held whole by another process for {}s (a process a contained step left running?); end it, then try again",
+                    WAIT_FOR_HOLDERS.as_secs()
+                )))
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(e),
+        }
     }
 }
 
