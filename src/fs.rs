@@ -64,11 +64,18 @@ pub fn replace_unsynced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// content), keeping its permissions, without waiting for the disk: for a worktree file,
 /// which git's own checkout does not wait for either.
 pub fn replace_keeping_mode(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    replace_keeping_mode_with(path, |mut file| file.write_all(bytes))
+}
+
+/// [`replace_keeping_mode`] with what `write` writes into the new file.
+pub fn replace_keeping_mode_with(
+    path: &Path,
+    write: impl FnOnce(std::fs::File) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let permissions = std::fs::symlink_metadata(path)?.permissions();
-    let (tmp_path, mut file) = create_temporary(dir)?;
-    let written = file
-        .write_all(bytes)
+    let (tmp_path, file) = create_temporary(dir)?;
+    let written = write(file)
         .and_then(|()| std::fs::set_permissions(&tmp_path, permissions))
         .and_then(|()| std::fs::rename(&tmp_path, path));
     if written.is_err() {

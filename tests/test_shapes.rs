@@ -617,6 +617,80 @@ fn files_too_big_for_memory_are_checkpointed_as_git_stores_them() {
     );
 }
 
+/// Files past what a checkpoint reads into memory, under every way git converts line
+/// endings on the way in (`text=auto`, `text`, `-text`, `eol`, the old `crlf`, a blob in the
+/// index that has CRLF already, `core.autocrlf`), with content that looks like text and
+/// content that does not: each checkpoint equals git's view, and rollback then undo brings
+/// every byte back.
+#[test]
+fn big_files_get_line_endings_converted_exactly_as_git_converts_them() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let lines = |line: &str| -> Vec<u8> { line.repeat(9_000_000 / line.len()).into_bytes() };
+    // Committed before any attribute says text: its blob keeps its CRLF.
+    std::fs::write(repo.join("auto-indexed.txt"), lines("indexed\r\n")).unwrap();
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-qm", "a file with CRLF in its blob"]);
+    write(
+        &repo,
+        ".gitattributes",
+        "auto-* text=auto\ntext-* text\nbin-* -text\neol-* eol=crlf\ncrlf-* crlf\n",
+    );
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-qm", "attributes"]);
+    let (_, wt) = env.start(&repo, "s");
+    let first = env.last_checkpoint(&wt);
+    let files: Vec<(&str, Vec<u8>)> = vec![
+        ("auto-text.txt", lines("a line\r\n")),
+        ("auto-binary.txt", lines("a\0line\r\n")),
+        ("auto-lone-cr.txt", lines("a line\r\nand\rmore\r\n")),
+        ("auto-lf.txt", lines("a line\n")),
+        ("auto-indexed.txt", lines("indexed\r\nmore\r\n")),
+        ("text-binary.txt", lines("a\0line\r\n")),
+        ("text-lone-cr.txt", lines("a line\r\nand\rmore\r\n")),
+        ("bin-crlf.txt", lines("a line\r\n")),
+        ("eol-crlf.txt", lines("a line\r\n")),
+        ("crlf-legacy.txt", lines("a line\r\n")),
+        ("plain.dat", lines("a line\r\n")),
+    ];
+    for (name, bytes) in &files {
+        std::fs::write(wt.join(name), bytes).unwrap();
+    }
+    env.bmad(&wt, &["checkpoint", "-m", "big files"]).success();
+    assert_eq!(checkpoint_tree(&env, &wt), env.worktree_tree(&wt));
+    // Converted where git converts: the blob has LF where the file has CRLF.
+    let blob = |name: &str| {
+        env.git(
+            &wt,
+            &[
+                "cat-file",
+                "-s",
+                &format!("{}:{name}", checkpoint_tree(&env, &wt)),
+            ],
+        )
+    };
+    assert_eq!(
+        blob("auto-text.txt").trim(),
+        (9_000_000 / 8 * 7).to_string()
+    );
+    assert_eq!(blob("bin-crlf.txt").trim(), (9_000_000 / 8 * 8).to_string());
+
+    // With core.autocrlf, a file no attribute names is converted too.
+    env.git(&wt, &["config", "core.autocrlf", "true"]);
+    std::fs::write(wt.join("autocrlf.dat"), lines("a line\r\n")).unwrap();
+    env.bmad(&wt, &["checkpoint", "-m", "autocrlf"]).success();
+    assert_eq!(checkpoint_tree(&env, &wt), env.worktree_tree(&wt));
+    env.git(&wt, &["config", "--unset", "core.autocrlf"]);
+
+    env.bmad(&wt, &["rollback", &first]).success();
+    assert!(!wt.join("auto-text.txt").exists());
+    env.bmad(&wt, &["undo"]).success();
+    for (name, bytes) in &files {
+        assert!(std::fs::read(wt.join(name)).unwrap() == *bytes, "{name}");
+    }
+    assert!(std::fs::read(wt.join("autocrlf.dat")).unwrap() == lines("a line\r\n"));
+}
+
 /// A rollback moves a submodule's checkout to the commit its target records, and undo moves
 /// it back, as `git submodule update` would; one that holds work of its own refuses the
 /// rollback, with the reason, before anything is written.

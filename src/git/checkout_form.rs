@@ -139,6 +139,24 @@ impl Repo {
         Ok(kinds)
     }
 
+    /// Whether git converts more than the line endings of `path`, either way (a filter,
+    /// `ident`, a working-tree encoding), by its attributes as `git check-attr` reads them.
+    pub(super) fn converts_beyond_line_endings(&self, path: &[u8]) -> Result<bool> {
+        use std::os::unix::ffi::OsStrExt;
+        let out = self.git()?.run([
+            std::ffi::OsStr::new("check-attr"),
+            "-z".as_ref(),
+            "filter".as_ref(),
+            "ident".as_ref(),
+            "working-tree-encoding".as_ref(),
+            "--".as_ref(),
+            std::ffi::OsStr::from_bytes(path),
+        ])?;
+        let fields: Vec<&[u8]> = out.split(|b| *b == 0).collect();
+        let attrs: Vec<Attribute<'_>> = fields.chunks_exact(3).map(|t| (t[1], t[2])).collect();
+        Ok(beyond_line_endings(&attrs))
+    }
+
     /// Whether a scratch folder (see [`SCRATCH_PREFIX`]) is in this worktree's git dir.
     pub fn has_scratch_left(&self) -> bool {
         std::fs::read_dir(self.git_dir())
@@ -178,24 +196,33 @@ const ATTRIBUTES: [&str; 6] = [
     "working-tree-encoding",
 ];
 
+/// Whether these `(attribute, value)` pairs convert more than line endings, either way: a
+/// filter, `ident`, a working-tree encoding.
+fn beyond_line_endings(attrs: &[Attribute<'_>]) -> bool {
+    let given = |name: &[u8]| !matches!(value(attrs, name), b"unspecified" | b"unset");
+    given(b"filter") || value(attrs, b"ident") == b"set" || given(b"working-tree-encoding")
+}
+
+/// The value of attribute `name` in these pairs (`unspecified` when they lack it).
+fn value<'a>(attrs: &[Attribute<'a>], name: &[u8]) -> &'a [u8] {
+    attrs
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map_or(&b"unspecified"[..], |(_, v)| *v)
+}
+
 /// What checkout does to a file with these `(attribute, value)` pairs: `converts_in` when
 /// `core.autocrlf` converts line endings of what it finds to be text, `crlf_out` when it or
 /// `core.eol` writes text with CRLF.
 fn checkout_of(attrs: &[Attribute<'_>], converts_in: bool, crlf_out: bool) -> Checkout {
-    let value = |name: &[u8]| {
-        attrs
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map_or(&b"unspecified"[..], |(_, v)| *v)
-    };
-    let given = |v: &[u8]| !matches!(v, b"unspecified" | b"unset");
-    if given(value(b"filter"))
-        || value(b"ident") == b"set"
-        || given(value(b"working-tree-encoding"))
-    {
+    if beyond_line_endings(attrs) {
         return Checkout::Converted;
     }
-    let (text, eol, crlf) = (value(b"text"), value(b"eol"), value(b"crlf"));
+    let (text, eol, crlf) = (
+        value(attrs, b"text"),
+        value(attrs, b"eol"),
+        value(attrs, b"crlf"),
+    );
     let binary = text == b"unset" || crlf == b"unset";
     if binary {
         return Checkout::Plain;

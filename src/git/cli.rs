@@ -130,6 +130,14 @@ impl GitCli {
         Ok(pid)
     }
 
+    /// `git cat-file blob <id>` into `file`: git streams a blob it stores whole (loose, or
+    /// packed undeltified) without holding it.
+    pub(super) fn cat_blob_into(&self, id: ObjectId, file: std::fs::File) -> Result<()> {
+        let mut cmd = self.command();
+        cmd.args(["cat-file", "blob", &id.to_string()]).stdout(file);
+        run_checked(cmd).map(drop)
+    }
+
     /// Run git with a temporary index (`GIT_INDEX_FILE`).
     fn run_with_index<I, S>(&self, index: &Path, args: I) -> Result<Vec<u8>>
     where

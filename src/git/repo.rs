@@ -407,11 +407,11 @@ impl Repo {
 
     /// The bytes of a blob.
     pub fn read_blob(&self, id: ObjectId) -> Result<Vec<u8>> {
-        let blob = self
+        let mut blob = self
             .inner
             .find_blob(id)
             .map_err(|e| Error::gix(format!("could not read blob {id}"), e))?;
-        Ok(blob.data.clone())
+        Ok(blob.take_data())
     }
 
     /// Write a blob.

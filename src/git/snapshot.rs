@@ -418,6 +418,10 @@ impl Repo {
         use std::io::Read;
         use std::os::unix::ffi::OsStrExt;
         let full = on_disk(self.workdir(), path);
+        // Line endings alone: converted a block at a time, never held whole.
+        if let Some(id) = self.stream_blob_with_line_endings(pipeline, &full, path, len, index)? {
+            return Ok(Some(id));
+        }
         let Ok(file) = std::fs::File::open(&full) else {
             return Ok(None);
         };
@@ -433,13 +437,16 @@ impl Repo {
                 // It changed as it was read: read as it is now.
                 std::fs::File::open(&full).and_then(|mut f| f.read_to_end(&mut bytes))
             }
-            ToGitOutcome::Process(mut out) => Ok(out
-                .read_to_end(&mut bytes)
-                .map_err(|e| filter_failed(&full, e))?),
-            ToGitOutcome::Buffer(buf) => {
-                bytes.extend_from_slice(buf);
-                Ok(0)
+            // A clean filter's output, spooled to disk: its size is known only at its end.
+            ToGitOutcome::Process(mut out) => {
+                let spool = tempfile::NamedTempFile::new_in(self.git_dir())
+                    .map_err(|e| Error::io("could not make a file in", self.git_dir(), e))?;
+                let len = std::io::copy(&mut out, &mut spool.as_file())
+                    .map_err(|e| filter_failed(&full, e))?;
+                return self.stream_blob(spool.path(), len);
             }
+            // Held once (gix's converted form), not copied again.
+            ToGitOutcome::Buffer(buf) => return Ok(Some(held.store_big_bytes(buf)?)),
         };
         read.map_err(|e| Error::io("could not read", &full, e))?;
         Ok(Some(held.write_blob(&bytes)?))

@@ -7,7 +7,7 @@ use super::error::{Error, Result};
 use crate::git::{ObjectId, Repo, TreeChange};
 
 /// A file's bytes, vetted before they enter the object database: `false` refuses them.
-pub(super) type Vet<'a> = &'a mut dyn FnMut(&str, &[u8]) -> bool;
+pub(super) type Vet<'a> = crate::git::Vet<'a>;
 
 /// Of the files a rollback from `leaving` rewrites or deletes (`changes`), those whose bytes
 /// git's checkout of `leaving` would not give back, kept as a commit of a tree of them;
@@ -33,13 +33,10 @@ pub(super) fn keep(
     let mut blobs = Vec::new();
     let mut refused = Vec::new();
     for path in unlike {
-        let bytes = std::fs::read(wt.workdir().join(&path))
-            .map_err(|e| crate::git::Error::io("read", wt.workdir().join(&path), e))?;
-        if !vet(&path, &bytes) {
-            refused.push(path);
-            continue;
+        match writer.store_file_as_is(&path, vet)? {
+            Some(blob) => blobs.push((path, blob)),
+            None => refused.push(path),
         }
-        blobs.push((path, writer.write_blob(&bytes)?));
     }
     if !refused.is_empty() {
         return Err(Error::SecretInWorktree { paths: refused });
@@ -68,11 +65,9 @@ pub(super) fn give_back(wt: &Repo, raw: ObjectId, to: ObjectId) -> Result<Vec<St
         if !plain || unlike.contains(&path) {
             continue;
         }
-        let bytes = wt.read_blob(blob)?;
         // Not waited onto disk, as git's checkout does not: a crash leaves the file whole,
         // old or new, and the next run gives back what is still missing.
-        crate::fs::replace_keeping_mode(&on_disk, &bytes)
-            .map_err(|e| crate::git::Error::io("write", on_disk.clone(), e))?;
+        wt.write_blob_over(blob, &on_disk)?;
         given.push(path);
     }
     Ok(given)
