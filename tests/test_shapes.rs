@@ -691,6 +691,53 @@ fn big_files_get_line_endings_converted_exactly_as_git_converts_them() {
     assert!(std::fs::read(wt.join("autocrlf.dat")).unwrap() == lines("a line\r\n"));
 }
 
+/// A file git does not track is stored as git would store it now: when the attributes or
+/// the settings that convert it change (a `.gitattributes` written or removed,
+/// `core.autocrlf`, `.git/info/attributes`), the next checkpoint reads it again, though the
+/// file itself did not change. Each checkpoint equals git's view, with the change feed on
+/// and off.
+#[test]
+fn an_untracked_file_follows_the_attributes_and_settings_that_convert_it() {
+    for feed in ["off", "on"] {
+        let env = TestEnv::new();
+        let repo = env.repo("proj");
+        env.git(&repo, &["config", "bmad.watch", feed]);
+        let (_, wt) = env.start(&repo, "s");
+        write(&wt, "notes.txt", "one\r\ntwo\r\n");
+        write(&wt, "data.csv", "a,b\r\n1,2\r\n");
+        let common = env.git(
+            &wt,
+            &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+        );
+        let info = std::path::Path::new(common.trim()).join("info/attributes");
+        let steps: [(&str, &dyn Fn()); 5] = [
+            ("as it is", &|| {}),
+            ("a .gitattributes", &|| {
+                write(&wt, ".gitattributes", "*.txt text=auto\n")
+            }),
+            ("core.autocrlf", &|| {
+                env.git(&wt, &["config", "core.autocrlf", "true"]);
+            }),
+            ("info/attributes", &|| {
+                std::fs::create_dir_all(info.parent().unwrap()).unwrap();
+                std::fs::write(&info, "*.csv -text\n").unwrap();
+            }),
+            ("the .gitattributes gone", &|| {
+                std::fs::remove_file(wt.join(".gitattributes")).unwrap()
+            }),
+        ];
+        for (change, make) in steps {
+            make();
+            env.bmad(&wt, &["checkpoint", "-m", change]).success();
+            assert_eq!(
+                checkpoint_tree(&env, &wt),
+                env.worktree_tree(&wt),
+                "{change}, change feed {feed}"
+            );
+        }
+    }
+}
+
 /// A rollback moves a submodule's checkout to the commit its target records, and undo moves
 /// it back, as `git submodule update` would; one that holds work of its own refuses the
 /// rollback, with the reason, before anything is written.

@@ -76,7 +76,9 @@ impl Repo {
             .head_tree_id_or_empty()
             .map_err(|e| Error::gix("could not read HEAD's tree", e))?
             .detach();
+        let way_in = self.way_in();
         let stored = since
+            .filter(|_| self.cache_made_under(&way_in))
             .and_then(|tree| {
                 StoredCache::open(&self.snapshot_cache_dir(), repo.object_hash(), tree)
             })
@@ -192,9 +194,10 @@ impl Repo {
         // A refused file must be shown to the vet again next time, changed or not (the feed
         // would not name it): no token, so the next snapshot scans everything.
         let token = feed.token_field().filter(|_| refused.is_empty());
-        if let Err(e) = cache.store(self, tree, verified, seen.as_ref(), token.as_deref()) {
+        match cache.store(self, tree, verified, seen.as_ref(), token.as_deref()) {
+            Ok(()) => self.remember_way_in(&way_in),
             // Only a cache: this snapshot is whole without it, the next reads more.
-            tracing::warn!("{e}");
+            Err(e) => tracing::warn!("{e}"),
         }
         phases.done("snapshot cache stored");
         Ok(Vetted {

@@ -557,6 +557,8 @@ impl SnapshotCache {
 /// Where caches live: one folder per worktree, named as its git dir is under the common
 /// dir (the main worktree's is the top one).
 const CACHES: &str = "bmad/snapshot";
+/// Beside a cache: the way in it was made under (see [`Repo::way_in`]).
+const WAY_IN: &str = "bmad-snapshot-way-in";
 
 impl Repo {
     /// The folder of this worktree's snapshot cache: in the common git dir, which a
@@ -568,6 +570,63 @@ impl Repo {
             Ok(own) => caches.join(own),
             // A git dir outside the common one (not git's layout): its own, as before.
             Err(_) => self.git_dir().to_owned(),
+        }
+    }
+
+    /// What decides how a file goes in besides the worktree's own attributes files, as
+    /// text: the settings of line endings, file modes, links and filters, and the
+    /// attributes files outside the worktree (each by its stamp). A cache made under other
+    /// ones is not trusted: git would store its files otherwise now.
+    pub(super) fn way_in(&self) -> String {
+        use std::fmt::Write as _;
+        use std::os::unix::fs::MetadataExt;
+        let repo = self.gix();
+        let config = repo.config_snapshot();
+        let mut out = String::new();
+        for key in [
+            "core.autocrlf",
+            "core.eol",
+            "core.safecrlf",
+            "core.checkRoundtripEncoding",
+            "core.attributesFile",
+            "core.fileMode",
+            "core.symlinks",
+            "core.ignoreCase",
+        ] {
+            let _ = writeln!(out, "{key}={:?}", config.string(key));
+        }
+        for section in config
+            .plumbing()
+            .sections_by_name("filter")
+            .into_iter()
+            .flatten()
+        {
+            let _ = writeln!(out, "{}", section.to_bstring());
+        }
+        let mut files = repo.attribute_global_paths().unwrap_or_default();
+        files.push(self.common_dir().join("info/attributes"));
+        for file in files {
+            let stamp =
+                std::fs::metadata(&file).map(|m| (m.ino(), m.mtime(), m.mtime_nsec(), m.size()));
+            let _ = writeln!(out, "{}: {:?}", file.display(), stamp.ok());
+        }
+        out
+    }
+
+    /// Whether the snapshot cache was made under `way_in` (see [`Repo::way_in`]).
+    pub(super) fn cache_made_under(&self, way_in: &str) -> bool {
+        std::fs::read(self.snapshot_cache_dir().join(WAY_IN)).is_ok_and(|b| b == way_in.as_bytes())
+    }
+
+    /// Record that the snapshot cache now stored was made under `way_in`. Written after the
+    /// cache: a kill between the two has the next snapshot read everything again.
+    pub(super) fn remember_way_in(&self, way_in: &str) {
+        if self.cache_made_under(way_in) {
+            return;
+        }
+        let path = self.snapshot_cache_dir().join(WAY_IN);
+        if let Err(e) = crate::fs::write_atomically(&path, way_in.as_bytes(), None) {
+            tracing::warn!("{}: {e}", path.display());
         }
     }
 

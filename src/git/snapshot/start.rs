@@ -45,7 +45,13 @@ pub(super) struct Start {
 /// it so).
 fn names_rules(path: &[u8]) -> bool {
     let name = path.rsplit(|b| *b == b'/').next().unwrap_or(path);
-    name.eq_ignore_ascii_case(b".gitignore") || name.eq_ignore_ascii_case(b".gitattributes")
+    name.eq_ignore_ascii_case(b".gitignore") || names_attributes(path)
+}
+
+/// Whether `path` is an attributes file (any case).
+fn names_attributes(path: &[u8]) -> bool {
+    let name = path.rsplit(|b| *b == b'/').next().unwrap_or(path);
+    name.eq_ignore_ascii_case(b".gitattributes")
 }
 
 impl Repo {
@@ -160,6 +166,15 @@ impl Repo {
             }
         };
         let mut changed = scan.changed;
+        // What git stores of a file it does not track follows the attributes as they are:
+        // one that changed, came or went has each such file read again.
+        let attributes_moved = changed
+            .iter()
+            .chain(scan.unknown.iter().map(|(path, _)| path))
+            .any(|path| names_attributes(path));
+        if attributes_moved {
+            changed.extend(untracked.iter().cloned());
+        }
         changed.extend(tracked_elsewhere);
         changed.extend(self.moved_submodules(&cache));
         let staged = Staged {
