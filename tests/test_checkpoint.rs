@@ -332,6 +332,32 @@ fn a_staged_secret_is_kept_out_of_the_saved_index_and_dies_with_gc() {
     assert!(!env.all_objects(&repo).contains(&key[4..]));
 }
 
+/// A staged file past what a checkpoint reads into memory (8 MiB) is vetted by its head, as
+/// a file on disk is: a key in its first bytes keeps it out of the saved index, one past
+/// them is not looked for.
+#[test]
+fn a_big_staged_file_is_vetted_by_its_head() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (_, wt) = env.start(&repo, "staged");
+    let key = format!("AKIA{}", "Q7ZK2M4XW6RT5PLN");
+    let filler = "0123456789abcdef\n".repeat(600_000);
+    write(&wt, "head.txt", &format!("AWS = \"{key}\"\n{filler}"));
+    write(&wt, "tail.txt", &format!("{filler}AWS = \"{key}\"\n"));
+    env.git(&wt, &["add", "head.txt", "tail.txt"]);
+    write(&wt, "head.txt", "gone\n");
+    write(&wt, "tail.txt", "gone\n");
+    let taken = env
+        .bmad(&wt, &["checkpoint", "-m", "with staged", "--json"])
+        .code(4);
+    let json = taken.json();
+    assert_eq!(
+        json["kept_out"],
+        serde_json::json!(["head.txt"]),
+        "{json:#}"
+    );
+}
+
 /// What a commit already holds was judged when it was committed: a test fixture with a
 /// fake key, moved, copied, staged or checked out again, never blocks a checkpoint, a
 /// rollback or an undo. A new secret still does.

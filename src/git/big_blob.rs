@@ -215,6 +215,22 @@ impl Repo {
             .map_err(|e| Error::gix("could not write a blob", e))
     }
 
+    /// The first `limit` bytes of blob `id`: one past [`VET_LIMIT`] read by git a block at a
+    /// time, never held whole.
+    pub(super) fn blob_head(&self, id: ObjectId, limit: u64) -> Result<Vec<u8>> {
+        let size = self
+            .gix()
+            .find_header(id)
+            .map_err(|e| Error::gix(format!("could not read blob {id}"), e))?
+            .size();
+        if size <= VET_LIMIT {
+            let mut bytes = self.read_blob(id)?;
+            bytes.truncate(limit as usize);
+            return Ok(bytes);
+        }
+        self.git()?.cat_blob_head(id, limit)
+    }
+
     /// Write blob `id` over the file at `path` (atomically, keeping its mode): one past
     /// [`VET_LIMIT`] streamed out by git, never held whole.
     pub fn write_blob_over(&self, id: ObjectId, path: &Path) -> Result<()> {

@@ -138,6 +138,31 @@ impl GitCli {
         run_checked(cmd).map(drop)
     }
 
+    /// The first `limit` bytes of `git cat-file blob <id>`; git is stopped there.
+    pub(super) fn cat_blob_head(&self, id: ObjectId, limit: u64) -> Result<Vec<u8>> {
+        use std::io::Read;
+        let mut cmd = self.command();
+        cmd.args(["cat-file", "blob", &id.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let args = describe(&cmd);
+        let failed = |e: std::io::Error| Error::Command {
+            args: args.clone(),
+            code: None,
+            stderr: e.to_string(),
+        };
+        let mut child = cmd.spawn().map_err(failed)?;
+        let mut head = Vec::new();
+        let read = match child.stdout.take() {
+            Some(out) => out.take(limit).read_to_end(&mut head).map(drop),
+            None => Ok(()),
+        };
+        let _ = child.kill();
+        let _ = child.wait();
+        read.map_err(failed)?;
+        Ok(head)
+    }
+
     /// Run git with a temporary index (`GIT_INDEX_FILE`).
     fn run_with_index<I, S>(&self, index: &Path, args: I) -> Result<Vec<u8>>
     where

@@ -57,8 +57,7 @@ impl Repo {
             {
                 continue;
             }
-            let mut bytes = self.read_blob(id)?;
-            bytes.truncate(VET_LIMIT as usize);
+            let bytes = self.blob_head(id, VET_LIMIT)?;
             if !vet(&change.path, &bytes) {
                 refused.push(change.path);
             }
