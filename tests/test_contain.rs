@@ -1063,6 +1063,54 @@ fn a_command_shadow_held_by_a_stray_process_is_refused_not_waited_on_forever() {
     );
 }
 
+/// What a step leaves running when it ends (a process that left its group with `setsid`,
+/// as a daemon does) ends with it, on every machine: with bubblewrap its pid namespace goes,
+/// with Landlock alone the walls' keeper ends it; so does a test run's, and a step's that ran
+/// out of time. Nothing writes in the worktree after its step was judged.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs bubblewrap (scripts/install-bubblewrap.sh): cargo test --features external-tests"
+)]
+fn nothing_a_step_leaves_running_outlives_it() {
+    let daemon = |file: &str, after: u32| {
+        format!("setsid sh -c 'sleep {after}; echo late > {file}; sleep 60' >/dev/null 2>&1 </dev/null &\n")
+    };
+    for machine in [Machine::Bubblewrap, Machine::Refused] {
+        let agent = format!(
+            "#!/bin/sh\ncase \"$*\" in *'too long'*) {}sleep 30 ;; esac\n{}echo hello > hello.txt\necho '{{\"result\":\"done\"}}'\n",
+            daemon("late-timeout.txt", 3),
+            daemon("late-step.txt", 1),
+        );
+        let w = Walled::on(
+            machine,
+            &agent,
+            &format!("{GENERIC}checks:\n  test_command: sh test.sh\n"),
+        );
+        write(
+            &w.worktree,
+            "test.sh",
+            &format!("{}true\n", daemon("late-test.txt", 1)),
+        );
+        write(
+            &w.worktree,
+            ".bmad/playbooks/one.yaml",
+            "name: one\nsteps:\n  - id: work\n    command: do the work\n    postconditions: [tests_pass]\n  - id: slow\n    command: take too long\n    timeout: 2s\n",
+        );
+        let run = w.run();
+        let journal = serde_json::to_string(&w.journal()).unwrap();
+        assert!(journal.contains("timed out"), "{machine:?}: {journal}");
+        std::thread::sleep(std::time::Duration::from_millis(3500));
+        for late in ["late-step.txt", "late-test.txt", "late-timeout.txt"] {
+            assert!(
+                !w.worktree.join(late).exists(),
+                "{machine:?}: {late} ({})",
+                run.stderr
+            );
+        }
+    }
+}
+
 /// A wrapper that names a program kept beside the user's credentials (`~/.config/agent`,
 /// next to `~/.config/gh/hosts.yml`) gets no folder of theirs shown: the step is refused up
 /// front, its token unread, on either machine.

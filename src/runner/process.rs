@@ -275,6 +275,9 @@ const MAX_LINE: u64 = 16 << 20;
 
 /// How long a child asked to stop has to end its turn before it is killed.
 const CANCEL_GRACE: Duration = Duration::from_secs(3);
+/// How long a group's leader has to end, once told, before the group is killed: the walls'
+/// keeper ends what its program left in that time.
+const LEADER_GRACE: Duration = Duration::from_millis(500);
 
 /// Run `spec` as one side of `dialogue`, to the conversation's end, the child's, its
 /// timeout or an interrupt. The child's stdout is kept as it is for any other child.
@@ -549,14 +552,34 @@ fn join_reader(handle: std::thread::JoinHandle<Captured>) -> Captured {
 
 /// Kill a process group; a group that is already gone is fine.
 fn kill_group(group: i32) {
+    use rustix::process::{kill_process, kill_process_group, Signal};
     // The group id is our child's pid, which is its group id because the child was started
     // with process_group(0).
-    if let Some(group) = (group > 0)
+    let Some(leader) = (group > 0)
         .then(|| rustix::process::Pid::from_raw(group))
         .flatten()
-    {
-        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+    else {
+        return;
+    };
+    // The leader first, and a moment to end: the walls' keeper then ends what left the group
+    // (see `sandbox::keeper`), which a kill of the group would leave running.
+    if kill_process(leader, Signal::TERM).is_ok() {
+        let until = Instant::now() + LEADER_GRACE;
+        while Instant::now() < until && is_running(leader) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
+    let _ = kill_process_group(leader, Signal::KILL);
+}
+
+/// Whether `pid` runs (a zombie, ended but not yet reaped, does not).
+fn is_running(pid: rustix::process::Pid) -> bool {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.as_raw_nonzero()));
+    let state = stat.ok().and_then(|s| {
+        s.rfind(')')
+            .and_then(|i| s[i + 1..].split_whitespace().next().map(str::to_owned))
+    });
+    state.is_some_and(|s| s != "Z" && s != "X")
 }
 
 #[cfg(target_os = "linux")]

@@ -15,6 +15,7 @@
 
 use std::path::{Path, PathBuf};
 
+mod keeper;
 mod landlock;
 mod layers;
 mod scratch;

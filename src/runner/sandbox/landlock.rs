@@ -343,7 +343,8 @@ pub fn command_line(helper: &Path, rules: &Rules, program: &Path, args: &[String
 }
 
 /// When this process was started to raise the walls (`git-bmad __walls RULES -- PROGRAM
-/// ARGS…`): raise them and become the program; what ended it when that could not be done.
+/// ARGS…`): raise them, run the program inside and keep it (see [`super::keeper`]); how it
+/// ended, or what ended it when that could not be done.
 pub fn enter_if_asked() -> Option<std::process::ExitCode> {
     let args: Vec<OsString> = std::env::args_os().collect();
     if args.get(1).map(|a| a.as_os_str()) != Some(ENTER.as_ref()) {
@@ -353,7 +354,6 @@ pub fn enter_if_asked() -> Option<std::process::ExitCode> {
 }
 
 fn run_entered(args: &[OsString]) -> std::process::ExitCode {
-    use std::os::unix::process::CommandExt;
     // 126 as a shell says "found but cannot be run"; 127, "not found".
     let fail = |code: u8, why: String| {
         eprintln!("git-bmad: {why}");
@@ -376,26 +376,17 @@ fn run_entered(args: &[OsString]) -> std::process::ExitCode {
         }
         Err(e) => return fail(126, format!("the walls' rules are not readable: {e}")),
     };
+    // Before the walls: what the program leaves running comes back to this process.
+    if let Err(why) = super::keeper::adopt_orphans() {
+        return fail(126, why);
+    }
     if let Err(why) = enter(&rules) {
         return fail(
             126,
             format!("the walls could not be raised, so nothing ran: {why}"),
         );
     }
-    let e = std::process::Command::new(program).args(&args[3..]).exec();
-    let code = if e.kind() == std::io::ErrorKind::NotFound {
-        127
-    } else {
-        126
-    };
-    fail(
-        code,
-        format!(
-            "{} cannot be run inside the walls: {e} (a program, or what a shim or a link of it \
-             leads to, may lie where the walls hide: runners.sandbox_paths shows a folder)",
-            Path::new(program).display()
-        ),
-    )
+    super::keeper::keep(program, &args[3..])
 }
 
 #[cfg(test)]
