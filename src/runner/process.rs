@@ -561,9 +561,12 @@ fn kill_group(group: i32) {
     else {
         return;
     };
-    // The leader first, and a moment to end: the walls' keeper then ends what left the group
+    // The group frozen at once (no further request, no further write), then its leader alone
+    // let go on, told to end, and given a moment: the walls' keeper ends what left the group
     // (see `sandbox::keeper`), which a kill of the group would leave running.
+    let _ = kill_process_group(leader, Signal::STOP);
     if kill_process(leader, Signal::TERM).is_ok() {
+        let _ = kill_process(leader, Signal::CONT);
         let until = Instant::now() + LEADER_GRACE;
         while Instant::now() < until && is_running(leader) {
             std::thread::sleep(Duration::from_millis(5));

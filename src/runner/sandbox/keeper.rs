@@ -29,12 +29,19 @@ pub(super) fn adopt_orphans() -> Result<(), String> {
         .map_err(|e| format!("cannot keep the program's processes together: {e}"))
 }
 
-/// Run `program` with `args`, wait for it (or for SIGTERM, SIGINT, SIGHUP to this keeper),
-/// end everything it left, and end as it ended (by the same signal, or with its code).
+/// Run `program` with `args`, wait for it (or for SIGTERM to this keeper), end everything it
+/// left, and end as it ended (by the same signal, or with its code). A terminal's SIGINT and
+/// SIGHUP reach the program too and are its to answer (a shell in `git bmad contain` lives on
+/// after a Ctrl-C): the keeper outlives them, so that it still ends what is left.
 pub(super) fn keep(program: &OsString, args: &[OsString]) -> ExitCode {
     let stop = Arc::new(AtomicBool::new(false));
-    for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
-        if let Err(e) = signal_hook::flag::register(signal, Arc::clone(&stop)) {
+    let outlived = Arc::new(AtomicBool::new(false));
+    for (signal, flag) in [
+        (libc::SIGTERM, &stop),
+        (libc::SIGINT, &outlived),
+        (libc::SIGHUP, &outlived),
+    ] {
+        if let Err(e) = signal_hook::flag::register(signal, Arc::clone(flag)) {
             eprintln!("git-bmad: cannot keep the walls: {e}");
             return ExitCode::from(126);
         }
