@@ -25,6 +25,8 @@ const SSH_KEY: &str = "-----BEGIN OPENSSH PRIVATE KEY----- not-a-real-key-7f3a";
 const GH_HOSTS: &str = "github.com:\n    oauth_token: gho_notarealtoken7f3a\n";
 const STORED_CREDENTIAL: &str = "https://u:ghp_notarealtoken7f3a@github.com\n";
 const ENV_TOKEN: &str = "ghp_fromtheenvironment7f3a";
+/// The job's token as actions/checkout keeps it in `http.<url>.extraheader`.
+const TOKEN_HEADER: &str = "eC1hY2Nlc3MtdG9rZW46Z2hzX2pvYnRva2Vu";
 
 /// The machine the walls are raised on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -115,6 +117,33 @@ impl Walled {
             .bmad(&self.worktree, &["journal", "--json"])
             .success();
         run.json().as_array().cloned().unwrap_or_default()
+    }
+
+    /// Assert that the worktree names the repository itself again (no shadow of it), whose
+    /// config keeps the job's token (`with_token`).
+    fn names_the_repository_with_its_token(&self, context: &str) {
+        let common = self.env.git(
+            &self.worktree,
+            &["rev-parse", "--path-format=absolute", "--git-common-dir"],
+        );
+        assert_eq!(
+            std::fs::canonicalize(common.trim()).unwrap(),
+            std::fs::canonicalize(self.repo.join(".git")).unwrap(),
+            "{context}"
+        );
+        let header = self
+            .env
+            .git(&self.worktree, &["config", "--get-regexp", "http\\..*"]);
+        assert!(header.contains(TOKEN_HEADER), "{context}: {header}");
+    }
+
+    /// Keep the job's token in the repository's config, as actions/checkout does.
+    fn with_token(&self) {
+        self.git(&[
+            "config",
+            "http.https://github.com/.extraheader",
+            &format!("AUTHORIZATION: basic {TOKEN_HEADER}"),
+        ]);
     }
 
     fn git(&self, args: &[&str]) -> String {
@@ -827,11 +856,7 @@ echo '{"result":"done"}'
             ".bmad/playbooks/one.yaml",
             "name: one\nsteps:\n  - id: work\n    command: do the work\n    postconditions: [tests_pass]\n",
         );
-        w.git(&[
-            "config",
-            "http.https://github.com/.extraheader",
-            "AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46Z2hzX2pvYnRva2Vu",
-        ]);
+        w.with_token();
         let remote = w.env.root().join("remote.git");
         w.git(&[
             "remote",
@@ -882,20 +907,7 @@ echo '{"result":"done"}'
             "{machine:?}: {}",
             contained.stdout
         );
-        // And the worktree names the repository itself again, with its token.
-        let common = w.env.git(
-            &w.worktree,
-            &["rev-parse", "--path-format=absolute", "--git-common-dir"],
-        );
-        assert_eq!(
-            std::fs::canonicalize(common.trim()).unwrap(),
-            std::fs::canonicalize(w.repo.join(".git")).unwrap(),
-            "{machine:?}"
-        );
-        let header = w
-            .env
-            .git(&w.worktree, &["config", "--get-regexp", "http\\..*"]);
-        assert!(header.contains("eC1hY2Nl"), "{machine:?}: {header}");
+        w.names_the_repository_with_its_token(&format!("{machine:?}"));
     }
 }
 
@@ -914,11 +926,7 @@ fn a_hook_git_bmad_fires_runs_git_in_walls_though_the_config_holds_a_token() {
             "pre-push",
             "git log -1 --format=%%s > hook-ran.txt && git config --get-regexp http >> hook-ran.txt; cat $(git rev-parse --git-common-dir)/config >> STOLEN 2>/dev/null; true",
         );
-        w.git(&[
-            "config",
-            "http.https://github.com/.extraheader",
-            "AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46Z2hzX2pvYnRva2Vu",
-        ]);
+        w.with_token();
         let pushed = w.env.bmad(&w.worktree, &["push"]);
         assert_eq!(
             pushed.code, 0,
@@ -930,15 +938,7 @@ fn a_hook_git_bmad_fires_runs_git_in_walls_though_the_config_holds_a_token() {
         let taken = std::fs::read_to_string(&stolen).unwrap_or_default();
         let _ = std::fs::remove_file(&stolen);
         assert!(!taken.contains("eC1hY2Nl"), "{machine:?}: {taken}");
-        let common = w.env.git(
-            &w.worktree,
-            &["rev-parse", "--path-format=absolute", "--git-common-dir"],
-        );
-        assert_eq!(
-            std::fs::canonicalize(common.trim()).unwrap(),
-            std::fs::canonicalize(w.repo.join(".git")).unwrap(),
-            "{machine:?}"
-        );
+        w.names_the_repository_with_its_token(&format!("{machine:?}"));
     }
 }
 
@@ -957,11 +957,7 @@ fn a_contained_command_killed_leaves_a_link_the_next_command_puts_back() {
         "#!/bin/sh\necho '{\"result\":\"done\"}'\n",
         GENERIC,
     );
-    w.git(&[
-        "config",
-        "http.https://github.com/.extraheader",
-        "AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46Z2hzX2pvYnRva2Vu",
-    ]);
+    w.with_token();
     let git_dir = w.env.git(&w.worktree, &["rev-parse", "--absolute-git-dir"]);
     let link = Path::new(git_dir.trim()).join("commondir");
     let before = std::fs::read_to_string(&link).unwrap();
@@ -1001,10 +997,7 @@ fn a_contained_command_killed_leaves_a_link_the_next_command_puts_back() {
     );
     w.env.bmad(&w.worktree, &["status"]).success();
     assert_eq!(std::fs::read_to_string(&link).unwrap(), before);
-    let header = w
-        .env
-        .git(&w.worktree, &["config", "--get-regexp", "http\\..*"]);
-    assert!(header.contains("eC1hY2Nl"), "{header}");
+    w.names_the_repository_with_its_token("after the kill");
 }
 
 /// A process a contained step left behind holds the command shadow's lock whole, to keep
@@ -1021,11 +1014,7 @@ fn a_command_shadow_held_by_a_stray_process_is_refused_not_waited_on_forever() {
         "#!/bin/sh\necho '{\"result\":\"done\"}'\n",
         GENERIC,
     );
-    w.git(&[
-        "config",
-        "http.https://github.com/.extraheader",
-        "AUTHORIZATION: basic eC1hY2Nlc3MtdG9rZW46Z2hzX2pvYnRva2Vu",
-    ]);
+    w.with_token();
     // Once, so that the place and its lock exist.
     w.env
         .bmad(&w.worktree, &["contain", "--", "true"])

@@ -21,21 +21,42 @@ impl Repo {
     /// file changed size while it was read (shrank under the reader, or grew past `len`):
     /// the caller reads it again its own way.
     pub(super) fn stream_blob(&self, full: &Path, len: u64) -> Result<Option<ObjectId>> {
+        let open = || std::fs::File::open(full).ok().map(|f| Exact::new(f, len));
+        Ok(self.store_read(open, len).filter(|_| same_size(full, len)))
+    }
+
+    /// The blob of the `len` bytes each reader `open` makes gives (from their start):
+    /// hashed first, so content the database has is not written again, then written to the
+    /// store itself, past any memory this handle holds objects in. `None` when a reader
+    /// cannot be made or gives another number of bytes.
+    fn store_read<R: Read>(&self, open: impl Fn() -> Option<R>, len: u64) -> Option<ObjectId> {
         use gix::objs::Write as _;
-        let Some(id) = self.hash_file(full, len)? else {
-            return Ok(None);
-        };
+        let id = self.hash_read(open()?, len)?;
         let repo = self.gix();
         if repo.has_object(id) {
-            return Ok(Some(id));
+            return Some(id);
         }
-        let file = std::fs::File::open(full).map_err(|e| Error::io("could not read", full, e))?;
-        let mut exact = Exact::new(file, len);
-        let written = (*repo.objects).write_stream(gix::object::Kind::Blob, len, &mut exact);
-        match written {
-            Ok(written) if !exact.short && same_size(full, len) => Ok(Some(written)),
-            _ => Ok(None),
-        }
+        let mut read = Counted::new(open()?);
+        let written = (*repo.objects)
+            .write_stream(gix::object::Kind::Blob, len, &mut read)
+            .ok()?;
+        (read.drained().count == len).then_some(written)
+    }
+
+    /// The id of the blob of the `len` bytes `read` gives, hashed a block at a time; `None`
+    /// when it gives another number of bytes.
+    fn hash_read(&self, read: impl Read, len: u64) -> Option<ObjectId> {
+        let mut read = Counted::new(read);
+        let id = gix::objs::compute_stream_hash(
+            self.gix().object_hash(),
+            gix::object::Kind::Blob,
+            &mut read,
+            len,
+            &mut gix::progress::Discard,
+            &AtomicBool::new(false),
+        )
+        .ok()?;
+        (read.drained().count == len).then_some(id)
     }
 
     /// The blob of the file at `full` (`path` in the repository, `len` bytes) when git's way
@@ -65,36 +86,10 @@ impl Repo {
         {
             return self.stream_blob(full, len);
         }
-        let converted_len = len - stats.crlf as u64;
-        // Exactly that many bytes, and the file no longer than it was: else it changed.
-        let whole = |read: Counted<_>| read.count == converted_len && same_size(full, len);
-        let Ok(file) = open() else { return Ok(None) };
-        let mut read = Counted::new(line_endings::CrlfToLf::new(file));
-        let hashed = gix::objs::compute_stream_hash(
-            self.gix().object_hash(),
-            gix::object::Kind::Blob,
-            &mut read,
-            converted_len,
-            &mut gix::progress::Discard,
-            &AtomicBool::new(false),
-        );
-        let Ok(id) = hashed else { return Ok(None) };
-        if !whole(read.drained()) {
-            return Ok(None);
-        }
-        let repo = self.gix();
-        if repo.has_object(id) {
-            return Ok(Some(id));
-        }
-        use gix::objs::Write as _;
-        let Ok(file) = open() else { return Ok(None) };
-        let mut read = Counted::new(line_endings::CrlfToLf::new(file));
-        let written =
-            (*repo.objects).write_stream(gix::object::Kind::Blob, converted_len, &mut read);
-        match written {
-            Ok(written) if whole(read.drained()) => Ok(Some(written)),
-            _ => Ok(None),
-        }
+        let converted = || open().ok().map(line_endings::CrlfToLf::new);
+        Ok(self
+            .store_read(converted, len - stats.crlf as u64)
+            .filter(|_| same_size(full, len)))
     }
 
     /// How git's way in converts the line endings of the file at `path`, when that is all
@@ -166,15 +161,8 @@ impl Repo {
     pub(super) fn hash_file(&self, full: &Path, len: u64) -> Result<Option<ObjectId>> {
         let file = std::fs::File::open(full).map_err(|e| Error::io("could not read", full, e))?;
         let mut exact = Exact::new(file, len);
-        let hashed = gix::objs::compute_stream_hash(
-            self.gix().object_hash(),
-            gix::object::Kind::Blob,
-            &mut exact,
-            len,
-            &mut gix::progress::Discard,
-            &AtomicBool::new(false),
-        );
-        Ok(hashed.ok().filter(|_| !exact.short && same_size(full, len)))
+        let id = self.hash_read(&mut exact, len);
+        Ok(id.filter(|_| !exact.short && same_size(full, len)))
     }
 
     /// The bytes of the worktree file at `path` exactly as they are on disk (no filter, no
@@ -205,6 +193,26 @@ impl Repo {
         Ok(Some(self.write_blob(&bytes)?))
     }
 
+    /// What `read` gives as a blob (a clean filter's output, whose size is known only at
+    /// its end): spooled to a file with no name, which goes with this process however it
+    /// ends, then stored from there. An error of `read` is the filter's: `failed` says so.
+    pub(super) fn store_spooled(
+        &self,
+        mut read: impl Read,
+        failed: impl FnOnce(std::io::Error) -> Error,
+    ) -> Result<Option<ObjectId>> {
+        use std::io::Seek;
+        let io = |e| Error::io("could not spool into", self.git_dir(), e);
+        let mut spool = tempfile::tempfile_in(self.git_dir()).map_err(io)?;
+        let len = std::io::copy(&mut read, &mut spool).map_err(failed)?;
+        let open = || {
+            let mut file = spool.try_clone().ok()?;
+            file.rewind().ok()?;
+            Some(file)
+        };
+        Ok(self.store_read(open, len))
+    }
+
     /// `bytes` as a blob, written to the store itself however much this handle holds in
     /// memory: for a file's converted form too big to hold twice.
     pub(super) fn store_big_bytes(&self, bytes: &[u8]) -> Result<ObjectId> {
@@ -215,15 +223,18 @@ impl Repo {
             .map_err(|e| Error::gix("could not write a blob", e))
     }
 
+    /// The size of blob `id`, read from its header.
+    fn blob_size(&self, id: ObjectId) -> Result<u64> {
+        self.gix()
+            .find_header(id)
+            .map(|header| header.size())
+            .map_err(|e| Error::gix(format!("could not read blob {id}"), e))
+    }
+
     /// The first `limit` bytes of blob `id`: one past [`VET_LIMIT`] read by git a block at a
     /// time, never held whole.
     pub(super) fn blob_head(&self, id: ObjectId, limit: u64) -> Result<Vec<u8>> {
-        let size = self
-            .gix()
-            .find_header(id)
-            .map_err(|e| Error::gix(format!("could not read blob {id}"), e))?
-            .size();
-        if size <= VET_LIMIT {
+        if self.blob_size(id)? <= VET_LIMIT {
             let mut bytes = self.read_blob(id)?;
             bytes.truncate(limit as usize);
             return Ok(bytes);
@@ -235,12 +246,7 @@ impl Repo {
     /// [`VET_LIMIT`] streamed out by git, never held whole.
     pub fn write_blob_over(&self, id: ObjectId, path: &Path) -> Result<()> {
         let io = |e| Error::io("could not write", path, e);
-        let size = self
-            .gix()
-            .find_header(id)
-            .map_err(|e| Error::gix(format!("could not read blob {id}"), e))?
-            .size();
-        if size <= VET_LIMIT {
+        if self.blob_size(id)? <= VET_LIMIT {
             let bytes = self.read_blob(id)?;
             return crate::fs::replace_keeping_mode(path, &bytes).map_err(io);
         }

@@ -77,8 +77,9 @@ impl Repo {
             .map_err(|e| Error::gix("could not read HEAD's tree", e))?
             .detach();
         let way_in = self.way_in();
+        let made_under = self.cache_made_under(&way_in);
         let stored = since
-            .filter(|_| self.cache_made_under(&way_in))
+            .filter(|_| made_under)
             .and_then(|tree| {
                 StoredCache::open(&self.snapshot_cache_dir(), repo.object_hash(), tree)
             })
@@ -195,7 +196,8 @@ impl Repo {
         // would not name it): no token, so the next snapshot scans everything.
         let token = feed.token_field().filter(|_| refused.is_empty());
         match cache.store(self, tree, verified, seen.as_ref(), token.as_deref()) {
-            Ok(()) => self.remember_way_in(&way_in),
+            Ok(()) if !made_under => self.remember_way_in(&way_in),
+            Ok(()) => {}
             // Only a cache: this snapshot is whole without it, the next reads more.
             Err(e) => tracing::warn!("{e}"),
         }
@@ -440,13 +442,8 @@ impl Repo {
                 // It changed as it was read: read as it is now.
                 std::fs::File::open(&full).and_then(|mut f| f.read_to_end(&mut bytes))
             }
-            // A clean filter's output, spooled to disk: its size is known only at its end.
-            ToGitOutcome::Process(mut out) => {
-                let spool = tempfile::NamedTempFile::new_in(self.git_dir())
-                    .map_err(|e| Error::io("could not make a file in", self.git_dir(), e))?;
-                let len = std::io::copy(&mut out, &mut spool.as_file())
-                    .map_err(|e| filter_failed(&full, e))?;
-                return self.stream_blob(spool.path(), len);
+            ToGitOutcome::Process(out) => {
+                return self.store_spooled(out, |e| filter_failed(&full, e));
             }
             // Held once (gix's converted form), not copied again.
             ToGitOutcome::Buffer(buf) => return Ok(Some(held.store_big_bytes(buf)?)),

@@ -621,9 +621,6 @@ impl Repo {
     /// Record that the snapshot cache now stored was made under `way_in`. Written after the
     /// cache: a kill between the two has the next snapshot read everything again.
     pub(super) fn remember_way_in(&self, way_in: &str) {
-        if self.cache_made_under(way_in) {
-            return;
-        }
         let path = self.snapshot_cache_dir().join(WAY_IN);
         if let Err(e) = crate::fs::write_atomically(&path, way_in.as_bytes(), None) {
             tracing::warn!("{}: {e}", path.display());

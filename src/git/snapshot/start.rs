@@ -44,14 +44,17 @@ pub(super) struct Start {
 /// Whether `path` is an ignore or attributes file (any case: a case-insensitive disk reads
 /// it so).
 fn names_rules(path: &[u8]) -> bool {
-    let name = path.rsplit(|b| *b == b'/').next().unwrap_or(path);
-    name.eq_ignore_ascii_case(b".gitignore") || names_attributes(path)
+    file_name(path).eq_ignore_ascii_case(b".gitignore") || names_attributes(path)
 }
 
 /// Whether `path` is an attributes file (any case).
 fn names_attributes(path: &[u8]) -> bool {
-    let name = path.rsplit(|b| *b == b'/').next().unwrap_or(path);
-    name.eq_ignore_ascii_case(b".gitattributes")
+    file_name(path).eq_ignore_ascii_case(b".gitattributes")
+}
+
+/// The last name of `path`.
+fn file_name(path: &[u8]) -> &[u8] {
+    path.rsplit(|b| *b == b'/').next().unwrap_or(path)
 }
 
 impl Repo {
