@@ -189,7 +189,7 @@ pub fn run_watching(spec: &Spec, interrupt: &AtomicBool, watch: &mut Watch<'_>) 
 fn run_inner(spec: &Spec, interrupt: &AtomicBool, watch: Option<&mut Watch<'_>>) -> Result<Output> {
     let started = Instant::now();
     let mut child = spawn(spec, spec.stdin.is_some())?;
-    let group = child.id() as i32;
+    let group = Group::of(&child, spec);
     let stdin = child.stdin.take();
     let input = spec.stdin.clone();
     let writer = std::thread::spawn(move || {
@@ -207,7 +207,7 @@ fn run_inner(spec: &Spec, interrupt: &AtomicBool, watch: Option<&mut Watch<'_>>)
                     if !spent.load(Ordering::SeqCst) && watch(line) {
                         spent.store(true, Ordering::SeqCst);
                         // At once: the poll's moment is time for another request.
-                        kill_group(group);
+                        group.kill();
                     }
                 })
             });
@@ -275,9 +275,9 @@ const MAX_LINE: u64 = 16 << 20;
 
 /// How long a child asked to stop has to end its turn before it is killed.
 const CANCEL_GRACE: Duration = Duration::from_secs(3);
-/// How long a group's leader has to end, once told, before the group is killed: the walls'
-/// keeper ends what its program left in that time.
-const LEADER_GRACE: Duration = Duration::from_millis(500);
+/// How long the walls' keeper has to end, once told, before its group is killed: it ends
+/// what its program left in that time.
+const KEEPER_GRACE: Duration = Duration::from_millis(500);
 
 /// Run `spec` as one side of `dialogue`, to the conversation's end, the child's, its
 /// timeout or an interrupt. The child's stdout is kept as it is for any other child.
@@ -288,7 +288,7 @@ pub fn converse(
 ) -> Result<Output> {
     let started = Instant::now();
     let mut child = spawn(spec, true)?;
-    let group = child.id() as i32;
+    let group = Group::of(&child, spec);
     let stdin = Mutex::new(child.stdin.take());
     let stdout = child.stdout.take();
     let stderr = child.stderr.take().map(reader);
@@ -447,7 +447,7 @@ fn spawn(spec: &Spec, piped_stdin: bool) -> Result<std::process::Child> {
 /// asked first, and killed if it has not ended a moment later.
 fn wait(
     mut child: std::process::Child,
-    group: i32,
+    group: Group,
     deadline: Instant,
     interrupt: &AtomicBool,
     listener: &mut dyn Listener,
@@ -470,7 +470,7 @@ fn wait(
         }
         if !over && listener.over() {
             over = true;
-            kill_group(group);
+            group.kill();
         }
         if killed.is_none() && !over {
             if interrupt.load(Ordering::SeqCst) {
@@ -482,16 +482,16 @@ fn wait(
                 if listener.cancel() {
                     kill_at = Some(Instant::now() + CANCEL_GRACE);
                 } else {
-                    kill_group(group);
+                    group.kill();
                 }
             }
         }
         if kill_at.is_some_and(|at| Instant::now() >= at || listener.over()) {
             kill_at = None;
-            kill_group(group);
+            group.kill();
         }
     };
-    kill_group(group);
+    group.kill();
     let _ = waiter.join();
     Ended {
         status,
@@ -550,29 +550,44 @@ fn join_reader(handle: std::thread::JoinHandle<Captured>) -> Captured {
     handle.join().unwrap_or_default()
 }
 
-/// Kill a process group; a group that is already gone is fine.
-fn kill_group(group: i32) {
-    use rustix::process::{kill_process, kill_process_group, Signal};
-    // The group id is our child's pid, which is its group id because the child was started
-    // with process_group(0).
-    let Some(leader) = (group > 0)
-        .then(|| rustix::process::Pid::from_raw(group))
-        .flatten()
-    else {
-        return;
-    };
-    // The group frozen at once (no further request, no further write), then its leader alone
-    // let go on, told to end, and given a moment: the walls' keeper ends what left the group
-    // (see `sandbox::keeper`), which a kill of the group would leave running.
-    let _ = kill_process_group(leader, Signal::STOP);
-    if kill_process(leader, Signal::TERM).is_ok() {
-        let _ = kill_process(leader, Signal::CONT);
-        let until = Instant::now() + LEADER_GRACE;
-        while Instant::now() < until && is_running(leader) {
-            std::thread::sleep(Duration::from_millis(5));
+/// A child's process group: its id (the child's pid: it was started with
+/// `process_group(0)`), and whether its leader is the walls' keeper.
+#[derive(Clone, Copy, Debug)]
+struct Group {
+    id: i32,
+    kept: bool,
+}
+
+impl Group {
+    fn of(child: &std::process::Child, spec: &Spec) -> Group {
+        Group {
+            id: child.id() as i32,
+            kept: spec
+                .sandbox
+                .as_ref()
+                .is_some_and(|c| c.layers.keeper_leads()),
         }
     }
-    let _ = kill_process_group(leader, Signal::KILL);
+
+    /// Kill the group; one that is already gone is fine. A keeper is told first, and given
+    /// a moment: it ends what left the group (see `sandbox::keeper`), which a kill of the
+    /// group would leave running.
+    fn kill(self) {
+        use rustix::process::{kill_process, kill_process_group, Signal};
+        let Some(leader) = (self.id > 0)
+            .then(|| rustix::process::Pid::from_raw(self.id))
+            .flatten()
+        else {
+            return;
+        };
+        if self.kept && kill_process(leader, Signal::TERM).is_ok() {
+            let until = Instant::now() + KEEPER_GRACE;
+            while Instant::now() < until && is_running(leader) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        let _ = kill_process_group(leader, Signal::KILL);
+    }
 }
 
 /// Whether `pid` runs (a zombie, ended but not yet reaped, does not).

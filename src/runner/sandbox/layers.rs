@@ -68,6 +68,12 @@ impl Layers {
         self.bwrap.is_some()
     }
 
+    /// Whether the process these layers launch is the walls' keeper (Landlock alone; under
+    /// bubblewrap, bubblewrap is, and its pid namespace ends what is left).
+    pub fn keeper_leads(&self) -> bool {
+        self.bwrap.is_none() && self.landlock.is_some()
+    }
+
     /// Whether any layer is here.
     pub fn any(&self) -> bool {
         self.bwrap.is_some() || self.landlock.is_some()
