@@ -733,6 +733,42 @@ fn a_failing_verdict_and_a_hanging_model_never_end_done() {
     }
 }
 
+/// An output format the configuration chooses itself (json, which git-bmad reads too) reaches
+/// the CLI once: Gemini CLI and Qwen Code read a flag given twice as a list of values and
+/// print plain text, which no step can pass on.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
+fn an_output_format_the_configuration_chooses_reaches_the_cli_once() {
+    let allowed = "'--allowed-tools=run_shell_command(sh test.sh)', '--allowed-tools=run_shell_command(git add)', '--allowed-tools=run_shell_command(git commit)'";
+    for (cli, args) in [
+        (
+            Cli::Gemini,
+            format!("[--approval-mode, auto_edit, {allowed}, -o, json]"),
+        ),
+        (
+            Cli::Qwen,
+            format!("[--approval-mode, auto-edit, {allowed}, --output-format, json]"),
+        ),
+    ] {
+        let world = World::new(cli, honest(), IMPLEMENT);
+        world.configure(&format!(
+            "runners:\n  default: {name}\n  {name}: {{args: {args}}}\nchecks:\n  test_command: sh test.sh\n",
+            name = cli.name()
+        ));
+        let run = world.run();
+        assert_eq!(run.code, 0, "{cli:?}: {}", world.explain(&run));
+        let done = &world.named("step_completed")[0]["detail"];
+        assert_eq!(
+            done["final_text"], "Created src/hello.txt; the tests pass.",
+            "{cli:?}: {done:#}"
+        );
+        assert!(done["tokens_in"].as_u64() > Some(0), "{cli:?}: {done:#}");
+    }
+}
+
 #[test]
 #[cfg_attr(
     not(feature = "external-tests"),
@@ -813,7 +849,7 @@ fn a_codex_stream_that_reconnects_and_recovers_passes() {
 
 /// The CLIs that report each model request as they run: a budget stops them within a step
 /// (`a_budget_stops_a_running_step_within_one_request_for_clis_that_report_each_request`).
-const EACH_REQUEST: [Cli; 2] = [Cli::OpenCode, Cli::Pi];
+const EACH_REQUEST: [Cli; 3] = [Cli::OpenCode, Cli::Pi, Cli::Qwen];
 
 /// A token budget counts what every CLI that reports at its end only (cache included) and
 /// stops the run between steps. Codex names no model in its output, so a dollar budget is refused for it until
@@ -873,9 +909,9 @@ fn a_token_budget_stops_every_cli_between_steps() {
     }
 }
 
-/// Codex, Gemini and Qwen Code report tokens, not dollars, and at their end only (OpenCode
-/// and Pi, which report each request, are stopped within it): a dollar budget counts their tokens at their model's
-/// price (here one the configuration gives), the ledger keeps per model what the
+/// Codex and Gemini report tokens, not dollars, and at their end only (OpenCode, Pi and
+/// Qwen Code, which report each request, are stopped within it): a dollar budget counts
+/// their tokens at their model's price (here one the configuration gives), the ledger keeps per model what the
 /// model API served, and the run stops at the budget between steps. A model with no price
 /// (Gemini's, chosen by `GEMINI_MODEL`, which git-bmad cannot see beforehand) stops the run
 /// before what it spends goes uncounted; once priced, `resume` goes on and counts it.
@@ -889,7 +925,7 @@ fn a_dollar_budget_counts_tokens_at_their_models_price_for_every_cli_without_dol
     // Per request the scripted API serves 100 fresh input tokens, 1,000 cached and 20 out:
     // at these prices, $0.01 + $0.01 + $0.02.
     let price = "{input: 100, cached_input: 10, output: 1000}";
-    for cli in [Cli::Codex, Cli::Gemini, Cli::Qwen] {
+    for cli in [Cli::Codex, Cli::Gemini] {
         let world = World::new(cli, honest(), two_steps);
         let model = "test-model";
         world.configure(&format!(
@@ -1207,10 +1243,10 @@ fn a_dollar_budget_stops_a_running_claude_step_within_one_request() {
     assert_eq!(world.named("limit_budget_reached").len(), 1);
 }
 
-/// OpenCode and Pi report each model request as they run: a dollar or a token budget stops
-/// a running step once the requests reported reach it, not at the step's end; the run then
-/// stops at its limit (exit 6) with the step to run again. Spent: the budget and at most one
-/// request more.
+/// OpenCode, Pi and Qwen Code report each model request as they run: a dollar or a token
+/// budget stops a running step once the requests reported reach it, not at the step's end;
+/// the run then stops at its limit (exit 6) with the step to run again. Spent: the budget
+/// and at most one request more.
 #[test]
 #[cfg_attr(
     not(feature = "external-tests"),
@@ -1218,20 +1254,28 @@ fn a_dollar_budget_stops_a_running_claude_step_within_one_request() {
 )]
 fn a_budget_stops_a_running_step_within_one_request_for_clis_that_report_each_request() {
     let playbook = "name: scenario\nsteps:\n  - id: implement\n    role: dev\n    command: Create src/hello.txt, run the tests and commit\n    timeout: 120s\n    postconditions: [{file_exists: src/hello.txt}, tests_pass]\n";
-    // Per request the scripted API serves 100 fresh input tokens, a cache write of 500 (read
-    // fresh), 1,000 cached and 20 out: 1,620 tokens, at these prices $0.06 + $0.01 + $0.02.
-    let (per_request_usd, per_request_tokens) = (0.09, 1620);
+    // Per request the scripted API serves 100 fresh input tokens, 1,000 cached and 20 out,
+    // and over Anthropic's API a cache write of 500 (read fresh): 1,620 tokens at these
+    // prices $0.06 + $0.01 + $0.02, or over Gemini's (Qwen Code's here) 1,120 at $0.04.
     let price = "{input: 100, cached_input: 10, output: 1000}";
-    for cli in [Cli::OpenCode, Cli::Pi] {
-        let model = match cli {
-            Cli::OpenCode => "anthropic/test-model",
-            _ => "test-model",
+    for cli in EACH_REQUEST {
+        let (model, per_request_usd, per_request_tokens) = match cli {
+            Cli::OpenCode => ("anthropic/test-model", 0.09, 1620),
+            Cli::Qwen => ("test-model", 0.04, 1120),
+            _ => ("test-model", 0.09, 1620),
         };
+        // A budget of two and a half requests.
         for (budget, limit_event) in [
-            ("budget_usd: 0.225", "limit_budget_reached"),
-            ("budget_tokens: 4000", "limit_tokens_reached"),
+            (
+                format!("budget_usd: {:.3}", per_request_usd * 2.5),
+                "limit_budget_reached",
+            ),
+            (
+                format!("budget_tokens: {}", per_request_tokens * 5 / 2),
+                "limit_tokens_reached",
+            ),
         ] {
-            // An agent that would write files for ever; a budget of two and a half requests.
+            // An agent that would write files for ever.
             let world = World::new(cli, writing("src/f", 40), playbook);
             world.configure(&format!(
                 "runners:\n  default: {}\nchecks:\n  test_command: sh test.sh\norchestration:\n  {budget}\n  agents:\n    dev: {{model: {model}}}\n  prices:\n    test-model: {price}\n",

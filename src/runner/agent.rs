@@ -597,8 +597,20 @@ mod tests {
         let opencode = r#"{"type":"step_finish","sessionID":"ses_1","part":{"tokens":{"input":100,"output":20,"reasoning":5,"cache":{"write":500,"read":1000}},"cost":0}}"#;
         let user = r#"{"type":"message_end","message":{"role":"user","usage":{"input":9}}}"#;
         let text = r#"{"type":"text","sessionID":"ses_1","part":{"type":"text","text":"Done."}}"#;
+        // Qwen Code splits a response by block type; its tokens come on the last part.
+        let qwen = |blocks: &str, input: u64| {
+            serde_json::json!({"type": "assistant", "session_id": "s-1", "message": {
+                "role": "assistant", "model": "q-1", "content": [{"type": blocks}],
+                "usage": {"input_tokens": input, "output_tokens": input / 50,
+                    "cache_read_input_tokens": input / 2}}})
+            .to_string()
+        };
         let runs = [
             ("pi", vec![pi("m-1"), user.to_owned(), pi("m-2"), pi("m-1")]),
+            (
+                "qwen",
+                vec![qwen("text", 0), qwen("tool_use", 1600), qwen("text", 1800)],
+            ),
             (
                 "opencode",
                 vec![opencode.to_owned(), text.to_owned(), opencode.to_owned()],
@@ -620,7 +632,7 @@ mod tests {
             assert_eq!(requests.len(), lines.len() - 1, "{kind}: one a request");
         }
         // The others report at the end only: they are stopped between steps.
-        for kind in ["claude", "codex", "gemini", "qwen", "copilot"] {
+        for kind in ["claude", "codex", "gemini", "copilot"] {
             let line = r#"{"type":"result","usage":{"input_tokens":5}}"#;
             let event = serde_json::from_str(line).unwrap();
             assert!(k(kind).adapter().request_usage(&event).is_none(), "{kind}");
@@ -829,6 +841,37 @@ mod tests {
                 .unwrap();
             assert_eq!(claude[last + 1], "1.2500", "{claude:?}");
             assert!(last > claude.iter().position(|a| a == higher).unwrap());
+        }
+        // An output format the configuration chooses is given once: Gemini CLI and Qwen
+        // Code read a flag given twice as a list, and print plain text.
+        for (kind, ours) in [("gemini", "json"), ("qwen", "stream-json")] {
+            for chosen in [
+                &["--output-format", "json"][..],
+                &["-o", "json"],
+                &["--output-format=json"],
+            ] {
+                config.clis.insert(
+                    kind.into(),
+                    crate::config::CliConfig {
+                        args: Some(chosen.iter().map(|a| a.to_string()).collect()),
+                        ..Default::default()
+                    },
+                );
+                let (line, _) = args(&config, kind, "p", None);
+                let formats = line
+                    .iter()
+                    .filter(|a| {
+                        ["--output-format", "-o"].contains(&a.split('=').next().unwrap_or_default())
+                    })
+                    .count();
+                assert_eq!(formats, 1, "{kind}: {line:?}");
+            }
+            config.clis.remove(kind);
+            let (line, _) = args(&config, kind, "p", None);
+            assert!(
+                line.windows(2).any(|w| w == ["--output-format", ours]),
+                "{kind}: {line:?}"
+            );
         }
     }
 }

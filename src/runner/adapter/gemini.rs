@@ -25,6 +25,9 @@ use super::{
 use super::{AgentResult, ModelUsage};
 use crate::config::CliConfig;
 
+/// The flags that choose its output format.
+const OUTPUT_FLAGS: &[&str] = &["--output-format", "-o"];
+
 /// The adapter.
 pub struct Gemini;
 
@@ -71,7 +74,12 @@ impl Adapter for Gemini {
     }
 
     fn command_line(&self, cli: &CliConfig, call: &Call) -> (Vec<String>, Option<Vec<u8>>) {
-        let mut args = agent_args(&["--output-format", "json"], self, cli, call);
+        let mut args = agent_args(
+            super::output_format(cli, OUTPUT_FLAGS, &["--output-format", "json"]),
+            self,
+            cli,
+            call,
+        );
         // One `--allowed-tools=…` per rule: a bare value after the flag can be read as the
         // positional prompt.
         if cli.args.is_none() {
@@ -145,9 +153,7 @@ impl Adapter for Gemini {
         let mut problems: Vec<String> = whole_command_problem(self.name(), cli)
             .into_iter()
             .collect();
-        if let Some(format) =
-            configured_value(cli, &["--output-format", "-o"]).filter(|f| *f != "json")
-        {
+        if let Some(format) = configured_value(cli, OUTPUT_FLAGS).filter(|f| *f != "json") {
             problems.push(format!(
                 "runners.gemini.args: `--output-format {format}` would hide Gemini's errors and denials from git-bmad; leave the output format to it (json)"
             ));

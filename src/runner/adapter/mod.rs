@@ -360,6 +360,17 @@ fn agent_args(head: &[&str], adapter: &dyn Adapter, cli: &CliConfig, call: &Call
     args
 }
 
+/// `ours`, the arguments that choose the output format git-bmad reads, unless the
+/// configured arguments choose one by `flags`: Gemini CLI and Qwen Code read a flag given
+/// twice as a list of values, and then print plain text.
+fn output_format<'a>(cli: &CliConfig, flags: &[&str], ours: &'a [&'a str]) -> &'a [&'a str] {
+    if configured_value(cli, flags).is_some() {
+        &[]
+    } else {
+        ours
+    }
+}
+
 /// The value that follows `flag` in configured arguments (`--output-format json` or
 /// `--output-format=json`), the last one winning as it does for the CLIs.
 fn configured_value<'c>(cli: &'c CliConfig, flags: &[&str]) -> Option<&'c str> {
@@ -557,6 +568,21 @@ pub struct ModelUsage {
     pub output: u64,
     /// What the CLI says this model cost, when it does.
     pub usd: Option<f64>,
+}
+
+/// Add one request's tokens to those of its model in `usage`.
+fn add_request(usage: &mut Vec<ModelUsage>, request: Option<ModelUsage>) {
+    let Some(request) = request else {
+        return;
+    };
+    match usage.iter_mut().find(|u| u.model == request.model) {
+        Some(entry) => {
+            entry.input += request.input;
+            entry.cached += request.cached;
+            entry.output += request.output;
+        }
+        None => usage.push(request),
+    }
 }
 
 impl AgentResult {

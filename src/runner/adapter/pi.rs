@@ -102,7 +102,7 @@ impl Adapter for Pi {
                 "session" => result.agent_session_id = event["id"].as_str().map(str::to_owned),
                 "message_end" if event["message"]["role"] == "assistant" => {
                     let message = &event["message"];
-                    add_usage(&mut usage, self.request_usage(event));
+                    super::add_request(&mut usage, self.request_usage(event));
                     result.final_text = text_of(message);
                     // A later answer means a failed request was retried and recovered.
                     result.reported_error = (message["stopReason"] == "error").then(|| {
@@ -134,21 +134,6 @@ impl Adapter for Pi {
             ));
         }
         problems
-    }
-}
-
-/// Add one request's tokens to those of its model.
-fn add_usage(usage: &mut Vec<ModelUsage>, request: Option<ModelUsage>) {
-    let Some(request) = request else {
-        return;
-    };
-    match usage.iter_mut().find(|u| u.model == request.model) {
-        Some(entry) => {
-            entry.input += request.input;
-            entry.cached += request.cached;
-            entry.output += request.output;
-        }
-        None => usage.push(request),
     }
 }
 

@@ -1,9 +1,12 @@
-//! Qwen Code, headless: `qwen --output-format json … --prompt=<prompt>`.
+//! Qwen Code, headless: `qwen --output-format stream-json … --prompt=<prompt>`.
 //!
-//! Output: the message array of Claude Code's headless format (see [`result_message`]),
-//! ending in its result message, whose `stats` are Gemini CLI's (tokens per model); the
-//! `init` message names the model, which the result's `usage` does not. An API failure exits 0 with `is_error: true` and the message in
-//! `error.message`, so the result is what decides.
+//! Output: the messages of Claude Code's headless format (see [`result_message`]), one a
+//! line as they happen, ending in its result message, whose `stats` are Gemini CLI's (tokens
+//! per model); the `init` message names the model, which the result's `usage` does not. An
+//! API failure exits 0 with `is_error: true` and the message in `error.message`, so the
+//! result is what decides. Each model request's tokens come on the last `assistant` message
+//! of its response (a response split by block type leaves the others at zero), so a budget
+//! stops it within a request.
 //!
 //! Qwen Code is a fork of Gemini CLI and keeps its tools and approval modes: `auto-edit`
 //! approves file edits and, headless, leaves out every tool that would ask (the shell
@@ -14,11 +17,16 @@
 
 use std::path::PathBuf;
 
-use super::AgentResult;
+use serde_json::Value;
+
 use super::{
     agent_args, configured_value, nested, result_message, whole_command_problem, Adapter, Call,
 };
+use super::{AgentResult, ModelUsage};
 use crate::config::CliConfig;
+
+/// The flags that choose its output format.
+const OUTPUT_FLAGS: &[&str] = &["--output-format", "-o"];
 
 /// The adapter.
 pub struct Qwen;
@@ -75,7 +83,12 @@ impl Adapter for Qwen {
     }
 
     fn command_line(&self, cli: &CliConfig, call: &Call) -> (Vec<String>, Option<Vec<u8>>) {
-        let mut args = agent_args(&["--output-format", "json"], self, cli, call);
+        let mut args = agent_args(
+            super::output_format(cli, OUTPUT_FLAGS, &["--output-format", "stream-json"]),
+            self,
+            cli,
+            call,
+        );
         if cli.args.is_none() {
             args.extend(
                 super::gemini::allowed_tools(call.allowed_commands)
@@ -109,10 +122,42 @@ impl Adapter for Qwen {
         true
     }
 
+    /// The usage of an `assistant` message: its input counts the cached part. Zero is no
+    /// request (the earlier part of a split response, or a subagent's message: those carry
+    /// none, and the result counts their tokens).
+    fn request_usage(&self, event: &Value) -> Option<ModelUsage> {
+        let message = &event["message"];
+        if event["type"] != "assistant" {
+            return None;
+        }
+        let n = |key: &str| message["usage"][key].as_u64().unwrap_or(0);
+        let (input, cached, output) = (
+            n("input_tokens"),
+            n("cache_read_input_tokens"),
+            n("output_tokens"),
+        );
+        (input + output > 0).then(|| ModelUsage {
+            model: message["model"].as_str().map(str::to_owned),
+            input: input.saturating_sub(cached),
+            cached,
+            output,
+            usd: None,
+        })
+    }
+
     fn read_output(&self, result: &mut AgentResult) -> bool {
         let messages = result_message::messages(result);
         if !result_message::read(result, &messages) {
-            return false;
+            // Stopped before its result (by a budget): what each request reported.
+            let mut usage = Vec::new();
+            for message in &messages {
+                super::add_request(&mut usage, self.request_usage(message));
+            }
+            result.agent_session_id = messages
+                .iter()
+                .find_map(|m| m["session_id"].as_str().map(str::to_owned));
+            result.usage = usage;
+            return !messages.is_empty();
         }
         // Its `usage` counts the cached part in `input_tokens`, unlike Claude Code's; its
         // `stats` (Gemini CLI's) has the tokens per model.
@@ -141,11 +186,11 @@ impl Adapter for Qwen {
         let mut problems: Vec<String> = whole_command_problem(self.name(), cli)
             .into_iter()
             .collect();
-        if let Some(format) = configured_value(cli, &["--output-format", "-o"])
-            .filter(|f| !matches!(*f, "json" | "stream-json"))
+        if let Some(format) =
+            configured_value(cli, OUTPUT_FLAGS).filter(|f| !matches!(*f, "json" | "stream-json"))
         {
             problems.push(format!(
-                "runners.qwen.args: `--output-format {format}` would hide Qwen Code's errors, denials and tokens from git-bmad; leave the output format to it (json)"
+                "runners.qwen.args: `--output-format {format}` would hide Qwen Code's errors, denials and tokens from git-bmad; leave the output format to it (stream-json)"
             ));
         }
         problems
