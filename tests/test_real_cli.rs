@@ -1771,6 +1771,92 @@ fn an_epic_budget_counts_claude_dollars_and_codex_tokens_in_one_purse() {
     );
 }
 
+/// An epic's token budget is one purse across stories running at once: each dev step, on
+/// Qwen Code (which reports each request as it runs), draws its share of the tokens left and
+/// is stopped at the request that reaches it; the epic starts nothing more, and its end
+/// counts every token the stories' CLIs reported.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
+fn an_epic_token_budget_stops_stories_running_at_once_within_one_request_each() {
+    let world = EpicWorld::new("v6", writing("notes/", 40)).with_cli(Cli::Qwen);
+    write(
+        &world.repo,
+        ".bmad/config.yaml",
+        "checks:\n  test_command: ./test.sh\nrunners:\n  default: claude\n  roles: {dev: qwen}\nepic:\n  acceptance_tests: off\n",
+    );
+    // BMAD installed for Qwen Code too: its dev workflow as a Qwen command. (No acceptance
+    // agent: Claude Code, which reports at its end only, would spend the purse first.)
+    let dev_story = std::fs::read_to_string(world.repo.join(".claude/commands/bmad-dev-story.md"))
+        .expect("the fixture's dev workflow");
+    write(&world.repo, ".qwen/commands/bmad-dev-story.md", &dev_story);
+    world.env.git(&world.repo, &["add", "-A"]);
+    world
+        .env
+        .git(&world.repo, &["commit", "-qm", "dev on qwen"]);
+    // Over Gemini's API, 1,120 tokens a request: two requests each, and a half.
+    let (budget, per_request) = (5_000u64, 1_120u64);
+    let (code, said) = world.run(&[
+        "3",
+        "--stories",
+        "3-1,3-2",
+        "--parallel",
+        "2",
+        "--budget-tokens",
+        &budget.to_string(),
+    ]);
+    assert_eq!(code, Some(5), "{said}");
+    let mut spent = 0;
+    for key in ["3-1-api-client", "3-2-storage"] {
+        let story = world.story("3", key);
+        assert_eq!(story["stage"], "failed", "{story:#}");
+        let reason = story["state"]["reason"].as_str().unwrap_or_default();
+        assert!(
+            reason.starts_with("stopped at the token budget: "),
+            "{story:#}\n{said}"
+        );
+        assert!(story["state"]["pr"].is_null(), "{story:#}");
+        spent += story["state"]["tokens"].as_u64().unwrap_or(0);
+        let journal = world
+            .env
+            .bmad(&world.repo, &["journal", key, "--json"])
+            .success()
+            .json();
+        let events = journal.as_array().cloned().unwrap_or_default();
+        let stopped: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["event"] == "step_failed" && e["detail"]["runner"] == "qwen")
+            .collect();
+        assert_eq!(stopped.len(), 1, "{key}: {said}");
+        assert_eq!(stopped[0]["trigger"], "budget", "{:#}", stopped[0]);
+    }
+    // Every request the model API served was a Qwen dev step's, reported but for at most
+    // one in flight per story when it was killed; the stories stopped within one request
+    // each of the budget.
+    let served = world.api.seen().len() as u64;
+    assert!(
+        (per_request * served.saturating_sub(2)..=per_request * served).contains(&spent),
+        "{spent} tokens reported, {served} requests served: {said}"
+    );
+    assert!(
+        (budget..=budget + 2 * per_request).contains(&spent),
+        "{spent} tokens of {budget}: {said}"
+    );
+    assert!(said.contains("nothing new is started"), "{said}");
+    let status = world
+        .env
+        .bmad(&world.repo, &["epic", "status", "3", "--json"])
+        .success()
+        .json();
+    assert_eq!(
+        status["stopped"].as_str().unwrap_or_default(),
+        format!("budget: {spent} tokens spent of {budget}; nothing new is started (raise it with epic run's budget options to go on)"),
+        "{said}"
+    );
+}
+
 /// BMAD v6.11 with the real Claude Code: the pipeline's `/bmad-build-auto <key>` reaches the
 /// model as the project's skill (its SKILL.md and the story key), and the story is done only
 /// once its spec says `done`, checked by git-bmad in the spec's frontmatter.

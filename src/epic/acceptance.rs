@@ -110,7 +110,7 @@ fn written(
     let spent = Duration::from_millis(job.known.detail.run_time_ms.unwrap_or(0));
     let timeout = job
         .limits
-        .1
+        .time
         .map_or(TIMEOUT, |limit| limit.saturating_sub(spent).min(TIMEOUT))
         .max(Duration::from_secs(1));
     let story = job
@@ -153,7 +153,7 @@ fn written(
         }),
         allowance: crate::runner::meter::Allowance {
             usd: draw.micro_usd.map(|m| m as f64 / 1e6),
-            tokens: None,
+            tokens: draw.tokens,
         },
         prices: config.orchestration.prices.clone(),
         allowed_commands: vec![command.clone()],
@@ -172,6 +172,9 @@ fn written(
             .map_or(0, |usd| (usd * 1e6) as u64),
         invocations: 1,
         ms: result.as_ref().map_or(0, |r| r.duration_ms),
+        tokens: result.as_ref().map_or(0, |r| {
+            r.tokens_in().unwrap_or(0) + r.tokens_out().unwrap_or(0)
+        }),
     };
     purse.settle(draw, spent);
     let result = result.map_err(crate::supervisor::Error::from)?;

@@ -24,7 +24,7 @@ pub struct Job {
     pub(super) remote: String,
     /// What the story's session may spend in all, of the epic's budget: dollars, time in
     /// steps.
-    pub(super) limits: (Option<f64>, Option<std::time::Duration>),
+    pub(super) limits: super::state::StoryLimits,
     /// The epic it belongs to.
     pub(super) epic: String,
     /// Every other story's key and `touches`: what it must leave to them.

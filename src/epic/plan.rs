@@ -472,6 +472,9 @@ pub fn epic_actions(
     if let Some(usd) = budget.usd {
         limits.push(dollars(usd));
     }
+    if let Some(n) = budget.tokens {
+        limits.push(format!("{n} tokens"));
+    }
     if let Some(n) = budget.invocations {
         limits.push(format!("{n} invocations"));
     }

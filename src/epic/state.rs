@@ -7,7 +7,7 @@ use crate::session::schema::{Body, EpicBudget};
 use crate::session::{self, Decision, NewEvent, Repo, Session};
 use crate::supervisor::purse::{Amounts, Limits, Purse};
 
-pub use crate::session::epic_state::{EpicState, GateDecision, OpenGate, StoryState};
+pub use crate::session::epic_state::{EpicState, GateDecision, OpenGate, StoryLimits, StoryState};
 
 /// Journal `body` in the epic's session and fold it into `state`: the one way the run's
 /// record grows, so the state in memory is always the journal's.
@@ -32,16 +32,18 @@ pub(super) fn record(
 /// The purse the run's stories share: the epic's budget, less what its stories spent.
 pub(super) fn purse(state: &EpicState, budget: &EpicBudget, parallel: usize) -> Purse {
     let micro = crate::session::run_state::micro_usd;
-    let (usd, invocations, ms) = state.spent();
+    let spent = state.spent();
     let limits = Limits {
         micro_usd: budget.usd.map(micro),
         invocations: budget.invocations,
         ms: budget.time_secs.map(|s| s * 1000),
+        tokens: budget.tokens,
     };
     let spent = Amounts {
-        micro_usd: micro(usd),
-        invocations,
-        ms,
+        micro_usd: micro(spent.usd),
+        invocations: spent.invocations,
+        ms: spent.ms,
+        tokens: spent.tokens,
     };
     Purse::new(limits, spent, parallel)
 }

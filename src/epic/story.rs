@@ -90,9 +90,16 @@ pub(super) fn run_story(
     let mut observer = observer(key, &session.worktree, job.pushes, progress, tx);
     // What is left of the epic's budget caps the story's own (no step starts past it).
     let mut limited = config.clone();
-    if let Some(usd) = job.limits.0 {
+    if let Some(usd) = job.limits.usd {
         let own = limited.orchestration.budget_usd.map_or(usd, |b| b.min(usd));
         limited.orchestration.budget_usd = Some(own);
+    }
+    if let Some(tokens) = job.limits.tokens {
+        let own = limited
+            .orchestration
+            .budget_tokens
+            .map_or(tokens, |b| b.min(tokens));
+        limited.orchestration.budget_tokens = Some(own);
     }
     let request = request(&repo, &session, job, &baseline)?;
     let report = supervisor::supervise(
@@ -104,7 +111,7 @@ pub(super) fn run_story(
             feature_env: Default::default(),
             observer: &mut observer,
             interrupt,
-            time_limit: job.limits.1,
+            time_limit: job.limits.time,
             purse: Some(purse),
         },
     )?;
@@ -119,6 +126,7 @@ pub(super) fn run_story(
         findings_fixed: Some(fixed),
         invocations: Some(report.state.invocations + before.invocations),
         cost_usd: (micro_usd > 0).then(|| micro_usd as f64 / 1e6),
+        tokens: Some(report.state.tokens + before.tokens),
         run_time_ms: Some(report.state.run_time_ms + before.ms),
         ..Default::default()
     };
@@ -285,7 +293,7 @@ fn verdict(
         }
     };
     // What is left of the story's time when the judge starts, not when the story did.
-    let timeout = job.limits.1.map_or(JUDGE_TIMEOUT, |limit| {
+    let timeout = job.limits.time.map_or(JUDGE_TIMEOUT, |limit| {
         limit.saturating_sub(judging.spent).min(JUDGE_TIMEOUT)
     });
     let work = super::judge::Work {
@@ -492,7 +500,7 @@ pub(super) fn pipeline_end(
             "stopped at {limit_secs}s in steps; with more (--max-time), git bmad epic resume runs it on"
         )),
         Outcome::TokenLimit { limit, spent } => failed(format!(
-            "stopped at the token budget: {spent} of {limit} tokens; raise orchestration.budget_tokens, then git bmad epic resume"
+            "stopped at the token budget: {spent} of {limit} tokens; with more (--budget-tokens, or orchestration.budget_tokens for each story), git bmad epic resume runs it on"
         )),
     }
 }

@@ -173,9 +173,16 @@ impl EpicState {
     /// Past a budget: why, for the run's `stopped`. What stories spent is what their
     /// stages recorded (the newest value of each, so a story's resumed run counts once).
     pub fn over_budget(&self, budget: &EpicBudget) -> Option<String> {
-        let (usd, invocations, ms) = self.spent();
+        let Spent {
+            usd,
+            invocations,
+            ms,
+            tokens,
+        } = self.spent();
         let why = if budget.usd.is_some_and(|b| usd >= b) {
             format!("budget: {} spent of {}", dollars(usd), dollars(budget.usd?))
+        } else if budget.tokens.is_some_and(|b| tokens >= b) {
+            format!("budget: {tokens} tokens spent of {}", budget.tokens?)
         } else if budget.invocations.is_some_and(|b| invocations >= b) {
             format!(
                 "budget: {invocations} invocations of {}",
@@ -191,31 +198,36 @@ impl EpicState {
         ))
     }
 
-    /// What the stories spent: dollars, invocations, milliseconds in steps.
-    pub fn spent(&self) -> (f64, u32, u64) {
-        let (mut usd, mut invocations, mut ms) = (0.0, 0u32, 0u64);
+    /// What the stories spent.
+    pub fn spent(&self) -> Spent {
+        let mut spent = Spent::default();
         for s in self.stories.values() {
-            usd += s.detail.cost_usd.unwrap_or(0.0);
-            invocations += s.detail.invocations.unwrap_or(0);
-            ms += s.detail.run_time_ms.unwrap_or(0);
+            spent.usd += s.detail.cost_usd.unwrap_or(0.0);
+            spent.invocations += s.detail.invocations.unwrap_or(0);
+            spent.ms += s.detail.run_time_ms.unwrap_or(0);
+            spent.tokens += s.detail.tokens.unwrap_or(0);
         }
-        (usd, invocations, ms)
+        spent
     }
 
     /// What story `key`'s session may spend in all, as far as the epic's budget goes: what
-    /// it spent already plus what is left of the epic's (dollars, time in steps); `None`
-    /// where the epic sets no budget.
-    pub fn story_limits(&self, key: &str, budget: &EpicBudget) -> (Option<f64>, Option<Duration>) {
-        let (usd, _, ms) = self.spent();
+    /// it spent already plus what is left of the epic's; `None` where the epic sets no
+    /// budget.
+    pub fn story_limits(&self, key: &str, budget: &EpicBudget) -> StoryLimits {
+        let spent = self.spent();
         let own = self.story(key).detail;
-        let usd_limit = budget
-            .usd
-            .map(|b| own.cost_usd.unwrap_or(0.0) + (b - usd).max(0.0));
-        let time_limit = budget.time_secs.map(|b| {
-            let left = (b * 1000).saturating_sub(ms);
-            Duration::from_millis(own.run_time_ms.unwrap_or(0) + left)
-        });
-        (usd_limit, time_limit)
+        StoryLimits {
+            usd: budget
+                .usd
+                .map(|b| own.cost_usd.unwrap_or(0.0) + (b - spent.usd).max(0.0)),
+            time: budget.time_secs.map(|b| {
+                let left = (b * 1000).saturating_sub(spent.ms);
+                Duration::from_millis(own.run_time_ms.unwrap_or(0) + left)
+            }),
+            tokens: budget
+                .tokens
+                .map(|b| own.tokens.unwrap_or(0) + b.saturating_sub(spent.tokens)),
+        }
     }
 
     /// A story's state (a default, not started, for one never started).
@@ -242,11 +254,36 @@ fn merge(into: &mut StoryStage, from: &StoryStage) {
         findings_fixed,
         invocations,
         cost_usd,
+        tokens,
         run_time_ms,
         runner
     );
     // A reason belongs to the stage that gave it.
     into.reason = from.reason.clone();
+}
+
+/// What an epic's stories spent, together.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Spent {
+    /// US dollars, as the runners report them or their tokens are priced.
+    pub usd: f64,
+    /// Agent invocations.
+    pub invocations: u32,
+    /// Milliseconds in steps.
+    pub ms: u64,
+    /// Tokens, in and out.
+    pub tokens: u64,
+}
+
+/// What one story's session may spend in all ([`EpicState::story_limits`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StoryLimits {
+    /// US dollars.
+    pub usd: Option<f64>,
+    /// Time in steps.
+    pub time: Option<Duration>,
+    /// Tokens.
+    pub tokens: Option<u64>,
 }
 
 /// An epic gate that is open.
@@ -275,26 +312,33 @@ mod tests {
             let s = state.stories.entry(key.into()).or_default();
             s.detail.cost_usd = Some(usd);
             s.detail.run_time_ms = Some(ms);
+            s.detail.tokens = Some(ms * 10);
         };
         spend(&mut state, "a", 2.0, 4_000);
         spend(&mut state, "b", 0.5, 1_000);
         let budget = EpicBudget {
             usd: Some(3.0),
             time_secs: Some(10),
+            tokens: Some(100_000),
             ..EpicBudget::default()
         };
-        let (usd, time) = state.story_limits("b", &budget);
-        assert_eq!(usd, Some(0.5 + 0.5));
-        assert_eq!(time, Some(Duration::from_millis(1_000 + 5_000)));
+        let limits = state.story_limits("b", &budget);
+        assert_eq!(limits.usd, Some(0.5 + 0.5));
+        assert_eq!(limits.time, Some(Duration::from_millis(1_000 + 5_000)));
+        assert_eq!(limits.tokens, Some(10_000 + 50_000));
         // Spent already: nothing more, never a negative budget.
         spend(&mut state, "a", 9.0, 20_000);
         assert_eq!(
             state.story_limits("b", &budget),
-            (Some(0.5), Some(Duration::from_millis(1_000)))
+            StoryLimits {
+                usd: Some(0.5),
+                time: Some(Duration::from_millis(1_000)),
+                tokens: Some(10_000),
+            }
         );
         assert_eq!(
             state.story_limits("b", &EpicBudget::default()),
-            (None, None)
+            StoryLimits::default()
         );
     }
 }

@@ -750,6 +750,9 @@ pub struct EpicBudget {
     /// Time in steps over all stories, in seconds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time_secs: Option<u64>,
+    /// Tokens, in and out, over all stories, as the CLIs report them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
     /// US dollars one story's run may spend (its `orchestration.budget_usd`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub story_usd: Option<f64>,
@@ -877,6 +880,9 @@ pub struct StoryStage {
     /// Cost in US dollars, where the runner reports it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// Tokens, in and out, where the runner reports them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
     /// Time in steps.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_time_ms: Option<u64>,

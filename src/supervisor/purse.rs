@@ -1,4 +1,4 @@
-//! What runs going on at once (an epic's stories) may spend together: dollars, agent
+//! What runs going on at once (an epic's stories) may spend together: dollars, tokens, agent
 //! invocations, time in steps. Each round of steps draws its allowance before it starts and
 //! settles what it spent when it ends, so the steps in flight are never promised more than is
 //! left: a CLI given its dollar share stops itself there, a step's timeout is its share of the
@@ -15,6 +15,8 @@ pub struct Amounts {
     pub invocations: u32,
     /// Milliseconds in steps.
     pub ms: u64,
+    /// Tokens, in and out, as the CLIs report them.
+    pub tokens: u64,
 }
 
 impl Amounts {
@@ -24,6 +26,7 @@ impl Amounts {
             micro_usd: self.micro_usd.saturating_sub(before.micro_usd),
             invocations: self.invocations.saturating_sub(before.invocations),
             ms: self.ms.saturating_sub(before.ms),
+            tokens: self.tokens.saturating_sub(before.tokens),
         }
     }
 }
@@ -37,6 +40,8 @@ pub struct Limits {
     pub invocations: Option<u32>,
     /// Milliseconds in steps.
     pub ms: Option<u64>,
+    /// Tokens.
+    pub tokens: Option<u64>,
 }
 
 /// Which limit stops a round from starting, with the numbers.
@@ -65,6 +70,25 @@ pub enum Exhausted {
         /// Spent.
         spent: u64,
     },
+    /// Tokens.
+    Tokens {
+        /// The limit.
+        limit: u64,
+        /// Spent.
+        spent: u64,
+    },
+}
+
+impl Exhausted {
+    /// How much of the limit is spent, as a fraction of it.
+    pub fn spent_part(self) -> f64 {
+        match self {
+            Exhausted::Usd { limit, spent }
+            | Exhausted::Tokens { limit, spent }
+            | Exhausted::Time { limit, spent } => spent as f64 / limit.max(1) as f64,
+            Exhausted::Invocations { limit, used, .. } => used as f64 / f64::from(limit.max(1)),
+        }
+    }
 }
 
 /// One round's allowance, per step.
@@ -75,6 +99,8 @@ pub struct Draw {
     pub micro_usd: Option<u64>,
     /// Time each step may take (milliseconds), when time is limited.
     pub ms: Option<u64>,
+    /// Tokens each step may spend, when tokens are limited.
+    pub tokens: Option<u64>,
     steps: usize,
     promised: Amounts,
 }
@@ -128,6 +154,12 @@ impl Purse {
                 spent: spent.micro_usd,
             });
         }
+        if let Some(limit) = self.limits.tokens.filter(|l| spent.tokens >= *l) {
+            return Err(Exhausted::Tokens {
+                limit,
+                spent: spent.tokens,
+            });
+        }
         if let Some(limit) = self.limits.ms.filter(|l| spent.ms >= *l) {
             return Err(Exhausted::Time {
                 limit,
@@ -152,17 +184,20 @@ impl Purse {
         };
         let micro_usd = share(self.limits.micro_usd, spent.micro_usd, promised.micro_usd);
         let ms = share(self.limits.ms, spent.ms, promised.ms);
+        let tokens = share(self.limits.tokens, spent.tokens, promised.tokens);
         let n = steps as u64;
         let promise = Amounts {
             micro_usd: micro_usd.unwrap_or(0) * n,
             invocations: steps as u32,
             ms: ms.unwrap_or(0) * n,
+            tokens: tokens.unwrap_or(0) * n,
         };
         book.promised = add(book.promised, promise);
         book.holders += steps;
         Ok(Draw {
             micro_usd,
             ms,
+            tokens,
             steps,
             promised: promise,
         })
@@ -181,6 +216,7 @@ impl Purse {
                 .invocations
                 .saturating_sub(draw.promised.invocations),
             ms: book.promised.ms.saturating_sub(draw.promised.ms),
+            tokens: book.promised.tokens.saturating_sub(draw.promised.tokens),
         };
         book.holders = book.holders.saturating_sub(draw.steps);
         book.spent = add(book.spent, spent);
@@ -202,6 +238,7 @@ fn add(a: Amounts, b: Amounts) -> Amounts {
         micro_usd: a.micro_usd + b.micro_usd,
         invocations: a.invocations + b.invocations,
         ms: a.ms + b.ms,
+        tokens: a.tokens + b.tokens,
     }
 }
 
@@ -218,7 +255,7 @@ mod tests {
         let limits = Limits {
             micro_usd: Some(dollars(3.0)),
             ms: Some(60_000),
-            invocations: None,
+            ..Limits::default()
         };
         let purse = Purse::new(limits, Amounts::default(), 2);
         let a = purse.draw(1).unwrap();
@@ -236,6 +273,7 @@ mod tests {
                 micro_usd: dollars(0.5),
                 invocations: 1,
                 ms: 10_000,
+                ..Amounts::default()
             },
         );
         let c = purse.draw(1).unwrap();
@@ -264,6 +302,43 @@ mod tests {
             }
         );
         assert_eq!(purse.spent().invocations, 1);
+    }
+
+    #[test]
+    fn tokens_are_shared_and_settled_as_dollars_are() {
+        let limits = Limits {
+            tokens: Some(10_000),
+            ..Limits::default()
+        };
+        let spent = Amounts {
+            tokens: 2_000,
+            ..Amounts::default()
+        };
+        let purse = Purse::new(limits, spent, 2);
+        let a = purse.draw(1).unwrap();
+        let b = purse.draw(1).unwrap();
+        assert_eq!(
+            (a.tokens, b.tokens, a.micro_usd),
+            (Some(4_000), Some(4_000), None)
+        );
+        // One spent a request past its share (it is stopped within one), the other less.
+        let spent = |tokens| Amounts {
+            tokens,
+            ..Amounts::default()
+        };
+        purse.settle(a, spent(5_000));
+        purse.settle(b, spent(1_000));
+        // 2,000 left, shared between the two slots.
+        let c = purse.draw(1).unwrap();
+        assert_eq!(c.tokens, Some(1_000));
+        purse.settle(c, spent(2_000));
+        assert_eq!(
+            purse.draw(1).unwrap_err(),
+            Exhausted::Tokens {
+                limit: 10_000,
+                spent: 10_000
+            }
+        );
     }
 
     #[test]

@@ -429,7 +429,7 @@ fn dispatch(
     ];
     // The job's time limit follows the story's time left in the run's budget, within the
     // workflow's own (which applies alone when there is no budget, or no such input).
-    if let (Some(most), Some(left)) = (follow.minutes, job.limits.1) {
+    if let (Some(most), Some(left)) = (follow.minutes, job.limits.time) {
         let minutes = job_minutes(left).min(most);
         args.extend(["-f".to_owned(), format!("minutes={minutes}")]);
     }

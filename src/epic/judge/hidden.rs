@@ -57,6 +57,7 @@ pub fn stored(repo: &Repo, key: &str, base: ObjectId) -> Result<Option<Hidden>, 
         micro_usd: next(),
         invocations: u32::try_from(next()).unwrap_or(u32::MAX),
         ms: next(),
+        tokens: next(),
     };
     Ok(Some(Hidden {
         files,
@@ -94,7 +95,10 @@ pub fn store(
     let said_file = draft.path().join("said");
     std::fs::write(&said_file, format!("{said}\n")).map_err(io(&said_file))?;
     let spent_file = draft.path().join("spent");
-    let numbers = format!("{} {} {}\n", spent.micro_usd, spent.invocations, spent.ms);
+    let numbers = format!(
+        "{} {} {} {}\n",
+        spent.micro_usd, spent.invocations, spent.ms, spent.tokens
+    );
     std::fs::write(&spent_file, numbers).map_err(io(&spent_file))?;
     // Written once: tests another run of the story stored first stay the story's.
     if !place.exists() {

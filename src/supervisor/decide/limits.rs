@@ -34,18 +34,11 @@ pub fn reached(
             return Some(stop(Exhausted::Usd { limit, spent }));
         }
     }
-    if let Some(budget) = budgets.budget_tokens.filter(|b| state.tokens >= *b) {
-        return Some((
-            NewEvent::new(Body::LimitTokens(TokenLimit {
-                budget_tokens: budget,
-                spent_tokens: state.tokens,
-            }))
-            .decision(Some(Decision::Auto)),
-            Outcome::TokenLimit {
-                limit: budget,
-                spent: state.tokens,
-            },
-        ));
+    if let Some(limit) = budgets.budget_tokens.filter(|b| state.tokens >= *b) {
+        return Some(stop(Exhausted::Tokens {
+            limit,
+            spent: state.tokens,
+        }));
     }
     let limit = limits.max_run_time.as_millis() as u64;
     if state.run_time_ms >= limit {
@@ -118,6 +111,13 @@ pub fn stop(limit: Exhausted) -> (NewEvent, Outcome) {
             Outcome::InvocationLimit { limit },
         ),
         Exhausted::Usd { limit, spent } => return budget_stop(limit, spent, Vec::new()),
+        Exhausted::Tokens { limit, spent } => (
+            Body::LimitTokens(TokenLimit {
+                budget_tokens: limit,
+                spent_tokens: spent,
+            }),
+            Outcome::TokenLimit { limit, spent },
+        ),
         Exhausted::Time { limit, spent } => (
             Body::LimitRunTime(RunTimeLimit {
                 limit_secs: limit / 1000,

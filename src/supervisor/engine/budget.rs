@@ -38,10 +38,15 @@ impl Engine<'_> {
             (Some(own), Some(drawn)) => Some(own.min(drawn)),
             (own, drawn) => own.or(drawn),
         };
-        let tokens = self.config.orchestration.budget_tokens.map(|budget| {
+        let own = self.config.orchestration.budget_tokens.map(|budget| {
             let left = budget.saturating_sub(self.state.tokens);
             left.div_ceil(n as u64)
         });
+        let drawn = draw.and_then(|d| d.tokens);
+        let tokens = match (own, drawn) {
+            (Some(own), Some(drawn)) => Some(own.min(drawn)),
+            (own, drawn) => own.or(drawn),
+        };
         let allowance = Allowance { usd: money, tokens };
         (time.max(Duration::from_secs(1)), allowance)
     }
@@ -63,13 +68,29 @@ impl Engine<'_> {
         }
     }
 
-    /// The run stopped at the dollars it shares with others: the purse's limit and what all
+    /// A step was stopped at its share of the dollars or tokens the run shares with others:
+    /// the purse's limit it came nearest to (the share of each is taken alike) and what all
     /// of them spent.
     pub(super) fn shared_budget_stop(&self) -> Option<(NewEvent, Outcome)> {
         let purse = self.purse?;
-        let limit = purse.limits().micro_usd?;
-        let spent = purse.spent().micro_usd;
-        Some(decide::limit_stop(Exhausted::Usd { limit, spent }))
+        let (limits, spent) = (purse.limits(), purse.spent());
+        let dollars = limits.micro_usd.map(|limit| Exhausted::Usd {
+            limit,
+            spent: spent.micro_usd,
+        });
+        let tokens = limits.tokens.map(|limit| Exhausted::Tokens {
+            limit,
+            spent: spent.tokens,
+        });
+        let nearer = match (dollars, tokens) {
+            (Some(d), Some(t)) => Some(if t.spent_part() > d.spent_part() {
+                t
+            } else {
+                d
+            }),
+            (d, t) => d.or(t),
+        };
+        Some(decide::limit_stop(nearer?))
     }
 
     /// What this run spent so far, as a purse counts it.
@@ -78,6 +99,7 @@ impl Engine<'_> {
             micro_usd: self.state.cost_micro_usd,
             invocations: self.state.invocations,
             ms: self.state.run_time_ms,
+            tokens: self.state.tokens,
         }
     }
 }

@@ -128,6 +128,10 @@ pub struct RunArgs {
     /// report it, or their tokens at their model's price)
     #[arg(long, value_name = "USD")]
     pub budget_usd: Option<f64>,
+    /// Stop starting stories once the epic's agents have spent this many tokens, in and out
+    /// (as the CLIs report them; a CLI that reports each request is stopped within one)
+    #[arg(long, value_name = "N")]
+    pub budget_tokens: Option<u64>,
     /// Stop starting stories after this many agent invocations over the epic
     #[arg(long, value_name = "N")]
     pub max_invocations: Option<u32>,
@@ -245,6 +249,7 @@ pub fn resume(ctx: &Context, epic: &str, on: Option<&str>) -> Result<u8, Command
             on: started.on,
             gates: started.gates,
             budget_usd: budget.usd,
+            budget_tokens: budget.tokens,
             max_invocations: budget.invocations,
             max_time: budget.time_secs.map(|s| format!("{s}s")),
             story_budget_usd: budget.story_usd,
@@ -379,6 +384,11 @@ fn budget(args: &RunArgs) -> Result<EpicBudget, CommandError> {
             )));
         }
     }
+    if args.budget_tokens == Some(0) {
+        return Err(CommandError::usage(
+            "--budget-tokens 0 would start nothing; give a positive number of tokens",
+        ));
+    }
     if args.max_invocations == Some(0) {
         return Err(CommandError::usage(
             "--max-invocations 0 would start nothing; give a positive number",
@@ -399,6 +409,7 @@ fn budget(args: &RunArgs) -> Result<EpicBudget, CommandError> {
     };
     Ok(EpicBudget {
         usd: args.budget_usd,
+        tokens: args.budget_tokens,
         invocations: args.max_invocations,
         time_secs,
         story_usd: args.story_budget_usd,
