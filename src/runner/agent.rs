@@ -842,8 +842,21 @@ mod tests {
             assert_eq!(claude[last + 1], "1.2500", "{claude:?}");
             assert!(last > claude.iter().position(|a| a == higher).unwrap());
         }
-        // An output format the configuration chooses is given once: Gemini CLI and Qwen
-        // Code read a flag given twice as a list, and print plain text.
+    }
+
+    /// An output format the configuration chooses is given once: Gemini CLI and Qwen Code
+    /// read a flag given twice as a list, and print plain text.
+    #[test]
+    fn an_output_format_the_configuration_chooses_is_given_once() {
+        use super::super::adapter::Call;
+        let mut config = RunnersConfig::default();
+        let args = |config: &RunnersConfig, kind: &str| {
+            let call = Call {
+                prompt: "p",
+                ..Call::default()
+            };
+            k(kind).adapter().command_line(config.cli(kind), &call).0
+        };
         for (kind, ours) in [("gemini", "json"), ("qwen", "stream-json")] {
             for chosen in [
                 &["--output-format", "json"][..],
@@ -857,7 +870,7 @@ mod tests {
                         ..Default::default()
                     },
                 );
-                let (line, _) = args(&config, kind, "p", None);
+                let line = args(&config, kind);
                 let formats = line
                     .iter()
                     .filter(|a| {
@@ -867,7 +880,7 @@ mod tests {
                 assert_eq!(formats, 1, "{kind}: {line:?}");
             }
             config.clis.remove(kind);
-            let (line, _) = args(&config, kind, "p", None);
+            let line = args(&config, kind);
             assert!(
                 line.windows(2).any(|w| w == ["--output-format", ours]),
                 "{kind}: {line:?}"
