@@ -1,7 +1,7 @@
 //! Repositories of the shapes real ones have, through a session's whole life: start,
 //! checkpoint, rollback, undo, remove.
 
-use crate::common::{read, write, TestEnv};
+use crate::common::{read, write, Run, TestEnv};
 
 /// A sparse checkout with a sparse index (`sparse-checkout --sparse-index`, as Scalar sets
 /// it): the main worktree's index holds whole directories as single entries. Sessions start
@@ -689,6 +689,55 @@ fn big_files_get_line_endings_converted_exactly_as_git_converts_them() {
         assert!(std::fs::read(wt.join(name)).unwrap() == *bytes, "{name}");
     }
     assert!(std::fs::read(wt.join("autocrlf.dat")).unwrap() == lines("a line\r\n"));
+}
+
+/// A rollback stages a big file its clean filter converts as git-bmad stores it (in bounded
+/// memory), not through git's own `add -A`, which reads such a file whole and holds its
+/// converted form besides: git never runs the filter on it (its trace says so), the safety
+/// checkpoint is still git's view, and undo gives back the bytes that were on disk.
+#[test]
+fn a_rollback_leaves_git_no_big_file_to_read_whole() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    env.git(&repo, &["config", "filter.upper.clean", "tr a-z A-Z"]);
+    write(&repo, ".gitattributes", "*.dat filter=upper\n");
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-qm", "a filter"]);
+    let (_, wt) = env.start(&repo, "s");
+    let first = env.last_checkpoint(&wt);
+    let big = "a lower-case line\n".repeat(9_000_000 / 18).into_bytes();
+    std::fs::write(wt.join("big.dat"), &big).unwrap();
+    write(&wt, "small.dat", "small\n");
+    env.bmad(&wt, &["checkpoint", "-m", "big"]).success();
+    write(&wt, "notes.txt", "after\n");
+    let before = env.worktree_tree(&wt);
+    let trace = env.root().join("trace2.json");
+    let traced = |args: &[&str]| {
+        let _ = std::fs::remove_file(&trace);
+        let run = Run::from(
+            env.bmad_command(&wt)
+                .env("GIT_TRACE2_EVENT", &trace)
+                .args(args)
+                .output()
+                .unwrap(),
+        );
+        let run = run.success();
+        let events = std::fs::read_to_string(&trace).unwrap_or_default();
+        let filtered: Vec<&str> = events
+            .lines()
+            .filter(|l| l.contains("\"child_start\"") && l.contains("tr a-z A-Z"))
+            .collect();
+        (run, filtered.len(), events.lines().count())
+    };
+    let (_, filtered, events) = traced(&["rollback", &first]);
+    assert!(events > 0, "no git traced");
+    // The small file is git's to filter; the big one is not.
+    assert_eq!(filtered, 1, "git ran the clean filter {filtered} times");
+    assert_eq!(checkpoint_tree(&env, &wt), before);
+    assert!(!wt.join("big.dat").exists());
+    traced(&["undo"]);
+    assert!(std::fs::read(wt.join("big.dat")).unwrap() == big);
+    assert_eq!(read(&wt, "notes.txt"), "after\n");
 }
 
 /// A file git does not track is stored as git would store it now: when the attributes or

@@ -191,8 +191,13 @@ impl Repo {
     }
 
     /// Stage this whole worktree (`add -A`) into the index file `index` and return its tree.
+    /// Big files go in first, as git-bmad stores them (see [`super::prestage`]).
     pub fn write_tree_of_worktree(&self, index: &Path) -> Result<ObjectId> {
         let git = self.git()?;
+        // Only memory is at stake: git's own `add -A` stages whatever this left out.
+        if let Err(e) = self.prestage_big_files(index) {
+            tracing::warn!("big files left to git's add -A: {e}");
+        }
         self.stage_all(git, Some(index))?;
         git.write_tree_of_index(index)
     }

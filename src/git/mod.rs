@@ -22,6 +22,7 @@ mod index;
 mod merge;
 mod notes;
 mod pack;
+mod prestage;
 mod push;
 mod refs;
 mod repo;
