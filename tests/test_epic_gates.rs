@@ -238,13 +238,20 @@ fn an_epic_budget_stops_new_stories_and_a_larger_one_goes_on() {
     let repo = epic_project(&env);
     // One story is its acceptance tests, a dev and a review: three invocations use the
     // budget up.
+    // Stopped at a budget, the run waits for more (exit 6), and says how to give it.
     let run = env
         .bmad(&repo, &["epic", "run", "3", "--max-invocations", "3"])
-        .code(5);
+        .code(6);
     assert!(
         run.stdout.contains("budget: 3 invocations of 3") || run.stderr.contains("budget: 3"),
         "{}\n{}",
         run.stdout,
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains("Next: git bmad epic resume 3 --max-invocations <more> goes on"),
+        "{}",
         run.stderr
     );
     let s = status(&env, &repo);
@@ -261,15 +268,20 @@ fn an_epic_budget_stops_new_stories_and_a_larger_one_goes_on() {
         "{text}"
     );
     // Resume keeps the budget: still nothing new.
-    env.bmad(&repo, &["epic", "resume", "3"]).code(5);
+    let json = env
+        .bmad(&repo, &["epic", "resume", "3", "--json"])
+        .code(6)
+        .json();
+    assert_eq!(json["run"]["reached"], "invocations", "{json:#}");
     assert_eq!(dev_calls(&env).lines().count(), 1);
-    // A run with room finishes the rest.
-    env.bmad(&repo, &["epic", "run", "3", "--max-invocations", "50"])
+    // Resumed with more, it finishes the rest, and the larger budget is the run's.
+    env.bmad(&repo, &["epic", "resume", "3", "--max-invocations", "50"])
         .success();
     let s = status(&env, &repo);
     for key in KEYS {
         assert_eq!(story(&s, key)["stage"], "done", "{key}: {s:#}");
     }
+    assert_eq!(s["started"]["budget"]["invocations"], 50);
     let bad = env
         .bmad(&repo, &["epic", "run", "3", "--max-time", "soon"])
         .code(2);
@@ -306,7 +318,7 @@ fn no_step_starts_once_the_epic_budget_is_spent() {
                 "0.015",
             ],
         )
-        .code(5);
+        .code(6);
     let said = format!("{}{}", run.stdout, run.stderr);
     let calls = read(&env.root(), "home/agent/calls.log");
     // Each call's line starts `<step> <attempt> `; its prompt runs on below.

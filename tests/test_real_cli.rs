@@ -1664,8 +1664,12 @@ fn an_epic_budget_stops_stories_running_at_once_within_one_request_each() {
         assert!(reason.starts_with("stopped at the budget: $"), "{story:#}");
         assert!(story["state"]["pr"].is_null(), "{story:#}");
     }
-    assert_eq!(code, Some(5), "{said}");
+    assert_eq!(code, Some(6), "{said}");
     assert!(said.contains("nothing new is started"), "{said}");
+    assert!(
+        said.contains("Next: git bmad epic resume 3 --budget-usd <more> goes on"),
+        "{said}"
+    );
     // The epic's end counts what both stories spent, the one still running when the
     // budget was reached included.
     let (stopped, total) = world.budget_stop("3");
@@ -1711,7 +1715,7 @@ fn an_epic_budget_counts_claude_dollars_and_codex_tokens_in_one_purse() {
         "--budget-usd",
         &budget.to_string(),
     ]);
-    assert_eq!(code, Some(5), "{said}");
+    assert_eq!(code, Some(6), "{said}");
     let mut codex_spent = 0.0;
     for key in ["3-1-api-client", "3-2-storage"] {
         let story = world.story("3", key);
@@ -1807,7 +1811,7 @@ fn an_epic_token_budget_stops_stories_running_at_once_within_one_request_each() 
         "--budget-tokens",
         &budget.to_string(),
     ]);
-    assert_eq!(code, Some(5), "{said}");
+    assert_eq!(code, Some(6), "{said}");
     let mut spent = 0;
     for key in ["3-1-api-client", "3-2-storage"] {
         let story = world.story("3", key);
@@ -1845,6 +1849,10 @@ fn an_epic_token_budget_stops_stories_running_at_once_within_one_request_each() 
         "{spent} tokens of {budget}: {said}"
     );
     assert!(said.contains("nothing new is started"), "{said}");
+    assert!(
+        said.contains("Next: git bmad epic resume 3 --budget-tokens <more> goes on"),
+        "{said}"
+    );
     let status = world
         .env
         .bmad(&world.repo, &["epic", "status", "3", "--json"])
@@ -1852,7 +1860,7 @@ fn an_epic_token_budget_stops_stories_running_at_once_within_one_request_each() 
         .json();
     assert_eq!(
         status["stopped"].as_str().unwrap_or_default(),
-        format!("budget: {spent} tokens spent of {budget}; nothing new is started (raise it with epic run's budget options to go on)"),
+        format!("budget: {spent} tokens spent of {budget}; nothing new is started (give it more with git bmad epic resume's budget options to go on)"),
         "{said}"
     );
 }

@@ -24,7 +24,7 @@ use super::options::{EpicOptions, On};
 use super::plan::{plan_epic, Plan};
 use super::playbooks;
 use super::scope;
-use super::state::{record, EpicState, OpenGate};
+use super::state::{record, Cap, EpicState, OpenGate};
 use super::story::{fail, run_story, stage_line, End, Message};
 use super::Error;
 use crate::bmad::project::Project;
@@ -51,8 +51,10 @@ pub struct EpicRun {
     pub skipped: Vec<String>,
     /// Stories whose agent halted on a blocking condition: a human resolves it (exit 3).
     pub blocked: Vec<String>,
-    /// The circuit breaker's reason, if it tripped.
+    /// Why nothing new was started (the circuit breaker, a budget), if so.
     pub stopped: Option<String>,
+    /// The budget the stories reached, where the run stopped at it: more goes on.
+    pub reached: Option<Cap>,
     /// Interrupted: state saved, `epic resume` continues.
     pub interrupted: bool,
 }
@@ -467,6 +469,9 @@ impl Epic<'_> {
         }
         super::progress::write(repo, &session, &plan, &state)?;
         let mut out = finished_run(plan, session, state, stopped, interrupted);
+        if out.stopped.is_some() {
+            out.reached = out.state.spent_cap(&options.budget);
+        }
         out.gated = gated;
         out.failed = keys_with(&ended_here, &[End::Failed]);
         out.skipped = keys_with(&ended_here, &[End::Skipped]);
@@ -530,6 +535,7 @@ fn finished_run(
         failed: Vec::new(),
         skipped: Vec::new(),
         blocked: Vec::new(),
+        reached: None,
         stopped,
         interrupted,
     }

@@ -7,7 +7,9 @@ use crate::session::schema::{Body, EpicBudget};
 use crate::session::{self, Decision, NewEvent, Repo, Session};
 use crate::supervisor::purse::{Amounts, Limits, Purse};
 
-pub use crate::session::epic_state::{EpicState, GateDecision, OpenGate, StoryLimits, StoryState};
+pub use crate::session::epic_state::{
+    Cap, EpicState, GateDecision, OpenGate, StoryLimits, StoryState,
+};
 
 /// Journal `body` in the epic's session and fold it into `state`: the one way the run's
 /// record grows, so the state in memory is always the journal's.

@@ -173,29 +173,46 @@ impl EpicState {
     /// Past a budget: why, for the run's `stopped`. What stories spent is what their
     /// stages recorded (the newest value of each, so a story's resumed run counts once).
     pub fn over_budget(&self, budget: &EpicBudget) -> Option<String> {
-        let Spent {
-            usd,
-            invocations,
-            ms,
-            tokens,
-        } = self.spent();
-        let why = if budget.usd.is_some_and(|b| usd >= b) {
-            format!("budget: {} spent of {}", dollars(usd), dollars(budget.usd?))
-        } else if budget.tokens.is_some_and(|b| tokens >= b) {
-            format!("budget: {tokens} tokens spent of {}", budget.tokens?)
-        } else if budget.invocations.is_some_and(|b| invocations >= b) {
-            format!(
-                "budget: {invocations} invocations of {}",
-                budget.invocations?
-            )
-        } else if budget.time_secs.is_some_and(|b| ms / 1000 >= b) {
-            format!("budget: {}s in steps of {}s", ms / 1000, budget.time_secs?)
-        } else {
-            return None;
+        let spent = self.spent();
+        let why = match self.spent_cap(budget)? {
+            Cap::Usd => format!(
+                "budget: {} spent of {}",
+                dollars(spent.usd),
+                dollars(budget.usd?)
+            ),
+            Cap::Tokens => format!(
+                "budget: {} tokens spent of {}",
+                spent.tokens, budget.tokens?
+            ),
+            Cap::Invocations => format!(
+                "budget: {} invocations of {}",
+                spent.invocations, budget.invocations?
+            ),
+            Cap::Time => format!(
+                "budget: {}s in steps of {}s",
+                spent.ms / 1000,
+                budget.time_secs?
+            ),
         };
         Some(format!(
-            "{why}; nothing new is started (raise it with epic run's budget options to go on)"
+            "{why}; nothing new is started (give it more with git bmad epic resume's budget options to go on)"
         ))
+    }
+
+    /// Which of `budget`'s limits the stories have reached, dollars first.
+    pub fn spent_cap(&self, budget: &EpicBudget) -> Option<Cap> {
+        let spent = self.spent();
+        if budget.usd.is_some_and(|b| spent.usd >= b) {
+            Some(Cap::Usd)
+        } else if budget.tokens.is_some_and(|b| spent.tokens >= b) {
+            Some(Cap::Tokens)
+        } else if budget.invocations.is_some_and(|b| spent.invocations >= b) {
+            Some(Cap::Invocations)
+        } else if budget.time_secs.is_some_and(|b| spent.ms / 1000 >= b) {
+            Some(Cap::Time)
+        } else {
+            None
+        }
     }
 
     /// What the stories spent.
@@ -260,6 +277,20 @@ fn merge(into: &mut StoryStage, from: &StoryStage) {
     );
     // A reason belongs to the stage that gave it.
     into.reason = from.reason.clone();
+}
+
+/// One of an epic's budgets ([`EpicBudget`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cap {
+    /// US dollars.
+    Usd,
+    /// Tokens, in and out.
+    Tokens,
+    /// Agent invocations.
+    Invocations,
+    /// Time in steps.
+    Time,
 }
 
 /// What an epic's stories spent, together.
@@ -339,6 +370,48 @@ mod tests {
         assert_eq!(
             state.story_limits("b", &EpicBudget::default()),
             StoryLimits::default()
+        );
+    }
+
+    #[test]
+    fn the_budget_reached_is_named_with_what_was_spent_of_it() {
+        let mut state = EpicState::default();
+        let s = state.stories.entry("a".into()).or_default();
+        s.detail.cost_usd = Some(1.0);
+        s.detail.tokens = Some(5_000);
+        s.detail.invocations = Some(3);
+        s.detail.run_time_ms = Some(60_000);
+        let budget = |usd, tokens, invocations, time_secs| EpicBudget {
+            usd: Some(usd),
+            tokens: Some(tokens),
+            invocations: Some(invocations),
+            time_secs: Some(time_secs),
+            ..EpicBudget::default()
+        };
+        assert_eq!(state.spent_cap(&budget(2.0, 9_000, 9, 90)), None);
+        assert_eq!(state.over_budget(&budget(2.0, 9_000, 9, 90)), None);
+        assert_eq!(state.spent_cap(&EpicBudget::default()), None);
+        // Reached exactly is reached; dollars are named first, time last.
+        assert_eq!(state.spent_cap(&budget(1.0, 5_000, 3, 60)), Some(Cap::Usd));
+        assert_eq!(
+            state.spent_cap(&budget(2.0, 5_000, 3, 60)),
+            Some(Cap::Tokens)
+        );
+        assert_eq!(
+            state.spent_cap(&budget(2.0, 9_000, 3, 60)),
+            Some(Cap::Invocations)
+        );
+        assert_eq!(state.spent_cap(&budget(2.0, 9_000, 9, 60)), Some(Cap::Time));
+        let why = state
+            .over_budget(&budget(2.0, 4_000, 9, 90))
+            .unwrap_or_default();
+        assert!(
+            why.starts_with("budget: 5000 tokens spent of 4000; nothing new is started"),
+            "{why}"
+        );
+        assert_eq!(
+            state.over_budget(&budget(0.5, 9_000, 9, 90)).as_deref(),
+            Some("budget: $1.00 spent of $0.50; nothing new is started (give it more with git bmad epic resume's budget options to go on)")
         );
     }
 }

@@ -44,7 +44,7 @@ pub fn cmd_answer(ctx: &Context, args: &AnswerArgs) -> Result<u8, CommandError> 
     if epic.started.is_some() {
         let message = args.message.as_deref();
         let epic = crate::epic::gates::answer(sessions, &s, &epic, &args.reply, message)?;
-        return super::epic::resume(ctx, &epic, None);
+        return super::epic::resume(ctx, &epic, None, &super::epic::BudgetArgs::default());
     }
     // A story whose pipeline ran on a runner goes on there: its answer is only journaled.
     if let Some(epic) = crate::epic::actions::ran_on_actions(sessions, &s, &journal)? {

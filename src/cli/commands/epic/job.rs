@@ -117,7 +117,7 @@ pub fn cmd_coordinate(ctx: &Context, args: &super::RunArgs) -> Result<u8, Comman
         &name,
         &ctx.policy,
     )? {
-        super::resume(ctx, epic, Some("actions"))
+        super::resume(ctx, epic, Some("actions"), &super::BudgetArgs::default())
     } else {
         let mut args = args.clone();
         args.on = "actions".into();

@@ -14,6 +14,7 @@ use crate::epic::PlanOptions;
 use crate::epic::{self, EpicOptions, Gates};
 use crate::runner::interrupt;
 use crate::session;
+use crate::session::epic_state::Cap;
 use crate::session::schema::EpicBudget;
 use print::{print_plan, print_status};
 
@@ -61,8 +62,9 @@ pub enum EpicAction {
     /// pipeline each story gets
     Plan(Selection),
     /// Run the epic (or continue it): exit 0 all done, 3 the epic or a story waits at a gate
-    /// or a story halted blocked, 5 a story failed or was held back or a budget or the
-    /// circuit breaker stopped the run, 130 interrupted
+    /// or a story halted blocked, 5 a story failed or was held back or the circuit breaker
+    /// stopped the run, 6 it reached its dollar, token or invocation budget, 7 its time in
+    /// steps (epic resume with more goes on), 130 interrupted
     Run(RunArgs),
     /// Each story's stage, integration checkpoint, rounds, pull request, cost and gate, and
     /// the epic's gates and answers, from the epic's journal
@@ -81,7 +83,9 @@ pub enum EpicAction {
     /// of git bmad ci init github runs): take the run over from the remote and continue it,
     /// or start it with these options, on actions; then hand it back
     Coordinate(RunArgs),
-    /// Continue an epic run with the options it was started with
+    /// Continue an epic run with the options it was started with; a budget given here
+    /// replaces the one it had, for the whole run (what it spent counts against it): exit
+    /// codes as run's
     Resume {
         /// The epic
         epic: String,
@@ -89,6 +93,9 @@ pub enum EpicAction {
         /// was started)
         #[arg(long, value_name = "WHERE")]
         on: Option<String>,
+        /// A budget for the whole run from now on, in place of the one it had
+        #[command(flatten)]
+        budget: BudgetArgs,
     },
     /// Print the pipeline playbook a story gets, to copy into .bmad/playbooks/ and change
     Playbook {
@@ -102,6 +109,28 @@ pub enum EpicAction {
         #[arg(long, default_value_t = 1)]
         reviewers: u32,
     },
+}
+
+/// An epic's budgets: `epic run` starts with them, `epic resume` gives more.
+#[derive(Clone, Debug, Default, Args)]
+pub struct BudgetArgs {
+    /// Stop starting stories once the epic has spent this many US dollars (as the CLIs
+    /// report it, or their tokens at their model's price)
+    #[arg(long, value_name = "USD")]
+    pub budget_usd: Option<f64>,
+    /// Stop starting stories once the epic's agents have spent this many tokens, in and out
+    /// (as the CLIs report them; a CLI that reports each request is stopped within one)
+    #[arg(long, value_name = "N")]
+    pub budget_tokens: Option<u64>,
+    /// Stop starting stories after this many agent invocations over the epic
+    #[arg(long, value_name = "N")]
+    pub max_invocations: Option<u32>,
+    /// Stop starting stories after this much time in steps over the epic (90m, 8h)
+    #[arg(long, value_name = "DURATION")]
+    pub max_time: Option<String>,
+    /// What one story's run may spend, in US dollars (its orchestration.budget_usd)
+    #[arg(long, value_name = "USD")]
+    pub story_budget_usd: Option<f64>,
 }
 
 /// `epic run`'s options.
@@ -124,23 +153,9 @@ pub struct RunArgs {
     /// changes its test set-up, removes tests or works outside its scope
     #[arg(long, default_value = "none", value_name = "MODE")]
     pub gates: String,
-    /// Stop starting stories once the epic has spent this many US dollars (as the CLIs
-    /// report it, or their tokens at their model's price)
-    #[arg(long, value_name = "USD")]
-    pub budget_usd: Option<f64>,
-    /// Stop starting stories once the epic's agents have spent this many tokens, in and out
-    /// (as the CLIs report them; a CLI that reports each request is stopped within one)
-    #[arg(long, value_name = "N")]
-    pub budget_tokens: Option<u64>,
-    /// Stop starting stories after this many agent invocations over the epic
-    #[arg(long, value_name = "N")]
-    pub max_invocations: Option<u32>,
-    /// Stop starting stories after this much time in steps over the epic (90m, 8h)
-    #[arg(long, value_name = "DURATION")]
-    pub max_time: Option<String>,
-    /// What one story's run may spend, in US dollars (its orchestration.budget_usd)
-    #[arg(long, value_name = "USD")]
-    pub story_budget_usd: Option<f64>,
+    /// What the epic may spend
+    #[command(flatten)]
+    pub budget: BudgetArgs,
     /// When every story is done, run BMAD's headless retrospective (bmad-retrospective -H)
     /// in a close-out session and offer its document as a draft pull request
     #[arg(long)]
@@ -210,7 +225,7 @@ pub fn cmd_epic(ctx: &Context, args: &EpicArgs) -> Result<u8, CommandError> {
         EpicAction::Run(run) => cmd_run(ctx, run),
         EpicAction::Job(args) => job::cmd_job(ctx, args),
         EpicAction::Coordinate(args) => job::cmd_coordinate(ctx, args),
-        EpicAction::Resume { epic, on } => resume(ctx, epic, on.as_deref()),
+        EpicAction::Resume { epic, on, budget } => resume(ctx, epic, on.as_deref(), budget),
         EpicAction::Status { epic, html } => {
             let repo = ctx.repo()?;
             let sessions = session::Repo::of(&repo);
@@ -230,11 +245,17 @@ pub fn cmd_epic(ctx: &Context, args: &EpicArgs) -> Result<u8, CommandError> {
     }
 }
 
-/// Continue an epic run with the options it was started with (`on`: somewhere else).
-pub fn resume(ctx: &Context, epic: &str, on: Option<&str>) -> Result<u8, CommandError> {
+/// Continue an epic run with the options it was started with (`on`: somewhere else;
+/// `more`: the budgets given in place of its own).
+pub fn resume(
+    ctx: &Context,
+    epic: &str,
+    on: Option<&str>,
+    more: &BudgetArgs,
+) -> Result<u8, CommandError> {
     let repo = ctx.repo()?;
     let started = epic::resume::resume_options(session::Repo::of(&repo), epic, on)?;
-    let budget = started.budget;
+    let had = started.budget;
     cmd_run(
         ctx,
         &RunArgs {
@@ -248,11 +269,14 @@ pub fn resume(ctx: &Context, epic: &str, on: Option<&str>) -> Result<u8, Command
             parallel: started.parallel as usize,
             on: started.on,
             gates: started.gates,
-            budget_usd: budget.usd,
-            budget_tokens: budget.tokens,
-            max_invocations: budget.invocations,
-            max_time: budget.time_secs.map(|s| format!("{s}s")),
-            story_budget_usd: budget.story_usd,
+            budget: BudgetArgs {
+                budget_usd: more.budget_usd.or(had.usd),
+                budget_tokens: more.budget_tokens.or(had.tokens),
+                max_invocations: more.max_invocations.or(had.invocations),
+                max_time: (more.max_time.clone())
+                    .or_else(|| had.time_secs.map(|s| format!("{s}s"))),
+                story_budget_usd: more.story_budget_usd.or(had.story_usd),
+            },
             retro: started.retro,
             base: Some(started.base),
             remote: started.remote,
@@ -271,7 +295,7 @@ pub(super) fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError>
             args.gates
         ))
     })?;
-    let budget = budget(args)?;
+    let budget = budget(&args.budget)?;
     let on = epic::On::parse(&args.on)
         .ok_or_else(|| CommandError::usage(format!("--on {:?}: use here or actions", args.on)))?;
     let options = plan_options(&args.selection)?;
@@ -339,6 +363,10 @@ pub(super) fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError>
         exit::INTERRUPTED
     } else if !run.gated.is_empty() || !run.blocked.is_empty() || run.gate.is_some() {
         exit::GATED
+    } else if run.reached == Some(Cap::Time) {
+        exit::RUN_TIME_LIMIT
+    } else if run.reached.is_some() {
+        exit::INVOCATION_LIMIT
     } else if !run.failed.is_empty() || !run.skipped.is_empty() || run.stopped.is_some() {
         exit::STEP_FAILED
     } else {
@@ -367,13 +395,25 @@ pub(super) fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError>
             "Interrupted; state saved. Continue with git bmad epic resume {}",
             run.plan.epic
         )),
+        exit::RUN_TIME_LIMIT | exit::INVOCATION_LIMIT => {
+            let flag = match run.reached {
+                Some(Cap::Usd) => "--budget-usd",
+                Some(Cap::Tokens) => "--budget-tokens",
+                Some(Cap::Invocations) => "--max-invocations",
+                Some(Cap::Time) | None => "--max-time",
+            };
+            ui.status(format!(
+                "Next: git bmad epic resume {} {flag} <more> goes on with that budget for the whole run (what it spent counts against it)",
+                run.plan.epic
+            ))
+        }
         _ => {}
     }
     Ok(code)
 }
 
 /// The budgets `epic run` was given, checked.
-fn budget(args: &RunArgs) -> Result<EpicBudget, CommandError> {
+fn budget(args: &BudgetArgs) -> Result<EpicBudget, CommandError> {
     for (flag, usd) in [
         ("--budget-usd", args.budget_usd),
         ("--story-budget-usd", args.story_budget_usd),
