@@ -1458,6 +1458,29 @@ impl EpicWorld {
         (stopped, total)
     }
 
+    /// Dev steps on another CLI: `config` as the project's configuration, and BMAD's dev
+    /// workflow installed for that CLI at `workflow` (its command or prompt file), committed.
+    fn dev_on(&self, config: &str, workflow: &str) {
+        write(&self.repo, ".bmad/config.yaml", config);
+        let dev_story =
+            std::fs::read_to_string(self.repo.join(".claude/commands/bmad-dev-story.md"))
+                .expect("the fixture's dev workflow");
+        write(&self.repo, workflow, &dev_story);
+        self.env.git(&self.repo, &["add", "-A"]);
+        self.env
+            .git(&self.repo, &["commit", "-qm", "dev on another CLI"]);
+    }
+
+    /// Story `key`'s journal, event by event.
+    fn journal(&self, key: &str) -> Vec<Value> {
+        let journal = self
+            .env
+            .bmad(&self.repo, &["journal", key, "--json"])
+            .success()
+            .json();
+        journal.as_array().cloned().unwrap_or_default()
+    }
+
     /// Everything the model was sent.
     fn prompts(&self) -> String {
         self.api.seen().iter().map(|s| s.body.to_string()).collect()
@@ -1691,20 +1714,12 @@ fn an_epic_budget_stops_stories_running_at_once_within_one_request_each() {
 )]
 fn an_epic_budget_counts_claude_dollars_and_codex_tokens_in_one_purse() {
     let world = EpicWorld::new("v6", writing("notes/", 12)).with_cli(Cli::Codex);
-    // $0.04 a request at this price (see the run's dollar-budget test).
-    write(
-        &world.repo,
-        ".bmad/config.yaml",
+    // $0.04 a request at this price (see the run's dollar-budget test); BMAD's dev workflow
+    // as a Codex prompt.
+    world.dev_on(
         "checks:\n  test_command: ./test.sh\nrunners:\n  default: claude\n  roles: {dev: codex}\norchestration:\n  agents:\n    dev: {model: test-model}\n  prices:\n    test-model: {input: 100, cached_input: 10, output: 1000}\n",
+        ".codex/prompts/bmad-dev-story.md",
     );
-    // BMAD installed for Codex too: its dev workflow as a Codex prompt.
-    let dev_story = std::fs::read_to_string(world.repo.join(".claude/commands/bmad-dev-story.md"))
-        .expect("the fixture's dev workflow");
-    write(&world.repo, ".codex/prompts/bmad-dev-story.md", &dev_story);
-    world.env.git(&world.repo, &["add", "-A"]);
-    world
-        .env
-        .git(&world.repo, &["commit", "-qm", "dev on codex, priced"]);
     let budget = 0.3;
     let (code, said) = world.run(&[
         "3",
@@ -1725,12 +1740,7 @@ fn an_epic_budget_counts_claude_dollars_and_codex_tokens_in_one_purse() {
             reason.starts_with("stopped at the budget: $"),
             "{story:#}\n{said}"
         );
-        let journal = world
-            .env
-            .bmad(&world.repo, &["journal", key, "--json"])
-            .success()
-            .json();
-        let events = journal.as_array().cloned().unwrap_or_default();
+        let events = world.journal(key);
         let on_codex: Vec<&Value> = events
             .iter()
             .filter(|e| e["detail"]["runner"] == "codex" && e["detail"]["usage"].is_array())
@@ -1786,20 +1796,12 @@ fn an_epic_budget_counts_claude_dollars_and_codex_tokens_in_one_purse() {
 )]
 fn an_epic_token_budget_stops_stories_running_at_once_within_one_request_each() {
     let world = EpicWorld::new("v6", writing("notes/", 40)).with_cli(Cli::Qwen);
-    write(
-        &world.repo,
-        ".bmad/config.yaml",
+    // BMAD's dev workflow as a Qwen command. (No acceptance agent: Claude Code, which
+    // reports at its end only, would spend the purse first.)
+    world.dev_on(
         "checks:\n  test_command: ./test.sh\nrunners:\n  default: claude\n  roles: {dev: qwen}\nepic:\n  acceptance_tests: off\n",
+        ".qwen/commands/bmad-dev-story.md",
     );
-    // BMAD installed for Qwen Code too: its dev workflow as a Qwen command. (No acceptance
-    // agent: Claude Code, which reports at its end only, would spend the purse first.)
-    let dev_story = std::fs::read_to_string(world.repo.join(".claude/commands/bmad-dev-story.md"))
-        .expect("the fixture's dev workflow");
-    write(&world.repo, ".qwen/commands/bmad-dev-story.md", &dev_story);
-    world.env.git(&world.repo, &["add", "-A"]);
-    world
-        .env
-        .git(&world.repo, &["commit", "-qm", "dev on qwen"]);
     // Over Gemini's API, 1,120 tokens a request: two requests each, and a half.
     let (budget, per_request) = (5_000u64, 1_120u64);
     let (code, said) = world.run(&[
@@ -1823,12 +1825,7 @@ fn an_epic_token_budget_stops_stories_running_at_once_within_one_request_each() 
         );
         assert!(story["state"]["pr"].is_null(), "{story:#}");
         spent += story["state"]["tokens"].as_u64().unwrap_or(0);
-        let journal = world
-            .env
-            .bmad(&world.repo, &["journal", key, "--json"])
-            .success()
-            .json();
-        let events = journal.as_array().cloned().unwrap_or_default();
+        let events = world.journal(key);
         let stopped: Vec<&Value> = events
             .iter()
             .filter(|e| e["event"] == "step_failed" && e["detail"]["runner"] == "qwen")

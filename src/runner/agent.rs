@@ -509,6 +509,26 @@ mod tests {
         );
         assert_eq!(r.permission_denials, ["run_shell_command (git push)"]);
         assert!(r.failure().is_some());
+        // No result: killed at a budget, its requests count; ended so by itself, it said
+        // nothing of success, and is no success.
+        let request = r#"{"type":"assistant","session_id":"s1","message":{"model":"q-1","content":[{"type":"text","text":"VERDICT: PASS"}],"usage":{"input_tokens":1000,"output_tokens":20,"cache_read_input_tokens":400}}}"#;
+        let stream = format!("{init}\n{request}\n{request}\n");
+        for exit in [Exit::Spent, Exit::Code(0)] {
+            let r = interpret(
+                k("qwen"),
+                exit,
+                Captured::from_bytes(stream.as_bytes()),
+                Captured::default(),
+                5,
+            );
+            let used = &r.usage[0];
+            assert_eq!(
+                (used.model.as_deref(), used.input, used.cached, used.output),
+                (Some("q-1"), 1200, 800, 40)
+            );
+            assert_eq!(r.agent_session_id.as_deref(), Some("s1"));
+            assert!(r.failure().is_some(), "{exit:?}");
+        }
     }
 
     #[test]

@@ -148,7 +148,8 @@ impl Adapter for Qwen {
     fn read_output(&self, result: &mut AgentResult) -> bool {
         let messages = result_message::messages(result);
         if !result_message::read(result, &messages) {
-            // Stopped before its result (by a budget): what each request reported.
+            // Stopped before its result (by a budget): what each request reported. Still no
+            // result: ended so on its own, it did not say whether it succeeded.
             let mut usage = Vec::new();
             for message in &messages {
                 super::add_request(&mut usage, self.request_usage(message));
@@ -157,7 +158,7 @@ impl Adapter for Qwen {
                 .iter()
                 .find_map(|m| m["session_id"].as_str().map(str::to_owned));
             result.usage = usage;
-            return !messages.is_empty();
+            return false;
         }
         // Its `usage` counts the cached part in `input_tokens`, unlike Claude Code's; its
         // `stats` (Gemini CLI's) has the tokens per model.
