@@ -33,20 +33,12 @@ impl Engine<'_> {
             let left = budget.saturating_sub(spent) as f64 / 1e6;
             left / n as f64
         });
-        let drawn = draw.and_then(|d| d.micro_usd).map(|m| m as f64 / 1e6);
-        let money = match (own, drawn) {
-            (Some(own), Some(drawn)) => Some(own.min(drawn)),
-            (own, drawn) => own.or(drawn),
-        };
+        let money = tighter(own, draw.and_then(|d| d.micro_usd).map(|m| m as f64 / 1e6));
         let own = self.config.orchestration.budget_tokens.map(|budget| {
             let left = budget.saturating_sub(self.state.tokens);
             left.div_ceil(n as u64)
         });
-        let drawn = draw.and_then(|d| d.tokens);
-        let tokens = match (own, drawn) {
-            (Some(own), Some(drawn)) => Some(own.min(drawn)),
-            (own, drawn) => own.or(drawn),
-        };
+        let tokens = tighter(own, draw.and_then(|d| d.tokens));
         let allowance = Allowance { usd: money, tokens };
         (time.max(Duration::from_secs(1)), allowance)
     }
@@ -101,5 +93,13 @@ impl Engine<'_> {
             ms: self.state.run_time_ms,
             tokens: self.state.tokens,
         }
+    }
+}
+
+/// The tighter of two limits, either of which may be none.
+fn tighter<T: PartialOrd>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(if b < a { b } else { a }),
+        (a, b) => a.or(b),
     }
 }
