@@ -581,3 +581,79 @@ fn a_name_git_refuses_in_a_tree_fails_the_checkpoint_with_what_to_do() {
     let tree = env.git(&repo, &["ls-tree", "-r", "--name-only", &chain]);
     assert!(tree.contains("git-hooks/hooks/post-checkout"), "{tree}");
 }
+
+/// A checkpoint saves the index exactly when it records something other than HEAD, however
+/// git left its cache of trees: a change staged deep in a folder, one staged and taken back
+/// (the folders on its way still marked changed), a folder removed, a mode, a new folder.
+/// The saved index is what `git write-tree` makes of it.
+#[test]
+fn a_checkpoint_saves_the_index_exactly_when_it_differs_from_head() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    let (_, wt) = env.start(&repo, "staged");
+    for (path, text) in [
+        ("a/b/c.txt", "c\n"),
+        ("a/b/d.txt", "d\n"),
+        ("a/run.sh", "echo run\n"),
+        ("e/f.txt", "f\n"),
+        ("top.txt", "top\n"),
+    ] {
+        write(&wt, path, text);
+    }
+    env.git(&wt, &["add", "-A"]);
+    env.git(&wt, &["commit", "-qm", "folders"]);
+    let steps: [(&str, &[&[&str]], bool); 6] = [
+        ("nothing staged", &[], false),
+        ("a change deep in a folder", &[&["add", "a/b/c.txt"]], true),
+        (
+            "staged, then taken back",
+            &[&["reset", "-q", "--", "a/b/c.txt"]],
+            false,
+        ),
+        (
+            "a folder removed",
+            &[&["rm", "-rq", "--cached", "a/b"]],
+            true,
+        ),
+        (
+            "a mode",
+            &[
+                &["reset", "-q", "--", "a/b"],
+                &["update-index", "--chmod=+x", "a/run.sh"],
+            ],
+            true,
+        ),
+        (
+            "a new folder",
+            &[
+                &["update-index", "--chmod=-x", "a/run.sh"],
+                &["add", "n/m/new.txt"],
+            ],
+            true,
+        ),
+    ];
+    for (round, (what, commands, differs)) in steps.into_iter().enumerate() {
+        write(&wt, "a/b/c.txt", &format!("c, round {round}\n"));
+        write(&wt, "n/m/new.txt", "new\n");
+        for args in commands {
+            env.git(&wt, args);
+        }
+        let cached = env
+            .git_command(&wt)
+            .args(["diff", "--cached", "--quiet"])
+            .status()
+            .expect("spawn git");
+        assert_eq!(!cached.success(), differs, "{what}: git's view");
+        env.bmad(&wt, &["checkpoint", "-m", what]).success();
+        let status = env.bmad(&wt, &["status", "--json"]).success().json();
+        let index = &status["checkpoints"][0]["checkpoint"]["index"];
+        assert_eq!(!index.is_null(), differs, "{what}: {status:#}");
+        if let Some(index) = index.as_str() {
+            assert_eq!(
+                env.git(&repo, &["rev-parse", &format!("{index}^{{tree}}")]),
+                env.git(&wt, &["write-tree"]),
+                "{what}"
+            );
+        }
+    }
+}

@@ -20,6 +20,7 @@ use super::worktree_scan::{new_files, on_disk, stat_of};
 use super::ObjectId;
 
 mod changes;
+mod staged;
 mod start;
 
 use start::Start;
@@ -52,6 +53,9 @@ pub struct Staged {
     /// Whether it has intent-to-add entries (`git add -N`), which no tree can hold, so a
     /// checkpoint keeps the index whole.
     pub intent_to_add: bool,
+    /// The tree the index describes, where its cache of trees told it (written; a
+    /// checkpoint then saves the index without asking git).
+    pub tree: Option<ObjectId>,
 }
 
 impl Repo {

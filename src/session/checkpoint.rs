@@ -80,7 +80,10 @@ impl Recorded {
             Some(head) => wt.tree_of(head)?,
             None => wt.empty_tree(),
         };
-        let saved = wt.save_index()?;
+        let saved = match staged.and_then(|s| s.tree) {
+            Some(tree) => SavedIndex::Tree(tree),
+            None => wt.save_index()?,
+        };
         if staged.is_none() && saved == SavedIndex::Tree(head_tree) && intent_to_add.is_none() {
             return without_index();
         }

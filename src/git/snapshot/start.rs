@@ -180,8 +180,10 @@ impl Repo {
         }
         changed.extend(tracked_elsewhere);
         changed.extend(self.moved_submodules(&cache));
+        let (changes, tree) = self.index_against(head_tree, &index)?;
         let staged = Staged {
-            changes: self.index_differs_from(head_tree, &index)?,
+            changes,
+            tree,
             intent_to_add: index
                 .entries()
                 .iter()
@@ -314,43 +316,5 @@ impl Repo {
             })
             .map(|e| e.path(state).to_owned())
             .collect()
-    }
-
-    /// Whether `index` records anything other than `tree`: staged changes or conflicts. Its
-    /// cache of trees usually answers at once; otherwise it is compared entry by entry.
-    fn index_differs_from(&self, tree: ObjectId, index: &gix::index::State) -> Result<bool> {
-        if index.entries().iter().any(|e| e.stage_raw() != 0) {
-            return Ok(true);
-        }
-        if let Some(cached) = index.tree() {
-            if cached.num_entries.is_some() {
-                return Ok(cached.id != tree);
-            }
-        }
-        let mut differs = false;
-        let repo = self.gix();
-        // The whole index, wherever the process runs (no pathspec would mean the current
-        // directory only).
-        let mut everything = repo
-            .pathspec(
-                false,
-                None::<&str>,
-                false,
-                index,
-                gix::worktree::stack::state::attributes::Source::IdMapping,
-            )
-            .map_err(|e| Error::gix("could not set up a pathspec", e))?;
-        repo.tree_index_status(
-            &tree,
-            index,
-            Some(&mut everything),
-            gix::status::tree_index::TrackRenames::Disabled,
-            |_, _, _| {
-                differs = true;
-                Ok(gix::diff::index::Action::Break(()))
-            },
-        )
-        .map_err(|e| Error::gix(format!("could not compare the index with tree {tree}"), e))?;
-        Ok(differs)
     }
 }
