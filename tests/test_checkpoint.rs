@@ -656,4 +656,15 @@ fn a_checkpoint_saves_the_index_exactly_when_it_differs_from_head() {
             );
         }
     }
+    // An entry naming an object the repository lacks is never saved as if it were there:
+    // git's own write-tree says what is wrong.
+    let ghost = "100644,1234567890123456789012345678901234567890,a/ghost.txt";
+    env.git(&wt, &["update-index", "--add", "--cacheinfo", ghost]);
+    write(&wt, "a/b/c.txt", "c, with a ghost\n");
+    let refused = env.bmad(&wt, &["checkpoint", "-m", "ghost"]).code(1);
+    assert!(
+        refused.stderr.contains("invalid object"),
+        "{}",
+        refused.stderr
+    );
 }

@@ -43,9 +43,10 @@ impl Repo {
     }
 
     /// The tree of the entries `range` of `index` (those under `prefix`, the folder `cached`
-    /// describes): the cached id where it is valid and counts those entries, else built
-    /// from its files and its folders' trees and written; `None` where the cache does not
-    /// cover the folder or an entry has no place in a tree.
+    /// describes): the cached id where it is valid, counts those entries and its object is
+    /// there, else built from its files and its folders' trees and written; `None` where
+    /// the cache does not cover the folder, or an entry has no place in a tree or names an
+    /// object that is not there (git says which).
     fn folder_tree(
         &self,
         cached: &CachedTree,
@@ -53,8 +54,10 @@ impl Repo {
         prefix: &[u8],
         range: Range<usize>,
     ) -> Result<Option<ObjectId>> {
+        // As git, a cached tree counts only while its object is there.
+        let has = |id: &ObjectId| self.gix().has_object(id);
         if let Some(count) = cached.num_entries {
-            return Ok((count as usize == range.len()).then_some(cached.id));
+            return Ok((count as usize == range.len() && has(&cached.id)).then_some(cached.id));
         }
         let entries = index.entries();
         let mut tree = gix::objs::Tree::empty();
@@ -64,7 +67,9 @@ impl Repo {
             let path = entry.path(index);
             let rest = &path[prefix.len()..];
             let Some(slash) = rest.find_byte(b'/') else {
-                if entry.flags.contains(Flags::INTENT_TO_ADD) || entry.mode.is_sparse() {
+                // No place in a tree, or an object git's write-tree would refuse to name.
+                let missing = !entry.mode.is_submodule() && !has(&entry.id);
+                if entry.flags.contains(Flags::INTENT_TO_ADD) || entry.mode.is_sparse() || missing {
                     return Ok(None);
                 }
                 tree.entries.push(Entry {
