@@ -5,6 +5,7 @@
 //! its cached tree id, and only the folders it marks changed are built again (as `git
 //! write-tree` does, without writing the index back).
 
+use std::collections::HashMap;
 use std::ops::Range;
 
 use gix::bstr::ByteSlice;
@@ -60,6 +61,11 @@ impl Repo {
             return Ok((count as usize == range.len() && has(&cached.id)).then_some(cached.id));
         }
         let entries = index.entries();
+        let children: HashMap<&[u8], &CachedTree> = cached
+            .children
+            .iter()
+            .map(|c| (c.name.as_slice(), c))
+            .collect();
         let mut tree = gix::objs::Tree::empty();
         let mut at = range.start;
         while at < range.end {
@@ -83,7 +89,7 @@ impl Repo {
             // A folder: its entries come together.
             let name = &rest[..slash];
             let folder = &path[..prefix.len() + slash + 1];
-            let Some(child) = cached.children.iter().find(|c| c.name.as_slice() == name) else {
+            let Some(child) = children.get(name.as_bytes()) else {
                 return Ok(None);
             };
             let end = folder_end(index, folder, at..range.end, child.num_entries);
