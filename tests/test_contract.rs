@@ -476,7 +476,7 @@ fn every_file_the_contract_puts_under_git_is_named_by_the_code() {
     for row in rows.iter().filter(|r| r[1].contains("git dir")) {
         for name in code_spans(row[0]) {
             // The fixed part of a name: `bmad-verified.<pid>` is `bmad-verified.`,
-            // `bmad-checkout-*/` is `bmad-checkout-`.
+            // `bmad-scratch-*/` is `bmad-scratch-`.
             let fixed = name
                 .split(['<', '*'])
                 .next()

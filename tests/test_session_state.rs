@@ -345,7 +345,7 @@ fn a_killed_undo_still_gives_back_every_byte() {
         .unwrap()
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|name| name.starts_with("bmad-checkout-"))
+        .filter(|name| name.starts_with("bmad-scratch-"))
         .collect();
     assert!(left.is_empty(), "{left:?}");
     env.bmad(&repo, &["doctor"]).success();

@@ -953,3 +953,113 @@ fn files_on_disk(wt: &std::path::Path) -> Vec<String> {
     out.sort();
     out
 }
+
+/// Files git converts from a `working-tree-encoding`, as Windows projects keep PowerShell
+/// scripts and old projects keep Latin-1 or Shift-JIS text: every checkpoint stores what
+/// `git add` stores (git's iconv names and maps encodings otherwise than the web's tables:
+/// `UTF-16LE-BOM`, a big-endian `UTF-16`, C1 bytes in ISO-8859-1, UTF-32), a session starts
+/// from them committed, a secret in UTF-16 text is found, a file git refuses (UTF-16 without
+/// its byte-order mark) is refused with git's reason and what to do, and rollback then undo
+/// give back every byte, with the change feed and without.
+#[test]
+fn files_git_converts_from_an_encoding_are_stored_as_git_stores_them() {
+    fn utf16(bom: &[u8], text: &str, big_endian: bool) -> Vec<u8> {
+        let mut out = bom.to_vec();
+        for unit in text.encode_utf16() {
+            out.extend(if big_endian {
+                unit.to_be_bytes()
+            } else {
+                unit.to_le_bytes()
+            });
+        }
+        out
+    }
+    fn utf32(text: &str) -> Vec<u8> {
+        let mut out = vec![0xff, 0xfe, 0, 0];
+        out.extend(text.chars().flat_map(|c| (c as u32).to_le_bytes()));
+        out
+    }
+    let le = |text: &str| utf16(&[0xff, 0xfe], text, false);
+    let be = |text: &str| utf16(&[0xfe, 0xff], text, true);
+    for feed in ["true", "false"] {
+        let env = TestEnv::new();
+        let repo = env.repo("proj");
+        env.git(&repo, &["config", "bmad.watch", feed]);
+        write(
+            &repo,
+            ".gitattributes",
+            "*.ps1 text eol=crlf working-tree-encoding=UTF-16LE-BOM\n\
+             *.u16 working-tree-encoding=UTF-16\n\
+             *.lat working-tree-encoding=ISO-8859-1\n\
+             *.u32 working-tree-encoding=UTF-32\n",
+        );
+        let files: [(&str, Vec<u8>, Vec<u8>); 4] = [
+            ("build.ps1", le("Write-Host a\r\n"), le("Write-Host b\r\n")),
+            ("be.u16", be("big end\n"), be("big end, edited\n")),
+            (
+                "old.lat",
+                b"caf\xe9\n".to_vec(),
+                b"caf\xe9 \x80\x9f\n".to_vec(),
+            ),
+            ("wide.u32", utf32("wide\n"), utf32("wide, edited\n")),
+        ];
+        for (path, committed, _) in &files {
+            std::fs::write(repo.join(path), committed).unwrap();
+        }
+        env.git(&repo, &["add", "-A"]);
+        env.git(&repo, &["commit", "-qm", "encoded files"]);
+        // Stored as git stores it: git's status has it unchanged, and so must start.
+        let (_, wt) = env.start(&repo, "s");
+        // As git's checkout wrote them (a `UTF-16` file comes out in the byte order iconv
+        // chooses).
+        let checked_out: Vec<Vec<u8>> = files
+            .iter()
+            .map(|(path, _, _)| std::fs::read(wt.join(path)).unwrap())
+            .collect();
+        for (path, _, edited) in &files {
+            std::fs::write(wt.join(path), edited).unwrap();
+        }
+        std::fs::write(wt.join("new.ps1"), le("New-Item x\r\n")).unwrap();
+        env.bmad(&wt, &["checkpoint", "-m", "edits"]).success();
+        let edited = env.worktree_tree(&wt);
+        assert_eq!(checkpoint_tree(&env, &wt), edited, "feed {feed}");
+
+        // Vetted as text, as git stores it.
+        std::fs::write(
+            wt.join("keys.ps1"),
+            le("$key = \"AKIAIOSFODNN7EXAMPLQ\"\r\n"),
+        )
+        .unwrap();
+        let kept_out = env.bmad(&wt, &["checkpoint", "-m", "a key"]);
+        assert_eq!(kept_out.code, 4, "{}", kept_out.stderr);
+        assert!(kept_out.stderr.contains("keys.ps1"), "{}", kept_out.stderr);
+        std::fs::remove_file(wt.join("keys.ps1")).unwrap();
+
+        // git refuses UTF-16 without its mark, naming the encoding to use: so does a
+        // checkpoint, and nothing is stored.
+        std::fs::write(wt.join("nomark.u16"), "n\0o\0".as_bytes()).unwrap();
+        let refused = env.bmad(&wt, &["checkpoint", "-m", "no mark"]);
+        assert_eq!(refused.code, 1, "{}", refused.stderr);
+        assert!(
+            refused.stderr.contains("BOM is required")
+                && refused.stderr.contains("UTF-16BE or UTF-16LE"),
+            "{}",
+            refused.stderr
+        );
+        assert_eq!(checkpoint_tree(&env, &wt), edited);
+        std::fs::remove_file(wt.join("nomark.u16")).unwrap();
+
+        env.bmad(&wt, &["rollback", "1"]).success();
+        for ((path, _, _), at_start) in files.iter().zip(&checked_out) {
+            assert!(std::fs::read(wt.join(path)).unwrap() == *at_start, "{path}");
+        }
+        assert!(!wt.join("new.ps1").exists());
+        env.bmad(&wt, &["undo"]).success();
+        for (path, _, edited) in &files {
+            assert!(std::fs::read(wt.join(path)).unwrap() == *edited, "{path}");
+        }
+        assert!(std::fs::read(wt.join("new.ps1")).unwrap() == le("New-Item x\r\n"));
+        assert_eq!(env.worktree_tree(&wt), edited, "feed {feed}");
+        env.bmad(&repo, &["doctor"]).success();
+    }
+}

@@ -7,16 +7,12 @@ use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
 
-use super::error::{Error, Result};
+use super::error::Result;
 use super::repo::Repo;
 use super::ObjectId;
 
 /// Paths handed to one git command, well under any command-line limit.
 const PATHS_PER_CALL: usize = 500;
-
-/// The prefix of the scratch folder git writes checkout forms into, in the git dir; one a
-/// killed git-bmad left is cleared by [`Repo::clear_abandoned_scratch`].
-const SCRATCH_PREFIX: &str = "bmad-checkout-";
 
 /// What git's checkout does to a file, by its attributes and config.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,10 +69,7 @@ impl Repo {
     /// Of `paths`, those whose file differs from the form git's checkout of `tree` writes,
     /// written by git into a scratch folder.
     fn unlike_written_forms(&self, tree: ObjectId, paths: &[&String]) -> Result<Vec<String>> {
-        let scratch = tempfile::Builder::new()
-            .prefix(SCRATCH_PREFIX)
-            .tempdir_in(self.git_dir())
-            .map_err(|e| Error::io("make a scratch folder in", self.git_dir(), e))?;
+        let scratch = self.scratch_dir("checkout")?;
         let index = scratch.path().join("index");
         let forms = scratch.path().join("forms");
         let git = self.git()?;
@@ -156,31 +149,6 @@ impl Repo {
         let attrs: Vec<Attribute<'_>> = fields.chunks_exact(3).map(|t| (t[1], t[2])).collect();
         Ok(beyond_line_endings(&attrs))
     }
-
-    /// Whether a scratch folder (see [`SCRATCH_PREFIX`]) is in this worktree's git dir.
-    pub fn has_scratch_left(&self) -> bool {
-        std::fs::read_dir(self.git_dir())
-            .is_ok_and(|mut entries| entries.any(|e| e.is_ok_and(|e| is_scratch(&e))))
-    }
-
-    /// Remove the scratch folders a killed git-bmad left in this worktree's git dir; the
-    /// caller knows that no git-bmad works here now.
-    pub fn clear_abandoned_scratch(&self) {
-        let Ok(entries) = std::fs::read_dir(self.git_dir()) else {
-            return;
-        };
-        for entry in entries.flatten().filter(is_scratch) {
-            let _ = std::fs::remove_dir_all(entry.path());
-        }
-    }
-}
-
-fn is_scratch(entry: &std::fs::DirEntry) -> bool {
-    entry
-        .file_name()
-        .to_string_lossy()
-        .starts_with(SCRATCH_PREFIX)
-        && entry.file_type().is_ok_and(|t| t.is_dir())
 }
 
 /// An attribute's name and value, as `check-attr` prints them.

@@ -163,6 +163,26 @@ impl GitCli {
         Ok(head)
     }
 
+    /// `git hash-object -w` of the worktree file `path`, converted by its attributes as
+    /// `git add` converts it; stored in the object folder `scratch` when given (with `own`,
+    /// the repository's objects, read beside it), else in the repository.
+    pub(super) fn hash_file_into(
+        &self,
+        path: &Path,
+        scratch: Option<&Path>,
+        own: &Path,
+    ) -> Result<ObjectId> {
+        let mut cmd = self.command();
+        if let Some(scratch) = scratch {
+            cmd.env("GIT_OBJECT_DIRECTORY", scratch)
+                .env("GIT_ALTERNATE_OBJECT_DIRECTORIES", own);
+        }
+        let mut at = std::ffi::OsString::from("--path=");
+        at.push(path);
+        cmd.args(["hash-object", "-w"]).arg(at).arg("--").arg(path);
+        parse_id(&run_checked(cmd)?)
+    }
+
     /// Run git with a temporary index (`GIT_INDEX_FILE`).
     fn run_with_index<I, S>(&self, index: &Path, args: I) -> Result<Vec<u8>>
     where

@@ -26,6 +26,7 @@ mod prestage;
 mod push;
 mod refs;
 mod repo;
+mod scratch;
 mod shadow_place;
 mod signing;
 mod snapshot;

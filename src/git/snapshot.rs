@@ -20,15 +20,24 @@ use super::worktree_scan::{new_files, on_disk, stat_of};
 use super::ObjectId;
 
 mod changes;
+mod encoded;
 mod staged;
 mod start;
 
+use encoded::Encoded;
 use start::Start;
 
 pub use changes::Dirt;
 
 /// Judges one changed file (its path, its bytes) before it may enter the object database.
 pub type Vet<'a> = &'a mut dyn FnMut(&str, &[u8]) -> bool;
+
+/// How files go in, as `git add` converts them: gix's pipeline, and git itself for the files
+/// it converts from a working-tree encoding.
+struct Converters<'r> {
+    pipeline: gix::filter::Pipeline<'r>,
+    encoded: Encoded<'r>,
+}
 
 /// How much of a file a vet sees: a secret past the first 8 MiB of a file is not looked for.
 pub const VET_LIMIT: u64 = 8 << 20;
@@ -132,7 +141,10 @@ impl Repo {
                 &head_entries
             }
         };
-        let mut pipeline = self.filter_pipeline_with(index)?;
+        let mut converters = Converters {
+            pipeline: self.filter_pipeline_with(index)?,
+            encoded: Encoded::of(self, index)?,
+        };
         let modes = Modes::of(repo);
         phases.done("index entries and filters ready");
         // The new blobs and trees are written together, as one pack when many: at the end,
@@ -153,7 +165,7 @@ impl Repo {
                 continue;
             }
             let (stored, stat) =
-                self.store_file(held, &mut pipeline, index, path, before, &mut vet)?;
+                self.store_file(held, &mut converters, index, path, before, &mut vet)?;
             let entry = match stored {
                 Stored::Object(kind, id) => Some((modes.as_git_has_it(kind, index, path), id)),
                 Stored::Refused => {
@@ -321,13 +333,12 @@ impl Repo {
     fn store_file(
         &self,
         held: &Repo,
-        pipeline: &mut gix::filter::Pipeline<'_>,
+        converters: &mut Converters<'_>,
         index: &gix::index::State,
         path: &BStr,
         before: Option<(ObjectId, gix::index::entry::Mode)>,
         vet: &mut Option<Vet<'_>>,
     ) -> Result<(Stored, Stat)> {
-        use std::io::Read;
         use std::os::unix::ffi::OsStrExt;
         use std::os::unix::fs::PermissionsExt;
         let full = on_disk(self.workdir(), path);
@@ -359,6 +370,7 @@ impl Repo {
             } else {
                 EntryKind::Blob
             };
+            let by_git = converters.encoded.applies_to(path)?;
             if meta.len() > VET_LIMIT {
                 // Too big to hold in memory: vetted by its head, then streamed to the store.
                 if let Some(vet) = vet.as_mut() {
@@ -368,32 +380,19 @@ impl Repo {
                         }
                     }
                 }
-                let stored = match self.stream_big_file(held, pipeline, index, path, meta.len())? {
-                    Some(id) => Stored::Object(kind, id),
-                    None => Stored::Nothing,
+                let stored = if by_git {
+                    Some(converters.encoded.big_blob(path)?)
+                } else {
+                    self.stream_big_file(held, &mut converters.pipeline, index, path, meta.len())?
                 };
+                let stored = stored.map_or(Stored::Nothing, |id| Stored::Object(kind, id));
                 return Ok((stored, stat));
             }
-            let file =
-                std::fs::File::open(&full).map_err(|e| Error::io("could not read", &full, e))?;
-            let mut bytes = Vec::with_capacity(meta.len() as usize);
-            use gix::filter::plumbing::pipeline::convert::ToGitOutcome;
-            let read = match pipeline
-                .convert_to_git(file, std::ffi::OsStr::from_bytes(path).as_ref(), index)
-                .map_err(|e| Error::gix(format!("could not filter {path}"), e))?
-            {
-                ToGitOutcome::Unchanged(mut file) => file.read_to_end(&mut bytes).map(drop),
-                ToGitOutcome::Process(mut out) => {
-                    out.read_to_end(&mut bytes)
-                        .map_err(|e| filter_failed(&full, e))?;
-                    Ok(())
-                }
-                ToGitOutcome::Buffer(buf) => {
-                    bytes.extend_from_slice(buf);
-                    Ok(())
-                }
+            let bytes = if by_git {
+                converters.encoded.blob(path)?.1
+            } else {
+                self.filtered(&mut converters.pipeline, index, path, meta.len())?
             };
-            read.map_err(|e| Error::io("could not read", &full, e))?;
             (kind, bytes)
         } else {
             return Ok((Stored::Nothing, stat));
@@ -411,6 +410,39 @@ impl Repo {
         }
         let written = held.write_blob(&bytes)?;
         Ok((Stored::Object(kind, written), stat))
+    }
+
+    /// The bytes of the worktree file `path` (`len` on disk) as gix's pipeline stores them.
+    fn filtered(
+        &self,
+        pipeline: &mut gix::filter::Pipeline<'_>,
+        index: &gix::index::State,
+        path: &BStr,
+        len: u64,
+    ) -> Result<Vec<u8>> {
+        use gix::filter::plumbing::pipeline::convert::ToGitOutcome;
+        use std::io::Read;
+        use std::os::unix::ffi::OsStrExt;
+        let full = on_disk(self.workdir(), path);
+        let file = std::fs::File::open(&full).map_err(|e| Error::io("could not read", &full, e))?;
+        let mut bytes = Vec::with_capacity(len as usize);
+        let read = match pipeline
+            .convert_to_git(file, std::ffi::OsStr::from_bytes(path).as_ref(), index)
+            .map_err(|e| Error::gix(format!("could not filter {path}"), e))?
+        {
+            ToGitOutcome::Unchanged(mut file) => file.read_to_end(&mut bytes).map(drop),
+            ToGitOutcome::Process(mut out) => {
+                out.read_to_end(&mut bytes)
+                    .map_err(|e| filter_failed(&full, e))?;
+                Ok(())
+            }
+            ToGitOutcome::Buffer(buf) => {
+                bytes.extend_from_slice(buf);
+                Ok(())
+            }
+        };
+        read.map_err(|e| Error::io("could not read", &full, e))?;
+        Ok(bytes)
     }
 
     /// The blob of a worktree file too big to hold in memory: streamed when git stores its

@@ -6,6 +6,8 @@
 
 use std::path::Path;
 
+use gix::bstr::BString;
+
 use super::cli::GitCli;
 use super::error::{Error, Result};
 use super::Repo;
@@ -32,8 +34,9 @@ impl Repo {
     }
 
     /// The paths that differ between HEAD, the index and the worktree, and whether the index
-    /// differs from HEAD, as `git status` sees them (it reads a sparse index).
-    pub(super) fn status_by_git(&self, untracked: Untracked) -> Result<(Vec<String>, bool)> {
+    /// differs from HEAD, as `git status` sees them (it reads a sparse index, and converts
+    /// every file as it stores it).
+    pub(super) fn status_by_git(&self, untracked: Untracked) -> Result<(Vec<BString>, bool)> {
         let mode = match untracked {
             Untracked::No => "--untracked-files=no",
             Untracked::Collapsed => "--untracked-files=normal",
@@ -68,34 +71,28 @@ impl Repo {
     }
 }
 
-/// The paths of `git status --porcelain=v2 -z` output, and whether any is staged (or in
-/// conflict).
-fn parse_status(out: &[u8]) -> (Vec<String>, bool) {
-    let text = String::from_utf8_lossy(out);
+/// The paths of `git status --porcelain=v2 -z` output, as bytes (a name need not be UTF-8),
+/// and whether any is staged (or in conflict).
+fn parse_status(out: &[u8]) -> (Vec<BString>, bool) {
     let mut paths = Vec::new();
     let mut staged = false;
-    for record in text.split('\0').filter(|r| !r.is_empty()) {
-        let (kind, rest) = record.split_at(1);
-        let fields = |n: usize| rest.trim_start().splitn(n, ' ').collect::<Vec<&str>>();
-        match kind {
+    for record in out.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+        // How many fields come before the path (which holds what spaces it has), and
+        // whether the record says the index differs, from its `XY`.
+        let (before_path, staged_by): (usize, fn(Option<&[u8]>) -> bool) = match record[0] {
             // `1 XY sub mH mI mW hH hI path`
-            "1" => {
-                let f = fields(8);
-                if let (Some(xy), Some(path)) = (f.first(), f.get(7)) {
-                    staged |= !xy.starts_with('.');
-                    paths.push((*path).to_owned());
-                }
-            }
+            b'1' => (8, |xy| xy.is_some_and(|xy| !xy.starts_with(b"."))),
             // `u XY sub m1 m2 m3 mW h1 h2 h3 path`
-            "u" => {
-                let f = fields(10);
-                if let Some(path) = f.get(9) {
-                    staged = true;
-                    paths.push((*path).to_owned());
-                }
-            }
-            "?" => paths.push(rest.trim_start().to_owned()),
-            _ => {}
+            b'u' => (10, |_| true),
+            // `? path`
+            b'?' => (1, |_| false),
+            _ => continue,
+        };
+        let mut parts = record.splitn(before_path + 1, |b| *b == b' ');
+        let head: Vec<&[u8]> = parts.by_ref().take(before_path).collect();
+        if let Some(path) = parts.next() {
+            staged |= staged_by(head.get(1).copied());
+            paths.push(BString::from(path));
         }
     }
     (paths, staged)
@@ -115,6 +112,11 @@ mod tests {
         assert_eq!(paths, ["top"]);
         assert!(!staged);
         let conflict = b"u UU N... 100644 100644 100644 100644 a b c both\x00";
-        assert_eq!(parse_status(conflict), (vec!["both".to_owned()], true));
+        assert_eq!(parse_status(conflict), (vec![BString::from("both")], true));
+        let not_utf8 = b"? caf\xe9 au lait\x00";
+        assert_eq!(
+            parse_status(not_utf8),
+            (vec![BString::from(&b"caf\xe9 au lait"[..])], false)
+        );
     }
 }

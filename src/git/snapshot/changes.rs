@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use gix::bstr::{BStr, BString, ByteSlice};
 use gix::status::{self, UntrackedFiles};
 
+use super::encoded::Encoded;
 use super::{Vet, VET_LIMIT};
 use crate::git::error::{Error, Result};
 use crate::git::repo::Repo;
@@ -86,31 +87,9 @@ impl Repo {
     }
 
     fn dirt_of(&self, untracked: UntrackedFiles, sample: usize) -> Result<Dirt> {
-        if self.index_is_sparse()? {
-            let untracked = match untracked {
-                UntrackedFiles::None => crate::git::sparse::Untracked::No,
-                UntrackedFiles::Collapsed => crate::git::sparse::Untracked::Collapsed,
-                UntrackedFiles::Files => crate::git::sparse::Untracked::All,
-            };
-            let (mut paths, _) = self.status_by_git(untracked)?;
-            paths.sort();
-            paths.dedup();
-            return Ok(Dirt {
-                count: paths.len(),
-                sample: paths.into_iter().take(sample).collect(),
-            });
-        }
-        let iter = self
-            .status_platform(untracked)?
-            .into_iter(Vec::<BString>::new())
-            .map_err(|e| Error::gix("could not compute the status", e))?;
-        let mut seen = BTreeSet::new();
-        for item in iter {
-            let item = item.map_err(|e| Error::gix("could not compute the status", e))?;
-            seen.extend(relevant_path(&item));
-        }
-        // Sorted: status reports in no fixed order, and a message should not change between
-        // two runs on the same worktree.
+        // A set: sorted, as status reports in no fixed order and a message should not change
+        // between two runs on the same worktree.
+        let (seen, _) = self.status(untracked)?;
         Ok(Dirt {
             count: seen.len(),
             sample: seen
@@ -124,30 +103,71 @@ impl Repo {
     /// Every path that may differ between HEAD, the index and the worktree; and whether the
     /// index differs from HEAD.
     fn changed_paths(&self) -> Result<(BTreeSet<BString>, bool)> {
-        if self.index_is_sparse()? {
-            let (paths, staged) = self.status_by_git(crate::git::sparse::Untracked::All)?;
-            return Ok((paths.into_iter().map(BString::from).collect(), staged));
+        self.status(UntrackedFiles::Files)
+    }
+
+    /// The paths that differ between HEAD, the index and the worktree (untracked ones as
+    /// `untracked` says), and whether the index differs from HEAD: gix's status, or git's
+    /// where gix cannot read the index (a sparse one) or convert a file as git does (an
+    /// encoding it does not know; git is then the one to say what is wrong).
+    fn status(&self, untracked: UntrackedFiles) -> Result<(BTreeSet<BString>, bool)> {
+        if !self.index_is_sparse()? {
+            match self.status_by_gix(untracked) {
+                Ok(Some(status)) => return Ok(status),
+                Ok(None) => tracing::debug!("git computes the status of an encoded file"),
+                Err(e) => tracing::debug!(%e, "git computes the status"),
+            }
         }
+        let untracked = match untracked {
+            UntrackedFiles::None => crate::git::sparse::Untracked::No,
+            UntrackedFiles::Collapsed => crate::git::sparse::Untracked::Collapsed,
+            UntrackedFiles::Files => crate::git::sparse::Untracked::All,
+        };
+        let (paths, staged) = self.status_by_git(untracked)?;
+        Ok((paths.into_iter().collect(), staged))
+    }
+
+    /// gix's status; `None` when it found a file changed that git converts from an
+    /// encoding, which gix reads otherwise (git may have it unchanged: that would keep a
+    /// session from starting).
+    fn status_by_gix(
+        &self,
+        untracked: UntrackedFiles,
+    ) -> Result<Option<(BTreeSet<BString>, bool)>> {
         let iter = self
-            .status_platform(UntrackedFiles::Files)?
+            .status_platform(untracked)?
             .into_iter(Vec::<BString>::new())
             .map_err(|e| Error::gix("could not compute the status", e))?;
         let mut paths = BTreeSet::new();
         let mut staged = false;
+        let mut modified = Vec::new();
         for item in iter {
             let item = item.map_err(|e| Error::gix("could not compute the status", e))?;
-            staged |= match &item {
-                status::Item::TreeIndex(_) => true,
-                status::Item::IndexWorktree(change) => matches!(
-                    change.summary(),
-                    Some(status::index_worktree::iter::Summary::Conflict)
-                ),
-            };
+            use status::index_worktree::iter::Summary;
+            match &item {
+                status::Item::TreeIndex(_) => staged = true,
+                status::Item::IndexWorktree(change) => match change.summary() {
+                    Some(Summary::Conflict) => staged = true,
+                    Some(Summary::Modified | Summary::TypeChange) => {
+                        modified.push(change.rela_path().to_owned())
+                    }
+                    _ => {}
+                },
+            }
             if let Some(path) = relevant_path(&item) {
                 paths.insert(path);
             }
         }
-        Ok((paths, staged))
+        if !modified.is_empty() {
+            let no_index = gix::index::State::new(self.gix().object_hash());
+            let mut encoded = Encoded::of(self, &no_index)?;
+            for path in &modified {
+                if encoded.applies_to(path.as_bstr())? {
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some((paths, staged)))
     }
 
     fn status_platform(

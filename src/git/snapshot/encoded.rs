@@ -1,0 +1,95 @@
+//! Files git stores from a working-tree encoding (`working-tree-encoding=UTF-16LE-BOM`, …):
+//! stored by git itself. gix converts through the web's encodings, which git's iconv names and
+//! maps otherwise (ISO-8859-1 is read as windows-1252, `UTF-16` as little-endian whatever its
+//! byte-order mark; `UTF-16LE-BOM` and UTF-32 are unknown): what it made of such a file would
+//! not be what `git add` stores, or nothing at all.
+
+use std::path::Path;
+
+use gix::bstr::BStr;
+
+use crate::git::error::{Error, Result};
+use crate::git::repo::Repo;
+use crate::git::ObjectId;
+
+/// Which files git converts from a working-tree encoding, by their attributes; and a scratch
+/// object folder, made at the first of them, where git stores what it made of one before the
+/// vet has seen it.
+pub(super) struct Encoded<'r> {
+    repo: &'r Repo,
+    attributes: gix::AttributeStack<'r>,
+    found: gix::attrs::search::Outcome,
+    scratch: Option<tempfile::TempDir>,
+}
+
+impl<'r> Encoded<'r> {
+    /// The attributes of `repo`'s worktree, and for a file missing there of `index`.
+    pub(super) fn of(repo: &'r Repo, index: &gix::index::State) -> Result<Self> {
+        let attributes = repo
+            .gix()
+            .attributes_only(
+                index,
+                gix::worktree::stack::state::attributes::Source::WorktreeThenIdMapping,
+            )
+            .map_err(|e| Error::gix("could not read the attributes", e))?;
+        let found = attributes.selected_attribute_matches(["working-tree-encoding"]);
+        Ok(Encoded {
+            repo,
+            attributes,
+            found,
+            scratch: None,
+        })
+    }
+
+    /// Whether git converts `path` from an encoding: its attribute has a value, or is set
+    /// (which git refuses, and so then does the snapshot, with git's words).
+    pub(super) fn applies_to(&mut self, path: &BStr) -> Result<bool> {
+        use gix::attrs::StateRef;
+        let at = self
+            .attributes
+            .at_entry(path, None)
+            .map_err(|e| Error::gix(format!("could not read the attributes of {path}"), e))?;
+        at.matching_attributes(&mut self.found);
+        Ok(self
+            .found
+            .iter_selected()
+            .any(|m| matches!(m.assignment.state, StateRef::Value(_) | StateRef::Set)))
+    }
+
+    /// The blob git makes of the worktree file `path`, and its bytes, stored in the scratch
+    /// folder only (git reads the repository's own objects beside it).
+    pub(super) fn blob(&mut self, path: &BStr) -> Result<(ObjectId, Vec<u8>)> {
+        let repo = self.repo;
+        let scratch = match &mut self.scratch {
+            Some(scratch) => scratch,
+            none => none.insert(repo.scratch_dir("encoded")?),
+        };
+        let id = repo.store_by_git(path, Some(scratch.path()))?;
+        let mut bytes = Vec::new();
+        let kept = gix::odb::loose::Store::at(scratch.path(), repo.gix().object_hash())
+            .try_find(&id, &mut bytes)
+            .map_err(|e| Error::gix(format!("could not read blob {id}"), e))?
+            .is_some();
+        // Git stores nothing the repository has already.
+        let bytes = if kept { bytes } else { repo.read_blob(id)? };
+        Ok((id, bytes))
+    }
+
+    /// The blob git makes of the worktree file `path`, stored in the repository: for a file
+    /// too big to hold, vetted by its head on disk.
+    pub(super) fn big_blob(&self, path: &BStr) -> Result<ObjectId> {
+        self.repo.store_by_git(path, None)
+    }
+}
+
+impl Repo {
+    /// `git hash-object -w` of the worktree file `path`, which git converts by its
+    /// attributes as `git add` does; into `scratch` when given (an object folder the
+    /// repository's own objects back), else into the repository.
+    fn store_by_git(&self, path: &BStr, scratch: Option<&Path>) -> Result<ObjectId> {
+        use std::os::unix::ffi::OsStrExt;
+        let own = self.gix().objects.store_ref().path().to_owned();
+        let path = Path::new(std::ffi::OsStr::from_bytes(path));
+        self.git()?.hash_file_into(path, scratch, &own)
+    }
+}
