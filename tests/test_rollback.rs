@@ -511,6 +511,29 @@ fn a_required_filter_that_fails_stops_the_checkpoint_and_the_rollback_with_the_f
         "edited\n",
         "the edit is still on disk"
     );
+    // A program that cannot even start (no shell between): git's own words, naming the file
+    // and the filter.
+    env.git(
+        &repo,
+        &["config", "filter.lfsish.clean", "no-such-filter-program"],
+    );
+    let refused = env.bmad(&wt, &["checkpoint", "-m", "edited"]);
+    assert_eq!(refused.code, 1, "{}", refused.stdout);
+    assert!(
+        refused.stderr.contains("git refuses to store data.dat")
+            && refused.stderr.contains("clean filter 'lfsish' failed"),
+        "{}",
+        refused.stderr
+    );
+    let rollback = env.bmad(&wt, &["rollback", "1"]);
+    assert!(
+        rollback
+            .stderr
+            .contains("git refuses to store the worktree as it is on disk"),
+        "{}",
+        rollback.stderr
+    );
+    assert_eq!(read(&wt, "data.dat"), "edited\n");
 
     env.git(&repo, &["config", "--unset", "filter.lfsish.required"]);
     env.bmad(&wt, &["checkpoint", "-m", "edited"]).success();

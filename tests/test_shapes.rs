@@ -1041,12 +1041,26 @@ fn files_git_converts_from_an_encoding_are_stored_as_git_stores_them() {
         let refused = env.bmad(&wt, &["checkpoint", "-m", "no mark"]);
         assert_eq!(refused.code, 1, "{}", refused.stderr);
         assert!(
-            refused.stderr.contains("BOM is required")
+            refused.stderr.contains("git refuses to store nomark.u16")
+                && refused.stderr.contains("BOM is required")
                 && refused.stderr.contains("UTF-16BE or UTF-16LE"),
             "{}",
             refused.stderr
         );
         assert_eq!(checkpoint_tree(&env, &wt), edited);
+        let rollback = env.bmad(&wt, &["rollback", "1"]);
+        assert!(
+            rollback
+                .stderr
+                .contains("git refuses to store the worktree")
+                && rollback.stderr.contains("BOM is required"),
+            "{}",
+            rollback.stderr
+        );
+        assert!(
+            std::fs::read(wt.join("old.lat")).unwrap() == files[2].2,
+            "nothing moved"
+        );
         std::fs::remove_file(wt.join("nomark.u16")).unwrap();
 
         env.bmad(&wt, &["rollback", "1"]).success();

@@ -198,7 +198,13 @@ impl Repo {
         if let Err(e) = self.prestage_big_files(index) {
             tracing::warn!("big files left to git's add -A: {e}");
         }
-        self.stage_all(git, Some(index))?;
+        match self.stage_all(git, Some(index)) {
+            Err(Error::Command { stderr, .. }) => Err(Error::RefusedByGit {
+                what: "the worktree as it is on disk".to_owned(),
+                reason: stderr.trim().to_owned(),
+            }),
+            staged => staged,
+        }?;
         git.write_tree_of_index(index)
     }
 

@@ -48,6 +48,15 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// git would not store a file either (a required filter that cannot run, text its
+    /// encoding does not hold): its own words, which say what to change.
+    #[error("git refuses to store {what}: {reason}")]
+    RefusedByGit {
+        /// The file, or what of the worktree.
+        what: String,
+        /// What git said.
+        reason: String,
+    },
     /// A gix operation failed.
     #[error("{op}")]
     Gix {

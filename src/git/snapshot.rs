@@ -19,12 +19,12 @@ use super::snapshot_cache::{mode_of, tree_kind, StoredCache};
 use super::worktree_scan::{new_files, on_disk, stat_of};
 use super::ObjectId;
 
+mod by_git;
 mod changes;
-mod encoded;
 mod staged;
 mod start;
 
-use encoded::Encoded;
+use by_git::ByGit;
 use start::Start;
 
 pub use changes::Dirt;
@@ -32,11 +32,11 @@ pub use changes::Dirt;
 /// Judges one changed file (its path, its bytes) before it may enter the object database.
 pub type Vet<'a> = &'a mut dyn FnMut(&str, &[u8]) -> bool;
 
-/// How files go in, as `git add` converts them: gix's pipeline, and git itself for the files
-/// it converts from a working-tree encoding.
+/// How files go in, as `git add` converts them: gix's pipeline, and git itself where gix
+/// would store otherwise or cannot (see [`by_git`]).
 struct Converters<'r> {
     pipeline: gix::filter::Pipeline<'r>,
-    encoded: Encoded<'r>,
+    by_git: ByGit<'r>,
 }
 
 /// How much of a file a vet sees: a secret past the first 8 MiB of a file is not looked for.
@@ -143,7 +143,7 @@ impl Repo {
         };
         let mut converters = Converters {
             pipeline: self.filter_pipeline_with(index)?,
-            encoded: Encoded::of(self, index)?,
+            by_git: ByGit::of(self, index)?,
         };
         let modes = Modes::of(repo);
         phases.done("index entries and filters ready");
@@ -370,7 +370,7 @@ impl Repo {
             } else {
                 EntryKind::Blob
             };
-            let by_git = converters.encoded.applies_to(path)?;
+            let encoded = converters.by_git.encoded(path)?;
             if meta.len() > VET_LIMIT {
                 // Too big to hold in memory: vetted by its head, then streamed to the store.
                 if let Some(vet) = vet.as_mut() {
@@ -380,18 +380,26 @@ impl Repo {
                         }
                     }
                 }
-                let stored = if by_git {
-                    Some(converters.encoded.big_blob(path)?)
+                // What gix cannot convert, git does, or says why it will not.
+                let stored = if encoded {
+                    Some(converters.by_git.big_blob(path)?)
                 } else {
-                    self.stream_big_file(held, &mut converters.pipeline, index, path, meta.len())?
+                    let len = meta.len();
+                    match self.stream_big_file(held, &mut converters.pipeline, index, path, len) {
+                        Err(Error::Gix { .. }) => Some(converters.by_git.big_blob(path)?),
+                        stored => stored?,
+                    }
                 };
                 let stored = stored.map_or(Stored::Nothing, |id| Stored::Object(kind, id));
                 return Ok((stored, stat));
             }
-            let bytes = if by_git {
-                converters.encoded.blob(path)?.1
+            let bytes = if encoded {
+                converters.by_git.bytes(path)?
             } else {
-                self.filtered(&mut converters.pipeline, index, path, meta.len())?
+                match self.filtered(&mut converters.pipeline, index, path, meta.len()) {
+                    Err(Error::Gix { .. }) => converters.by_git.bytes(path)?,
+                    bytes => bytes?,
+                }
             };
             (kind, bytes)
         } else {

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use gix::bstr::{BStr, BString, ByteSlice};
 use gix::status::{self, UntrackedFiles};
 
-use super::encoded::Encoded;
+use super::by_git::ByGit;
 use super::{Vet, VET_LIMIT};
 use crate::git::error::{Error, Result};
 use crate::git::repo::Repo;
@@ -160,9 +160,9 @@ impl Repo {
         }
         if !modified.is_empty() {
             let no_index = gix::index::State::new(self.gix().object_hash());
-            let mut encoded = Encoded::of(self, &no_index)?;
+            let mut by_git = ByGit::of(self, &no_index)?;
             for path in &modified {
-                if encoded.applies_to(path.as_bstr())? {
+                if by_git.encoded(path.as_bstr())? {
                     return Ok(None);
                 }
             }

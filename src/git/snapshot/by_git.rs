@@ -1,8 +1,10 @@
-//! Files git stores from a working-tree encoding (`working-tree-encoding=UTF-16LE-BOM`, …):
-//! stored by git itself. gix converts through the web's encodings, which git's iconv names and
-//! maps otherwise (ISO-8859-1 is read as windows-1252, `UTF-16` as little-endian whatever its
-//! byte-order mark; `UTF-16LE-BOM` and UTF-32 are unknown): what it made of such a file would
-//! not be what `git add` stores, or nothing at all.
+//! Files stored by git itself, where gix would not store what `git add` stores:
+//! - a file git converts from a working-tree encoding (`working-tree-encoding=UTF-16LE-BOM`,
+//!   …): gix converts through the web's encodings, which git's iconv names and maps
+//!   otherwise (ISO-8859-1 is read as windows-1252, `UTF-16` as little-endian whatever its
+//!   byte-order mark; `UTF-16LE-BOM` and UTF-32 are unknown);
+//! - a file gix could not convert at all (a required filter whose program cannot start):
+//!   git stores it, or says in its own words why it will not.
 
 use std::path::Path;
 
@@ -13,16 +15,16 @@ use crate::git::repo::Repo;
 use crate::git::ObjectId;
 
 /// Which files git converts from a working-tree encoding, by their attributes; and a scratch
-/// object folder, made at the first of them, where git stores what it made of one before the
-/// vet has seen it.
-pub(super) struct Encoded<'r> {
+/// object folder, made at the first file git stores, where git puts what it made of it
+/// before the vet has seen it.
+pub(super) struct ByGit<'r> {
     repo: &'r Repo,
     attributes: gix::AttributeStack<'r>,
     found: gix::attrs::search::Outcome,
     scratch: Option<tempfile::TempDir>,
 }
 
-impl<'r> Encoded<'r> {
+impl<'r> ByGit<'r> {
     /// The attributes of `repo`'s worktree, and for a file missing there of `index`.
     pub(super) fn of(repo: &'r Repo, index: &gix::index::State) -> Result<Self> {
         let attributes = repo
@@ -33,7 +35,7 @@ impl<'r> Encoded<'r> {
             )
             .map_err(|e| Error::gix("could not read the attributes", e))?;
         let found = attributes.selected_attribute_matches(["working-tree-encoding"]);
-        Ok(Encoded {
+        Ok(ByGit {
             repo,
             attributes,
             found,
@@ -43,7 +45,7 @@ impl<'r> Encoded<'r> {
 
     /// Whether git converts `path` from an encoding: its attribute has a value, or is set
     /// (which git refuses, and so then does the snapshot, with git's words).
-    pub(super) fn applies_to(&mut self, path: &BStr) -> Result<bool> {
+    pub(super) fn encoded(&mut self, path: &BStr) -> Result<bool> {
         use gix::attrs::StateRef;
         let at = self
             .attributes
@@ -56,13 +58,13 @@ impl<'r> Encoded<'r> {
             .any(|m| matches!(m.assignment.state, StateRef::Value(_) | StateRef::Set)))
     }
 
-    /// The blob git makes of the worktree file `path`, and its bytes, stored in the scratch
-    /// folder only (git reads the repository's own objects beside it).
-    pub(super) fn blob(&mut self, path: &BStr) -> Result<(ObjectId, Vec<u8>)> {
+    /// The bytes git stores for the worktree file `path`, put in the scratch folder only
+    /// (git reads the repository's own objects beside it).
+    pub(super) fn bytes(&mut self, path: &BStr) -> Result<Vec<u8>> {
         let repo = self.repo;
         let scratch = match &mut self.scratch {
             Some(scratch) => scratch,
-            none => none.insert(repo.scratch_dir("encoded")?),
+            none => none.insert(repo.scratch_dir("by-git")?),
         };
         let id = repo.store_by_git(path, Some(scratch.path()))?;
         let mut bytes = Vec::new();
@@ -71,12 +73,15 @@ impl<'r> Encoded<'r> {
             .map_err(|e| Error::gix(format!("could not read blob {id}"), e))?
             .is_some();
         // Git stores nothing the repository has already.
-        let bytes = if kept { bytes } else { repo.read_blob(id)? };
-        Ok((id, bytes))
+        if kept {
+            Ok(bytes)
+        } else {
+            repo.read_blob(id)
+        }
     }
 
-    /// The blob git makes of the worktree file `path`, stored in the repository: for a file
-    /// too big to hold, vetted by its head on disk.
+    /// The blob git stores for the worktree file `path`, stored in the repository: for a
+    /// file too big to hold, which the caller vetted by its head on disk.
     pub(super) fn big_blob(&self, path: &BStr) -> Result<ObjectId> {
         self.repo.store_by_git(path, None)
     }
@@ -89,7 +94,13 @@ impl Repo {
     fn store_by_git(&self, path: &BStr, scratch: Option<&Path>) -> Result<ObjectId> {
         use std::os::unix::ffi::OsStrExt;
         let own = self.gix().objects.store_ref().path().to_owned();
-        let path = Path::new(std::ffi::OsStr::from_bytes(path));
-        self.git()?.hash_file_into(path, scratch, &own)
+        let rela = Path::new(std::ffi::OsStr::from_bytes(path));
+        match self.git()?.hash_file_into(rela, scratch, &own) {
+            Err(Error::Command { stderr, .. }) => Err(Error::RefusedByGit {
+                what: path.to_string(),
+                reason: stderr.trim().to_owned(),
+            }),
+            stored => stored,
+        }
     }
 }
