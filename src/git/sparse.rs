@@ -77,23 +77,25 @@ fn parse_status(out: &[u8]) -> (Vec<BString>, bool) {
     let mut paths = Vec::new();
     let mut staged = false;
     for record in out.split(|b| *b == 0).filter(|r| !r.is_empty()) {
-        // How many fields come before the path (which holds what spaces it has), and
-        // whether the record says the index differs, from its `XY`.
-        let (before_path, staged_by): (usize, fn(Option<&[u8]>) -> bool) = match record[0] {
+        // How many fields come before the path, which holds what spaces it has.
+        let before_path = match record[0] {
             // `1 XY sub mH mI mW hH hI path`
-            b'1' => (8, |xy| xy.is_some_and(|xy| !xy.starts_with(b"."))),
+            b'1' => 8,
             // `u XY sub m1 m2 m3 mW h1 h2 h3 path`
-            b'u' => (10, |_| true),
+            b'u' => 10,
             // `? path`
-            b'?' => (1, |_| false),
+            b'?' => 1,
             _ => continue,
         };
         let mut parts = record.splitn(before_path + 1, |b| *b == b' ');
         let head: Vec<&[u8]> = parts.by_ref().take(before_path).collect();
-        if let Some(path) = parts.next() {
-            staged |= staged_by(head.get(1).copied());
-            paths.push(BString::from(path));
-        }
+        let Some(path) = parts.next() else {
+            continue;
+        };
+        // A conflict, or an `X` of `XY` that is not `.`: the index differs from HEAD.
+        staged |= record[0] == b'u'
+            || (record[0] == b'1' && head.get(1).is_some_and(|xy| !xy.starts_with(b".")));
+        paths.push(BString::from(path));
     }
     (paths, staged)
 }
