@@ -1020,7 +1020,12 @@ fn files_git_converts_from_an_encoding_are_stored_as_git_stores_them() {
             std::fs::write(wt.join(path), edited).unwrap();
         }
         std::fs::write(wt.join("new.ps1"), le("New-Item x\r\n")).unwrap();
+        // What a checkpoint killed while git stored a file for it left behind.
+        let git_dir = env.git(&wt, &["rev-parse", "--absolute-git-dir"]);
+        let left = std::path::Path::new(git_dir.trim()).join("bmad-scratch-by-git-k1Ll3d");
+        std::fs::create_dir_all(left.join("ab")).unwrap();
         env.bmad(&wt, &["checkpoint", "-m", "edits"]).success();
+        assert!(!left.exists(), "the next checkpoint clears it");
         let edited = env.worktree_tree(&wt);
         assert_eq!(checkpoint_tree(&env, &wt), edited, "feed {feed}");
 

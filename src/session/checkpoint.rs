@@ -170,6 +170,8 @@ pub fn checkpoint(
     // The snapshot's objects are held and written with the checkpoint commit, as one pack.
     let wt = worktree.as_ref().unwrap_or(repo).holding_objects();
     let wt = &wt;
+    // A killed snapshot's scratch (a file git stored for it), with no git working here.
+    super::git_locks::clear_abandoned_scratch(repo, wt);
     // The last checkpoint's tree: what the worktree's snapshot cache may describe.
     let since = match repo.read_ref(&checkpoints_ref(&session.id))? {
         Some(tip) => Some(repo.tree_of(tip)?),
