@@ -1082,3 +1082,52 @@ fn files_git_converts_from_an_encoding_are_stored_as_git_stores_them() {
         env.bmad(&repo, &["doctor"]).success();
     }
 }
+
+/// Files marked assume-unchanged (`git update-index --assume-unchanged`, as tools do for a
+/// local config file), then one edited and one deleted: git takes the index's content for
+/// them, so its `add -A` and every checkpoint leave both changes out; unmarked, the edit is
+/// recorded. A rollback and undo give back the bytes on disk, with the change feed and
+/// without.
+#[test]
+fn an_assume_unchanged_file_is_recorded_as_git_records_it() {
+    for feed in ["true", "false"] {
+        let env = TestEnv::new();
+        let repo = env.repo("proj");
+        env.git(&repo, &["config", "bmad.watch", feed]);
+        write(&repo, "local.cfg", "committed\n");
+        write(&repo, "gone.cfg", "committed\n");
+        env.git(&repo, &["add", "-A"]);
+        env.git(&repo, &["commit", "-qm", "config files"]);
+        let (_, wt) = env.start(&repo, "s");
+        env.git(
+            &wt,
+            &[
+                "update-index",
+                "--assume-unchanged",
+                "local.cfg",
+                "gone.cfg",
+            ],
+        );
+        write(&wt, "local.cfg", "my own settings\n");
+        std::fs::remove_file(wt.join("gone.cfg")).unwrap();
+        write(&wt, "other.txt", "recorded\n");
+        env.bmad(&wt, &["checkpoint", "-m", "edits"]).success();
+        let tree = checkpoint_tree(&env, &wt);
+        assert_eq!(tree, env.worktree_tree(&wt), "feed {feed}");
+        let recorded = |path: &str| env.git(&wt, &["cat-file", "-p", &format!("{tree}:{path}")]);
+        assert_eq!(recorded("local.cfg"), "committed\n", "feed {feed}");
+        assert_eq!(recorded("gone.cfg"), "committed\n", "feed {feed}");
+
+        env.bmad(&wt, &["rollback", "1"]).success();
+        env.bmad(&wt, &["undo"]).success();
+        assert_eq!(read(&wt, "local.cfg"), "my own settings\n", "feed {feed}");
+        assert!(!wt.join("gone.cfg").exists(), "feed {feed}");
+
+        env.git(&wt, &["update-index", "--no-assume-unchanged", "local.cfg"]);
+        env.bmad(&wt, &["checkpoint", "-m", "unmarked"]).success();
+        let tree = checkpoint_tree(&env, &wt);
+        assert_eq!(tree, env.worktree_tree(&wt), "feed {feed}");
+        let recorded = env.git(&wt, &["cat-file", "-p", &format!("{tree}:local.cfg")]);
+        assert_eq!(recorded, "my own settings\n", "feed {feed}");
+    }
+}

@@ -645,15 +645,20 @@ fn now() -> std::time::Duration {
         .unwrap_or_default()
 }
 
-/// What the index holds for `path` if it is marked skip-worktree: then that is the path's
-/// content, as `git add -A` leaves it, whatever the disk has.
+/// What the index holds for `path` if git takes that for the path's content whatever the
+/// disk has, as `git add -A` leaves it.
 fn held_by_index(
     index: &gix::index::State,
     path: &BStr,
 ) -> Option<(ObjectId, gix::index::entry::Mode)> {
+    use gix::index::entry::Flags;
     let entry = index.entry_by_path(path)?;
-    let skip = gix::index::entry::Flags::SKIP_WORKTREE;
-    entry.flags.contains(skip).then_some((entry.id, entry.mode))
+    // git reads no file marked skip-worktree, and believes one marked assume-unchanged
+    // (`update-index --assume-unchanged`, `core.ignoreStat`) unchanged, even gone.
+    let held = entry
+        .flags
+        .intersects(Flags::SKIP_WORKTREE | Flags::ASSUME_VALID);
+    held.then_some((entry.id, entry.mode))
 }
 
 /// The commit a submodule entry records, if `path` is one in the index.

@@ -353,17 +353,21 @@ impl SnapshotCache {
                 Ok(i) => {
                     seen[i] = true;
                     let skip = theirs.flags.contains(Flags::SKIP_WORKTREE);
+                    // Assume-unchanged: the index holds it too.
+                    let assumed = theirs.flags.contains(Flags::ASSUME_VALID);
                     let ours = &self.state.entries()[i];
                     // Marked skip-worktree, a path is what the index holds; unmarked, what
                     // the disk does. A mark set or cleared changes which with no write a
                     // feed could hear: held by the index, the content is compared; on disk,
                     // an entry with no stat data (one the index held) cannot be vouched for.
-                    let held_by_index = skip && (ours.id, ours.mode) != (theirs.id, theirs.mode);
+                    let held_by_index =
+                        (skip || assumed) && (ours.id, ours.mode) != (theirs.id, theirs.mode);
                     let unvouched =
                         !skip && ours.mode != Mode::COMMIT && ours.stat == Stat::default();
+
                     let submodule_moved = theirs.mode == Mode::COMMIT
                         && (ours.mode != Mode::COMMIT || ours.id != theirs.id);
-                    if skip && ours.stat != Stat::default() {
+                    if (skip || assumed) && ours.stat != Stat::default() {
                         // Its file may change unread from now on: its stat data is void.
                         let (id, mode) = (ours.id, ours.mode);
                         self.set(path, Some((id, mode, Stat::default())));
