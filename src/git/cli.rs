@@ -16,6 +16,9 @@ use super::ObjectId;
 use crate::env::child::REPO_REDIRECTING_VARS;
 
 mod config;
+mod hash_paths;
+
+pub(super) use hash_paths::HashPaths;
 
 /// Options of every patch read for secret scanning: no context, colour, external diff,
 /// textconv or rename pairing, so added lines are exactly what was added; binary files as
@@ -164,18 +167,12 @@ impl GitCli {
     }
 
     /// `git hash-object -w` of the worktree file `path`, converted by its attributes as
-    /// `git add` converts it; stored in the object folder `scratch` when given (with `own`,
-    /// the repository's objects, read beside it), else in the repository.
-    pub(super) fn hash_file_into(
-        &self,
-        path: &Path,
-        scratch: Option<&Path>,
-        own: &Path,
-    ) -> Result<ObjectId> {
+    /// `git add` converts it; stored in the object folder `scratch` when given (converting
+    /// a file reads no object), else in the repository.
+    pub(super) fn hash_file_into(&self, path: &Path, scratch: Option<&Path>) -> Result<ObjectId> {
         let mut cmd = self.command();
         if let Some(scratch) = scratch {
-            cmd.env("GIT_OBJECT_DIRECTORY", scratch)
-                .env("GIT_ALTERNATE_OBJECT_DIRECTORIES", own);
+            cmd.env("GIT_OBJECT_DIRECTORY", scratch);
         }
         let mut at = std::ffi::OsString::from("--path=");
         at.push(path);
