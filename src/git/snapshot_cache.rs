@@ -364,7 +364,6 @@ impl SnapshotCache {
                         (skip || assumed) && (ours.id, ours.mode) != (theirs.id, theirs.mode);
                     let unvouched =
                         !skip && ours.mode != Mode::COMMIT && ours.stat == Stat::default();
-
                     let submodule_moved = theirs.mode == Mode::COMMIT
                         && (ours.mode != Mode::COMMIT || ours.id != theirs.id);
                     if (skip || assumed) && ours.stat != Stat::default() {
