@@ -1020,8 +1020,9 @@ fn files_git_converts_from_an_encoding_are_stored_as_git_stores_them() {
             std::fs::write(wt.join(path), edited).unwrap();
         }
         std::fs::write(wt.join("new.ps1"), le("New-Item x\r\n")).unwrap();
-        // A name git takes on its command line only.
+        // Names git takes on its command line only.
         std::fs::write(wt.join("two\nlines.ps1"), le("Get-Item y\r\n")).unwrap();
+        std::fs::write(wt.join("\"quoted.ps1"), le("Get-Item q\r\n")).unwrap();
         // What a checkpoint killed while git stored a file for it left behind.
         let git_dir = env.git(&wt, &["rev-parse", "--absolute-git-dir"]);
         let left = std::path::Path::new(git_dir.trim()).join("bmad-scratch-by-git-k1Ll3d");
@@ -1076,12 +1077,14 @@ fn files_git_converts_from_an_encoding_are_stored_as_git_stores_them() {
         }
         assert!(!wt.join("new.ps1").exists());
         assert!(!wt.join("two\nlines.ps1").exists());
+        assert!(!wt.join("\"quoted.ps1").exists());
         env.bmad(&wt, &["undo"]).success();
         for (path, _, edited) in &files {
             assert!(std::fs::read(wt.join(path)).unwrap() == *edited, "{path}");
         }
         assert!(std::fs::read(wt.join("new.ps1")).unwrap() == le("New-Item x\r\n"));
         assert!(std::fs::read(wt.join("two\nlines.ps1")).unwrap() == le("Get-Item y\r\n"));
+        assert!(std::fs::read(wt.join("\"quoted.ps1")).unwrap() == le("Get-Item q\r\n"));
         assert_eq!(env.worktree_tree(&wt), edited, "feed {feed}");
         env.bmad(&repo, &["doctor"]).success();
     }

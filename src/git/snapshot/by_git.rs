@@ -71,8 +71,10 @@ impl<'r> ByGit<'r> {
             none => none.insert(repo.scratch_dir("by-git")?),
         };
         let folder = scratch.path();
-        let id = if path.contains(&b'\n') {
-            // A name `--stdin-paths` cannot take.
+        // A name `--stdin-paths` would cut at a line's end or unquote (one that starts with
+        // a double quote) gets a git of its own.
+        let own = path.iter().any(|b| matches!(b, b'\n' | b'\r')) || path.starts_with(b"\"");
+        let id = if own {
             repo.store_by_git(path, Some(folder))?
         } else {
             let git = match &mut self.git {
