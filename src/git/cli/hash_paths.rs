@@ -58,8 +58,9 @@ impl HashPaths {
         })
     }
 
-    /// The blob git stores for the worktree file at `path` (relative to the worktree, no
-    /// newline in it). When git refuses it, git has ended: its words are the error's.
+    /// The blob git stores for the worktree file at `path` (relative to the worktree; a line
+    /// git reads as it is: no newline or carriage return, no leading double quote). When git
+    /// refuses it, git has ended: its words are the error's.
     pub(in crate::git) fn hash(&mut self, path: &[u8]) -> Result<ObjectId> {
         let asked = self.asks.as_mut().is_some_and(|asks| {
             asks.write_all(path)
@@ -79,13 +80,14 @@ impl HashPaths {
         use std::io::{Read, Seek};
         self.asks = None;
         let code = self.child.wait().ok().and_then(|status| status.code());
-        let mut stderr = String::new();
+        let mut said = Vec::new();
         let _ = self.said.rewind();
-        let _ = self.said.read_to_string(&mut stderr);
+        let _ = self.said.read_to_end(&mut said);
         Error::Command {
             args: self.args.clone(),
             code,
-            stderr,
+            // A path it names need not be UTF-8.
+            stderr: String::from_utf8_lossy(&said).into_owned(),
         }
     }
 }
