@@ -198,13 +198,8 @@ impl Repo {
         if let Err(e) = self.prestage_big_files(index) {
             tracing::warn!("big files left to git's add -A: {e}");
         }
-        match self.stage_all(git, Some(index)) {
-            Err(Error::Command { stderr, .. }) => Err(Error::RefusedByGit {
-                what: "the worktree as it is on disk".to_owned(),
-                reason: stderr.trim().to_owned(),
-            }),
-            staged => staged,
-        }?;
+        self.stage_all(git, Some(index))
+            .map_err(|e| e.refused_by_git("the worktree as it is on disk"))?;
         git.write_tree_of_index(index)
     }
 

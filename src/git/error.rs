@@ -148,6 +148,18 @@ pub enum Error {
 }
 
 impl Error {
+    /// A git command that failed storing `what`, as git's refusal in its own words; any
+    /// other error as it is.
+    pub(super) fn refused_by_git(self, what: impl std::fmt::Display) -> Error {
+        match self {
+            Error::Command { stderr, .. } => Error::RefusedByGit {
+                what: what.to_string(),
+                reason: stderr.trim().to_owned(),
+            },
+            e => e,
+        }
+    }
+
     /// Wrap a gix error with the operation it interrupted.
     pub(crate) fn gix(op: impl Into<String>, source: impl Into<gix::Error>) -> Self {
         Error::Gix {

@@ -89,7 +89,7 @@ impl<'r> ByGit<'r> {
                 Ok(id) => id,
                 Err(e) => {
                     self.git = None;
-                    return Err(refused(path, e));
+                    return Err(e.refused_by_git(path));
                 }
             }
         };
@@ -117,17 +117,6 @@ impl Repo {
         let rela = Path::new(std::ffi::OsStr::from_bytes(path));
         self.git()?
             .hash_file_into(rela, scratch)
-            .map_err(|e| refused(path, e))
-    }
-}
-
-/// A failed git storing `path`, in git's own words.
-fn refused(path: &BStr, e: Error) -> Error {
-    match e {
-        Error::Command { stderr, .. } => Error::RefusedByGit {
-            what: path.to_string(),
-            reason: stderr.trim().to_owned(),
-        },
-        e => e,
+            .map_err(|e| e.refused_by_git(path))
     }
 }
