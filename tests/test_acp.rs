@@ -275,8 +275,7 @@ fn a_dollar_budget_over_acp_counts_every_request_an_agent_reports() {
 }
 
 /// Copilot CLI headless: an honest step is done, a lie is not, a push is refused by its own
-/// rules before the hooks; it reports premium requests, not tokens, so a budget refuses it
-/// headless (over ACP it counts).
+/// rules before the hooks.
 #[test]
 #[cfg_attr(
     not(feature = "external-tests"),
@@ -323,17 +322,54 @@ fn copilot_cli_headless_is_done_only_when_the_work_is_there() {
         "pushed: {remote_log}\n{}",
         pushing.explain(&run)
     );
+}
 
-    world.configure("runners:\n  default: copilot\nchecks:\n  test_command: sh test.sh\norchestration:\n  budget_usd: 5\n");
-    let refused = world.bmad(&["run", "scenario"]);
-    assert_eq!(refused.code, 2, "{}", world.explain(&refused));
-    assert!(
-        refused
-            .stderr
-            .contains("copilot reports neither cost nor tokens"),
-        "{}",
-        refused.stderr
-    );
+/// Copilot CLI headless prints no tokens: it writes them, per model, to the usage file
+/// git-bmad names, read once it has ended. The ledger holds what the API served, priced; the
+/// premium requests it counts are journaled (none with a provider of the user's own); a
+/// dollar budget stops the run between steps; in walls of bubblewrap and of Landlock alone.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
+fn copilot_cli_headless_is_budgeted_by_the_tokens_it_reports_when_it_ends() {
+    let two_steps = "name: scenario\nsteps:\n  - id: implement\n    role: dev\n    command: Create src/hello.txt, run the tests and commit\n    timeout: 120s\n    postconditions: [{file_exists: src/hello.txt}, tests_pass]\n  - {id: again, role: dev, command: Do it again, timeout: 120s}\n";
+    for bubblewrap_refused in [false, true] {
+        let world = World::reached(
+            Cli::Copilot,
+            Reach::Link,
+            bubblewrap_refused,
+            honest(),
+            two_steps,
+        );
+        world.configure("runners:\n  default: copilot\nchecks:\n  test_command: sh test.sh\norchestration:\n  budget_usd: 0.05\n  agents:\n    dev: {model: test-model}\n  prices:\n    test-model: {input: 100, cached_input: 10, output: 1000}\n");
+        let run = world.run();
+        assert_eq!(run.code, 6, "{}", world.explain(&run));
+        let started = &world.named("step_started")[0]["detail"];
+        let walls = started["walls"].as_str().unwrap_or_default();
+        let expected = if bubblewrap_refused {
+            "alone"
+        } else {
+            "bubblewrap and"
+        };
+        assert!(walls.contains(expected), "{started:#}");
+        let done = world.named("step_completed");
+        assert_eq!(done.len(), 1, "{}", world.explain(&run));
+        // Per request the API serves 100 input tokens, 1,000 read from the cache and 500
+        // written to it (read fresh), and 20 out.
+        let (served, _) = served(&world);
+        assert!(served >= 4, "{}", world.explain(&run));
+        assert_eq!(
+            ledger(&done[0]),
+            (600 * served, 1000 * served, 20 * served),
+            "the ledger holds what the API served ({served} requests)\n{}",
+            world.explain(&run)
+        );
+        assert_eq!(done[0]["detail"]["cost_priced"], true, "{}", done[0]);
+        assert_eq!(done[0]["detail"]["premium_requests"], 0.0, "{}", done[0]);
+        assert_eq!(world.named("limit_budget_reached").len(), 1);
+    }
 }
 
 /// Qwen Code and OpenCode leave requests out of what they report over ACP: the ledger holds

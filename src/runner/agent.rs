@@ -63,6 +63,10 @@ pub fn invoke(
 ) -> Result<AgentResult> {
     let adapter = invocation.kind.adapter();
     let cli = config.cli(invocation.kind.as_str());
+    let over_acp = cli.protocol == Protocol::Acp;
+    let usage_report = (adapter.writes_usage_file() && !over_acp)
+        .then(UsageReport::new)
+        .transpose()?;
     let call = Call {
         prompt: &invocation.prompt,
         model: invocation.model.as_deref(),
@@ -71,8 +75,8 @@ pub fn invoke(
         guard_hooked: adapter.guard_hooked(&invocation.cwd),
         budget_usd: invocation.allowance.usd,
         contained: invocation.sandbox.is_some(),
+        usage_file: usage_report.as_ref().map(UsageReport::file),
     };
-    let over_acp = cli.protocol == Protocol::Acp;
     // Over ACP, the step's model goes on the command line where the CLI takes it there,
     // else over the protocol.
     let mut model_over_protocol = None;
@@ -126,7 +130,10 @@ pub fn invoke(
         clear_env: true,
         stdin,
         timeout: invocation.timeout,
-        sandbox: invocation.sandbox.clone(),
+        sandbox: match &usage_report {
+            Some(report) => report.shown_in(invocation.sandbox.clone()),
+            None => invocation.sandbox.clone(),
+        },
     };
     let mut result = if over_acp {
         turn(invocation, model_over_protocol, &spec, interrupt)?
@@ -154,6 +161,9 @@ pub fn invoke(
             output.duration.as_millis() as u64,
         )
     };
+    if let Some(report) = usage_report {
+        report.read_into(adapter, &mut result);
+    }
     // The call's `--model` comes after the configured arguments: it is the one the CLI uses.
     result.name_usage(
         invocation
@@ -162,6 +172,63 @@ pub fn invoke(
             .or(adapter.configured_model(cli)),
     );
     Ok(result)
+}
+
+/// The file a CLI writes its usage to when it ends ([`Adapter::writes_usage_file`]), in a
+/// folder of its own that the walls show writable and that is gone with this.
+struct UsageReport {
+    folder: tempfile::TempDir,
+    file: PathBuf,
+}
+
+impl UsageReport {
+    /// Its usage file cannot be large; one that is was not written by the CLI.
+    const LIMIT: u64 = 4 << 20;
+
+    fn new() -> Result<UsageReport> {
+        let folder = tempfile::Builder::new()
+            .prefix("bmad-usage-")
+            .tempdir()
+            .map_err(|source| super::error::Error::Scratch { source })?;
+        // Canonical, as the walls name places.
+        let file = std::fs::canonicalize(folder.path())
+            .unwrap_or_else(|_| folder.path().to_owned())
+            .join("usage.json");
+        Ok(UsageReport { folder, file })
+    }
+
+    fn file(&self) -> &std::path::Path {
+        &self.file
+    }
+
+    /// `sandbox` with the report's folder writable inside.
+    fn shown_in(&self, sandbox: Option<Contained>) -> Option<Contained> {
+        sandbox.map(|mut contained| {
+            let folder = self.file.parent().unwrap_or(self.folder.path());
+            contained
+                .walls
+                .mounts
+                .push(sandbox::Mount::writable(folder));
+            contained
+        })
+    }
+
+    /// What the CLI wrote, read into `result` by its adapter: nothing when it wrote no
+    /// report (killed before its end), or not one that reads as JSON.
+    fn read_into(self, adapter: &dyn super::adapter::Adapter, result: &mut AgentResult) {
+        use std::io::Read;
+        let mut bytes = Vec::new();
+        let read = std::fs::File::open(&self.file)
+            .and_then(|f| f.take(Self::LIMIT).read_to_end(&mut bytes));
+        match read.map(|_| serde_json::from_slice::<serde_json::Value>(&bytes)) {
+            Ok(Ok(report)) => adapter.read_usage_file(&report, result),
+            Ok(Err(e)) => tracing::warn!(
+                "{} wrote a usage report that is not JSON: {e}",
+                result.runner
+            ),
+            Err(e) => tracing::debug!("{} wrote no usage report: {e}", result.runner),
+        }
+    }
 }
 
 /// One prompt turn over the Agent Client Protocol, each shell command the agent asks to run
@@ -280,6 +347,7 @@ fn shaped(
         breaking_change: false,
         agent_session_id: None,
         cost_usd: None,
+        premium_requests: None,
         usage: Vec::new(),
         permission_denials: Vec::new(),
         reported_error: None,
@@ -735,6 +803,7 @@ mod tests {
                     guard_hooked: false,
                     budget_usd: None,
                     contained: false,
+                    usage_file: None,
                 },
             )
         };
@@ -749,6 +818,7 @@ mod tests {
                 guard_hooked: false,
                 budget_usd: Some(1.25),
                 contained: false,
+                usage_file: None,
             };
             k(kind).adapter().command_line(config.cli(kind), &call).0
         };

@@ -49,6 +49,15 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// A folder for what the process reports could not be made.
+    #[error(
+        "could not make a temporary folder for the agent's usage report (is $TMPDIR writable?)"
+    )]
+    Scratch {
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
     /// Waiting for the process failed.
     #[error("could not wait for {program}")]
     Wait {

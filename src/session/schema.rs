@@ -640,6 +640,9 @@ pub struct StepOutcome {
     /// Whether `cost_usd` is git-bmad's pricing of the tokens, not the CLI's own figure.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub cost_priced: bool,
+    /// GitHub's premium requests, as a CLI that counts in them reports them (Copilot CLI).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub premium_requests: Option<f64>,
     /// Tokens and cost per model, as the CLI reported them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub usage: Vec<ModelSpent>,

@@ -149,6 +149,7 @@ impl Attempt<'_> {
                     tokens_out: r.tokens_out(),
                     cost_usd: self.spend.usd,
                     cost_priced: self.spend.usd.is_some() && !self.spend.reported,
+                    premium_requests: r.premium_requests,
                     usage: self
                         .spend
                         .models

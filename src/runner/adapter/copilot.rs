@@ -3,8 +3,11 @@
 //!
 //! Output: one JSON event per line. `assistant.message` carries each model turn's text and
 //! model; `session.error` an error; the last line, `result`, the session id, the exit code
-//! and `usage.premiumRequests` (GitHub's own unit). It prints no token counts, so headless it
-//! cannot be budgeted; over ACP it reports every request's tokens in the prompt's `usage`.
+//! and `usage.premiumRequests` (GitHub's own unit). It prints no token counts; what it used,
+//! per model, it writes when it ends to the file `--usage-output-file` names
+//! (`modelMetrics.<model>.usage`: `inputTokens` with the cache's reads and writes in it,
+//! `cacheReadTokens`, `outputTokens`), so headless it is budgeted at its end, as Claude Code
+//! and Codex are. Over ACP it reports every request's tokens in the prompt's `usage`.
 //!
 //! Headless it runs no tool that would ask unless told: its defaults allow every tool
 //! (`--allow-all-tools`, which its prompt mode requires) except pushing, which git-bmad does
@@ -14,7 +17,7 @@
 
 use serde_json::Value;
 
-use super::{agent_args, whole_command_problem, Adapter, AgentResult, Call};
+use super::{agent_args, whole_command_problem, Adapter, AgentResult, Call, ModelUsage};
 use crate::config::{CliConfig, Protocol};
 
 /// The adapter.
@@ -74,6 +77,9 @@ impl Adapter for Copilot {
             "--no-auto-update",
         ];
         let mut args = agent_args(&head, self, cli, call);
+        if let Some(file) = call.usage_file {
+            args.push(format!("--usage-output-file={}", file.display()));
+        }
         // One argument: a prompt starting with `-` stays a prompt.
         args.push(format!("--prompt={}", call.prompt));
         (args, None)
@@ -95,9 +101,30 @@ impl Adapter for Copilot {
         true
     }
 
-    /// Headless, it prints premium requests, never tokens.
-    fn reports_tokens(&self) -> bool {
-        false
+    fn writes_usage_file(&self) -> bool {
+        true
+    }
+
+    fn names_models(&self) -> bool {
+        true
+    }
+
+    fn read_usage_file(&self, report: &Value, result: &mut AgentResult) {
+        let count = |v: &Value| v.as_u64().unwrap_or(0);
+        for (model, metrics) in report["modelMetrics"].as_object().into_iter().flatten() {
+            let usage = &metrics["usage"];
+            let cached = count(&usage["cacheReadTokens"]);
+            result.usage.push(ModelUsage {
+                model: Some(model.clone()),
+                input: count(&usage["inputTokens"]).saturating_sub(cached),
+                cached,
+                output: count(&usage["outputTokens"]),
+                usd: None,
+            });
+        }
+        if let Some(premium) = report["totalPremiumRequestCost"].as_f64() {
+            result.premium_requests = Some(premium);
+        }
     }
 
     fn read_output(&self, result: &mut AgentResult) -> bool {
@@ -106,6 +133,7 @@ impl Adapter for Copilot {
             return false;
         };
         result.agent_session_id = end["sessionId"].as_str().map(str::to_owned);
+        result.premium_requests = end["usage"]["premiumRequests"].as_f64();
         let said = |e: &&Value| e["data"]["content"].as_str().is_some_and(|t| !t.is_empty());
         if let Some(last) = events
             .iter()
@@ -147,6 +175,21 @@ impl Adapter for Copilot {
                 "runners.copilot.args: `--output-format {format}` would hide Copilot CLI's errors from git-bmad; leave the output format to it (json)"
             ));
         }
+        // Its usage report is git-bmad's to name (the budget reads it), and Copilot CLI
+        // refuses it beside the debug flags.
+        if let Some(flag) = cli.args.iter().flatten().find(|a| {
+            [
+                "--usage-output-file",
+                "--print-debug-info",
+                "--collect-debug-logs",
+            ]
+            .iter()
+            .any(|flag| *a == flag || a.starts_with(&format!("{flag}=")))
+        }) {
+            problems.push(format!(
+                "runners.copilot.args: `{flag}` is refused: headless, git-bmad gives Copilot CLI a `--usage-output-file` of its own and reads its tokens from it (Copilot CLI takes one such file, and none beside its debug flags); drop it"
+            ));
+        }
         // Over ACP it asks git-bmad before each tool call, unless told ahead that it may.
         let ahead = cli.args.iter().flatten().find(|a| {
             ["--allow-all-tools", "--allow-all", "--yolo", "--allow-tool"]
@@ -165,6 +208,83 @@ impl Adapter for Copilot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What Copilot CLI 1.0.102 writes to its usage file and prints last, as it does with a
+    /// provider of the user's own (its shape, from a run against a scripted Anthropic API).
+    #[test]
+    fn its_tokens_come_from_its_usage_file_and_its_premium_requests_from_its_result() {
+        let report = serde_json::json!({
+            "totalPremiumRequestCost": 2.5,
+            "totalUserRequests": 1,
+            "modelMetrics": {
+                "claude-sonnet-4.5": {"requests": {"count": 3, "cost": 2.5},
+                    "usage": {"inputTokens": 1600, "outputTokens": 20,
+                              "cacheReadTokens": 1000, "cacheWriteTokens": 500}},
+                "gpt-5-mini": {"requests": {"count": 1, "cost": 0},
+                    "usage": {"inputTokens": 300, "outputTokens": 7,
+                              "cacheReadTokens": 0, "cacheWriteTokens": 0}}
+            },
+            "agentMetrics": {"main": {"modelMetrics": {}}}
+        });
+        let mut result = crate::runner::interpret(
+            crate::runner::Kind::parse("copilot").unwrap(),
+            crate::runner::Exit::Code(0),
+            crate::runner::Captured::from_bytes(
+                "{\"type\":\"assistant.message\",\"data\":{\"content\":\"Done.\"}}\n\
+                 {\"type\":\"result\",\"sessionId\":\"s-1\",\"exitCode\":0,\"usage\":{\"premiumRequests\":1}}\n"
+                    .as_bytes(),
+            ),
+            crate::runner::Captured::default(),
+            10,
+        );
+        assert_eq!(result.premium_requests, Some(1.0));
+        Copilot.read_usage_file(&report, &mut result);
+        // The report's figure is the whole session's.
+        assert_eq!(result.premium_requests, Some(2.5));
+        let usage: Vec<_> = result
+            .usage
+            .iter()
+            .map(|u| (u.model.as_deref().unwrap(), u.input, u.cached, u.output))
+            .collect();
+        assert_eq!(
+            usage,
+            [
+                ("claude-sonnet-4.5", 600, 1000, 20),
+                ("gpt-5-mini", 300, 0, 7)
+            ]
+        );
+        // A report that is not Copilot CLI's adds nothing.
+        let mut empty = result.clone();
+        empty.usage.clear();
+        Copilot.read_usage_file(&serde_json::json!({"modelMetrics": 3}), &mut empty);
+        assert!(empty.usage.is_empty());
+    }
+
+    #[test]
+    fn its_usage_file_is_git_bmads_to_name() {
+        for flag in [
+            "--usage-output-file=/tmp/u.json",
+            "--usage-output-file",
+            "--print-debug-info",
+            "--collect-debug-logs",
+        ] {
+            let cli = CliConfig {
+                args: Some(vec![flag.to_owned()]),
+                ..CliConfig::default()
+            };
+            let problems = Copilot.config_problems(&cli);
+            assert_eq!(problems.len(), 1, "{flag}: {problems:?}");
+            assert!(problems[0].contains("--usage-output-file"), "{problems:?}");
+        }
+        let call = Call {
+            prompt: "p",
+            usage_file: Some(std::path::Path::new("/tmp/bmad-usage-x/usage.json")),
+            ..Call::default()
+        };
+        let (args, _) = Copilot.command_line(&CliConfig::default(), &call);
+        assert!(args.contains(&"--usage-output-file=/tmp/bmad-usage-x/usage.json".to_owned()));
+        assert_eq!(args.last().unwrap(), "--prompt=p");
+    }
 
     #[test]
     fn over_acp_no_tool_is_approved_ahead() {

@@ -213,6 +213,16 @@ pub trait Adapter: Sync {
         None
     }
 
+    /// Whether it writes what an invocation used to a file git-bmad names
+    /// ([`Call::usage_file`]) when its printed output holds no tokens: read with
+    /// [`Adapter::read_usage_file`] once it has ended.
+    fn writes_usage_file(&self) -> bool {
+        false
+    }
+
+    /// Read the usage file it wrote (see [`Adapter::writes_usage_file`]) into `result`.
+    fn read_usage_file(&self, _report: &serde_json::Value, _result: &mut AgentResult) {}
+
     /// Whether the CLI reports what an invocation cost (so a dollar budget can apply).
     fn reports_cost(&self) -> bool {
         false
@@ -276,6 +286,8 @@ pub struct Call<'a> {
     pub budget_usd: Option<f64>,
     /// Whether git-bmad runs it contained.
     pub contained: bool,
+    /// Where a CLI that [writes its usage to a file](Adapter::writes_usage_file) writes it.
+    pub usage_file: Option<&'a std::path::Path>,
 }
 
 /// `command:` in the section of a runner that takes `program:` and `args:`.
@@ -537,6 +549,9 @@ pub struct AgentResult {
     pub agent_session_id: Option<String>,
     /// Cost in US dollars, when the CLI reports it.
     pub cost_usd: Option<f64>,
+    /// GitHub's premium requests, for a CLI that counts in them (Copilot CLI): what a
+    /// GitHub Copilot plan bills, which a provider of the user's own leaves at 0.
+    pub premium_requests: Option<f64>,
     /// The tokens of each model it used, as it reports them.
     pub usage: Vec<ModelUsage>,
     /// Tool calls the agent was refused.
