@@ -1889,3 +1889,103 @@ fn an_attempt_with_no_progress_is_abandoned_and_one_making_progress_is_not() {
         run.stderr
     );
 }
+
+/// Copilot CLI (1.0.102) as it runs headless on a GitHub Copilot plan: its events, its last
+/// line with the premium requests the prompt cost (a model billed at 1x), and, when it ends,
+/// its usage file where `--usage-output-file` names it. (With a provider of the user's own,
+/// which the real-CLI suite drives, it writes the same with 0 premium requests.)
+const COPILOT_ON_A_PLAN: &str = r#"#!/bin/sh
+usage=""
+for arg in "$@"; do
+  case "$arg" in --usage-output-file=*) usage="${arg#--usage-output-file=}" ;; esac
+done
+echo "$BMAD_STEP $*" >> "$HOME/copilot.log"
+mkdir -p out && touch "out/$BMAD_STEP"
+printf '{"type":"assistant.turn_start","data":{"turnId":"0"}}\n'
+printf '{"type":"assistant.message","data":{"messageId":"m1","model":"claude-sonnet-4.5","content":"Done.","toolRequests":[],"turnId":"0"}}\n'
+printf '{"type":"assistant.turn_end","data":{"turnId":"0"}}\n'
+printf '{"type":"result","timestamp":"2026-12-07T17:13:39.170Z","sessionId":"6a78fd2b-ef12","exitCode":0,"usage":{"premiumRequests":1,"totalApiDurationMs":83,"sessionDurationMs":483,"codeChanges":{"linesAdded":0,"linesRemoved":0,"filesModified":[]}}}\n'
+if [ -n "$usage" ]; then
+  printf '{"totalPremiumRequestCost":1,"totalUserRequests":1,"modelMetrics":{"claude-sonnet-4.5":{"requests":{"count":2,"cost":1},"usage":{"inputTokens":1600,"outputTokens":20,"cacheReadTokens":1000,"cacheWriteTokens":500}}},"currentModel":"claude-sonnet-4.5"}\n' > "$usage"
+fi
+"#;
+
+/// A budget of GitHub's premium requests, Copilot CLI's own unit: each step's are journaled
+/// with its tokens, the run stops before the step that would start past it (exit 6, with
+/// what was spent), and a raised budget goes on from that step.
+#[test]
+fn a_premium_request_budget_stops_copilot_steps_and_a_raised_one_goes_on() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    env.executable("copilot", COPILOT_ON_A_PLAN);
+    write(
+        &repo,
+        ".bmad/config.yaml",
+        "runners:\n  default: copilot\norchestration:\n  budget_premium_requests: 2.5\n",
+    );
+    let wt = with_playbook(
+        &env,
+        &repo,
+        "four",
+        "name: four\nsteps:\n  - {id: a, command: do a, postconditions: [{file_exists: out/a}]}\n  - {id: b, command: do b, postconditions: [{file_exists: out/b}]}\n  - {id: c, command: do c, postconditions: [{file_exists: out/c}]}\n  - {id: d, command: do d, postconditions: [{file_exists: out/d}]}\n",
+    );
+    let run = env.bmad(&wt, &["run", "four"]).code(6);
+    assert!(
+        run.stdout.contains(
+            "the agents have spent 3 of the 2.5 premium requests budgeted (3/4 steps finished)"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stderr
+            .contains("raise orchestration.budget_premium_requests"),
+        "{}",
+        run.stderr
+    );
+    let events = journal(&env, &wt);
+    assert_eq!(steps_of(&events, "step_completed"), ["a", "b", "c"]);
+    let done = named(&events, "step_completed");
+    assert_eq!(done[0]["detail"]["premium_requests"], 1.0);
+    // Its tokens, from the usage file: fresh (cache writes in), cached, out.
+    let usage = &done[0]["detail"]["usage"][0];
+    assert_eq!(
+        (
+            &usage["model"],
+            &usage["tokens_in"],
+            &usage["tokens_cached"],
+            &usage["tokens_out"]
+        ),
+        (
+            &Value::from("claude-sonnet-4.5"),
+            &Value::from(600),
+            &Value::from(1000),
+            &Value::from(20)
+        ),
+        "{}",
+        done[0]
+    );
+    let limit = named(&events, "limit_premium_requests_reached");
+    assert_eq!(limit.len(), 1);
+    assert_eq!(limit[0]["detail"]["spent_premium_requests"], 3.0);
+    let log = std::fs::read_to_string(env.root().join("home/copilot.log")).unwrap();
+    assert_eq!(log.lines().count(), 3, "{log}");
+    assert!(log.contains("--usage-output-file="), "{log}");
+
+    // More budget: the run goes on from d.
+    write(
+        &repo,
+        ".bmad/config.yaml",
+        "runners:\n  default: copilot\norchestration:\n  budget_premium_requests: 10\n",
+    );
+    env.bmad(&wt, &["resume"]).success();
+    let events = journal(&env, &wt);
+    assert_eq!(steps_of(&events, "step_completed"), ["a", "b", "c", "d"]);
+    // The morning report says what they spent, in their unit too.
+    let report = env.bmad(&wt, &["report"]).success();
+    assert!(
+        report.stdout.contains("4 premium requests"),
+        "{}",
+        report.stdout
+    );
+}

@@ -38,6 +38,9 @@ pub struct OrchestrationConfig {
     /// Stop the run once agents have reported this many tokens (input, cache and output):
     /// the budget that applies to CLIs that report no cost.
     pub budget_tokens: Option<u64>,
+    /// Stop the run once its agents have spent this many of GitHub's premium requests, as
+    /// Copilot CLI counts them (a provider of the user's own spends none).
+    pub budget_premium_requests: Option<f64>,
     /// Confidence (0–1) below which a gate is shown in full, whatever its format.
     pub escalation_threshold: f64,
     /// How `run`, `resume` and `answer` show progress (git config `bmad.progress`).
@@ -95,6 +98,7 @@ impl Default for OrchestrationConfig {
             max_concurrent_agents: 4,
             budget_usd: None,
             budget_tokens: None,
+            budget_premium_requests: None,
             escalation_threshold: 0.5,
             progress: ProgressMode::Verbose,
             prices: BTreeMap::new(),
@@ -163,6 +167,13 @@ impl OrchestrationConfig {
             if !(b.is_finite() && b > 0.0) {
                 out.push(format!(
                     "orchestration.budget_usd: {b} must be a positive amount in US dollars"
+                ));
+            }
+        }
+        if let Some(b) = self.budget_premium_requests {
+            if !(b.is_finite() && b > 0.0) {
+                out.push(format!(
+                    "orchestration.budget_premium_requests: {b} must be a positive number of premium requests"
                 ));
             }
         }

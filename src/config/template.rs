@@ -87,6 +87,8 @@ orchestration:
   # budget_usd: 20
   # Or once they have used this many tokens, cache included (Claude, Codex, Gemini).
   # budget_tokens: 5000000
+  # Or once Copilot CLI has spent this many of GitHub's premium requests (its own unit).
+  # budget_premium_requests: 300
   # Prices of models git-bmad's table lacks or that you pay differently for, in US dollars
   # per million tokens.
   # prices:

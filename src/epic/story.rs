@@ -499,6 +499,14 @@ pub(super) fn pipeline_end(
         Outcome::RunTimeLimit { limit_secs } => failed(format!(
             "stopped at {limit_secs}s in steps; with more (--max-time), git bmad epic resume runs it on"
         )),
+        Outcome::PremiumRequestLimit {
+            limit_milli,
+            spent_milli,
+        } => failed(format!(
+            "stopped at the premium request budget: {} of {}; with more (orchestration.budget_premium_requests for each story), git bmad epic resume runs it on",
+            *spent_milli as f64 / 1e3,
+            *limit_milli as f64 / 1e3
+        )),
         Outcome::TokenLimit { limit, spent } => failed(format!(
             "stopped at the token budget: {spent} of {limit} tokens; with more (--budget-tokens, or orchestration.budget_tokens for each story), git bmad epic resume runs it on"
         )),

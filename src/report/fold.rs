@@ -48,6 +48,7 @@ pub fn fold(session: &session::Session, events: &[Event], window: Window) -> Opt
         agent_time_ms: 0,
         tokens: 0,
         cost_usd: 0.0,
+        premium_requests: 0.0,
         models: Vec::new(),
         timeline: Vec::new(),
     };
@@ -216,6 +217,7 @@ fn problem(event: &Event) -> Option<Problem> {
         Body::RunFailed(_) => ("run_failed", session::event_summary(event)),
         Body::LimitBudget(_)
         | Body::LimitTokens(_)
+        | Body::LimitPremiumRequests(_)
         | Body::LimitInvocations(_)
         | Body::LimitRunTime(_) => ("limit", limit_text(&event.body)),
         _ => return None,
@@ -232,6 +234,7 @@ fn problem(event: &Event) -> Option<Problem> {
 fn add_spend(report: &mut SessionReport, outcome: &StepOutcome) {
     report.tokens += outcome.tokens_in.unwrap_or(0) + outcome.tokens_out.unwrap_or(0);
     report.cost_usd += outcome.cost_usd.unwrap_or(0.0);
+    report.premium_requests += outcome.premium_requests.unwrap_or(0.0);
     for used in &outcome.usage {
         let line = ModelLine {
             model: used.model.clone(),

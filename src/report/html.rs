@@ -86,6 +86,13 @@ pub fn render(report: &Report) -> String {
         let class = if hot { " class=\"hot\"" } else { "" };
         let _ = writeln!(page, "<li{class}><b>{}</b>{word}</li>", html_escape(&n));
     }
+    if s.premium_requests > 0.0 {
+        let _ = writeln!(
+            page,
+            "<li><b>{}</b>premium requests</li>",
+            s.premium_requests
+        );
+    }
     page.push_str("</ul>\n");
     models_table(&mut page, &s.models);
     if report.sessions.is_empty() {
@@ -216,10 +223,9 @@ fn section(page: &mut String, s: &SessionReport) {
     }
     let _ = writeln!(
         page,
-        "<p class=\"muted\">agent time {} &middot; {} tokens &middot; ${:.2}</p>",
+        "<p class=\"muted\">agent time {} &middot; {}</p>",
         duration(s.agent_time_ms),
-        s.tokens,
-        s.cost_usd
+        html_escape(&super::spend_text(s.tokens, s.cost_usd, s.premium_requests))
     );
     models_table(page, &s.models);
     if !s.timeline.is_empty() {

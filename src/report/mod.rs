@@ -70,6 +70,8 @@ pub struct Summary {
     pub tokens: u64,
     /// Cost as the agents reported it, or their tokens priced, USD.
     pub cost_usd: f64,
+    /// GitHub's premium requests, as Copilot CLI counted them.
+    pub premium_requests: f64,
     /// Tokens and cost per model.
     pub models: Vec<ModelLine>,
 }
@@ -89,6 +91,16 @@ pub struct ModelLine {
     pub cost_usd: f64,
     /// Some of its tokens had no price and no reported cost.
     pub unpriced: bool,
+}
+
+/// What `tokens`, `cost_usd` and `premium` requests spent, in words (`120 tokens, $0.18`; the
+/// premium requests only where some were spent).
+pub fn spend_text(tokens: u64, cost_usd: f64, premium: f64) -> String {
+    let mut text = format!("{tokens} tokens, ${cost_usd:.2}");
+    if premium > 0.0 {
+        text.push_str(&format!(", {premium} premium requests"));
+    }
+    text
 }
 
 impl ModelLine {
@@ -210,6 +222,8 @@ pub struct SessionReport {
     pub tokens: u64,
     /// Cost in the period, USD.
     pub cost_usd: f64,
+    /// GitHub's premium requests in the period, as Copilot CLI counted them.
+    pub premium_requests: f64,
     /// Tokens and cost per model in the period.
     pub models: Vec<ModelLine>,
     /// Every event of the period, oldest first.
@@ -365,6 +379,7 @@ fn summarise(sessions: &[SessionReport]) -> Summary {
         summary.agent_time_ms += s.agent_time_ms;
         summary.tokens += s.tokens;
         summary.cost_usd += s.cost_usd;
+        summary.premium_requests += s.premium_requests;
         for line in &s.models {
             ModelLine::add_to(&mut summary.models, line);
         }

@@ -75,10 +75,9 @@ pub fn render(report: &Report, timeline: bool, paint: &dyn Fn(&str, Tone) -> Str
         )
     };
     out.push(format!(
-        "{violations}; agent time {}, {} tokens, ${:.2}",
+        "{violations}; agent time {}, {}",
         duration(s.agent_time_ms),
-        s.tokens,
-        s.cost_usd
+        super::spend_text(s.tokens, s.cost_usd, s.premium_requests)
     ));
     if let Some(models) = models_line(&s.models) {
         out.push(models);
@@ -225,10 +224,9 @@ fn session_lines(
     }
     out.push(paint(
         &format!(
-            "  agent time {}, {} tokens, ${:.2}; last activity {}",
+            "  agent time {}, {}; last activity {}",
             duration(s.agent_time_ms),
-            s.tokens,
-            s.cost_usd,
+            super::spend_text(s.tokens, s.cost_usd, s.premium_requests),
             s.last_activity
         ),
         Tone::Dim,

@@ -163,6 +163,7 @@ pub fn config_problems(config: &Config) -> Vec<String> {
         }));
     let budget_usd = config.orchestration.budget_usd.is_some();
     let budget_tokens = config.orchestration.budget_tokens.is_some();
+    let budget_premium = config.orchestration.budget_premium_requests.is_some();
     let prices = super::prices::Prices::new(&config.orchestration.prices);
     for (field, name, model) in named {
         let kind = match Kind::parse(name) {
@@ -188,6 +189,10 @@ pub fn config_problems(config: &Config) -> Vec<String> {
         }
         if let Some(why) = unseen.filter(|_| budget_tokens) {
             out.push(format!("{field}: {why}"));
+        }
+        let acp = cli.protocol == crate::config::Protocol::Acp;
+        if budget_premium && adapter.spends_premium_requests() && acp {
+            out.push(format!("{field}: {kind} over ACP does not report the premium requests it spends, so orchestration.budget_premium_requests cannot count them; run it headless for that budget (drop runners.{kind}.protocol)"));
         }
     }
     for (name, cli) in &runners.clis {
@@ -257,6 +262,21 @@ mod tests {
         // Headless, the same CLIs count.
         let c = config("runners:\n  default: qwen\norchestration:\n  budget_tokens: 1000\n");
         assert!(config_problems(&c).is_empty());
+        // Copilot CLI's premium requests are reported headless only.
+        let premium = |protocol: &str| {
+            config_problems(&config(&format!(
+                "runners:\n  default: claude\n  roles: {{dev: copilot}}\n  copilot: {{protocol: {protocol}}}\norchestration:\n  budget_premium_requests: 30\n"
+            )))
+        };
+        assert!(premium("headless").is_empty(), "{:?}", premium("headless"));
+        let p = premium("acp");
+        assert!(
+            p.len() == 1
+                && p[0].starts_with(
+                    "runners.roles.dev: copilot over ACP does not report the premium requests"
+                ),
+            "{p:?}"
+        );
     }
 
     #[test]
@@ -418,7 +438,7 @@ mod tests {
             "{p:?}"
         );
         assert!(
-            p[0].contains("use claude, codex, gemini, qwen, opencode, pi for that role"),
+            p[0].contains("use claude, codex, gemini, qwen, opencode, pi, copilot for that role"),
             "{p:?}"
         );
     }

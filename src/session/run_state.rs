@@ -154,6 +154,16 @@ pub struct Manifest {
     pub steps: Vec<String>,
 }
 
+/// GitHub's premium requests in thousandths, as the run counts them; an amount that is not
+/// a positive number counts as nothing.
+pub fn milli_requests(requests: f64) -> u64 {
+    if requests.is_finite() && requests > 0.0 {
+        (requests * 1e3).round() as u64
+    } else {
+        0
+    }
+}
+
 /// US dollars in millionths, as the run counts money; an amount that is not a positive
 /// number counts as nothing.
 pub fn micro_usd(usd: f64) -> u64 {
@@ -193,6 +203,9 @@ pub struct RunState {
     pub unpriced: Vec<ModelSpent>,
     /// The tokens the agents reported using.
     pub tokens: u64,
+    /// GitHub's premium requests the agents reported spending, in thousandths (a model's
+    /// multiplier makes a request cost a part of one).
+    pub premium_milli: u64,
     /// Why the run stopped, when it did and has not been resumed.
     pub stop: Option<Stop>,
 }
@@ -246,6 +259,10 @@ pub fn limit_text(body: &Body) -> String {
             "token budget spent: {} of {}",
             l.spent_tokens, l.budget_tokens
         ),
+        Body::LimitPremiumRequests(l) => format!(
+            "premium request budget spent: {} of {}",
+            l.spent_premium_requests, l.budget_premium_requests
+        ),
         Body::LimitInvocations(l) => format!("invocation cap reached: {} of {}", l.used, l.limit),
         Body::LimitRunTime(l) => format!(
             "run time limit reached: {} of {}",
@@ -283,6 +300,8 @@ impl RunState {
         }
         let tokens = outcome.tokens_in.unwrap_or(0) + outcome.tokens_out.unwrap_or(0);
         self.tokens = self.tokens.saturating_add(tokens);
+        let premium = outcome.premium_requests.map(milli_requests).unwrap_or(0);
+        self.premium_milli = self.premium_milli.saturating_add(premium);
     }
 
     /// The record of a step.
@@ -428,6 +447,7 @@ impl RunState {
             | Body::LimitInvocations(_)
             | Body::LimitBudget(_)
             | Body::LimitTokens(_)
+            | Body::LimitPremiumRequests(_)
             | Body::LimitRunTime(_)
             | Body::RunInterrupted(_) => self.ended = Some(Ended::Stopped(event.kind().to_owned())),
             _ => {}
@@ -460,6 +480,7 @@ impl RunState {
             }
             Body::LimitBudget(_)
             | Body::LimitTokens(_)
+            | Body::LimitPremiumRequests(_)
             | Body::LimitInvocations(_)
             | Body::LimitRunTime(_) => {
                 self.stop = Stop::new(StopKind::Limit, limit_text(&event.body));
@@ -534,6 +555,35 @@ mod tests {
         assert!(state.finished("impl"));
         assert_eq!(state.step("impl").pending_answer, None);
         assert_eq!(state, RunState::replay(&more));
+    }
+
+    #[test]
+    fn premium_requests_are_added_up_from_every_attempt() {
+        let events = vec![
+            ev(1, "step_started", "a", json!({"attempt": 1})),
+            ev(
+                2,
+                "step_failed",
+                "a",
+                json!({"next": "retry", "premium_requests": 0.33}),
+            ),
+            ev(3, "step_started", "a", json!({"attempt": 2})),
+            ev(4, "step_completed", "a", json!({"premium_requests": 1.0})),
+            ev(5, "step_completed", "b", json!({"tokens_in": 10})),
+        ];
+        let state = RunState::replay(&events);
+        assert_eq!(state.premium_milli, 1_330);
+        let limit = ev(
+            6,
+            "limit_premium_requests_reached",
+            "",
+            json!({"budget_premium_requests": 1.0, "spent_premium_requests": 1.33}),
+        );
+        let stopped = RunState::replay(events.iter().chain([&limit]));
+        assert_eq!(
+            stopped.stop.map(|s| s.why).as_deref(),
+            Some("premium request budget spent: 1.33 of 1")
+        );
     }
 
     #[test]

@@ -118,6 +118,8 @@ kinds! {
     "limit_budget_reached" => LimitBudget(BudgetLimit),
     /// The token budget (`orchestration.budget_tokens`) is spent.
     "limit_tokens_reached" => LimitTokens(TokenLimit),
+    /// The premium request budget (`orchestration.budget_premium_requests`) is spent.
+    "limit_premium_requests_reached" => LimitPremiumRequests(PremiumRequestLimit),
     /// The run's time limit was reached (exit 7).
     "limit_run_time_reached" => LimitRunTime(RunTimeLimit),
     /// A step began an attempt.
@@ -509,6 +511,16 @@ pub struct TokenLimit {
     pub budget_tokens: u64,
     /// What the agents reported using (input, cache and output).
     pub spent_tokens: u64,
+}
+
+/// `limit_premium_requests_reached`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PremiumRequestLimit {
+    /// The budget, in GitHub's premium requests.
+    pub budget_premium_requests: f64,
+    /// What the agents reported spending.
+    pub spent_premium_requests: f64,
 }
 
 /// `limit_run_time_reached`.

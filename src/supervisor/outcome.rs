@@ -43,6 +43,13 @@ pub enum Outcome {
         /// Used so far.
         spent: u64,
     },
+    /// The premium request budget was spent.
+    PremiumRequestLimit {
+        /// The budget, in thousandths of a premium request.
+        limit_milli: u64,
+        /// Spent so far, in thousandths.
+        spent_milli: u64,
+    },
     /// The run's time limit was reached.
     RunTimeLimit {
         /// The limit in seconds.

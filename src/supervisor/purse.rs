@@ -77,6 +77,13 @@ pub enum Exhausted {
         /// Spent.
         spent: u64,
     },
+    /// GitHub's premium requests, in thousandths.
+    PremiumRequests {
+        /// The limit.
+        limit: u64,
+        /// Spent.
+        spent: u64,
+    },
 }
 
 impl Exhausted {
@@ -85,6 +92,7 @@ impl Exhausted {
         match self {
             Exhausted::Usd { limit, spent }
             | Exhausted::Tokens { limit, spent }
+            | Exhausted::PremiumRequests { limit, spent }
             | Exhausted::Time { limit, spent } => spent as f64 / limit.max(1) as f64,
             Exhausted::Invocations { limit, used, .. } => used as f64 / f64::from(limit.max(1)),
         }

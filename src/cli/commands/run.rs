@@ -116,7 +116,8 @@ pub(super) fn supervise_and_report(
         Outcome::Failed { .. } => exit::STEP_FAILED,
         Outcome::InvocationLimit { .. }
         | Outcome::BudgetLimit { .. }
-        | Outcome::TokenLimit { .. } => exit::INVOCATION_LIMIT,
+        | Outcome::TokenLimit { .. }
+        | Outcome::PremiumRequestLimit { .. } => exit::INVOCATION_LIMIT,
         Outcome::RunTimeLimit { .. } => exit::RUN_TIME_LIMIT,
         Outcome::Interrupted => exit::INTERRUPTED,
     };
@@ -171,6 +172,10 @@ pub(super) fn supervise_and_report(
         Outcome::TokenLimit { limit, spent } => {
             ui.line(format!("{} the agents have used {spent} of the {limit} tokens budgeted ({done}/{total} steps finished).", ui.paint("Stopped:", Style::Red)));
             ui.status("Next: git bmad journal shows each step's tokens; raise orchestration.budget_tokens in .bmad/config.yaml to go on");
+        }
+        Outcome::PremiumRequestLimit { limit_milli, spent_milli } => {
+            ui.line(format!("{} the agents have spent {} of the {} premium requests budgeted ({done}/{total} steps finished).", ui.paint("Stopped:", Style::Red), *spent_milli as f64 / 1e3, *limit_milli as f64 / 1e3));
+            ui.status("Next: git bmad journal shows each step's premium requests; raise orchestration.budget_premium_requests in .bmad/config.yaml, then git bmad resume");
         }
         Outcome::RunTimeLimit { limit_secs } => {
             ui.line(format!("{} the run reached its time limit of {} ({done}/{total} steps finished).", ui.paint("Stopped:", Style::Red), duration(limit_secs * 1000)));

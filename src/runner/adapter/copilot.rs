@@ -109,6 +109,10 @@ impl Adapter for Copilot {
         true
     }
 
+    fn spends_premium_requests(&self) -> bool {
+        true
+    }
+
     fn read_usage_file(&self, report: &Value, result: &mut AgentResult) {
         let count = |v: &Value| v.as_u64().unwrap_or(0);
         for (model, metrics) in report["modelMetrics"].as_object().into_iter().flatten() {

@@ -223,6 +223,12 @@ pub trait Adapter: Sync {
     /// Read the usage file it wrote (see [`Adapter::writes_usage_file`]) into `result`.
     fn read_usage_file(&self, _report: &serde_json::Value, _result: &mut AgentResult) {}
 
+    /// Whether it spends GitHub's premium requests, and reports them headless (so
+    /// `orchestration.budget_premium_requests` can count it).
+    fn spends_premium_requests(&self) -> bool {
+        false
+    }
+
     /// Whether the CLI reports what an invocation cost (so a dollar budget can apply).
     fn reports_cost(&self) -> bool {
         false

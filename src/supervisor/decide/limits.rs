@@ -7,8 +7,11 @@ use super::super::playbook::Limits;
 use super::super::purse::Exhausted;
 use crate::config::OrchestrationConfig;
 use crate::runner::prices::Prices;
+use crate::session::run_state::milli_requests;
 use crate::session::run_state::{micro_usd, RunState};
-use crate::session::schema::{Body, BudgetLimit, InvocationLimit, RunTimeLimit, TokenLimit};
+use crate::session::schema::{
+    Body, BudgetLimit, InvocationLimit, PremiumRequestLimit, RunTimeLimit, TokenLimit,
+};
 use crate::session::{Decision, NewEvent};
 
 /// The cap that starting `starting` more steps would break, as an event and an outcome.
@@ -38,6 +41,13 @@ pub fn reached(
         return Some(stop(Exhausted::Tokens {
             limit,
             spent: state.tokens,
+        }));
+    }
+    let premium = budgets.budget_premium_requests.map(milli_requests);
+    if let Some(limit) = premium.filter(|l| state.premium_milli >= *l) {
+        return Some(stop(Exhausted::PremiumRequests {
+            limit,
+            spent: state.premium_milli,
         }));
     }
     let limit = limits.max_run_time.as_millis() as u64;
@@ -118,6 +128,16 @@ pub fn stop(limit: Exhausted) -> (NewEvent, Outcome) {
             }),
             Outcome::TokenLimit { limit, spent },
         ),
+        Exhausted::PremiumRequests { limit, spent } => (
+            Body::LimitPremiumRequests(PremiumRequestLimit {
+                budget_premium_requests: limit as f64 / 1e3,
+                spent_premium_requests: spent as f64 / 1e3,
+            }),
+            Outcome::PremiumRequestLimit {
+                limit_milli: limit,
+                spent_milli: spent,
+            },
+        ),
         Exhausted::Time { limit, spent } => (
             Body::LimitRunTime(RunTimeLimit {
                 limit_secs: limit / 1000,
@@ -175,6 +195,26 @@ mod tests {
             Outcome::TokenLimit {
                 limit: 5_000,
                 spent: 5_000
+            }
+        );
+
+        // GitHub's premium requests, a part of one at a time (a model's multiplier).
+        let premium = |limit: f64| OrchestrationConfig {
+            budget_premium_requests: Some(limit),
+            ..Default::default()
+        };
+        let copilot = RunState {
+            premium_milli: 2_330,
+            ..Default::default()
+        };
+        assert!(reached(&limits, &premium(2.5), &copilot, 1).is_none());
+        let (event, outcome) = reached(&limits, &premium(2.33), &copilot, 1).unwrap();
+        assert_eq!(event.name(), "limit_premium_requests_reached");
+        assert_eq!(
+            outcome,
+            Outcome::PremiumRequestLimit {
+                limit_milli: 2_330,
+                spent_milli: 2_330
             }
         );
 
