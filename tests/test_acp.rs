@@ -152,6 +152,56 @@ fn a_force_push_over_acp_is_refused_by_the_guard_before_it_runs() {
     }
 }
 
+/// An ACP agent git-bmad has no adapter for, started through `generic` with an argument of
+/// its own that approves tools ahead. Copilot CLI's `--allow-all-tools` holds whatever mode
+/// it is put in: it runs its commands without asking, so no guard judged them, and the step
+/// fails naming the first, however honest the work. Gemini CLI's `--yolo` is a mode, which
+/// git-bmad puts back to the one that asks: it asks, and is done.
+#[test]
+#[cfg_attr(
+    not(feature = "external-tests"),
+    ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
+)]
+fn an_acp_agent_that_runs_commands_without_asking_fails_its_step() {
+    // What each reads, named whole for `generic`: in walls, its key reaches it so.
+    let configure = |world: &World, ahead: &str, env: &str| {
+        world.configure(&format!(
+            "runners:\n  default: generic\n  generic: {{command: [{}, --acp, {ahead}], protocol: acp, env: {env}}}\nchecks:\n  test_command: sh test.sh\n",
+            world.cli.name()
+        ));
+    };
+    let copilot = World::new(Cli::Copilot, honest(), IMPLEMENT);
+    configure(
+        &copilot,
+        "--allow-all-tools",
+        "[COPILOT_PROVIDER_API_KEY, COPILOT_PROVIDER_BASE_URL, COPILOT_PROVIDER_TYPE, COPILOT_MODEL, COPILOT_OFFLINE]",
+    );
+    let run = copilot.run();
+    assert_not_done(
+        &copilot,
+        &run,
+        "Copilot ran 3 command(s) without asking git-bmad, so the guard judged none of them (first: execute (",
+    );
+    // The work itself was done: only the guard was left out.
+    assert_eq!(read(&copilot.worktree, "src/hello.txt"), "hello\n");
+
+    let gemini = World::new(Cli::Gemini, honest(), IMPLEMENT);
+    configure(
+        &gemini,
+        "--yolo",
+        "[GEMINI_API_KEY, GOOGLE_GEMINI_BASE_URL]",
+    );
+    let run = gemini.run();
+    assert_eq!(run.code, 0, "{}", gemini.explain(&run));
+    let done = &gemini.named("step_completed")[0];
+    let asked = done["detail"]["stdout"]
+        .as_str()
+        .unwrap_or_default()
+        .matches("session/request_permission")
+        .count();
+    assert!(asked >= 2, "{done}");
+}
+
 /// A model that never answers: at the step's timeout the turn is cancelled and the agent
 /// ended; the step is not done and says why.
 #[test]

@@ -6,14 +6,16 @@
 //! has one (so it asks before every edit and command), the step's model where one is named,
 //! then `session/prompt`. Each `session/request_permission` is answered by git-bmad's policy,
 //! never by the agent: a command goes to the guard, an edit must stay in the worktree and out
-//! of `.git`, a mode switch is refused. A timeout sends `session/cancel`.
+//! of `.git`, a mode switch is refused. A timeout sends `session/cancel`. A command the agent
+//! reports run that it never asked about (an argument or setting of its own approved it
+//! ahead, so no guard judged it) fails the turn.
 //!
 //! Tokens are read where each agent puts them: the prompt's `usage` (the protocol's own;
 //! its total says whether the input counts the cache), Gemini CLI's `_meta.quota` (per model), or
 //! Qwen Code's `_meta.usage` on message chunks (per request, its input counting the cached
 //! part, as Gemini's API counts it).
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::path::{Component, Path, PathBuf};
 
 use serde_json::{json, Value};
@@ -50,6 +52,12 @@ pub struct Client<'a> {
     chunk_usage: Option<ModelUsage>,
     answer: Option<Value>,
     denials: Vec<String>,
+    /// The tool calls the agent asked about, by id.
+    asked_about: BTreeSet<String>,
+    /// The commands it announced, by tool call id.
+    commands: BTreeMap<String, String>,
+    /// Commands it ran without asking.
+    unasked: Vec<String>,
     error: Option<String>,
     over: bool,
 }
@@ -88,6 +96,9 @@ impl<'a> Client<'a> {
             chunk_usage: None,
             answer: None,
             denials: Vec::new(),
+            asked_about: BTreeSet::new(),
+            commands: BTreeMap::new(),
+            unasked: Vec::new(),
             error: None,
             over: false,
         }
@@ -102,7 +113,14 @@ impl<'a> Client<'a> {
             Some(answer) => usage(answer, self.chunk_usage, self.session_model.as_deref()),
             None => Vec::new(),
         };
-        result.reported_error = self.error.or_else(|| match &self.answer {
+        let unasked = self.unasked.first().map(|first| {
+            format!(
+                "{} ran {} command(s) without asking git-bmad, so the guard judged none of them (first: {first}); an argument or setting of the agent's own approves tools ahead: drop it (runners.<runner>.args, or the project's agent settings)",
+                self.agent,
+                self.unasked.len()
+            )
+        });
+        result.reported_error = unasked.or(self.error).or_else(|| match &self.answer {
             None if result.exit.success() => Some(format!(
                 "{} ended before it answered the prompt",
                 self.agent
@@ -223,6 +241,9 @@ impl<'a> Client<'a> {
         match message["method"].as_str().unwrap_or_default() {
             "session/request_permission" => {
                 let call = &params["toolCall"];
+                if let Some(id) = call["toolCallId"].as_str() {
+                    self.asked_about.insert(id.to_owned());
+                }
                 let decision = self.decide(call);
                 if let Decision::Refuse(why) = &decision {
                     self.denials.push(format!("{}: {why}", describe(call)));
@@ -296,8 +317,29 @@ impl<'a> Client<'a> {
                         count(&counts["outputTokens"]) + count(&counts["thoughtTokens"]);
                 }
             }
-            "tool_call" => self.text.clear(),
+            "tool_call" => {
+                self.text.clear();
+                self.track_command(update);
+            }
+            "tool_call_update" => self.track_command(update),
             _ => {}
+        }
+    }
+
+    /// Note a command the agent announces, and one it reports run that it never asked
+    /// about. Only a finished run counts: a call its own rules refused fails unasked.
+    fn track_command(&mut self, update: &Value) {
+        let Some(id) = update["toolCallId"].as_str() else {
+            return;
+        };
+        if update["kind"] == "execute" {
+            self.commands.insert(id.to_owned(), describe(update));
+        }
+        let ran = update["status"] == "completed";
+        if ran && !self.asked_about.contains(id) {
+            if let Some(command) = self.commands.remove(id) {
+                self.unasked.push(command);
+            }
         }
     }
 }
@@ -683,6 +725,77 @@ mod tests {
             client.decide(&json!({"kind": "execute", "rawInput": {}})),
             Decision::Refuse(_)
         ));
+    }
+
+    /// Commands an agent reports run: those it asked about pass, one its own rules refused
+    /// does not count, one it ran unasked fails the turn, whichever way it was announced.
+    #[test]
+    fn a_command_run_without_asking_fails_the_turn() {
+        let mut client = Client::new("x", Path::new("/w"), None, refusing("never"));
+        let update = |kind: &str, id: &str, extra: Value| {
+            let mut update = json!({"sessionUpdate": kind, "toolCallId": id});
+            update
+                .as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().cloned().unwrap_or_default());
+            json!({"jsonrpc": "2.0", "method": "session/update",
+                   "params": {"sessionId": "s", "update": update}})
+        };
+        let command =
+            |c: &str| json!({"kind": "execute", "status": "pending", "rawInput": {"command": c}});
+        // Asked, then run.
+        talk(
+            &mut client,
+            update("tool_call", "t1", command("sh test.sh")),
+        );
+        let ask = json!({"jsonrpc": "2.0", "id": 9, "method": "session/request_permission",
+            "params": {"sessionId": "s", "toolCall": {"toolCallId": "t1", "kind": "execute",
+                "rawInput": {"command": "sh test.sh"}},
+                "options": [{"optionId": "ok", "kind": "allow_once"}]}});
+        assert!(talk(&mut client, ask).is_some());
+        talk(
+            &mut client,
+            update("tool_call_update", "t1", json!({"status": "completed"})),
+        );
+        // Refused by its own rules, unasked: it did not run.
+        talk(&mut client, update("tool_call", "t2", command("git push")));
+        talk(
+            &mut client,
+            update("tool_call_update", "t2", json!({"status": "failed"})),
+        );
+        // Reads are not commands.
+        talk(
+            &mut client,
+            update(
+                "tool_call",
+                "t3",
+                json!({"kind": "read", "status": "completed"}),
+            ),
+        );
+        assert!(client.unasked.is_empty(), "{:?}", client.unasked);
+        // Run unasked, announced whole in its last update.
+        talk(
+            &mut client,
+            update(
+                "tool_call_update",
+                "t4",
+                json!({"kind": "execute", "status": "completed",
+                "rawInput": {"command": "rm -rf build"}}),
+            ),
+        );
+        talk(&mut client, update("tool_call", "t5", command("make")));
+        talk(
+            &mut client,
+            update("tool_call_update", "t5", json!({"status": "completed"})),
+        );
+        client.answer = Some(json!({"stopReason": "end_turn"}));
+        let mut turn = result(Exit::Code(0));
+        client.read_into(&mut turn);
+        let error = turn.reported_error.unwrap_or_default();
+        assert!(
+            error.starts_with("the ACP agent ran 2 command(s) without asking git-bmad, so the guard judged none of them (first: execute (rm -rf build))"),
+            "{error}"
+        );
     }
 
     #[test]

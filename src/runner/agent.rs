@@ -101,7 +101,17 @@ pub fn invoke(
         .collect();
     let mut env = crate::env::child::passed(adapter.env_names(), &configured);
     if invocation.sandbox.is_some() {
-        let hidden = sandbox::hidden_variables(adapter.credential_variables());
+        // In walls a credential goes only to the CLI that reads it: its own, and one the
+        // user names whole for that runner (an agent git-bmad has no adapter for has no
+        // other way to its key).
+        let named = cli.env.iter().filter(|name| !name.ends_with('_'));
+        let keep: Vec<&str> = adapter
+            .credential_variables()
+            .iter()
+            .copied()
+            .chain(named.map(String::as_str))
+            .collect();
+        let hidden = sandbox::hidden_variables(&keep);
         env.retain(|(key, _)| !hidden.contains(key));
     }
     let owned = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
