@@ -669,3 +669,112 @@ fn per_story_gates_add_each_storys_acceptance_to_the_epics_own() {
         .success();
     assert_eq!(status(&env, &repo)["finished"], true);
 }
+
+/// Copilot CLI on a GitHub Copilot plan, doing what each step's behaviour says (as the fake
+/// Claude Code does): its events, its last line with the premium requests the prompt cost
+/// (a model billed at 1x), and its usage file where `--usage-output-file` names it.
+const COPILOT_ON_A_PLAN: &str = r#"#!/bin/sh
+usage=""
+for arg in "$@"; do
+  case "$arg" in --usage-output-file=*) usage="${arg#--usage-output-file=}" ;; esac
+done
+mkdir -p "$HOME/agent"
+echo "$BMAD_STEP copilot" >> "$HOME/agent/copilot.log"
+result() {
+  printf '{"type":"assistant.message","data":{"messageId":"m1","model":"claude-sonnet-4.5","content":"%s","toolRequests":[]}}\n' "$1"
+  printf '{"type":"result","timestamp":"2026-12-07T17:13:39.170Z","sessionId":"copilot-%s","exitCode":0,"usage":{"premiumRequests":1,"totalApiDurationMs":83,"sessionDurationMs":483,"codeChanges":{"linesAdded":1,"linesRemoved":0,"filesModified":[]}}}\n' "$BMAD_STEP"
+  if [ -n "$usage" ]; then
+    printf '{"totalPremiumRequestCost":1,"totalUserRequests":1,"modelMetrics":{"claude-sonnet-4.5":{"requests":{"count":2,"cost":1},"usage":{"inputTokens":1600,"outputTokens":20,"cacheReadTokens":1000,"cacheWriteTokens":500}}}}\n' > "$usage"
+  fi
+}
+if [ -f "$HOME/agent/$BMAD_STEP.sh" ]; then
+  . "$HOME/agent/$BMAD_STEP.sh"
+else
+  mkdir -p out && touch "out/$BMAD_STEP"
+  result "did $BMAD_STEP"
+fi
+"#;
+
+/// Budgets across CLIs in one epic: the dev is Copilot CLI, which spends GitHub's premium
+/// requests, and the rest Claude Code. The epic's premium request budget is checked before
+/// each step of every story: once the devs have spent it, no step starts (exit 6, the flag
+/// that gives more named), each story's premium requests journaled; resumed with more, the
+/// epic finishes.
+#[test]
+fn an_epic_premium_request_budget_stops_copilot_devs_and_more_goes_on() {
+    let env = TestEnv::new();
+    let repo = epic_project(&env);
+    env.executable("copilot", COPILOT_ON_A_PLAN);
+    std::fs::write(
+        repo.join(".bmad/config.yaml"),
+        "checks:\n  test_command: ./test.sh\nrunners:\n  default: claude\norchestration:\n  agents:\n    dev: {runner: copilot}\n",
+    )
+    .unwrap();
+    // BMAD's dev as a skill, where Copilot CLI loads a project's skills from.
+    let skill = repo.join(".github/skills/bmad-dev-story");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::copy(
+        repo.join(".claude/commands/bmad-dev-story.md"),
+        skill.join("SKILL.md"),
+    )
+    .unwrap();
+    env.git(&repo, &["add", "-A"]);
+    env.git(&repo, &["commit", "-q", "-m", "copilot devs"]);
+    let run = env
+        .bmad(
+            &repo,
+            &[
+                "epic",
+                "run",
+                "3",
+                "--parallel",
+                "1",
+                "--budget-premium-requests",
+                "1.5",
+            ],
+        )
+        .code(6);
+    assert!(
+        run.stderr
+            .contains("Next: git bmad epic resume 3 --budget-premium-requests <more> goes on"),
+        "{}\n{}",
+        run.stdout,
+        run.stderr
+    );
+    let s = status(&env, &repo);
+    let devs = read(&env.root(), "home/agent/copilot.log");
+    assert_eq!(devs.lines().count(), 2, "{devs}\n{s:#}");
+    assert_eq!(s["started"]["budget"]["premium_requests"], 1.5);
+    let spent: Vec<f64> = KEYS
+        .iter()
+        .filter_map(|k| story(&s, k)["state"]["premium_requests"].as_f64())
+        .collect();
+    assert_eq!(spent, [1.0, 1.0], "{s:#}");
+    let text = env.bmad(&repo, &["epic", "status", "3"]).success().stdout;
+    assert!(
+        text.contains("budget: 2 premium requests spent of 1.5"),
+        "{text}"
+    );
+    env.bmad(
+        &repo,
+        &["epic", "resume", "3", "--budget-premium-requests", "10"],
+    )
+    .success();
+    let s = status(&env, &repo);
+    for key in KEYS {
+        assert_eq!(story(&s, key)["stage"], "done", "{key}: {s:#}");
+    }
+    assert_eq!(s["started"]["budget"]["premium_requests"], 10.0);
+    let bad = env
+        .bmad(
+            &repo,
+            &["epic", "run", "3", "--budget-premium-requests", "0"],
+        )
+        .code(2);
+    assert!(
+        bad.stderr
+            .contains("--budget-premium-requests: give a positive number of premium requests"),
+        "{}",
+        bad.stderr
+    );
+}

@@ -15,6 +15,7 @@ use super::judge::{self, hidden, Overlay};
 use super::Error;
 use crate::config::Config;
 use crate::runner::{self, Invocation};
+use crate::session::run_state::milli_requests;
 use crate::session::schema::{Stage, StoryStage};
 use crate::session::{self, ObjectId, Repo};
 use crate::supervisor::purse::Amounts;
@@ -175,6 +176,11 @@ fn written(
         tokens: result.as_ref().map_or(0, |r| {
             r.tokens_in().unwrap_or(0) + r.tokens_out().unwrap_or(0)
         }),
+        premium_milli: result
+            .as_ref()
+            .ok()
+            .and_then(|r| r.premium_requests)
+            .map_or(0, milli_requests),
     };
     purse.settle(draw, spent);
     let result = result.map_err(crate::supervisor::Error::from)?;

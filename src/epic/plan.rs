@@ -475,6 +475,9 @@ pub fn epic_actions(
     if let Some(n) = budget.tokens {
         limits.push(format!("{n} tokens"));
     }
+    if let Some(n) = budget.premium_requests {
+        limits.push(format!("{n} premium requests"));
+    }
     if let Some(n) = budget.invocations {
         limits.push(format!("{n} invocations"));
     }

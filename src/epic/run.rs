@@ -374,7 +374,7 @@ impl Epic<'_> {
         match message {
             Message::Stage(key, stage) => {
                 (options.progress)(&stage_line(&key, &stage));
-                record_stage(self.repo, &self.session, state, &key, stage)?;
+                record_stage(self.repo, &self.session, state, &key, *stage)?;
             }
             Message::Status(key, change) => {
                 super::signatures::sign(self.repo, &self.session, &key, &change)?;

@@ -34,18 +34,21 @@ pub(super) fn record(
 /// The purse the run's stories share: the epic's budget, less what its stories spent.
 pub(super) fn purse(state: &EpicState, budget: &EpicBudget, parallel: usize) -> Purse {
     let micro = crate::session::run_state::micro_usd;
+    let milli_requests = crate::session::run_state::milli_requests;
     let spent = state.spent();
     let limits = Limits {
         micro_usd: budget.usd.map(micro),
         invocations: budget.invocations,
         ms: budget.time_secs.map(|s| s * 1000),
         tokens: budget.tokens,
+        premium_milli: budget.premium_requests.map(milli_requests),
     };
     let spent = Amounts {
         micro_usd: micro(spent.usd),
         invocations: spent.invocations,
         ms: spent.ms,
         tokens: spent.tokens,
+        premium_milli: milli_requests(spent.premium_requests),
     };
     Purse::new(limits, spent, parallel)
 }

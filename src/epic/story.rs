@@ -37,7 +37,7 @@ fn merge_bookkeeping(path: &str, base: &str, ours: &str, theirs: &str) -> Option
 
 /// A message from a story's worker.
 pub(super) enum Message {
-    Stage(String, StoryStage),
+    Stage(String, Box<StoryStage>),
     /// The story's status moved in a step (signed into stories.json).
     Status(String, super::signatures::Change),
     /// A step of the story's pipeline ended, on a runner ([`Job::pushes`]): the receiver
@@ -75,7 +75,7 @@ pub(super) fn run_story(
     let repo = Repo::discover(&job.main)?;
     let key = &job.story.key;
     let send = |stage: StoryStage| {
-        let _ = tx.send(Message::Stage(key.clone(), stage));
+        let _ = tx.send(Message::Stage(key.clone(), Box::new(stage)));
     };
     let (session, baseline) = story_session(&repo, job, policy, progress)?;
     send(StoryStage {
@@ -88,19 +88,7 @@ pub(super) fn run_story(
     });
     let hidden = super::acceptance::ensure(&repo, job, config, &baseline, purse, interrupt, &send)?;
     let mut observer = observer(key, &session.worktree, job.pushes, progress, tx);
-    // What is left of the epic's budget caps the story's own (no step starts past it).
-    let mut limited = config.clone();
-    if let Some(usd) = job.limits.usd {
-        let own = limited.orchestration.budget_usd.map_or(usd, |b| b.min(usd));
-        limited.orchestration.budget_usd = Some(own);
-    }
-    if let Some(tokens) = job.limits.tokens {
-        let own = limited
-            .orchestration
-            .budget_tokens
-            .map_or(tokens, |b| b.min(tokens));
-        limited.orchestration.budget_tokens = Some(own);
-    }
+    let limited = capped(config, &job.limits);
     let request = request(&repo, &session, job, &baseline)?;
     let report = supervisor::supervise(
         &repo,
@@ -127,6 +115,8 @@ pub(super) fn run_story(
         invocations: Some(report.state.invocations + before.invocations),
         cost_usd: (micro_usd > 0).then(|| micro_usd as f64 / 1e6),
         tokens: Some(report.state.tokens + before.tokens),
+        premium_requests: Some((report.state.premium_milli + before.premium_milli) as f64 / 1e3)
+            .filter(|p| *p > 0.0),
         run_time_ms: Some(report.state.run_time_ms + before.ms),
         ..Default::default()
     };
@@ -503,7 +493,7 @@ pub(super) fn pipeline_end(
             limit_milli,
             spent_milli,
         } => failed(format!(
-            "stopped at the premium request budget: {} of {}; with more (orchestration.budget_premium_requests for each story), git bmad epic resume runs it on",
+            "stopped at the premium request budget: {} of {}; with more (--budget-premium-requests, or orchestration.budget_premium_requests for each story), git bmad epic resume runs it on",
             *spent_milli as f64 / 1e3,
             *limit_milli as f64 / 1e3
         )),
@@ -511,6 +501,24 @@ pub(super) fn pipeline_end(
             "stopped at the token budget: {spent} of {limit} tokens; with more (--budget-tokens, or orchestration.budget_tokens for each story), git bmad epic resume runs it on"
         )),
     }
+}
+
+/// `config` with what is left of the epic's budget capping the story's own (no step starts
+/// past it).
+fn capped(config: &Config, limits: &super::state::StoryLimits) -> Config {
+    let mut limited = config.clone();
+    let budgets = &mut limited.orchestration;
+    if let Some(usd) = limits.usd {
+        budgets.budget_usd = Some(budgets.budget_usd.map_or(usd, |b| b.min(usd)));
+    }
+    if let Some(tokens) = limits.tokens {
+        budgets.budget_tokens = Some(budgets.budget_tokens.map_or(tokens, |b| b.min(tokens)));
+    }
+    if let Some(premium) = limits.premium_requests {
+        let own = budgets.budget_premium_requests;
+        budgets.budget_premium_requests = Some(own.map_or(premium, |b| b.min(premium)));
+    }
+    limited
 }
 
 /// Review rounds run (a round of several reviewers counts once) and MUST-FIX findings
@@ -542,7 +550,7 @@ pub(super) fn fail(key: &str, why: String, tx: &mpsc::Sender<Message>) -> End {
         reason: Some(why),
         ..Default::default()
     };
-    let _ = tx.send(Message::Stage(key.to_owned(), stage));
+    let _ = tx.send(Message::Stage(key.to_owned(), Box::new(stage)));
     End::Failed
 }
 

@@ -184,6 +184,10 @@ impl EpicState {
                 "budget: {} tokens spent of {}",
                 spent.tokens, budget.tokens?
             ),
+            Cap::PremiumRequests => format!(
+                "budget: {} premium requests spent of {}",
+                spent.premium_requests, budget.premium_requests?
+            ),
             Cap::Invocations => format!(
                 "budget: {} invocations of {}",
                 spent.invocations, budget.invocations?
@@ -206,6 +210,11 @@ impl EpicState {
             Some(Cap::Usd)
         } else if budget.tokens.is_some_and(|b| spent.tokens >= b) {
             Some(Cap::Tokens)
+        } else if budget
+            .premium_requests
+            .is_some_and(|b| spent.premium_requests >= b)
+        {
+            Some(Cap::PremiumRequests)
         } else if budget.invocations.is_some_and(|b| spent.invocations >= b) {
             Some(Cap::Invocations)
         } else if budget.time_secs.is_some_and(|b| spent.ms / 1000 >= b) {
@@ -223,6 +232,7 @@ impl EpicState {
             spent.invocations += s.detail.invocations.unwrap_or(0);
             spent.ms += s.detail.run_time_ms.unwrap_or(0);
             spent.tokens += s.detail.tokens.unwrap_or(0);
+            spent.premium_requests += s.detail.premium_requests.unwrap_or(0.0);
         }
         spent
     }
@@ -244,6 +254,9 @@ impl EpicState {
             tokens: budget
                 .tokens
                 .map(|b| own.tokens.unwrap_or(0) + b.saturating_sub(spent.tokens)),
+            premium_requests: budget.premium_requests.map(|b| {
+                own.premium_requests.unwrap_or(0.0) + (b - spent.premium_requests).max(0.0)
+            }),
         }
     }
 
@@ -272,6 +285,7 @@ fn merge(into: &mut StoryStage, from: &StoryStage) {
         invocations,
         cost_usd,
         tokens,
+        premium_requests,
         run_time_ms,
         runner
     );
@@ -287,6 +301,8 @@ pub enum Cap {
     Usd,
     /// Tokens, in and out.
     Tokens,
+    /// GitHub's premium requests.
+    PremiumRequests,
     /// Agent invocations.
     Invocations,
     /// Time in steps.
@@ -304,6 +320,8 @@ pub struct Spent {
     pub ms: u64,
     /// Tokens, in and out.
     pub tokens: u64,
+    /// GitHub's premium requests.
+    pub premium_requests: f64,
 }
 
 /// What one story's session may spend in all ([`EpicState::story_limits`]).
@@ -315,6 +333,8 @@ pub struct StoryLimits {
     pub time: Option<Duration>,
     /// Tokens.
     pub tokens: Option<u64>,
+    /// GitHub's premium requests.
+    pub premium_requests: Option<f64>,
 }
 
 /// An epic gate that is open.
@@ -365,6 +385,7 @@ mod tests {
                 usd: Some(0.5),
                 time: Some(Duration::from_millis(1_000)),
                 tokens: Some(10_000),
+                premium_requests: None,
             }
         );
         assert_eq!(
@@ -412,6 +433,33 @@ mod tests {
         assert_eq!(
             state.over_budget(&budget(0.5, 9_000, 9, 90)).as_deref(),
             Some("budget: $1.00 spent of $0.50; nothing new is started (give it more with git bmad epic resume's budget options to go on)")
+        );
+        // GitHub's premium requests, named after tokens.
+        state
+            .stories
+            .entry("b".into())
+            .or_default()
+            .detail
+            .premium_requests = Some(1.5);
+        state
+            .stories
+            .entry("a".into())
+            .or_default()
+            .detail
+            .premium_requests = Some(1.0);
+        let premium = |limit| EpicBudget {
+            premium_requests: Some(limit),
+            ..budget(2.0, 9_000, 9, 90)
+        };
+        assert_eq!(state.spent_cap(&premium(3.0)), None);
+        assert_eq!(state.spent_cap(&premium(2.5)), Some(Cap::PremiumRequests));
+        assert!(state
+            .over_budget(&premium(2.0))
+            .unwrap_or_default()
+            .starts_with("budget: 2.5 premium requests spent of 2; nothing new"));
+        assert_eq!(
+            state.story_limits("b", &premium(3.0)).premium_requests,
+            Some(1.5 + 0.5)
         );
     }
 }

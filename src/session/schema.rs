@@ -768,6 +768,9 @@ pub struct EpicBudget {
     /// Tokens, in and out, over all stories, as the CLIs report them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokens: Option<u64>,
+    /// GitHub's premium requests over all stories, as Copilot CLI counts them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub premium_requests: Option<f64>,
     /// US dollars one story's run may spend (its `orchestration.budget_usd`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub story_usd: Option<f64>,
@@ -898,6 +901,9 @@ pub struct StoryStage {
     /// Tokens, in and out, where the runner reports them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tokens: Option<u64>,
+    /// GitHub's premium requests, where the runner counts them (Copilot CLI).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub premium_requests: Option<f64>,
     /// Time in steps.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_time_ms: Option<u64>,

@@ -17,6 +17,8 @@ pub struct Amounts {
     pub ms: u64,
     /// Tokens, in and out, as the CLIs report them.
     pub tokens: u64,
+    /// GitHub's premium requests, in thousandths, as Copilot CLI counts them.
+    pub premium_milli: u64,
 }
 
 impl Amounts {
@@ -27,6 +29,7 @@ impl Amounts {
             invocations: self.invocations.saturating_sub(before.invocations),
             ms: self.ms.saturating_sub(before.ms),
             tokens: self.tokens.saturating_sub(before.tokens),
+            premium_milli: self.premium_milli.saturating_sub(before.premium_milli),
         }
     }
 }
@@ -42,6 +45,9 @@ pub struct Limits {
     pub ms: Option<u64>,
     /// Tokens.
     pub tokens: Option<u64>,
+    /// GitHub's premium requests, in thousandths: reported only when a CLI ends, so
+    /// checked before a round, never shared out.
+    pub premium_milli: Option<u64>,
 }
 
 /// Which limit stops a round from starting, with the numbers.
@@ -168,6 +174,13 @@ impl Purse {
                 spent: spent.tokens,
             });
         }
+        let premium = self.limits.premium_milli;
+        if let Some(limit) = premium.filter(|l| spent.premium_milli >= *l) {
+            return Err(Exhausted::PremiumRequests {
+                limit,
+                spent: spent.premium_milli,
+            });
+        }
         if let Some(limit) = self.limits.ms.filter(|l| spent.ms >= *l) {
             return Err(Exhausted::Time {
                 limit,
@@ -199,6 +212,7 @@ impl Purse {
             invocations: steps as u32,
             ms: ms.unwrap_or(0) * n,
             tokens: tokens.unwrap_or(0) * n,
+            premium_milli: 0,
         };
         book.promised = add(book.promised, promise);
         book.holders += steps;
@@ -225,6 +239,7 @@ impl Purse {
                 .saturating_sub(draw.promised.invocations),
             ms: book.promised.ms.saturating_sub(draw.promised.ms),
             tokens: book.promised.tokens.saturating_sub(draw.promised.tokens),
+            premium_milli: book.promised.premium_milli,
         };
         book.holders = book.holders.saturating_sub(draw.steps);
         book.spent = add(book.spent, spent);
@@ -247,6 +262,7 @@ fn add(a: Amounts, b: Amounts) -> Amounts {
         invocations: a.invocations + b.invocations,
         ms: a.ms + b.ms,
         tokens: a.tokens + b.tokens,
+        premium_milli: a.premium_milli + b.premium_milli,
     }
 }
 
@@ -405,6 +421,33 @@ mod tests {
             Exhausted::Time {
                 limit: 1_000,
                 spent: 1_200
+            }
+        );
+    }
+
+    /// Premium requests are known only once a CLI ends: nothing is shared out, and the
+    /// round after the one that reached them does not start.
+    #[test]
+    fn premium_requests_spent_stop_the_next_round() {
+        let limits = Limits {
+            premium_milli: Some(2_000),
+            ..Limits::default()
+        };
+        let purse = Purse::new(limits, Amounts::default(), 2);
+        let spent = |premium_milli| Amounts {
+            premium_milli,
+            ..Amounts::default()
+        };
+        let (a, b) = (purse.draw(1).unwrap(), purse.draw(1).unwrap());
+        purse.settle(a, spent(1_000));
+        let c = purse.draw(1).unwrap();
+        purse.settle(b, spent(1_000));
+        purse.settle(c, spent(330));
+        assert_eq!(
+            purse.draw(1).unwrap_err(),
+            Exhausted::PremiumRequests {
+                limit: 2_000,
+                spent: 2_330
             }
         );
     }

@@ -308,7 +308,7 @@ fn take_reports(
         }
         // An end the story went on from (a gate answered) is passed on before what follows.
         if let Some(earlier) = seen.held.take() {
-            let _ = tx.send(Message::Stage(key.clone(), earlier));
+            let _ = tx.send(Message::Stage(key.clone(), Box::new(earlier)));
         }
         ended = match stage.stage {
             Stage::Done | Stage::Failed | Stage::Blocked | Stage::Gated | Stage::Skipped => {
@@ -319,7 +319,7 @@ fn take_reports(
         match ended {
             Some(_) => seen.held = Some(stage),
             None => {
-                let _ = tx.send(Message::Stage(key.clone(), stage));
+                let _ = tx.send(Message::Stage(key.clone(), Box::new(stage)));
             }
         }
     }
@@ -357,7 +357,7 @@ fn end(
         (follow.progress)(&format!("{key}: {warning}"));
     }
     if let Some(held) = seen.held.take() {
-        let _ = tx.send(Message::Stage(key.clone(), held));
+        let _ = tx.send(Message::Stage(key.clone(), Box::new(held)));
     }
     Ok(match stage {
         // v7 has no sprint status; the runner wrote the plan's `done` itself.

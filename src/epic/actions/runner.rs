@@ -208,7 +208,7 @@ fn report(
                     session::record(
                         repo,
                         &s,
-                        NewEvent::new(Body::StoryStage(stage)).step(Some(k)),
+                        NewEvent::new(Body::StoryStage(*stage)).step(Some(k)),
                     )?;
                     push(repo, &s, remote, false, o);
                 }

@@ -58,6 +58,8 @@ pub fn stored(repo: &Repo, key: &str, base: ObjectId) -> Result<Option<Hidden>, 
         invocations: u32::try_from(next()).unwrap_or(u32::MAX),
         ms: next(),
         tokens: next(),
+        // Written since the fifth number was: none before.
+        premium_milli: next(),
     };
     Ok(Some(Hidden {
         files,
@@ -96,8 +98,8 @@ pub fn store(
     std::fs::write(&said_file, format!("{said}\n")).map_err(io(&said_file))?;
     let spent_file = draft.path().join("spent");
     let numbers = format!(
-        "{} {} {} {}\n",
-        spent.micro_usd, spent.invocations, spent.ms, spent.tokens
+        "{} {} {} {} {}\n",
+        spent.micro_usd, spent.invocations, spent.ms, spent.tokens, spent.premium_milli
     );
     std::fs::write(&spent_file, numbers).map_err(io(&spent_file))?;
     // Written once: tests another run of the story stored first stay the story's.

@@ -15,6 +15,8 @@
 //! `COPILOT_GITHUB_TOKEN`), or a provider of the user's own (`COPILOT_PROVIDER_*`,
 //! `COPILOT_MODEL`; `COPILOT_OFFLINE` keeps it off GitHub's servers).
 
+use std::path::PathBuf;
+
 use serde_json::Value;
 
 use super::{agent_args, whole_command_problem, Adapter, AgentResult, Call, ModelUsage};
@@ -83,6 +85,15 @@ impl Adapter for Copilot {
         // One argument: a prompt starting with `-` stays a prompt.
         args.push(format!("--prompt={}", call.prompt));
         (args, None)
+    }
+
+    /// A project's skills, where it loads them from (its `/skills` help: `.github/skills/`,
+    /// `.agents/skills/`, `.claude/skills/`); it reads no `.claude/commands/`.
+    fn command_files(&self, name: &str) -> Vec<PathBuf> {
+        [".github/skills", ".agents/skills", ".claude/skills"]
+            .iter()
+            .map(|dir| PathBuf::from(format!("{dir}/{name}/SKILL.md")))
+            .collect()
     }
 
     fn acp_args(&self, cli: &CliConfig) -> Option<Vec<String>> {

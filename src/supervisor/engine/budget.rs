@@ -92,6 +92,7 @@ impl Engine<'_> {
             invocations: self.state.invocations,
             ms: self.state.run_time_ms,
             tokens: self.state.tokens,
+            premium_milli: self.state.premium_milli,
         }
     }
 }

@@ -122,6 +122,10 @@ pub struct BudgetArgs {
     /// (as the CLIs report them; a CLI that reports each request is stopped within one)
     #[arg(long, value_name = "N")]
     pub budget_tokens: Option<u64>,
+    /// Stop starting stories once the epic's agents have spent this many of GitHub's premium
+    /// requests (as Copilot CLI counts them when it ends)
+    #[arg(long, value_name = "N")]
+    pub budget_premium_requests: Option<f64>,
     /// Stop starting stories after this many agent invocations over the epic
     #[arg(long, value_name = "N")]
     pub max_invocations: Option<u32>,
@@ -272,6 +276,7 @@ pub fn resume(
             budget: BudgetArgs {
                 budget_usd: more.budget_usd.or(had.usd),
                 budget_tokens: more.budget_tokens.or(had.tokens),
+                budget_premium_requests: more.budget_premium_requests.or(had.premium_requests),
                 max_invocations: more.max_invocations.or(had.invocations),
                 max_time: (more.max_time.clone())
                     .or_else(|| had.time_secs.map(|s| format!("{s}s"))),
@@ -399,6 +404,7 @@ pub(super) fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError>
             let flag = match run.reached {
                 Some(Cap::Usd) => "--budget-usd",
                 Some(Cap::Tokens) => "--budget-tokens",
+                Some(Cap::PremiumRequests) => "--budget-premium-requests",
                 Some(Cap::Invocations) => "--max-invocations",
                 Some(Cap::Time) | None => "--max-time",
             };
@@ -414,13 +420,22 @@ pub(super) fn cmd_run(ctx: &Context, args: &RunArgs) -> Result<u8, CommandError>
 
 /// The budgets `epic run` was given, checked.
 fn budget(args: &BudgetArgs) -> Result<EpicBudget, CommandError> {
-    for (flag, usd) in [
-        ("--budget-usd", args.budget_usd),
-        ("--story-budget-usd", args.story_budget_usd),
+    for (flag, amount, unit) in [
+        ("--budget-usd", args.budget_usd, "an amount in US dollars"),
+        (
+            "--story-budget-usd",
+            args.story_budget_usd,
+            "an amount in US dollars",
+        ),
+        (
+            "--budget-premium-requests",
+            args.budget_premium_requests,
+            "number of premium requests",
+        ),
     ] {
-        if usd.is_some_and(|b| !(b > 0.0 && b.is_finite())) {
+        if amount.is_some_and(|b| !(b > 0.0 && b.is_finite())) {
             return Err(CommandError::usage(format!(
-                "{flag}: give a positive amount in US dollars"
+                "{flag}: give a positive {unit}"
             )));
         }
     }
@@ -450,6 +465,7 @@ fn budget(args: &BudgetArgs) -> Result<EpicBudget, CommandError> {
     Ok(EpicBudget {
         usd: args.budget_usd,
         tokens: args.budget_tokens,
+        premium_requests: args.budget_premium_requests,
         invocations: args.max_invocations,
         time_secs,
         story_usd: args.story_budget_usd,
