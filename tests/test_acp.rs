@@ -154,15 +154,16 @@ fn a_force_push_over_acp_is_refused_by_the_guard_before_it_runs() {
 
 /// An ACP agent git-bmad has no adapter for, started through `generic` with an argument of
 /// its own that approves tools ahead. Copilot CLI's `--allow-all-tools` holds whatever mode
-/// it is put in: it runs its commands without asking, so no guard judged them, and the step
-/// fails naming the first, however honest the work. Gemini CLI's `--yolo` is a mode, which
-/// git-bmad puts back to the one that asks: it asks, and is done.
+/// it is put in: it runs a force push without asking; git-bmad puts the command to the guard
+/// when the agent reports it run, the refusal is journaled and fails the step, and the git
+/// hooks kept it off the remote. Gemini CLI's `--yolo` is a mode, which git-bmad puts back
+/// to the one that asks: it asks, and is done.
 #[test]
 #[cfg_attr(
     not(feature = "external-tests"),
     ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
 )]
-fn an_acp_agent_that_runs_commands_without_asking_fails_its_step() {
+fn an_acp_agent_that_runs_a_refused_command_without_asking_fails_its_step() {
     // What each reads, named whole for `generic`: in walls, its key reaches it so.
     let configure = |world: &World, ahead: &str, env: &str| {
         world.configure(&format!(
@@ -170,19 +171,36 @@ fn an_acp_agent_that_runs_commands_without_asking_fails_its_step() {
             world.cli.name()
         ));
     };
-    let copilot = World::new(Cli::Copilot, honest(), IMPLEMENT);
+    let copilot = World::new(
+        Cli::Copilot,
+        vec![
+            write_hello(),
+            Turn::Shell("sh test.sh".into()),
+            Turn::Shell("git push --force origin HEAD:main".into()),
+            Turn::Answer("Created src/hello.txt and pushed it.".into()),
+        ],
+        IMPLEMENT,
+    );
     configure(
         &copilot,
         "--allow-all-tools",
         "[COPILOT_PROVIDER_API_KEY, COPILOT_PROVIDER_BASE_URL, COPILOT_PROVIDER_TYPE, COPILOT_MODEL, COPILOT_OFFLINE]",
     );
-    let run = copilot.run();
+    let run = copilot.run_with_remote();
     assert_not_done(
         &copilot,
         &run,
-        "Copilot ran 3 command(s) without asking git-bmad, so the guard judged none of them (first: execute (",
+        "Copilot ran 1 command(s) the guard refuses without asking git-bmad (first: execute (git push --force origin HEAD:main): ",
     );
-    // The work itself was done: only the guard was left out.
+    let violations = copilot.named("policy_violation");
+    assert!(
+        violations.iter().any(|v| v["detail"]["hook"] == "guard"),
+        "{}",
+        copilot.explain(&run)
+    );
+    let remote_log = copilot.remote_log();
+    assert!(remote_log.is_empty(), "pushed: {remote_log}");
+    // What the guard allows it ran unasked too (the file, the tests): that is no failure.
     assert_eq!(read(&copilot.worktree, "src/hello.txt"), "hello\n");
 
     let gemini = World::new(Cli::Gemini, honest(), IMPLEMENT);

@@ -1989,3 +1989,35 @@ fn a_premium_request_budget_stops_copilot_steps_and_a_raised_one_goes_on() {
         report.stdout
     );
 }
+
+/// A Copilot CLI that ends well but leaves no usage report: where a budget counts what it
+/// spends, the step fails saying so (the budget would not see it); with none, it is done.
+#[test]
+fn a_budgeted_copilot_step_with_no_usage_report_fails() {
+    let env = TestEnv::new();
+    let repo = env.repo("proj");
+    env.executable(
+        "copilot",
+        &COPILOT_ON_A_PLAN.replace("if [ -n \"$usage\" ]; then", "if false; then"),
+    );
+    write(
+        &repo,
+        ".bmad/config.yaml",
+        "runners:\n  default: copilot\norchestration:\n  budget_usd: 5\n",
+    );
+    let wt = with_playbook(
+        &env,
+        &repo,
+        "one",
+        "name: one\nsteps:\n  - {id: a, command: do a, postconditions: [{file_exists: out/a}]}\n",
+    );
+    let run = env.bmad(&wt, &["run", "one"]).code(5);
+    assert!(
+        run.stderr
+            .contains("copilot wrote no usage report git-bmad can read (No such file or directory"),
+        "{}",
+        run.stderr
+    );
+    write(&repo, ".bmad/config.yaml", "runners:\n  default: copilot\n");
+    env.bmad(&wt, &["resume"]).success();
+}

@@ -14,8 +14,9 @@ use super::job::Job;
 use super::judge::{self, hidden, Overlay};
 use super::Error;
 use crate::config::Config;
+use crate::runner::prices::Prices;
 use crate::runner::{self, Invocation};
-use crate::session::run_state::milli_requests;
+use crate::session::run_state::{micro_usd, milli_requests};
 use crate::session::schema::{Stage, StoryStage};
 use crate::session::{self, ObjectId, Repo};
 use crate::supervisor::purse::Amounts;
@@ -165,23 +166,7 @@ fn written(
     };
     let began = SystemTime::now();
     let result = runner::invoke(&config.runners, &invocation, interrupt);
-    let spent = Amounts {
-        micro_usd: result
-            .as_ref()
-            .ok()
-            .and_then(|r| r.cost_usd)
-            .map_or(0, |usd| (usd * 1e6) as u64),
-        invocations: 1,
-        ms: result.as_ref().map_or(0, |r| r.duration_ms),
-        tokens: result.as_ref().map_or(0, |r| {
-            r.tokens_in().unwrap_or(0) + r.tokens_out().unwrap_or(0)
-        }),
-        premium_milli: result
-            .as_ref()
-            .ok()
-            .and_then(|r| r.premium_requests)
-            .map_or(0, milli_requests),
-    };
+    let spent = invocation_spent(&result, &Prices::new(&config.orchestration.prices));
     purse.settle(draw, spent);
     let result = result.map_err(crate::supervisor::Error::from)?;
     if let Some(why) = result.failure() {
@@ -276,4 +261,22 @@ fn written_tests(
         }
     }
     Ok(kept)
+}
+
+/// What one invocation of the acceptance agent spent, as the purse counts it: the CLI's own
+/// dollars, else its tokens at their models' prices.
+fn invocation_spent(result: &runner::Result<runner::AgentResult>, prices: &Prices<'_>) -> Amounts {
+    let Ok(r) = result else {
+        return Amounts {
+            invocations: 1,
+            ..Amounts::default()
+        };
+    };
+    Amounts {
+        micro_usd: prices.spend(r).usd.map_or(0, micro_usd),
+        invocations: 1,
+        ms: r.duration_ms,
+        tokens: r.tokens_in().unwrap_or(0) + r.tokens_out().unwrap_or(0),
+        premium_milli: r.premium_requests.map_or(0, milli_requests),
+    }
 }

@@ -8,7 +8,7 @@
 //! never by the agent: a command goes to the guard, an edit must stay in the worktree and out
 //! of `.git`, a mode switch is refused. A timeout sends `session/cancel`. A command the agent
 //! reports run that it never asked about (an argument or setting of its own approved it
-//! ahead, so no guard judged it) fails the turn.
+//! ahead) is put to the guard then, and one it refuses fails the turn.
 //!
 //! Tokens are read where each agent puts them: the prompt's `usage` (the protocol's own;
 //! its total says whether the input counts the cache), Gemini CLI's `_meta.quota` (per model), or
@@ -54,9 +54,9 @@ pub struct Client<'a> {
     denials: Vec<String>,
     /// The tool calls the agent asked about, by id.
     asked_about: BTreeSet<String>,
-    /// The commands it announced, by tool call id.
-    commands: BTreeMap<String, String>,
-    /// Commands it ran without asking.
+    /// The command calls it announced, by tool call id.
+    commands: BTreeMap<String, Value>,
+    /// Commands the guard refuses that it ran without asking, with why.
     unasked: Vec<String>,
     error: Option<String>,
     over: bool,
@@ -115,7 +115,7 @@ impl<'a> Client<'a> {
         };
         let unasked = self.unasked.first().map(|first| {
             format!(
-                "{} ran {} command(s) without asking git-bmad, so the guard judged none of them (first: {first}); an argument or setting of the agent's own approves tools ahead: drop it (runners.<runner>.args, or the project's agent settings)",
+                "{} ran {} command(s) the guard refuses without asking git-bmad (first: {first}); an argument or setting of the agent's own approves tools ahead: drop it (runners.<runner>.args, or the project's agent settings)",
                 self.agent,
                 self.unasked.len()
             )
@@ -261,20 +261,7 @@ impl<'a> Client<'a> {
     /// Whether the tool call goes ahead: git-bmad's policy, whatever the agent's own is.
     fn decide(&mut self, call: &Value) -> Decision {
         match call["kind"].as_str().unwrap_or("other") {
-            "execute" => {
-                // The command as the agent will run it; Gemini CLI names it only in the title.
-                let command = call["rawInput"]["command"]
-                    .as_str()
-                    .or(call["title"].as_str())
-                    .unwrap_or_default();
-                if command.trim().is_empty() {
-                    return Decision::Refuse("the call names no command git-bmad can judge".into());
-                }
-                match (self.judge)(command) {
-                    Some(why) => Decision::Refuse(why),
-                    None => Decision::Allow,
-                }
-            }
+            "execute" => self.judge_command(call),
             "edit" | "delete" | "move" => {
                 let paths = touched_paths(call);
                 if paths.is_empty() {
@@ -292,6 +279,22 @@ impl<'a> Client<'a> {
                 Decision::Refuse("git-bmad keeps the agent in the mode that asks".into())
             }
             _ => Decision::Allow,
+        }
+    }
+
+    /// The guard's word on the command a call runs.
+    fn judge_command(&mut self, call: &Value) -> Decision {
+        // The command as the agent will run it; Gemini CLI names it only in the title.
+        let command = call["rawInput"]["command"]
+            .as_str()
+            .or(call["title"].as_str())
+            .unwrap_or_default();
+        if command.trim().is_empty() {
+            return Decision::Refuse("the call names no command git-bmad can judge".into());
+        }
+        match (self.judge)(command) {
+            Some(why) => Decision::Refuse(why),
+            None => Decision::Allow,
         }
     }
 
@@ -326,19 +329,23 @@ impl<'a> Client<'a> {
         }
     }
 
-    /// Note a command the agent announces, and one it reports run that it never asked
-    /// about. Only a finished run counts: a call its own rules refused fails unasked.
+    /// Note a command the agent announces; one it reports run without asking is put to
+    /// the guard then, and one the guard refuses is kept (an agent may run what its own
+    /// rules hold safe unasked, as Claude Code runs read-only commands). Only a finished run
+    /// counts: a call its own rules refused fails unasked.
     fn track_command(&mut self, update: &Value) {
         let Some(id) = update["toolCallId"].as_str() else {
             return;
         };
         if update["kind"] == "execute" {
-            self.commands.insert(id.to_owned(), describe(update));
+            self.commands.insert(id.to_owned(), update.clone());
         }
         let ran = update["status"] == "completed";
         if ran && !self.asked_about.contains(id) {
-            if let Some(command) = self.commands.remove(id) {
-                self.unasked.push(command);
+            if let Some(call) = self.commands.remove(id) {
+                if let Decision::Refuse(why) = self.judge_command(&call) {
+                    self.unasked.push(format!("{}: {why}", describe(&call)));
+                }
             }
         }
     }
@@ -728,10 +735,11 @@ mod tests {
     }
 
     /// Commands an agent reports run: those it asked about pass, one its own rules refused
-    /// does not count, one it ran unasked fails the turn, whichever way it was announced.
+    /// does not count, one it ran unasked is put to the guard, and one the guard refuses
+    /// (or cannot judge) fails the turn, whichever way it was announced.
     #[test]
-    fn a_command_run_without_asking_fails_the_turn() {
-        let mut client = Client::new("x", Path::new("/w"), None, refusing("never"));
+    fn a_command_the_guard_refuses_run_without_asking_fails_the_turn() {
+        let mut client = Client::new("x", Path::new("/w"), None, refusing("push"));
         let update = |kind: &str, id: &str, extra: Value| {
             let mut update = json!({"sessionUpdate": kind, "toolCallId": id});
             update
@@ -743,6 +751,7 @@ mod tests {
         };
         let command =
             |c: &str| json!({"kind": "execute", "status": "pending", "rawInput": {"command": c}});
+        let completed = json!({"status": "completed"});
         // Asked, then run.
         talk(
             &mut client,
@@ -755,7 +764,7 @@ mod tests {
         assert!(talk(&mut client, ask).is_some());
         talk(
             &mut client,
-            update("tool_call_update", "t1", json!({"status": "completed"})),
+            update("tool_call_update", "t1", completed.clone()),
         );
         // Refused by its own rules, unasked: it did not run.
         talk(&mut client, update("tool_call", "t2", command("git push")));
@@ -763,37 +772,33 @@ mod tests {
             &mut client,
             update("tool_call_update", "t2", json!({"status": "failed"})),
         );
-        // Reads are not commands.
+        // Reads are not commands; what the guard allows may run unasked.
+        let read = json!({"kind": "read", "status": "completed"});
+        talk(&mut client, update("tool_call", "t3", read));
         talk(
             &mut client,
-            update(
-                "tool_call",
-                "t3",
-                json!({"kind": "read", "status": "completed"}),
-            ),
+            update("tool_call", "t4", command("git status")),
+        );
+        talk(
+            &mut client,
+            update("tool_call_update", "t4", completed.clone()),
         );
         assert!(client.unasked.is_empty(), "{:?}", client.unasked);
-        // Run unasked, announced whole in its last update.
+        // Run unasked, announced whole in its last update, and one it does not show.
+        let pushed = json!({"kind": "execute", "status": "completed",
+            "rawInput": {"command": "git push --force origin main"}});
+        talk(&mut client, update("tool_call_update", "t5", pushed));
         talk(
             &mut client,
-            update(
-                "tool_call_update",
-                "t4",
-                json!({"kind": "execute", "status": "completed",
-                "rawInput": {"command": "rm -rf build"}}),
-            ),
+            update("tool_call", "t6", json!({"kind": "execute"})),
         );
-        talk(&mut client, update("tool_call", "t5", command("make")));
-        talk(
-            &mut client,
-            update("tool_call_update", "t5", json!({"status": "completed"})),
-        );
+        talk(&mut client, update("tool_call_update", "t6", completed));
         client.answer = Some(json!({"stopReason": "end_turn"}));
         let mut turn = result(Exit::Code(0));
         client.read_into(&mut turn);
         let error = turn.reported_error.unwrap_or_default();
         assert!(
-            error.starts_with("the ACP agent ran 2 command(s) without asking git-bmad, so the guard judged none of them (first: execute (rm -rf build))"),
+            error.starts_with("the ACP agent ran 2 command(s) the guard refuses without asking git-bmad (first: execute (git push --force origin main): push is refused)"),
             "{error}"
         );
     }

@@ -22,6 +22,7 @@ use super::prices::Prices;
 use super::process::{self, Captured, Exit, Spec};
 use super::sandbox;
 use super::sandbox::Contained;
+use super::usage_report::UsageReport;
 use crate::config::{ModelPrice, Protocol, RunnersConfig};
 use crate::text::last_chars;
 
@@ -172,7 +173,7 @@ pub fn invoke(
         )
     };
     if let Some(report) = usage_report {
-        report.read_into(adapter, &mut result);
+        report.read_into(adapter, invocation.allowance.limits(), &mut result);
     }
     // The call's `--model` comes after the configured arguments: it is the one the CLI uses.
     result.name_usage(
@@ -182,63 +183,6 @@ pub fn invoke(
             .or(adapter.configured_model(cli)),
     );
     Ok(result)
-}
-
-/// The file a CLI writes its usage to when it ends ([`Adapter::writes_usage_file`]), in a
-/// folder of its own that the walls show writable and that is gone with this.
-struct UsageReport {
-    folder: tempfile::TempDir,
-    file: PathBuf,
-}
-
-impl UsageReport {
-    /// Its usage file cannot be large; one that is was not written by the CLI.
-    const LIMIT: u64 = 4 << 20;
-
-    fn new() -> Result<UsageReport> {
-        let folder = tempfile::Builder::new()
-            .prefix("bmad-usage-")
-            .tempdir()
-            .map_err(|source| super::error::Error::Scratch { source })?;
-        // Canonical, as the walls name places.
-        let file = std::fs::canonicalize(folder.path())
-            .unwrap_or_else(|_| folder.path().to_owned())
-            .join("usage.json");
-        Ok(UsageReport { folder, file })
-    }
-
-    fn file(&self) -> &std::path::Path {
-        &self.file
-    }
-
-    /// `sandbox` with the report's folder writable inside.
-    fn shown_in(&self, sandbox: Option<Contained>) -> Option<Contained> {
-        sandbox.map(|mut contained| {
-            let folder = self.file.parent().unwrap_or(self.folder.path());
-            contained
-                .walls
-                .mounts
-                .push(sandbox::Mount::writable(folder));
-            contained
-        })
-    }
-
-    /// What the CLI wrote, read into `result` by its adapter: nothing when it wrote no
-    /// report (killed before its end), or not one that reads as JSON.
-    fn read_into(self, adapter: &dyn super::adapter::Adapter, result: &mut AgentResult) {
-        use std::io::Read;
-        let mut bytes = Vec::new();
-        let read = std::fs::File::open(&self.file)
-            .and_then(|f| f.take(Self::LIMIT).read_to_end(&mut bytes));
-        match read.map(|_| serde_json::from_slice::<serde_json::Value>(&bytes)) {
-            Ok(Ok(report)) => adapter.read_usage_file(&report, result),
-            Ok(Err(e)) => tracing::warn!(
-                "{} wrote a usage report that is not JSON: {e}",
-                result.runner
-            ),
-            Err(e) => tracing::debug!("{} wrote no usage report: {e}", result.runner),
-        }
-    }
 }
 
 /// One prompt turn over the Agent Client Protocol, each shell command the agent asks to run
