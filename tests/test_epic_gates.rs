@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::common::{read, TestEnv};
 use crate::test_epic::{dev_behaviour, epic_project, status, story};
-use crate::test_supervisor::agent_behaviour;
+use crate::test_supervisor::{agent_behaviour, COPILOT_ON_A_PLAN};
 
 const KEYS: [&str; 4] = [
     "3-1-api-client",
@@ -669,31 +669,6 @@ fn per_story_gates_add_each_storys_acceptance_to_the_epics_own() {
         .success();
     assert_eq!(status(&env, &repo)["finished"], true);
 }
-
-/// Copilot CLI on a GitHub Copilot plan, doing what each step's behaviour says (as the fake
-/// Claude Code does): its events, its last line with the premium requests the prompt cost
-/// (a model billed at 1x), and its usage file where `--usage-output-file` names it.
-const COPILOT_ON_A_PLAN: &str = r#"#!/bin/sh
-usage=""
-for arg in "$@"; do
-  case "$arg" in --usage-output-file=*) usage="${arg#--usage-output-file=}" ;; esac
-done
-mkdir -p "$HOME/agent"
-echo "$BMAD_STEP copilot" >> "$HOME/agent/copilot.log"
-result() {
-  printf '{"type":"assistant.message","data":{"messageId":"m1","model":"claude-sonnet-4.5","content":"%s","toolRequests":[]}}\n' "$1"
-  printf '{"type":"result","timestamp":"2026-12-07T17:13:39.170Z","sessionId":"copilot-%s","exitCode":0,"usage":{"premiumRequests":1,"totalApiDurationMs":83,"sessionDurationMs":483,"codeChanges":{"linesAdded":1,"linesRemoved":0,"filesModified":[]}}}\n' "$BMAD_STEP"
-  if [ -n "$usage" ]; then
-    printf '{"totalPremiumRequestCost":1,"totalUserRequests":1,"modelMetrics":{"claude-sonnet-4.5":{"requests":{"count":2,"cost":1},"usage":{"inputTokens":1600,"outputTokens":20,"cacheReadTokens":1000,"cacheWriteTokens":500}}}}\n' > "$usage"
-  fi
-}
-if [ -f "$HOME/agent/$BMAD_STEP.sh" ]; then
-  . "$HOME/agent/$BMAD_STEP.sh"
-else
-  mkdir -p out && touch "out/$BMAD_STEP"
-  result "did $BMAD_STEP"
-fi
-"#;
 
 /// Budgets across CLIs in one epic: the dev is Copilot CLI, which spends GitHub's premium
 /// requests, and the rest Claude Code. The epic's premium request budget is checked before

@@ -1890,23 +1890,32 @@ fn an_attempt_with_no_progress_is_abandoned_and_one_making_progress_is_not() {
     );
 }
 
-/// Copilot CLI (1.0.102) as it runs headless on a GitHub Copilot plan: its events, its last
-/// line with the premium requests the prompt cost (a model billed at 1x), and, when it ends,
-/// its usage file where `--usage-output-file` names it. (With a provider of the user's own,
-/// which the real-CLI suite drives, it writes the same with 0 premium requests.)
-const COPILOT_ON_A_PLAN: &str = r#"#!/bin/sh
+/// Copilot CLI (1.0.102) as it runs headless on a GitHub Copilot plan, doing what each
+/// step's behaviour says (as [`FAKE_CLAUDE`] does): its events, its last line with the
+/// premium requests the prompt cost (a model billed at 1x), and, when it ends, its usage
+/// file where `--usage-output-file` names it. (With a provider of the user's own, which the
+/// real-CLI suite drives, it writes the same with 0 premium requests.)
+pub(crate) const COPILOT_ON_A_PLAN: &str = r#"#!/bin/sh
 usage=""
 for arg in "$@"; do
   case "$arg" in --usage-output-file=*) usage="${arg#--usage-output-file=}" ;; esac
 done
-echo "$BMAD_STEP $*" >> "$HOME/copilot.log"
-mkdir -p out && touch "out/$BMAD_STEP"
-printf '{"type":"assistant.turn_start","data":{"turnId":"0"}}\n'
-printf '{"type":"assistant.message","data":{"messageId":"m1","model":"claude-sonnet-4.5","content":"Done.","toolRequests":[],"turnId":"0"}}\n'
-printf '{"type":"assistant.turn_end","data":{"turnId":"0"}}\n'
-printf '{"type":"result","timestamp":"2026-12-07T17:13:39.170Z","sessionId":"6a78fd2b-ef12","exitCode":0,"usage":{"premiumRequests":1,"totalApiDurationMs":83,"sessionDurationMs":483,"codeChanges":{"linesAdded":0,"linesRemoved":0,"filesModified":[]}}}\n'
-if [ -n "$usage" ]; then
-  printf '{"totalPremiumRequestCost":1,"totalUserRequests":1,"modelMetrics":{"claude-sonnet-4.5":{"requests":{"count":2,"cost":1},"usage":{"inputTokens":1600,"outputTokens":20,"cacheReadTokens":1000,"cacheWriteTokens":500}}},"currentModel":"claude-sonnet-4.5"}\n' > "$usage"
+mkdir -p "$HOME/agent"
+echo "$BMAD_STEP $*" >> "$HOME/agent/copilot.log"
+result() {
+  printf '{"type":"assistant.turn_start","data":{"turnId":"0"}}\n'
+  printf '{"type":"assistant.message","data":{"messageId":"m1","model":"claude-sonnet-4.5","content":"%s","toolRequests":[],"turnId":"0"}}\n' "$1"
+  printf '{"type":"assistant.turn_end","data":{"turnId":"0"}}\n'
+  printf '{"type":"result","timestamp":"2026-12-07T17:13:39.170Z","sessionId":"copilot-%s","exitCode":0,"usage":{"premiumRequests":1,"totalApiDurationMs":83,"sessionDurationMs":483,"codeChanges":{"linesAdded":0,"linesRemoved":0,"filesModified":[]}}}\n' "$BMAD_STEP"
+  if [ -n "$usage" ]; then
+    printf '{"totalPremiumRequestCost":1,"totalUserRequests":1,"modelMetrics":{"claude-sonnet-4.5":{"requests":{"count":2,"cost":1},"usage":{"inputTokens":1600,"outputTokens":20,"cacheReadTokens":1000,"cacheWriteTokens":500}}},"currentModel":"claude-sonnet-4.5"}\n' > "$usage"
+  fi
+}
+if [ -f "$HOME/agent/$BMAD_STEP.sh" ]; then
+  . "$HOME/agent/$BMAD_STEP.sh"
+else
+  mkdir -p out && touch "out/$BMAD_STEP"
+  result "did $BMAD_STEP"
 fi
 "#;
 
@@ -1968,7 +1977,7 @@ fn a_premium_request_budget_stops_copilot_steps_and_a_raised_one_goes_on() {
     let limit = named(&events, "limit_premium_requests_reached");
     assert_eq!(limit.len(), 1);
     assert_eq!(limit[0]["detail"]["spent_premium_requests"], 3.0);
-    let log = std::fs::read_to_string(env.root().join("home/copilot.log")).unwrap();
+    let log = std::fs::read_to_string(env.root().join("home/agent/copilot.log")).unwrap();
     assert_eq!(log.lines().count(), 3, "{log}");
     assert!(log.contains("--usage-output-file="), "{log}");
 
@@ -1990,34 +1999,47 @@ fn a_premium_request_budget_stops_copilot_steps_and_a_raised_one_goes_on() {
     );
 }
 
-/// A Copilot CLI that ends well but leaves no usage report: where a budget counts what it
-/// spends, the step fails saying so (the budget would not see it); with none, it is done.
+/// A Copilot CLI that ends well but leaves no usage report git-bmad can read (none; a FIFO,
+/// which must not hang the run; a symlink to a report elsewhere, which is not followed):
+/// where a budget counts what it spends, the step fails saying so; with none, it is done.
 #[test]
 fn a_budgeted_copilot_step_with_no_usage_report_fails() {
-    let env = TestEnv::new();
-    let repo = env.repo("proj");
-    env.executable(
-        "copilot",
-        &COPILOT_ON_A_PLAN.replace("if [ -n \"$usage\" ]; then", "if false; then"),
-    );
-    write(
-        &repo,
-        ".bmad/config.yaml",
-        "runners:\n  default: copilot\norchestration:\n  budget_usd: 5\n",
-    );
-    let wt = with_playbook(
-        &env,
-        &repo,
-        "one",
-        "name: one\nsteps:\n  - {id: a, command: do a, postconditions: [{file_exists: out/a}]}\n",
-    );
-    let run = env.bmad(&wt, &["run", "one"]).code(5);
-    assert!(
-        run.stderr
-            .contains("copilot wrote no usage report git-bmad can read (No such file or directory"),
-        "{}",
-        run.stderr
-    );
-    write(&repo, ".bmad/config.yaml", "runners:\n  default: copilot\n");
-    env.bmad(&wt, &["resume"]).success();
+    let planted = [
+        (":", "No such file or directory"),
+        ("mkfifo \"$usage\"", "not a regular file"),
+        (
+            "echo '{\"modelMetrics\":{}}' > \"$HOME/mine.json\"; ln -s \"$HOME/mine.json\" \"$usage\"",
+            "symbolic links",
+        ),
+    ];
+    for (plant, why) in planted {
+        let env = TestEnv::new();
+        let repo = env.repo("proj");
+        let fake = COPILOT_ON_A_PLAN.replace(
+            "if [ -n \"$usage\" ]; then",
+            &format!("if [ -n \"$usage\" ]; then {plant}; fi; if false; then"),
+        );
+        env.executable("copilot", &fake);
+        write(
+            &repo,
+            ".bmad/config.yaml",
+            "runners:\n  default: copilot\norchestration:\n  budget_usd: 5\n",
+        );
+        let wt = with_playbook(
+            &env,
+            &repo,
+            "one",
+            "name: one\nsteps:\n  - {id: a, command: do a, postconditions: [{file_exists: out/a}]}\n",
+        );
+        let run = env.bmad(&wt, &["run", "one"]).code(5);
+        assert!(
+            run.stderr
+                .contains("copilot wrote no usage report git-bmad can read (")
+                && run.stderr.contains(why),
+            "{plant}: {}",
+            run.stderr
+        );
+        write(&repo, ".bmad/config.yaml", "runners:\n  default: copilot\n");
+        env.bmad(&wt, &["resume"]).success();
+    }
 }

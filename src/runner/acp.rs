@@ -337,8 +337,15 @@ impl<'a> Client<'a> {
         let Some(id) = update["toolCallId"].as_str() else {
             return;
         };
-        if update["kind"] == "execute" {
-            self.commands.insert(id.to_owned(), update.clone());
+        // An update says only what changed: what it leaves out stays as announced.
+        if update["kind"] == "execute" || self.commands.contains_key(id) {
+            let call = self
+                .commands
+                .entry(id.to_owned())
+                .or_insert_with(|| json!({}));
+            if let (Some(call), Some(fields)) = (call.as_object_mut(), update.as_object()) {
+                call.extend(fields.iter().map(|(k, v)| (k.clone(), v.clone())));
+            }
         }
         let ran = update["status"] == "completed";
         if ran && !self.asked_about.contains(id) {
@@ -788,6 +795,10 @@ mod tests {
         let pushed = json!({"kind": "execute", "status": "completed",
             "rawInput": {"command": "git push --force origin main"}});
         talk(&mut client, update("tool_call_update", "t5", pushed));
+        // An update that names its kind again but not its command keeps the command.
+        talk(&mut client, update("tool_call", "t7", command("ls")));
+        let again = json!({"kind": "execute", "status": "completed"});
+        talk(&mut client, update("tool_call_update", "t7", again));
         talk(
             &mut client,
             update("tool_call", "t6", json!({"kind": "execute"})),

@@ -53,7 +53,9 @@ impl UsageReport {
     pub(super) fn read_into(self, adapter: &dyn Adapter, budgeted: bool, result: &mut AgentResult) {
         use std::io::Read;
         let mut bytes = Vec::new();
-        let read = std::fs::File::open(&self.file)
+        // What the walled CLI (or a step of it) left there: no symlink followed out of the
+        // folder, no FIFO waited on.
+        let read = crate::fs::open_private(&self.file)
             .and_then(|f| f.take(Self::LIMIT).read_to_end(&mut bytes));
         let why = match read.map(|_| serde_json::from_slice::<serde_json::Value>(&bytes)) {
             Ok(Ok(report)) => return adapter.read_usage_file(&report, result),
