@@ -145,6 +145,13 @@ impl Adapter for Copilot {
     fn read_output(&self, result: &mut AgentResult) -> bool {
         let events = super::json_events(result);
         let Some(end) = events.iter().rev().find(|e| e["type"] == "result") else {
+            let said = String::from_utf8_lossy(&result.stderr.tail()).into_owned();
+            if said.contains("unknown option '--usage-output-file") {
+                result.reported_error = Some(format!(
+                    "Copilot CLI is older than 1.0.80, the first to write the usage report git-bmad reads its tokens from (`--usage-output-file`); update it: npm install -g {}",
+                    self.npm_package().unwrap_or("@github/copilot")
+                ));
+            }
             return false;
         };
         result.agent_session_id = end["sessionId"].as_str().map(str::to_owned);
@@ -273,6 +280,26 @@ mod tests {
         empty.usage.clear();
         Copilot.read_usage_file(&serde_json::json!({"modelMetrics": 3}), &mut empty);
         assert!(empty.usage.is_empty());
+    }
+
+    /// What Copilot CLI 1.0.79 says to `--usage-output-file` (exit 1, on stderr).
+    #[test]
+    fn a_copilot_cli_too_old_for_its_usage_file_is_told_to_update() {
+        let result = crate::runner::interpret(
+            crate::runner::Kind::parse("copilot").unwrap(),
+            crate::runner::Exit::Code(1),
+            crate::runner::Captured::default(),
+            crate::runner::Captured::from_bytes(
+                b"error: unknown option '--usage-output-file=/tmp/bmad-usage-x/usage.json'\n\nTry 'copilot --help' for more information.\n",
+            ),
+            10,
+        );
+        let error = result.reported_error.unwrap_or_default();
+        assert!(
+            error.starts_with("Copilot CLI is older than 1.0.80")
+                && error.ends_with("npm install -g @github/copilot@1.0.102"),
+            "{error}"
+        );
     }
 
     #[test]
