@@ -197,27 +197,24 @@ impl Adapter for Copilot {
                 "runners.copilot.args: `--output-format {format}` would hide Copilot CLI's errors from git-bmad; leave the output format to it (json)"
             ));
         }
-        // Its usage report is git-bmad's to name (the budget reads it), and Copilot CLI
-        // refuses it beside the debug flags.
-        if let Some(flag) = cli.args.iter().flatten().find(|a| {
-            [
-                "--usage-output-file",
-                "--print-debug-info",
-                "--collect-debug-logs",
-            ]
-            .iter()
-            .any(|flag| *a == flag || a.starts_with(&format!("{flag}=")))
-        }) {
+        // Headless, its usage report is git-bmad's to name (the budget reads it), and
+        // Copilot CLI refuses one beside its debug flags.
+        let usage_flags = [
+            "--usage-output-file",
+            "--print-debug-info",
+            "--collect-debug-logs",
+        ];
+        let headless = cli.protocol != Protocol::Acp;
+        if let Some(flag) = given_flag(cli, &usage_flags).filter(|_| headless) {
             problems.push(format!(
                 "runners.copilot.args: `{flag}` is refused: headless, git-bmad gives Copilot CLI a `--usage-output-file` of its own and reads its tokens from it (Copilot CLI takes one such file, and none beside its debug flags); drop it"
             ));
         }
         // Over ACP it asks git-bmad before each tool call, unless told ahead that it may.
-        let ahead = cli.args.iter().flatten().find(|a| {
-            ["--allow-all-tools", "--allow-all", "--yolo", "--allow-tool"]
-                .iter()
-                .any(|flag| a == flag || a.starts_with(&format!("{flag}=")))
-        });
+        let ahead = given_flag(
+            cli,
+            &["--allow-all-tools", "--allow-all", "--yolo", "--allow-tool"],
+        );
         if let Some(flag) = ahead.filter(|_| cli.protocol == Protocol::Acp) {
             problems.push(format!(
                 "runners.copilot.args: `{flag}` approves tools ahead, so over ACP Copilot CLI would run them without asking git-bmad's policy; drop it (git-bmad answers each request)"
@@ -225,6 +222,16 @@ impl Adapter for Copilot {
         }
         problems
     }
+}
+
+/// The first configured argument that is one of `flags`, alone or with `=value`.
+fn given_flag<'c>(cli: &'c CliConfig, flags: &[&str]) -> Option<&'c String> {
+    cli.args.iter().flatten().find(|arg| {
+        flags.iter().any(|flag| {
+            arg.strip_prefix(flag)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('='))
+        })
+    })
 }
 
 #[cfg(test)]
@@ -317,6 +324,12 @@ mod tests {
             let problems = Copilot.config_problems(&cli);
             assert_eq!(problems.len(), 1, "{flag}: {problems:?}");
             assert!(problems[0].contains("--usage-output-file"), "{problems:?}");
+            // Over ACP git-bmad names no report: the user's own may stand.
+            let acp = CliConfig {
+                protocol: Protocol::Acp,
+                ..cli
+            };
+            assert!(Copilot.config_problems(&acp).is_empty(), "{flag}");
         }
         let call = Call {
             prompt: "p",
