@@ -392,28 +392,31 @@ fn copilot_cli_headless_is_done_only_when_the_work_is_there() {
     );
 }
 
-/// Copilot CLI headless prints no tokens: it writes them, per model, to the usage file
-/// git-bmad names, read once it has ended. The ledger holds what the API served, priced; the
-/// premium requests it counts are journaled (none with a provider of the user's own); a
-/// dollar budget stops the run between steps; in walls of bubblewrap and of Landlock alone.
+/// Copilot CLI headless prints no tokens: it exports each request's, as the request ends, to
+/// the OpenTelemetry file git-bmad names. An honest step's ledger holds what the API served,
+/// priced, with the premium requests it counts (none with a provider of the user's own); a
+/// dollar budget stops an agent that would go on for ever within a request of reaching it;
+/// in walls of bubblewrap and of Landlock alone.
 #[test]
 #[cfg_attr(
     not(feature = "external-tests"),
     ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
 )]
-fn copilot_cli_headless_is_budgeted_by_the_tokens_it_reports_when_it_ends() {
-    let two_steps = "name: scenario\nsteps:\n  - id: implement\n    role: dev\n    command: Create src/hello.txt, run the tests and commit\n    timeout: 120s\n    postconditions: [{file_exists: src/hello.txt}, tests_pass]\n  - {id: again, role: dev, command: Do it again, timeout: 120s}\n";
+fn copilot_cli_headless_is_budgeted_by_the_tokens_it_logs_as_it_runs() {
+    let config = |budget_usd: f64| {
+        format!("runners:\n  default: copilot\nchecks:\n  test_command: sh test.sh\norchestration:\n  budget_usd: {budget_usd}\n  agents:\n    dev: {{model: test-model}}\n  prices:\n    test-model: {{input: 100, cached_input: 10, output: 1000}}\n")
+    };
     for bubblewrap_refused in [false, true] {
         let world = World::reached(
             Cli::Copilot,
             Reach::Link,
             bubblewrap_refused,
             honest(),
-            two_steps,
+            IMPLEMENT,
         );
-        world.configure("runners:\n  default: copilot\nchecks:\n  test_command: sh test.sh\norchestration:\n  budget_usd: 0.05\n  agents:\n    dev: {model: test-model}\n  prices:\n    test-model: {input: 100, cached_input: 10, output: 1000}\n");
+        world.configure(&config(5.0));
         let run = world.run();
-        assert_eq!(run.code, 6, "{}", world.explain(&run));
+        assert_eq!(run.code, 0, "{}", world.explain(&run));
         let started = &world.named("step_started")[0]["detail"];
         let walls = started["walls"].as_str().unwrap_or_default();
         let expected = if bubblewrap_refused {
@@ -426,17 +429,47 @@ fn copilot_cli_headless_is_budgeted_by_the_tokens_it_reports_when_it_ends() {
         assert_eq!(done.len(), 1, "{}", world.explain(&run));
         // Per request the API serves 100 input tokens, 1,000 read from the cache and 500
         // written to it (read fresh), and 20 out.
-        let (served, _) = served(&world);
-        assert!(served >= 4, "{}", world.explain(&run));
+        let (requests, _) = served(&world);
+        assert!(requests >= 4, "{}", world.explain(&run));
         assert_eq!(
             ledger(&done[0]),
-            (600 * served, 1000 * served, 20 * served),
-            "the ledger holds what the API served ({served} requests)\n{}",
+            (600 * requests, 1000 * requests, 20 * requests),
+            "the ledger holds what the API served ({requests} requests)\n{}",
             world.explain(&run)
         );
         assert_eq!(done[0]["detail"]["cost_priced"], true, "{}", done[0]);
         assert_eq!(done[0]["detail"]["premium_requests"], 0.0, "{}", done[0]);
-        assert_eq!(world.named("limit_budget_reached").len(), 1);
+
+        // An agent that would write files for ever, with two and a half requests' budget.
+        let endless = World::reached(
+            Cli::Copilot,
+            Reach::Link,
+            bubblewrap_refused,
+            crate::test_real_cli::writing("src/f", 40),
+            IMPLEMENT,
+        );
+        endless.configure(&config(0.225));
+        let run = endless.run();
+        assert_eq!(run.code, 6, "{}", endless.explain(&run));
+        let failed = endless.named("step_failed");
+        assert_eq!(failed.len(), 1, "{}", endless.explain(&run));
+        assert_eq!(failed[0]["trigger"], "budget", "{}", failed[0]);
+        let (requests, _) = served(&endless);
+        assert!(
+            (3..=4).contains(&requests),
+            "{requests} requests\n{}",
+            endless.explain(&run)
+        );
+        // Charged what it logged: each request the API served but one in flight.
+        let (fresh, cached, out) = ledger(&failed[0]);
+        assert!(
+            (requests - 1..=requests).contains(&(cached / 1000))
+                && (fresh, out) == (600 * cached / 1000, 20 * cached / 1000),
+            "{:?} for {requests} requests\n{}",
+            (fresh, cached, out),
+            endless.explain(&run)
+        );
+        assert_eq!(endless.named("limit_budget_reached").len(), 1);
     }
 }
 

@@ -847,9 +847,10 @@ fn a_codex_stream_that_reconnects_and_recovers_passes() {
     assert!(stdout.contains("Reconnecting"), "{stdout}");
 }
 
-/// The CLIs that report each model request as they run: a budget stops them within a step
+/// The CLIs that report each model request as they run (Copilot CLI to its telemetry file,
+/// the others on stdout): a budget stops them within a step
 /// (`a_budget_stops_a_running_step_within_one_request_for_clis_that_report_each_request`).
-const EACH_REQUEST: [Cli; 3] = [Cli::OpenCode, Cli::Pi, Cli::Qwen];
+const EACH_REQUEST: [Cli; 4] = [Cli::OpenCode, Cli::Pi, Cli::Qwen, Cli::Copilot];
 
 /// A token budget counts what every CLI that reports at its end only (cache included) and
 /// stops the run between steps. Codex names no model in its output, so a dollar budget is refused for it until
@@ -1243,7 +1244,7 @@ fn a_dollar_budget_stops_a_running_claude_step_within_one_request() {
     assert_eq!(world.named("limit_budget_reached").len(), 1);
 }
 
-/// OpenCode, Pi and Qwen Code report each model request as they run: a dollar or a token
+/// OpenCode, Pi, Qwen Code and Copilot CLI report each model request as they run: a dollar or a token
 /// budget stops a running step once the requests reported reach it, not at the step's end;
 /// the run then stops at its limit (exit 6) with the step to run again. Spent: the budget
 /// and at most one request more.

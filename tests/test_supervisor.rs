@@ -1892,24 +1892,23 @@ fn an_attempt_with_no_progress_is_abandoned_and_one_making_progress_is_not() {
 
 /// Copilot CLI (1.0.102) as it runs headless on a GitHub Copilot plan, doing what each
 /// step's behaviour says (as [`FAKE_CLAUDE`] does): its events, its last line with the
-/// premium requests the prompt cost (a model billed at 1x), and, when it ends, its usage
-/// file where `--usage-output-file` names it. (With a provider of the user's own, which the
-/// real-CLI suite drives, it writes the same with 0 premium requests.)
+/// premium requests the prompt cost (a model billed at 1x), and its one model request
+/// announced on stdout and exported, as it ends, to the OpenTelemetry file
+/// `COPILOT_OTEL_FILE_EXPORTER_PATH` names. (With a provider of the user's own, which the
+/// real-CLI suite drives, it prints the same with 0 premium requests.)
 pub(crate) const COPILOT_ON_A_PLAN: &str = r#"#!/bin/sh
-usage=""
-for arg in "$@"; do
-  case "$arg" in --usage-output-file=*) usage="${arg#--usage-output-file=}" ;; esac
-done
+usage="$COPILOT_OTEL_FILE_EXPORTER_PATH"
 mkdir -p "$HOME/agent"
-echo "$BMAD_STEP $*" >> "$HOME/agent/copilot.log"
+echo "$BMAD_STEP $* otel=$COPILOT_OTEL_EXPORTER_TYPE" >> "$HOME/agent/copilot.log"
 result() {
   printf '{"type":"assistant.turn_start","data":{"turnId":"0"}}\n'
+  printf '{"type":"model.call_final_result","data":{"model":"claude-sonnet-4.5","result":"success"},"ephemeral":true}\n'
+  if [ -n "$usage" ]; then
+    printf '{"type":"span","name":"chat claude-sonnet-4.5","kind":2,"attributes":{"gen_ai.operation.name":"chat","gen_ai.request.model":"claude-sonnet-4.5","gen_ai.usage.input_tokens":1600,"gen_ai.usage.output_tokens":20,"gen_ai.usage.cache_read.input_tokens":1000,"gen_ai.usage.cache_write.input_tokens":500,"gen_ai.response.model":"claude-sonnet-4.5","github.copilot.cost":1}}\n' >> "$usage"
+  fi
   printf '{"type":"assistant.message","data":{"messageId":"m1","model":"claude-sonnet-4.5","content":"%s","toolRequests":[],"turnId":"0"}}\n' "$1"
   printf '{"type":"assistant.turn_end","data":{"turnId":"0"}}\n'
   printf '{"type":"result","timestamp":"2026-12-07T17:13:39.170Z","sessionId":"copilot-%s","exitCode":0,"usage":{"premiumRequests":1,"totalApiDurationMs":83,"sessionDurationMs":483,"codeChanges":{"linesAdded":0,"linesRemoved":0,"filesModified":[]}}}\n' "$BMAD_STEP"
-  if [ -n "$usage" ]; then
-    printf '{"totalPremiumRequestCost":1,"totalUserRequests":1,"modelMetrics":{"claude-sonnet-4.5":{"requests":{"count":2,"cost":1},"usage":{"inputTokens":1600,"outputTokens":20,"cacheReadTokens":1000,"cacheWriteTokens":500}}},"currentModel":"claude-sonnet-4.5"}\n' > "$usage"
-  fi
 }
 if [ -f "$HOME/agent/$BMAD_STEP.sh" ]; then
   . "$HOME/agent/$BMAD_STEP.sh"
@@ -1956,7 +1955,7 @@ fn a_premium_request_budget_stops_copilot_steps_and_a_raised_one_goes_on() {
     assert_eq!(steps_of(&events, "step_completed"), ["a", "b", "c"]);
     let done = named(&events, "step_completed");
     assert_eq!(done[0]["detail"]["premium_requests"], 1.0);
-    // Its tokens, from the usage file: fresh (cache writes in), cached, out.
+    // Its tokens, from its telemetry: fresh (cache writes in), cached, out.
     let usage = &done[0]["detail"]["usage"][0];
     assert_eq!(
         (
@@ -1979,7 +1978,7 @@ fn a_premium_request_budget_stops_copilot_steps_and_a_raised_one_goes_on() {
     assert_eq!(limit[0]["detail"]["spent_premium_requests"], 3.0);
     let log = std::fs::read_to_string(env.root().join("home/agent/copilot.log")).unwrap();
     assert_eq!(log.lines().count(), 3, "{log}");
-    assert!(log.contains("--usage-output-file="), "{log}");
+    assert!(log.contains("otel=file"), "{log}");
 
     // More budget: the run goes on from d.
     write(
@@ -1999,17 +1998,22 @@ fn a_premium_request_budget_stops_copilot_steps_and_a_raised_one_goes_on() {
     );
 }
 
-/// A Copilot CLI that ends well but leaves no usage report git-bmad can read (none; a FIFO,
-/// which must not hang the run; a symlink to a report elsewhere, which is not followed):
-/// where a budget counts what it spends, the step fails saying so; with none, it is done.
+/// A Copilot CLI that ends well but leaves no whole usage log git-bmad can read (none; a
+/// FIFO, which must not hang the run; a symlink to a log elsewhere, which is not followed;
+/// one a step of the agent emptied, which shows fewer requests than it announced): where a
+/// budget counts what it spends, the step fails saying so; with none, it is done.
 #[test]
-fn a_budgeted_copilot_step_with_no_usage_report_fails() {
+fn a_budgeted_copilot_step_with_no_whole_usage_log_fails() {
     let planted = [
         (":", "No such file or directory"),
         ("mkfifo \"$usage\"", "not a regular file"),
         (
-            "echo '{\"modelMetrics\":{}}' > \"$HOME/mine.json\"; ln -s \"$HOME/mine.json\" \"$usage\"",
+            "echo '{}' > \"$HOME/mine.jsonl\"; ln -s \"$HOME/mine.jsonl\" \"$usage\"",
             "symbolic links",
+        ),
+        (
+            "echo '{}' > \"$usage\"",
+            "it shows 0 of the 1 model requests its output announced",
         ),
     ];
     for (plant, why) in planted {
@@ -2034,7 +2038,7 @@ fn a_budgeted_copilot_step_with_no_usage_report_fails() {
         let run = env.bmad(&wt, &["run", "one"]).code(5);
         assert!(
             run.stderr
-                .contains("copilot wrote no usage report git-bmad can read (")
+                .contains("copilot left no whole usage log git-bmad can read (")
                 && run.stderr.contains(why),
             "{plant}: {}",
             run.stderr

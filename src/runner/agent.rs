@@ -22,7 +22,7 @@ use super::prices::Prices;
 use super::process::{self, Captured, Exit, Spec};
 use super::sandbox;
 use super::sandbox::Contained;
-use super::usage_report::UsageReport;
+use super::usage_log::UsageLog;
 use crate::config::{ModelPrice, Protocol, RunnersConfig};
 use crate::text::last_chars;
 
@@ -65,8 +65,8 @@ pub fn invoke(
     let adapter = invocation.kind.adapter();
     let cli = config.cli(invocation.kind.as_str());
     let over_acp = cli.protocol == Protocol::Acp;
-    let usage_report = (adapter.writes_usage_file() && !over_acp)
-        .then(UsageReport::new)
+    let usage_log = (adapter.writes_usage_log() && !over_acp)
+        .then(UsageLog::new)
         .transpose()?;
     let call = Call {
         prompt: &invocation.prompt,
@@ -76,7 +76,7 @@ pub fn invoke(
         guard_hooked: adapter.guard_hooked(&invocation.cwd),
         budget_usd: invocation.allowance.usd,
         contained: invocation.sandbox.is_some(),
-        usage_file: usage_report.as_ref().map(UsageReport::file),
+        usage_log: usage_log.as_ref().map(UsageLog::file),
     };
     // Over ACP, the step's model goes on the command line where the CLI takes it there,
     // else over the protocol.
@@ -141,8 +141,8 @@ pub fn invoke(
         clear_env: true,
         stdin,
         timeout: invocation.timeout,
-        sandbox: match &usage_report {
-            Some(report) => report.shown_in(invocation.sandbox.clone()),
+        sandbox: match &usage_log {
+            Some(log) => log.shown_in(invocation.sandbox.clone()),
             None => invocation.sandbox.clone(),
         },
     };
@@ -156,7 +156,8 @@ pub fn invoke(
                 .or(adapter.configured_model(cli));
             let mut meter =
                 Meter::new(invocation.allowance, Prices::new(&invocation.prices), model);
-            process::run_watching(&spec, interrupt, &mut |line| {
+            let log = usage_log.as_ref().map(UsageLog::file);
+            process::run_watching(&spec, interrupt, log, &mut |line| {
                 let event = serde_json::from_slice::<serde_json::Value>(line).ok();
                 let request = event.and_then(|e| adapter.request_usage(&e));
                 request.is_some_and(|r| meter.count(&r))
@@ -172,8 +173,8 @@ pub fn invoke(
             output.duration.as_millis() as u64,
         )
     };
-    if let Some(report) = usage_report {
-        report.read_into(adapter, invocation.allowance.limits(), &mut result);
+    if let Some(log) = usage_log {
+        log.read_into(adapter, invocation.allowance.limits(), &mut result);
     }
     // The call's `--model` comes after the configured arguments: it is the one the CLI uses.
     result.name_usage(
@@ -673,7 +674,7 @@ mod tests {
             assert_eq!(sum(&requests), sum(&whole), "{kind}");
             assert_eq!(requests.len(), lines.len() - 1, "{kind}: one a request");
         }
-        // The others report at the end only: they are stopped between steps.
+        // The others print no request as it ends (Copilot CLI logs each to its own file).
         for kind in ["claude", "codex", "gemini", "copilot"] {
             let line = r#"{"type":"result","usage":{"input_tokens":5}}"#;
             let event = serde_json::from_str(line).unwrap();
@@ -757,7 +758,7 @@ mod tests {
                     guard_hooked: false,
                     budget_usd: None,
                     contained: false,
-                    usage_file: None,
+                    usage_log: None,
                 },
             )
         };
@@ -772,7 +773,7 @@ mod tests {
                 guard_hooked: false,
                 budget_usd: Some(1.25),
                 contained: false,
-                usage_file: None,
+                usage_log: None,
             };
             k(kind).adapter().command_line(config.cli(kind), &call).0
         };

@@ -16,7 +16,7 @@ mod process;
 pub mod sandbox;
 mod select;
 mod spawn;
-mod usage_report;
+mod usage_log;
 
 pub use adapter::{
     agent_settings, is_agent_settings, is_guard_group, Adapter, AgentResult, Kind, ModelUsage,

@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 use std::io::{BufRead, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
@@ -176,17 +176,27 @@ pub fn run(spec: &Spec, interrupt: &AtomicBool) -> Result<Output> {
     run_inner(spec, interrupt, None)
 }
 
-/// What a watched child's stdout is put to, a line at a time: `true` stops it.
+/// What a watched child's lines are put to, a line at a time: `true` stops it.
 pub type Watch<'w> = dyn FnMut(&[u8]) -> bool + Send + 'w;
 
-/// Run `spec` as [`run`] does, each line of its stdout put to `watch` as it is printed: the
-/// first line `watch` answers `true` to kills the child and its group at once, which then
-/// ends [`Exit::Spent`].
-pub fn run_watching(spec: &Spec, interrupt: &AtomicBool, watch: &mut Watch<'_>) -> Result<Output> {
-    run_inner(spec, interrupt, Some(watch))
+/// Run `spec` as [`run`] does, each line of its stdout put to `watch` as it is printed, and
+/// each line it appends to `log` (a file it was told to write as it runs) as it is
+/// written: the first line `watch` answers `true` to kills the child and its group at once,
+/// which then ends [`Exit::Spent`].
+pub fn run_watching(
+    spec: &Spec,
+    interrupt: &AtomicBool,
+    log: Option<&Path>,
+    watch: &mut Watch<'_>,
+) -> Result<Output> {
+    run_inner(spec, interrupt, Some((watch, log)))
 }
 
-fn run_inner(spec: &Spec, interrupt: &AtomicBool, watch: Option<&mut Watch<'_>>) -> Result<Output> {
+fn run_inner(
+    spec: &Spec,
+    interrupt: &AtomicBool,
+    watch: Option<(&mut Watch<'_>, Option<&Path>)>,
+) -> Result<Output> {
     let started = Instant::now();
     let mut child = spawn(spec, spec.stdin.is_some())?;
     let group = Group::of(&child, spec);
@@ -201,19 +211,32 @@ fn run_inner(spec: &Spec, interrupt: &AtomicBool, watch: Option<&mut Watch<'_>>)
     let stderr = child.stderr.take().map(reader);
     let spent = AtomicBool::new(false);
     let (mut ended, stdout) = match (watch, child.stdout.take()) {
-        (Some(watch), Some(pipe)) => std::thread::scope(|scope| {
-            let listener = scope.spawn(|| {
-                read_lines(pipe, &mut |line| {
-                    if !spent.load(Ordering::SeqCst) && watch(line) {
-                        spent.store(true, Ordering::SeqCst);
-                        // At once: the poll's moment is time for another request.
-                        group.kill();
-                    }
-                })
-            });
-            let ended = wait(child, group, started + spec.timeout, interrupt, &mut Quiet);
-            (ended, listener.join().unwrap_or_default())
-        }),
+        (Some((watch, log)), Some(pipe)) => {
+            let watch = Mutex::new(watch);
+            let hear = |line: &[u8]| {
+                let mut watch = watch.lock().unwrap_or_else(|e| e.into_inner());
+                if !spent.load(Ordering::SeqCst) && watch(line) {
+                    spent.store(true, Ordering::SeqCst);
+                    // At once: the poll's moment is time for another request.
+                    group.kill();
+                }
+            };
+            std::thread::scope(|scope| {
+                let listener = scope.spawn(|| read_lines(pipe, &mut |line| hear(line)));
+                let mut tailing = Tailing {
+                    log: log.map(Tail::new),
+                    hear: &hear,
+                };
+                let ended = wait(
+                    child,
+                    group,
+                    started + spec.timeout,
+                    interrupt,
+                    &mut tailing,
+                );
+                (ended, listener.join().unwrap_or_default())
+            })
+        }
         (_, pipe) => {
             let stdout = pipe.map(reader);
             let ended = wait(child, group, started + spec.timeout, interrupt, &mut Quiet);
@@ -344,6 +367,8 @@ fn lock<'a, 'd>(
 
 /// What the wait for a child listens to besides its end.
 trait Listener {
+    /// Look at what the child has written since the last look (each poll).
+    fn tick(&mut self) {}
     /// Whether the child's work is over although it still runs.
     fn over(&self) -> bool {
         false
@@ -358,6 +383,68 @@ trait Listener {
 struct Quiet;
 
 impl Listener for Quiet {}
+
+/// A watched child, whose log is read as it grows.
+struct Tailing<'a> {
+    log: Option<Tail>,
+    hear: &'a (dyn Fn(&[u8]) + Sync),
+}
+
+impl Listener for Tailing<'_> {
+    fn tick(&mut self) {
+        for line in self.log.as_mut().map(Tail::lines).unwrap_or_default() {
+            (self.hear)(&line);
+        }
+    }
+}
+
+/// A file a child appends lines to as it runs, read from its start as it grows. It is
+/// opened as git-bmad's own files are (no symlink followed, no FIFO waited on), once it
+/// exists; a line longer than any record is skipped.
+struct Tail {
+    path: PathBuf,
+    file: Option<std::fs::File>,
+    partial: Vec<u8>,
+    overlong: bool,
+}
+
+impl Tail {
+    fn new(path: &Path) -> Tail {
+        Tail {
+            path: path.to_owned(),
+            file: None,
+            partial: Vec::new(),
+            overlong: false,
+        }
+    }
+
+    /// The whole lines appended since the last look, without their newlines.
+    fn lines(&mut self) -> Vec<Vec<u8>> {
+        if self.file.is_none() {
+            self.file = crate::fs::open_private(&self.path).ok();
+        }
+        let Some(file) = &mut self.file else {
+            return Vec::new();
+        };
+        let mut read = Vec::new();
+        // What is there now; more comes at the next look.
+        let _ = file.take(MAX_LINE).read_to_end(&mut read);
+        let mut lines = Vec::new();
+        for piece in read.split_inclusive(|b| *b == b'\n') {
+            self.partial.extend_from_slice(piece);
+            if let Some(line) = self.partial.strip_suffix(b"\n") {
+                if !std::mem::take(&mut self.overlong) {
+                    lines.push(line.to_vec());
+                }
+                self.partial.clear();
+            } else if self.partial.len() as u64 > MAX_LINE {
+                self.overlong = true;
+                self.partial.clear();
+            }
+        }
+        lines
+    }
+}
 
 /// A child in a [`Dialogue`].
 struct Talk<'a> {
@@ -468,6 +555,7 @@ fn wait(
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
+        listener.tick();
         if !over && listener.over() {
             over = true;
             group.kill();
@@ -687,6 +775,7 @@ mod tests {
         let out = run_watching(
             &spec("echo one; echo two; sleep 30 & sleep 30; echo three"),
             &AtomicBool::new(false),
+            None,
             &mut |line| {
                 seen.push(String::from_utf8_lossy(line).into_owned());
                 line == b"two"
@@ -701,11 +790,59 @@ mod tests {
         let out = run_watching(
             &spec("echo one; exit 4"),
             &AtomicBool::new(false),
+            None,
             &mut |_| false,
         )
         .unwrap();
         assert_eq!(out.exit, Exit::Code(4));
         assert_eq!(out.stdout.head(), b"one\n");
+    }
+
+    #[test]
+    fn a_watched_childs_log_is_heard_as_it_grows() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        // Written a piece at a time, as a CLI's exporter appends, with nothing on stdout.
+        let script = format!(
+            "printf 'one\\nt' >> {log}; sleep 0.2; printf 'wo\\n' >> {log}; sleep 30 & sleep 30",
+            log = log.display()
+        );
+        let spec = Spec {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), script],
+            cwd: dir.path().to_owned(),
+            env: vec![],
+            env_remove: vec![],
+            clear_env: false,
+            stdin: None,
+            timeout: Duration::from_secs(20),
+            sandbox: None,
+        };
+        let mut seen = Vec::new();
+        let started = Instant::now();
+        let out = run_watching(&spec, &AtomicBool::new(false), Some(&log), &mut |line| {
+            seen.push(String::from_utf8_lossy(line).into_owned());
+            line == b"two"
+        })
+        .unwrap();
+        assert_eq!(out.exit, Exit::Spent);
+        assert_eq!(seen, ["one", "two"]);
+        assert!(started.elapsed() < Duration::from_secs(10));
+        // A FIFO in its place is not waited on: the child keeps its own end.
+        let fifo = dir.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let mut quick = spec.clone();
+        quick.args = vec!["-c".into(), "sleep 0.2; exit 3".into()];
+        let out =
+            run_watching(&quick, &AtomicBool::new(false), Some(&fifo), &mut |_| true).unwrap();
+        assert_eq!(out.exit, Exit::Code(3));
     }
 
     /// Says `hello`, and is over when the child answers `heard`; asks it to `stop`.

@@ -3,11 +3,13 @@
 //!
 //! Output: one JSON event per line. `assistant.message` carries each model turn's text and
 //! model; `session.error` an error; the last line, `result`, the session id, the exit code
-//! and `usage.premiumRequests` (GitHub's own unit). It prints no token counts; what it used,
-//! per model, it writes when it ends to the file `--usage-output-file` names
-//! (`modelMetrics.<model>.usage`: `inputTokens` with the cache's reads and writes in it,
-//! `cacheReadTokens`, `outputTokens`), so headless it is budgeted at its end, as Claude Code
-//! and Codex are. Over ACP it reports every request's tokens in the prompt's `usage`.
+//! and `usage.premiumRequests` (GitHub's own unit). It prints no token counts, but announces
+//! each model request (`model.call_final_result`); what each used it exports, as the request
+//! ends, to the OpenTelemetry file `COPILOT_OTEL_FILE_EXPORTER_PATH` names (a `chat` span a
+//! line: `gen_ai.usage.input_tokens` with the cache's reads and writes in it,
+//! `…cache_read.input_tokens`, `…output_tokens`, `gen_ai.response.model`), so headless a
+//! budget stops it within a request, as OpenCode's. Over ACP it reports every request's
+//! tokens in the prompt's `usage`.
 //!
 //! Headless it runs no tool that would ask unless told: its defaults allow every tool
 //! (`--allow-all-tools`, which its prompt mode requires) except pushing, which git-bmad does
@@ -79,9 +81,6 @@ impl Adapter for Copilot {
             "--no-auto-update",
         ];
         let mut args = agent_args(&head, self, cli, call);
-        if let Some(file) = call.usage_file {
-            args.push(format!("--usage-output-file={}", file.display()));
-        }
         // One argument: a prompt starting with `-` stays a prompt.
         args.push(format!("--prompt={}", call.prompt));
         (args, None)
@@ -112,8 +111,51 @@ impl Adapter for Copilot {
         true
     }
 
-    fn writes_usage_file(&self) -> bool {
+    fn writes_usage_log(&self) -> bool {
         true
+    }
+
+    fn call_env(&self, _cli: &CliConfig, call: &Call) -> Vec<(String, String)> {
+        // Its file exporter, in place of any exporter the user's environment chose: the
+        // budget reads this one.
+        let Some(log) = call.usage_log else {
+            return Vec::new();
+        };
+        [
+            ("COPILOT_OTEL_ENABLED", "true".to_owned()),
+            ("COPILOT_OTEL_EXPORTER_TYPE", "file".to_owned()),
+            ("COPILOT_OTEL_FILE_EXPORTER_PATH", log.display().to_string()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect()
+    }
+
+    fn request_usage(&self, event: &Value) -> Option<ModelUsage> {
+        let span = &event["attributes"];
+        if event["type"] != "span" || span["gen_ai.operation.name"] != "chat" {
+            return None;
+        }
+        let count = |key: &str| span[key].as_u64().unwrap_or(0);
+        let cached = count("gen_ai.usage.cache_read.input_tokens");
+        let model = span["gen_ai.response.model"]
+            .as_str()
+            .or(span["gen_ai.request.model"].as_str());
+        Some(ModelUsage {
+            model: model.map(str::to_owned),
+            input: count("gen_ai.usage.input_tokens").saturating_sub(cached),
+            cached,
+            output: count("gen_ai.usage.output_tokens"),
+            usd: None,
+        })
+    }
+
+    fn requests_announced(&self, result: &AgentResult) -> Option<usize> {
+        let events = super::json_events(result);
+        let announced = events
+            .iter()
+            .filter(|e| e["type"] == "model.call_final_result");
+        Some(announced.count())
     }
 
     fn names_models(&self) -> bool {
@@ -124,34 +166,9 @@ impl Adapter for Copilot {
         true
     }
 
-    fn read_usage_file(&self, report: &Value, result: &mut AgentResult) {
-        let count = |v: &Value| v.as_u64().unwrap_or(0);
-        for (model, metrics) in report["modelMetrics"].as_object().into_iter().flatten() {
-            let usage = &metrics["usage"];
-            let cached = count(&usage["cacheReadTokens"]);
-            result.usage.push(ModelUsage {
-                model: Some(model.clone()),
-                input: count(&usage["inputTokens"]).saturating_sub(cached),
-                cached,
-                output: count(&usage["outputTokens"]),
-                usd: None,
-            });
-        }
-        if let Some(premium) = report["totalPremiumRequestCost"].as_f64() {
-            result.premium_requests = Some(premium);
-        }
-    }
-
     fn read_output(&self, result: &mut AgentResult) -> bool {
         let events = super::json_events(result);
         let Some(end) = events.iter().rev().find(|e| e["type"] == "result") else {
-            let said = String::from_utf8_lossy(&result.stderr.tail()).into_owned();
-            if said.contains("unknown option '--usage-output-file") {
-                result.reported_error = Some(format!(
-                    "Copilot CLI is older than 1.0.80, the first to write the usage report git-bmad reads its tokens from (`--usage-output-file`); update it: npm install -g {}",
-                    self.npm_package().unwrap_or("@github/copilot")
-                ));
-            }
             return false;
         };
         result.agent_session_id = end["sessionId"].as_str().map(str::to_owned);
@@ -197,19 +214,6 @@ impl Adapter for Copilot {
                 "runners.copilot.args: `--output-format {format}` would hide Copilot CLI's errors from git-bmad; leave the output format to it (json)"
             ));
         }
-        // Headless, its usage report is git-bmad's to name (the budget reads it), and
-        // Copilot CLI refuses one beside its debug flags.
-        let usage_flags = [
-            "--usage-output-file",
-            "--print-debug-info",
-            "--collect-debug-logs",
-        ];
-        let headless = cli.protocol != Protocol::Acp;
-        if let Some(flag) = given_flag(cli, &usage_flags).filter(|_| headless) {
-            problems.push(format!(
-                "runners.copilot.args: `{flag}` is refused: headless, git-bmad gives Copilot CLI a `--usage-output-file` of its own and reads its tokens from it (Copilot CLI takes one such file, and none beside its debug flags); drop it"
-            ));
-        }
         // Over ACP it asks git-bmad before each tool call, unless told ahead that it may.
         let ahead = given_flag(
             cli,
@@ -238,28 +242,47 @@ fn given_flag<'c>(cli: &'c CliConfig, flags: &[&str]) -> Option<&'c String> {
 mod tests {
     use super::*;
 
-    /// What Copilot CLI 1.0.102 writes to its usage file and prints last, as it does with a
-    /// provider of the user's own (its shape, from a run against a scripted Anthropic API).
+    /// A `chat` span as Copilot CLI 1.0.102 exports it with a provider of the user's own
+    /// (its shape, from a run against a scripted Anthropic API: 100 fresh input tokens,
+    /// 1,000 cache reads, 500 cache writes, 20 out).
+    fn chat_span(model: &str) -> Value {
+        serde_json::json!({"type": "span", "name": format!("chat {model}"), "kind": 2,
+            "attributes": {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "anthropic",
+                "gen_ai.request.model": model, "gen_ai.response.model": model,
+                "gen_ai.usage.input_tokens": 1600, "gen_ai.usage.output_tokens": 20,
+                "gen_ai.usage.cache_read.input_tokens": 1000,
+                "gen_ai.usage.cache_write.input_tokens": 500, "github.copilot.cost": 0.0}})
+    }
+
     #[test]
-    fn its_tokens_come_from_its_usage_file_and_its_premium_requests_from_its_result() {
-        let report = serde_json::json!({
-            "totalPremiumRequestCost": 2.5,
-            "totalUserRequests": 1,
-            "modelMetrics": {
-                "claude-sonnet-4.5": {"requests": {"count": 3, "cost": 2.5},
-                    "usage": {"inputTokens": 1600, "outputTokens": 20,
-                              "cacheReadTokens": 1000, "cacheWriteTokens": 500}},
-                "gpt-5-mini": {"requests": {"count": 1, "cost": 0},
-                    "usage": {"inputTokens": 300, "outputTokens": 7,
-                              "cacheReadTokens": 0, "cacheWriteTokens": 0}}
-            },
-            "agentMetrics": {"main": {"modelMetrics": {}}}
-        });
-        let mut result = crate::runner::interpret(
+    fn each_request_comes_from_its_telemetry_and_its_premium_requests_from_its_result() {
+        let request = Copilot
+            .request_usage(&chat_span("claude-sonnet-4.5"))
+            .unwrap();
+        assert_eq!(
+            (
+                request.model.as_deref(),
+                request.input,
+                request.cached,
+                request.output
+            ),
+            (Some("claude-sonnet-4.5"), 600, 1000, 20)
+        );
+        // The agent's span sums its requests; a metric is no request.
+        let agent = serde_json::json!({"type": "span", "name": "invoke_agent",
+            "attributes": {"gen_ai.operation.name": "invoke_agent",
+                "gen_ai.usage.input_tokens": 1600, "gen_ai.usage.output_tokens": 20}});
+        let metric = serde_json::json!({"type": "metric",
+            "name": "gen_ai.client.inference.usage.input_tokens"});
+        assert!(Copilot.request_usage(&agent).is_none());
+        assert!(Copilot.request_usage(&metric).is_none());
+        let result = crate::runner::interpret(
             crate::runner::Kind::parse("copilot").unwrap(),
             crate::runner::Exit::Code(0),
             crate::runner::Captured::from_bytes(
-                "{\"type\":\"assistant.message\",\"data\":{\"content\":\"Done.\"}}\n\
+                "{\"type\":\"model.call_final_result\",\"data\":{\"model\":\"m\",\"result\":\"success\"}}\n\
+                 {\"type\":\"assistant.message\",\"data\":{\"content\":\"Done.\"}}\n\
+                 {\"type\":\"model.call_final_result\",\"data\":{\"model\":\"m\",\"result\":\"success\"}}\n\
                  {\"type\":\"result\",\"sessionId\":\"s-1\",\"exitCode\":0,\"usage\":{\"premiumRequests\":1}}\n"
                     .as_bytes(),
             ),
@@ -267,77 +290,27 @@ mod tests {
             10,
         );
         assert_eq!(result.premium_requests, Some(1.0));
-        Copilot.read_usage_file(&report, &mut result);
-        // The report's figure is the whole session's.
-        assert_eq!(result.premium_requests, Some(2.5));
-        let usage: Vec<_> = result
-            .usage
-            .iter()
-            .map(|u| (u.model.as_deref().unwrap(), u.input, u.cached, u.output))
-            .collect();
-        assert_eq!(
-            usage,
-            [
-                ("claude-sonnet-4.5", 600, 1000, 20),
-                ("gpt-5-mini", 300, 0, 7)
-            ]
-        );
-        // A report that is not Copilot CLI's adds nothing.
-        let mut empty = result.clone();
-        empty.usage.clear();
-        Copilot.read_usage_file(&serde_json::json!({"modelMetrics": 3}), &mut empty);
-        assert!(empty.usage.is_empty());
-    }
-
-    /// What Copilot CLI 1.0.79 says to `--usage-output-file` (exit 1, on stderr).
-    #[test]
-    fn a_copilot_cli_too_old_for_its_usage_file_is_told_to_update() {
-        let result = crate::runner::interpret(
-            crate::runner::Kind::parse("copilot").unwrap(),
-            crate::runner::Exit::Code(1),
-            crate::runner::Captured::default(),
-            crate::runner::Captured::from_bytes(
-                b"error: unknown option '--usage-output-file=/tmp/bmad-usage-x/usage.json'\n\nTry 'copilot --help' for more information.\n",
-            ),
-            10,
-        );
-        let error = result.reported_error.unwrap_or_default();
-        assert!(
-            error.starts_with("Copilot CLI is older than 1.0.80")
-                && error.ends_with("npm install -g @github/copilot@1.0.102"),
-            "{error}"
-        );
+        assert_eq!(result.final_text, "Done.");
+        assert_eq!(Copilot.requests_announced(&result), Some(2));
     }
 
     #[test]
-    fn its_usage_file_is_git_bmads_to_name() {
-        for flag in [
-            "--usage-output-file=/tmp/u.json",
-            "--usage-output-file",
-            "--print-debug-info",
-            "--collect-debug-logs",
-        ] {
-            let cli = CliConfig {
-                args: Some(vec![flag.to_owned()]),
-                ..CliConfig::default()
-            };
-            let problems = Copilot.config_problems(&cli);
-            assert_eq!(problems.len(), 1, "{flag}: {problems:?}");
-            assert!(problems[0].contains("--usage-output-file"), "{problems:?}");
-            // Over ACP git-bmad names no report: the user's own may stand.
-            let acp = CliConfig {
-                protocol: Protocol::Acp,
-                ..cli
-            };
-            assert!(Copilot.config_problems(&acp).is_empty(), "{flag}");
-        }
+    fn its_usage_log_is_git_bmads_file_exporter() {
         let call = Call {
             prompt: "p",
-            usage_file: Some(std::path::Path::new("/tmp/bmad-usage-x/usage.json")),
+            usage_log: Some(std::path::Path::new("/tmp/bmad-usage-x/usage.jsonl")),
             ..Call::default()
         };
+        let env = Copilot.call_env(&CliConfig::default(), &call);
+        assert!(env.contains(&(
+            "COPILOT_OTEL_FILE_EXPORTER_PATH".to_owned(),
+            "/tmp/bmad-usage-x/usage.jsonl".to_owned()
+        )));
+        assert!(env.contains(&("COPILOT_OTEL_EXPORTER_TYPE".to_owned(), "file".to_owned())));
+        assert!(Copilot
+            .call_env(&CliConfig::default(), &Call::default())
+            .is_empty());
         let (args, _) = Copilot.command_line(&CliConfig::default(), &call);
-        assert!(args.contains(&"--usage-output-file=/tmp/bmad-usage-x/usage.json".to_owned()));
         assert_eq!(args.last().unwrap(), "--prompt=p");
     }
 

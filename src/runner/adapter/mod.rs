@@ -213,15 +213,19 @@ pub trait Adapter: Sync {
         None
     }
 
-    /// Whether it writes what an invocation used to a file git-bmad names
-    /// ([`Call::usage_file`]) when its printed output holds no tokens: read with
-    /// [`Adapter::read_usage_file`] once it has ended.
-    fn writes_usage_file(&self) -> bool {
+    /// Whether it logs each model request's usage as it runs to a file git-bmad names
+    /// ([`Call::usage_log`]), one record a line, when its printed output holds no tokens:
+    /// each record is read with [`Adapter::request_usage`], as it is written (a budget stops
+    /// it within a request) and once more when it has ended (what it spent).
+    fn writes_usage_log(&self) -> bool {
         false
     }
 
-    /// Read the usage file it wrote (see [`Adapter::writes_usage_file`]) into `result`.
-    fn read_usage_file(&self, _report: &serde_json::Value, _result: &mut AgentResult) {}
+    /// How many model requests its printed output says it made (each announced where it
+    /// prints no tokens), if it says: its usage log must show as many.
+    fn requests_announced(&self, _result: &AgentResult) -> Option<usize> {
+        None
+    }
 
     /// Whether it spends GitHub's premium requests, and reports them headless (so
     /// `orchestration.budget_premium_requests` can count it).
@@ -292,8 +296,8 @@ pub struct Call<'a> {
     pub budget_usd: Option<f64>,
     /// Whether git-bmad runs it contained.
     pub contained: bool,
-    /// Where a CLI that [writes its usage to a file](Adapter::writes_usage_file) writes it.
-    pub usage_file: Option<&'a std::path::Path>,
+    /// Where a CLI that [logs its usage](Adapter::writes_usage_log) logs it.
+    pub usage_log: Option<&'a std::path::Path>,
 }
 
 /// `command:` in the section of a runner that takes `program:` and `args:`.
@@ -592,7 +596,7 @@ pub struct ModelUsage {
 }
 
 /// Add one request's tokens to those of its model in `usage`.
-fn add_request(usage: &mut Vec<ModelUsage>, request: Option<ModelUsage>) {
+pub(super) fn add_request(usage: &mut Vec<ModelUsage>, request: Option<ModelUsage>) {
     let Some(request) = request else {
         return;
     };
