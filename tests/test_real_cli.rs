@@ -848,9 +848,9 @@ fn a_codex_stream_that_reconnects_and_recovers_passes() {
 }
 
 /// The CLIs that report each model request as they run (Copilot CLI to its telemetry file,
-/// the others on stdout): a budget stops them within a step
+/// Gemini CLI to its record of responses, the others on stdout): a budget stops them within a step
 /// (`a_budget_stops_a_running_step_within_one_request_for_clis_that_report_each_request`).
-const EACH_REQUEST: [Cli; 4] = [Cli::OpenCode, Cli::Pi, Cli::Qwen, Cli::Copilot];
+const EACH_REQUEST: [Cli; 5] = [Cli::OpenCode, Cli::Pi, Cli::Qwen, Cli::Copilot, Cli::Gemini];
 
 /// A token budget counts what every CLI that reports at its end only (cache included) and
 /// stops the run between steps. Codex names no model in its output, so a dollar budget is refused for it until
@@ -910,10 +910,10 @@ fn a_token_budget_stops_every_cli_between_steps() {
     }
 }
 
-/// Codex and Gemini report tokens, not dollars, and at their end only (OpenCode, Pi and
-/// Qwen Code, which report each request, are stopped within it): a dollar budget counts
-/// their tokens at their model's price (here one the configuration gives), the ledger keeps per model what the
-/// model API served, and the run stops at the budget between steps. A model with no price
+/// Codex reports tokens, not dollars, and at its end only (the CLIs that report each request
+/// are stopped within it): a dollar budget counts its tokens at their model's price (here one
+/// the configuration gives), the ledger keeps per model what the model API served, and the
+/// run stops at the budget between steps. A model with no price
 /// (Gemini's, chosen by `GEMINI_MODEL`, which git-bmad cannot see beforehand) stops the run
 /// before what it spends goes uncounted; once priced, `resume` goes on and counts it.
 #[test]
@@ -926,7 +926,8 @@ fn a_dollar_budget_counts_tokens_at_their_models_price_for_every_cli_without_dol
     // Per request the scripted API serves 100 fresh input tokens, 1,000 cached and 20 out:
     // at these prices, $0.01 + $0.01 + $0.02.
     let price = "{input: 100, cached_input: 10, output: 1000}";
-    for cli in [Cli::Codex, Cli::Gemini] {
+    let cli = Cli::Codex;
+    {
         let world = World::new(cli, honest(), two_steps);
         let model = "test-model";
         world.configure(&format!(
@@ -1244,7 +1245,7 @@ fn a_dollar_budget_stops_a_running_claude_step_within_one_request() {
     assert_eq!(world.named("limit_budget_reached").len(), 1);
 }
 
-/// OpenCode, Pi, Qwen Code and Copilot CLI report each model request as they run: a dollar or a token
+/// OpenCode, Pi, Qwen Code, Copilot CLI and Gemini CLI report each model request as they run: a dollar or a token
 /// budget stops a running step once the requests reported reach it, not at the step's end;
 /// the run then stops at its limit (exit 6) with the step to run again. Spent: the budget
 /// and at most one request more.
@@ -1257,12 +1258,12 @@ fn a_budget_stops_a_running_step_within_one_request_for_clis_that_report_each_re
     let playbook = "name: scenario\nsteps:\n  - id: implement\n    role: dev\n    command: Create src/hello.txt, run the tests and commit\n    timeout: 120s\n    postconditions: [{file_exists: src/hello.txt}, tests_pass]\n";
     // Per request the scripted API serves 100 fresh input tokens, 1,000 cached and 20 out,
     // and over Anthropic's API a cache write of 500 (read fresh): 1,620 tokens at these
-    // prices $0.06 + $0.01 + $0.02, or over Gemini's (Qwen Code's here) 1,120 at $0.04.
+    // prices $0.06 + $0.01 + $0.02, or over Gemini's (Gemini CLI's and Qwen Code's) 1,120 at $0.04.
     let price = "{input: 100, cached_input: 10, output: 1000}";
     for cli in EACH_REQUEST {
         let (model, per_request_usd, per_request_tokens) = match cli {
             Cli::OpenCode => ("anthropic/test-model", 0.09, 1620),
-            Cli::Qwen => ("test-model", 0.04, 1120),
+            Cli::Qwen | Cli::Gemini => ("test-model", 0.04, 1120),
             _ => ("test-model", 0.09, 1620),
         };
         // A budget of two and a half requests.

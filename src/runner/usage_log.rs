@@ -1,7 +1,8 @@
 //! The log an agent CLI appends each model request's usage to as it runs (Copilot CLI's
-//! OpenTelemetry file): a folder of git-bmad's own for each invocation, shown writable in
-//! its walls, read as it grows (a budget stops the CLI within a request of reaching it) and
-//! once more when the CLI has ended (what it spent, request by request).
+//! OpenTelemetry file, Gemini CLI's record of responses): a folder of git-bmad's own for
+//! each invocation, shown writable in its walls, read as it grows (a budget stops the CLI
+//! within a request of reaching it) and once more when the CLI has ended (what it spent,
+//! where its output does not say).
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -49,17 +50,22 @@ impl UsageLog {
         })
     }
 
-    /// Every request the CLI logged, added to `result` as its adapter reads each
-    /// ([`Adapter::request_usage`]). Where a budget counts what it spends, one that ended
-    /// well fails when git-bmad cannot read its log, or when the log shows fewer requests
-    /// than its output announced (the log is in reach of the agent's commands; its output
-    /// is not): the budget would not see them.
+    /// Every request the CLI logged, read by its adapter ([`Adapter::request_usage`]):
+    /// `result`'s usage where the CLI's output holds none (it prints none, or was stopped
+    /// before its end); what it printed is its own account, the log stood in for it while it
+    /// ran. Where a budget counts what it spends, one that ended well fails when the log
+    /// was its only account and git-bmad cannot read it, or when the log shows fewer
+    /// requests than its output announced (the log is in reach of the agent's commands;
+    /// its output is not): the budget would not see them.
     pub(super) fn read_into(self, adapter: &dyn Adapter, budgeted: bool, result: &mut AgentResult) {
+        let printed = !result.usage.is_empty();
         let why = match self.requests(adapter) {
             Ok(requests) => {
                 let logged = requests.len();
-                for request in requests {
-                    super::adapter::add_request(&mut result.usage, Some(request));
+                if !printed {
+                    for request in requests {
+                        super::adapter::add_request(&mut result.usage, Some(request));
+                    }
                 }
                 match adapter.requests_announced(result) {
                     Some(announced) if announced > logged => format!(
@@ -68,6 +74,7 @@ impl UsageLog {
                     _ => return,
                 }
             }
+            Err(_) if printed => return,
             Err(e) => e.to_string(),
         };
         // One stopped before its end logs what it had, and fails already.

@@ -5,6 +5,12 @@
 //! When it fails before the model answers (authentication, a bad flag) the error object is
 //! printed on stderr instead, so that is read too.
 //!
+//! That object comes at its end only; each request's tokens it records, as the request
+//! ends, to the file `--record-responses` names (a line each: `{"method":
+//! "generateContentStream","response":[{…,"usageMetadata":{"promptTokenCount",
+//! "cachedContentTokenCount","candidatesTokenCount","thoughtsTokenCount"}}]}`), which
+//! git-bmad reads as it grows: a budget stops it within a request.
+//!
 //! `auto_edit` approves file edits and refuses every other tool call headless, silently, so
 //! the defaults allow the step's test commands, read-only commands and `git add`/`git
 //! commit` (`--allowed-tools`), as for Claude Code.
@@ -80,6 +86,9 @@ impl Adapter for Gemini {
             cli,
             call,
         );
+        if let Some(log) = call.usage_log {
+            args.push(format!("--record-responses={}", log.display()));
+        }
         // One `--allowed-tools=…` per rule: a bare value after the flag can be read as the
         // positional prompt.
         if cli.args.is_none() {
@@ -116,6 +125,35 @@ impl Adapter for Gemini {
 
     fn names_models(&self) -> bool {
         true
+    }
+
+    fn writes_usage_log(&self) -> bool {
+        true
+    }
+
+    fn request_usage(&self, record: &Value) -> Option<ModelUsage> {
+        let method = record["method"].as_str()?;
+        if !method.starts_with("generateContent") {
+            return None;
+        }
+        // A stream's chunks each carry the counts so far; the last that has them, all.
+        let chunks = match &record["response"] {
+            Value::Array(chunks) => chunks.iter().collect(),
+            one => vec![one],
+        };
+        let counts = chunks
+            .into_iter()
+            .rev()
+            .map(|c| &c["usageMetadata"])
+            .find(|u| u.is_object())?;
+        let n = |key: &str| counts[key].as_u64().unwrap_or(0);
+        Some(ModelUsage {
+            model: None,
+            input: n("promptTokenCount").saturating_sub(n("cachedContentTokenCount")),
+            cached: n("cachedContentTokenCount"),
+            output: n("candidatesTokenCount") + n("thoughtsTokenCount"),
+            usd: None,
+        })
     }
 
     fn read_output(&self, result: &mut AgentResult) -> bool {
@@ -158,6 +196,12 @@ impl Adapter for Gemini {
                 "runners.gemini.args: `--output-format {format}` would hide Gemini's errors and denials from git-bmad; leave the output format to it (json)"
             ));
         }
+        let headless = cli.protocol != crate::config::Protocol::Acp;
+        if configured_value(cli, &["--record-responses"]).is_some() && headless {
+            problems.push(
+                "runners.gemini.args: `--record-responses` is git-bmad's: it names the file each request's tokens are read from as Gemini CLI runs; drop it".to_owned(),
+            );
+        }
         problems
     }
 }
@@ -186,4 +230,58 @@ pub(super) fn stats_usage(stats: &Value) -> Option<Vec<ModelUsage>> {
         }
     });
     Some(usage.collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What Gemini CLI 0.61.0 records of a streamed request: each chunk with the counts so
+    /// far (100 fresh, 1,000 cached, 20 out, 5 thoughts at the end).
+    #[test]
+    fn each_request_comes_from_its_recorded_responses() {
+        let record = serde_json::json!({"method": "generateContentStream", "response": [
+            {"candidates": [{"content": {"parts": [{"text": "I'll"}]}}],
+             "usageMetadata": {"promptTokenCount": 1100, "cachedContentTokenCount": 1000}},
+            {"candidates": [{"content": {"parts": [{"text": " write it."}]}}]},
+            {"candidates": [], "usageMetadata": {"promptTokenCount": 1100,
+                "cachedContentTokenCount": 1000, "candidatesTokenCount": 20,
+                "thoughtsTokenCount": 5, "totalTokenCount": 1125}}]});
+        let request = Gemini.request_usage(&record).unwrap();
+        assert_eq!(
+            (request.model, request.input, request.cached, request.output),
+            (None, 100, 1000, 25)
+        );
+        let single = serde_json::json!({"method": "generateContent", "response":
+            {"usageMetadata": {"promptTokenCount": 7, "candidatesTokenCount": 3}}});
+        assert_eq!(Gemini.request_usage(&single).unwrap().output, 3);
+        // Counting tokens is no model request; nor is its final JSON.
+        let count = serde_json::json!({"method": "countTokens", "response": {"totalTokens": 9}});
+        assert!(Gemini.request_usage(&count).is_none());
+        let end = serde_json::json!({"response": "ok", "stats": {"models": {}}});
+        assert!(Gemini.request_usage(&end).is_none());
+    }
+
+    #[test]
+    fn its_record_of_responses_is_git_bmads_to_name() {
+        let call = Call {
+            prompt: "p",
+            usage_log: Some(std::path::Path::new("/tmp/bmad-usage-x/usage.jsonl")),
+            ..Call::default()
+        };
+        let (args, _) = Gemini.command_line(&CliConfig::default(), &call);
+        assert!(args.contains(&"--record-responses=/tmp/bmad-usage-x/usage.jsonl".to_owned()));
+        assert_eq!(args.last().unwrap(), "--prompt=p");
+        let cli = CliConfig {
+            args: Some(vec!["--record-responses".into(), "/tmp/mine".into()]),
+            ..CliConfig::default()
+        };
+        let problems = Gemini.config_problems(&cli);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        let acp = CliConfig {
+            protocol: crate::config::Protocol::Acp,
+            ..cli
+        };
+        assert!(Gemini.config_problems(&acp).is_empty());
+    }
 }
