@@ -848,13 +848,19 @@ fn a_codex_stream_that_reconnects_and_recovers_passes() {
 }
 
 /// The CLIs that report each model request as they run (Copilot CLI to its telemetry file,
-/// Gemini CLI to its record of responses, the others on stdout): a budget stops them within a step
+/// Gemini CLI to its record of responses, Codex to its rollout, the others on stdout): a budget stops them within a step
 /// (`a_budget_stops_a_running_step_within_one_request_for_clis_that_report_each_request`).
-const EACH_REQUEST: [Cli; 5] = [Cli::OpenCode, Cli::Pi, Cli::Qwen, Cli::Copilot, Cli::Gemini];
+const EACH_REQUEST: [Cli; 6] = [
+    Cli::OpenCode,
+    Cli::Pi,
+    Cli::Qwen,
+    Cli::Copilot,
+    Cli::Gemini,
+    Cli::Codex,
+];
 
-/// A token budget counts what every CLI that reports at its end only (cache included) and
-/// stops the run between steps. Codex names no model in its output, so a dollar budget is refused for it until
-/// the configuration names one (its tokens are priced by model).
+/// A token budget counts what every CLI that reports at its end only (Claude Code: cache
+/// included) and stops the run between steps.
 #[test]
 #[cfg_attr(
     not(feature = "external-tests"),
@@ -870,19 +876,6 @@ fn a_token_budget_stops_every_cli_between_steps() {
                 cli.name()
             )
         };
-        if cli == Cli::Codex {
-            world.configure(&config("budget_usd: 1"));
-            let refused = world.run();
-            assert_ne!(refused.code, 0, "{}", world.explain(&refused));
-            assert!(
-                refused
-                    .stderr
-                    .contains("codex does not say which model it ran")
-                    && refused.stderr.contains("orchestration.agents.<role>.model"),
-                "{}",
-                refused.stderr
-            );
-        }
         world.configure(&config("budget_tokens: 500"));
         let run = world.run();
         assert_eq!(run.code, 6, "{}", world.explain(&run));
@@ -910,10 +903,10 @@ fn a_token_budget_stops_every_cli_between_steps() {
     }
 }
 
-/// Codex reports tokens, not dollars, and at its end only (the CLIs that report each request
-/// are stopped within it): a dollar budget counts its tokens at their model's price (here one
-/// the configuration gives), the ledger keeps per model what the model API served, and the
-/// run stops at the budget between steps. A model with no price
+/// Codex reports tokens, not dollars: a dollar budget counts them at their model's price
+/// (here one the configuration gives), the ledger keeps per model what the model API served,
+/// and the step that would go past the budget is stopped at its first request, the run with
+/// it (exit 6), uncontained too; `resume --budget-usd` goes on from that step. A model with no price
 /// (Gemini's, chosen by `GEMINI_MODEL`, which git-bmad cannot see beforehand) stops the run
 /// before what it spends goes uncounted; once priced, `resume` goes on and counts it.
 #[test]
@@ -926,74 +919,100 @@ fn a_dollar_budget_counts_tokens_at_their_models_price_for_every_cli_without_dol
     // Per request the scripted API serves 100 fresh input tokens, 1,000 cached and 20 out:
     // at these prices, $0.01 + $0.01 + $0.02.
     let price = "{input: 100, cached_input: 10, output: 1000}";
-    let cli = Cli::Codex;
-    {
-        let world = World::new(cli, honest(), two_steps);
-        let model = "test-model";
-        world.configure(&format!(
-            "runners:\n  default: {}\nchecks:\n  test_command: sh test.sh\norchestration:\n  budget_usd: 0.05\n  agents:\n    dev: {{model: {model}}}\n  prices:\n    test-model: {price}\n",
-            cli.name()
-        ));
-        let run = world.run();
-        assert_eq!(run.code, 6, "{}", world.explain(&run));
-        let done = world.named("step_completed");
-        assert_eq!(done.len(), 1, "{}", world.explain(&run));
-        let served = world.generations();
-        let fresh = 100;
-        let usage = done[0]["detail"]["usage"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        let sum = |key: &str| {
-            usage
-                .iter()
-                .map(|u| u[key].as_u64().unwrap_or(0))
-                .sum::<u64>()
-        };
-        assert_eq!(
-            (sum("tokens_in"), sum("tokens_cached"), sum("tokens_out")),
-            (fresh * served, 1000 * served, 20 * served),
-            "{cli:?}: the ledger holds what the API served ({served} requests)\n{}",
-            world.explain(&run)
-        );
-        let ours = usage.iter().find(|u| u["model"] == model);
-        let ours = ours.unwrap_or_else(|| panic!("{cli:?}: no test-model usage: {usage:?}"));
-        let tokens = |key: &str| ours[key].as_u64().unwrap_or(0) as f64;
-        let expected = (tokens("tokens_in") * 100.0
-            + tokens("tokens_cached") * 10.0
-            + tokens("tokens_out") * 1000.0)
-            / 1e6;
-        assert!(
-            (ours["cost_usd"].as_f64().unwrap_or(-1.0) - expected).abs() < 1e-9,
-            "{ours}"
-        );
-        let cost = done[0]["detail"]["cost_usd"].as_f64().unwrap_or(0.0);
-        let per_model: f64 = usage.iter().filter_map(|u| u["cost_usd"].as_f64()).sum();
-        assert!(
-            (cost - per_model).abs() < 1e-9 && cost >= 0.05,
-            "{cost} {per_model}"
-        );
-        assert_eq!(done[0]["detail"]["cost_priced"], true);
-        let limit = world.named("limit_budget_reached");
-        assert_eq!(limit.len(), 1, "{}", world.explain(&run));
-        assert!(
-            run.stdout.contains("of the $0.05 budget"),
-            "{}",
-            world.explain(&run)
-        );
-        assert!(
-            run.stderr.contains("git bmad resume --budget-usd"),
-            "{}",
-            run.stderr
-        );
-        // More money: the run goes on from the step it stopped before, and stays on it.
-        let resumed = world.bmad(&["resume", "--budget-usd", "5"]);
-        assert_eq!(resumed.code, 0, "{}", world.explain(&resumed));
-        let done = world.named("step_completed");
-        let steps: Vec<&str> = done.iter().filter_map(|e| e["step"].as_str()).collect();
-        assert_eq!(steps, ["implement", "again"], "{}", world.explain(&resumed));
-        assert_eq!(world.named("run_resumed")[0]["detail"]["budget_usd"], 5.0);
-    }
+    let world = World::new(Cli::Codex, honest(), two_steps);
+    // Codex names no model in its output: a dollar budget is refused until the configuration
+    // names one (its tokens are priced by model).
+    world.configure("runners:\n  default: codex\nchecks:\n  test_command: sh test.sh\norchestration:\n  budget_usd: 1\n");
+    let refused = world.run();
+    assert_ne!(refused.code, 0, "{}", world.explain(&refused));
+    assert!(
+        refused
+            .stderr
+            .contains("codex does not say which model it ran")
+            && refused.stderr.contains("orchestration.agents.<role>.model"),
+        "{}",
+        refused.stderr
+    );
+    let model = "test-model";
+    // The honest step's four requests fit; the next step's first does not. Uncontained (and
+    // without its own sandbox, which keeps `.git` read-only), its rollout is in the user's
+    // own Codex home; in walls, in its private home (the test above).
+    world.configure(&format!(
+        "runners:\n  default: codex\n  sandbox: off\n  codex: {{args: [--sandbox, danger-full-access]}}\nchecks:\n  test_command: sh test.sh\norchestration:\n  budget_usd: 0.17\n  agents:\n    dev: {{model: {model}}}\n  prices:\n    test-model: {price}\n"
+    ));
+    let run = world.run();
+    assert_eq!(run.code, 6, "{}", world.explain(&run));
+    let done = world.named("step_completed");
+    assert_eq!(done.len(), 1, "{}", world.explain(&run));
+    let failed = world.named("step_failed");
+    assert_eq!(failed.len(), 1, "{}", world.explain(&run));
+    assert_eq!(
+        (&failed[0]["step"], &failed[0]["trigger"]),
+        (&Value::from("again"), &Value::from("budget")),
+        "{}",
+        failed[0]
+    );
+    let usage = done[0]["detail"]["usage"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let sum = |key: &str| {
+        usage
+            .iter()
+            .map(|u| u[key].as_u64().unwrap_or(0))
+            .sum::<u64>()
+    };
+    // What the API served the first step, each request whole.
+    let served = sum("tokens_cached") / 1000;
+    assert!(
+        served >= 4 && world.generations() > served,
+        "{served} of {} requests\n{}",
+        world.generations(),
+        world.explain(&run)
+    );
+    assert_eq!(
+        (sum("tokens_in"), sum("tokens_out")),
+        (100 * served, 20 * served),
+        "the ledger holds what the API served ({served} requests)\n{}",
+        world.explain(&run)
+    );
+    let ours = usage.iter().find(|u| u["model"] == model);
+    let ours = ours.unwrap_or_else(|| panic!("no test-model usage: {usage:?}"));
+    let tokens = |key: &str| ours[key].as_u64().unwrap_or(0) as f64;
+    let expected = (tokens("tokens_in") * 100.0
+        + tokens("tokens_cached") * 10.0
+        + tokens("tokens_out") * 1000.0)
+        / 1e6;
+    assert!(
+        (ours["cost_usd"].as_f64().unwrap_or(-1.0) - expected).abs() < 1e-9,
+        "{ours}"
+    );
+    let cost = done[0]["detail"]["cost_usd"].as_f64().unwrap_or(0.0);
+    let per_model: f64 = usage.iter().filter_map(|u| u["cost_usd"].as_f64()).sum();
+    assert!((cost - per_model).abs() < 1e-9, "{cost} {per_model}");
+    assert_eq!(done[0]["detail"]["cost_priced"], true);
+    // The stopped step was charged its request.
+    let stopped = failed[0]["detail"]["cost_usd"].as_f64().unwrap_or(0.0);
+    assert!((stopped - 0.04).abs() < 1e-9, "{}", failed[0]);
+    let limit = world.named("limit_budget_reached");
+    assert_eq!(limit.len(), 1, "{}", world.explain(&run));
+    assert!(
+        run.stdout.contains("of the $0.17 budget"),
+        "{}",
+        world.explain(&run)
+    );
+    assert!(
+        run.stderr.contains("git bmad resume --budget-usd"),
+        "{}",
+        run.stderr
+    );
+    // More money: the run goes on from the step it stopped at.
+    let resumed = world.bmad(&["resume", "--budget-usd", "5"]);
+    assert_eq!(resumed.code, 0, "{}", world.explain(&resumed));
+    let done = world.named("step_completed");
+    let steps: Vec<&str> = done.iter().filter_map(|e| e["step"].as_str()).collect();
+    assert_eq!(steps, ["implement", "again"], "{}", world.explain(&resumed));
+    assert_eq!(world.named("run_resumed")[0]["detail"]["budget_usd"], 5.0);
 
     // Gemini running a model git-bmad has no price for.
     let world = World::new(Cli::Gemini, honest(), two_steps);
@@ -1245,7 +1264,7 @@ fn a_dollar_budget_stops_a_running_claude_step_within_one_request() {
     assert_eq!(world.named("limit_budget_reached").len(), 1);
 }
 
-/// OpenCode, Pi, Qwen Code, Copilot CLI and Gemini CLI report each model request as they run: a dollar or a token
+/// OpenCode, Pi, Qwen Code, Copilot CLI, Gemini CLI and Codex report each model request as they run: a dollar or a token
 /// budget stops a running step once the requests reported reach it, not at the step's end;
 /// the run then stops at its limit (exit 6) with the step to run again. Spent: the budget
 /// and at most one request more.
@@ -1258,12 +1277,13 @@ fn a_budget_stops_a_running_step_within_one_request_for_clis_that_report_each_re
     let playbook = "name: scenario\nsteps:\n  - id: implement\n    role: dev\n    command: Create src/hello.txt, run the tests and commit\n    timeout: 120s\n    postconditions: [{file_exists: src/hello.txt}, tests_pass]\n";
     // Per request the scripted API serves 100 fresh input tokens, 1,000 cached and 20 out,
     // and over Anthropic's API a cache write of 500 (read fresh): 1,620 tokens at these
-    // prices $0.06 + $0.01 + $0.02, or over Gemini's (Gemini CLI's and Qwen Code's) 1,120 at $0.04.
+    // prices $0.06 + $0.01 + $0.02, or over Gemini's and OpenAI's (Gemini CLI's, Qwen Code's,
+    // Codex's) 1,120 at $0.04.
     let price = "{input: 100, cached_input: 10, output: 1000}";
     for cli in EACH_REQUEST {
         let (model, per_request_usd, per_request_tokens) = match cli {
             Cli::OpenCode => ("anthropic/test-model", 0.09, 1620),
-            Cli::Qwen | Cli::Gemini => ("test-model", 0.04, 1120),
+            Cli::Qwen | Cli::Gemini | Cli::Codex => ("test-model", 0.04, 1120),
             _ => ("test-model", 0.09, 1620),
         };
         // A budget of two and a half requests.

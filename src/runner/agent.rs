@@ -15,7 +15,7 @@ use std::time::Duration;
 use regex::Regex;
 
 use super::acp;
-use super::adapter::{verdict_word, AgentResult, Call, Kind, Verdict};
+use super::adapter::{verdict_word, AgentResult, Call, Kind, LogsUsage, Verdict};
 use super::error::Result;
 use super::meter::{Allowance, Meter};
 use super::prices::Prices;
@@ -65,8 +65,9 @@ pub fn invoke(
     let adapter = invocation.kind.adapter();
     let cli = config.cli(invocation.kind.as_str());
     let over_acp = cli.protocol == Protocol::Acp;
-    let usage_log = (adapter.writes_usage_log() && !over_acp)
-        .then(UsageLog::new)
+    let logs_usage = adapter.logs_usage().filter(|_| !over_acp);
+    let named_log = (logs_usage == Some(LogsUsage::ToNamedFile))
+        .then(UsageLog::named)
         .transpose()?;
     let call = Call {
         prompt: &invocation.prompt,
@@ -76,7 +77,7 @@ pub fn invoke(
         guard_hooked: adapter.guard_hooked(&invocation.cwd),
         budget_usd: invocation.allowance.usd,
         contained: invocation.sandbox.is_some(),
-        usage_log: usage_log.as_ref().map(UsageLog::file),
+        usage_log: named_log.as_ref().and_then(UsageLog::named_file),
     };
     // Over ACP, the step's model goes on the command line where the CLI takes it there,
     // else over the protocol.
@@ -132,6 +133,10 @@ pub fn invoke(
     if invocation.sandbox.is_some() {
         env.extend(owned(adapter.contained_env()));
     }
+    let session = (logs_usage == Some(LogsUsage::InItsSession))
+        .then(|| session_log(invocation, &env))
+        .flatten();
+    let usage_log = named_log.as_ref().or(session.as_ref());
     let spec = Spec {
         program: invocation.program.clone(),
         args,
@@ -156,9 +161,13 @@ pub fn invoke(
                 .or(adapter.configured_model(cli));
             let mut meter =
                 Meter::new(invocation.allowance, Prices::new(&invocation.prices), model);
-            let log = usage_log.as_ref().map(UsageLog::file);
-            process::run_watching(&spec, interrupt, log, &mut |line| {
+            let log = || usage_log?.file(adapter);
+            let logged = usage_log.map(|_| &log as &process::LogPlace<'_>);
+            process::run_watching(&spec, interrupt, logged, &mut |line| {
                 let event = serde_json::from_slice::<serde_json::Value>(line).ok();
+                if let (Some(log), Some(event)) = (usage_log, &event) {
+                    log.hear(adapter, event);
+                }
                 let request = event.and_then(|e| adapter.request_usage(&e));
                 request.is_some_and(|r| meter.count(&r))
             })?
@@ -184,6 +193,22 @@ pub fn invoke(
             .or(adapter.configured_model(cli)),
     );
     Ok(result)
+}
+
+/// The log a CLI keeps of its session, under the home it runs with as git-bmad sees it:
+/// its private home in walls (where a home elsewhere the user names does not reach),
+/// else the user's.
+fn session_log(invocation: &Invocation, env: &[(String, String)]) -> Option<UsageLog> {
+    match &invocation.sandbox {
+        Some(contained) => {
+            let home = contained.walls.private_home()?;
+            Some(UsageLog::of_session(home.to_owned(), Vec::new()))
+        }
+        None => {
+            let home = crate::env::Var::Home.path()?;
+            Some(UsageLog::of_session(home, env.to_vec()))
+        }
+    }
 }
 
 /// One prompt turn over the Agent Client Protocol, each shell command the agent asks to run

@@ -12,7 +12,7 @@
 use std::collections::VecDeque;
 use std::io::{BufRead, Read, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{mpsc, Mutex};
 use std::time::{Duration, Instant};
@@ -179,14 +179,18 @@ pub fn run(spec: &Spec, interrupt: &AtomicBool) -> Result<Output> {
 /// What a watched child's lines are put to, a line at a time: `true` stops it.
 pub type Watch<'w> = dyn FnMut(&[u8]) -> bool + Send + 'w;
 
+/// Where a watched child's log is, once it is known (a file it was told to write, or one
+/// it names as it runs).
+pub type LogPlace<'l> = dyn Fn() -> Option<PathBuf> + Sync + 'l;
+
 /// Run `spec` as [`run`] does, each line of its stdout put to `watch` as it is printed, and
-/// each line it appends to `log` (a file it was told to write as it runs) as it is
-/// written: the first line `watch` answers `true` to kills the child and its group at once,
-/// which then ends [`Exit::Spent`].
+/// each line it appends to its `log` (a file it writes as it runs) as it is written: the
+/// first line `watch` answers `true` to kills the child and its group at once, which then
+/// ends [`Exit::Spent`].
 pub fn run_watching(
     spec: &Spec,
     interrupt: &AtomicBool,
-    log: Option<&Path>,
+    log: Option<&LogPlace<'_>>,
     watch: &mut Watch<'_>,
 ) -> Result<Output> {
     run_inner(spec, interrupt, Some((watch, log)))
@@ -195,7 +199,7 @@ pub fn run_watching(
 fn run_inner(
     spec: &Spec,
     interrupt: &AtomicBool,
-    watch: Option<(&mut Watch<'_>, Option<&Path>)>,
+    watch: Option<(&mut Watch<'_>, Option<&LogPlace<'_>>)>,
 ) -> Result<Output> {
     let started = Instant::now();
     let mut child = spawn(spec, spec.stdin.is_some())?;
@@ -386,7 +390,7 @@ impl Listener for Quiet {}
 
 /// A watched child, whose log is read as it grows.
 struct Tailing<'a> {
-    log: Option<Tail>,
+    log: Option<Tail<'a>>,
     hear: &'a (dyn Fn(&[u8]) + Sync),
 }
 
@@ -399,19 +403,19 @@ impl Listener for Tailing<'_> {
 }
 
 /// A file a child appends lines to as it runs, read from its start as it grows. It is
-/// opened as git-bmad's own files are (no symlink followed, no FIFO waited on), once it
-/// exists; a line longer than any record is skipped.
-struct Tail {
-    path: PathBuf,
+/// opened as git-bmad's own files are (no symlink followed, no FIFO waited on), once it is
+/// known and exists; a line longer than any record is skipped.
+struct Tail<'a> {
+    place: &'a LogPlace<'a>,
     file: Option<std::fs::File>,
     partial: Vec<u8>,
     overlong: bool,
 }
 
-impl Tail {
-    fn new(path: &Path) -> Tail {
+impl<'a> Tail<'a> {
+    fn new(place: &'a LogPlace<'a>) -> Tail<'a> {
         Tail {
-            path: path.to_owned(),
+            place,
             file: None,
             partial: Vec::new(),
             overlong: false,
@@ -421,7 +425,7 @@ impl Tail {
     /// The whole lines appended since the last look, without their newlines.
     fn lines(&mut self) -> Vec<Vec<u8>> {
         if self.file.is_none() {
-            self.file = crate::fs::open_private(&self.path).ok();
+            self.file = (self.place)().and_then(|path| crate::fs::open_private(&path).ok());
         }
         let Some(file) = &mut self.file else {
             return Vec::new();
@@ -820,7 +824,8 @@ mod tests {
         };
         let mut seen = Vec::new();
         let started = Instant::now();
-        let out = run_watching(&spec, &AtomicBool::new(false), Some(&log), &mut |line| {
+        let place = || Some(log.clone());
+        let out = run_watching(&spec, &AtomicBool::new(false), Some(&place), &mut |line| {
             seen.push(String::from_utf8_lossy(line).into_owned());
             line == b"two"
         })
@@ -840,8 +845,9 @@ mod tests {
         .unwrap();
         let mut quick = spec.clone();
         quick.args = vec!["-c".into(), "sleep 0.2; exit 3".into()];
+        let place = || Some(fifo.clone());
         let out =
-            run_watching(&quick, &AtomicBool::new(false), Some(&fifo), &mut |_| true).unwrap();
+            run_watching(&quick, &AtomicBool::new(false), Some(&place), &mut |_| true).unwrap();
         assert_eq!(out.exit, Exit::Code(3));
     }
 

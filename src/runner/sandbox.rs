@@ -66,6 +66,18 @@ impl Walls {
         }
     }
 
+    /// Where the home a walled process runs with lies outside: its private home, shown in
+    /// place of the user's, when it has one.
+    pub fn private_home(&self) -> Option<&Path> {
+        let real = crate::env::Var::Home.path()?;
+        self.mounts.iter().find_map(|mount| match mount {
+            Mount::Writable { source, target } if *target == real && *source != real => {
+                Some(source.as_path())
+            }
+            _ => None,
+        })
+    }
+
     /// What `program` needs to run that these walls hide (see [`needs`]).
     pub fn hide_from(&self, program: &Path) -> Vec<PathBuf> {
         needs(program)

@@ -1,28 +1,47 @@
-//! The log an agent CLI appends each model request's usage to as it runs (Copilot CLI's
-//! OpenTelemetry file, Gemini CLI's record of responses): a folder of git-bmad's own for
-//! each invocation, shown writable in its walls, read as it grows (a budget stops the CLI
-//! within a request of reaching it) and once more when the CLI has ended (what it spent,
-//! where its output does not say).
+//! The log an agent CLI appends each model request's usage to as it runs, read as it grows
+//! (a budget stops the CLI within a request of reaching it) and once more when the CLI has
+//! ended (what it spent, where its output does not say). Either a file git-bmad names, in a
+//! folder of its own for each invocation that the walls show writable (Copilot CLI's
+//! OpenTelemetry file, Gemini CLI's record of responses), or the CLI's own log of the
+//! session it announces, under the home it runs with (Codex's rollout).
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use super::adapter::{Adapter, AgentResult, ModelUsage};
 use super::error::{Error, Result};
 use super::sandbox::{self, Contained};
 
-/// The file a CLI logs its requests to ([`Adapter::writes_usage_log`]), in a folder of its
-/// own that the walls show writable and that is gone with this.
+/// Where a CLI logs its requests.
 pub(super) struct UsageLog {
-    folder: tempfile::TempDir,
-    file: PathBuf,
+    place: Place,
+    /// The session the CLI announced as it ran, where the log is its session's.
+    session: OnceLock<String>,
+}
+
+enum Place {
+    /// A file git-bmad names ([`LogsUsage::ToNamedFile`](super::adapter::LogsUsage)), in a
+    /// folder of its own that is gone with this.
+    Named {
+        folder: tempfile::TempDir,
+        file: PathBuf,
+    },
+    /// The CLI's own log of a session ([`Adapter::session_log`]), under `home` (as git-bmad
+    /// sees it), with the variables it runs with.
+    Session {
+        home: PathBuf,
+        env: Vec<(String, String)>,
+    },
 }
 
 impl UsageLog {
-    /// A record is a line; one longer than this was not written by the CLI.
-    const LINE_LIMIT: u64 = 1 << 20;
+    /// A record is a line; one longer than this (a response's whole text fits many times)
+    /// was not written by the CLI.
+    const LINE_LIMIT: u64 = 16 << 20;
 
-    pub(super) fn new() -> Result<UsageLog> {
+    /// A file for the CLI to log to.
+    pub(super) fn named() -> Result<UsageLog> {
         let folder = tempfile::Builder::new()
             .prefix("bmad-usage-")
             .tempdir()
@@ -31,17 +50,50 @@ impl UsageLog {
         let file = std::fs::canonicalize(folder.path())
             .unwrap_or_else(|_| folder.path().to_owned())
             .join("usage.jsonl");
-        Ok(UsageLog { folder, file })
+        Ok(UsageLog {
+            place: Place::Named { folder, file },
+            session: OnceLock::new(),
+        })
     }
 
-    pub(super) fn file(&self) -> &Path {
-        &self.file
+    /// The log the CLI keeps of its session under `home`, run with `env`.
+    pub(super) fn of_session(home: PathBuf, env: Vec<(String, String)>) -> UsageLog {
+        UsageLog {
+            place: Place::Session { home, env },
+            session: OnceLock::new(),
+        }
     }
 
-    /// `sandbox` with the log's folder writable inside.
+    /// The file git-bmad names for the CLI, if it names one.
+    pub(super) fn named_file(&self) -> Option<&Path> {
+        match &self.place {
+            Place::Named { file, .. } => Some(file),
+            Place::Session { .. } => None,
+        }
+    }
+
+    /// Note the session `event` (a line of the CLI's output) announces, if it does.
+    pub(super) fn hear(&self, adapter: &dyn Adapter, event: &serde_json::Value) {
+        if let Some(id) = adapter.announced_session(event) {
+            let _ = self.session.set(id);
+        }
+    }
+
+    /// The log's file, once it is known.
+    pub(super) fn file(&self, adapter: &dyn Adapter) -> Option<PathBuf> {
+        match &self.place {
+            Place::Named { file, .. } => Some(file.clone()),
+            Place::Session { home, env } => adapter.session_log(home, env, self.session.get()?),
+        }
+    }
+
+    /// `sandbox` with a named log's folder writable inside.
     pub(super) fn shown_in(&self, sandbox: Option<Contained>) -> Option<Contained> {
+        let Place::Named { folder, file } = &self.place else {
+            return sandbox;
+        };
         sandbox.map(|mut contained| {
-            let folder = self.file.parent().unwrap_or(self.folder.path());
+            let folder = file.parent().unwrap_or(folder.path());
             contained
                 .walls
                 .mounts
@@ -57,8 +109,16 @@ impl UsageLog {
     /// was its only account and git-bmad cannot read it, or when the log shows fewer
     /// requests than its output announced (the log is in reach of the agent's commands;
     /// its output is not): the budget would not see them.
-    pub(super) fn read_into(self, adapter: &dyn Adapter, budgeted: bool, result: &mut AgentResult) {
+    pub(super) fn read_into(
+        &self,
+        adapter: &dyn Adapter,
+        budgeted: bool,
+        result: &mut AgentResult,
+    ) {
         let printed = !result.usage.is_empty();
+        if let Some(id) = &result.agent_session_id {
+            let _ = self.session.set(id.clone());
+        }
         let why = match self.requests(adapter) {
             Ok(requests) => {
                 let logged = requests.len();
@@ -93,7 +153,13 @@ impl UsageLog {
     /// The requests logged, in order. What the walled CLI (or a step of it) left there is
     /// opened with no symlink followed out of the folder and no FIFO waited on.
     fn requests(&self, adapter: &dyn Adapter) -> std::io::Result<Vec<ModelUsage>> {
-        let mut lines = std::io::BufReader::new(crate::fs::open_private(&self.file)?);
+        let file = self.file(adapter).ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "no log of its session was found",
+            )
+        })?;
+        let mut lines = std::io::BufReader::new(crate::fs::open_private(&file)?);
         let mut requests = Vec::new();
         let mut line = Vec::new();
         loop {

@@ -10,11 +10,16 @@
 //! that); git-bmad's checkpoints keep its work. Contained by git-bmad, it runs without its
 //! own sandbox (which cannot start inside another) and commits like the others.
 //!
+//! It prints its tokens at its end only (`turn.completed`); each request's it records, as the
+//! request ends, in its rollout of the session (`$CODEX_HOME/sessions/YYYY/MM/DD/
+//! rollout-<time>-<thread id>.jsonl`, a `token_usage_record` line each), which git-bmad reads
+//! as it grows once the thread is announced: a budget stops it within a request.
+//!
 //! An `error` line is not always the end: while Codex retries a dropped stream it prints
 //! `{"type":"error","message":"Reconnecting... 1/5 …"}` and may then finish the turn. So an
 //! error counts only when no turn completed after it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -103,6 +108,32 @@ impl Adapter for Codex {
         model
     }
 
+    fn logs_usage(&self) -> Option<super::LogsUsage> {
+        Some(super::LogsUsage::InItsSession)
+    }
+
+    fn announced_session(&self, event: &Value) -> Option<String> {
+        (event["type"] == "thread.started")
+            .then(|| event["thread_id"].as_str().map(str::to_owned))
+            .flatten()
+    }
+
+    fn session_log(&self, home: &Path, env: &[(String, String)], session: &str) -> Option<PathBuf> {
+        let codex_home = env
+            .iter()
+            .find(|(key, value)| key == "CODEX_HOME" && Path::new(value).is_absolute())
+            .map(|(_, value)| PathBuf::from(value))
+            .unwrap_or_else(|| home.join(".codex"));
+        rollout(&codex_home.join("sessions"), session)
+    }
+
+    fn request_usage(&self, record: &Value) -> Option<ModelUsage> {
+        if record["type"] != "token_usage_record" {
+            return None;
+        }
+        Some(turn_usage(&record["payload"]["usage"]))
+    }
+
     fn read_output(&self, result: &mut AgentResult) -> bool {
         let events = super::json_events(result);
         // Summed over its turns; it names no model.
@@ -120,13 +151,11 @@ impl Adapter for Codex {
                 "turn.completed" => {
                     // Whatever failed before was retried and recovered.
                     result.reported_error = None;
-                    // Its input counts the cached part too.
-                    let n = |key: &str| event["usage"][key].as_u64().unwrap_or(0);
-                    let cached = n("cached_input_tokens");
+                    let turn = turn_usage(&event["usage"]);
                     let usage = usage.get_or_insert_with(ModelUsage::default);
-                    usage.input += n("input_tokens").saturating_sub(cached);
-                    usage.cached += cached;
-                    usage.output += n("output_tokens");
+                    usage.input += turn.input;
+                    usage.cached += turn.cached;
+                    usage.output += turn.output;
                 }
                 "turn.failed" => {
                     result.reported_error = event["error"]["message"]
@@ -158,6 +187,50 @@ impl Adapter for Codex {
     }
 }
 
+/// Its token counts (a turn's or a request's): its input counts the cached part too.
+fn turn_usage(counts: &Value) -> ModelUsage {
+    let n = |key: &str| counts[key].as_u64().unwrap_or(0);
+    let cached = n("cached_input_tokens");
+    ModelUsage {
+        model: None,
+        input: n("input_tokens").saturating_sub(cached),
+        cached,
+        output: n("output_tokens"),
+        usd: None,
+    }
+}
+
+/// The rollout of thread `id` under `sessions` (`YYYY/MM/DD/rollout-<time>-<id>.jsonl`),
+/// the newest days looked at first.
+fn rollout(sessions: &Path, id: &str) -> Option<PathBuf> {
+    let newest_first = |dir: &Path| -> Vec<PathBuf> {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        entries.sort_unstable_by(|a, b| b.cmp(a));
+        entries
+    };
+    let suffix = format!("-{id}.jsonl");
+    for year in newest_first(sessions) {
+        for month in newest_first(&year) {
+            for day in newest_first(&month) {
+                let found = newest_first(&day).into_iter().find(|file| {
+                    file.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(&suffix))
+                });
+                if found.is_some() {
+                    return found;
+                }
+            }
+        }
+    }
+    None
+}
+
 /// `Reconnecting... 2/5 (…)`: a retry in progress, not a failure.
 fn is_reconnecting(event: &Value) -> bool {
     event["message"]
@@ -172,4 +245,50 @@ fn model_setting(setting: &str) -> Option<&str> {
         .trim_start()
         .strip_prefix('=')?;
     Some(value.trim().trim_matches(['"', '\'']))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A request as Codex 0.169.0 records it in its rollout (from a run against a scripted
+    /// Responses API), and the rollout found by the thread its output announced.
+    #[test]
+    fn each_request_comes_from_its_rollout_of_the_thread_it_announced() {
+        let record = serde_json::json!({"timestamp": "2026-12-07T20:51:59.067Z", "ordinal": 10,
+            "type": "token_usage_record", "payload": {"thread_id": "t-1", "response_id": "r1",
+                "usage": {"input_tokens": 1100, "cached_input_tokens": 1000,
+                    "cache_write_input_tokens": 0, "output_tokens": 20,
+                    "reasoning_output_tokens": 0, "total_tokens": 1120},
+                "turn_token_usage": {"input_tokens": 2200}}});
+        let request = Codex.request_usage(&record).unwrap();
+        assert_eq!(
+            (request.input, request.cached, request.output),
+            (100, 1000, 20)
+        );
+        // Its running totals and its printed turn are no request.
+        let totals = serde_json::json!({"type": "event_msg", "payload": {"type": "token_count"}});
+        let turn = serde_json::json!({"type": "turn.completed", "usage": {"input_tokens": 5}});
+        assert!(Codex.request_usage(&totals).is_none());
+        assert!(Codex.request_usage(&turn).is_none());
+        let started = serde_json::json!({"type": "thread.started", "thread_id": "t-1"});
+        assert_eq!(Codex.announced_session(&started).as_deref(), Some("t-1"));
+        assert_eq!(Codex.announced_session(&turn), None);
+
+        let home = tempfile::tempdir().unwrap();
+        let day = home.path().join(".codex/sessions/2026/12/07");
+        std::fs::create_dir_all(&day).unwrap();
+        let ours = day.join("rollout-2026-12-07T20-51-57-t-1.jsonl");
+        std::fs::write(&ours, "").unwrap();
+        std::fs::write(day.join("rollout-2026-12-07T20-50-00-t-2.jsonl"), "").unwrap();
+        assert_eq!(Codex.session_log(home.path(), &[], "t-1"), Some(ours));
+        assert_eq!(Codex.session_log(home.path(), &[], "t-3"), None);
+        // A home of its own the user names.
+        let elsewhere = tempfile::tempdir().unwrap();
+        let env = [(
+            "CODEX_HOME".to_owned(),
+            elsewhere.path().display().to_string(),
+        )];
+        assert_eq!(Codex.session_log(home.path(), &env, "t-1"), None);
+    }
 }

@@ -111,8 +111,8 @@ impl Adapter for Copilot {
         true
     }
 
-    fn writes_usage_log(&self) -> bool {
-        true
+    fn logs_usage(&self) -> Option<super::LogsUsage> {
+        Some(super::LogsUsage::ToNamedFile)
     }
 
     fn call_env(&self, _cli: &CliConfig, call: &Call) -> Vec<(String, String)> {

@@ -127,8 +127,8 @@ impl Adapter for Gemini {
         true
     }
 
-    fn writes_usage_log(&self) -> bool {
-        true
+    fn logs_usage(&self) -> Option<super::LogsUsage> {
+        Some(super::LogsUsage::ToNamedFile)
     }
 
     fn request_usage(&self, record: &Value) -> Option<ModelUsage> {

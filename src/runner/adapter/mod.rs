@@ -35,7 +35,7 @@ mod result_message;
 mod shell;
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -213,12 +213,30 @@ pub trait Adapter: Sync {
         None
     }
 
-    /// Whether it logs each model request's usage as it runs to a file git-bmad names
-    /// ([`Call::usage_log`]), one record a line, when its printed output holds no tokens:
-    /// each record is read with [`Adapter::request_usage`], as it is written (a budget stops
-    /// it within a request) and once more when it has ended (what it spent).
-    fn writes_usage_log(&self) -> bool {
-        false
+    /// Whether it logs each model request's usage as it runs, one record a line, when its
+    /// printed output holds no tokens until its end (or none): each record is read with
+    /// [`Adapter::request_usage`], as it is written (a budget stops it within a request) and
+    /// once more when it has ended.
+    fn logs_usage(&self) -> Option<LogsUsage> {
+        None
+    }
+
+    /// Where it logs each model request of session `session` as it runs, under `home` (its
+    /// home as git-bmad sees it) with the variables `env`, when it keeps such a log of its
+    /// own ([`LogsUsage::InItsSession`]), once its output announced the
+    /// session ([`Adapter::announced_session`]).
+    fn session_log(
+        &self,
+        _home: &Path,
+        _env: &[(String, String)],
+        _session: &str,
+    ) -> Option<PathBuf> {
+        None
+    }
+
+    /// The session a line of its output announces, if it does.
+    fn announced_session(&self, _event: &serde_json::Value) -> Option<String> {
+        None
     }
 
     /// How many model requests its printed output says it made (each announced where it
@@ -296,7 +314,7 @@ pub struct Call<'a> {
     pub budget_usd: Option<f64>,
     /// Whether git-bmad runs it contained.
     pub contained: bool,
-    /// Where a CLI that [logs its usage](Adapter::writes_usage_log) logs it.
+    /// Where a CLI that [logs its usage](Adapter::logs_usage) to a named file logs it.
     pub usage_log: Option<&'a std::path::Path>,
 }
 
@@ -593,6 +611,15 @@ pub struct ModelUsage {
     pub output: u64,
     /// What the CLI says this model cost, when it does.
     pub usd: Option<f64>,
+}
+
+/// Where a CLI logs each request's usage as it runs ([`Adapter::logs_usage`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogsUsage {
+    /// To the file git-bmad names ([`Call::usage_log`]).
+    ToNamedFile,
+    /// In its own log of the session its output announces ([`Adapter::session_log`]).
+    InItsSession,
 }
 
 /// Add one request's tokens to those of its model in `usage`.
