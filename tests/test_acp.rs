@@ -6,7 +6,9 @@
 
 use crate::common::model_api::Turn;
 use crate::common::read;
-use crate::test_real_cli::{assert_not_done, honest, write_hello, Cli, Reach, World, IMPLEMENT};
+use crate::test_real_cli::{
+    assert_not_done, honest, ledger, write_hello, Cli, Reach, World, IMPLEMENT,
+};
 
 /// The CLIs that speak ACP, each started in its ACP mode by git-bmad.
 const ACP: [Cli; 4] = [Cli::Gemini, Cli::Qwen, Cli::OpenCode, Cli::Copilot];
@@ -266,21 +268,6 @@ fn served(world: &World) -> (u64, u64) {
         })
         .unwrap_or(requests.len());
     (turn as u64, (requests.len() - turn) as u64)
-}
-
-/// The tokens a step's journal holds: fresh in, cached, out.
-fn ledger(done: &serde_json::Value) -> (u64, u64, u64) {
-    let usage = done["detail"]["usage"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let sum = |key: &str| {
-        usage
-            .iter()
-            .map(|u| u[key].as_u64().unwrap_or(0))
-            .sum::<u64>()
-    };
-    (sum("tokens_in"), sum("tokens_cached"), sum("tokens_out"))
 }
 
 /// A dollar budget over ACP: the step's model is chosen over the protocol, the tokens the

@@ -389,6 +389,21 @@ pub(crate) fn writing(prefix: &str, count: usize) -> Vec<Turn> {
         .collect()
 }
 
+/// The tokens a step's journal holds, over its models: fresh in, cached, out.
+pub(crate) fn ledger(step: &Value) -> (u64, u64, u64) {
+    let usage = step["detail"]["usage"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let sum = |key: &str| {
+        usage
+            .iter()
+            .map(|u| u[key].as_u64().unwrap_or(0))
+            .sum::<u64>()
+    };
+    (sum("tokens_in"), sum("tokens_cached"), sum("tokens_out"))
+}
+
 /// What an honest agent does: writes the file, runs the tests, commits, answers.
 pub(crate) fn honest() -> Vec<Turn> {
     vec![
@@ -952,30 +967,26 @@ fn a_dollar_budget_counts_tokens_at_their_models_price_for_every_cli_without_dol
         "{}",
         failed[0]
     );
-    let usage = done[0]["detail"]["usage"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let sum = |key: &str| {
-        usage
-            .iter()
-            .map(|u| u[key].as_u64().unwrap_or(0))
-            .sum::<u64>()
-    };
-    // What the API served the first step, each request whole.
-    let served = sum("tokens_cached") / 1000;
+    // What the API served the first step, each request whole: all it served but the next
+    // step's one (and one in flight when it was stopped, if any).
+    let (fresh, cached, out) = ledger(&done[0]);
+    let served = cached / 1000;
     assert!(
-        served >= 4 && world.generations() > served,
+        served >= 4 && (served + 1..=served + 2).contains(&world.generations()),
         "{served} of {} requests\n{}",
         world.generations(),
         world.explain(&run)
     );
     assert_eq!(
-        (sum("tokens_in"), sum("tokens_out")),
+        (fresh, out),
         (100 * served, 20 * served),
         "the ledger holds what the API served ({served} requests)\n{}",
         world.explain(&run)
     );
+    let usage = done[0]["detail"]["usage"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let ours = usage.iter().find(|u| u["model"] == model);
     let ours = ours.unwrap_or_else(|| panic!("no test-model usage: {usage:?}"));
     let tokens = |key: &str| ours[key].as_u64().unwrap_or(0) as f64;
@@ -1726,9 +1737,9 @@ fn an_epic_budget_stops_stories_running_at_once_within_one_request_each() {
 
 /// An epic's dollar budget holds across CLIs that count money apart: Claude Code reports
 /// its dollars, Codex only its tokens, which git-bmad prices; both draw on the one purse.
-/// The dev steps run on Codex and would write for ever: each ends when its model does
-/// (Codex cannot stop itself at an amount), its priced tokens take the purse past the
-/// budget, and no step starts after that.
+/// The dev steps run on Codex and would write for ever: each is stopped within a request of
+/// its story's share (its rollout read as it grows), the epic within one request per running
+/// story of the budget, and no step starts after that.
 #[test]
 #[cfg_attr(
     not(feature = "external-tests"),
@@ -1786,12 +1797,9 @@ fn an_epic_budget_counts_claude_dollars_and_codex_tokens_in_one_purse() {
             "{key}: a step started after the budget was spent\n{said}"
         );
     }
-    assert!(
-        codex_spent > budget,
-        "Codex's priced tokens: ${codex_spent}\n{said}"
-    );
     assert!(said.contains("nothing new is started"), "{said}");
-    // The epic's end counts what every story spent, after the last step ended.
+    // The epic's end counts what every story spent, after the last step ended: past the
+    // budget by at most the request each running story had under way ($0.04 on Codex).
     let spent: f64 = ["3-1-api-client", "3-2-storage"]
         .iter()
         .map(|key| {
@@ -1800,6 +1808,10 @@ fn an_epic_budget_counts_claude_dollars_and_codex_tokens_in_one_purse() {
                 .unwrap_or(0.0)
         })
         .sum();
+    assert!(
+        codex_spent > 0.0 && spent <= budget + 2.0 * 0.04 + 1e-9,
+        "Codex's priced tokens: ${codex_spent} of ${spent}\n{said}"
+    );
     let (stopped, total) = world.budget_stop("3");
     assert!(
         (total - spent).abs() < 1e-6,

@@ -761,19 +761,24 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(10));
     }
 
-    #[test]
-    fn a_watched_child_is_killed_at_the_line_its_watch_stops_at() {
-        let spec = |script: &str| Spec {
+    /// `script` in `cwd`, with nothing given and 20 seconds.
+    fn watched(script: &str, cwd: &std::path::Path) -> Spec {
+        Spec {
             program: "/bin/sh".into(),
             args: vec!["-c".into(), script.into()],
-            cwd: std::env::temp_dir(),
+            cwd: cwd.to_owned(),
             env: vec![],
             env_remove: vec![],
             clear_env: false,
             stdin: None,
             timeout: Duration::from_secs(20),
             sandbox: None,
-        };
+        }
+    }
+
+    #[test]
+    fn a_watched_child_is_killed_at_the_line_its_watch_stops_at() {
+        let spec = |script: &str| watched(script, &std::env::temp_dir());
         let mut seen = Vec::new();
         let started = Instant::now();
         let out = run_watching(
@@ -811,17 +816,7 @@ mod tests {
             "printf 'one\\nt' >> {log}; sleep 0.2; printf 'wo\\n' >> {log}; sleep 30 & sleep 30",
             log = log.display()
         );
-        let spec = Spec {
-            program: "/bin/sh".into(),
-            args: vec!["-c".into(), script],
-            cwd: dir.path().to_owned(),
-            env: vec![],
-            env_remove: vec![],
-            clear_env: false,
-            stdin: None,
-            timeout: Duration::from_secs(20),
-            sandbox: None,
-        };
+        let spec = watched(&script, dir.path());
         let mut seen = Vec::new();
         let started = Instant::now();
         let place = || Some(log.clone());
@@ -843,8 +838,7 @@ mod tests {
             0,
         )
         .unwrap();
-        let mut quick = spec.clone();
-        quick.args = vec!["-c".into(), "sleep 0.2; exit 3".into()];
+        let quick = watched("sleep 0.2; exit 3", dir.path());
         let place = || Some(fifo.clone());
         let out =
             run_watching(&quick, &AtomicBool::new(false), Some(&place), &mut |_| true).unwrap();
