@@ -66,9 +66,13 @@ pub fn invoke(
     let cli = config.cli(invocation.kind.as_str());
     let over_acp = cli.protocol == Protocol::Acp;
     let logs_usage = adapter.logs_usage().filter(|_| !over_acp);
-    let named_log = (logs_usage == Some(LogsUsage::ToNamedFile))
-        .then(UsageLog::named)
-        .transpose()?;
+    let named = match logs_usage {
+        Some(LogsUsage::ToNamedFile { its_only_account }) => {
+            its_only_account || invocation.allowance.limits()
+        }
+        _ => false,
+    };
+    let named_log = named.then(UsageLog::named).transpose()?;
     let call = Call {
         prompt: &invocation.prompt,
         model: invocation.model.as_deref(),

@@ -21,8 +21,8 @@ pub(super) struct UsageLog {
 }
 
 enum Place {
-    /// A file git-bmad names ([`LogsUsage::ToNamedFile`](super::adapter::LogsUsage)), in a
-    /// folder of its own that is gone with this.
+    /// A file git-bmad names ([`LogsUsage::ToNamedFile`](super::adapter::LogsUsage::ToNamedFile)),
+    /// in a folder of its own that is gone with this.
     Named {
         folder: tempfile::TempDir,
         file: PathBuf,

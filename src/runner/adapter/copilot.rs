@@ -112,7 +112,9 @@ impl Adapter for Copilot {
     }
 
     fn logs_usage(&self) -> Option<super::LogsUsage> {
-        Some(super::LogsUsage::ToNamedFile)
+        Some(super::LogsUsage::ToNamedFile {
+            its_only_account: true,
+        })
     }
 
     fn call_env(&self, _cli: &CliConfig, call: &Call) -> Vec<(String, String)> {

@@ -128,7 +128,10 @@ impl Adapter for Gemini {
     }
 
     fn logs_usage(&self) -> Option<super::LogsUsage> {
-        Some(super::LogsUsage::ToNamedFile)
+        // Its final `stats` are its account; the record is read where a budget meters it.
+        Some(super::LogsUsage::ToNamedFile {
+            its_only_account: false,
+        })
     }
 
     fn request_usage(&self, record: &Value) -> Option<ModelUsage> {
@@ -158,11 +161,20 @@ impl Adapter for Gemini {
 
     fn read_output(&self, result: &mut AgentResult) -> bool {
         let object = |text: &str| json_values(text).into_iter().find(Value::is_object);
+        let said = String::from_utf8_lossy(&result.stderr.tail()).into_owned();
         let value = match whole_stdout(result).and_then(|t| object(&t)) {
             Some(value) => value,
-            None => match object(&String::from_utf8_lossy(&result.stderr.tail())) {
+            None => match object(&said) {
                 Some(value) if value["error"].is_object() => value,
-                _ => return false,
+                _ => {
+                    if said.contains("Unknown arguments: record-responses") {
+                        result.reported_error = Some(format!(
+                            "Gemini CLI is older than 0.12, the first to record each request's tokens (`--record-responses`), which a budget reads as it runs; update it: npm install -g {}",
+                            self.npm_package().unwrap_or("@google/gemini-cli")
+                        ));
+                    }
+                    return false;
+                }
             },
         };
         result.final_text = value["response"].as_str().unwrap_or_default().to_owned();
@@ -260,6 +272,27 @@ mod tests {
         assert!(Gemini.request_usage(&count).is_none());
         let end = serde_json::json!({"response": "ok", "stats": {"models": {}}});
         assert!(Gemini.request_usage(&end).is_none());
+    }
+
+    /// What Gemini CLI 0.10.0 says to `--record-responses` (exit 1, on stderr, its usage
+    /// after it).
+    #[test]
+    fn a_gemini_cli_too_old_to_record_its_requests_is_told_to_update() {
+        let result = crate::runner::interpret(
+            crate::runner::Kind::parse("gemini").unwrap(),
+            crate::runner::Exit::Code(1),
+            crate::runner::Captured::default(),
+            crate::runner::Captured::from_bytes(
+                b"Unknown arguments: record-responses, recordResponses\nUsage: gemini [options] [command]\n",
+            ),
+            10,
+        );
+        let error = result.reported_error.unwrap_or_default();
+        assert!(
+            error.starts_with("Gemini CLI is older than 0.12")
+                && error.ends_with("npm install -g @google/gemini-cli@0.61.0"),
+            "{error}"
+        );
     }
 
     #[test]

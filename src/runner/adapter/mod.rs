@@ -616,8 +616,13 @@ pub struct ModelUsage {
 /// Where a CLI logs each request's usage as it runs ([`Adapter::logs_usage`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LogsUsage {
-    /// To the file git-bmad names ([`Call::usage_log`]).
-    ToNamedFile,
+    /// To the file git-bmad names ([`Call::usage_log`]): named for every call where the log
+    /// is its only account of what it used, else only where a budget meters the call (an
+    /// older CLI may not take the file).
+    ToNamedFile {
+        /// Whether it prints no account of its own.
+        its_only_account: bool,
+    },
     /// In its own log of the session its output announces ([`Adapter::session_log`]).
     InItsSession,
 }
