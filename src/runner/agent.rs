@@ -80,6 +80,7 @@ pub fn invoke(
         guard: invocation.guard.as_deref(),
         guard_hooked: adapter.guard_hooked(&invocation.cwd),
         budget_usd: invocation.allowance.usd,
+        metered_tokens: invocation.allowance.tokens.is_some(),
         contained: invocation.sandbox.is_some(),
         usage_log: named_log.as_ref().and_then(UsageLog::named_file),
     };
@@ -786,6 +787,7 @@ mod tests {
                     guard: Some("'/opt/git-bmad' guard"),
                     guard_hooked: false,
                     budget_usd: None,
+                    metered_tokens: false,
                     contained: false,
                     usage_log: None,
                 },
@@ -801,6 +803,7 @@ mod tests {
                 guard: None,
                 guard_hooked: false,
                 budget_usd: Some(1.25),
+                metered_tokens: false,
                 contained: false,
                 usage_log: None,
             };

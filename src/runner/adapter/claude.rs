@@ -11,11 +11,13 @@
 
 use std::path::PathBuf;
 
-use super::AgentResult;
+use serde_json::Value;
+
 use super::{
     agent_args, allowed_prefixes, configured_value, dashed, nested, result_message,
     whole_command_problem, Adapter, Call,
 };
+use super::{AgentResult, ModelUsage};
 use crate::config::CliConfig;
 
 /// The adapter.
@@ -102,7 +104,20 @@ impl Adapter for Claude {
     }
 
     fn command_line(&self, cli: &CliConfig, call: &Call) -> (Vec<String>, Option<Vec<u8>>) {
-        let mut args = agent_args(&["-p", "--output-format", "json"], self, cli, call);
+        // Where a token budget meters it, each request's tokens as it runs (its stream's
+        // raw events: `message_start` what it read, `message_delta` what it wrote).
+        let head: &[&str] = if call.metered_tokens {
+            &[
+                "-p",
+                "--output-format",
+                "stream-json",
+                "--verbose",
+                "--include-partial-messages",
+            ]
+        } else {
+            &["-p", "--output-format", "json"]
+        };
+        let mut args = agent_args(head, self, cli, call);
         if cli.args.is_none() {
             args.push("--allowedTools".into());
             args.extend(allowed_tools(call.allowed_commands));
@@ -145,9 +160,55 @@ impl Adapter for Claude {
         true
     }
 
+    fn request_usage(&self, event: &Value) -> Option<ModelUsage> {
+        if event["type"] != "stream_event" {
+            return None;
+        }
+        let raw = &event["event"];
+        let n = |usage: &Value, key: &str| usage[key].as_u64().unwrap_or(0);
+        match raw["type"].as_str()? {
+            // What the request read (a cache write is read fresh)...
+            "message_start" => {
+                let usage = &raw["message"]["usage"];
+                Some(ModelUsage {
+                    model: raw["message"]["model"].as_str().map(str::to_owned),
+                    input: n(usage, "input_tokens") + n(usage, "cache_creation_input_tokens"),
+                    cached: n(usage, "cache_read_input_tokens"),
+                    output: 0,
+                    usd: None,
+                })
+            }
+            // ...and, as it ends, what it wrote.
+            "message_delta" => Some(ModelUsage {
+                output: n(&raw["usage"], "output_tokens"),
+                ..ModelUsage::default()
+            }),
+            _ => None,
+        }
+    }
+
     fn read_output(&self, result: &mut AgentResult) -> bool {
         let messages = result_message::messages(result);
-        result_message::read(result, &messages)
+        if result_message::read(result, &messages) {
+            return true;
+        }
+        // Stopped before its result (by a budget): what each request its stream showed
+        // read and wrote, under the model that request named.
+        let mut usage = Vec::new();
+        let mut model = None;
+        for message in &messages {
+            let Some(mut request) = self.request_usage(message) else {
+                continue;
+            };
+            model = request.model.clone().or(model);
+            request.model = model.clone();
+            super::add_request(&mut usage, Some(request));
+        }
+        result.usage = usage;
+        result.agent_session_id = messages
+            .iter()
+            .find_map(|m| m["session_id"].as_str().map(str::to_owned));
+        false
     }
 
     fn config_problems(&self, cli: &CliConfig) -> Vec<String> {
@@ -201,4 +262,61 @@ pub fn is_guard_group(group: &serde_json::Value) -> bool {
             })
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Claude Code 2.1.330's stream where a token budget meters it (`stream-json
+    /// --include-partial-messages`, from a run against a scripted Anthropic API), stopped
+    /// after two requests, the second's end unseen.
+    const STOPPED: &str = r#"{"type":"system","subtype":"init","session_id":"s-1","model":"claude-opus-5-5"}
+{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_1","model":"claude-opus-5-5","usage":{"input_tokens":100,"cache_read_input_tokens":1000,"cache_creation_input_tokens":500,"output_tokens":1}}},"session_id":"s-1"}
+{"type":"assistant","message":{"id":"msg_1","model":"claude-opus-5-5","content":[{"type":"text","text":"I'll write it."}],"usage":{"input_tokens":100,"cache_read_input_tokens":1000,"cache_creation_input_tokens":500,"output_tokens":1}},"session_id":"s-1"}
+{"type":"stream_event","event":{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":20}},"session_id":"s-1"}
+{"type":"stream_event","event":{"type":"message_start","message":{"id":"msg_3","model":"claude-opus-5-5","usage":{"input_tokens":100,"cache_read_input_tokens":1000,"cache_creation_input_tokens":500,"output_tokens":1}}},"session_id":"s-1"}
+"#;
+
+    #[test]
+    fn a_metered_stream_shows_what_each_request_read_and_wrote() {
+        let events: Vec<Value> = STOPPED
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let seen: Vec<(u64, u64, u64)> = events
+            .iter()
+            .filter_map(|e| Claude.request_usage(e))
+            .map(|u| (u.input, u.cached, u.output))
+            .collect();
+        // The assistant message repeats the start's counts: not a request of its own.
+        assert_eq!(seen, [(600, 1000, 0), (0, 0, 20), (600, 1000, 0)]);
+        let result = crate::runner::interpret(
+            crate::runner::Kind::parse("claude").unwrap(),
+            crate::runner::Exit::Spent,
+            crate::runner::Captured::from_bytes(STOPPED.as_bytes()),
+            crate::runner::Captured::default(),
+            10,
+        );
+        let usage: Vec<_> = result
+            .usage
+            .iter()
+            .map(|u| (u.model.as_deref(), u.input, u.cached, u.output))
+            .collect();
+        assert_eq!(usage, [(Some("claude-opus-5-5"), 1200, 2000, 20)]);
+        assert_eq!(result.agent_session_id.as_deref(), Some("s-1"));
+        // Metered, it prints that stream; else one result.
+        let metered = Call {
+            prompt: "p",
+            metered_tokens: true,
+            ..Call::default()
+        };
+        let (args, _) = Claude.command_line(&CliConfig::default(), &metered);
+        assert!(args
+            .windows(2)
+            .any(|w| w == ["--output-format", "stream-json"]));
+        assert!(args.contains(&"--include-partial-messages".to_owned()));
+        let (args, _) = Claude.command_line(&CliConfig::default(), &Call::default());
+        assert!(args.windows(2).any(|w| w == ["--output-format", "json"]));
+    }
 }

@@ -312,6 +312,9 @@ pub struct Call<'a> {
     pub guard_hooked: bool,
     /// What the invocation may spend, in US dollars, for a CLI that stops itself there.
     pub budget_usd: Option<f64>,
+    /// Whether a token budget meters the invocation as it runs: a CLI that can print each
+    /// request's tokens then does.
+    pub metered_tokens: bool,
     /// Whether git-bmad runs it contained.
     pub contained: bool,
     /// Where a CLI that [logs its usage](Adapter::logs_usage) to a named file logs it.

@@ -16,11 +16,16 @@ use serde_json::Value;
 use super::{json_values, verdict_word, whole_stdout, AgentResult, ModelUsage};
 use crate::text::last_chars;
 
-/// Every message the CLI printed, in order; none when its output was not kept whole.
+/// Every message the CLI printed, in order. Where its output was too long to keep whole (a
+/// stream of every request's events), the whole lines of its end, where its result is.
 pub(super) fn messages(result: &AgentResult) -> Vec<Value> {
-    let Some(text) = whole_stdout(result) else {
-        return Vec::new();
-    };
+    let text = whole_stdout(result).unwrap_or_else(|| {
+        let tail = String::from_utf8_lossy(&result.stdout.tail()).into_owned();
+        // The first line is cut.
+        tail.split_once('\n')
+            .map(|(_, whole)| whole.to_owned())
+            .unwrap_or_default()
+    });
     json_values(&text)
         .into_iter()
         .flat_map(|v| match v {
