@@ -105,8 +105,10 @@ impl Adapter for Claude {
 
     fn command_line(&self, cli: &CliConfig, call: &Call) -> (Vec<String>, Option<Vec<u8>>) {
         // Where a token budget meters it, each request's tokens as it runs (its stream's
-        // raw events: `message_start` what it read, `message_delta` what it wrote).
-        let head: &[&str] = if call.metered_tokens {
+        // raw events: `message_start` what it read, `message_delta` what it wrote), unless
+        // the configuration chose one result (it refuses those events then).
+        let format = configured_value(cli, &["--output-format"]);
+        let head: &[&str] = if call.metered_tokens && format.is_none_or(|f| f == "stream-json") {
             &[
                 "-p",
                 "--output-format",
@@ -318,5 +320,13 @@ mod tests {
         assert!(args.contains(&"--include-partial-messages".to_owned()));
         let (args, _) = Claude.command_line(&CliConfig::default(), &Call::default());
         assert!(args.windows(2).any(|w| w == ["--output-format", "json"]));
+        // One result the configuration chose stands (Claude Code refuses its raw events
+        // then: "--include-partial-messages requires --print and --output-format=stream-json").
+        let chosen = CliConfig {
+            args: Some(vec!["--output-format".into(), "json".into()]),
+            ..CliConfig::default()
+        };
+        let (args, _) = Claude.command_line(&chosen, &metered);
+        assert!(!args.contains(&"--include-partial-messages".to_owned()));
     }
 }
