@@ -4,7 +4,7 @@
 //! worktree for edits), counts the tokens each agent reports, and cancels a turn at its
 //! timeout. The world (CLIs, model API, project) is the real-CLI suite's.
 
-use crate::common::model_api::Turn;
+use crate::common::model_api::{ModelApi, Turn};
 use crate::common::read;
 use crate::test_real_cli::{
     assert_not_done, honest, ledger, write_hello, Cli, Reach, World, IMPLEMENT,
@@ -427,12 +427,16 @@ fn copilot_cli_headless_is_budgeted_by_the_tokens_it_logs_as_it_runs() {
         assert_eq!(done[0]["detail"]["cost_priced"], true, "{}", done[0]);
         assert_eq!(done[0]["detail"]["premium_requests"], 0.0, "{}", done[0]);
 
-        // An agent that would write files for ever, with two and a half requests' budget.
-        let endless = World::reached(
+        // An agent that would write files for ever, with two and a half requests' budget, on
+        // a model that takes a moment over each answer, as a real one does.
+        let endless = World::serving(
             Cli::Copilot,
             Reach::Link,
             bubblewrap_refused,
-            crate::test_real_cli::writing("src/f", 40),
+            ModelApi::start_paced(
+                crate::test_real_cli::writing("src/f", 40),
+                std::time::Duration::from_millis(300),
+            ),
             IMPLEMENT,
         );
         endless.configure(&config(0.225));

@@ -9,6 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -190,8 +191,18 @@ impl World {
         script: Vec<Turn>,
         playbook: &str,
     ) -> World {
+        World::serving(cli, reach, refused, ModelApi::start(script), playbook)
+    }
+
+    /// The same with the model `api` serves.
+    pub(crate) fn serving(
+        cli: Cli,
+        reach: Reach,
+        refused: bool,
+        api: ModelApi,
+        playbook: &str,
+    ) -> World {
         let env = TestEnv::contained();
-        let api = ModelApi::start(script);
         let home = env.root().join("home");
         let on_path = env.root().join("bin").join(cli.name());
         let npm = installed().join(cli.name());
@@ -892,7 +903,9 @@ fn a_dollar_budget_counts_tokens_at_their_models_price_for_every_cli_without_dol
     // Per request the scripted API serves 100 fresh input tokens, 1,000 cached and 20 out:
     // at these prices, $0.01 + $0.01 + $0.02.
     let price = "{input: 100, cached_input: 10, output: 1000}";
-    let world = World::new(Cli::Codex, honest(), two_steps);
+    // A model that takes a moment over each answer, as a real one does.
+    let api = ModelApi::start_paced(honest(), Duration::from_millis(300));
+    let world = World::serving(Cli::Codex, Reach::Link, false, api, two_steps);
     // Codex names no model in its output: a dollar budget is refused until the configuration
     // names one (its tokens are priced by model).
     world.configure("runners:\n  default: codex\nchecks:\n  test_command: sh test.sh\norchestration:\n  budget_usd: 1\n");
@@ -1270,8 +1283,11 @@ fn a_budget_stops_a_running_step_within_one_request_for_clis_that_report_each_re
         ];
         let skip = usize::from(cli == Cli::Claude);
         for (budget, limit_event) in budgets.into_iter().skip(skip) {
-            // An agent that would write files for ever.
-            let world = World::new(cli, writing("src/f", 40), playbook);
+            // An agent that would write files for ever, on a model that takes a moment over
+            // each answer, as a real one does: "within one request" is about reading what
+            // the CLI reports as it runs, not a race with a model that answers at once.
+            let api = ModelApi::start_paced(writing("src/f", 40), Duration::from_millis(300));
+            let world = World::serving(cli, Reach::Link, false, api, playbook);
             world.configure(&format!(
                 "runners:\n  default: {}\nchecks:\n  test_command: sh test.sh\norchestration:\n  {budget}\n  agents:\n    dev: {{model: {model}}}\n  prices:\n    test-model: {price}\n",
                 cli.name()
@@ -1715,7 +1731,9 @@ fn an_epic_budget_stops_stories_running_at_once_within_one_request_each() {
     ignore = "needs the agent CLIs from npm: cargo test --features external-tests"
 )]
 fn an_epic_budget_counts_claude_dollars_and_codex_tokens_in_one_purse() {
-    let world = EpicWorld::new("v6", writing("notes/", 12)).with_cli(Cli::Codex);
+    // A model that takes a moment over each answer, as a real one does.
+    let api = ModelApi::start_paced(writing("notes/", 12), Duration::from_millis(300));
+    let world = EpicWorld::serving("v6", api).with_cli(Cli::Codex);
     // $0.04 a request at this price (see the run's dollar-budget test); BMAD's dev workflow
     // as a Codex prompt.
     world.dev_on(

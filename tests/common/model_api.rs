@@ -72,13 +72,21 @@ struct Shared {
     seen: Arc<Mutex<Vec<Seen>>>,
     /// How often each failing turn has been answered.
     failures: Mutex<Vec<u32>>,
+    /// How long the model takes over each answer.
+    latency: Duration,
     stop: Arc<AtomicBool>,
 }
 
 impl ModelApi {
     /// Serve `script` on an ephemeral port of 127.0.0.1.
     pub fn start(script: Vec<Turn>) -> ModelApi {
-        ModelApi::serve_scripts(script, Vec::new())
+        ModelApi::serve_scripts(script, Vec::new(), Duration::ZERO)
+    }
+
+    /// Serve `script` as a model that takes `latency` over each answer, as a real one does
+    /// (a CLI's output then has the time to be read between its requests).
+    pub fn start_paced(script: Vec<Turn>, latency: Duration) -> ModelApi {
+        ModelApi::serve_scripts(script, Vec::new(), latency)
     }
 
     /// Serve one script per kind of conversation: each `(marker, script)` answers the
@@ -89,10 +97,14 @@ impl ModelApi {
             .into_iter()
             .map(|(marker, script)| (marker.to_owned(), script))
             .collect();
-        ModelApi::serve_scripts(Vec::new(), by_prompt)
+        ModelApi::serve_scripts(Vec::new(), by_prompt, Duration::ZERO)
     }
 
-    fn serve_scripts(script: Vec<Turn>, by_prompt: Vec<(String, Vec<Turn>)>) -> ModelApi {
+    fn serve_scripts(
+        script: Vec<Turn>,
+        by_prompt: Vec<(String, Vec<Turn>)>,
+        latency: Duration,
+    ) -> ModelApi {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
         let port = listener.local_addr().expect("local addr").port();
         let stop = Arc::new(AtomicBool::new(false));
@@ -103,6 +115,7 @@ impl ModelApi {
             by_prompt,
             seen: seen.clone(),
             stop: stop.clone(),
+            latency,
         });
         std::thread::spawn(move || {
             for stream in listener.incoming() {
@@ -214,7 +227,9 @@ fn serve(mut stream: TcpStream, shared: &Shared) -> std::io::Result<()> {
         Api::Gemini => path.contains(":streamGenerateContent"),
         _ => body["stream"].as_bool().unwrap_or(false),
     };
-    // Every answer goes back in the API's shape, from the model asked for.
+    // Every answer goes back in the API's shape, from the model asked for, once it is
+    // thought of.
+    std::thread::sleep(shared.latency);
     let send = |stream: &mut TcpStream, parts: &[Part], tool: bool| {
         reply(stream, api, &model, streamed, parts, tool)
     };
