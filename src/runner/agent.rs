@@ -156,10 +156,13 @@ pub fn invoke(
             None => invocation.sandbox.clone(),
         },
     };
+    // The requests its log showed, read once, as it grew: what a step of the agent does to
+    // the file afterwards (it is in the walls) changes nothing read.
+    let mut logged = Vec::new();
     let mut result = if over_acp {
         turn(invocation, model_over_protocol, &spec, interrupt)?
     } else {
-        let output = if invocation.allowance.limits() {
+        let output = if invocation.allowance.limits() || usage_log.is_some() {
             let model = invocation
                 .model
                 .as_deref()
@@ -167,13 +170,16 @@ pub fn invoke(
             let mut meter =
                 Meter::new(invocation.allowance, Prices::new(&invocation.prices), model);
             let log = || usage_log?.file(adapter);
-            let logged = usage_log.map(|_| &log as &process::LogPlace<'_>);
-            process::run_watching(&spec, interrupt, logged, &mut |line| {
+            let place = usage_log.map(|_| &log as &process::LogPlace<'_>);
+            process::run_watching(&spec, interrupt, place, &mut |source, line| {
                 let event = serde_json::from_slice::<serde_json::Value>(line).ok();
                 if let (Some(log), Some(event)) = (usage_log, &event) {
                     log.hear(adapter, event);
                 }
                 let request = event.and_then(|e| adapter.request_usage(&e));
+                if source == process::Source::Log {
+                    logged.extend(request.clone());
+                }
                 request.is_some_and(|r| meter.count(&r))
             })?
         } else {
@@ -188,7 +194,7 @@ pub fn invoke(
         )
     };
     if let Some(log) = usage_log {
-        log.read_into(adapter, invocation.allowance.limits(), &mut result);
+        log.read_into(adapter, invocation.allowance.limits(), logged, &mut result);
     }
     // The call's `--model` comes after the configured arguments: it is the one the CLI uses.
     result.name_usage(

@@ -176,8 +176,18 @@ pub fn run(spec: &Spec, interrupt: &AtomicBool) -> Result<Output> {
     run_inner(spec, interrupt, None)
 }
 
-/// What a watched child's lines are put to, a line at a time: `true` stops it.
-pub type Watch<'w> = dyn FnMut(&[u8]) -> bool + Send + 'w;
+/// What a watched child's lines are put to, a line at a time, with where each was written:
+/// `true` stops it.
+pub type Watch<'w> = dyn FnMut(Source, &[u8]) -> bool + Send + 'w;
+
+/// Where a watched child wrote a line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// Its stdout.
+    Stdout,
+    /// Its log.
+    Log,
+}
 
 /// Where a watched child's log is, once it is known (a file it was told to write, or one
 /// it names as it runs).
@@ -186,7 +196,7 @@ pub type LogPlace<'l> = dyn Fn() -> Option<PathBuf> + Sync + 'l;
 /// Run `spec` as [`run`] does, each line of its stdout put to `watch` as it is printed, and
 /// each line it appends to its `log` (a file it writes as it runs) as it is written: the
 /// first line `watch` answers `true` to kills the child and its group at once, which then
-/// ends [`Exit::Spent`].
+/// ends [`Exit::Spent`]. What the log holds when the child has ended is heard too.
 pub fn run_watching(
     spec: &Spec,
     interrupt: &AtomicBool,
@@ -217,16 +227,17 @@ fn run_inner(
     let (mut ended, stdout) = match (watch, child.stdout.take()) {
         (Some((watch, log)), Some(pipe)) => {
             let watch = Mutex::new(watch);
-            let hear = |line: &[u8]| {
+            let hear = |source: Source, line: &[u8]| {
                 let mut watch = watch.lock().unwrap_or_else(|e| e.into_inner());
-                if !spent.load(Ordering::SeqCst) && watch(line) {
+                if !spent.load(Ordering::SeqCst) && watch(source, line) {
                     spent.store(true, Ordering::SeqCst);
                     // At once: the poll's moment is time for another request.
                     group.kill();
                 }
             };
             std::thread::scope(|scope| {
-                let listener = scope.spawn(|| read_lines(pipe, &mut |line| hear(line)));
+                let listener =
+                    scope.spawn(|| read_lines(pipe, &mut |line| hear(Source::Stdout, line)));
                 let mut tailing = Tailing {
                     log: log.map(Tail::new),
                     hear: &hear,
@@ -238,6 +249,8 @@ fn run_inner(
                     interrupt,
                     &mut tailing,
                 );
+                // Its last lines, written as it ended.
+                tailing.tick();
                 (ended, listener.join().unwrap_or_default())
             })
         }
@@ -391,13 +404,13 @@ impl Listener for Quiet {}
 /// A watched child, whose log is read as it grows.
 struct Tailing<'a> {
     log: Option<Tail<'a>>,
-    hear: &'a (dyn Fn(&[u8]) + Sync),
+    hear: &'a (dyn Fn(Source, &[u8]) + Sync),
 }
 
 impl Listener for Tailing<'_> {
     fn tick(&mut self) {
         for line in self.log.as_mut().map(Tail::lines).unwrap_or_default() {
-            (self.hear)(&line);
+            (self.hear)(Source::Log, &line);
         }
     }
 }
@@ -785,7 +798,7 @@ mod tests {
             &spec("echo one; echo two; sleep 30 & sleep 30; echo three"),
             &AtomicBool::new(false),
             None,
-            &mut |line| {
+            &mut |_, line| {
                 seen.push(String::from_utf8_lossy(line).into_owned());
                 line == b"two"
             },
@@ -800,7 +813,7 @@ mod tests {
             &spec("echo one; exit 4"),
             &AtomicBool::new(false),
             None,
-            &mut |_| false,
+            &mut |_, _| false,
         )
         .unwrap();
         assert_eq!(out.exit, Exit::Code(4));
@@ -820,10 +833,16 @@ mod tests {
         let mut seen = Vec::new();
         let started = Instant::now();
         let place = || Some(log.clone());
-        let out = run_watching(&spec, &AtomicBool::new(false), Some(&place), &mut |line| {
-            seen.push(String::from_utf8_lossy(line).into_owned());
-            line == b"two"
-        })
+        let out = run_watching(
+            &spec,
+            &AtomicBool::new(false),
+            Some(&place),
+            &mut |source, line| {
+                assert_eq!(source, Source::Log);
+                seen.push(String::from_utf8_lossy(line).into_owned());
+                line == b"two"
+            },
+        )
         .unwrap();
         assert_eq!(out.exit, Exit::Spent);
         assert_eq!(seen, ["one", "two"]);
@@ -838,10 +857,34 @@ mod tests {
             0,
         )
         .unwrap();
+        // What it writes as it ends is heard too.
+        let last = dir.path().join("last");
+        let ending = watched(
+            &format!("printf 'last\\n' >> {}", last.display()),
+            dir.path(),
+        );
+        let place = || Some(last.clone());
+        let mut heard = Vec::new();
+        run_watching(
+            &ending,
+            &AtomicBool::new(false),
+            Some(&place),
+            &mut |_, line| {
+                heard.push(line.to_vec());
+                false
+            },
+        )
+        .unwrap();
+        assert_eq!(heard, [b"last".to_vec()]);
         let quick = watched("sleep 0.2; exit 3", dir.path());
         let place = || Some(fifo.clone());
-        let out =
-            run_watching(&quick, &AtomicBool::new(false), Some(&place), &mut |_| true).unwrap();
+        let out = run_watching(
+            &quick,
+            &AtomicBool::new(false),
+            Some(&place),
+            &mut |_, _| true,
+        )
+        .unwrap();
         assert_eq!(out.exit, Exit::Code(3));
     }
 

@@ -5,7 +5,6 @@
 //! OpenTelemetry file, Gemini CLI's record of responses), or the CLI's own log of the
 //! session it announces, under the home it runs with (Codex's rollout).
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -36,10 +35,6 @@ enum Place {
 }
 
 impl UsageLog {
-    /// A record is a line; one longer than this (a response's whole text fits many times)
-    /// was not written by the CLI.
-    const LINE_LIMIT: u64 = 16 << 20;
-
     /// A file for the CLI to log to.
     pub(super) fn named() -> Result<UsageLog> {
         let folder = tempfile::Builder::new()
@@ -102,75 +97,51 @@ impl UsageLog {
         })
     }
 
-    /// Every request the CLI logged, read by its adapter ([`Adapter::request_usage`]):
-    /// `result`'s usage where the CLI's output holds none (it prints none, or was stopped
-    /// before its end); what it printed is its own account, the log stood in for it while it
-    /// ran. Where a budget counts what it spends, one that ended well fails when the log
-    /// was its only account and git-bmad cannot read it, or when the log shows fewer
-    /// requests than its output announced (the log is in reach of the agent's commands;
-    /// its output is not): the budget would not see them.
+    /// The requests the CLI logged (`logged`, read by its adapter's
+    /// [`Adapter::request_usage`] as the log grew): `result`'s usage where the CLI's output
+    /// holds none (it prints none, or was stopped before its end); what it printed is its own
+    /// account, the log stood in for it while it ran. Where a budget counts what it spends,
+    /// one that ended well fails when the log was its only account and showed nothing, or
+    /// when it shows fewer requests than its output announced (the log is in reach of the
+    /// agent's commands; its output is not): the budget would not see them.
     pub(super) fn read_into(
         &self,
         adapter: &dyn Adapter,
         budgeted: bool,
+        logged: Vec<ModelUsage>,
         result: &mut AgentResult,
     ) {
         let printed = !result.usage.is_empty();
-        if let Some(id) = &result.agent_session_id {
-            let _ = self.session.set(id.clone());
-        }
-        let why = match self.requests(adapter) {
-            Ok(requests) => {
-                let logged = requests.len();
-                if !printed {
-                    for request in requests {
-                        super::adapter::add_request(&mut result.usage, Some(request));
-                    }
-                }
-                match adapter.requests_announced(result) {
-                    Some(announced) if announced > logged => format!(
-                        "it shows {logged} of the {announced} model requests its output announced"
-                    ),
-                    _ => return,
-                }
+        let count = logged.len();
+        if !printed {
+            for request in logged {
+                super::adapter::add_request(&mut result.usage, Some(request));
             }
-            Err(_) if printed => return,
-            Err(e) => e.to_string(),
+        }
+        let announced = adapter.requests_announced(result);
+        let short = match announced {
+            Some(announced) => announced > count,
+            None => count == 0 && !printed,
         };
-        // One stopped before its end logs what it had, and fails already.
-        if !result.exit.success() {
+        // One stopped before its end logged what it had, and fails already.
+        if !short || !result.exit.success() {
             return;
         }
+        // Why, as the file's place says it (gone, not a file, a link out of the folder).
+        let why = match self.file(adapter).map(|f| crate::fs::open_private(&f)) {
+            Some(Err(e)) => e.to_string(),
+            None => "no log of its session was found".to_owned(),
+            Some(Ok(_)) => format!(
+                "it shows {count} of the {} model requests its output announced",
+                announced.unwrap_or(0)
+            ),
+        };
         tracing::warn!("{}'s usage log is short: {why}", result.runner);
         if budgeted && result.reported_error.is_none() {
             result.reported_error = Some(format!(
                 "{} left no whole usage log git-bmad can read ({why}), so what it spent is unknown",
                 result.runner
             ));
-        }
-    }
-
-    /// The requests logged, in order. What the walled CLI (or a step of it) left there is
-    /// opened with no symlink followed out of the folder and no FIFO waited on.
-    fn requests(&self, adapter: &dyn Adapter) -> std::io::Result<Vec<ModelUsage>> {
-        let file = self.file(adapter).ok_or_else(|| {
-            std::io::Error::new(
-                std::io::ErrorKind::NotFound,
-                "no log of its session was found",
-            )
-        })?;
-        let mut lines = std::io::BufReader::new(crate::fs::open_private(&file)?);
-        let mut requests = Vec::new();
-        let mut line = Vec::new();
-        loop {
-            line.clear();
-            let read =
-                std::io::Read::take(&mut lines, Self::LINE_LIMIT).read_until(b'\n', &mut line)?;
-            if read == 0 {
-                return Ok(requests);
-            }
-            let record = serde_json::from_slice(&line).ok();
-            requests.extend(record.and_then(|r| adapter.request_usage(&r)));
         }
     }
 }

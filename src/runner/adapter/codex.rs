@@ -201,7 +201,8 @@ fn turn_usage(counts: &Value) -> ModelUsage {
 }
 
 /// The rollout of thread `id` under `sessions` (`YYYY/MM/DD/rollout-<time>-<id>.jsonl`),
-/// the newest days looked at first.
+/// in the newest two days' folders: a thread just started is there (the day before when it
+/// started at midnight), and a user's years of sessions are not read again at each look.
 fn rollout(sessions: &Path, id: &str) -> Option<PathBuf> {
     let newest_first = |dir: &Path| -> Vec<PathBuf> {
         let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
@@ -214,21 +215,16 @@ fn rollout(sessions: &Path, id: &str) -> Option<PathBuf> {
         entries
     };
     let suffix = format!("-{id}.jsonl");
-    for year in newest_first(sessions) {
-        for month in newest_first(&year) {
-            for day in newest_first(&month) {
-                let found = newest_first(&day).into_iter().find(|file| {
-                    file.file_name()
-                        .and_then(|n| n.to_str())
-                        .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(&suffix))
-                });
-                if found.is_some() {
-                    return found;
-                }
-            }
-        }
-    }
-    None
+    let days = newest_first(sessions)
+        .into_iter()
+        .flat_map(|year| newest_first(&year))
+        .flat_map(|month| newest_first(&month))
+        .take(2);
+    days.flat_map(|day| newest_first(&day)).find(|file| {
+        file.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with("rollout-") && n.ends_with(&suffix))
+    })
 }
 
 /// `Reconnecting... 2/5 (…)`: a retry in progress, not a failure.
@@ -281,6 +277,12 @@ mod tests {
         let ours = day.join("rollout-2026-12-07T20-51-57-t-1.jsonl");
         std::fs::write(&ours, "").unwrap();
         std::fs::write(day.join("rollout-2026-12-07T20-50-00-t-2.jsonl"), "").unwrap();
+        // Two newer days: the one a week back is not looked in again.
+        for newer in ["2026/12/08", "2026/12/09"] {
+            std::fs::create_dir_all(home.path().join(".codex/sessions").join(newer)).unwrap();
+        }
+        assert_eq!(Codex.session_log(home.path(), &[], "t-1"), None);
+        std::fs::remove_dir(home.path().join(".codex/sessions/2026/12/09")).unwrap();
         assert_eq!(Codex.session_log(home.path(), &[], "t-1"), Some(ours));
         assert_eq!(Codex.session_log(home.path(), &[], "t-3"), None);
         // A home of its own the user names.
